@@ -1,0 +1,47 @@
+/*
+ * reference.h: the independent oracle used by `tide fft` (Max error) and by the tests.
+ *
+ * Inputs are a deterministic function of the global point and the seed, so every decomposition
+ * sees the same global array. The check gathers the whole input and output to rank 0, runs one
+ * serial FFTW transform of the whole grid in double precision (FFTW's plain 3D interface, no
+ * Tide code involved) and compares.
+ */
+#ifndef TIDE_APPS_REFERENCE_H
+#define TIDE_APPS_REFERENCE_H
+
+#include <mpi.h>
+#include "tide.h"
+
+/* Value in [-1, 1) of component comp (0 real, 1 imaginary) of global point (x, y, z) of field
+ * f of a grid of size n (the grid the data lives on), for the given seed. */
+double tide_ref_value(unsigned seed, int field, const int n[3], int x, int y, int z, int comp);
+
+/* Fill this rank's array (box layout, batch fields one after another) with those values.
+ * is_complex: interleaved (re, im) elements; prec: float or double elements. */
+void tide_ref_fill(void *data, const tide_box *box, int batch, int is_complex,
+                   tide_precision prec, const int n[3], unsigned seed);
+
+/* Whether the gathered global input and output of a transform of size n with batch fields fit
+ * comfortably in one rank's memory (the check's limit, about 1 GiB of double complex). */
+int tide_ref_fits(const int n[3], int batch);
+
+typedef struct {
+    double rel_l2;  /* ||out - ref||_2 / ||ref||_2 over all fields */
+    double max_abs; /* max |out - ref| over all points (complex modulus) */
+    double max_ref; /* max |ref| */
+} tide_ref_error;
+
+/*
+ * Collective over comm. Checks one transform computed by Tide: src holds this rank's input in
+ * layout srcbox, dst this rank's result in layout dstbox. direction: -1 forward, +1 backward.
+ * For R2C, forward src is real on grid n and dst complex on n[0] x n[1] x (n[2]/2+1); backward
+ * the reverse (the reference is FFTW's c2r, so the backward input must be Hermitian, e.g. the
+ * output of a forward transform). scale multiplies the reference (1, 1/N, 1/sqrt N).
+ * Every rank gets the same err. Returns 0, or TIDE_ERR_TOO_LARGE when !tide_ref_fits.
+ */
+int tide_ref_check(MPI_Comm comm, const int n[3], tide_fft_type type, tide_precision prec,
+                   int batch, int direction, double scale, const tide_box *srcbox,
+                   const void *src, const tide_box *dstbox, const void *dst,
+                   tide_ref_error *err);
+
+#endif

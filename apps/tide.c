@@ -1,0 +1,73 @@
+/* tide.c: the `tide` command: subcommand dispatch, --help, --version. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <mpi.h>
+#include "tide.h"
+#include "tide_app.h"
+
+static const char *usage =
+    "usage: mpirun -np P tide <command> [arguments]\n"
+    "\n"
+    "commands:\n"
+    "  fft    time and verify a distributed 3D FFT (tide fft --help)\n"
+    "  info   ranks, threads, backend and GPU status of this run\n"
+    "\n"
+    "  tide --help      this text\n"
+    "  tide --version   the library version\n"
+    "\n"
+    "environment: TIDE_LOG=warn|info|debug (rank-prefixed messages on stderr)\n";
+
+static int rank0(void)
+{
+    int r = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    return r == 0;
+}
+
+void tide_say(const char *fmt, ...)
+{
+    if (!rank0())
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+}
+
+void tide_warn(const char *fmt, ...)
+{
+    if (!rank0())
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fflush(stderr);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rc;
+    if (argc < 2) {
+        tide_warn("%s", usage);
+        rc = 2;
+    } else if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        tide_say("%s", usage);
+        rc = 0;
+    } else if (!strcmp(argv[1], "--version")) {
+        tide_say("tide %s\n", tide_version());
+        rc = 0;
+    } else if (!strcmp(argv[1], "fft")) {
+        rc = tide_cmd_fft(argc - 2, argv + 2);
+    } else if (!strcmp(argv[1], "info")) {
+        rc = tide_cmd_info(argc - 2, argv + 2);
+    } else {
+        tide_warn("tide: unknown command '%s'\n\n%s", argv[1], usage);
+        rc = 2;
+    }
+    MPI_Finalize();
+    return rc;
+}

@@ -1,0 +1,371 @@
+/*
+ * tide_fft.c: `tide fft`: plan, verify against an independent reference, and time a
+ * distributed 3D FFT, printing heFFTe speed3d's keys so existing parsers read the output.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <fftw3.h>
+#include "reference.h"
+#include "tide.h"
+#include "tide_app.h"
+
+static const char *usage =
+    "usage: mpirun -np P tide fft <c2c|r2c> <auto|cpu|cuda> <float|double> NX NY NZ [options]\n"
+    "\n"
+    "Plans a distributed 3D FFT of an NX x NY x NZ grid, checks it against a serial FFTW\n"
+    "transform of the gathered array (or the round trip when the grid does not fit on one\n"
+    "rank), then times RUNS forward+backward pairs. Time per run is one transform: the median\n"
+    "over runs of (forward + backward) / 2, the slowest rank counting.\n"
+    "\n"
+    "options:\n"
+    "  -slabs | -pencils      decomposition (default: automatic)\n"
+    "  -a2av | -p2p           exchange: MPI_Alltoallv or pipelined Isend/Irecv (default: auto)\n"
+    "  -transposed            output in the layout of the last local FFT (saves an exchange)\n"
+    "  -ingrid A B C          input boxes from an A x B x C process grid (A*B*C = P)\n"
+    "  -outgrid A B C         output boxes from an A x B x C process grid\n"
+    "  -batch B               transform B fields per call (default 1)\n"
+    "  -inplace               in == out\n"
+    "  -measure               FFTW_MEASURE planning (default FFTW_ESTIMATE)\n"
+    "  -scale none|full|symmetric   scaling (default none)\n"
+    "  -n RUNS                timed runs (default 5)\n"
+    "  -seed S                input seed (default 2026)\n"
+    "  -json FILE             also write the results as JSON\n";
+
+typedef struct {
+    int type, backend, prec, n[3];
+    int decomp, exchange, transposed, batch, inplace, measure, scaling, runs;
+    unsigned seed;
+    int has_ingrid, ingrid[3], has_outgrid, outgrid[3];
+    const char *json;
+} args;
+
+static int pick(const char *s, const char *const *names, int count)
+{
+    for (int i = 0; i < count; i++)
+        if (!strcmp(s, names[i]))
+            return i;
+    return -1;
+}
+
+static int to_int(const char *s, int lo, int *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < lo || v > 1L << 30)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* Fills a; on error prints why (rank 0) and returns 2. Every rank parses the same argv. */
+static int parse(int argc, char **argv, args *a)
+{
+    static const char *types[] = {"c2c", "r2c"}, *backends[] = {"auto", "cpu", "cuda"},
+                      *precs[] = {"double", "float"}, *scales[] = {"none", "full", "symmetric"};
+    memset(a, 0, sizeof *a);
+    a->batch = 1;
+    a->runs = 5;
+    a->seed = 2026;
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-help") || !strcmp(argv[i], "-h")) {
+            tide_say("%s", usage);
+            return 1;
+        }
+    if (argc < 6) {
+        tide_warn("tide fft: expected 6 positional arguments, got %d\n\n%s", argc, usage);
+        return 2;
+    }
+    if ((a->type = pick(argv[0], types, 2)) < 0 ||
+        (a->backend = pick(argv[1], backends, 3)) < 0 ||
+        (a->prec = pick(argv[2], precs, 2)) < 0 || to_int(argv[3], 1, &a->n[0]) ||
+        to_int(argv[4], 1, &a->n[1]) || to_int(argv[5], 1, &a->n[2])) {
+        tide_warn("tide fft: bad positional arguments '%s %s %s %s %s %s'\n\n%s", argv[0],
+                  argv[1], argv[2], argv[3], argv[4], argv[5], usage);
+        return 2;
+    }
+    a->backend = a->backend == 0 ? TIDE_BACKEND_AUTO : a->backend == 1 ? TIDE_BACKEND_CPU
+                                                                        : TIDE_BACKEND_CUDA;
+    for (int i = 6; i < argc; i++) {
+        const char *o = argv[i];
+        int more = argc - i - 1, bad = 0;
+        if (!strcmp(o, "-slabs"))
+            a->decomp = TIDE_DECOMP_SLABS;
+        else if (!strcmp(o, "-pencils"))
+            a->decomp = TIDE_DECOMP_PENCILS;
+        else if (!strcmp(o, "-a2av"))
+            a->exchange = TIDE_EXCHANGE_A2AV;
+        else if (!strcmp(o, "-p2p"))
+            a->exchange = TIDE_EXCHANGE_P2P;
+        else if (!strcmp(o, "-transposed"))
+            a->transposed = 1;
+        else if (!strcmp(o, "-inplace"))
+            a->inplace = 1;
+        else if (!strcmp(o, "-measure"))
+            a->measure = 1;
+        else if (!strcmp(o, "-ingrid") || !strcmp(o, "-outgrid")) {
+            int *g = o[1] == 'i' ? a->ingrid : a->outgrid;
+            bad = more < 3 || to_int(argv[i + 1], 1, &g[0]) || to_int(argv[i + 2], 1, &g[1]) ||
+                  to_int(argv[i + 3], 1, &g[2]);
+            *(o[1] == 'i' ? &a->has_ingrid : &a->has_outgrid) = 1;
+            i += 3;
+        } else if (!strcmp(o, "-batch")) {
+            bad = more < 1 || to_int(argv[++i], 1, &a->batch);
+        } else if (!strcmp(o, "-n")) {
+            bad = more < 1 || to_int(argv[++i], 1, &a->runs);
+        } else if (!strcmp(o, "-seed")) {
+            int s = 0;
+            bad = more < 1 || to_int(argv[++i], 0, &s);
+            a->seed = (unsigned)s;
+        } else if (!strcmp(o, "-scale")) {
+            bad = more < 1 || (a->scaling = pick(argv[++i], scales, 3)) < 0;
+        } else if (!strcmp(o, "-json")) {
+            bad = more < 1;
+            a->json = bad ? NULL : argv[++i];
+        } else {
+            tide_warn("tide fft: unknown option '%s'\n\n%s", o, usage);
+            return 2;
+        }
+        if (bad) {
+            tide_warn("tide fft: option %s needs a valid value\n\n%s", o, usage);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Stops on every rank alike: st is the same everywhere for Tide's collective calls. */
+#define CHECK(call)                                                                             \
+    do {                                                                                        \
+        int st_ = (call);                                                                       \
+        if (st_) {                                                                              \
+            tide_warn("tide fft: %s: %s\n", tide_strerror(st_), tide_last_error(ctx));           \
+            rc = 1;                                                                             \
+            goto done;                                                                          \
+        }                                                                                       \
+    } while (0)
+
+int tide_cmd_fft(int argc, char **argv)
+{
+    args a;
+    int rc = parse(argc, argv, &a);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    int rank, P;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    int nout[3] = {a.n[0], a.n[1], a.type == TIDE_R2C ? a.n[2] / 2 + 1 : a.n[2]};
+    for (int k = 0; k < 2; k++) {
+        const int *g = k ? a.outgrid : a.ingrid;
+        if ((k ? a.has_outgrid : a.has_ingrid) && g[0] * g[1] * g[2] != P) {
+            tide_warn("tide fft: -%sgrid %d %d %d has %d ranks, the run has %d\n", k ? "out" : "in",
+                      g[0], g[1], g[2], g[0] * g[1] * g[2], P);
+            return 2;
+        }
+    }
+
+    tide_context *ctx = NULL;
+    tide_fft_plan *plan = NULL;
+    void *in = NULL, *out = NULL, *back = NULL;
+    double *times = NULL;
+    tide_context_options copts;
+    tide_context_options_init(&copts);
+    copts.backend = a.backend;
+    int st = tide_context_create(MPI_COMM_WORLD, &copts, &ctx);
+    if (st) {
+        tide_warn("tide fft: %s: %s\n", tide_strerror(st), tide_last_error(NULL));
+        return 1;
+    }
+    tide_fft_options o;
+    tide_fft_options_init(&o);
+    o.type = a.type;
+    o.precision = a.prec;
+    o.backend = a.backend;
+    o.decomposition = a.decomp;
+    o.exchange = a.exchange;
+    o.scaling = a.scaling;
+    o.planning = a.measure ? TIDE_PLAN_MEASURE : TIDE_PLAN_ESTIMATE;
+    o.batch = a.batch;
+    o.transposed_out = a.transposed;
+    tide_box ib, ob;
+    if (a.has_ingrid)
+        tide_box_in_grid(a.n, a.ingrid, rank, &ib);
+    if (a.has_outgrid)
+        tide_box_in_grid(nout, a.outgrid, rank, &ob);
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    CHECK(tide_fft_plan_create(ctx, a.n, a.has_ingrid ? &ib : NULL, a.has_outgrid ? &ob : NULL,
+                               &o, &plan));
+    double tplan = MPI_Wtime() - t0, tplan_max;
+    MPI_Reduce(&tplan, &tplan_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+
+    tide_fft_info info;
+    tide_fft_plan_info(plan, &info);
+    tide_fft_plan_boxes(plan, &ib, &ob);
+    char desc[256];
+    tide_fft_plan_describe(plan, desc, sizeof desc);
+    int threads = 1;
+    tide_context_threads(ctx, &threads);
+
+    /* Arrays: in (kept for checks), out, back (backward result). In place: out aliases in. */
+    size_t in_b = info.in_bytes, out_b = a.inplace ? info.inplace_bytes : info.out_bytes;
+    in = fftw_malloc(in_b ? in_b : 1);
+    out = fftw_malloc(out_b ? out_b : 1);
+    back = fftw_malloc((a.inplace ? info.inplace_bytes : in_b) + 1);
+    times = malloc(sizeof(double) * (size_t)a.runs);
+    int ok = in && out && back && times, all_ok;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all_ok) {
+        tide_warn("tide fft: out of memory allocating the arrays\n");
+        rc = 1;
+        goto done;
+    }
+    int cplx_in = a.type == TIDE_C2C;
+    tide_ref_fill(in, &ib, a.batch, cplx_in, a.prec, a.n, a.seed);
+
+    tide_say("Tide %s: fft %s %s %dx%dx%d, %d ranks x %d threads, backend %s, batch %d%s\n",
+             tide_version(), a.type == TIDE_R2C ? "r2c" : "c2c",
+             a.prec == TIDE_DOUBLE ? "double" : "float", a.n[0], a.n[1], a.n[2], P, threads,
+             info.backend == TIDE_BACKEND_CUDA ? "cuda" : "cpu", a.batch,
+             a.inplace ? ", in place" : "");
+    tide_say("Plan: %s (%s, exchange %s, %d exchanges, %d local FFT passes)\n", desc,
+             info.decomposition == TIDE_DECOMP_PENCILS ? "pencils" : "slabs",
+             info.exchange == TIDE_EXCHANGE_P2P ? "p2p" : "a2av", info.exchanges,
+             info.local_transforms);
+
+    /* ---- verification: forward against serial FFTW, backward, and the round trip ---- */
+    double N = (double)a.n[0] * a.n[1] * a.n[2];
+    double fscale = a.scaling == TIDE_SCALE_SYMMETRIC ? 1 / sqrt(N) : 1;
+    double bscale = a.scaling == TIDE_SCALE_SYMMETRIC ? 1 / sqrt(N)
+                    : a.scaling == TIDE_SCALE_FULL    ? 1 / N : 1;
+    double tol = a.prec == TIDE_DOUBLE ? 1e-12 : 1e-5;
+    if (a.inplace)
+        memcpy(out, in, in_b);
+    CHECK(tide_fft_forward(plan, a.inplace ? out : in, out));
+    tide_ref_error fe = {0, 0, 0}, be = {0, 0, 0};
+    int reference = tide_ref_fits(a.n, a.batch);
+    if (reference)
+        CHECK(tide_ref_check(MPI_COMM_WORLD, a.n, a.type, a.prec, a.batch, -1, fscale, &ib, in,
+                             &ob, out, &fe));
+    if (a.inplace)
+        CHECK(tide_fft_backward(plan, out, out));
+    else
+        CHECK(tide_fft_backward(plan, out, back));
+    void *rt = a.inplace ? out : back;
+    /* Round trip: compare back / (fscale * bscale * N) with the input, on every rank. */
+    {
+        double rt_scale = fscale * bscale * N, num = 0, den = 0, maxabs = 0, maxref = 0;
+        long long cnt = info.in_count * a.batch * (cplx_in ? 2 : 1);
+        for (long long i = 0; i < cnt; i++) {
+            double x = a.prec == TIDE_DOUBLE ? ((double *)in)[i] : ((float *)in)[i];
+            double y = (a.prec == TIDE_DOUBLE ? ((double *)rt)[i] : ((float *)rt)[i]) / rt_scale;
+            num += (x - y) * (x - y);
+            den += x * x;
+            maxabs = fmax(maxabs, fabs(x - y));
+            maxref = fmax(maxref, fabs(x));
+        }
+        double l[2] = {num, den}, g[2], m[2] = {maxabs, maxref}, gm[2];
+        MPI_Allreduce(l, g, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(m, gm, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        be.rel_l2 = g[1] > 0 ? sqrt(g[0] / g[1]) : sqrt(g[0]);
+        be.max_abs = gm[0];
+        be.max_ref = gm[1];
+    }
+    double max_error = reference ? fe.max_abs / fe.max_ref : be.max_abs / be.max_ref;
+    double checked_l2 = reference ? fmax(fe.rel_l2, be.rel_l2) : be.rel_l2;
+    int passed = checked_l2 <= tol;
+
+    /* ---- timing ---- */
+    const void *fin = a.inplace ? out : in;
+    void *bout = a.inplace ? out : back;
+    CHECK(tide_fft_forward(plan, fin, out)); /* warm-up */
+    CHECK(tide_fft_backward(plan, out, bout));
+    int progress = rank == 0 && isatty(STDERR_FILENO) && a.runs > 1;
+    for (int r = 0; r < a.runs; r++) {
+        if (a.inplace) /* keep the data bounded: restart from the input each run */
+            memcpy(out, in, in_b);
+        MPI_Barrier(MPI_COMM_WORLD);
+        double s = MPI_Wtime();
+        CHECK(tide_fft_forward(plan, fin, out));
+        CHECK(tide_fft_backward(plan, out, bout));
+        double t = (MPI_Wtime() - s) / 2, tmax;
+        MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        times[r] = tmax;
+        if (progress)
+            fprintf(stderr, "\rrun %d/%d: %.4g s", r + 1, a.runs, tmax);
+    }
+    if (progress)
+        fprintf(stderr, "\r%40s\r", "");
+    double tmin = times[0], tmaxr = times[0], tsum = 0;
+    for (int r = 0; r < a.runs; r++) {
+        tmin = fmin(tmin, times[r]);
+        tmaxr = fmax(tmaxr, times[r]);
+        tsum += times[r];
+    }
+    qsort(times, (size_t)a.runs, sizeof(double), cmp_double);
+    double tmed = a.runs % 2 ? times[a.runs / 2] : (times[a.runs / 2 - 1] + times[a.runs / 2]) / 2;
+    double mem = (double)(info.host_bytes + in_b + out_b + (a.inplace ? 0 : in_b)), memmax;
+    MPI_Reduce(&mem, &memmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+
+    tide_say("Plan creation time: %.6g (s)\n", tplan_max);
+    tide_say("Time per run: %.6g (s)\n", tmed);
+    tide_say("Min/Max/Avg: %.6g %.6g %.6g (s)\n", tmin, tmaxr, tsum / a.runs);
+    tide_say("Performance: %.6g GFlop/s\n", info.flops / tmed * 1e-9);
+    tide_say("Memory usage: %.1f MB/rank\n", memmax / 1e6);
+    tide_say("Max error: %.6g\n", max_error);
+    if (reference)
+        tide_say("Reference: serial FFTW of the gathered array: forward relative L2 %.3g, "
+                 "backward round trip relative L2 %.3g\n", fe.rel_l2, be.rel_l2);
+    else
+        tide_say("Reference: round trip only (the grid is too large to gather on one rank): "
+                 "relative L2 %.3g\n", be.rel_l2);
+    tide_say("Verification: %s (relative L2 error %.3g, tolerance %.0e)\n",
+             passed ? "passed" : "FAILED", checked_l2, tol);
+
+    if (a.json && rank == 0) {
+        FILE *f = fopen(a.json, "w");
+        if (!f) {
+            tide_warn("tide fft: cannot write %s\n", a.json);
+            rc = 1;
+        } else {
+            fprintf(f,
+                    "{\"version\": \"%s\", \"type\": \"%s\", \"precision\": \"%s\", "
+                    "\"size\": [%d, %d, %d], \"ranks\": %d, \"threads\": %d, \"batch\": %d, "
+                    "\"backend\": \"%s\", \"plan\": \"%s\", \"exchanges\": %d, "
+                    "\"inplace\": %s, \"transposed\": %s, \"runs\": %d,\n"
+                    " \"plan_seconds\": %.9g, \"time_per_run\": %.9g, \"min\": %.9g, "
+                    "\"max\": %.9g, \"avg\": %.9g, \"gflops\": %.6g, \"memory_mb_per_rank\": "
+                    "%.3f,\n \"max_error\": %.6g, \"reference\": \"%s\", \"rel_l2\": %.6g, "
+                    "\"verified\": %s}\n",
+                    tide_version(), a.type == TIDE_R2C ? "r2c" : "c2c",
+                    a.prec == TIDE_DOUBLE ? "double" : "float", a.n[0], a.n[1], a.n[2], P,
+                    threads, a.batch, info.backend == TIDE_BACKEND_CUDA ? "cuda" : "cpu", desc,
+                    info.exchanges, a.inplace ? "true" : "false",
+                    a.transposed ? "true" : "false", a.runs, tplan_max, tmed, tmin, tmaxr,
+                    tsum / a.runs, info.flops / tmed * 1e-9, memmax / 1e6, max_error,
+                    reference ? "serial-fftw" : "round-trip", checked_l2,
+                    passed ? "true" : "false");
+            fclose(f);
+        }
+    }
+    if (!passed)
+        rc = 1;
+done:
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    tide_fft_plan_destroy(plan);
+    tide_context_destroy(ctx);
+    fftw_free(in);
+    fftw_free(out);
+    fftw_free(back);
+    free(times);
+    return rc;
+}

@@ -1,0 +1,174 @@
+/*
+ * region.c: box geometry and the permuting copy behind every pack and unpack.
+ *
+ * The copy is where dimensions get permuted "on the fly" (seed 003): a block leaves its sender
+ * already in the receiver's storage order, so no separate transposition pass exists anywhere.
+ */
+#include <string.h>
+#include "region.h"
+
+void tide_box_strides(const tide_box *b, int64_t stride[3])
+{
+    int64_t s = 1;
+    for (int k = 2; k >= 0; k--) {
+        int d = b->order[k];
+        stride[d] = s;
+        s *= tide_ext(b, d);
+    }
+}
+
+int64_t tide_box_intersect(const tide_box *a, const tide_box *b, tide_box *out)
+{
+    int64_t count = 1;
+    for (int d = 0; d < 3; d++) {
+        out->lo[d] = a->lo[d] > b->lo[d] ? a->lo[d] : b->lo[d];
+        out->hi[d] = a->hi[d] < b->hi[d] ? a->hi[d] : b->hi[d];
+        if (out->hi[d] < out->lo[d])
+            out->hi[d] = out->lo[d];
+        count *= tide_ext(out, d);
+        out->order[d] = a->order[d];
+    }
+    return count;
+}
+
+int tide_box_equal(const tide_box *a, const tide_box *b)
+{
+    for (int d = 0; d < 3; d++)
+        if (a->lo[d] != b->lo[d] || a->hi[d] != b->hi[d] || a->order[d] != b->order[d])
+            return 0;
+    return 1;
+}
+
+int64_t tide_box_offset(const tide_box *b, const tide_box *region)
+{
+    int64_t stride[3], off = 0;
+    tide_box_strides(b, stride);
+    for (int d = 0; d < 3; d++)
+        off += (int64_t)(region->lo[d] - b->lo[d]) * stride[d];
+    return off;
+}
+
+int tide_region_is_run(const tide_box *region, const tide_box *b, const int order[3], int batch)
+{
+    int64_t n = 1, nb = 1;
+    for (int d = 0; d < 3; d++) {
+        n *= tide_ext(region, d);
+        nb *= tide_ext(b, d);
+    }
+    if (n == 0)
+        return 1;
+    if (batch > 1 && n != nb)
+        return 0;
+    /* Contiguous in b: walking b's dimensions from fastest to slowest, once a dimension is
+     * partial every slower dimension must have extent 1. */
+    int partial = 0;
+    for (int k = 2; k >= 0; k--) {
+        int d = b->order[k];
+        if (partial && tide_ext(region, d) > 1)
+            return 0;
+        if (tide_ext(region, d) < tide_ext(b, d))
+            partial = 1;
+    }
+    /* Same sequence as a dense array in `order`: the dimensions of extent > 1 appear in the
+     * same relative order in both. */
+    int da[3], db[3], na = 0, nbk = 0;
+    for (int k = 0; k < 3; k++) {
+        if (tide_ext(region, b->order[k]) > 1)
+            da[na++] = b->order[k];
+        if (tide_ext(region, order[k]) > 1)
+            db[nbk++] = order[k];
+    }
+    for (int k = 0; k < na; k++)
+        if (da[k] != db[k])
+            return 0;
+    return 1;
+}
+
+/* Geometry of one copy, in the destination's order: dimension k of the loop nest is
+ * dst order[k]; n[k] its extent; s[k] / t[k] the source / destination element strides. */
+typedef struct {
+    int64_t n[3], s[3], t[3];
+} copy_geom;
+
+enum { TILE = 32 }; /* 32x32 elements of up to 16 B: 16 KiB per side, fits in L1 with both */
+
+/* One instance of the copy loops per element type: memcpy of rows when the fastest dimension
+ * is shared, a tiled transpose of the two dimensions involved otherwise. The outer loop is
+ * split across threads. */
+#define DEFINE_COPY(NAME, T)                                                                    \
+    static void NAME(const copy_geom *g, const char *src, char *dst, int threads)              \
+    {                                                                                           \
+        const T *S = (const T *)src;                                                            \
+        T *D = (T *)dst;                                                                        \
+        if (g->s[2] == 1) {                                                                     \
+            _Pragma("omp parallel for collapse(2) schedule(static) num_threads(threads) if(threads > 1)") \
+            for (int64_t i0 = 0; i0 < g->n[0]; i0++)                                            \
+                for (int64_t i1 = 0; i1 < g->n[1]; i1++)                                        \
+                    memcpy(D + i0 * g->t[0] + i1 * g->t[1], S + i0 * g->s[0] + i1 * g->s[1],    \
+                           (size_t)g->n[2] * sizeof(T));                                        \
+            return;                                                                             \
+        }                                                                                       \
+        /* The source's fastest dimension is loop dimension a (0 or 1); b is the other. */      \
+        int a = g->s[0] < g->s[1] ? 0 : 1, b = 1 - a;                                          \
+        _Pragma("omp parallel for collapse(2) schedule(static) num_threads(threads) if(threads > 1)") \
+        for (int64_t ib = 0; ib < g->n[b]; ib++)                                                \
+            for (int64_t a0 = 0; a0 < g->n[a]; a0 += TILE) {                                    \
+                int64_t a1 = a0 + TILE < g->n[a] ? a0 + TILE : g->n[a];                          \
+                for (int64_t c0 = 0; c0 < g->n[2]; c0 += TILE) {                                \
+                    int64_t c1 = c0 + TILE < g->n[2] ? c0 + TILE : g->n[2];                      \
+                    for (int64_t ia = a0; ia < a1; ia++) {                                      \
+                        const T *sp = S + ib * g->s[b] + ia * g->s[a];                          \
+                        T *dp = D + ib * g->t[b] + ia * g->t[a];                                \
+                        for (int64_t c = c0; c < c1; c++)                                       \
+                            dp[c * g->t[2]] = sp[c * g->s[2]];                                  \
+                    }                                                                           \
+                }                                                                               \
+            }                                                                                   \
+    }
+
+typedef struct { uint64_t w[2]; } elem16;
+DEFINE_COPY(copy4, uint32_t)
+DEFINE_COPY(copy8, uint64_t)
+DEFINE_COPY(copy16, elem16)
+
+/* Any other element size: bytewise moves per element, same loop order. */
+static void copy_any(const copy_geom *g, size_t elem, const char *src, char *dst, int threads)
+{
+    #pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if(threads > 1)
+    for (int64_t i0 = 0; i0 < g->n[0]; i0++)
+        for (int64_t i1 = 0; i1 < g->n[1]; i1++)
+            for (int64_t i2 = 0; i2 < g->n[2]; i2++)
+                memcpy(dst + (i0 * g->t[0] + i1 * g->t[1] + i2 * g->t[2]) * elem,
+                       src + (i0 * g->s[0] + i1 * g->s[1] + i2 * g->s[2]) * elem, elem);
+}
+
+void tide_copy_region(size_t elem, int batch, const tide_box *region, const void *src,
+                      const tide_box *sbox, void *dst, const tide_box *dbox, int threads)
+{
+    int64_t ss[3], ds[3], scount = 1, dcount = 1;
+    tide_box_strides(sbox, ss);
+    tide_box_strides(dbox, ds);
+    copy_geom g;
+    for (int k = 0; k < 3; k++) {
+        int d = dbox->order[k];
+        g.n[k] = tide_ext(region, d);
+        g.s[k] = ss[d];
+        g.t[k] = ds[d];
+        scount *= tide_ext(sbox, k);
+        dcount *= tide_ext(dbox, k);
+    }
+    if (g.n[0] * g.n[1] * g.n[2] == 0)
+        return;
+    if (threads < 1)
+        threads = 1;
+    for (int f = 0; f < batch; f++) {
+        const char *s = (const char *)src + (size_t)(f * scount + tide_box_offset(sbox, region)) * elem;
+        char *t = (char *)dst + (size_t)(f * dcount + tide_box_offset(dbox, region)) * elem;
+        switch (elem) {
+        case 4: copy4(&g, s, t, threads); break;
+        case 8: copy8(&g, s, t, threads); break;
+        case 16: copy16(&g, s, t, threads); break;
+        default: copy_any(&g, elem, s, t, threads); break;
+        }
+    }
+}

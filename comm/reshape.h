@@ -1,0 +1,40 @@
+/*
+ * reshape.h: move a distributed array from one set of boxes to another (private).
+ *
+ * Made once from every rank's source and destination boxes; says for each peer which sub-box
+ * it sends and receives. The pack writes each peer's block already in the receiver's storage
+ * order, so the receiver's unpack is a plain strided copy and no transposition pass exists.
+ * Where a peer's block is one contiguous run of the source (or destination) array it is sent
+ * from (or received into) the array directly, without any copy.
+ */
+#ifndef TIDE_COMM_RESHAPE_H
+#define TIDE_COMM_RESHAPE_H
+
+#include <stddef.h>
+#include <mpi.h>
+#include "tide.h"
+
+typedef struct tide_reshape tide_reshape;
+
+/* Collective-free: every rank passes the same src[]/dst[] arrays of nranks boxes (gathered by
+ * the caller). elem: bytes per element; batch: fields. exchange: TIDE_EXCHANGE_A2AV or _P2P
+ * (AUTO picks). On failure returns a TIDE_ERR_* code and writes a message to err. */
+int tide_reshape_create(MPI_Comm comm, const tide_box *src, const tide_box *dst, size_t elem,
+                        int batch, tide_exchange exchange, int threads, tide_reshape **out,
+                        char *err, size_t errlen);
+void tide_reshape_destroy(tide_reshape *r);
+
+/* Bytes of send and receive staging the reshape needs (0 when all peers go direct). */
+size_t tide_reshape_send_bytes(const tide_reshape *r);
+size_t tide_reshape_recv_bytes(const tide_reshape *r);
+/* The exchange backend it uses, and how many peers it exchanges data with (self excluded). */
+tide_exchange tide_reshape_exchange(const tide_reshape *r);
+int tide_reshape_peers(const tide_reshape *r);
+
+/* Collective: src (laid out as this rank's src box) -> dst (this rank's dst box). src and dst
+ * must not overlap. sendbuf/recvbuf: staging of at least the sizes above. Returns 0 or
+ * TIDE_ERR_MPI. */
+int tide_reshape_execute(const tide_reshape *r, const void *src, void *dst, void *sendbuf,
+                         void *recvbuf);
+
+#endif

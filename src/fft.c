@@ -1,0 +1,823 @@
+/*
+ * fft.c: distributed 3D FFT plans: argument agreement, the choice of intermediate layouts,
+ * the sequence of reshapes and local transforms, buffers, and execution.
+ *
+ * A transform is a chain of stages. Stage s transforms a group of dimensions (y,z then x for
+ * slabs; z, y, x for pencils; all three on one rank) in a layout where every rank holds whole
+ * lines along them. Between stages a reshape (comm/) moves the data, packed in the receiving
+ * layout's storage order. A stage reuses the current layout when it already holds whole lines,
+ * and the last stage uses the output layout when it can, so no exchange is ever spent on a
+ * layout change nobody needs. Backward runs the same chain in reverse.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fftw3.h>
+#include "cpu_fft.h"
+#include "region.h"
+#include "reshape.h"
+#include "tide_internal.h"
+
+enum { LOC_IN, LOC_OUT, LOC_W0, LOC_W1 };
+enum { OP_RESHAPE, OP_FFT };
+enum { MAX_OPS = 8, MAX_STAGES = 3 };
+
+typedef struct {
+    int kind, src, dst;
+    int stage_input;      /* IN -> OUT transform: copy IN to W0 first when they alias, or
+                           * always when the transform overwrites its input (c2r) */
+    int overwrites_input;
+    size_t stage_bytes;   /* bytes of that copy */
+    tide_reshape *reshape;
+    tide_cpu_fft *fft;    /* NULL when this rank's box is empty */
+    char what[40];
+} op;
+
+typedef struct {
+    op ops[MAX_OPS];
+    int nops;
+    double scale;         /* applied to the output at the end (1: none) */
+    long long out_scalars;
+} program;
+
+struct tide_fft_plan {
+    tide_context *ctx;
+    int n[3], nout[3];    /* input (real for R2C) and output grid */
+    tide_fft_options o;
+    tide_box inbox, outbox;
+    size_t in_elem, out_elem;
+    program fwd, bwd;
+    void *w[2], *sendbuf, *recvbuf;
+    size_t wbytes, sbytes, rbytes;
+    tide_decomposition decomp;
+    tide_exchange exchange;
+    int local_passes;
+};
+
+/* ---- argument agreement ---------------------------------------------------------------- */
+
+/* What each rank asked for, gathered on every rank so all reach the same verdict. */
+typedef struct {
+    int status;
+    char msg[200];
+    int n[3];
+    int opt[9];
+    int has_in, has_out;
+    tide_box in, out;
+} request;
+
+static const char *opt_names[9] = {"type", "precision", "backend", "decomposition", "exchange",
+                                   "scaling", "planning", "batch", "transposed_out"};
+
+static void pack_opts(const tide_fft_options *o, int v[9])
+{
+    int t[9] = {(int)o->type,     (int)o->precision, (int)o->backend,
+                (int)o->decomposition, (int)o->exchange, (int)o->scaling,
+                (int)o->planning, o->batch,          o->transposed_out};
+    memcpy(v, t, sizeof t);
+}
+
+static int local_checks(const int n[3], const tide_fft_options *o, tide_fft_plan **plan,
+                        char *msg, size_t len)
+{
+    if (!plan)
+        return snprintf(msg, len, "plan pointer is NULL"), TIDE_ERR_ARGUMENT;
+    if (!n)
+        return snprintf(msg, len, "n is NULL"), TIDE_ERR_ARGUMENT;
+    for (int d = 0; d < 3; d++)
+        if (n[d] <= 0)
+            return snprintf(msg, len, "n[%d] = %d must be positive", d, n[d]), TIDE_ERR_ARGUMENT;
+    if ((unsigned)o->type > TIDE_R2C || (unsigned)o->precision > TIDE_FLOAT ||
+        (unsigned)o->backend > TIDE_BACKEND_CUDA || (unsigned)o->decomposition > TIDE_DECOMP_PENCILS ||
+        (unsigned)o->exchange > TIDE_EXCHANGE_P2P || (unsigned)o->scaling > TIDE_SCALE_SYMMETRIC ||
+        (unsigned)o->planning > TIDE_PLAN_MEASURE)
+        return snprintf(msg, len, "an option has an unknown enum value"), TIDE_ERR_ARGUMENT;
+    if (o->batch < 1)
+        return snprintf(msg, len, "batch = %d must be at least 1", o->batch), TIDE_ERR_ARGUMENT;
+    return TIDE_SUCCESS;
+}
+
+/* Every box inside the grid with a valid order, no two overlapping, all points covered. */
+static int check_layout(tide_context *ctx, const request *all, int which, const int g[3])
+{
+    const char *side = which ? "output" : "input";
+    int P = ctx->nranks;
+    long long total = 0;
+    for (int r = 0; r < P; r++) {
+        const tide_box *b = which ? &all[r].out : &all[r].in;
+        int seen = 0;
+        for (int k = 0; k < 3; k++)
+            if (b->order[k] < 0 || b->order[k] > 2 || (seen & (1 << b->order[k])))
+                return tide_fail(ctx, TIDE_ERR_BOX,
+                                 "%s box of rank %d: order {%d,%d,%d} is not a permutation of "
+                                 "{0,1,2}", side, r, b->order[0], b->order[1], b->order[2]);
+            else
+                seen |= 1 << b->order[k];
+        for (int d = 0; d < 3; d++)
+            if (b->lo[d] < 0 || b->hi[d] < b->lo[d] || b->hi[d] > g[d])
+                return tide_fail(ctx, TIDE_ERR_BOX,
+                                 "%s box of rank %d: [%d,%d) in dimension %d is outside the "
+                                 "grid 0..%d", side, r, b->lo[d], b->hi[d], d, g[d]);
+        total += tide_box_count(b);
+    }
+    for (int r = 0; r < P; r++)
+        for (int q = 0; q < r; q++) {
+            tide_box x;
+            const tide_box *a = which ? &all[r].out : &all[r].in;
+            const tide_box *b = which ? &all[q].out : &all[q].in;
+            if (tide_box_intersect(a, b, &x) > 0)
+                return tide_fail(ctx, TIDE_ERR_BOX, "%s box of rank %d overlaps rank %d at "
+                                 "(%d,%d,%d)", side, r, q, x.lo[0], x.lo[1], x.lo[2]);
+        }
+    long long want = (long long)g[0] * g[1] * g[2];
+    if (total != want)
+        return tide_fail(ctx, TIDE_ERR_BOX, "%s boxes cover %lld of the %lld points of the "
+                         "%dx%dx%d grid", side, total, want, g[0], g[1], g[2]);
+    return TIDE_SUCCESS;
+}
+
+/* The verdict every rank computes from the same gathered requests. */
+static int judge(tide_context *ctx, const request *all)
+{
+    int P = ctx->nranks;
+    for (int r = 0; r < P; r++)
+        if (all[r].status)
+            return tide_fail(ctx, all[r].status, "rank %d: %s", r, all[r].msg);
+    for (int r = 1; r < P; r++) {
+        for (int d = 0; d < 3; d++)
+            if (all[r].n[d] != all[0].n[d])
+                return tide_fail(ctx, TIDE_ERR_MISMATCH,
+                                 "grid size differs between ranks: rank 0 has %dx%dx%d, rank %d "
+                                 "has %dx%dx%d", all[0].n[0], all[0].n[1], all[0].n[2], r,
+                                 all[r].n[0], all[r].n[1], all[r].n[2]);
+        for (int k = 0; k < 9; k++)
+            if (all[r].opt[k] != all[0].opt[k])
+                return tide_fail(ctx, TIDE_ERR_MISMATCH,
+                                 "option %s differs between ranks: rank 0 has %d, rank %d has %d",
+                                 opt_names[k], all[0].opt[k], r, all[r].opt[k]);
+        if (all[r].has_in != all[0].has_in || all[r].has_out != all[0].has_out)
+            return tide_fail(ctx, TIDE_ERR_MISMATCH,
+                             "%s box is NULL on rank %d but not on rank %d",
+                             all[r].has_in != all[0].has_in ? "input" : "output",
+                             all[r].has_in != all[0].has_in ? (all[r].has_in ? 0 : r)
+                                                            : (all[r].has_out ? 0 : r),
+                             all[r].has_in != all[0].has_in ? (all[r].has_in ? r : 0)
+                                                            : (all[r].has_out ? r : 0));
+    }
+    const int *n = all[0].n;
+    if ((double)n[0] * n[1] * n[2] * all[0].opt[7] > 4.0e18)
+        return tide_fail(ctx, TIDE_ERR_TOO_LARGE, "%dx%dx%d x %d fields is too many points",
+                         n[0], n[1], n[2], all[0].opt[7]);
+    int nout[3] = {n[0], n[1], all[0].opt[0] == TIDE_R2C ? n[2] / 2 + 1 : n[2]};
+    int st = all[0].has_in ? check_layout(ctx, all, 0, n) : TIDE_SUCCESS;
+    if (!st && all[0].has_out)
+        st = check_layout(ctx, all, 1, nout);
+    if (!st && all[0].opt[2] == TIDE_BACKEND_CUDA)
+        st = tide_fail(ctx, TIDE_ERR_UNSUPPORTED,
+                       "the CUDA FFT path is not in this version yet; use backend cpu or auto");
+    return st;
+}
+
+/* ---- layouts and the stage chain ------------------------------------------------------- */
+
+/* A layout: every rank's box (P of them). */
+typedef tide_box *layout;
+
+typedef struct {
+    int P;
+    int ngroups;
+    int group[MAX_STAGES][3], gsize[MAX_STAGES];
+    layout A[MAX_STAGES], B[MAX_STAGES]; /* stage s transforms layout A[s] into B[s] */
+    layout in, out;
+    int exchanges;
+    layout pool[2 * MAX_STAGES + 4];      /* every layout allocated, freed together */
+    int npool;
+} chain;
+
+static layout new_layout(chain *c)
+{
+    layout l = calloc((size_t)c->P, sizeof(tide_box));
+    if (l)
+        c->pool[c->npool++] = l;
+    return l;
+}
+
+static void free_chain(chain *c)
+{
+    for (int i = 0; i < c->npool; i++)
+        free(c->pool[i]);
+    c->npool = 0;
+}
+
+static int box_empty(const tide_box *b) { return tide_box_count(b) == 0; }
+
+/* Same data placement: equal boxes, or both empty. */
+static int same_layout(int P, const layout a, const layout b)
+{
+    for (int r = 0; r < P; r++)
+        if (!(box_empty(&a[r]) && box_empty(&b[r])) && !tide_box_equal(&a[r], &b[r]))
+            return 0;
+    return 1;
+}
+
+/* Every non-empty box holds whole lines along the dimensions of group s. */
+static int holds_lines(const chain *c, const layout l, int s, const int g[3])
+{
+    for (int r = 0; r < c->P; r++) {
+        if (box_empty(&l[r]))
+            continue;
+        for (int k = 0; k < c->gsize[s]; k++) {
+            int d = c->group[s][k];
+            if (l[r].lo[d] != 0 || l[r].hi[d] != g[d])
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* The same boxes on a grid whose dimension 2 has length nz (real <-> complex). */
+static layout regrid(chain *c, const layout l, int nz)
+{
+    layout t = new_layout(c);
+    if (!t)
+        return NULL;
+    for (int r = 0; r < c->P; r++) {
+        t[r] = l[r];
+        if (!box_empty(&l[r]) || l[r].lo[2] == 0) {
+            t[r].lo[2] = 0;
+            t[r].hi[2] = box_empty(&l[r]) && l[r].hi[2] == 0 ? 0 : nz;
+        } else {
+            t[r].lo[2] = t[r].hi[2] = l[r].lo[2] < nz ? l[r].lo[2] : nz;
+        }
+    }
+    return t;
+}
+
+/* The layout the decomposition uses for stage s, on grid g, C order. */
+static layout default_layout(chain *c, tide_decomposition mode, int s, const int g[3],
+                             const int pgrid[2])
+{
+    layout l = new_layout(c);
+    if (!l)
+        return NULL;
+    int grid[3] = {1, 1, 1};
+    if (mode == TIDE_DECOMP_SLABS) {
+        grid[s == 0 ? 0 : 1] = c->P;        /* x-slabs for (y,z), then y-slabs for x */
+    } else if (mode == TIDE_DECOMP_PENCILS) {
+        int whole = 2 - s;                  /* z-, then y-, then x-pencils */
+        int k = 0;
+        for (int d = 0; d < 3; d++)
+            if (d != whole)
+                grid[d] = pgrid[k++];
+    }
+    for (int r = 0; r < c->P; r++)
+        tide_box_in_grid(g, grid, r, &l[r]);
+    return l;
+}
+
+static void set_groups(chain *c, tide_decomposition mode)
+{
+    static const int slabs[2][3] = {{1, 2}, {0}}, pencils[3][3] = {{2}, {1}, {0}};
+    memset(c->group, 0, sizeof c->group);
+    if (mode == TIDE_DECOMP_SLABS) {
+        c->ngroups = 2;
+        memcpy(c->group, slabs, sizeof slabs);
+        c->gsize[0] = 2, c->gsize[1] = 1;
+    } else if (mode == TIDE_DECOMP_PENCILS) {
+        c->ngroups = 3;
+        memcpy(c->group, pencils, sizeof pencils);
+        c->gsize[0] = c->gsize[1] = c->gsize[2] = 1;
+    } else { /* one rank: all three dimensions at once */
+        c->ngroups = 1;
+        c->group[0][0] = 0, c->group[0][1] = 1, c->group[0][2] = 2;
+        c->gsize[0] = 3;
+    }
+}
+
+/* Build the chain for one decomposition. in/out: the users' layouts or NULL. Returns 0 or
+ * TIDE_ERR_NOMEM. mode AUTO here means "one rank, one group". */
+static int build_chain(chain *c, tide_decomposition mode, const int n[3], const int nout[3],
+                       int r2c, layout user_in, layout user_out, int transposed)
+{
+    set_groups(c, mode);
+    int pg[2] = {1, 1};
+    if (mode == TIDE_DECOMP_PENCILS) {
+        int split[3] = {1, 1, 0}, g3[3];
+        tide_proc_grid(c->P, n, split, g3);
+        pg[0] = g3[0], pg[1] = g3[1];
+    }
+    c->in = user_in ? user_in : default_layout(c, mode, 0, n, pg);
+    c->out = user_out ? user_out : transposed ? NULL : default_layout(c, mode, 0, nout, pg);
+    if (!c->in || (!c->out && !transposed))
+        return TIDE_ERR_NOMEM;
+    layout cur = c->in;
+    const int *g = n;
+    c->exchanges = 0;
+    for (int s = 0; s < c->ngroups; s++) {
+        int last = s == c->ngroups - 1;
+        layout a;
+        if (holds_lines(c, cur, s, g))
+            a = cur;
+        else if (last && c->out && holds_lines(c, c->out, s, nout))
+            a = r2c && s == 0 ? regrid(c, c->out, n[2]) : c->out;
+        else
+            a = default_layout(c, mode, s, g, pg);
+        if (!a)
+            return TIDE_ERR_NOMEM;
+        c->exchanges += !same_layout(c->P, cur, a);
+        c->A[s] = a;
+        c->B[s] = r2c && s == 0 ? regrid(c, a, nout[2]) : a;
+        if (!c->B[s])
+            return TIDE_ERR_NOMEM;
+        cur = c->B[s];
+        g = nout;
+    }
+    if (!c->out)
+        c->out = cur;
+    c->exchanges += !same_layout(c->P, cur, c->out);
+    return TIDE_SUCCESS;
+}
+
+/* ---- programs: the chain as operations on buffers -------------------------------------- */
+
+static const char *dim_names = "xyz";
+
+/* Where the next result goes: the last op writes OUT; c2c transforms of a work buffer stay in
+ * place; everything else goes to the work buffer not holding the source. */
+static int next_loc(int src, int last, int in_place_ok)
+{
+    if (last)
+        return LOC_OUT;
+    if (in_place_ok && (src == LOC_W0 || src == LOC_W1))
+        return src;
+    return src == LOC_W0 ? LOC_W1 : LOC_W0;
+}
+
+/* Work arrays to plan an FFTW op with, standing in for the user's arrays. */
+static void *stand_in(tide_fft_plan *p, int loc, int other)
+{
+    if (loc == LOC_W0 || loc == LOC_W1)
+        return p->w[loc - LOC_W0];
+    int o = other == LOC_W0 ? 1 : 0; /* the work buffer the other side does not use */
+    return p->w[o];
+}
+
+typedef struct {
+    int kind;            /* OP_RESHAPE or OP_FFT */
+    layout from, to;
+    int from_complex, to_complex;
+    int stage;           /* OP_FFT: which group */
+    tide_fft_kind fkind;
+    int sign;
+} step;
+
+static int add_op(tide_fft_plan *p, program *prog, const step *s, int last, char *err,
+                  size_t errlen)
+{
+    tide_context *ctx = p->ctx;
+    op *o = &prog->ops[prog->nops];
+    int src = prog->nops == 0 ? LOC_IN : prog->ops[prog->nops - 1].dst;
+    o->kind = s->kind;
+    o->src = src;
+    size_t ein = s->from_complex ? p->out_elem : p->in_elem;
+    if (s->kind == OP_RESHAPE) {
+        o->dst = next_loc(src, last, 0);
+        int st = tide_reshape_create(ctx->comm, s->from, s->to, ein, p->o.batch, p->o.exchange,
+                                     ctx->threads, &o->reshape, err, errlen);
+        if (st)
+            return st;
+        p->exchange = tide_reshape_exchange(o->reshape);
+        size_t sb = tide_reshape_send_bytes(o->reshape), rb = tide_reshape_recv_bytes(o->reshape);
+        p->sbytes = sb > p->sbytes ? sb : p->sbytes;
+        p->rbytes = rb > p->rbytes ? rb : p->rbytes;
+        snprintf(o->what, sizeof o->what, "reshape[%s]", tide_exchange_name(p->exchange));
+    } else {
+        o->dst = next_loc(src, last, s->fkind == TIDE_KIND_C2C);
+        o->stage_input = src == LOC_IN && o->dst == LOC_OUT;
+        o->overwrites_input = s->fkind == TIDE_KIND_C2R;
+        o->stage_bytes = (size_t)tide_box_count(&s->from[ctx->rank]) * p->o.batch * ein;
+        char *w = o->what;
+        w += sprintf(w, "fft(");
+        const tide_box *ib = &s->from[ctx->rank], *ob = &s->to[ctx->rank];
+        tide_cpu_fft_desc d = {
+            .precision = p->o.precision, .kind = s->fkind, .sign = s->sign, .ibox = ib,
+            .obox = ob, .nz_real = p->n[2], .batch = p->o.batch,
+            .measure = p->o.planning == TIDE_PLAN_MEASURE, .threads = ctx->threads,
+            .user_memory = src == LOC_IN || o->dst == LOC_OUT};
+        d.ndims = 0;
+        for (int k = 0; k < 3; k++)
+            if (s->stage & (1 << k))
+                d.dims[d.ndims++] = k;
+        for (int k = 0; k < d.ndims; k++)
+            w += sprintf(w, "%s%c", k ? "," : "", dim_names[d.dims[k]]);
+        sprintf(w, ")");
+        if (o->stage_input) {
+            d.in = p->w[0];
+            d.out = p->w[1];
+        } else {
+            d.in = stand_in(p, src, o->dst);
+            d.out = o->dst == src ? d.in : stand_in(p, o->dst, src);
+        }
+        if (tide_box_count(ib) > 0) {
+            int st = tide_cpu_fft_create(&d, &o->fft);
+            if (st) {
+                snprintf(err, errlen, "FFTW could not plan %s of the box [%d,%d)x[%d,%d)x[%d,%d)",
+                         o->what, ib->lo[0], ib->hi[0], ib->lo[1], ib->hi[1], ib->lo[2],
+                         ib->hi[2]);
+                return st;
+            }
+        }
+        p->local_passes++;
+    }
+    prog->nops++;
+    return TIDE_SUCCESS;
+}
+
+/* The steps of one direction. */
+static int make_steps(const chain *c, int forward, int r2c, step *steps)
+{
+    int ns = 0;
+    if (forward) {
+        layout cur = c->in;
+        int cplx = !r2c;
+        for (int s = 0; s < c->ngroups; s++) {
+            if (!same_layout(c->P, cur, c->A[s]))
+                steps[ns++] = (step){OP_RESHAPE, cur, c->A[s], cplx, cplx, 0, 0, 0};
+            int mask = 0;
+            for (int k = 0; k < c->gsize[s]; k++)
+                mask |= 1 << c->group[s][k];
+            tide_fft_kind fk = r2c && s == 0 ? TIDE_KIND_R2C : TIDE_KIND_C2C;
+            steps[ns++] = (step){OP_FFT, c->A[s], c->B[s], cplx, 1, mask, fk, -1};
+            cur = c->B[s];
+            cplx = 1;
+        }
+        if (!same_layout(c->P, cur, c->out))
+            steps[ns++] = (step){OP_RESHAPE, cur, c->out, 1, 1, 0, 0, 0};
+    } else {
+        layout cur = c->out;
+        int cplx = 1;
+        for (int s = c->ngroups - 1; s >= 0; s--) {
+            if (!same_layout(c->P, cur, c->B[s]))
+                steps[ns++] = (step){OP_RESHAPE, cur, c->B[s], 1, 1, 0, 0, 0};
+            int mask = 0;
+            for (int k = 0; k < c->gsize[s]; k++)
+                mask |= 1 << c->group[s][k];
+            tide_fft_kind fk = r2c && s == 0 ? TIDE_KIND_C2R : TIDE_KIND_C2C;
+            cplx = fk != TIDE_KIND_C2R;
+            steps[ns++] = (step){OP_FFT, c->B[s], c->A[s], 1, cplx, mask, fk, +1};
+            cur = c->A[s];
+        }
+        if (!same_layout(c->P, cur, c->in))
+            steps[ns++] = (step){OP_RESHAPE, cur, c->in, cplx, cplx, 0, 0, 0};
+    }
+    return ns;
+}
+
+/* ---- plan creation --------------------------------------------------------------------- */
+
+void tide_fft_options_init(tide_fft_options *o)
+{
+    if (!o)
+        return;
+    memset(o, 0, sizeof *o);
+    o->type = TIDE_C2C;
+    o->precision = TIDE_DOUBLE;
+    o->backend = TIDE_BACKEND_AUTO;
+    o->decomposition = TIDE_DECOMP_AUTO;
+    o->exchange = TIDE_EXCHANGE_AUTO;
+    o->scaling = TIDE_SCALE_NONE;
+    o->planning = TIDE_PLAN_ESTIMATE;
+    o->batch = 1;
+    o->transposed_out = 0;
+}
+
+static void *work_alloc(size_t bytes)
+{
+    /* fftw_malloc: SIMD-aligned, the alignment the transforms were planned for. */
+    return fftw_malloc(bytes ? bytes : 1);
+}
+
+static size_t layout_bytes(const tide_fft_plan *p, const layout l, int cplx)
+{
+    return (size_t)tide_box_count(&l[p->ctx->rank]) * (size_t)p->o.batch *
+           (cplx ? p->out_elem : p->in_elem);
+}
+
+/* The chain, steps, buffers and operations of a validated request. Local failures only. */
+static int build_plan(tide_fft_plan *p, chain *c, layout user_in, layout user_out, char *err,
+                      size_t errlen)
+{
+    tide_context *ctx = p->ctx;
+    int r2c = p->o.type == TIDE_R2C;
+    tide_decomposition mode = p->o.decomposition;
+    if (ctx->nranks == 1) {
+        mode = TIDE_DECOMP_AUTO; /* one group, all three dimensions */
+    } else if (mode == TIDE_DECOMP_AUTO) {
+        /* Slabs leave ranks idle when there are more ranks than planes. */
+        int slabs_fit = ctx->nranks <= p->n[0] && ctx->nranks <= p->n[1];
+        mode = slabs_fit ? TIDE_DECOMP_SLABS : TIDE_DECOMP_PENCILS;
+        if (user_in && user_out) { /* fewest exchanges for these boxes; the rule on ties */
+            chain alt = {.P = ctx->nranks};
+            tide_decomposition other = mode == TIDE_DECOMP_SLABS ? TIDE_DECOMP_PENCILS
+                                                                 : TIDE_DECOMP_SLABS;
+            int st = build_chain(c, mode, p->n, p->nout, r2c, user_in, user_out, 0);
+            if (!st)
+                st = build_chain(&alt, other, p->n, p->nout, r2c, user_in, user_out, 0);
+            if (!st && alt.exchanges < c->exchanges)
+                mode = other;
+            free_chain(&alt);
+            free_chain(c);
+            if (st)
+                return snprintf(err, errlen, "out of memory planning"), st;
+        }
+    }
+    p->decomp = mode == TIDE_DECOMP_AUTO ? TIDE_DECOMP_SLABS : mode;
+    int st = build_chain(c, mode, p->n, p->nout, r2c, user_in, user_out, p->o.transposed_out);
+    if (st)
+        return snprintf(err, errlen, "out of memory planning"), st;
+    p->inbox = c->in[ctx->rank];
+    p->outbox = c->out[ctx->rank];
+
+    step fs[MAX_OPS], bs[MAX_OPS];
+    int nf = make_steps(c, 1, r2c, fs), nb = make_steps(c, 0, r2c, bs);
+    /* Work buffers hold any layout of the chain, and the input when it must be staged. */
+    p->wbytes = 0;
+    for (int i = 0; i < nf; i++) {
+        size_t a = layout_bytes(p, fs[i].from, fs[i].from_complex);
+        size_t b = layout_bytes(p, fs[i].to, fs[i].to_complex);
+        p->wbytes = a > p->wbytes ? a : p->wbytes;
+        p->wbytes = b > p->wbytes ? b : p->wbytes;
+    }
+    p->w[0] = work_alloc(p->wbytes);
+    p->w[1] = work_alloc(p->wbytes);
+    if (!p->w[0] || !p->w[1])
+        return snprintf(err, errlen, "out of memory: 2 work arrays of %zu bytes", p->wbytes),
+               TIDE_ERR_NOMEM;
+    p->exchange = p->o.exchange;
+    for (int i = 0; i < nf && !st; i++)
+        st = add_op(p, &p->fwd, &fs[i], i == nf - 1, err, errlen);
+    int passes = p->local_passes;
+    for (int i = 0; i < nb && !st; i++)
+        st = add_op(p, &p->bwd, &bs[i], i == nb - 1, err, errlen);
+    p->local_passes = passes;
+    if (st)
+        return st;
+    p->sendbuf = work_alloc(p->sbytes);
+    p->recvbuf = work_alloc(p->rbytes);
+    if (!p->sendbuf || !p->recvbuf)
+        return snprintf(err, errlen, "out of memory: exchange buffers of %zu + %zu bytes",
+                        p->sbytes, p->rbytes), TIDE_ERR_NOMEM;
+
+    double N = (double)p->n[0] * p->n[1] * p->n[2];
+    double sym = 1.0 / sqrt(N);
+    p->fwd.scale = p->o.scaling == TIDE_SCALE_SYMMETRIC ? sym : 1.0;
+    p->bwd.scale = p->o.scaling == TIDE_SCALE_SYMMETRIC ? sym
+                   : p->o.scaling == TIDE_SCALE_FULL    ? 1.0 / N : 1.0;
+    p->fwd.out_scalars = tide_box_count(&p->outbox) * p->o.batch * 2;
+    p->bwd.out_scalars = tide_box_count(&p->inbox) * p->o.batch * (r2c ? 1 : 2);
+    return TIDE_SUCCESS;
+}
+
+int tide_fft_plan_create(tide_context *ctx, const int n[3], const tide_box *inbox,
+                         const tide_box *outbox, const tide_fft_options *opts,
+                         tide_fft_plan **plan)
+{
+    if (!ctx)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_fft_plan_create: ctx is NULL");
+    tide_fft_options defaults;
+    if (!opts) {
+        tide_fft_options_init(&defaults);
+        opts = &defaults;
+    }
+    request me;
+    memset(&me, 0, sizeof me);
+    me.status = local_checks(n, opts, plan, me.msg, sizeof me.msg);
+    if (n)
+        memcpy(me.n, n, sizeof me.n);
+    pack_opts(opts, me.opt);
+    me.has_in = inbox != NULL;
+    me.has_out = outbox != NULL;
+    if (inbox)
+        me.in = *inbox;
+    if (outbox)
+        me.out = *outbox;
+
+    request *all = malloc(sizeof(request) * (size_t)ctx->nranks);
+    int st = tide_agree(ctx, all ? TIDE_SUCCESS
+                                 : tide_fail(ctx, TIDE_ERR_NOMEM, "out of memory gathering "
+                                             "the plan's arguments"));
+    if (st) {
+        free(all);
+        return st;
+    }
+    if (MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, ctx->comm)) {
+        free(all);
+        return tide_fail(ctx, TIDE_ERR_MPI, "MPI_Allgather of the plan's arguments failed");
+    }
+    st = judge(ctx, all);
+    if (st) {
+        free(all);
+        return st;
+    }
+
+    tide_fft_plan *p = calloc(1, sizeof *p);
+    layout uin = NULL, uout = NULL;
+    chain c = {.P = ctx->nranks};
+    char err[TIDE_MSG_LEN] = "out of memory creating the plan";
+    if (p) {
+        p->ctx = ctx;
+        p->o = *opts;
+        if (p->o.backend == TIDE_BACKEND_AUTO && ctx->backend == TIDE_BACKEND_CUDA)
+            tide_log(ctx, TIDE_LOG_INFO, "FFT plans run on the CPU: no CUDA FFT path yet");
+        p->o.backend = TIDE_BACKEND_CPU;
+        memcpy(p->n, n, sizeof p->n);
+        memcpy(p->nout, n, sizeof p->nout);
+        if (p->o.type == TIDE_R2C)
+            p->nout[2] = n[2] / 2 + 1;
+        size_t scalar = p->o.precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
+        p->out_elem = 2 * scalar;
+        p->in_elem = p->o.type == TIDE_R2C ? scalar : 2 * scalar;
+        /* The users' layouts live outside the chain's pool: AUTO builds chains twice. */
+        if (inbox && (uin = calloc((size_t)ctx->nranks, sizeof(tide_box))))
+            for (int r = 0; r < ctx->nranks; r++)
+                uin[r] = all[r].in;
+        if (outbox && (uout = calloc((size_t)ctx->nranks, sizeof(tide_box))))
+            for (int r = 0; r < ctx->nranks; r++)
+                uout[r] = all[r].out;
+        st = (inbox && !uin) || (outbox && !uout)
+                 ? TIDE_ERR_NOMEM
+                 : build_plan(p, &c, uin, uout, err, sizeof err);
+    } else {
+        st = TIDE_ERR_NOMEM;
+    }
+    free(all);
+    free(uin);
+    free(uout);
+    free_chain(&c);
+    if (st)
+        tide_fail(ctx, st, "%s", err);
+    st = tide_agree(ctx, st);
+    if (st) {
+        tide_fft_plan_destroy(p);
+        return st;
+    }
+    if (ctx->log_level >= TIDE_LOG_INFO && ctx->rank == 0) {
+        char d[256];
+        tide_fft_plan_describe(p, d, sizeof d);
+        tide_log(ctx, TIDE_LOG_INFO, "fft plan %dx%dx%d: %s", n[0], n[1], n[2], d);
+    }
+    *plan = p;
+    return TIDE_SUCCESS;
+}
+
+static void free_program(program *prog)
+{
+    for (int i = 0; i < prog->nops; i++) {
+        tide_reshape_destroy(prog->ops[i].reshape);
+        tide_cpu_fft_destroy(prog->ops[i].fft);
+    }
+    prog->nops = 0;
+}
+
+int tide_fft_plan_destroy(tide_fft_plan *p)
+{
+    if (!p)
+        return TIDE_SUCCESS;
+    free_program(&p->fwd);
+    free_program(&p->bwd);
+    fftw_free(p->w[0]);
+    fftw_free(p->w[1]);
+    fftw_free(p->sendbuf);
+    fftw_free(p->recvbuf);
+    free(p);
+    return TIDE_SUCCESS;
+}
+
+/* ---- queries --------------------------------------------------------------------------- */
+
+int tide_fft_plan_boxes(const tide_fft_plan *p, tide_box *inbox, tide_box *outbox)
+{
+    if (!p)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_fft_plan_boxes: plan is NULL");
+    if (inbox)
+        *inbox = p->inbox;
+    if (outbox)
+        *outbox = p->outbox;
+    return TIDE_SUCCESS;
+}
+
+int tide_fft_plan_info(const tide_fft_plan *p, tide_fft_info *info)
+{
+    if (!p || !info)
+        return tide_fail(p ? p->ctx : NULL, TIDE_ERR_ARGUMENT, "tide_fft_plan_info: NULL argument");
+    memset(info, 0, sizeof *info);
+    info->in_count = tide_box_count(&p->inbox);
+    info->out_count = tide_box_count(&p->outbox);
+    info->in_bytes = (size_t)info->in_count * p->o.batch * p->in_elem;
+    info->out_bytes = (size_t)info->out_count * p->o.batch * p->out_elem;
+    info->inplace_bytes = info->in_bytes > info->out_bytes ? info->in_bytes : info->out_bytes;
+    info->host_bytes = 2 * p->wbytes + p->sbytes + p->rbytes;
+    for (int i = 0; i < p->fwd.nops; i++)
+        info->exchanges += p->fwd.ops[i].kind == OP_RESHAPE;
+    info->local_transforms = p->local_passes;
+    double N = (double)p->n[0] * p->n[1] * p->n[2];
+    info->flops = (p->o.type == TIDE_R2C ? 2.5 : 5.0) * N * log2(N) * p->o.batch;
+    info->backend = p->o.backend;
+    info->exchange = p->exchange;
+    info->decomposition = p->decomp;
+    return TIDE_SUCCESS;
+}
+
+int tide_fft_plan_describe(const tide_fft_plan *p, char *buf, size_t len)
+{
+    if (!p || !buf || !len)
+        return tide_fail(p ? p->ctx : NULL, TIDE_ERR_ARGUMENT,
+                         "tide_fft_plan_describe: NULL argument");
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < p->fwd.nops && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? " > " : "",
+                                 p->fwd.ops[i].what);
+    return TIDE_SUCCESS;
+}
+
+/* ---- execution ------------------------------------------------------------------------- */
+
+static void *where(const tide_fft_plan *p, int loc, const void *in, void *out)
+{
+    switch (loc) {
+    case LOC_IN: return (void *)in;
+    case LOC_OUT: return out;
+    default: return p->w[loc - LOC_W0];
+    }
+}
+
+static void scale(tide_precision prec, void *data, long long count, double s)
+{
+    if (prec == TIDE_DOUBLE) {
+        double *d = data;
+        for (long long i = 0; i < count; i++)
+            d[i] *= s;
+    } else {
+        float *f = data, fs = (float)s;
+        for (long long i = 0; i < count; i++)
+            f[i] *= fs;
+    }
+}
+
+static int run(tide_fft_plan *p, const program *prog, int dir, const void *in, void *out)
+{
+    tide_context *ctx = p->ctx;
+    /* Agree first, so a bad pointer on one rank is an error on all instead of a hang. */
+    int in_needed = dir < 0 ? tide_box_count(&p->inbox) > 0 : tide_box_count(&p->outbox) > 0;
+    int out_needed = dir < 0 ? tide_box_count(&p->outbox) > 0 : tide_box_count(&p->inbox) > 0;
+    int bad = (in_needed && !in) || (out_needed && !out);
+    int v[3] = {bad ? ctx->rank : ctx->nranks, dir, -dir}, agreed[3];
+    if (MPI_Allreduce(v, agreed, 3, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
+        return tide_fail(ctx, TIDE_ERR_MPI, "MPI_Allreduce failed at the start of a transform");
+    if (agreed[0] < ctx->nranks)
+        return tide_fail(ctx, TIDE_ERR_ARGUMENT, "rank %d passed a NULL array to tide_fft_%s",
+                         agreed[0], dir < 0 ? "forward" : "backward");
+    if (agreed[1] != -agreed[2])
+        return tide_fail(ctx, TIDE_ERR_MISMATCH,
+                         "some ranks called tide_fft_forward and others tide_fft_backward");
+    int st = TIDE_SUCCESS;
+    for (int i = 0; i < prog->nops && !st; i++) {
+        const op *o = &prog->ops[i];
+        void *src = where(p, o->src, in, out), *dst = where(p, o->dst, in, out);
+        if (o->kind == OP_RESHAPE) {
+            st = tide_reshape_execute(o->reshape, src, dst, p->sendbuf, p->recvbuf);
+            continue;
+        }
+        if (!o->fft)
+            continue;
+        /* The staged copy keeps FFTW from writing where it still reads (in == out, or c2r,
+         * which overwrites its input) and out-of-place inputs unmodified. */
+        if (o->stage_input && (src == dst || o->overwrites_input)) {
+            memcpy(p->w[0], src, o->stage_bytes);
+            src = p->w[0];
+        }
+        tide_cpu_fft_execute(o->fft, src, dst);
+    }
+    if (st)
+        return tide_fail(ctx, st, "an MPI exchange failed during tide_fft_%s",
+                         dir < 0 ? "forward" : "backward");
+    if (prog->scale != 1.0)
+        scale(p->o.precision, out, prog->out_scalars, prog->scale);
+    return TIDE_SUCCESS;
+}
+
+int tide_fft_forward(tide_fft_plan *plan, const void *in, void *out)
+{
+    if (!plan)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_fft_forward: plan is NULL");
+    return run(plan, &plan->fwd, -1, in, out);
+}
+
+int tide_fft_backward(tide_fft_plan *plan, const void *in, void *out)
+{
+    if (!plan)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_fft_backward: plan is NULL");
+    return run(plan, &plan->bwd, +1, in, out);
+}

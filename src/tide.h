@@ -1,0 +1,221 @@
+/*
+ * tide.h: the public C API of Tide, distributed 3D FFTs on MPI ranks.
+ *
+ * Conventions (see docs/api.md):
+ *  - Every function returns a status: TIDE_SUCCESS (0) or a TIDE_ERR_* code. Outputs are written
+ *    only on success. tide_strerror() names a code; tide_last_error() gives the detail.
+ *  - Functions marked "collective" must be called by every rank of the context's communicator.
+ *    A collective call that fails returns the same code and the same message on every rank.
+ *  - Options structs are filled with defaults by their *_init function, then edited; this lets
+ *    them grow without breaking callers.
+ *  - Complex data is interleaved (re, im) pairs of float or double, the layout of C99
+ *    `double complex` and `fftw_complex`.
+ */
+#ifndef TIDE_H
+#define TIDE_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TIDE_VERSION_MAJOR 0
+#define TIDE_VERSION_MINOR 1
+#define TIDE_VERSION_PATCH 0
+
+/* The library's version as "MAJOR.MINOR.PATCH". */
+const char *tide_version(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Status codes
+ * ------------------------------------------------------------------------------------------- */
+enum {
+    TIDE_SUCCESS = 0,
+    TIDE_ERR_ARGUMENT = 1,    /* NULL pointer, unknown enum value, bad size or count */
+    TIDE_ERR_BOX = 2,         /* boxes outside the grid, overlapping, or not covering it */
+    TIDE_ERR_MISMATCH = 3,    /* arguments that must agree differ between ranks */
+    TIDE_ERR_UNSUPPORTED = 4, /* a valid request this build or machine cannot do */
+    TIDE_ERR_NOMEM = 5,       /* an allocation failed */
+    TIDE_ERR_MPI = 6,         /* an MPI call failed */
+    TIDE_ERR_BACKEND = 7,     /* FFTW (or another backend library) failed */
+    TIDE_ERR_TOO_LARGE = 8    /* a size or count exceeds what the library can address */
+};
+
+/* A static, human-readable name for a status code. */
+const char *tide_strerror(int status);
+
+/* ---------------------------------------------------------------------------------------------
+ * Context: one per communicator. Holds the duplicated communicator, the backend, threads and
+ * the last error message. Every plan is made from a context.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct tide_context tide_context;
+
+typedef enum {
+    TIDE_BACKEND_AUTO = 0, /* cuda when this build has it and a GPU is usable, else cpu */
+    TIDE_BACKEND_CPU = 1,
+    TIDE_BACKEND_CUDA = 2
+} tide_backend;
+
+typedef struct {
+    tide_backend backend; /* default TIDE_BACKEND_AUTO */
+    int threads;          /* CPU threads per rank; 0 (default) = the node's cores / ranks on it */
+} tide_context_options;
+
+void tide_context_options_init(tide_context_options *opts);
+
+/* Collective over comm. opts may be NULL for defaults. */
+int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_context **ctx);
+/* Collective. Plans made from ctx must be destroyed first. NULL is accepted. */
+int tide_context_destroy(tide_context *ctx);
+
+/* The backend the context resolved AUTO to. */
+int tide_context_backend(const tide_context *ctx, tide_backend *backend);
+/* Why the context uses or does not use a GPU, e.g. "no usable GPU: ..." (never NULL). */
+const char *tide_context_gpu_status(const tide_context *ctx);
+/* Threads per rank the CPU backend uses. */
+int tide_context_threads(const tide_context *ctx, int *threads);
+
+/* The message of the last failed call on ctx (or, with ctx NULL, of the last failed call that
+ * had no context, such as tide_context_create). Empty when nothing failed. Never NULL. */
+const char *tide_last_error(const tide_context *ctx);
+
+/* ---------------------------------------------------------------------------------------------
+ * Boxes: a rank's piece of a global grid of n[0] x n[1] x n[2] points, dimension 0 being x.
+ * lo is inclusive, hi exclusive. order lists the dimensions from slowest to fastest varying
+ * in memory: {0,1,2} is C order (x slowest, z contiguous), {2,1,0} is Fortran order.
+ * A box with lo[d] == hi[d] for some d is empty, which is legal (more ranks than planes).
+ * ------------------------------------------------------------------------------------------- */
+typedef struct {
+    int lo[3];
+    int hi[3];
+    int order[3];
+} tide_box;
+
+/* Number of points in the box (0 when empty). */
+long long tide_box_count(const tide_box *box);
+
+/* A process grid for nranks: grid[d] ranks along dimension d, product = nranks. Only the
+ * dimensions with split[d] != 0 are divided; among those the grid with the smallest total
+ * face area (communication surface) wins. split = {1,0,0} gives slabs along x. */
+int tide_proc_grid(int nranks, const int n[3], const int split[3], int grid[3]);
+
+/* The box of `rank` in a grid[0] x grid[1] x grid[2] process grid over n (ranks numbered
+ * with dimension 2 fastest). Dimension d is cut into balanced blocks: block i is
+ * [i*n/g, (i+1)*n/g). Storage order C ({0,1,2}). */
+int tide_box_in_grid(const int n[3], const int grid[3], int rank, tide_box *box);
+
+/* Slabs: dimension split_dim cut over nranks. */
+int tide_box_slab(const int n[3], int split_dim, int nranks, int rank, tide_box *box);
+/* Pencils: whole along whole_dim, the other two dimensions cut over an automatic grid. */
+int tide_box_pencil(const int n[3], int whole_dim, int nranks, int rank, tide_box *box);
+
+/* ---------------------------------------------------------------------------------------------
+ * Distributed 3D FFT plans.
+ *
+ * A plan maps data in the input boxes to data in the output boxes: forward transforms input to
+ * output, backward output to input. For TIDE_R2C the input grid is real, n[0] x n[1] x n[2],
+ * and the output grid is complex, n[0] x n[1] x (n[2]/2 + 1) (dimension 2 halved); backward is
+ * then the c2r transform. Forward uses exp(-2 pi i jk/n), backward exp(+2 pi i jk/n).
+ *
+ * A batch of B fields is stored field after field: field f of a rank's input starts at element
+ * f * tide_box_count(inbox).
+ * ------------------------------------------------------------------------------------------- */
+typedef struct tide_fft_plan tide_fft_plan;
+
+typedef enum { TIDE_C2C = 0, TIDE_R2C = 1 } tide_fft_type;
+typedef enum { TIDE_DOUBLE = 0, TIDE_FLOAT = 1 } tide_precision;
+
+typedef enum {
+    TIDE_SCALE_NONE = 0,     /* neither direction scaled: backward(forward(x)) = N x */
+    TIDE_SCALE_FULL = 1,     /* backward scaled by 1/N: backward(forward(x)) = x */
+    TIDE_SCALE_SYMMETRIC = 2 /* both scaled by 1/sqrt(N) */
+} tide_scaling;
+
+typedef enum {
+    TIDE_EXCHANGE_AUTO = 0, /* currently: pairwise when a reshape talks to few peers, else a2av */
+    TIDE_EXCHANGE_A2AV = 1, /* MPI_Alltoallv */
+    TIDE_EXCHANGE_P2P = 2   /* MPI_Isend/Irecv per peer, packing pipelined with the transfers */
+} tide_exchange;
+
+typedef enum {
+    TIDE_DECOMP_AUTO = 0,   /* fewest exchanges; slabs on ties */
+    TIDE_DECOMP_SLABS = 1,  /* 2D FFTs on x-slabs, then 1D FFTs on y-slabs: one exchange */
+    TIDE_DECOMP_PENCILS = 2 /* 1D FFTs on z-, y-, then x-pencils: two exchanges */
+} tide_decomposition;
+
+typedef enum {
+    TIDE_PLAN_ESTIMATE = 0, /* FFTW_ESTIMATE: fast planning */
+    TIDE_PLAN_MEASURE = 1   /* FFTW_MEASURE: slower planning, faster execution */
+} tide_planning;
+
+typedef struct {
+    tide_fft_type type;                 /* default TIDE_C2C */
+    tide_precision precision;           /* default TIDE_DOUBLE */
+    tide_backend backend;               /* default AUTO: the context's backend */
+    tide_decomposition decomposition;   /* default AUTO */
+    tide_exchange exchange;             /* default AUTO */
+    tide_scaling scaling;               /* default TIDE_SCALE_NONE */
+    tide_planning planning;             /* default TIDE_PLAN_ESTIMATE */
+    int batch;                          /* fields per call, default 1 */
+    int transposed_out;                 /* only with outbox NULL: see tide_fft_plan_create */
+} tide_fft_options;
+
+void tide_fft_options_init(tide_fft_options *opts);
+
+/*
+ * Collective. n is the real-space grid size. inbox / outbox: this rank's boxes, any boxes that
+ * tile the input (real for R2C) and output (complex) grids; each rank may choose its own
+ * storage order. Either may be NULL on every rank:
+ *   inbox NULL  -> the decomposition's first layout (x-slabs, or z-pencils), C order;
+ *   outbox NULL -> the same decomposition of the output grid (natural layout), or, with
+ *                  transposed_out, whatever layout the last 1D/2D FFT leaves (y-slabs or
+ *                  x-pencils), which saves the final exchange (like FFTW_MPI_TRANSPOSED_OUT).
+ * tide_fft_plan_boxes() tells which boxes were chosen. All validation, allocation and FFT
+ * planning happen here; execution allocates nothing.
+ */
+int tide_fft_plan_create(tide_context *ctx, const int n[3], const tide_box *inbox,
+                         const tide_box *outbox, const tide_fft_options *opts,
+                         tide_fft_plan **plan);
+
+/* Local: frees the plan. NULL is accepted. */
+int tide_fft_plan_destroy(tide_fft_plan *plan);
+
+/* This rank's input and output boxes (either pointer may be NULL). */
+int tide_fft_plan_boxes(const tide_fft_plan *plan, tide_box *inbox, tide_box *outbox);
+
+typedef struct {
+    long long in_count;      /* elements of one input field on this rank (real for R2C) */
+    long long out_count;     /* elements of one output field on this rank (complex) */
+    size_t in_bytes;         /* bytes of this rank's whole input (all fields) */
+    size_t out_bytes;        /* bytes of this rank's whole output */
+    size_t inplace_bytes;    /* bytes an array needs to be used as both in and out */
+    size_t host_bytes;       /* work memory the plan holds in host memory */
+    size_t pinned_bytes;     /* ... in pinned host memory */
+    size_t device_bytes;     /* ... in device memory */
+    int exchanges;           /* exchanges (all-to-all reshapes) per transform */
+    int local_transforms;    /* local FFT passes per transform */
+    double flops;            /* nominal flops of one transform of all fields (5 N log2 N) */
+    tide_backend backend;    /* backend the plan runs on */
+    tide_exchange exchange;  /* exchange backend the plan's reshapes use */
+    tide_decomposition decomposition;
+} tide_fft_info;
+
+int tide_fft_plan_info(const tide_fft_plan *plan, tide_fft_info *info);
+
+/* A one-line description of the plan's steps, e.g. "fft(y,z) > reshape[a2av] > fft(x)".
+ * Writes at most len bytes including the terminating NUL. */
+int tide_fft_plan_describe(const tide_fft_plan *plan, char *buf, size_t len);
+
+/* Collective. Forward: in holds the input boxes' data, out receives the output boxes' data.
+ * in == out is an in-place transform (the array needs inplace_bytes). Out of place, in is
+ * never modified. A pointer may be NULL only where its count on this rank is 0. */
+int tide_fft_forward(tide_fft_plan *plan, const void *in, void *out);
+/* Collective. Backward: in holds output-box data, out receives input-box data. */
+int tide_fft_backward(tide_fft_plan *plan, const void *in, void *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TIDE_H */

@@ -1,0 +1,46 @@
+/*
+ * tide_internal.h: what the src/ files share (private; never installed).
+ */
+#ifndef TIDE_INTERNAL_H
+#define TIDE_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include "tide.h"
+
+enum { TIDE_MSG_LEN = 512 };
+enum { TIDE_LOG_WARN = 1, TIDE_LOG_INFO = 2, TIDE_LOG_DEBUG = 3 };
+
+struct tide_context {
+    MPI_Comm comm;       /* duplicated from the user's; errors return instead of aborting */
+    MPI_Comm node_comm;  /* ranks sharing this node's memory */
+    int rank, nranks, local_rank, local_size;
+    tide_backend backend;            /* resolved: CPU or CUDA */
+    char backend_reason[TIDE_MSG_LEN]; /* why a GPU is not used, when it is not */
+    int threads;
+    int log_level;
+    char errmsg[TIDE_MSG_LEN];
+};
+
+/* Record a failure (printf-style message) on ctx, or in the thread's context-free slot when
+ * ctx is NULL, and return code. */
+int tide_fail(tide_context *ctx, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Collective over ctx->comm: agree on a status. If any rank failed, every rank returns the
+ * code of the lowest failing rank with its message, prefixed "rank R: ". */
+int tide_agree(tide_context *ctx, int status);
+
+/* Rank-prefixed logging to stderr, filtered by TIDE_LOG=warn|info|debug. */
+void tide_log(const tide_context *ctx, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Names for messages and the command line. */
+const char *tide_backend_name(tide_backend b);
+const char *tide_exchange_name(tide_exchange e);
+const char *tide_decomposition_name(tide_decomposition d);
+
+/* Whether this build and machine can run CUDA; when not, why (into why, len bytes). */
+int tide_gpu_usable(char *why, size_t len);
+
+#endif
