@@ -238,8 +238,10 @@ int tide_cmd_fft(int argc, char **argv)
              info.backend == TIDE_BACKEND_CUDA ? "cuda" : "cpu", a.batch,
              a.inplace ? ", in place" : "");
     tide_say("Plan: %s (%s, exchange %s, %d exchanges, %d local FFT passes)\n", desc,
-             info.decomposition == TIDE_DECOMP_PENCILS ? "pencils" : "slabs",
-             info.exchange == TIDE_EXCHANGE_P2P ? "p2p" : "a2av", info.exchanges,
+             info.decomposition == TIDE_DECOMP_PENCILS ? "pencils"
+             : info.decomposition == TIDE_DECOMP_SLABS ? "slabs" : "one rank",
+             info.exchange == TIDE_EXCHANGE_P2P ? "p2p"
+             : info.exchange == TIDE_EXCHANGE_A2AV ? "a2av" : "none", info.exchanges,
              info.local_transforms);
 
     /* ---- verification: forward against serial FFTW, backward, and the round trip ---- */

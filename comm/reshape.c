@@ -89,6 +89,23 @@ static int make_blocks(int me, int nranks, const tide_box *mine, const tide_box 
     return TIDE_SUCCESS;
 }
 
+/* Alltoallv walks every peer; pairwise messages pay only for the peers that talk. Every rank
+ * must make the same choice, so it is made from all ranks' boxes: pairwise when even the
+ * busiest rank sends to fewer than half of the others. */
+static tide_exchange auto_exchange(const tide_box *src, const tide_box *dst, int nranks)
+{
+    int busiest = 0;
+    for (int r = 0; r < nranks; r++) {
+        int peers = 0;
+        for (int q = 0; q < nranks; q++) {
+            tide_box x;
+            peers += q != r && tide_box_intersect(&src[r], &dst[q], &x) > 0;
+        }
+        busiest = peers > busiest ? peers : busiest;
+    }
+    return busiest * 2 < nranks - 1 ? TIDE_EXCHANGE_P2P : TIDE_EXCHANGE_A2AV;
+}
+
 /* Give every block of one side a place in the staging buffer, in peer-list order. */
 static void stage_all(peer_block *b, int n)
 {
@@ -133,8 +150,7 @@ int tide_reshape_create(MPI_Comm comm, const tide_box *src, const tide_box *dst,
     }
 
     if (exchange == TIDE_EXCHANGE_AUTO)
-        /* Alltoallv walks every peer; pairwise messages pay only for the peers that talk. */
-        exchange = (r->nsend + r->nrecv) * 2 < r->nranks ? TIDE_EXCHANGE_P2P : TIDE_EXCHANGE_A2AV;
+        exchange = auto_exchange(src, dst, r->nranks);
     r->exchange = exchange;
 
     int64_t max_count = 0;

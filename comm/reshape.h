@@ -17,8 +17,9 @@
 typedef struct tide_reshape tide_reshape;
 
 /* Collective-free: every rank passes the same src[]/dst[] arrays of nranks boxes (gathered by
- * the caller). elem: bytes per element; batch: fields. exchange: TIDE_EXCHANGE_A2AV or _P2P
- * (AUTO picks). On failure returns a TIDE_ERR_* code and writes a message to err. */
+ * the caller). elem: bytes per element; batch: fields. exchange: TIDE_EXCHANGE_A2AV or _P2P;
+ * AUTO picks from all ranks' boxes, so every rank picks the same. On failure returns a
+ * TIDE_ERR_* code and writes a message to err. */
 int tide_reshape_create(MPI_Comm comm, const tide_box *src, const tide_box *dst, size_t elem,
                         int batch, tide_exchange exchange, int threads, tide_reshape **out,
                         char *err, size_t errlen);

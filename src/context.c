@@ -64,8 +64,7 @@ static void fftw_threads_once(void)
 
 int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_context **out)
 {
-    if (!out)
-        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_context_create: ctx pointer is NULL");
+    /* Without an initialized MPI and a communicator nothing can be agreed: say so locally. */
     int inited = 0;
     MPI_Initialized(&inited);
     if (!inited)
@@ -77,6 +76,8 @@ int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_co
         tide_context_options_init(&defaults);
         opts = &defaults;
     }
+    /* Every later check is agreed over the duplicated communicator, so an error on one rank is
+     * the same error on all of them. Only an allocation failure here stays local. */
     tide_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return tide_fail(NULL, TIDE_ERR_NOMEM, "tide_context_create: out of memory");
@@ -91,15 +92,17 @@ int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_co
     ctx->log_level = log_level_from_env();
 
     int st = TIDE_SUCCESS;
-    if (opts->backend < TIDE_BACKEND_AUTO || opts->backend > TIDE_BACKEND_CUDA)
+    if (!out)
+        st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "the context pointer is NULL");
+    else if (opts->backend < TIDE_BACKEND_AUTO || opts->backend > TIDE_BACKEND_CUDA)
         st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "unknown backend %d", (int)opts->backend);
     else if (opts->threads < 0)
         st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "threads must be >= 0, got %d", opts->threads);
-    if (st == TIDE_SUCCESS &&
-        MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL,
-                            &ctx->node_comm) != MPI_SUCCESS)
+    st = tide_agree(ctx, st);
+    if (!st && MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL,
+                                   &ctx->node_comm) != MPI_SUCCESS)
         st = tide_fail(ctx, TIDE_ERR_MPI, "MPI_Comm_split_type failed");
-    if (st == TIDE_SUCCESS) {
+    if (!st) {
         MPI_Comm_rank(ctx->node_comm, &ctx->local_rank);
         MPI_Comm_size(ctx->node_comm, &ctx->local_size);
         ctx->threads = opts->threads;
@@ -108,14 +111,21 @@ int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_co
             if (ctx->threads < 1)
                 ctx->threads = 1;
         }
-        int gpu = tide_gpu_usable(ctx->backend_reason, sizeof ctx->backend_reason);
-        if (opts->backend == TIDE_BACKEND_CUDA && !gpu)
+        /* A GPU is looked for only when one may be used; CUDA only when every rank has one. */
+        int gpu = 0, all_gpu = 0;
+        if (opts->backend == TIDE_BACKEND_CPU)
+            snprintf(ctx->backend_reason, sizeof ctx->backend_reason, "backend cpu requested");
+        else
+            gpu = tide_gpu_usable(ctx->backend_reason, sizeof ctx->backend_reason);
+        if (MPI_Allreduce(&gpu, &all_gpu, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
+            st = tide_fail(ctx, TIDE_ERR_MPI, "MPI_Allreduce failed");
+        else if (gpu && !all_gpu)
+            snprintf(ctx->backend_reason, sizeof ctx->backend_reason,
+                     "this rank has a GPU but another rank has none");
+        if (!st && opts->backend == TIDE_BACKEND_CUDA && !gpu)
             st = tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "backend cuda requested but %s",
                            ctx->backend_reason);
-        else if (opts->backend == TIDE_BACKEND_CPU)
-            ctx->backend = TIDE_BACKEND_CPU;
-        else
-            ctx->backend = gpu ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU;
+        ctx->backend = all_gpu ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU;
     }
     st = tide_agree(ctx, st);
     if (st != TIDE_SUCCESS) {

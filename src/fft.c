@@ -173,6 +173,9 @@ static int judge(tide_context *ctx, const request *all)
     int st = all[0].has_in ? check_layout(ctx, all, 0, n) : TIDE_SUCCESS;
     if (!st && all[0].has_out)
         st = check_layout(ctx, all, 1, nout);
+    if (!st && all[0].opt[8] && all[0].has_out)
+        st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "transposed_out asks Tide to choose the output "
+                       "boxes, but outbox was given");
     if (!st && all[0].opt[2] == TIDE_BACKEND_CUDA)
         st = tide_fail(ctx, TIDE_ERR_UNSUPPORTED,
                        "the CUDA FFT path is not in this version yet; use backend cpu or auto");
@@ -254,7 +257,7 @@ static layout regrid(chain *c, const layout l, int nz)
     return t;
 }
 
-/* The layout the decomposition uses for stage s, on grid g, C order. */
+/* The layout the decomposition uses for stage s, on grid g. */
 static layout default_layout(chain *c, tide_decomposition mode, int s, const int g[3],
                              const int pgrid[2])
 {
@@ -271,8 +274,15 @@ static layout default_layout(chain *c, tide_decomposition mode, int s, const int
             if (d != whole)
                 grid[d] = pgrid[k++];
     }
-    for (int r = 0; r < c->P; r++)
+    /* z stays contiguous (packs copy whole z rows). Where x is transformed, y goes slowest:
+     * each rank's x lines then sit in one y plane, n[0] x nz, instead of being strided by
+     * the whole box, which thrashes the cache at power-of-two sizes. */
+    int xlast = mode != TIDE_DECOMP_AUTO && s == (mode == TIDE_DECOMP_SLABS ? 1 : 2);
+    for (int r = 0; r < c->P; r++) {
         tide_box_in_grid(g, grid, r, &l[r]);
+        if (xlast)
+            l[r].order[0] = 1, l[r].order[1] = 0;
+    }
     return l;
 }
 
@@ -387,11 +397,13 @@ static int add_op(tide_fft_plan *p, program *prog, const step *s, int last, char
                                      ctx->threads, &o->reshape, err, errlen);
         if (st)
             return st;
-        p->exchange = tide_reshape_exchange(o->reshape);
+        if (prog == &p->fwd)
+            p->exchange = tide_reshape_exchange(o->reshape);
         size_t sb = tide_reshape_send_bytes(o->reshape), rb = tide_reshape_recv_bytes(o->reshape);
         p->sbytes = sb > p->sbytes ? sb : p->sbytes;
         p->rbytes = rb > p->rbytes ? rb : p->rbytes;
-        snprintf(o->what, sizeof o->what, "reshape[%s]", tide_exchange_name(p->exchange));
+        snprintf(o->what, sizeof o->what, "reshape[%s]",
+                 tide_exchange_name(tide_reshape_exchange(o->reshape)));
     } else {
         o->dst = next_loc(src, last, s->fkind == TIDE_KIND_C2C);
         o->stage_input = src == LOC_IN && o->dst == LOC_OUT;
@@ -532,7 +544,7 @@ static int build_plan(tide_fft_plan *p, chain *c, layout user_in, layout user_ou
                 return snprintf(err, errlen, "out of memory planning"), st;
         }
     }
-    p->decomp = mode == TIDE_DECOMP_AUTO ? TIDE_DECOMP_SLABS : mode;
+    p->decomp = mode;
     int st = build_chain(c, mode, p->n, p->nout, r2c, user_in, user_out, p->o.transposed_out);
     if (st)
         return snprintf(err, errlen, "out of memory planning"), st;
@@ -554,7 +566,7 @@ static int build_plan(tide_fft_plan *p, chain *c, layout user_in, layout user_ou
     if (!p->w[0] || !p->w[1])
         return snprintf(err, errlen, "out of memory: 2 work arrays of %zu bytes", p->wbytes),
                TIDE_ERR_NOMEM;
-    p->exchange = p->o.exchange;
+    p->exchange = TIDE_EXCHANGE_AUTO; /* until a forward reshape says which */
     for (int i = 0; i < nf && !st; i++)
         st = add_op(p, &p->fwd, &fs[i], i == nf - 1, err, errlen);
     int passes = p->local_passes;
@@ -782,24 +794,29 @@ static int run(tide_fft_plan *p, const program *prog, int dir, const void *in, v
     if (agreed[1] != -agreed[2])
         return tide_fail(ctx, TIDE_ERR_MISMATCH,
                          "some ranks called tide_fft_forward and others tide_fft_backward");
-    int st = TIDE_SUCCESS;
-    for (int i = 0; i < prog->nops && !st; i++) {
+    int st = TIDE_SUCCESS, timed = ctx->log_level >= TIDE_LOG_DEBUG;
+    char times[256] = "";
+    for (int i = 0, used = 0; i < prog->nops && !st; i++) {
         const op *o = &prog->ops[i];
         void *src = where(p, o->src, in, out), *dst = where(p, o->dst, in, out);
+        double t0 = timed ? MPI_Wtime() : 0;
         if (o->kind == OP_RESHAPE) {
             st = tide_reshape_execute(o->reshape, src, dst, p->sendbuf, p->recvbuf);
-            continue;
+        } else if (o->fft) {
+            /* The staged copy keeps FFTW from writing where it still reads (in == out, or
+             * c2r, which overwrites its input) and out-of-place inputs unmodified. */
+            if (o->stage_input && (src == dst || o->overwrites_input)) {
+                memcpy(p->w[0], src, o->stage_bytes);
+                src = p->w[0];
+            }
+            tide_cpu_fft_execute(o->fft, src, dst);
         }
-        if (!o->fft)
-            continue;
-        /* The staged copy keeps FFTW from writing where it still reads (in == out, or c2r,
-         * which overwrites its input) and out-of-place inputs unmodified. */
-        if (o->stage_input && (src == dst || o->overwrites_input)) {
-            memcpy(p->w[0], src, o->stage_bytes);
-            src = p->w[0];
-        }
-        tide_cpu_fft_execute(o->fft, src, dst);
+        if (timed && used < (int)sizeof times)
+            used += snprintf(times + used, sizeof times - (size_t)used, " %s %.3g ms", o->what,
+                             (MPI_Wtime() - t0) * 1e3);
     }
+    if (timed)
+        tide_log(ctx, TIDE_LOG_DEBUG, "%s:%s", dir < 0 ? "forward" : "backward", times);
     if (st)
         return tide_fail(ctx, st, "an MPI exchange failed during tide_fft_%s",
                          dir < 0 ? "forward" : "backward");

@@ -53,7 +53,7 @@ const char *tide_strerror(int status);
 typedef struct tide_context tide_context;
 
 typedef enum {
-    TIDE_BACKEND_AUTO = 0, /* cuda when this build has it and a GPU is usable, else cpu */
+    TIDE_BACKEND_AUTO = 0, /* cuda when this build has it and every rank has a usable GPU */
     TIDE_BACKEND_CPU = 1,
     TIDE_BACKEND_CUDA = 2
 } tide_backend;
@@ -134,15 +134,19 @@ typedef enum {
 } tide_scaling;
 
 typedef enum {
-    TIDE_EXCHANGE_AUTO = 0, /* currently: pairwise when a reshape talks to few peers, else a2av */
+    TIDE_EXCHANGE_AUTO = 0, /* pairwise when every rank talks to under half the others, else a2av */
     TIDE_EXCHANGE_A2AV = 1, /* MPI_Alltoallv */
     TIDE_EXCHANGE_P2P = 2   /* MPI_Isend/Irecv per peer, packing pipelined with the transfers */
 } tide_exchange;
 
 typedef enum {
-    TIDE_DECOMP_AUTO = 0,   /* fewest exchanges; slabs on ties */
-    TIDE_DECOMP_SLABS = 1,  /* 2D FFTs on x-slabs, then 1D FFTs on y-slabs: one exchange */
-    TIDE_DECOMP_PENCILS = 2 /* 1D FFTs on z-, y-, then x-pencils: two exchanges */
+    TIDE_DECOMP_AUTO = 0,   /* slabs when P <= n[0] and P <= n[1], else pencils; with both
+                             * boxes given, whichever needs fewer exchanges (the rule on ties).
+                             * One rank: a single 3D transform, no exchange. */
+    TIDE_DECOMP_SLABS = 1,  /* 2D FFTs on x-slabs, then 1D FFTs on y-slabs: one exchange with
+                             * transposed output, two back to x-slabs */
+    TIDE_DECOMP_PENCILS = 2 /* 1D FFTs on z-, y-, then x-pencils: two exchanges with transposed
+                             * output, three back to z-pencils */
 } tide_decomposition;
 
 typedef enum {
@@ -159,7 +163,7 @@ typedef struct {
     tide_scaling scaling;               /* default TIDE_SCALE_NONE */
     tide_planning planning;             /* default TIDE_PLAN_ESTIMATE */
     int batch;                          /* fields per call, default 1 */
-    int transposed_out;                 /* only with outbox NULL: see tide_fft_plan_create */
+    int transposed_out;                 /* only with outbox NULL (else TIDE_ERR_ARGUMENT) */
 } tide_fft_options;
 
 void tide_fft_options_init(tide_fft_options *opts);
@@ -194,12 +198,13 @@ typedef struct {
     size_t host_bytes;       /* work memory the plan holds in host memory */
     size_t pinned_bytes;     /* ... in pinned host memory */
     size_t device_bytes;     /* ... in device memory */
-    int exchanges;           /* exchanges (all-to-all reshapes) per transform */
+    int exchanges;           /* reshapes (all-to-all exchanges) per forward transform */
     int local_transforms;    /* local FFT passes per transform */
-    double flops;            /* nominal flops of one transform of all fields (5 N log2 N) */
+    double flops;            /* nominal flops of one transform of all fields: 5 N log2 N per
+                              * field for c2c, 2.5 N log2 N for r2c */
     tide_backend backend;    /* backend the plan runs on */
-    tide_exchange exchange;  /* exchange backend the plan's reshapes use */
-    tide_decomposition decomposition;
+    tide_exchange exchange;  /* exchange backend of the forward reshapes; AUTO when none */
+    tide_decomposition decomposition; /* SLABS or PENCILS; AUTO for one rank (one 3D FFT) */
 } tide_fft_info;
 
 int tide_fft_plan_info(const tide_fft_plan *plan, tide_fft_info *info);
