@@ -305,6 +305,52 @@ static void set_groups(chain *c, tide_decomposition mode)
     }
 }
 
+/* Peers q whose block of box b (the part of next[q]) is one run of b in next[q]'s order. */
+static int runs_to(const chain *c, const tide_box *b, const layout next)
+{
+    int runs = 0;
+    for (int q = 0; q < c->P; q++) {
+        tide_box x;
+        if (tide_box_intersect(b, &next[q], &x) > 0)
+            runs += tide_region_is_run(&x, b, next[q].order, 1);
+    }
+    return runs;
+}
+
+/* A stage's output feeds a reshape unless it is the user's output layout, and then its
+ * storage order is free: the FFT can write any order at no cost. Pick, per rank, the order in
+ * which the most peers' blocks are already contiguous and in the receiver's order, so they
+ * leave without a pack (seed 003: results land directly in the per-peer send blocks).
+ * Ties keep the order the stage had. */
+static int send_ready_orders(chain *c)
+{
+    static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                    {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    for (int s = 0; s < c->ngroups; s++) {
+        layout next = s + 1 < c->ngroups ? c->A[s + 1] : c->out;
+        if (c->B[s] == c->out || same_layout(c->P, c->B[s], next))
+            continue;
+        layout b = new_layout(c);
+        if (!b)
+            return TIDE_ERR_NOMEM;
+        for (int r = 0; r < c->P; r++) {
+            b[r] = c->B[s][r];
+            int best = runs_to(c, &b[r], next);
+            for (int k = 0; k < 6; k++) {
+                tide_box t = b[r];
+                memcpy(t.order, perms[k], sizeof t.order);
+                int runs = runs_to(c, &t, next);
+                if (runs > best) {
+                    best = runs;
+                    memcpy(b[r].order, perms[k], sizeof b[r].order);
+                }
+            }
+        }
+        c->B[s] = b;
+    }
+    return TIDE_SUCCESS;
+}
+
 /* Build the chain for one decomposition. in/out: the users' layouts or NULL. Returns 0 or
  * TIDE_ERR_NOMEM. mode AUTO here means "one rank, one group". */
 static int build_chain(chain *c, tide_decomposition mode, const int n[3], const int nout[3],
@@ -346,7 +392,7 @@ static int build_chain(chain *c, tide_decomposition mode, const int n[3], const 
     if (!c->out)
         c->out = cur;
     c->exchanges += !same_layout(c->P, cur, c->out);
-    return TIDE_SUCCESS;
+    return send_ready_orders(c);
 }
 
 /* ---- programs: the chain as operations on buffers -------------------------------------- */
@@ -405,7 +451,9 @@ static int add_op(tide_fft_plan *p, program *prog, const step *s, int last, char
         snprintf(o->what, sizeof o->what, "reshape[%s]",
                  tide_exchange_name(tide_reshape_exchange(o->reshape)));
     } else {
-        o->dst = next_loc(src, last, s->fkind == TIDE_KIND_C2C);
+        const tide_box *fb = &s->from[ctx->rank], *tb = &s->to[ctx->rank];
+        int same_order = !memcmp(fb->order, tb->order, sizeof fb->order);
+        o->dst = next_loc(src, last, s->fkind == TIDE_KIND_C2C && same_order);
         o->stage_input = src == LOC_IN && o->dst == LOC_OUT;
         o->overwrites_input = s->fkind == TIDE_KIND_C2R;
         o->stage_bytes = (size_t)tide_box_count(&s->from[ctx->rank]) * p->o.batch * ein;
