@@ -73,23 +73,24 @@ int tide_proc_grid(int nranks, const int n[3], const int split[3], int grid[3])
     return TIDE_SUCCESS;
 }
 
-int tide_box_in_grid(const int n[3], const int grid[3], int rank, tide_box *box)
+/* tide_box_in_grid's work; fn names the function the user called, for messages. */
+static int box_in_grid(const char *fn, const int n[3], const int grid[3], int rank,
+                       tide_box *box)
 {
-    int st = check_n("tide_box_in_grid", n);
+    int st = check_n(fn, n);
     if (st)
         return st;
     if (!grid || !box)
-        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_box_in_grid: NULL argument");
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "%s: NULL argument", fn);
     long long p = 1;
     for (int d = 0; d < 3; d++) {
         if (grid[d] < 1)
-            return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_box_in_grid: grid[%d] = %d", d,
-                             grid[d]);
+            return tide_fail(NULL, TIDE_ERR_ARGUMENT, "%s: grid[%d] = %d", fn, d, grid[d]);
         p *= grid[d];
     }
     if (rank < 0 || rank >= p)
-        return tide_fail(NULL, TIDE_ERR_ARGUMENT,
-                         "tide_box_in_grid: rank %d outside a grid of %lld ranks", rank, p);
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "%s: rank %d outside a grid of %lld ranks",
+                         fn, rank, p);
     int c[3] = {rank / (grid[1] * grid[2]), rank / grid[2] % grid[1], rank % grid[2]};
     for (int d = 0; d < 3; d++) {
         box->lo[d] = (int)((long long)c[d] * n[d] / grid[d]);
@@ -97,6 +98,11 @@ int tide_box_in_grid(const int n[3], const int grid[3], int rank, tide_box *box)
         box->order[d] = d;
     }
     return TIDE_SUCCESS;
+}
+
+int tide_box_in_grid(const int n[3], const int grid[3], int rank, tide_box *box)
+{
+    return box_in_grid("tide_box_in_grid", n, grid, rank, box);
 }
 
 int tide_box_slab(const int n[3], int split_dim, int nranks, int rank, tide_box *box)
@@ -107,7 +113,7 @@ int tide_box_slab(const int n[3], int split_dim, int nranks, int rank, tide_box 
         return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_box_slab: nranks = %d", nranks);
     int grid[3] = {1, 1, 1};
     grid[split_dim] = nranks;
-    return tide_box_in_grid(n, grid, rank, box);
+    return box_in_grid("tide_box_slab", n, grid, rank, box);
 }
 
 int tide_box_pencil(const int n[3], int whole_dim, int nranks, int rank, tide_box *box)
@@ -117,5 +123,5 @@ int tide_box_pencil(const int n[3], int whole_dim, int nranks, int rank, tide_bo
     int split[3] = {1, 1, 1}, grid[3];
     split[whole_dim] = 0;
     int st = tide_proc_grid(nranks, n, split, grid);
-    return st ? st : tide_box_in_grid(n, grid, rank, box);
+    return st ? st : box_in_grid("tide_box_pencil", n, grid, rank, box);
 }

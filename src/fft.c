@@ -88,11 +88,14 @@ static int local_checks(const int n[3], const tide_fft_options *o, tide_fft_plan
     for (int d = 0; d < 3; d++)
         if (n[d] <= 0)
             return snprintf(msg, len, "n[%d] = %d must be positive", d, n[d]), TIDE_ERR_ARGUMENT;
-    if ((unsigned)o->type > TIDE_R2C || (unsigned)o->precision > TIDE_FLOAT ||
-        (unsigned)o->backend > TIDE_BACKEND_CUDA || (unsigned)o->decomposition > TIDE_DECOMP_PENCILS ||
-        (unsigned)o->exchange > TIDE_EXCHANGE_P2P || (unsigned)o->scaling > TIDE_SCALE_SYMMETRIC ||
-        (unsigned)o->planning > TIDE_PLAN_MEASURE)
-        return snprintf(msg, len, "an option has an unknown enum value"), TIDE_ERR_ARGUMENT;
+    int v[9];
+    pack_opts(o, v);
+    static const int max[7] = {TIDE_R2C, TIDE_FLOAT, TIDE_BACKEND_CUDA, TIDE_DECOMP_PENCILS,
+                               TIDE_EXCHANGE_P2P, TIDE_SCALE_SYMMETRIC, TIDE_PLAN_MEASURE};
+    for (int k = 0; k < 7; k++)
+        if (v[k] < 0 || v[k] > max[k])
+            return snprintf(msg, len, "option %s = %d is not a known value (0..%d)", opt_names[k],
+                            v[k], max[k]), TIDE_ERR_ARGUMENT;
     if (o->batch < 1)
         return snprintf(msg, len, "batch = %d must be at least 1", o->batch), TIDE_ERR_ARGUMENT;
     return TIDE_SUCCESS;
@@ -115,7 +118,10 @@ static int check_layout(tide_context *ctx, const request *all, int which, const 
             else
                 seen |= 1 << b->order[k];
         for (int d = 0; d < 3; d++)
-            if (b->lo[d] < 0 || b->hi[d] < b->lo[d] || b->hi[d] > g[d])
+            if (b->hi[d] < b->lo[d])
+                return tide_fail(ctx, TIDE_ERR_BOX, "%s box of rank %d: hi %d < lo %d in "
+                                 "dimension %d", side, r, b->hi[d], b->lo[d], d);
+            else if (b->lo[d] < 0 || b->hi[d] > g[d])
                 return tide_fail(ctx, TIDE_ERR_BOX,
                                  "%s box of rank %d: [%d,%d) in dimension %d is outside the "
                                  "grid 0..%d", side, r, b->lo[d], b->hi[d], d, g[d]);
