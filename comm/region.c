@@ -92,49 +92,52 @@ typedef struct {
 
 enum { TILE = 32 }; /* 32x32 elements of up to 16 B: 16 KiB per side, fits in L1 with both */
 
-/* One instance of the copy loops per element type: memcpy of rows when the fastest dimension
- * is shared, a tiled transpose of the two dimensions involved otherwise. The outer loop is
- * split across threads. */
-#define DEFINE_COPY(NAME, T)                                                                    \
-    static void NAME(const copy_geom *g, const char *src, char *dst, int threads)              \
+/* Below this many elements a copy stays on one thread: waking a team costs more. */
+enum { PARALLEL_MIN = 1 << 14 };
+
+/* One instance of the copy loops per element size: memcpy of rows when the fastest dimension
+ * is shared, a tiled transpose of the two dimensions involved otherwise. Elements move with
+ * fixed-size memcpy, which compiles to plain (unaligned) loads and stores: a complex float
+ * array is only 4-byte aligned. The outer loops are split across threads. */
+#define DEFINE_COPY(NAME, SIZE)                                                                 \
+    static void NAME(const copy_geom *g, const char *S, char *D, int threads)                  \
     {                                                                                           \
-        const T *S = (const T *)src;                                                            \
-        T *D = (T *)dst;                                                                        \
+        int par = threads > 1 && g->n[0] * g->n[1] * g->n[2] >= PARALLEL_MIN;                  \
         if (g->s[2] == 1) {                                                                     \
-            _Pragma("omp parallel for collapse(2) schedule(static) num_threads(threads) if(threads > 1)") \
+            _Pragma("omp parallel for collapse(2) schedule(static) num_threads(threads) if(par)") \
             for (int64_t i0 = 0; i0 < g->n[0]; i0++)                                            \
                 for (int64_t i1 = 0; i1 < g->n[1]; i1++)                                        \
-                    memcpy(D + i0 * g->t[0] + i1 * g->t[1], S + i0 * g->s[0] + i1 * g->s[1],    \
-                           (size_t)g->n[2] * sizeof(T));                                        \
+                    memcpy(D + (i0 * g->t[0] + i1 * g->t[1]) * SIZE,                            \
+                           S + (i0 * g->s[0] + i1 * g->s[1]) * SIZE, (size_t)g->n[2] * SIZE);   \
             return;                                                                             \
         }                                                                                       \
         /* The source's fastest dimension is loop dimension a (0 or 1); b is the other. */      \
         int a = g->s[0] < g->s[1] ? 0 : 1, b = 1 - a;                                          \
-        _Pragma("omp parallel for collapse(2) schedule(static) num_threads(threads) if(threads > 1)") \
+        _Pragma("omp parallel for collapse(2) schedule(static) num_threads(threads) if(par)")   \
         for (int64_t ib = 0; ib < g->n[b]; ib++)                                                \
             for (int64_t a0 = 0; a0 < g->n[a]; a0 += TILE) {                                    \
                 int64_t a1 = a0 + TILE < g->n[a] ? a0 + TILE : g->n[a];                          \
                 for (int64_t c0 = 0; c0 < g->n[2]; c0 += TILE) {                                \
                     int64_t c1 = c0 + TILE < g->n[2] ? c0 + TILE : g->n[2];                      \
                     for (int64_t ia = a0; ia < a1; ia++) {                                      \
-                        const T *sp = S + ib * g->s[b] + ia * g->s[a];                          \
-                        T *dp = D + ib * g->t[b] + ia * g->t[a];                                \
+                        const char *sp = S + (ib * g->s[b] + ia * g->s[a]) * SIZE;              \
+                        char *dp = D + (ib * g->t[b] + ia * g->t[a]) * SIZE;                    \
                         for (int64_t c = c0; c < c1; c++)                                       \
-                            dp[c * g->t[2]] = sp[c * g->s[2]];                                  \
+                            memcpy(dp + c * g->t[2] * SIZE, sp + c * g->s[2] * SIZE, SIZE);     \
                     }                                                                           \
                 }                                                                               \
             }                                                                                   \
     }
 
-typedef struct { uint64_t w[2]; } elem16;
-DEFINE_COPY(copy4, uint32_t)
-DEFINE_COPY(copy8, uint64_t)
-DEFINE_COPY(copy16, elem16)
+DEFINE_COPY(copy4, 4)
+DEFINE_COPY(copy8, 8)
+DEFINE_COPY(copy16, 16)
 
-/* Any other element size: bytewise moves per element, same loop order. */
+/* Any other element size: the same loops, one element at a time. */
 static void copy_any(const copy_geom *g, size_t elem, const char *src, char *dst, int threads)
 {
-    #pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if(threads > 1)
+    int par = threads > 1 && g->n[0] * g->n[1] * g->n[2] >= PARALLEL_MIN;
+    #pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if(par)
     for (int64_t i0 = 0; i0 < g->n[0]; i0++)
         for (int64_t i1 = 0; i1 < g->n[1]; i1++)
             for (int64_t i2 = 0; i2 < g->n[2]; i2++)

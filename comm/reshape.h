@@ -28,7 +28,8 @@ void tide_reshape_destroy(tide_reshape *r);
 /* Bytes of send and receive staging the reshape needs (0 when all peers go direct). */
 size_t tide_reshape_send_bytes(const tide_reshape *r);
 size_t tide_reshape_recv_bytes(const tide_reshape *r);
-/* The exchange backend it uses, and how many peers it exchanges data with (self excluded). */
+/* The exchange backend it uses, and the larger of its send and receive peer counts (self
+ * excluded). */
 tide_exchange tide_reshape_exchange(const tide_reshape *r);
 int tide_reshape_peers(const tide_reshape *r);
 

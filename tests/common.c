@@ -1,0 +1,241 @@
+/*
+ * common.c: helpers shared by the tests. See common.h.
+ */
+#include "common.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ---- RNG ------------------------------------------------------------------------------------ */
+
+void tt_rng_seed(tt_rng *rng, uint64_t seed) { rng->state = seed; }
+
+uint64_t tt_rng_next(tt_rng *rng)
+{
+    /* splitmix64: tiny, full period, good enough to pick test cases. */
+    uint64_t z = (rng->state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+int tt_rng_below(tt_rng *rng, int n)
+{
+    /* The modulo bias is irrelevant for test-case selection with n far below 2^64. */
+    return n <= 1 ? 0 : (int)(tt_rng_next(rng) % (uint64_t)n);
+}
+
+/* ---- orders --------------------------------------------------------------------------------- */
+
+static const int tt_perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                   {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+static const char *const tt_perm_names[6] = {"012", "021", "102", "120", "201", "210"};
+
+void tt_perm3(int k, int order[3])
+{
+    for (int i = 0; i < 3; i++)
+        order[i] = tt_perms[k][i];
+}
+
+const char *tt_order_name(const int order[3])
+{
+    for (int k = 0; k < 6; k++)
+        if (order[0] == tt_perms[k][0] && order[1] == tt_perms[k][1] && order[2] == tt_perms[k][2])
+            return tt_perm_names[k];
+    return "???";
+}
+
+/* ---- geometry ------------------------------------------------------------------------------- */
+
+long long tt_box_count(const tide_box *b)
+{
+    long long c = 1;
+    for (int d = 0; d < 3; d++) {
+        if (b->hi[d] <= b->lo[d])
+            return 0;
+        c *= (long long)(b->hi[d] - b->lo[d]);
+    }
+    return c;
+}
+
+long long tt_offset(const tide_box *b, const int p[3])
+{
+    /* Horner over the dimensions from slowest to fastest: the definition of the layout. */
+    long long off = 0;
+    for (int i = 0; i < 3; i++) {
+        int d = b->order[i];
+        off = off * (long long)(b->hi[d] - b->lo[d]) + (long long)(p[d] - b->lo[d]);
+    }
+    return off;
+}
+
+tide_box tt_box(int lo0, int lo1, int lo2, int hi0, int hi1, int hi2, const int *order)
+{
+    tide_box b = {{lo0, lo1, lo2}, {hi0, hi1, hi2}, {0, 1, 2}};
+    if (order)
+        for (int i = 0; i < 3; i++)
+            b.order[i] = order[i];
+    return b;
+}
+
+const char *tt_box_str(const tide_box *b, char *buf, int len)
+{
+    snprintf(buf, (size_t)len, "[%d,%d)x[%d,%d)x[%d,%d) o%d%d%d", b->lo[0], b->hi[0], b->lo[1],
+             b->hi[1], b->lo[2], b->hi[2], b->order[0], b->order[1], b->order[2]);
+    return buf;
+}
+
+/* ---- tilings -------------------------------------------------------------------------------- */
+
+static tide_box tt_whole(const int n[3]) { return tt_box(0, 0, 0, n[0], n[1], n[2], NULL); }
+
+void tt_tiling_slabs(const int n[3], int dim, int nranks, tide_box *boxes)
+{
+    for (int r = 0; r < nranks; r++) {
+        boxes[r] = tt_whole(n);
+        boxes[r].lo[dim] = (int)((long long)r * n[dim] / nranks);
+        boxes[r].hi[dim] = (int)((long long)(r + 1) * n[dim] / nranks);
+    }
+}
+
+void tt_tiling_pencils(const int n[3], int whole_dim, int nranks, tide_box *boxes)
+{
+    int p1 = 1;
+    for (int q = 1; q * q <= nranks; q++)
+        if (nranks % q == 0)
+            p1 = q;
+    int p2 = nranks / p1;
+    int d1 = whole_dim == 0 ? 1 : 0;
+    int d2 = whole_dim == 2 ? 1 : 2;
+    for (int r = 0; r < nranks; r++) {
+        int i1 = r / p2, i2 = r % p2;
+        boxes[r] = tt_whole(n);
+        boxes[r].lo[d1] = (int)((long long)i1 * n[d1] / p1);
+        boxes[r].hi[d1] = (int)((long long)(i1 + 1) * n[d1] / p1);
+        boxes[r].lo[d2] = (int)((long long)i2 * n[d2] / p2);
+        boxes[r].hi[d2] = (int)((long long)(i2 + 1) * n[d2] / p2);
+    }
+}
+
+/* Split `box` into `count` boxes written to out[0..count). */
+static void tt_bisect(tide_box box, int count, tt_rng *rng, tide_box *out)
+{
+    if (count == 1) {
+        out[0] = box;
+        return;
+    }
+    int left = 1 + tt_rng_below(rng, count - 1);
+    /* Prefer a dimension that can actually be cut; fall back to any (giving an empty side). */
+    int d = tt_rng_below(rng, 3);
+    for (int t = 0; t < 3 && box.hi[d] - box.lo[d] < 2; t++)
+        d = (d + 1) % 3;
+    int ext = box.hi[d] - box.lo[d];
+    int cut;
+    if (tt_rng_below(rng, 8) == 0) {
+        cut = box.lo[d] + tt_rng_below(rng, ext + 1); /* anywhere, edges included: empties */
+    } else {
+        /* Roughly proportional to the ranks on each side, with jitter, so boxes stay mostly
+         * non-empty and of uneven size. */
+        int jitter = ext / 4;
+        cut = box.lo[d] + (int)((long long)ext * left / count) - jitter +
+              tt_rng_below(rng, 2 * jitter + 1);
+        if (cut < box.lo[d])
+            cut = box.lo[d];
+        if (cut > box.hi[d])
+            cut = box.hi[d];
+    }
+    tide_box a = box, b = box;
+    a.hi[d] = cut;
+    b.lo[d] = cut;
+    tt_bisect(a, left, rng, out);
+    tt_bisect(b, count - left, rng, out + left);
+}
+
+void tt_tiling_random(const int n[3], int nranks, tt_rng *rng, tide_box *boxes)
+{
+    tt_bisect(tt_whole(n), nranks, rng, boxes);
+    /* Fisher-Yates shuffle of the rank assignment. */
+    for (int i = nranks - 1; i > 0; i--) {
+        int j = tt_rng_below(rng, i + 1);
+        tide_box t = boxes[i];
+        boxes[i] = boxes[j];
+        boxes[j] = t;
+    }
+}
+
+/* ---- random orders, tiling check, agreement and tallies (used by test_fft and test_errors) -- */
+
+void tt_random_orders(int nboxes, tt_rng *rng, tide_box *boxes)
+{
+    for (int r = 0; r < nboxes; r++)
+        tt_perm3(tt_rng_below(rng, 6), boxes[r].order);
+}
+
+int tt_boxes_tile(const int n[3], int nboxes, const tide_box *boxes)
+{
+    long long total = 0;
+    for (int r = 0; r < nboxes; r++) {
+        const tide_box *b = &boxes[r];
+        int seen[3] = {0, 0, 0};
+        for (int i = 0; i < 3; i++) {
+            if (b->order[i] < 0 || b->order[i] > 2 || seen[b->order[i]]++)
+                return 0;
+            if (b->lo[i] < 0 || b->hi[i] > n[i] || b->hi[i] < b->lo[i])
+                return 0;
+        }
+        total += tt_box_count(b);
+    }
+    if (total != (long long)n[0] * n[1] * n[2])
+        return 0;
+    /* Disjoint boxes whose counts add up to the grid's cover it, so overlap is enough. */
+    for (int a = 0; a < nboxes; a++)
+        for (int c = a + 1; c < nboxes; c++) {
+            int overlap = tt_box_count(&boxes[a]) > 0 && tt_box_count(&boxes[c]) > 0;
+            for (int d = 0; d < 3 && overlap; d++)
+                overlap = boxes[a].lo[d] < boxes[c].hi[d] && boxes[c].lo[d] < boxes[a].hi[d];
+            if (overlap)
+                return 0;
+        }
+    return 1;
+}
+
+int tt_all(MPI_Comm comm, int ok)
+{
+    int in = ok != 0, out = 0;
+    MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_LAND, comm);
+    return out;
+}
+
+int tt_check(tt_tally *t, MPI_Comm comm, int ok, const char *fmt, ...)
+{
+    int all = tt_all(comm, ok), rank;
+    MPI_Comm_rank(comm, &rank);
+    t->checks++;
+    if (!all) {
+        t->failed++;
+        if (rank == 0) {
+            va_list ap;
+            va_start(ap, fmt);
+            printf("FAIL: ");
+            vprintf(fmt, ap);
+            printf("\n");
+            fflush(stdout);
+            va_end(ap);
+        }
+    }
+    return all;
+}
+
+int tt_finish(const tt_tally *t, MPI_Comm comm, const char *name, const char *noun)
+{
+    int rank, failed = t->failed, maxfailed = 0;
+    MPI_Comm_rank(comm, &rank);
+    /* Ranks count the same checks, but take the max so a miscount cannot make them disagree. */
+    MPI_Allreduce(&failed, &maxfailed, 1, MPI_INT, MPI_MAX, comm);
+    if (rank == 0) {
+        printf("%s: %d %s, %d failed\n", name, t->checks, noun, maxfailed);
+        fflush(stdout);
+    }
+    return maxfailed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,68 @@
+/*
+ * common.h: helpers shared by the tests (prefix tt_). Deterministic everywhere: every rank that
+ * calls a generator with the same seed gets the same result, so ranks can build the global
+ * picture (e.g. everybody's box of a random tiling) without communicating.
+ */
+#ifndef TIDE_TESTS_COMMON_H
+#define TIDE_TESTS_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <mpi.h>
+#include "tide.h"
+
+/* ---- RNG (splitmix64) ----------------------------------------------------------------------- */
+typedef struct {
+    uint64_t state;
+} tt_rng;
+
+void tt_rng_seed(tt_rng *rng, uint64_t seed);
+uint64_t tt_rng_next(tt_rng *rng);
+/* Uniform integer in [0, n); 0 when n <= 1. */
+int tt_rng_below(tt_rng *rng, int n);
+
+/* ---- orders --------------------------------------------------------------------------------- */
+/* The k-th (0..5) permutation of {0, 1, 2}, {0,1,2} first. */
+void tt_perm3(int k, int order[3]);
+/* "012" .. "210", or "???" when order is not a permutation. */
+const char *tt_order_name(const int order[3]);
+
+/* ---- geometry ------------------------------------------------------------------------------- */
+/* Points in the box (0 when empty). */
+long long tt_box_count(const tide_box *b);
+/* Element offset of global point p inside box b (b's storage order). */
+long long tt_offset(const tide_box *b, const int p[3]);
+/* A box from its corners; order NULL means C order {0,1,2}. */
+tide_box tt_box(int lo0, int lo1, int lo2, int hi0, int hi1, int hi2, const int *order);
+/* "[lo,hi)x[lo,hi)x[lo,hi) o012" into buf. Returns buf. */
+const char *tt_box_str(const tide_box *b, char *buf, int len);
+
+/* ---- tilings (boxes[r] for r in 0..nranks, C order) ---------------------------------------- */
+void tt_tiling_slabs(const int n[3], int dim, int nranks, tide_box *boxes);
+void tt_tiling_pencils(const int n[3], int whole_dim, int nranks, tide_box *boxes);
+/* Random recursive bisection, some boxes possibly empty, ranks shuffled. */
+void tt_tiling_random(const int n[3], int nranks, tt_rng *rng, tide_box *boxes);
+
+/* ---- random orders, tiling check, agreement and tallies ------------------------------------ */
+/* Gives every box a random storage order. */
+void tt_random_orders(int nboxes, tt_rng *rng, tide_box *boxes);
+/* 1 when the boxes lie inside the grid, have valid orders, do not overlap and cover it. */
+int tt_boxes_tile(const int n[3], int nboxes, const tide_box *boxes);
+
+/* Logical AND of ok over comm: every rank gets the same answer. */
+int tt_all(MPI_Comm comm, int ok);
+
+typedef struct {
+    int checks;
+    int failed;
+} tt_tally;
+
+/* Collective: counts one check, failed unless ok on every rank. Rank 0 prints the printf-style
+ * description on failure. Returns the agreed outcome (1 passed). */
+int tt_check(tt_tally *t, MPI_Comm comm, int ok, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Collective: rank 0 prints "<name>: <checks> <noun>, <failed> failed". Returns the process
+ * exit status (0 when nothing failed), the same on every rank. */
+int tt_finish(const tt_tally *t, MPI_Comm comm, const char *name, const char *noun);
+
+#endif

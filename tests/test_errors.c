@@ -1,0 +1,591 @@
+/*
+ * test_errors.c: bad input gives the same clear error on every rank and never hangs.
+ *
+ * Run under mpiexec with 1, 3 and 4 ranks. For every bad call: all ranks get the same non-zero
+ * status of the expected kind, the same non-empty tide_last_error() message (naming the
+ * offending rank for a box that only one rank got wrong), and outputs stay untouched. A hang is
+ * a failure too: meson's timeout catches it. Finally a valid plan proves the context survived.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "reference.h"
+#include "tide.h"
+
+enum { MSGLEN = 512 };
+
+#define BIT(code) (1u << (code))
+#define E_ARG BIT(TIDE_ERR_ARGUMENT)
+#define E_BOX BIT(TIDE_ERR_BOX)
+#define E_MISMATCH BIT(TIDE_ERR_MISMATCH)
+
+static MPI_Comm comm;
+static int rank, nranks;
+static tt_tally tally;
+/* What a failed call must leave in the plan pointer: an address no allocation returns. */
+static char plan_sentinel_storage;
+#define PLAN_SENTINEL ((tide_fft_plan *)&plan_sentinel_storage)
+
+static const int N[3] = {8, 6, 5};
+
+/* Whether msg names rank r: "rank" (any case) followed later by r as a whole number. */
+static int mentions_rank(const char *msg, int r)
+{
+    const char *p = msg;
+    for (; *p; p++) {
+        int k = 0;
+        while (k < 4 && p[k] && tolower((unsigned char)p[k]) == "rank"[k])
+            k++;
+        if (k == 4)
+            break;
+    }
+    if (!*p)
+        return 0;
+    for (; *p; p++) {
+        if (!isdigit((unsigned char)*p) || (p > msg && isdigit((unsigned char)p[-1])))
+            continue;
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (v == r)
+            return 1;
+        p = end - 1;
+    }
+    return 0;
+}
+
+static void codes_str(unsigned allowed, char *buf, size_t len)
+{
+    buf[0] = 0;
+    for (int c = 1; c < 32; c++)
+        if (allowed & BIT(c)) {
+            size_t used = strlen(buf);
+            snprintf(buf + used, len - used, "%s%s", used ? " or " : "", tide_strerror(c));
+        }
+}
+
+/*
+ * Collective: checks that a call failed properly. st: this rank's status; msg: this rank's
+ * tide_last_error(); allowed: acceptable codes; name1/name2: ranks of which the message must
+ * name at least one (-1: no requirement); untouched: this rank's outputs were left alone.
+ */
+static void expect_error(const char *what, int st, const char *msg, unsigned allowed, int name1,
+                         int name2, int untouched)
+{
+    int *sts = malloc((size_t)nranks * sizeof *sts);
+    char *msgs = malloc((size_t)nranks * MSGLEN);
+    char mine[MSGLEN];
+    snprintf(mine, sizeof mine, "%s", msg ? msg : "(null)");
+    MPI_Allgather(&st, 1, MPI_INT, sts, 1, MPI_INT, comm);
+    MPI_Gather(mine, MSGLEN, MPI_CHAR, msgs, MSGLEN, MPI_CHAR, 0, comm);
+
+    char want[128], got[256] = "";
+    codes_str(allowed, want, sizeof want);
+    int same = 1;
+    for (int r = 0; r < nranks; r++) {
+        size_t used = strlen(got);
+        snprintf(got + used, sizeof got - used, "%s%d", r ? "," : "", sts[r]);
+        same = same && sts[r] == sts[0];
+    }
+    int code_ok = same && st != 0 && st < 32 && (allowed & BIT(st));
+    tt_check(&tally, comm, code_ok, "%s: statuses per rank [%s], want %s on every rank", what,
+             got, want);
+
+    /* Rank 0 compares everybody's message with its own; the verdict is agreed in tt_check. */
+    int msg_same = 1, differ = -1;
+    if (rank == 0)
+        for (int r = 1; r < nranks && msg_same; r++)
+            if (strcmp(msgs + (size_t)r * MSGLEN, msgs) != 0)
+                msg_same = 0, differ = r;
+    tt_check(&tally, comm, mine[0] != 0 && msg_same,
+             "%s: message empty or different between ranks: rank 0 \"%s\"%s%s%s", what, mine,
+             differ >= 0 ? ", other rank \"" : "", differ >= 0 ? msgs + differ * MSGLEN : "",
+             differ >= 0 ? "\"" : "");
+    if (name1 >= 0)
+        tt_check(&tally, comm,
+                 rank != 0 || mentions_rank(mine, name1) ||
+                     (name2 >= 0 && mentions_rank(mine, name2)),
+                 "%s: message does not name the offending rank %d: \"%s\"", what, name1, mine);
+    tt_check(&tally, comm, untouched, "%s: output written although the call failed", what);
+    if (rank == 0)
+        printf("  %-52s -> %s: %s\n", what, tide_strerror(st), mine);
+    free(sts);
+    free(msgs);
+}
+
+/* Plan creation variants: every field can differ per rank. */
+typedef struct {
+    int n[3];
+    const int *np;   /* the n argument: n, or NULL */
+    tide_box in, out;
+    int in_null, out_null;
+    tide_fft_options o;
+    int plan_null;   /* pass NULL as the plan pointer */
+    tide_context *ctx;
+} create_args;
+
+static void base_args(create_args *a, tide_context *ctx)
+{
+    memset(a, 0, sizeof *a);
+    memcpy(a->n, N, sizeof a->n);
+    a->np = a->n;
+    /* Slabs along x in and along y out, computed here rather than by the library. */
+    tide_box *all = malloc((size_t)nranks * sizeof *all);
+    tt_tiling_slabs(N, 0, nranks, all);
+    a->in = all[rank];
+    tt_tiling_slabs(N, 1, nranks, all);
+    a->out = all[rank];
+    free(all);
+    tide_fft_options_init(&a->o);
+    a->ctx = ctx;
+}
+
+static void expect_create_error(const char *what, create_args *a, unsigned allowed, int name1,
+                                int name2)
+{
+    tide_fft_plan *plan = PLAN_SENTINEL;
+    int st = tide_fft_plan_create(a->ctx, a->np, a->in_null ? NULL : &a->in,
+                                  a->out_null ? NULL : &a->out, &a->o, a->plan_null ? NULL : &plan);
+    /* A call that wrongly succeeded still must not leak or leave the others waiting. */
+    if (st == 0 && plan != PLAN_SENTINEL)
+        tide_fft_plan_destroy(plan);
+    expect_error(what, st, tide_last_error(a->ctx), allowed, name1, name2, plan == PLAN_SENTINEL);
+}
+
+static void plan_create_errors(tide_context *ctx)
+{
+    create_args a;
+    int bad = nranks > 1 ? 1 : 0; /* the rank that gets it wrong alone */
+    int last = nranks - 1;
+    char what[128];
+
+    if (nranks > 1) {
+        base_args(&a, ctx);
+        if (rank == bad)
+            a.in.lo[0] -= 1; /* reaches into rank 0's planes */
+        snprintf(what, sizeof what, "overlapping inboxes (rank %d)", bad);
+        expect_create_error(what, &a, E_BOX, bad, bad - 1);
+
+        /* Shifted down one plane: an overlap and a hole, but the point count is right, so
+         * counting points alone cannot catch it. */
+        base_args(&a, ctx);
+        if (rank == bad) {
+            a.out.lo[1] -= 1;
+            a.out.hi[1] -= 1;
+        }
+        snprintf(what, sizeof what, "outboxes shifted: overlap + hole (rank %d)", bad);
+        expect_create_error(what, &a, E_BOX, -1, -1);
+    }
+
+    base_args(&a, ctx);
+    if (rank == last)
+        a.in.hi[0] -= 1; /* one plane of x nobody owns */
+    expect_create_error("inboxes not covering the grid", &a, E_BOX, -1, -1);
+
+    base_args(&a, ctx);
+    if (rank == last)
+        a.out.lo[2] += 1;
+    expect_create_error("outboxes not covering the grid", &a, E_BOX, -1, -1);
+
+    base_args(&a, ctx);
+    if (rank == bad)
+        a.in.hi[2] = N[2] + 2;
+    snprintf(what, sizeof what, "inbox outside the grid (rank %d, hi)", bad);
+    expect_create_error(what, &a, E_BOX, bad, -1);
+
+    base_args(&a, ctx);
+    if (rank == last)
+        a.out.lo[0] = -1;
+    snprintf(what, sizeof what, "outbox outside the grid (rank %d, lo)", last);
+    expect_create_error(what, &a, E_BOX, last, -1);
+
+    base_args(&a, ctx);
+    if (rank == bad) {
+        a.in.lo[1] = 4;
+        a.in.hi[1] = 2;
+    }
+    snprintf(what, sizeof what, "inbox with hi < lo (rank %d)", bad);
+    expect_create_error(what, &a, E_BOX | E_ARG, bad, -1);
+
+    base_args(&a, ctx);
+    if (rank == bad) {
+        a.in.order[0] = 0;
+        a.in.order[1] = 0;
+        a.in.order[2] = 2;
+    }
+    snprintf(what, sizeof what, "inbox order {0,0,2} (rank %d)", bad);
+    expect_create_error(what, &a, E_BOX | E_ARG, bad, -1);
+
+    base_args(&a, ctx);
+    if (rank == 0)
+        a.out.order[2] = 3;
+    expect_create_error("outbox order {0,1,3} (rank 0)", &a, E_BOX | E_ARG, 0, -1);
+
+    /* R2C with outboxes on the real grid: z reaches past n2/2+1 on every rank. */
+    base_args(&a, ctx);
+    a.o.type = TIDE_R2C;
+    a.out_null = 0;
+    {
+        tide_box *all = malloc((size_t)nranks * sizeof *all);
+        tt_tiling_slabs(N, 0, nranks, all);
+        a.out = all[rank];
+        free(all);
+    }
+    expect_create_error("r2c outboxes on the real grid", &a, E_BOX, -1, -1);
+
+    /* Sizes. */
+    base_args(&a, ctx);
+    a.in_null = a.out_null = 1;
+    a.n[1] = 0;
+    expect_create_error("n[1] = 0", &a, E_ARG, -1, -1);
+
+    base_args(&a, ctx);
+    a.in_null = a.out_null = 1;
+    a.n[0] = -8;
+    expect_create_error("n[0] = -8", &a, E_ARG, -1, -1);
+
+    if (nranks > 1) {
+        base_args(&a, ctx);
+        a.in_null = a.out_null = 1;
+        if (rank == bad)
+            a.n[2] += 1;
+        expect_create_error("n differs on one rank", &a, E_MISMATCH, -1, -1);
+
+        base_args(&a, ctx);
+        a.in_null = a.out_null = 1;
+        if (rank == last)
+            a.n[0] = 0;
+        expect_create_error("n[0] = 0 on the last rank only", &a, E_ARG | E_MISMATCH, -1, -1);
+    }
+
+    base_args(&a, ctx);
+    a.o.batch = 0;
+    expect_create_error("batch 0", &a, E_ARG, -1, -1);
+
+    base_args(&a, ctx);
+    a.o.batch = -3;
+    expect_create_error("batch -3", &a, E_ARG, -1, -1);
+
+    /* Unknown enum values, one option at a time, every rank. */
+    static const struct {
+        const char *what;
+        int field;
+        int value;
+    } enums[] = {
+        {"type 2", 0, 2},           {"precision 2", 1, 2}, {"backend 7", 2, 7},
+        {"decomposition 3", 3, 3},  {"exchange 3", 4, 3},  {"exchange -1", 4, -1},
+        {"scaling 3", 5, 3},        {"planning 2", 6, 2},  {"transposed_out 2", 7, 2},
+    };
+    for (size_t i = 0; i < sizeof enums / sizeof enums[0]; i++) {
+        base_args(&a, ctx);
+        a.in_null = a.out_null = 1;
+        tide_fft_options *o = &a.o;
+        switch (enums[i].field) {
+        case 0: o->type = (tide_fft_type)enums[i].value; break;
+        case 1: o->precision = (tide_precision)enums[i].value; break;
+        case 2: o->backend = (tide_backend)enums[i].value; break;
+        case 3: o->decomposition = (tide_decomposition)enums[i].value; break;
+        case 4: o->exchange = (tide_exchange)enums[i].value; break;
+        case 5: o->scaling = (tide_scaling)enums[i].value; break;
+        case 6: o->planning = (tide_planning)enums[i].value; break;
+        case 7: o->transposed_out = enums[i].value; break;
+        }
+        /* transposed_out is a flag: 2 may reasonably mean "true", so only that one may pass. */
+        if (enums[i].field == 7) {
+            tide_fft_plan *plan = PLAN_SENTINEL;
+            int st = tide_fft_plan_create(ctx, a.n, NULL, NULL, &a.o, &plan);
+            int agree = 0, all = 0;
+            MPI_Allreduce(&st, &agree, 1, MPI_INT, MPI_MAX, comm);
+            MPI_Allreduce(&st, &all, 1, MPI_INT, MPI_MIN, comm);
+            tt_check(&tally, comm, agree == all, "options %s: statuses differ between ranks",
+                     enums[i].what);
+            if (st == 0)
+                tide_fft_plan_destroy(plan);
+            continue;
+        }
+        snprintf(what, sizeof what, "options %s", enums[i].what);
+        expect_create_error(what, &a, E_ARG, -1, -1);
+    }
+
+    if (nranks > 1) {
+        base_args(&a, ctx);
+        a.in_null = a.out_null = 1;
+        if (rank == bad)
+            a.o.exchange = (tide_exchange)77;
+        expect_create_error("exchange 77 on one rank", &a, E_ARG | E_MISMATCH, -1, -1);
+
+        base_args(&a, ctx);
+        a.in_null = a.out_null = 1;
+        if (rank == bad)
+            a.o.type = TIDE_R2C;
+        expect_create_error("type differs on one rank", &a, E_MISMATCH, -1, -1);
+
+        base_args(&a, ctx);
+        a.in_null = a.out_null = 1;
+        if (rank == last)
+            a.o.precision = TIDE_FLOAT;
+        expect_create_error("precision differs on one rank", &a, E_MISMATCH, -1, -1);
+
+        base_args(&a, ctx);
+        a.in_null = a.out_null = 1;
+        if (rank == bad)
+            a.o.batch = 2;
+        expect_create_error("batch differs on one rank", &a, E_MISMATCH, -1, -1);
+
+        base_args(&a, ctx);
+        a.in_null = a.out_null = 1;
+        if (rank == 0)
+            a.o.scaling = TIDE_SCALE_FULL;
+        expect_create_error("scaling differs on one rank", &a, E_MISMATCH, -1, -1);
+    }
+
+    /* NULL pointers. */
+    base_args(&a, ctx);
+    a.np = NULL;
+    expect_create_error("n NULL", &a, E_ARG, -1, -1);
+
+    base_args(&a, ctx);
+    a.plan_null = 1;
+    expect_create_error("plan pointer NULL", &a, E_ARG, -1, -1);
+
+    if (nranks > 1) {
+        base_args(&a, ctx);
+        if (rank == bad)
+            a.np = NULL;
+        expect_create_error("n NULL on one rank", &a, E_ARG | E_MISMATCH, -1, -1);
+
+        base_args(&a, ctx);
+        if (rank == last)
+            a.plan_null = 1;
+        expect_create_error("plan pointer NULL on one rank", &a, E_ARG | E_MISMATCH, -1, -1);
+
+        base_args(&a, ctx);
+        if (rank == bad)
+            a.in_null = 1;
+        expect_create_error("inbox NULL on one rank only", &a, E_MISMATCH, -1, -1);
+
+        base_args(&a, ctx);
+        if (rank != 0)
+            a.out_null = 1;
+        expect_create_error("outbox NULL on all ranks but 0", &a, E_MISMATCH, -1, -1);
+    }
+
+    /* No context: the message is the context-less one. */
+    {
+        tide_fft_options o;
+        tide_fft_options_init(&o);
+        tide_fft_plan *plan = PLAN_SENTINEL;
+        int st = tide_fft_plan_create(NULL, N, NULL, NULL, &o, &plan);
+        if (st == 0 && plan != PLAN_SENTINEL)
+            tide_fft_plan_destroy(plan);
+        expect_error("plan_create with ctx NULL", st, tide_last_error(NULL), E_ARG, -1, -1,
+                     plan == PLAN_SENTINEL);
+    }
+}
+
+static void context_errors(void)
+{
+    int st = tide_context_create(comm, NULL, NULL);
+    expect_error("context_create with NULL output", st, tide_last_error(NULL), E_ARG, -1, -1, 1);
+
+    tide_context_options co;
+    tide_context_options_init(&co);
+    co.backend = (tide_backend)9;
+    tide_context *ctx = (tide_context *)PLAN_SENTINEL;
+    st = tide_context_create(comm, &co, &ctx);
+    if (st == 0 && ctx != (tide_context *)PLAN_SENTINEL)
+        tide_context_destroy(ctx);
+    expect_error("context_create with backend 9", st, tide_last_error(NULL), E_ARG, -1, -1,
+                 ctx == (tide_context *)PLAN_SENTINEL);
+
+    tide_context_options_init(&co);
+    co.threads = -2;
+    ctx = (tide_context *)PLAN_SENTINEL;
+    st = tide_context_create(comm, &co, &ctx);
+    if (st == 0 && ctx != (tide_context *)PLAN_SENTINEL)
+        tide_context_destroy(ctx);
+    expect_error("context_create with threads -2", st, tide_last_error(NULL), E_ARG, -1, -1,
+                 ctx == (tide_context *)PLAN_SENTINEL);
+}
+
+/* Local helpers: they fail alone, so only the code, the message and the output are checked. */
+static void expect_local(const char *what, int st, const void *out, const void *before,
+                         size_t len)
+{
+    const char *msg = tide_last_error(NULL);
+    tt_check(&tally, comm, st == TIDE_ERR_ARGUMENT, "%s: status %d (%s), want %s", what, st,
+             tide_strerror(st), tide_strerror(TIDE_ERR_ARGUMENT));
+    tt_check(&tally, comm, msg && msg[0], "%s: empty tide_last_error(NULL)", what);
+    tt_check(&tally, comm, !out || memcmp(out, before, len) == 0,
+             "%s: output written although the call failed", what);
+    if (rank == 0)
+        printf("  %-52s -> %s: %s\n", what, tide_strerror(st), msg ? msg : "(null)");
+}
+
+static void helper_errors(void)
+{
+    tide_box box, fresh;
+    memset(&fresh, 0x5A, sizeof fresh);
+    int grid[3], gfresh[3] = {-7, -7, -7};
+    const int zero_n[3] = {8, 0, 5};
+
+#define BOX_CALL(what, call)                                                                    \
+    do {                                                                                        \
+        box = fresh;                                                                            \
+        int st_ = (call);                                                                       \
+        expect_local(what, st_, &box, &fresh, sizeof box);                                      \
+    } while (0)
+#define GRID_CALL(what, call)                                                                   \
+    do {                                                                                        \
+        memcpy(grid, gfresh, sizeof grid);                                                      \
+        int st_ = (call);                                                                       \
+        expect_local(what, st_, grid, gfresh, sizeof grid);                                     \
+    } while (0)
+
+    BOX_CALL("box_slab split_dim 3", tide_box_slab(N, 3, 4, 0, &box));
+    BOX_CALL("box_slab split_dim -1", tide_box_slab(N, -1, 4, 0, &box));
+    BOX_CALL("box_slab nranks 0", tide_box_slab(N, 0, 0, 0, &box));
+    BOX_CALL("box_slab rank == nranks", tide_box_slab(N, 0, 4, 4, &box));
+    BOX_CALL("box_slab rank -1", tide_box_slab(N, 0, 4, -1, &box));
+    BOX_CALL("box_slab n NULL", tide_box_slab(NULL, 0, 4, 0, &box));
+    BOX_CALL("box_slab n[1] = 0", tide_box_slab(zero_n, 0, 4, 0, &box));
+    expect_local("box_slab box NULL", tide_box_slab(N, 0, 4, 0, NULL), NULL, NULL, 0);
+    BOX_CALL("box_pencil whole_dim 3", tide_box_pencil(N, 3, 4, 0, &box));
+    BOX_CALL("box_pencil rank 9 of 4", tide_box_pencil(N, 2, 4, 9, &box));
+    BOX_CALL("box_pencil nranks -2", tide_box_pencil(N, 2, -2, 0, &box));
+    {
+        const int g1[3] = {2, 0, 1}, g2[3] = {2, 2, 1};
+        BOX_CALL("box_in_grid grid {2,0,1}", tide_box_in_grid(N, g1, 0, &box));
+        BOX_CALL("box_in_grid rank 4 of grid {2,2,1}", tide_box_in_grid(N, g2, 4, &box));
+        BOX_CALL("box_in_grid grid NULL", tide_box_in_grid(N, NULL, 0, &box));
+    }
+    {
+        const int s100[3] = {1, 0, 0}, s000[3] = {0, 0, 0};
+        GRID_CALL("proc_grid nranks 0", tide_proc_grid(0, N, s100, grid));
+        GRID_CALL("proc_grid nranks -3", tide_proc_grid(-3, N, s100, grid));
+        GRID_CALL("proc_grid 4 ranks, no dimension to split", tide_proc_grid(4, N, s000, grid));
+        GRID_CALL("proc_grid n NULL", tide_proc_grid(4, NULL, s100, grid));
+        GRID_CALL("proc_grid split NULL", tide_proc_grid(4, N, NULL, grid));
+        GRID_CALL("proc_grid n[1] = 0", tide_proc_grid(4, zero_n, s100, grid));
+        expect_local("proc_grid grid NULL", tide_proc_grid(4, N, s100, NULL), NULL, NULL, 0);
+    }
+#undef BOX_CALL
+#undef GRID_CALL
+}
+
+/* A valid C2C plan with slabs; run it once and check the result. */
+static int valid_run(tide_context *ctx, const char *what)
+{
+    tide_fft_options o;
+    tide_fft_options_init(&o);
+    tide_fft_plan *plan = NULL;
+    int st = tide_fft_plan_create(ctx, N, NULL, NULL, &o, &plan);
+    if (!tt_check(&tally, comm, st == 0, "%s: valid plan_create failed: %s: %s", what,
+                  tide_strerror(st), tide_last_error(ctx)))
+        return 0;
+    tide_fft_info info;
+    tide_box ib, ob;
+    tide_fft_plan_info(plan, &info);
+    tide_fft_plan_boxes(plan, &ib, &ob);
+    double *in = malloc(info.in_bytes + 16), *out = malloc(info.out_bytes + 16);
+    tide_ref_fill(in, &ib, 1, 1, TIDE_DOUBLE, N, 42);
+    st = tide_fft_forward(plan, in, out);
+    int ok = tt_check(&tally, comm, st == 0, "%s: valid forward failed: %s: %s", what,
+                      tide_strerror(st), tide_last_error(ctx));
+    if (ok) {
+        tide_ref_error e = {0, 0, 0};
+        st = tide_ref_check(comm, N, TIDE_C2C, TIDE_DOUBLE, 1, -1, 1.0, &ib, in, &ob, out, &e);
+        ok = tt_check(&tally, comm, st == 0 && e.rel_l2 <= 1e-12,
+                      "%s: valid forward wrong: status %d, rel_l2 %.3g", what, st, e.rel_l2);
+    }
+    free(in);
+    free(out);
+    tide_fft_plan_destroy(plan);
+    return ok;
+}
+
+/* Execution with a NULL array where this rank has data: every rank must fail, nobody hang. */
+static void execute_errors(tide_context *ctx)
+{
+    tide_fft_options o;
+    tide_fft_options_init(&o);
+    o.decomposition = TIDE_DECOMP_SLABS;
+    tide_fft_plan *plan = NULL;
+    int st = tide_fft_plan_create(ctx, N, NULL, NULL, &o, &plan);
+    if (!tt_check(&tally, comm, st == 0, "execute errors: plan_create failed: %s: %s",
+                  tide_strerror(st), tide_last_error(ctx)))
+        return;
+    tide_fft_info info;
+    tide_box ib, ob;
+    tide_fft_plan_info(plan, &info);
+    tide_fft_plan_boxes(plan, &ib, &ob);
+    /* x-slabs of 8 planes and y-slabs of 6 over at most 4 ranks: every rank holds data on both
+     * sides, so a NULL array is always an error. */
+    double *in = malloc(info.in_bytes + 16), *out = malloc(info.out_bytes + 16);
+    tide_ref_fill(in, &ib, 1, 1, TIDE_DOUBLE, N, 7);
+    int bad = nranks > 1 ? 1 : 0, last = nranks - 1;
+    char what[96];
+
+    snprintf(what, sizeof what, "forward with in NULL on rank %d", bad);
+    st = tide_fft_forward(plan, rank == bad ? NULL : in, out);
+    expect_error(what, st, tide_last_error(ctx), E_ARG, -1, -1, 1);
+
+    snprintf(what, sizeof what, "forward with out NULL on rank %d", last);
+    st = tide_fft_forward(plan, in, rank == last ? NULL : out);
+    expect_error(what, st, tide_last_error(ctx), E_ARG, -1, -1, 1);
+
+    snprintf(what, sizeof what, "backward with in NULL on rank 0");
+    st = tide_fft_backward(plan, rank == 0 ? NULL : out, in);
+    expect_error(what, st, tide_last_error(ctx), E_ARG, -1, -1, 1);
+
+    st = tide_fft_forward(NULL, in, out);
+    tt_check(&tally, comm, st == TIDE_ERR_ARGUMENT, "forward with plan NULL: status %d (%s)", st,
+             tide_strerror(st));
+
+    /* The same plan still works after the failures. */
+    tide_ref_fill(in, &ib, 1, 1, TIDE_DOUBLE, N, 7);
+    st = tide_fft_forward(plan, in, out);
+    if (tt_check(&tally, comm, st == 0, "forward after failed executions: %s: %s",
+                 tide_strerror(st), tide_last_error(ctx))) {
+        tide_ref_error e = {0, 0, 0};
+        st = tide_ref_check(comm, N, TIDE_C2C, TIDE_DOUBLE, 1, -1, 1.0, &ib, in, &ob, out, &e);
+        tt_check(&tally, comm, st == 0 && e.rel_l2 <= 1e-12,
+                 "forward after failed executions: status %d, rel_l2 %.3g", st, e.rel_l2);
+    }
+    free(in);
+    free(out);
+    tide_fft_plan_destroy(plan);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    comm = MPI_COMM_WORLD;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &nranks);
+    if (rank == 0)
+        printf("test_errors on %d ranks (each line: the call, then the error every rank got)\n",
+               nranks);
+
+    context_errors();
+    helper_errors();
+
+    tide_context_options co;
+    tide_context_options_init(&co);
+    co.backend = TIDE_BACKEND_CPU;
+    tide_context *ctx = NULL;
+    int st = tide_context_create(comm, &co, &ctx);
+    if (tt_check(&tally, comm, st == 0, "context_create failed: %s: %s", tide_strerror(st),
+                 tide_last_error(NULL))) {
+        plan_create_errors(ctx);
+        execute_errors(ctx);
+        valid_run(ctx, "after all failures");
+        tide_context_destroy(ctx);
+    }
+
+    int rc = tt_finish(&tally, comm, "test_errors", "checks");
+    MPI_Finalize();
+    return rc;
+}

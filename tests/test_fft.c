@@ -1,0 +1,509 @@
+/*
+ * test_fft.c: distributed 3D FFTs checked against the serial FFTW oracle (apps/reference.c).
+ *
+ * Run under mpiexec with 1, 2, 3, 4 and 6 ranks. Each case makes a plan, transforms forward and
+ * backward, and checks: forward against the oracle, backward (fed with the forward output,
+ * Hermitian for R2C) against the oracle, the round trip against the input, and that
+ * out-of-place transforms leave their input alone. The option matrix is covered by rotating
+ * the options across the sizes and layouts instead of taking the full cartesian product, which
+ * would not fit the time budget of an oversubscribed 6-rank run.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "reference.h"
+#include "tide.h"
+
+/* Fixed accuracy bar: a failure here is a bug, not a tolerance to loosen. */
+#define TOL_DOUBLE 1e-12
+#define TOL_FLOAT 1e-5
+
+/* How a side's boxes are chosen. */
+typedef enum {
+    LAY_NULL,   /* pass NULL: the plan picks (the decomposition's layout) */
+    LAY_SLAB,   /* tide_box_slab along param */
+    LAY_PENCIL, /* tide_box_pencil, whole along param */
+    LAY_GRID,   /* tide_proc_grid with split mask param (bit d: split d), tide_box_in_grid */
+    LAY_RANDOM  /* random recursive bisection with random orders, seed param */
+} lay_kind;
+
+typedef struct {
+    lay_kind kind;
+    int param;
+    int randorder; /* each rank stores its box in a random order */
+} lay;
+
+typedef struct {
+    int n[3];
+    tide_fft_type type;
+    tide_precision prec;
+    lay in, out;
+    tide_decomposition decomp;
+    int transposed;
+    tide_exchange exch;
+    int batch;
+    int inplace;
+    tide_scaling scaling;
+    tide_planning planning;
+    unsigned seed;
+} fft_case;
+
+static const char *decomp_name[] = {"auto", "slabs", "pencils"};
+static const char *exch_name[] = {"auto", "a2av", "p2p"};
+static const char *scale_name[] = {"none", "full", "symmetric"};
+
+static const char *lay_str(const lay *l, char *buf, size_t len)
+{
+    static const char *names[] = {"null", "slab", "pencil", "grid", "random"};
+    if (l->kind == LAY_NULL)
+        snprintf(buf, len, "null");
+    else
+        snprintf(buf, len, "%s%d%s", names[l->kind], l->param, l->randorder ? "/ro" : "");
+    return buf;
+}
+
+static void case_str(const fft_case *c, char *buf, size_t len)
+{
+    char a[32], b[32];
+    snprintf(buf, len,
+             "n=%dx%dx%d %s %s in=%s out=%s decomp=%s%s exch=%s batch=%d %s scale=%s%s seed=%u",
+             c->n[0], c->n[1], c->n[2], c->type == TIDE_R2C ? "r2c" : "c2c",
+             c->prec == TIDE_FLOAT ? "float" : "double", lay_str(&c->in, a, sizeof a),
+             lay_str(&c->out, b, sizeof b), decomp_name[c->decomp],
+             c->transposed ? "+transposed_out" : "", exch_name[c->exch], c->batch,
+             c->inplace ? "in-place" : "out-of-place", scale_name[c->scaling],
+             c->planning == TIDE_PLAN_MEASURE ? " measure" : "", c->seed);
+}
+
+/* This rank's box of grid g for layout l. Returns 0 on success (the helpers can fail only on
+ * a bug, which the caller reports). */
+static int make_box(const lay *l, const int g[3], int rank, int nranks, unsigned seed,
+                    tide_box *box)
+{
+    int st = 0;
+    switch (l->kind) {
+    case LAY_NULL:
+        return 0;
+    case LAY_SLAB:
+        st = tide_box_slab(g, l->param, nranks, rank, box);
+        break;
+    case LAY_PENCIL:
+        st = tide_box_pencil(g, l->param, nranks, rank, box);
+        break;
+    case LAY_GRID: {
+        int split[3] = {l->param & 1, (l->param >> 1) & 1, (l->param >> 2) & 1}, grid[3];
+        st = tide_proc_grid(nranks, g, split, grid);
+        if (st == 0)
+            st = tide_box_in_grid(g, grid, rank, box);
+        break;
+    }
+    case LAY_RANDOM: {
+        tide_box *all = malloc((size_t)nranks * sizeof *all);
+        tt_rng rng;
+        tt_rng_seed(&rng, (uint64_t)l->param * 7919u + seed);
+        tt_tiling_random(g, nranks, &rng, all);
+        tt_random_orders(nranks, &rng, all);
+        *box = all[rank];
+        free(all);
+        return 0;
+    }
+    }
+    if (st == 0 && l->randorder) {
+        /* Per-rank orders: ranks disagreeing on storage order is part of what is tested. */
+        tt_rng rng;
+        tt_rng_seed(&rng, seed * 131u + (unsigned)rank * 17u + (unsigned)l->kind);
+        tt_perm3(tt_rng_below(&rng, 6), box->order);
+    }
+    return st;
+}
+
+/* Element value i (counted in reals) of an array of the given precision. */
+static double elem(const void *a, tide_precision prec, size_t i)
+{
+    return prec == TIDE_FLOAT ? (double)((const float *)a)[i] : ((const double *)a)[i];
+}
+
+/* Relative L2 distance over all ranks between got and factor * want (n reals each). */
+static double rel_dist(MPI_Comm comm, const void *got, const void *want, size_t n, double factor,
+                       tide_precision prec)
+{
+    double loc[2] = {0, 0}, glob[2];
+    for (size_t i = 0; i < n; i++) {
+        double w = factor * elem(want, prec, i), d = elem(got, prec, i) - w;
+        loc[0] += d * d;
+        loc[1] += w * w;
+    }
+    MPI_Allreduce(loc, glob, 2, MPI_DOUBLE, MPI_SUM, comm);
+    return glob[1] > 0 ? sqrt(glob[0] / glob[1]) : sqrt(glob[0]);
+}
+
+static int same_box(const tide_box *a, const tide_box *b)
+{
+    return memcmp(a, b, sizeof *a) == 0;
+}
+
+/* Runs one case; returns 1 when every check passed (the same on every rank). */
+static int run_case(tide_context *ctx, MPI_Comm comm, const fft_case *c, tt_tally *t,
+                    int verbose)
+{
+    int rank, nranks;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &nranks);
+    char desc[256];
+    case_str(c, desc, sizeof desc);
+    int failed_before = t->failed;
+
+    int r2c = c->type == TIDE_R2C;
+    int cn[3] = {c->n[0], c->n[1], r2c ? c->n[2] / 2 + 1 : c->n[2]}; /* the output grid */
+    tide_box want_in = {{0, 0, 0}, {0, 0, 0}, {0, 1, 2}}, want_out = want_in;
+    int st_in = make_box(&c->in, c->n, rank, nranks, c->seed, &want_in);
+    int st_out = make_box(&c->out, cn, rank, nranks, c->seed + 1, &want_out);
+    if (!tt_check(t, comm, st_in == 0 && st_out == 0, "%s: box helper failed (%d, %d)", desc,
+                  st_in, st_out))
+        return 0;
+
+    tide_fft_options o;
+    tide_fft_options_init(&o);
+    o.type = c->type;
+    o.precision = c->prec;
+    o.decomposition = c->decomp;
+    o.exchange = c->exch;
+    o.scaling = c->scaling;
+    o.batch = c->batch;
+    o.transposed_out = c->transposed;
+    o.planning = c->planning;
+    tide_fft_plan *plan = NULL;
+    int st = tide_fft_plan_create(ctx, c->n, c->in.kind == LAY_NULL ? NULL : &want_in,
+                                  c->out.kind == LAY_NULL ? NULL : &want_out, &o, &plan);
+    if (!tt_check(t, comm, st == 0, "%s: plan_create: %s: %s", desc, tide_strerror(st),
+                  tide_last_error(ctx))) {
+        tide_fft_plan_destroy(plan);
+        return 0;
+    }
+
+    if (verbose) {
+        /* Every rank's steps: a rank running a different chain than the others hangs. */
+        char mine[160], *all = rank == 0 ? malloc((size_t)nranks * sizeof mine) : NULL;
+        if (tide_fft_plan_describe(plan, mine, sizeof mine) != 0)
+            snprintf(mine, sizeof mine, "(describe failed)");
+        MPI_Gather(mine, sizeof mine, MPI_CHAR, all, sizeof mine, MPI_CHAR, 0, comm);
+        for (int r = 0; rank == 0 && r < nranks; r++)
+            printf("    rank %d: %s\n", r, all + (size_t)r * sizeof mine);
+        fflush(stdout);
+        free(all);
+    }
+
+    tide_box ib, ob;
+    tide_fft_info info;
+    int st_b = tide_fft_plan_boxes(plan, &ib, &ob), st_i = tide_fft_plan_info(plan, &info);
+    size_t rsize = c->prec == TIDE_FLOAT ? sizeof(float) : sizeof(double);
+    size_t in_reals = (size_t)tide_box_count(&ib) * (size_t)c->batch * (r2c ? 1 : 2);
+    size_t out_reals = (size_t)tide_box_count(&ob) * (size_t)c->batch * 2;
+    int consistent = st_b == 0 && st_i == 0 && info.in_count == tide_box_count(&ib) &&
+                     info.out_count == tide_box_count(&ob) &&
+                     info.in_bytes == in_reals * rsize && info.out_bytes == out_reals * rsize &&
+                     info.inplace_bytes >= info.in_bytes && info.inplace_bytes >= info.out_bytes;
+    /* An explicit exchange is what the reshapes use; transposed_out skips the final exchange
+     * of the decomposition's chain (slabs: one in all, pencils: two). */
+    if (c->exch != TIDE_EXCHANGE_AUTO && info.exchanges > 0)
+        consistent = consistent && info.exchange == c->exch;
+    if (c->transposed && c->in.kind == LAY_NULL && c->decomp != TIDE_DECOMP_AUTO)
+        consistent = consistent && info.exchanges <= (c->decomp == TIDE_DECOMP_SLABS ? 1 : 2);
+    if (c->in.kind != LAY_NULL)
+        consistent = consistent && same_box(&ib, &want_in);
+    if (c->out.kind != LAY_NULL)
+        consistent = consistent && same_box(&ob, &want_out);
+    if (!tt_check(t, comm, consistent,
+                  "%s: plan_boxes/plan_info inconsistent (in_count %lld, out_count %lld, "
+                  "in_bytes %zu, out_bytes %zu, inplace_bytes %zu, exchange %d, exchanges %d)",
+                  desc, info.in_count, info.out_count, info.in_bytes, info.out_bytes,
+                  info.inplace_bytes, (int)info.exchange, info.exchanges)) {
+        tide_fft_plan_destroy(plan);
+        return 0;
+    }
+
+    /* orig: the input, never handed to Tide; fwd: the forward output as Tide produced it. */
+    size_t in_bytes = in_reals * rsize, out_bytes = out_reals * rsize;
+    size_t big = info.inplace_bytes;
+    if (big < in_bytes)
+        big = in_bytes;
+    if (big < out_bytes)
+        big = out_bytes;
+    void *orig = in_bytes ? malloc(in_bytes) : NULL;
+    void *fwd = out_bytes ? malloc(out_bytes) : NULL;
+    void *a = NULL, *b = NULL; /* in-place: a == b; else a input side, b output side */
+    if (c->inplace) {
+        a = b = big ? malloc(big) : NULL;
+    } else {
+        a = in_bytes ? malloc(in_bytes) : NULL;
+        b = out_bytes ? malloc(out_bytes) : NULL;
+    }
+    if ((in_bytes && (!orig || !a)) || (out_bytes && (!fwd || !b))) {
+        fprintf(stderr, "test_fft: out of memory\n");
+        MPI_Abort(comm, 2);
+    }
+    tide_ref_fill(orig, &ib, c->batch, !r2c, c->prec, c->n, c->seed);
+    if (in_bytes)
+        memcpy(a, orig, in_bytes);
+
+    double N = (double)c->n[0] * c->n[1] * c->n[2];
+    double fscale = c->scaling == TIDE_SCALE_SYMMETRIC ? 1 / sqrt(N) : 1;
+    double bscale = c->scaling == TIDE_SCALE_FULL        ? 1 / N
+                    : c->scaling == TIDE_SCALE_SYMMETRIC ? 1 / sqrt(N)
+                                                         : 1;
+    double tol = c->prec == TIDE_FLOAT ? TOL_FLOAT : TOL_DOUBLE;
+    tide_ref_error e = {0, 0, 0};
+
+    /* ---- forward ---- */
+    st = tide_fft_forward(plan, a, b);
+    if (!tt_check(t, comm, st == 0, "%s: forward: %s: %s", desc, tide_strerror(st),
+                  tide_last_error(ctx)))
+        goto done;
+    if (!c->inplace)
+        tt_check(t, comm, in_bytes == 0 || memcmp(a, orig, in_bytes) == 0,
+                 "%s: out-of-place forward modified its input", desc);
+    if (out_bytes)
+        memcpy(fwd, b, out_bytes);
+    st = tide_ref_check(comm, c->n, c->type, c->prec, c->batch, -1, fscale, &ib, orig, &ob, fwd,
+                        &e);
+    tt_check(t, comm, st == 0 && e.rel_l2 <= tol,
+             "%s: forward vs oracle: status %d, rel_l2 %.3g (tol %.0e), max_abs %.3g, "
+             "max_ref %.3g",
+             desc, st, e.rel_l2, tol, e.max_abs, e.max_ref);
+
+    /* ---- backward, fed with the forward output ---- */
+    st = tide_fft_backward(plan, b, a);
+    if (!tt_check(t, comm, st == 0, "%s: backward: %s: %s", desc, tide_strerror(st),
+                  tide_last_error(ctx)))
+        goto done;
+    if (!c->inplace)
+        tt_check(t, comm, out_bytes == 0 || memcmp(b, fwd, out_bytes) == 0,
+                 "%s: out-of-place backward modified its input", desc);
+    st = tide_ref_check(comm, c->n, c->type, c->prec, c->batch, +1, bscale, &ob, fwd, &ib, a,
+                        &e);
+    tt_check(t, comm, st == 0 && e.rel_l2 <= tol,
+             "%s: backward vs oracle: status %d, rel_l2 %.3g (tol %.0e), max_abs %.3g, "
+             "max_ref %.3g",
+             desc, st, e.rel_l2, tol, e.max_abs, e.max_ref);
+
+    /* ---- round trip: backward(forward(x)) = x, times N when unscaled ---- */
+    double factor = c->scaling == TIDE_SCALE_NONE ? N : 1;
+    double rt = rel_dist(comm, a, orig, in_reals, factor, c->prec);
+    tt_check(t, comm, rt <= tol, "%s: round trip: rel_l2 %.3g (tol %.0e)", desc, rt, tol);
+
+done:
+    tide_fft_plan_destroy(plan);
+    free(orig);
+    free(fwd);
+    free(a);
+    if (!c->inplace)
+        free(b);
+    return t->failed == failed_before;
+}
+
+/* Odd, even and prime extents; degenerate dimensions of 1 in every position (the R2C halved
+ * dimension included); grids smaller than the rank count, so some boxes are empty. */
+static const int sizes[][3] = {
+    {7, 11, 13}, {45, 36, 50}, {1, 1, 64}, {64, 1, 1},  {16, 16, 16}, {5, 3, 2},
+    {12, 18, 10}, {2, 2, 2},   {17, 19, 23}, {1, 1, 1}, {4, 9, 2},    {6, 5, 7},
+    {32, 24, 40}, {9, 1, 12},  {13, 8, 1},  {3, 50, 4}, {60, 2, 33},
+};
+enum { NSIZES = sizeof sizes / sizeof sizes[0], NCOMBOS = 17 };
+
+/* Case k: size s, layout combination j; the other options rotate with k. NCOMBOS is prime and
+ * so coprime to the rotation periods, so across the sizes every layout combination meets both
+ * types, both precisions, every exchange and every scaling. */
+static fft_case make_case(int s, int j)
+{
+    int k = s * NCOMBOS + j;
+    fft_case c;
+    memset(&c, 0, sizeof c);
+    memcpy(c.n, sizes[s], sizeof c.n);
+    c.type = k % 2 ? TIDE_R2C : TIDE_C2C;
+    c.prec = (k / 2) % 2 ? TIDE_FLOAT : TIDE_DOUBLE;
+    c.exch = (tide_exchange)((k / 4) % 3);
+    c.inplace = (k / 3) % 2;
+    c.scaling = (tide_scaling)((k / 6) % 3);
+    c.batch = k % 5 == 3 ? 3 : 1;
+    c.decomp = (tide_decomposition)(k % 3);
+    c.seed = 1000u + (unsigned)k;
+    /* FFTW_MEASURE now and then, on grids small enough for it to plan quickly. */
+    c.planning = k % 7 == 5 && (long long)c.n[0] * c.n[1] * c.n[2] <= 4096 ? TIDE_PLAN_MEASURE
+                                                                          : TIDE_PLAN_ESTIMATE;
+    lay null = {LAY_NULL, 0, 0};
+    c.in = c.out = null;
+    switch (j) {
+    case 0: /* the plan's own layouts, natural and transposed, for each decomposition */
+    case 1:
+    case 2:
+    case 3:
+    case 4:
+    case 5:
+        c.decomp = (tide_decomposition)(j % 3);
+        c.transposed = j >= 3;
+        break;
+    case 6: /* slabs along one dimension in, another out */
+        c.in = (lay){LAY_SLAB, s % 3, 0};
+        c.out = (lay){LAY_SLAB, (s + 1) % 3, 0};
+        break;
+    case 7: /* pencils, with per-rank storage orders on the output */
+        c.in = (lay){LAY_PENCIL, s % 3, 0};
+        c.out = (lay){LAY_PENCIL, (s + 2) % 3, 1};
+        break;
+    case 8: { /* process grids split over different dimension sets */
+        static const int masks[] = {3, 6, 5, 7, 1, 4};
+        c.in = (lay){LAY_GRID, masks[s % 6], 0};
+        c.out = (lay){LAY_GRID, masks[(s + 2) % 6], 0};
+        break;
+    }
+    case 9: /* arbitrary tilings, different in and out */
+        c.in = (lay){LAY_RANDOM, 1, 0};
+        c.out = (lay){LAY_RANDOM, 2, 0};
+        break;
+    case 10: /* own input boxes, the plan's output layout */
+        c.in = (lay){LAY_RANDOM, 3, 0};
+        c.transposed = s % 2;
+        break;
+    case 11:
+        c.out = (lay){LAY_RANDOM, 4, 0};
+        break;
+    case 12:
+        c.in = (lay){LAY_SLAB, (s + 2) % 3, 1};
+        c.out = (lay){LAY_RANDOM, 5, 0};
+        break;
+    case 13: /* more random tilings: the reshapes' hardest inputs */
+        c.in = (lay){LAY_RANDOM, 6, 0};
+        c.out = (lay){LAY_RANDOM, 7, 0};
+        break;
+    case 14:
+        c.in = (lay){LAY_GRID, 7, 1};
+        c.out = (lay){LAY_PENCIL, s % 3, 0};
+        break;
+    case 15:
+        c.in = (lay){LAY_RANDOM, 8, 0};
+        c.out = (lay){LAY_SLAB, (s + 1) % 3, 1};
+        break;
+    case 16: /* transposed output of a batch */
+        c.transposed = 1;
+        c.batch = 3;
+        break;
+    }
+    return c;
+}
+
+/* Fuzz case i: small random sizes (down to 1) and every option drawn at random, to reach
+ * corners the rotation above misses. Deterministic: the same i always gives the same case. */
+static fft_case make_fuzz_case(int i)
+{
+    tt_rng rng;
+    tt_rng_seed(&rng, 0xF0220000u + (unsigned)i);
+    fft_case c;
+    memset(&c, 0, sizeof c);
+    for (int d = 0; d < 3; d++)
+        c.n[d] = 1 + tt_rng_below(&rng, tt_rng_below(&rng, 4) ? 12 : 40);
+    c.type = (tide_fft_type)tt_rng_below(&rng, 2);
+    c.prec = (tide_precision)tt_rng_below(&rng, 2);
+    c.exch = (tide_exchange)tt_rng_below(&rng, 3);
+    c.decomp = (tide_decomposition)tt_rng_below(&rng, 3);
+    c.scaling = (tide_scaling)tt_rng_below(&rng, 3);
+    c.batch = 1 + tt_rng_below(&rng, 3);
+    c.inplace = tt_rng_below(&rng, 2);
+    c.planning = TIDE_PLAN_ESTIMATE;
+    c.seed = 5000u + (unsigned)i;
+    lay *sides[2] = {&c.in, &c.out};
+    for (int k = 0; k < 2; k++) {
+        sides[k]->kind = (lay_kind)tt_rng_below(&rng, 5);
+        sides[k]->param = sides[k]->kind == LAY_GRID     ? 1 + tt_rng_below(&rng, 7)
+                          : sides[k]->kind == LAY_RANDOM ? 10 + k
+                                                         : tt_rng_below(&rng, 3);
+        sides[k]->randorder = sides[k]->kind != LAY_NULL && tt_rng_below(&rng, 2);
+    }
+    c.transposed = c.out.kind == LAY_NULL && tt_rng_below(&rng, 2);
+    return c;
+}
+enum { NFUZZ = 80 };
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm comm = MPI_COMM_WORLD;
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+
+    int nranks;
+    MPI_Comm_size(comm, &nranks);
+    if (rank == 0)
+        printf("test_fft on %d ranks (TIDE_TEST_VERBOSE=1 names each case as it starts)\n",
+               nranks);
+
+    /* The CPU backend explicitly: these are host arrays, and the GPU path has its own test. */
+    tide_context_options copts;
+    tide_context_options_init(&copts);
+    copts.backend = TIDE_BACKEND_CPU;
+    tide_context *ctx = NULL;
+    int st = tide_context_create(comm, &copts, &ctx);
+    if (!tt_all(comm, st == 0)) {
+        if (rank == 0)
+            printf("test_fft: tide_context_create failed: %s: %s\n", tide_strerror(st),
+                   tide_last_error(NULL));
+        MPI_Finalize();
+        return EXIT_FAILURE;
+    }
+
+    /* Only the selected case (e.g. `test_fft 57`), to reproduce a failure quickly. */
+    int only = argc > 1 ? atoi(argv[1]) : -1;
+    /* TIDE_TEST_VERBOSE=1: name each case before running it, to see which one hangs. */
+    const char *verbose_env = getenv("TIDE_TEST_VERBOSE");
+    int verbose = verbose_env && verbose_env[0] && strcmp(verbose_env, "0") != 0;
+    tt_tally checks = {0, 0}, cases = {0, 0};
+    double t0 = MPI_Wtime();
+    for (int s = 0; s < NSIZES; s++)
+        for (int j = 0; j < NCOMBOS; j++) {
+            int k = s * NCOMBOS + j;
+            if (only >= 0 && k != only)
+                continue;
+            fft_case c = make_case(s, j);
+            if (verbose && rank == 0) {
+                char desc[256];
+                case_str(&c, desc, sizeof desc);
+                printf("case %d: %s\n", k, desc);
+                fflush(stdout);
+            }
+            int ok = run_case(ctx, comm, &c, &checks, verbose);
+            cases.checks++;
+            if (!ok) {
+                cases.failed++;
+                if (rank == 0)
+                    printf("  (case %d; rerun alone with: test_fft %d)\n", k, k);
+            }
+        }
+    for (int i = 0; i < NFUZZ; i++) {
+        int k = NSIZES * NCOMBOS + i;
+        if (only >= 0 && k != only)
+            continue;
+        fft_case c = make_fuzz_case(i);
+        if (verbose && rank == 0) {
+            char desc[256];
+            case_str(&c, desc, sizeof desc);
+            printf("case %d: %s\n", k, desc);
+            fflush(stdout);
+        }
+        int ok = run_case(ctx, comm, &c, &checks, verbose);
+        cases.checks++;
+        if (!ok) {
+            cases.failed++;
+            if (rank == 0)
+                printf("  (fuzz case %d; rerun alone with: test_fft %d)\n", k, k);
+        }
+    }
+    if (rank == 0)
+        printf("(%d checks, %d failed, %.1f s)\n", checks.checks, checks.failed,
+               MPI_Wtime() - t0);
+    tide_context_destroy(ctx);
+    int rc = tt_finish(&cases, comm, "test_fft", "cases");
+    MPI_Finalize();
+    return rc;
+}
