@@ -263,7 +263,8 @@ static layout regrid(chain *c, const layout l, int nz)
     return t;
 }
 
-/* The layout the decomposition uses for stage s, on grid g. */
+/* The layout the decomposition uses for stage s, on grid g, C order: z stays contiguous, so
+ * packs copy whole z rows, and y-slabs receive each peer's block as one contiguous run. */
 static layout default_layout(chain *c, tide_decomposition mode, int s, const int g[3],
                              const int pgrid[2])
 {
@@ -280,15 +281,8 @@ static layout default_layout(chain *c, tide_decomposition mode, int s, const int
             if (d != whole)
                 grid[d] = pgrid[k++];
     }
-    /* z stays contiguous (packs copy whole z rows). Where x is transformed, y goes slowest:
-     * each rank's x lines then sit in one y plane, n[0] x nz, instead of being strided by
-     * the whole box, which thrashes the cache at power-of-two sizes. */
-    int xlast = mode != TIDE_DECOMP_AUTO && s == (mode == TIDE_DECOMP_SLABS ? 1 : 2);
-    for (int r = 0; r < c->P; r++) {
+    for (int r = 0; r < c->P; r++)
         tide_box_in_grid(g, grid, r, &l[r]);
-        if (xlast)
-            l[r].order[0] = 1, l[r].order[1] = 0;
-    }
     return l;
 }
 
@@ -309,52 +303,6 @@ static void set_groups(chain *c, tide_decomposition mode)
         c->group[0][0] = 0, c->group[0][1] = 1, c->group[0][2] = 2;
         c->gsize[0] = 3;
     }
-}
-
-/* Peers q whose block of box b (the part of next[q]) is one run of b in next[q]'s order. */
-static int runs_to(const chain *c, const tide_box *b, const layout next)
-{
-    int runs = 0;
-    for (int q = 0; q < c->P; q++) {
-        tide_box x;
-        if (tide_box_intersect(b, &next[q], &x) > 0)
-            runs += tide_region_is_run(&x, b, next[q].order, 1);
-    }
-    return runs;
-}
-
-/* A stage's output feeds a reshape unless it is the user's output layout, and then its
- * storage order is free: the FFT can write any order at no cost. Pick, per rank, the order in
- * which the most peers' blocks are already contiguous and in the receiver's order, so they
- * leave without a pack (seed 003: results land directly in the per-peer send blocks).
- * Ties keep the order the stage had. */
-static int send_ready_orders(chain *c)
-{
-    static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
-                                    {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
-    for (int s = 0; s < c->ngroups; s++) {
-        layout next = s + 1 < c->ngroups ? c->A[s + 1] : c->out;
-        if (c->B[s] == c->out || same_layout(c->P, c->B[s], next))
-            continue;
-        layout b = new_layout(c);
-        if (!b)
-            return TIDE_ERR_NOMEM;
-        for (int r = 0; r < c->P; r++) {
-            b[r] = c->B[s][r];
-            int best = runs_to(c, &b[r], next);
-            for (int k = 0; k < 6; k++) {
-                tide_box t = b[r];
-                memcpy(t.order, perms[k], sizeof t.order);
-                int runs = runs_to(c, &t, next);
-                if (runs > best) {
-                    best = runs;
-                    memcpy(b[r].order, perms[k], sizeof b[r].order);
-                }
-            }
-        }
-        c->B[s] = b;
-    }
-    return TIDE_SUCCESS;
 }
 
 /* Build the chain for one decomposition. in/out: the users' layouts or NULL. Returns 0 or
@@ -398,7 +346,7 @@ static int build_chain(chain *c, tide_decomposition mode, const int n[3], const 
     if (!c->out)
         c->out = cur;
     c->exchanges += !same_layout(c->P, cur, c->out);
-    return send_ready_orders(c);
+    return TIDE_SUCCESS;
 }
 
 /* ---- programs: the chain as operations on buffers -------------------------------------- */
