@@ -5,6 +5,9 @@
  * already in the receiver's storage order, so no separate transposition pass exists anywhere.
  */
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include "region.h"
 
 void tide_box_strides(const tide_box *b, int64_t stride[3])
@@ -95,22 +98,67 @@ enum { TILE = 32 }; /* 32x32 elements of up to 16 B: 16 KiB per side, fits in L1
 /* Below this many elements a copy stays on one thread: waking a team costs more. */
 enum { PARALLEL_MIN = 1 << 14 };
 
-/* One instance of the copy loops per element size: memcpy of rows when the fastest dimension
- * is shared, a tiled transpose of the two dimensions involved otherwise. Elements move with
- * fixed-size memcpy, which compiles to plain (unaligned) loads and stores: a complex float
- * array is only 4-byte aligned. The outer loops are split across threads. */
+/* Copies larger than this go around the cache (below). */
+enum { STREAM_MIN_BYTES = 4 << 20 };
+
+/* A row copy with non-temporal stores. A large pack or unpack writes data that will not be
+ * read again before it has left the cache anyway; plain stores would first read every
+ * destination line into the cache (read for ownership), three memory streams instead of two. */
+static void stream_row(char *dst, const char *src, size_t bytes)
+{
+#if defined(__SSE2__)
+    size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
+    if (head > bytes)
+        head = bytes;
+    memcpy(dst, src, head);
+    size_t i = head;
+    for (; i + 16 <= bytes; i += 16)
+        _mm_stream_si128((__m128i *)(dst + i), _mm_loadu_si128((const __m128i *)(src + i)));
+    memcpy(dst + i, src + i, bytes - i);
+#else
+    memcpy(dst, src, bytes);
+#endif
+}
+
+static void stream_fence(void)
+{
+#if defined(__SSE2__)
+    _mm_sfence(); /* streaming stores are weakly ordered: publish them before returning */
+#endif
+}
+
+/* The fastest dimension is shared: whole rows, one memcpy (or streamed copy) each. */
+static void copy_rows(const copy_geom *g, size_t elem, const char *S, char *D, int threads)
+{
+    int64_t count = g->n[0] * g->n[1] * g->n[2];
+    size_t row = (size_t)g->n[2] * elem;
+    int par = threads > 1 && count >= PARALLEL_MIN;
+    int stream = count * (int64_t)elem >= STREAM_MIN_BYTES && row >= 256;
+    #pragma omp parallel num_threads(threads) if(par)
+    {
+        #pragma omp for collapse(2) schedule(static)
+        for (int64_t i0 = 0; i0 < g->n[0]; i0++)
+            for (int64_t i1 = 0; i1 < g->n[1]; i1++) {
+                char *d = D + (i0 * g->t[0] + i1 * g->t[1]) * (int64_t)elem;
+                const char *s = S + (i0 * g->s[0] + i1 * g->s[1]) * (int64_t)elem;
+                if (stream)
+                    stream_row(d, s, row);
+                else
+                    memcpy(d, s, row);
+            }
+        if (stream)
+            stream_fence(); /* each thread orders its own streaming stores */
+    }
+}
+
+/* One instance of the tiled transpose per element size: the two dimensions involved are
+ * walked in tiles so both sides stay in cache. Elements move with fixed-size memcpy, which
+ * compiles to plain (unaligned) loads and stores: a complex float array is only 4-byte
+ * aligned. The outer loops are split across threads. */
 #define DEFINE_COPY(NAME, SIZE)                                                                 \
     static void NAME(const copy_geom *g, const char *S, char *D, int threads)                  \
     {                                                                                           \
         int par = threads > 1 && g->n[0] * g->n[1] * g->n[2] >= PARALLEL_MIN;                  \
-        if (g->s[2] == 1) {                                                                     \
-            _Pragma("omp parallel for collapse(2) schedule(static) num_threads(threads) if(par)") \
-            for (int64_t i0 = 0; i0 < g->n[0]; i0++)                                            \
-                for (int64_t i1 = 0; i1 < g->n[1]; i1++)                                        \
-                    memcpy(D + (i0 * g->t[0] + i1 * g->t[1]) * SIZE,                            \
-                           S + (i0 * g->s[0] + i1 * g->s[1]) * SIZE, (size_t)g->n[2] * SIZE);   \
-            return;                                                                             \
-        }                                                                                       \
         /* The source's fastest dimension is loop dimension a (0 or 1); b is the other. */      \
         int a = g->s[0] < g->s[1] ? 0 : 1, b = 1 - a;                                          \
         _Pragma("omp parallel for collapse(2) schedule(static) num_threads(threads) if(par)")   \
@@ -167,6 +215,10 @@ void tide_copy_region(size_t elem, int batch, const tide_box *region, const void
     for (int f = 0; f < batch; f++) {
         const char *s = (const char *)src + (size_t)(f * scount + tide_box_offset(sbox, region)) * elem;
         char *t = (char *)dst + (size_t)(f * dcount + tide_box_offset(dbox, region)) * elem;
+        if (g.s[2] == 1) {
+            copy_rows(&g, elem, s, t, threads);
+            continue;
+        }
         switch (elem) {
         case 4: copy4(&g, s, t, threads); break;
         case 8: copy8(&g, s, t, threads); break;

@@ -331,6 +331,28 @@ static void test_copy_misaligned(void)
             }
 }
 
+/* Copies of several MiB with whole rows take the streaming (non-temporal store) path: rows of
+ * odd length and destinations off a 16-byte boundary exercise its head and tail; a transposing
+ * pair of orders of the same size takes the tiled path instead, as a contrast. */
+static void test_copy_large(void)
+{
+    printf("test_region: large copies (streaming stores)\n");
+    fflush(stdout);
+    const tide_box S = tt_box(0, 0, 0, 61, 90, 67, NULL);
+    const tide_box D = tt_box(3, 2, 1, 64, 93, 70, NULL);
+    const tide_box R = tt_box(3, 2, 1, 61, 90, 67, NULL); /* 58x88x66 x 16 B x 2 = 10.8 MB */
+    static const int orders[3][2] = {{0, 0}, {2, 2}, {0, 1}};
+    for (int k = 0; k < 3; k++)
+        for (int threads = 1; threads <= 2; threads++)
+            for (size_t mis = 0; mis <= 8; mis += 4) {
+                tide_box s = S, d = D;
+                tt_perm3(orders[k][0], s.order);
+                tt_perm3(orders[k][1], d.order);
+                check_copy("large", 16, 2, &R, &s, &d, threads, mis);
+            }
+    check_copy("large whole box", 8, 1, &S, &S, &S, 2, 4);
+}
+
 /* ---- geometry helpers ----------------------------------------------------------------------- */
 
 static void test_strides_offset(void)
@@ -567,6 +589,7 @@ int main(void)
     test_is_run();
     test_copy_fixed();
     test_copy_random();
+    test_copy_large();
     test_copy_misaligned();
     printf("test_region: %lld checks, %lld failed\n", n_checks, n_failed);
     return n_failed ? 1 : 0;
