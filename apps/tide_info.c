@@ -29,11 +29,19 @@ static void binding(char *cpus, size_t clen, char *numa, size_t nlen)
 
 int tide_cmd_info(int argc, char **argv)
 {
+    int measure = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            tide_say("usage: mpirun -np P tide info\n\nPrints the MPI library, FFTW, and for "
-                     "each rank its host, CPU binding, NUMA nodes, threads and backend.\n");
+            tide_say("usage: mpirun -np P tide info [--measure]\n\nPrints the MPI library (and "
+                     "whether it takes device pointers), FFTW, NCCL, and for each rank its host, "
+                     "CPU binding, NUMA nodes, threads, backend and GPU. --measure also measures "
+                     "each rank's transfer rates (all ranks at once, as a job loads the links): "
+                     "host memcpy, host<->device each way and both at once, device copy.\n");
             return 0;
+        }
+        if (!strcmp(argv[i], "--measure")) {
+            measure = 1;
+            continue;
         }
         tide_warn("tide info: unknown argument '%s' (see tide info --help)\n", argv[i]);
         return 2;
@@ -47,30 +55,69 @@ int tide_cmd_info(int argc, char **argv)
         tide_warn("tide info: %s: %s\n", tide_strerror(st), tide_last_error(NULL));
         return 1;
     }
+    tide_device_info dev;
+    tide_context_device(ctx, &dev);
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
     int len = 0;
     MPI_Get_library_version(lib, &len);
     char *nl = strchr(lib, '\n');
     if (nl)
         *nl = '\0';
-    tide_say("Tide %s\nMPI: %s\nFFTW: %s\nRanks: %d\n", tide_version(), lib, fftw_version, P);
+    char nccl[32] = "not in this build";
+    if (dev.nccl_version)
+        snprintf(nccl, sizeof nccl, "%d", dev.nccl_version);
+    tide_say("Tide %s\nMPI: %s (device pointers: %s)\nFFTW: %s\nNCCL: %s\nRanks: %d\n",
+             tide_version(), lib, dev.cuda_aware_mpi ? "yes" : "no", fftw_version, nccl, P);
 
-    enum { LINE = 512 };
-    char line[LINE], host[128] = "?", cpus[128], numa[64];
+    enum { LINE = 768 };
+    char line[LINE], host[128] = "?", cpus[128], numa[64], gpu[320] = "";
     gethostname(host, sizeof host);
     binding(cpus, sizeof cpus, numa, sizeof numa);
     tide_backend b = TIDE_BACKEND_CPU;
     int threads = 1;
     tide_context_backend(ctx, &b);
     tide_context_threads(ctx, &threads);
-    snprintf(line, LINE, "rank %d: host %s, cpus %s, numa %s, %d threads, backend %s (%s)",
+    if (dev.device >= 0)
+        snprintf(gpu, sizeof gpu, "; GPU %d %s (%s, sm_%d%d), %.1f of %.1f GiB free, budget "
+                 "%.1f GiB", dev.device, dev.name, dev.pci_bus_id, dev.cc_major, dev.cc_minor,
+                 dev.free_bytes / 1073741824.0, dev.total_bytes / 1073741824.0,
+                 dev.budget_bytes / 1073741824.0);
+    snprintf(line, LINE, "rank %d: host %s, cpus %s, numa %s, %d threads, backend %s (%s)%s",
              rank, host, cpus, numa, threads, b == TIDE_BACKEND_CUDA ? "cuda" : "cpu",
-             tide_context_gpu_status(ctx));
+             tide_context_gpu_status(ctx), gpu);
+    int rc = 0;
+    if (measure) {
+        tide_rates r;
+        MPI_Barrier(MPI_COMM_WORLD);
+        st = tide_measure_rates(ctx, 0, &r);
+        int bad = st != 0, anybad = 0;
+        MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (anybad) {
+            tide_warn("tide info: measuring failed: %s\n", st ? tide_last_error(ctx) : "on another rank");
+            rc = 1;
+        } else {
+            size_t used = strlen(line);
+            snprintf(line + used, LINE - used, "\n  rates (GB/s): host copy %.1f", r.host_copy);
+            if (dev.device >= 0) {
+                used = strlen(line);
+                snprintf(line + used, LINE - used, ", h2d %.1f, d2h %.1f, both %.1f, device copy "
+                         "%.0f", r.h2d, r.d2h, r.both, r.d2d);
+            }
+            double v[5] = {r.host_copy, r.h2d, r.d2h, r.both, r.d2d}, sum[5];
+            MPI_Reduce(v, sum, 5, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+            if (rank == 0)
+                snprintf(gpu, sizeof gpu, "Aggregate rates (GB/s, all ranks at once): host copy "
+                         "%.1f, h2d %.1f, d2h %.1f, both %.1f, device copy %.0f\n", sum[0], sum[1],
+                         sum[2], sum[3], sum[4]);
+        }
+    }
     char *all = rank == 0 ? malloc((size_t)P * LINE) : NULL;
     MPI_Gather(line, LINE, MPI_CHAR, all, LINE, MPI_CHAR, 0, MPI_COMM_WORLD);
     for (int r = 0; rank == 0 && all && r < P; r++)
         tide_say("%s\n", all + (size_t)r * LINE);
+    if (measure && !rc)
+        tide_say("%s", gpu);
     free(all);
     tide_context_destroy(ctx);
-    return 0;
+    return rc;
 }

@@ -10,6 +10,9 @@
 #if TIDE_HAVE_CUDA
 #include "gpu.h"
 #endif
+#if TIDE_HAVE_MPI_EXT
+#include <mpi-ext.h> /* MPIX_Query_cuda_support, where the MPI library has it */
+#endif
 
 const char *tide_version(void) { return TIDE_VERSION_STRING; }
 
@@ -20,6 +23,8 @@ void tide_context_options_init(tide_context_options *opts)
     memset(opts, 0, sizeof *opts);
     opts->backend = TIDE_BACKEND_AUTO;
     opts->threads = 0;
+    opts->device_budget = 0;
+    opts->bind = 1;
 }
 
 static int log_level_from_env(void)
@@ -60,6 +65,29 @@ static void fftw_threads_once(void)
         fftwf_init_threads();
         done = 1;
     }
+}
+
+/* Choose this rank's GPU (and bind near it). Returns whether one is in use; a device budget
+ * the GPU cannot give is an error (*st), whatever the backend, not a reason to fall back. */
+static int select_gpu(tide_context *ctx, const tide_context_options *opts, int *st)
+{
+#if TIDE_HAVE_CUDA
+    int rc = tide_gpu_select(ctx->local_rank, opts->device_budget, opts->bind, &ctx->dev,
+                             ctx->backend_reason, sizeof ctx->backend_reason);
+    if (rc == TIDE_ERR_ARGUMENT)
+        *st = tide_fail(ctx, rc, "%s", ctx->backend_reason);
+    if (rc) {
+        ctx->dev.device = -1;
+        return 0;
+    }
+    return 1;
+#else
+    (void)opts;
+    (void)st;
+    snprintf(ctx->backend_reason, sizeof ctx->backend_reason,
+             "this build has no CUDA (configured with -Dcuda=disabled or no nvcc)");
+    return 0;
+#endif
 }
 
 int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_context **out)
@@ -113,10 +141,11 @@ int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_co
         }
         /* A GPU is looked for only when one may be used; CUDA only when every rank has one. */
         int gpu = 0, all_gpu = 0;
+        ctx->dev.device = -1;
         if (opts->backend == TIDE_BACKEND_CPU)
             snprintf(ctx->backend_reason, sizeof ctx->backend_reason, "backend cpu requested");
         else
-            gpu = tide_gpu_usable(ctx->backend_reason, sizeof ctx->backend_reason);
+            gpu = select_gpu(ctx, opts, &st);
         if (MPI_Allreduce(&gpu, &all_gpu, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
             st = tide_fail(ctx, TIDE_ERR_MPI, "MPI_Allreduce failed");
         else if (gpu && !all_gpu)
@@ -162,6 +191,72 @@ int tide_context_backend(const tide_context *ctx, tide_backend *backend)
     return TIDE_SUCCESS;
 }
 
+int tide_context_device(const tide_context *ctx, tide_device_info *info)
+{
+    if (!ctx || !info)
+        return tide_fail((tide_context *)ctx, TIDE_ERR_ARGUMENT,
+                         "tide_context_device: NULL argument");
+    *info = ctx->dev;
+    if (ctx->backend != TIDE_BACKEND_CUDA) {
+        memset(info, 0, sizeof *info);
+        info->device = -1;
+    }
+    info->cuda_aware_mpi = 0;
+#if TIDE_HAVE_MPI_EXT && defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+    info->cuda_aware_mpi = MPIX_Query_cuda_support();
+#endif
+#if TIDE_HAVE_CUDA
+    info->nccl_version = tide_nccl_version();
+#else
+    info->nccl_version = 0;
+#endif
+    return TIDE_SUCCESS;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int tide_measure_rates(tide_context *ctx, size_t bytes, tide_rates *rates)
+{
+    if (!ctx || !rates)
+        return tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_measure_rates: NULL argument");
+    if (!bytes)
+        bytes = (size_t)256 << 20;
+    tide_rates r = {0, 0, 0, 0, 0};
+    char *a = malloc(bytes), *b = malloc(bytes);
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return tide_fail(ctx, TIDE_ERR_NOMEM, "tide_measure_rates: cannot allocate 2 x %zu "
+                         "bytes", bytes);
+    }
+    memset(a, 0x5a, bytes); /* never measure on untouched or zero pages */
+    memset(b, 0xa5, bytes);
+    double t[5];
+    for (int i = 0; i < 5; i++) {
+        double t0 = MPI_Wtime();
+        memcpy(i % 2 ? a : b, i % 2 ? b : a, bytes);
+        t[i] = MPI_Wtime() - t0;
+    }
+    free(a);
+    free(b);
+    qsort(t, 5, sizeof t[0], cmp_double);
+    r.host_copy = 2.0 * (double)bytes / 1e9 / t[2];
+#if TIDE_HAVE_CUDA
+    if (ctx->backend == TIDE_BACKEND_CUDA) {
+        char why[TIDE_MSG_LEN];
+        int st = tide_gpu_measure(bytes, &r, why, sizeof why);
+        if (st)
+            return tide_fail(ctx, st, "tide_measure_rates: %s", why);
+    }
+#endif
+    *rates = r;
+    return TIDE_SUCCESS;
+}
+
 const char *tide_context_gpu_status(const tide_context *ctx)
 {
     return ctx ? ctx->backend_reason : "no context";
@@ -175,12 +270,3 @@ int tide_context_threads(const tide_context *ctx, int *threads)
     return TIDE_SUCCESS;
 }
 
-int tide_gpu_usable(char *why, size_t len)
-{
-#if TIDE_HAVE_CUDA
-    return tide_gpu_count(why, len) > 0;
-#else
-    snprintf(why, len, "this build has no CUDA (configured with -Dcuda=disabled or no nvcc)");
-    return 0;
-#endif
-}

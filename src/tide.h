@@ -61,6 +61,9 @@ typedef enum {
 typedef struct {
     tide_backend backend; /* default TIDE_BACKEND_AUTO */
     int threads;          /* CPU threads per rank; 0 (default) = the node's cores / ranks on it */
+    size_t device_budget; /* bytes of device memory the context's plans may hold; 0 (default) =
+                           * the GPU's free memory at creation less 1 GiB */
+    int bind;             /* 1 (default): on CUDA, bind each rank to the cores nearest its GPU */
 } tide_context_options;
 
 void tide_context_options_init(tide_context_options *opts);
@@ -76,6 +79,40 @@ int tide_context_backend(const tide_context *ctx, tide_backend *backend);
 const char *tide_context_gpu_status(const tide_context *ctx);
 /* Threads per rank the CPU backend uses. */
 int tide_context_threads(const tide_context *ctx, int *threads);
+
+/* The GPU a rank of a CUDA context uses: device local_rank % (GPUs on the node). */
+typedef struct {
+    int device;              /* CUDA device index on this node; -1 when the context is on the CPU */
+    char name[128];
+    char pci_bus_id[32];
+    int cc_major, cc_minor;  /* compute capability */
+    size_t total_bytes;      /* device memory */
+    size_t free_bytes;       /* free at context creation */
+    size_t budget_bytes;     /* what plans of this context may hold (device_budget option) */
+    char cpuset[128];        /* cores this rank is bound to (hwloc list, e.g. "0-7"); "" if not
+                              * bound by Tide */
+    int cuda_aware_mpi;      /* the MPI library says it takes device pointers */
+    int nccl_version;        /* NCCL's version code, e.g. 22803; 0 when this build has no NCCL */
+} tide_device_info;
+
+/* Local. Filled on any context; on a CPU context device is -1 and the GPU fields are empty,
+ * while cuda_aware_mpi and nccl_version still describe the build and the MPI library. */
+int tide_context_device(const tide_context *ctx, tide_device_info *info);
+
+/* Transfer rates of this rank's machine, in GB/s (1e9 bytes per second), the ceilings that
+ * performance figures are compared against. Copies count bytes read plus bytes written;
+ * transfers count bytes moved. */
+typedef struct {
+    double host_copy;  /* memcpy between two host arrays */
+    double h2d, d2h;   /* pinned host memory to / from the device, one direction at a time */
+    double both;       /* both directions at once, total of the two */
+    double d2d;        /* copy within device memory */
+} tide_rates;
+
+/* Local (every rank may call it at once, to measure shared links under load). Moves arrays of
+ * `bytes` (0: 256 MiB) several times and reports the median. GPU fields are 0 on a CPU
+ * context. */
+int tide_measure_rates(tide_context *ctx, size_t bytes, tide_rates *rates);
 
 /* The message of the last failed call on ctx (or, with ctx NULL, of the last failed call that
  * had no context, such as tide_context_create). Empty when nothing failed. Never NULL. */

@@ -18,6 +18,7 @@ struct tide_context {
     tide_backend backend;            /* resolved: CPU or CUDA */
     char backend_reason[TIDE_MSG_LEN]; /* why a GPU is not used, when it is not */
     int threads;
+    tide_device_info dev;  /* the GPU in use (device -1 on the CPU backend) */
     int log_level;
     char errmsg[TIDE_MSG_LEN];
 };
@@ -40,7 +41,5 @@ const char *tide_backend_name(tide_backend b);
 const char *tide_exchange_name(tide_exchange e);
 const char *tide_decomposition_name(tide_decomposition d);
 
-/* Whether this build and machine can run CUDA; when not, why (into why, len bytes). */
-int tide_gpu_usable(char *why, size_t len);
 
 #endif

@@ -39,6 +39,8 @@ run version 0 1 --version && has version '^tide [0-9]+\.[0-9]+\.[0-9]+$'
 run help 0 1 --help && has help 'usage: mpirun -np P tide'
 run ffthelp 0 1 fft --help && has ffthelp '-transposed'
 run info 0 2 info && has info '^rank 1: host'
+run infomeasure 0 2 info --measure && has infomeasure 'rates \(GB/s\): host copy [0-9]' && \
+    has infomeasure '^Aggregate rates'
 
 # A verified run with every key heFFTe's parsers read.
 run c2c 0 4 fft c2c auto double 24 20 18 -n 2
@@ -64,6 +66,7 @@ run type nonzero 2 fft c2x cpu double 8 8 8 && has type 'usage: mpirun'
 run grid nonzero 4 fft c2c cpu double 8 8 8 -ingrid 3 1 1 && has grid 'has 3 ranks, the run has 4'
 run novalue nonzero 2 fft c2c cpu double 8 8 8 -n && has novalue 'needs a valid value'
 run command nonzero 2 frobnicate && has command "unknown command 'frobnicate'"
+run infoarg nonzero 2 info --bogus && has infoarg "unknown argument '--bogus'"
 # No GPU here (CI): a clear error. On a GPU machine the CUDA FFT path is refused as not yet there.
 run cuda nonzero 2 fft c2c cuda double 8 8 8 && has cuda 'cuda'
 

@@ -4,7 +4,8 @@
  *
  * Checks: device discovery; the device permuting copy (gpu/) against the CPU copy
  * (comm/region.c, itself checked against naive loops in test_region) for every pair of storage
- * orders, element sizes 4, 8 and 16, batches 1 and 2, odd sizes.
+ * orders, element sizes 4, 8 and 16, batches 1 and 2, odd sizes; the CUDA context (device,
+ * budget, binding) and the measured rates.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@ int main(void)
 #else
 #include <cuda_runtime.h>
 #include "gpu.h"
+#include "tide.h"
 
 static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
 
@@ -83,6 +85,56 @@ int main(void)
                     free(hd);
                     free(hg);
                 }
+    /* The context on a GPU machine: every rank on a device, a budget within the free memory,
+     * bound near the GPU where hwloc knows its locality, and rates that are plausible. */
+    MPI_Init(NULL, NULL);
+    tide_context *ctx = NULL;
+    tide_context_options co;
+    tide_context_options_init(&co);
+    co.backend = TIDE_BACKEND_CUDA;
+    int st = tide_context_create(MPI_COMM_WORLD, &co, &ctx);
+    checks++;
+    if (st) {
+        failed++;
+        printf("FAIL: cuda context: %s\n", tide_last_error(NULL));
+    } else {
+        tide_device_info d;
+        tide_rates r;
+        tide_context_device(ctx, &d);
+        printf("context: GPU %d %s, %s, budget %.1f GiB of %.1f free, bound to cpus '%s', "
+               "CUDA-aware MPI %d, NCCL %d\n", d.device, d.name, d.pci_bus_id,
+               d.budget_bytes / 1073741824.0, d.free_bytes / 1073741824.0, d.cpuset,
+               d.cuda_aware_mpi, d.nccl_version);
+        int ok = d.device >= 0 && d.device < n && d.name[0] && d.budget_bytes > 0 &&
+                 d.budget_bytes <= d.free_bytes && d.free_bytes <= d.total_bytes;
+        checks++;
+        if (!ok) {
+            failed++;
+            printf("FAIL: device info\n");
+        }
+        st = tide_measure_rates(ctx, (size_t)64 << 20, &r);
+        printf("rates (GB/s): host copy %.1f, h2d %.1f, d2h %.1f, both %.1f, device copy %.0f\n",
+               r.host_copy, r.h2d, r.d2h, r.both, r.d2d);
+        /* Loose bounds: PCIe 3 x16 moves over 5 GB/s, HBM copies over 200 GB/s. */
+        ok = !st && r.h2d > 5 && r.d2h > 5 && r.both > r.h2d * 0.9 && r.d2d > 200 &&
+             r.host_copy > 0.5;
+        checks++;
+        if (!ok) {
+            failed++;
+            printf("FAIL: rates implausible or failed: %s\n", st ? tide_last_error(ctx) : "");
+        }
+        /* A budget the GPU cannot give is an error, not a silent fallback. */
+        tide_context *c2 = NULL;
+        co.device_budget = d.total_bytes + 1;
+        st = tide_context_create(MPI_COMM_WORLD, &co, &c2);
+        checks++;
+        if (st != TIDE_ERR_ARGUMENT || c2) {
+            failed++;
+            printf("FAIL: oversized budget gave status %d\n", st);
+        }
+        tide_context_destroy(ctx);
+    }
+    MPI_Finalize();
     printf("test_gpu: %d checks, %d failed\n", checks, failed);
     return failed ? 1 : 0;
 }
