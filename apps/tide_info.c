@@ -27,6 +27,27 @@ static void binding(char *cpus, size_t clen, char *numa, size_t nlen)
     hwloc_topology_destroy(topo);
 }
 
+/* Collective: whether two ranks of one node use the same GPU. */
+static int gpus_shared(int device)
+{
+    MPI_Comm node;
+    int rank, n, shared = 0, any = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &n);
+    int *devs = malloc(sizeof(int) * (size_t)n);
+    if (devs) {
+        MPI_Allgather(&device, 1, MPI_INT, devs, 1, MPI_INT, node);
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < i; j++)
+                shared |= devs[i] >= 0 && devs[i] == devs[j];
+    }
+    MPI_Allreduce(&shared, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    free(devs);
+    MPI_Comm_free(&node);
+    return any;
+}
+
 int tide_cmd_info(int argc, char **argv)
 {
     int measure = 0;
@@ -105,10 +126,15 @@ int tide_cmd_info(int argc, char **argv)
             }
             double v[5] = {r.host_copy, r.h2d, r.d2h, r.both, r.d2d}, sum[5];
             MPI_Reduce(v, sum, 5, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-            if (rank == 0)
+            int shared = gpus_shared(dev.device);
+            if (rank == 0 && b == TIDE_BACKEND_CUDA)
                 snprintf(gpu, sizeof gpu, "Aggregate rates (GB/s, all ranks at once): host copy "
-                         "%.1f, h2d %.1f, d2h %.1f, both %.1f, device copy %.0f\n", sum[0], sum[1],
-                         sum[2], sum[3], sum[4]);
+                         "%.1f, h2d %.1f, d2h %.1f, both %.1f, device copy %.0f%s\n", sum[0],
+                         sum[1], sum[2], sum[3], sum[4], shared ? " (ranks share GPUs, which "
+                         "time-slice between them: the GPU figures do not add up)" : "");
+            else if (rank == 0)
+                snprintf(gpu, sizeof gpu, "Aggregate rates (GB/s, all ranks at once): host copy "
+                         "%.1f\n", sum[0]);
         }
     }
     char *all = rank == 0 ? malloc((size_t)P * LINE) : NULL;

@@ -68,7 +68,7 @@ run novalue nonzero 2 fft c2c cpu double 8 8 8 -n && has novalue 'needs a valid 
 run command nonzero 2 frobnicate && has command "unknown command 'frobnicate'"
 run infoarg nonzero 2 info --bogus && has infoarg "unknown argument '--bogus'"
 # No GPU here (CI): a clear error. On a GPU machine the CUDA FFT path is refused as not yet there.
-run cuda nonzero 2 fft c2c cuda double 8 8 8 && has cuda 'cuda'
+run cuda nonzero 2 fft c2c cuda double 8 8 8 && has cuda '(cuda|CUDA)'
 
 echo "test_app: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
