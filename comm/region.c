@@ -87,11 +87,25 @@ int tide_region_is_run(const tide_box *region, const tide_box *b, const int orde
     return 1;
 }
 
-/* Geometry of one copy, in the destination's order: dimension k of the loop nest is
- * dst order[k]; n[k] its extent; s[k] / t[k] the source / destination element strides. */
-typedef struct {
-    int64_t n[3], s[3], t[3];
-} copy_geom;
+int64_t tide_copy_geometry(const tide_box *region, const tide_box *sbox, const tide_box *dbox,
+                           tide_copy_geom *g)
+{
+    int64_t ss[3], ds[3];
+    tide_box_strides(sbox, ss);
+    tide_box_strides(dbox, ds);
+    g->scount = g->dcount = 1;
+    for (int k = 0; k < 3; k++) {
+        int d = dbox->order[k];
+        g->n[k] = tide_ext(region, d);
+        g->s[k] = ss[d];
+        g->t[k] = ds[d];
+        g->scount *= tide_ext(sbox, k);
+        g->dcount *= tide_ext(dbox, k);
+    }
+    g->soff = tide_box_offset(sbox, region);
+    g->doff = tide_box_offset(dbox, region);
+    return g->n[0] * g->n[1] * g->n[2];
+}
 
 enum { TILE = 32 }; /* 32x32 elements of up to 16 B: 16 KiB per side, fits in L1 with both */
 
@@ -128,7 +142,7 @@ static void stream_fence(void)
 }
 
 /* The fastest dimension is shared: whole rows, one memcpy (or streamed copy) each. */
-static void copy_rows(const copy_geom *g, size_t elem, const char *S, char *D, int threads)
+static void copy_rows(const tide_copy_geom *g, size_t elem, const char *S, char *D, int threads)
 {
     int64_t count = g->n[0] * g->n[1] * g->n[2];
     size_t row = (size_t)g->n[2] * elem;
@@ -156,7 +170,7 @@ static void copy_rows(const copy_geom *g, size_t elem, const char *S, char *D, i
  * compiles to plain (unaligned) loads and stores: a complex float array is only 4-byte
  * aligned. The outer loops are split across threads. */
 #define DEFINE_COPY(NAME, SIZE)                                                                 \
-    static void NAME(const copy_geom *g, const char *S, char *D, int threads)                  \
+    static void NAME(const tide_copy_geom *g, const char *S, char *D, int threads)                  \
     {                                                                                           \
         int par = threads > 1 && g->n[0] * g->n[1] * g->n[2] >= PARALLEL_MIN;                  \
         /* The source's fastest dimension is loop dimension a (0 or 1); b is the other. */      \
@@ -182,7 +196,7 @@ DEFINE_COPY(copy8, 8)
 DEFINE_COPY(copy16, 16)
 
 /* Any other element size: the same loops, one element at a time. */
-static void copy_any(const copy_geom *g, size_t elem, const char *src, char *dst, int threads)
+static void copy_any(const tide_copy_geom *g, size_t elem, const char *src, char *dst, int threads)
 {
     int par = threads > 1 && g->n[0] * g->n[1] * g->n[2] >= PARALLEL_MIN;
     #pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if(par)
@@ -196,25 +210,14 @@ static void copy_any(const copy_geom *g, size_t elem, const char *src, char *dst
 void tide_copy_region(size_t elem, int batch, const tide_box *region, const void *src,
                       const tide_box *sbox, void *dst, const tide_box *dbox, int threads)
 {
-    int64_t ss[3], ds[3], scount = 1, dcount = 1;
-    tide_box_strides(sbox, ss);
-    tide_box_strides(dbox, ds);
-    copy_geom g;
-    for (int k = 0; k < 3; k++) {
-        int d = dbox->order[k];
-        g.n[k] = tide_ext(region, d);
-        g.s[k] = ss[d];
-        g.t[k] = ds[d];
-        scount *= tide_ext(sbox, k);
-        dcount *= tide_ext(dbox, k);
-    }
-    if (g.n[0] * g.n[1] * g.n[2] == 0)
+    tide_copy_geom g;
+    if (tide_copy_geometry(region, sbox, dbox, &g) == 0)
         return;
     if (threads < 1)
         threads = 1;
     for (int f = 0; f < batch; f++) {
-        const char *s = (const char *)src + (size_t)(f * scount + tide_box_offset(sbox, region)) * elem;
-        char *t = (char *)dst + (size_t)(f * dcount + tide_box_offset(dbox, region)) * elem;
+        const char *s = (const char *)src + (size_t)(g.soff + f * g.scount) * elem;
+        char *t = (char *)dst + (size_t)(g.doff + f * g.dcount) * elem;
         if (g.s[2] == 1) {
             copy_rows(&g, elem, s, t, threads);
             continue;

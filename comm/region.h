@@ -31,6 +31,19 @@ int64_t tide_box_offset(const tide_box *b, const tide_box *region);
  * field after field, the run must also continue across fields (region == whole box). */
 int tide_region_is_run(const tide_box *region, const tide_box *b, const int order[3], int batch);
 
+/* One copy of a region between two layouts, as loops in the destination's order: loop k runs
+ * over dimension dbox->order[k], n[k] points, with element strides s[k] in the source and t[k]
+ * in the destination. Field f starts at element soff + f * scount (source) and doff +
+ * f * dcount (destination). */
+typedef struct {
+    int64_t n[3], s[3], t[3];
+    int64_t soff, doff, scount, dcount;
+} tide_copy_geom;
+
+/* The geometry of copying region from layout sbox to layout dbox. Returns its point count. */
+int64_t tide_copy_geometry(const tide_box *region, const tide_box *sbox, const tide_box *dbox,
+                           tide_copy_geom *g);
+
 /* Copy the points of `region` of every field from src (layout sbox, fields sbox-count apart)
  * to dst (layout dbox, fields dbox-count apart). Writes follow dst's order; when the fastest
  * dimensions differ the copy is tiled so both sides stay in cache. elem is the element size in

@@ -66,13 +66,9 @@ extern "C" int tide_gpu_properties(int device, tide_gpu_props *props)
 
 namespace {
 
-struct geom {
-    int64_t n[3], s[3], t[3]; // extents in the destination's order, source / destination strides
-};
-
 // One thread per element, indexed in destination order so writes coalesce.
 template <typename T>
-__global__ void copy_kernel(geom g, const T *__restrict__ src, T *__restrict__ dst, int64_t total)
+__global__ void copy_kernel(tide_copy_geom g, const T *__restrict__ src, T *__restrict__ dst, int64_t total)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -83,7 +79,7 @@ __global__ void copy_kernel(geom g, const T *__restrict__ src, T *__restrict__ d
 }
 
 template <typename T>
-cudaError_t launch(const geom &g, const char *src, char *dst, int64_t total)
+cudaError_t launch(const tide_copy_geom &g, const char *src, char *dst, int64_t total)
 {
     int threads = 256;
     int64_t blocks = (total + threads - 1) / threads;
@@ -99,24 +95,13 @@ extern "C" int tide_gpu_copy_region(size_t elem, int batch, const tide_box *regi
                                     const void *src, const tide_box *sbox, void *dst,
                                     const tide_box *dbox)
 {
-    int64_t ss[3], ds[3], sc = 1, dc = 1;
-    tide_box_strides(sbox, ss);
-    tide_box_strides(dbox, ds);
-    geom g;
-    for (int k = 0; k < 3; k++) {
-        int d = dbox->order[k];
-        g.n[k] = region->hi[d] - region->lo[d];
-        g.s[k] = ss[d];
-        g.t[k] = ds[d];
-        sc *= sbox->hi[k] - sbox->lo[k];
-        dc *= dbox->hi[k] - dbox->lo[k];
-    }
-    int64_t total = g.n[0] * g.n[1] * g.n[2];
+    tide_copy_geom g;
+    int64_t total = tide_copy_geometry(region, sbox, dbox, &g);
     if (total == 0)
         return 0;
     for (int f = 0; f < batch; f++) {
-        const char *s = (const char *)src + (f * sc + tide_box_offset(sbox, region)) * (int64_t)elem;
-        char *t = (char *)dst + (f * dc + tide_box_offset(dbox, region)) * (int64_t)elem;
+        const char *s = (const char *)src + (g.soff + f * g.scount) * (int64_t)elem;
+        char *t = (char *)dst + (g.doff + f * g.dcount) * (int64_t)elem;
         cudaError_t e;
         switch (elem) {
         case 4: e = launch<uint32_t>(g, s, t, total); break;

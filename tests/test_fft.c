@@ -460,31 +460,12 @@ int main(int argc, char **argv)
     int verbose = verbose_env && verbose_env[0] && strcmp(verbose_env, "0") != 0;
     tt_tally checks = {0, 0}, cases = {0, 0};
     double t0 = MPI_Wtime();
-    for (int s = 0; s < NSIZES; s++)
-        for (int j = 0; j < NCOMBOS; j++) {
-            int k = s * NCOMBOS + j;
-            if (only >= 0 && k != only)
-                continue;
-            fft_case c = make_case(s, j);
-            if (verbose && rank == 0) {
-                char desc[256];
-                case_str(&c, desc, sizeof desc);
-                printf("case %d: %s\n", k, desc);
-                fflush(stdout);
-            }
-            int ok = run_case(ctx, comm, &c, &checks, verbose);
-            cases.checks++;
-            if (!ok) {
-                cases.failed++;
-                if (rank == 0)
-                    printf("  (case %d; rerun alone with: test_fft %d)\n", k, k);
-            }
-        }
-    for (int i = 0; i < NFUZZ; i++) {
-        int k = NSIZES * NCOMBOS + i;
+    for (int k = 0; k < NSIZES * NCOMBOS + NFUZZ; k++) {
         if (only >= 0 && k != only)
             continue;
-        fft_case c = make_fuzz_case(i);
+        int table = k < NSIZES * NCOMBOS;
+        fft_case c = table ? make_case(k / NCOMBOS, k % NCOMBOS)
+                           : make_fuzz_case(k - NSIZES * NCOMBOS);
         if (verbose && rank == 0) {
             char desc[256];
             case_str(&c, desc, sizeof desc);
@@ -496,7 +477,8 @@ int main(int argc, char **argv)
         if (!ok) {
             cases.failed++;
             if (rank == 0)
-                printf("  (fuzz case %d; rerun alone with: test_fft %d)\n", k, k);
+                printf("  (%scase %d; rerun alone with: test_fft %d)\n", table ? "" : "fuzz ", k,
+                       k);
         }
     }
     if (rank == 0)

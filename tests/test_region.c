@@ -43,14 +43,12 @@ static void check(int ok, const char *fmt, ...)
     n_checks++;
     if (ok)
         return;
+    char line[512];
     va_list ap;
     va_start(ap, fmt);
-    printf("FAIL: ");
-    vprintf(fmt, ap);
-    printf("\n");
+    vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    fflush(stdout);
-    n_failed++;
+    failf("%s", line);
 }
 
 /* Global point of memory index i of box b (the inverse of tt_offset), for messages. */
