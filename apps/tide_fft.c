@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <fftw3.h>
 #include "reference.h"
 #include "tide.h"
 #include "tide_app.h"
@@ -218,11 +217,11 @@ int tide_cmd_fft(int argc, char **argv)
 
     /* Arrays: in (kept for checks), out, back (backward result). In place: out aliases in. */
     size_t in_b = info.in_bytes, out_b = a.inplace ? info.inplace_bytes : info.out_bytes;
-    in = fftw_malloc(in_b ? in_b : 1);
-    out = fftw_malloc(out_b ? out_b : 1);
-    back = fftw_malloc((a.inplace ? info.inplace_bytes : in_b) + 1);
+    int ok = !tide_host_alloc(ctx, in_b, &in) && !tide_host_alloc(ctx, out_b, &out) &&
+             !tide_host_alloc(ctx, a.inplace ? info.inplace_bytes : in_b, &back);
     times = malloc(sizeof(double) * (size_t)a.runs);
-    int ok = in && out && back && times, all_ok;
+    ok = ok && times;
+    int all_ok;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all_ok) {
         tide_warn("tide fft: out of memory allocating the arrays\n");
@@ -364,10 +363,10 @@ int tide_cmd_fft(int argc, char **argv)
 done:
     MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
     tide_fft_plan_destroy(plan);
+    tide_host_free(ctx, in);
+    tide_host_free(ctx, out);
+    tide_host_free(ctx, back);
     tide_context_destroy(ctx);
-    fftw_free(in);
-    fftw_free(out);
-    fftw_free(back);
     free(times);
     return rc;
 }

@@ -260,3 +260,14 @@ extern "C" int tide_gpu_measure(size_t bytes, tide_rates *r, char *why, size_t l
     cudaFreeHost(h1);
     return st;
 }
+
+extern "C" int tide_gpu_host_alloc(size_t bytes, void **ptr)
+{
+    return cudaHostAlloc(ptr, bytes ? bytes : 1, cudaHostAllocPortable) == cudaSuccess
+               ? 0 : TIDE_ERR_NOMEM;
+}
+
+extern "C" int tide_gpu_host_free(void *ptr)
+{
+    return cudaFreeHost(ptr) == cudaSuccess ? 0 : TIDE_ERR_ARGUMENT;
+}

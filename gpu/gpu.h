@@ -34,6 +34,10 @@ int tide_gpu_select(int local_rank, size_t budget, int bind, tide_device_info *i
  * device. Returns 0 or TIDE_ERR_BACKEND / TIDE_ERR_NOMEM with the reason in why. */
 int tide_gpu_measure(size_t bytes, tide_rates *rates, char *why, size_t len);
 
+/* Pinned host memory (cudaHostAlloc) and its release. Return 0 or TIDE_ERR_NOMEM. */
+int tide_gpu_host_alloc(size_t bytes, void **ptr);
+int tide_gpu_host_free(void *ptr);
+
 /* NCCL's version code, 0 when this build has no NCCL. */
 int tide_nccl_version(void);
 

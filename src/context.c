@@ -213,6 +213,41 @@ int tide_context_device(const tide_context *ctx, tide_device_info *info)
     return TIDE_SUCCESS;
 }
 
+int tide_host_alloc(tide_context *ctx, size_t bytes, void **ptr)
+{
+    if (!ctx || !ptr)
+        return tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_host_alloc: NULL argument");
+    void *p = NULL;
+    int st = TIDE_SUCCESS;
+#if TIDE_HAVE_CUDA
+    if (ctx->backend == TIDE_BACKEND_CUDA)
+        st = tide_gpu_host_alloc(bytes, &p);
+    else
+#endif
+        st = posix_memalign(&p, 64, bytes ? bytes : 1) ? TIDE_ERR_NOMEM : TIDE_SUCCESS;
+    if (st)
+        return tide_fail(ctx, TIDE_ERR_NOMEM, "tide_host_alloc: cannot allocate %zu bytes%s",
+                         bytes, ctx->backend == TIDE_BACKEND_CUDA ? " of pinned memory" : "");
+    memset(p, 0, bytes); /* first touch: the pages land on this rank's NUMA node */
+    *ptr = p;
+    return TIDE_SUCCESS;
+}
+
+int tide_host_free(tide_context *ctx, void *ptr)
+{
+    if (!ctx)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_host_free: ctx is NULL");
+    if (!ptr)
+        return TIDE_SUCCESS;
+#if TIDE_HAVE_CUDA
+    if (ctx->backend == TIDE_BACKEND_CUDA)
+        return tide_gpu_host_free(ptr) ? tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_host_free: "
+                                                   "not memory from tide_host_alloc") : 0;
+#endif
+    free(ptr);
+    return TIDE_SUCCESS;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

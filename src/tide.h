@@ -114,6 +114,14 @@ typedef struct {
  * context. */
 int tide_measure_rates(tide_context *ctx, size_t bytes, tide_rates *rates);
 
+/* Host memory for arrays that Tide will move: on a CUDA context pinned (page-locked, so
+ * transfers run at full PCIe rate and can overlap compute), on the CPU aligned to 64 bytes.
+ * The pages are touched by the calling rank, which a CUDA context has bound near its GPU, so
+ * they land on the NUMA node nearest it. Contents are zero. Local. Free with tide_host_free
+ * on the same context. */
+int tide_host_alloc(tide_context *ctx, size_t bytes, void **ptr);
+int tide_host_free(tide_context *ctx, void *ptr);
+
 /* The message of the last failed call on ctx (or, with ctx NULL, of the last failed call that
  * had no context, such as tide_context_create). Empty when nothing failed. Never NULL. */
 const char *tide_last_error(const tide_context *ctx);

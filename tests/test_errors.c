@@ -7,6 +7,7 @@
  * a failure too: meson's timeout catches it. Finally a valid plan proves the context survived.
  */
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -559,6 +560,25 @@ static void execute_errors(tide_context *ctx)
     tide_fft_plan_destroy(plan);
 }
 
+/* tide_host_alloc: NULL arguments are errors; memory comes zeroed and 64-byte aligned (the
+ * CPU context's promise), and frees; freeing NULL is fine. */
+static void host_alloc_checks(tide_context *ctx)
+{
+    void *p = (void *)&p;
+    tt_check(&tally, comm, tide_host_alloc(NULL, 64, &p) == TIDE_ERR_ARGUMENT && p == (void *)&p,
+             "tide_host_alloc(NULL ctx) must fail and leave *ptr alone");
+    tt_check(&tally, comm, tide_host_alloc(ctx, 64, NULL) == TIDE_ERR_ARGUMENT,
+             "tide_host_alloc(ptr NULL) must fail");
+    int st = tide_host_alloc(ctx, 100003, &p);
+    int ok = st == 0 && p && ((uintptr_t)p & 63) == 0;
+    for (size_t i = 0; ok && i < 100003; i++)
+        ok = ((unsigned char *)p)[i] == 0;
+    tt_check(&tally, comm, ok, "tide_host_alloc(100003 bytes): status %d, not zeroed or aligned",
+             st);
+    tt_check(&tally, comm, st != 0 || tide_host_free(ctx, p) == 0, "tide_host_free failed");
+    tt_check(&tally, comm, tide_host_free(ctx, NULL) == 0, "tide_host_free(NULL) must succeed");
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -581,6 +601,7 @@ int main(int argc, char **argv)
                  tide_last_error(NULL))) {
         plan_create_errors(ctx);
         execute_errors(ctx);
+        host_alloc_checks(ctx);
         valid_run(ctx, "after all failures");
         tide_context_destroy(ctx);
     }

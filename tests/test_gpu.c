@@ -123,6 +123,21 @@ int main(void)
             failed++;
             printf("FAIL: rates implausible or failed: %s\n", st ? tide_last_error(ctx) : "");
         }
+        /* tide_host_alloc on a CUDA context gives pinned, zeroed memory. */
+        void *h = NULL;
+        struct cudaPointerAttributes pa;
+        st = tide_host_alloc(ctx, (size_t)8 << 20, &h);
+        ok = !st && h && cudaPointerGetAttributes(&pa, h) == cudaSuccess &&
+             pa.type == cudaMemoryTypeHost && ((unsigned char *)h)[12345] == 0;
+        checks++;
+        if (!ok) {
+            failed++;
+            printf("FAIL: tide_host_alloc did not give pinned zeroed memory\n");
+        }
+        if (tide_host_free(ctx, h)) {
+            failed++;
+            printf("FAIL: tide_host_free\n");
+        }
         /* A budget the GPU cannot give is an error, not a silent fallback. */
         tide_context *c2 = NULL;
         co.device_budget = d.total_bytes + 1;
