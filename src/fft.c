@@ -356,11 +356,11 @@ static const char *dim_names = "xyz";
 /* Where the next result goes: the last op, and every op from out_from on, writes OUT; c2c
  * transforms stay in place (in a work buffer, or in OUT once the data is there); everything
  * else goes to the work buffer not holding the source. */
-static int next_loc(int src, int out, int in_place_ok)
+static int next_loc(int src, int out, int in_place)
 {
     if (out)
         return LOC_OUT; /* in place when src is already OUT (see out_from) */
-    if (in_place_ok && (src == LOC_W0 || src == LOC_W1))
+    if (in_place && (src == LOC_W0 || src == LOC_W1))
         return src;
     return src == LOC_W0 ? LOC_W1 : LOC_W0;
 }
@@ -383,6 +383,12 @@ typedef struct {
     int sign;
 } step;
 
+/* A c2c transform between identical layouts, which FFTW can run in place. */
+static int in_place_ok(const step *s)
+{
+    return s->kind == OP_FFT && s->fkind == TIDE_KIND_C2C && s->from == s->to;
+}
+
 /* The first op from which results go to OUT. Normally only the last op writes there. When c2c
  * transforms follow the last exchange, that exchange delivers into OUT and they run in place
  * in it: the caller's output array is free to serve as work space, and an out-of-place
@@ -398,8 +404,8 @@ static int out_from(const step *steps, int n)
     if (last_reshape <= 0)
         return n - 1;
     for (int i = last_reshape + 1; i < n; i++)
-        if (steps[i].fkind != TIDE_KIND_C2C || steps[i].from != steps[i].to)
-            return n - 1; /* not a same-layout c2c transform: cannot run in place */
+        if (!in_place_ok(&steps[i]))
+            return n - 1;
     return last_reshape;
 }
 
@@ -427,8 +433,7 @@ static int add_op(tide_fft_plan *p, program *prog, const step *s, int out, char 
                  tide_exchange_name(tide_reshape_exchange(o->reshape)));
     } else {
         const tide_box *ib = &s->from[ctx->rank], *ob = &s->to[ctx->rank];
-        int same_order = !memcmp(ib->order, ob->order, sizeof ib->order);
-        o->dst = next_loc(src, out, s->fkind == TIDE_KIND_C2C && same_order);
+        o->dst = next_loc(src, out, in_place_ok(s));
         o->stage_input = src == LOC_IN && o->dst == LOC_OUT;
         o->overwrites_input = s->fkind == TIDE_KIND_C2R;
         o->stage_bytes = (size_t)tide_box_count(ib) * p->o.batch * ein;
@@ -468,7 +473,6 @@ static int add_op(tide_fft_plan *p, program *prog, const step *s, int out, char 
     return TIDE_SUCCESS;
 }
 
-/* The steps of one direction. */
 /* The dimensions stage s transforms, as bits. */
 static int group_dims(const chain *c, int s)
 {
@@ -478,6 +482,7 @@ static int group_dims(const chain *c, int s)
     return dims;
 }
 
+/* The steps of one direction. */
 static int make_steps(const chain *c, int forward, int r2c, step *steps)
 {
     int ns = 0;
@@ -592,11 +597,12 @@ static int build_plan(tide_fft_plan *p, chain *c, layout user_in, layout user_ou
         return snprintf(err, errlen, "out of memory: 2 work arrays of %zu bytes", p->wbytes),
                TIDE_ERR_NOMEM;
     p->exchange = TIDE_EXCHANGE_AUTO; /* until a forward reshape says which */
+    int fout = out_from(fs, nf), bout = out_from(bs, nb);
     for (int i = 0; i < nf && !st; i++)
-        st = add_op(p, &p->fwd, &fs[i], i >= out_from(fs, nf), err, errlen);
+        st = add_op(p, &p->fwd, &fs[i], i >= fout, err, errlen);
     int passes = p->local_passes;
     for (int i = 0; i < nb && !st; i++)
-        st = add_op(p, &p->bwd, &bs[i], i >= out_from(bs, nb), err, errlen);
+        st = add_op(p, &p->bwd, &bs[i], i >= bout, err, errlen);
     p->local_passes = passes;
     if (st)
         return st;
