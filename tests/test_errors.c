@@ -477,33 +477,58 @@ static void helper_errors(void)
 }
 
 /* A valid C2C plan with slabs; run it once and check the result. */
+/* A plan over N and this rank's arrays: the input filled from a seed, the output. */
+typedef struct {
+    tide_fft_plan *plan;
+    tide_box ib, ob;
+    double *in, *out;
+} plan_run;
+
+static int make_run(tide_context *ctx, const tide_fft_options *o, unsigned seed, const char *what,
+                    plan_run *r)
+{
+    memset(r, 0, sizeof *r);
+    int st = tide_fft_plan_create(ctx, N, NULL, NULL, o, &r->plan);
+    if (!tt_check(&tally, comm, st == 0, "%s: plan_create failed: %s: %s", what,
+                  tide_strerror(st), tide_last_error(ctx)))
+        return 0;
+    tide_fft_info info;
+    tide_fft_plan_info(r->plan, &info);
+    tide_fft_plan_boxes(r->plan, &r->ib, &r->ob);
+    r->in = malloc(info.in_bytes + 16);
+    r->out = malloc(info.out_bytes + 16);
+    tide_ref_fill(r->in, &r->ib, 1, 1, TIDE_DOUBLE, N, seed);
+    return 1;
+}
+
+/* Forward, checked against the oracle. */
+static int forward_checked(tide_context *ctx, plan_run *r, const char *what)
+{
+    int st = tide_fft_forward(r->plan, r->in, r->out);
+    if (!tt_check(&tally, comm, st == 0, "%s: forward failed: %s: %s", what, tide_strerror(st),
+                  tide_last_error(ctx)))
+        return 0;
+    tide_ref_error e = {0, 0, 0};
+    st = tide_ref_check(comm, N, TIDE_C2C, TIDE_DOUBLE, 1, -1, 1.0, &r->ib, r->in, &r->ob, r->out,
+                        &e);
+    return tt_check(&tally, comm, st == 0 && e.rel_l2 <= 1e-12,
+                    "%s: forward wrong: status %d, rel_l2 %.3g", what, st, e.rel_l2);
+}
+
+static void free_run(plan_run *r)
+{
+    free(r->in);
+    free(r->out);
+    tide_fft_plan_destroy(r->plan);
+}
+
 static int valid_run(tide_context *ctx, const char *what)
 {
     tide_fft_options o;
     tide_fft_options_init(&o);
-    tide_fft_plan *plan = NULL;
-    int st = tide_fft_plan_create(ctx, N, NULL, NULL, &o, &plan);
-    if (!tt_check(&tally, comm, st == 0, "%s: valid plan_create failed: %s: %s", what,
-                  tide_strerror(st), tide_last_error(ctx)))
-        return 0;
-    tide_fft_info info;
-    tide_box ib, ob;
-    tide_fft_plan_info(plan, &info);
-    tide_fft_plan_boxes(plan, &ib, &ob);
-    double *in = malloc(info.in_bytes + 16), *out = malloc(info.out_bytes + 16);
-    tide_ref_fill(in, &ib, 1, 1, TIDE_DOUBLE, N, 42);
-    st = tide_fft_forward(plan, in, out);
-    int ok = tt_check(&tally, comm, st == 0, "%s: valid forward failed: %s: %s", what,
-                      tide_strerror(st), tide_last_error(ctx));
-    if (ok) {
-        tide_ref_error e = {0, 0, 0};
-        st = tide_ref_check(comm, N, TIDE_C2C, TIDE_DOUBLE, 1, -1, 1.0, &ib, in, &ob, out, &e);
-        ok = tt_check(&tally, comm, st == 0 && e.rel_l2 <= 1e-12,
-                      "%s: valid forward wrong: status %d, rel_l2 %.3g", what, st, e.rel_l2);
-    }
-    free(in);
-    free(out);
-    tide_fft_plan_destroy(plan);
+    plan_run r;
+    int ok = make_run(ctx, &o, 42, what, &r) && forward_checked(ctx, &r, what);
+    free_run(&r);
     return ok;
 }
 
@@ -513,19 +538,16 @@ static void execute_errors(tide_context *ctx)
     tide_fft_options o;
     tide_fft_options_init(&o);
     o.decomposition = TIDE_DECOMP_SLABS;
-    tide_fft_plan *plan = NULL;
-    int st = tide_fft_plan_create(ctx, N, NULL, NULL, &o, &plan);
-    if (!tt_check(&tally, comm, st == 0, "execute errors: plan_create failed: %s: %s",
-                  tide_strerror(st), tide_last_error(ctx)))
-        return;
-    tide_fft_info info;
-    tide_box ib, ob;
-    tide_fft_plan_info(plan, &info);
-    tide_fft_plan_boxes(plan, &ib, &ob);
     /* x-slabs of 8 planes and y-slabs of 6 over at most 4 ranks: every rank holds data on both
      * sides, so a NULL array is always an error. */
-    double *in = malloc(info.in_bytes + 16), *out = malloc(info.out_bytes + 16);
-    tide_ref_fill(in, &ib, 1, 1, TIDE_DOUBLE, N, 7);
+    plan_run r;
+    if (!make_run(ctx, &o, 7, "execute errors", &r)) {
+        free_run(&r);
+        return;
+    }
+    tide_fft_plan *plan = r.plan;
+    double *in = r.in, *out = r.out;
+    int st;
     int bad = nranks > 1 ? 1 : 0, last = nranks - 1;
     char what[96];
 
@@ -546,18 +568,9 @@ static void execute_errors(tide_context *ctx)
              tide_strerror(st));
 
     /* The same plan still works after the failures. */
-    tide_ref_fill(in, &ib, 1, 1, TIDE_DOUBLE, N, 7);
-    st = tide_fft_forward(plan, in, out);
-    if (tt_check(&tally, comm, st == 0, "forward after failed executions: %s: %s",
-                 tide_strerror(st), tide_last_error(ctx))) {
-        tide_ref_error e = {0, 0, 0};
-        st = tide_ref_check(comm, N, TIDE_C2C, TIDE_DOUBLE, 1, -1, 1.0, &ib, in, &ob, out, &e);
-        tt_check(&tally, comm, st == 0 && e.rel_l2 <= 1e-12,
-                 "forward after failed executions: status %d, rel_l2 %.3g", st, e.rel_l2);
-    }
-    free(in);
-    free(out);
-    tide_fft_plan_destroy(plan);
+    tide_ref_fill(in, &r.ib, 1, 1, TIDE_DOUBLE, N, 7);
+    forward_checked(ctx, &r, "forward after failed executions");
+    free_run(&r);
 }
 
 /* tide_host_alloc: NULL arguments are errors; memory comes zeroed and 64-byte aligned (the

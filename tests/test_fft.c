@@ -145,6 +145,31 @@ static int same_box(const tide_box *a, const tide_box *b)
     return memcmp(a, b, sizeof *a) == 0;
 }
 
+/* One direction of a case: transform src into dst, check that an out-of-place transform left
+ * its input as ref_in, and compare dst with the oracle's transform of ref_in. Returns 0 when
+ * the transform itself failed (nothing later can be checked). */
+static int check_direction(tt_tally *t, MPI_Comm comm, tide_context *ctx, const fft_case *c,
+                           const char *desc, tide_fft_plan *plan, int dir, const void *src,
+                           void *dst, const void *ref_in, size_t in_bytes, const tide_box *sbox,
+                           const tide_box *dbox, double scale, double tol)
+{
+    const char *name = dir < 0 ? "forward" : "backward";
+    int st = dir < 0 ? tide_fft_forward(plan, src, dst) : tide_fft_backward(plan, src, dst);
+    if (!tt_check(t, comm, st == 0, "%s: %s: %s: %s", desc, name, tide_strerror(st),
+                  tide_last_error(ctx)))
+        return 0;
+    if (!c->inplace)
+        tt_check(t, comm, in_bytes == 0 || memcmp(src, ref_in, in_bytes) == 0,
+                 "%s: out-of-place %s modified its input", desc, name);
+    tide_ref_error e = {0, 0, 0};
+    st = tide_ref_check(comm, c->n, c->type, c->prec, c->batch, dir, scale, sbox, ref_in, dbox,
+                        dst, &e);
+    tt_check(t, comm, st == 0 && e.rel_l2 <= tol,
+             "%s: %s vs oracle: status %d, rel_l2 %.3g (tol %.0e), max_abs %.3g, max_ref %.3g",
+             desc, name, st, e.rel_l2, tol, e.max_abs, e.max_ref);
+    return 1;
+}
+
 /* Runs one case; returns 1 when every check passed (the same on every rank). */
 static int run_case(tide_context *ctx, MPI_Comm comm, const fft_case *c, tt_tally *t,
                     int verbose)
@@ -255,39 +280,15 @@ static int run_case(tide_context *ctx, MPI_Comm comm, const fft_case *c, tt_tall
                     : c->scaling == TIDE_SCALE_SYMMETRIC ? 1 / sqrt(N)
                                                          : 1;
     double tol = c->prec == TIDE_FLOAT ? TOL_FLOAT : TOL_DOUBLE;
-    tide_ref_error e = {0, 0, 0};
-
-    /* ---- forward ---- */
-    st = tide_fft_forward(plan, a, b);
-    if (!tt_check(t, comm, st == 0, "%s: forward: %s: %s", desc, tide_strerror(st),
-                  tide_last_error(ctx)))
+    /* ---- forward, then backward fed with the forward output (Hermitian for R2C) ---- */
+    if (!check_direction(t, comm, ctx, c, desc, plan, -1, a, b, orig, in_bytes, &ib, &ob, fscale,
+                         tol))
         goto done;
-    if (!c->inplace)
-        tt_check(t, comm, in_bytes == 0 || memcmp(a, orig, in_bytes) == 0,
-                 "%s: out-of-place forward modified its input", desc);
     if (out_bytes)
         memcpy(fwd, b, out_bytes);
-    st = tide_ref_check(comm, c->n, c->type, c->prec, c->batch, -1, fscale, &ib, orig, &ob, fwd,
-                        &e);
-    tt_check(t, comm, st == 0 && e.rel_l2 <= tol,
-             "%s: forward vs oracle: status %d, rel_l2 %.3g (tol %.0e), max_abs %.3g, "
-             "max_ref %.3g",
-             desc, st, e.rel_l2, tol, e.max_abs, e.max_ref);
-
-    /* ---- backward, fed with the forward output ---- */
-    st = tide_fft_backward(plan, b, a);
-    if (!tt_check(t, comm, st == 0, "%s: backward: %s: %s", desc, tide_strerror(st),
-                  tide_last_error(ctx)))
+    if (!check_direction(t, comm, ctx, c, desc, plan, +1, b, a, fwd, out_bytes, &ob, &ib, bscale,
+                         tol))
         goto done;
-    if (!c->inplace)
-        tt_check(t, comm, out_bytes == 0 || memcmp(b, fwd, out_bytes) == 0,
-                 "%s: out-of-place backward modified its input", desc);
-    st = tide_ref_check(comm, c->n, c->type, c->prec, c->batch, +1, bscale, &ob, fwd, &ib, a,
-                        &e);
-    tt_check(t, comm, st == 0 && e.rel_l2 <= tol,
-             "%s: backward vs oracle: status %d, rel_l2 %.3g (tol %.0e), max_abs %.3g, "
-             "max_ref %.3g",
-             desc, st, e.rel_l2, tol, e.max_abs, e.max_ref);
 
     /* ---- round trip: backward(forward(x)) = x, times N when unscaled ---- */
     double factor = c->scaling == TIDE_SCALE_NONE ? N : 1;
