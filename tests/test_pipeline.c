@@ -1,0 +1,945 @@
+/*
+ * test_pipeline.c: the out-of-card streaming engine (gpu/pipeline.cu) against the CPU. Exits 77
+ * (reported SKIP by meson) where the build has no CUDA or no GPU is usable, saying why.
+ *
+ * Every job runs on random data (never zeros) with the host destinations pre-filled with a
+ * poison pattern, and is checked twice: against a sequential CPU simulation of the same job
+ * (tide_copy_region into simulated device buffers and back, comm/region.c being checked against
+ * naive loops in test_region), which covers every byte of every host array (inputs unchanged,
+ * destinations right, points outside the downloaded regions untouched); and against naive
+ * index loops written out here. Jobs:
+ *   a) round trip of a 37x11x13 array in 5 chunks along its slowest dimension, 1 to 4 slots;
+ *   b) chunks along the middle dimension (strided host regions) into device layouts with halos
+ *      (2D and 3D copies), work copying buffer 0 to buffer 1 on the slot's stream, downloads
+ *      into a larger host array;
+ *   c) two uploads from two host arrays and four downloads per chunk: three pieces into per-peer
+ *      blocks of one send buffer, one from the other device buffer, storage order 2,0,1;
+ *   d) element sizes 8 and 16, batch 1 and 2 (in a, b, c);
+ *   e) pinned arrays, pageable ones staged and registered, and mixes, in every job;
+ *   f) bad transfers, bad jobs and bad pipelines: an error code, a reason, nothing written;
+ *   g) a failing work callback (and a failing describe): its code comes back;
+ *   h) rows further apart than the largest copy pitch (device memory as the host side).
+ * For information only, it times a 1 GiB pinned round trip against tide_gpu_measure's rate of
+ * both directions at once, and a 512 MiB pageable round trip staged and registered.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "tide_config.h"
+
+#if !TIDE_HAVE_CUDA
+int main(void)
+{
+    printf("SKIP: this build has no CUDA (gpu/ not compiled)\n");
+    return 77;
+}
+#else
+#include <omp.h>
+#include <cuda_runtime.h>
+#include "gpu.h"
+#include "pipeline.h"
+#include "region.h"
+#include "tide.h"
+
+enum { POISON = 0xdb };
+
+static int checks, failed;
+
+#define CHECK(cond, ...)                                                                          \
+    do {                                                                                          \
+        checks++;                                                                                 \
+        if (!(cond)) {                                                                            \
+            failed++;                                                                             \
+            printf("FAIL: ");                                                                     \
+            printf(__VA_ARGS__);                                                                  \
+            printf("\n");                                                                         \
+        }                                                                                         \
+    } while (0)
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+/* Random bytes, none of them zero. */
+static void fill_random(unsigned char *p, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        uint64_t w = rng | 0x0101010101010101ull;
+        memcpy(p + i, &w, 8);
+    }
+    for (; i < n; i++)
+        p[i] = (unsigned char)(0x11 + i % 200);
+}
+
+static tide_box mkbox(int x0, int x1, int y0, int y1, int z0, int z1, const int order[3])
+{
+    tide_box b = {{x0, y0, z0}, {x1, y1, z1}, {order[0], order[1], order[2]}};
+    return b;
+}
+
+static tide_box inter(const tide_box *a, const tide_box *b)
+{
+    tide_box r;
+    tide_box_intersect(a, b, &r);
+    return r;
+}
+
+static size_t nbytes(const tide_box *b, size_t elem, int batch)
+{
+    return (size_t)tide_box_count(b) * elem * (size_t)batch;
+}
+
+/* ---- host arrays, each with an expected twin for the simulation --------------------------- */
+
+enum { PINNED = 0, PAGEABLE = 1 };
+enum { MAXARR = 8 };
+
+typedef struct {
+    unsigned char *act[MAXARR], *exp[MAXARR];
+    size_t bytes[MAXARR];
+    int pinned[MAXARR], n;
+} arrays;
+
+static unsigned char *arr_new(arrays *as, size_t bytes, int kind, int input)
+{
+    unsigned char *a = NULL;
+    if (kind == PINNED) {
+        if (cudaHostAlloc((void **)&a, bytes, cudaHostAllocDefault) != cudaSuccess)
+            a = NULL;
+    } else {
+        a = malloc(bytes);
+    }
+    unsigned char *e = malloc(bytes);
+    if (!a || !e || as->n == MAXARR) {
+        printf("FAIL: cannot allocate %zu bytes of test arrays\n", bytes);
+        exit(1);
+    }
+    if (input)
+        fill_random(a, bytes);
+    else
+        memset(a, POISON, bytes);
+    memcpy(e, a, bytes);
+    as->act[as->n] = a;
+    as->exp[as->n] = e;
+    as->bytes[as->n] = bytes;
+    as->pinned[as->n] = kind == PINNED;
+    as->n++;
+    return a;
+}
+
+static void arr_free(arrays *as)
+{
+    for (int i = 0; i < as->n; i++) {
+        if (as->pinned[i])
+            cudaFreeHost(as->act[i]);
+        else
+            free(as->act[i]);
+        free(as->exp[i]);
+    }
+    as->n = 0;
+}
+
+/* The expected twin of a pointer into one of the arrays. */
+static unsigned char *twin(const arrays *as, const void *p)
+{
+    const unsigned char *q = p;
+    for (int i = 0; i < as->n; i++)
+        if (q >= as->act[i] && q < as->act[i] + as->bytes[i])
+            return as->exp[i] + (q - as->act[i]);
+    printf("FAIL: pointer outside the test arrays\n");
+    exit(1);
+}
+
+/* ---- a job as data: describe and work read it ------------------------------------------- */
+
+enum { MAXC = 16, MAXX = 6 };
+
+typedef struct {
+    int nchunks;
+    int nup[MAXC], ndown[MAXC];
+    tide_xfer up[MAXC][MAXX], down[MAXC][MAXX];
+    size_t copy_bytes;     /* work copies buf 0 to buf 1, this many bytes (0: nothing) */
+    int fail_at, fail_code; /* work returns fail_code at chunk fail_at (-1: never) */
+    int describe_fail_at;  /* describe returns TIDE_ERR_UNSUPPORTED at this chunk (-1: never) */
+    int calls[64], ncalls;  /* chunks the work was called for, in call order */
+    void *buf0[64];         /* buf[0] the work saw at each call */
+} plan;
+
+static void plan_init(plan *p)
+{
+    memset(p, 0, sizeof *p);
+    p->fail_at = -1;
+    p->describe_fail_at = -1;
+}
+
+static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down, int *ndown)
+{
+    const plan *p = user;
+    if (i == p->describe_fail_at)
+        return TIDE_ERR_UNSUPPORTED;
+    memcpy(up, p->up[i], (size_t)p->nup[i] * sizeof *up);
+    memcpy(down, p->down[i], (size_t)p->ndown[i] * sizeof *down);
+    *nup = p->nup[i];
+    *ndown = p->ndown[i];
+    return 0;
+}
+
+static int work(void *user, int i, void *const *buf, void *stream)
+{
+    plan *p = user;
+    if (p->ncalls < 64) {
+        p->calls[p->ncalls] = i;
+        p->buf0[p->ncalls] = buf[0];
+    }
+    p->ncalls++;
+    if (i == p->fail_at)
+        return p->fail_code;
+    if (p->copy_bytes && cudaMemcpyAsync(buf[1], buf[0], p->copy_bytes, cudaMemcpyDeviceToDevice,
+                                         (cudaStream_t)stream) != cudaSuccess)
+        return TIDE_ERR_BACKEND;
+    return 0;
+}
+
+/* Device bytes the plan's transfers need in a buffer. */
+static size_t plan_buf_bytes(const plan *p, size_t elem, int batch)
+{
+    size_t need = 0;
+    for (int i = 0; i < p->nchunks; i++)
+        for (int k = 0; k < p->nup[i] + p->ndown[i]; k++) {
+            const tide_xfer *x = k < p->nup[i] ? &p->up[i][k] : &p->down[i][k - p->nup[i]];
+            size_t n = x->dbyte + nbytes(&x->dbox, elem, batch);
+            if (n > need)
+                need = n;
+        }
+    return need;
+}
+
+/* The job, run sequentially on the CPU into the expected twins. */
+static void simulate(const plan *p, const arrays *as, size_t elem, int batch, int nslots,
+                     int nbufs, size_t buf_bytes)
+{
+    unsigned char *sim = calloc((size_t)nslots * nbufs, buf_bytes);
+    if (!sim) {
+        printf("FAIL: out of memory\n");
+        exit(1);
+    }
+    for (int i = 0; i < p->nchunks; i++) {
+        unsigned char *slot = sim + (size_t)(i % nslots) * nbufs * buf_bytes;
+        for (int k = 0; k < p->nup[i]; k++) {
+            const tide_xfer *x = &p->up[i][k];
+            tide_copy_region(elem, batch, &x->region, twin(as, x->host), &x->hbox,
+                             slot + (size_t)x->buf * buf_bytes + x->dbyte, &x->dbox, 1);
+        }
+        if (p->copy_bytes)
+            memcpy(slot + buf_bytes, slot, p->copy_bytes);
+        for (int k = 0; k < p->ndown[i]; k++) {
+            const tide_xfer *x = &p->down[i][k];
+            tide_copy_region(elem, batch, &x->region, slot + (size_t)x->buf * buf_bytes + x->dbyte,
+                             &x->dbox, twin(as, x->host), &x->hbox, 1);
+        }
+    }
+    free(sim);
+}
+
+/* Every byte of every array equal to its twin. */
+static int compare_all(const char *what, const arrays *as)
+{
+    int bad = 0;
+    for (int i = 0; i < as->n; i++) {
+        if (memcmp(as->act[i], as->exp[i], as->bytes[i]) == 0)
+            continue;
+        size_t k = 0;
+        while (as->act[i][k] == as->exp[i][k])
+            k++;
+        printf("  %s: array %d differs from the simulation first at byte %zu of %zu "
+               "(got 0x%02x, want 0x%02x)\n", what, i, k, as->bytes[i], as->act[i][k],
+               as->exp[i][k]);
+        bad++;
+    }
+    return bad;
+}
+
+/* ---- naive oracle: index arithmetic written out, independent of comm/region.c ------------ */
+
+static int64_t naive_index(const tide_box *b, int f, const int pt[3])
+{
+    int64_t idx = f;
+    for (int k = 0; k < 3; k++) {
+        int d = b->order[k];
+        idx = idx * (b->hi[d] - b->lo[d]) + (pt[d] - b->lo[d]);
+    }
+    return idx;
+}
+
+static int inside(const tide_box *b, const int pt[3])
+{
+    for (int d = 0; d < 3; d++)
+        if (pt[d] < b->lo[d] || pt[d] >= b->hi[d])
+            return 0;
+    return 1;
+}
+
+typedef struct {
+    const unsigned char *data;
+    tide_box box;
+} source;
+
+/* dst (layout dbox) must hold, at the points of cov, the value of the first source whose box
+ * holds the point, and poison everywhere else. */
+static int naive_check(size_t elem, int batch, const unsigned char *dst, const tide_box *dbox,
+                       const tide_box *cov, const source *src, int nsrc)
+{
+    long long bad = 0;
+    int pt[3];
+    for (int f = 0; f < batch; f++)
+        for (pt[0] = dbox->lo[0]; pt[0] < dbox->hi[0]; pt[0]++)
+            for (pt[1] = dbox->lo[1]; pt[1] < dbox->hi[1]; pt[1]++)
+                for (pt[2] = dbox->lo[2]; pt[2] < dbox->hi[2]; pt[2]++) {
+                    const unsigned char *d = dst + naive_index(dbox, f, pt) * (int64_t)elem;
+                    int ok = 1;
+                    if (inside(cov, pt)) {
+                        int s = 0;
+                        while (s < nsrc && !inside(&src[s].box, pt))
+                            s++;
+                        ok = s < nsrc &&
+                             memcmp(d, src[s].data + naive_index(&src[s].box, f, pt) * (int64_t)elem,
+                                    elem) == 0;
+                    } else {
+                        for (size_t b = 0; b < elem; b++)
+                            ok &= d[b] == POISON;
+                    }
+                    if (!ok && bad++ == 0)
+                        printf("  first wrong point (%d,%d,%d) field %d%s\n", pt[0], pt[1],
+                               pt[2], f, inside(cov, pt) ? "" : " (should be untouched)");
+                }
+    return bad == 0;
+}
+
+/* ---- running a plan ------------------------------------------------------------------------ */
+
+typedef struct {
+    int in_kind, out_kind;
+    tide_pageable_mode mode;
+    const char *name;
+} memkind;
+
+static const memkind kinds[] = {
+    {PINNED, PINNED, TIDE_PAGEABLE_STAGE, "pinned"},
+    {PAGEABLE, PAGEABLE, TIDE_PAGEABLE_STAGE, "pageable staged"},
+    {PAGEABLE, PAGEABLE, TIDE_PAGEABLE_REGISTER, "pageable registered"},
+    {PINNED, PAGEABLE, TIDE_PAGEABLE_STAGE, "pinned in, pageable out, staged"},
+    {PAGEABLE, PINNED, TIDE_PAGEABLE_REGISTER, "pageable in registered, pinned out"},
+};
+enum { NKINDS = sizeof kinds / sizeof kinds[0] };
+
+static tide_pipeline_job make_job(plan *p, size_t elem, int batch, tide_pageable_mode mode,
+                                  int with_work)
+{
+    tide_pipeline_job j;
+    memset(&j, 0, sizeof j);
+    j.nchunks = p->nchunks;
+    j.elem = elem;
+    j.batch = batch;
+    j.max_up = MAXX;
+    j.max_down = MAXX;
+    j.describe = describe;
+    j.work = with_work ? work : NULL;
+    j.user = p;
+    j.pageable = mode;
+    return j;
+}
+
+/* Run the plan on a fresh pipeline; check status, callbacks, stats and every byte against the
+ * simulation. Returns nonzero when the run went through (the caller adds its naive checks). */
+static int run_plan(const char *what, plan *p, arrays *as, size_t elem, int batch, int nslots,
+                    int nbufs, const memkind *mk, int with_work)
+{
+    char why[512] = "";
+    size_t buf_bytes = plan_buf_bytes(p, elem, batch);
+    if (with_work && p->copy_bytes)
+        p->copy_bytes = buf_bytes;
+    tide_pipeline *pl = NULL;
+    int st = tide_pipeline_create(buf_bytes, nbufs, nslots, 0, &pl, why, sizeof why);
+    CHECK(st == 0 && pl, "%s: create: %d %s", what, st, why);
+    if (st)
+        return 0;
+    CHECK(tide_pipeline_slots(pl) == nslots &&
+          tide_pipeline_device_bytes(pl) == (size_t)nslots * nbufs * buf_bytes &&
+          tide_pipeline_pinned_bytes(pl) == 0, "%s: pipeline shape", what);
+    tide_pipeline_job job = make_job(p, elem, batch, mk->mode, with_work);
+    p->ncalls = 0;
+    st = tide_pipeline_run(pl, &job, why, sizeof why);
+    CHECK(st == 0, "%s: run: %d %s", what, st, why);
+    if (st) {
+        tide_pipeline_destroy(pl);
+        return 0;
+    }
+    if (with_work) {
+        /* Called once per chunk, in chunk order; chunk i on slot i % nslots. */
+        int ok = p->ncalls == p->nchunks;
+        for (int i = 0; ok && i < p->nchunks; i++) {
+            ok = p->calls[i] == i && p->buf0[i] == p->buf0[i % nslots];
+            for (int k = 0; ok && k < i && i < nslots; k++)
+                ok = p->buf0[k] != p->buf0[i];
+        }
+        CHECK(ok, "%s: work callbacks out of order or on the wrong slot (%d calls)", what,
+              p->ncalls);
+    }
+    size_t up = 0, down = 0;
+    for (int i = 0; i < p->nchunks; i++) {
+        for (int k = 0; k < p->nup[i]; k++)
+            up += nbytes(&p->up[i][k].region, elem, batch);
+        for (int k = 0; k < p->ndown[i]; k++)
+            down += nbytes(&p->down[i][k].region, elem, batch);
+    }
+    tide_pipeline_stats s;
+    st = tide_pipeline_last_stats(pl, &s);
+    CHECK(st == 0 && s.bytes_up == up && s.bytes_down == down && s.total > 0 && s.upload >= 0 &&
+          s.work >= 0 && s.download >= 0 && s.upload + s.work + s.download <= s.total * nslots + 1e-3,
+          "%s: stats: %zu/%zu bytes up, %zu/%zu down, %.3g s total, %.3g up %.3g work %.3g down",
+          what, s.bytes_up, up, s.bytes_down, down, s.total, s.upload, s.work, s.download);
+    /* Staging is allocated only when something is staged. */
+    size_t pinned = tide_pipeline_pinned_bytes(pl);
+    int staged = (mk->in_kind == PAGEABLE || mk->out_kind == PAGEABLE) &&
+                 mk->mode == TIDE_PAGEABLE_STAGE;
+    if (staged)
+        CHECK(pinned > 0, "%s: staged run without staging", what);
+    else if (mk->in_kind == PINNED && mk->out_kind == PINNED)
+        CHECK(pinned == 0, "%s: %zu bytes of staging for pinned arrays", what, pinned);
+    else if (pinned)
+        printf("  note: %s: registration fell back to staging\n", what);
+    /* Registered arrays are unregistered after the run. */
+    for (int i = 0; i < as->n; i++) {
+        struct cudaPointerAttributes a;
+        if (!as->pinned[i]) {
+            cudaError_t e = cudaPointerGetAttributes(&a, as->act[i]);
+            CHECK(e != cudaSuccess || a.type == cudaMemoryTypeUnregistered,
+                  "%s: pageable array %d still registered after the run", what, i);
+            cudaGetLastError();
+        }
+    }
+    tide_pipeline_destroy(pl);
+    simulate(p, as, elem, batch, nslots, nbufs, buf_bytes);
+    CHECK(compare_all(what, as) == 0, "%s: result differs from the CPU simulation", what);
+    return 1;
+}
+
+/* ---- a) round trip, chunks along the slowest dimension --------------------------------------- */
+
+static const int C_ORDER[3] = {0, 1, 2};
+
+static void build_roundtrip(plan *p, const unsigned char *A, unsigned char *B, const tide_box *box,
+                            int nchunks)
+{
+    plan_init(p);
+    p->nchunks = nchunks;
+    int n0 = box->hi[0] - box->lo[0];
+    for (int i = 0; i < nchunks; i++) {
+        tide_box r = *box;
+        r.lo[0] = box->lo[0] + n0 * i / nchunks;
+        r.hi[0] = box->lo[0] + n0 * (i + 1) / nchunks;
+        tide_xfer u = {(void *)A, *box, r, 0, 0, r};
+        tide_xfer d = {B, *box, r, 0, 0, r};
+        p->up[i][0] = u;
+        p->down[i][0] = d;
+        p->nup[i] = p->ndown[i] = 1;
+    }
+}
+
+static void test_roundtrip(void)
+{
+    static const size_t eb[2][2] = {{8, 1}, {16, 2}};
+    for (int m = 0; m < NKINDS; m++)
+        for (int e = 0; e < 2; e++)
+            for (int nslots = 1; nslots <= 4; nslots++) {
+                size_t elem = eb[e][0];
+                int batch = (int)eb[e][1];
+                tide_box box = mkbox(0, 37, 0, 11, 0, 13, C_ORDER);
+                arrays as = {0};
+                size_t n = nbytes(&box, elem, batch);
+                unsigned char *A = arr_new(&as, n, kinds[m].in_kind, 1);
+                unsigned char *B = arr_new(&as, n, kinds[m].out_kind, 0);
+                plan *p = malloc(sizeof *p);
+                build_roundtrip(p, A, B, &box, 5);
+                char what[160];
+                snprintf(what, sizeof what, "a) round trip, %s, elem %zu batch %d, %d slots",
+                         kinds[m].name, elem, batch, nslots);
+                if (run_plan(what, p, &as, elem, batch, nslots, 1, &kinds[m], 0))
+                    CHECK(memcmp(A, B, n) == 0, "%s: output differs from input", what);
+                free(p);
+                arr_free(&as);
+            }
+}
+
+/* ---- b) chunks along the middle dimension, halos, work ---------------------------------------- */
+
+static void test_middle(void)
+{
+    static const size_t eb[4][2] = {{8, 1}, {8, 2}, {16, 1}, {16, 2}};
+    static const int slots[2] = {1, 3};
+    for (int m = 0; m < NKINDS; m++)
+        for (int e = 0; e < 4; e++)
+            for (int s = 0; s < 2; s++)
+                for (int hz = 0; hz <= 1; hz++) {
+                    size_t elem = eb[e][0];
+                    int batch = (int)eb[e][1];
+                    tide_box abox = mkbox(2, 39, 1, 12, 0, 13, C_ORDER);
+                    tide_box bbox = mkbox(0, 40, 0, 13, -1, 14, C_ORDER);
+                    arrays as = {0};
+                    unsigned char *A = arr_new(&as, nbytes(&abox, elem, batch), kinds[m].in_kind, 1);
+                    unsigned char *B = arr_new(&as, nbytes(&bbox, elem, batch), kinds[m].out_kind, 0);
+                    plan *p = malloc(sizeof *p);
+                    plan_init(p);
+                    p->nchunks = 4;
+                    p->copy_bytes = 1;
+                    for (int i = 0; i < 4; i++) {
+                        tide_box r = abox;
+                        r.lo[1] = 1 + 11 * i / 4;
+                        r.hi[1] = 1 + 11 * (i + 1) / 4;
+                        tide_box d = mkbox(2, 39, r.lo[1] - 1, r.hi[1] + 1, -hz, 13 + hz, C_ORDER);
+                        tide_xfer u = {A, abox, r, 0, 24, d};
+                        tide_xfer w = {B, bbox, r, 1, 24, d};
+                        p->up[i][0] = u;
+                        p->down[i][0] = w;
+                        p->nup[i] = p->ndown[i] = 1;
+                    }
+                    char what[160];
+                    snprintf(what, sizeof what,
+                             "b) middle-dimension chunks, %s, elem %zu batch %d, %d slots, halo "
+                             "%s", kinds[m].name, elem, batch, slots[s], hz ? "y,z" : "y");
+                    if (run_plan(what, p, &as, elem, batch, slots[s], 2, &kinds[m], 1)) {
+                        source src = {A, abox};
+                        CHECK(naive_check(elem, batch, B, &bbox, &abox, &src, 1),
+                              "%s: naive check", what);
+                    }
+                    free(p);
+                    arr_free(&as);
+                }
+}
+
+/* ---- c) several uploads and downloads per chunk, per-peer blocks, order 2,0,1 ------------------ */
+
+static void test_multi(void)
+{
+    static const size_t eb[4][2] = {{8, 1}, {8, 2}, {16, 1}, {16, 2}};
+    static const int slots[2] = {2, 4};
+    static const int O[3] = {2, 0, 1};
+    for (int m = 0; m < NKINDS; m++)
+        for (int e = 0; e < 4; e++)
+            for (int s = 0; s < 2; s++) {
+                size_t elem = eb[e][0];
+                int batch = (int)eb[e][1];
+                tide_box g = mkbox(0, 23, 0, 17, 0, 19, O);
+                tide_box ub[2] = {mkbox(0, 23, 0, 17, 0, 8, O), mkbox(0, 23, 0, 17, 8, 19, O)};
+                tide_box pb[3] = {mkbox(0, 23, 0, 5, 0, 19, O), mkbox(0, 23, 5, 11, 0, 19, O),
+                                  mkbox(0, 23, 11, 17, 0, 19, O)};
+                arrays as = {0};
+                unsigned char *U[2], *P[3];
+                for (int k = 0; k < 2; k++)
+                    U[k] = arr_new(&as, nbytes(&ub[k], elem, batch), kinds[m].in_kind, 1);
+                /* The per-peer blocks: one send buffer, 3 elements of gap between blocks. */
+                size_t off[3], total = 0;
+                for (int k = 0; k < 3; k++) {
+                    off[k] = total;
+                    total += nbytes(&pb[k], elem, batch) + 3 * elem;
+                }
+                unsigned char *S = arr_new(&as, total, kinds[m].out_kind, 0);
+                for (int k = 0; k < 3; k++)
+                    P[k] = S + off[k];
+                unsigned char *Q = arr_new(&as, nbytes(&g, elem, batch), kinds[m].out_kind, 0);
+                plan *p = malloc(sizeof *p);
+                plan_init(p);
+                p->nchunks = 5;
+                p->copy_bytes = 1;
+                for (int i = 0; i < 5; i++) {
+                    tide_box r = g;
+                    r.lo[0] = 23 * i / 5;
+                    r.hi[0] = 23 * (i + 1) / 5;
+                    for (int k = 0; k < 2; k++) {
+                        tide_xfer x = {U[k], ub[k], inter(&r, &ub[k]), 0, 0, r};
+                        p->up[i][k] = x;
+                    }
+                    for (int k = 0; k < 3; k++) {
+                        tide_xfer x = {P[k], pb[k], inter(&r, &pb[k]), 1, 0, r};
+                        p->down[i][k] = x;
+                    }
+                    tide_xfer q = {Q, g, r, 0, 0, r};
+                    p->down[i][3] = q;
+                    p->nup[i] = 2;
+                    p->ndown[i] = 4;
+                }
+                char what[160];
+                snprintf(what, sizeof what,
+                         "c) 2 uploads, 4 downloads a chunk, %s, elem %zu batch %d, %d slots",
+                         kinds[m].name, elem, batch, slots[s]);
+                if (run_plan(what, p, &as, elem, batch, slots[s], 2, &kinds[m], 1)) {
+                    source src[2] = {{U[0], ub[0]}, {U[1], ub[1]}};
+                    for (int k = 0; k < 3; k++)
+                        CHECK(naive_check(elem, batch, P[k], &pb[k], &pb[k], src, 2),
+                              "%s: naive check of block %d", what, k);
+                    CHECK(naive_check(elem, batch, Q, &g, &g, src, 2), "%s: naive check of Q",
+                          what);
+                    int gaps = 1;
+                    for (int k = 0; k < 3; k++)
+                        for (size_t b = 0; b < 3 * elem; b++)
+                            gaps &= P[k][nbytes(&pb[k], elem, batch) + b] == POISON;
+                    CHECK(gaps, "%s: the gaps between the send blocks were written", what);
+                }
+                free(p);
+                arr_free(&as);
+            }
+}
+
+/* ---- f, g) errors ---------------------------------------------------------------------------- */
+
+static int all_poison(const unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != POISON)
+            return 0;
+    return 1;
+}
+
+/* One bad run: an error code (want, or any nonzero when want is 0), a reason, B untouched. */
+static void expect_error(const char *what, tide_pipeline *pl, const tide_pipeline_job *job,
+                         int want, const unsigned char *B, size_t n)
+{
+    char why[512] = "";
+    int st = tide_pipeline_run(pl, job, why, sizeof why);
+    CHECK(st != 0 && (want == 0 || st == want) && why[0], "%s: status %d (want %d), reason '%s'",
+          what, st, want, why);
+    if (B)
+        CHECK(all_poison(B, n), "%s: output written by a failing run", what);
+    if (st)
+        printf("  expected error (%s): %s\n", what, why);
+}
+
+static void test_errors(void)
+{
+    const size_t elem = 8;
+    tide_box box = mkbox(0, 37, 0, 11, 0, 13, C_ORDER);
+    size_t n = nbytes(&box, elem, 1);
+    arrays as = {0};
+    unsigned char *A = arr_new(&as, n, PINNED, 1);
+    unsigned char *B = arr_new(&as, n, PINNED, 0);
+    unsigned char *Ap = arr_new(&as, n, PAGEABLE, 1);
+    unsigned char *Bp = arr_new(&as, n, PAGEABLE, 0);
+    plan *p = malloc(sizeof *p);
+    build_roundtrip(p, A, B, &box, 5);
+    size_t buf_bytes = plan_buf_bytes(p, elem, 1);
+    char why[512] = "";
+    tide_pipeline *pl = NULL;
+    int st = tide_pipeline_create(buf_bytes, 2, 2, 0, &pl, why, sizeof why);
+    CHECK(st == 0, "f) create: %s", why);
+    if (st) {
+        free(p);
+        arr_free(&as);
+        return;
+    }
+    tide_pipeline_job job = make_job(p, elem, 1, TIDE_PAGEABLE_STAGE, 1);
+
+    p->down[2][0].dbyte = buf_bytes - 8;
+    expect_error("f) device extent past the buffer", pl, &job, TIDE_ERR_ARGUMENT, B, n);
+    build_roundtrip(p, A, B, &box, 5);
+    p->up[1][0].region.hi[0] = 38;
+    p->up[1][0].dbox.hi[0] = 38;
+    expect_error("f) region outside the host box", pl, &job, TIDE_ERR_ARGUMENT, B, n);
+    build_roundtrip(p, A, B, &box, 5);
+    p->up[3][0].dbox.lo[2] = 1;
+    expect_error("f) region outside the device box", pl, &job, TIDE_ERR_ARGUMENT, B, n);
+    build_roundtrip(p, A, B, &box, 5);
+    p->up[0][0].dbox.order[1] = 2;
+    p->up[0][0].dbox.order[2] = 1;
+    expect_error("f) different storage orders", pl, &job, TIDE_ERR_ARGUMENT, B, n);
+    build_roundtrip(p, A, B, &box, 5);
+    p->down[4][0].buf = 2;
+    expect_error("f) buffer index out of range", pl, &job, TIDE_ERR_ARGUMENT, B, n);
+    build_roundtrip(p, A, B, &box, 5);
+    job.max_up = 0;
+    expect_error("f) more uploads than max_up", pl, &job, TIDE_ERR_ARGUMENT, B, n);
+    job.max_up = MAXX;
+    job.elem = 0;
+    expect_error("f) element size 0", pl, &job, TIDE_ERR_ARGUMENT, B, n);
+    job.elem = elem;
+    p->describe_fail_at = 3;
+    expect_error("g) describe failing at chunk 3", pl, &job, TIDE_ERR_UNSUPPORTED, B, n);
+    p->describe_fail_at = -1;
+
+    /* g) work failing at chunk 2: its code comes back, no later work is called. */
+    p->fail_at = 2;
+    p->fail_code = TIDE_ERR_MISMATCH;
+    p->ncalls = 0;
+    expect_error("g) work failing at chunk 2 (pinned)", pl, &job, TIDE_ERR_MISMATCH, NULL, 0);
+    CHECK(p->ncalls == 3 && p->calls[0] == 0 && p->calls[1] == 1 && p->calls[2] == 2,
+          "g) work called %d times after failing at chunk 2", p->ncalls);
+    build_roundtrip(p, Ap, Bp, &box, 5);
+    p->fail_at = 3;
+    p->fail_code = TIDE_ERR_BACKEND;
+    expect_error("g) work failing at chunk 3 (pageable staged)", pl, &job, TIDE_ERR_BACKEND, NULL,
+                 0);
+    job.pageable = TIDE_PAGEABLE_REGISTER;
+    expect_error("g) work failing at chunk 3 (pageable registered)", pl, &job, TIDE_ERR_BACKEND,
+                 NULL, 0);
+    struct cudaPointerAttributes a;
+    CHECK(cudaPointerGetAttributes(&a, Ap) != cudaSuccess || a.type == cudaMemoryTypeUnregistered,
+          "g) a pageable array stayed registered after a failing run");
+    cudaGetLastError();
+    job.pageable = TIDE_PAGEABLE_STAGE;
+
+    /* The pipeline still works after all that, pinned and staged. */
+    for (int k = 0; k < 2; k++) {
+        unsigned char *in = k ? Ap : A, *out = k ? Bp : B;
+        build_roundtrip(p, in, out, &box, 5);
+        memset(out, POISON, n);
+        st = tide_pipeline_run(pl, &job, why, sizeof why);
+        CHECK(st == 0 && memcmp(in, out, n) == 0, "f) %s run after errors: %d %s",
+              k ? "staged" : "pinned", st, st ? why : "wrong result");
+    }
+    tide_pipeline_destroy(pl);
+
+    /* Staging smaller than a chunk: an error for staged arrays, fine for pinned ones. */
+    st = tide_pipeline_create(buf_bytes, 1, 2, 1024, &pl, why, sizeof why);
+    CHECK(st == 0, "f) create with small staging: %s", why);
+    if (!st) {
+        build_roundtrip(p, Ap, Bp, &box, 5);
+        memset(Bp, POISON, n);
+        job.work = NULL;
+        expect_error("f) staging smaller than a chunk", pl, &job, TIDE_ERR_ARGUMENT, Bp, n);
+        build_roundtrip(p, A, B, &box, 5);
+        memset(B, POISON, n);
+        st = tide_pipeline_run(pl, &job, why, sizeof why);
+        CHECK(st == 0 && memcmp(A, B, n) == 0, "f) pinned run with small staging: %d %s", st,
+              st ? why : "wrong result");
+        tide_pipeline_destroy(pl);
+    }
+
+    /* Bad pipelines: an error and a reason, no pipeline. */
+    struct {
+        size_t bytes;
+        int nbufs, nslots;
+        const char *what;
+    } bad[] = {{buf_bytes, 1, 0, "no slots"},
+               {0, 1, 1, "empty buffers"},
+               {buf_bytes, 0, 1, "no buffers"},
+               {(size_t)1 << 60, 1, 1, "an exabyte of device memory"}};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        tide_pipeline *q = NULL;
+        why[0] = '\0';
+        st = tide_pipeline_create(bad[k].bytes, bad[k].nbufs, bad[k].nslots, 0, &q, why, sizeof why);
+        CHECK(st != 0 && q == NULL && why[0], "f) create with %s: status %d", bad[k].what, st);
+        if (st)
+            printf("  expected error (f) create with %s): %s\n", bad[k].what, why);
+        tide_pipeline_destroy(q);
+    }
+    free(p);
+    arr_free(&as);
+}
+
+/* ---- h) rows further apart than the largest pitch a copy takes -------------------------------- */
+
+/* Device memory passed as the "host" array (copied directly, like pinned memory) whose rows are
+ * 2 GiB apart: too far for cudaMemcpy2D/3D, so the engine falls back to row copies. Skipped
+ * (information only) where 8 GiB of device memory cannot be had. */
+static void test_far_rows(void)
+{
+    const size_t elem = 8;
+    const int far = 1 << 28; /* 2^28 elements of 8 bytes: rows 2 GiB apart */
+    const tide_box hbox = mkbox(0, 2, 0, 2, 0, far, C_ORDER);
+    const tide_box region = mkbox(0, 2, 0, 2, 0, 100, C_ORDER);
+    size_t hbytes = nbytes(&hbox, elem, 1), rbytes = nbytes(&region, elem, 1);
+    int max_pitch = 0, dev = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&max_pitch, cudaDevAttrMaxPitch, dev);
+    unsigned char *D = NULL, *src = malloc(rbytes), *H = NULL;
+    if (cudaMalloc((void **)&D, hbytes) != cudaSuccess) {
+        cudaGetLastError();
+        printf("info: h) far rows skipped: cannot allocate %zu bytes on the device\n", hbytes);
+        free(src);
+        return;
+    }
+    if (cudaHostAlloc((void **)&H, rbytes, cudaHostAllocDefault) != cudaSuccess) {
+        CHECK(0, "h) cannot allocate pinned memory");
+        cudaFree(D);
+        free(src);
+        return;
+    }
+    fill_random(src, rbytes);
+    memset(H, POISON, rbytes);
+    int ok = 1;
+    for (int r = 0; r < 4; r++) /* row (x, y) = (r / 2, r % 2) starts at element r * far */
+        ok &= cudaMemcpy(D + (size_t)r * far * elem, src + (size_t)r * 100 * elem, 100 * elem,
+                         cudaMemcpyHostToDevice) == cudaSuccess;
+    char why[512] = "";
+    tide_pipeline *pl = NULL;
+    ok &= tide_pipeline_create(rbytes, 1, 1, 0, &pl, why, sizeof why) == 0;
+    if (ok) {
+        plan *p = malloc(sizeof *p);
+        plan_init(p);
+        p->nchunks = 1;
+        tide_xfer u = {D, hbox, region, 0, 0, region};
+        tide_xfer d = {H, region, region, 0, 0, region};
+        p->up[0][0] = u;
+        p->down[0][0] = d;
+        p->nup[0] = p->ndown[0] = 1;
+        tide_pipeline_job job = make_job(p, elem, 1, TIDE_PAGEABLE_STAGE, 0);
+        int st = tide_pipeline_run(pl, &job, why, sizeof why);
+        CHECK(st == 0 && memcmp(H, src, rbytes) == 0 && tide_pipeline_pinned_bytes(pl) == 0,
+              "h) rows 2 GiB apart (max pitch %d): %d %s", max_pitch, st,
+              st ? why : "wrong result or staged");
+        printf("info: h) rows 2^31 bytes apart, device max copy pitch %d bytes: %s\n", max_pitch,
+               st ? "failed" : "copied by the row fallback");
+        free(p);
+    } else {
+        CHECK(0, "h) setup: %s", why);
+    }
+    tide_pipeline_destroy(pl);
+    cudaFree(D);
+    cudaFreeHost(H);
+    free(src);
+}
+
+/* ---- timings, for information -------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median wall time of reps runs (after one warm-up when warm), each checked (B poisoned
+ * before it, compared with A after it, both untimed). */
+static double time_roundtrip(tide_pipeline *pl, unsigned char *A, unsigned char *B, size_t n,
+                             const tide_box *box, int nchunks, tide_pageable_mode mode, int reps,
+                             int warm, tide_pipeline_stats *stats)
+{
+    plan *p = malloc(sizeof *p);
+    build_roundtrip(p, A, B, box, nchunks);
+    tide_pipeline_job job = make_job(p, 16, 1, mode, 0);
+    double t[8];
+    char why[512];
+    int ok = 1;
+    for (int r = -warm; r < reps && ok; r++) {
+        memset(B, POISON, n);
+        double t0 = now();
+        int st = tide_pipeline_run(pl, &job, why, sizeof why);
+        double t1 = now();
+        if (st || memcmp(A, B, n)) {
+            CHECK(0, "timed run %d: %s", r, st ? why : "wrong result");
+            ok = 0;
+        } else if (r >= 0) {
+            t[r] = t1 - t0;
+        }
+    }
+    free(p);
+    if (!ok)
+        return 0;
+    tide_pipeline_last_stats(pl, stats);
+    qsort(t, (size_t)reps, sizeof t[0], cmp_double);
+    return t[reps / 2];
+}
+
+static void timings(void)
+{
+    char why[512];
+    tide_rates rates;
+    memset(&rates, 0, sizeof rates);
+    if (tide_gpu_measure((size_t)256 << 20, &rates, why, sizeof why)) {
+        printf("info: tide_gpu_measure failed: %s\n", why);
+    } else {
+        printf("info: measured PCIe (256 MiB copies): h2d %.1f GB/s, d2h %.1f GB/s, both "
+               "directions at once %.1f GB/s\n", rates.h2d, rates.d2h, rates.both);
+    }
+    /* 1 GiB pinned, 8 chunks of 128 MiB, 3 slots, no work. */
+    tide_box box = mkbox(0, 8, 0, 1024, 0, 8192, C_ORDER);
+    size_t n = nbytes(&box, 16, 1), chunk = n / 8;
+    unsigned char *A = NULL, *B = NULL;
+    tide_pipeline *pl = NULL;
+    if (cudaHostAlloc((void **)&A, n, cudaHostAllocDefault) != cudaSuccess ||
+        cudaHostAlloc((void **)&B, n, cudaHostAllocDefault) != cudaSuccess) {
+        printf("info: cannot allocate 2 GiB pinned; pinned timing skipped\n");
+        cudaGetLastError();
+    } else if (tide_pipeline_create(chunk, 1, 3, 0, &pl, why, sizeof why)) {
+        printf("info: cannot create a 3 x 128 MiB pipeline (%s); timing skipped\n", why);
+    } else {
+        fill_random(A, n);
+        tide_pipeline_stats s;
+        double t = time_roundtrip(pl, A, B, n, &box, 8, TIDE_PAGEABLE_STAGE, 3, 1, &s);
+        if (t > 0)
+            printf("info: 1 GiB pinned round trip, 8 chunks, 3 slots: %.1f ms, %.1f GB/s up+down "
+                   "(tide_gpu_measure both: %.1f GB/s); phases summed over chunks: up %.1f ms, "
+                   "down %.1f ms\n", t * 1e3, 2.0 * n / t / 1e9, rates.both, s.upload * 1e3,
+                   s.download * 1e3);
+    }
+    tide_pipeline_destroy(pl);
+    pl = NULL;
+    cudaFreeHost(A);
+    cudaFreeHost(B);
+    cudaGetLastError();
+
+    /* 512 MiB pageable, 8 chunks of 64 MiB, 3 slots: staged versus registered. */
+    box = mkbox(0, 8, 0, 512, 0, 8192, C_ORDER);
+    n = nbytes(&box, 16, 1);
+    chunk = n / 8;
+    A = malloc(n);
+    B = malloc(n);
+    if (!A || !B || tide_pipeline_create(chunk, 1, 3, 0, &pl, why, sizeof why)) {
+        printf("info: cannot set up the pageable timing; skipped\n");
+    } else {
+        fill_random(A, n);
+        tide_pipeline_stats s1, s2;
+        double ts = time_roundtrip(pl, A, B, n, &box, 8, TIDE_PAGEABLE_STAGE, 3, 1, &s1);
+        double tr = time_roundtrip(pl, A, B, n, &box, 8, TIDE_PAGEABLE_REGISTER, 3, 0, &s2);
+        /* What registering and unregistering both arrays costs by itself. */
+        double t0 = now();
+        int reg = cudaHostRegister(A, n, cudaHostRegisterDefault) == cudaSuccess &&
+                  cudaHostRegister(B, n, cudaHostRegisterDefault) == cudaSuccess;
+        double t1 = now();
+        cudaHostUnregister(A);
+        cudaHostUnregister(B);
+        double t2 = now();
+        cudaGetLastError();
+        if (ts > 0 && tr > 0)
+            printf("info: 512 MiB pageable round trip, 8 chunks, 3 slots, %d CPU threads: "
+                   "staged %.1f ms (%.1f GB/s up+down, %.0f MiB pinned staging), registered "
+                   "%.1f ms (%.1f GB/s, registration included; registering both arrays alone "
+                   "%s %.1f ms, unregistering %.1f ms)\n", omp_get_max_threads(), ts * 1e3,
+                   2.0 * n / ts / 1e9, tide_pipeline_pinned_bytes(pl) / 1048576.0, tr * 1e3,
+                   2.0 * n / tr / 1e9, reg ? "takes" : "FAILED after", (t1 - t0) * 1e3,
+                   (t2 - t1) * 1e3);
+    }
+    tide_pipeline_destroy(pl);
+    free(A);
+    free(B);
+}
+
+int main(void)
+{
+    char why[256];
+    int n = tide_gpu_count(why, sizeof why);
+    if (n <= 0) {
+        printf("SKIP: %s\n", why);
+        return 77;
+    }
+    double t0 = now();
+    test_roundtrip();
+    test_middle();
+    test_multi();
+    test_errors();
+    printf("info: checks a) to g) took %.2f s\n", now() - t0);
+    test_far_rows();
+    timings();
+    printf("test_pipeline: %d checks, %d failed\n", checks, failed);
+    return failed ? 1 : 0;
+}
+#endif
