@@ -21,7 +21,12 @@ static const char *usage =
     "\n"
     "options:\n"
     "  -slabs | -pencils      decomposition (default: automatic)\n"
-    "  -a2av | -p2p           exchange: MPI_Alltoallv or pipelined Isend/Irecv (default: auto)\n"
+    "  -a2av | -p2p           exchange: MPI_Alltoallv or pipelined Isend/Irecv (default: auto;\n"
+    "                         for GPU data these go through pinned host buffers)\n"
+    "  -nccl | -cuda-mpi      GPU data: NCCL send/recv, or MPI on device pointers\n"
+    "  -device                arrays in GPU memory (backend cuda or auto with GPUs); otherwise\n"
+    "                         host arrays, which backend cuda streams through the GPU\n"
+    "  -budget GB             device memory the plan may use (default: free less 1 GiB)\n"
     "  -transposed            output in the layout of the last local FFT (saves an exchange)\n"
     "  -ingrid A B C          input boxes from an A x B x C process grid (A*B*C = P)\n"
     "  -outgrid A B C         output boxes from an A x B x C process grid\n"
@@ -35,7 +40,8 @@ static const char *usage =
 
 typedef struct {
     int type, backend, prec, n[3];
-    int decomp, exchange, transposed, batch, inplace, measure, scaling, runs;
+    int decomp, exchange, transposed, batch, inplace, measure, scaling, runs, device;
+    double budget_gb;
     unsigned seed;
     int has_ingrid, ingrid[3], has_outgrid, outgrid[3];
     const char *json;
@@ -98,6 +104,12 @@ static int parse(int argc, char **argv, args *a)
             a->exchange = TIDE_EXCHANGE_A2AV;
         else if (!strcmp(o, "-p2p"))
             a->exchange = TIDE_EXCHANGE_P2P;
+        else if (!strcmp(o, "-nccl"))
+            a->exchange = TIDE_EXCHANGE_NCCL;
+        else if (!strcmp(o, "-cuda-mpi"))
+            a->exchange = TIDE_EXCHANGE_CUDA_MPI;
+        else if (!strcmp(o, "-device"))
+            a->device = 1;
         else if (!strcmp(o, "-transposed"))
             a->transposed = 1;
         else if (!strcmp(o, "-inplace"))
@@ -112,6 +124,10 @@ static int parse(int argc, char **argv, args *a)
             i += 3;
         } else if (!strcmp(o, "-batch")) {
             bad = more < 1 || to_int(argv[++i], 1, &a->batch);
+        } else if (!strcmp(o, "-budget")) {
+            char *end = NULL;
+            a->budget_gb = more < 1 ? 0 : strtod(argv[++i], &end);
+            bad = more < 1 || !end || *end || !(a->budget_gb > 0);
         } else if (!strcmp(o, "-n")) {
             bad = more < 1 || to_int(argv[++i], 1, &a->runs);
         } else if (!strcmp(o, "-seed")) {
@@ -173,11 +189,12 @@ int tide_cmd_fft(int argc, char **argv)
 
     tide_context *ctx = NULL;
     tide_fft_plan *plan = NULL;
-    void *in = NULL, *out = NULL, *back = NULL;
+    void *in = NULL, *out = NULL, *back = NULL, *xin = NULL, *xout = NULL, *xback = NULL;
     double *times = NULL;
     tide_context_options copts;
     tide_context_options_init(&copts);
     copts.backend = a.backend;
+    copts.device_budget = (size_t)(a.budget_gb * 1e9);
     int st = tide_context_create(MPI_COMM_WORLD, &copts, &ctx);
     if (st) {
         tide_warn("tide fft: %s: %s\n", tide_strerror(st), tide_last_error(NULL));
@@ -194,6 +211,7 @@ int tide_cmd_fft(int argc, char **argv)
     o.planning = a.measure ? TIDE_PLAN_MEASURE : TIDE_PLAN_ESTIMATE;
     o.batch = a.batch;
     o.transposed_out = a.transposed;
+    o.location = a.device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
     tide_box ib, ob;
     if (a.has_ingrid)
         tide_box_in_grid(a.n, a.ingrid, rank, &ib);
@@ -215,10 +233,17 @@ int tide_cmd_fft(int argc, char **argv)
     int threads = 1;
     tide_context_threads(ctx, &threads);
 
-    /* Arrays: in (kept for checks), out, back (backward result). In place: out aliases in. */
+    /* Arrays: in (kept for checks), out, back (backward result). In place: out aliases in.
+     * With -device the transforms run on device copies (x*), copied back for the checks. */
     size_t in_b = info.in_bytes, out_b = a.inplace ? info.inplace_bytes : info.out_bytes;
+    size_t back_b = a.inplace ? info.inplace_bytes : in_b;
     int ok = !tide_host_alloc(ctx, in_b, &in) && !tide_host_alloc(ctx, out_b, &out) &&
-             !tide_host_alloc(ctx, a.inplace ? info.inplace_bytes : in_b, &back);
+             !tide_host_alloc(ctx, back_b, &back);
+    if (ok && a.device)
+        ok = !tide_device_alloc(ctx, in_b, &xin) && !tide_device_alloc(ctx, out_b, &xout) &&
+             !tide_device_alloc(ctx, back_b, &xback);
+    else if (ok)
+        xin = in, xout = out, xback = back;
     times = malloc(sizeof(double) * (size_t)a.runs);
     ok = ok && times;
     int all_ok;
@@ -236,12 +261,18 @@ int tide_cmd_fft(int argc, char **argv)
              a.prec == TIDE_DOUBLE ? "double" : "float", a.n[0], a.n[1], a.n[2], P, threads,
              info.backend == TIDE_BACKEND_CUDA ? "cuda" : "cpu", a.batch,
              a.inplace ? ", in place" : "");
-    tide_say("Plan: %s (%s, exchange %s, %d exchanges, %d local FFT passes)\n", desc,
+    static const char *exch_names[] = {"none", "a2av", "p2p", "nccl", "cuda-mpi"};
+    int staged = info.backend == TIDE_BACKEND_CUDA && info.exchange != TIDE_EXCHANGE_NCCL &&
+                 info.exchange != TIDE_EXCHANGE_CUDA_MPI && info.exchanges > 0;
+    tide_say("Plan: %s (%s, exchange %s%s, %d exchanges, %d local FFT passes)\n", desc,
              info.decomposition == TIDE_DECOMP_PENCILS ? "pencils"
              : info.decomposition == TIDE_DECOMP_SLABS ? "slabs" : "one rank",
-             info.exchange == TIDE_EXCHANGE_P2P ? "p2p"
-             : info.exchange == TIDE_EXCHANGE_A2AV ? "a2av" : "none", info.exchanges,
-             info.local_transforms);
+             exch_names[info.exchange], staged ? " through pinned host buffers" : "",
+             info.exchanges, info.local_transforms);
+    if (info.backend == TIDE_BACKEND_CUDA)
+        tide_say("Data: %s; pipeline: %d chunk(s) per pass, %d stream(s), %d slot(s); device "
+                 "memory %.3g GB/rank\n", a.device ? "device arrays" : "host arrays",
+                 info.chunks, info.streams, info.slots, info.device_bytes / 1e9);
 
     /* ---- verification: forward against serial FFTW, backward, and the round trip ---- */
     double N = (double)a.n[0] * a.n[1] * a.n[2];
@@ -249,19 +280,17 @@ int tide_cmd_fft(int argc, char **argv)
     double bscale = a.scaling == TIDE_SCALE_SYMMETRIC ? 1 / sqrt(N)
                     : a.scaling == TIDE_SCALE_FULL    ? 1 / N : 1;
     double tol = a.prec == TIDE_DOUBLE ? 1e-12 : 1e-5;
-    if (a.inplace)
-        memcpy(out, in, in_b);
-    CHECK(tide_fft_forward(plan, a.inplace ? out : in, out));
+    CHECK(tide_copy(ctx, a.inplace ? xout : xin, in, in_b));
+    CHECK(tide_fft_forward(plan, a.inplace ? xout : xin, xout));
+    CHECK(tide_copy(ctx, out, xout, info.out_bytes));
     tide_ref_error fe = {0, 0, 0}, be = {0, 0, 0};
     int reference = tide_ref_fits(a.n, a.batch);
     if (reference)
         CHECK(tide_ref_check(MPI_COMM_WORLD, a.n, a.type, a.prec, a.batch, -1, fscale, &ib, in,
                              &ob, out, &fe));
-    if (a.inplace)
-        CHECK(tide_fft_backward(plan, out, out));
-    else
-        CHECK(tide_fft_backward(plan, out, back));
+    CHECK(tide_fft_backward(plan, xout, a.inplace ? xout : xback));
     void *rt = a.inplace ? out : back;
+    CHECK(tide_copy(ctx, rt, a.inplace ? xout : xback, in_b));
     /* Round trip: compare back / (fscale * bscale * N) with the input, on every rank. */
     {
         double rt_scale = fscale * bscale * N, num = 0, den = 0, maxabs = 0, maxref = 0;
@@ -286,18 +315,18 @@ int tide_cmd_fft(int argc, char **argv)
     int passed = checked_l2 <= tol;
 
     /* ---- timing ---- */
-    const void *fin = a.inplace ? out : in;
-    void *bout = a.inplace ? out : back;
-    CHECK(tide_fft_forward(plan, fin, out)); /* warm-up */
-    CHECK(tide_fft_backward(plan, out, bout));
+    const void *fin = a.inplace ? xout : xin;
+    void *bout = a.inplace ? xout : xback;
+    CHECK(tide_fft_forward(plan, fin, xout)); /* warm-up */
+    CHECK(tide_fft_backward(plan, xout, bout));
     int progress = rank == 0 && isatty(STDERR_FILENO) && a.runs > 1;
     for (int r = 0; r < a.runs; r++) {
         if (a.inplace) /* keep the data bounded: restart from the input each run */
-            memcpy(out, in, in_b);
+            CHECK(tide_copy(ctx, xout, in, in_b));
         MPI_Barrier(MPI_COMM_WORLD);
         double s = MPI_Wtime();
-        CHECK(tide_fft_forward(plan, fin, out));
-        CHECK(tide_fft_backward(plan, out, bout));
+        CHECK(tide_fft_forward(plan, fin, xout));
+        CHECK(tide_fft_backward(plan, xout, bout));
         double t = (MPI_Wtime() - s) / 2, tmax;
         MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         times[r] = tmax;
@@ -317,6 +346,22 @@ int tide_cmd_fft(int argc, char **argv)
     double mem = (double)(info.host_bytes + in_b + out_b + (a.inplace ? 0 : in_b)), memmax;
     MPI_Reduce(&mem, &memmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
 
+    /* The bound a GPU run is measured against, from rates measured now on every rank. */
+    double bound = 0;
+    const char *bound_what = "";
+    if (info.backend == TIDE_BACKEND_CUDA) {
+        tide_rates rt_;
+        CHECK(tide_measure_rates(ctx, (size_t)256 << 20, &rt_));
+        double data = (double)(info.in_bytes > info.out_bytes ? info.in_bytes : info.out_bytes);
+        double b = a.device ? info.local_transforms * 2 * data / (rt_.d2d * 1e9)
+                            : (info.in_bytes + info.out_bytes) / (rt_.both * 1e9);
+        bound_what = a.device ? "each local FFT pass reading and writing the rank's data once at "
+                                "the measured device copy rate; exchanges not counted"
+                              : "one PCIe round trip of the rank's data at the measured "
+                                "both-directions rate";
+        MPI_Allreduce(&b, &bound, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    }
+
     tide_say("Plan creation time: %.6g (s)\n", tplan_max);
     tide_say("Time per run: %.6g (s)\n", tmed);
     tide_say("Min/Max/Avg: %.6g %.6g %.6g (s)\n", tmin, tmaxr, tsum / a.runs);
@@ -331,6 +376,8 @@ int tide_cmd_fft(int argc, char **argv)
                  "relative L2 %.3g\n", be.rel_l2);
     tide_say("Verification: %s (relative L2 error %.3g, tolerance %.0e)\n",
              passed ? "passed" : "FAILED", checked_l2, tol);
+    if (bound > 0)
+        tide_say("Bound: %.6g (s) (%s); bound / time %.3f\n", bound, bound_what, bound / tmed);
 
     if (a.json && rank == 0) {
         FILE *f = fopen(a.json, "w");
@@ -366,6 +413,11 @@ done:
     tide_host_free(ctx, in);
     tide_host_free(ctx, out);
     tide_host_free(ctx, back);
+    if (a.device) {
+        tide_device_free(ctx, xin);
+        tide_device_free(ctx, xout);
+        tide_device_free(ctx, xback);
+    }
     tide_context_destroy(ctx);
     free(times);
     return rc;

@@ -10,8 +10,12 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "tide_config.h"
 #include "region.h"
 #include "reshape.h"
+#if TIDE_HAVE_CUDA
+#include "gpu.h"
+#endif
 
 typedef struct {
     int peer;
@@ -36,6 +40,11 @@ struct tide_reshape {
     size_t send_bytes, recv_bytes;
     /* a2av tables (elements), built only for that backend */
     int *scounts, *sdispls, *rcounts, *rdispls;
+    /* device arrays: how blocks travel (NCCL, CUDA_MPI, or staged A2AV/P2P), NCCL
+     * communicator and stream */
+    int device;
+    tide_exchange transport;
+    void *nccl, *stream;
     /* p2p requests */
     MPI_Request *reqs;
     int *done;
@@ -117,9 +126,11 @@ static void stage_all(peer_block *b, int n)
     }
 }
 
-int tide_reshape_create(MPI_Comm comm, const tide_box *src, const tide_box *dst, size_t elem,
-                        int batch, tide_exchange exchange, int threads, tide_reshape **out,
-                        char *err, size_t errlen)
+/* device: arrays in device memory, moved by transport (tide_reshape_create_device). */
+static int create(MPI_Comm comm, const tide_box *src, const tide_box *dst, size_t elem,
+                  int batch, tide_exchange exchange, int threads, int device,
+                  tide_exchange transport, void *nccl, void *stream, tide_reshape **out,
+                  char *err, size_t errlen)
 {
     tide_reshape *r = calloc(1, sizeof *r);
     if (!r) {
@@ -132,6 +143,9 @@ int tide_reshape_create(MPI_Comm comm, const tide_box *src, const tide_box *dst,
     r->elem = elem;
     r->batch = batch;
     r->threads = threads;
+    r->device = device;
+    r->nccl = nccl;
+    r->stream = stream;
     r->src = src[r->rank];
     r->dst = dst[r->rank];
     r->type = MPI_DATATYPE_NULL;
@@ -152,6 +166,15 @@ int tide_reshape_create(MPI_Comm comm, const tide_box *src, const tide_box *dst,
     if (exchange == TIDE_EXCHANGE_AUTO)
         exchange = auto_exchange(src, dst, r->nranks);
     r->exchange = exchange;
+    /* Device data: NCCL and CUDA-aware MPI as asked, else host staging with this exchange. */
+    r->transport = device && (transport == TIDE_EXCHANGE_NCCL ||
+                              transport == TIDE_EXCHANGE_CUDA_MPI) ? transport : exchange;
+    if (device && r->transport != TIDE_EXCHANGE_NCCL) {
+        /* Device data over MPI: every block is packed on the device and moved as one piece. */
+        stage_all(r->send, r->nsend);
+        stage_all(r->recv, r->nrecv);
+        r->all_send_direct = r->all_recv_direct = 0;
+    }
 
     int64_t max_count = 0;
     for (int i = 0; i < r->nsend; i++)
@@ -221,6 +244,33 @@ int tide_reshape_create(MPI_Comm comm, const tide_box *src, const tide_box *dst,
     return TIDE_SUCCESS;
 }
 
+int tide_reshape_create(MPI_Comm comm, const tide_box *src, const tide_box *dst, size_t elem,
+                        int batch, tide_exchange exchange, int threads, tide_reshape **out,
+                        char *err, size_t errlen)
+{
+    return create(comm, src, dst, elem, batch, exchange, threads, 0, TIDE_EXCHANGE_AUTO, NULL,
+                  NULL, out, err, errlen);
+}
+
+int tide_reshape_create_device(MPI_Comm comm, const tide_box *src, const tide_box *dst,
+                               size_t elem, int batch, tide_exchange transport, void *nccl,
+                               void *stream, tide_reshape **out, char *err, size_t errlen)
+{
+#if TIDE_HAVE_CUDA
+    /* CUDA-aware MPI moves the packed blocks with one Alltoallv; NCCL needs no MPI tables
+     * (P2P's are the smallest). */
+    tide_exchange mpi = transport == TIDE_EXCHANGE_CUDA_MPI ? TIDE_EXCHANGE_A2AV
+                        : transport == TIDE_EXCHANGE_NCCL   ? TIDE_EXCHANGE_P2P : transport;
+    return create(comm, src, dst, elem, batch, mpi, 1, 1, transport, nccl, stream, out, err,
+                  errlen);
+#else
+    (void)comm, (void)src, (void)dst, (void)elem, (void)batch, (void)transport, (void)nccl;
+    (void)stream, (void)out;
+    snprintf(err, errlen, "this build has no CUDA");
+    return TIDE_ERR_UNSUPPORTED;
+#endif
+}
+
 void tide_reshape_destroy(tide_reshape *r)
 {
     if (!r)
@@ -237,7 +287,10 @@ void tide_reshape_destroy(tide_reshape *r)
 
 size_t tide_reshape_send_bytes(const tide_reshape *r) { return r->send_bytes; }
 size_t tide_reshape_recv_bytes(const tide_reshape *r) { return r->recv_bytes; }
-tide_exchange tide_reshape_exchange(const tide_reshape *r) { return r->exchange; }
+tide_exchange tide_reshape_exchange(const tide_reshape *r)
+{
+    return r->device ? r->transport : r->exchange;
+}
 int tide_reshape_peers(const tide_reshape *r)
 {
     return r->nsend > r->nrecv ? r->nsend : r->nrecv;
@@ -334,3 +387,85 @@ int tide_reshape_execute(const tide_reshape *r, const void *src, void *dst, void
         return exec_a2av(r, src, dst, sendbuf, recvbuf);
     return exec_p2p(r, src, dst, sendbuf, recvbuf);
 }
+
+/* ---- device arrays ---------------------------------------------------------------------- */
+
+#if TIDE_HAVE_CUDA
+/* Every block packed: one Alltoallv, or one Isend/Irecv per peer, on the staging buffers. */
+static int mpi_staged(const tide_reshape *r, const char *sbuf, char *rbuf)
+{
+    if (r->exchange == TIDE_EXCHANGE_A2AV)
+        return MPI_Alltoallv(sbuf, r->scounts, r->sdispls, r->type, rbuf, r->rcounts,
+                             r->rdispls, r->type, r->comm) == MPI_SUCCESS ? 0 : TIDE_ERR_MPI;
+    const int tag = 7302;
+    MPI_Request *rreq = r->reqs, *sreq = r->reqs + r->nrecv;
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < r->nrecv && rc == MPI_SUCCESS; i++)
+        rc = MPI_Irecv(rbuf + r->recv[i].offset * r->elem, (int)r->recv[i].count, r->type,
+                       r->recv[i].peer, tag, r->comm, &rreq[i]);
+    for (int i = 0; i < r->nsend && rc == MPI_SUCCESS; i++)
+        rc = MPI_Isend(sbuf + r->send[i].offset * r->elem, (int)r->send[i].count, r->type,
+                       r->send[i].peer, tag, r->comm, &sreq[i]);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Waitall(r->nrecv + r->nsend, r->reqs, MPI_STATUSES_IGNORE);
+    return rc == MPI_SUCCESS ? 0 : TIDE_ERR_MPI;
+}
+
+int tide_reshape_execute_device(const tide_reshape *r, const void *src, void *dst, void *dsend,
+                                void *drecv, void *hsend, void *hrecv)
+{
+    void *s = r->stream;
+    int st = 0;
+    for (int i = 0; i < r->nsend && !st; i++)
+        if (!r->send[i].direct)
+            st = tide_gpu_copy_region_async(r->elem, r->batch, &r->send[i].region, src, &r->src,
+                                            (char *)dsend + r->send[i].offset * r->elem,
+                                            &r->send[i].region, s);
+    if (!st && r->has_self)
+        st = tide_gpu_copy_region_async(r->elem, r->batch, &r->self_region, src, &r->src, dst,
+                                        &r->dst, s);
+    if (st && r->transport == TIDE_EXCHANGE_NCCL)
+        return st;
+    if (r->transport == TIDE_EXCHANGE_NCCL) {
+        st = tide_nccl_group_start();
+        for (int i = 0; i < r->nrecv && !st; i++) {
+            const peer_block *p = &r->recv[i];
+            char *base = p->direct ? (char *)dst : (char *)drecv;
+            st = tide_nccl_recv(r->nccl, base + p->offset * r->elem, (size_t)p->count * r->elem,
+                                p->peer, s);
+        }
+        for (int i = 0; i < r->nsend && !st; i++) {
+            const peer_block *p = &r->send[i];
+            const char *base = p->direct ? (const char *)src : (const char *)dsend;
+            st = tide_nccl_send(r->nccl, base + p->offset * r->elem,
+                                (size_t)p->count * r->elem, p->peer, s);
+        }
+        int end = tide_nccl_group_end();
+        st = st ? st : end;
+    } else {
+        /* A local device failure still takes part in the exchange, so peers do not hang. */
+        int staged = r->transport != TIDE_EXCHANGE_CUDA_MPI;
+        if (staged && !st)
+            st = tide_gpu_memcpy_async(hsend, dsend, r->send_bytes, s);
+        int synced = tide_gpu_sync(s);
+        st = st ? st : synced;
+        int moved = mpi_staged(r, staged ? hsend : dsend, staged ? hrecv : drecv);
+        st = st ? st : moved;
+        if (!st && staged)
+            st = tide_gpu_memcpy_async(drecv, hrecv, r->recv_bytes, s);
+    }
+    for (int i = 0; i < r->nrecv && !st; i++)
+        if (!r->recv[i].direct)
+            st = tide_gpu_copy_region_async(r->elem, r->batch, &r->recv[i].region,
+                                            (const char *)drecv + r->recv[i].offset * r->elem,
+                                            &r->recv[i].region, dst, &r->dst, s);
+    return st;
+}
+#else
+int tide_reshape_execute_device(const tide_reshape *r, const void *src, void *dst, void *dsend,
+                                void *drecv, void *hsend, void *hrecv)
+{
+    (void)r, (void)src, (void)dst, (void)dsend, (void)drecv, (void)hsend, (void)hrecv;
+    return TIDE_ERR_UNSUPPORTED;
+}
+#endif

@@ -25,6 +25,17 @@ int tide_reshape_create(MPI_Comm comm, const tide_box *src, const tide_box *dst,
                         char *err, size_t errlen);
 void tide_reshape_destroy(tide_reshape *r);
 
+/* The same reshape for arrays in device memory (CUDA builds). Packs, unpacks and the self copy
+ * run as kernels on stream (a cudaStream_t); transport says how blocks travel:
+ *   TIDE_EXCHANGE_NCCL      grouped ncclSend/ncclRecv on stream (nccl: a tide_nccl *); blocks
+ *                           that are contiguous runs go straight from src / into dst;
+ *   TIDE_EXCHANGE_CUDA_MPI  MPI on device pointers (a CUDA-aware MPI library);
+ *   TIDE_EXCHANGE_A2AV/P2P  through pinned host staging with that MPI exchange.
+ * Except with NCCL every block is packed, so the staging sizes below cover the whole data. */
+int tide_reshape_create_device(MPI_Comm comm, const tide_box *src, const tide_box *dst,
+                               size_t elem, int batch, tide_exchange transport, void *nccl,
+                               void *stream, tide_reshape **out, char *err, size_t errlen);
+
 /* Bytes of send and receive staging the reshape needs (0 when all peers go direct). */
 size_t tide_reshape_send_bytes(const tide_reshape *r);
 size_t tide_reshape_recv_bytes(const tide_reshape *r);
@@ -38,5 +49,13 @@ int tide_reshape_peers(const tide_reshape *r);
  * TIDE_ERR_MPI. */
 int tide_reshape_execute(const tide_reshape *r, const void *src, void *dst, void *sendbuf,
                          void *recvbuf);
+
+/* Collective, for a reshape made by tide_reshape_create_device: src and dst are device arrays;
+ * dsend/drecv device staging of the sizes above; hsend/hrecv pinned host staging of the same
+ * sizes (A2AV/P2P transports only, else NULL). With NCCL everything is only enqueued on the
+ * stream; the MPI transports return once the data has left and arrived (unpacks enqueued).
+ * Returns 0, TIDE_ERR_MPI or TIDE_ERR_BACKEND. */
+int tide_reshape_execute_device(const tide_reshape *r, const void *src, void *dst, void *dsend,
+                                void *drecv, void *hsend, void *hrecv);
 
 #endif

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 #include <algorithm>
+#include <cstdlib>
 #include <cuda_runtime.h>
 #include <hwloc.h>
 #include <hwloc/cudart.h>
@@ -66,53 +67,281 @@ extern "C" int tide_gpu_properties(int device, tide_gpu_props *props)
 
 namespace {
 
-// One thread per element, indexed in destination order so writes coalesce.
+// Loops in destination order (dimension 2 of the geometry fastest, so writes coalesce): the
+// grid's x runs along it, y and z over the two outer loops; no index division anywhere.
 template <typename T>
-__global__ void copy_kernel(tide_copy_geom g, const T *__restrict__ src, T *__restrict__ dst, int64_t total)
+__global__ void copy_kernel(tide_copy_geom g, const T *__restrict__ src, T *__restrict__ dst)
 {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t i2 = i % g.n[2], r = i / g.n[2];
-        int64_t i1 = r % g.n[1], i0 = r / g.n[1];
-        dst[i0 * g.t[0] + i1 * g.t[1] + i2 * g.t[2]] = src[i0 * g.s[0] + i1 * g.s[1] + i2 * g.s[2]];
-    }
+    for (int64_t i0 = blockIdx.z; i0 < g.n[0]; i0 += gridDim.z)
+        for (int64_t i1 = blockIdx.y; i1 < g.n[1]; i1 += gridDim.y) {
+            const T *s = src + i0 * g.s[0] + i1 * g.s[1];
+            T *t = dst + i0 * g.t[0] + i1 * g.t[1];
+            for (int64_t i2 = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i2 < g.n[2];
+                 i2 += (int64_t)gridDim.x * blockDim.x)
+                t[i2 * g.t[2]] = s[i2 * g.s[2]];
+        }
+}
+
+// Grid size for a grid-stride loop over total elements.
+unsigned blocks_for(int64_t total, int threads)
+{
+    int64_t blocks = (total + threads - 1) / threads;
+    return (unsigned)(blocks > 65535 * 8 ? 65535 * 8 : blocks);
 }
 
 template <typename T>
-cudaError_t launch(const tide_copy_geom &g, const char *src, char *dst, int64_t total)
+cudaError_t launch(const tide_copy_geom &g, const char *src, char *dst, cudaStream_t stream)
 {
-    int threads = 256;
-    int64_t blocks = (total + threads - 1) / threads;
-    if (blocks > 65535 * 8)
-        blocks = 65535 * 8;
-    copy_kernel<T><<<(unsigned)blocks, threads>>>(g, (const T *)src, (T *)dst, total);
+    const int threads = 256;
+    int64_t bx = (g.n[2] + threads - 1) / threads;
+    dim3 grid((unsigned)std::min<int64_t>(bx, 1024), (unsigned)std::min<int64_t>(g.n[1], 65535),
+              (unsigned)std::min<int64_t>(g.n[0], 65535));
+    copy_kernel<T><<<grid, threads, 0, stream>>>(g, (const T *)src, (T *)dst);
     return cudaGetLastError();
+}
+
+thread_local char last_error[256];
+
+// Record a CUDA failure for tide_gpu_last_error and turn it into a status.
+int fail(cudaError_t e, const char *what, int code = TIDE_ERR_BACKEND)
+{
+    snprintf(last_error, sizeof last_error, "%s: %s (CUDA error %d)", what,
+             cudaGetErrorString(e), (int)e);
+    cudaGetLastError();
+    return code;
 }
 
 } // namespace
 
-extern "C" int tide_gpu_copy_region(size_t elem, int batch, const tide_box *region,
-                                    const void *src, const tide_box *sbox, void *dst,
-                                    const tide_box *dbox)
+extern "C" const char *tide_gpu_last_error(void) { return last_error; }
+
+extern "C" int tide_gpu_note_error(const char *call, const char *what, int code)
+{
+    snprintf(last_error, sizeof last_error, "%s: %s (%d)", call, what, code);
+    return TIDE_ERR_BACKEND;
+}
+
+extern "C" int tide_gpu_copy_region_async(size_t elem, int batch, const tide_box *region,
+                                          const void *src, const tide_box *sbox, void *dst,
+                                          const tide_box *dbox, void *stream)
 {
     tide_copy_geom g;
     int64_t total = tide_copy_geometry(region, sbox, dbox, &g);
     if (total == 0)
         return 0;
+    cudaStream_t st = (cudaStream_t)stream;
     for (int f = 0; f < batch; f++) {
         const char *s = (const char *)src + (g.soff + f * g.scount) * (int64_t)elem;
         char *t = (char *)dst + (g.doff + f * g.dcount) * (int64_t)elem;
         cudaError_t e;
         switch (elem) {
-        case 4: e = launch<uint32_t>(g, s, t, total); break;
-        case 8: e = launch<uint64_t>(g, s, t, total); break;
-        case 16: e = launch<uint4>(g, s, t, total); break;
+        case 4: e = launch<uint32_t>(g, s, t, st); break;
+        case 8: e = launch<uint64_t>(g, s, t, st); break;
+        case 16: e = launch<uint4>(g, s, t, st); break;
         default: return TIDE_ERR_ARGUMENT;
         }
         if (e != cudaSuccess)
-            return TIDE_ERR_BACKEND;
+            return fail(e, "permuting copy kernel");
     }
-    return cudaDeviceSynchronize() == cudaSuccess ? 0 : TIDE_ERR_BACKEND;
+    return 0;
+}
+
+extern "C" int tide_gpu_copy_region(size_t elem, int batch, const tide_box *region,
+                                    const void *src, const tide_box *sbox, void *dst,
+                                    const tide_box *dbox)
+{
+    int st = tide_gpu_copy_region_async(elem, batch, region, src, sbox, dst, dbox, nullptr);
+    return st ? st : tide_gpu_sync(nullptr);
+}
+
+extern "C" int tide_gpu_malloc(size_t bytes, void **ptr)
+{
+    cudaError_t e = cudaMalloc(ptr, bytes ? bytes : 1);
+    return e == cudaSuccess ? 0 : fail(e, "cudaMalloc", TIDE_ERR_NOMEM);
+}
+
+extern "C" void tide_gpu_free(void *ptr) { cudaFree(ptr); }
+
+extern "C" int tide_gpu_stream_create(void **stream)
+{
+    cudaStream_t s;
+    cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    *stream = e == cudaSuccess ? (void *)s : nullptr;
+    return e == cudaSuccess ? 0 : fail(e, "cudaStreamCreate");
+}
+
+extern "C" void tide_gpu_stream_destroy(void *stream)
+{
+    if (stream)
+        cudaStreamDestroy((cudaStream_t)stream);
+}
+
+extern "C" int tide_gpu_sync(void *stream)
+{
+    cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
+    if (e == cudaSuccess)
+        e = cudaGetLastError();
+    return e == cudaSuccess ? 0 : fail(e, "device work");
+}
+
+extern "C" int tide_gpu_memcpy_async(void *dst, const void *src, size_t bytes, void *stream)
+{
+    if (!bytes)
+        return 0;
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream);
+    return e == cudaSuccess ? 0 : fail(e, "cudaMemcpyAsync");
+}
+
+namespace {
+template <typename T> __global__ void scale_kernel(T *d, int64_t n, T s)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        d[i] *= s;
+}
+} // namespace
+
+extern "C" int tide_gpu_scale(int dbl, void *data, long long count, double s, void *stream)
+{
+    if (count <= 0)
+        return 0;
+    cudaStream_t st = (cudaStream_t)stream;
+    if (dbl)
+        scale_kernel<double><<<blocks_for(count, 256), 256, 0, st>>>((double *)data, count, s);
+    else
+        scale_kernel<float><<<blocks_for(count, 256), 256, 0, st>>>((float *)data, count,
+                                                                    (float)s);
+    cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? 0 : fail(e, "scaling kernel");
+}
+
+extern "C" int tide_gpu_pointer_kind(const void *p)
+{
+    cudaPointerAttributes a;
+    if (!p)
+        return TIDE_MEM_PAGEABLE;
+    cudaError_t e = cudaPointerGetAttributes(&a, p);
+    if (e != cudaSuccess)
+        return fail(e, "cudaPointerGetAttributes", -1);
+    switch (a.type) {
+    case cudaMemoryTypeDevice:
+    case cudaMemoryTypeManaged: return TIDE_MEM_DEVICE;
+    case cudaMemoryTypeHost: return TIDE_MEM_PINNED;
+    default: return TIDE_MEM_PAGEABLE;
+    }
+}
+
+// ---- NCCL -----------------------------------------------------------------------------------
+
+struct tide_nccl {
+#if TIDE_HAVE_NCCL
+    ncclComm_t comm;
+#endif
+    int rank;
+};
+
+extern "C" int tide_nccl_create(MPI_Comm comm, tide_nccl **out, char *why, size_t len)
+{
+#if TIDE_HAVE_NCCL
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    ncclUniqueId id;
+    ncclResult_t r = ncclSuccess;
+    if (rank == 0)
+        r = ncclGetUniqueId(&id);
+    // Rank 0's failure travels with the id, so no rank waits in ncclCommInitRank alone.
+    int ok = r == ncclSuccess, all_ok = 0;
+    if (MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, comm) != MPI_SUCCESS ||
+        MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+        snprintf(why, len, "MPI failed while setting up NCCL");
+        return TIDE_ERR_MPI;
+    }
+    if (!all_ok) {
+        snprintf(why, len, "ncclGetUniqueId failed on rank 0");
+        return TIDE_ERR_BACKEND;
+    }
+    tide_nccl *c = (tide_nccl *)calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(why, len, "out of memory");
+        return TIDE_ERR_NOMEM;
+    }
+    c->rank = rank;
+    r = ncclCommInitRank(&c->comm, size, id, rank);
+    if (r != ncclSuccess) {
+        snprintf(why, len, "ncclCommInitRank failed: %s", ncclGetErrorString(r));
+        free(c);
+        return TIDE_ERR_BACKEND;
+    }
+    *out = c;
+    return 0;
+#else
+    (void)comm;
+    *out = nullptr;
+    snprintf(why, len, "this build has no NCCL");
+    return TIDE_ERR_UNSUPPORTED;
+#endif
+}
+
+extern "C" void tide_nccl_destroy(tide_nccl *c)
+{
+    if (!c)
+        return;
+#if TIDE_HAVE_NCCL
+    ncclCommDestroy(c->comm);
+#endif
+    free(c);
+}
+
+#if TIDE_HAVE_NCCL
+static int nccl_status(ncclResult_t r, const char *what)
+{
+    if (r == ncclSuccess)
+        return 0;
+    snprintf(last_error, sizeof last_error, "%s: %s", what, ncclGetErrorString(r));
+    return TIDE_ERR_BACKEND;
+}
+#endif
+
+extern "C" int tide_nccl_group_start(void)
+{
+#if TIDE_HAVE_NCCL
+    return nccl_status(ncclGroupStart(), "ncclGroupStart");
+#else
+    return TIDE_ERR_UNSUPPORTED;
+#endif
+}
+
+extern "C" int tide_nccl_group_end(void)
+{
+#if TIDE_HAVE_NCCL
+    return nccl_status(ncclGroupEnd(), "ncclGroupEnd");
+#else
+    return TIDE_ERR_UNSUPPORTED;
+#endif
+}
+
+extern "C" int tide_nccl_send(tide_nccl *c, const void *buf, size_t bytes, int peer,
+                              void *stream)
+{
+#if TIDE_HAVE_NCCL
+    return nccl_status(ncclSend(buf, bytes, ncclInt8, peer, c->comm, (cudaStream_t)stream),
+                       "ncclSend");
+#else
+    (void)c, (void)buf, (void)bytes, (void)peer, (void)stream;
+    return TIDE_ERR_UNSUPPORTED;
+#endif
+}
+
+extern "C" int tide_nccl_recv(tide_nccl *c, void *buf, size_t bytes, int peer, void *stream)
+{
+#if TIDE_HAVE_NCCL
+    return nccl_status(ncclRecv(buf, bytes, ncclInt8, peer, c->comm, (cudaStream_t)stream),
+                       "ncclRecv");
+#else
+    (void)c, (void)buf, (void)bytes, (void)peer, (void)stream;
+    return TIDE_ERR_UNSUPPORTED;
+#endif
 }
 
 extern "C" int tide_nccl_version(void)

@@ -42,10 +42,75 @@ int tide_gpu_host_free(void *ptr);
 int tide_nccl_version(void);
 
 /* The permuting copy of comm/region.h on the device: region of every field from src (layout
- * sbox) to dst (layout dbox), both device pointers; elem 4, 8 or 16 bytes. Synchronous.
- * Returns 0 or TIDE_ERR_BACKEND. */
+ * sbox) to dst (layout dbox), both device pointers; elem 4, 8 or 16 bytes. The _async form is
+ * enqueued on stream (a cudaStream_t; NULL: the default stream); the plain form synchronizes.
+ * Returns 0, TIDE_ERR_ARGUMENT (element size) or TIDE_ERR_BACKEND. */
 int tide_gpu_copy_region(size_t elem, int batch, const tide_box *region, const void *src,
                          const tide_box *sbox, void *dst, const tide_box *dbox);
+int tide_gpu_copy_region_async(size_t elem, int batch, const tide_box *region, const void *src,
+                               const tide_box *sbox, void *dst, const tide_box *dbox,
+                               void *stream);
+
+/* Device memory and streams. Streams are cudaStream_t behind void *. Return 0,
+ * TIDE_ERR_NOMEM (allocation) or TIDE_ERR_BACKEND (any other CUDA failure). */
+int tide_gpu_malloc(size_t bytes, void **ptr);
+void tide_gpu_free(void *ptr);
+int tide_gpu_stream_create(void **stream);
+void tide_gpu_stream_destroy(void *stream);
+/* Wait for everything enqueued on stream; reports any earlier asynchronous failure. */
+int tide_gpu_sync(void *stream);
+/* Copy bytes in any direction (cudaMemcpyDefault), enqueued on stream. */
+int tide_gpu_memcpy_async(void *dst, const void *src, size_t bytes, void *stream);
+/* Multiply count scalars (double when dbl, else float) by s, on stream. */
+int tide_gpu_scale(int dbl, void *data, long long count, double s, void *stream);
+/* A message for the last CUDA failure seen by the calls above (thread-local). */
+const char *tide_gpu_last_error(void);
+/* Record a failure of a CUDA library call for tide_gpu_last_error; returns TIDE_ERR_BACKEND. */
+int tide_gpu_note_error(const char *call, const char *what, int code);
+
+/* Where a pointer points; -1 when CUDA cannot tell (tide_gpu_last_error says why). */
+enum { TIDE_MEM_PAGEABLE = 0, TIDE_MEM_PINNED = 1, TIDE_MEM_DEVICE = 2 };
+int tide_gpu_pointer_kind(const void *p);
+
+/* NCCL communicators over an MPI communicator (collective: ncclGetUniqueId on rank 0, sent to
+ * all with MPI_Bcast). Each rank must use its own GPU. Returns 0, TIDE_ERR_UNSUPPORTED (no
+ * NCCL in this build), TIDE_ERR_MPI or TIDE_ERR_BACKEND with the reason in why. */
+typedef struct tide_nccl tide_nccl;
+int tide_nccl_create(MPI_Comm comm, tide_nccl **out, char *why, size_t len);
+void tide_nccl_destroy(tide_nccl *c);
+/* One grouped exchange: the sends and receives between start and end form one NCCL group,
+ * enqueued on stream. Byte counts. */
+int tide_nccl_group_start(void);
+int tide_nccl_send(tide_nccl *c, const void *buf, size_t bytes, int peer, void *stream);
+int tide_nccl_recv(tide_nccl *c, void *buf, size_t bytes, int peer, void *stream);
+int tide_nccl_group_end(void);
+
+/* Local transforms with cuFFT: one, two or three dimensions of a box, batched over its other
+ * dimensions and over fields, with the strides the box's storage order gives. Input and
+ * output boxes have the same storage order (same points; dimension 2 real for the real side
+ * of R2C/C2R). Where the untransformed dimensions cannot be expressed as one cuFFT batch, the
+ * plan loops over the outermost of them. Work areas are not allocated by cuFFT: the caller
+ * gives one of at least work_bytes (shared by every transform of a plan). */
+typedef struct {
+    int dbl;                /* double precision */
+    int kind;               /* 0 c2c, 1 r2c, 2 c2r (the values of tide_fft_kind) */
+    int sign;               /* -1 forward, +1 backward (c2c) */
+    const tide_box *ibox, *obox;
+    int dims[3], ndims;     /* transformed dimensions, ascending */
+    int nz_real;            /* real length of dimension 2 (r2c/c2r) */
+    int batch;              /* fields, count(box) elements apart */
+} tide_gpu_fft_desc;
+
+typedef struct tide_gpu_fft tide_gpu_fft;
+/* Returns 0, TIDE_ERR_UNSUPPORTED (a layout cuFFT cannot take: for r2c/c2r dimension 2 must
+ * be the fastest transformed dimension) or TIDE_ERR_BACKEND, with the reason in why. */
+int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **out, size_t *work_bytes,
+                        char *why, size_t len);
+/* Attach the work area and the stream the transforms run on. */
+int tide_gpu_fft_bind(tide_gpu_fft *f, void *work, void *stream);
+/* Enqueue the transform of in into out (in == out: in place). */
+int tide_gpu_fft_execute(const tide_gpu_fft *f, void *in, void *out);
+void tide_gpu_fft_destroy(tide_gpu_fft *f);
 
 #ifdef __cplusplus
 }

@@ -90,6 +90,55 @@ static int select_gpu(tide_context *ctx, const tide_context_options *opts, int *
 #endif
 }
 
+/* What the GPU exchanges may use, the same on every rank: NCCL needs a GPU per rank (two
+ * ranks on one GPU cannot share an NCCL communicator); CUDA-aware MPI must be so everywhere. */
+static int exchange_caps(tide_context *ctx)
+{
+    int mine[2] = {0, 0}, all[2];
+#if TIDE_HAVE_CUDA
+    if (ctx->backend == TIDE_BACKEND_CUDA) {
+        char why[TIDE_MSG_LEN];
+        mine[0] = tide_nccl_version() > 0 && tide_gpu_count(why, sizeof why) >= ctx->local_size;
+#if TIDE_HAVE_MPI_EXT && defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+        mine[1] = MPIX_Query_cuda_support();
+#endif
+    }
+#endif
+    if (MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
+        return tide_fail(ctx, TIDE_ERR_MPI, "MPI_Allreduce failed");
+    ctx->nccl_usable = all[0];
+    ctx->cuda_aware_mpi = all[1];
+    return TIDE_SUCCESS;
+}
+
+int tide_context_nccl(tide_context *ctx, void **nccl)
+{
+#if TIDE_HAVE_CUDA
+    if (!ctx->nccl && ctx->nccl_usable) {
+        char why[TIDE_MSG_LEN] = "";
+        tide_nccl *c = NULL;
+        int st = tide_nccl_create(ctx->comm, &c, why, sizeof why);
+        if (st)
+            tide_fail(ctx, st, "NCCL: %s", why);
+        st = tide_agree(ctx, st);
+        if (st) {
+            tide_nccl_destroy(c);
+            return st;
+        }
+        ctx->nccl = c;
+    }
+#endif
+    *nccl = ctx->nccl;
+    if (ctx->nccl)
+        return TIDE_SUCCESS;
+    tide_device_info info;
+    tide_context_device(ctx, &info);
+    return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "NCCL is not usable: %s",
+                     ctx->backend != TIDE_BACKEND_CUDA ? "the context has no GPU"
+                     : info.nccl_version             ? "some ranks share a GPU"
+                                                     : "this build has no NCCL");
+}
+
 int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_context **out)
 {
     /* Without an initialized MPI and a communicator nothing can be agreed: say so locally. */
@@ -155,6 +204,8 @@ int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_co
             st = tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "backend cuda requested but %s",
                            ctx->backend_reason);
         ctx->backend = all_gpu ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU;
+        if (!st)
+            st = exchange_caps(ctx);
     }
     st = tide_agree(ctx, st);
     if (st != TIDE_SUCCESS) {
@@ -175,6 +226,9 @@ int tide_context_destroy(tide_context *ctx)
 {
     if (!ctx)
         return TIDE_SUCCESS;
+#if TIDE_HAVE_CUDA
+    tide_nccl_destroy(ctx->nccl);
+#endif
     if (ctx->node_comm != MPI_COMM_NULL)
         MPI_Comm_free(&ctx->node_comm);
     if (ctx->comm != MPI_COMM_NULL)
@@ -245,6 +299,50 @@ int tide_host_free(tide_context *ctx, void *ptr)
                                                    "not memory from tide_host_alloc") : 0;
 #endif
     free(ptr);
+    return TIDE_SUCCESS;
+}
+
+int tide_device_alloc(tide_context *ctx, size_t bytes, void **ptr)
+{
+    if (!ctx || !ptr)
+        return tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_device_alloc: NULL argument");
+    if (ctx->backend != TIDE_BACKEND_CUDA)
+        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_device_alloc: the context has no "
+                         "GPU (%s)", ctx->backend_reason);
+#if TIDE_HAVE_CUDA
+    if (tide_gpu_malloc(bytes, ptr))
+        return tide_fail(ctx, TIDE_ERR_NOMEM, "tide_device_alloc: cannot allocate %zu bytes on "
+                         "GPU %d: %s", bytes, ctx->dev.device, tide_gpu_last_error());
+#endif
+    return TIDE_SUCCESS;
+}
+
+int tide_device_free(tide_context *ctx, void *ptr)
+{
+    if (!ctx)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_device_free: ctx is NULL");
+#if TIDE_HAVE_CUDA
+    if (ptr)
+        tide_gpu_free(ptr);
+#else
+    (void)ptr;
+#endif
+    return TIDE_SUCCESS;
+}
+
+int tide_copy(tide_context *ctx, void *dst, const void *src, size_t bytes)
+{
+    if (!ctx || ((!dst || !src) && bytes))
+        return tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_copy: NULL argument");
+#if TIDE_HAVE_CUDA
+    if (ctx->backend == TIDE_BACKEND_CUDA) {
+        if (tide_gpu_memcpy_async(dst, src, bytes, NULL) || tide_gpu_sync(NULL))
+            return tide_fail(ctx, TIDE_ERR_BACKEND, "tide_copy: %s", tide_gpu_last_error());
+        return TIDE_SUCCESS;
+    }
+#endif
+    if (bytes)
+        memcpy(dst, src, bytes);
     return TIDE_SUCCESS;
 }
 

@@ -77,7 +77,13 @@ const char *tide_backend_name(tide_backend b)
 
 const char *tide_exchange_name(tide_exchange e)
 {
-    return e == TIDE_EXCHANGE_A2AV ? "a2av" : e == TIDE_EXCHANGE_P2P ? "p2p" : "auto";
+    switch (e) {
+    case TIDE_EXCHANGE_A2AV: return "a2av";
+    case TIDE_EXCHANGE_P2P: return "p2p";
+    case TIDE_EXCHANGE_NCCL: return "nccl";
+    case TIDE_EXCHANGE_CUDA_MPI: return "cuda-mpi";
+    default: return "auto";
+    }
 }
 
 const char *tide_decomposition_name(tide_decomposition d)

@@ -14,10 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fftw3.h>
+#include "tide_config.h"
 #include "cpu_fft.h"
 #include "region.h"
 #include "reshape.h"
 #include "tide_internal.h"
+#if TIDE_HAVE_CUDA
+#include "gpu.h"
+#endif
 
 enum { LOC_IN, LOC_OUT, LOC_W0, LOC_W1 };
 enum { OP_RESHAPE, OP_FFT };
@@ -25,12 +29,15 @@ enum { MAX_OPS = 8, MAX_STAGES = 3 };
 
 typedef struct {
     int kind, src, dst;
-    int stage_input;      /* IN -> OUT transform: copy IN to W0 first when they alias, or
-                           * always when the transform overwrites its input (c2r) */
-    int overwrites_input;
+    int stage_input;      /* transform reading IN: copy IN to stage_loc first when IN and the
+                           * destination alias, or always when the transform overwrites its
+                           * input (c2r), so that out-of-place inputs stay unmodified */
+    int overwrites_input, stage_loc;
+    int runs_in_place;    /* c2c between equal layouts: cuFFT takes in == out as it is */
     size_t stage_bytes;   /* bytes of that copy */
     tide_reshape *reshape;
     tide_cpu_fft *fft;    /* NULL when this rank's box is empty */
+    void *gfft;           /* the same on the GPU (tide_gpu_fft) */
     char what[40];
 } op;
 
@@ -53,6 +60,15 @@ struct tide_fft_plan {
     tide_decomposition decomp;
     tide_exchange exchange;
     int local_passes;
+    /* The GPU path: every buffer above is device memory, plus these. */
+    int gpu;
+    tide_exchange transport;  /* how reshapes move device data */
+    void *nccl, *stream;
+    void *fft_work;           /* cuFFT work area shared by the plan's transforms */
+    size_t fft_work_bytes;
+    void *hsend, *hrecv;      /* pinned staging for host-staged exchanges */
+    void *din, *dout;         /* host arrays on the GPU: their device copies */
+    size_t dio_bytes;
 };
 
 /* ---- argument agreement ---------------------------------------------------------------- */
@@ -62,19 +78,22 @@ typedef struct {
     int status;
     char msg[200];
     int n[3];
-    int opt[9];
+    int opt[10];
     int has_in, has_out;
     tide_box in, out;
 } request;
 
-static const char *opt_names[9] = {"type", "precision", "backend", "decomposition", "exchange",
-                                   "scaling", "planning", "batch", "transposed_out"};
+enum { NOPTS = 10 };
+static const char *opt_names[NOPTS] = {"type",     "precision", "backend", "decomposition",
+                                       "exchange", "scaling",   "planning", "batch",
+                                       "transposed_out", "location"};
 
-static void pack_opts(const tide_fft_options *o, int v[9])
+static void pack_opts(const tide_fft_options *o, int v[NOPTS])
 {
-    int t[9] = {(int)o->type,     (int)o->precision, (int)o->backend,
-                (int)o->decomposition, (int)o->exchange, (int)o->scaling,
-                (int)o->planning, o->batch,          o->transposed_out};
+    int t[NOPTS] = {(int)o->type,     (int)o->precision, (int)o->backend,
+                    (int)o->decomposition, (int)o->exchange, (int)o->scaling,
+                    (int)o->planning, o->batch,          o->transposed_out,
+                    (int)o->location};
     memcpy(v, t, sizeof t);
 }
 
@@ -88,12 +107,13 @@ static int local_checks(const int n[3], const tide_fft_options *o, tide_fft_plan
     for (int d = 0; d < 3; d++)
         if (n[d] <= 0)
             return snprintf(msg, len, "n[%d] = %d must be positive", d, n[d]), TIDE_ERR_ARGUMENT;
-    int v[9];
+    int v[NOPTS];
     pack_opts(o, v);
-    static const int max[7] = {TIDE_R2C, TIDE_FLOAT, TIDE_BACKEND_CUDA, TIDE_DECOMP_PENCILS,
-                               TIDE_EXCHANGE_P2P, TIDE_SCALE_SYMMETRIC, TIDE_PLAN_MEASURE};
-    for (int k = 0; k < 7; k++)
-        if (v[k] < 0 || v[k] > max[k])
+    static const int max[NOPTS] = {TIDE_R2C, TIDE_FLOAT, TIDE_BACKEND_CUDA, TIDE_DECOMP_PENCILS,
+                                   TIDE_EXCHANGE_CUDA_MPI, TIDE_SCALE_SYMMETRIC,
+                                   TIDE_PLAN_MEASURE, 0, 0, TIDE_LOCATION_DEVICE};
+    for (int k = 0; k < NOPTS; k++)
+        if (max[k] && (v[k] < 0 || v[k] > max[k]))
             return snprintf(msg, len, "option %s = %d is not a known value (0..%d)", opt_names[k],
                             v[k], max[k]), TIDE_ERR_ARGUMENT;
     if (o->batch < 1)
@@ -143,6 +163,29 @@ static int check_layout(tide_context *ctx, const request *all, int which, const 
     return TIDE_SUCCESS;
 }
 
+/* Backend, location and exchange against what the context has (agreed at its creation). */
+static int judge_backend(tide_context *ctx, const int *opt)
+{
+    int cuda = opt[2] == TIDE_BACKEND_CUDA ||
+               (opt[2] == TIDE_BACKEND_AUTO && ctx->backend == TIDE_BACKEND_CUDA);
+    if (cuda && ctx->backend != TIDE_BACKEND_CUDA)
+        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "backend cuda requested, but the context "
+                         "runs on the CPU: %s", ctx->backend_reason);
+    if (opt[9] == TIDE_LOCATION_DEVICE && !cuda)
+        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "arrays on the device need backend cuda or "
+                         "auto on a context with GPUs (%s)", ctx->backend_reason);
+    if ((opt[4] == TIDE_EXCHANGE_NCCL || opt[4] == TIDE_EXCHANGE_CUDA_MPI) && !cuda)
+        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "exchange %s moves GPU data; this plan runs "
+                         "on the CPU", tide_exchange_name(opt[4]));
+    if (opt[4] == TIDE_EXCHANGE_NCCL && !ctx->nccl_usable)
+        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "exchange nccl: NCCL needs a build with NCCL "
+                         "and a GPU of its own for every rank");
+    if (opt[4] == TIDE_EXCHANGE_CUDA_MPI && !ctx->cuda_aware_mpi)
+        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "exchange cuda-mpi: the MPI library does not "
+                         "take device pointers (MPIX_Query_cuda_support)");
+    return TIDE_SUCCESS;
+}
+
 /* The verdict every rank computes from the same gathered requests. */
 static int judge(tide_context *ctx, const request *all)
 {
@@ -157,7 +200,7 @@ static int judge(tide_context *ctx, const request *all)
                                  "grid size differs between ranks: rank 0 has %dx%dx%d, rank %d "
                                  "has %dx%dx%d", all[0].n[0], all[0].n[1], all[0].n[2], r,
                                  all[r].n[0], all[r].n[1], all[r].n[2]);
-        for (int k = 0; k < 9; k++)
+        for (int k = 0; k < NOPTS; k++)
             if (all[r].opt[k] != all[0].opt[k])
                 return tide_fail(ctx, TIDE_ERR_MISMATCH,
                                  "option %s differs between ranks: rank 0 has %d, rank %d has %d",
@@ -182,9 +225,8 @@ static int judge(tide_context *ctx, const request *all)
     if (!st && all[0].opt[8] && all[0].has_out)
         st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "transposed_out asks Tide to choose the output "
                        "boxes, but outbox was given");
-    if (!st && all[0].opt[2] == TIDE_BACKEND_CUDA)
-        st = tide_fail(ctx, TIDE_ERR_UNSUPPORTED,
-                       "the CUDA FFT path is not in this version yet; use backend cpu or auto");
+    if (!st)
+        st = judge_backend(ctx, all[0].opt);
     return st;
 }
 
@@ -202,6 +244,8 @@ typedef struct {
     int exchanges;
     layout pool[2 * MAX_STAGES + 4];      /* every layout allocated, freed together */
     int npool;
+    int zlast;  /* real transforms on the GPU: stage 0 runs on boxes stored with z fastest
+                 * (cuFFT rejects some strided real layouts at execution) */
 } chain;
 
 static layout new_layout(chain *c)
@@ -230,7 +274,8 @@ static int same_layout(int P, const layout a, const layout b)
     return 1;
 }
 
-/* Every non-empty box holds whole lines along the dimensions of group s. */
+/* Every non-empty box holds whole lines along the dimensions of group s (stored so the
+ * local transform can take them). */
 static int holds_lines(const chain *c, const layout l, int s, const int g[3])
 {
     for (int r = 0; r < c->P; r++) {
@@ -239,6 +284,8 @@ static int holds_lines(const chain *c, const layout l, int s, const int g[3])
         for (int k = 0; k < c->gsize[s]; k++) {
             int d = c->group[s][k];
             if (l[r].lo[d] != 0 || l[r].hi[d] != g[d])
+                return 0;
+            if (c->zlast && s == 0 && l[r].order[2] != 2)
                 return 0;
         }
     }
@@ -409,6 +456,27 @@ static int out_from(const step *steps, int n)
     return last_reshape;
 }
 
+/* The local transform of an op on the GPU; the plan keeps the largest work area. */
+static int gpu_fft_create(tide_fft_plan *p, const tide_cpu_fft_desc *d, void **out, char *err,
+                          size_t errlen)
+{
+#if TIDE_HAVE_CUDA
+    tide_gpu_fft_desc g = {.dbl = d->precision == TIDE_DOUBLE, .kind = (int)d->kind,
+                           .sign = d->sign, .ibox = d->ibox, .obox = d->obox,
+                           .ndims = d->ndims, .nz_real = d->nz_real, .batch = d->batch};
+    memcpy(g.dims, d->dims, sizeof g.dims);
+    size_t work = 0;
+    int st = tide_gpu_fft_create(&g, (tide_gpu_fft **)out, &work, err, errlen);
+    if (!st && work > p->fft_work_bytes)
+        p->fft_work_bytes = work;
+    return st;
+#else
+    (void)p, (void)d, (void)out;
+    snprintf(err, errlen, "this build has no CUDA");
+    return TIDE_ERR_UNSUPPORTED;
+#endif
+}
+
 static int add_op(tide_fft_plan *p, program *prog, const step *s, int out, char *err,
                   size_t errlen)
 {
@@ -420,8 +488,12 @@ static int add_op(tide_fft_plan *p, program *prog, const step *s, int out, char 
     size_t ein = s->from_complex ? p->out_elem : p->in_elem;
     if (s->kind == OP_RESHAPE) {
         o->dst = next_loc(src, out, 0);
-        int st = tide_reshape_create(ctx->comm, s->from, s->to, ein, p->o.batch, p->o.exchange,
-                                     ctx->threads, &o->reshape, err, errlen);
+        int st = p->gpu ? tide_reshape_create_device(ctx->comm, s->from, s->to, ein, p->o.batch,
+                                                     p->transport, p->nccl, p->stream,
+                                                     &o->reshape, err, errlen)
+                        : tide_reshape_create(ctx->comm, s->from, s->to, ein, p->o.batch,
+                                              p->o.exchange, ctx->threads, &o->reshape, err,
+                                              errlen);
         if (st)
             return st;
         if (prog == &p->fwd)
@@ -434,8 +506,10 @@ static int add_op(tide_fft_plan *p, program *prog, const step *s, int out, char 
     } else {
         const tide_box *ib = &s->from[ctx->rank], *ob = &s->to[ctx->rank];
         o->dst = next_loc(src, out, in_place_ok(s));
-        o->stage_input = src == LOC_IN && o->dst == LOC_OUT;
         o->overwrites_input = s->fkind == TIDE_KIND_C2R;
+        o->stage_input = src == LOC_IN && (o->dst == LOC_OUT || o->overwrites_input);
+        o->stage_loc = o->dst == LOC_W0 ? LOC_W1 : LOC_W0;
+        o->runs_in_place = p->gpu && in_place_ok(s);
         o->stage_bytes = (size_t)tide_box_count(ib) * p->o.batch * ein;
         char *w = o->what;
         w += sprintf(w, "fft(");
@@ -452,14 +526,17 @@ static int add_op(tide_fft_plan *p, program *prog, const step *s, int out, char 
             w += sprintf(w, "%s%c", k ? "," : "", dim_names[d.dims[k]]);
         sprintf(w, ")");
         if (o->stage_input) {
-            d.in = p->w[0];
-            d.out = p->w[1];
+            d.in = p->w[o->stage_loc - LOC_W0];
+            d.out = p->w[LOC_W1 - o->stage_loc];
         } else {
             d.in = stand_in(p, src, o->dst);
             d.out = o->dst == src ? d.in : stand_in(p, o->dst, src);
         }
         if (tide_box_count(ib) > 0) {
-            int st = tide_cpu_fft_create(&d, &o->fft);
+            int st = p->gpu ? gpu_fft_create(p, &d, &o->gfft, err, errlen)
+                            : tide_cpu_fft_create(&d, &o->fft);
+            if (st == TIDE_ERR_UNSUPPORTED) /* the message is cuFFT's reason */
+                return st;
             if (st) {
                 snprintf(err, errlen, "FFTW could not plan %s of the box [%d,%d)x[%d,%d)x[%d,%d)",
                          o->what, ib->lo[0], ib->hi[0], ib->lo[1], ib->hi[1], ib->lo[2],
@@ -518,6 +595,77 @@ static int make_steps(const chain *c, int forward, int r2c, step *steps)
 
 /* ---- plan creation --------------------------------------------------------------------- */
 
+static int build_plan(tide_fft_plan *p, chain *c, layout user_in, layout user_out, char *err,
+                      size_t errlen);
+
+/* Collective: the plan of a validated request, on the GPU (cuda) or the CPU. Failures are
+ * agreed; p is NULL then. */
+static int make_plan(tide_context *ctx, const int n[3], const request *all, int has_in,
+                     int has_out, const tide_fft_options *opts, int cuda, tide_fft_plan **out)
+{
+    *out = NULL;
+    tide_fft_plan *p = calloc(1, sizeof *p);
+    int st = TIDE_SUCCESS;
+    if (p) {
+        p->ctx = ctx;
+        p->o = *opts;
+        p->o.backend = cuda ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU;
+        p->gpu = cuda;
+        p->transport = opts->exchange;
+        if (cuda && p->transport == TIDE_EXCHANGE_AUTO && ctx->nranks > 1)
+            p->transport = ctx->nccl_usable      ? TIDE_EXCHANGE_NCCL
+                           : ctx->cuda_aware_mpi ? TIDE_EXCHANGE_CUDA_MPI
+                                                 : TIDE_EXCHANGE_AUTO;
+    }
+    /* Collective steps first, on every rank alike. */
+    int nccl = p && cuda && p->transport == TIDE_EXCHANGE_NCCL;
+    st = tide_agree(ctx, p ? TIDE_SUCCESS
+                           : tide_fail(ctx, TIDE_ERR_NOMEM, "out of memory creating the plan"));
+    if (!st && nccl)
+        st = tide_context_nccl(ctx, &p->nccl);
+    if (st) {
+        tide_fft_plan_destroy(p);
+        return st;
+    }
+    layout uin = NULL, uout = NULL;
+    chain c = {.P = ctx->nranks, .zlast = cuda && opts->type == TIDE_R2C};
+    char err[TIDE_MSG_LEN] = "out of memory creating the plan";
+    memcpy(p->n, n, sizeof p->n);
+    memcpy(p->nout, n, sizeof p->nout);
+    if (p->o.type == TIDE_R2C)
+        p->nout[2] = n[2] / 2 + 1;
+    size_t scalar = p->o.precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
+    p->out_elem = 2 * scalar;
+    p->in_elem = p->o.type == TIDE_R2C ? scalar : 2 * scalar;
+    /* The users' layouts live outside the chain's pool: AUTO builds chains twice. */
+    if (has_in && (uin = calloc((size_t)ctx->nranks, sizeof(tide_box))))
+        for (int r = 0; r < ctx->nranks; r++)
+            uin[r] = all[r].in;
+    if (has_out && (uout = calloc((size_t)ctx->nranks, sizeof(tide_box))))
+        for (int r = 0; r < ctx->nranks; r++)
+            uout[r] = all[r].out;
+    if ((has_in && !uin) || (has_out && !uout))
+        st = TIDE_ERR_NOMEM;
+#if TIDE_HAVE_CUDA
+    else if (cuda && tide_gpu_stream_create(&p->stream))
+        st = TIDE_ERR_BACKEND, snprintf(err, sizeof err, "%s", tide_gpu_last_error());
+#endif
+    else
+        st = build_plan(p, &c, uin, uout, err, sizeof err);
+    free(uin);
+    free(uout);
+    free_chain(&c);
+    if (st)
+        tide_fail(ctx, st, "%s", err);
+    st = tide_agree(ctx, st);
+    if (st) {
+        tide_fft_plan_destroy(p);
+        return st;
+    }
+    *out = p;
+    return TIDE_SUCCESS;
+}
+
 void tide_fft_options_init(tide_fft_options *o)
 {
     if (!o)
@@ -532,6 +680,7 @@ void tide_fft_options_init(tide_fft_options *o)
     o->planning = TIDE_PLAN_ESTIMATE;
     o->batch = 1;
     o->transposed_out = 0;
+    o->location = TIDE_LOCATION_HOST;
 }
 
 static void *work_alloc(size_t bytes)
@@ -539,6 +688,45 @@ static void *work_alloc(size_t bytes)
     /* fftw_malloc: SIMD-aligned, the alignment the transforms were planned for. */
     return fftw_malloc(bytes ? bytes : 1);
 }
+
+#if TIDE_HAVE_CUDA
+/* Device memory the GPU path needs, checked against the context's budget, then allocated;
+ * the cuFFT plans get their work area and stream. */
+static int gpu_buffers(tide_fft_plan *p, char *err, size_t errlen)
+{
+    tide_context *ctx = p->ctx;
+    int host = p->o.location == TIDE_LOCATION_HOST;
+    size_t in_b = (size_t)tide_box_count(&p->inbox) * p->o.batch * p->in_elem;
+    size_t out_b = (size_t)tide_box_count(&p->outbox) * p->o.batch * p->out_elem;
+    p->dio_bytes = host ? (in_b > out_b ? in_b : out_b) : 0;
+    size_t need = 2 * p->wbytes + p->sbytes + p->rbytes + p->fft_work_bytes + 2 * p->dio_bytes;
+    if (need > ctx->dev.budget_bytes)
+        return snprintf(err, errlen, "the plan needs %.3g GB of device memory on GPU %d, more "
+                        "than the context's budget of %.3g GB", need / 1e9, ctx->dev.device,
+                        ctx->dev.budget_bytes / 1e9), TIDE_ERR_NOMEM;
+    void **dev[] = {&p->w[0], &p->w[1], &p->sendbuf, &p->recvbuf, &p->fft_work, &p->din,
+                    &p->dout};
+    size_t size[] = {p->wbytes, p->wbytes, p->sbytes, p->rbytes, p->fft_work_bytes,
+                     p->dio_bytes, p->dio_bytes};
+    for (int i = 0; i < 7; i++)
+        if (tide_gpu_malloc(size[i], dev[i]))
+            return snprintf(err, errlen, "cannot allocate %zu bytes on GPU %d: %s", size[i],
+                            ctx->dev.device, tide_gpu_last_error()), TIDE_ERR_NOMEM;
+    int staged = p->transport != TIDE_EXCHANGE_NCCL && p->transport != TIDE_EXCHANGE_CUDA_MPI;
+    if (staged && (tide_gpu_host_alloc(p->sbytes, &p->hsend) ||
+                   tide_gpu_host_alloc(p->rbytes, &p->hrecv)))
+        return snprintf(err, errlen, "cannot allocate %zu + %zu bytes of pinned host memory",
+                        p->sbytes, p->rbytes), TIDE_ERR_NOMEM;
+    program *progs[2] = {&p->fwd, &p->bwd};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < progs[k]->nops; i++)
+            if (progs[k]->ops[i].gfft &&
+                tide_gpu_fft_bind(progs[k]->ops[i].gfft, p->fft_work, p->stream))
+                return snprintf(err, errlen, "cuFFT rejected its work area or stream"),
+                       TIDE_ERR_BACKEND;
+    return TIDE_SUCCESS;
+}
+#endif
 
 static size_t layout_bytes(const tide_fft_plan *p, const layout l, int cplx)
 {
@@ -560,7 +748,7 @@ static int build_plan(tide_fft_plan *p, chain *c, layout user_in, layout user_ou
         int slabs_fit = ctx->nranks <= p->n[0] && ctx->nranks <= p->n[1];
         mode = slabs_fit ? TIDE_DECOMP_SLABS : TIDE_DECOMP_PENCILS;
         if (user_in && user_out) { /* fewest exchanges for these boxes; the rule on ties */
-            chain alt = {.P = ctx->nranks};
+            chain alt = {.P = ctx->nranks, .zlast = c->zlast};
             tide_decomposition other = mode == TIDE_DECOMP_SLABS ? TIDE_DECOMP_PENCILS
                                                                  : TIDE_DECOMP_SLABS;
             int st = build_chain(c, mode, p->n, p->nout, r2c, user_in, user_out, 0);
@@ -591,11 +779,13 @@ static int build_plan(tide_fft_plan *p, chain *c, layout user_in, layout user_ou
         p->wbytes = a > p->wbytes ? a : p->wbytes;
         p->wbytes = b > p->wbytes ? b : p->wbytes;
     }
-    p->w[0] = work_alloc(p->wbytes);
-    p->w[1] = work_alloc(p->wbytes);
-    if (!p->w[0] || !p->w[1])
-        return snprintf(err, errlen, "out of memory: 2 work arrays of %zu bytes", p->wbytes),
-               TIDE_ERR_NOMEM;
+    if (!p->gpu) { /* FFTW plans on the arrays: allocated first (the GPU's after planning) */
+        p->w[0] = work_alloc(p->wbytes);
+        p->w[1] = work_alloc(p->wbytes);
+        if (!p->w[0] || !p->w[1])
+            return snprintf(err, errlen, "out of memory: 2 work arrays of %zu bytes",
+                            p->wbytes), TIDE_ERR_NOMEM;
+    }
     p->exchange = TIDE_EXCHANGE_AUTO; /* until a forward reshape says which */
     int fout = out_from(fs, nf), bout = out_from(bs, nb);
     for (int i = 0; i < nf && !st; i++)
@@ -606,11 +796,20 @@ static int build_plan(tide_fft_plan *p, chain *c, layout user_in, layout user_ou
     p->local_passes = passes;
     if (st)
         return st;
-    p->sendbuf = work_alloc(p->sbytes);
-    p->recvbuf = work_alloc(p->rbytes);
-    if (!p->sendbuf || !p->recvbuf)
-        return snprintf(err, errlen, "out of memory: exchange buffers of %zu + %zu bytes",
-                        p->sbytes, p->rbytes), TIDE_ERR_NOMEM;
+#if TIDE_HAVE_CUDA
+    if (p->gpu)
+        st = gpu_buffers(p, err, errlen);
+    else
+#endif
+    {
+        p->sendbuf = work_alloc(p->sbytes);
+        p->recvbuf = work_alloc(p->rbytes);
+        if (!p->sendbuf || !p->recvbuf)
+            return snprintf(err, errlen, "out of memory: exchange buffers of %zu + %zu bytes",
+                            p->sbytes, p->rbytes), TIDE_ERR_NOMEM;
+    }
+    if (st)
+        return st;
 
     double N = (double)p->n[0] * p->n[1] * p->n[2];
     double sym = 1.0 / sqrt(N);
@@ -664,47 +863,19 @@ int tide_fft_plan_create(tide_context *ctx, const int n[3], const tide_box *inbo
         return st;
     }
 
-    tide_fft_plan *p = calloc(1, sizeof *p);
-    layout uin = NULL, uout = NULL;
-    chain c = {.P = ctx->nranks};
-    char err[TIDE_MSG_LEN] = "out of memory creating the plan";
-    if (p) {
-        p->ctx = ctx;
-        p->o = *opts;
-        if (p->o.backend == TIDE_BACKEND_AUTO && ctx->backend == TIDE_BACKEND_CUDA)
-            tide_log(ctx, TIDE_LOG_INFO, "FFT plans run on the CPU: no CUDA FFT path yet");
-        p->o.backend = TIDE_BACKEND_CPU;
-        memcpy(p->n, n, sizeof p->n);
-        memcpy(p->nout, n, sizeof p->nout);
-        if (p->o.type == TIDE_R2C)
-            p->nout[2] = n[2] / 2 + 1;
-        size_t scalar = p->o.precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
-        p->out_elem = 2 * scalar;
-        p->in_elem = p->o.type == TIDE_R2C ? scalar : 2 * scalar;
-        /* The users' layouts live outside the chain's pool: AUTO builds chains twice. */
-        if (inbox && (uin = calloc((size_t)ctx->nranks, sizeof(tide_box))))
-            for (int r = 0; r < ctx->nranks; r++)
-                uin[r] = all[r].in;
-        if (outbox && (uout = calloc((size_t)ctx->nranks, sizeof(tide_box))))
-            for (int r = 0; r < ctx->nranks; r++)
-                uout[r] = all[r].out;
-        st = (inbox && !uin) || (outbox && !uout)
-                 ? TIDE_ERR_NOMEM
-                 : build_plan(p, &c, uin, uout, err, sizeof err);
-    } else {
-        st = TIDE_ERR_NOMEM;
+    int cuda = opts->backend == TIDE_BACKEND_CUDA ||
+               (opts->backend == TIDE_BACKEND_AUTO && ctx->backend == TIDE_BACKEND_CUDA);
+    tide_fft_plan *p = NULL;
+    st = make_plan(ctx, n, all, inbox != NULL, outbox != NULL, opts, cuda, &p);
+    if (st == TIDE_ERR_NOMEM && cuda && opts->backend == TIDE_BACKEND_AUTO &&
+        opts->location == TIDE_LOCATION_HOST) {
+        /* Host arrays too large for the device budget in one piece: the CPU takes them. */
+        tide_log(ctx, TIDE_LOG_INFO, "fft plan on the CPU: %s", ctx->errmsg);
+        st = make_plan(ctx, n, all, inbox != NULL, outbox != NULL, opts, 0, &p);
     }
     free(all);
-    free(uin);
-    free(uout);
-    free_chain(&c);
     if (st)
-        tide_fail(ctx, st, "%s", err);
-    st = tide_agree(ctx, st);
-    if (st) {
-        tide_fft_plan_destroy(p);
         return st;
-    }
     if (ctx->log_level >= TIDE_LOG_INFO && ctx->rank == 0) {
         char d[256];
         tide_fft_plan_describe(p, d, sizeof d);
@@ -719,6 +890,9 @@ static void free_program(program *prog)
     for (int i = 0; i < prog->nops; i++) {
         tide_reshape_destroy(prog->ops[i].reshape);
         tide_cpu_fft_destroy(prog->ops[i].fft);
+#if TIDE_HAVE_CUDA
+        tide_gpu_fft_destroy(prog->ops[i].gfft);
+#endif
     }
     prog->nops = 0;
 }
@@ -729,6 +903,20 @@ int tide_fft_plan_destroy(tide_fft_plan *p)
         return TIDE_SUCCESS;
     free_program(&p->fwd);
     free_program(&p->bwd);
+#if TIDE_HAVE_CUDA
+    if (p->gpu) {
+        void *dev[] = {p->w[0], p->w[1], p->sendbuf, p->recvbuf, p->fft_work, p->din, p->dout};
+        for (int i = 0; i < 7; i++)
+            tide_gpu_free(dev[i]);
+        if (p->hsend)
+            tide_gpu_host_free(p->hsend);
+        if (p->hrecv)
+            tide_gpu_host_free(p->hrecv);
+        tide_gpu_stream_destroy(p->stream);
+        free(p);
+        return TIDE_SUCCESS;
+    }
+#endif
     fftw_free(p->w[0]);
     fftw_free(p->w[1]);
     fftw_free(p->sendbuf);
@@ -760,7 +948,15 @@ int tide_fft_plan_info(const tide_fft_plan *p, tide_fft_info *info)
     info->in_bytes = (size_t)info->in_count * p->o.batch * p->in_elem;
     info->out_bytes = (size_t)info->out_count * p->o.batch * p->out_elem;
     info->inplace_bytes = info->in_bytes > info->out_bytes ? info->in_bytes : info->out_bytes;
-    info->host_bytes = 2 * p->wbytes + p->sbytes + p->rbytes;
+    if (p->gpu) {
+        info->device_bytes = 2 * p->wbytes + p->sbytes + p->rbytes + p->fft_work_bytes +
+                             2 * p->dio_bytes;
+        info->pinned_bytes = p->hsend ? p->sbytes + p->rbytes : 0;
+    } else {
+        info->host_bytes = 2 * p->wbytes + p->sbytes + p->rbytes;
+    }
+    info->location = p->o.location;
+    info->chunks = info->streams = info->slots = p->gpu;
     for (int i = 0; i < p->fwd.nops; i++)
         info->exchanges += p->fwd.ops[i].kind == OP_RESHAPE;
     info->local_transforms = p->local_passes;
@@ -768,6 +964,8 @@ int tide_fft_plan_info(const tide_fft_plan *p, tide_fft_info *info)
     info->flops = (p->o.type == TIDE_R2C ? 2.5 : 5.0) * N * log2(N) * p->o.batch;
     info->backend = p->o.backend;
     info->exchange = p->exchange;
+    if (p->gpu && info->exchanges == 0)
+        info->exchange = TIDE_EXCHANGE_AUTO;
     info->decomposition = p->decomp;
     return TIDE_SUCCESS;
 }
@@ -809,51 +1007,150 @@ static void scale(tide_precision prec, void *data, long long count, double s)
     }
 }
 
+/* Why in or out cannot serve this plan on this rank ("" when they can). */
+static const char *bad_array(const tide_fft_plan *p, int dir, const void *in, void *out)
+{
+    int in_needed = dir < 0 ? tide_box_count(&p->inbox) > 0 : tide_box_count(&p->outbox) > 0;
+    int out_needed = dir < 0 ? tide_box_count(&p->outbox) > 0 : tide_box_count(&p->inbox) > 0;
+    if ((in_needed && !in) || (out_needed && !out))
+        return "a NULL array";
+#if TIDE_HAVE_CUDA
+    if (p->ctx->backend == TIDE_BACKEND_CUDA) {
+        int dev = p->o.location == TIDE_LOCATION_DEVICE;
+        int kin = in_needed ? tide_gpu_pointer_kind(in) : dev * TIDE_MEM_DEVICE;
+        int kout = out_needed ? tide_gpu_pointer_kind(out) : dev * TIDE_MEM_DEVICE;
+        static _Thread_local char why[160];
+        if (kin < 0 || kout < 0)
+            return snprintf(why, sizeof why, "an array CUDA cannot identify (%s)",
+                            tide_gpu_last_error()), why;
+        if (dev && (kin != TIDE_MEM_DEVICE || kout != TIDE_MEM_DEVICE))
+            return "a host array to a plan whose arrays are on the device";
+        if (!dev && (kin == TIDE_MEM_DEVICE || kout == TIDE_MEM_DEVICE))
+            return "a device array to a plan whose arrays are in host memory";
+    }
+#endif
+    return "";
+}
+
+/* One op on the CPU or the GPU. */
+static int run_op(tide_fft_plan *p, const op *o, void *src, void *dst, const void *in, void *out)
+{
+    if (o->kind == OP_RESHAPE)
+        return p->gpu ? tide_reshape_execute_device(o->reshape, src, dst, p->sendbuf,
+                                                    p->recvbuf, p->hsend, p->hrecv)
+                      : tide_reshape_execute(o->reshape, src, dst, p->sendbuf, p->recvbuf);
+    if (!o->fft && !o->gfft)
+        return TIDE_SUCCESS; /* empty box */
+    /* The staged copy keeps the transform from writing where it still reads (in == out, or
+     * c2r, which overwrites its input) and out-of-place inputs unmodified. */
+    if (o->stage_input && ((src == dst && !o->runs_in_place) || o->overwrites_input)) {
+        void *stage = where(p, o->stage_loc, in, out);
+#if TIDE_HAVE_CUDA
+        if (p->gpu) {
+            int st = tide_gpu_memcpy_async(stage, src, o->stage_bytes, p->stream);
+            if (st)
+                return st;
+        } else
+#endif
+            memcpy(stage, src, o->stage_bytes);
+        src = stage;
+    }
+#if TIDE_HAVE_CUDA
+    if (p->gpu)
+        return tide_gpu_fft_execute(o->gfft, src, dst);
+#endif
+    tide_cpu_fft_execute(o->fft, src, dst);
+    return TIDE_SUCCESS;
+}
+
 static int run(tide_fft_plan *p, const program *prog, int dir, const void *in, void *out)
 {
     tide_context *ctx = p->ctx;
+    const char *fn = dir < 0 ? "forward" : "backward";
     /* Agree first, so a bad pointer on one rank is an error on all instead of a hang. */
-    int in_needed = dir < 0 ? tide_box_count(&p->inbox) > 0 : tide_box_count(&p->outbox) > 0;
-    int out_needed = dir < 0 ? tide_box_count(&p->outbox) > 0 : tide_box_count(&p->inbox) > 0;
-    int bad = (in_needed && !in) || (out_needed && !out);
-    int v[3] = {bad ? ctx->rank : ctx->nranks, dir, -dir}, agreed[3];
+    const char *bad = bad_array(p, dir, in, out);
+    int v[3] = {*bad ? ctx->rank : ctx->nranks, dir, -dir}, agreed[3];
     if (MPI_Allreduce(v, agreed, 3, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
         return tide_fail(ctx, TIDE_ERR_MPI, "MPI_Allreduce failed at the start of a transform");
-    if (agreed[0] < ctx->nranks)
-        return tide_fail(ctx, TIDE_ERR_ARGUMENT, "rank %d passed a NULL array to tide_fft_%s",
-                         agreed[0], dir < 0 ? "forward" : "backward");
+    if (agreed[0] < ctx->nranks) {
+        char why[200] = "";
+        if (agreed[0] == ctx->rank)
+            snprintf(why, sizeof why, "%s", bad);
+        MPI_Bcast(why, (int)sizeof why, MPI_CHAR, agreed[0], ctx->comm);
+        return tide_fail(ctx, TIDE_ERR_ARGUMENT, "rank %d passed %s to tide_fft_%s", agreed[0],
+                         why, fn);
+    }
     if (agreed[1] != -agreed[2])
         return tide_fail(ctx, TIDE_ERR_MISMATCH,
                          "some ranks called tide_fft_forward and others tide_fft_backward");
+    /* Host arrays on the GPU: the whole input goes up, the program runs on its device copies,
+     * the output comes down. */
+    const void *uin = in;
+    void *uout = out;
+    size_t in_b = 0, out_b = 0;
+    int host_gpu = p->gpu && p->o.location == TIDE_LOCATION_HOST;
     int st = TIDE_SUCCESS, timed = ctx->log_level >= TIDE_LOG_DEBUG;
+#if TIDE_HAVE_CUDA
+    if (host_gpu) {
+        size_t ib = (size_t)tide_box_count(&p->inbox) * p->o.batch * p->in_elem;
+        size_t ob = (size_t)tide_box_count(&p->outbox) * p->o.batch * p->out_elem;
+        in_b = dir < 0 ? ib : ob;
+        out_b = dir < 0 ? ob : ib;
+        st = tide_gpu_memcpy_async(p->din, in, in_b, p->stream);
+        in = p->din;
+        out = p->dout;
+    }
+#endif
+    /* After a local failure a rank skips its local work but still takes part in every
+     * exchange, so that no peer waits for it; the failure is agreed at the end. */
     char times[256] = "";
-    for (int i = 0, used = 0; i < prog->nops && !st; i++) {
+    const char *failed_at = "";
+    for (int i = 0, used = 0; i < prog->nops; i++) {
         const op *o = &prog->ops[i];
-        void *src = where(p, o->src, in, out), *dst = where(p, o->dst, in, out);
+        if (st && o->kind != OP_RESHAPE)
+            continue;
         double t0 = timed ? MPI_Wtime() : 0;
-        if (o->kind == OP_RESHAPE) {
-            st = tide_reshape_execute(o->reshape, src, dst, p->sendbuf, p->recvbuf);
-        } else if (o->fft) {
-            /* The staged copy keeps FFTW from writing where it still reads (in == out, or
-             * c2r, which overwrites its input) and out-of-place inputs unmodified. */
-            if (o->stage_input && (src == dst || o->overwrites_input)) {
-                memcpy(p->w[0], src, o->stage_bytes);
-                src = p->w[0];
-            }
-            tide_cpu_fft_execute(o->fft, src, dst);
-        }
+        int rc = run_op(p, o, where(p, o->src, in, out), where(p, o->dst, in, out), in, out);
+        if (rc && !st)
+            failed_at = o->what;
+        st = st ? st : rc;
+#if TIDE_HAVE_CUDA
+        if (timed && p->gpu && !st)
+            st = tide_gpu_sync(p->stream);
+#endif
         if (timed && used < (int)sizeof times)
             used += snprintf(times + used, sizeof times - (size_t)used, " %s %.3g ms", o->what,
                              (MPI_Wtime() - t0) * 1e3);
     }
     if (timed)
-        tide_log(ctx, TIDE_LOG_DEBUG, "%s:%s", dir < 0 ? "forward" : "backward", times);
+        tide_log(ctx, TIDE_LOG_DEBUG, "%s:%s", fn, times);
+    if (!st && prog->scale != 1.0) {
+#if TIDE_HAVE_CUDA
+        if (p->gpu)
+            st = tide_gpu_scale(p->o.precision == TIDE_DOUBLE, out, prog->out_scalars,
+                                prog->scale, p->stream);
+        else
+#endif
+            scale(p->o.precision, out, prog->out_scalars, prog->scale);
+    }
+#if TIDE_HAVE_CUDA
+    if (!st && host_gpu)
+        st = tide_gpu_memcpy_async(uout, p->dout, out_b, p->stream);
+    if (p->gpu) {
+        int sync = tide_gpu_sync(p->stream);
+        st = st ? st : sync;
+    }
+    (void)uin;
+    if (st && st != TIDE_ERR_MPI)
+        tide_fail(ctx, st, "GPU failure during tide_fft_%s%s%s: %s", fn, *failed_at ? " in " : "",
+                  failed_at, tide_gpu_last_error());
+    else
+#else
+    (void)uin, (void)uout, (void)in_b, (void)out_b, (void)host_gpu;
+#endif
     if (st)
-        return tide_fail(ctx, st, "an MPI exchange failed during tide_fft_%s",
-                         dir < 0 ? "forward" : "backward");
-    if (prog->scale != 1.0)
-        scale(p->o.precision, out, prog->out_scalars, prog->scale);
-    return TIDE_SUCCESS;
+        tide_fail(ctx, st, "an MPI exchange failed during tide_fft_%s", fn);
+    return tide_agree(ctx, st);
 }
 
 int tide_fft_forward(tide_fft_plan *plan, const void *in, void *out)

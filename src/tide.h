@@ -122,6 +122,13 @@ int tide_measure_rates(tide_context *ctx, size_t bytes, tide_rates *rates);
 int tide_host_alloc(tide_context *ctx, size_t bytes, void **ptr);
 int tide_host_free(tide_context *ctx, void *ptr);
 
+/* Device memory of the rank's GPU (CUDA contexts only, else TIDE_ERR_UNSUPPORTED), for
+ * plans with TIDE_LOCATION_DEVICE, and a copy between any two arrays (host or device), so
+ * that C callers need no CUDA headers. Local. tide_copy returns once the copy is done. */
+int tide_device_alloc(tide_context *ctx, size_t bytes, void **ptr);
+int tide_device_free(tide_context *ctx, void *ptr);
+int tide_copy(tide_context *ctx, void *dst, const void *src, size_t bytes);
+
 /* The message of the last failed call on ctx (or, with ctx NULL, of the last failed call that
  * had no context, such as tide_context_create). Empty when nothing failed. Never NULL. */
 const char *tide_last_error(const tide_context *ctx);
@@ -181,8 +188,20 @@ typedef enum {
 typedef enum {
     TIDE_EXCHANGE_AUTO = 0, /* pairwise when every rank talks to under half the others, else a2av */
     TIDE_EXCHANGE_A2AV = 1, /* MPI_Alltoallv */
-    TIDE_EXCHANGE_P2P = 2   /* MPI_Isend/Irecv per peer, packing pipelined with the transfers */
+    TIDE_EXCHANGE_P2P = 2,  /* MPI_Isend/Irecv per peer, packing pipelined with the transfers */
+    TIDE_EXCHANGE_NCCL = 3, /* GPU data: NCCL grouped send/recv, GPU to GPU */
+    TIDE_EXCHANGE_CUDA_MPI = 4 /* GPU data: MPI on device pointers (CUDA-aware MPI only) */
 } tide_exchange;
+/* On a plan whose data is on the GPU (TIDE_LOCATION_DEVICE), AUTO picks NCCL when this build
+ * has it and every rank has a GPU of its own, else CUDA-aware MPI when the MPI library says
+ * it takes device pointers, else A2AV or P2P through pinned host buffers, which is also what
+ * A2AV and P2P mean there. Packing and unpacking run on the GPU in every case. */
+
+typedef enum {
+    TIDE_LOCATION_HOST = 0,  /* arrays in host memory (with backend cuda they stream through the
+                              * GPU in chunks that fit the context's device budget) */
+    TIDE_LOCATION_DEVICE = 1 /* arrays in device memory of the rank's GPU (backend cuda) */
+} tide_location;
 
 typedef enum {
     TIDE_DECOMP_AUTO = 0,   /* slabs when P <= n[0] and P <= n[1], else pencils; with both
@@ -209,6 +228,7 @@ typedef struct {
     tide_planning planning;             /* default TIDE_PLAN_ESTIMATE */
     int batch;                          /* fields per call, default 1 */
     int transposed_out;                 /* only with outbox NULL (else TIDE_ERR_ARGUMENT) */
+    tide_location location;             /* default TIDE_LOCATION_HOST */
 } tide_fft_options;
 
 void tide_fft_options_init(tide_fft_options *opts);
@@ -250,6 +270,10 @@ typedef struct {
     tide_backend backend;    /* backend the plan runs on */
     tide_exchange exchange;  /* exchange backend of the forward reshapes; AUTO when none */
     tide_decomposition decomposition; /* SLABS or PENCILS; AUTO for one rank (one 3D FFT) */
+    tide_location location;  /* where the arrays live */
+    int chunks;              /* host arrays on the GPU: chunks per pass (1: all at once) */
+    int streams;             /* ... CUDA streams the pipeline runs on */
+    int slots;               /* ... device slots (buffers) chunks rotate through */
 } tide_fft_info;
 
 int tide_fft_plan_info(const tide_fft_plan *plan, tide_fft_info *info);

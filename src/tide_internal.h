@@ -19,6 +19,9 @@ struct tide_context {
     char backend_reason[TIDE_MSG_LEN]; /* why a GPU is not used, when it is not */
     int threads;
     tide_device_info dev;  /* the GPU in use (device -1 on the CPU backend) */
+    int nccl_usable;       /* CUDA, NCCL built in, and every rank has a GPU of its own */
+    int cuda_aware_mpi;    /* every rank's MPI library takes device pointers */
+    void *nccl;            /* tide_nccl *, made by the first plan that needs it */
     int log_level;
     char errmsg[TIDE_MSG_LEN];
 };
@@ -35,6 +38,10 @@ int tide_agree(tide_context *ctx, int status);
 /* Rank-prefixed logging to stderr, filtered by TIDE_LOG=warn|info|debug. */
 void tide_log(const tide_context *ctx, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Collective: the context's NCCL communicator, created on first use. Returns 0 or a code
+ * (with the message on ctx); the same on every rank. */
+int tide_context_nccl(tide_context *ctx, void **nccl);
 
 /* Names for messages and the command line. */
 const char *tide_backend_name(tide_backend b);

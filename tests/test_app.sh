@@ -67,8 +67,14 @@ run grid nonzero 4 fft c2c cpu double 8 8 8 -ingrid 3 1 1 && has grid 'has 3 ran
 run novalue nonzero 2 fft c2c cpu double 8 8 8 -n && has novalue 'needs a valid value'
 run command nonzero 2 frobnicate && has command "unknown command 'frobnicate'"
 run infoarg nonzero 2 info --bogus && has infoarg "unknown argument '--bogus'"
-# No GPU here (CI): a clear error. On a GPU machine the CUDA FFT path is refused as not yet there.
-run cuda nonzero 2 fft c2c cuda double 8 8 8 && has cuda '(cuda|CUDA)'
+# Backend cuda: a clear error where there is no GPU (CI), a verified GPU run where there is.
+if "$mpiexec" -n 1 "$tide" info 2>&1 | grep -q 'backend cuda'; then
+    run cuda 0 2 fft c2c cuda double 8 8 8 && has cuda 'Verification: passed'
+    run cudadev 0 2 fft r2c cuda float 9 8 10 -device && has cudadev 'Verification: passed'
+else
+    run cuda nonzero 2 fft c2c cuda double 8 8 8 && has cuda '(cuda|CUDA)'
+    run cudadev nonzero 2 fft c2c cpu double 8 8 8 -device && has cudadev 'device'
+fi
 
 echo "test_app: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -22,6 +22,7 @@ enum { MSGLEN = 512 };
 #define E_ARG BIT(TIDE_ERR_ARGUMENT)
 #define E_BOX BIT(TIDE_ERR_BOX)
 #define E_MISMATCH BIT(TIDE_ERR_MISMATCH)
+#define E_UNSUP BIT(TIDE_ERR_UNSUPPORTED)
 
 static MPI_Comm comm;
 static int rank, nranks;
@@ -276,8 +277,9 @@ static void plan_create_errors(tide_context *ctx)
         int value;
     } enums[] = {
         {"type 2", 0, 2},           {"precision 2", 1, 2}, {"backend 7", 2, 7},
-        {"decomposition 3", 3, 3},  {"exchange 3", 4, 3},  {"exchange -1", 4, -1},
+        {"decomposition 3", 3, 3},  {"exchange 5", 4, 5},  {"exchange -1", 4, -1},
         {"scaling 3", 5, 3},        {"planning 2", 6, 2},  {"transposed_out 2", 7, 2},
+        {"location 2", 8, 2},       {"location -1", 8, -1},
     };
     for (size_t i = 0; i < sizeof enums / sizeof enums[0]; i++) {
         base_args(&a, ctx);
@@ -292,6 +294,7 @@ static void plan_create_errors(tide_context *ctx)
         case 5: o->scaling = (tide_scaling)enums[i].value; break;
         case 6: o->planning = (tide_planning)enums[i].value; break;
         case 7: o->transposed_out = enums[i].value; break;
+        case 8: o->location = (tide_location)enums[i].value; break;
         }
         /* transposed_out is a flag: 2 may reasonably mean "true", so only that one may pass. */
         if (enums[i].field == 7) {
@@ -308,6 +311,26 @@ static void plan_create_errors(tide_context *ctx)
         }
         snprintf(what, sizeof what, "options %s", enums[i].what);
         expect_create_error(what, &a, E_ARG, -1, -1);
+    }
+
+    /* GPU requests on this CPU context: refused on every rank, saying why. */
+    static const struct {
+        const char *what;
+        int field, value;
+    } gpu_only[] = {{"backend cuda on a CPU context", 2, TIDE_BACKEND_CUDA},
+                    {"location device on a CPU context", 8, TIDE_LOCATION_DEVICE},
+                    {"exchange nccl on a CPU plan", 4, TIDE_EXCHANGE_NCCL},
+                    {"exchange cuda-mpi on a CPU plan", 4, TIDE_EXCHANGE_CUDA_MPI}};
+    for (size_t i = 0; i < sizeof gpu_only / sizeof gpu_only[0]; i++) {
+        base_args(&a, ctx);
+        a.in_null = a.out_null = 1;
+        if (gpu_only[i].field == 2)
+            a.o.backend = (tide_backend)gpu_only[i].value;
+        else if (gpu_only[i].field == 8)
+            a.o.location = (tide_location)gpu_only[i].value;
+        else
+            a.o.exchange = (tide_exchange)gpu_only[i].value;
+        expect_create_error(gpu_only[i].what, &a, E_UNSUP, -1, -1);
     }
 
     if (nranks > 1) {

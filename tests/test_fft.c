@@ -145,22 +145,54 @@ static int same_box(const tide_box *a, const tide_box *b)
     return memcmp(a, b, sizeof *a) == 0;
 }
 
-/* One direction of a case: transform src into dst, check that an out-of-place transform left
- * its input as ref_in, and compare dst with the oracle's transform of ref_in. Returns 0 when
- * the transform itself failed (nothing later can be checked). */
+/* Arrays on the GPU (TIDE_TEST_LOCATION=device): each direction runs on device copies. */
+static int on_device;
+
+/* A device array of bytes, or NULL (bytes 0, or host mode). Aborts when out of memory. */
+static void *device_array(tide_context *ctx, MPI_Comm comm, size_t bytes)
+{
+    void *d = NULL;
+    if (on_device && bytes && tide_device_alloc(ctx, bytes, &d)) {
+        fprintf(stderr, "test_fft: %s\n", tide_last_error(ctx));
+        MPI_Abort(comm, 2);
+    }
+    return d;
+}
+
+/* One direction of a case: transform src into dst (through the device copies dsrc/ddst when
+ * given), check that an out-of-place transform left its input as ref_in, and compare dst with
+ * the oracle's transform of ref_in. Returns 0 when the transform itself failed (nothing later
+ * can be checked). */
 static int check_direction(tt_tally *t, MPI_Comm comm, tide_context *ctx, const fft_case *c,
                            const char *desc, tide_fft_plan *plan, int dir, const void *src,
-                           void *dst, const void *ref_in, size_t in_bytes, const tide_box *sbox,
+                           void *dst, void *dsrc, void *ddst, const void *ref_in,
+                           size_t in_bytes, size_t out_bytes, const tide_box *sbox,
                            const tide_box *dbox, double scale, double tol)
 {
     const char *name = dir < 0 ? "forward" : "backward";
-    int st = dir < 0 ? tide_fft_forward(plan, src, dst) : tide_fft_backward(plan, src, dst);
+    int st = 0;
+    if (on_device)
+        st = tide_copy(ctx, dsrc, src, in_bytes);
+    const void *xs = on_device ? dsrc : src;
+    void *xd = on_device ? ddst : dst;
+    if (!st)
+        st = dir < 0 ? tide_fft_forward(plan, xs, xd) : tide_fft_backward(plan, xs, xd);
     if (!tt_check(t, comm, st == 0, "%s: %s: %s: %s", desc, name, tide_strerror(st),
                   tide_last_error(ctx)))
         return 0;
+    void *kept = NULL; /* the input as the transform left it */
+    if (on_device) {
+        kept = in_bytes && !c->inplace ? malloc(in_bytes) : NULL;
+        st = tide_copy(ctx, dst, ddst, out_bytes);
+        if (!st && kept)
+            st = tide_copy(ctx, kept, dsrc, in_bytes);
+        tt_check(t, comm, st == 0, "%s: %s: copying the results back failed: %s", desc, name,
+                 tide_last_error(ctx));
+    }
     if (!c->inplace)
-        tt_check(t, comm, in_bytes == 0 || memcmp(src, ref_in, in_bytes) == 0,
+        tt_check(t, comm, in_bytes == 0 || memcmp(kept ? kept : src, ref_in, in_bytes) == 0,
                  "%s: out-of-place %s modified its input", desc, name);
+    free(kept);
     tide_ref_error e = {0, 0, 0};
     st = tide_ref_check(comm, c->n, c->type, c->prec, c->batch, dir, scale, sbox, ref_in, dbox,
                         dst, &e);
@@ -200,6 +232,7 @@ static int run_case(tide_context *ctx, MPI_Comm comm, const fft_case *c, tt_tall
     o.batch = c->batch;
     o.transposed_out = c->transposed;
     o.planning = c->planning;
+    o.location = on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
     tide_fft_plan *plan = NULL;
     int st = tide_fft_plan_create(ctx, c->n, c->in.kind == LAY_NULL ? NULL : &want_in,
                                   c->out.kind == LAY_NULL ? NULL : &want_out, &o, &plan);
@@ -270,6 +303,8 @@ static int run_case(tide_context *ctx, MPI_Comm comm, const fft_case *c, tt_tall
         fprintf(stderr, "test_fft: out of memory\n");
         MPI_Abort(comm, 2);
     }
+    void *da = device_array(ctx, comm, c->inplace ? big : in_bytes);
+    void *db = c->inplace ? da : device_array(ctx, comm, out_bytes);
     tide_ref_fill(orig, &ib, c->batch, !r2c, c->prec, c->n, c->seed);
     if (in_bytes)
         memcpy(a, orig, in_bytes);
@@ -281,13 +316,13 @@ static int run_case(tide_context *ctx, MPI_Comm comm, const fft_case *c, tt_tall
                                                          : 1;
     double tol = c->prec == TIDE_FLOAT ? TOL_FLOAT : TOL_DOUBLE;
     /* ---- forward, then backward fed with the forward output (Hermitian for R2C) ---- */
-    if (!check_direction(t, comm, ctx, c, desc, plan, -1, a, b, orig, in_bytes, &ib, &ob, fscale,
-                         tol))
+    if (!check_direction(t, comm, ctx, c, desc, plan, -1, a, b, da, db, orig, in_bytes,
+                         out_bytes, &ib, &ob, fscale, tol))
         goto done;
     if (out_bytes)
         memcpy(fwd, b, out_bytes);
-    if (!check_direction(t, comm, ctx, c, desc, plan, +1, b, a, fwd, out_bytes, &ob, &ib, bscale,
-                         tol))
+    if (!check_direction(t, comm, ctx, c, desc, plan, +1, b, a, db, da, fwd, out_bytes, in_bytes,
+                         &ob, &ib, bscale, tol))
         goto done;
 
     /* ---- round trip: backward(forward(x)) = x, times N when unscaled ---- */
@@ -297,6 +332,9 @@ static int run_case(tide_context *ctx, MPI_Comm comm, const fft_case *c, tt_tall
 
 done:
     tide_fft_plan_destroy(plan);
+    tide_device_free(ctx, da);
+    if (!c->inplace)
+        tide_device_free(ctx, db);
     free(orig);
     free(fwd);
     free(a);
@@ -440,12 +478,29 @@ int main(int argc, char **argv)
         printf("test_fft on %d ranks (TIDE_TEST_VERBOSE=1 names each case as it starts)\n",
                nranks);
 
-    /* The CPU backend explicitly: these are host arrays, and the GPU path has its own test. */
+    /* TIDE_TEST_BACKEND=cuda runs every case on the GPU (host arrays streamed through it, or,
+     * with TIDE_TEST_LOCATION=device, arrays in device memory); it skips (77) where no GPU is
+     * usable. The default is the CPU backend. */
+    const char *be = getenv("TIDE_TEST_BACKEND"), *loc = getenv("TIDE_TEST_LOCATION");
+    int cuda = be && !strcmp(be, "cuda");
+    on_device = loc && !strcmp(loc, "device");
     tide_context_options copts;
     tide_context_options_init(&copts);
-    copts.backend = TIDE_BACKEND_CPU;
+    copts.backend = cuda ? TIDE_BACKEND_AUTO : TIDE_BACKEND_CPU;
     tide_context *ctx = NULL;
     int st = tide_context_create(comm, &copts, &ctx);
+    tide_backend got = TIDE_BACKEND_CPU;
+    if (st == 0)
+        tide_context_backend(ctx, &got);
+    if (st == 0 && cuda && got != TIDE_BACKEND_CUDA) {
+        if (rank == 0)
+            printf("SKIP: no GPU for the CUDA backend: %s\n", tide_context_gpu_status(ctx));
+        tide_context_destroy(ctx);
+        MPI_Finalize();
+        return 77;
+    }
+    if (rank == 0 && cuda)
+        printf("backend cuda, arrays in %s memory\n", on_device ? "device" : "host");
     if (!tt_all(comm, st == 0)) {
         if (rank == 0)
             printf("test_fft: tide_context_create failed: %s: %s\n", tide_strerror(st),

@@ -1,0 +1,217 @@
+// fft.cu: cuFFT plans for the local transforms of the CUDA backend (see gpu.h).
+//
+// A box's transform is described the way cpu_fft.c describes it to FFTW's guru interface:
+// transformed dimensions with their lengths and strides, and loop dimensions (untransformed
+// dimensions and fields). cuFFT's advanced layout takes nested transformed dimensions (each
+// stride a multiple of the next) and one batch dimension with one distance; loop dimensions
+// that merge into one batch do, and the largest merged group becomes the batch while the
+// others (at most two) are looped over at execution.
+#include <cstdio>
+#include <cstdint>
+#include <cstdlib>
+#include <cufft.h>
+#include <cuda_runtime.h>
+#include "gpu.h"
+extern "C" {
+#include "region.h"
+}
+
+namespace {
+
+struct axis {
+    int64_t n, is, os; // length, input and output element strides
+};
+
+const char *cufft_name(cufftResult r)
+{
+    switch (r) {
+    case CUFFT_SUCCESS: return "success";
+    case CUFFT_INVALID_PLAN: return "invalid plan";
+    case CUFFT_ALLOC_FAILED: return "allocation failed";
+    case CUFFT_INVALID_VALUE: return "invalid value";
+    case CUFFT_INTERNAL_ERROR: return "internal error";
+    case CUFFT_EXEC_FAILED: return "execution failed";
+    case CUFFT_SETUP_FAILED: return "setup failed";
+    case CUFFT_INVALID_SIZE: return "invalid size";
+    default: return "error";
+    }
+}
+
+} // namespace
+
+struct tide_gpu_fft {
+    cufftHandle plan;
+    int kind, dbl, sign;
+    size_t ielem, oelem;  // bytes per input / output element
+    int nloops;
+    axis loop[2];         // looped at execution, outermost first
+};
+
+extern "C" int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **out,
+                                   size_t *work_bytes, char *why, size_t len)
+{
+    int64_t is[3], os[3];
+    tide_box_strides(d->ibox, is);
+    tide_box_strides(d->obox, os);
+    size_t scalar = d->dbl ? sizeof(double) : sizeof(float);
+
+    // Transformed dimensions, slowest first (cuFFT's n[0] is the outermost).
+    // Dimensions of length 1 transform nothing and are left out (their strides would tie with
+    // a neighbour's), except z of a real transform and the last one standing.
+    axis t[3];
+    int tdim[3], nt = 0, in_t[3] = {0, 0, 0};
+    for (int k = 0; k < d->ndims; k++) {
+        int dim = d->dims[k];
+        in_t[dim] = 1;
+        int64_t n = tide_ext(d->kind == 2 ? d->obox : d->ibox, dim);
+        if (d->kind != 0 && dim == 2)
+            n = d->nz_real;
+        int keep = n > 1 || (d->kind != 0 && dim == 2) || (k == d->ndims - 1 && nt == 0);
+        if (keep) {
+            tdim[nt] = dim;
+            t[nt++] = axis{n, is[dim], os[dim]};
+        }
+    }
+    for (int a = 0; a < nt; a++) // by input stride, descending; on ties dimension z last
+        for (int b = a + 1; b < nt; b++)
+            if (t[b].is > t[a].is || (t[b].is == t[a].is && tdim[b] < tdim[a])) {
+                axis x = t[a];
+                t[a] = t[b];
+                t[b] = x;
+                int y = tdim[a];
+                tdim[a] = tdim[b];
+                tdim[b] = y;
+            }
+    if (d->kind != 0) {
+        if (tdim[nt - 1] != 2) {
+            snprintf(why, len, "cuFFT real transforms need dimension z to be the fastest of the "
+                     "transformed dimensions in the box's storage order");
+            return TIDE_ERR_UNSUPPORTED;
+        }
+    }
+    long long n[3], inembed[3], onembed[3];
+    for (int k = 0; k < nt; k++) {
+        n[k] = t[k].n;
+        inembed[k] = k == 0 ? t[k].n : t[k - 1].is / t[k].is;
+        onembed[k] = k == 0 ? t[k].n : t[k - 1].os / t[k].os;
+        if (k > 0 && (t[k - 1].is % t[k].is || t[k - 1].os % t[k].os)) {
+            snprintf(why, len, "transformed dimensions are not nested in memory");
+            return TIDE_ERR_UNSUPPORTED;
+        }
+    }
+
+    // Loop dimensions (length > 1), innermost first, merged where one stride continues the
+    // other on both sides.
+    axis l[4];
+    int nl = 0;
+    for (int dim = 0; dim < 3; dim++)
+        if (!in_t[dim] && tide_ext(d->ibox, dim) > 1)
+            l[nl++] = axis{tide_ext(d->ibox, dim), is[dim], os[dim]};
+    if (d->batch > 1)
+        l[nl++] = axis{d->batch, tide_box_count(d->ibox), tide_box_count(d->obox)};
+    for (int a = 0; a < nl; a++)
+        for (int b = a + 1; b < nl; b++)
+            if (l[b].is < l[a].is) {
+                axis x = l[a];
+                l[a] = l[b];
+                l[b] = x;
+            }
+    axis g[4];
+    int ng = 0;
+    for (int k = 0; k < nl; k++) {
+        if (ng && l[k].is == g[ng - 1].is * g[ng - 1].n && l[k].os == g[ng - 1].os * g[ng - 1].n)
+            g[ng - 1].n *= l[k].n;
+        else
+            g[ng++] = l[k];
+    }
+    int b = 0; // the largest group is cuFFT's batch
+    for (int k = 1; k < ng; k++)
+        if (g[k].n > g[b].n)
+            b = k;
+    axis batch = ng ? g[b] : axis{1, 1, 1};
+
+    tide_gpu_fft *f = (tide_gpu_fft *)calloc(1, sizeof *f);
+    if (!f) {
+        snprintf(why, len, "out of memory");
+        return TIDE_ERR_NOMEM;
+    }
+    f->kind = d->kind;
+    f->dbl = d->dbl;
+    f->sign = d->sign;
+    f->ielem = d->kind == 1 ? scalar : 2 * scalar;
+    f->oelem = d->kind == 2 ? scalar : 2 * scalar;
+    for (int k = ng - 1; k >= 0; k--)
+        if (k != b)
+            f->loop[f->nloops++] = g[k];
+    static const cufftType types[2][3] = {{CUFFT_C2C, CUFFT_R2C, CUFFT_C2R},
+                                          {CUFFT_Z2Z, CUFFT_D2Z, CUFFT_Z2D}};
+    size_t work = 0;
+    cufftResult r = cufftCreate(&f->plan);
+    if (r == CUFFT_SUCCESS)
+        r = cufftSetAutoAllocation(f->plan, 0);
+    if (r == CUFFT_SUCCESS)
+        r = cufftMakePlanMany64(f->plan, nt, n, inembed, t[nt - 1].is, batch.is, onembed,
+                                t[nt - 1].os, batch.os, types[d->dbl ? 1 : 0][d->kind],
+                                batch.n, &work);
+    if (r != CUFFT_SUCCESS) {
+        snprintf(why, len, "cuFFT could not plan the transform: %s (%d)", cufft_name(r), (int)r);
+        cufftDestroy(f->plan);
+        free(f);
+        return r == CUFFT_ALLOC_FAILED ? TIDE_ERR_NOMEM : TIDE_ERR_BACKEND;
+    }
+    *work_bytes = work;
+    *out = f;
+    return 0;
+}
+
+extern "C" int tide_gpu_fft_bind(tide_gpu_fft *f, void *work, void *stream)
+{
+    cufftResult r = cufftSetWorkArea(f->plan, work);
+    if (r == CUFFT_SUCCESS)
+        r = cufftSetStream(f->plan, (cudaStream_t)stream);
+    return r == CUFFT_SUCCESS ? 0 : TIDE_ERR_BACKEND;
+}
+
+namespace {
+
+cufftResult exec_one(const tide_gpu_fft *f, char *in, char *out)
+{
+    switch (f->kind * 2 + f->dbl) {
+    case 0: return cufftExecC2C(f->plan, (cufftComplex *)in, (cufftComplex *)out, f->sign);
+    case 1:
+        return cufftExecZ2Z(f->plan, (cufftDoubleComplex *)in, (cufftDoubleComplex *)out,
+                            f->sign);
+    case 2: return cufftExecR2C(f->plan, (cufftReal *)in, (cufftComplex *)out);
+    case 3: return cufftExecD2Z(f->plan, (cufftDoubleReal *)in, (cufftDoubleComplex *)out);
+    case 4: return cufftExecC2R(f->plan, (cufftComplex *)in, (cufftReal *)out);
+    default: return cufftExecZ2D(f->plan, (cufftDoubleComplex *)in, (cufftDoubleReal *)out);
+    }
+}
+
+} // namespace
+
+extern "C" int tide_gpu_fft_execute(const tide_gpu_fft *f, void *in, void *out)
+{
+    int64_t n0 = f->nloops > 0 ? f->loop[0].n : 1, n1 = f->nloops > 1 ? f->loop[1].n : 1;
+    for (int64_t a = 0; a < n0; a++)
+        for (int64_t b = 0; b < n1; b++) {
+            int64_t ioff = 0, ooff = 0;
+            if (f->nloops > 0)
+                ioff += a * f->loop[0].is, ooff += a * f->loop[0].os;
+            if (f->nloops > 1)
+                ioff += b * f->loop[1].is, ooff += b * f->loop[1].os;
+            cufftResult r = exec_one(f, (char *)in + ioff * (int64_t)f->ielem,
+                                     (char *)out + ooff * (int64_t)f->oelem);
+            if (r != CUFFT_SUCCESS)
+                return tide_gpu_note_error("cufftExec", cufft_name(r), (int)r);
+        }
+    return 0;
+}
+
+extern "C" void tide_gpu_fft_destroy(tide_gpu_fft *f)
+{
+    if (!f)
+        return;
+    cufftDestroy(f->plan);
+    free(f);
+}
