@@ -353,12 +353,16 @@ int tide_cmd_fft(int argc, char **argv)
         tide_rates rt_;
         CHECK(tide_measure_rates(ctx, (size_t)256 << 20, &rt_));
         double data = (double)(info.in_bytes > info.out_bytes ? info.in_bytes : info.out_bytes);
+        /* Host arrays streamed in chunks cross PCIe once per pass (two passes). */
+        int trips = info.slots > 1 ? 2 : 1;
         double b = a.device ? info.local_transforms * 2 * data / (rt_.d2d * 1e9)
-                            : (info.in_bytes + info.out_bytes) / (rt_.both * 1e9);
+                            : trips * (info.in_bytes + info.out_bytes) / (rt_.both * 1e9);
         bound_what = a.device ? "each local FFT pass reading and writing the rank's data once at "
                                 "the measured device copy rate; exchanges not counted"
-                              : "one PCIe round trip of the rank's data at the measured "
-                                "both-directions rate";
+                     : trips == 2 ? "two PCIe round trips of the rank's data at the "
+                                    "both-directions rate measured on every rank at once"
+                                  : "one PCIe round trip of the rank's data at the "
+                                    "both-directions rate measured on every rank at once";
         MPI_Allreduce(&b, &bound, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     }
 

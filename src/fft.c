@@ -16,6 +16,7 @@
 #include <fftw3.h>
 #include "tide_config.h"
 #include "cpu_fft.h"
+#include "fft_ooc.h"
 #include "region.h"
 #include "reshape.h"
 #include "tide_internal.h"
@@ -69,6 +70,9 @@ struct tide_fft_plan {
     void *hsend, *hrecv;      /* pinned staging for host-staged exchanges */
     void *din, *dout;         /* host arrays on the GPU: their device copies */
     size_t dio_bytes;
+    /* Host arrays larger than the device budget: streamed in chunks instead of the program. */
+    tide_ooc *ooc;
+    char ooc_what[160];
 };
 
 /* ---- argument agreement ---------------------------------------------------------------- */
@@ -595,6 +599,74 @@ static int make_steps(const chain *c, int forward, int r2c, step *steps)
 
 /* ---- plan creation --------------------------------------------------------------------- */
 
+/* Whether host arrays too large for the device budget can stream through the GPU in chunks
+ * (fft_ooc.c): c2c, one field, the default x-slabs in and natural x-slabs out, slabs that
+ * fit, and NCCL between the GPUs of several ranks. The same answer on every rank. */
+static int streams_ok(const tide_context *ctx, const int n[3], int boxes,
+                      const tide_fft_options *o)
+{
+    int P = ctx->nranks;
+    return o->location == TIDE_LOCATION_HOST && o->type == TIDE_C2C && o->batch == 1 &&
+           !boxes && !o->transposed_out &&
+           (o->decomposition == TIDE_DECOMP_AUTO || o->decomposition == TIDE_DECOMP_SLABS) &&
+           P <= n[0] && P <= n[1] &&
+           (P == 1 || (ctx->nccl_usable && (o->exchange == TIDE_EXCHANGE_AUTO ||
+                                            o->exchange == TIDE_EXCHANGE_NCCL)));
+}
+
+/* Collective: the streamed plan (see streams_ok). */
+static int make_ooc_plan(tide_context *ctx, const int n[3], const tide_fft_options *opts,
+                         tide_fft_plan **out)
+{
+    *out = NULL;
+    void *nccl = NULL;
+    int st = ctx->nranks > 1 ? tide_context_nccl(ctx, &nccl) : TIDE_SUCCESS;
+    if (st)
+        return st;
+    tide_fft_plan *p = calloc(1, sizeof *p);
+    char err[TIDE_MSG_LEN] = "out of memory creating the plan";
+    st = p ? TIDE_SUCCESS : TIDE_ERR_NOMEM;
+    if (p) {
+        p->ctx = ctx;
+        p->o = *opts;
+        p->o.backend = TIDE_BACKEND_CUDA;
+        p->gpu = 1;
+        memcpy(p->n, n, sizeof p->n);
+        memcpy(p->nout, n, sizeof p->nout);
+        size_t scalar = opts->precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
+        p->in_elem = p->out_elem = 2 * scalar;
+        tide_box_slab(n, 0, ctx->nranks, ctx->rank, &p->inbox);
+        p->outbox = p->inbox;
+        p->decomp = ctx->nranks > 1 ? TIDE_DECOMP_SLABS : TIDE_DECOMP_AUTO;
+        p->exchange = ctx->nranks > 1 ? TIDE_EXCHANGE_NCCL : TIDE_EXCHANGE_AUTO;
+        p->transport = p->exchange;
+        p->local_passes = 2;
+        double N = (double)n[0] * n[1] * n[2];
+        p->fwd.scale = opts->scaling == TIDE_SCALE_SYMMETRIC ? 1.0 / sqrt(N) : 1.0;
+        p->bwd.scale = opts->scaling == TIDE_SCALE_SYMMETRIC ? 1.0 / sqrt(N)
+                       : opts->scaling == TIDE_SCALE_FULL    ? 1.0 / N : 1.0;
+        st = tide_ooc_create(ctx->comm, n, opts->precision == TIDE_DOUBLE, nccl,
+                             ctx->dev.budget_bytes, &p->ooc, err, sizeof err);
+    }
+    if (!st) {
+        int chunks, slots;
+        size_t dev, pin;
+        tide_ooc_shape(p->ooc, &chunks, &slots, &dev, &pin);
+        snprintf(p->ooc_what, sizeof p->ooc_what, "stream[%d chunks, %d slots] fft(y,z)%s > "
+                 "stream fft(x)%s", chunks, slots, ctx->nranks > 1 ? " > nccl" : "",
+                 ctx->nranks > 1 ? " > nccl" : "");
+    }
+    if (st)
+        tide_fail(ctx, st, "%s", err);
+    st = tide_agree(ctx, st);
+    if (st) {
+        tide_fft_plan_destroy(p);
+        return st;
+    }
+    *out = p;
+    return TIDE_SUCCESS;
+}
+
 static int build_plan(tide_fft_plan *p, chain *c, layout user_in, layout user_out, char *err,
                       size_t errlen);
 
@@ -867,6 +939,11 @@ int tide_fft_plan_create(tide_context *ctx, const int n[3], const tide_box *inbo
                (opts->backend == TIDE_BACKEND_AUTO && ctx->backend == TIDE_BACKEND_CUDA);
     tide_fft_plan *p = NULL;
     st = make_plan(ctx, n, all, inbox != NULL, outbox != NULL, opts, cuda, &p);
+    if (st == TIDE_ERR_NOMEM && cuda && streams_ok(ctx, n, inbox || outbox, opts)) {
+        tide_log(ctx, TIDE_LOG_INFO, "fft plan streams host arrays through the GPU: %s",
+                 ctx->errmsg);
+        st = make_ooc_plan(ctx, n, opts, &p);
+    }
     if (st == TIDE_ERR_NOMEM && cuda && opts->backend == TIDE_BACKEND_AUTO &&
         opts->location == TIDE_LOCATION_HOST) {
         /* Host arrays too large for the device budget in one piece: the CPU takes them. */
@@ -903,6 +980,7 @@ int tide_fft_plan_destroy(tide_fft_plan *p)
         return TIDE_SUCCESS;
     free_program(&p->fwd);
     free_program(&p->bwd);
+    tide_ooc_destroy(p->ooc);
 #if TIDE_HAVE_CUDA
     if (p->gpu) {
         void *dev[] = {p->w[0], p->w[1], p->sendbuf, p->recvbuf, p->fft_work, p->din, p->dout};
@@ -957,6 +1035,12 @@ int tide_fft_plan_info(const tide_fft_plan *p, tide_fft_info *info)
     }
     info->location = p->o.location;
     info->chunks = info->streams = info->slots = p->gpu;
+    if (p->ooc) {
+        tide_ooc_shape(p->ooc, &info->chunks, &info->slots, &info->device_bytes,
+                       &info->pinned_bytes);
+        info->streams = info->slots;
+        info->exchanges = p->ctx->nranks > 1 ? 2 : 0;
+    }
     for (int i = 0; i < p->fwd.nops; i++)
         info->exchanges += p->fwd.ops[i].kind == OP_RESHAPE;
     info->local_transforms = p->local_passes;
@@ -977,6 +1061,8 @@ int tide_fft_plan_describe(const tide_fft_plan *p, char *buf, size_t len)
                          "tide_fft_plan_describe: NULL argument");
     size_t used = 0;
     buf[0] = '\0';
+    if (p->ooc)
+        snprintf(buf, len, "%s", p->ooc_what);
     for (int i = 0; i < p->fwd.nops && used < len; i++)
         used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? " > " : "",
                                  p->fwd.ops[i].what);
@@ -1083,6 +1169,13 @@ static int run(tide_fft_plan *p, const program *prog, int dir, const void *in, v
     if (agreed[1] != -agreed[2])
         return tide_fail(ctx, TIDE_ERR_MISMATCH,
                          "some ranks called tide_fft_forward and others tide_fft_backward");
+    if (p->ooc) {
+        char err[TIDE_MSG_LEN] = "";
+        int rc = tide_ooc_execute(p->ooc, dir, prog->scale, in, out, err, sizeof err);
+        if (rc)
+            tide_fail(ctx, rc, "streaming tide_fft_%s through the GPU: %s", fn, err);
+        return tide_agree(ctx, rc);
+    }
     /* Host arrays on the GPU: the whole input goes up, the program runs on its device copies,
      * the output comes down. */
     const void *uin = in;

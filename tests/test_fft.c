@@ -147,6 +147,9 @@ static int same_box(const tide_box *a, const tide_box *b)
 
 /* Arrays on the GPU (TIDE_TEST_LOCATION=device): each direction runs on device copies. */
 static int on_device;
+/* Plans that streamed host arrays through the GPU in chunks, and their fewest and most
+ * chunks per pass (TIDE_TEST_BUDGET makes the device budget small enough for that). */
+static int streamed, fewest_chunks, most_chunks;
 
 /* A device array of bytes, or NULL (bytes 0, or host mode). Aborts when out of memory. */
 static void *device_array(tide_context *ctx, MPI_Comm comm, size_t bytes)
@@ -274,6 +277,13 @@ static int run_case(tide_context *ctx, MPI_Comm comm, const fft_case *c, tt_tall
         consistent = consistent && same_box(&ib, &want_in);
     if (c->out.kind != LAY_NULL)
         consistent = consistent && same_box(&ob, &want_out);
+    if (info.chunks > 1 || (info.chunks == 1 && info.slots > 1)) {
+        streamed++;
+        if (!fewest_chunks || info.chunks < fewest_chunks)
+            fewest_chunks = info.chunks;
+        if (info.chunks > most_chunks)
+            most_chunks = info.chunks;
+    }
     if (!tt_check(t, comm, consistent,
                   "%s: plan_boxes/plan_info inconsistent (in_count %lld, out_count %lld, "
                   "in_bytes %zu, out_bytes %zu, inplace_bytes %zu, exchange %d, exchanges %d)",
@@ -463,6 +473,28 @@ static fft_case make_fuzz_case(int i)
     c.transposed = c.out.kind == LAY_NULL && tt_rng_below(&rng, 2);
     return c;
 }
+/* Cases a streamed plan takes (c2c, one field, the plan's own natural slabs), on odd, prime
+ * and even sizes, run only with TIDE_TEST_BUDGET: with a small device budget their host arrays
+ * stream through the GPU in chunks that do not divide the slabs. */
+static fft_case make_streamed_case(int i)
+{
+    static const int n[][3] = {{7, 11, 13}, {16, 16, 16}, {9, 17, 5},  {31, 6, 20},
+                               {12, 12, 12}, {5, 40, 3},  {24, 8, 33}, {17, 19, 23}};
+    fft_case c;
+    memset(&c, 0, sizeof c);
+    memcpy(c.n, n[i % 8], sizeof c.n);
+    c.type = TIDE_C2C;
+    c.prec = i % 2 ? TIDE_FLOAT : TIDE_DOUBLE;
+    c.inplace = (i / 2) % 2;
+    c.scaling = (tide_scaling)(i % 3);
+    c.decomp = i % 3 == 1 ? TIDE_DECOMP_SLABS : TIDE_DECOMP_AUTO;
+    c.batch = 1;
+    c.in = c.out = (lay){LAY_NULL, 0, 0};
+    c.seed = 5000u + (unsigned)i;
+    return c;
+}
+enum { NSTREAMED = 16 };
+
 enum { NFUZZ = 80 };
 
 int main(int argc, char **argv)
@@ -487,6 +519,8 @@ int main(int argc, char **argv)
     tide_context_options copts;
     tide_context_options_init(&copts);
     copts.backend = cuda ? TIDE_BACKEND_AUTO : TIDE_BACKEND_CPU;
+    const char *budget = getenv("TIDE_TEST_BUDGET");
+    copts.device_budget = budget ? (size_t)strtoull(budget, NULL, 10) : 0;
     tide_context *ctx = NULL;
     int st = tide_context_create(comm, &copts, &ctx);
     tide_backend got = TIDE_BACKEND_CPU;
@@ -516,12 +550,14 @@ int main(int argc, char **argv)
     int verbose = verbose_env && verbose_env[0] && strcmp(verbose_env, "0") != 0;
     tt_tally checks = {0, 0}, cases = {0, 0};
     double t0 = MPI_Wtime();
-    for (int k = 0; k < NSIZES * NCOMBOS + NFUZZ; k++) {
+    int ncases = NSIZES * NCOMBOS + NFUZZ + (budget ? NSTREAMED : 0);
+    for (int k = 0; k < ncases; k++) {
         if (only >= 0 && k != only)
             continue;
-        int table = k < NSIZES * NCOMBOS;
+        int table = k < NSIZES * NCOMBOS, fuzz = k - NSIZES * NCOMBOS;
         fft_case c = table ? make_case(k / NCOMBOS, k % NCOMBOS)
-                           : make_fuzz_case(k - NSIZES * NCOMBOS);
+                     : fuzz < NFUZZ ? make_fuzz_case(fuzz)
+                                    : make_streamed_case(fuzz - NFUZZ);
         if (verbose && rank == 0) {
             char desc[256];
             case_str(&c, desc, sizeof desc);
@@ -540,6 +576,9 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("(%d checks, %d failed, %.1f s)\n", checks.checks, checks.failed,
                MPI_Wtime() - t0);
+    if (rank == 0 && cuda)
+        printf("%d plans streamed host arrays through the GPU, %d to %d chunks per pass\n",
+               streamed, fewest_chunks, most_chunks);
     tide_context_destroy(ctx);
     int rc = tt_finish(&cases, comm, "test_fft", "cases");
     MPI_Finalize();
