@@ -645,7 +645,7 @@ static int make_ooc_plan(tide_context *ctx, const int n[3], const tide_fft_optio
         p->fwd.scale = opts->scaling == TIDE_SCALE_SYMMETRIC ? 1.0 / sqrt(N) : 1.0;
         p->bwd.scale = opts->scaling == TIDE_SCALE_SYMMETRIC ? 1.0 / sqrt(N)
                        : opts->scaling == TIDE_SCALE_FULL    ? 1.0 / N : 1.0;
-        st = tide_ooc_create(ctx->comm, n, opts->precision == TIDE_DOUBLE, nccl,
+        st = tide_ooc_create(ctx, n, opts->precision == TIDE_DOUBLE, nccl,
                              ctx->dev.budget_bytes, &p->ooc, err, sizeof err);
     }
     if (!st) {

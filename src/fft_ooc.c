@@ -28,6 +28,7 @@
 enum { NSLOTS = 3 };
 
 struct tide_ooc {
+    const tide_context *ctx; /* for logging */
     int P, me, n[3], dbl;
     size_t elem;
     tide_box *xs, *ys;    /* every rank's x-slab and y-slab */
@@ -267,15 +268,16 @@ size_t tide_ooc_device_bytes(const tide_ooc *o)
     return NSLOTS * (nbufs * o->buf_bytes + o->work_bytes);
 }
 
-int tide_ooc_create(MPI_Comm comm, const int n[3], int dbl, void *nccl, size_t budget,
+int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, void *nccl, size_t budget,
                     tide_ooc **out, char *err, size_t len)
 {
     *out = NULL;
     tide_ooc *o = calloc(1, sizeof *o);
     if (!o)
         return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
-    MPI_Comm_size(comm, &o->P);
-    MPI_Comm_rank(comm, &o->me);
+    o->ctx = ctx;
+    o->P = ctx->nranks;
+    o->me = ctx->rank;
     memcpy(o->n, n, sizeof o->n);
     o->dbl = dbl;
     o->elem = dbl ? 16 : 8;
@@ -366,16 +368,24 @@ int tide_ooc_execute(tide_ooc *o, int sign, double scale, const void *in, void *
         /* Keep going after a failure so the NCCL groups of the peers still match. */
         int rc = tide_pipeline_run(o->pipe, &job, st ? o->why : err, st ? sizeof o->why : len);
         st = st ? st : rc;
+        tide_pipeline_stats ps;
+        if (!rc && o->ctx->log_level >= TIDE_LOG_DEBUG &&
+            tide_pipeline_last_stats(o->pipe, &ps) == 0)
+            tide_log(o->ctx, TIDE_LOG_DEBUG, "streamed pass %c: %d chunks, %.3g ms; summed over "
+                     "chunks: uploads %.3g ms, work %.3g ms, downloads %.3g ms; %.3g GB up, "
+                     "%.3g GB down", pass ? 'B' : 'A', job.nchunks, ps.total * 1e3,
+                     ps.upload * 1e3, ps.work * 1e3, ps.download * 1e3, ps.bytes_up / 1e9,
+                     ps.bytes_down / 1e9);
     }
     return st;
 }
 
 #else /* no CUDA: fft.c never asks for one (streams_ok needs a CUDA context) */
 
-int tide_ooc_create(MPI_Comm comm, const int n[3], int dbl, void *nccl, size_t budget,
+int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, void *nccl, size_t budget,
                     tide_ooc **out, char *err, size_t len)
 {
-    (void)comm, (void)n, (void)dbl, (void)nccl, (void)budget;
+    (void)ctx, (void)n, (void)dbl, (void)nccl, (void)budget;
     *out = NULL;
     snprintf(err, len, "this build has no CUDA");
     return TIDE_ERR_UNSUPPORTED;

@@ -13,9 +13,9 @@
 typedef struct tide_ooc tide_ooc;
 
 /* Local: chunk sizes for the budget (bytes of device memory), cuFFT plans, the pipeline,
- * pinned work memory. nccl: the context's tide_nccl (NULL for one rank). Returns 0 or a code
- * with the reason in err. */
-int tide_ooc_create(MPI_Comm comm, const int n[3], int dbl, void *nccl, size_t budget,
+ * pinned work memory, for the ranks of ctx. nccl: the context's tide_nccl (NULL for one rank).
+ * Returns 0 or a code with the reason in err. */
+int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, void *nccl, size_t budget,
                     tide_ooc **out, char *err, size_t len);
 void tide_ooc_destroy(tide_ooc *o);
 /* Chunks per pass (the larger pass), slots, device and pinned bytes held. */
