@@ -313,6 +313,8 @@ int tide_device_alloc(tide_context *ctx, size_t bytes, void **ptr)
     if (tide_gpu_malloc(bytes, ptr))
         return tide_fail(ctx, TIDE_ERR_NOMEM, "tide_device_alloc: cannot allocate %zu bytes on "
                          "GPU %d: %s", bytes, ctx->dev.device, tide_gpu_last_error());
+#else
+    (void)bytes;
 #endif
     return TIDE_SUCCESS;
 }

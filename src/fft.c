@@ -1242,7 +1242,8 @@ static int run(tide_fft_plan *p, const program *prog, int dir, const void *in, v
     (void)uin, (void)uout, (void)in_b, (void)out_b, (void)host_gpu;
 #endif
     if (st)
-        tide_fail(ctx, st, "an MPI exchange failed during tide_fft_%s", fn);
+        tide_fail(ctx, st, "an MPI exchange failed during tide_fft_%s%s%s", fn,
+                  *failed_at ? " in " : "", failed_at);
     return tide_agree(ctx, st);
 }
 
