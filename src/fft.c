@@ -614,6 +614,22 @@ static int streams_ok(const tide_context *ctx, const int n[3], int boxes,
                                             o->exchange == TIDE_EXCHANGE_NCCL)));
 }
 
+/* Collective end of plan creation: a local failure (message err) is agreed; on failure the
+ * plan is destroyed, on success handed out. */
+static int agree_plan(tide_context *ctx, int st, const char *err, tide_fft_plan *p,
+                      tide_fft_plan **out)
+{
+    if (st)
+        tide_fail(ctx, st, "%s", err);
+    st = tide_agree(ctx, st);
+    if (st) {
+        tide_fft_plan_destroy(p);
+        return st;
+    }
+    *out = p;
+    return TIDE_SUCCESS;
+}
+
 /* Collective: the streamed plan (see streams_ok). */
 static int make_ooc_plan(tide_context *ctx, const int n[3], const tide_fft_options *opts,
                          tide_fft_plan **out)
@@ -656,15 +672,7 @@ static int make_ooc_plan(tide_context *ctx, const int n[3], const tide_fft_optio
                  "stream fft(x)%s", chunks, slots, ctx->nranks > 1 ? " > nccl" : "",
                  ctx->nranks > 1 ? " > nccl" : "");
     }
-    if (st)
-        tide_fail(ctx, st, "%s", err);
-    st = tide_agree(ctx, st);
-    if (st) {
-        tide_fft_plan_destroy(p);
-        return st;
-    }
-    *out = p;
-    return TIDE_SUCCESS;
+    return agree_plan(ctx, st, err, p, out);
 }
 
 static int build_plan(tide_fft_plan *p, chain *c, layout user_in, layout user_out, char *err,
@@ -727,15 +735,7 @@ static int make_plan(tide_context *ctx, const int n[3], const request *all, int 
     free(uin);
     free(uout);
     free_chain(&c);
-    if (st)
-        tide_fail(ctx, st, "%s", err);
-    st = tide_agree(ctx, st);
-    if (st) {
-        tide_fft_plan_destroy(p);
-        return st;
-    }
-    *out = p;
-    return TIDE_SUCCESS;
+    return agree_plan(ctx, st, err, p, out);
 }
 
 void tide_fft_options_init(tide_fft_options *o)
