@@ -57,7 +57,8 @@ int tide_cmd_info(int argc, char **argv)
                      "whether it takes device pointers), FFTW, NCCL, and for each rank its host, "
                      "CPU binding, NUMA nodes, threads, backend and GPU. --measure also measures "
                      "each rank's transfer rates (all ranks at once, as a job loads the links): "
-                     "host memcpy, host<->device each way and both at once, device copy.\n");
+                     "host memcpy, host<->device each way and both at once, device copy, and with "
+                     "several ranks the all-to-all rate of MPI in host memory.\n");
             return 0;
         }
         if (!strcmp(argv[i], "--measure")) {
@@ -143,6 +144,17 @@ int tide_cmd_info(int argc, char **argv)
         tide_say("%s\n", all + (size_t)r * LINE);
     if (measure && !rc)
         tide_say("%s", gpu);
+    double xr = 0;
+    if (measure && !rc && P > 1) {
+        st = tide_measure_exchange(ctx, 0, &xr);
+        if (st) {
+            tide_warn("tide info: measuring the exchange failed: %s\n", tide_last_error(ctx));
+            rc = 1;
+        } else {
+            tide_say("Exchange rate (GB/s leaving each rank, MPI_Alltoall in host memory, 64 MiB "
+                     "per rank): %.2f\n", xr);
+        }
+    }
     free(all);
     tide_context_destroy(ctx);
     return rc;

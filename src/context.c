@@ -392,6 +392,49 @@ int tide_measure_rates(tide_context *ctx, size_t bytes, tide_rates *rates)
     return TIDE_SUCCESS;
 }
 
+int tide_measure_exchange(tide_context *ctx, size_t bytes, double *gbps)
+{
+    if (!ctx)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_measure_exchange: ctx is NULL");
+    int P = ctx->nranks;
+    size_t block = (bytes ? bytes : (size_t)64 << 20) / (size_t)P;
+    char *a = NULL, *b = NULL;
+    int st = gbps ? TIDE_SUCCESS
+                  : tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_measure_exchange: gbps is NULL");
+    if (!st && block > (size_t)1 << 30)
+        st = tide_fail(ctx, TIDE_ERR_TOO_LARGE, "tide_measure_exchange: %zu bytes per peer "
+                       "exceed MPI's int counts", block);
+    if (!st && (!(a = malloc(block * P + 1)) || !(b = malloc(block * P + 1))))
+        st = tide_fail(ctx, TIDE_ERR_NOMEM, "tide_measure_exchange: cannot allocate 2 x %zu "
+                       "bytes", block * P);
+    st = tide_agree(ctx, st);
+    double t[5];
+    for (int i = 0; i < 5 && !st; i++) {
+        if (i == 0) { /* never on untouched pages: fill, and warm up the connections */
+            memset(a, 0x5a, block * P);
+            memset(b, 0xa5, block * P);
+            st = MPI_Alltoall(a, (int)block, MPI_BYTE, b, (int)block, MPI_BYTE, ctx->comm);
+        }
+        double t0 = 0, dt = 0;
+        if (!st && !(st = MPI_Barrier(ctx->comm))) {
+            t0 = MPI_Wtime();
+            st = MPI_Alltoall(a, (int)block, MPI_BYTE, b, (int)block, MPI_BYTE, ctx->comm);
+            dt = MPI_Wtime() - t0;
+        }
+        if (!st)
+            st = MPI_Allreduce(&dt, &t[i], 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
+        if (st)
+            st = tide_fail(ctx, TIDE_ERR_MPI, "tide_measure_exchange: MPI failed");
+    }
+    free(a);
+    free(b);
+    if (st)
+        return st;
+    qsort(t, 5, sizeof t[0], cmp_double);
+    *gbps = P > 1 ? (double)block * (P - 1) / 1e9 / t[2] : 0;
+    return TIDE_SUCCESS;
+}
+
 const char *tide_context_gpu_status(const tide_context *ctx)
 {
     return ctx ? ctx->backend_reason : "no context";

@@ -114,6 +114,12 @@ typedef struct {
  * context. */
 int tide_measure_rates(tide_context *ctx, size_t bytes, tide_rates *rates);
 
+/* Collective. The all-to-all rate of the MPI library in host memory: MPI_Alltoall of `bytes`
+ * per rank (0: 64 MiB), median of 5 barrier-aligned repetitions, the slowest rank counting.
+ * Reported in GB/s leaving each rank (the bytes it sends to other ranks over the time); 0
+ * with one rank. Every rank gets the same figure. */
+int tide_measure_exchange(tide_context *ctx, size_t bytes, double *gbps);
+
 /* Host memory for arrays that Tide will move: on a CUDA context pinned (page-locked, so
  * transfers run at full PCIe rate and can overlap compute), on the CPU aligned to 64 bytes.
  * The pages are touched by the calling rank, which a CUDA context has bound near its GPU, so

@@ -40,7 +40,7 @@ run help 0 1 --help && has help 'usage: mpirun -np P tide'
 run ffthelp 0 1 fft --help && has ffthelp '-transposed'
 run info 0 2 info && has info '^rank 1: host'
 run infomeasure 0 2 info --measure && has infomeasure 'rates \(GB/s\): host copy [0-9]' && \
-    has infomeasure '^Aggregate rates'
+    has infomeasure '^Aggregate rates' && has infomeasure '^Exchange rate .*: [0-9]+\.[0-9]+$'
 
 # A verified run with every key heFFTe's parsers read.
 run c2c 0 4 fft c2c auto double 24 20 18 -n 2

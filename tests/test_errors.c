@@ -613,6 +613,15 @@ static void host_alloc_checks(tide_context *ctx)
              st);
     tt_check(&tally, comm, st != 0 || tide_host_free(ctx, p) == 0, "tide_host_free failed");
     tt_check(&tally, comm, tide_host_free(ctx, NULL) == 0, "tide_host_free(NULL) must succeed");
+
+    /* The collective exchange measurement: a NULL result on one rank fails on all of them. */
+    double g = -1;
+    st = tide_measure_exchange(ctx, 1 << 16, rank == nranks - 1 ? NULL : &g);
+    expect_error("tide_measure_exchange with gbps NULL on the last rank", st,
+                 tide_last_error(ctx), E_ARG, nranks - 1, -1, 1);
+    st = tide_measure_exchange(ctx, 1 << 16, &g);
+    tt_check(&tally, comm, st == 0 && (nranks == 1 ? g == 0 : g > 0),
+             "tide_measure_exchange: status %d, %g GB/s", st, g);
 }
 
 int main(int argc, char **argv)
