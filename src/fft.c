@@ -1178,7 +1178,6 @@ static int run(tide_fft_plan *p, const program *prog, int dir, const void *in, v
     }
     /* Host arrays on the GPU: the whole input goes up, the program runs on its device copies,
      * the output comes down. */
-    const void *uin = in;
     void *uout = out;
     size_t in_b = 0, out_b = 0;
     int host_gpu = p->gpu && p->o.location == TIDE_LOCATION_HOST;
@@ -1233,13 +1232,12 @@ static int run(tide_fft_plan *p, const program *prog, int dir, const void *in, v
         int sync = tide_gpu_sync(p->stream);
         st = st ? st : sync;
     }
-    (void)uin;
     if (st && st != TIDE_ERR_MPI)
         tide_fail(ctx, st, "GPU failure during tide_fft_%s%s%s: %s", fn, *failed_at ? " in " : "",
                   failed_at, tide_gpu_last_error());
     else
 #else
-    (void)uin, (void)uout, (void)in_b, (void)out_b, (void)host_gpu;
+    (void)uout, (void)in_b, (void)out_b, (void)host_gpu;
 #endif
     if (st)
         tide_fail(ctx, st, "an MPI exchange failed during tide_fft_%s%s%s", fn,
