@@ -614,6 +614,32 @@ static int streams_ok(const tide_context *ctx, const int n[3], int boxes,
                                             o->exchange == TIDE_EXCHANGE_NCCL)));
 }
 
+/* A plan with what every plan has: the request, where it runs, the grid and element sizes,
+ * the scale factors of both directions. NULL when out of memory. */
+static tide_fft_plan *new_plan(tide_context *ctx, const int n[3], const tide_fft_options *opts,
+                               int cuda)
+{
+    tide_fft_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->ctx = ctx;
+    p->o = *opts;
+    p->o.backend = cuda ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU;
+    p->gpu = cuda;
+    memcpy(p->n, n, sizeof p->n);
+    memcpy(p->nout, n, sizeof p->nout);
+    if (opts->type == TIDE_R2C)
+        p->nout[2] = n[2] / 2 + 1;
+    size_t scalar = opts->precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
+    p->out_elem = 2 * scalar;
+    p->in_elem = opts->type == TIDE_R2C ? scalar : 2 * scalar;
+    double N = (double)n[0] * n[1] * n[2], sym = 1.0 / sqrt(N);
+    p->fwd.scale = opts->scaling == TIDE_SCALE_SYMMETRIC ? sym : 1.0;
+    p->bwd.scale = opts->scaling == TIDE_SCALE_SYMMETRIC ? sym
+                   : opts->scaling == TIDE_SCALE_FULL    ? 1.0 / N : 1.0;
+    return p;
+}
+
 /* Collective end of plan creation: a local failure (message err) is agreed; on failure the
  * plan is destroyed, on success handed out. */
 static int agree_plan(tide_context *ctx, int st, const char *err, tide_fft_plan *p,
@@ -639,28 +665,16 @@ static int make_ooc_plan(tide_context *ctx, const int n[3], const tide_fft_optio
     int st = ctx->nranks > 1 ? tide_context_nccl(ctx, &nccl) : TIDE_SUCCESS;
     if (st)
         return st;
-    tide_fft_plan *p = calloc(1, sizeof *p);
+    tide_fft_plan *p = new_plan(ctx, n, opts, 1);
     char err[TIDE_MSG_LEN] = "out of memory creating the plan";
     st = p ? TIDE_SUCCESS : TIDE_ERR_NOMEM;
     if (p) {
-        p->ctx = ctx;
-        p->o = *opts;
-        p->o.backend = TIDE_BACKEND_CUDA;
-        p->gpu = 1;
-        memcpy(p->n, n, sizeof p->n);
-        memcpy(p->nout, n, sizeof p->nout);
-        size_t scalar = opts->precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
-        p->in_elem = p->out_elem = 2 * scalar;
         tide_box_slab(n, 0, ctx->nranks, ctx->rank, &p->inbox);
         p->outbox = p->inbox;
         p->decomp = ctx->nranks > 1 ? TIDE_DECOMP_SLABS : TIDE_DECOMP_AUTO;
         p->exchange = ctx->nranks > 1 ? TIDE_EXCHANGE_NCCL : TIDE_EXCHANGE_AUTO;
         p->transport = p->exchange;
         p->local_passes = 2;
-        double N = (double)n[0] * n[1] * n[2];
-        p->fwd.scale = opts->scaling == TIDE_SCALE_SYMMETRIC ? 1.0 / sqrt(N) : 1.0;
-        p->bwd.scale = opts->scaling == TIDE_SCALE_SYMMETRIC ? 1.0 / sqrt(N)
-                       : opts->scaling == TIDE_SCALE_FULL    ? 1.0 / N : 1.0;
         st = tide_ooc_create(ctx, n, opts->precision == TIDE_DOUBLE, nccl,
                              ctx->dev.budget_bytes, &p->ooc, err, sizeof err);
     }
@@ -684,13 +698,9 @@ static int make_plan(tide_context *ctx, const int n[3], const request *all, int 
                      int has_out, const tide_fft_options *opts, int cuda, tide_fft_plan **out)
 {
     *out = NULL;
-    tide_fft_plan *p = calloc(1, sizeof *p);
+    tide_fft_plan *p = new_plan(ctx, n, opts, cuda);
     int st = TIDE_SUCCESS;
     if (p) {
-        p->ctx = ctx;
-        p->o = *opts;
-        p->o.backend = cuda ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU;
-        p->gpu = cuda;
         p->transport = opts->exchange;
         if (cuda && p->transport == TIDE_EXCHANGE_AUTO && ctx->nranks > 1)
             p->transport = ctx->nccl_usable      ? TIDE_EXCHANGE_NCCL
@@ -710,13 +720,6 @@ static int make_plan(tide_context *ctx, const int n[3], const request *all, int 
     layout uin = NULL, uout = NULL;
     chain c = {.P = ctx->nranks, .zlast = cuda && opts->type == TIDE_R2C};
     char err[TIDE_MSG_LEN] = "out of memory creating the plan";
-    memcpy(p->n, n, sizeof p->n);
-    memcpy(p->nout, n, sizeof p->nout);
-    if (p->o.type == TIDE_R2C)
-        p->nout[2] = n[2] / 2 + 1;
-    size_t scalar = p->o.precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
-    p->out_elem = 2 * scalar;
-    p->in_elem = p->o.type == TIDE_R2C ? scalar : 2 * scalar;
     /* The users' layouts live outside the chain's pool: AUTO builds chains twice. */
     if (has_in && (uin = calloc((size_t)ctx->nranks, sizeof(tide_box))))
         for (int r = 0; r < ctx->nranks; r++)
@@ -883,11 +886,6 @@ static int build_plan(tide_fft_plan *p, chain *c, layout user_in, layout user_ou
     if (st)
         return st;
 
-    double N = (double)p->n[0] * p->n[1] * p->n[2];
-    double sym = 1.0 / sqrt(N);
-    p->fwd.scale = p->o.scaling == TIDE_SCALE_SYMMETRIC ? sym : 1.0;
-    p->bwd.scale = p->o.scaling == TIDE_SCALE_SYMMETRIC ? sym
-                   : p->o.scaling == TIDE_SCALE_FULL    ? 1.0 / N : 1.0;
     p->fwd.out_scalars = tide_box_count(&p->outbox) * p->o.batch * 2;
     p->bwd.out_scalars = tide_box_count(&p->inbox) * p->o.batch * (r2c ? 1 : 2);
     return TIDE_SUCCESS;
