@@ -335,18 +335,27 @@ static int exec_a2av(const tide_reshape *r, const void *src, void *dst, void *se
     return TIDE_SUCCESS;
 }
 
-static int exec_p2p(const tide_reshape *r, const void *src, void *dst, void *sendbuf,
-                    void *recvbuf)
+enum { P2P_TAG = 7301 };
+
+/* Post every receive of a pairwise exchange (requests r->reqs[0..nrecv)): direct blocks into
+ * dst, staged ones into recvbuf. */
+static int post_receives(const tide_reshape *r, void *dst, void *recvbuf)
 {
-    const int tag = 7301;
-    MPI_Request *rreq = r->reqs, *sreq = r->reqs + r->nrecv;
     int rc = MPI_SUCCESS;
     for (int i = 0; i < r->nrecv && rc == MPI_SUCCESS; i++) {
         const peer_block *p = &r->recv[i];
         char *base = p->direct ? (char *)dst : (char *)recvbuf;
-        rc = MPI_Irecv(base + p->offset * r->elem, (int)p->count, r->type, p->peer, tag,
-                       r->comm, &rreq[i]);
+        rc = MPI_Irecv(base + p->offset * r->elem, (int)p->count, r->type, p->peer, P2P_TAG,
+                       r->comm, &r->reqs[i]);
     }
+    return rc;
+}
+
+static int exec_p2p(const tide_reshape *r, const void *src, void *dst, void *sendbuf,
+                    void *recvbuf)
+{
+    MPI_Request *rreq = r->reqs, *sreq = r->reqs + r->nrecv;
+    int rc = post_receives(r, dst, recvbuf);
     if (rc != MPI_SUCCESS)
         return TIDE_ERR_MPI;
     /* Pack peer by peer and send each block as soon as it is ready, so the packing of the
@@ -360,7 +369,7 @@ static int exec_p2p(const tide_reshape *r, const void *src, void *dst, void *sen
             pack(r, p, src, sendbuf);
             base = (const char *)sendbuf;
         }
-        rc = MPI_Isend(base + p->offset * r->elem, (int)p->count, r->type, p->peer, tag,
+        rc = MPI_Isend(base + p->offset * r->elem, (int)p->count, r->type, p->peer, P2P_TAG,
                        r->comm, &sreq[i]);
     }
     copy_self(r, src, dst);
@@ -397,15 +406,11 @@ static int mpi_staged(const tide_reshape *r, const char *sbuf, char *rbuf)
     if (r->exchange == TIDE_EXCHANGE_A2AV)
         return MPI_Alltoallv(sbuf, r->scounts, r->sdispls, r->type, rbuf, r->rcounts,
                              r->rdispls, r->type, r->comm) == MPI_SUCCESS ? 0 : TIDE_ERR_MPI;
-    const int tag = 7302;
-    MPI_Request *rreq = r->reqs, *sreq = r->reqs + r->nrecv;
-    int rc = MPI_SUCCESS;
-    for (int i = 0; i < r->nrecv && rc == MPI_SUCCESS; i++)
-        rc = MPI_Irecv(rbuf + r->recv[i].offset * r->elem, (int)r->recv[i].count, r->type,
-                       r->recv[i].peer, tag, r->comm, &rreq[i]);
+    MPI_Request *sreq = r->reqs + r->nrecv;
+    int rc = post_receives(r, NULL, rbuf); /* every block is staged */
     for (int i = 0; i < r->nsend && rc == MPI_SUCCESS; i++)
         rc = MPI_Isend(sbuf + r->send[i].offset * r->elem, (int)r->send[i].count, r->type,
-                       r->send[i].peer, tag, r->comm, &sreq[i]);
+                       r->send[i].peer, P2P_TAG, r->comm, &sreq[i]);
     if (rc == MPI_SUCCESS)
         rc = MPI_Waitall(r->nrecv + r->nsend, r->reqs, MPI_STATUSES_IGNORE);
     return rc == MPI_SUCCESS ? 0 : TIDE_ERR_MPI;
