@@ -296,10 +296,7 @@ extern "C" void tide_nccl_destroy(tide_nccl *c)
 #if TIDE_HAVE_NCCL
 static int nccl_status(ncclResult_t r, const char *what)
 {
-    if (r == ncclSuccess)
-        return 0;
-    snprintf(last_error, sizeof last_error, "%s: %s", what, ncclGetErrorString(r));
-    return TIDE_ERR_BACKEND;
+    return r == ncclSuccess ? 0 : tide_gpu_note_error(what, ncclGetErrorString(r), (int)r);
 }
 #endif
 

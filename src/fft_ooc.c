@@ -32,6 +32,7 @@ struct tide_ooc {
     int P, me, n[3], dbl;
     size_t elem;
     tide_box *xs, *ys;    /* every rank's x-slab and y-slab */
+    int xmax, ymax;       /* the thickest x-slab and y-slab */
     int k, m;             /* planes per pass-A chunk, rows per pass-B chunk */
     int nA, nB;           /* chunks per pass (the most any rank has) */
     tide_pipeline *pipe;
@@ -247,12 +248,7 @@ static void free_ffts(tide_ooc *o)
  * receives. */
 static size_t slot_buffer_bytes(const tide_ooc *o)
 {
-    long long xmax = 0, ymax = 0;
-    for (int r = 0; r < o->P; r++) {
-        long long dx = o->xs[r].hi[0] - o->xs[r].lo[0], dy = o->ys[r].hi[1] - o->ys[r].lo[1];
-        xmax = dx > xmax ? dx : xmax;
-        ymax = dy > ymax ? dy : ymax;
-    }
+    long long xmax = o->xmax, ymax = o->ymax;
     long long a = (long long)o->k * o->n[1] * o->n[2], b = (long long)o->n[0] * o->m * o->n[2];
     long long ra = o->P * (long long)o->k * ymax * o->n[2];
     long long rb = o->P * (long long)o->m * xmax * o->n[2];
@@ -291,11 +287,14 @@ int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, void *nccl
     for (int r = 0; r < o->P; r++) {
         tide_box_slab(n, 0, o->P, r, &o->xs[r]);
         tide_box_slab(n, 1, o->P, r, &o->ys[r]);
+        int dx = o->xs[r].hi[0] - o->xs[r].lo[0], dy = o->ys[r].hi[1] - o->ys[r].lo[1];
+        o->xmax = dx > o->xmax ? dx : o->xmax;
+        o->ymax = dy > o->ymax ? dy : o->ymax;
     }
     /* Chunk sizes: three slots of (buffers + a cuFFT work area about a chunk's size) within
      * the budget; halved until the plans' real work areas fit too. */
     int nbufs = o->P > 1 ? 3 : 1;
-    int xmax = (n[0] + o->P - 1) / o->P, ymax = (n[1] + o->P - 1) / o->P;
+    int xmax = o->xmax, ymax = o->ymax;
     double target = (double)budget / (NSLOTS * (nbufs + 1));
     double plane = (double)n[1] * n[2] * o->elem, row = (double)n[0] * n[2] * o->elem;
     o->k = target / plane < xmax ? (int)(target / plane) : xmax;

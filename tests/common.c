@@ -2,6 +2,10 @@
  * common.c: helpers shared by the tests. See common.h.
  */
 #include "common.h"
+#include "tide_config.h"
+#if TIDE_HAVE_CUDA
+#include "gpu.h"
+#endif
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -238,4 +242,18 @@ int tt_finish(const tt_tally *t, MPI_Comm comm, const char *name, const char *no
         fflush(stdout);
     }
     return maxfailed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+int tt_gpus_or_skip(void)
+{
+#if TIDE_HAVE_CUDA
+    char why[256];
+    int n = tide_gpu_count(why, sizeof why);
+    if (n <= 0)
+        printf("SKIP: %s\n", why);
+    return n > 0 ? n : 0;
+#else
+    printf("SKIP: this build has no CUDA (gpu/ not compiled)\n");
+    return 0;
+#endif
 }

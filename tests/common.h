@@ -11,6 +11,11 @@
 #include <mpi.h>
 #include "tide.h"
 
+/* ---- GPU tests ------------------------------------------------------------------------------ */
+/* The GPUs this process can use; 0 after printing "SKIP: <why>" (the caller then exits 77, which
+ * meson reports as skipped). */
+int tt_gpus_or_skip(void);
+
 /* ---- RNG (splitmix64) ----------------------------------------------------------------------- */
 typedef struct {
     uint64_t state;

@@ -22,6 +22,7 @@ int main(void)
 }
 #else
 #include <cuda_runtime.h>
+#include "common.h"
 #include "gpu.h"
 #include "tide.h"
 
@@ -35,12 +36,9 @@ static tide_box mk(int x0, int x1, int y0, int y1, int z0, int z1, const int *or
 
 int main(void)
 {
-    char why[256];
-    int n = tide_gpu_count(why, sizeof why);
-    if (n <= 0) {
-        printf("SKIP: %s\n", why);
+    int n = tt_gpus_or_skip();
+    if (n == 0)
         return 77;
-    }
     tide_gpu_props props;
     if (tide_gpu_properties(0, &props) || props.total_bytes == 0 || !props.name[0]) {
         printf("FAIL: tide_gpu_properties\n");

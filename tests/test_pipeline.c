@@ -38,6 +38,7 @@ int main(void)
 #else
 #include <omp.h>
 #include <cuda_runtime.h>
+#include "common.h"
 #include "gpu.h"
 #include "pipeline.h"
 #include "region.h"
@@ -925,12 +926,9 @@ static void timings(void)
 
 int main(void)
 {
-    char why[256];
-    int n = tide_gpu_count(why, sizeof why);
-    if (n <= 0) {
-        printf("SKIP: %s\n", why);
+    int n = tt_gpus_or_skip();
+    if (n == 0)
         return 77;
-    }
     double t0 = now();
     test_roundtrip();
     test_middle();
