@@ -248,7 +248,8 @@ void tide_fft_options_init(tide_fft_options *opts);
  *                  transposed_out, whatever layout the last 1D/2D FFT leaves (y-slabs or
  *                  x-pencils), which saves the final exchange (like FFTW_MPI_TRANSPOSED_OUT).
  * tide_fft_plan_boxes() tells which boxes were chosen. All validation, allocation and FFT
- * planning happen here; execution allocates nothing.
+ * planning happen here; execution allocates no array (a plan streaming host arrays through the
+ * GPU in chunks allocates a little host bookkeeping, the chunks' transfer lists, per call).
  */
 int tide_fft_plan_create(tide_context *ctx, const int n[3], const tide_box *inbox,
                          const tide_box *outbox, const tide_fft_options *opts,
