@@ -600,18 +600,19 @@ static int make_steps(const chain *c, int forward, int r2c, step *steps)
 /* ---- plan creation --------------------------------------------------------------------- */
 
 /* Whether host arrays too large for the device budget can stream through the GPU in chunks
- * (fft_ooc.c): c2c, one field, the default x-slabs in and natural x-slabs out, slabs that
- * fit, and NCCL between the GPUs of several ranks. The same answer on every rank. */
+ * (fft_ooc.c): c2c, one field, the default x-slabs in and x-slabs (or, transposed, y-slabs)
+ * out, slabs that fit, and between several ranks NCCL or MPI point to point in host memory.
+ * The same answer on every rank. */
 static int streams_ok(const tide_context *ctx, const int n[3], int boxes,
                       const tide_fft_options *o)
 {
     int P = ctx->nranks;
+    tide_exchange e = o->exchange;
     return o->location == TIDE_LOCATION_HOST && o->type == TIDE_C2C && o->batch == 1 &&
-           !boxes && !o->transposed_out &&
+           !boxes && P <= n[0] && P <= n[1] &&
            (o->decomposition == TIDE_DECOMP_AUTO || o->decomposition == TIDE_DECOMP_SLABS) &&
-           P <= n[0] && P <= n[1] &&
-           (P == 1 || (ctx->nccl_usable && (o->exchange == TIDE_EXCHANGE_AUTO ||
-                                            o->exchange == TIDE_EXCHANGE_NCCL)));
+           (P == 1 || e == TIDE_EXCHANGE_AUTO || e == TIDE_EXCHANGE_P2P ||
+            (e == TIDE_EXCHANGE_NCCL && ctx->nccl_usable));
 }
 
 /* A plan with what every plan has: the request, where it runs, the grid and element sizes,
@@ -656,35 +657,38 @@ static int agree_plan(tide_context *ctx, int st, const char *err, tide_fft_plan 
     return TIDE_SUCCESS;
 }
 
-/* Collective: the streamed plan (see streams_ok). */
+/* Collective: the streamed plan (see streams_ok). The exchange is NCCL where the GPUs reach
+ * each other (unless P2P was asked for), else MPI point to point in host memory. */
 static int make_ooc_plan(tide_context *ctx, const int n[3], const tide_fft_options *opts,
                          tide_fft_plan **out)
 {
     *out = NULL;
+    int P = ctx->nranks, moves = P > 1 ? (opts->transposed_out ? 1 : 2) : 0;
+    int nccl_on = P > 1 && ctx->nccl_usable && opts->exchange != TIDE_EXCHANGE_P2P;
     void *nccl = NULL;
-    int st = ctx->nranks > 1 ? tide_context_nccl(ctx, &nccl) : TIDE_SUCCESS;
+    int st = nccl_on ? tide_context_nccl(ctx, &nccl) : TIDE_SUCCESS;
     if (st)
         return st;
     tide_fft_plan *p = new_plan(ctx, n, opts, 1);
     char err[TIDE_MSG_LEN] = "out of memory creating the plan";
     st = p ? TIDE_SUCCESS : TIDE_ERR_NOMEM;
     if (p) {
-        tide_box_slab(n, 0, ctx->nranks, ctx->rank, &p->inbox);
-        p->outbox = p->inbox;
-        p->decomp = ctx->nranks > 1 ? TIDE_DECOMP_SLABS : TIDE_DECOMP_AUTO;
-        p->exchange = ctx->nranks > 1 ? TIDE_EXCHANGE_NCCL : TIDE_EXCHANGE_AUTO;
+        tide_box_slab(n, 0, P, ctx->rank, &p->inbox);
+        tide_box_slab(n, moves == 1 ? 1 : 0, P, ctx->rank, &p->outbox);
+        p->decomp = P > 1 ? TIDE_DECOMP_SLABS : TIDE_DECOMP_AUTO;
+        p->exchange = !moves ? TIDE_EXCHANGE_AUTO : nccl ? TIDE_EXCHANGE_NCCL : TIDE_EXCHANGE_P2P;
         p->transport = p->exchange;
         p->local_passes = 2;
-        st = tide_ooc_create(ctx, n, opts->precision == TIDE_DOUBLE, nccl,
+        st = tide_ooc_create(ctx, n, opts->precision == TIDE_DOUBLE, opts->transposed_out, nccl,
                              ctx->dev.budget_bytes, &p->ooc, err, sizeof err);
     }
     if (!st) {
         int chunks, slots;
         size_t dev, pin;
         tide_ooc_shape(p->ooc, &chunks, &slots, &dev, &pin);
+        const char *x = !moves ? "" : nccl ? " > nccl" : " > p2p";
         snprintf(p->ooc_what, sizeof p->ooc_what, "stream[%d chunks, %d slots] fft(y,z)%s > "
-                 "stream fft(x)%s", chunks, slots, ctx->nranks > 1 ? " > nccl" : "",
-                 ctx->nranks > 1 ? " > nccl" : "");
+                 "stream fft(x)%s", chunks, slots, x, moves == 2 ? x : "");
     }
     return agree_plan(ctx, st, err, p, out);
 }
@@ -1037,7 +1041,7 @@ int tide_fft_plan_info(const tide_fft_plan *p, tide_fft_info *info)
         tide_ooc_shape(p->ooc, &info->chunks, &info->slots, &info->device_bytes,
                        &info->pinned_bytes);
         info->streams = info->slots;
-        info->exchanges = p->ctx->nranks > 1 ? 2 : 0;
+        info->exchanges = p->ctx->nranks == 1 ? 0 : p->o.transposed_out ? 1 : 2;
     }
     for (int i = 0; i < p->fwd.nops; i++)
         info->exchanges += p->fwd.ops[i].kind == OP_RESHAPE;

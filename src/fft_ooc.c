@@ -1,19 +1,29 @@
 /*
  * fft_ooc.c: distributed 3D C2C FFTs of host arrays larger than the device budget, streamed
  * through the GPU by the out-of-card pipeline engine (gpu/pipeline.h): the slab algorithm of
- * seed 003, with the exchange done GPU to GPU inside the pipeline.
+ * seed 003.
  *
- * Ranks hold x-slabs (C order) of the input and of the output. Two passes, each one pipeline
- * job, each touching host memory only through PCIe transfers:
- *   A. chunks of k x-planes: upload, 2D FFTs over (y,z), pack each peer's y-range in the
- *      receiver's order, grouped NCCL send/recv, download what arrives (and this rank's own
- *      y-range, straight from the chunk) into a pinned host y-slab W;
- *   B. chunks of m y-rows of W: upload, 1D FFTs over x, scale, pack each peer's x-range, NCCL,
- *      download into the output x-slab.
- * One rank needs no W and no exchange: pass A writes the output, pass B transforms it in
- * place. Chunk i of every rank runs together (the same chunk rule everywhere; ranks with fewer
- * planes have empty chunks), so the NCCL groups match. Both directions use the same passes
- * (the DFT is separable), only the sign differs.
+ * Ranks hold x-slabs (C order) of the input; the output is in x-slabs too, or, transposed, in
+ * y-slabs (C order). A transform is two passes, each one pipeline job that touches host
+ * memory only through PCIe transfers:
+ *   pass over x-planes: chunks of k x-planes are uploaded and get their 2D FFTs over (y,z);
+ *   pass over y-rows:   chunks of m y-rows are uploaded and get their 1D FFTs over x.
+ * The first pass reads the input and moves the data to the other slab layout (x-slabs to
+ * y-slabs or back) into a pinned host slab W; the second reads W and writes the output, moving
+ * the data back to x-slabs unless the output is transposed. A transposed backward transform
+ * starts from y-slabs, so it runs the y-row pass first. One rank needs no W and no exchange:
+ * the first pass writes the output and the second transforms it in place.
+ *
+ * A moving pass sends each peer the part of every chunk that lies in the peer's slab:
+ *   NCCL (the GPUs reach each other): the chunk's parts are packed on the GPU in the receiver's
+ *     order and exchanged in one NCCL group per chunk inside the pipeline; what arrives is
+ *     downloaded into the destination. Chunk i of every rank runs together (the same chunk
+ *     rule everywhere; ranks with fewer planes have empty chunks), so the groups match.
+ *   MPI in host memory (the fallback): the chunk's parts are downloaded straight into pinned
+ *     per-peer send blocks S, and after the pass one point-to-point exchange moves the blocks
+ *     into the destination (received with subarray types, so nothing is packed on the host).
+ * Either way this rank's own part is downloaded straight into the destination. Both
+ * directions use the same passes (the DFT is separable); only the sign differs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,38 +35,40 @@
 #include "gpu.h"
 #include "pipeline.h"
 
-enum { NSLOTS = 3 };
+enum { NSLOTS = 3, TAG = 7311 };
 
 struct tide_ooc {
-    const tide_context *ctx; /* for logging */
-    int P, me, n[3], dbl;
+    const tide_context *ctx; /* for logging and the MPI exchange */
+    int P, me, n[3], dbl, transposed;
     size_t elem;
-    tide_box *xs, *ys;    /* every rank's x-slab and y-slab */
-    int xmax, ymax;       /* the thickest x-slab and y-slab */
-    int k, m;             /* planes per pass-A chunk, rows per pass-B chunk */
-    int nA, nB;           /* chunks per pass (the most any rank has) */
+    tide_box *slab[2];    /* every rank's x-slab [0] and y-slab [1] */
+    size_t *soff[2];      /* [d][q]: element offset of the block for peer q in S (pass over d) */
+    int thick[2];         /* the thickest x-slab and y-slab */
+    int step[2];          /* k planes per x-plane chunk, m rows per y-row chunk */
+    int nchunks[2];       /* chunks per pass (the most any rank has) */
     tide_pipeline *pipe;
     size_t buf_bytes;
-    tide_gpu_fft *fa[NSLOTS][2], *fb[NSLOTS][2]; /* per slot, [0] forward, [1] backward */
+    tide_gpu_fft *fft[2][NSLOTS][2]; /* [pass][slot][0 forward, 1 backward] */
     size_t work_bytes;
     void *work[NSLOTS];
-    void *W;              /* pinned host y-slab (P > 1) */
-    size_t wbytes;
-    void *nccl;
-    /* the run in progress */
-    int sign, pass;
+    void *W, *S;          /* pinned host: the intermediate slab (P > 1); send blocks (MPI) */
+    size_t wbytes, sbytes;
+    void *nccl;           /* NULL: one rank, or the MPI exchange */
+    MPI_Datatype etype;   /* one element, for the MPI exchange */
+    /* the pass in progress */
+    int sign, d, moves, scaled;
     double scale;
-    const void *in;
-    void *out;
+    const void *src;      /* read, laid out as this rank's slab d */
+    void *dst;            /* written, laid out as dl */
+    tide_box dl;
     char why[TIDE_MSG_LEN];
 };
 
-/* This rank's (or rank r's) chunk i of a pass: [a, b) along x (pass A) or y (pass B). */
-static void chunk_range(const tide_ooc *o, int pass, int r, int i, int *a, int *b)
+/* Rank r's chunk i of the pass over d: [a, b) along d. */
+static void chunk_range(const tide_ooc *o, int d, int r, int i, int *a, int *b)
 {
-    const tide_box *s = pass == 0 ? &o->xs[r] : &o->ys[r];
-    int d = pass == 0 ? 0 : 1, step = pass == 0 ? o->k : o->m;
-    long lo = s->lo[d] + (long)i * step, hi = lo + step;
+    const tide_box *s = &o->slab[d][r];
+    long lo = s->lo[d] + (long)i * o->step[d], hi = lo + o->step[d];
     if (lo > s->hi[d])
         lo = s->hi[d];
     if (hi > s->hi[d])
@@ -65,78 +77,87 @@ static void chunk_range(const tide_ooc *o, int pass, int r, int i, int *a, int *
     *b = (int)hi;
 }
 
-static tide_box mkbox(int x0, int x1, int y0, int y1, int z0, int z1)
+/* The points [a, b) along d: whole planes (d = 0) or rows (d = 1). */
+static tide_box chunk_region(const tide_ooc *o, int d, int a, int b)
 {
-    tide_box b = {{x0, y0, z0}, {x1, y1, z1}, {0, 1, 2}};
-    return b;
+    tide_box r = {{0, 0, 0}, {o->n[0], o->n[1], o->n[2]}, {0, 1, 2}};
+    r.lo[d] = a;
+    r.hi[d] = b;
+    return r;
 }
 
 /* The device layout of a chunk in buffer 0: the full chunk shape from its first point, so one
  * cuFFT plan serves every chunk (a short last chunk transforms some unused planes too). */
-static tide_box chunk_box(const tide_ooc *o, int pass, int a)
+static tide_box chunk_box(const tide_ooc *o, int d, int a)
 {
-    return pass == 0 ? mkbox(a, a + o->k, 0, o->n[1], 0, o->n[2])
-                     : mkbox(0, o->n[0], a, a + o->m, 0, o->n[2]);
+    return chunk_region(o, d, a, a + o->step[d]);
 }
 
-/* What chunk i sends to peer q and receives from peer p (points of one region each). */
-static tide_box send_region(const tide_ooc *o, int pass, int i, int q)
+/* Of rank r's points [a, b) along d, those in rank q's slab of the other dimension: what r
+ * sends q in a moving pass. Returns the count. */
+static long long part(const tide_ooc *o, int d, int a, int b, int q, tide_box *out)
+{
+    tide_box c = chunk_region(o, d, a, b);
+    return tide_box_intersect(&c, &o->slab[1 - d][q], out);
+}
+
+/* What this rank sends peer q, and receives from peer p, in chunk i of the pass over d. */
+static long long send_part(const tide_ooc *o, int d, int i, int q, tide_box *out)
 {
     int a, b;
-    chunk_range(o, pass, o->me, i, &a, &b);
-    return pass == 0 ? mkbox(a, b, o->ys[q].lo[1], o->ys[q].hi[1], 0, o->n[2])
-                     : mkbox(o->xs[q].lo[0], o->xs[q].hi[0], a, b, 0, o->n[2]);
+    chunk_range(o, d, o->me, i, &a, &b);
+    return part(o, d, a, b, q, out);
 }
 
-static tide_box recv_region(const tide_ooc *o, int pass, int i, int p)
+static long long recv_part(const tide_ooc *o, int d, int i, int p, tide_box *out)
 {
     int a, b;
-    chunk_range(o, pass, p, i, &a, &b);
-    const tide_box *me = pass == 0 ? &o->ys[o->me] : &o->xs[o->me];
-    return pass == 0 ? mkbox(a, b, me->lo[1], me->hi[1], 0, o->n[2])
-                     : mkbox(me->lo[0], me->hi[0], a, b, 0, o->n[2]);
+    chunk_range(o, d, p, i, &a, &b);
+    return part(o, d, a, b, o->me, out);
 }
 
-/* The host array a pass writes, and its layout. */
-static void *pass_dst(const tide_ooc *o, int pass, tide_box *layout)
+/* The send block for peer q of a whole pass over d: this rank's slab d in q's other slab. */
+static long long block(const tide_ooc *o, int d, int q, tide_box *out)
 {
-    if (pass == 0 && o->P > 1) {
-        *layout = o->ys[o->me];
-        return o->W;
-    }
-    *layout = o->xs[o->me];
-    return o->out;
+    const tide_box *s = &o->slab[d][o->me];
+    return part(o, d, s->lo[d], s->hi[d], q, out);
 }
 
 static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down, int *ndown)
 {
     tide_ooc *o = user;
-    int pass = o->pass, a, b;
-    chunk_range(o, pass, o->me, i, &a, &b);
-    tide_box cbox = chunk_box(o, pass, a), dl;
-    void *dst = pass_dst(o, pass, &dl);
+    int d = o->d, a, b;
+    chunk_range(o, d, o->me, i, &a, &b);
+    tide_box cbox = chunk_box(o, d, a), r;
     *nup = *ndown = 0;
     if (b > a) {
-        /* Upload: the chunk's region of the pass's source. */
-        tide_box reg = pass == 0 ? mkbox(a, b, 0, o->n[1], 0, o->n[2])
-                                 : mkbox(0, o->n[0], a, b, 0, o->n[2]);
-        tide_box sl;
-        void *src = pass == 0 ? (void *)o->in : pass_dst(o, 0, &sl);
-        up[(*nup)++] = (tide_xfer){src, pass == 0 ? o->xs[o->me] : sl, reg, 0, 0, cbox};
-        /* Download of this rank's own part, straight from the chunk. */
-        tide_box own = send_region(o, pass, i, o->me);
-        if (tide_box_count(&own) > 0)
-            down[(*ndown)++] = (tide_xfer){dst, dl, own, 0, 0, cbox};
+        /* Upload the chunk; download what stays here straight into the destination, and in
+         * the MPI exchange every peer's part into its send block. */
+        tide_box reg = chunk_region(o, d, a, b);
+        up[(*nup)++] = (tide_xfer){(void *)o->src, o->slab[d][o->me], reg, 0, 0, cbox};
+        if (!o->moves) {
+            down[(*ndown)++] = (tide_xfer){o->dst, o->dl, reg, 0, 0, cbox};
+            return 0;
+        }
+        for (int q = 0; q < o->P; q++) {
+            tide_box blk;
+            if (send_part(o, d, i, q, &r) == 0)
+                continue;
+            if (q == o->me)
+                down[(*ndown)++] = (tide_xfer){o->dst, o->dl, r, 0, 0, cbox};
+            else if (!o->nccl && block(o, d, q, &blk) > 0)
+                down[(*ndown)++] = (tide_xfer){(char *)o->S + o->soff[d][q] * o->elem, blk, r,
+                                               0, 0, cbox};
+        }
     }
-    /* Downloads of what the peers sent, from buffer 2. */
+    if (!o->moves || !o->nccl)
+        return 0;
+    /* NCCL: download what the peers sent, from buffer 2. */
     size_t off = 0;
     for (int p = 0; p < o->P; p++) {
-        if (p == o->me)
-            continue;
-        tide_box r = recv_region(o, pass, i, p);
-        long long cnt = tide_box_count(&r);
+        long long cnt = p == o->me ? 0 : recv_part(o, d, i, p, &r);
         if (cnt > 0) {
-            down[(*ndown)++] = (tide_xfer){dst, dl, r, 2, off * o->elem, r};
+            down[(*ndown)++] = (tide_xfer){o->dst, o->dl, r, 2, off * o->elem, r};
             off += (size_t)cnt;
         }
     }
@@ -146,26 +167,25 @@ static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down,
 static int work(void *user, int i, void *const *buf, void *stream)
 {
     tide_ooc *o = user;
-    int pass = o->pass, s = i % NSLOTS, a, b, st = 0;
-    chunk_range(o, pass, o->me, i, &a, &b);
-    tide_box cbox = chunk_box(o, pass, a);
+    int d = o->d, s = i % NSLOTS, a, b, st = 0;
+    chunk_range(o, d, o->me, i, &a, &b);
+    tide_box cbox = chunk_box(o, d, a), r;
     if (b > a) {
-        tide_gpu_fft *f = pass == 0 ? o->fa[s][o->sign > 0] : o->fb[s][o->sign > 0];
+        tide_gpu_fft *f = o->fft[d][s][o->sign > 0];
         st = tide_gpu_fft_bind(f, o->work[s], stream); /* the slot's stream and work area */
         if (!st)
             st = tide_gpu_fft_execute(f, buf[0], buf[0]);
-        if (!st && pass == 1 && o->scale != 1.0)
+        if (!st && o->scaled && o->scale != 1.0)
             st = tide_gpu_scale(o->dbl, buf[0], tide_box_count(&cbox) * 2, o->scale, stream);
     }
-    if (st || o->P == 1)
+    if (st || !o->moves || !o->nccl)
         return st;
-    /* Pack every peer's part in its order (C order: the region as a dense box), then one
-     * NCCL group for the chunk; every rank issues chunk i's group in the same place. */
+    /* Pack every peer's part in its order (C order: the part as a dense box), then one NCCL
+     * group for the chunk; every rank issues chunk i's group in the same place. */
     size_t soff = 0, roff = 0;
     for (int q = 0; q < o->P && !st; q++) {
-        tide_box r = send_region(o, pass, i, q);
-        long long cnt = tide_box_count(&r);
-        if (q == o->me || cnt == 0)
+        long long cnt = q == o->me ? 0 : send_part(o, d, i, q, &r);
+        if (cnt == 0)
             continue;
         st = tide_gpu_copy_region_async(o->elem, 1, &r, buf[0], &cbox,
                                         (char *)buf[1] + soff * o->elem, &r, stream);
@@ -177,95 +197,149 @@ static int work(void *user, int i, void *const *buf, void *stream)
     for (int q = 0; q < o->P && !st; q++) {
         if (q == o->me)
             continue;
-        tide_box sr = send_region(o, pass, i, q), rr = recv_region(o, pass, i, q);
-        long long sc = tide_box_count(&sr), rc = tide_box_count(&rr);
+        long long sc = send_part(o, d, i, q, &r), rc = recv_part(o, d, i, q, &r);
         if (rc > 0)
             st = tide_nccl_recv(o->nccl, (char *)buf[2] + roff * o->elem, (size_t)rc * o->elem,
                                 q, stream);
         if (!st && sc > 0)
             st = tide_nccl_send(o->nccl, (char *)buf[1] + soff * o->elem, (size_t)sc * o->elem,
                                 q, stream);
-        soff += (size_t)(sc > 0 ? sc : 0);
-        roff += (size_t)(rc > 0 ? rc : 0);
+        soff += (size_t)sc;
+        roff += (size_t)rc;
     }
     int end = st ? 0 : tide_nccl_group_end();
     return st ? st : end;
+}
+
+/* An MPI type for the points of region inside a C-order array laid out as box. */
+static int region_type(const tide_ooc *o, const tide_box *box, const tide_box *region,
+                       MPI_Datatype *t)
+{
+    int sizes[3], sub[3], starts[3];
+    for (int d = 0; d < 3; d++) {
+        sizes[d] = box->hi[d] - box->lo[d];
+        sub[d] = region->hi[d] - region->lo[d];
+        starts[d] = region->lo[d] - box->lo[d];
+    }
+    if (MPI_Type_create_subarray(3, sizes, sub, starts, MPI_ORDER_C, o->etype, t))
+        return TIDE_ERR_MPI;
+    return MPI_Type_commit(t) ? TIDE_ERR_MPI : 0;
+}
+
+/* After a moving pass over d without NCCL: every peer's send block goes from S straight into
+ * its place in the peer's destination. Called after a local failure too, so no peer waits. */
+static int mpi_exchange(tide_ooc *o, char *err, size_t len)
+{
+    int d = o->d, n = 0, st = 0;
+    MPI_Request *req = malloc(2 * (size_t)o->P * sizeof *req);
+    MPI_Datatype *type = malloc(2 * (size_t)o->P * sizeof *type);
+    if (!req || !type) {
+        free(req), free(type);
+        return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
+    }
+    for (int p = 0; p < o->P && !st; p++) {
+        tide_box r;
+        const tide_box *ps = &o->slab[d][p];
+        if (p == o->me || part(o, d, ps->lo[d], ps->hi[d], o->me, &r) == 0)
+            continue;
+        st = region_type(o, &o->dl, &r, &type[n]);
+        if (!st && MPI_Irecv(o->dst, 1, type[n], p, TAG, o->ctx->comm, &req[n]))
+            st = TIDE_ERR_MPI;
+        n += !st;
+    }
+    for (int q = 0; q < o->P && !st; q++) {
+        tide_box r;
+        if (q == o->me || block(o, d, q, &r) == 0)
+            continue;
+        st = region_type(o, &r, &r, &type[n]);
+        if (!st && MPI_Isend((char *)o->S + o->soff[d][q] * o->elem, 1, type[n], q, TAG,
+                             o->ctx->comm, &req[n]))
+            st = TIDE_ERR_MPI;
+        n += !st;
+    }
+    if (MPI_Waitall(n, req, MPI_STATUSES_IGNORE))
+        st = TIDE_ERR_MPI;
+    for (int i = 0; i < n; i++)
+        MPI_Type_free(&type[i]);
+    free(req), free(type);
+    if (st)
+        snprintf(err, len, "the MPI exchange of the pass over %c failed", "xy"[d]);
+    return st;
 }
 
 void tide_ooc_destroy(tide_ooc *o)
 {
     if (!o)
         return;
-    for (int s = 0; s < NSLOTS; s++) {
-        for (int d = 0; d < 2; d++) {
-            tide_gpu_fft_destroy(o->fa[s][d]);
-            tide_gpu_fft_destroy(o->fb[s][d]);
-        }
+    for (int d = 0; d < 2; d++)
+        for (int s = 0; s < NSLOTS; s++)
+            for (int g = 0; g < 2; g++)
+                tide_gpu_fft_destroy(o->fft[d][s][g]);
+    for (int s = 0; s < NSLOTS; s++)
         tide_gpu_free(o->work[s]);
-    }
     tide_pipeline_destroy(o->pipe);
     if (o->W)
         tide_gpu_host_free(o->W);
-    free(o->xs);
-    free(o->ys);
+    if (o->S)
+        tide_gpu_host_free(o->S);
+    if (o->etype != MPI_DATATYPE_NULL)
+        MPI_Type_free(&o->etype);
+    for (int d = 0; d < 2; d++) {
+        free(o->slab[d]);
+        free(o->soff[d]);
+    }
     free(o);
 }
 
-/* cuFFT plans of both passes for every slot at the current k and m; their work size. */
+/* cuFFT plans of both passes for every slot at the current chunk sizes; their work size. */
 static int make_ffts(tide_ooc *o, char *err, size_t len)
 {
     o->work_bytes = 0;
-    for (int s = 0; s < NSLOTS; s++)
-        for (int d = 0; d < 2; d++) {
-            tide_box ba = chunk_box(o, 0, 0), bb = chunk_box(o, 1, 0);
-            tide_gpu_fft_desc fa = {.dbl = o->dbl, .kind = 0, .sign = d ? 1 : -1, .ibox = &ba,
-                                    .obox = &ba, .dims = {1, 2}, .ndims = 2, .batch = 1};
-            tide_gpu_fft_desc fb = {.dbl = o->dbl, .kind = 0, .sign = d ? 1 : -1, .ibox = &bb,
-                                    .obox = &bb, .dims = {0}, .ndims = 1, .batch = 1};
-            size_t wa = 0, wb = 0;
-            int st = tide_gpu_fft_create(&fa, &o->fa[s][d], &wa, err, len);
-            if (!st)
-                st = tide_gpu_fft_create(&fb, &o->fb[s][d], &wb, err, len);
-            if (st)
-                return st;
-            o->work_bytes = wa > o->work_bytes ? wa : o->work_bytes;
-            o->work_bytes = wb > o->work_bytes ? wb : o->work_bytes;
-        }
+    for (int d = 0; d < 2; d++)
+        for (int s = 0; s < NSLOTS; s++)
+            for (int g = 0; g < 2; g++) {
+                /* x-plane chunks: 2D FFTs over (y,z); y-row chunks: 1D FFTs over x */
+                tide_box cb = chunk_box(o, d, 0);
+                tide_gpu_fft_desc f = {.dbl = o->dbl, .kind = 0, .sign = g ? 1 : -1,
+                                       .ibox = &cb, .obox = &cb, .dims = {d ? 0 : 1, 2},
+                                       .ndims = d ? 1 : 2, .batch = 1};
+                size_t w = 0;
+                int st = tide_gpu_fft_create(&f, &o->fft[d][s][g], &w, err, len);
+                if (st)
+                    return st;
+                o->work_bytes = w > o->work_bytes ? w : o->work_bytes;
+            }
     return 0;
 }
 
 static void free_ffts(tide_ooc *o)
 {
-    for (int s = 0; s < NSLOTS; s++)
-        for (int d = 0; d < 2; d++) {
-            tide_gpu_fft_destroy(o->fa[s][d]);
-            tide_gpu_fft_destroy(o->fb[s][d]);
-            o->fa[s][d] = o->fb[s][d] = NULL;
-        }
+    for (int d = 0; d < 2; d++)
+        for (int s = 0; s < NSLOTS; s++)
+            for (int g = 0; g < 2; g++) {
+                tide_gpu_fft_destroy(o->fft[d][s][g]);
+                o->fft[d][s][g] = NULL;
+            }
 }
 
-/* Bytes of each slot buffer at the current k and m: a chunk, or all a chunk sends or
- * receives. */
-static size_t slot_buffer_bytes(const tide_ooc *o)
+/* Elements of a chunk of the pass over d, and (NCCL) of all it sends or receives. */
+static long long chunk_elems(const tide_ooc *o, int d)
 {
-    long long xmax = o->xmax, ymax = o->ymax;
-    long long a = (long long)o->k * o->n[1] * o->n[2], b = (long long)o->n[0] * o->m * o->n[2];
-    long long ra = o->P * (long long)o->k * ymax * o->n[2];
-    long long rb = o->P * (long long)o->m * xmax * o->n[2];
-    long long most = a > b ? a : b;
-    most = ra > most ? ra : most;
-    most = rb > most ? rb : most;
-    return (size_t)most * o->elem;
+    tide_box c = chunk_box(o, d, 0);
+    long long most = tide_box_count(&c);
+    long long moved = o->P * (long long)o->step[d] * o->thick[1 - d] * o->n[2];
+    return o->nccl && moved > most ? moved : most;
 }
+
+static int nbufs(const tide_ooc *o) { return o->nccl ? 3 : 1; }
 
 size_t tide_ooc_device_bytes(const tide_ooc *o)
 {
-    int nbufs = o->P > 1 ? 3 : 1;
-    return NSLOTS * (nbufs * o->buf_bytes + o->work_bytes);
+    return NSLOTS * (nbufs(o) * o->buf_bytes + o->work_bytes);
 }
 
-int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, void *nccl, size_t budget,
-                    tide_ooc **out, char *err, size_t len)
+int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, int transposed,
+                    void *nccl, size_t budget, tide_ooc **out, char *err, size_t len)
 {
     *out = NULL;
     tide_ooc *o = calloc(1, sizeof *o);
@@ -276,64 +350,79 @@ int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, void *nccl
     o->me = ctx->rank;
     memcpy(o->n, n, sizeof o->n);
     o->dbl = dbl;
+    o->transposed = transposed;
     o->elem = dbl ? 16 : 8;
     o->nccl = nccl;
-    o->xs = calloc((size_t)o->P, sizeof(tide_box));
-    o->ys = calloc((size_t)o->P, sizeof(tide_box));
-    if (!o->xs || !o->ys) {
-        tide_ooc_destroy(o);
-        return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
+    o->etype = MPI_DATATYPE_NULL;
+    for (int d = 0; d < 2; d++) {
+        o->slab[d] = calloc((size_t)o->P, sizeof(tide_box));
+        o->soff[d] = calloc((size_t)o->P + 1, sizeof(size_t));
+        if (!o->slab[d] || !o->soff[d]) {
+            tide_ooc_destroy(o);
+            return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
+        }
     }
-    for (int r = 0; r < o->P; r++) {
-        tide_box_slab(n, 0, o->P, r, &o->xs[r]);
-        tide_box_slab(n, 1, o->P, r, &o->ys[r]);
-        int dx = o->xs[r].hi[0] - o->xs[r].lo[0], dy = o->ys[r].hi[1] - o->ys[r].lo[1];
-        o->xmax = dx > o->xmax ? dx : o->xmax;
-        o->ymax = dy > o->ymax ? dy : o->ymax;
-    }
+    for (int r = 0; r < o->P; r++)
+        for (int d = 0; d < 2; d++) {
+            tide_box_slab(n, d, o->P, r, &o->slab[d][r]);
+            int t = o->slab[d][r].hi[d] - o->slab[d][r].lo[d];
+            o->thick[d] = t > o->thick[d] ? t : o->thick[d];
+        }
+    for (int d = 0; d < 2; d++)
+        for (int q = 0; q < o->P; q++) {
+            tide_box r;
+            o->soff[d][q + 1] = o->soff[d][q] + (q == o->me ? 0 : (size_t)block(o, d, q, &r));
+        }
     /* Chunk sizes: three slots of (buffers + a cuFFT work area about a chunk's size) within
      * the budget; halved until the plans' real work areas fit too. */
-    int nbufs = o->P > 1 ? 3 : 1;
-    int xmax = o->xmax, ymax = o->ymax;
-    double target = (double)budget / (NSLOTS * (nbufs + 1));
+    double target = (double)budget / (NSLOTS * (nbufs(o) + 1));
     double plane = (double)n[1] * n[2] * o->elem, row = (double)n[0] * n[2] * o->elem;
-    o->k = target / plane < xmax ? (int)(target / plane) : xmax;
-    o->m = target / row < ymax ? (int)(target / row) : ymax;
+    o->step[0] = target / plane < o->thick[0] ? (int)(target / plane) : o->thick[0];
+    o->step[1] = target / row < o->thick[1] ? (int)(target / row) : o->thick[1];
     int st = TIDE_SUCCESS;
     for (;;) {
-        if (o->k < 1 || o->m < 1) {
+        if (o->step[0] < 1 || o->step[1] < 1) {
             snprintf(err, len, "a device budget of %.3g GB cannot hold three pipeline slots of "
                      "one %dx%d plane (%.3g GB each) and their cuFFT work areas",
                      budget / 1e9, n[1], n[2], plane / 1e9);
             st = TIDE_ERR_NOMEM;
             break;
         }
-        o->buf_bytes = slot_buffer_bytes(o);
+        long long a = chunk_elems(o, 0), b = chunk_elems(o, 1);
+        o->buf_bytes = (size_t)(a > b ? a : b) * o->elem;
         st = make_ffts(o, err, len);
         if (st)
             break;
         if (tide_ooc_device_bytes(o) <= budget)
             break;
         free_ffts(o);
-        o->k /= 2;
-        o->m /= 2;
+        o->step[0] /= 2;
+        o->step[1] /= 2;
     }
-    if (!st) {
-        o->nA = (xmax + o->k - 1) / o->k;
-        o->nB = (ymax + o->m - 1) / o->m;
-        st = tide_pipeline_create(o->buf_bytes, nbufs, NSLOTS, 0, &o->pipe, err, len);
-    }
+    for (int d = 0; d < 2; d++)
+        o->nchunks[d] = (o->thick[d] + o->step[d] - 1) / o->step[d];
+    if (!st)
+        st = tide_pipeline_create(o->buf_bytes, nbufs(o), NSLOTS, 0, &o->pipe, err, len);
     for (int s = 0; s < NSLOTS && !st; s++) {
         st = tide_gpu_malloc(o->work_bytes, &o->work[s]);
         if (st)
             snprintf(err, len, "cannot allocate a cuFFT work area: %s", tide_gpu_last_error());
     }
+    /* W holds a y-slab (or, transposed backward, an x-slab); S all this rank sends in a pass. */
+    size_t xb = (size_t)tide_box_count(&o->slab[0][o->me]) * o->elem;
+    size_t yb = (size_t)tide_box_count(&o->slab[1][o->me]) * o->elem;
     if (!st && o->P > 1) {
-        o->wbytes = (size_t)tide_box_count(&o->ys[o->me]) * o->elem;
-        if (tide_gpu_host_alloc(o->wbytes, &o->W))
+        o->wbytes = transposed && xb > yb ? xb : yb;
+        o->sbytes = o->nccl ? 0 : xb > yb ? xb : yb;
+        if (tide_gpu_host_alloc(o->wbytes, &o->W) ||
+            (o->sbytes && tide_gpu_host_alloc(o->sbytes, &o->S)))
             st = TIDE_ERR_NOMEM, snprintf(err, len, "cannot allocate %zu bytes of pinned host "
-                                          "memory for the y-slab", o->wbytes);
+                                          "memory for the streamed exchange",
+                                          o->wbytes + o->sbytes);
     }
+    if (!st && o->P > 1 && !o->nccl &&
+        (MPI_Type_contiguous((int)o->elem, MPI_BYTE, &o->etype) || MPI_Type_commit(&o->etype)))
+        st = TIDE_ERR_MPI, snprintf(err, len, "cannot make an MPI element type");
     if (st) {
         tide_ooc_destroy(o);
         return st;
@@ -345,10 +434,45 @@ int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, void *nccl
 void tide_ooc_shape(const tide_ooc *o, int *chunks, int *slots, size_t *device_bytes,
                     size_t *pinned_bytes)
 {
-    *chunks = o->nA > o->nB ? o->nA : o->nB;
+    *chunks = o->nchunks[0] > o->nchunks[1] ? o->nchunks[0] : o->nchunks[1];
     *slots = NSLOTS;
     *device_bytes = tide_ooc_device_bytes(o);
-    *pinned_bytes = o->wbytes + tide_pipeline_pinned_bytes(o->pipe);
+    *pinned_bytes = o->wbytes + o->sbytes + tide_pipeline_pinned_bytes(o->pipe);
+}
+
+/* Run the pass over d from src to dst (laid out as this rank's slab `to`); moves: dst is the
+ * other slab layout, and the pass exchanges. After a failure (st) it still exchanges. */
+static int pass(tide_ooc *o, int d, const void *src, void *dst, int to, int scaled, int st,
+                char *err, size_t len)
+{
+    o->d = d;
+    o->src = src;
+    o->dst = dst;
+    o->dl = o->slab[to][o->me];
+    o->moves = to != d;
+    o->scaled = scaled;
+    tide_pipeline_job job = {.nchunks = o->nchunks[d], .elem = o->elem, .batch = 1,
+                             .max_up = 1, .max_down = o->P, .describe = describe, .work = work,
+                             .user = o, .pageable = TIDE_PAGEABLE_STAGE};
+    /* After a failure (st, or this pass's) keep going, so that the peers' NCCL groups and
+     * messages still match; err keeps the first failure's reason. */
+    int rc = tide_pipeline_run(o->pipe, &job, st ? o->why : err, st ? sizeof o->why : len);
+    tide_pipeline_stats ps;
+    int stats = !rc && tide_pipeline_last_stats(o->pipe, &ps) == 0;
+    st = st ? st : rc;
+    double t = MPI_Wtime();
+    if (o->moves && !o->nccl) {
+        int mc = mpi_exchange(o, st ? o->why : err, st ? sizeof o->why : len);
+        st = st ? st : mc;
+    }
+    t = MPI_Wtime() - t;
+    if (stats && o->ctx->log_level >= TIDE_LOG_DEBUG)
+        tide_log(o->ctx, TIDE_LOG_DEBUG, "streamed pass over %c: %d chunks, %.3g ms; summed "
+                 "over chunks: uploads %.3g ms, work %.3g ms, downloads %.3g ms; %.3g GB up, "
+                 "%.3g GB down; MPI exchange %.3g ms", "xy"[d], job.nchunks, ps.total * 1e3,
+                 ps.upload * 1e3, ps.work * 1e3, ps.download * 1e3, ps.bytes_up / 1e9,
+                 ps.bytes_down / 1e9, t * 1e3);
+    return st;
 }
 
 int tide_ooc_execute(tide_ooc *o, int sign, double scale, const void *in, void *out, char *err,
@@ -356,35 +480,23 @@ int tide_ooc_execute(tide_ooc *o, int sign, double scale, const void *in, void *
 {
     o->sign = sign;
     o->scale = scale;
-    o->in = in;
-    o->out = out;
-    int st = TIDE_SUCCESS;
-    for (int pass = 0; pass < 2; pass++) {
-        o->pass = pass;
-        tide_pipeline_job job = {.nchunks = pass == 0 ? o->nA : o->nB, .elem = o->elem,
-                                 .batch = 1, .max_up = 1, .max_down = o->P, .describe = describe,
-                                 .work = work, .user = o, .pageable = TIDE_PAGEABLE_STAGE};
-        /* Keep going after a failure so the NCCL groups of the peers still match. */
-        int rc = tide_pipeline_run(o->pipe, &job, st ? o->why : err, st ? sizeof o->why : len);
-        st = st ? st : rc;
-        tide_pipeline_stats ps;
-        if (!rc && o->ctx->log_level >= TIDE_LOG_DEBUG &&
-            tide_pipeline_last_stats(o->pipe, &ps) == 0)
-            tide_log(o->ctx, TIDE_LOG_DEBUG, "streamed pass %c: %d chunks, %.3g ms; summed over "
-                     "chunks: uploads %.3g ms, work %.3g ms, downloads %.3g ms; %.3g GB up, "
-                     "%.3g GB down", pass ? 'B' : 'A', job.nchunks, ps.total * 1e3,
-                     ps.upload * 1e3, ps.work * 1e3, ps.download * 1e3, ps.bytes_up / 1e9,
-                     ps.bytes_down / 1e9);
+    /* The first pass chunks the input's slabs: x-planes, or y-planes of a transposed
+     * spectrum going back. */
+    int first = o->transposed && sign > 0 ? 1 : 0, second = 1 - first;
+    if (o->P == 1) {
+        int st = pass(o, first, in, out, first, 0, 0, err, len);
+        return pass(o, second, out, out, second, 1, st, err, len);
     }
-    return st;
+    int st = pass(o, first, in, o->W, second, 0, 0, err, len);
+    return pass(o, second, o->W, out, o->transposed ? second : first, 1, st, err, len);
 }
 
 #else /* no CUDA: fft.c never asks for one (streams_ok needs a CUDA context) */
 
-int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, void *nccl, size_t budget,
-                    tide_ooc **out, char *err, size_t len)
+int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, int transposed,
+                    void *nccl, size_t budget, tide_ooc **out, char *err, size_t len)
 {
-    (void)ctx, (void)n, (void)dbl, (void)nccl, (void)budget;
+    (void)ctx, (void)n, (void)dbl, (void)transposed, (void)nccl, (void)budget;
     *out = NULL;
     snprintf(err, len, "this build has no CUDA");
     return TIDE_ERR_UNSUPPORTED;

@@ -147,9 +147,10 @@ static int same_box(const tide_box *a, const tide_box *b)
 
 /* Arrays on the GPU (TIDE_TEST_LOCATION=device): each direction runs on device copies. */
 static int on_device;
-/* Plans that streamed host arrays through the GPU in chunks, and their fewest and most
- * chunks per pass (TIDE_TEST_BUDGET makes the device budget small enough for that). */
-static int streamed, fewest_chunks, most_chunks;
+/* Plans that streamed host arrays through the GPU in chunks, those of them that exchanged over
+ * MPI in host memory, and their fewest and most chunks per pass (TIDE_TEST_BUDGET makes the
+ * device budget small enough for that). */
+static int streamed, streamed_mpi, fewest_chunks, most_chunks;
 
 /* A device array of bytes, or NULL (bytes 0, or host mode). Aborts when out of memory. */
 static void *device_array(tide_context *ctx, MPI_Comm comm, size_t bytes)
@@ -279,6 +280,7 @@ static int run_case(tide_context *ctx, MPI_Comm comm, const fft_case *c, tt_tall
         consistent = consistent && same_box(&ob, &want_out);
     if (info.slots > 1) { /* in-card GPU plans use one slot */
         streamed++;
+        streamed_mpi += info.exchanges > 0 && info.exchange == TIDE_EXCHANGE_P2P;
         if (!fewest_chunks || info.chunks < fewest_chunks)
             fewest_chunks = info.chunks;
         if (info.chunks > most_chunks)
@@ -473,9 +475,10 @@ static fft_case make_fuzz_case(int i)
     c.transposed = c.out.kind == LAY_NULL && tt_rng_below(&rng, 2);
     return c;
 }
-/* Cases a streamed plan takes (c2c, one field, the plan's own natural slabs), on odd, prime
- * and even sizes, run only with TIDE_TEST_BUDGET: with a small device budget their host arrays
- * stream through the GPU in chunks that do not divide the slabs. */
+/* Cases a streamed plan takes (c2c, one field, the plan's own slabs, natural or transposed
+ * output, the automatic exchange or p2p), on odd, prime and even sizes, run only with
+ * TIDE_TEST_BUDGET: with a small device budget their host arrays stream through the GPU in
+ * chunks that do not divide the slabs. */
 static fft_case make_streamed_case(int i)
 {
     static const int n[][3] = {{7, 11, 13}, {16, 16, 16}, {9, 17, 5},  {31, 6, 20},
@@ -488,12 +491,14 @@ static fft_case make_streamed_case(int i)
     c.inplace = (i / 2) % 2;
     c.scaling = (tide_scaling)(i % 3);
     c.decomp = i % 3 == 1 ? TIDE_DECOMP_SLABS : TIDE_DECOMP_AUTO;
+    c.transposed = (i / 4) % 2;
+    c.exch = i % 5 == 3 ? TIDE_EXCHANGE_P2P : TIDE_EXCHANGE_AUTO;
     c.batch = 1;
     c.in = c.out = (lay){LAY_NULL, 0, 0};
     c.seed = 5000u + (unsigned)i;
     return c;
 }
-enum { NSTREAMED = 16 };
+enum { NSTREAMED = 24 };
 
 enum { NFUZZ = 80 };
 
@@ -577,8 +582,9 @@ int main(int argc, char **argv)
         printf("(%d checks, %d failed, %.1f s)\n", checks.checks, checks.failed,
                MPI_Wtime() - t0);
     if (rank == 0 && cuda)
-        printf("%d plans streamed host arrays through the GPU, %d to %d chunks per pass\n",
-               streamed, fewest_chunks, most_chunks);
+        printf("%d plans streamed host arrays through the GPU (%d of them exchanging over MPI "
+               "in host memory), %d to %d chunks per pass\n", streamed, streamed_mpi,
+               fewest_chunks, most_chunks);
     tide_context_destroy(ctx);
     int rc = tt_finish(&cases, comm, "test_fft", "cases");
     MPI_Finalize();
