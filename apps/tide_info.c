@@ -56,9 +56,10 @@ int tide_cmd_info(int argc, char **argv)
             tide_say("usage: mpirun -np P tide info [--measure]\n\nPrints the MPI library (and "
                      "whether it takes device pointers), FFTW, NCCL, and for each rank its host, "
                      "CPU binding, NUMA nodes, threads, backend and GPU. --measure also measures "
-                     "each rank's transfer rates (all ranks at once, as a job loads the links): "
-                     "host memcpy, host<->device each way and both at once, device copy, and with "
-                     "several ranks the all-to-all rate of MPI in host memory.\n");
+                     "each rank's transfer rates (all ranks at once, each repetition started "
+                     "together, as a job loads the links): host memcpy, host<->device each way "
+                     "and both at once, device copy, and with several ranks the all-to-all rates "
+                     "of MPI in host memory and, between GPUs, of NCCL and CUDA-aware MPI.\n");
             return 0;
         }
         if (!strcmp(argv[i], "--measure")) {
@@ -110,12 +111,9 @@ int tide_cmd_info(int argc, char **argv)
     int rc = 0;
     if (measure) {
         tide_rates r;
-        MPI_Barrier(MPI_COMM_WORLD);
-        st = tide_measure_rates(ctx, 0, &r);
-        int bad = st != 0, anybad = 0;
-        MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-        if (anybad) {
-            tide_warn("tide info: measuring failed: %s\n", st ? tide_last_error(ctx) : "on another rank");
+        st = tide_measure_rates_together(ctx, 0, &r);
+        if (st) {
+            tide_warn("tide info: measuring failed: %s\n", tide_last_error(ctx));
             rc = 1;
         } else {
             size_t used = strlen(line);
@@ -144,15 +142,27 @@ int tide_cmd_info(int argc, char **argv)
         tide_say("%s\n", all + (size_t)r * LINE);
     if (measure && !rc)
         tide_say("%s", gpu);
-    double xr = 0;
-    if (measure && !rc && P > 1) {
-        st = tide_measure_exchange(ctx, 0, &xr);
-        if (st) {
+    /* All-to-all rates, 64 MiB per rank: MPI in host memory, and between GPUs what this
+     * machine has (an exchange it cannot measure says why, on every rank alike). */
+    static const struct {
+        tide_exchange how;
+        const char *what;
+    } xs[] = {{TIDE_EXCHANGE_A2AV, "MPI_Alltoall in host memory"},
+              {TIDE_EXCHANGE_NCCL, "NCCL send/recv between the GPUs"},
+              {TIDE_EXCHANGE_CUDA_MPI, "MPI_Alltoall on device memory"}};
+    for (int i = 0; measure && !rc && P > 1 && i < 3; i++) {
+        double xr = 0;
+        if (i > 0 && b != TIDE_BACKEND_CUDA)
+            break;
+        st = tide_measure_exchange(ctx, xs[i].how, 0, &xr);
+        if (st == TIDE_ERR_UNSUPPORTED) {
+            tide_say("Exchange rate, %s: not measured (%s)\n", xs[i].what, tide_last_error(ctx));
+        } else if (st) {
             tide_warn("tide info: measuring the exchange failed: %s\n", tide_last_error(ctx));
             rc = 1;
         } else {
-            tide_say("Exchange rate (GB/s leaving each rank, MPI_Alltoall in host memory, 64 MiB "
-                     "per rank): %.2f\n", xr);
+            tide_say("Exchange rate (GB/s leaving each rank, %s, 64 MiB per rank): %.2f\n",
+                     xs[i].what, xr);
         }
     }
     free(all);

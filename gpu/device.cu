@@ -403,8 +403,9 @@ extern "C" int tide_gpu_select(int local_rank, size_t budget, int bind, tide_dev
 
 namespace {
 
-// Median of 5 timings (ms) of fn() recorded between two events on stream s, after a warm-up.
-template <typename F> float median_ms(cudaStream_t s, F fn)
+// Median of 5 timings (ms) of fn() recorded between two events on stream s, after a warm-up;
+// align (when given) is called before each repetition, once the previous one is done.
+template <typename F> float median_ms(cudaStream_t s, int (*align)(void *, int), void *arg, F fn)
 {
     constexpr int reps = 5;
     cudaEvent_t a, b;
@@ -412,7 +413,10 @@ template <typename F> float median_ms(cudaStream_t s, F fn)
     cudaEventCreate(&b);
     float t[reps];
     fn();
+    cudaStreamSynchronize(s);
     for (int i = 0; i < reps; i++) {
+        if (align)
+            align(arg, 1);
         cudaEventRecord(a, s);
         fn();
         cudaEventRecord(b, s);
@@ -427,7 +431,8 @@ template <typename F> float median_ms(cudaStream_t s, F fn)
 
 } // namespace
 
-extern "C" int tide_gpu_measure(size_t bytes, tide_rates *r, char *why, size_t len)
+extern "C" int tide_gpu_measure(size_t bytes, int (*align)(void *, int), void *arg,
+                                tide_rates *r, char *why, size_t len)
 {
     void *h0 = nullptr, *h1 = nullptr, *d0 = nullptr, *d1 = nullptr;
     cudaStream_t s0 = nullptr, s1 = nullptr;
@@ -440,22 +445,31 @@ extern "C" int tide_gpu_measure(size_t bytes, tide_rates *r, char *why, size_t l
         snprintf(why, len, "cannot allocate 2 x %zu bytes pinned and on the device: %s", bytes,
                  cudaGetErrorString(cudaGetLastError()));
         st = TIDE_ERR_NOMEM;
-    } else {
+    }
+    if (align && !align(arg, st == 0) && !st) {
+        snprintf(why, len, "another rank could not allocate its arrays");
+        st = TIDE_ERR_NOMEM;
+    }
+    if (!st) {
         // Never measure on zeros: fill with a pattern.
         memset(h0, 0x5a, bytes);
         memset(h1, 0xa5, bytes);
         cudaMemcpy(d0, h0, bytes, cudaMemcpyHostToDevice);
         cudaMemcpy(d1, h1, bytes, cudaMemcpyHostToDevice);
         double gb = (double)bytes / 1e9;
-        float t = median_ms(s0, [&] { cudaMemcpyAsync(d0, h0, bytes, cudaMemcpyHostToDevice, s0); });
+        float t = median_ms(s0, align, arg, [&] {
+            cudaMemcpyAsync(d0, h0, bytes, cudaMemcpyHostToDevice, s0);
+        });
         r->h2d = gb / (t * 1e-3);
-        t = median_ms(s0, [&] { cudaMemcpyAsync(h1, d1, bytes, cudaMemcpyDeviceToHost, s0); });
+        t = median_ms(s0, align, arg, [&] {
+            cudaMemcpyAsync(h1, d1, bytes, cudaMemcpyDeviceToHost, s0);
+        });
         r->d2h = gb / (t * 1e-3);
         // Both directions: the second stream joins the first through events.
         cudaEvent_t fork, join;
         cudaEventCreateWithFlags(&fork, cudaEventDisableTiming);
         cudaEventCreateWithFlags(&join, cudaEventDisableTiming);
-        t = median_ms(s0, [&] {
+        t = median_ms(s0, align, arg, [&] {
             cudaEventRecord(fork, s0);
             cudaStreamWaitEvent(s1, fork, 0);
             cudaMemcpyAsync(d0, h0, bytes, cudaMemcpyHostToDevice, s0);
@@ -466,7 +480,9 @@ extern "C" int tide_gpu_measure(size_t bytes, tide_rates *r, char *why, size_t l
         r->both = 2 * gb / (t * 1e-3);
         cudaEventDestroy(fork);
         cudaEventDestroy(join);
-        t = median_ms(s0, [&] { cudaMemcpyAsync(d1, d0, bytes, cudaMemcpyDeviceToDevice, s0); });
+        t = median_ms(s0, align, arg, [&] {
+            cudaMemcpyAsync(d1, d0, bytes, cudaMemcpyDeviceToDevice, s0);
+        });
         r->d2d = 2 * gb / (t * 1e-3);
         cudaError_t e = cudaDeviceSynchronize();
         if (e == cudaSuccess)

@@ -31,8 +31,12 @@ int tide_gpu_select(int local_rank, size_t budget, int bind, tide_device_info *i
                     size_t len);
 
 /* Device rates of tide_rates (h2d, d2h, both, d2d) with arrays of `bytes`, on the current
- * device. Returns 0 or TIDE_ERR_BACKEND / TIDE_ERR_NOMEM with the reason in why. */
-int tide_gpu_measure(size_t bytes, tide_rates *rates, char *why, size_t len);
+ * device. align, when given, makes the measurement collective: align(arg, ok) is called once
+ * after the allocations with whether they succeeded and must return whether they did on every
+ * rank, then align(arg, 1) before every timed repetition (a barrier), the same number of times
+ * on every rank. Returns 0 or TIDE_ERR_BACKEND / TIDE_ERR_NOMEM with the reason in why. */
+int tide_gpu_measure(size_t bytes, int (*align)(void *arg, int ok), void *arg,
+                     tide_rates *rates, char *why, size_t len);
 
 /* Pinned host memory (cudaHostAlloc) and its release. Return 0 or TIDE_ERR_NOMEM. */
 int tide_gpu_host_alloc(size_t bytes, void **ptr);

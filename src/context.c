@@ -354,84 +354,207 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int tide_measure_rates(tide_context *ctx, size_t bytes, tide_rates *rates)
+/* The rank's rates of tide_rates. together: collective, every repetition of every
+ * measurement started on all ranks at once (tide_measure_rates_together). */
+static int barrier_agree(void *arg, int ok)
+{
+    tide_context *ctx = arg;
+    int all = 0;
+    if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
+        return 0;
+    return all;
+}
+
+static int measure_rates(tide_context *ctx, size_t bytes, int together, tide_rates *rates,
+                         const char *fn)
 {
     if (!ctx || !rates)
-        return tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_measure_rates: NULL argument");
+        return tide_fail(ctx, TIDE_ERR_ARGUMENT, "%s: NULL argument", fn);
     if (!bytes)
         bytes = (size_t)256 << 20;
     tide_rates r = {0, 0, 0, 0, 0};
     char *a = malloc(bytes), *b = malloc(bytes);
-    if (!a || !b) {
-        free(a);
-        free(b);
-        return tide_fail(ctx, TIDE_ERR_NOMEM, "tide_measure_rates: cannot allocate 2 x %zu "
-                         "bytes", bytes);
-    }
-    memset(a, 0x5a, bytes); /* never measure on untouched or zero pages */
-    memset(b, 0xa5, bytes);
+    int st = a && b ? TIDE_SUCCESS
+                    : tide_fail(ctx, TIDE_ERR_NOMEM, "%s: cannot allocate 2 x %zu bytes", fn,
+                                bytes);
+    if (together)
+        st = tide_agree(ctx, st);
     double t[5];
-    for (int i = 0; i < 5; i++) {
-        double t0 = MPI_Wtime();
-        memcpy(i % 2 ? a : b, i % 2 ? b : a, bytes);
-        t[i] = MPI_Wtime() - t0;
+    if (!st) {
+        memset(a, 0x5a, bytes); /* never measure on untouched or zero pages */
+        memset(b, 0xa5, bytes);
+        for (int i = 0; i < 5; i++) {
+            if (together)
+                MPI_Barrier(ctx->comm);
+            double t0 = MPI_Wtime();
+            memcpy(i % 2 ? a : b, i % 2 ? b : a, bytes);
+            t[i] = MPI_Wtime() - t0;
+        }
+        qsort(t, 5, sizeof t[0], cmp_double);
+        r.host_copy = 2.0 * (double)bytes / 1e9 / t[2];
     }
     free(a);
     free(b);
-    qsort(t, 5, sizeof t[0], cmp_double);
-    r.host_copy = 2.0 * (double)bytes / 1e9 / t[2];
 #if TIDE_HAVE_CUDA
-    if (ctx->backend == TIDE_BACKEND_CUDA) {
+    if (!st && ctx->backend == TIDE_BACKEND_CUDA) {
         char why[TIDE_MSG_LEN];
-        int st = tide_gpu_measure(bytes, &r, why, sizeof why);
+        st = tide_gpu_measure(bytes, together ? barrier_agree : NULL, ctx, &r, why, sizeof why);
         if (st)
-            return tide_fail(ctx, st, "tide_measure_rates: %s", why);
+            tide_fail(ctx, st, "%s: %s", fn, why);
+        if (together)
+            st = tide_agree(ctx, st);
     }
 #endif
-    *rates = r;
-    return TIDE_SUCCESS;
+    if (!st)
+        *rates = r;
+    return st;
 }
 
-int tide_measure_exchange(tide_context *ctx, size_t bytes, double *gbps)
+int tide_measure_rates(tide_context *ctx, size_t bytes, tide_rates *rates)
+{
+    return measure_rates(ctx, bytes, 0, rates, "tide_measure_rates");
+}
+
+int tide_measure_rates_together(tide_context *ctx, size_t bytes, tide_rates *rates)
+{
+    if (!ctx)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_measure_rates_together: ctx is NULL");
+    int st = rates ? TIDE_SUCCESS
+                   : tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_measure_rates_together: rates is "
+                               "NULL");
+    st = tide_agree(ctx, st);
+    return st ? st : measure_rates(ctx, bytes, 1, rates, "tide_measure_rates_together");
+}
+
+/* Buffers and one all-to-all of tide_measure_exchange, in host memory or (device) on the GPU. */
+typedef struct {
+    tide_context *ctx;
+    tide_exchange how;
+    size_t block;
+    char *a, *b;
+    void *nccl, *stream;
+} xtest;
+
+static int xtest_once(const xtest *x)
+{
+    int P = x->ctx->nranks;
+#if TIDE_HAVE_CUDA
+    if (x->how == TIDE_EXCHANGE_NCCL) {
+        int st = tide_nccl_group_start();
+        for (int q = 0; q < P && !st; q++) {
+            if (q == x->ctx->rank)
+                continue;
+            st = tide_nccl_recv(x->nccl, x->b + (size_t)q * x->block, x->block, q, x->stream);
+            if (!st)
+                st = tide_nccl_send(x->nccl, x->a + (size_t)q * x->block, x->block, q,
+                                    x->stream);
+        }
+        int end = tide_nccl_group_end();
+        st = st ? st : end;
+        return st ? st : tide_gpu_sync(x->stream);
+    }
+#endif
+    (void)P;
+    return MPI_Alltoall(x->a, (int)x->block, MPI_BYTE, x->b, (int)x->block, MPI_BYTE,
+                        x->ctx->comm) ? TIDE_ERR_MPI : 0;
+}
+
+static void xtest_free(xtest *x)
+{
+    if (x->how == TIDE_EXCHANGE_A2AV) {
+        free(x->a);
+        free(x->b);
+        return;
+    }
+#if TIDE_HAVE_CUDA
+    tide_gpu_free(x->a);
+    tide_gpu_free(x->b);
+    if (x->stream)
+        tide_gpu_stream_destroy(x->stream);
+#endif
+}
+
+/* Local: the buffers (and for NCCL the stream) of x; 0 or a code recorded on ctx. */
+static int xtest_alloc(xtest *x)
+{
+    size_t bytes = x->block * (size_t)x->ctx->nranks;
+    if (x->how == TIDE_EXCHANGE_A2AV) {
+        x->a = malloc(bytes + 1);
+        x->b = malloc(bytes + 1);
+        if (!x->a || !x->b)
+            return tide_fail(x->ctx, TIDE_ERR_NOMEM, "tide_measure_exchange: cannot allocate "
+                             "2 x %zu bytes", bytes);
+        memset(x->a, 0x5a, bytes); /* never on untouched pages */
+        memset(x->b, 0xa5, bytes);
+        return TIDE_SUCCESS;
+    }
+#if TIDE_HAVE_CUDA
+    void *a = NULL, *b = NULL;
+    int st = tide_gpu_malloc(bytes + 1, &a);
+    if (!st)
+        st = tide_gpu_malloc(bytes + 1, &b);
+    x->a = a, x->b = b;
+    if (st)
+        return tide_fail(x->ctx, st, "tide_measure_exchange: cannot allocate 2 x %zu bytes on "
+                         "the device", bytes);
+    if (x->how == TIDE_EXCHANGE_NCCL && tide_gpu_stream_create(&x->stream))
+        return tide_fail(x->ctx, TIDE_ERR_BACKEND, "tide_measure_exchange: cannot create a "
+                         "stream: %s", tide_gpu_last_error());
+    return TIDE_SUCCESS;
+#else
+    return tide_fail(x->ctx, TIDE_ERR_UNSUPPORTED, "this build has no CUDA");
+#endif
+}
+
+int tide_measure_exchange(tide_context *ctx, tide_exchange how, size_t bytes, double *gbps)
 {
     if (!ctx)
         return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_measure_exchange: ctx is NULL");
     int P = ctx->nranks;
-    size_t block = (bytes ? bytes : (size_t)64 << 20) / (size_t)P;
-    char *a = NULL, *b = NULL;
+    xtest x = {ctx, how == TIDE_EXCHANGE_AUTO ? TIDE_EXCHANGE_A2AV : how,
+               (bytes ? bytes : (size_t)64 << 20) / (size_t)P, NULL, NULL, NULL, NULL};
     int st = gbps ? TIDE_SUCCESS
                   : tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_measure_exchange: gbps is NULL");
-    if (!st && block > (size_t)1 << 30)
+    if (!st && x.how != TIDE_EXCHANGE_A2AV && x.how != TIDE_EXCHANGE_NCCL &&
+        x.how != TIDE_EXCHANGE_CUDA_MPI)
+        st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_measure_exchange: measures a2av, nccl or "
+                       "cuda-mpi, not %s", tide_exchange_name(how));
+    if (!st && x.how == TIDE_EXCHANGE_CUDA_MPI && !ctx->cuda_aware_mpi)
+        st = tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_measure_exchange: the MPI library "
+                       "is not CUDA-aware");
+    if (!st && x.how != TIDE_EXCHANGE_A2AV && ctx->backend != TIDE_BACKEND_CUDA)
+        st = tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_measure_exchange: %s needs a GPU",
+                       tide_exchange_name(x.how));
+    if (!st && x.block > (size_t)1 << 30)
         st = tide_fail(ctx, TIDE_ERR_TOO_LARGE, "tide_measure_exchange: %zu bytes per peer "
-                       "exceed MPI's int counts", block);
-    if (!st && (!(a = malloc(block * P + 1)) || !(b = malloc(block * P + 1))))
-        st = tide_fail(ctx, TIDE_ERR_NOMEM, "tide_measure_exchange: cannot allocate 2 x %zu "
-                       "bytes", block * P);
+                       "exceed MPI's int counts", x.block);
     st = tide_agree(ctx, st);
+    if (!st && x.how == TIDE_EXCHANGE_NCCL && P > 1)
+        st = tide_context_nccl(ctx, &x.nccl); /* collective, agreed */
+    if (!st)
+        st = tide_agree(ctx, xtest_alloc(&x));
     double t[5];
-    for (int i = 0; i < 5 && !st; i++) {
-        if (i == 0) { /* never on untouched pages: fill, and warm up the connections */
-            memset(a, 0x5a, block * P);
-            memset(b, 0xa5, block * P);
-            st = MPI_Alltoall(a, (int)block, MPI_BYTE, b, (int)block, MPI_BYTE, ctx->comm);
-        }
+    /* a warm-up (connections, NCCL channels), then five barrier-aligned repetitions */
+    for (int i = -1; i < 5 && !st; i++) {
         double t0 = 0, dt = 0;
-        if (!st && !(st = MPI_Barrier(ctx->comm))) {
+        int rc = MPI_Barrier(ctx->comm) ? TIDE_ERR_MPI : 0;
+        if (!rc) {
             t0 = MPI_Wtime();
-            st = MPI_Alltoall(a, (int)block, MPI_BYTE, b, (int)block, MPI_BYTE, ctx->comm);
+            rc = xtest_once(&x);
             dt = MPI_Wtime() - t0;
         }
-        if (!st)
-            st = MPI_Allreduce(&dt, &t[i], 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
-        if (st)
+        if (rc)
+            tide_fail(ctx, rc, "tide_measure_exchange: the %s exchange failed",
+                      tide_exchange_name(x.how));
+        st = tide_agree(ctx, rc);
+        if (!st && i >= 0 && MPI_Allreduce(&dt, &t[i], 1, MPI_DOUBLE, MPI_MAX, ctx->comm))
             st = tide_fail(ctx, TIDE_ERR_MPI, "tide_measure_exchange: MPI failed");
     }
-    free(a);
-    free(b);
+    xtest_free(&x);
     if (st)
         return st;
     qsort(t, 5, sizeof t[0], cmp_double);
-    *gbps = P > 1 ? (double)block * (P - 1) / 1e9 / t[2] : 0;
+    *gbps = P > 1 ? (double)x.block * (P - 1) / 1e9 / t[2] : 0;
     return TIDE_SUCCESS;
 }
 

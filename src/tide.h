@@ -99,6 +99,19 @@ typedef struct {
  * while cuda_aware_mpi and nccl_version still describe the build and the MPI library. */
 int tide_context_device(const tide_context *ctx, tide_device_info *info);
 
+/* How exchanges move data between ranks (plans, tide_measure_exchange). */
+typedef enum {
+    TIDE_EXCHANGE_AUTO = 0, /* pairwise when every rank talks to under half the others, else a2av */
+    TIDE_EXCHANGE_A2AV = 1, /* MPI_Alltoallv */
+    TIDE_EXCHANGE_P2P = 2,  /* MPI_Isend/Irecv per peer, packing pipelined with the transfers */
+    TIDE_EXCHANGE_NCCL = 3, /* GPU data: NCCL grouped send/recv, GPU to GPU */
+    TIDE_EXCHANGE_CUDA_MPI = 4 /* GPU data: MPI on device pointers (CUDA-aware MPI only) */
+} tide_exchange;
+/* On a plan whose data is on the GPU (TIDE_LOCATION_DEVICE), AUTO picks NCCL when this build
+ * has it and every rank has a GPU of its own, else CUDA-aware MPI when the MPI library says
+ * it takes device pointers, else A2AV or P2P through pinned host buffers, which is also what
+ * A2AV and P2P mean there. Packing and unpacking run on the GPU in every case. */
+
 /* Transfer rates of this rank's machine, in GB/s (1e9 bytes per second), the ceilings that
  * performance figures are compared against. Copies count bytes read plus bytes written;
  * transfers count bytes moved. */
@@ -109,16 +122,24 @@ typedef struct {
     double d2d;        /* copy within device memory */
 } tide_rates;
 
-/* Local (every rank may call it at once, to measure shared links under load). Moves arrays of
- * `bytes` (0: 256 MiB) several times and reports the median. GPU fields are 0 on a CPU
- * context. */
+/* Local. Moves arrays of `bytes` (0: 256 MiB) several times and reports the median. GPU
+ * fields are 0 on a CPU context. Several ranks calling it at once are not in step: each
+ * rank's repetitions overlap others' at random, so shared links are not measured under a
+ * known load. */
 int tide_measure_rates(tide_context *ctx, size_t bytes, tide_rates *rates);
 
-/* Collective. The all-to-all rate of the MPI library in host memory: MPI_Alltoall of `bytes`
- * per rank (0: 64 MiB), median of 5 barrier-aligned repetitions, the slowest rank counting.
- * Reported in GB/s leaving each rank (the bytes it sends to other ranks over the time); 0
- * with one rank. Every rank gets the same figure. */
-int tide_measure_exchange(tide_context *ctx, size_t bytes, double *gbps);
+/* Collective: the same measurements on every rank at once, each repetition started together
+ * after a barrier, so links the ranks share (the host side of PCIe, memory) are measured
+ * under the load of all of them; each rank gets its own rates. Errors are agreed. */
+int tide_measure_rates_together(tide_context *ctx, size_t bytes, tide_rates *rates);
+
+/* Collective. The all-to-all rate of an exchange backend, `bytes` per rank (0: 64 MiB), `bytes
+ * / P` to each rank, median of 5 barrier-aligned repetitions after a warm-up, the slowest rank
+ * counting. how: TIDE_EXCHANGE_AUTO or _A2AV (MPI_Alltoall in host memory), _NCCL (grouped
+ * send/recv between the GPUs), _CUDA_MPI (MPI_Alltoall on device memory). Reported in GB/s
+ * leaving each rank (the bytes it sends to other ranks over the time); 0 with one rank. Every
+ * rank gets the same figure. */
+int tide_measure_exchange(tide_context *ctx, tide_exchange how, size_t bytes, double *gbps);
 
 /* Host memory for arrays that Tide will move: on a CUDA context pinned (page-locked, so
  * transfers run at full PCIe rate and can overlap compute), on the CPU aligned to 64 bytes.
@@ -190,18 +211,6 @@ typedef enum {
     TIDE_SCALE_FULL = 1,     /* backward scaled by 1/N: backward(forward(x)) = x */
     TIDE_SCALE_SYMMETRIC = 2 /* both scaled by 1/sqrt(N) */
 } tide_scaling;
-
-typedef enum {
-    TIDE_EXCHANGE_AUTO = 0, /* pairwise when every rank talks to under half the others, else a2av */
-    TIDE_EXCHANGE_A2AV = 1, /* MPI_Alltoallv */
-    TIDE_EXCHANGE_P2P = 2,  /* MPI_Isend/Irecv per peer, packing pipelined with the transfers */
-    TIDE_EXCHANGE_NCCL = 3, /* GPU data: NCCL grouped send/recv, GPU to GPU */
-    TIDE_EXCHANGE_CUDA_MPI = 4 /* GPU data: MPI on device pointers (CUDA-aware MPI only) */
-} tide_exchange;
-/* On a plan whose data is on the GPU (TIDE_LOCATION_DEVICE), AUTO picks NCCL when this build
- * has it and every rank has a GPU of its own, else CUDA-aware MPI when the MPI library says
- * it takes device pointers, else A2AV or P2P through pinned host buffers, which is also what
- * A2AV and P2P mean there. Packing and unpacking run on the GPU in every case. */
 
 typedef enum {
     TIDE_LOCATION_HOST = 0,  /* arrays in host memory (with backend cuda they stream through the

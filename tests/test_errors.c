@@ -614,14 +614,29 @@ static void host_alloc_checks(tide_context *ctx)
     tt_check(&tally, comm, st != 0 || tide_host_free(ctx, p) == 0, "tide_host_free failed");
     tt_check(&tally, comm, tide_host_free(ctx, NULL) == 0, "tide_host_free(NULL) must succeed");
 
-    /* The collective exchange measurement: a NULL result on one rank fails on all of them. */
+    /* The collective measurements: a NULL result on one rank fails on all of them, and so do
+     * exchanges they cannot measure (p2p) or that need a GPU (this is a CPU context). */
     double g = -1;
-    st = tide_measure_exchange(ctx, 1 << 16, rank == nranks - 1 ? NULL : &g);
+    st = tide_measure_exchange(ctx, TIDE_EXCHANGE_AUTO, 1 << 16, rank == nranks - 1 ? NULL : &g);
     expect_error("tide_measure_exchange with gbps NULL on the last rank", st,
                  tide_last_error(ctx), E_ARG, nranks - 1, -1, 1);
-    st = tide_measure_exchange(ctx, 1 << 16, &g);
+    st = tide_measure_exchange(ctx, TIDE_EXCHANGE_P2P, 1 << 16, &g);
+    expect_error("tide_measure_exchange of p2p", st, tide_last_error(ctx), E_ARG, -1, -1,
+                 g == -1);
+    st = tide_measure_exchange(ctx, TIDE_EXCHANGE_NCCL, 1 << 16, &g);
+    expect_error("tide_measure_exchange of nccl on a CPU context", st, tide_last_error(ctx),
+                 E_UNSUP, -1, -1, g == -1);
+    st = tide_measure_exchange(ctx, TIDE_EXCHANGE_A2AV, 1 << 16, &g);
     tt_check(&tally, comm, st == 0 && (nranks == 1 ? g == 0 : g > 0),
              "tide_measure_exchange: status %d, %g GB/s", st, g);
+    tide_rates r = {-1, -1, -1, -1, -1};
+    st = tide_measure_rates_together(ctx, 1 << 20, rank == nranks - 1 ? NULL : &r);
+    expect_error("tide_measure_rates_together with rates NULL on the last rank", st,
+                 tide_last_error(ctx), E_ARG, nranks - 1, -1, r.host_copy == -1);
+    st = tide_measure_rates_together(ctx, 1 << 20, &r);
+    tt_check(&tally, comm, st == 0 && r.host_copy > 0 && r.h2d == 0,
+             "tide_measure_rates_together on a CPU context: status %d, host copy %g GB/s, "
+             "h2d %g", st, r.host_copy, r.h2d);
 }
 
 int main(int argc, char **argv)

@@ -855,7 +855,7 @@ static void timings(void)
     char why[512];
     tide_rates rates;
     memset(&rates, 0, sizeof rates);
-    if (tide_gpu_measure((size_t)256 << 20, &rates, why, sizeof why)) {
+    if (tide_gpu_measure((size_t)256 << 20, NULL, NULL, &rates, why, sizeof why)) {
         printf("info: tide_gpu_measure failed: %s\n", why);
     } else {
         printf("info: measured PCIe (256 MiB copies): h2d %.1f GB/s, d2h %.1f GB/s, both "
