@@ -374,9 +374,10 @@ int tide_cmd_fft(int argc, char **argv)
                                 : info.slots > 1 && x == TIDE_EXCHANGE_P2P);
         double xrate = 0;
         if (counted) {
-            double cap = 512.0 * (1 << 20);
-            CHECK(tide_measure_exchange(ctx, a.device ? x : TIDE_EXCHANGE_A2AV,
-                                        (size_t)(data < cap ? data : cap), &xrate));
+            double cap = 512.0 * (1 << 20), most; /* the same size on every rank */
+            MPI_Allreduce(&data, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+            CHECK(tide_measure_exchange(ctx, x,
+                                        (size_t)(most < cap ? most : cap), &xrate));
             double tx = info.exchanges * data * (P - 1) / P / (xrate * 1e9);
             /* Streamed: MPI runs after each pass, so the two add up. */
             b += tx;
@@ -391,7 +392,7 @@ int tide_cmd_fft(int argc, char **argv)
             snprintf(bound_what + used, sizeof bound_what - used, " + %d exchange%s of the "
                      "data leaving the rank at the measured %s all-to-all rate (%.3g GB/s)",
                      info.exchanges, info.exchanges > 1 ? "s" : "",
-                     a.device ? exch_names[x] : "MPI host-memory", xrate);
+                     a.device ? exch_names[x] : "MPI p2p host-memory", xrate);
         }
         MPI_Allreduce(&b, &bound, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     }

@@ -59,7 +59,8 @@ int tide_cmd_info(int argc, char **argv)
                      "each rank's transfer rates (all ranks at once, each repetition started "
                      "together, as a job loads the links): host memcpy, host<->device each way "
                      "and both at once, device copy, and with several ranks the all-to-all rates "
-                     "of MPI in host memory and, between GPUs, of NCCL and CUDA-aware MPI.\n");
+                     "of MPI in host memory (MPI_Alltoall and point to point) and, between GPUs, "
+                     "of NCCL and CUDA-aware MPI.\n");
             return 0;
         }
         if (!strcmp(argv[i], "--measure")) {
@@ -148,11 +149,12 @@ int tide_cmd_info(int argc, char **argv)
         tide_exchange how;
         const char *what;
     } xs[] = {{TIDE_EXCHANGE_A2AV, "MPI_Alltoall in host memory"},
+              {TIDE_EXCHANGE_P2P, "MPI_Isend/Irecv in host memory"},
               {TIDE_EXCHANGE_NCCL, "NCCL send/recv between the GPUs"},
               {TIDE_EXCHANGE_CUDA_MPI, "MPI_Alltoall on device memory"}};
-    for (int i = 0; measure && !rc && P > 1 && i < 3; i++) {
+    for (int i = 0; measure && !rc && P > 1 && i < 4; i++) {
         double xr = 0;
-        if (i > 0 && b != TIDE_BACKEND_CUDA)
+        if (i > 1 && b != TIDE_BACKEND_CUDA)
             break;
         st = tide_measure_exchange(ctx, xs[i].how, 0, &xr);
         if (st == TIDE_ERR_UNSUPPORTED) {

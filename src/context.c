@@ -426,23 +426,30 @@ int tide_measure_rates_together(tide_context *ctx, size_t bytes, tide_rates *rat
     return st ? st : measure_rates(ctx, bytes, 1, rates, "tide_measure_rates_together");
 }
 
-/* Buffers and one all-to-all of tide_measure_exchange, in host memory or (device) on the GPU. */
+/* Buffers and one all-to-all of tide_measure_exchange: in host memory from tide_host_alloc
+ * (pinned on a CUDA context, like the buffers plans exchange from), or on the GPU. */
 typedef struct {
     tide_context *ctx;
     tide_exchange how;
     size_t block;
     char *a, *b;
     void *nccl, *stream;
+    MPI_Request *req;
 } xtest;
+
+static int on_host(const xtest *x)
+{
+    return x->how == TIDE_EXCHANGE_A2AV || x->how == TIDE_EXCHANGE_P2P;
+}
 
 static int xtest_once(const xtest *x)
 {
-    int P = x->ctx->nranks;
+    int P = x->ctx->nranks, me = x->ctx->rank;
 #if TIDE_HAVE_CUDA
     if (x->how == TIDE_EXCHANGE_NCCL) {
         int st = tide_nccl_group_start();
         for (int q = 0; q < P && !st; q++) {
-            if (q == x->ctx->rank)
+            if (q == me)
                 continue;
             st = tide_nccl_recv(x->nccl, x->b + (size_t)q * x->block, x->block, q, x->stream);
             if (!st)
@@ -454,16 +461,29 @@ static int xtest_once(const xtest *x)
         return st ? st : tide_gpu_sync(x->stream);
     }
 #endif
-    (void)P;
+    if (x->how == TIDE_EXCHANGE_P2P) { /* every peer at once, as the streamed exchange does */
+        int n = 0, st = 0;
+        for (int q = 0; q < P && !st; q++)
+            if (q != me)
+                st = MPI_Irecv(x->b + (size_t)q * x->block, (int)x->block, MPI_BYTE, q, 7312,
+                               x->ctx->comm, &x->req[n++]);
+        for (int q = 0; q < P && !st; q++)
+            if (q != me)
+                st = MPI_Isend(x->a + (size_t)q * x->block, (int)x->block, MPI_BYTE, q, 7312,
+                               x->ctx->comm, &x->req[n++]);
+        int w = MPI_Waitall(n, x->req, MPI_STATUSES_IGNORE);
+        return st || w ? TIDE_ERR_MPI : 0;
+    }
     return MPI_Alltoall(x->a, (int)x->block, MPI_BYTE, x->b, (int)x->block, MPI_BYTE,
                         x->ctx->comm) ? TIDE_ERR_MPI : 0;
 }
 
 static void xtest_free(xtest *x)
 {
-    if (x->how == TIDE_EXCHANGE_A2AV) {
-        free(x->a);
-        free(x->b);
+    free(x->req);
+    if (on_host(x)) {
+        tide_host_free(x->ctx, x->a);
+        tide_host_free(x->ctx, x->b);
         return;
     }
 #if TIDE_HAVE_CUDA
@@ -478,13 +498,18 @@ static void xtest_free(xtest *x)
 static int xtest_alloc(xtest *x)
 {
     size_t bytes = x->block * (size_t)x->ctx->nranks;
-    if (x->how == TIDE_EXCHANGE_A2AV) {
-        x->a = malloc(bytes + 1);
-        x->b = malloc(bytes + 1);
-        if (!x->a || !x->b)
-            return tide_fail(x->ctx, TIDE_ERR_NOMEM, "tide_measure_exchange: cannot allocate "
-                             "2 x %zu bytes", bytes);
-        memset(x->a, 0x5a, bytes); /* never on untouched pages */
+    x->req = malloc(2 * (size_t)x->ctx->nranks * sizeof *x->req);
+    if (!x->req)
+        return tide_fail(x->ctx, TIDE_ERR_NOMEM, "tide_measure_exchange: out of memory");
+    if (on_host(x)) {
+        void *a = NULL, *b = NULL;
+        int st = tide_host_alloc(x->ctx, bytes, &a);
+        if (!st)
+            st = tide_host_alloc(x->ctx, bytes, &b);
+        x->a = a, x->b = b;
+        if (st)
+            return st;
+        memset(x->a, 0x5a, bytes); /* never on zero pages */
         memset(x->b, 0xa5, bytes);
         return TIDE_SUCCESS;
     }
@@ -512,19 +537,26 @@ int tide_measure_exchange(tide_context *ctx, tide_exchange how, size_t bytes, do
         return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_measure_exchange: ctx is NULL");
     int P = ctx->nranks;
     xtest x = {ctx, how == TIDE_EXCHANGE_AUTO ? TIDE_EXCHANGE_A2AV : how,
-               (bytes ? bytes : (size_t)64 << 20) / (size_t)P, NULL, NULL, NULL, NULL};
-    int st = gbps ? TIDE_SUCCESS
-                  : tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_measure_exchange: gbps is NULL");
-    if (!st && x.how != TIDE_EXCHANGE_A2AV && x.how != TIDE_EXCHANGE_NCCL &&
-        x.how != TIDE_EXCHANGE_CUDA_MPI)
-        st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_measure_exchange: measures a2av, nccl or "
-                       "cuda-mpi, not %s", tide_exchange_name(how));
+               (bytes ? bytes : (size_t)64 << 20) / (size_t)P, NULL, NULL, NULL, NULL, NULL};
+    /* every rank's bytes, largest and smallest (as the largest complement) */
+    unsigned long long b[2] = {bytes, ~(unsigned long long)bytes}, most[2];
+    int st = MPI_Allreduce(b, most, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, ctx->comm)
+                 ? tide_fail(ctx, TIDE_ERR_MPI, "tide_measure_exchange: MPI failed")
+                 : TIDE_SUCCESS;
+    if (!st && !gbps)
+        st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_measure_exchange: gbps is NULL");
+    if (!st && (x.how < TIDE_EXCHANGE_A2AV || x.how > TIDE_EXCHANGE_CUDA_MPI))
+        st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_measure_exchange: no exchange %d",
+                       (int)how);
     if (!st && x.how == TIDE_EXCHANGE_CUDA_MPI && !ctx->cuda_aware_mpi)
         st = tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_measure_exchange: the MPI library "
                        "is not CUDA-aware");
-    if (!st && x.how != TIDE_EXCHANGE_A2AV && ctx->backend != TIDE_BACKEND_CUDA)
+    if (!st && !on_host(&x) && ctx->backend != TIDE_BACKEND_CUDA)
         st = tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_measure_exchange: %s needs a GPU",
                        tide_exchange_name(x.how));
+    if (!st && most[0] != ~most[1])
+        st = tide_fail(ctx, TIDE_ERR_MISMATCH, "tide_measure_exchange: bytes differ between "
+                       "ranks (%llu to %llu)", ~most[1], most[0]);
     if (!st && x.block > (size_t)1 << 30)
         st = tide_fail(ctx, TIDE_ERR_TOO_LARGE, "tide_measure_exchange: %zu bytes per peer "
                        "exceed MPI's int counts", x.block);

@@ -399,7 +399,7 @@ int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, int transp
         o->step[0] /= 2;
         o->step[1] /= 2;
     }
-    for (int d = 0; d < 2; d++)
+    for (int d = 0; d < 2 && !st; d++)
         o->nchunks[d] = (o->thick[d] + o->step[d] - 1) / o->step[d];
     if (!st)
         st = tide_pipeline_create(o->buf_bytes, nbufs(o), NSLOTS, 0, &o->pipe, err, len);

@@ -133,12 +133,13 @@ int tide_measure_rates(tide_context *ctx, size_t bytes, tide_rates *rates);
  * under the load of all of them; each rank gets its own rates. Errors are agreed. */
 int tide_measure_rates_together(tide_context *ctx, size_t bytes, tide_rates *rates);
 
-/* Collective. The all-to-all rate of an exchange backend, `bytes` per rank (0: 64 MiB), `bytes
- * / P` to each rank, median of 5 barrier-aligned repetitions after a warm-up, the slowest rank
- * counting. how: TIDE_EXCHANGE_AUTO or _A2AV (MPI_Alltoall in host memory), _NCCL (grouped
- * send/recv between the GPUs), _CUDA_MPI (MPI_Alltoall on device memory). Reported in GB/s
- * leaving each rank (the bytes it sends to other ranks over the time); 0 with one rank. Every
- * rank gets the same figure. */
+/* Collective. The all-to-all rate of an exchange backend, `bytes` per rank (the same on every
+ * rank; 0: 64 MiB), `bytes / P` to each rank, median of 5 barrier-aligned repetitions after a
+ * warm-up, the slowest rank counting. how: TIDE_EXCHANGE_AUTO or _A2AV (MPI_Alltoall) and _P2P
+ * (MPI_Isend/Irecv with every peer at once) in host memory from tide_host_alloc; _NCCL
+ * (grouped send/recv between the GPUs) and _CUDA_MPI (MPI_Alltoall) on device memory.
+ * Reported in GB/s leaving each rank (the bytes it sends to other ranks over the time); 0
+ * with one rank. Every rank gets the same figure. */
 int tide_measure_exchange(tide_context *ctx, tide_exchange how, size_t bytes, double *gbps);
 
 /* Host memory for arrays that Tide will move: on a CUDA context pinned (page-locked, so

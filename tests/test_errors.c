@@ -615,20 +615,26 @@ static void host_alloc_checks(tide_context *ctx)
     tt_check(&tally, comm, tide_host_free(ctx, NULL) == 0, "tide_host_free(NULL) must succeed");
 
     /* The collective measurements: a NULL result on one rank fails on all of them, and so do
-     * exchanges they cannot measure (p2p) or that need a GPU (this is a CPU context). */
+     * exchanges that do not exist or need a GPU (this is a CPU context). */
     double g = -1;
     st = tide_measure_exchange(ctx, TIDE_EXCHANGE_AUTO, 1 << 16, rank == nranks - 1 ? NULL : &g);
     expect_error("tide_measure_exchange with gbps NULL on the last rank", st,
                  tide_last_error(ctx), E_ARG, nranks - 1, -1, 1);
-    st = tide_measure_exchange(ctx, TIDE_EXCHANGE_P2P, 1 << 16, &g);
-    expect_error("tide_measure_exchange of p2p", st, tide_last_error(ctx), E_ARG, -1, -1,
+    st = tide_measure_exchange(ctx, (tide_exchange)9, 1 << 16, &g);
+    expect_error("tide_measure_exchange of exchange 9", st, tide_last_error(ctx), E_ARG, -1, -1,
                  g == -1);
     st = tide_measure_exchange(ctx, TIDE_EXCHANGE_NCCL, 1 << 16, &g);
     expect_error("tide_measure_exchange of nccl on a CPU context", st, tide_last_error(ctx),
                  E_UNSUP, -1, -1, g == -1);
-    st = tide_measure_exchange(ctx, TIDE_EXCHANGE_A2AV, 1 << 16, &g);
-    tt_check(&tally, comm, st == 0 && (nranks == 1 ? g == 0 : g > 0),
-             "tide_measure_exchange: status %d, %g GB/s", st, g);
+    st = tide_measure_exchange(ctx, TIDE_EXCHANGE_A2AV, rank == 0 ? 1 << 16 : 1 << 17, &g);
+    if (nranks > 1)
+        expect_error("tide_measure_exchange with bytes differing between ranks", st,
+                     tide_last_error(ctx), BIT(TIDE_ERR_MISMATCH), -1, -1, g == -1);
+    for (int how = TIDE_EXCHANGE_AUTO; how <= TIDE_EXCHANGE_P2P; how++) {
+        st = tide_measure_exchange(ctx, (tide_exchange)how, 1 << 16, &g);
+        tt_check(&tally, comm, st == 0 && (nranks == 1 ? g == 0 : g > 0),
+                 "tide_measure_exchange of exchange %d: status %d, %g GB/s", how, st, g);
+    }
     tide_rates r = {-1, -1, -1, -1, -1};
     st = tide_measure_rates_together(ctx, 1 << 20, rank == nranks - 1 ? NULL : &r);
     expect_error("tide_measure_rates_together with rates NULL on the last rank", st,
