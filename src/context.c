@@ -354,8 +354,8 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The rank's rates of tide_rates. together: collective, every repetition of every
- * measurement started on all ranks at once (tide_measure_rates_together). */
+#if TIDE_HAVE_CUDA
+/* tide_gpu_measure's step with the other ranks: whether every rank is ok (a barrier). */
 static int barrier_agree(void *arg, int ok)
 {
     tide_context *ctx = arg;
@@ -364,6 +364,10 @@ static int barrier_agree(void *arg, int ok)
         return 0;
     return all;
 }
+#endif
+
+/* The rank's rates of tide_rates. together: collective, every repetition of every
+ * measurement started on all ranks at once (tide_measure_rates_together). */
 
 static int measure_rates(tide_context *ctx, size_t bytes, int together, tide_rates *rates,
                          const char *fn)

@@ -599,17 +599,32 @@ static int make_steps(const chain *c, int forward, int r2c, step *steps)
 
 /* ---- plan creation --------------------------------------------------------------------- */
 
-/* Whether host arrays too large for the device budget can stream through the GPU in chunks
- * (fft_ooc.c): c2c, one field, the default x-slabs in and x-slabs (or, transposed, y-slabs)
- * out, slabs that fit, and between several ranks NCCL or MPI point to point in host memory.
- * The same answer on every rank. */
-static int streams_ok(const tide_context *ctx, const int n[3], int boxes,
-                      const tide_fft_options *o)
+/* Whether rank r's box b is its slab along d of grid n, in C order (tide_box_slab's). */
+static int is_slab(const int n[3], int P, int r, int d, const tide_box *b)
 {
-    int P = ctx->nranks;
+    tide_box s;
+    tide_box_slab(n, d, P, r, &s);
+    return tide_box_equal(&s, b);
+}
+
+/* Whether host arrays too large for the device budget can stream through the GPU in chunks
+ * (fft_ooc.c): c2c, x-slabs in and x-slabs or y-slabs out (NULL boxes, or boxes equal to
+ * tide_box_slab's on every rank), slabs that fit, and between several ranks NCCL or MPI point
+ * to point in host memory. *transposed: the output is y-slabs. The same answer on every
+ * rank (all holds every rank's request). */
+static int streams_ok(const tide_context *ctx, const int n[3], const request *all,
+                      const tide_fft_options *o, int *transposed)
+{
+    int P = ctx->nranks, xs_out = 1, ys_out = 1, xs_in = 1;
     tide_exchange e = o->exchange;
-    return o->location == TIDE_LOCATION_HOST && o->type == TIDE_C2C && o->batch == 1 &&
-           !boxes && P <= n[0] && P <= n[1] &&
+    for (int r = 0; r < P; r++) {
+        xs_in = xs_in && (!all[r].has_in || is_slab(n, P, r, 0, &all[r].in));
+        xs_out = xs_out && (!all[r].has_out || is_slab(n, P, r, 0, &all[r].out));
+        ys_out = ys_out && all[r].has_out && is_slab(n, P, r, 1, &all[r].out);
+    }
+    *transposed = all[0].has_out ? !xs_out && ys_out : o->transposed_out;
+    return o->location == TIDE_LOCATION_HOST && o->type == TIDE_C2C && xs_in &&
+           (xs_out || ys_out) && P <= n[0] && P <= n[1] &&
            (o->decomposition == TIDE_DECOMP_AUTO || o->decomposition == TIDE_DECOMP_SLABS) &&
            (P == 1 || e == TIDE_EXCHANGE_AUTO || e == TIDE_EXCHANGE_P2P ||
             (e == TIDE_EXCHANGE_NCCL && ctx->nccl_usable));
@@ -660,10 +675,10 @@ static int agree_plan(tide_context *ctx, int st, const char *err, tide_fft_plan 
 /* Collective: the streamed plan (see streams_ok). The exchange is NCCL where the GPUs reach
  * each other (unless P2P was asked for), else MPI point to point in host memory. */
 static int make_ooc_plan(tide_context *ctx, const int n[3], const tide_fft_options *opts,
-                         tide_fft_plan **out)
+                         int transposed, tide_fft_plan **out)
 {
     *out = NULL;
-    int P = ctx->nranks, moves = P > 1 ? (opts->transposed_out ? 1 : 2) : 0;
+    int P = ctx->nranks, moves = P > 1 ? (transposed ? 1 : 2) : 0;
     int nccl_on = P > 1 && ctx->nccl_usable && opts->exchange != TIDE_EXCHANGE_P2P;
     void *nccl = NULL;
     int st = nccl_on ? tide_context_nccl(ctx, &nccl) : TIDE_SUCCESS;
@@ -679,8 +694,8 @@ static int make_ooc_plan(tide_context *ctx, const int n[3], const tide_fft_optio
         p->exchange = !moves ? TIDE_EXCHANGE_AUTO : nccl ? TIDE_EXCHANGE_NCCL : TIDE_EXCHANGE_P2P;
         p->transport = p->exchange;
         p->local_passes = 2;
-        st = tide_ooc_create(ctx, n, opts->precision == TIDE_DOUBLE, opts->transposed_out, nccl,
-                             ctx->dev.budget_bytes, &p->ooc, err, sizeof err);
+        st = tide_ooc_create(ctx, n, opts->precision == TIDE_DOUBLE, opts->batch, transposed,
+                             nccl, ctx->dev.budget_bytes, &p->ooc, err, sizeof err);
     }
     if (!st) {
         int chunks, slots;
@@ -941,10 +956,11 @@ int tide_fft_plan_create(tide_context *ctx, const int n[3], const tide_box *inbo
                (opts->backend == TIDE_BACKEND_AUTO && ctx->backend == TIDE_BACKEND_CUDA);
     tide_fft_plan *p = NULL;
     st = make_plan(ctx, n, all, inbox != NULL, outbox != NULL, opts, cuda, &p);
-    if (st == TIDE_ERR_NOMEM && cuda && streams_ok(ctx, n, inbox || outbox, opts)) {
+    int transposed = 0;
+    if (st == TIDE_ERR_NOMEM && cuda && streams_ok(ctx, n, all, opts, &transposed)) {
         tide_log(ctx, TIDE_LOG_INFO, "fft plan streams host arrays through the GPU: %s",
                  ctx->errmsg);
-        st = make_ooc_plan(ctx, n, opts, &p);
+        st = make_ooc_plan(ctx, n, opts, transposed, &p);
     }
     if (st == TIDE_ERR_NOMEM && cuda && opts->backend == TIDE_BACKEND_AUTO &&
         opts->location == TIDE_LOCATION_HOST) {
@@ -1041,7 +1057,7 @@ int tide_fft_plan_info(const tide_fft_plan *p, tide_fft_info *info)
         tide_ooc_shape(p->ooc, &info->chunks, &info->slots, &info->device_bytes,
                        &info->pinned_bytes);
         info->streams = info->slots;
-        info->exchanges = p->ctx->nranks == 1 ? 0 : p->o.transposed_out ? 1 : 2;
+        info->exchanges = p->ctx->nranks == 1 ? 0 : tide_box_equal(&p->inbox, &p->outbox) ? 2 : 1;
     }
     for (int i = 0; i < p->fwd.nops; i++)
         info->exchanges += p->fwd.ops[i].kind == OP_RESHAPE;

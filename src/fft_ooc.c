@@ -39,7 +39,7 @@ enum { NSLOTS = 3, TAG = 7311 };
 
 struct tide_ooc {
     const tide_context *ctx; /* for logging and the MPI exchange */
-    int P, me, n[3], dbl, transposed;
+    int P, me, n[3], dbl, batch, transposed;
     size_t elem;
     tide_box *slab[2];    /* every rank's x-slab [0] and y-slab [1] */
     size_t *soff[2];      /* [d][q]: element offset of the block for peer q in S (pass over d) */
@@ -338,8 +338,9 @@ size_t tide_ooc_device_bytes(const tide_ooc *o)
     return NSLOTS * (nbufs(o) * o->buf_bytes + o->work_bytes);
 }
 
-int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, int transposed,
-                    void *nccl, size_t budget, tide_ooc **out, char *err, size_t len)
+int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, int batch,
+                    int transposed, void *nccl, size_t budget, tide_ooc **out, char *err,
+                    size_t len)
 {
     *out = NULL;
     tide_ooc *o = calloc(1, sizeof *o);
@@ -350,6 +351,7 @@ int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, int transp
     o->me = ctx->rank;
     memcpy(o->n, n, sizeof o->n);
     o->dbl = dbl;
+    o->batch = batch;
     o->transposed = transposed;
     o->elem = dbl ? 16 : 8;
     o->nccl = nccl;
@@ -475,28 +477,46 @@ static int pass(tide_ooc *o, int d, const void *src, void *dst, int to, int scal
     return st;
 }
 
+/* One field: the two passes (see the top of the file). st: an earlier failure. */
+static int one_field(tide_ooc *o, const void *in, void *out, int st, char *err, size_t len)
+{
+    /* The first pass chunks the input's slabs: x-planes, or y-rows of a transposed spectrum
+     * going back. */
+    int first = o->transposed && o->sign > 0 ? 1 : 0, second = 1 - first;
+    if (o->P == 1) {
+        st = pass(o, first, in, out, first, 0, st, err, len);
+        return pass(o, second, out, out, second, 1, st, err, len);
+    }
+    st = pass(o, first, in, o->W, second, 0, st, err, len);
+    return pass(o, second, o->W, out, o->transposed ? second : first, 1, st, err, len);
+}
+
 int tide_ooc_execute(tide_ooc *o, int sign, double scale, const void *in, void *out, char *err,
                      size_t len)
 {
     o->sign = sign;
     o->scale = scale;
-    /* The first pass chunks the input's slabs: x-planes, or y-planes of a transposed
-     * spectrum going back. */
-    int first = o->transposed && sign > 0 ? 1 : 0, second = 1 - first;
-    if (o->P == 1) {
-        int st = pass(o, first, in, out, first, 0, 0, err, len);
-        return pass(o, second, out, out, second, 1, st, err, len);
+    /* Fields one after the other, field f at f * count(box) elements on each side. A field is
+     * read whole before its output is written, so in place the fields go in the order that
+     * never overwrites one not yet read: backwards when the output's fields are longer. */
+    int to = o->transposed ? (sign < 0 ? 1 : 0) : 0, from = o->transposed ? 1 - to : 0;
+    size_t cin = (size_t)tide_box_count(&o->slab[from][o->me]) * o->elem;
+    size_t cout = (size_t)tide_box_count(&o->slab[to][o->me]) * o->elem;
+    int st = TIDE_SUCCESS;
+    for (int k = 0; k < o->batch; k++) {
+        int f = cout > cin ? o->batch - 1 - k : k;
+        st = one_field(o, (const char *)in + f * cin, (char *)out + f * cout, st, err, len);
     }
-    int st = pass(o, first, in, o->W, second, 0, 0, err, len);
-    return pass(o, second, o->W, out, o->transposed ? second : first, 1, st, err, len);
+    return st;
 }
 
 #else /* no CUDA: fft.c never asks for one (streams_ok needs a CUDA context) */
 
-int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, int transposed,
-                    void *nccl, size_t budget, tide_ooc **out, char *err, size_t len)
+int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, int batch,
+                    int transposed, void *nccl, size_t budget, tide_ooc **out, char *err,
+                    size_t len)
 {
-    (void)ctx, (void)n, (void)dbl, (void)transposed, (void)nccl, (void)budget;
+    (void)ctx, (void)n, (void)dbl, (void)batch, (void)transposed, (void)nccl, (void)budget;
     *out = NULL;
     snprintf(err, len, "this build has no CUDA");
     return TIDE_ERR_UNSUPPORTED;

@@ -16,14 +16,16 @@ typedef struct tide_ooc tide_ooc;
  * pinned work memory, for the ranks of ctx. nccl: the context's tide_nccl, or NULL (one rank,
  * or several exchanging over MPI in host memory). Returns 0 or a code with the reason in
  * err. */
-int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, int transposed,
-                    void *nccl, size_t budget, tide_ooc **out, char *err, size_t len);
+int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, int batch,
+                    int transposed, void *nccl, size_t budget, tide_ooc **out, char *err,
+                    size_t len);
 void tide_ooc_destroy(tide_ooc *o);
 /* Chunks per pass (the larger pass), slots, device and pinned bytes held. */
 void tide_ooc_shape(const tide_ooc *o, int *chunks, int *slots, size_t *device_bytes,
                     size_t *pinned_bytes);
 /* Collective: sign -1 forward (in: x-slab, out: the output slab) or +1 backward (in: the
- * output slab, out: x-slab), output scaled by scale. in == out is allowed. Returns 0 or a code
+ * output slab, out: x-slab), output scaled by scale; batch fields, field f at f * count(box)
+ * elements on each side. in == out is allowed. Returns 0 or a code
  * with the reason in err; after a local failure it still takes part in every exchange. */
 int tide_ooc_execute(tide_ooc *o, int sign, double scale, const void *in, void *out, char *err,
                      size_t len);

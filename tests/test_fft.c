@@ -475,10 +475,10 @@ static fft_case make_fuzz_case(int i)
     c.transposed = c.out.kind == LAY_NULL && tt_rng_below(&rng, 2);
     return c;
 }
-/* Cases a streamed plan takes (c2c, one field, the plan's own slabs, natural or transposed
- * output, the automatic exchange or p2p), on odd, prime and even sizes, run only with
- * TIDE_TEST_BUDGET: with a small device budget their host arrays stream through the GPU in
- * chunks that do not divide the slabs. */
+/* Cases a streamed plan takes (c2c, x-slabs in and x- or y-slabs out, NULL or given boxes,
+ * natural or transposed output, one or three fields, the automatic exchange or p2p), on odd,
+ * prime and even sizes, run only with TIDE_TEST_BUDGET: with a small device budget their host
+ * arrays stream through the GPU in chunks that do not divide the slabs. */
 static fft_case make_streamed_case(int i)
 {
     static const int n[][3] = {{7, 11, 13}, {16, 16, 16}, {9, 17, 5},  {31, 6, 20},
@@ -493,8 +493,13 @@ static fft_case make_streamed_case(int i)
     c.decomp = i % 3 == 1 ? TIDE_DECOMP_SLABS : TIDE_DECOMP_AUTO;
     c.transposed = (i / 4) % 2;
     c.exch = i % 5 == 3 ? TIDE_EXCHANGE_P2P : TIDE_EXCHANGE_AUTO;
-    c.batch = 1;
+    c.batch = i % 9 == 5 ? 3 : 1; /* 14 and 23: transposed in place, fields of two lengths */
     c.in = c.out = (lay){LAY_NULL, 0, 0};
+    if (i % 6 == 4) { /* the slabs given as boxes: x-slabs out, then y-slabs */
+        c.in = (lay){LAY_SLAB, 0, 0};
+        c.out = (lay){LAY_SLAB, (i / 6) % 2, 0};
+        c.transposed = 0; /* only with outbox NULL */
+    }
     c.seed = 5000u + (unsigned)i;
     return c;
 }
