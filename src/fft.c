@@ -608,22 +608,22 @@ static int is_slab(const int n[3], int P, int r, int d, const tide_box *b)
 }
 
 /* Whether host arrays too large for the device budget can stream through the GPU in chunks
- * (fft_ooc.c): c2c, x-slabs in and x-slabs or y-slabs out (NULL boxes, or boxes equal to
+ * (fft_ooc.c): x-slabs in and x-slabs or y-slabs out (NULL boxes, or boxes equal to
  * tide_box_slab's on every rank), slabs that fit, and between several ranks NCCL or MPI point
  * to point in host memory. *transposed: the output is y-slabs. The same answer on every
  * rank (all holds every rank's request). */
-static int streams_ok(const tide_context *ctx, const int n[3], const request *all,
-                      const tide_fft_options *o, int *transposed)
+static int streams_ok(const tide_context *ctx, const int n[3], const int nout[3],
+                      const request *all, const tide_fft_options *o, int *transposed)
 {
     int P = ctx->nranks, xs_out = 1, ys_out = 1, xs_in = 1;
     tide_exchange e = o->exchange;
     for (int r = 0; r < P; r++) {
         xs_in = xs_in && (!all[r].has_in || is_slab(n, P, r, 0, &all[r].in));
-        xs_out = xs_out && (!all[r].has_out || is_slab(n, P, r, 0, &all[r].out));
-        ys_out = ys_out && all[r].has_out && is_slab(n, P, r, 1, &all[r].out);
+        xs_out = xs_out && (!all[r].has_out || is_slab(nout, P, r, 0, &all[r].out));
+        ys_out = ys_out && all[r].has_out && is_slab(nout, P, r, 1, &all[r].out);
     }
     *transposed = all[0].has_out ? !xs_out && ys_out : o->transposed_out;
-    return o->location == TIDE_LOCATION_HOST && o->type == TIDE_C2C && xs_in &&
+    return o->location == TIDE_LOCATION_HOST && xs_in &&
            (xs_out || ys_out) && P <= n[0] && P <= n[1] &&
            (o->decomposition == TIDE_DECOMP_AUTO || o->decomposition == TIDE_DECOMP_SLABS) &&
            (P == 1 || e == TIDE_EXCHANGE_AUTO || e == TIDE_EXCHANGE_P2P ||
@@ -689,13 +689,14 @@ static int make_ooc_plan(tide_context *ctx, const int n[3], const tide_fft_optio
     st = p ? TIDE_SUCCESS : TIDE_ERR_NOMEM;
     if (p) {
         tide_box_slab(n, 0, P, ctx->rank, &p->inbox);
-        tide_box_slab(n, moves == 1 ? 1 : 0, P, ctx->rank, &p->outbox);
+        tide_box_slab(p->nout, moves == 1 ? 1 : 0, P, ctx->rank, &p->outbox);
         p->decomp = P > 1 ? TIDE_DECOMP_SLABS : TIDE_DECOMP_AUTO;
         p->exchange = !moves ? TIDE_EXCHANGE_AUTO : nccl ? TIDE_EXCHANGE_NCCL : TIDE_EXCHANGE_P2P;
         p->transport = p->exchange;
         p->local_passes = 2;
-        st = tide_ooc_create(ctx, n, opts->precision == TIDE_DOUBLE, opts->batch, transposed,
-                             nccl, ctx->dev.budget_bytes, &p->ooc, err, sizeof err);
+        st = tide_ooc_create(ctx, n, opts->precision == TIDE_DOUBLE, opts->type == TIDE_R2C,
+                             opts->batch, transposed, nccl, ctx->dev.budget_bytes, &p->ooc, err,
+                             sizeof err);
     }
     if (!st) {
         int chunks, slots;
@@ -956,8 +957,8 @@ int tide_fft_plan_create(tide_context *ctx, const int n[3], const tide_box *inbo
                (opts->backend == TIDE_BACKEND_AUTO && ctx->backend == TIDE_BACKEND_CUDA);
     tide_fft_plan *p = NULL;
     st = make_plan(ctx, n, all, inbox != NULL, outbox != NULL, opts, cuda, &p);
-    int transposed = 0;
-    if (st == TIDE_ERR_NOMEM && cuda && streams_ok(ctx, n, all, opts, &transposed)) {
+    int transposed = 0, nout[3] = {n[0], n[1], opts->type == TIDE_R2C ? n[2] / 2 + 1 : n[2]};
+    if (st == TIDE_ERR_NOMEM && cuda && streams_ok(ctx, n, nout, all, opts, &transposed)) {
         tide_log(ctx, TIDE_LOG_INFO, "fft plan streams host arrays through the GPU: %s",
                  ctx->errmsg);
         st = make_ooc_plan(ctx, n, opts, transposed, &p);

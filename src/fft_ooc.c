@@ -1,18 +1,26 @@
 /*
- * fft_ooc.c: distributed 3D C2C FFTs of host arrays larger than the device budget, streamed
- * through the GPU by the out-of-card pipeline engine (gpu/pipeline.h): the slab algorithm of
- * seed 003.
+ * fft_ooc.c: distributed 3D FFTs (C2C, R2C) of host arrays larger than the device budget,
+ * streamed through the GPU by the out-of-card pipeline engine (gpu/pipeline.h): the slab
+ * algorithm of seed 003.
  *
  * Ranks hold x-slabs (C order) of the input; the output is in x-slabs too, or, transposed, in
  * y-slabs (C order). A transform is two passes, each one pipeline job that touches host
  * memory only through PCIe transfers:
- *   pass over x-planes: chunks of k x-planes are uploaded and get their 2D FFTs over (y,z);
- *   pass over y-rows:   chunks of m y-rows are uploaded and get their 1D FFTs over x.
+ *   pass over x-planes: chunks of k x-planes are uploaded and get their FFTs over (y,z);
+ *   pass over y-rows:   chunks of m y-rows are uploaded and get their FFTs over x.
  * The first pass reads the input and moves the data to the other slab layout (x-slabs to
  * y-slabs or back) into a pinned host slab W; the second reads W and writes the output, moving
  * the data back to x-slabs unless the output is transposed. A transposed backward transform
- * starts from y-slabs, so it runs the y-row pass first. One rank needs no W and no exchange:
- * the first pass writes the output and the second transforms it in place.
+ * starts from y-slabs, so it runs the y-row pass first. One rank needs no exchange: the first
+ * pass writes the output and the second transforms it in place (a real transform goes through
+ * W, since its input and output differ in size and may share memory).
+ *
+ * Real transforms: the r2c over z is done first, with the 2D transform over (y,z) of the
+ * x-plane pass; the c2r over z last, with the x transform of the y-row pass (natural output:
+ * the x-plane pass then transforms y alone) or with the 2D c2r over (y,z) of the x-plane pass
+ * (transposed). Every transfer and buffer then counts in real scalars, complex data having
+ * twice as many along z. On the device a chunk always has the complex chunk's shape, so real
+ * rows land padded, as cuFFT's in-place real transforms want them.
  *
  * A moving pass sends each peer the part of every chunk that lies in the peer's slab:
  *   NCCL (the GPUs reach each other): the chunk's parts are packed on the GPU in the receiver's
@@ -22,8 +30,7 @@
  *   MPI in host memory (the fallback): the chunk's parts are downloaded straight into pinned
  *     per-peer send blocks S, and after the pass one point-to-point exchange moves the blocks
  *     into the destination (received with subarray types, so nothing is packed on the host).
- * Either way this rank's own part is downloaded straight into the destination. Both
- * directions use the same passes (the DFT is separable); only the sign differs.
+ * Either way this rank's own part is downloaded straight into the destination.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,31 +42,39 @@
 #include "gpu.h"
 #include "pipeline.h"
 
-enum { NSLOTS = 3, TAG = 7311 };
+enum { NSLOTS = 3, TAG = 7311, NOPS = 2 };
+
+/* The cuFFT transforms of one pass on one slot in one direction, run in order. */
+typedef struct {
+    tide_gpu_fft *f[NOPS];
+    int n;
+    int real_in, real_out; /* the chunk is real before the first, after the last */
+} pass_ffts;
 
 struct tide_ooc {
     const tide_context *ctx; /* for logging and the MPI exchange */
-    int P, me, n[3], dbl, batch, transposed;
-    size_t elem;
-    tide_box *slab[2];    /* every rank's x-slab [0] and y-slab [1] */
-    size_t *soff[2];      /* [d][q]: element offset of the block for peer q in S (pass over d) */
+    int P, me, n[3], dbl, r2c, batch, transposed;
+    size_t elem;          /* bytes per transferred element: a complex (c2c), a real (r2c) */
+    int zc;               /* elements along z of complex data (real data: n[2]) */
+    tide_box *slab[2];    /* every rank's x-slab [0] and y-slab [1] of complex data */
+    size_t *soff;         /* [q]: element offset of peer q's send block in S (the pass's) */
     int thick[2];         /* the thickest x-slab and y-slab */
     int step[2];          /* k planes per x-plane chunk, m rows per y-row chunk */
     int nchunks[2];       /* chunks per pass (the most any rank has) */
     tide_pipeline *pipe;
     size_t buf_bytes;
-    tide_gpu_fft *fft[2][NSLOTS][2]; /* [pass][slot][0 forward, 1 backward] */
+    pass_ffts fft[2][NSLOTS][2]; /* [pass over d][slot][0 forward, 1 backward] */
     size_t work_bytes;
     void *work[NSLOTS];
-    void *W, *S;          /* pinned host: the intermediate slab (P > 1); send blocks (MPI) */
+    void *W, *S;          /* pinned host: the intermediate slab; send blocks (MPI) */
     size_t wbytes, sbytes;
     void *nccl;           /* NULL: one rank, or the MPI exchange */
     MPI_Datatype etype;   /* one element, for the MPI exchange */
     /* the pass in progress */
-    int sign, d, moves, scaled;
+    int sign, d, moves, scaled, zsrc, zdst; /* z extents of what it reads and writes */
     double scale;
-    const void *src;      /* read, laid out as this rank's slab d */
-    void *dst;            /* written, laid out as dl */
+    const void *src;      /* read, laid out as this rank's slab d (z: zsrc) */
+    void *dst;            /* written, laid out as dl (z: zdst) */
     tide_box dl;
     char why[TIDE_MSG_LEN];
 };
@@ -77,27 +92,34 @@ static void chunk_range(const tide_ooc *o, int d, int r, int i, int *a, int *b)
     *b = (int)hi;
 }
 
-/* The points [a, b) along d: whole planes (d = 0) or rows (d = 1). */
-static tide_box chunk_region(const tide_ooc *o, int d, int a, int b)
+/* b with z cut to [0, z): the same points of real data (z = n[2]) or complex data. */
+static tide_box zcut(tide_box b, int z)
 {
-    tide_box r = {{0, 0, 0}, {o->n[0], o->n[1], o->n[2]}, {0, 1, 2}};
+    b.hi[2] = z;
+    return b;
+}
+
+/* The points [a, b) along d: whole planes (d = 0) or rows (d = 1), z extent z. */
+static tide_box chunk_region(const tide_ooc *o, int d, int a, int b, int z)
+{
+    tide_box r = {{0, 0, 0}, {o->n[0], o->n[1], z}, {0, 1, 2}};
     r.lo[d] = a;
     r.hi[d] = b;
     return r;
 }
 
-/* The device layout of a chunk in buffer 0: the full chunk shape from its first point, so one
- * cuFFT plan serves every chunk (a short last chunk transforms some unused planes too). */
+/* The device layout of a chunk in buffer 0: the full complex chunk from its first point, so
+ * one cuFFT plan serves every chunk (a short last chunk transforms some unused planes too). */
 static tide_box chunk_box(const tide_ooc *o, int d, int a)
 {
-    return chunk_region(o, d, a, a + o->step[d]);
+    return chunk_region(o, d, a, a + o->step[d], o->zc);
 }
 
 /* Of rank r's points [a, b) along d, those in rank q's slab of the other dimension: what r
- * sends q in a moving pass. Returns the count. */
+ * sends q in a moving pass (z extent of the data moved). Returns the count. */
 static long long part(const tide_ooc *o, int d, int a, int b, int q, tide_box *out)
 {
-    tide_box c = chunk_region(o, d, a, b);
+    tide_box c = chunk_region(o, d, a, b, o->zdst);
     return tide_box_intersect(&c, &o->slab[1 - d][q], out);
 }
 
@@ -133,10 +155,12 @@ static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down,
     if (b > a) {
         /* Upload the chunk; download what stays here straight into the destination, and in
          * the MPI exchange every peer's part into its send block. */
-        tide_box reg = chunk_region(o, d, a, b);
-        up[(*nup)++] = (tide_xfer){(void *)o->src, o->slab[d][o->me], reg, 0, 0, cbox};
+        tide_box sl = zcut(o->slab[d][o->me], o->zsrc);
+        up[(*nup)++] = (tide_xfer){(void *)o->src, sl, chunk_region(o, d, a, b, o->zsrc), 0, 0,
+                                   cbox};
         if (!o->moves) {
-            down[(*ndown)++] = (tide_xfer){o->dst, o->dl, reg, 0, 0, cbox};
+            down[(*ndown)++] = (tide_xfer){o->dst, o->dl, chunk_region(o, d, a, b, o->zdst), 0,
+                                           0, cbox};
             return 0;
         }
         for (int q = 0; q < o->P; q++) {
@@ -146,8 +170,8 @@ static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down,
             if (q == o->me)
                 down[(*ndown)++] = (tide_xfer){o->dst, o->dl, r, 0, 0, cbox};
             else if (!o->nccl && block(o, d, q, &blk) > 0)
-                down[(*ndown)++] = (tide_xfer){(char *)o->S + o->soff[d][q] * o->elem, blk, r,
-                                               0, 0, cbox};
+                down[(*ndown)++] = (tide_xfer){(char *)o->S + o->soff[q] * o->elem, blk, r, 0,
+                                               0, cbox};
         }
     }
     if (!o->moves || !o->nccl)
@@ -170,14 +194,15 @@ static int work(void *user, int i, void *const *buf, void *stream)
     int d = o->d, s = i % NSLOTS, a, b, st = 0;
     chunk_range(o, d, o->me, i, &a, &b);
     tide_box cbox = chunk_box(o, d, a), r;
-    if (b > a) {
-        tide_gpu_fft *f = o->fft[d][s][o->sign > 0];
-        st = tide_gpu_fft_bind(f, o->work[s], stream); /* the slot's stream and work area */
+    const pass_ffts *pf = &o->fft[d][s][o->sign > 0];
+    for (int k = 0; k < pf->n && b > a && !st; k++) {
+        st = tide_gpu_fft_bind(pf->f[k], o->work[s], stream); /* the slot's stream and work */
         if (!st)
-            st = tide_gpu_fft_execute(f, buf[0], buf[0]);
-        if (!st && o->scaled && o->scale != 1.0)
-            st = tide_gpu_scale(o->dbl, buf[0], tide_box_count(&cbox) * 2, o->scale, stream);
+            st = tide_gpu_fft_execute(pf->f[k], buf[0], buf[0]);
     }
+    if (b > a && !st && o->scaled && o->scale != 1.0) /* padding and all: scalars of the box */
+        st = tide_gpu_scale(o->dbl, buf[0], tide_box_count(&cbox) * (o->r2c ? 1 : 2), o->scale,
+                            stream);
     if (st || !o->moves || !o->nccl)
         return st;
     /* Pack every peer's part in its order (C order: the part as a dense box), then one NCCL
@@ -252,7 +277,7 @@ static int mpi_exchange(tide_ooc *o, char *err, size_t len)
         if (q == o->me || block(o, d, q, &r) == 0)
             continue;
         st = region_type(o, &r, &r, &type[n]);
-        if (!st && MPI_Isend((char *)o->S + o->soff[d][q] * o->elem, 1, type[n], q, TAG,
+        if (!st && MPI_Isend((char *)o->S + o->soff[q] * o->elem, 1, type[n], q, TAG,
                              o->ctx->comm, &req[n]))
             st = TIDE_ERR_MPI;
         n += !st;
@@ -267,14 +292,23 @@ static int mpi_exchange(tide_ooc *o, char *err, size_t len)
     return st;
 }
 
+static void free_ffts(tide_ooc *o)
+{
+    for (int d = 0; d < 2; d++)
+        for (int s = 0; s < NSLOTS; s++)
+            for (int g = 0; g < 2; g++) {
+                pass_ffts *pf = &o->fft[d][s][g];
+                for (int k = 0; k < pf->n; k++)
+                    tide_gpu_fft_destroy(pf->f[k]);
+                memset(pf, 0, sizeof *pf);
+            }
+}
+
 void tide_ooc_destroy(tide_ooc *o)
 {
     if (!o)
         return;
-    for (int d = 0; d < 2; d++)
-        for (int s = 0; s < NSLOTS; s++)
-            for (int g = 0; g < 2; g++)
-                tide_gpu_fft_destroy(o->fft[d][s][g]);
+    free_ffts(o);
     for (int s = 0; s < NSLOTS; s++)
         tide_gpu_free(o->work[s]);
     tide_pipeline_destroy(o->pipe);
@@ -284,42 +318,64 @@ void tide_ooc_destroy(tide_ooc *o)
         tide_gpu_host_free(o->S);
     if (o->etype != MPI_DATATYPE_NULL)
         MPI_Type_free(&o->etype);
-    for (int d = 0; d < 2; d++) {
+    for (int d = 0; d < 2; d++)
         free(o->slab[d]);
-        free(o->soff[d]);
-    }
+    free(o->soff);
     free(o);
 }
 
-/* cuFFT plans of both passes for every slot at the current chunk sizes; their work size. */
-static int make_ffts(tide_ooc *o, char *err, size_t len)
+/* Add one cuFFT transform of the chunk of the pass over d to pf: kind (tide_gpu_fft_desc's),
+ * sign, transformed dimensions dims[0..nd). Complex chunks have nz = zc / (r2c ? 2 : 1)
+ * elements along z, real ones (padded) 2 * nz. */
+static int add_fft(tide_ooc *o, pass_ffts *pf, int d, int kind, int sign, int nd, int d0,
+                   int d1, char *err, size_t len)
 {
-    o->work_bytes = 0;
-    for (int d = 0; d < 2; d++)
-        for (int s = 0; s < NSLOTS; s++)
-            for (int g = 0; g < 2; g++) {
-                /* x-plane chunks: 2D FFTs over (y,z); y-row chunks: 1D FFTs over x */
-                tide_box cb = chunk_box(o, d, 0);
-                tide_gpu_fft_desc f = {.dbl = o->dbl, .kind = 0, .sign = g ? 1 : -1,
-                                       .ibox = &cb, .obox = &cb, .dims = {d ? 0 : 1, 2},
-                                       .ndims = d ? 1 : 2, .batch = 1};
-                size_t w = 0;
-                int st = tide_gpu_fft_create(&f, &o->fft[d][s][g], &w, err, len);
-                if (st)
-                    return st;
-                o->work_bytes = w > o->work_bytes ? w : o->work_bytes;
-            }
+    int nz = o->r2c ? o->zc / 2 : o->zc;
+    tide_box c = chunk_region(o, d, 0, o->step[d], nz), r = zcut(c, 2 * nz);
+    tide_gpu_fft_desc f = {.dbl = o->dbl, .kind = kind, .sign = sign,
+                           .ibox = kind == 1 ? &r : &c, .obox = kind == 2 ? &r : &c,
+                           .dims = {d0, d1}, .ndims = nd, .nz_real = o->n[2], .batch = 1};
+    size_t w = 0;
+    int st = tide_gpu_fft_create(&f, &pf->f[pf->n], &w, err, len);
+    if (st)
+        return st;
+    pf->n++;
+    pf->real_in = pf->real_in || (pf->n == 1 && kind == 1);
+    pf->real_out = kind == 2;
+    o->work_bytes = w > o->work_bytes ? w : o->work_bytes;
     return 0;
 }
 
-static void free_ffts(tide_ooc *o)
+/* The cuFFT plans of both passes, both directions, every slot, at the current chunk sizes
+ * (see the top of the file for what each pass transforms), and the largest work size. */
+static int make_ffts(tide_ooc *o, char *err, size_t len)
 {
-    for (int d = 0; d < 2; d++)
-        for (int s = 0; s < NSLOTS; s++)
-            for (int g = 0; g < 2; g++) {
-                tide_gpu_fft_destroy(o->fft[d][s][g]);
-                o->fft[d][s][g] = NULL;
+    o->work_bytes = 0;
+    int st = 0;
+    for (int s = 0; s < NSLOTS && !st; s++) {
+        pass_ffts *x = o->fft[0][s], *y = o->fft[1][s]; /* [0] forward, [1] backward */
+        if (!o->r2c) {
+            for (int g = 0; g < 2 && !st; g++) {
+                st = add_fft(o, &x[g], 0, 0, g ? 1 : -1, 2, 1, 2, err, len);
+                if (!st)
+                    st = add_fft(o, &y[g], 1, 0, g ? 1 : -1, 1, 0, 0, err, len);
             }
+            continue;
+        }
+        st = add_fft(o, &x[0], 0, 1, -1, 2, 1, 2, err, len);          /* r2c (y,z) */
+        if (!st)
+            st = add_fft(o, &y[0], 1, 0, -1, 1, 0, 0, err, len);      /* c2c x */
+        if (!st)
+            st = add_fft(o, &y[1], 1, 0, 1, 1, 0, 0, err, len);       /* c2c x, back */
+        if (!st && o->transposed)
+            st = add_fft(o, &x[1], 0, 2, 1, 2, 1, 2, err, len);       /* c2r (y,z) */
+        if (!st && !o->transposed) {
+            st = add_fft(o, &x[1], 0, 0, 1, 1, 1, 0, err, len);       /* c2c y */
+            if (!st)
+                st = add_fft(o, &y[1], 1, 2, 1, 1, 2, 0, err, len);   /* then c2r z */
+        }
+    }
+    return st;
 }
 
 /* Elements of a chunk of the pass over d, and (NCCL) of all it sends or receives. */
@@ -327,7 +383,7 @@ static long long chunk_elems(const tide_ooc *o, int d)
 {
     tide_box c = chunk_box(o, d, 0);
     long long most = tide_box_count(&c);
-    long long moved = o->P * (long long)o->step[d] * o->thick[1 - d] * o->n[2];
+    long long moved = o->P * (long long)o->step[d] * o->thick[1 - d] * o->zc;
     return o->nccl && moved > most ? moved : most;
 }
 
@@ -338,7 +394,7 @@ size_t tide_ooc_device_bytes(const tide_ooc *o)
     return NSLOTS * (nbufs(o) * o->buf_bytes + o->work_bytes);
 }
 
-int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, int batch,
+int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, int r2c, int batch,
                     int transposed, void *nccl, size_t budget, tide_ooc **out, char *err,
                     size_t len)
 {
@@ -351,34 +407,32 @@ int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, int batch,
     o->me = ctx->rank;
     memcpy(o->n, n, sizeof o->n);
     o->dbl = dbl;
+    o->r2c = r2c;
     o->batch = batch;
     o->transposed = transposed;
-    o->elem = dbl ? 16 : 8;
+    o->elem = (dbl ? 8 : 4) * (r2c ? 1 : 2);
+    o->zc = r2c ? 2 * (n[2] / 2 + 1) : n[2];
+    o->zdst = o->zc;
     o->nccl = nccl;
     o->etype = MPI_DATATYPE_NULL;
-    for (int d = 0; d < 2; d++) {
+    o->soff = calloc((size_t)o->P + 1, sizeof(size_t));
+    for (int d = 0; d < 2; d++)
         o->slab[d] = calloc((size_t)o->P, sizeof(tide_box));
-        o->soff[d] = calloc((size_t)o->P + 1, sizeof(size_t));
-        if (!o->slab[d] || !o->soff[d]) {
-            tide_ooc_destroy(o);
-            return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
-        }
+    if (!o->slab[0] || !o->slab[1] || !o->soff) {
+        tide_ooc_destroy(o);
+        return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
     }
+    int zgrid[3] = {n[0], n[1], o->zc};
     for (int r = 0; r < o->P; r++)
         for (int d = 0; d < 2; d++) {
-            tide_box_slab(n, d, o->P, r, &o->slab[d][r]);
+            tide_box_slab(zgrid, d, o->P, r, &o->slab[d][r]);
             int t = o->slab[d][r].hi[d] - o->slab[d][r].lo[d];
             o->thick[d] = t > o->thick[d] ? t : o->thick[d];
-        }
-    for (int d = 0; d < 2; d++)
-        for (int q = 0; q < o->P; q++) {
-            tide_box r;
-            o->soff[d][q + 1] = o->soff[d][q] + (q == o->me ? 0 : (size_t)block(o, d, q, &r));
         }
     /* Chunk sizes: three slots of (buffers + a cuFFT work area about a chunk's size) within
      * the budget; halved until the plans' real work areas fit too. */
     double target = (double)budget / (NSLOTS * (nbufs(o) + 1));
-    double plane = (double)n[1] * n[2] * o->elem, row = (double)n[0] * n[2] * o->elem;
+    double plane = (double)n[1] * o->zc * o->elem, row = (double)n[0] * o->zc * o->elem;
     o->step[0] = target / plane < o->thick[0] ? (int)(target / plane) : o->thick[0];
     o->step[1] = target / row < o->thick[1] ? (int)(target / row) : o->thick[1];
     int st = TIDE_SUCCESS;
@@ -410,16 +464,17 @@ int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, int batch,
         if (st)
             snprintf(err, len, "cannot allocate a cuFFT work area: %s", tide_gpu_last_error());
     }
-    /* W holds a y-slab (or, transposed backward, an x-slab); S all this rank sends in a pass. */
+    /* W holds a complex y-slab (or, transposed backward, x-slab; one rank with a real
+     * transform: the whole complex grid); S all this rank sends in a pass. */
     size_t xb = (size_t)tide_box_count(&o->slab[0][o->me]) * o->elem;
     size_t yb = (size_t)tide_box_count(&o->slab[1][o->me]) * o->elem;
-    if (!st && o->P > 1) {
+    if (!st && (o->P > 1 || r2c)) {
         o->wbytes = transposed && xb > yb ? xb : yb;
-        o->sbytes = o->nccl ? 0 : xb > yb ? xb : yb;
+        o->sbytes = o->nccl || o->P == 1 ? 0 : xb > yb ? xb : yb;
         if (tide_gpu_host_alloc(o->wbytes, &o->W) ||
             (o->sbytes && tide_gpu_host_alloc(o->sbytes, &o->S)))
             st = TIDE_ERR_NOMEM, snprintf(err, len, "cannot allocate %zu bytes of pinned host "
-                                          "memory for the streamed exchange",
+                                          "memory for the streamed transform",
                                           o->wbytes + o->sbytes);
     }
     if (!st && o->P > 1 && !o->nccl &&
@@ -447,12 +502,19 @@ void tide_ooc_shape(const tide_ooc *o, int *chunks, int *slots, size_t *device_b
 static int pass(tide_ooc *o, int d, const void *src, void *dst, int to, int scaled, int st,
                 char *err, size_t len)
 {
+    const pass_ffts *pf = &o->fft[d][0][o->sign > 0];
     o->d = d;
     o->src = src;
     o->dst = dst;
-    o->dl = o->slab[to][o->me];
-    o->moves = to != d;
+    o->zsrc = pf->real_in ? o->n[2] : o->zc;
+    o->zdst = pf->real_out ? o->n[2] : o->zc;
+    o->dl = zcut(o->slab[to][o->me], o->zdst);
+    o->moves = to != d && o->P > 1;
     o->scaled = scaled;
+    for (int q = 0; q < o->P; q++) { /* the send blocks of this pass in S */
+        tide_box r;
+        o->soff[q + 1] = o->soff[q] + (q == o->me ? 0 : (size_t)block(o, d, q, &r));
+    }
     tide_pipeline_job job = {.nchunks = o->nchunks[d], .elem = o->elem, .batch = 1,
                              .max_up = 1, .max_down = o->P, .describe = describe, .work = work,
                              .user = o, .pageable = TIDE_PAGEABLE_STAGE};
@@ -481,14 +543,13 @@ static int pass(tide_ooc *o, int d, const void *src, void *dst, int to, int scal
 static int one_field(tide_ooc *o, const void *in, void *out, int st, char *err, size_t len)
 {
     /* The first pass chunks the input's slabs: x-planes, or y-rows of a transposed spectrum
-     * going back. */
+     * going back; with one rank and a complex transform it writes the output directly. */
     int first = o->transposed && o->sign > 0 ? 1 : 0, second = 1 - first;
-    if (o->P == 1) {
-        st = pass(o, first, in, out, first, 0, st, err, len);
-        return pass(o, second, out, out, second, 1, st, err, len);
-    }
-    st = pass(o, first, in, o->W, second, 0, st, err, len);
-    return pass(o, second, o->W, out, o->transposed ? second : first, 1, st, err, len);
+    int moved = o->P > 1 ? second : first;
+    void *mid = o->W ? o->W : out;
+    st = pass(o, first, in, mid, moved, 0, st, err, len);
+    return pass(o, second, mid, out, o->P > 1 && !o->transposed ? first : second, 1, st, err,
+                len);
 }
 
 int tide_ooc_execute(tide_ooc *o, int sign, double scale, const void *in, void *out, char *err,
@@ -500,8 +561,10 @@ int tide_ooc_execute(tide_ooc *o, int sign, double scale, const void *in, void *
      * read whole before its output is written, so in place the fields go in the order that
      * never overwrites one not yet read: backwards when the output's fields are longer. */
     int to = o->transposed ? (sign < 0 ? 1 : 0) : 0, from = o->transposed ? 1 - to : 0;
-    size_t cin = (size_t)tide_box_count(&o->slab[from][o->me]) * o->elem;
-    size_t cout = (size_t)tide_box_count(&o->slab[to][o->me]) * o->elem;
+    int zin = o->r2c && sign < 0 ? o->n[2] : o->zc, zout = o->r2c && sign > 0 ? o->n[2] : o->zc;
+    tide_box bin = zcut(o->slab[from][o->me], zin), bout = zcut(o->slab[to][o->me], zout);
+    size_t cin = (size_t)tide_box_count(&bin) * o->elem;
+    size_t cout = (size_t)tide_box_count(&bout) * o->elem;
     int st = TIDE_SUCCESS;
     for (int k = 0; k < o->batch; k++) {
         int f = cout > cin ? o->batch - 1 - k : k;
@@ -512,11 +575,12 @@ int tide_ooc_execute(tide_ooc *o, int sign, double scale, const void *in, void *
 
 #else /* no CUDA: fft.c never asks for one (streams_ok needs a CUDA context) */
 
-int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, int batch,
+int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, int r2c, int batch,
                     int transposed, void *nccl, size_t budget, tide_ooc **out, char *err,
                     size_t len)
 {
-    (void)ctx, (void)n, (void)dbl, (void)batch, (void)transposed, (void)nccl, (void)budget;
+    (void)ctx, (void)n, (void)dbl, (void)r2c, (void)batch, (void)transposed, (void)nccl;
+    (void)budget;
     *out = NULL;
     snprintf(err, len, "this build has no CUDA");
     return TIDE_ERR_UNSUPPORTED;

@@ -1,8 +1,9 @@
 /*
- * fft_ooc.h: 3D C2C FFTs of host arrays larger than the device budget, streamed through the
- * GPU in chunks (private; see fft_ooc.c). Slabs in C order: every rank's input box is its
- * x-slab (tide_box_slab along dimension 0), its output box the x-slab too or, transposed, its
- * y-slab (along dimension 1); P <= n[0] and P <= n[1].
+ * fft_ooc.h: 3D C2C and R2C FFTs of host arrays larger than the device budget, streamed
+ * through the GPU in chunks (private; see fft_ooc.c). Slabs in C order: every rank's input
+ * box is its x-slab (tide_box_slab along dimension 0), its output box the x-slab too or,
+ * transposed, its y-slab (along dimension 1), of the complex grid for r2c (n[2] / 2 + 1 along
+ * z); P <= n[0] and P <= n[1].
  */
 #ifndef TIDE_FFT_OOC_H
 #define TIDE_FFT_OOC_H
@@ -16,7 +17,7 @@ typedef struct tide_ooc tide_ooc;
  * pinned work memory, for the ranks of ctx. nccl: the context's tide_nccl, or NULL (one rank,
  * or several exchanging over MPI in host memory). Returns 0 or a code with the reason in
  * err. */
-int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, int batch,
+int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, int r2c, int batch,
                     int transposed, void *nccl, size_t budget, tide_ooc **out, char *err,
                     size_t len);
 void tide_ooc_destroy(tide_ooc *o);

@@ -475,10 +475,10 @@ static fft_case make_fuzz_case(int i)
     c.transposed = c.out.kind == LAY_NULL && tt_rng_below(&rng, 2);
     return c;
 }
-/* Cases a streamed plan takes (c2c, x-slabs in and x- or y-slabs out, NULL or given boxes,
- * natural or transposed output, one or three fields, the automatic exchange or p2p), on odd,
- * prime and even sizes, run only with TIDE_TEST_BUDGET: with a small device budget their host
- * arrays stream through the GPU in chunks that do not divide the slabs. */
+/* Cases a streamed plan takes (c2c and r2c, x-slabs in and x- or y-slabs out, NULL or given
+ * boxes, natural or transposed output, one or three fields, the automatic exchange or p2p),
+ * on odd, prime and even sizes, run only with TIDE_TEST_BUDGET: with a small device budget
+ * their host arrays stream through the GPU in chunks that do not divide the slabs. */
 static fft_case make_streamed_case(int i)
 {
     static const int n[][3] = {{7, 11, 13}, {16, 16, 16}, {9, 17, 5},  {31, 6, 20},
@@ -486,7 +486,7 @@ static fft_case make_streamed_case(int i)
     fft_case c;
     memset(&c, 0, sizeof c);
     memcpy(c.n, n[i % 8], sizeof c.n);
-    c.type = TIDE_C2C;
+    c.type = (i / 3) % 3 == 1 ? TIDE_R2C : TIDE_C2C; /* with each of the options below */
     c.prec = i % 2 ? TIDE_FLOAT : TIDE_DOUBLE;
     c.inplace = (i / 2) % 2;
     c.scaling = (tide_scaling)(i % 3);
