@@ -68,6 +68,7 @@ struct tide_ooc {
     void *work[NSLOTS];
     void *W, *S;          /* pinned host: the intermediate slab; send blocks (MPI) */
     size_t wbytes, sbytes;
+    int wfields;          /* fields W holds (see field_order) */
     void *nccl;           /* NULL: one rank, or the MPI exchange */
     MPI_Datatype etype;   /* one element, for the MPI exchange */
     /* the pass in progress */
@@ -292,6 +293,34 @@ static int mpi_exchange(tide_ooc *o, char *err, size_t len)
     return st;
 }
 
+/* Bytes of one field of the transform's input and output on rank r (sign: the direction). */
+static void field_bytes(const tide_ooc *o, int r, int sign, size_t *in, size_t *out)
+{
+    int to = o->transposed ? (sign < 0 ? 1 : 0) : 0, from = o->transposed ? 1 - to : 0;
+    int zin = o->r2c && sign < 0 ? o->n[2] : o->zc, zout = o->r2c && sign > 0 ? o->n[2] : o->zc;
+    tide_box bin = zcut(o->slab[from][r], zin), bout = zcut(o->slab[to][r], zout);
+    *in = (size_t)tide_box_count(&bin) * o->elem;
+    *out = (size_t)tide_box_count(&bout) * o->elem;
+}
+
+/* The order fields go in, the same on every rank since their exchanges pair up: a field is
+ * read whole (into W) before its output is written, so in place, fields go backwards when
+ * the output's fields are longer (*reverse) and forwards when shorter. Where ranks differ
+ * (transposed slabs of uneven thickness) no order suits all: then W holds every field, all
+ * are read before any is written, and the function returns the batch; else 1. */
+static int field_order(const tide_ooc *o, int sign, int *reverse)
+{
+    int longer = 0, shorter = 0;
+    for (int r = 0; r < o->P; r++) {
+        size_t in, out;
+        field_bytes(o, r, sign, &in, &out);
+        longer |= out > in;
+        shorter |= out < in;
+    }
+    *reverse = longer;
+    return longer && shorter ? o->batch : 1;
+}
+
 static void free_ffts(tide_ooc *o)
 {
     for (int d = 0; d < 2; d++)
@@ -469,13 +498,15 @@ int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, int r2c, i
     size_t xb = (size_t)tide_box_count(&o->slab[0][o->me]) * o->elem;
     size_t yb = (size_t)tide_box_count(&o->slab[1][o->me]) * o->elem;
     if (!st && (o->P > 1 || r2c)) {
+        int reverse;
+        o->wfields = field_order(o, -1, &reverse); /* the same both ways */
         o->wbytes = transposed && xb > yb ? xb : yb;
         o->sbytes = o->nccl || o->P == 1 ? 0 : xb > yb ? xb : yb;
-        if (tide_gpu_host_alloc(o->wbytes, &o->W) ||
+        if (tide_gpu_host_alloc(o->wbytes * (size_t)o->wfields, &o->W) ||
             (o->sbytes && tide_gpu_host_alloc(o->sbytes, &o->S)))
             st = TIDE_ERR_NOMEM, snprintf(err, len, "cannot allocate %zu bytes of pinned host "
                                           "memory for the streamed transform",
-                                          o->wbytes + o->sbytes);
+                                          o->wbytes * (size_t)o->wfields + o->sbytes);
     }
     if (!st && o->P > 1 && !o->nccl &&
         (MPI_Type_contiguous((int)o->elem, MPI_BYTE, &o->etype) || MPI_Type_commit(&o->etype)))
@@ -494,7 +525,8 @@ void tide_ooc_shape(const tide_ooc *o, int *chunks, int *slots, size_t *device_b
     *chunks = o->nchunks[0] > o->nchunks[1] ? o->nchunks[0] : o->nchunks[1];
     *slots = NSLOTS;
     *device_bytes = tide_ooc_device_bytes(o);
-    *pinned_bytes = o->wbytes + o->sbytes + tide_pipeline_pinned_bytes(o->pipe);
+    *pinned_bytes = o->wbytes * (size_t)o->wfields + o->sbytes +
+                    tide_pipeline_pinned_bytes(o->pipe);
 }
 
 /* Run the pass over d from src to dst (laid out as this rank's slab `to`); moves: dst is the
@@ -539,17 +571,10 @@ static int pass(tide_ooc *o, int d, const void *src, void *dst, int to, int scal
     return st;
 }
 
-/* One field: the two passes (see the top of the file). st: an earlier failure. */
-static int one_field(tide_ooc *o, const void *in, void *out, int st, char *err, size_t len)
+/* Where a field goes between the passes: its place w in W, else the output (at byte off). */
+static void *mid(const tide_ooc *o, int w, void *out, size_t off)
 {
-    /* The first pass chunks the input's slabs: x-planes, or y-rows of a transposed spectrum
-     * going back; with one rank and a complex transform it writes the output directly. */
-    int first = o->transposed && o->sign > 0 ? 1 : 0, second = 1 - first;
-    int moved = o->P > 1 ? second : first;
-    void *mid = o->W ? o->W : out;
-    st = pass(o, first, in, mid, moved, 0, st, err, len);
-    return pass(o, second, mid, out, o->P > 1 && !o->transposed ? first : second, 1, st, err,
-                len);
+    return o->W ? (char *)o->W + (size_t)w * o->wbytes : (char *)out + off;
 }
 
 int tide_ooc_execute(tide_ooc *o, int sign, double scale, const void *in, void *out, char *err,
@@ -557,18 +582,26 @@ int tide_ooc_execute(tide_ooc *o, int sign, double scale, const void *in, void *
 {
     o->sign = sign;
     o->scale = scale;
-    /* Fields one after the other, field f at f * count(box) elements on each side. A field is
-     * read whole before its output is written, so in place the fields go in the order that
-     * never overwrites one not yet read: backwards when the output's fields are longer. */
-    int to = o->transposed ? (sign < 0 ? 1 : 0) : 0, from = o->transposed ? 1 - to : 0;
-    int zin = o->r2c && sign < 0 ? o->n[2] : o->zc, zout = o->r2c && sign > 0 ? o->n[2] : o->zc;
-    tide_box bin = zcut(o->slab[from][o->me], zin), bout = zcut(o->slab[to][o->me], zout);
-    size_t cin = (size_t)tide_box_count(&bin) * o->elem;
-    size_t cout = (size_t)tide_box_count(&bout) * o->elem;
-    int st = TIDE_SUCCESS;
-    for (int k = 0; k < o->batch; k++) {
-        int f = cout > cin ? o->batch - 1 - k : k;
-        st = one_field(o, (const char *)in + f * cin, (char *)out + f * cout, st, err, len);
+    /* Fields f at f * (one field's bytes) on each side, wf at a time through W: the first pass
+     * of each into W (one field's worth apart), then the second of each. The first pass chunks
+     * the input's slabs: x-planes, or y-rows of a transposed spectrum going back; with one
+     * rank and a complex transform there is no W and it writes the output directly. */
+    int reverse, wf = field_order(o, sign, &reverse), st = TIDE_SUCCESS;
+    int first = o->transposed && sign > 0 ? 1 : 0, second = 1 - first;
+    int moved = o->P > 1 ? second : first, to = o->P > 1 && !o->transposed ? first : second;
+    size_t cin, cout;
+    field_bytes(o, o->me, sign, &cin, &cout);
+    for (int f0 = 0; f0 < o->batch; f0 += wf) {
+        for (int k = f0; k < f0 + wf; k++) {
+            int f = reverse ? o->batch - 1 - k : k;
+            st = pass(o, first, (const char *)in + f * cin, mid(o, k - f0, out, f * cout),
+                      moved, 0, st, err, len);
+        }
+        for (int k = f0; k < f0 + wf; k++) {
+            int f = reverse ? o->batch - 1 - k : k;
+            st = pass(o, second, mid(o, k - f0, out, f * cout), (char *)out + f * cout, to, 1,
+                      st, err, len);
+        }
     }
     return st;
 }
