@@ -354,10 +354,13 @@ int tide_cmd_fft(int argc, char **argv)
         tide_rates rt_;
         CHECK(tide_measure_rates_together(ctx, (size_t)512 << 20, &rt_));
         double data = (double)(info.in_bytes > info.out_bytes ? info.in_bytes : info.out_bytes);
-        /* Host arrays streamed in chunks cross PCIe once per pass (two passes). */
+        /* Host arrays go up and down once, or, streamed, once per pass: the input up, the
+         * (complex) output-sized data down, up and down again. */
         int trips = info.slots > 1 ? 2 : 1;
+        double pcie = trips == 2 ? info.in_bytes + 3.0 * info.out_bytes
+                                 : (double)info.in_bytes + info.out_bytes;
         double b = a.device ? info.local_transforms * 2 * data / (rt_.d2d * 1e9)
-                            : trips * (info.in_bytes + info.out_bytes) / (rt_.both * 1e9);
+                            : pcie / (rt_.both * 1e9);
         if (a.device)
             snprintf(bound_what, sizeof bound_what, "each local FFT pass reading and writing "
                      "the rank's data once at the measured device copy rate");
