@@ -73,6 +73,7 @@ struct tide_fft_plan {
     /* Host arrays larger than the device budget: streamed in chunks instead of the program. */
     tide_ooc *ooc;
     char ooc_what[160];
+    int ooc_exchanges;    /* per transform: 0 (one rank), 1 (transposed) or 2 */
 };
 
 /* ---- argument agreement ---------------------------------------------------------------- */
@@ -694,6 +695,7 @@ static int make_ooc_plan(tide_context *ctx, const int n[3], const tide_fft_optio
         p->exchange = !moves ? TIDE_EXCHANGE_AUTO : nccl ? TIDE_EXCHANGE_NCCL : TIDE_EXCHANGE_P2P;
         p->transport = p->exchange;
         p->local_passes = 2;
+        p->ooc_exchanges = moves;
         st = tide_ooc_create(ctx, n, opts->precision == TIDE_DOUBLE, opts->type == TIDE_R2C,
                              opts->batch, transposed, nccl, ctx->dev.budget_bytes, &p->ooc, err,
                              sizeof err);
@@ -1058,7 +1060,7 @@ int tide_fft_plan_info(const tide_fft_plan *p, tide_fft_info *info)
         tide_ooc_shape(p->ooc, &info->chunks, &info->slots, &info->device_bytes,
                        &info->pinned_bytes);
         info->streams = info->slots;
-        info->exchanges = p->ctx->nranks == 1 ? 0 : tide_box_equal(&p->inbox, &p->outbox) ? 2 : 1;
+        info->exchanges = p->ooc_exchanges;
     }
     for (int i = 0; i < p->fwd.nops; i++)
         info->exchanges += p->fwd.ops[i].kind == OP_RESHAPE;

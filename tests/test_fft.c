@@ -279,6 +279,11 @@ static int run_case(tide_context *ctx, MPI_Comm comm, const fft_case *c, tt_tall
     if (c->out.kind != LAY_NULL)
         consistent = consistent && same_box(&ob, &want_out);
     if (info.slots > 1) { /* in-card GPU plans use one slot */
+        /* streamed: two exchanges, one when the output is left in y-slabs, none alone */
+        tide_box xslab;
+        tide_box_slab(cn, 0, nranks, rank, &xslab);
+        consistent = consistent &&
+                     info.exchanges == (nranks == 1 ? 0 : same_box(&ob, &xslab) ? 2 : 1);
         streamed++;
         streamed_mpi += info.exchanges > 0 && info.exchange == TIDE_EXCHANGE_P2P;
         if (!fewest_chunks || info.chunks < fewest_chunks)
