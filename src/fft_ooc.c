@@ -418,7 +418,7 @@ static long long chunk_elems(const tide_ooc *o, int d)
 
 static int nbufs(const tide_ooc *o) { return o->nccl ? 3 : 1; }
 
-size_t tide_ooc_device_bytes(const tide_ooc *o)
+static size_t tide_ooc_device_bytes(const tide_ooc *o)
 {
     return NSLOTS * (nbufs(o) * o->buf_bytes + o->work_bytes);
 }
