@@ -24,7 +24,6 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
-#include <unordered_map>
 #include <vector>
 #include <unistd.h>
 #include <omp.h>
@@ -86,6 +85,44 @@ struct Timing {
     cudaEvent_t e[4];
 };
 
+// One transfer of a run, validated, with where its host side lives.
+struct Xfer {
+    tide_xfer x;
+    bool staged;      // through the slot's staging (pageable and not registered)
+    size_t stage_off; // bytes into the staging of its direction
+    size_t bytes;     // region bytes, every field
+};
+
+struct Chunk {
+    size_t up0, nup, down0, ndown; // ranges in Run::xf
+    size_t stage_up, stage_down;  // staged bytes in each direction
+};
+
+enum HostKind { HOST_DIRECT = 0, HOST_PAGEABLE = 1 };
+
+struct Pending {
+    int chunk, slot;
+};
+
+// A page-aligned host span a transfer touches (REGISTER mode).
+struct Span {
+    uintptr_t lo, hi;
+    size_t xfer;
+};
+
+// What a run builds on the host, kept by the pipeline from one run to the next (see Run), so
+// that runs of a shape it has run before allocate nothing.
+struct Lists {
+    std::vector<Xfer> xf;
+    std::vector<Chunk> ch;
+    std::vector<std::pair<const void *, int>> kind;
+    std::vector<std::pair<void *, size_t>> registered;
+    std::vector<Pending> pending;
+    std::vector<Timing> timing;
+    std::vector<tide_xfer> up, down;
+    std::vector<Span> spans;
+};
+
 } // namespace
 
 struct tide_pipeline {
@@ -94,6 +131,7 @@ struct tide_pipeline {
     size_t max_pitch = 0;
     std::vector<Slot> slots;
     std::vector<Timing> timing_pool; // completed event sets, reused across chunks and runs
+    Lists lists;                     // a run's lists, between runs
     tide_pipeline_stats stats = {};
 };
 
@@ -257,25 +295,8 @@ cudaError_t emit(int nd, const int64_t *n, const char *src, const int64_t *ss, c
     return cudaSuccess;
 }
 
-// One transfer of a run, validated, with where its host side lives.
-struct Xfer {
-    tide_xfer x;
-    bool staged;      // through the slot's staging (pageable and not registered)
-    size_t stage_off; // bytes into the staging of its direction
-    size_t bytes;     // region bytes, every field
-};
-
-struct Chunk {
-    size_t up0, nup, down0, ndown; // ranges in Run::xf
-    size_t stage_up, stage_down;  // staged bytes in each direction
-};
-
-enum HostKind { HOST_DIRECT = 0, HOST_PAGEABLE = 1 };
-
-struct Pending {
-    int chunk, slot;
-};
-
+// One run. Its lists are swapped in from the pipeline at the start and back at the end, so
+// their capacity carries over from run to run; each is cleared before it is filled.
 struct Run {
     tide_pipeline *p;
     const tide_pipeline_job *job;
@@ -284,16 +305,38 @@ struct Run {
     int threads = 1;
     std::vector<Xfer> xf;
     std::vector<Chunk> ch;
-    std::unordered_map<const void *, int> kind;  // host pointer -> HostKind
+    std::vector<std::pair<const void *, int>> kind; // host pointer -> HostKind, each once
     std::vector<std::pair<void *, size_t>> registered; // ranges registered for this run
     // Sized before the first chunk is enqueued, so that nothing allocates from then on:
     std::vector<Pending> pending; // chunks whose staged downloads await unpacking, in order
     size_t pend_head = 0;         // pending[pend_head..) are still to unpack
     std::vector<Timing> timing;   // the event set of each enqueued chunk
     size_t tim_head = 0, tim_n = 0; // timing[tim_head..tim_n) still hold events
+    std::vector<tide_xfer> up, down; // one chunk's description
+    std::vector<Span> spans;
     double t_up = 0, t_work = 0, t_down = 0;
     size_t bytes_up = 0, bytes_down = 0;
 
+    void swap_lists(Lists &l)
+    {
+        xf.swap(l.xf);
+        ch.swap(l.ch);
+        kind.swap(l.kind);
+        registered.swap(l.registered);
+        pending.swap(l.pending);
+        timing.swap(l.timing);
+        up.swap(l.up);
+        down.swap(l.down);
+        spans.swap(l.spans);
+    }
+    int &kind_of(const void *host)
+    {
+        for (auto &k : kind)
+            if (k.first == host)
+                return k.second;
+        kind.emplace_back(host, HOST_DIRECT);
+        return kind.back().second;
+    }
     int describe_all();
     void reserve();
     int classify();
@@ -311,7 +354,10 @@ struct Run {
 int Run::describe_all()
 {
     const tide_pipeline_job &j = *job;
-    std::vector<tide_xfer> up((size_t)j.max_up + 1), down((size_t)j.max_down + 1);
+    up.resize((size_t)j.max_up + 1);
+    down.resize((size_t)j.max_down + 1);
+    xf.clear();
+    kind.clear();
     ch.resize((size_t)j.nchunks);
     char b1[96], b2[96];
     if (j.elem > SIZE_MAX / (size_t)j.batch)
@@ -382,7 +428,7 @@ int Run::describe_all()
             e.stage_off = 0;
             e.bytes = (size_t)n * (size_t)j.batch * j.elem;
             xf.push_back(e);
-            kind.emplace(x.host, HOST_DIRECT);
+            kind_of(x.host);
         }
     }
     return 0;
@@ -404,15 +450,11 @@ int Run::classify()
         }
     }
     for (Xfer &e : xf)
-        e.staged = e.bytes > 0 && kind.find(e.x.host)->second == HOST_PAGEABLE;
+        e.staged = e.bytes > 0 && kind_of(e.x.host) == HOST_PAGEABLE;
     if (job->pageable != TIDE_PAGEABLE_REGISTER)
         return 0;
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    struct Span {
-        uintptr_t lo, hi;
-        size_t xfer;
-    };
-    std::vector<Span> spans;
+    spans.clear();
     for (size_t k = 0; k < xf.size(); k++) {
         const Xfer &e = xf[k];
         if (!e.staged)
@@ -570,6 +612,7 @@ int Run::drain(int upto, bool block)
 // Everything the enqueueing loop will store, allocated now (may throw std::bad_alloc).
 void Run::reserve()
 {
+    pending.clear();
     pending.reserve(ch.size());
     timing.resize(ch.size());
     p->timing_pool.reserve(p->timing_pool.size() + ch.size());
@@ -723,6 +766,7 @@ int run(tide_pipeline *p, const tide_pipeline_job *job, char *why, size_t len)
     r.why = why;
     r.len = len;
     r.threads = std::max(1, omp_get_max_threads());
+    r.swap_lists(p->lists);
     int st = 0;
     try {
         // Allocations (std::bad_alloc) happen here only, before anything is enqueued.
@@ -746,6 +790,7 @@ int run(tide_pipeline *p, const tide_pipeline_job *job, char *why, size_t len)
     } else {
         r.unregister();
     }
+    r.swap_lists(p->lists); // kept for the next run
     if (prev != p->device)
         cudaSetDevice(prev);
     if (!st) {
@@ -864,6 +909,12 @@ extern "C" size_t tide_pipeline_pinned_bytes(const tide_pipeline *p)
 extern "C" int tide_pipeline_slots(const tide_pipeline *p)
 {
     return p ? (int)p->slots.size() : 0;
+}
+
+extern "C" void *tide_pipeline_stream(const tide_pipeline *p, int slot)
+{
+    return p && slot >= 0 && (size_t)slot < p->slots.size() ? (void *)p->slots[(size_t)slot].stream
+                                                            : nullptr;
 }
 
 extern "C" int tide_pipeline_last_stats(const tide_pipeline *p, tide_pipeline_stats *s)

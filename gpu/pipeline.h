@@ -105,13 +105,18 @@ void tide_pipeline_destroy(tide_pipeline *p);
  * enqueued, so a bad description changes nothing. After a failure that happens later (CUDA,
  * work callback) the run still waits for everything already enqueued and unregisters what it
  * registered before returning; the destinations then hold partial results. Runs on the device
- * that was current at tide_pipeline_create (made current for the run, then restored). */
+ * that was current at tide_pipeline_create (made current for the run, then restored). The
+ * host lists a run builds are kept for the next: a run with no more chunks and transfers than
+ * an earlier one allocates nothing. */
 int tide_pipeline_run(tide_pipeline *p, const tide_pipeline_job *job, char *why, size_t len);
 
-/* Memory the engine holds (device buffers; pinned staging allocated so far), and its shape. */
+/* Memory the engine holds (device buffers; pinned staging allocated so far), and its shape.
+ * tide_pipeline_stream: slot's stream (a cudaStream_t), the one chunks i % nslots == slot
+ * run on, for binding work (cuFFT plans) to it once; NULL for a slot that does not exist. */
 size_t tide_pipeline_device_bytes(const tide_pipeline *p);
 size_t tide_pipeline_pinned_bytes(const tide_pipeline *p);
 int tide_pipeline_slots(const tide_pipeline *p);
+void *tide_pipeline_stream(const tide_pipeline *p, int slot);
 
 /* What the last successful run took (all zero after a failed one), so callers can report how
  * well it overlapped:

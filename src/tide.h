@@ -259,7 +259,8 @@ void tide_fft_options_init(tide_fft_options *opts);
  *                  x-pencils), which saves the final exchange (like FFTW_MPI_TRANSPOSED_OUT).
  * tide_fft_plan_boxes() tells which boxes were chosen. All validation, allocation and FFT
  * planning happen here; execution allocates no array (a plan streaming host arrays through the
- * GPU in chunks allocates a little host bookkeeping, the chunks' transfer lists, per call).
+ * GPU in chunks sizes its host bookkeeping, the chunks' transfer lists, in its first call and
+ * keeps it for the later ones).
  */
 int tide_fft_plan_create(tide_context *ctx, const int n[3], const tide_box *inbox,
                          const tide_box *outbox, const tide_fft_options *opts,
