@@ -71,6 +71,8 @@ struct tide_ooc {
     int wfields;          /* fields W holds (see field_order) */
     void *nccl;           /* NULL: one rank, or the MPI exchange */
     MPI_Datatype etype;   /* one element, for the MPI exchange */
+    MPI_Request *req;     /* the MPI exchange's messages (2P) and their types */
+    MPI_Datatype *types;
     /* the pass in progress */
     int sign, d, moves, scaled, zsrc, zdst; /* z extents of what it reads and writes */
     double scale;
@@ -195,12 +197,9 @@ static int work(void *user, int i, void *const *buf, void *stream)
     int d = o->d, s = i % NSLOTS, a, b, st = 0;
     chunk_range(o, d, o->me, i, &a, &b);
     tide_box cbox = chunk_box(o, d, a), r;
-    const pass_ffts *pf = &o->fft[d][s][o->sign > 0];
-    for (int k = 0; k < pf->n && b > a && !st; k++) {
-        st = tide_gpu_fft_bind(pf->f[k], o->work[s], stream); /* the slot's stream and work */
-        if (!st)
-            st = tide_gpu_fft_execute(pf->f[k], buf[0], buf[0]);
-    }
+    const pass_ffts *pf = &o->fft[d][s][o->sign > 0]; /* bound to this slot's stream */
+    for (int k = 0; k < pf->n && b > a && !st; k++)
+        st = tide_gpu_fft_execute(pf->f[k], buf[0], buf[0]);
     if (b > a && !st && o->scaled && o->scale != 1.0) /* padding and all: scalars of the box */
         st = tide_gpu_scale(o->dbl, buf[0], tide_box_count(&cbox) * (o->r2c ? 1 : 2), o->scale,
                             stream);
@@ -257,12 +256,8 @@ static int region_type(const tide_ooc *o, const tide_box *box, const tide_box *r
 static int mpi_exchange(tide_ooc *o, char *err, size_t len)
 {
     int d = o->d, n = 0, st = 0;
-    MPI_Request *req = malloc(2 * (size_t)o->P * sizeof *req);
-    MPI_Datatype *type = malloc(2 * (size_t)o->P * sizeof *type);
-    if (!req || !type) {
-        free(req), free(type);
-        return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
-    }
+    MPI_Request *req = o->req;
+    MPI_Datatype *type = o->types;
     for (int p = 0; p < o->P && !st; p++) {
         tide_box r;
         const tide_box *ps = &o->slab[d][p];
@@ -287,7 +282,6 @@ static int mpi_exchange(tide_ooc *o, char *err, size_t len)
         st = TIDE_ERR_MPI;
     for (int i = 0; i < n; i++)
         MPI_Type_free(&type[i]);
-    free(req), free(type);
     if (st)
         snprintf(err, len, "the MPI exchange of the pass over %c failed", "xy"[d]);
     return st;
@@ -350,6 +344,8 @@ void tide_ooc_destroy(tide_ooc *o)
     for (int d = 0; d < 2; d++)
         free(o->slab[d]);
     free(o->soff);
+    free(o->req);
+    free(o->types);
     free(o);
 }
 
@@ -492,6 +488,14 @@ int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, int r2c, i
         st = tide_gpu_malloc(o->work_bytes, &o->work[s]);
         if (st)
             snprintf(err, len, "cannot allocate a cuFFT work area: %s", tide_gpu_last_error());
+        /* every transform of slot s runs on its stream (chunks i % NSLOTS == s), in its area */
+        for (int d = 0; d < 2 && !st; d++)
+            for (int g = 0; g < 2 && !st; g++)
+                for (int k = 0; k < o->fft[d][s][g].n && !st; k++)
+                    if (tide_gpu_fft_bind(o->fft[d][s][g].f[k], o->work[s],
+                                          tide_pipeline_stream(o->pipe, s)))
+                        st = TIDE_ERR_BACKEND, snprintf(err, len, "cannot bind a cuFFT plan "
+                                                        "to its stream");
     }
     /* W holds a complex y-slab (or, transposed backward, x-slab; one rank with a real
      * transform: the whole complex grid); S all this rank sends in a pass. */
@@ -508,9 +512,15 @@ int tide_ooc_create(const tide_context *ctx, const int n[3], int dbl, int r2c, i
                                           "memory for the streamed transform",
                                           o->wbytes * (size_t)o->wfields + o->sbytes);
     }
-    if (!st && o->P > 1 && !o->nccl &&
-        (MPI_Type_contiguous((int)o->elem, MPI_BYTE, &o->etype) || MPI_Type_commit(&o->etype)))
-        st = TIDE_ERR_MPI, snprintf(err, len, "cannot make an MPI element type");
+    if (!st && o->P > 1 && !o->nccl) {
+        o->req = malloc(2 * (size_t)o->P * sizeof *o->req);
+        o->types = malloc(2 * (size_t)o->P * sizeof *o->types);
+        if (!o->req || !o->types)
+            st = TIDE_ERR_NOMEM, snprintf(err, len, "out of memory");
+        else if (MPI_Type_contiguous((int)o->elem, MPI_BYTE, &o->etype) ||
+                 MPI_Type_commit(&o->etype))
+            st = TIDE_ERR_MPI, snprintf(err, len, "cannot make an MPI element type");
+    }
     if (st) {
         tide_ooc_destroy(o);
         return st;
