@@ -361,42 +361,35 @@ int tide_cmd_fft(int argc, char **argv)
                                  : (double)info.in_bytes + info.out_bytes;
         double b = a.device ? info.local_transforms * 2 * data / (rt_.d2d * 1e9)
                             : pcie / (rt_.both * 1e9);
-        if (a.device)
-            snprintf(bound_what, sizeof bound_what, "each local FFT pass reading and writing "
-                     "the rank's data once at the measured device copy rate");
-        else
-            snprintf(bound_what, sizeof bound_what, "%s PCIe round trip%s of the rank's data at "
-                     "the both-directions rate", trips == 2 ? "two" : "one",
-                     trips == 2 ? "s" : "");
         /* Exchanges that do not overlap the local work: device arrays over NCCL or CUDA-aware
          * MPI, and host arrays streamed over MPI in host memory (after each pass), each moving
          * the (P-1)/P of the data that leaves the rank at the all-to-all rate measured now. */
         tide_exchange x = info.exchange;
+        int streamed = !a.device && trips == 2;
         int counted = info.exchanges > 0 &&
                       (a.device ? x == TIDE_EXCHANGE_NCCL || x == TIDE_EXCHANGE_CUDA_MPI
-                                : info.slots > 1 && x == TIDE_EXCHANGE_P2P);
-        double xrate = 0;
+                                : streamed && x == TIDE_EXCHANGE_P2P);
+        char xpart[200] = "";
         if (counted) {
-            double cap = 512.0 * (1 << 20), most; /* the same size on every rank */
+            double cap = 512.0 * (1 << 20), most, xrate = 0; /* the same size on every rank */
             MPI_Allreduce(&data, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-            CHECK(tide_measure_exchange(ctx, x,
-                                        (size_t)(most < cap ? most : cap), &xrate));
-            double tx = info.exchanges * data * (P - 1) / P / (xrate * 1e9);
-            /* Streamed: MPI runs after each pass, so the two add up. */
-            b += tx;
+            CHECK(tide_measure_exchange(ctx, x, (size_t)(most < cap ? most : cap), &xrate));
+            b += info.exchanges * data * (P - 1) / P / (xrate * 1e9); /* after the passes */
+            snprintf(xpart, sizeof xpart, " + %d exchange%s of the data leaving the rank at the "
+                     "measured %s all-to-all rate (%.3g GB/s)", info.exchanges,
+                     info.exchanges > 1 ? "s" : "", a.device ? exch_names[x] : "MPI p2p "
+                     "host-memory", xrate);
+        } else if (info.exchanges > 0) {
+            snprintf(xpart, sizeof xpart, "; %s", streamed ? "the exchanges run inside the "
+                     "pipeline, not counted" : "exchanges not counted");
         }
-        size_t used = strlen(bound_what);
-        snprintf(bound_what + used, sizeof bound_what - used, "%s",
-                 counted ? "" : info.exchanges > 0 && !a.device && info.slots > 1
-                                    ? "; the exchanges run inside the pipeline, not counted"
-                                : info.exchanges > 0 ? "; exchanges not counted" : "");
-        if (counted) {
-            used = strlen(bound_what);
-            snprintf(bound_what + used, sizeof bound_what - used, " + %d exchange%s of the "
-                     "data leaving the rank at the measured %s all-to-all rate (%.3g GB/s)",
-                     info.exchanges, info.exchanges > 1 ? "s" : "",
-                     a.device ? exch_names[x] : "MPI p2p host-memory", xrate);
-        }
+        if (a.device)
+            snprintf(bound_what, sizeof bound_what, "each local FFT pass reading and writing "
+                     "the rank's data once at the measured device copy rate%s", xpart);
+        else
+            snprintf(bound_what, sizeof bound_what, "%s PCIe round trip%s of the rank's data at "
+                     "the both-directions rate%s", trips == 2 ? "two" : "one",
+                     trips == 2 ? "s" : "", xpart);
         MPI_Allreduce(&b, &bound, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     }
 
