@@ -184,6 +184,34 @@ extern "C" int tide_gpu_sync(void *stream)
     return e == cudaSuccess ? 0 : fail(e, "device work");
 }
 
+extern "C" int tide_gpu_event_create(void **event)
+{
+    cudaEvent_t e;
+    cudaError_t r = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+    *event = r == cudaSuccess ? (void *)e : nullptr;
+    return r == cudaSuccess ? 0 : fail(r, "cudaEventCreate");
+}
+
+extern "C" void tide_gpu_event_destroy(void *event)
+{
+    if (event)
+        cudaEventDestroy((cudaEvent_t)event);
+}
+
+extern "C" int tide_gpu_after(void *caller, void *event, void *stream)
+{
+    // cudaStreamLegacy names the legacy default stream whatever default-stream mode the
+    // caller's code was compiled with; 0 would mean the per-thread stream under
+    // --default-stream per-thread.
+    cudaStream_t from = caller ? (cudaStream_t)caller : cudaStreamLegacy;
+    cudaError_t e = cudaEventRecord((cudaEvent_t)event, from);
+    if (e != cudaSuccess)
+        return fail(e, "recording the caller's stream");
+    e = stream ? cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0)
+               : cudaEventSynchronize((cudaEvent_t)event);
+    return e == cudaSuccess ? 0 : fail(e, "waiting for the caller's earlier work");
+}
+
 extern "C" int tide_gpu_memcpy_async(void *dst, const void *src, size_t bytes, void *stream)
 {
     if (!bytes)

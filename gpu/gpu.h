@@ -63,6 +63,13 @@ int tide_gpu_stream_create(void **stream);
 void tide_gpu_stream_destroy(void *stream);
 /* Wait for everything enqueued on stream; reports any earlier asynchronous failure. */
 int tide_gpu_sync(void *stream);
+/* Events (cudaEvent_t behind void *, without timing). */
+int tide_gpu_event_create(void **event);
+void tide_gpu_event_destroy(void *event);
+/* Order what comes next after the work queued on `caller` (a cudaStream_t; NULL: the legacy
+ * default stream) before this call: event is recorded there, then `stream` waits for it on the
+ * device, or, with stream NULL, the calling thread waits for it. */
+int tide_gpu_after(void *caller, void *event, void *stream);
 /* Copy bytes in any direction (cudaMemcpyDefault), enqueued on stream. */
 int tide_gpu_memcpy_async(void *dst, const void *src, size_t bytes, void *stream);
 /* Multiply count scalars (double when dbl, else float) by s, on stream. */

@@ -65,6 +65,7 @@ struct tide_fft_plan {
     int gpu;
     tide_exchange transport;  /* how reshapes move device data */
     void *nccl, *stream;
+    void *entry;              /* event: execution waits for the caller's earlier CUDA work */
     void *fft_work;           /* cuFFT work area shared by the plan's transforms */
     size_t fft_work_bytes;
     void *hsend, *hrecv;      /* pinned staging for host-staged exchanges */
@@ -696,10 +697,15 @@ static int make_ooc_plan(tide_context *ctx, const int n[3], const tide_fft_optio
         p->transport = p->exchange;
         p->local_passes = 2;
         p->ooc_exchanges = moves;
+#if TIDE_HAVE_CUDA
+        if (tide_gpu_event_create(&p->entry))
+            st = TIDE_ERR_BACKEND, snprintf(err, sizeof err, "%s", tide_gpu_last_error());
+#endif
+    }
+    if (!st)
         st = tide_ooc_create(ctx, n, opts->precision == TIDE_DOUBLE, opts->type == TIDE_R2C,
                              opts->batch, transposed, nccl, ctx->dev.budget_bytes, &p->ooc, err,
                              sizeof err);
-    }
     if (!st) {
         int chunks, slots;
         size_t dev, pin;
@@ -752,7 +758,8 @@ static int make_plan(tide_context *ctx, const int n[3], const request *all, int 
     if ((has_in && !uin) || (has_out && !uout))
         st = TIDE_ERR_NOMEM;
 #if TIDE_HAVE_CUDA
-    else if (cuda && tide_gpu_stream_create(&p->stream))
+    else if ((cuda && tide_gpu_stream_create(&p->stream)) ||
+             (ctx->backend == TIDE_BACKEND_CUDA && tide_gpu_event_create(&p->entry)))
         st = TIDE_ERR_BACKEND, snprintf(err, sizeof err, "%s", tide_gpu_last_error());
 #endif
     else
@@ -1003,6 +1010,7 @@ int tide_fft_plan_destroy(tide_fft_plan *p)
     free_program(&p->bwd);
     tide_ooc_destroy(p->ooc);
 #if TIDE_HAVE_CUDA
+    tide_gpu_event_destroy(p->entry);
     if (p->gpu) {
         void *dev[] = {p->w[0], p->w[1], p->sendbuf, p->recvbuf, p->fft_work, p->din, p->dout};
         for (int i = 0; i < 7; i++)
@@ -1170,22 +1178,43 @@ static int run_op(tide_fft_plan *p, const op *o, void *src, void *dst, const voi
     return TIDE_SUCCESS;
 }
 
+/* Execution on a CUDA context is ordered after the work the caller queued on the legacy
+ * default stream before the call (a pageable cudaMemcpy may return before its data has
+ * landed; a kernel or copy may still be queued). The plan's stream waits for it on the
+ * device; the streamed path and CPU plans, whose CPU threads also read and write host arrays,
+ * wait for it on the host. Returns 0 or a code with the reason in why. */
+static int after_caller(const tide_fft_plan *p, char *why, size_t len)
+{
+#if TIDE_HAVE_CUDA
+    if (p->entry && tide_gpu_after(NULL, p->entry, p->gpu && !p->ooc ? p->stream : NULL))
+        return snprintf(why, len, "could not wait for the caller's earlier CUDA work (%s) in",
+                        tide_gpu_last_error()), TIDE_ERR_BACKEND;
+#else
+    (void)p, (void)why, (void)len;
+#endif
+    return TIDE_SUCCESS;
+}
+
 static int run(tide_fft_plan *p, const program *prog, int dir, const void *in, void *out)
 {
     tide_context *ctx = p->ctx;
     const char *fn = dir < 0 ? "forward" : "backward";
     /* Agree first, so a bad pointer on one rank is an error on all instead of a hang. */
+    struct {
+        int code;
+        char why[200];
+    } mine = {TIDE_SUCCESS, ""};
     const char *bad = bad_array(p, dir, in, out);
-    int v[3] = {*bad ? ctx->rank : ctx->nranks, dir, -dir}, agreed[3];
+    if (*bad)
+        mine.code = TIDE_ERR_ARGUMENT, snprintf(mine.why, sizeof mine.why, "passed %s to", bad);
+    else
+        mine.code = after_caller(p, mine.why, sizeof mine.why);
+    int v[3] = {mine.code ? ctx->rank : ctx->nranks, dir, -dir}, agreed[3];
     if (MPI_Allreduce(v, agreed, 3, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
         return tide_fail(ctx, TIDE_ERR_MPI, "MPI_Allreduce failed at the start of a transform");
     if (agreed[0] < ctx->nranks) {
-        char why[200] = "";
-        if (agreed[0] == ctx->rank)
-            snprintf(why, sizeof why, "%s", bad);
-        MPI_Bcast(why, (int)sizeof why, MPI_CHAR, agreed[0], ctx->comm);
-        return tide_fail(ctx, TIDE_ERR_ARGUMENT, "rank %d passed %s to tide_fft_%s", agreed[0],
-                         why, fn);
+        MPI_Bcast(&mine, (int)sizeof mine, MPI_BYTE, agreed[0], ctx->comm);
+        return tide_fail(ctx, mine.code, "rank %d %s tide_fft_%s", agreed[0], mine.why, fn);
     }
     if (agreed[1] != -agreed[2])
         return tide_fail(ctx, TIDE_ERR_MISMATCH,

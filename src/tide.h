@@ -304,7 +304,12 @@ int tide_fft_plan_describe(const tide_fft_plan *plan, char *buf, size_t len);
  * in == out is an in-place transform (the array needs inplace_bytes). Out of place, in is
  * never modified. A pointer may be NULL only where its count on this rank is 0. */
 int tide_fft_forward(tide_fft_plan *plan, const void *in, void *out);
-/* Collective. Backward: in holds output-box data, out receives input-box data. */
+/* Collective. Backward: in holds output-box data, out receives input-box data.
+ *
+ * GPU execution: on a context with GPUs, a transform (whatever the plan's backend and array
+ * location) is ordered after all work the caller queued on the legacy default stream before
+ * the call (pageable cudaMemcpy, kernels, copies), and complete when it returns. Work queued
+ * on the caller's other streams is not waited for. */
 int tide_fft_backward(tide_fft_plan *plan, const void *in, void *out);
 
 #ifdef __cplusplus
