@@ -1,53 +1,25 @@
 /*
- * fft.c: distributed 3D FFT plans: argument agreement, the choice of intermediate layouts,
- * the sequence of reshapes and local transforms, buffers, and execution.
+ * fft.c: distributed 3D FFT plans on the plan core: the request agreed on every rank
+ * (args.c), the stage chain of the decomposition (layout.c), and the program of reshapes,
+ * local FFTs and scaling (program.c) that the executor runs on the plan's backend
+ * (backend_cpu.c, backend_cuda.c). Host arrays larger than the device budget stream through
+ * the GPU instead (fft_ooc.c).
  *
- * A transform is a chain of stages. Stage s transforms a group of dimensions (y,z then x for
- * slabs; z, y, x for pencils; all three on one rank) in a layout where every rank holds whole
- * lines along them. Between stages a reshape (comm/) moves the data, packed in the receiving
- * layout's storage order. A stage reuses the current layout when it already holds whole lines,
- * and the last stage uses the output layout when it can, so no exchange is ever spent on a
- * layout change nobody needs. Backward runs the same chain in reverse.
+ * Stage s transforms a group of dimensions (y,z then x for slabs; z, y, x for pencils; all
+ * three on one rank) in a layout where every rank holds whole lines along them; a real
+ * transform's first stage takes dimension 2 from n to n/2+1. Backward runs the same chain in
+ * reverse.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fftw3.h>
-#include "tide_config.h"
-#include "cpu_fft.h"
+#include "args.h"
 #include "fft_ooc.h"
+#include "layout.h"
+#include "program.h"
 #include "region.h"
-#include "reshape.h"
-#include "tide_internal.h"
-#if TIDE_HAVE_CUDA
-#include "gpu.h"
-#endif
-
-enum { LOC_IN, LOC_OUT, LOC_W0, LOC_W1 };
-enum { OP_RESHAPE, OP_FFT };
-enum { MAX_OPS = 8, MAX_STAGES = 3 };
-
-typedef struct {
-    int kind, src, dst;
-    int stage_input;      /* transform reading IN: copy IN to stage_loc first when IN and the
-                           * destination alias, or always when the transform overwrites its
-                           * input (c2r), so that out-of-place inputs stay unmodified */
-    int overwrites_input, stage_loc;
-    int runs_in_place;    /* c2c between equal layouts: cuFFT takes in == out as it is */
-    size_t stage_bytes;   /* bytes of that copy */
-    tide_reshape *reshape;
-    tide_cpu_fft *fft;    /* NULL when this rank's box is empty */
-    void *gfft;           /* the same on the GPU (tide_gpu_fft) */
-    char what[40];
-} op;
-
-typedef struct {
-    op ops[MAX_OPS];
-    int nops;
-    double scale;         /* applied to the output at the end (1: none) */
-    long long out_scalars;
-} program;
 
 struct tide_fft_plan {
     tide_context *ctx;
@@ -55,548 +27,385 @@ struct tide_fft_plan {
     tide_fft_options o;
     tide_box inbox, outbox;
     size_t in_elem, out_elem;
-    program fwd, bwd;
-    void *w[2], *sendbuf, *recvbuf;
-    size_t wbytes, sbytes, rbytes;
+    tide_program fwd, bwd;
+    tide_env env;         /* what the ops run with (backend, buffers, stream) */
+    void *w[2];
+    size_t wbytes;
     tide_decomposition decomp;
     tide_exchange exchange;
-    int local_passes;
-    /* The GPU path: every buffer above is device memory, plus these. */
-    int gpu;
-    tide_exchange transport;  /* how reshapes move device data */
-    void *nccl, *stream;
-    void *entry;              /* event: execution waits for the caller's earlier CUDA work */
-    void *fft_work;           /* cuFFT work area shared by the plan's transforms */
-    size_t fft_work_bytes;
-    void *hsend, *hrecv;      /* pinned staging for host-staged exchanges */
-    void *din, *dout;         /* host arrays on the GPU: their device copies */
+    void *entry;          /* event: execution waits for the caller's earlier CUDA work */
+    void *din, *dout;     /* host arrays on the GPU: their device copies */
     size_t dio_bytes;
     /* Host arrays larger than the device budget: streamed in chunks instead of the program. */
     tide_ooc *ooc;
     char ooc_what[160];
     int ooc_exchanges;    /* per transform: 0 (one rank), 1 (transposed) or 2 */
+    double fwd_scale, bwd_scale;
 };
 
-/* ---- argument agreement ---------------------------------------------------------------- */
+/* ---- the request ----------------------------------------------------------------------- */
 
-/* What each rank asked for, gathered on every rank so all reach the same verdict. */
-typedef struct {
-    int status;
-    char msg[200];
-    int n[3];
-    int opt[10];
-    int has_in, has_out;
-    tide_box in, out;
-} request;
+enum {
+    F_N0, F_N1, F_N2, F_TYPE, F_PRECISION, F_BACKEND, F_DECOMP, F_EXCHANGE, F_SCALING,
+    F_PLANNING, F_BATCH, F_TRANSPOSED, F_LOCATION, NFIELDS
+};
+static const tide_arg_field fields[NFIELDS] = {
+    {"n[0]", 1, INT_MAX},
+    {"n[1]", 1, INT_MAX},
+    {"n[2]", 1, INT_MAX},
+    {"option type", TIDE_C2C, TIDE_R2C},
+    {"option precision", TIDE_DOUBLE, TIDE_FLOAT},
+    {"option backend", TIDE_BACKEND_AUTO, TIDE_BACKEND_CUDA},
+    {"option decomposition", TIDE_DECOMP_AUTO, TIDE_DECOMP_PENCILS},
+    {"option exchange", TIDE_EXCHANGE_AUTO, TIDE_EXCHANGE_CUDA_MPI},
+    {"option scaling", TIDE_SCALE_NONE, TIDE_SCALE_SYMMETRIC},
+    {"option planning", TIDE_PLAN_ESTIMATE, TIDE_PLAN_MEASURE},
+    {"option batch", 1, INT_MAX},
+    {"option transposed_out", INT_MIN, INT_MAX},
+    {"option location", TIDE_LOCATION_HOST, TIDE_LOCATION_DEVICE},
+};
+enum { BOX_IN, BOX_OUT };
+static const char *const box_names[] = {"input", "output"};
+static const tide_args_spec spec = {"tide_fft_plan_create", fields, NFIELDS, box_names, 2};
 
-enum { NOPTS = 10 };
-static const char *opt_names[NOPTS] = {"type",     "precision", "backend", "decomposition",
-                                       "exchange", "scaling",   "planning", "batch",
-                                       "transposed_out", "location"};
-
-static void pack_opts(const tide_fft_options *o, int v[NOPTS])
+static void make_request(const int n[3], const tide_box *inbox, const tide_box *outbox,
+                         const tide_fft_options *o, tide_fft_plan **plan, tide_args *r)
 {
-    int t[NOPTS] = {(int)o->type,     (int)o->precision, (int)o->backend,
-                    (int)o->decomposition, (int)o->exchange, (int)o->scaling,
-                    (int)o->planning, o->batch,          o->transposed_out,
-                    (int)o->location};
-    memcpy(v, t, sizeof t);
-}
-
-static int local_checks(const int n[3], const tide_fft_options *o, tide_fft_plan **plan,
-                        char *msg, size_t len)
-{
+    memset(r, 0, sizeof *r);
     if (!plan)
-        return snprintf(msg, len, "plan pointer is NULL"), TIDE_ERR_ARGUMENT;
+        tide_args_fail(r, TIDE_ERR_ARGUMENT, "plan pointer is NULL");
     if (!n)
-        return snprintf(msg, len, "n is NULL"), TIDE_ERR_ARGUMENT;
-    for (int d = 0; d < 3; d++)
-        if (n[d] <= 0)
-            return snprintf(msg, len, "n[%d] = %d must be positive", d, n[d]), TIDE_ERR_ARGUMENT;
-    int v[NOPTS];
-    pack_opts(o, v);
-    static const int max[NOPTS] = {TIDE_R2C, TIDE_FLOAT, TIDE_BACKEND_CUDA, TIDE_DECOMP_PENCILS,
-                                   TIDE_EXCHANGE_CUDA_MPI, TIDE_SCALE_SYMMETRIC,
-                                   TIDE_PLAN_MEASURE, 0, 0, TIDE_LOCATION_DEVICE};
-    for (int k = 0; k < NOPTS; k++)
-        if (max[k] && (v[k] < 0 || v[k] > max[k]))
-            return snprintf(msg, len, "option %s = %d is not a known value (0..%d)", opt_names[k],
-                            v[k], max[k]), TIDE_ERR_ARGUMENT;
-    if (o->batch < 1)
-        return snprintf(msg, len, "batch = %d must be at least 1", o->batch), TIDE_ERR_ARGUMENT;
-    return TIDE_SUCCESS;
+        tide_args_fail(r, TIDE_ERR_ARGUMENT, "n is NULL");
+    else
+        memcpy(r->v, n, 3 * sizeof(int));
+    int v[] = {o->type,     o->precision, o->backend, o->decomposition, o->exchange,
+               o->scaling,  o->planning,  o->batch,   o->transposed_out, o->location};
+    memcpy(r->v + F_TYPE, v, sizeof v);
+    tide_args_check_ranges(&spec, r);
+    r->has[BOX_IN] = inbox != NULL;
+    r->has[BOX_OUT] = outbox != NULL;
+    if (inbox)
+        r->box[BOX_IN] = *inbox;
+    if (outbox)
+        r->box[BOX_OUT] = *outbox;
 }
 
-/* Every box inside the grid with a valid order, no two overlapping, all points covered. */
-static int check_layout(tide_context *ctx, const request *all, int which, const int g[3])
+/* Whether the plan runs on the GPU (backend cuda, or auto on a context with GPUs). */
+static int wants_cuda(const tide_context *ctx, int backend)
 {
-    const char *side = which ? "output" : "input";
-    int P = ctx->nranks;
-    long long total = 0;
-    for (int r = 0; r < P; r++) {
-        const tide_box *b = which ? &all[r].out : &all[r].in;
-        int seen = 0;
-        for (int k = 0; k < 3; k++)
-            if (b->order[k] < 0 || b->order[k] > 2 || (seen & (1 << b->order[k])))
-                return tide_fail(ctx, TIDE_ERR_BOX,
-                                 "%s box of rank %d: order {%d,%d,%d} is not a permutation of "
-                                 "{0,1,2}", side, r, b->order[0], b->order[1], b->order[2]);
-            else
-                seen |= 1 << b->order[k];
-        for (int d = 0; d < 3; d++)
-            if (b->hi[d] < b->lo[d])
-                return tide_fail(ctx, TIDE_ERR_BOX, "%s box of rank %d: hi %d < lo %d in "
-                                 "dimension %d", side, r, b->hi[d], b->lo[d], d);
-            else if (b->lo[d] < 0 || b->hi[d] > g[d])
-                return tide_fail(ctx, TIDE_ERR_BOX,
-                                 "%s box of rank %d: [%d,%d) in dimension %d is outside the "
-                                 "grid 0..%d", side, r, b->lo[d], b->hi[d], d, g[d]);
-        total += tide_box_count(b);
-    }
-    for (int r = 0; r < P; r++)
-        for (int q = 0; q < r; q++) {
-            tide_box x;
-            const tide_box *a = which ? &all[r].out : &all[r].in;
-            const tide_box *b = which ? &all[q].out : &all[q].in;
-            if (tide_box_intersect(a, b, &x) > 0)
-                return tide_fail(ctx, TIDE_ERR_BOX, "%s box of rank %d overlaps rank %d at "
-                                 "(%d,%d,%d)", side, r, q, x.lo[0], x.lo[1], x.lo[2]);
-        }
-    long long want = (long long)g[0] * g[1] * g[2];
-    if (total != want)
-        return tide_fail(ctx, TIDE_ERR_BOX, "%s boxes cover %lld of the %lld points of the "
-                         "%dx%dx%d grid", side, total, want, g[0], g[1], g[2]);
-    return TIDE_SUCCESS;
+    return backend == TIDE_BACKEND_CUDA ||
+           (backend == TIDE_BACKEND_AUTO && ctx->backend == TIDE_BACKEND_CUDA);
 }
 
 /* Backend, location and exchange against what the context has (agreed at its creation). */
-static int judge_backend(tide_context *ctx, const int *opt)
+static int judge_backend(tide_context *ctx, const int *v)
 {
-    int cuda = opt[2] == TIDE_BACKEND_CUDA ||
-               (opt[2] == TIDE_BACKEND_AUTO && ctx->backend == TIDE_BACKEND_CUDA);
+    int cuda = wants_cuda(ctx, v[F_BACKEND]), x = v[F_EXCHANGE];
     if (cuda && ctx->backend != TIDE_BACKEND_CUDA)
         return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "backend cuda requested, but the context "
                          "runs on the CPU: %s", ctx->backend_reason);
-    if (opt[9] == TIDE_LOCATION_DEVICE && !cuda)
+    if (v[F_LOCATION] == TIDE_LOCATION_DEVICE && !cuda)
         return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "arrays on the device need backend cuda or "
                          "auto on a context with GPUs (%s)", ctx->backend_reason);
-    if ((opt[4] == TIDE_EXCHANGE_NCCL || opt[4] == TIDE_EXCHANGE_CUDA_MPI) && !cuda)
+    if ((x == TIDE_EXCHANGE_NCCL || x == TIDE_EXCHANGE_CUDA_MPI) && !cuda)
         return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "exchange %s moves GPU data; this plan runs "
-                         "on the CPU", tide_exchange_name(opt[4]));
-    if (opt[4] == TIDE_EXCHANGE_NCCL && !ctx->nccl_usable)
+                         "on the CPU", tide_exchange_name(x));
+    if (x == TIDE_EXCHANGE_NCCL && !ctx->nccl_usable)
         return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "exchange nccl: NCCL needs a build with NCCL "
                          "and a GPU of its own for every rank");
-    if (opt[4] == TIDE_EXCHANGE_CUDA_MPI && !ctx->cuda_aware_mpi)
+    if (x == TIDE_EXCHANGE_CUDA_MPI && !ctx->cuda_aware_mpi)
         return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "exchange cuda-mpi: the MPI library does not "
                          "take device pointers (MPIX_Query_cuda_support)");
     return TIDE_SUCCESS;
 }
 
-/* The verdict every rank computes from the same gathered requests. */
-static int judge(tide_context *ctx, const request *all)
+/* The verdict on the agreed request, the same on every rank. */
+static int judge(tide_context *ctx, const tide_args *all)
 {
-    int P = ctx->nranks;
-    for (int r = 0; r < P; r++)
-        if (all[r].status)
-            return tide_fail(ctx, all[r].status, "rank %d: %s", r, all[r].msg);
-    for (int r = 1; r < P; r++) {
-        for (int d = 0; d < 3; d++)
-            if (all[r].n[d] != all[0].n[d])
-                return tide_fail(ctx, TIDE_ERR_MISMATCH,
-                                 "grid size differs between ranks: rank 0 has %dx%dx%d, rank %d "
-                                 "has %dx%dx%d", all[0].n[0], all[0].n[1], all[0].n[2], r,
-                                 all[r].n[0], all[r].n[1], all[r].n[2]);
-        for (int k = 0; k < NOPTS; k++)
-            if (all[r].opt[k] != all[0].opt[k])
-                return tide_fail(ctx, TIDE_ERR_MISMATCH,
-                                 "option %s differs between ranks: rank 0 has %d, rank %d has %d",
-                                 opt_names[k], all[0].opt[k], r, all[r].opt[k]);
-        if (all[r].has_in != all[0].has_in || all[r].has_out != all[0].has_out)
-            return tide_fail(ctx, TIDE_ERR_MISMATCH,
-                             "%s box is NULL on rank %d but not on rank %d",
-                             all[r].has_in != all[0].has_in ? "input" : "output",
-                             all[r].has_in != all[0].has_in ? (all[r].has_in ? 0 : r)
-                                                            : (all[r].has_out ? 0 : r),
-                             all[r].has_in != all[0].has_in ? (all[r].has_in ? r : 0)
-                                                            : (all[r].has_out ? r : 0));
-    }
-    const int *n = all[0].n;
-    if ((double)n[0] * n[1] * n[2] * all[0].opt[7] > 4.0e18)
+    const int *v = all[0].v;
+    if ((double)v[F_N0] * v[F_N1] * v[F_N2] * v[F_BATCH] > 4.0e18)
         return tide_fail(ctx, TIDE_ERR_TOO_LARGE, "%dx%dx%d x %d fields is too many points",
-                         n[0], n[1], n[2], all[0].opt[7]);
-    int nout[3] = {n[0], n[1], all[0].opt[0] == TIDE_R2C ? n[2] / 2 + 1 : n[2]};
-    int st = all[0].has_in ? check_layout(ctx, all, 0, n) : TIDE_SUCCESS;
-    if (!st && all[0].has_out)
-        st = check_layout(ctx, all, 1, nout);
-    if (!st && all[0].opt[8] && all[0].has_out)
+                         v[F_N0], v[F_N1], v[F_N2], v[F_BATCH]);
+    int nout[3] = {v[F_N0], v[F_N1], v[F_TYPE] == TIDE_R2C ? v[F_N2] / 2 + 1 : v[F_N2]};
+    int st = all[0].has[BOX_IN] ? tide_args_check_tiling(ctx, &spec, all, BOX_IN, v)
+                                : TIDE_SUCCESS;
+    if (!st && all[0].has[BOX_OUT])
+        st = tide_args_check_tiling(ctx, &spec, all, BOX_OUT, nout);
+    if (!st && v[F_TRANSPOSED] && all[0].has[BOX_OUT])
         st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "transposed_out asks Tide to choose the output "
                        "boxes, but outbox was given");
-    if (!st)
-        st = judge_backend(ctx, all[0].opt);
-    return st;
+    return st ? st : judge_backend(ctx, v);
 }
 
-/* ---- layouts and the stage chain ------------------------------------------------------- */
-
-/* A layout: every rank's box (P of them). */
-typedef tide_box *layout;
+/* ---- the stage chain ------------------------------------------------------------------- */
 
 typedef struct {
-    int P;
-    int ngroups;
-    int group[MAX_STAGES][3], gsize[MAX_STAGES];
-    layout A[MAX_STAGES], B[MAX_STAGES]; /* stage s transforms layout A[s] into B[s] */
-    layout in, out;
-    int exchanges;
-    layout pool[2 * MAX_STAGES + 4];      /* every layout allocated, freed together */
-    int npool;
-    int zlast;  /* real transforms on the GPU: stage 0 runs on boxes stored with z fastest
-                 * (cuFFT rejects some strided real layouts at execution) */
-} chain;
-
-static layout new_layout(chain *c)
-{
-    layout l = calloc((size_t)c->P, sizeof(tide_box));
-    if (l)
-        c->pool[c->npool++] = l;
-    return l;
-}
-
-static void free_chain(chain *c)
-{
-    for (int i = 0; i < c->npool; i++)
-        free(c->pool[i]);
-    c->npool = 0;
-}
-
-static int box_empty(const tide_box *b) { return tide_box_count(b) == 0; }
-
-/* Same data placement: equal boxes, or both empty. */
-static int same_layout(int P, const layout a, const layout b)
-{
-    for (int r = 0; r < P; r++)
-        if (!(box_empty(&a[r]) && box_empty(&b[r])) && !tide_box_equal(&a[r], &b[r]))
-            return 0;
-    return 1;
-}
-
-/* Every non-empty box holds whole lines along the dimensions of group s (stored so the
- * local transform can take them). */
-static int holds_lines(const chain *c, const layout l, int s, const int g[3])
-{
-    for (int r = 0; r < c->P; r++) {
-        if (box_empty(&l[r]))
-            continue;
-        for (int k = 0; k < c->gsize[s]; k++) {
-            int d = c->group[s][k];
-            if (l[r].lo[d] != 0 || l[r].hi[d] != g[d])
-                return 0;
-            if (c->zlast && s == 0 && l[r].order[2] != 2)
-                return 0;
-        }
-    }
-    return 1;
-}
-
-/* The same boxes on a grid whose dimension 2 has length nz (real <-> complex). */
-static layout regrid(chain *c, const layout l, int nz)
-{
-    layout t = new_layout(c);
-    if (!t)
-        return NULL;
-    for (int r = 0; r < c->P; r++) {
-        t[r] = l[r];
-        if (!box_empty(&l[r]) || l[r].lo[2] == 0) {
-            t[r].lo[2] = 0;
-            t[r].hi[2] = box_empty(&l[r]) && l[r].hi[2] == 0 ? 0 : nz;
-        } else {
-            t[r].lo[2] = t[r].hi[2] = l[r].lo[2] < nz ? l[r].lo[2] : nz;
-        }
-    }
-    return t;
-}
+    tide_decomposition mode;
+    int pg[2];                 /* pencils: the process grid of the two cut dimensions */
+    int dims[3];               /* per stage: the transformed dimensions, as bits */
+} fft_chain;
 
 /* The layout the decomposition uses for stage s, on grid g, C order: z stays contiguous, so
  * packs copy whole z rows, and y-slabs receive each peer's block as one contiguous run. */
-static layout default_layout(chain *c, tide_decomposition mode, int s, const int g[3],
-                             const int pgrid[2])
+static tide_layout default_layout(tide_chain *c, int s, const int g[3])
 {
-    layout l = new_layout(c);
+    const fft_chain *f = c->user;
+    tide_layout l = tide_layout_new(c);
     if (!l)
         return NULL;
     int grid[3] = {1, 1, 1};
-    if (mode == TIDE_DECOMP_SLABS) {
+    if (f->mode == TIDE_DECOMP_SLABS) {
         grid[s == 0 ? 0 : 1] = c->P;        /* x-slabs for (y,z), then y-slabs for x */
-    } else if (mode == TIDE_DECOMP_PENCILS) {
-        int whole = 2 - s;                  /* z-, then y-, then x-pencils */
-        int k = 0;
+    } else if (f->mode == TIDE_DECOMP_PENCILS) {
+        int whole = 2 - s, k = 0;           /* z-, then y-, then x-pencils */
         for (int d = 0; d < 3; d++)
             if (d != whole)
-                grid[d] = pgrid[k++];
+                grid[d] = f->pg[k++];
     }
     for (int r = 0; r < c->P; r++)
         tide_box_in_grid(g, grid, r, &l[r]);
     return l;
 }
 
-static void set_groups(chain *c, tide_decomposition mode)
+/* The stages of a decomposition (AUTO here: one rank, all three dimensions at once). */
+static void set_stages(tide_chain *c, fft_chain *f, const tide_fft_plan *p)
 {
-    static const int slabs[2][3] = {{1, 2}, {0}}, pencils[3][3] = {{2}, {1}, {0}};
-    memset(c->group, 0, sizeof c->group);
-    if (mode == TIDE_DECOMP_SLABS) {
-        c->ngroups = 2;
-        memcpy(c->group, slabs, sizeof slabs);
-        c->gsize[0] = 2, c->gsize[1] = 1;
-    } else if (mode == TIDE_DECOMP_PENCILS) {
-        c->ngroups = 3;
-        memcpy(c->group, pencils, sizeof pencils);
-        c->gsize[0] = c->gsize[1] = c->gsize[2] = 1;
-    } else { /* one rank: all three dimensions at once */
-        c->ngroups = 1;
-        c->group[0][0] = 0, c->group[0][1] = 1, c->group[0][2] = 2;
-        c->gsize[0] = 3;
+    static const int slabs[] = {6, 1}, pencils[] = {4, 2, 1}, whole[] = {7};
+    const int *d = f->mode == TIDE_DECOMP_SLABS     ? slabs
+                   : f->mode == TIDE_DECOMP_PENCILS ? pencils
+                                                    : whole;
+    c->nstages = f->mode == TIDE_DECOMP_SLABS ? 2 : f->mode == TIDE_DECOMP_PENCILS ? 3 : 1;
+    int r2c = p->o.type == TIDE_R2C;
+    for (int s = 0; s < c->nstages; s++) {
+        f->dims[s] = d[s];
+        c->stage[s] = (tide_stage){.whole = d[s], .resize_dim = s == 0 && r2c ? 2 : -1,
+                                   .resize_to = p->nout[2],
+                                   .last_fastest = s == 0 && r2c && p->env.be->gpu};
     }
-}
-
-/* Build the chain for one decomposition. in/out: the users' layouts or NULL. Returns 0 or
- * TIDE_ERR_NOMEM. mode AUTO here means "one rank, one group". */
-static int build_chain(chain *c, tide_decomposition mode, const int n[3], const int nout[3],
-                       int r2c, layout user_in, layout user_out, int transposed)
-{
-    set_groups(c, mode);
-    int pg[2] = {1, 1};
-    if (mode == TIDE_DECOMP_PENCILS) {
+    f->pg[0] = f->pg[1] = 1;
+    if (f->mode == TIDE_DECOMP_PENCILS) {
         int split[3] = {1, 1, 0}, g3[3];
-        tide_proc_grid(c->P, n, split, g3);
-        pg[0] = g3[0], pg[1] = g3[1];
+        tide_proc_grid(c->P, p->n, split, g3);
+        f->pg[0] = g3[0], f->pg[1] = g3[1];
     }
-    c->in = user_in ? user_in : default_layout(c, mode, 0, n, pg);
-    c->out = user_out ? user_out : transposed ? NULL : default_layout(c, mode, 0, nout, pg);
-    if (!c->in || (!c->out && !transposed))
+    c->deflt = default_layout;
+    c->user = f;
+}
+
+/* Builds the chain of one decomposition. uin/uout: the users' layouts or NULL. */
+static int build_chain(tide_chain *c, fft_chain *f, const tide_fft_plan *p,
+                       tide_decomposition mode, tide_layout uin, tide_layout uout)
+{
+    tide_chain_free(c);
+    memset(c, 0, sizeof *c);
+    c->P = p->ctx->nranks;
+    c->rank = p->ctx->rank;
+    f->mode = mode;
+    set_stages(c, f, p);
+    tide_layout in = uin ? uin : default_layout(c, 0, p->n);
+    tide_layout out = uout                ? uout
+                      : p->o.transposed_out ? NULL
+                                            : default_layout(c, 0, p->nout);
+    if (!in || (!out && !p->o.transposed_out))
         return TIDE_ERR_NOMEM;
-    layout cur = c->in;
-    const int *g = n;
-    c->exchanges = 0;
-    for (int s = 0; s < c->ngroups; s++) {
-        int last = s == c->ngroups - 1;
-        layout a;
-        if (holds_lines(c, cur, s, g))
-            a = cur;
-        else if (last && c->out && holds_lines(c, c->out, s, nout))
-            a = r2c && s == 0 ? regrid(c, c->out, n[2]) : c->out;
-        else
-            a = default_layout(c, mode, s, g, pg);
-        if (!a)
-            return TIDE_ERR_NOMEM;
-        c->exchanges += !same_layout(c->P, cur, a);
-        c->A[s] = a;
-        c->B[s] = r2c && s == 0 ? regrid(c, a, nout[2]) : a;
-        if (!c->B[s])
-            return TIDE_ERR_NOMEM;
-        cur = c->B[s];
-        g = nout;
+    return tide_chain_build(c, p->n, in, out);
+}
+
+/* The decomposition: slabs unless ranks would sit idle, or, with both boxes given, whichever
+ * needs fewer exchanges (the rule on ties); one rank: a single 3D transform. */
+static int choose_chain(tide_chain *c, fft_chain *f, tide_fft_plan *p, tide_layout uin,
+                        tide_layout uout)
+{
+    int P = p->ctx->nranks;
+    tide_decomposition mode = p->o.decomposition;
+    if (P == 1)
+        mode = TIDE_DECOMP_AUTO;
+    else if (mode == TIDE_DECOMP_AUTO) {
+        mode = P <= p->n[0] && P <= p->n[1] ? TIDE_DECOMP_SLABS : TIDE_DECOMP_PENCILS;
+        if (uin && uout) {
+            tide_decomposition other = mode == TIDE_DECOMP_SLABS ? TIDE_DECOMP_PENCILS
+                                                                 : TIDE_DECOMP_SLABS;
+            int st = build_chain(c, f, p, other, uin, uout);
+            int alt = c->exchanges;
+            if (!st)
+                st = build_chain(c, f, p, mode, uin, uout);
+            if (st)
+                return st;
+            if (alt >= c->exchanges)
+                return (p->decomp = mode), TIDE_SUCCESS;
+            mode = other;
+        }
     }
-    if (!c->out)
-        c->out = cur;
-    c->exchanges += !same_layout(c->P, cur, c->out);
-    return TIDE_SUCCESS;
+    p->decomp = mode;
+    return build_chain(c, f, p, mode, uin, uout);
 }
 
-/* ---- programs: the chain as operations on buffers -------------------------------------- */
+/* ---- the programs ---------------------------------------------------------------------- */
 
-static const char *dim_names = "xyz";
-
-/* Where the next result goes: the last op, and every op from out_from on, writes OUT; c2c
- * transforms stay in place (in a work buffer, or in OUT once the data is there); everything
- * else goes to the work buffer not holding the source. */
-static int next_loc(int src, int out, int in_place)
+/* Bytes of every field of box b on this rank (real: the real side of an r2c plan). */
+static size_t box_bytes(const tide_fft_plan *p, const tide_box *b, int real)
 {
-    if (out)
-        return LOC_OUT; /* in place when src is already OUT (see out_from) */
-    if (in_place && (src == LOC_W0 || src == LOC_W1))
-        return src;
-    return src == LOC_W0 ? LOC_W1 : LOC_W0;
+    return (size_t)tide_box_count(b) * (size_t)p->o.batch * (real ? p->in_elem : p->out_elem);
 }
 
-/* Work arrays to plan an FFTW op with, standing in for the user's arrays. */
-static void *stand_in(tide_fft_plan *p, int loc, int other)
+/* The ops of one direction: step shapes first (kind, in place), then placement, then the
+ * ops themselves, FFTs planned on the buffers they will use. */
+static int make_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *f, int reverse,
+                        tide_program *prog, char *err, size_t len)
 {
-    if (loc == LOC_W0 || loc == LOC_W1)
-        return p->w[loc - LOC_W0];
-    int o = other == LOC_W0 ? 1 : 0; /* the work buffer the other side does not use */
-    return p->w[o];
-}
-
-typedef struct {
-    int kind;            /* OP_RESHAPE or OP_FFT */
-    layout from, to;
-    int from_complex, to_complex;
-    int dims;            /* OP_FFT: transformed dimensions, bit d for dimension d */
-    tide_fft_kind fkind;
-    int sign;
-} step;
-
-/* A c2c transform between identical layouts, which FFTW can run in place. */
-static int in_place_ok(const step *s)
-{
-    return s->kind == OP_FFT && s->fkind == TIDE_KIND_C2C && s->from == s->to;
-}
-
-/* The first op from which results go to OUT. Normally only the last op writes there. When c2c
- * transforms follow the last exchange, that exchange delivers into OUT and they run in place
- * in it: the caller's output array is free to serve as work space, and an out-of-place
- * transform along a strided dimension costs FFTW far more than an in-place one (128^3 double,
- * x along y-slabs: 6.2 ms against about 4 ms). Not when the exchange reads IN: in and out may be
- * the same array. */
-static int out_from(const step *steps, int n)
-{
-    int last_reshape = -1;
-    for (int i = 0; i < n; i++)
-        if (steps[i].kind == OP_RESHAPE)
-            last_reshape = i;
-    if (last_reshape <= 0)
-        return n - 1;
-    for (int i = last_reshape + 1; i < n; i++)
-        if (!in_place_ok(&steps[i]))
-            return n - 1;
-    return last_reshape;
-}
-
-/* The local transform of an op on the GPU; the plan keeps the largest work area. */
-static int gpu_fft_create(tide_fft_plan *p, const tide_cpu_fft_desc *d, void **out, char *err,
-                          size_t errlen)
-{
-#if TIDE_HAVE_CUDA
-    tide_gpu_fft_desc g = {.dbl = d->precision == TIDE_DOUBLE, .kind = (int)d->kind,
-                           .sign = d->sign, .ibox = d->ibox, .obox = d->obox,
-                           .ndims = d->ndims, .nz_real = d->nz_real, .batch = d->batch};
-    memcpy(g.dims, d->dims, sizeof g.dims);
-    size_t work = 0;
-    int st = tide_gpu_fft_create(&g, (tide_gpu_fft **)out, &work, err, errlen);
-    if (!st && work > p->fft_work_bytes)
-        p->fft_work_bytes = work;
-    return st;
-#else
-    (void)p, (void)d, (void)out;
-    snprintf(err, errlen, "this build has no CUDA");
-    return TIDE_ERR_UNSUPPORTED;
-#endif
-}
-
-static int add_op(tide_fft_plan *p, program *prog, const step *s, int out, char *err,
-                  size_t errlen)
-{
-    tide_context *ctx = p->ctx;
-    op *o = &prog->ops[prog->nops];
-    int src = prog->nops == 0 ? LOC_IN : prog->ops[prog->nops - 1].dst;
-    o->kind = s->kind;
-    o->src = src;
-    size_t ein = s->from_complex ? p->out_elem : p->in_elem;
-    if (s->kind == OP_RESHAPE) {
-        o->dst = next_loc(src, out, 0);
-        int st = p->gpu ? tide_reshape_create_device(ctx->comm, s->from, s->to, ein, p->o.batch,
-                                                     p->transport, p->nccl, p->stream,
-                                                     &o->reshape, err, errlen)
-                        : tide_reshape_create(ctx->comm, s->from, s->to, ein, p->o.batch,
-                                              p->o.exchange, ctx->threads, &o->reshape, err,
-                                              errlen);
+    tide_chain_step steps[TIDE_CHAIN_STEPS];
+    int ns = tide_chain_steps(c, reverse, steps), r2c = p->o.type == TIDE_R2C;
+    int me = p->ctx->rank;
+    double scale = reverse ? p->bwd_scale : p->fwd_scale;
+    memset(prog, 0, sizeof *prog);
+    for (int i = 0; i < ns; i++) {
+        tide_op *o = &prog->ops[i];
+        o->kind = steps[i].stage < 0 ? TIDE_OP_RESHAPE : TIDE_OP_FFT;
+        int real = r2c && steps[i].stage == 0;
+        o->in_place_ok = o->kind == TIDE_OP_FFT && !real && steps[i].from == steps[i].to;
+        o->overwrites_input = real && reverse; /* c2r */
+    }
+    prog->nops = ns + (scale != 1.0);
+    if (scale != 1.0) {
+        long long count = tide_box_count(reverse ? &p->inbox : &p->outbox) * p->o.batch;
+        tide_op_scale(&prog->ops[ns], p->o.precision == TIDE_DOUBLE,
+                      count * (reverse && r2c ? 1 : 2), scale);
+    }
+    tide_program_place(prog, p->env.be->gpu);
+    for (int i = 0; i < ns; i++) {
+        const tide_chain_step *s = &steps[i];
+        tide_op *o = &prog->ops[i];
+        int st;
+        if (s->stage < 0) {
+            int real = r2c && s->from_grid == 0;
+            st = tide_op_reshape(o, &p->env, s->from, s->to, real ? p->in_elem : p->out_elem,
+                                 p->o.batch, err, len);
+        } else {
+            int real = r2c && s->stage == 0;
+            tide_cpu_fft_desc d = {
+                .precision = p->o.precision, .sign = reverse ? +1 : -1,
+                .kind = !real ? TIDE_KIND_C2C : reverse ? TIDE_KIND_C2R : TIDE_KIND_R2C,
+                .ibox = &s->from[me], .obox = &s->to[me], .nz_real = p->n[2],
+                .batch = p->o.batch, .measure = p->o.planning == TIDE_PLAN_MEASURE,
+                .threads = p->env.threads,
+                .user_memory = o->src == TIDE_LOC_IN || o->dst == TIDE_LOC_OUT};
+            for (int k = 0; k < 3; k++)
+                if (f->dims[s->stage] & (1 << k))
+                    d.dims[d.ndims++] = k;
+            if (o->stage_input) {
+                d.in = p->w[o->stage_loc - TIDE_LOC_W0];
+                d.out = p->w[TIDE_LOC_W1 - o->stage_loc];
+            } else {
+                d.in = tide_program_stand_in(p->w, o->src, o->dst);
+                d.out = o->dst == o->src ? d.in : tide_program_stand_in(p->w, o->dst, o->src);
+            }
+            st = tide_op_fft(o, &p->env, &d, &p->env.fft_work_bytes, err, len);
+        }
         if (st)
             return st;
-        if (prog == &p->fwd)
-            p->exchange = tide_reshape_exchange(o->reshape);
-        size_t sb = tide_reshape_send_bytes(o->reshape), rb = tide_reshape_recv_bytes(o->reshape);
-        p->sbytes = sb > p->sbytes ? sb : p->sbytes;
-        p->rbytes = rb > p->rbytes ? rb : p->rbytes;
-        snprintf(o->what, sizeof o->what, "reshape[%s]",
-                 tide_exchange_name(tide_reshape_exchange(o->reshape)));
-    } else {
-        const tide_box *ib = &s->from[ctx->rank], *ob = &s->to[ctx->rank];
-        o->dst = next_loc(src, out, in_place_ok(s));
-        o->overwrites_input = s->fkind == TIDE_KIND_C2R;
-        o->stage_input = src == LOC_IN && (o->dst == LOC_OUT || o->overwrites_input);
-        o->stage_loc = o->dst == LOC_W0 ? LOC_W1 : LOC_W0;
-        o->runs_in_place = p->gpu && in_place_ok(s);
-        o->stage_bytes = (size_t)tide_box_count(ib) * p->o.batch * ein;
-        char *w = o->what;
-        w += sprintf(w, "fft(");
-        tide_cpu_fft_desc d = {
-            .precision = p->o.precision, .kind = s->fkind, .sign = s->sign, .ibox = ib,
-            .obox = ob, .nz_real = p->n[2], .batch = p->o.batch,
-            .measure = p->o.planning == TIDE_PLAN_MEASURE, .threads = ctx->threads,
-            .user_memory = src == LOC_IN || o->dst == LOC_OUT};
-        d.ndims = 0;
-        for (int k = 0; k < 3; k++)
-            if (s->dims & (1 << k))
-                d.dims[d.ndims++] = k;
-        for (int k = 0; k < d.ndims; k++)
-            w += sprintf(w, "%s%c", k ? "," : "", dim_names[d.dims[k]]);
-        sprintf(w, ")");
-        if (o->stage_input) {
-            d.in = p->w[o->stage_loc - LOC_W0];
-            d.out = p->w[LOC_W1 - o->stage_loc];
-        } else {
-            d.in = stand_in(p, src, o->dst);
-            d.out = o->dst == src ? d.in : stand_in(p, o->dst, src);
+        if (o->kind == TIDE_OP_RESHAPE) {
+            size_t sb = tide_reshape_send_bytes(o->reshape);
+            size_t rb = tide_reshape_recv_bytes(o->reshape);
+            p->env.sbytes = sb > p->env.sbytes ? sb : p->env.sbytes;
+            p->env.rbytes = rb > p->env.rbytes ? rb : p->env.rbytes;
+            if (!reverse)
+                p->exchange = tide_reshape_exchange(o->reshape);
         }
-        if (tide_box_count(ib) > 0) {
-            int st = p->gpu ? gpu_fft_create(p, &d, &o->gfft, err, errlen)
-                            : tide_cpu_fft_create(&d, &o->fft);
-            if (st == TIDE_ERR_UNSUPPORTED) /* the message is cuFFT's reason */
-                return st;
-            if (st) {
-                snprintf(err, errlen, "FFTW could not plan %s of the box [%d,%d)x[%d,%d)x[%d,%d)",
-                         o->what, ib->lo[0], ib->hi[0], ib->lo[1], ib->hi[1], ib->lo[2],
-                         ib->hi[2]);
-                return st;
-            }
-        }
-        p->local_passes++;
     }
-    prog->nops++;
     return TIDE_SUCCESS;
 }
 
-/* The dimensions stage s transforms, as bits. */
-static int group_dims(const chain *c, int s)
+/* Allocates the work buffers (before planning: FFTW plans on them). */
+static int alloc_work(tide_fft_plan *p, char *err, size_t len)
 {
-    int dims = 0;
-    for (int k = 0; k < c->gsize[s]; k++)
-        dims |= 1 << c->group[s][k];
-    return dims;
+    const tide_backend_ops *be = p->env.be;
+    if (be->alloc(p->wbytes, &p->w[0]) || be->alloc(p->wbytes, &p->w[1]))
+        return snprintf(err, len, "out of memory: 2 work arrays of %zu bytes", p->wbytes),
+               TIDE_ERR_NOMEM;
+    return TIDE_SUCCESS;
 }
 
-/* The steps of one direction. */
-static int make_steps(const chain *c, int forward, int r2c, step *steps)
+/* The device memory a GPU plan needs, checked against the context's budget. */
+static size_t device_need(const tide_fft_plan *p)
 {
-    int ns = 0;
-    if (forward) {
-        layout cur = c->in;
-        int cplx = !r2c;
-        for (int s = 0; s < c->ngroups; s++) {
-            if (!same_layout(c->P, cur, c->A[s]))
-                steps[ns++] = (step){OP_RESHAPE, cur, c->A[s], cplx, cplx, 0, 0, 0};
-            tide_fft_kind fk = r2c && s == 0 ? TIDE_KIND_R2C : TIDE_KIND_C2C;
-            steps[ns++] = (step){OP_FFT, c->A[s], c->B[s], cplx, 1, group_dims(c, s), fk, -1};
-            cur = c->B[s];
-            cplx = 1;
+    return 2 * p->wbytes + p->env.sbytes + p->env.rbytes + p->env.fft_work_bytes +
+           2 * p->dio_bytes;
+}
+
+/* The exchange staging (and, on the GPU, the FFT work area, the device copies of host arrays
+ * and pinned staging), after planning; the FFTs get their work area and stream. */
+static int alloc_rest(tide_fft_plan *p, char *err, size_t len)
+{
+    tide_context *ctx = p->ctx;
+    tide_env *e = &p->env;
+    const tide_backend_ops *be = e->be;
+    if (be->gpu) {
+        if (p->o.location == TIDE_LOCATION_HOST) {
+            size_t ib = box_bytes(p, &p->inbox, p->o.type == TIDE_R2C);
+            size_t ob = box_bytes(p, &p->outbox, 0);
+            p->dio_bytes = ib > ob ? ib : ob;
         }
-        if (!same_layout(c->P, cur, c->out))
-            steps[ns++] = (step){OP_RESHAPE, cur, c->out, 1, 1, 0, 0, 0};
-    } else {
-        layout cur = c->out;
-        int cplx = 1;
-        for (int s = c->ngroups - 1; s >= 0; s--) {
-            if (!same_layout(c->P, cur, c->B[s]))
-                steps[ns++] = (step){OP_RESHAPE, cur, c->B[s], 1, 1, 0, 0, 0};
-            tide_fft_kind fk = r2c && s == 0 ? TIDE_KIND_C2R : TIDE_KIND_C2C;
-            cplx = fk != TIDE_KIND_C2R;
-            steps[ns++] = (step){OP_FFT, c->B[s], c->A[s], 1, cplx, group_dims(c, s), fk, +1};
-            cur = c->A[s];
-        }
-        if (!same_layout(c->P, cur, c->in))
-            steps[ns++] = (step){OP_RESHAPE, cur, c->in, cplx, cplx, 0, 0, 0};
+        if (device_need(p) > ctx->dev.budget_bytes)
+            return snprintf(err, len, "the plan needs %.3g GB of device memory on GPU %d, more "
+                            "than the context's budget of %.3g GB", device_need(p) / 1e9,
+                            ctx->dev.device, ctx->dev.budget_bytes / 1e9), TIDE_ERR_NOMEM;
+        if (alloc_work(p, err, len))
+            return TIDE_ERR_NOMEM;
     }
-    return ns;
+    void **ptr[] = {&e->sendbuf, &e->recvbuf, &e->fft_work, &p->din, &p->dout};
+    size_t size[] = {e->sbytes, e->rbytes, e->fft_work_bytes, p->dio_bytes, p->dio_bytes};
+    for (int i = 0; i < (be->gpu ? 5 : 2); i++)
+        if (be->alloc(size[i], ptr[i]))
+            return snprintf(err, len, "cannot allocate %zu bytes of work memory (%s): %s",
+                            size[i], be->name, be->last_error()), TIDE_ERR_NOMEM;
+    int staged = be->gpu && e->transport != TIDE_EXCHANGE_NCCL &&
+                 e->transport != TIDE_EXCHANGE_CUDA_MPI;
+    if (staged && (be->host_alloc(e->sbytes, &e->hsend) || be->host_alloc(e->rbytes, &e->hrecv)))
+        return snprintf(err, len, "cannot allocate %zu + %zu bytes of pinned host memory",
+                        e->sbytes, e->rbytes), TIDE_ERR_NOMEM;
+    tide_program *progs[2] = {&p->fwd, &p->bwd};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < progs[k]->nops; i++)
+            if (progs[k]->ops[i].fft && be->fft_bind(e, progs[k]->ops[i].fft))
+                return snprintf(err, len, "the backend rejected an FFT's work area or stream "
+                                "(%s)", be->last_error()), TIDE_ERR_BACKEND;
+    return TIDE_SUCCESS;
+}
+
+/* The chain, buffers and programs of a validated request. Local failures only. */
+static int build_plan(tide_fft_plan *p, tide_layout uin, tide_layout uout, char *err,
+                      size_t len)
+{
+    tide_chain c = {0};
+    fft_chain f;
+    int st = choose_chain(&c, &f, p, uin, uout);
+    if (st) {
+        tide_chain_free(&c);
+        return snprintf(err, len, "out of memory planning"), st;
+    }
+    p->inbox = c.in[p->ctx->rank];
+    p->outbox = c.out[p->ctx->rank];
+    /* Work buffers hold any layout of the chain, and the input when it must be staged. */
+    tide_chain_step steps[TIDE_CHAIN_STEPS];
+    int ns = tide_chain_steps(&c, 0, steps), r2c = p->o.type == TIDE_R2C;
+    for (int i = 0; i < ns; i++) {
+        int me = p->ctx->rank;
+        size_t a = box_bytes(p, &steps[i].from[me], r2c && steps[i].from_grid == 0);
+        size_t b = box_bytes(p, &steps[i].to[me], r2c && steps[i].to_grid == 0);
+        p->wbytes = a > p->wbytes ? a : p->wbytes;
+        p->wbytes = b > p->wbytes ? b : p->wbytes;
+    }
+    p->exchange = TIDE_EXCHANGE_AUTO; /* until a forward reshape says which */
+    if (!p->env.be->gpu)
+        st = alloc_work(p, err, len);
+    if (!st)
+        st = make_program(p, &c, &f, 0, &p->fwd, err, len);
+    if (!st)
+        st = make_program(p, &c, &f, 1, &p->bwd, err, len);
+    if (!st)
+        st = alloc_rest(p, err, len);
+    tide_chain_free(&c);
+    return st;
 }
 
 /* ---- plan creation --------------------------------------------------------------------- */
@@ -615,16 +424,16 @@ static int is_slab(const int n[3], int P, int r, int d, const tide_box *b)
  * to point in host memory. *transposed: the output is y-slabs. The same answer on every
  * rank (all holds every rank's request). */
 static int streams_ok(const tide_context *ctx, const int n[3], const int nout[3],
-                      const request *all, const tide_fft_options *o, int *transposed)
+                      const tide_args *all, const tide_fft_options *o, int *transposed)
 {
     int P = ctx->nranks, xs_out = 1, ys_out = 1, xs_in = 1;
     tide_exchange e = o->exchange;
     for (int r = 0; r < P; r++) {
-        xs_in = xs_in && (!all[r].has_in || is_slab(n, P, r, 0, &all[r].in));
-        xs_out = xs_out && (!all[r].has_out || is_slab(nout, P, r, 0, &all[r].out));
-        ys_out = ys_out && all[r].has_out && is_slab(nout, P, r, 1, &all[r].out);
+        xs_in = xs_in && (!all[r].has[BOX_IN] || is_slab(n, P, r, 0, &all[r].box[BOX_IN]));
+        xs_out = xs_out && (!all[r].has[BOX_OUT] || is_slab(nout, P, r, 0, &all[r].box[BOX_OUT]));
+        ys_out = ys_out && all[r].has[BOX_OUT] && is_slab(nout, P, r, 1, &all[r].box[BOX_OUT]);
     }
-    *transposed = all[0].has_out ? !xs_out && ys_out : o->transposed_out;
+    *transposed = all[0].has[BOX_OUT] ? !xs_out && ys_out : o->transposed_out;
     return o->location == TIDE_LOCATION_HOST && xs_in &&
            (xs_out || ys_out) && P <= n[0] && P <= n[1] &&
            (o->decomposition == TIDE_DECOMP_AUTO || o->decomposition == TIDE_DECOMP_SLABS) &&
@@ -632,18 +441,22 @@ static int streams_ok(const tide_context *ctx, const int n[3], const int nout[3]
             (e == TIDE_EXCHANGE_NCCL && ctx->nccl_usable));
 }
 
-/* A plan with what every plan has: the request, where it runs, the grid and element sizes,
- * the scale factors of both directions. NULL when out of memory. */
+/* A plan with what every plan has: the request, its backend, the grid and element sizes, the
+ * scale factors of both directions, and the event that orders execution after the caller's
+ * CUDA work. NULL on failure (the message in err). */
 static tide_fft_plan *new_plan(tide_context *ctx, const int n[3], const tide_fft_options *opts,
-                               int cuda)
+                               int cuda, char *err, size_t len)
 {
     tide_fft_plan *p = calloc(1, sizeof *p);
     if (!p)
-        return NULL;
+        return snprintf(err, len, "out of memory creating the plan"), NULL;
     p->ctx = ctx;
     p->o = *opts;
     p->o.backend = cuda ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU;
-    p->gpu = cuda;
+    p->env.ctx = ctx;
+    p->env.be = cuda ? tide_backend_cuda() : &tide_backend_cpu;
+    p->env.threads = ctx->threads;
+    p->env.exchange = opts->exchange;
     memcpy(p->n, n, sizeof p->n);
     memcpy(p->nout, n, sizeof p->nout);
     if (opts->type == TIDE_R2C)
@@ -652,9 +465,15 @@ static tide_fft_plan *new_plan(tide_context *ctx, const int n[3], const tide_fft
     p->out_elem = 2 * scalar;
     p->in_elem = opts->type == TIDE_R2C ? scalar : 2 * scalar;
     double N = (double)n[0] * n[1] * n[2], sym = 1.0 / sqrt(N);
-    p->fwd.scale = opts->scaling == TIDE_SCALE_SYMMETRIC ? sym : 1.0;
-    p->bwd.scale = opts->scaling == TIDE_SCALE_SYMMETRIC ? sym
-                   : opts->scaling == TIDE_SCALE_FULL    ? 1.0 / N : 1.0;
+    p->fwd_scale = opts->scaling == TIDE_SCALE_SYMMETRIC ? sym : 1.0;
+    p->bwd_scale = opts->scaling == TIDE_SCALE_SYMMETRIC ? sym
+                   : opts->scaling == TIDE_SCALE_FULL    ? 1.0 / N
+                                                         : 1.0;
+    if (tide_order_create(ctx, &p->entry)) {
+        snprintf(err, len, "cannot create a CUDA event: %s", tide_backend_cuda()->last_error());
+        free(p);
+        return NULL;
+    }
     return p;
 }
 
@@ -686,26 +505,20 @@ static int make_ooc_plan(tide_context *ctx, const int n[3], const tide_fft_optio
     int st = nccl_on ? tide_context_nccl(ctx, &nccl) : TIDE_SUCCESS;
     if (st)
         return st;
-    tide_fft_plan *p = new_plan(ctx, n, opts, 1);
-    char err[TIDE_MSG_LEN] = "out of memory creating the plan";
+    char err[TIDE_MSG_LEN] = "";
+    tide_fft_plan *p = new_plan(ctx, n, opts, 1, err, sizeof err);
     st = p ? TIDE_SUCCESS : TIDE_ERR_NOMEM;
     if (p) {
         tide_box_slab(n, 0, P, ctx->rank, &p->inbox);
         tide_box_slab(p->nout, moves == 1 ? 1 : 0, P, ctx->rank, &p->outbox);
         p->decomp = P > 1 ? TIDE_DECOMP_SLABS : TIDE_DECOMP_AUTO;
         p->exchange = !moves ? TIDE_EXCHANGE_AUTO : nccl ? TIDE_EXCHANGE_NCCL : TIDE_EXCHANGE_P2P;
-        p->transport = p->exchange;
-        p->local_passes = 2;
+        p->env.transport = p->exchange;
         p->ooc_exchanges = moves;
-#if TIDE_HAVE_CUDA
-        if (tide_gpu_event_create(&p->entry))
-            st = TIDE_ERR_BACKEND, snprintf(err, sizeof err, "%s", tide_gpu_last_error());
-#endif
-    }
-    if (!st)
         st = tide_ooc_create(ctx, n, opts->precision == TIDE_DOUBLE, opts->type == TIDE_R2C,
                              opts->batch, transposed, nccl, ctx->dev.budget_bytes, &p->ooc, err,
                              sizeof err);
+    }
     if (!st) {
         int chunks, slots;
         size_t dev, pin;
@@ -717,56 +530,51 @@ static int make_ooc_plan(tide_context *ctx, const int n[3], const tide_fft_optio
     return agree_plan(ctx, st, err, p, out);
 }
 
-static int build_plan(tide_fft_plan *p, chain *c, layout user_in, layout user_out, char *err,
-                      size_t errlen);
+/* Every rank's box k from the gathered requests, or NULL when not given. */
+static tide_layout user_layout(const tide_context *ctx, const tide_args *all, int k)
+{
+    if (!all[0].has[k])
+        return NULL;
+    tide_layout l = calloc((size_t)ctx->nranks, sizeof(tide_box));
+    for (int r = 0; l && r < ctx->nranks; r++)
+        l[r] = all[r].box[k];
+    return l;
+}
 
 /* Collective: the plan of a validated request, on the GPU (cuda) or the CPU. Failures are
- * agreed; p is NULL then. */
-static int make_plan(tide_context *ctx, const int n[3], const request *all, int has_in,
-                     int has_out, const tide_fft_options *opts, int cuda, tide_fft_plan **out)
+ * agreed; *out is NULL then. */
+static int make_plan(tide_context *ctx, const int n[3], const tide_args *all,
+                     const tide_fft_options *opts, int cuda, tide_fft_plan **out)
 {
     *out = NULL;
-    tide_fft_plan *p = new_plan(ctx, n, opts, cuda);
-    int st = TIDE_SUCCESS;
-    if (p) {
-        p->transport = opts->exchange;
-        if (cuda && p->transport == TIDE_EXCHANGE_AUTO && ctx->nranks > 1)
-            p->transport = ctx->nccl_usable      ? TIDE_EXCHANGE_NCCL
-                           : ctx->cuda_aware_mpi ? TIDE_EXCHANGE_CUDA_MPI
-                                                 : TIDE_EXCHANGE_AUTO;
+    char err[TIDE_MSG_LEN] = "";
+    tide_fft_plan *p = new_plan(ctx, n, opts, cuda, err, sizeof err);
+    if (p && cuda) {
+        tide_exchange t = opts->exchange;
+        if (t == TIDE_EXCHANGE_AUTO && ctx->nranks > 1)
+            t = ctx->nccl_usable      ? TIDE_EXCHANGE_NCCL
+                : ctx->cuda_aware_mpi ? TIDE_EXCHANGE_CUDA_MPI
+                                      : TIDE_EXCHANGE_AUTO;
+        p->env.transport = t;
     }
     /* Collective steps first, on every rank alike. */
-    int nccl = p && cuda && p->transport == TIDE_EXCHANGE_NCCL;
-    st = tide_agree(ctx, p ? TIDE_SUCCESS
-                           : tide_fail(ctx, TIDE_ERR_NOMEM, "out of memory creating the plan"));
-    if (!st && nccl)
-        st = tide_context_nccl(ctx, &p->nccl);
+    int st = tide_agree(ctx, p ? TIDE_SUCCESS : tide_fail(ctx, TIDE_ERR_NOMEM, "%s", err));
+    if (!st && p->env.transport == TIDE_EXCHANGE_NCCL)
+        st = tide_context_nccl(ctx, &p->env.nccl);
     if (st) {
         tide_fft_plan_destroy(p);
         return st;
     }
-    layout uin = NULL, uout = NULL;
-    chain c = {.P = ctx->nranks, .zlast = cuda && opts->type == TIDE_R2C};
-    char err[TIDE_MSG_LEN] = "out of memory creating the plan";
     /* The users' layouts live outside the chain's pool: AUTO builds chains twice. */
-    if (has_in && (uin = calloc((size_t)ctx->nranks, sizeof(tide_box))))
-        for (int r = 0; r < ctx->nranks; r++)
-            uin[r] = all[r].in;
-    if (has_out && (uout = calloc((size_t)ctx->nranks, sizeof(tide_box))))
-        for (int r = 0; r < ctx->nranks; r++)
-            uout[r] = all[r].out;
-    if ((has_in && !uin) || (has_out && !uout))
-        st = TIDE_ERR_NOMEM;
-#if TIDE_HAVE_CUDA
-    else if ((cuda && tide_gpu_stream_create(&p->stream)) ||
-             (ctx->backend == TIDE_BACKEND_CUDA && tide_gpu_event_create(&p->entry)))
-        st = TIDE_ERR_BACKEND, snprintf(err, sizeof err, "%s", tide_gpu_last_error());
-#endif
+    tide_layout uin = user_layout(ctx, all, BOX_IN), uout = user_layout(ctx, all, BOX_OUT);
+    if ((all[0].has[BOX_IN] && !uin) || (all[0].has[BOX_OUT] && !uout))
+        st = TIDE_ERR_NOMEM, snprintf(err, sizeof err, "out of memory creating the plan");
+    else if (cuda && p->env.be->stream_create(&p->env.stream))
+        st = TIDE_ERR_BACKEND, snprintf(err, sizeof err, "%s", p->env.be->last_error());
     else
-        st = build_plan(p, &c, uin, uout, err, sizeof err);
+        st = build_plan(p, uin, uout, err, sizeof err);
     free(uin);
     free(uout);
-    free_chain(&c);
     return agree_plan(ctx, st, err, p, out);
 }
 
@@ -787,139 +595,6 @@ void tide_fft_options_init(tide_fft_options *o)
     o->location = TIDE_LOCATION_HOST;
 }
 
-static void *work_alloc(size_t bytes)
-{
-    /* fftw_malloc: SIMD-aligned, the alignment the transforms were planned for. */
-    return fftw_malloc(bytes ? bytes : 1);
-}
-
-#if TIDE_HAVE_CUDA
-/* Device memory the GPU path needs, checked against the context's budget, then allocated;
- * the cuFFT plans get their work area and stream. */
-static int gpu_buffers(tide_fft_plan *p, char *err, size_t errlen)
-{
-    tide_context *ctx = p->ctx;
-    int host = p->o.location == TIDE_LOCATION_HOST;
-    size_t in_b = (size_t)tide_box_count(&p->inbox) * p->o.batch * p->in_elem;
-    size_t out_b = (size_t)tide_box_count(&p->outbox) * p->o.batch * p->out_elem;
-    p->dio_bytes = host ? (in_b > out_b ? in_b : out_b) : 0;
-    size_t need = 2 * p->wbytes + p->sbytes + p->rbytes + p->fft_work_bytes + 2 * p->dio_bytes;
-    if (need > ctx->dev.budget_bytes)
-        return snprintf(err, errlen, "the plan needs %.3g GB of device memory on GPU %d, more "
-                        "than the context's budget of %.3g GB", need / 1e9, ctx->dev.device,
-                        ctx->dev.budget_bytes / 1e9), TIDE_ERR_NOMEM;
-    void **dev[] = {&p->w[0], &p->w[1], &p->sendbuf, &p->recvbuf, &p->fft_work, &p->din,
-                    &p->dout};
-    size_t size[] = {p->wbytes, p->wbytes, p->sbytes, p->rbytes, p->fft_work_bytes,
-                     p->dio_bytes, p->dio_bytes};
-    for (int i = 0; i < 7; i++)
-        if (tide_gpu_malloc(size[i], dev[i]))
-            return snprintf(err, errlen, "cannot allocate %zu bytes on GPU %d: %s", size[i],
-                            ctx->dev.device, tide_gpu_last_error()), TIDE_ERR_NOMEM;
-    int staged = p->transport != TIDE_EXCHANGE_NCCL && p->transport != TIDE_EXCHANGE_CUDA_MPI;
-    if (staged && (tide_gpu_host_alloc(p->sbytes, &p->hsend) ||
-                   tide_gpu_host_alloc(p->rbytes, &p->hrecv)))
-        return snprintf(err, errlen, "cannot allocate %zu + %zu bytes of pinned host memory",
-                        p->sbytes, p->rbytes), TIDE_ERR_NOMEM;
-    program *progs[2] = {&p->fwd, &p->bwd};
-    for (int k = 0; k < 2; k++)
-        for (int i = 0; i < progs[k]->nops; i++)
-            if (progs[k]->ops[i].gfft &&
-                tide_gpu_fft_bind(progs[k]->ops[i].gfft, p->fft_work, p->stream))
-                return snprintf(err, errlen, "cuFFT rejected its work area or stream"),
-                       TIDE_ERR_BACKEND;
-    return TIDE_SUCCESS;
-}
-#endif
-
-static size_t layout_bytes(const tide_fft_plan *p, const layout l, int cplx)
-{
-    return (size_t)tide_box_count(&l[p->ctx->rank]) * (size_t)p->o.batch *
-           (cplx ? p->out_elem : p->in_elem);
-}
-
-/* The chain, steps, buffers and operations of a validated request. Local failures only. */
-static int build_plan(tide_fft_plan *p, chain *c, layout user_in, layout user_out, char *err,
-                      size_t errlen)
-{
-    tide_context *ctx = p->ctx;
-    int r2c = p->o.type == TIDE_R2C;
-    tide_decomposition mode = p->o.decomposition;
-    if (ctx->nranks == 1) {
-        mode = TIDE_DECOMP_AUTO; /* one group, all three dimensions */
-    } else if (mode == TIDE_DECOMP_AUTO) {
-        /* Slabs leave ranks idle when there are more ranks than planes. */
-        int slabs_fit = ctx->nranks <= p->n[0] && ctx->nranks <= p->n[1];
-        mode = slabs_fit ? TIDE_DECOMP_SLABS : TIDE_DECOMP_PENCILS;
-        if (user_in && user_out) { /* fewest exchanges for these boxes; the rule on ties */
-            chain alt = {.P = ctx->nranks, .zlast = c->zlast};
-            tide_decomposition other = mode == TIDE_DECOMP_SLABS ? TIDE_DECOMP_PENCILS
-                                                                 : TIDE_DECOMP_SLABS;
-            int st = build_chain(c, mode, p->n, p->nout, r2c, user_in, user_out, 0);
-            if (!st)
-                st = build_chain(&alt, other, p->n, p->nout, r2c, user_in, user_out, 0);
-            if (!st && alt.exchanges < c->exchanges)
-                mode = other;
-            free_chain(&alt);
-            free_chain(c);
-            if (st)
-                return snprintf(err, errlen, "out of memory planning"), st;
-        }
-    }
-    p->decomp = mode;
-    int st = build_chain(c, mode, p->n, p->nout, r2c, user_in, user_out, p->o.transposed_out);
-    if (st)
-        return snprintf(err, errlen, "out of memory planning"), st;
-    p->inbox = c->in[ctx->rank];
-    p->outbox = c->out[ctx->rank];
-
-    step fs[MAX_OPS], bs[MAX_OPS];
-    int nf = make_steps(c, 1, r2c, fs), nb = make_steps(c, 0, r2c, bs);
-    /* Work buffers hold any layout of the chain, and the input when it must be staged. */
-    p->wbytes = 0;
-    for (int i = 0; i < nf; i++) {
-        size_t a = layout_bytes(p, fs[i].from, fs[i].from_complex);
-        size_t b = layout_bytes(p, fs[i].to, fs[i].to_complex);
-        p->wbytes = a > p->wbytes ? a : p->wbytes;
-        p->wbytes = b > p->wbytes ? b : p->wbytes;
-    }
-    if (!p->gpu) { /* FFTW plans on the arrays: allocated first (the GPU's after planning) */
-        p->w[0] = work_alloc(p->wbytes);
-        p->w[1] = work_alloc(p->wbytes);
-        if (!p->w[0] || !p->w[1])
-            return snprintf(err, errlen, "out of memory: 2 work arrays of %zu bytes",
-                            p->wbytes), TIDE_ERR_NOMEM;
-    }
-    p->exchange = TIDE_EXCHANGE_AUTO; /* until a forward reshape says which */
-    int fout = out_from(fs, nf), bout = out_from(bs, nb);
-    for (int i = 0; i < nf && !st; i++)
-        st = add_op(p, &p->fwd, &fs[i], i >= fout, err, errlen);
-    int passes = p->local_passes;
-    for (int i = 0; i < nb && !st; i++)
-        st = add_op(p, &p->bwd, &bs[i], i >= bout, err, errlen);
-    p->local_passes = passes;
-    if (st)
-        return st;
-#if TIDE_HAVE_CUDA
-    if (p->gpu)
-        st = gpu_buffers(p, err, errlen);
-    else
-#endif
-    {
-        p->sendbuf = work_alloc(p->sbytes);
-        p->recvbuf = work_alloc(p->rbytes);
-        if (!p->sendbuf || !p->recvbuf)
-            return snprintf(err, errlen, "out of memory: exchange buffers of %zu + %zu bytes",
-                            p->sbytes, p->rbytes), TIDE_ERR_NOMEM;
-    }
-    if (st)
-        return st;
-
-    p->fwd.out_scalars = tide_box_count(&p->outbox) * p->o.batch * 2;
-    p->bwd.out_scalars = tide_box_count(&p->inbox) * p->o.batch * (r2c ? 1 : 2);
-    return TIDE_SUCCESS;
-}
-
 int tide_fft_plan_create(tide_context *ctx, const int n[3], const tide_box *inbox,
                          const tide_box *outbox, const tide_fft_options *opts,
                          tide_fft_plan **plan)
@@ -931,41 +606,18 @@ int tide_fft_plan_create(tide_context *ctx, const int n[3], const tide_box *inbo
         tide_fft_options_init(&defaults);
         opts = &defaults;
     }
-    request me;
-    memset(&me, 0, sizeof me);
-    me.status = local_checks(n, opts, plan, me.msg, sizeof me.msg);
-    if (n)
-        memcpy(me.n, n, sizeof me.n);
-    pack_opts(opts, me.opt);
-    me.has_in = inbox != NULL;
-    me.has_out = outbox != NULL;
-    if (inbox)
-        me.in = *inbox;
-    if (outbox)
-        me.out = *outbox;
-
-    request *all = malloc(sizeof(request) * (size_t)ctx->nranks);
-    int st = tide_agree(ctx, all ? TIDE_SUCCESS
-                                 : tide_fail(ctx, TIDE_ERR_NOMEM, "out of memory gathering "
-                                             "the plan's arguments"));
+    tide_args me, *all = NULL;
+    make_request(n, inbox, outbox, opts, plan, &me);
+    int st = tide_args_agree(ctx, &spec, &me, &all);
+    if (!st)
+        st = judge(ctx, all);
     if (st) {
         free(all);
         return st;
     }
-    if (MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, ctx->comm)) {
-        free(all);
-        return tide_fail(ctx, TIDE_ERR_MPI, "MPI_Allgather of the plan's arguments failed");
-    }
-    st = judge(ctx, all);
-    if (st) {
-        free(all);
-        return st;
-    }
-
-    int cuda = opts->backend == TIDE_BACKEND_CUDA ||
-               (opts->backend == TIDE_BACKEND_AUTO && ctx->backend == TIDE_BACKEND_CUDA);
+    int cuda = wants_cuda(ctx, opts->backend);
     tide_fft_plan *p = NULL;
-    st = make_plan(ctx, n, all, inbox != NULL, outbox != NULL, opts, cuda, &p);
+    st = make_plan(ctx, n, all, opts, cuda, &p);
     int transposed = 0, nout[3] = {n[0], n[1], opts->type == TIDE_R2C ? n[2] / 2 + 1 : n[2]};
     if (st == TIDE_ERR_NOMEM && cuda && streams_ok(ctx, n, nout, all, opts, &transposed)) {
         tide_log(ctx, TIDE_LOG_INFO, "fft plan streams host arrays through the GPU: %s",
@@ -976,7 +628,7 @@ int tide_fft_plan_create(tide_context *ctx, const int n[3], const tide_box *inbo
         opts->location == TIDE_LOCATION_HOST) {
         /* Host arrays too large for the device budget in one piece: the CPU takes them. */
         tide_log(ctx, TIDE_LOG_INFO, "fft plan on the CPU: %s", ctx->errmsg);
-        st = make_plan(ctx, n, all, inbox != NULL, outbox != NULL, opts, 0, &p);
+        st = make_plan(ctx, n, all, opts, 0, &p);
     }
     free(all);
     if (st)
@@ -990,44 +642,25 @@ int tide_fft_plan_create(tide_context *ctx, const int n[3], const tide_box *inbo
     return TIDE_SUCCESS;
 }
 
-static void free_program(program *prog)
-{
-    for (int i = 0; i < prog->nops; i++) {
-        tide_reshape_destroy(prog->ops[i].reshape);
-        tide_cpu_fft_destroy(prog->ops[i].fft);
-#if TIDE_HAVE_CUDA
-        tide_gpu_fft_destroy(prog->ops[i].gfft);
-#endif
-    }
-    prog->nops = 0;
-}
-
 int tide_fft_plan_destroy(tide_fft_plan *p)
 {
     if (!p)
         return TIDE_SUCCESS;
-    free_program(&p->fwd);
-    free_program(&p->bwd);
+    tide_env *e = &p->env;
+    tide_program_destroy(&p->fwd, e);
+    tide_program_destroy(&p->bwd, e);
     tide_ooc_destroy(p->ooc);
-#if TIDE_HAVE_CUDA
-    tide_gpu_event_destroy(p->entry);
-    if (p->gpu) {
-        void *dev[] = {p->w[0], p->w[1], p->sendbuf, p->recvbuf, p->fft_work, p->din, p->dout};
-        for (int i = 0; i < 7; i++)
-            tide_gpu_free(dev[i]);
-        if (p->hsend)
-            tide_gpu_host_free(p->hsend);
-        if (p->hrecv)
-            tide_gpu_host_free(p->hrecv);
-        tide_gpu_stream_destroy(p->stream);
-        free(p);
-        return TIDE_SUCCESS;
+    tide_order_destroy(p->entry);
+    void *mem[] = {p->w[0], p->w[1], e->sendbuf, e->recvbuf, e->fft_work, p->din, p->dout};
+    for (int i = 0; i < 7; i++)
+        if (mem[i])
+            e->be->free(mem[i]);
+    if (e->be->host_free) {
+        e->be->host_free(e->hsend);
+        e->be->host_free(e->hrecv);
     }
-#endif
-    fftw_free(p->w[0]);
-    fftw_free(p->w[1]);
-    fftw_free(p->sendbuf);
-    fftw_free(p->recvbuf);
+    if (e->be->stream_destroy)
+        e->be->stream_destroy(e->stream);
     free(p);
     return TIDE_SUCCESS;
 }
@@ -1045,39 +678,49 @@ int tide_fft_plan_boxes(const tide_fft_plan *p, tide_box *inbox, tide_box *outbo
     return TIDE_SUCCESS;
 }
 
+static int count_ops(const tide_program *prog, tide_op_kind kind)
+{
+    int n = 0;
+    for (int i = 0; i < prog->nops; i++)
+        n += prog->ops[i].kind == kind;
+    return n;
+}
+
 int tide_fft_plan_info(const tide_fft_plan *p, tide_fft_info *info)
 {
     if (!p || !info)
         return tide_fail(p ? p->ctx : NULL, TIDE_ERR_ARGUMENT, "tide_fft_plan_info: NULL argument");
+    const tide_env *e = &p->env;
+    int gpu = e->be->gpu;
     memset(info, 0, sizeof *info);
     info->in_count = tide_box_count(&p->inbox);
     info->out_count = tide_box_count(&p->outbox);
     info->in_bytes = (size_t)info->in_count * p->o.batch * p->in_elem;
     info->out_bytes = (size_t)info->out_count * p->o.batch * p->out_elem;
     info->inplace_bytes = info->in_bytes > info->out_bytes ? info->in_bytes : info->out_bytes;
-    if (p->gpu) {
-        info->device_bytes = 2 * p->wbytes + p->sbytes + p->rbytes + p->fft_work_bytes +
-                             2 * p->dio_bytes;
-        info->pinned_bytes = p->hsend ? p->sbytes + p->rbytes : 0;
+    size_t work = 2 * p->wbytes + e->sbytes + e->rbytes;
+    if (gpu) {
+        info->device_bytes = device_need(p);
+        info->pinned_bytes = e->hsend ? e->sbytes + e->rbytes : 0;
     } else {
-        info->host_bytes = 2 * p->wbytes + p->sbytes + p->rbytes;
+        info->host_bytes = work;
     }
     info->location = p->o.location;
-    info->chunks = info->streams = info->slots = p->gpu;
+    info->chunks = info->streams = info->slots = gpu;
+    info->exchanges = count_ops(&p->fwd, TIDE_OP_RESHAPE);
+    info->local_transforms = count_ops(&p->fwd, TIDE_OP_FFT);
     if (p->ooc) {
         tide_ooc_shape(p->ooc, &info->chunks, &info->slots, &info->device_bytes,
                        &info->pinned_bytes);
         info->streams = info->slots;
         info->exchanges = p->ooc_exchanges;
+        info->local_transforms = 2;
     }
-    for (int i = 0; i < p->fwd.nops; i++)
-        info->exchanges += p->fwd.ops[i].kind == OP_RESHAPE;
-    info->local_transforms = p->local_passes;
     double N = (double)p->n[0] * p->n[1] * p->n[2];
     info->flops = (p->o.type == TIDE_R2C ? 2.5 : 5.0) * N * log2(N) * p->o.batch;
     info->backend = p->o.backend;
     info->exchange = p->exchange;
-    if (p->gpu && info->exchanges == 0)
+    if (gpu && info->exchanges == 0)
         info->exchange = TIDE_EXCHANGE_AUTO;
     info->decomposition = p->decomp;
     return TIDE_SUCCESS;
@@ -1100,28 +743,6 @@ int tide_fft_plan_describe(const tide_fft_plan *p, char *buf, size_t len)
 
 /* ---- execution ------------------------------------------------------------------------- */
 
-static void *where(const tide_fft_plan *p, int loc, const void *in, void *out)
-{
-    switch (loc) {
-    case LOC_IN: return (void *)in;
-    case LOC_OUT: return out;
-    default: return p->w[loc - LOC_W0];
-    }
-}
-
-static void scale(tide_precision prec, void *data, long long count, double s)
-{
-    if (prec == TIDE_DOUBLE) {
-        double *d = data;
-        for (long long i = 0; i < count; i++)
-            d[i] *= s;
-    } else {
-        float *f = data, fs = (float)s;
-        for (long long i = 0; i < count; i++)
-            f[i] *= fs;
-    }
-}
-
 /* Why in or out cannot serve this plan on this rank ("" when they can). */
 static const char *bad_array(const tide_fft_plan *p, int dir, const void *in, void *out)
 {
@@ -1129,53 +750,21 @@ static const char *bad_array(const tide_fft_plan *p, int dir, const void *in, vo
     int out_needed = dir < 0 ? tide_box_count(&p->outbox) > 0 : tide_box_count(&p->inbox) > 0;
     if ((in_needed && !in) || (out_needed && !out))
         return "a NULL array";
-#if TIDE_HAVE_CUDA
-    if (p->ctx->backend == TIDE_BACKEND_CUDA) {
-        int dev = p->o.location == TIDE_LOCATION_DEVICE;
-        int kin = in_needed ? tide_gpu_pointer_kind(in) : dev * TIDE_MEM_DEVICE;
-        int kout = out_needed ? tide_gpu_pointer_kind(out) : dev * TIDE_MEM_DEVICE;
-        static _Thread_local char why[160];
-        if (kin < 0 || kout < 0)
-            return snprintf(why, sizeof why, "an array CUDA cannot identify (%s)",
-                            tide_gpu_last_error()), why;
-        if (dev && (kin != TIDE_MEM_DEVICE || kout != TIDE_MEM_DEVICE))
-            return "a host array to a plan whose arrays are on the device";
-        if (!dev && (kin == TIDE_MEM_DEVICE || kout == TIDE_MEM_DEVICE))
-            return "a device array to a plan whose arrays are in host memory";
-    }
-#endif
+    const tide_backend_ops *cuda = tide_backend_cuda();
+    if (p->ctx->backend != TIDE_BACKEND_CUDA || !cuda)
+        return "";
+    int dev = p->o.location == TIDE_LOCATION_DEVICE;
+    int kin = in_needed ? cuda->pointer_kind(in) : dev;
+    int kout = out_needed ? cuda->pointer_kind(out) : dev;
+    static _Thread_local char why[160];
+    if (kin < 0 || kout < 0)
+        return snprintf(why, sizeof why, "an array CUDA cannot identify (%s)",
+                        cuda->last_error()), why;
+    if (dev && (!kin || !kout))
+        return "a host array to a plan whose arrays are on the device";
+    if (!dev && (kin || kout))
+        return "a device array to a plan whose arrays are in host memory";
     return "";
-}
-
-/* One op on the CPU or the GPU. */
-static int run_op(tide_fft_plan *p, const op *o, void *src, void *dst, const void *in, void *out)
-{
-    if (o->kind == OP_RESHAPE)
-        return p->gpu ? tide_reshape_execute_device(o->reshape, src, dst, p->sendbuf,
-                                                    p->recvbuf, p->hsend, p->hrecv)
-                      : tide_reshape_execute(o->reshape, src, dst, p->sendbuf, p->recvbuf);
-    if (!o->fft && !o->gfft)
-        return TIDE_SUCCESS; /* empty box */
-    /* The staged copy keeps the transform from writing where it still reads (in == out, or
-     * c2r, which overwrites its input) and out-of-place inputs unmodified. */
-    if (o->stage_input && ((src == dst && !o->runs_in_place) || o->overwrites_input)) {
-        void *stage = where(p, o->stage_loc, in, out);
-#if TIDE_HAVE_CUDA
-        if (p->gpu) {
-            int st = tide_gpu_memcpy_async(stage, src, o->stage_bytes, p->stream);
-            if (st)
-                return st;
-        } else
-#endif
-            memcpy(stage, src, o->stage_bytes);
-        src = stage;
-    }
-#if TIDE_HAVE_CUDA
-    if (p->gpu)
-        return tide_gpu_fft_execute(o->gfft, src, dst);
-#endif
-    tide_cpu_fft_execute(o->fft, src, dst);
-    return TIDE_SUCCESS;
 }
 
 /* Execution on a CUDA context is ordered after the work the caller queued on the legacy
@@ -1185,21 +774,18 @@ static int run_op(tide_fft_plan *p, const op *o, void *src, void *dst, const voi
  * wait for it on the host. Returns 0 or a code with the reason in why. */
 static int after_caller(const tide_fft_plan *p, char *why, size_t len)
 {
-#if TIDE_HAVE_CUDA
-    if (p->entry && tide_gpu_after(NULL, p->entry, p->gpu && !p->ooc ? p->stream : NULL))
+    void *stream = p->env.be->gpu && !p->ooc ? p->env.stream : NULL;
+    if (tide_order_after(p->entry, NULL, stream))
         return snprintf(why, len, "could not wait for the caller's earlier CUDA work (%s) in",
-                        tide_gpu_last_error()), TIDE_ERR_BACKEND;
-#else
-    (void)p, (void)why, (void)len;
-#endif
+                        tide_backend_cuda()->last_error()), TIDE_ERR_BACKEND;
     return TIDE_SUCCESS;
 }
 
-static int run(tide_fft_plan *p, const program *prog, int dir, const void *in, void *out)
+/* Collective: the arrays are right on every rank and the call is ordered after the caller's
+ * work, or the same error on every rank. */
+static int agree_start(tide_fft_plan *p, int dir, const void *in, void *out, const char *fn)
 {
     tide_context *ctx = p->ctx;
-    const char *fn = dir < 0 ? "forward" : "backward";
-    /* Agree first, so a bad pointer on one rank is an error on all instead of a hang. */
     struct {
         int code;
         char why[200];
@@ -1219,79 +805,51 @@ static int run(tide_fft_plan *p, const program *prog, int dir, const void *in, v
     if (agreed[1] != -agreed[2])
         return tide_fail(ctx, TIDE_ERR_MISMATCH,
                          "some ranks called tide_fft_forward and others tide_fft_backward");
+    return TIDE_SUCCESS;
+}
+
+static int run(tide_fft_plan *p, const tide_program *prog, int dir, const void *in, void *out)
+{
+    tide_context *ctx = p->ctx;
+    const char *fn = dir < 0 ? "forward" : "backward";
+    int st = agree_start(p, dir, in, out, fn);
+    if (st)
+        return st;
     if (p->ooc) {
         char err[TIDE_MSG_LEN] = "";
-        int rc = tide_ooc_execute(p->ooc, dir, prog->scale, in, out, err, sizeof err);
+        int rc = tide_ooc_execute(p->ooc, dir, dir < 0 ? p->fwd_scale : p->bwd_scale, in, out,
+                                  err, sizeof err);
         if (rc)
             tide_fail(ctx, rc, "streaming tide_fft_%s through the GPU: %s", fn, err);
         return tide_agree(ctx, rc);
     }
+    const tide_env *e = &p->env;
     /* Host arrays on the GPU: the whole input goes up, the program runs on its device copies,
      * the output comes down. */
     void *uout = out;
-    size_t in_b = 0, out_b = 0;
-    int host_gpu = p->gpu && p->o.location == TIDE_LOCATION_HOST;
-    int st = TIDE_SUCCESS, timed = ctx->log_level >= TIDE_LOG_DEBUG;
-#if TIDE_HAVE_CUDA
+    int host_gpu = e->be->gpu && p->o.location == TIDE_LOCATION_HOST;
+    size_t ib = box_bytes(p, &p->inbox, p->o.type == TIDE_R2C);
+    size_t ob = box_bytes(p, &p->outbox, 0);
     if (host_gpu) {
-        size_t ib = (size_t)tide_box_count(&p->inbox) * p->o.batch * p->in_elem;
-        size_t ob = (size_t)tide_box_count(&p->outbox) * p->o.batch * p->out_elem;
-        in_b = dir < 0 ? ib : ob;
-        out_b = dir < 0 ? ob : ib;
-        st = tide_gpu_memcpy_async(p->din, in, in_b, p->stream);
+        st = e->be->copy(e, p->din, in, dir < 0 ? ib : ob);
         in = p->din;
         out = p->dout;
     }
-#endif
-    /* After a local failure a rank skips its local work but still takes part in every
-     * exchange, so that no peer waits for it; the failure is agreed at the end. */
-    char times[256] = "";
+    char times[256] = "", *timed = ctx->log_level >= TIDE_LOG_DEBUG ? times : NULL;
     const char *failed_at = "";
-    for (int i = 0, used = 0; i < prog->nops; i++) {
-        const op *o = &prog->ops[i];
-        if (st && o->kind != OP_RESHAPE)
-            continue;
-        double t0 = timed ? MPI_Wtime() : 0;
-        int rc = run_op(p, o, where(p, o->src, in, out), where(p, o->dst, in, out), in, out);
-        if (rc && !st)
-            failed_at = o->what;
-        st = st ? st : rc;
-#if TIDE_HAVE_CUDA
-        if (timed && p->gpu && !st)
-            st = tide_gpu_sync(p->stream);
-#endif
-        if (timed && used < (int)sizeof times)
-            used += snprintf(times + used, sizeof times - (size_t)used, " %s %.3g ms", o->what,
-                             (MPI_Wtime() - t0) * 1e3);
-    }
+    st = tide_program_run(prog, e, p->w, in, out, st, &failed_at, timed, sizeof times);
     if (timed)
         tide_log(ctx, TIDE_LOG_DEBUG, "%s:%s", fn, times);
-    if (!st && prog->scale != 1.0) {
-#if TIDE_HAVE_CUDA
-        if (p->gpu)
-            st = tide_gpu_scale(p->o.precision == TIDE_DOUBLE, out, prog->out_scalars,
-                                prog->scale, p->stream);
-        else
-#endif
-            scale(p->o.precision, out, prog->out_scalars, prog->scale);
-    }
-#if TIDE_HAVE_CUDA
     if (!st && host_gpu)
-        st = tide_gpu_memcpy_async(uout, p->dout, out_b, p->stream);
-    if (p->gpu) {
-        int sync = tide_gpu_sync(p->stream);
-        st = st ? st : sync;
-    }
-    if (st && st != TIDE_ERR_MPI)
-        tide_fail(ctx, st, "GPU failure during tide_fft_%s%s%s: %s", fn, *failed_at ? " in " : "",
-                  failed_at, tide_gpu_last_error());
-    else
-#else
-    (void)uout, (void)in_b, (void)out_b, (void)host_gpu;
-#endif
-    if (st)
+        st = e->be->copy(e, uout, p->dout, dir < 0 ? ob : ib);
+    int sync = e->be->sync(e);
+    st = st ? st : sync;
+    if (st == TIDE_ERR_MPI)
         tide_fail(ctx, st, "an MPI exchange failed during tide_fft_%s%s%s", fn,
                   *failed_at ? " in " : "", failed_at);
+    else if (st)
+        tide_fail(ctx, st, "%s failure during tide_fft_%s%s%s: %s", e->be->name, fn,
+                  *failed_at ? " in " : "", failed_at, e->be->last_error());
     return tide_agree(ctx, st);
 }
 

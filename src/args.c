@@ -1,0 +1,121 @@
+/* args.c: argument agreement for collective create calls (see args.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "args.h"
+#include "region.h"
+
+int tide_args_fail(tide_args *r, int code, const char *fmt, ...)
+{
+    if (r->status)
+        return r->status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->msg, sizeof r->msg, fmt, ap);
+    va_end(ap);
+    return r->status = code;
+}
+
+void tide_args_check_ranges(const tide_args_spec *s, tide_args *r)
+{
+    for (int k = 0; k < s->nfields; k++) {
+        const tide_arg_field *f = &s->fields[k];
+        if (r->v[k] < f->lo || r->v[k] > f->hi) {
+            tide_args_fail(r, TIDE_ERR_ARGUMENT, "%s = %d is not valid (expected %d..%d)",
+                           f->name, r->v[k], f->lo, f->hi);
+            return;
+        }
+    }
+}
+
+/* The verdict from the gathered requests, the same on every rank. */
+static int judge(tide_context *ctx, const tide_args_spec *s, const tide_args *all)
+{
+    int P = ctx->nranks;
+    for (int r = 0; r < P; r++)
+        if (all[r].status)
+            return tide_fail(ctx, all[r].status, "rank %d: %s", r, all[r].msg);
+    for (int r = 1; r < P; r++) {
+        for (int k = 0; k < s->nfields; k++)
+            if (all[r].v[k] != all[0].v[k])
+                return tide_fail(ctx, TIDE_ERR_MISMATCH,
+                                 "%s: %s differs between ranks: rank 0 has %d, rank %d has %d",
+                                 s->call, s->fields[k].name, all[0].v[k], r, all[r].v[k]);
+        for (int k = 0; k < s->nboxes; k++)
+            if (all[r].has[k] != all[0].has[k])
+                return tide_fail(ctx, TIDE_ERR_MISMATCH,
+                                 "%s: the %s box is NULL on rank %d but not on rank %d", s->call,
+                                 s->boxes[k], all[r].has[k] ? 0 : r, all[r].has[k] ? r : 0);
+    }
+    return TIDE_SUCCESS;
+}
+
+int tide_args_agree(tide_context *ctx, const tide_args_spec *s, const tide_args *mine,
+                    tide_args **all)
+{
+    *all = NULL;
+    tide_args *a = malloc(sizeof(tide_args) * (size_t)ctx->nranks);
+    int st = tide_agree(ctx, a ? TIDE_SUCCESS
+                               : tide_fail(ctx, TIDE_ERR_NOMEM, "%s: out of memory gathering "
+                                           "the arguments", s->call));
+    if (!st && MPI_Allgather(mine, (int)sizeof *mine, MPI_BYTE, a, (int)sizeof *mine, MPI_BYTE,
+                             ctx->comm) != MPI_SUCCESS)
+        st = tide_fail(ctx, TIDE_ERR_MPI, "%s: MPI_Allgather of the arguments failed", s->call);
+    if (!st)
+        st = judge(ctx, s, a);
+    if (st) {
+        free(a);
+        return st;
+    }
+    *all = a;
+    return TIDE_SUCCESS;
+}
+
+/* The order is a permutation of {0,1,2} and the box lies inside grid g. */
+static int check_box(tide_context *ctx, const char *side, int r, const tide_box *b,
+                     const int g[3])
+{
+    int seen = 0;
+    for (int k = 0; k < 3; k++) {
+        if (b->order[k] < 0 || b->order[k] > 2 || (seen & (1 << b->order[k])))
+            return tide_fail(ctx, TIDE_ERR_BOX, "%s box of rank %d: order {%d,%d,%d} is not a "
+                             "permutation of {0,1,2}", side, r, b->order[0], b->order[1],
+                             b->order[2]);
+        seen |= 1 << b->order[k];
+    }
+    for (int d = 0; d < 3; d++) {
+        if (b->hi[d] < b->lo[d])
+            return tide_fail(ctx, TIDE_ERR_BOX, "%s box of rank %d: hi %d < lo %d in dimension "
+                             "%d", side, r, b->hi[d], b->lo[d], d);
+        if (b->lo[d] < 0 || b->hi[d] > g[d])
+            return tide_fail(ctx, TIDE_ERR_BOX, "%s box of rank %d: [%d,%d) in dimension %d is "
+                             "outside the grid 0..%d", side, r, b->lo[d], b->hi[d], d, g[d]);
+    }
+    return TIDE_SUCCESS;
+}
+
+int tide_args_check_tiling(tide_context *ctx, const tide_args_spec *s, const tide_args *all,
+                           int k, const int g[3])
+{
+    const char *side = s->boxes[k];
+    long long total = 0;
+    for (int r = 0; r < ctx->nranks; r++) {
+        int st = check_box(ctx, side, r, &all[r].box[k], g);
+        if (st)
+            return st;
+        total += tide_box_count(&all[r].box[k]);
+    }
+    for (int r = 0; r < ctx->nranks; r++)
+        for (int q = 0; q < r; q++) {
+            tide_box x;
+            if (tide_box_intersect(&all[r].box[k], &all[q].box[k], &x) > 0)
+                return tide_fail(ctx, TIDE_ERR_BOX, "%s box of rank %d overlaps rank %d at "
+                                 "(%d,%d,%d)", side, r, q, x.lo[0], x.lo[1], x.lo[2]);
+        }
+    long long want = (long long)g[0] * g[1] * g[2];
+    if (total != want)
+        return tide_fail(ctx, TIDE_ERR_BOX, "%s boxes cover %lld of the %lld points of the "
+                         "%dx%dx%d grid", side, total, want, g[0], g[1], g[2]);
+    return TIDE_SUCCESS;
+}

@@ -1,0 +1,61 @@
+/*
+ * args.h: argument agreement for collective create calls (private).
+ *
+ * Every rank describes what it asked for as a table of named integer fields and a few boxes;
+ * the requests are gathered once, and every rank judges the same gathered data the same way,
+ * so one rank's bad argument, or two ranks asking for different things, is the same error with
+ * the same message everywhere, never a hang. An operation lists its fields (each must be equal
+ * on every rank, within its valid range) and names its boxes (each given on every rank or on
+ * none; given boxes must tile a grid).
+ */
+#ifndef TIDE_ARGS_H
+#define TIDE_ARGS_H
+
+#include "tide_internal.h"
+
+enum { TIDE_ARGS_FIELDS = 24, TIDE_ARGS_BOXES = 2, TIDE_ARGS_MSG = 200 };
+
+/* A field every rank must give the same value, and its valid values lo..hi. */
+typedef struct {
+    const char *name;
+    int lo, hi;
+} tide_arg_field;
+
+typedef struct {
+    const char *call;                /* the create call, for messages */
+    const tide_arg_field *fields;
+    int nfields;
+    const char *const *boxes;        /* box names ("input", "output") */
+    int nboxes;
+} tide_args_spec;
+
+/* One rank's request. */
+typedef struct {
+    int status;                      /* a failure this rank found before the gather */
+    char msg[TIDE_ARGS_MSG];
+    int v[TIDE_ARGS_FIELDS];
+    int has[TIDE_ARGS_BOXES];        /* box k was given (not NULL) */
+    tide_box box[TIDE_ARGS_BOXES];
+} tide_args;
+
+/* Local: records a failure in r unless it has one already. Returns r's status. */
+int tide_args_fail(tide_args *r, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Local: the first field outside its range becomes r's failure (TIDE_ERR_ARGUMENT). */
+void tide_args_check_ranges(const tide_args_spec *s, tide_args *r);
+
+/* Collective: gathers every rank's request and judges it the same way on every rank: a local
+ * failure (the lowest failing rank's, "rank R: ..."), then a field that differs between ranks,
+ * then a box given on some ranks only. On success *all holds the P requests (free() it);
+ * otherwise returns the agreed code with the message on ctx and *all is NULL. */
+int tide_args_agree(tide_context *ctx, const tide_args_spec *s, const tide_args *mine,
+                    tide_args **all);
+
+/* Same verdict on every rank (no communication): box k of every rank is a valid tiling of
+ * grid g: orders are permutations of {0,1,2}, boxes lie inside the grid, no two overlap, and
+ * together they cover it (TIDE_ERR_BOX naming the rank, and the point of an overlap). */
+int tide_args_check_tiling(tide_context *ctx, const tide_args_spec *s, const tide_args *all,
+                           int k, const int g[3]);
+
+#endif

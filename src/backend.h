@@ -1,0 +1,80 @@
+/*
+ * backend.h: the backend table (private). Everything a plan's program does that depends on
+ * where it runs goes through one of these tables, so plan code has no CUDA branches: work
+ * memory, copies, local FFTs, reshapes, pointwise scaling, and the ordering with the caller's
+ * work. backend_cpu.c fills one for the CPU (FFTW, threads), backend_cuda.c one for the GPU
+ * (cuFFT, kernels, NCCL / CUDA-aware MPI / pinned staging).
+ */
+#ifndef TIDE_BACKEND_H
+#define TIDE_BACKEND_H
+
+#include <stddef.h>
+#include "cpu_fft.h"
+#include "reshape.h"
+#include "tide_internal.h"
+
+/* What a plan's ops run with, made at plan creation; execution only reads it. */
+typedef struct {
+    tide_context *ctx;
+    const struct tide_backend_ops *be;
+    int threads;
+    tide_exchange exchange;   /* MPI exchange of host data (A2AV, P2P or AUTO) */
+    tide_exchange transport;  /* GPU: how reshapes move device data */
+    void *nccl;               /* GPU: the context's tide_nccl, or NULL */
+    void *stream;             /* GPU: the plan's stream */
+    void *fft_work;           /* GPU: the work area every local FFT of the plan shares */
+    size_t fft_work_bytes;
+    void *sendbuf, *recvbuf;  /* exchange staging in the backend's memory */
+    void *hsend, *hrecv;      /* GPU: pinned host staging for exchanges through host memory */
+    size_t sbytes, rbytes;
+} tide_env;
+
+typedef struct tide_backend_ops {
+    const char *name;
+    int gpu;
+    /* Work memory in the backend's memory; free accepts NULL. */
+    int (*alloc)(size_t bytes, void **ptr);
+    void (*free)(void *ptr);
+    /* GPU only (NULL on the CPU): pinned host memory for staging; the plan's stream; where
+     * a caller's pointer points (1 device memory, 0 host memory, -1 unknown). */
+    int (*host_alloc)(size_t bytes, void **ptr);
+    void (*host_free)(void *ptr);
+    int (*stream_create)(void **stream);
+    void (*stream_destroy)(void *stream);
+    int (*pointer_kind)(const void *ptr);
+    /* Copy bytes within or into or out of the backend's memory, in the plan's order. */
+    int (*copy)(const tide_env *e, void *dst, const void *src, size_t bytes);
+    /* Multiply count scalars (double or float) by s. */
+    int (*scale)(const tide_env *e, int dbl, void *data, long long count, double s);
+    /* Local FFTs: plan (the work area the transform needs is added to *work), attach the
+     * plan's work area and stream (GPU), run, free. */
+    int (*fft_create)(const tide_cpu_fft_desc *d, void **f, size_t *work, char *err,
+                      size_t len);
+    int (*fft_bind)(const tide_env *e, void *f);
+    int (*fft_execute)(const tide_env *e, const void *f, void *in, void *out);
+    void (*fft_destroy)(void *f);
+    /* Reshapes between layouts (comm/): create, run from src into dst. */
+    int (*reshape_create)(const tide_env *e, const tide_box *from, const tide_box *to,
+                          size_t elem, int batch, tide_reshape **r, char *err, size_t len);
+    int (*reshape_execute)(const tide_env *e, const tide_reshape *r, const void *src,
+                           void *dst);
+    /* Wait until everything the plan enqueued is done (0 on the CPU). */
+    int (*sync)(const tide_env *e);
+    /* The message of the backend's last failure ("" when it keeps none). */
+    const char *(*last_error)(void);
+} tide_backend_ops;
+
+extern const tide_backend_ops tide_backend_cpu;
+/* The CUDA backend, or NULL in a build without CUDA. */
+const tide_backend_ops *tide_backend_cuda(void);
+
+/* Ordering with the caller's CUDA work (a build without CUDA has none: these do nothing).
+ * tide_order_create: an event for tide_order_after, made on a context with GPUs (NULL on
+ * others). tide_order_after: what comes next is ordered after the work queued on `caller` (a
+ * cudaStream_t, NULL: the legacy default stream) before this call: `stream` waits for it on
+ * the device, or with stream NULL the calling thread waits. */
+int tide_order_create(const tide_context *ctx, void **event);
+void tide_order_destroy(void *event);
+int tide_order_after(void *event, void *caller, void *stream);
+
+#endif

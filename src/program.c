@@ -1,0 +1,242 @@
+/* program.c: the op kinds, their placement in buffers, and the executor (see program.h). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <mpi.h>
+#include "program.h"
+#include "region.h"
+
+/* ---- reshape --------------------------------------------------------------------------- */
+
+static int reshape_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
+{
+    return e->be->reshape_execute(e, op->reshape, src, dst);
+}
+
+static void reshape_destroy(tide_op *op, const tide_env *e)
+{
+    (void)e;
+    tide_reshape_destroy(op->reshape);
+    op->reshape = NULL;
+}
+
+static const tide_op_class reshape_class = {reshape_execute, reshape_destroy};
+
+int tide_op_reshape(tide_op *op, const tide_env *e, const tide_box *from, const tide_box *to,
+                    size_t elem, int batch, char *err, size_t len)
+{
+    op->cls = &reshape_class;
+    op->kind = TIDE_OP_RESHAPE;
+    int r = e->ctx->rank;
+    int st = e->be->reshape_create(e, from, to, elem, batch, &op->reshape, err, len);
+    if (st)
+        return st;
+    snprintf(op->what, sizeof op->what, "reshape[%s]",
+             tide_exchange_name(tide_reshape_exchange(op->reshape)));
+    tide_box self;
+    double in = (double)tide_box_count(&from[r]), out = (double)tide_box_count(&to[r]);
+    double stay = (double)tide_box_intersect(&from[r], &to[r], &self);
+    double b = (double)elem * batch;
+    op->cost.net_bytes = (in - stay) * b;
+    op->cost.mem_bytes = 2 * (in + out) * b; /* packs and unpacks: read and write each side */
+    return TIDE_SUCCESS;
+}
+
+/* ---- FFT ------------------------------------------------------------------------------- */
+
+static int fft_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
+{
+    return op->fft ? e->be->fft_execute(e, op->fft, src, dst) : TIDE_SUCCESS; /* empty box */
+}
+
+static void fft_destroy(tide_op *op, const tide_env *e)
+{
+    if (op->fft)
+        e->be->fft_destroy(op->fft);
+    op->fft = NULL;
+}
+
+static const tide_op_class fft_class = {fft_execute, fft_destroy};
+
+int tide_op_fft(tide_op *op, const tide_env *e, const tide_cpu_fft_desc *d, size_t *work,
+                char *err, size_t len)
+{
+    static const char dim_names[] = "xyz";
+    op->cls = &fft_class;
+    op->kind = TIDE_OP_FFT;
+    int n = snprintf(op->what, sizeof op->what, "fft(");
+    double lines = 1; /* points of one transform */
+    for (int k = 0; k < d->ndims; k++) {
+        int dim = d->dims[k];
+        n += snprintf(op->what + n, sizeof op->what - (size_t)n, "%s%c", k ? "," : "",
+                      dim_names[dim]);
+        lines *= d->kind != TIDE_KIND_C2C && dim == 2 ? d->nz_real
+                 : d->kind == TIDE_KIND_C2R          ? (double)tide_ext(d->obox, dim)
+                                                       : (double)tide_ext(d->ibox, dim);
+    }
+    snprintf(op->what + n, sizeof op->what - (size_t)n, ")");
+    size_t scalar = d->precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
+    double cin = (double)tide_box_count(d->ibox) * d->batch;
+    double cout = (double)tide_box_count(d->obox) * d->batch;
+    int real_in = d->kind == TIDE_KIND_R2C, real_out = d->kind == TIDE_KIND_C2R;
+    double real_points = real_in ? cin : real_out ? cout : 0;
+    op->cost.flops = d->kind == TIDE_KIND_C2C ? 5 * cin * log2(lines > 1 ? lines : 1)
+                                                : 2.5 * real_points * log2(lines > 1 ? lines : 1);
+    op->cost.mem_bytes = (cin * (real_in ? 1 : 2) + cout * (real_out ? 1 : 2)) * scalar;
+    op->stage_bytes = (size_t)cin * scalar * (real_in ? 1 : 2);
+    if (tide_box_count(d->ibox) == 0)
+        return TIDE_SUCCESS;
+    int st = e->be->fft_create(d, &op->fft, work, err, len);
+    if (st && st != TIDE_ERR_UNSUPPORTED) /* UNSUPPORTED comes with cuFFT's reason */
+        snprintf(err, len, "the backend could not plan %s of the box [%d,%d)x[%d,%d)x[%d,%d)",
+                 op->what, d->ibox->lo[0], d->ibox->hi[0], d->ibox->lo[1],
+                 d->ibox->hi[1], d->ibox->lo[2], d->ibox->hi[2]);
+    return st;
+}
+
+/* ---- pointwise ------------------------------------------------------------------------- */
+
+static int scale_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
+{
+    size_t bytes = (size_t)op->count * (op->dbl ? sizeof(double) : sizeof(float));
+    int st = src == dst ? TIDE_SUCCESS : e->be->copy(e, dst, src, bytes);
+    return st ? st : e->be->scale(e, op->dbl, dst, op->count, op->factor);
+}
+
+static void scale_destroy(tide_op *op, const tide_env *e) { (void)op, (void)e; }
+
+static const tide_op_class scale_class = {scale_execute, scale_destroy};
+
+void tide_op_scale(tide_op *op, int dbl, long long count, double factor)
+{
+    op->cls = &scale_class;
+    op->kind = TIDE_OP_POINTWISE;
+    op->in_place_ok = 1;
+    op->dbl = dbl;
+    op->count = count;
+    op->factor = factor;
+    op->cost.flops = (double)count;
+    op->cost.mem_bytes = 2.0 * (double)count * (dbl ? sizeof(double) : sizeof(float));
+    snprintf(op->what, sizeof op->what, "scale(%.3g)", factor);
+}
+
+/* ---- placement ------------------------------------------------------------------------- */
+
+/* Where op k writes: OUT from `first_out` on, else in place in a work buffer, else the other
+ * work buffer. */
+static int next_loc(int src, int out, int in_place)
+{
+    if (out)
+        return TIDE_LOC_OUT; /* in place when src is already OUT */
+    if (in_place && (src == TIDE_LOC_W0 || src == TIDE_LOC_W1))
+        return src;
+    return src == TIDE_LOC_W0 ? TIDE_LOC_W1 : TIDE_LOC_W0;
+}
+
+void tide_program_place(tide_program *prog, int gpu)
+{
+    int n = prog->nops, last = n - 1;
+    while (last > 0 && prog->ops[last].kind == TIDE_OP_POINTWISE)
+        last--; /* trailing pointwise ops run in place in OUT */
+    int last_reshape = -1;
+    for (int i = 0; i <= last; i++)
+        if (prog->ops[i].kind == TIDE_OP_RESHAPE)
+            last_reshape = i;
+    int first_out = last;
+    if (last_reshape > 0) {
+        first_out = last_reshape;
+        for (int i = last_reshape + 1; i <= last; i++)
+            if (!prog->ops[i].in_place_ok)
+                first_out = last;
+    }
+    for (int i = 0; i < n; i++) {
+        tide_op *o = &prog->ops[i];
+        o->src = i == 0 ? TIDE_LOC_IN : prog->ops[i - 1].dst;
+        int reshape = o->kind == TIDE_OP_RESHAPE;
+        o->dst = i > last ? TIDE_LOC_OUT
+                          : next_loc(o->src, i >= first_out, !reshape && o->in_place_ok);
+        o->stage_input = !reshape && o->src == TIDE_LOC_IN &&
+                         (o->dst == TIDE_LOC_OUT || o->overwrites_input);
+        o->stage_loc = o->dst == TIDE_LOC_W0 ? TIDE_LOC_W1 : TIDE_LOC_W0;
+        if (gpu && o->in_place_ok)
+            o->stage_input = o->stage_input && o->overwrites_input;
+    }
+}
+
+void *tide_program_stand_in(void *const w[2], int loc, int other)
+{
+    if (loc == TIDE_LOC_W0 || loc == TIDE_LOC_W1)
+        return w[loc - TIDE_LOC_W0];
+    return w[other == TIDE_LOC_W0 ? 1 : 0];
+}
+
+/* ---- execution ------------------------------------------------------------------------- */
+
+static void *where(void *const w[2], int loc, const void *in, void *out)
+{
+    switch (loc) {
+    case TIDE_LOC_IN: return (void *)in;
+    case TIDE_LOC_OUT: return out;
+    default: return w[loc - TIDE_LOC_W0];
+    }
+}
+
+static int run_op(const tide_op *o, const tide_env *e, void *const w[2], const void *in,
+                  void *out)
+{
+    void *src = where(w, o->src, in, out), *dst = where(w, o->dst, in, out);
+    /* The staged copy keeps an op from writing where it still reads (in == out, or c2r,
+     * which overwrites its input) and out-of-place inputs unmodified. */
+    if (o->stage_input && (src == dst || o->overwrites_input)) {
+        void *stage = where(w, o->stage_loc, in, out);
+        int st = e->be->copy(e, stage, src, o->stage_bytes);
+        if (st)
+            return st;
+        src = stage;
+    }
+    return o->cls->execute(o, e, src, dst);
+}
+
+int tide_program_run(const tide_program *prog, const tide_env *e, void *const w[2],
+                     const void *in, void *out, int status, const char **failed_at,
+                     char *times, size_t tlen)
+{
+    int st = status;
+    size_t used = 0;
+    *failed_at = "";
+    for (int i = 0; i < prog->nops; i++) {
+        const tide_op *o = &prog->ops[i];
+        if (st && o->kind != TIDE_OP_RESHAPE)
+            continue;
+        double t0 = times ? MPI_Wtime() : 0;
+        int rc = run_op(o, e, w, in, out);
+        if (rc && !st)
+            *failed_at = o->what;
+        st = st ? st : rc;
+        if (times && !st)
+            st = e->be->sync(e);
+        if (times && used < tlen)
+            used += (size_t)snprintf(times + used, tlen - used, " %s %.3g ms", o->what,
+                                     (MPI_Wtime() - t0) * 1e3);
+    }
+    return st;
+}
+
+tide_op_cost tide_program_cost(const tide_program *prog)
+{
+    tide_op_cost c = {0, 0, 0};
+    for (int i = 0; i < prog->nops; i++) {
+        c.flops += prog->ops[i].cost.flops;
+        c.mem_bytes += prog->ops[i].cost.mem_bytes;
+        c.net_bytes += prog->ops[i].cost.net_bytes;
+    }
+    return c;
+}
+
+void tide_program_destroy(tide_program *prog, const tide_env *e)
+{
+    for (int i = 0; i < prog->nops; i++)
+        if (prog->ops[i].cls)
+            prog->ops[i].cls->destroy(&prog->ops[i], e);
+    prog->nops = 0;
+}
