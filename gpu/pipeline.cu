@@ -4,26 +4,39 @@
 //   1. describe every chunk, validate every transfer and classify every host array: pinned (or
 //      device/managed) memory is copied directly; pageable memory is either registered for the
 //      run (TIDE_PAGEABLE_REGISTER, falling back to staging where registration fails) or staged;
-//   2. for each chunk, on the stream of its slot: pack staged uploads (CPU threads) into the
-//      slot's pinned upload staging, enqueue the uploads, call work, enqueue the downloads
-//      (staged ones into the slot's pinned download staging, unpacked by CPU threads once they
-//      have landed);
-//   3. unpack what is left, wait for every stream, unregister.
+//   2. for each chunk, on the stream of its slot: call before_upload, pack staged uploads (CPU
+//      threads) into the slot's pinned upload staging, enqueue the uploads, call work, enqueue
+//      the downloads (staged ones into the slot's pinned download staging); chunks whose
+//      downloads are staged or who have an after_download callback become pending: once their
+//      downloads have landed, CPU threads unpack them and after_download is called, in chunk
+//      order;
+//   3. finish the pending chunks, wait for every stream, unregister.
+// tide_pipeline_run does all of it on the calling thread; tide_pipeline_start does what must
+// happen on the caller's thread (recording the after_caller event) and hands the rest to the
+// pipeline's worker thread, which tide_pipeline_wait joins.
 //
 // Ordering (each slot has one stream, so chunk i + nslots follows chunk i on the device):
 //   - slot s's upload staging is rewritten (host packing) only after up_done[s], recorded after
 //     the previous chunk of that slot enqueued its uploads, has completed;
-//   - slot s's download staging is rewritten (by the device) only after the host has unpacked
+//   - slot s's download staging is rewritten (by the device) only after the host has finished
 //     the previous chunk of that slot: downloads of chunk i are enqueued after every pending
-//     unpack of chunks <= i - nslots is done (in chunk order), so the down_done event of a
-//     pending chunk is never re-recorded before that chunk is unpacked.
+//     chunk <= i - nslots is finished (in chunk order), so the down_done event of a pending
+//     chunk is never re-recorded before that chunk is finished;
+//   - ordered jobs: work_done is recorded after each chunk's work and waited for by the next
+//     chunk's stream before its work (one event suffices: the wait captures its last record);
+//   - after_caller: caller_done, recorded on the caller's stream when the run starts, is waited
+//     for by every slot stream before anything else, and by the host before the first packing
+//     or before_upload.
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <thread>
 #include <vector>
 #include <unistd.h>
 #include <omp.h>
@@ -74,7 +87,7 @@ int cuda_fail(char *why, size_t len, cudaError_t e, const char *what)
 
 struct Slot {
     cudaStream_t stream = nullptr;
-    std::vector<void *> buf;
+    std::vector<void *> buf; // the slot's own buffers, then the resident ones (shared)
     cudaEvent_t up_done = nullptr;   // the slot's last uploads have read their sources
     cudaEvent_t down_done = nullptr; // the slot's last downloads have landed
     void *stage[2] = {nullptr, nullptr}; // pinned staging: [0] uploads, [1] downloads
@@ -123,26 +136,67 @@ struct Lists {
     std::vector<Span> spans;
 };
 
+// The pipeline's host thread and what it shares with the caller (under mu).
+struct Worker {
+    std::thread thread; // started by the first tide_pipeline_start
+    std::mutex mu;
+    std::condition_variable cv;
+    const tide_pipeline_job *job = nullptr; // handed to the thread, not yet taken
+    bool done = false;                      // the run started last has ended
+    bool quit = false;                      // destroy: the thread returns
+    int status = 0;                         // of the run started last
+    char why[512] = "";
+    bool busy = false; // caller side only: started and not waited for
+};
+
+// Makes a device current for the life of the object, then restores the previous one; e is the
+// CUDA error of the switch (nothing is restored after a failure).
+struct OnDevice {
+    int prev = -1, dev;
+    cudaError_t e;
+    explicit OnDevice(int d) : dev(d)
+    {
+        e = cudaGetDevice(&prev);
+        if (e == cudaSuccess && prev != dev)
+            e = cudaSetDevice(dev);
+        if (e != cudaSuccess)
+            prev = dev;
+    }
+    ~OnDevice()
+    {
+        if (prev != dev)
+            cudaSetDevice(prev);
+    }
+    OnDevice(const OnDevice &) = delete;
+    OnDevice &operator=(const OnDevice &) = delete;
+};
+
 } // namespace
 
 struct tide_pipeline {
-    size_t buf_bytes = 0, stage_bytes = 0;
+    std::vector<size_t> bytes; // of every buffer a transfer names: nbufs per slot, then resident
+    std::vector<void *> resident;
+    size_t stage_bytes = 0, device_bytes = 0;
     int nbufs = 0, device = 0;
     size_t max_pitch = 0;
     std::vector<Slot> slots;
+    cudaEvent_t work_done = nullptr;   // ordered jobs: the last chunk's work has finished
+    cudaEvent_t caller_done = nullptr; // after_caller: recorded on the caller's stream at start
     std::vector<Timing> timing_pool; // completed event sets, reused across chunks and runs
     Lists lists;                     // a run's lists, between runs
     tide_pipeline_stats stats = {};
+    Worker w;
 };
 
 namespace {
 
-void destroy(tide_pipeline *p)
+// Frees what the pipeline holds; its worker thread, if any, has been stopped.
+void release(tide_pipeline *p)
 {
     for (Slot &s : p->slots) {
-        for (void *b : s.buf)
-            if (b)
-                cudaFree(b);
+        for (size_t b = 0; b < s.buf.size() && b < (size_t)p->nbufs; b++)
+            if (s.buf[b])
+                cudaFree(s.buf[b]);
         if (s.up_done)
             cudaEventDestroy(s.up_done);
         if (s.down_done)
@@ -153,6 +207,12 @@ void destroy(tide_pipeline *p)
             if (h)
                 cudaFreeHost(h);
     }
+    for (void *b : p->resident)
+        if (b)
+            cudaFree(b);
+    for (cudaEvent_t e : {p->work_done, p->caller_done})
+        if (e)
+            cudaEventDestroy(e);
     for (Timing &t : p->timing_pool)
         for (cudaEvent_t e : t.e)
             cudaEventDestroy(e);
@@ -314,6 +374,7 @@ struct Run {
     size_t tim_head = 0, tim_n = 0; // timing[tim_head..tim_n) still hold events
     std::vector<tide_xfer> up, down; // one chunk's description
     std::vector<Span> spans;
+    bool caller_waited = false; // the host has waited for the after_caller event
     double t_up = 0, t_work = 0, t_down = 0;
     size_t bytes_up = 0, bytes_down = 0;
 
@@ -337,13 +398,19 @@ struct Run {
         kind.emplace_back(host, HOST_DIRECT);
         return kind.back().second;
     }
+    int setup();
     int describe_all();
     void reserve();
     int classify();
     int stage_check();
+    int follow_caller();
+    int host_ready();
     int chunk(int i);
+    int host_input(Slot &s, int i);
+    int do_work(Slot &s, int i);
     int enqueue(Slot &s, size_t first, size_t n, bool up);
     int drain(int upto, bool block);
+    void unpack(const Pending &q);
     int acquire(Timing &t);
     int harvest(const Timing &t);
     int finish();
@@ -386,10 +453,11 @@ int Run::describe_all()
             if (!x.host)
                 return fail(why, len, TIDE_ERR_ARGUMENT, "chunk %d %s %d: no host array", i, dir,
                             kk);
-            if (x.buf < 0 || x.buf >= p->nbufs)
+            if (x.buf < 0 || (size_t)x.buf >= p->bytes.size())
                 return fail(why, len, TIDE_ERR_ARGUMENT,
-                            "chunk %d %s %d: device buffer %d, the slots have %d", i, dir, kk,
-                            x.buf, p->nbufs);
+                            "chunk %d %s %d: device buffer %d, the pipeline has %d per slot and "
+                            "%zu resident",
+                            i, dir, kk, x.buf, p->nbufs, p->resident.size());
             if (!valid_order(x.hbox.order) || !valid_order(x.dbox.order) ||
                 !same_order(x.hbox, x.dbox))
                 return fail(why, len, TIDE_ERR_ARGUMENT,
@@ -414,14 +482,14 @@ int Run::describe_all()
                             "chunk %d %s %d: region %s is not inside the device layout %s", i,
                             dir, kk, box_str(x.region, b1, sizeof b1),
                             box_str(x.dbox, b2, sizeof b2));
-            // The device layout, every field, must lie inside the buffer.
-            if (x.dbyte > p->buf_bytes ||
-                (uint64_t)count(x.dbox) > (p->buf_bytes - x.dbyte) / field_unit)
+            // The device layout, every field, must lie inside the buffer it names.
+            const size_t bb = p->bytes[(size_t)x.buf];
+            if (x.dbyte > bb || (uint64_t)count(x.dbox) > (bb - x.dbyte) / field_unit)
                 return fail(why, len, TIDE_ERR_ARGUMENT,
                             "chunk %d %s %d: device layout %s of %d field(s) of %zu bytes at byte "
-                            "%zu ends past the %zu-byte buffer",
+                            "%zu ends past the %zu bytes of buffer %d",
                             i, dir, kk, box_str(x.dbox, b1, sizeof b1), j.batch, j.elem, x.dbyte,
-                            p->buf_bytes);
+                            bb, x.buf);
             Xfer e;
             e.x = x;
             e.staged = false;
@@ -575,8 +643,8 @@ int Run::acquire(Timing &t)
     return 0;
 }
 
-// Unpack the staged downloads of pending chunks <= upto, in chunk order. block: wait for each;
-// else stop at the first that has not landed yet.
+// Finish the pending chunks <= upto, in chunk order: unpack their staged downloads and call
+// after_download. block: wait for each to land; else stop at the first that has not yet.
 int Run::drain(int upto, bool block)
 {
     while (pend_head < pending.size() && pending[pend_head].chunk <= upto) {
@@ -594,19 +662,35 @@ int Run::drain(int upto, bool block)
         }
         if (e != cudaSuccess)
             return cuda_fail(why, len, e, "waiting for a download");
-        Range r("tide pipeline: unpack downloads");
-        const Chunk &c = ch[(size_t)q.chunk];
-        for (size_t k = c.down0; k < c.down0 + c.ndown; k++) {
-            const Xfer &x = xf[k];
-            if (!x.staged || x.bytes == 0)
-                continue;
-            const tide_box src = dense(x.x.region, x.x.hbox);
-            tide_copy_region(job->elem, job->batch, &x.x.region, (char *)s.stage[1] + x.stage_off,
-                             &src, x.x.host, &x.x.hbox, threads);
-        }
+        unpack(q);
         pend_head++;
+        if (job->after_download) {
+            Range r("tide pipeline: after_download");
+            int st = job->after_download(job->user, q.chunk);
+            if (st)
+                return fail(why, len, st, "after_download of chunk %d failed with code %d",
+                            q.chunk, st);
+        }
     }
     return 0;
+}
+
+// Copy a landed chunk's staged downloads from the slot's staging into their host arrays.
+void Run::unpack(const Pending &q)
+{
+    const Chunk &c = ch[(size_t)q.chunk];
+    if (!c.stage_down)
+        return;
+    Range r("tide pipeline: unpack downloads");
+    const Slot &s = p->slots[(size_t)q.slot];
+    for (size_t k = c.down0; k < c.down0 + c.ndown; k++) {
+        const Xfer &x = xf[k];
+        if (!x.staged || x.bytes == 0)
+            continue;
+        const tide_box src = dense(x.x.region, x.x.hbox);
+        tide_copy_region(job->elem, job->batch, &x.x.region, (char *)s.stage[1] + x.stage_off,
+                         &src, x.x.host, &x.x.hbox, threads);
+    }
 }
 
 // Everything the enqueueing loop will store, allocated now (may throw std::bad_alloc).
@@ -646,31 +730,93 @@ int Run::enqueue(Slot &s, size_t first, size_t n, bool up)
     return 0;
 }
 
+// after_caller: every slot stream waits for the caller's stream before anything else.
+int Run::follow_caller()
+{
+    for (Slot &s : p->slots) {
+        cudaError_t e = cudaStreamWaitEvent(s.stream, p->caller_done, 0);
+        if (e != cudaSuccess)
+            return cuda_fail(why, len, e, "waiting for the caller's stream");
+    }
+    return 0;
+}
+
+// after_caller: the host waits for the caller's stream once, before CPU threads first touch a
+// host array (the caller's stream may still be writing it).
+int Run::host_ready()
+{
+    if (!job->after_caller || caller_waited)
+        return 0;
+    cudaError_t e = cudaEventSynchronize(p->caller_done);
+    if (e != cudaSuccess)
+        return cuda_fail(why, len, e, "waiting for the caller's stream");
+    caller_waited = true;
+    return 0;
+}
+
+// The host side of chunk i's uploads: before_upload, then packing its staged uploads into the
+// slot's upload staging once the slot's previous chunk has read it.
+int Run::host_input(Slot &s, int i)
+{
+    const Chunk &c = ch[(size_t)i];
+    if (!job->before_upload && !c.stage_up)
+        return 0;
+    int st = host_ready();
+    if (st)
+        return st;
+    if (job->before_upload) {
+        Range r("tide pipeline: before_upload");
+        if ((st = job->before_upload(job->user, i)))
+            return fail(why, len, st, "before_upload of chunk %d failed with code %d", i, st);
+    }
+    if (!c.stage_up)
+        return 0;
+    cudaError_t e = cudaEventSynchronize(s.up_done);
+    if (e != cudaSuccess)
+        return cuda_fail(why, len, e, "waiting for the upload staging");
+    Range r("tide pipeline: pack uploads");
+    for (size_t k = c.up0; k < c.up0 + c.nup; k++) {
+        const Xfer &x = xf[k];
+        if (!x.staged || x.bytes == 0)
+            continue;
+        const tide_box dst = dense(x.x.region, x.x.hbox);
+        tide_copy_region(job->elem, job->batch, &x.x.region, x.x.host, &x.x.hbox,
+                         (char *)s.stage[0] + x.stage_off, &dst, threads);
+    }
+    return 0;
+}
+
+// Chunk i's work on the slot's stream; in an ordered job after chunk i-1's work, and marking
+// its own end for chunk i+1.
+int Run::do_work(Slot &s, int i)
+{
+    cudaError_t e;
+    if (job->ordered && i > 0 &&
+        (e = cudaStreamWaitEvent(s.stream, p->work_done, 0)) != cudaSuccess)
+        return cuda_fail(why, len, e, "waiting for the previous chunk's work");
+    if (job->work) {
+        Range r("tide pipeline: work");
+        int st = job->work(job->user, i, s.buf.data(), (void *)s.stream);
+        if (st)
+            return fail(why, len, st, "the work of chunk %d failed with code %d", i, st);
+    }
+    if (job->ordered && (e = cudaEventRecord(p->work_done, s.stream)) != cudaSuccess)
+        return cuda_fail(why, len, e, "cudaEventRecord");
+    return 0;
+}
+
 int Run::chunk(int i)
 {
     const size_t ns = p->slots.size();
     const int si = (int)((size_t)i % ns);
     Slot &s = p->slots[(size_t)si];
     const Chunk &c = ch[(size_t)i];
-    const size_t elem = job->elem;
     cudaError_t e;
     int st = drain(i - 1, false); // opportunistic: whatever has landed already
+    if (!st)
+        st = host_input(s, i);
     if (st)
         return st;
-    if (c.stage_up) {
-        // The previous chunk of this slot must be done reading the upload staging.
-        if ((e = cudaEventSynchronize(s.up_done)) != cudaSuccess)
-            return cuda_fail(why, len, e, "waiting for the upload staging");
-        Range r("tide pipeline: pack uploads");
-        for (size_t k = c.up0; k < c.up0 + c.nup; k++) {
-            const Xfer &x = xf[k];
-            if (!x.staged || x.bytes == 0)
-                continue;
-            const tide_box dst = dense(x.x.region, x.x.hbox);
-            tide_copy_region(elem, job->batch, &x.x.region, x.x.host, &x.x.hbox,
-                             (char *)s.stage[0] + x.stage_off, &dst, threads);
-        }
-    }
     Timing &t = timing[tim_n];
     if ((st = acquire(t)))
         return st;
@@ -682,15 +828,11 @@ int Run::chunk(int i)
     if ((e = cudaEventRecord(s.up_done, s.stream)) != cudaSuccess ||
         (e = cudaEventRecord(t.e[1], s.stream)) != cudaSuccess)
         return cuda_fail(why, len, e, "cudaEventRecord");
-    if (job->work) {
-        Range r("tide pipeline: work");
-        st = job->work(job->user, i, s.buf.data(), (void *)s.stream);
-        if (st)
-            return fail(why, len, st, "the work of chunk %d failed with code %d", i, st);
-    }
+    if ((st = do_work(s, i)))
+        return st;
     if ((e = cudaEventRecord(t.e[2], s.stream)) != cudaSuccess)
         return cuda_fail(why, len, e, "cudaEventRecord");
-    // The previous chunk of this slot must be unpacked before its download staging is reused
+    // The previous chunk of this slot must be finished before its download staging is reused
     // (and before down_done of this slot is recorded again).
     if ((st = drain(i - (int)ns, true)))
         return st;
@@ -699,7 +841,7 @@ int Run::chunk(int i)
     if ((e = cudaEventRecord(s.down_done, s.stream)) != cudaSuccess ||
         (e = cudaEventRecord(t.e[3], s.stream)) != cudaSuccess)
         return cuda_fail(why, len, e, "cudaEventRecord");
-    if (c.stage_down)
+    if (c.stage_down || job->after_download)
         pending.push_back({i, si}); // capacity reserved: no allocation
     return 0;
 }
@@ -742,10 +884,26 @@ void Run::abandon()
     unregister();
 }
 
-int run(tide_pipeline *p, const tide_pipeline_job *job, char *why, size_t len)
+// Everything a run builds before the first chunk is enqueued (std::bad_alloc caught here: no
+// allocation happens later).
+int Run::setup()
 {
-    const auto t0 = std::chrono::steady_clock::now();
-    p->stats = tide_pipeline_stats{};
+    try {
+        int st = describe_all();
+        if (!st)
+            st = classify();
+        if (!st)
+            st = stage_check();
+        if (!st)
+            reserve();
+        return st;
+    } catch (const std::bad_alloc &) {
+        return fail(why, len, TIDE_ERR_NOMEM, "pipeline run: out of host memory");
+    }
+}
+
+int check_job(const tide_pipeline_job *job, char *why, size_t len)
+{
     if (!job->describe || job->elem == 0 || job->batch < 1 || job->nchunks < 0 ||
         job->max_up < 0 || job->max_down < 0 ||
         (job->pageable != TIDE_PAGEABLE_STAGE && job->pageable != TIDE_PAGEABLE_REGISTER))
@@ -754,12 +912,34 @@ int run(tide_pipeline *p, const tide_pipeline_job *job, char *why, size_t len)
                     "uploads and %d downloads a chunk, pageable mode %d",
                     job->describe ? "set" : "NULL", job->elem, job->batch, job->nchunks,
                     job->max_up, job->max_down, (int)job->pageable);
-    int prev = -1;
-    cudaError_t e = cudaGetDevice(&prev);
+    return 0;
+}
+
+// What happens on the caller's thread before a run: the job checked, and the after_caller
+// event recorded behind what the caller has enqueued so far.
+int prepare(tide_pipeline *p, const tide_pipeline_job *job, char *why, size_t len)
+{
+    int st = check_job(job, why, len);
+    if (st || !job->after_caller)
+        return st;
+    OnDevice on(p->device);
+    if (on.e != cudaSuccess)
+        return cuda_fail(why, len, on.e, "making the pipeline's device current");
+    cudaStream_t cs = job->caller_stream ? (cudaStream_t)job->caller_stream : cudaStreamLegacy;
+    cudaError_t e = cudaEventRecord(p->caller_done, cs);
     if (e != cudaSuccess)
-        return cuda_fail(why, len, e, "cudaGetDevice");
-    if (prev != p->device && (e = cudaSetDevice(p->device)) != cudaSuccess)
-        return cuda_fail(why, len, e, "cudaSetDevice");
+        return cuda_fail(why, len, e, "recording an event on the caller's stream");
+    return 0;
+}
+
+// The run itself, on the pipeline's device, from whichever thread calls it; sets p->stats.
+int execute(tide_pipeline *p, const tide_pipeline_job *job, char *why, size_t len)
+{
+    const auto t0 = std::chrono::steady_clock::now();
+    p->stats = tide_pipeline_stats{};
+    OnDevice on(p->device);
+    if (on.e != cudaSuccess)
+        return cuda_fail(why, len, on.e, "making the pipeline's device current");
     Run r;
     r.p = p;
     r.job = job;
@@ -767,32 +947,20 @@ int run(tide_pipeline *p, const tide_pipeline_job *job, char *why, size_t len)
     r.len = len;
     r.threads = std::max(1, omp_get_max_threads());
     r.swap_lists(p->lists);
-    int st = 0;
-    try {
-        // Allocations (std::bad_alloc) happen here only, before anything is enqueued.
-        st = r.describe_all();
-        if (!st)
-            st = r.classify();
-        if (!st)
-            st = r.stage_check();
-        if (!st)
-            r.reserve();
-    } catch (const std::bad_alloc &) {
-        st = fail(why, len, TIDE_ERR_NOMEM, "pipeline run: out of host memory");
-    }
-    if (!st) {
+    int st = r.setup();
+    if (st) {
+        r.unregister();
+    } else {
+        if (job->after_caller)
+            st = r.follow_caller();
         for (int i = 0; i < job->nchunks && !st; i++)
             st = r.chunk(i);
         if (st)
             r.abandon();
         else
             st = r.finish();
-    } else {
-        r.unregister();
     }
     r.swap_lists(p->lists); // kept for the next run
-    if (prev != p->device)
-        cudaSetDevice(prev);
     if (!st) {
         p->stats.total =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -805,7 +973,223 @@ int run(tide_pipeline *p, const tide_pipeline_job *job, char *why, size_t len)
     return st;
 }
 
+// The worker thread: runs each job handed to it, until destroy asks it to quit.
+void serve(tide_pipeline *p)
+{
+    Worker &w = p->w;
+    std::unique_lock<std::mutex> lk(w.mu);
+    for (;;) {
+        w.cv.wait(lk, [&w] { return w.job || w.quit; });
+        if (!w.job)
+            return;
+        const tide_pipeline_job *job = w.job;
+        w.job = nullptr;
+        lk.unlock();
+        const int st = execute(p, job, w.why, sizeof w.why);
+        lk.lock();
+        w.status = st;
+        w.done = true;
+        w.cv.notify_all();
+    }
+}
+
+int start(tide_pipeline *p, const tide_pipeline_job *job)
+{
+    Worker &w = p->w;
+    if (w.busy)
+        return TIDE_ERR_ARGUMENT;
+    w.why[0] = '\0';
+    int st = prepare(p, job, w.why, sizeof w.why);
+    if (!st && !w.thread.joinable()) {
+        try {
+            w.thread = std::thread(serve, p);
+        } catch (const std::exception &x) {
+            st = fail(w.why, sizeof w.why, TIDE_ERR_BACKEND,
+                      "pipeline: cannot start its host thread: %s", x.what());
+        }
+    }
+    w.busy = true;
+    std::lock_guard<std::mutex> lk(w.mu);
+    if (st) { // nothing runs; wait reports the failure
+        w.status = st;
+        w.done = true;
+    } else {
+        w.job = job;
+        w.done = false;
+        w.cv.notify_all();
+    }
+    return 0;
+}
+
+int wait_run(tide_pipeline *p, char *why, size_t len)
+{
+    Worker &w = p->w;
+    if (!w.busy)
+        return fail(why, len, TIDE_ERR_ARGUMENT, "pipeline wait: no run was started");
+    std::unique_lock<std::mutex> lk(w.mu);
+    w.cv.wait(lk, [&w] { return w.done; });
+    w.busy = false;
+    if (w.status)
+        fail(why, len, w.status, "%s", w.why);
+    return w.status;
+}
+
+// Waits for a started run, then ends the worker thread.
+void stop(tide_pipeline *p)
+{
+    Worker &w = p->w;
+    if (w.busy)
+        wait_run(p, nullptr, 0);
+    if (!w.thread.joinable())
+        return;
+    {
+        std::lock_guard<std::mutex> lk(w.mu);
+        w.quit = true;
+    }
+    w.cv.notify_all();
+    w.thread.join();
+}
+
+// Checks a configuration; *device: the bytes of every device buffer, *stage: staging bytes.
+int check_config(const tide_pipeline_config *c, tide_pipeline **out, size_t *device,
+                 size_t *stage, char *why, size_t len)
+{
+    if (!c || !out)
+        return fail(why, len, TIDE_ERR_ARGUMENT, "pipeline: no %s",
+                    c ? "output pointer" : "configuration");
+    if (c->nslots < 1 || c->nbufs < 0 || c->nresident < 0 ||
+        (long long)c->nbufs + c->nresident < 1 || (c->nbufs > 0 && !c->buf_bytes) ||
+        (c->nresident > 0 && !c->resident_bytes))
+        return fail(why, len, TIDE_ERR_ARGUMENT,
+                    "pipeline: %d slots, %d buffers per slot (sizes %s), %d resident buffers "
+                    "(sizes %s); at least one slot and one buffer are needed",
+                    c->nslots, c->nbufs, c->buf_bytes ? "given" : "NULL", c->nresident,
+                    c->resident_bytes ? "given" : "NULL");
+    size_t sum[2] = {0, 0}; // per slot, resident
+    for (int k = 0; k < 2; k++) {
+        const int n = k ? c->nresident : c->nbufs;
+        const size_t *b = k ? c->resident_bytes : c->buf_bytes;
+        for (int i = 0; i < n; i++) {
+            if (b[i] == 0)
+                return fail(why, len, TIDE_ERR_ARGUMENT, "pipeline: %s buffer %d has 0 bytes",
+                            k ? "resident" : "slot", i);
+            if (b[i] > SIZE_MAX - sum[k])
+                return fail(why, len, TIDE_ERR_TOO_LARGE, "pipeline: buffers too large");
+            sum[k] += b[i];
+        }
+    }
+    if (sum[0] > (SIZE_MAX - sum[1]) / (size_t)c->nslots)
+        return fail(why, len, TIDE_ERR_TOO_LARGE, "pipeline: %d slots of %zu bytes", c->nslots,
+                    sum[0]);
+    *device = sum[0] * (size_t)c->nslots + sum[1];
+    *stage = c->stage_bytes ? c->stage_bytes : sum[0];
+    return 0;
+}
+
+cudaError_t new_event(cudaEvent_t *ev)
+{
+    cudaError_t e = cudaEventCreateWithFlags(ev, cudaEventDisableTiming);
+    if (e != cudaSuccess)
+        *ev = nullptr;
+    return e;
+}
+
+// cudaMalloc, with the reason of a failure in why.
+int new_buffer(tide_pipeline *p, void **b, size_t bytes, const char *name, int index,
+               char *why, size_t len)
+{
+    cudaError_t e = cudaMalloc(b, bytes);
+    if (e == cudaSuccess)
+        return 0;
+    *b = nullptr;
+    char what[160];
+    snprintf(what, sizeof what, "pipeline: cudaMalloc of %zu bytes for %s %d (%zu device bytes "
+             "in all)", bytes, name, index, p->device_bytes);
+    return cuda_fail(why, len, e, what);
+}
+
+// Slot k's stream, events and buffers; the resident buffers are allocated already.
+int setup_slot(tide_pipeline *p, size_t k, char *why, size_t len)
+{
+    Slot &s = p->slots[k];
+    cudaError_t e = cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        s.stream = nullptr;
+        return cuda_fail(why, len, e, "pipeline: cudaStreamCreate");
+    }
+    if ((e = new_event(&s.up_done)) != cudaSuccess || (e = new_event(&s.down_done)) != cudaSuccess)
+        return cuda_fail(why, len, e, "pipeline: cudaEventCreate");
+    for (int b = 0; b < p->nbufs; b++) {
+        int st = new_buffer(p, &s.buf[(size_t)b], p->bytes[(size_t)b], "the buffer of slot",
+                            b, why, len);
+        if (st)
+            return st;
+    }
+    for (size_t r = 0; r < p->resident.size(); r++)
+        s.buf[(size_t)p->nbufs + r] = p->resident[r];
+    return 0;
+}
+
+// Everything on the device: the pipeline's events, the resident buffers, the slots.
+int setup_device(tide_pipeline *p, char *why, size_t len)
+{
+    int pitch = 0;
+    cudaError_t e = cudaGetDevice(&p->device);
+    if (e == cudaSuccess)
+        e = cudaDeviceGetAttribute(&pitch, cudaDevAttrMaxPitch, p->device);
+    if (e != cudaSuccess)
+        return cuda_fail(why, len, e, "pipeline: querying the device");
+    p->max_pitch = pitch > 0 ? (size_t)pitch : 0;
+    if ((e = new_event(&p->work_done)) != cudaSuccess ||
+        (e = new_event(&p->caller_done)) != cudaSuccess)
+        return cuda_fail(why, len, e, "pipeline: cudaEventCreate");
+    for (size_t r = 0; r < p->resident.size(); r++) {
+        int st = new_buffer(p, &p->resident[r], p->bytes[(size_t)p->nbufs + r], "resident buffer",
+                            (int)r, why, len);
+        if (st)
+            return st;
+    }
+    for (size_t k = 0; k < p->slots.size(); k++) {
+        int st = setup_slot(p, k, why, len);
+        if (st)
+            return st;
+    }
+    return 0;
+}
+
 } // namespace
+
+extern "C" int tide_pipeline_create_config(const tide_pipeline_config *c, tide_pipeline **out,
+                                           char *why, size_t len)
+{
+    size_t device = 0, stage = 0;
+    int st = check_config(c, out, &device, &stage, why, len);
+    if (st)
+        return st;
+    tide_pipeline *p = new (std::nothrow) tide_pipeline;
+    if (!p)
+        return fail(why, len, TIDE_ERR_NOMEM, "pipeline: out of host memory");
+    p->stage_bytes = stage;
+    p->device_bytes = device;
+    p->nbufs = c->nbufs;
+    try {
+        p->bytes.assign(c->buf_bytes, c->buf_bytes + c->nbufs);
+        p->bytes.insert(p->bytes.end(), c->resident_bytes, c->resident_bytes + c->nresident);
+        p->resident.assign((size_t)c->nresident, nullptr);
+        p->slots.resize((size_t)c->nslots);
+        for (Slot &s : p->slots)
+            s.buf.assign(p->bytes.size(), nullptr);
+    } catch (const std::bad_alloc &) {
+        release(p);
+        return fail(why, len, TIDE_ERR_NOMEM, "pipeline: out of host memory");
+    }
+    if ((st = setup_device(p, why, len))) {
+        release(p);
+        return st;
+    }
+    *out = p;
+    return 0;
+}
 
 extern "C" int tide_pipeline_create(size_t buf_bytes, int nbufs, int nslots, size_t stage_bytes,
                                     tide_pipeline **out, char *why, size_t len)
@@ -814,71 +1198,22 @@ extern "C" int tide_pipeline_create(size_t buf_bytes, int nbufs, int nslots, siz
         return fail(why, len, TIDE_ERR_ARGUMENT,
                     "pipeline: %d slots of %d buffers of %zu bytes (each must be at least 1)%s",
                     nslots, nbufs, buf_bytes, out ? "" : ", no output pointer");
-    if (stage_bytes == 0) {
-        if (buf_bytes > SIZE_MAX / (size_t)nbufs)
-            return fail(why, len, TIDE_ERR_TOO_LARGE, "pipeline: %d buffers of %zu bytes",
-                        nbufs, buf_bytes);
-        stage_bytes = (size_t)nbufs * buf_bytes;
-    }
-    tide_pipeline *p = new (std::nothrow) tide_pipeline;
-    if (!p)
-        return fail(why, len, TIDE_ERR_NOMEM, "pipeline: out of host memory");
-    p->buf_bytes = buf_bytes;
-    p->stage_bytes = stage_bytes;
-    p->nbufs = nbufs;
+    std::vector<size_t> sizes;
     try {
-        p->slots.resize((size_t)nslots);
-        for (Slot &s : p->slots)
-            s.buf.assign((size_t)nbufs, nullptr);
+        sizes.assign((size_t)nbufs, buf_bytes);
     } catch (const std::bad_alloc &) {
-        destroy(p);
         return fail(why, len, TIDE_ERR_NOMEM, "pipeline: out of host memory");
     }
-    int st = 0, pitch = 0;
-    cudaError_t e = cudaGetDevice(&p->device);
-    if (e == cudaSuccess)
-        e = cudaDeviceGetAttribute(&pitch, cudaDevAttrMaxPitch, p->device);
-    if (e != cudaSuccess)
-        st = cuda_fail(why, len, e, "pipeline: querying the device");
-    p->max_pitch = pitch > 0 ? (size_t)pitch : 0;
-    for (size_t k = 0; k < p->slots.size() && !st; k++) {
-        Slot &s = p->slots[k];
-        if ((e = cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking)) != cudaSuccess) {
-            s.stream = nullptr;
-            st = cuda_fail(why, len, e, "pipeline: cudaStreamCreate");
-        } else if ((e = cudaEventCreateWithFlags(&s.up_done, cudaEventDisableTiming)) !=
-                   cudaSuccess) {
-            s.up_done = nullptr;
-            st = cuda_fail(why, len, e, "pipeline: cudaEventCreate");
-        } else if ((e = cudaEventCreateWithFlags(&s.down_done, cudaEventDisableTiming)) !=
-                   cudaSuccess) {
-            s.down_done = nullptr;
-            st = cuda_fail(why, len, e, "pipeline: cudaEventCreate");
-        }
-        for (size_t b = 0; b < s.buf.size() && !st; b++) {
-            if ((e = cudaMalloc(&s.buf[b], buf_bytes)) != cudaSuccess) {
-                s.buf[b] = nullptr;
-                cudaGetLastError();
-                st = fail(why, len, e == cudaErrorMemoryAllocation ? TIDE_ERR_NOMEM
-                                                                    : TIDE_ERR_BACKEND,
-                          "pipeline: cannot allocate %d slots x %d buffers of %zu bytes on the "
-                          "device: %s (CUDA error %d)",
-                          nslots, nbufs, buf_bytes, cudaGetErrorString(e), (int)e);
-            }
-        }
-    }
-    if (st) {
-        destroy(p);
-        return st;
-    }
-    *out = p;
-    return 0;
+    tide_pipeline_config c = {nslots, nbufs, sizes.data(), 0, nullptr, stage_bytes};
+    return tide_pipeline_create_config(&c, out, why, len);
 }
 
 extern "C" void tide_pipeline_destroy(tide_pipeline *p)
 {
-    if (p)
-        destroy(p);
+    if (!p)
+        return;
+    stop(p);
+    release(p);
 }
 
 extern "C" int tide_pipeline_run(tide_pipeline *p, const tide_pipeline_job *job, char *why,
@@ -887,12 +1222,33 @@ extern "C" int tide_pipeline_run(tide_pipeline *p, const tide_pipeline_job *job,
     if (!p || !job)
         return fail(why, len, TIDE_ERR_ARGUMENT, "pipeline run: %s is NULL",
                     p ? "the job" : "the pipeline");
-    return run(p, job, why, len);
+    if (p->w.busy)
+        return fail(why, len, TIDE_ERR_ARGUMENT,
+                    "pipeline run: a started run has not been waited for");
+    int st = prepare(p, job, why, len);
+    return st ? st : execute(p, job, why, len);
+}
+
+extern "C" int tide_pipeline_start(tide_pipeline *p, const tide_pipeline_job *job)
+{
+    return p && job ? start(p, job) : TIDE_ERR_ARGUMENT;
+}
+
+extern "C" int tide_pipeline_wait(tide_pipeline *p, char *why, size_t len)
+{
+    if (!p)
+        return fail(why, len, TIDE_ERR_ARGUMENT, "pipeline wait: the pipeline is NULL");
+    return wait_run(p, why, len);
+}
+
+extern "C" void *tide_pipeline_resident(const tide_pipeline *p, int r)
+{
+    return p && r >= 0 && (size_t)r < p->resident.size() ? p->resident[(size_t)r] : nullptr;
 }
 
 extern "C" size_t tide_pipeline_device_bytes(const tide_pipeline *p)
 {
-    return p ? p->slots.size() * (size_t)p->nbufs * p->buf_bytes : 0;
+    return p ? p->device_bytes : 0;
 }
 
 extern "C" size_t tide_pipeline_pinned_bytes(const tide_pipeline *p)

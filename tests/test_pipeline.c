@@ -18,10 +18,27 @@
  *   e) pinned arrays, pageable ones staged and registered, and mixes, in every job;
  *   f) bad transfers, bad jobs and bad pipelines: an error code, a reason, nothing written;
  *   g) a failing work callback (and a failing describe): its code comes back;
- *   h) rows further apart than the largest copy pitch (device memory as the host side).
+ *   h) rows further apart than the largest copy pitch (device memory as the host side);
+ *   i) per-buffer sizes and resident buffers (tide_pipeline_create_config): work copying a slot
+ *      buffer into a resident one and a caller-filled resident one out through a slot buffer
+ *      of another size, uploads and downloads naming a resident buffer, a pipeline with
+ *      resident buffers only, transfers checked against the size of the buffer they name, bad
+ *      configurations;
+ *   j) ordered work: a shift register through a resident buffer, each chunk's work reading the
+ *      previous chunk's result, against a CPU oracle (unordered runs reported for information);
+ *   k) host callbacks: before_upload producing each chunk's input (host input poisoned),
+ *      after_download checking and rewriting each chunk's output; each called once, in chunk
+ *      order, at most nslots + 1 chunks late, from the calling thread; a failing one's code;
+ *   l) start and wait: two pipelines (on two GPUs where there are two) started back to back,
+ *      callbacks on the pipelines' threads and devices; a second start, a run in flight, a bad
+ *      job, destroy while running;
+ *   m) after_caller: inputs written on the caller's stream behind a 50 ms sleep (pinned, by a
+ *      copy on the legacy default stream; pageable staged, by a host function on a stream).
  * For information only, it times a 1 GiB pinned round trip against tide_gpu_measure's rate of
  * both directions at once, and a 512 MiB pageable round trip staged and registered.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -483,7 +500,7 @@ static void test_roundtrip(void)
             }
 }
 
-/* ---- b) chunks along the middle dimension, halos, work ---------------------------------------- */
+/* ---- b) chunks along the middle dimension, halos, work --------------------------------------- */
 
 static void test_middle(void)
 {
@@ -529,7 +546,7 @@ static void test_middle(void)
                 }
 }
 
-/* ---- c) several uploads and downloads per chunk, per-peer blocks, order 2,0,1 ------------------ */
+/* ---- c) several uploads and downloads per chunk, per-peer blocks, order 2,0,1 ---------------- */
 
 static void test_multi(void)
 {
@@ -747,7 +764,7 @@ static void test_errors(void)
     arr_free(&as);
 }
 
-/* ---- h) rows further apart than the largest pitch a copy takes -------------------------------- */
+/* ---- h) rows further apart than the largest pitch a copy takes ------------------------------- */
 
 /* Device memory passed as the "host" array (copied directly, like pinned memory) whose rows are
  * 2 GiB apart: too far for cudaMemcpy2D/3D, so the engine falls back to row copies. Skipped
@@ -808,6 +825,728 @@ static void test_far_rows(void)
     cudaFree(D);
     cudaFreeHost(H);
     free(src);
+}
+
+/* ---- helpers for the jobs below -------------------------------------------------------------- */
+
+/* Copy to the device, then synchronize: the pipeline's streams do not wait for the legacy
+ * default stream, and a copy from pageable memory may return before it has landed. */
+static int dev_put(void *d, const void *h, size_t n)
+{
+    return cudaMemcpy(d, h, n, cudaMemcpyHostToDevice) == cudaSuccess &&
+           cudaDeviceSynchronize() == cudaSuccess;
+}
+
+/* Device memory d holds exactly want[0..n). */
+static int dev_equals(const void *d, const unsigned char *want, size_t n)
+{
+    unsigned char *h = malloc(n);
+    int ok = h && cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost) == cudaSuccess &&
+             memcmp(h, want, n) == 0;
+    free(h);
+    return ok;
+}
+
+/* Byte range of each chunk of a build_roundtrip plan in its (C-order, batch 1) arrays. */
+static void chunk_ranges(const plan *p, const tide_box *box, size_t elem, size_t *off,
+                         size_t *bytes)
+{
+    for (int i = 0; i < p->nchunks; i++) {
+        const tide_box *r = &p->up[i][0].region;
+        off[i] = (size_t)tide_box_offset(box, r) * elem;
+        bytes[i] = nbytes(r, elem, 1);
+    }
+}
+
+/* ---- i) per-buffer sizes and resident buffers ------------------------------------------------ */
+
+typedef struct {
+    plan p;                         /* first: describe and work see a plan */
+    size_t off[MAXC], bytes[MAXC];  /* chunk i's part of the arrays and of the resident buffers */
+    size_t b0;                      /* bytes of slot buffer 0; buffer 1 has 2 * b0 */
+    void *res[2];                   /* tide_pipeline_resident's pointers */
+    void *seen[MAXC][2];            /* slot buffers 0 and 1 as each work call saw them */
+    int ptrs_bad;                   /* work calls given other resident pointers */
+} resjob;
+
+/* Chunk i (slot buffers 0, 1, residents 2, 3): buffer 0 holds its part of A; copy it into its
+ * part of resident 0 and into buffer 1 at byte b0, and its part of resident 1 into buffer 1 at
+ * byte 0; both halves of buffer 1 are downloaded. */
+static int res_work(void *user, int i, void *const *buf, void *stream)
+{
+    resjob *r = user;
+    cudaStream_t st = stream;
+    r->seen[i][0] = buf[0];
+    r->seen[i][1] = buf[1];
+    if (buf[2] != r->res[0] || buf[3] != r->res[1])
+        r->ptrs_bad++;
+    char *b0 = buf[0], *b1 = buf[1], *r0 = buf[2], *r1 = buf[3];
+    const size_t n = r->bytes[i], o = r->off[i];
+    const enum cudaMemcpyKind dd = cudaMemcpyDeviceToDevice;
+    return cudaMemcpyAsync(r0 + o, b0, n, dd, st) == cudaSuccess &&
+                   cudaMemcpyAsync(b1 + r->b0, b0, n, dd, st) == cudaSuccess &&
+                   cudaMemcpyAsync(b1, r1 + o, n, dd, st) == cudaSuccess
+               ? 0
+               : TIDE_ERR_BACKEND;
+}
+
+/* A -> buffer 0 -> (work) -> buffer 1 at b0 -> B, and resident 1 -> buffer 1 at 0 -> D; b0 is
+ * the largest chunk's bytes. */
+static void res_plan(resjob *r, unsigned char *A, unsigned char *B, unsigned char *D,
+                     const tide_box *box, int nchunks, size_t elem)
+{
+    build_roundtrip(&r->p, A, B, box, nchunks);
+    chunk_ranges(&r->p, box, elem, r->off, r->bytes);
+    r->b0 = 0;
+    for (int i = 0; i < nchunks; i++)
+        r->b0 = r->bytes[i] > r->b0 ? r->bytes[i] : r->b0;
+    for (int i = 0; i < nchunks; i++) {
+        const tide_box reg = r->p.up[i][0].region;
+        r->p.down[i][0].buf = 1;
+        r->p.down[i][0].dbyte = r->b0;
+        tide_xfer d = {D, *box, reg, 1, 0, reg};
+        r->p.down[i][1] = d;
+        r->p.ndown[i] = 2;
+    }
+}
+
+/* Each chunk uploads its part of A straight into resident buffer `rb` at the part's offset and
+ * downloads it back into C (no work). */
+static void direct_plan(plan *p, unsigned char *A, unsigned char *C, const tide_box *box,
+                        int nchunks, int rb, const size_t *off)
+{
+    build_roundtrip(p, A, C, box, nchunks);
+    for (int i = 0; i < nchunks; i++) {
+        p->up[i][0].buf = p->down[i][0].buf = rb;
+        p->up[i][0].dbyte = p->down[i][0].dbyte = off[i];
+    }
+}
+
+/* Bad transfers checked against the size of the buffer they name; bad configurations. */
+static void resident_errors(resjob *r, tide_pipeline *pl, tide_pipeline_job *job,
+                            unsigned char *A, unsigned char *B, unsigned char *D,
+                            const tide_box *box, size_t elem, size_t n)
+{
+    memset(B, POISON, n);
+    res_plan(r, A, B, D, box, 5, elem);
+    r->p.up[1][0].dbyte = r->b0; /* fits buffer 1 (2 * b0 bytes), not buffer 0 */
+    expect_error("i) upload past the end of the smaller buffer 0", pl, job, TIDE_ERR_ARGUMENT, B,
+                 n);
+    res_plan(r, A, B, D, box, 5, elem);
+    r->p.down[2][1].buf = 4; /* 2 slot buffers + 2 resident ones */
+    expect_error("i) buffer index past the resident buffers", pl, job, TIDE_ERR_ARGUMENT, B, n);
+    res_plan(r, A, B, D, box, 5, elem);
+    r->p.down[3][0].buf = 2;
+    r->p.down[3][0].dbyte = n - 8;
+    expect_error("i) download past the end of a resident buffer", pl, job, TIDE_ERR_ARGUMENT, B,
+                 n);
+
+    const size_t sz[2] = {64, 0}, one[1] = {64};
+    struct {
+        tide_pipeline_config c;
+        const char *what;
+    } bad[] = {{{0, 1, one, 0, NULL, 0}, "no slots"},
+               {{2, 0, NULL, 0, NULL, 0}, "no buffers at all"},
+               {{2, 2, sz, 0, NULL, 0}, "a slot buffer of 0 bytes"},
+               {{2, 1, one, 2, sz, 0}, "a resident buffer of 0 bytes"},
+               {{2, 1, one, 1, NULL, 0}, "resident sizes missing"},
+               {{2, -1, one, 1, one, 0}, "-1 slot buffers"}};
+    char why[512];
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        tide_pipeline *q = NULL;
+        why[0] = '\0';
+        int st = tide_pipeline_create_config(&bad[k].c, &q, why, sizeof why);
+        CHECK(st == TIDE_ERR_ARGUMENT && q == NULL && why[0], "i) config with %s: status %d",
+              bad[k].what, st);
+        tide_pipeline_destroy(q);
+    }
+    tide_pipeline *q = NULL;
+    const size_t huge[1] = {(size_t)1 << 60};
+    tide_pipeline_config c = {1, 1, one, 1, huge, 0};
+    int st = tide_pipeline_create_config(&c, &q, why, sizeof why);
+    CHECK(st == TIDE_ERR_NOMEM && q == NULL, "i) an exabyte resident buffer: status %d", st);
+    st = tide_pipeline_create_config(NULL, &q, why, sizeof why);
+    CHECK(st == TIDE_ERR_ARGUMENT && q == NULL, "i) no configuration: status %d", st);
+}
+
+/* The pipeline of job i: slot buffers of b0 and 2 * b0 bytes, residents of n bytes each. */
+static tide_pipeline *resident_pipeline(int nslots, size_t b0, size_t n, const char *what)
+{
+    const size_t bufs[2] = {b0, 2 * b0}, res[2] = {n, n};
+    tide_pipeline_config c = {nslots, 2, bufs, 2, res, 0};
+    tide_pipeline *pl = NULL;
+    char why[512] = "";
+    int st = tide_pipeline_create_config(&c, &pl, why, sizeof why);
+    CHECK(st == 0 && pl, "%s: create: %d %s", what, st, why);
+    if (st)
+        return NULL;
+    CHECK(tide_pipeline_device_bytes(pl) == (size_t)nslots * 3 * b0 + 2 * n &&
+              tide_pipeline_slots(pl) == nslots && tide_pipeline_resident(pl, 0) &&
+              tide_pipeline_resident(pl, 1) &&
+              tide_pipeline_resident(pl, 0) != tide_pipeline_resident(pl, 1) &&
+              !tide_pipeline_resident(pl, 2) && !tide_pipeline_resident(pl, -1),
+          "%s: pipeline shape (%zu device bytes)", what, tide_pipeline_device_bytes(pl));
+    return pl;
+}
+
+/* Slot buffers distinct within a slot and across slots, the same for chunks i and i + nslots,
+ * never a resident buffer. */
+static int slot_buffers_ok(const resjob *r, int nchunks, int nslots)
+{
+    for (int i = 0; i < nchunks; i++)
+        for (int k = 0; k < 2; k++) {
+            const void *b = r->seen[i][k];
+            if (!b || b == r->res[0] || b == r->res[1] || b == r->seen[i][1 - k] ||
+                b != r->seen[i % nslots][k])
+                return 0;
+            for (int j = 0; j < i && j < nslots && i < nslots; j++)
+                if (b == r->seen[j][0] || b == r->seen[j][1])
+                    return 0;
+        }
+    return 1;
+}
+
+/* The direct job (uploads into and downloads out of a resident buffer) on pl: C right and the
+ * resident buffer holding A2. */
+static void run_direct(const char *what, tide_pipeline *pl, plan *p, unsigned char *A2,
+                       unsigned char *C, const tide_box *box, int rb, const size_t *off,
+                       tide_pageable_mode mode, size_t n)
+{
+    char why[512];
+    direct_plan(p, A2, C, box, 5, rb, off);
+    tide_pipeline_job job = make_job(p, 8, 1, mode, 0);
+    memset(C, POISON, n);
+    int st = tide_pipeline_run(pl, &job, why, sizeof why);
+    CHECK(st == 0 && memcmp(C, A2, n) == 0, "%s: %d %s", what, st, st ? why : "wrong result");
+    CHECK(dev_equals(tide_pipeline_resident(pl, 0), A2, n),
+          "%s: the resident buffer does not hold the uploads", what);
+}
+
+static void test_resident(void)
+{
+    static const int slots[2] = {1, 3};
+    const size_t elem = 8;
+    const tide_box box = mkbox(0, 37, 0, 11, 0, 13, C_ORDER);
+    const size_t n = nbytes(&box, elem, 1);
+    resjob *r = malloc(sizeof *r);
+    for (int m = 0; m < NKINDS; m++)
+        for (int s = 0; s < 2; s++) {
+            char what[160];
+            snprintf(what, sizeof what, "i) resident buffers, %s, %d slots", kinds[m].name,
+                     slots[s]);
+            arrays as = {0};
+            unsigned char *A = arr_new(&as, n, kinds[m].in_kind, 1);
+            unsigned char *A2 = arr_new(&as, n, kinds[m].in_kind, 1);
+            unsigned char *B = arr_new(&as, n, kinds[m].out_kind, 0);
+            unsigned char *C = arr_new(&as, n, kinds[m].out_kind, 0);
+            unsigned char *D = arr_new(&as, n, kinds[m].out_kind, 0);
+            unsigned char *R = malloc(n);
+            fill_random(R, n);
+            memset(r, 0, sizeof *r);
+            res_plan(r, A, B, D, &box, 5, elem);
+            tide_pipeline *pl = resident_pipeline(slots[s], r->b0, n, what);
+            if (!pl) {
+                free(R);
+                arr_free(&as);
+                continue;
+            }
+            r->res[0] = tide_pipeline_resident(pl, 0);
+            r->res[1] = tide_pipeline_resident(pl, 1);
+            CHECK(dev_put(r->res[1], R, n), "%s: filling resident 1", what);
+            tide_pipeline_job job = make_job(&r->p, elem, 1, kinds[m].mode, 0);
+            job.work = res_work;
+            job.user = r;
+            char why[512];
+            int st = tide_pipeline_run(pl, &job, why, sizeof why);
+            CHECK(st == 0, "%s: run: %d %s", what, st, why);
+            if (!st) {
+                CHECK(memcmp(B, A, n) == 0, "%s: B (through buffer 1 at byte b0) differs", what);
+                CHECK(memcmp(D, R, n) == 0, "%s: D (resident 1, caller-filled) differs", what);
+                CHECK(dev_equals(r->res[0], A, n), "%s: resident 0 does not hold A", what);
+                CHECK(r->ptrs_bad == 0 && slot_buffers_ok(r, 5, slots[s]),
+                      "%s: work saw wrong buffer pointers", what);
+            }
+            run_direct(what, pl, &r->p, A2, C, &box, 2, r->off, kinds[m].mode, n);
+            CHECK(dev_equals(r->res[1], R, n), "%s: resident 1 changed across runs", what);
+            if (m == 0 && s == 1)
+                resident_errors(r, pl, &job, A, B, D, &box, elem, n);
+            tide_pipeline_destroy(pl);
+
+            /* No slot buffers at all: a round trip through one resident buffer (staging sized
+             * explicitly: its default, the sum of the slot buffers, is 0). */
+            tide_pipeline_config c = {slots[s], 0, NULL, 1, &n, n};
+            st = tide_pipeline_create_config(&c, &pl, why, sizeof why);
+            CHECK(st == 0 && tide_pipeline_device_bytes(pl) == n, "%s: resident-only: %d %s",
+                  what, st, why);
+            if (!st) {
+                snprintf(what, sizeof what, "i) resident buffer only, %s, %d slots",
+                         kinds[m].name, slots[s]);
+                run_direct(what, pl, &r->p, A2, C, &box, 0, r->off, kinds[m].mode, n);
+                tide_pipeline_destroy(pl);
+            }
+            free(R);
+            arr_free(&as);
+        }
+    free(r);
+}
+
+/* ---- j) ordered work: a chain through a resident buffer -------------------------------------- */
+
+/* Resident buffer R holds NCH + 1 parts of PART bytes; part 0 is seeded by the caller. Chunk i
+ * uploads SHIFT bytes X_i into slot buffer 0 and its work sets part i+1 to part i shifted left
+ * by SHIFT bytes with X_i appended: a shift register, right only when every chunk's work sees
+ * the previous chunk's result. Before that step the work copies (NCH - i) * BUSY bytes inside
+ * slot buffer 1, so that earlier chunks take longer: unordered, later chunks' steps would tend
+ * to run first. Chunk i downloads part i+1 into row i of O. */
+enum { NCH = 8, PART = 1 << 20, SHIFT = PART / 4, BUSY = 8 << 20 };
+
+static int chain_work(void *user, int i, void *const *buf, void *stream)
+{
+    (void)user;
+    cudaStream_t st = stream;
+    const enum cudaMemcpyKind dd = cudaMemcpyDeviceToDevice;
+    char *x = buf[0], *busy = buf[1], *R = buf[2];
+    const size_t b = (size_t)(NCH - i) * BUSY;
+    return cudaMemcpyAsync(busy + (size_t)NCH * BUSY, busy, b, dd, st) == cudaSuccess &&
+                   cudaMemcpyAsync(R + (size_t)(i + 1) * PART, R + (size_t)i * PART + SHIFT,
+                                   PART - SHIFT, dd, st) == cudaSuccess &&
+                   cudaMemcpyAsync(R + (size_t)(i + 1) * PART + (PART - SHIFT), x, SHIFT, dd,
+                                   st) == cudaSuccess
+               ? 0
+               : TIDE_ERR_BACKEND;
+}
+
+static void chain_plan(plan *p, unsigned char *X, unsigned char *O)
+{
+    const tide_box xb = mkbox(0, 1, 0, NCH, 0, SHIFT / 8, C_ORDER);
+    const tide_box ob = mkbox(0, 1, 0, NCH, 0, PART / 8, C_ORDER);
+    plan_init(p);
+    p->nchunks = NCH;
+    for (int i = 0; i < NCH; i++) {
+        tide_box xr = xb, orow = ob;
+        xr.lo[1] = orow.lo[1] = i;
+        xr.hi[1] = orow.hi[1] = i + 1;
+        tide_xfer u = {X, xb, xr, 0, 0, xr};
+        tide_xfer d = {O, ob, orow, 2, (size_t)(i + 1) * PART, orow};
+        p->up[i][0] = u;
+        p->down[i][0] = d;
+        p->nup[i] = p->ndown[i] = 1;
+    }
+}
+
+/* One chained run on pl with part 0 = S and the other parts poisoned first; 1 when O and the
+ * resident buffer equal the CPU shift register `want` (NCH + 1 parts). */
+static int chain_run(const char *what, tide_pipeline *pl, plan *p, int ordered,
+                     tide_pageable_mode mode,
+                     const unsigned char *want, unsigned char *O, int report)
+{
+    void *R = tide_pipeline_resident(pl, 0);
+    char why[512];
+    memset(O, POISON, (size_t)NCH * PART);
+    if (cudaMemset((char *)R + PART, POISON, (size_t)NCH * PART) != cudaSuccess ||
+        !dev_put(R, want, PART)) {
+        CHECK(0, "%s: seeding the resident buffer", what);
+        return 0;
+    }
+    tide_pipeline_job job = make_job(p, 8, 1, mode, 0);
+    job.work = chain_work;
+    job.ordered = ordered;
+    int st = tide_pipeline_run(pl, &job, why, sizeof why);
+    if (report)
+        CHECK(st == 0, "%s: run: %d %s", what, st, why);
+    return st == 0 && memcmp(O, want + PART, (size_t)NCH * PART) == 0 &&
+           dev_equals(R, want, (size_t)(NCH + 1) * PART);
+}
+
+static void test_ordered(void)
+{
+    static const int slots[3] = {1, 3, 4};
+    const size_t bufs[2] = {SHIFT, 2 * (size_t)NCH * BUSY}, res = (size_t)(NCH + 1) * PART;
+    plan *p = malloc(sizeof *p);
+    unsigned char *want = malloc(res);
+    fill_random(want, PART); /* the seed, part 0 */
+    for (int m = 0; m < 2; m++) { /* pinned, pageable staged */
+        arrays as = {0};
+        unsigned char *X = arr_new(&as, (size_t)NCH * SHIFT, kinds[m].in_kind, 1);
+        unsigned char *O = arr_new(&as, (size_t)NCH * PART, kinds[m].out_kind, 0);
+        for (int i = 0; i < NCH; i++) { /* the CPU oracle */
+            unsigned char *to = want + (size_t)(i + 1) * PART;
+            memcpy(to, want + (size_t)i * PART + SHIFT, PART - SHIFT);
+            memcpy(to + PART - SHIFT, X + (size_t)i * SHIFT, SHIFT);
+        }
+        chain_plan(p, X, O);
+        for (int s = 0; s < 3; s++) {
+            char what[160];
+            snprintf(what, sizeof what, "j) ordered chain, %s, %d slots", kinds[m].name,
+                     slots[s]);
+            tide_pipeline_config c = {slots[s], 2, bufs, 1, &res, PART};
+            tide_pipeline *pl = NULL;
+            char why[512] = "";
+            int st = tide_pipeline_create_config(&c, &pl, why, sizeof why);
+            CHECK(st == 0, "%s: create: %d %s", what, st, why);
+            if (st)
+                continue;
+            for (int rep = 0; rep < 3; rep++)
+                CHECK(chain_run(what, pl, p, 1, kinds[m].mode, want, O, 1),
+                      "%s: run %d: the chain differs from the CPU shift register", what, rep);
+            if (slots[s] > 1) { /* for information: how sensitive the job is */
+                int right = 0;
+                for (int rep = 0; rep < 5; rep++)
+                    right += chain_run(what, pl, p, 0, kinds[m].mode, want, O, 0);
+                printf("info: %s: unordered, the chain came out right in %d of 5 runs\n", what,
+                       right);
+            }
+            tide_pipeline_destroy(pl);
+        }
+        arr_free(&as);
+    }
+    free(want);
+    free(p);
+}
+
+/* ---- k) host callbacks ----------------------------------------------------------------------- */
+
+typedef struct {
+    plan p;                        /* first: describe and work see a plan */
+    const unsigned char *ref;      /* what the input must hold */
+    unsigned char *in, *out;
+    size_t off[MAXC], bytes[MAXC]; /* chunk i's byte range in ref, in and out */
+    int produce;                   /* before_upload writes chunk i's input (else checks it) */
+    int log[2 * MAXC], nlog;       /* +(i+1): before_upload(i); -(i+1): after_download(i) */
+    int in_ok[MAXC];               /* before_upload(i) found the input already there */
+    int out_ok[MAXC];              /* after_download(i) found chunk i's output right */
+    int fail_before, fail_after, fail_code; /* a callback failing at a chunk (-1: never) */
+    pthread_t main;                /* the test's thread */
+    int on_main, off_main;         /* callbacks called on it and on other threads */
+    int device, wrong_device;      /* the pipeline's device; callbacks that found another */
+    atomic_int *gate;              /* before_upload(0) waits (at most 5 s) until it is 1 */
+    int gate_seen;
+} cbjob;
+
+enum { FLIP = 0x5a }; /* after_download xors chunk i's output with this */
+
+static void cb_note(cbjob *c, int entry)
+{
+    if (c->nlog < 2 * MAXC)
+        c->log[c->nlog] = entry;
+    c->nlog++;
+    if (pthread_equal(pthread_self(), c->main))
+        c->on_main++;
+    else
+        c->off_main++;
+    int d = -1;
+    if (cudaGetDevice(&d) != cudaSuccess || d != c->device)
+        c->wrong_device++;
+}
+
+static int cb_before(void *user, int i)
+{
+    cbjob *c = user;
+    cb_note(c, i + 1);
+    if (i == 0 && c->gate) {
+        double t0 = now();
+        while (!atomic_load(c->gate) && now() - t0 < 5)
+            ;
+        c->gate_seen = atomic_load(c->gate);
+    }
+    if (i == c->fail_before)
+        return c->fail_code;
+    if (c->produce)
+        memcpy(c->in + c->off[i], c->ref + c->off[i], c->bytes[i]);
+    else
+        c->in_ok[i] = memcmp(c->in + c->off[i], c->ref + c->off[i], c->bytes[i]) == 0;
+    return 0;
+}
+
+static int cb_after(void *user, int i)
+{
+    cbjob *c = user;
+    cb_note(c, -(i + 1));
+    unsigned char *o = c->out + c->off[i];
+    c->out_ok[i] = memcmp(o, c->ref + c->off[i], c->bytes[i]) == 0;
+    for (size_t k = 0; k < c->bytes[i]; k++)
+        o[k] ^= FLIP;
+    return i == c->fail_after ? c->fail_code : 0;
+}
+
+/* A round trip of in to out in nchunks chunks with both callbacks; the input starts poisoned
+ * when before_upload produces it. */
+static tide_pipeline_job cb_setup(cbjob *c, const unsigned char *ref, unsigned char *in,
+                                  unsigned char *out, const tide_box *box, int nchunks,
+                                  tide_pageable_mode mode, int produce)
+{
+    const size_t n = nbytes(box, 8, 1);
+    memset(c, 0, sizeof *c);
+    build_roundtrip(&c->p, in, out, box, nchunks);
+    chunk_ranges(&c->p, box, 8, c->off, c->bytes);
+    c->ref = ref;
+    c->in = in;
+    c->out = out;
+    c->produce = produce;
+    c->fail_before = c->fail_after = -1;
+    c->main = pthread_self();
+    cudaGetDevice(&c->device);
+    if (produce)
+        memset(in, POISON, n);
+    memset(out, POISON, n);
+    tide_pipeline_job job = make_job(&c->p, 8, 1, mode, 0);
+    job.user = c;
+    job.before_upload = cb_before;
+    job.after_download = cb_after;
+    return job;
+}
+
+/* Every callback once, in chunk order, after_download(i) after before_upload(i) and, at the
+ * latest, before before_upload(i + nslots + 1); every output seen right, then flipped. */
+static int cb_ok(const char *what, const cbjob *c, int nchunks, int nslots, size_t n)
+{
+    int nb = 0, na = 0, ok = c->nlog == 2 * nchunks;
+    for (int k = 0; ok && k < c->nlog; k++) {
+        const int e = c->log[k];
+        if (e > 0)
+            ok = e - 1 == nb++ && na >= e - 1 - nslots;
+        else
+            ok = -e - 1 == na++ && na <= nb;
+    }
+    CHECK(ok && nb == nchunks && na == nchunks,
+          "%s: callbacks out of order, missing or late (%d logged)", what, c->nlog);
+    int right = 1, flipped = 1;
+    for (int i = 0; i < nchunks; i++) {
+        right &= c->out_ok[i];
+        right &= c->produce || c->in_ok[i];
+    }
+    for (size_t k = 0; k < n; k++)
+        flipped &= c->out[k] == (unsigned char)(c->ref[k] ^ FLIP) && c->in[k] == c->ref[k];
+    CHECK(right, "%s: a callback found its chunk's data wrong", what);
+    CHECK(flipped, "%s: final output is not the flipped input", what);
+    return ok && right && flipped;
+}
+
+static void test_callbacks(void)
+{
+    static const int slots[2] = {1, 3};
+    const tide_box box = mkbox(0, 37, 0, 11, 0, 13, C_ORDER);
+    const size_t n = nbytes(&box, 8, 1);
+    unsigned char *ref = malloc(n);
+    fill_random(ref, n);
+    cbjob *c = malloc(sizeof *c);
+    char why[512];
+    for (int m = 0; m < NKINDS; m++)
+        for (int s = 0; s < 2; s++) {
+            char what[160];
+            snprintf(what, sizeof what, "k) callbacks, %s, %d slots", kinds[m].name, slots[s]);
+            arrays as = {0};
+            unsigned char *in = arr_new(&as, n, kinds[m].in_kind, 0);
+            unsigned char *out = arr_new(&as, n, kinds[m].out_kind, 0);
+            tide_pipeline *pl = NULL;
+            int st = tide_pipeline_create(n, 1, slots[s], 0, &pl, why, sizeof why);
+            CHECK(st == 0, "%s: create: %d %s", what, st, why);
+            if (st) {
+                arr_free(&as);
+                continue;
+            }
+            tide_pipeline_job job = cb_setup(c, ref, in, out, &box, 8, kinds[m].mode, 1);
+            st = tide_pipeline_run(pl, &job, why, sizeof why);
+            CHECK(st == 0, "%s: run: %d %s", what, st, why);
+            if (!st)
+                cb_ok(what, c, 8, slots[s], n);
+            CHECK(c->off_main == 0 && c->wrong_device == 0,
+                  "%s: tide_pipeline_run called %d callbacks off the calling thread, %d on "
+                  "another device", what, c->off_main, c->wrong_device);
+
+            /* A failing callback: its code comes back, no callback after it. */
+            job = cb_setup(c, ref, in, out, &box, 8, kinds[m].mode, 1);
+            c->fail_before = 3;
+            c->fail_code = TIDE_ERR_MISMATCH;
+            st = tide_pipeline_run(pl, &job, why, sizeof why);
+            CHECK(st == TIDE_ERR_MISMATCH && c->nlog > 0 && c->log[c->nlog - 1] == 4,
+                  "%s: before_upload failing at chunk 3: status %d, last callback %d", what, st,
+                  c->nlog ? c->log[c->nlog - 1] : 0);
+            job = cb_setup(c, ref, in, out, &box, 8, kinds[m].mode, 1);
+            c->fail_after = 2;
+            c->fail_code = TIDE_ERR_BACKEND;
+            st = tide_pipeline_run(pl, &job, why, sizeof why);
+            CHECK(st == TIDE_ERR_BACKEND && c->nlog > 0 && c->log[c->nlog - 1] == -3,
+                  "%s: after_download failing at chunk 2: status %d, last callback %d", what,
+                  st, c->nlog ? c->log[c->nlog - 1] : 0);
+            tide_pipeline_destroy(pl);
+            arr_free(&as);
+        }
+    free(c);
+    free(ref);
+}
+
+/* ---- l) start and wait ----------------------------------------------------------------------- */
+
+/* Two pipelines (on devices 0 and 1 where there are two GPUs) started back to back from this
+ * thread, then waited for; the first run's before_upload(0) holds until both starts have
+ * returned, so a start that ran the job itself would be seen. */
+static void test_start_wait(int ngpus)
+{
+    const tide_box box = mkbox(0, 37, 0, 11, 0, 13, C_ORDER);
+    const size_t n = nbytes(&box, 8, 1);
+    unsigned char *ref = malloc(n);
+    fill_random(ref, n);
+    cbjob *c[2] = {malloc(sizeof(cbjob)), malloc(sizeof(cbjob))};
+    tide_pipeline *pl[2] = {NULL, NULL};
+    arrays as = {0};
+    unsigned char *in[2], *out[2];
+    char why[512] = "";
+    atomic_int gate;
+    atomic_init(&gate, 0);
+    int ok = 1;
+    for (int k = 0; k < 2; k++) {
+        in[k] = arr_new(&as, n, k ? PAGEABLE : PINNED, 0);
+        out[k] = arr_new(&as, n, k ? PAGEABLE : PINNED, 0);
+        ok &= cudaSetDevice(ngpus > 1 ? k : 0) == cudaSuccess &&
+              tide_pipeline_create(n, 1, 3, 0, &pl[k], why, sizeof why) == 0;
+        cudaSetDevice(0);
+    }
+    CHECK(ok, "l) creating two pipelines: %s", why);
+    tide_pipeline_job job[2];
+    for (int k = 0; k < 2 && ok; k++) {
+        job[k] = cb_setup(c[k], ref, in[k], out[k], &box, 8, TIDE_PAGEABLE_STAGE, 1);
+        c[k]->device = ngpus > 1 ? k : 0;
+    }
+    if (ok) {
+        c[0]->gate = &gate;
+        int s0 = tide_pipeline_start(pl[0], &job[0]);
+        int s1 = tide_pipeline_start(pl[1], &job[1]);
+        atomic_store(&gate, 1);
+        CHECK(s0 == 0 && s1 == 0, "l) start: %d, %d", s0, s1);
+        CHECK(tide_pipeline_start(pl[0], &job[0]) == TIDE_ERR_ARGUMENT,
+              "l) a second start before wait was accepted");
+        CHECK(tide_pipeline_run(pl[1], &job[1], why, sizeof why) == TIDE_ERR_ARGUMENT,
+              "l) a run while a started one is in flight was accepted");
+        for (int k = 0; k < 2; k++) {
+            char what[64];
+            snprintf(what, sizeof what, "l) started run %d (device %d)", k, c[k]->device);
+            int st = tide_pipeline_wait(pl[k], why, sizeof why);
+            CHECK(st == 0, "%s: wait: %d %s", what, st, why);
+            if (!st)
+                cb_ok(what, c[k], 8, 3, n);
+            CHECK(c[k]->on_main == 0 && c[k]->wrong_device == 0,
+                  "%s: %d callbacks on the starting thread, %d on the wrong device", what,
+                  c[k]->on_main, c[k]->wrong_device);
+        }
+        CHECK(c[0]->gate_seen, "l) start returned only after the run had ended");
+        CHECK(tide_pipeline_wait(pl[0], why, sizeof why) == TIDE_ERR_ARGUMENT,
+              "l) a second wait was accepted");
+
+        /* A bad job: start accepts it, wait reports it. */
+        job[0].elem = 0;
+        int st = tide_pipeline_start(pl[0], &job[0]);
+        why[0] = '\0';
+        int sw = tide_pipeline_wait(pl[0], why, sizeof why);
+        CHECK(st == 0 && sw == TIDE_ERR_ARGUMENT && why[0], "l) bad job: start %d, wait %d '%s'",
+              st, sw, why);
+        CHECK(tide_pipeline_start(NULL, &job[0]) == TIDE_ERR_ARGUMENT &&
+                  tide_pipeline_start(pl[0], NULL) == TIDE_ERR_ARGUMENT,
+              "l) start with NULL arguments");
+
+        /* Destroy while a run is in flight: it waits for the run first. */
+        job[1] = cb_setup(c[1], ref, in[1], out[1], &box, 8, TIDE_PAGEABLE_STAGE, 1);
+        c[1]->device = ngpus > 1 ? 1 : 0;
+        st = tide_pipeline_start(pl[1], &job[1]);
+        tide_pipeline_destroy(pl[1]);
+        pl[1] = NULL;
+        CHECK(st == 0, "l) start before destroy: %d", st);
+        if (!st)
+            cb_ok("l) destroyed while running", c[1], 8, 3, n);
+    }
+    for (int k = 0; k < 2; k++) {
+        tide_pipeline_destroy(pl[k]);
+        free(c[k]);
+    }
+    arr_free(&as);
+    free(ref);
+}
+
+/* ---- m) after the caller's stream ------------------------------------------------------------ */
+
+typedef struct {
+    unsigned char *dst;
+    const unsigned char *src;
+    size_t n;
+} delayed;
+
+static void sleep_ms(int ms)
+{
+    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+/* Host functions on a stream: sleep 50 ms; sleep 50 ms, then copy. */
+static void CUDART_CB sleep_50(void *arg)
+{
+    (void)arg;
+    sleep_ms(50);
+}
+
+static void CUDART_CB sleep_then_copy(void *arg)
+{
+    delayed *d = arg;
+    sleep_ms(50);
+    memcpy(d->dst, d->src, d->n);
+}
+
+/* The input of a round trip is written on the caller's stream behind a 50 ms sleep; the run,
+ * with after_caller, must see it: (A) pinned, written by cudaMemcpyAsync from device memory on
+ * the legacy default stream, started; (B) pageable and staged, written by a host function on a
+ * stream of the caller's, run, with a before_upload that checks the input is already there. */
+static void test_after_caller(void)
+{
+    const tide_box box = mkbox(0, 37, 0, 11, 0, 13, C_ORDER);
+    const size_t n = nbytes(&box, 8, 1);
+    unsigned char *ref = malloc(n), *D = NULL;
+    fill_random(ref, n);
+    arrays as = {0};
+    unsigned char *Ah = arr_new(&as, n, PINNED, 0), *Bh = arr_new(&as, n, PINNED, 0);
+    unsigned char *Ap = arr_new(&as, n, PAGEABLE, 0), *Bp = arr_new(&as, n, PAGEABLE, 0);
+    cbjob *c = malloc(sizeof *c);
+    tide_pipeline *pl = NULL;
+    cudaStream_t cs = NULL;
+    char why[512] = "";
+    int ok = cudaMalloc((void **)&D, n) == cudaSuccess && dev_put(D, ref, n) &&
+             cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking) == cudaSuccess &&
+             tide_pipeline_create(n, 1, 3, 0, &pl, why, sizeof why) == 0;
+    CHECK(ok, "m) setup: %s", why);
+    if (ok) {
+        plan *p = &c->p;
+        build_roundtrip(p, Ah, Bh, &box, 5);
+        tide_pipeline_job job = make_job(p, 8, 1, TIDE_PAGEABLE_STAGE, 0);
+        job.after_caller = 1;
+        job.caller_stream = NULL;
+        int st = cudaLaunchHostFunc(cudaStreamLegacy, sleep_50, NULL) == cudaSuccess &&
+                         cudaMemcpyAsync(Ah, D, n, cudaMemcpyDeviceToHost, cudaStreamLegacy) ==
+                             cudaSuccess
+                     ? tide_pipeline_start(pl, &job)
+                     : -1;
+        int sw = st ? st : tide_pipeline_wait(pl, why, sizeof why);
+        CHECK(sw == 0 && memcmp(Bh, ref, n) == 0,
+              "m) pinned input written on the legacy stream: %d %s", sw,
+              sw ? why : "the run read the input before the caller's stream wrote it");
+
+        delayed d = {Ap, ref, n};
+        job = cb_setup(c, ref, Ap, Bp, &box, 5, TIDE_PAGEABLE_STAGE, 0);
+        job.after_caller = 1;
+        job.caller_stream = cs;
+        st = cudaLaunchHostFunc(cs, sleep_then_copy, &d) == cudaSuccess
+                 ? tide_pipeline_run(pl, &job, why, sizeof why)
+                 : -1;
+        CHECK(st == 0, "m) pageable input written on a caller's stream: %d %s", st, why);
+        if (!st)
+            cb_ok("m) pageable input written on a caller's stream", c, 5, 3, n);
+    }
+    cudaDeviceSynchronize();
+    tide_pipeline_destroy(pl);
+    if (cs)
+        cudaStreamDestroy(cs);
+    cudaFree(D);
+    cudaGetLastError();
+    free(c);
+    arr_free(&as);
+    free(ref);
 }
 
 /* ---- timings, for information -------------------------------------------------------------- */
@@ -936,6 +1675,13 @@ int main(void)
     test_errors();
     printf("info: checks a) to g) took %.2f s\n", now() - t0);
     test_far_rows();
+    t0 = now();
+    test_resident();
+    test_ordered();
+    test_callbacks();
+    test_start_wait(n);
+    test_after_caller();
+    printf("info: checks i) to m) took %.2f s\n", now() - t0);
     timings();
     printf("test_pipeline: %d checks, %d failed\n", checks, failed);
     return failed ? 1 : 0;
