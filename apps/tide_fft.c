@@ -354,12 +354,14 @@ int tide_cmd_fft(int argc, char **argv)
         tide_rates rt_;
         CHECK(tide_measure_rates_together(ctx, (size_t)512 << 20, &rt_));
         double data = (double)(info.in_bytes > info.out_bytes ? info.in_bytes : info.out_bytes);
-        /* Host arrays go up and down once, or, streamed, once per pass: the input up, the
-         * (complex) output-sized data down, up and down again. */
+        /* The plan's own counts, forward and backward averaged (a run is half a pair): host
+         * arrays go up and down once, or, streamed, once per pass. */
+        tide_fft_cost cf, cb;
+        CHECK(tide_fft_plan_cost(plan, -1, &cf));
+        CHECK(tide_fft_plan_cost(plan, +1, &cb));
         int trips = info.slots > 1 ? 2 : 1;
-        double pcie = trips == 2 ? info.in_bytes + 3.0 * info.out_bytes
-                                 : (double)info.in_bytes + info.out_bytes;
-        double b = a.device ? info.local_transforms * 2 * data / (rt_.d2d * 1e9)
+        double pcie = (cf.h2d_bytes + cf.d2h_bytes + cb.h2d_bytes + cb.d2h_bytes) / 2;
+        double b = a.device ? (cf.fft_bytes + cb.fft_bytes) / 2 / (rt_.d2d * 1e9)
                             : pcie / (rt_.both * 1e9);
         /* Exchanges that do not overlap the local work: device arrays over NCCL or CUDA-aware
          * MPI, and host arrays streamed over MPI in host memory (after each pass), each moving
@@ -374,7 +376,7 @@ int tide_cmd_fft(int argc, char **argv)
             double cap = 512.0 * (1 << 20), most, xrate = 0; /* the same size on every rank */
             MPI_Allreduce(&data, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
             CHECK(tide_measure_exchange(ctx, x, (size_t)(most < cap ? most : cap), &xrate));
-            b += info.exchanges * data * (P - 1) / P / (xrate * 1e9); /* after the passes */
+            b += (cf.exchange_bytes + cb.exchange_bytes) / 2 / (xrate * 1e9); /* after passes */
             snprintf(xpart, sizeof xpart, " + %d exchange%s of the data leaving the rank at the "
                      "measured %s all-to-all rate (%.3g GB/s)", info.exchanges,
                      info.exchanges > 1 ? "s" : "", a.device ? exch_names[x] : "MPI p2p "

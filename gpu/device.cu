@@ -16,7 +16,8 @@ extern "C" {
 #include "region.h"
 }
 
-extern "C" int tide_gpu_count(char *why, size_t len)
+// The devices CUDA lists, without opening any context (0 with the reason in why).
+static int count_devices(char *why, size_t len)
 {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
@@ -25,20 +26,35 @@ extern "C" int tide_gpu_count(char *why, size_t len)
         cudaGetLastError();
         return 0;
     }
-    if (n == 0) {
+    if (n == 0)
         snprintf(why, len, "no GPU found");
-        return 0;
-    }
-    // A driver that lists devices but cannot allocate is no usable GPU either.
+    return n;
+}
+
+// A driver that lists devices but cannot allocate is no usable GPU either. Allocates on the
+// current device, opening its context.
+static int probe_current(int device, char *why, size_t len)
+{
     void *probe = nullptr;
-    e = cudaMalloc(&probe, 256);
+    cudaError_t e = cudaMalloc(&probe, 256);
     if (e != cudaSuccess) {
-        snprintf(why, len, "no usable GPU: cudaMalloc failed: %s (CUDA error %d)",
-                 cudaGetErrorString(e), (int)e);
+        snprintf(why, len, "no usable GPU: cudaMalloc on GPU %d failed: %s (CUDA error %d)",
+                 device, cudaGetErrorString(e), (int)e);
         cudaGetLastError();
-        return 0;
+        return TIDE_ERR_BACKEND;
     }
     cudaFree(probe);
+    return 0;
+}
+
+extern "C" int tide_gpu_count(char *why, size_t len)
+{
+    int n = count_devices(why, len), cur = 0;
+    if (n <= 0)
+        return 0;
+    cudaGetDevice(&cur);
+    if (probe_current(cur, why, len))
+        return 0;
     snprintf(why, len, "%d GPU(s) usable", n);
     return n;
 }
@@ -46,21 +62,21 @@ extern "C" int tide_gpu_count(char *why, size_t len)
 extern "C" int tide_gpu_properties(int device, tide_gpu_props *props)
 {
     cudaDeviceProp p;
-    if (cudaGetDeviceProperties(&p, device) != cudaSuccess)
+    if (cudaGetDeviceProperties(&p, device) != cudaSuccess) {
+        cudaGetLastError();
         return TIDE_ERR_BACKEND;
+    }
     memset(props, 0, sizeof *props);
     snprintf(props->name, sizeof props->name, "%.127s", p.name);
     props->major = p.major;
     props->minor = p.minor;
     props->total_bytes = p.totalGlobalMem;
-    int cur = 0;
-    cudaGetDevice(&cur);
-    if (cudaSetDevice(device) == cudaSuccess) {
-        size_t f = 0, t = 0;
-        if (cudaMemGetInfo(&f, &t) == cudaSuccess)
-            props->free_bytes = f;
-        cudaSetDevice(cur);
-    }
+    int cur = -1;
+    size_t f = 0, t = 0;
+    if (cudaGetDevice(&cur) == cudaSuccess && cur == device &&
+        cudaMemGetInfo(&f, &t) == cudaSuccess)
+        props->free_bytes = f;
+    cudaGetLastError();
     cudaDeviceGetPCIBusId(props->pci_bus_id, (int)sizeof props->pci_bus_id, device);
     return 0;
 }
@@ -328,6 +344,26 @@ static int nccl_status(ncclResult_t r, const char *what)
 }
 #endif
 
+extern "C" int tide_nccl_check(tide_nccl *c)
+{
+#if TIDE_HAVE_NCCL
+    if (!c)
+        return 0;
+    ncclResult_t async = ncclSuccess;
+    int st = nccl_status(ncclCommGetAsyncError(c->comm, &async), "ncclCommGetAsyncError");
+    if (st)
+        return st;
+#if defined(NCCL_VERSION_CODE) && NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
+    if (async == ncclInProgress) // a nonblocking operation still running, no failure
+        return 0;
+#endif
+    return nccl_status(async, "NCCL (asynchronous error)");
+#else
+    (void)c;
+    return 0;
+#endif
+}
+
 extern "C" int tide_nccl_group_start(void)
 {
 #if TIDE_HAVE_NCCL
@@ -379,33 +415,85 @@ extern "C" int tide_nccl_version(void)
 #endif
 }
 
-// Bind this process to the cores hwloc finds nearest the device (its PCI locality).
-static void bind_near(int device, char *cpuset, size_t len)
+// With bind, bind this process to the cores hwloc finds nearest the device (its PCI locality),
+// unless it is already bound to part of the machine (mpirun --bind-to ..., taskset, numactl):
+// that binding is the launcher's choice and is kept. cpuset receives the binding in force.
+// Returns TIDE_BIND_*.
+static int bind_near(int device, int bind, char *cpuset, size_t len)
 {
     cpuset[0] = '\0';
+    if (!bind)
+        return TIDE_BIND_NONE;
+    int how = TIDE_BIND_NONE;
     hwloc_topology_t topo;
     if (hwloc_topology_init(&topo))
-        return;
-    hwloc_bitmap_t set = hwloc_bitmap_alloc();
-    if (set && hwloc_topology_load(topo) == 0 &&
-        hwloc_cudart_get_device_cpuset(topo, device, set) == 0 && !hwloc_bitmap_iszero(set) &&
-        hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0)
-        hwloc_bitmap_list_snprintf(cpuset, len, set);
-    hwloc_bitmap_free(set);
+        return how;
+    hwloc_bitmap_t near = hwloc_bitmap_alloc(), cur = hwloc_bitmap_alloc();
+    if (near && cur && hwloc_topology_load(topo) == 0) {
+        int located = hwloc_cudart_get_device_cpuset(topo, device, near) == 0 &&
+                      !hwloc_bitmap_iszero(near);
+        hwloc_const_cpuset_t all = hwloc_topology_get_topology_cpuset(topo);
+        if (hwloc_get_cpubind(topo, cur, HWLOC_CPUBIND_PROCESS) == 0 &&
+            !hwloc_bitmap_iszero(cur) && !hwloc_bitmap_isincluded(all, cur)) {
+            how = located && !hwloc_bitmap_intersects(cur, near) ? TIDE_BIND_KEPT_FAR
+                                                                  : TIDE_BIND_KEPT;
+            hwloc_bitmap_list_snprintf(cpuset, len, cur);
+        } else if (located && hwloc_set_cpubind(topo, near, HWLOC_CPUBIND_PROCESS) == 0) {
+            how = TIDE_BIND_NEAR;
+            hwloc_bitmap_list_snprintf(cpuset, len, near);
+        }
+    }
+    hwloc_bitmap_free(near);
+    hwloc_bitmap_free(cur);
     hwloc_topology_destroy(topo);
+    return how;
 }
 
-extern "C" int tide_gpu_select(int local_rank, size_t budget, int bind, tide_device_info *info,
-                               char *why, size_t len)
+// The device a rank asked for (TIDE_DEVICE_AUTO, _CURRENT or an index) among n; -1 with the
+// reason in why when there is none.
+static int choose_device(int local_rank, int want, int n, char *why, size_t len)
 {
-    int n = tide_gpu_count(why, len);
+    if (want == TIDE_DEVICE_AUTO)
+        return local_rank % n;
+    if (want == TIDE_DEVICE_CURRENT) {
+        int cur = -1;
+        cudaError_t e = cudaGetDevice(&cur);
+        if (e == cudaSuccess)
+            return cur;
+        snprintf(why, len, "cannot tell the current device: %s (CUDA error %d)",
+                 cudaGetErrorString(e), (int)e);
+        cudaGetLastError();
+        return -1;
+    }
+    if (want >= 0 && want < n)
+        return want;
+    snprintf(why, len, "device %d does not exist (this node has %d GPU%s)", want, n,
+             n == 1 ? "" : "s");
+    return -1;
+}
+
+extern "C" int tide_gpu_select(int local_rank, int want, int bind, tide_device_info *info,
+                               int *binding, char *why, size_t len)
+{
+    int n = count_devices(why, len);
     if (n <= 0)
         return TIDE_ERR_BACKEND;
-    int dev = local_rank % n;
+    int dev = choose_device(local_rank, want, n, why, len);
+    if (dev < 0)
+        return want >= 0 ? TIDE_ERR_ARGUMENT : TIDE_ERR_BACKEND;
+    // Only now does a context open, and only on the chosen device.
     cudaError_t e = cudaSetDevice(dev);
+    if (e != cudaSuccess) {
+        snprintf(why, len, "no usable GPU: cannot use GPU %d: %s (CUDA error %d)", dev,
+                 cudaGetErrorString(e), (int)e);
+        cudaGetLastError();
+        return TIDE_ERR_BACKEND;
+    }
+    if (probe_current(dev, why, len))
+        return TIDE_ERR_BACKEND;
     tide_gpu_props p;
-    if (e != cudaSuccess || tide_gpu_properties(dev, &p)) {
-        snprintf(why, len, "cannot use GPU %d: %s", dev, cudaGetErrorString(e));
+    if (tide_gpu_properties(dev, &p)) {
+        snprintf(why, len, "no usable GPU: cannot read the properties of GPU %d", dev);
         return TIDE_ERR_BACKEND;
     }
     info->device = dev;
@@ -415,16 +503,8 @@ extern "C" int tide_gpu_select(int local_rank, size_t budget, int bind, tide_dev
     info->cc_minor = p.minor;
     info->total_bytes = p.total_bytes;
     info->free_bytes = p.free_bytes;
-    const size_t margin = (size_t)1 << 30;
-    size_t deflt = p.free_bytes > margin ? p.free_bytes - margin : p.free_bytes / 2;
-    if (budget > p.free_bytes) {
-        snprintf(why, len, "device budget %zu bytes exceeds the %zu bytes free on GPU %d (%s)",
-                 budget, p.free_bytes, dev, p.name);
-        return TIDE_ERR_ARGUMENT;
-    }
-    info->budget_bytes = budget ? budget : deflt;
-    if (bind)
-        bind_near(dev, info->cpuset, sizeof info->cpuset);
+    info->budget_bytes = 0;
+    *binding = bind_near(dev, bind, info->cpuset, sizeof info->cpuset);
     snprintf(why, len, "GPU %d of %d: %s", dev, n, p.name);
     return 0;
 }
@@ -540,4 +620,19 @@ extern "C" int tide_gpu_host_alloc(size_t bytes, void **ptr)
 extern "C" int tide_gpu_host_free(void *ptr)
 {
     return cudaFreeHost(ptr) == cudaSuccess ? 0 : TIDE_ERR_ARGUMENT;
+}
+
+extern "C" int tide_gpu_device_enter(int device, int *prev)
+{
+    cudaError_t e = cudaGetDevice(prev);
+    if (e == cudaSuccess && *prev != device)
+        e = cudaSetDevice(device);
+    return e == cudaSuccess ? 0 : fail(e, "making the context's GPU current");
+}
+
+extern "C" void tide_gpu_device_leave(int prev)
+{
+    int cur = -1;
+    if (prev >= 0 && cudaGetDevice(&cur) == cudaSuccess && cur != prev)
+        cudaSetDevice(prev);
 }

@@ -18,17 +18,35 @@ typedef struct {
     char pci_bus_id[32];
 } tide_gpu_props;
 
-/* Number of GPUs this process can use (0 with the reason in why). A GPU counts as usable only
- * when a small allocation on it succeeds, which is how a machine without a driver shows. */
+/* Number of GPUs this process can use (0 with the reason in why), for tests deciding whether
+ * to skip. A GPU counts as usable only when a small allocation on the calling thread's current
+ * device succeeds, which is how a machine without a driver shows; that probe opens the current
+ * device's CUDA context (device 0 unless cudaSetDevice was called). tide_gpu_select opens
+ * none but the chosen device's. */
 int tide_gpu_count(char *why, size_t len);
+/* Name, memory, compute capability and PCI bus id of a device, without opening its context.
+ * free_bytes is filled only when device is the calling thread's current device (cudaMemGetInfo
+ * needs it current, and opens its context), else 0. */
 int tide_gpu_properties(int device, tide_gpu_props *props);
 
-/* Make device local_rank % count current, fill what tide_device_info says of it, and, when
- * bind is set, bind this process to the cores nearest the device (hwloc). budget: requested
- * bytes (0: free less 1 GiB). Returns 0, TIDE_ERR_BACKEND (no usable GPU) or TIDE_ERR_ARGUMENT
- * (budget larger than the free memory), with the reason in why. */
-int tide_gpu_select(int local_rank, size_t budget, int bind, tide_device_info *info, char *why,
-                    size_t len);
+/* How tide_gpu_select left the process's CPU binding. */
+enum {
+    TIDE_BIND_NONE = 0, /* not bound (bind 0, or hwloc cannot bind or tell the GPU's cores) */
+    TIDE_BIND_NEAR = 1, /* bound by tide_gpu_select to the cores nearest the device */
+    TIDE_BIND_KEPT = 2, /* already bound to part of the machine (e.g. by mpirun): left alone */
+    TIDE_BIND_KEPT_FAR = 3 /* as KEPT, but none of those cores is near the device */
+};
+
+/* Choose this rank's device without opening any other device's context: device is
+ * TIDE_DEVICE_AUTO (local_rank % count), TIDE_DEVICE_CURRENT (the calling thread's current
+ * device) or an index. Make it current, probe a small allocation on it, fill what
+ * tide_device_info says of it except budget_bytes, and, when bind is set and the process is not
+ * already bound to part of the machine, bind it to the cores nearest the device (hwloc);
+ * info->cpuset then names the binding, Tide's or the one found, and *binding says which
+ * (TIDE_BIND_*). Returns 0, TIDE_ERR_BACKEND (no usable GPU) or TIDE_ERR_ARGUMENT (no such
+ * device), with the reason in why. */
+int tide_gpu_select(int local_rank, int device, int bind, tide_device_info *info, int *binding,
+                    char *why, size_t len);
 
 /* Device rates of tide_rates (h2d, d2h, both, d2d) with arrays of `bytes`, on the current
  * device. align, when given, makes the measurement collective: align(arg, ok) is called once
@@ -70,6 +88,9 @@ void tide_gpu_event_destroy(void *event);
  * default stream) before this call: event is recorded there, then `stream` waits for it on the
  * device, or, with stream NULL, the calling thread waits for it. */
 int tide_gpu_after(void *caller, void *event, void *stream);
+/* Make device current, remembering the current one in *prev; and make prev current again. */
+int tide_gpu_device_enter(int device, int *prev);
+void tide_gpu_device_leave(int prev);
 /* Copy bytes in any direction (cudaMemcpyDefault), enqueued on stream. */
 int tide_gpu_memcpy_async(void *dst, const void *src, size_t bytes, void *stream);
 /* Multiply count scalars (double when dbl, else float) by s, on stream. */
@@ -95,6 +116,10 @@ int tide_nccl_group_start(void);
 int tide_nccl_send(tide_nccl *c, const void *buf, size_t bytes, int peer, void *stream);
 int tide_nccl_recv(tide_nccl *c, void *buf, size_t bytes, int peer, void *stream);
 int tide_nccl_group_end(void);
+/* An error NCCL hit asynchronously on c (a peer gone, a network failure), which its calls
+ * never return: 0, or TIDE_ERR_BACKEND with the reason for tide_gpu_last_error. 0 for NULL and
+ * in builds without NCCL. */
+int tide_nccl_check(tide_nccl *c);
 
 /* Local transforms with cuFFT: one, two or three dimensions of a box, batched over its other
  * dimensions and over fields, with the strides the box's storage order gives. Input and

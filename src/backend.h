@@ -77,4 +77,9 @@ int tide_order_create(const tide_context *ctx, void **event);
 void tide_order_destroy(void *event);
 int tide_order_after(void *event, void *caller, void *stream);
 
+/* Every call on a context with GPUs runs with the context's GPU current and gives the calling
+ * thread its current device back: enter remembers it in *prev (-1 on other contexts). */
+int tide_device_enter(const tide_context *ctx, int *prev);
+void tide_device_leave(int prev);
+
 #endif

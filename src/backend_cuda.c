@@ -120,6 +120,15 @@ int tide_order_after(void *event, void *caller, void *stream)
     return event ? tide_gpu_after(caller, event, stream) : TIDE_SUCCESS;
 }
 
+int tide_device_enter(const tide_context *ctx, int *prev)
+{
+    *prev = -1;
+    return ctx->backend == TIDE_BACKEND_CUDA ? tide_gpu_device_enter(ctx->dev.device, prev)
+                                             : TIDE_SUCCESS;
+}
+
+void tide_device_leave(int prev) { tide_gpu_device_leave(prev); }
+
 #else /* no CUDA */
 
 const tide_backend_ops *tide_backend_cuda(void) { return NULL; }
@@ -138,4 +147,13 @@ int tide_order_after(void *event, void *caller, void *stream)
     (void)event, (void)caller, (void)stream;
     return TIDE_SUCCESS;
 }
+
+int tide_device_enter(const tide_context *ctx, int *prev)
+{
+    (void)ctx;
+    *prev = -1;
+    return TIDE_SUCCESS;
+}
+
+void tide_device_leave(int prev) { (void)prev; }
 #endif

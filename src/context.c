@@ -1,4 +1,5 @@
 /* context.c: one per communicator: communicators, threads, backend choice, logging level. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ void tide_context_options_init(tide_context_options *opts)
     opts->threads = 0;
     opts->device_budget = 0;
     opts->bind = 1;
+    opts->device = TIDE_DEVICE_AUTO;
 }
 
 static int log_level_from_env(void)
@@ -56,23 +58,67 @@ static int node_cores(void)
     return cores;
 }
 
-/* FFTW's thread support is process-wide and must be set up once before any planning. */
-static void fftw_threads_once(void)
+/* FFTW's planner (making and destroying plans, in either precision) is not reentrant, and
+ * fftw_plan_with_nthreads sets a count the planner itself reads and changes while it plans.
+ * FFTW calls a hook before and after each of those; Tide installs one recursive lock there,
+ * process-wide, so contexts on several threads, and the caller's own FFTW planning, may run at
+ * once, and tide_fftw_lock holds it around a thread count and the planning that uses it.
+ * fftw_make_planner_thread_safe installs such hooks in FFTW's pthreads library but does
+ * nothing in its OpenMP one, which Tide links; fftw_set_planner_hooks (FFTW >= 3.3.5, which it
+ * calls) is exported but not declared in fftw3.h. Set up once, before any planning. */
+void fftw_set_planner_hooks(void (*before)(void), void (*after)(void));
+void fftwf_set_planner_hooks(void (*before)(void), void (*after)(void));
+
+static pthread_once_t fftw_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t fftw_mutex;
+
+static void fftw_hook_lock(void) { pthread_mutex_lock(&fftw_mutex); }
+static void fftw_hook_unlock(void) { pthread_mutex_unlock(&fftw_mutex); }
+
+static void fftw_setup(void)
 {
-    static int done;
-    if (!done) {
-        fftw_init_threads();
-        fftwf_init_threads();
-        done = 1;
-    }
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&fftw_mutex, &a);
+    pthread_mutexattr_destroy(&a);
+    fftw_init_threads();
+    fftwf_init_threads();
+    fftw_set_planner_hooks(fftw_hook_lock, fftw_hook_unlock);
+    fftwf_set_planner_hooks(fftw_hook_lock, fftw_hook_unlock);
 }
 
-/* Choose this rank's GPU (and bind near it). Returns whether one is in use; a device budget
- * the GPU cannot give is an error (*st), whatever the backend, not a reason to fall back. */
+void tide_fftw_lock(void)
+{
+    pthread_once(&fftw_once, fftw_setup);
+    pthread_mutex_lock(&fftw_mutex);
+}
+
+void tide_fftw_unlock(void) { pthread_mutex_unlock(&fftw_mutex); }
+
+#if TIDE_HAVE_CUDA
+/* Log how tide_gpu_select left the process's binding. */
+static void log_binding(const tide_context *ctx, int binding)
+{
+    const tide_device_info *d = &ctx->dev;
+    if (binding == TIDE_BIND_NEAR)
+        tide_log(ctx, TIDE_LOG_DEBUG, "bound to cpus %s, near GPU %d", d->cpuset, d->device);
+    else if (binding == TIDE_BIND_KEPT)
+        tide_log(ctx, TIDE_LOG_INFO, "already bound to cpus %s (by the launcher?): binding kept",
+                 d->cpuset);
+    else if (binding == TIDE_BIND_KEPT_FAR)
+        tide_log(ctx, TIDE_LOG_INFO, "already bound to cpus %s (by the launcher?): binding kept, "
+                 "although none of them is near GPU %d", d->cpuset, d->device);
+}
+#endif
+
+/* Choose this rank's GPU (and bind near it). Returns whether one is in use; a device that does
+ * not exist is an error (*st), whatever the backend, not a reason to fall back. */
 static int select_gpu(tide_context *ctx, const tide_context_options *opts, int *st)
 {
 #if TIDE_HAVE_CUDA
-    int rc = tide_gpu_select(ctx->local_rank, opts->device_budget, opts->bind, &ctx->dev,
+    int binding = TIDE_BIND_NONE;
+    int rc = tide_gpu_select(ctx->local_rank, opts->device, opts->bind, &ctx->dev, &binding,
                              ctx->backend_reason, sizeof ctx->backend_reason);
     if (rc == TIDE_ERR_ARGUMENT)
         *st = tide_fail(ctx, rc, "%s", ctx->backend_reason);
@@ -80,6 +126,7 @@ static int select_gpu(tide_context *ctx, const tide_context_options *opts, int *
         ctx->dev.device = -1;
         return 0;
     }
+    log_binding(ctx, binding);
     return 1;
 #else
     (void)opts;
@@ -90,6 +137,66 @@ static int select_gpu(tide_context *ctx, const tide_context_options *opts, int *
 #endif
 }
 
+#if TIDE_HAVE_CUDA
+/* Collective over the node: the ranks of this node using the same GPU as this one (same PCI
+ * bus id) and the device budget. The default budget splits the smallest free memory any of
+ * them saw (less 1 GiB) evenly between them, so that they agree and together fit; free memory
+ * is read after every rank of the node has opened its context. An explicit budget is this
+ * rank's and must fit its free memory. Ranks without a GPU take part with an empty id. */
+static int share_gpu(tide_context *ctx, int gpu, size_t budget)
+{
+    enum { ID = sizeof ctx->dev.pci_bus_id };
+    int L = ctx->local_size;
+    char *ids = malloc((size_t)L * ID), id[ID] = "";
+    unsigned long long *frees = malloc((size_t)L * sizeof *frees), mine = 0;
+    int have = ids && frees, all_have = 0;
+    if (gpu && ctx->dev.pci_bus_id[0])
+        memcpy(id, ctx->dev.pci_bus_id, ID);
+    else if (gpu) /* no bus id: the device index stands for it */
+        snprintf(id, ID, "device %d", ctx->dev.device);
+    /* Every step runs on every rank of the node, so no rank waits alone in a collective. The
+     * first gather also waits for every rank's context to be open before free memory is read. */
+    int ok = MPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, ctx->node_comm) == 0;
+    if (ok && !all_have) {
+        free(ids);
+        free(frees);
+        return tide_fail(ctx, TIDE_ERR_NOMEM, "out of memory");
+    }
+    ok = ok && MPI_Allgather(id, ID, MPI_CHAR, ids, ID, MPI_CHAR, ctx->node_comm) == 0;
+    tide_gpu_props p;
+    if (ok && gpu && tide_gpu_properties(ctx->dev.device, &p) == 0 && p.free_bytes)
+        ctx->dev.free_bytes = p.free_bytes;
+    mine = gpu ? ctx->dev.free_bytes : 0;
+    ok = ok && MPI_Allgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, frees, 1, MPI_UNSIGNED_LONG_LONG,
+                             ctx->node_comm) == 0;
+    unsigned long long least = mine;
+    ctx->dev_sharers = 0;
+    for (int r = 0; ok && gpu && r < L; r++)
+        if (strncmp(ids + (size_t)r * ID, id, ID) == 0) {
+            ctx->dev_sharers++;
+            least = frees[r] < least ? frees[r] : least;
+        }
+    free(ids);
+    free(frees);
+    if (!ok)
+        return tide_fail(ctx, TIDE_ERR_MPI, "MPI over the node communicator failed");
+    if (!gpu)
+        return TIDE_SUCCESS;
+    if (budget > ctx->dev.free_bytes)
+        return tide_fail(ctx, TIDE_ERR_ARGUMENT, "device budget %zu bytes exceeds the %zu bytes "
+                         "free on GPU %d (%s)", budget, ctx->dev.free_bytes, ctx->dev.device,
+                         ctx->dev.name);
+    const unsigned long long margin = 1ull << 30;
+    unsigned long long avail = least > margin ? least - margin : least / 2;
+    ctx->dev.budget_bytes = budget ? budget : (size_t)(avail / (unsigned)ctx->dev_sharers);
+    if (!budget && ctx->dev_sharers > 1)
+        tide_log(ctx, TIDE_LOG_INFO, "GPU %d is shared by %d ranks of this node: device budget "
+                 "%.2f GiB each", ctx->dev.device, ctx->dev_sharers,
+                 ctx->dev.budget_bytes / 1073741824.0);
+    return TIDE_SUCCESS;
+}
+#endif
+
 /* What the GPU exchanges may use, the same on every rank: NCCL needs a GPU per rank (two
  * ranks on one GPU cannot share an NCCL communicator); CUDA-aware MPI must be so everywhere. */
 static int exchange_caps(tide_context *ctx)
@@ -97,8 +204,7 @@ static int exchange_caps(tide_context *ctx)
     int mine[2] = {0, 0}, all[2];
 #if TIDE_HAVE_CUDA
     if (ctx->backend == TIDE_BACKEND_CUDA) {
-        char why[TIDE_MSG_LEN];
-        mine[0] = tide_nccl_version() > 0 && tide_gpu_count(why, sizeof why) >= ctx->local_size;
+        mine[0] = tide_nccl_version() > 0 && ctx->dev_sharers == 1;
 #if TIDE_HAVE_MPI_EXT && defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
         mine[1] = MPIX_Query_cuda_support();
 #endif
@@ -175,6 +281,9 @@ int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_co
         st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "unknown backend %d", (int)opts->backend);
     else if (opts->threads < 0)
         st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "threads must be >= 0, got %d", opts->threads);
+    else if (opts->device < TIDE_DEVICE_CURRENT)
+        st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "device must be TIDE_DEVICE_AUTO (-1), "
+                       "TIDE_DEVICE_CURRENT (-2) or an index >= 0, got %d", opts->device);
     st = tide_agree(ctx, st);
     if (!st && MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL,
                                    &ctx->node_comm) != MPI_SUCCESS)
@@ -195,6 +304,10 @@ int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_co
             snprintf(ctx->backend_reason, sizeof ctx->backend_reason, "backend cpu requested");
         else
             gpu = select_gpu(ctx, opts, &st);
+#if TIDE_HAVE_CUDA
+        int rc = share_gpu(ctx, gpu, opts->device_budget);
+        st = st ? st : rc;
+#endif
         if (MPI_Allreduce(&gpu, &all_gpu, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
             st = tide_fail(ctx, TIDE_ERR_MPI, "MPI_Allreduce failed");
         else if (gpu && !all_gpu)
@@ -204,6 +317,9 @@ int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_co
             st = tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "backend cuda requested but %s",
                            ctx->backend_reason);
         ctx->backend = all_gpu ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU;
+        /* agreed first: exchange_caps is collective, and a rank that failed must not skip it
+         * while the others run it */
+        st = tide_agree(ctx, st);
         if (!st)
             st = exchange_caps(ctx);
     }
@@ -213,7 +329,7 @@ int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_co
         tide_context_destroy(ctx);
         return st;
     }
-    fftw_threads_once();
+    pthread_once(&fftw_once, fftw_setup);
     if (ctx->backend == TIDE_BACKEND_CPU && opts->backend == TIDE_BACKEND_AUTO)
         tide_log(ctx, TIDE_LOG_INFO, "backend cpu: %s", ctx->backend_reason);
     tide_log(ctx, TIDE_LOG_DEBUG, "context: %d ranks, %d on this node, %d threads per rank",

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <fftw3.h>
 #include "cpu_fft.h"
+#include "tide_internal.h"
 #include "region.h"
 
 struct tide_cpu_fft {
@@ -98,11 +99,14 @@ int tide_cpu_fft_create(const tide_cpu_fft_desc *d, tide_cpu_fft **out)
     f->kind = d->kind;
     guru_shape g;
     make_shape(d, &g);
-    /* c2r may overwrite its input: only ever given a work buffer (see fft.c). */
+    /* c2r may overwrite its input: only ever given a work buffer (tide_program_place). */
     unsigned base = d->measure ? FFTW_MEASURE : FFTW_ESTIMATE;
+    /* the thread count belongs to FFTW's planner: set and used under its lock */
+    tide_fftw_lock();
     f->aligned = plan_one(d, &g, base);
     if (f->aligned && d->user_memory)
         f->unaligned = plan_one(d, &g, FFTW_ESTIMATE | FFTW_UNALIGNED);
+    tide_fftw_unlock();
     if (!f->aligned || (d->user_memory && !f->unaligned)) {
         tide_cpu_fft_destroy(f);
         return TIDE_ERR_BACKEND;

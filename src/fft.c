@@ -47,7 +47,7 @@ struct tide_fft_plan {
 
 enum {
     F_N0, F_N1, F_N2, F_TYPE, F_PRECISION, F_BACKEND, F_DECOMP, F_EXCHANGE, F_SCALING,
-    F_PLANNING, F_BATCH, F_TRANSPOSED, F_LOCATION, NFIELDS
+    F_PLANNING, F_BATCH, F_TRANSPOSED, F_LOCATION, F_ASYNC, NFIELDS
 };
 static const tide_arg_field fields[NFIELDS] = {
     {"n[0]", 1, INT_MAX},
@@ -63,23 +63,29 @@ static const tide_arg_field fields[NFIELDS] = {
     {"option batch", 1, INT_MAX},
     {"option transposed_out", INT_MIN, INT_MAX},
     {"option location", TIDE_LOCATION_HOST, TIDE_LOCATION_DEVICE},
+    {"option async", 0, 1},
 };
 enum { BOX_IN, BOX_OUT };
 static const char *const box_names[] = {"input", "output"};
 static const tide_args_spec spec = {"tide_fft_plan_create", fields, NFIELDS, box_names, 2};
 
-static void make_request(const int n[3], const tide_box *inbox, const tide_box *outbox,
-                         const tide_fft_options *o, tide_fft_plan **plan, tide_args *r)
+static void make_request(const tide_context *ctx, const int n[3], const tide_box *inbox,
+                         const tide_box *outbox, const tide_fft_options *o,
+                         tide_fft_plan **plan, int entered, tide_args *r)
 {
     memset(r, 0, sizeof *r);
+    if (entered)
+        tide_args_fail(r, TIDE_ERR_BACKEND, "cannot make GPU %d current: %s", ctx->dev.device,
+                       tide_backend_cuda()->last_error());
     if (!plan)
         tide_args_fail(r, TIDE_ERR_ARGUMENT, "plan pointer is NULL");
     if (!n)
         tide_args_fail(r, TIDE_ERR_ARGUMENT, "n is NULL");
     else
         memcpy(r->v, n, 3 * sizeof(int));
-    int v[] = {o->type,     o->precision, o->backend, o->decomposition, o->exchange,
-               o->scaling,  o->planning,  o->batch,   o->transposed_out, o->location};
+    int v[] = {o->type,    o->precision, o->backend, o->decomposition,  o->exchange,
+               o->scaling, o->planning,  o->batch,   o->transposed_out, o->location,
+               o->async};
     memcpy(r->v + F_TYPE, v, sizeof v);
     tide_args_check_ranges(&spec, r);
     r->has[BOX_IN] = inbox != NULL;
@@ -595,19 +601,18 @@ void tide_fft_options_init(tide_fft_options *o)
     o->location = TIDE_LOCATION_HOST;
 }
 
-int tide_fft_plan_create(tide_context *ctx, const int n[3], const tide_box *inbox,
-                         const tide_box *outbox, const tide_fft_options *opts,
-                         tide_fft_plan **plan)
+/* tide_fft_plan_create with the context's GPU current (entered: 0, or why it could not be). */
+static int create(tide_context *ctx, const int n[3], const tide_box *inbox,
+                  const tide_box *outbox, const tide_fft_options *opts, tide_fft_plan **plan,
+                  int entered)
 {
-    if (!ctx)
-        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_fft_plan_create: ctx is NULL");
     tide_fft_options defaults;
     if (!opts) {
         tide_fft_options_init(&defaults);
         opts = &defaults;
     }
     tide_args me, *all = NULL;
-    make_request(n, inbox, outbox, opts, plan, &me);
+    make_request(ctx, n, inbox, outbox, opts, plan, entered, &me);
     int st = tide_args_agree(ctx, &spec, &me, &all);
     if (!st)
         st = judge(ctx, all);
@@ -642,10 +647,32 @@ int tide_fft_plan_create(tide_context *ctx, const int n[3], const tide_box *inbo
     return TIDE_SUCCESS;
 }
 
+int tide_fft_plan_create(tide_context *ctx, const int n[3], const tide_box *inbox,
+                         const tide_box *outbox, const tide_fft_options *opts,
+                         tide_fft_plan **plan)
+{
+    if (!ctx)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_fft_plan_create: ctx is NULL");
+    int prev, entered = tide_device_enter(ctx, &prev);
+    int st = create(ctx, n, inbox, outbox, opts, plan, entered);
+    tide_device_leave(prev);
+    return st;
+}
+
+int tide_fft_plan_set_stream(tide_fft_plan *p, void *stream)
+{
+    if (!p)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_fft_plan_set_stream: plan is NULL");
+    p->o.stream = stream;
+    return TIDE_SUCCESS;
+}
+
 int tide_fft_plan_destroy(tide_fft_plan *p)
 {
     if (!p)
         return TIDE_SUCCESS;
+    int prev;
+    tide_device_enter(p->ctx, &prev); /* a failure here shows in the frees, which return none */
     tide_env *e = &p->env;
     tide_program_destroy(&p->fwd, e);
     tide_program_destroy(&p->bwd, e);
@@ -662,6 +689,7 @@ int tide_fft_plan_destroy(tide_fft_plan *p)
     if (e->be->stream_destroy)
         e->be->stream_destroy(e->stream);
     free(p);
+    tide_device_leave(prev);
     return TIDE_SUCCESS;
 }
 
@@ -726,6 +754,53 @@ int tide_fft_plan_info(const tide_fft_plan *p, tide_fft_info *info)
     return TIDE_SUCCESS;
 }
 
+/* A streamed plan's cost: two passes through the GPU; going forward the first reads the
+ * input and writes an output-sized slab, the second reads and writes output-sized data (going
+ * back the reverse); each moving pass sends the part of it that belongs to other ranks. */
+static void ooc_cost(const tide_fft_plan *p, int direction, tide_fft_cost *c)
+{
+    tide_fft_info info;
+    tide_fft_plan_info(p, &info);
+    double in = (double)info.in_bytes, out = (double)info.out_bytes, P = p->ctx->nranks;
+    c->flops = info.flops / P;
+    c->h2d_bytes = direction < 0 ? in + out : 2 * out;
+    c->d2h_bytes = direction < 0 ? 2 * out : out + in;
+    c->fft_bytes = 2 * (in + out) + 2 * out;
+    c->exchanges = p->ooc_exchanges;
+    c->exchange_bytes = p->ooc_exchanges * out * (P - 1) / P;
+    c->fft_passes = 2;
+}
+
+int tide_fft_plan_cost(const tide_fft_plan *p, int direction, tide_fft_cost *cost)
+{
+    if (!p || !cost || (direction != -1 && direction != 1))
+        return tide_fail(p ? p->ctx : NULL, TIDE_ERR_ARGUMENT, "tide_fft_plan_cost: %s",
+                         p && cost ? "direction must be -1 or +1" : "NULL argument");
+    tide_fft_cost c;
+    memset(&c, 0, sizeof c);
+    if (p->ooc) {
+        ooc_cost(p, direction, &c);
+    } else {
+        const tide_program *prog = direction < 0 ? &p->fwd : &p->bwd;
+        for (int i = 0; i < prog->nops; i++) {
+            const tide_op *o = &prog->ops[i];
+            c.flops += o->cost.flops;
+            c.exchange_bytes += o->cost.net_bytes;
+            *(o->kind == TIDE_OP_FFT ? &c.fft_bytes : &c.move_bytes) += o->cost.mem_bytes;
+            c.exchanges += o->kind == TIDE_OP_RESHAPE;
+            c.fft_passes += o->kind == TIDE_OP_FFT;
+        }
+        if (p->env.be->gpu && p->o.location == TIDE_LOCATION_HOST) {
+            double ib = (double)box_bytes(p, &p->inbox, p->o.type == TIDE_R2C);
+            double ob = (double)box_bytes(p, &p->outbox, 0);
+            c.h2d_bytes = direction < 0 ? ib : ob;
+            c.d2h_bytes = direction < 0 ? ob : ib;
+        }
+    }
+    *cost = c;
+    return TIDE_SUCCESS;
+}
+
 int tide_fft_plan_describe(const tide_fft_plan *p, char *buf, size_t len)
 {
     if (!p || !buf || !len)
@@ -775,7 +850,7 @@ static const char *bad_array(const tide_fft_plan *p, int dir, const void *in, vo
 static int after_caller(const tide_fft_plan *p, char *why, size_t len)
 {
     void *stream = p->env.be->gpu && !p->ooc ? p->env.stream : NULL;
-    if (tide_order_after(p->entry, NULL, stream))
+    if (tide_order_after(p->entry, p->o.stream, stream))
         return snprintf(why, len, "could not wait for the caller's earlier CUDA work (%s) in",
                         tide_backend_cuda()->last_error()), TIDE_ERR_BACKEND;
     return TIDE_SUCCESS;
@@ -783,7 +858,8 @@ static int after_caller(const tide_fft_plan *p, char *why, size_t len)
 
 /* Collective: the arrays are right on every rank and the call is ordered after the caller's
  * work, or the same error on every rank. */
-static int agree_start(tide_fft_plan *p, int dir, const void *in, void *out, const char *fn)
+static int agree_start(tide_fft_plan *p, int dir, const void *in, void *out, const char *fn,
+                       int entered)
 {
     tide_context *ctx = p->ctx;
     struct {
@@ -791,7 +867,11 @@ static int agree_start(tide_fft_plan *p, int dir, const void *in, void *out, con
         char why[200];
     } mine = {TIDE_SUCCESS, ""};
     const char *bad = bad_array(p, dir, in, out);
-    if (*bad)
+    if (entered)
+        mine.code = entered, snprintf(mine.why, sizeof mine.why, "could not make GPU %d "
+                                      "current (%s) in", ctx->dev.device,
+                                      tide_backend_cuda()->last_error());
+    else if (*bad)
         mine.code = TIDE_ERR_ARGUMENT, snprintf(mine.why, sizeof mine.why, "passed %s to", bad);
     else
         mine.code = after_caller(p, mine.why, sizeof mine.why);
@@ -808,11 +888,13 @@ static int agree_start(tide_fft_plan *p, int dir, const void *in, void *out, con
     return TIDE_SUCCESS;
 }
 
-static int run(tide_fft_plan *p, const tide_program *prog, int dir, const void *in, void *out)
+/* One transform, with the context's GPU current (entered: 0, or why it could not be). */
+static int run(tide_fft_plan *p, const tide_program *prog, int dir, const void *in, void *out,
+               int entered)
 {
     tide_context *ctx = p->ctx;
     const char *fn = dir < 0 ? "forward" : "backward";
-    int st = agree_start(p, dir, in, out, fn);
+    int st = agree_start(p, dir, in, out, fn, entered);
     if (st)
         return st;
     if (p->ooc) {
@@ -842,7 +924,9 @@ static int run(tide_fft_plan *p, const tide_program *prog, int dir, const void *
         tide_log(ctx, TIDE_LOG_DEBUG, "%s:%s", fn, times);
     if (!st && host_gpu)
         st = e->be->copy(e, uout, p->dout, dir < 0 ? ob : ib);
-    int sync = e->be->sync(e);
+    /* Complete on return, or, async on device arrays, ordered before the caller's later work. */
+    int sync = p->o.async && e->be->gpu && !host_gpu ? tide_order_after(p->entry, e->stream, p->o.stream)
+                                       : e->be->sync(e);
     st = st ? st : sync;
     if (st == TIDE_ERR_MPI)
         tide_fail(ctx, st, "an MPI exchange failed during tide_fft_%s%s%s", fn,
@@ -853,16 +937,24 @@ static int run(tide_fft_plan *p, const tide_program *prog, int dir, const void *
     return tide_agree(ctx, st);
 }
 
+static int transform(tide_fft_plan *p, int dir, const void *in, void *out)
+{
+    int prev, entered = tide_device_enter(p->ctx, &prev);
+    int st = run(p, dir < 0 ? &p->fwd : &p->bwd, dir, in, out, entered);
+    tide_device_leave(prev);
+    return st;
+}
+
 int tide_fft_forward(tide_fft_plan *plan, const void *in, void *out)
 {
     if (!plan)
         return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_fft_forward: plan is NULL");
-    return run(plan, &plan->fwd, -1, in, out);
+    return transform(plan, -1, in, out);
 }
 
 int tide_fft_backward(tide_fft_plan *plan, const void *in, void *out)
 {
     if (!plan)
         return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_fft_backward: plan is NULL");
-    return run(plan, &plan->bwd, +1, in, out);
+    return transform(plan, +1, in, out);
 }

@@ -58,12 +58,21 @@ typedef enum {
     TIDE_BACKEND_CUDA = 2
 } tide_backend;
 
+/* Values of tide_context_options.device besides a device index (0, 1, ...). */
+#define TIDE_DEVICE_AUTO (-1)    /* local rank on the node % GPUs on the node */
+#define TIDE_DEVICE_CURRENT (-2) /* the device current (cudaSetDevice) in the creating thread */
+
 typedef struct {
     tide_backend backend; /* default TIDE_BACKEND_AUTO */
     int threads;          /* CPU threads per rank; 0 (default) = the node's cores / ranks on it */
-    size_t device_budget; /* bytes of device memory the context's plans may hold; 0 (default) =
-                           * the GPU's free memory at creation less 1 GiB */
-    int bind;             /* 1 (default): on CUDA, bind each rank to the cores nearest its GPU */
+    size_t device_budget; /* bytes of device memory this rank's plans may hold; 0 (default) =
+                           * the GPU's free memory at creation less 1 GiB, split evenly
+                           * between the ranks of the node that use the same GPU */
+    int bind;             /* 1 (default): on CUDA, bind each rank to the cores nearest its GPU,
+                           * unless it is already bound to some cores (e.g. by mpirun
+                           * --bind-to core), which are then kept */
+    int device;           /* the rank's GPU: TIDE_DEVICE_AUTO (default), TIDE_DEVICE_CURRENT or
+                           * an index (one that does not exist: TIDE_ERR_ARGUMENT) */
 } tide_context_options;
 
 void tide_context_options_init(tide_context_options *opts);
@@ -80,7 +89,7 @@ const char *tide_context_gpu_status(const tide_context *ctx);
 /* Threads per rank the CPU backend uses. */
 int tide_context_threads(const tide_context *ctx, int *threads);
 
-/* The GPU a rank of a CUDA context uses: device local_rank % (GPUs on the node). */
+/* The GPU a rank of a CUDA context uses (tide_context_options.device). */
 typedef struct {
     int device;              /* CUDA device index on this node; -1 when the context is on the CPU */
     char name[128];
@@ -88,9 +97,10 @@ typedef struct {
     int cc_major, cc_minor;  /* compute capability */
     size_t total_bytes;      /* device memory */
     size_t free_bytes;       /* free at context creation */
-    size_t budget_bytes;     /* what plans of this context may hold (device_budget option) */
-    char cpuset[128];        /* cores this rank is bound to (hwloc list, e.g. "0-7"); "" if not
-                              * bound by Tide */
+    size_t budget_bytes;     /* what this rank's plans may hold (device_budget option) */
+    char cpuset[128];        /* cores this rank is bound to (hwloc list, e.g. "0-7"): near the
+                              * GPU by Tide, or the launcher's binding, kept; "" with bind 0 or
+                              * when hwloc cannot bind */
     int cuda_aware_mpi;      /* the MPI library says it takes device pointers */
     int nccl_version;        /* NCCL's version code, e.g. 22803; 0 when this build has no NCCL */
 } tide_device_info;
@@ -245,6 +255,13 @@ typedef struct {
     int batch;                          /* fields per call, default 1 */
     int transposed_out;                 /* only with outbox NULL (else TIDE_ERR_ARGUMENT) */
     tide_location location;             /* default TIDE_LOCATION_HOST */
+    void *stream;                       /* GPU: the caller's cudaStream_t the plan's work is
+                                         * ordered after (and, with async, before); NULL
+                                         * (default): the legacy default stream. Per rank:
+                                         * not agreed between ranks */
+    int async;                          /* GPU: 0 (default) complete when a call returns; 1
+                                         * stream-ordered: may return before the work is
+                                         * done, later work on `stream` runs after it */
 } tide_fft_options;
 
 void tide_fft_options_init(tide_fft_options *opts);
@@ -296,6 +313,24 @@ typedef struct {
 
 int tide_fft_plan_info(const tide_fft_plan *plan, tide_fft_info *info);
 
+/* What one transform of a plan does on this rank, summed over its steps: the figures a bound
+ * is computed from (bytes over a link divided by the rate measured on that link). */
+typedef struct {
+    double flops;          /* local transforms (5 n log2 n per complex line of n points, half
+                            * that for real ones) and scaling */
+    double fft_bytes;      /* read plus written by the local transform passes, in the memory
+                            * they run in (device memory on the GPU, host memory on the CPU) */
+    double move_bytes;     /* read plus written by packing, unpacking and scaling */
+    double exchange_bytes; /* sent to other ranks */
+    double h2d_bytes;      /* host arrays on the GPU: host to device over PCIe */
+    double d2h_bytes;      /* ... device to host */
+    int exchanges;         /* reshapes (all-to-all exchanges) */
+    int fft_passes;        /* local transform passes over the data */
+} tide_fft_cost;
+
+/* Local. direction: -1 forward, +1 backward. */
+int tide_fft_plan_cost(const tide_fft_plan *plan, int direction, tide_fft_cost *cost);
+
 /* A one-line description of the plan's steps, e.g. "fft(y,z) > reshape[a2av] > fft(x)".
  * Writes at most len bytes including the terminating NUL. */
 int tide_fft_plan_describe(const tide_fft_plan *plan, char *buf, size_t len);
@@ -306,11 +341,21 @@ int tide_fft_plan_describe(const tide_fft_plan *plan, char *buf, size_t len);
 int tide_fft_forward(tide_fft_plan *plan, const void *in, void *out);
 /* Collective. Backward: in holds output-box data, out receives input-box data.
  *
- * GPU execution: on a context with GPUs, a transform (whatever the plan's backend and array
- * location) is ordered after all work the caller queued on the legacy default stream before
- * the call (pageable cudaMemcpy, kernels, copies), and complete when it returns. Work queued
- * on the caller's other streams is not waited for. */
+ * GPU execution: on a context with GPUs, every call (plan creation and destruction too) runs
+ * with the context's GPU current and gives the calling thread its current device back. A
+ * transform, whatever the plan's backend and array location, is ordered after all work the
+ * caller queued on the plan's stream (the `stream` option; NULL: the legacy default stream)
+ * before the call: pageable cudaMemcpy, kernels, copies. By default it is complete when it
+ * returns. With `async`, a GPU plan on device arrays only enqueues its work and makes `stream`
+ * wait for it: the caller synchronizes `stream` before reading the output on the host (an
+ * exchange through host memory, host arrays and streamed plans still complete before the
+ * call returns; a GPU failure of enqueued work shows at a later call or synchronization).
+ * Work queued on the caller's other streams is not waited for. */
 int tide_fft_backward(tide_fft_plan *plan, const void *in, void *out);
+
+/* Local: the stream later calls of this plan order themselves after (see above); NULL is the
+ * legacy default stream. Ignored on the CPU. */
+int tide_fft_plan_set_stream(tide_fft_plan *plan, void *stream);
 
 #ifdef __cplusplus
 }

@@ -19,6 +19,8 @@ struct tide_context {
     char backend_reason[TIDE_MSG_LEN]; /* why a GPU is not used, when it is not */
     int threads;
     tide_device_info dev;  /* the GPU in use (device -1 on the CPU backend) */
+    int dev_sharers;       /* ranks of this node (this context) using the same GPU, this one
+                            * included; 0 without a GPU */
     int nccl_usable;       /* CUDA, NCCL built in, and every rank has a GPU of its own */
     int cuda_aware_mpi;    /* every rank's MPI library takes device pointers */
     void *nccl;            /* tide_nccl *, made by the first plan that needs it */
@@ -38,6 +40,12 @@ int tide_agree(tide_context *ctx, int status);
 /* Rank-prefixed logging to stderr, filtered by TIDE_LOG=warn|info|debug. */
 void tide_log(const tide_context *ctx, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The process-wide lock FFTW's planner takes while it makes or destroys a plan (recursive;
+ * context.c). Hold it around fftw_plan_with_nthreads and the planner calls that must use that
+ * count: the count belongs to the planner, not to the thread. */
+void tide_fftw_lock(void);
+void tide_fftw_unlock(void);
 
 /* Collective: the context's NCCL communicator, created on first use. Returns 0 or a code
  * (with the message on ctx); the same on every rank. */

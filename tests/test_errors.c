@@ -279,7 +279,8 @@ static void plan_create_errors(tide_context *ctx)
         {"type 2", 0, 2},           {"precision 2", 1, 2}, {"backend 7", 2, 7},
         {"decomposition 3", 3, 3},  {"exchange 5", 4, 5},  {"exchange -1", 4, -1},
         {"scaling 3", 5, 3},        {"planning 2", 6, 2},  {"transposed_out 2", 7, 2},
-        {"location 2", 8, 2},       {"location -1", 8, -1},
+        {"location 2", 8, 2},       {"location -1", 8, -1}, {"async 2", 9, 2},
+        {"async -1", 9, -1},
     };
     for (size_t i = 0; i < sizeof enums / sizeof enums[0]; i++) {
         base_args(&a, ctx);
@@ -295,6 +296,7 @@ static void plan_create_errors(tide_context *ctx)
         case 6: o->planning = (tide_planning)enums[i].value; break;
         case 7: o->transposed_out = enums[i].value; break;
         case 8: o->location = (tide_location)enums[i].value; break;
+        case 9: o->async = enums[i].value; break;
         }
         /* transposed_out is a flag: 2 may reasonably mean "true", so only that one may pass. */
         if (enums[i].field == 7) {

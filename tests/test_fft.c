@@ -291,11 +291,30 @@ static int run_case(tide_context *ctx, MPI_Comm comm, const fft_case *c, tt_tall
         if (info.chunks > most_chunks)
             most_chunks = info.chunks;
     }
+    /* The plan's cost agrees with its info; a c2c transform's flops add up over the ranks to
+     * the nominal 5 N log2 N per field (a forward transform is unscaled unless symmetric). */
+    tide_fft_cost cost;
+    int st_c = tide_fft_plan_cost(plan, -1, &cost);
+    consistent = consistent && st_c == 0 && cost.exchanges == info.exchanges &&
+                 cost.fft_passes == info.local_transforms &&
+                 (nranks > 1 || cost.exchange_bytes == 0) &&
+                 (on_device || info.backend == TIDE_BACKEND_CPU ||
+                  cost.h2d_bytes == (double)(info.slots > 1 ? info.in_bytes + info.out_bytes
+                                                            : info.in_bytes));
+    double flops = 0, nominal = 0;
+    MPI_Allreduce(&cost.flops, &flops, 1, MPI_DOUBLE, MPI_SUM, comm);
+    if (!r2c && c->scaling != TIDE_SCALE_SYMMETRIC && info.slots <= 1) {
+        double N = (double)c->n[0] * c->n[1] * c->n[2];
+        nominal = 5 * N * log2(N) * c->batch;
+        consistent = consistent && fabs(flops - nominal) <= 1e-9 * nominal;
+    }
     if (!tt_check(t, comm, consistent,
-                  "%s: plan_boxes/plan_info inconsistent (in_count %lld, out_count %lld, "
-                  "in_bytes %zu, out_bytes %zu, inplace_bytes %zu, exchange %d, exchanges %d)",
+                  "%s: plan_boxes/plan_info/plan_cost inconsistent (in_count %lld, out_count "
+                  "%lld, in_bytes %zu, out_bytes %zu, inplace_bytes %zu, exchange %d, "
+                  "exchanges %d, cost: %d exchanges, %d passes, flops %g of nominal %g)",
                   desc, info.in_count, info.out_count, info.in_bytes, info.out_bytes,
-                  info.inplace_bytes, (int)info.exchange, info.exchanges)) {
+                  info.inplace_bytes, (int)info.exchange, info.exchanges, cost.exchanges,
+                  cost.fft_passes, flops, nominal)) {
         tide_fft_plan_destroy(plan);
         return 0;
     }

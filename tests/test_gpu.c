@@ -1,11 +1,16 @@
 /*
  * test_gpu.c: the GPU pieces, checked against the CPU ones. Exits 77 (reported SKIP by meson)
  * where the build has no CUDA or no GPU is usable, saying why, so CI shows it as skipped.
+ * Runs on one rank and on several (then ranks share GPUs where there are fewer GPUs).
  *
- * Checks: device discovery; the device permuting copy (gpu/) against the CPU copy
- * (comm/region.c, itself checked against naive loops in test_region) for every pair of storage
- * orders, element sizes 4, 8 and 16, batches 1 and 2, odd sizes; the CUDA context (device,
- * budget, binding) and the measured rates.
+ * Checks: device discovery; that a context on device 1 opens no CUDA context on device 0
+ * (several GPUs only); the device permuting copy (gpu/) against the CPU copy (comm/region.c,
+ * itself checked against naive loops in test_region) for every pair of storage orders,
+ * element sizes 4, 8 and 16, batches 1 and 2, odd sizes; the CUDA context: the device option
+ * (AUTO, CURRENT, an index, an index that does not exist failing on every rank), the default
+ * budget split between the ranks sharing a GPU, a binding made before the context kept, the
+ * measured rates, pinned host memory, an oversized budget failing, NCCL's asynchronous error
+ * check.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -21,12 +26,16 @@ int main(void)
     return 77;
 }
 #else
+#include <dlfcn.h>
+#include <hwloc.h>
 #include <cuda_runtime.h>
 #include "common.h"
 #include "gpu.h"
 #include "tide.h"
+#include "tide_internal.h"
 
 static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+static int rank, nranks;
 
 static tide_box mk(int x0, int x1, int y0, int y1, int z0, int z1, const int *order)
 {
@@ -34,19 +43,31 @@ static tide_box mk(int x0, int x1, int y0, int y1, int z0, int z1, const int *or
     return b;
 }
 
-int main(void)
+/* Whether the primary CUDA context of device dev is open in this process: 1, 0, or -1 when
+ * the driver cannot tell. Asked of the driver API (cuDevicePrimaryCtxGetState), looked up at
+ * run time so that the test needs no libcuda when it is linked. */
+static int primary_context_open(int dev)
 {
-    int n = tt_gpus_or_skip();
-    if (n == 0)
-        return 77;
-    tide_gpu_props props;
-    if (tide_gpu_properties(0, &props) || props.total_bytes == 0 || !props.name[0]) {
-        printf("FAIL: tide_gpu_properties\n");
-        return 1;
-    }
-    printf("%d GPU(s); GPU 0: %s, %.1f GiB, sm_%d%d\n", n, props.name,
-           props.total_bytes / 1073741824.0, props.major, props.minor);
-    int checks = 0, failed = 0;
+    typedef int (*get_fn)(int *device, int ordinal);
+    typedef int (*state_fn)(int device, unsigned *flags, int *active);
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+    get_fn get = NULL;
+    state_fn state = NULL;
+    if (!lib)
+        return -1;
+    *(void **)&get = dlsym(lib, "cuDeviceGet");
+    *(void **)&state = dlsym(lib, "cuDevicePrimaryCtxGetState");
+    int d = 0, active = 0;
+    unsigned flags = 0;
+    int ok = get && state && get(&d, dev) == 0 && state(d, &flags, &active) == 0;
+    dlclose(lib);
+    return ok ? active != 0 : -1;
+}
+
+/* The device permuting copy against the CPU one; returns the number of failures (local). */
+static int check_copies(int *checks)
+{
+    int failed = 0;
     const size_t elems[3] = {4, 8, 16};
     for (int e = 0; e < 3; e++)
         for (int batch = 1; batch <= 2; batch++)
@@ -64,18 +85,20 @@ int main(void)
                         hs[i] = (unsigned char)(i * 2654435761u >> 13);
                     memset(hd, 0xab, dn);
                     tide_copy_region(elem, batch, &region, hs, &sb, hd, &db, 1);
-                    int ok = cudaMalloc(&ds, sn) == cudaSuccess && cudaMalloc(&dd, dn) == cudaSuccess &&
+                    int ok = cudaMalloc(&ds, sn) == cudaSuccess &&
+                             cudaMalloc(&dd, dn) == cudaSuccess &&
                              cudaMemcpy(ds, hs, sn, cudaMemcpyHostToDevice) == cudaSuccess &&
                              cudaMemset(dd, 0xab, dn) == cudaSuccess &&
                              tide_gpu_copy_region(elem, batch, &region, ds, &sb, dd, &db) == 0 &&
                              cudaMemcpy(hg, dd, dn, cudaMemcpyDeviceToHost) == cudaSuccess &&
                              memcmp(hg, hd, dn) == 0;
-                    checks++;
+                    (*checks)++;
                     if (!ok) {
                         failed++;
-                        printf("FAIL: device copy elem %zu batch %d src order %d%d%d dst order "
-                               "%d%d%d\n", elem, batch, perms[so][0], perms[so][1], perms[so][2],
-                               perms[dor][0], perms[dor][1], perms[dor][2]);
+                        printf("FAIL: rank %d: device copy elem %zu batch %d src order %d%d%d "
+                               "dst order %d%d%d\n", rank, elem, batch, perms[so][0],
+                               perms[so][1], perms[so][2], perms[dor][0], perms[dor][1],
+                               perms[dor][2]);
                     }
                     cudaFree(ds);
                     cudaFree(dd);
@@ -83,72 +106,261 @@ int main(void)
                     free(hd);
                     free(hg);
                 }
-    /* The context on a GPU machine: every rank on a device, a budget within the free memory,
-     * bound near the GPU where hwloc knows its locality, and rates that are plausible. */
-    MPI_Init(NULL, NULL);
+    return failed;
+}
+
+/* A CUDA context with the given device option (default options otherwise); NULL when it
+ * failed, with the status in *st. */
+static tide_context *cuda_context(int device, size_t budget, int *st)
+{
     tide_context *ctx = NULL;
     tide_context_options co;
     tide_context_options_init(&co);
     co.backend = TIDE_BACKEND_CUDA;
-    int st = tide_context_create(MPI_COMM_WORLD, &co, &ctx);
-    checks++;
-    if (st) {
-        failed++;
-        printf("FAIL: cuda context: %s\n", tide_last_error(NULL));
-    } else {
-        tide_device_info d;
-        tide_rates r;
+    co.device = device;
+    co.device_budget = budget;
+    *st = tide_context_create(MPI_COMM_WORLD, &co, &ctx);
+    return *st ? NULL : ctx;
+}
+
+/* With several GPUs: a context on device 1 opens no context on device 0. Run before anything
+ * else touches device 0 (main made device 1 current before the first CUDA call). */
+static void check_device_1_alone(tt_tally *t, int n)
+{
+    if (n < 2) {
+        if (rank == 0)
+            printf("(one GPU: the check that device 0 stays closed is skipped)\n");
+        return;
+    }
+    int before = primary_context_open(0);
+    if (!tt_all(MPI_COMM_WORLD, before == 0)) {
+        if (rank == 0)
+            printf("(device 0's context was open before any context was made (state %d on "
+                   "rank 0; the MPI library?): the check that it stays closed is skipped)\n",
+                   before);
+        return;
+    }
+    int st;
+    tide_context *ctx = cuda_context(1, 0, &st);
+    tide_device_info d = {.device = -1};
+    if (ctx)
         tide_context_device(ctx, &d);
-        printf("context: GPU %d %s, %s, budget %.1f GiB of %.1f free, bound to cpus '%s', "
-               "CUDA-aware MPI %d, NCCL %d\n", d.device, d.name, d.pci_bus_id,
-               d.budget_bytes / 1073741824.0, d.free_bytes / 1073741824.0, d.cpuset,
-               d.cuda_aware_mpi, d.nccl_version);
-        int ok = d.device >= 0 && d.device < n && d.name[0] && d.budget_bytes > 0 &&
-                 d.budget_bytes <= d.free_bytes && d.free_bytes <= d.total_bytes;
-        checks++;
-        if (!ok) {
-            failed++;
-            printf("FAIL: device info\n");
-        }
-        st = tide_measure_rates(ctx, (size_t)64 << 20, &r);
-        printf("rates (GB/s): host copy %.1f, h2d %.1f, d2h %.1f, both %.1f, device copy %.0f\n",
-               r.host_copy, r.h2d, r.d2h, r.both, r.d2d);
-        /* Loose bounds: PCIe 3 x16 moves over 5 GB/s, HBM copies over 200 GB/s. */
-        ok = !st && r.h2d > 5 && r.d2h > 5 && r.both > r.h2d * 0.9 && r.d2d > 200 &&
-             r.host_copy > 0.5;
-        checks++;
-        if (!ok) {
-            failed++;
-            printf("FAIL: rates implausible or failed: %s\n", st ? tide_last_error(ctx) : "");
-        }
-        /* tide_host_alloc on a CUDA context gives pinned, zeroed memory. */
-        void *h = NULL;
-        struct cudaPointerAttributes pa;
-        st = tide_host_alloc(ctx, (size_t)8 << 20, &h);
-        ok = !st && h && cudaPointerGetAttributes(&pa, h) == cudaSuccess &&
-             pa.type == cudaMemoryTypeHost && ((unsigned char *)h)[12345] == 0;
-        checks++;
-        if (!ok) {
-            failed++;
-            printf("FAIL: tide_host_alloc did not give pinned zeroed memory\n");
-        }
-        if (tide_host_free(ctx, h)) {
-            failed++;
-            printf("FAIL: tide_host_free\n");
-        }
-        /* A budget the GPU cannot give is an error, not a silent fallback. */
-        tide_context *c2 = NULL;
-        co.device_budget = d.total_bytes + 1;
-        st = tide_context_create(MPI_COMM_WORLD, &co, &c2);
-        checks++;
-        if (st != TIDE_ERR_ARGUMENT || c2) {
-            failed++;
-            printf("FAIL: oversized budget gave status %d\n", st);
-        }
+    tt_check(t, MPI_COMM_WORLD, ctx && d.device == 1, "device 1: status %d, device %d: %s", st,
+             d.device, ctx ? "" : tide_last_error(NULL));
+    int after = primary_context_open(0);
+    tt_check(t, MPI_COMM_WORLD, after == 0, "a context on device 1 opened device 0's context "
+             "(state %d on rank %d)", after, rank);
+    tide_context_destroy(ctx);
+}
+
+/* The default context (device AUTO): the device local_rank % n, a budget within the free
+ * memory, rates that are plausible, pinned host memory, an oversized budget failing. */
+static void check_default_context(tt_tally *t, int n, int local_rank)
+{
+    int st;
+    tide_context *ctx = cuda_context(TIDE_DEVICE_AUTO, 0, &st);
+    if (!tt_check(t, MPI_COMM_WORLD, ctx != NULL, "cuda context: %s", tide_last_error(NULL)))
+        return;
+    tide_device_info d;
+    tide_rates r = {0, 0, 0, 0, 0};
+    tide_context_device(ctx, &d);
+    printf("rank %d: GPU %d %s, %s, budget %.2f GiB of %.1f free, bound to cpus '%s', "
+           "CUDA-aware MPI %d, NCCL %d\n", rank, d.device, d.name, d.pci_bus_id,
+           d.budget_bytes / 1073741824.0, d.free_bytes / 1073741824.0, d.cpuset,
+           d.cuda_aware_mpi, d.nccl_version);
+    fflush(stdout);
+    tt_check(t, MPI_COMM_WORLD,
+             d.device == local_rank % n && d.name[0] && d.budget_bytes > 0 &&
+                 d.budget_bytes <= d.free_bytes && d.free_bytes <= d.total_bytes,
+             "device info (rank %d: device %d, budget %zu, free %zu)", rank, d.device,
+             d.budget_bytes, d.free_bytes);
+    st = tide_measure_rates(ctx, (size_t)64 << 20, &r);
+    printf("rank %d: rates (GB/s): host copy %.1f, h2d %.1f, d2h %.1f, both %.1f, device copy "
+           "%.0f\n", rank, r.host_copy, r.h2d, r.d2h, r.both, r.d2d);
+    /* Loose bounds: PCIe 3 x16 moves over 5 GB/s, HBM copies over 200 GB/s (ranks sharing a
+     * GPU measure one after another or together, so only one rank's figures are held to it). */
+    int alone = nranks == 1;
+    tt_check(t, MPI_COMM_WORLD,
+             !st && (!alone || (r.h2d > 5 && r.d2h > 5 && r.both > r.h2d * 0.9 && r.d2d > 200)) &&
+                 r.host_copy > 0.5,
+             "rates implausible or failed: %s", st ? tide_last_error(ctx) : "");
+    /* tide_host_alloc on a CUDA context gives pinned, zeroed memory. */
+    void *h = NULL;
+    struct cudaPointerAttributes pa;
+    st = tide_host_alloc(ctx, (size_t)8 << 20, &h);
+    tt_check(t, MPI_COMM_WORLD,
+             !st && h && cudaPointerGetAttributes(&pa, h) == cudaSuccess &&
+                 pa.type == cudaMemoryTypeHost && ((unsigned char *)h)[12345] == 0,
+             "tide_host_alloc did not give pinned zeroed memory");
+    tt_check(t, MPI_COMM_WORLD, tide_host_free(ctx, h) == 0, "tide_host_free");
+    /* NCCL's asynchronous error check: nothing to report on a healthy communicator. */
+    void *nccl = NULL;
+    st = tide_context_nccl(ctx, &nccl);
+    if (st == 0)
+        tt_check(t, MPI_COMM_WORLD, tide_nccl_check(nccl) == 0 && tide_nccl_check(NULL) == 0,
+                 "tide_nccl_check on a healthy communicator: %s", tide_gpu_last_error());
+    else if (rank == 0)
+        printf("(no NCCL communicator: %s; tide_nccl_check not exercised)\n",
+               tide_last_error(ctx));
+    tide_context_destroy(ctx);
+    /* A budget the GPU cannot give is an error on every rank, not a silent fallback. */
+    ctx = cuda_context(TIDE_DEVICE_AUTO, rank == nranks - 1 ? d.total_bytes + 1 : 0, &st);
+    tt_check(t, MPI_COMM_WORLD, st == TIDE_ERR_ARGUMENT && !ctx,
+             "oversized budget on rank %d gave status %d", nranks - 1, st);
+    tide_context_destroy(ctx);
+}
+
+/* TIDE_DEVICE_CURRENT, an index, and an index that does not exist. */
+static void check_device_option(tt_tally *t, int n)
+{
+    int st, want = n - 1 - rank % n;
+    tide_device_info d = {.device = -1};
+    cudaSetDevice(want);
+    tide_context *ctx = cuda_context(TIDE_DEVICE_CURRENT, 0, &st);
+    if (ctx)
+        tide_context_device(ctx, &d);
+    tt_check(t, MPI_COMM_WORLD, ctx && d.device == want, "TIDE_DEVICE_CURRENT after "
+             "cudaSetDevice(%d) on rank %d: status %d, device %d", want, rank, st, d.device);
+    tide_context_destroy(ctx);
+
+    want = (rank + 1) % n;
+    d.device = -1;
+    ctx = cuda_context(want, 0, &st);
+    if (ctx)
+        tide_context_device(ctx, &d);
+    int current = -1;
+    cudaGetDevice(&current);
+    tt_check(t, MPI_COMM_WORLD, ctx && d.device == want && current == want,
+             "device %d on rank %d: status %d, device %d, current %d", want, rank, st, d.device,
+             current);
+    tide_context_destroy(ctx);
+
+    /* Only the last rank asks for a device that does not exist; every rank fails alike. */
+    ctx = cuda_context(rank == nranks - 1 ? n + 3 : TIDE_DEVICE_AUTO, 0, &st);
+    char expect[96];
+    snprintf(expect, sizeof expect, "rank %d: device %d does not exist", nranks - 1, n + 3);
+    const char *msg = tide_last_error(NULL);
+    tt_check(t, MPI_COMM_WORLD, st == TIDE_ERR_ARGUMENT && !ctx && strstr(msg, expect),
+             "device %d on rank %d: status %d, message '%s'", n + 3, nranks - 1, st, msg);
+    tide_context_destroy(ctx);
+    if (rank == 0)
+        printf("out-of-range device: %s\n", msg);
+}
+
+/* The default budget of ranks sharing one GPU: (free - 1 GiB) / sharers each, the same for
+ * all of them. Every rank of the node on device 0, then AUTO (shared when ranks outnumber
+ * GPUs). */
+static void check_budget_split(tt_tally *t, MPI_Comm node, int n, int local_rank)
+{
+    int local_size;
+    MPI_Comm_size(node, &local_size);
+    for (int pass = 0; pass < 2; pass++) {
+        int st, dev = pass == 0 ? 0 : local_rank % n;
+        int sharers = pass == 0 ? local_size : (local_size - 1 - dev) / n + 1;
+        tide_context *ctx = cuda_context(pass == 0 ? 0 : TIDE_DEVICE_AUTO, 0, &st);
+        tide_device_info d = {.device = -1};
+        if (ctx)
+            tide_context_device(ctx, &d);
+        /* the sharers' budgets and free memory, over the ranks of the node on this device */
+        MPI_Comm same;
+        MPI_Comm_split(node, dev, local_rank, &same);
+        unsigned long long mine[3] = {d.budget_bytes, ~(unsigned long long)d.budget_bytes,
+                                      d.free_bytes}, most[3];
+        MPI_Allreduce(mine, most, 3, MPI_UNSIGNED_LONG_LONG, MPI_MAX, same);
+        MPI_Comm_free(&same);
+        const double gib = 1073741824.0;
+        double expect = ((double)d.free_bytes - gib) / sharers;
+        int ok = ctx && d.device == dev && most[0] == ~most[1] && expect > 0 &&
+                 d.budget_bytes <= expect * 1.001 && d.budget_bytes >= expect * 0.95;
+        if (rank == 0)
+            printf("budget on GPU %d shared by %d rank(s): %.2f GiB each of %.2f GiB free\n", dev,
+                   sharers, d.budget_bytes / gib, d.free_bytes / gib);
+        tt_check(t, MPI_COMM_WORLD, ok, "budget split (rank %d, device %d, %d sharers): status "
+                 "%d, budget %zu, expected about %.0f, sharers' budgets differ: %d", rank, dev,
+                 sharers, st, d.budget_bytes, expect, most[0] != ~most[1]);
         tide_context_destroy(ctx);
     }
+}
+
+/* A process bound to one core before the context is made stays bound there, and the context
+ * reports that binding. The original binding is restored afterwards. */
+static void check_binding_kept(tt_tally *t, int local_rank)
+{
+    hwloc_topology_t topo;
+    hwloc_topology_init(&topo);
+    hwloc_topology_load(topo);
+    hwloc_bitmap_t old = hwloc_bitmap_alloc(), one = hwloc_bitmap_alloc(),
+                   now = hwloc_bitmap_alloc();
+    int npu = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+    hwloc_obj_t pu = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, (unsigned)(local_rank % npu));
+    int ok = pu && hwloc_get_cpubind(topo, old, HWLOC_CPUBIND_PROCESS) == 0;
+    if (ok) {
+        hwloc_bitmap_copy(one, pu->cpuset);
+        ok = hwloc_set_cpubind(topo, one, HWLOC_CPUBIND_PROCESS) == 0;
+    }
+    if (!tt_all(MPI_COMM_WORLD, ok)) {
+        if (rank == 0)
+            printf("(hwloc cannot bind here: the kept-binding check is skipped)\n");
+    } else {
+        char want[128];
+        hwloc_bitmap_list_snprintf(want, sizeof want, one);
+        int st;
+        tide_context *ctx = cuda_context(TIDE_DEVICE_AUTO, 0, &st);
+        tide_device_info d = {.device = -1};
+        if (ctx)
+            tide_context_device(ctx, &d);
+        hwloc_get_cpubind(topo, now, HWLOC_CPUBIND_PROCESS);
+        tt_check(t, MPI_COMM_WORLD,
+                 ctx && !strcmp(d.cpuset, want) && hwloc_bitmap_isequal(now, one),
+                 "pre-bound to cpu %s, rank %d reports '%s' (status %d) and is bound to %s",
+                 want, rank, d.cpuset, st, hwloc_bitmap_isequal(now, one) ? "it" : "others");
+        tide_context_destroy(ctx);
+        hwloc_set_cpubind(topo, old, HWLOC_CPUBIND_PROCESS);
+    }
+    hwloc_bitmap_free(old);
+    hwloc_bitmap_free(one);
+    hwloc_bitmap_free(now);
+    hwloc_topology_destroy(topo);
+}
+
+int main(int argc, char **argv)
+{
+    /* Before the first CUDA call that opens a context: with several GPUs make device 1
+     * current, so nothing before check_device_1_alone opens device 0's context. */
+    int listed = 0;
+    if (cudaGetDeviceCount(&listed) != cudaSuccess)
+        listed = 0;
+    if (listed >= 2)
+        cudaSetDevice(1);
+    int n = tt_gpus_or_skip();
+    if (n == 0)
+        return 77;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    MPI_Comm node;
+    int local_rank;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local_rank);
+    tide_gpu_props props;
+    int current = 0;
+    cudaGetDevice(&current);
+    if (rank == 0 && tide_gpu_properties(current, &props) == 0)
+        printf("%d GPU(s), %d rank(s); GPU %d: %s, %.1f GiB (%.1f free), sm_%d%d\n", n, nranks,
+               current, props.name, props.total_bytes / 1073741824.0,
+               props.free_bytes / 1073741824.0, props.major, props.minor);
+    tt_tally t = {0, 0};
+    check_device_1_alone(&t, n);
+    int copies = 0, failed = check_copies(&copies);
+    tt_check(&t, MPI_COMM_WORLD, failed == 0, "device copies: %d of %d failed on rank 0",
+             failed, copies);
+    check_default_context(&t, n, local_rank);
+    check_device_option(&t, n);
+    check_budget_split(&t, node, n, local_rank);
+    check_binding_kept(&t, local_rank);
+    MPI_Comm_free(&node);
+    int rc = tt_finish(&t, MPI_COMM_WORLD, "test_gpu", "checks");
     MPI_Finalize();
-    printf("test_gpu: %d checks, %d failed\n", checks, failed);
-    return failed ? 1 : 0;
+    return rc;
 }
 #endif

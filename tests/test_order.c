@@ -10,7 +10,10 @@
  *   c) device arrays: a device-to-host copy of the previous output queued behind the same
  *      delay; the next transform into that output must not overwrite it before it was read;
  *   d) host arrays: a pinned input written by a device-to-host copy still queued when the call
- *      starts, for plans on the GPU in card, streamed through a 64 KiB budget, and on the CPU.
+ *      starts, for plans on the GPU in card, streamed through a 64 KiB budget, and on the CPU;
+ *   e) the caller's own non-blocking stream (the plan's stream option): the input copied on it
+ *      behind the delay; complete on return (read back with a plain cudaMemcpy), and
+ *      asynchronous (read back by a copy queued on the same stream after the call).
  * Random boxes and storage orders (device and in-card cases), c2c and r2c, float and double,
  * odd and prime sizes, 1 to 6 ranks sharing the GPUs. Every result is checked against the
  * serial FFTW transform of the gathered array (apps/reference.c). Exits 77 (SKIP) without a
@@ -105,7 +108,7 @@ static tide_box random_box(const int g[3], int rank, int nranks, unsigned seed)
 }
 
 static int make_setup(tide_context *ctx, const ocase *c, tide_location loc, tide_backend be,
-                      setup *s)
+                      void *stream, int async, setup *s)
 {
     int rank, P;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -118,6 +121,8 @@ static int make_setup(tide_context *ctx, const ocase *c, tide_location loc, tide
     o.precision = c->prec;
     o.location = loc;
     o.backend = be;
+    o.stream = stream;
+    o.async = async;
     memset(s, 0, sizeof *s);
     int st = tide_fft_plan_create(ctx, c->n, c->random_boxes ? &ib : NULL,
                                   c->random_boxes ? &ob : NULL, &o, &s->plan);
@@ -176,7 +181,7 @@ static void device_case(tt_tally *t, tide_context *ctx, const ocase *c)
     case_str(c, desc, sizeof desc);
     setup s;
     if (!tt_check(t, MPI_COMM_WORLD, make_setup(ctx, c, TIDE_LOCATION_DEVICE,
-                                                TIDE_BACKEND_CUDA, &s) == 0,
+                                                TIDE_BACKEND_CUDA, NULL, 0, &s) == 0,
                   "%s: plan: %s", desc, tide_last_error(ctx)))
         return;
     int r2c = c->type == TIDE_R2C;
@@ -252,7 +257,7 @@ static void host_case(tt_tally *t, tide_context *ctx, const ocase *c, tide_backe
     case_str(c, desc, sizeof desc);
     setup s;
     if (!tt_check(t, MPI_COMM_WORLD,
-                  make_setup(ctx, c, TIDE_LOCATION_HOST, be, &s) == 0,
+                  make_setup(ctx, c, TIDE_LOCATION_HOST, be, NULL, 0, &s) == 0,
                   "%s: %s: plan: %s", desc, what, tide_last_error(ctx)))
         return;
     int r2c = c->type == TIDE_R2C;
@@ -276,6 +281,52 @@ static void host_case(tt_tally *t, tide_context *ctx, const ocase *c, tide_backe
     CU(cudaFreeHost(pin));
     free(x);
     free(got);
+}
+
+/* Pattern e: the plan ordered after, and with async before, the caller's own stream. */
+static void stream_case(tt_tally *t, tide_context *ctx, const ocase *c, int async)
+{
+    char desc[200];
+    case_str(c, desc, sizeof desc);
+    const char *what = async ? "e) own stream, async" : "e) own stream";
+    cudaStream_t mine;
+    CU(cudaStreamCreateWithFlags(&mine, cudaStreamNonBlocking));
+    setup s;
+    if (!tt_check(t, MPI_COMM_WORLD, make_setup(ctx, c, TIDE_LOCATION_DEVICE, TIDE_BACKEND_CUDA,
+                                                mine, async, &s) == 0,
+                  "%s: %s: plan: %s", desc, what, tide_last_error(ctx))) {
+        CU(cudaStreamDestroy(mine));
+        return;
+    }
+    int r2c = c->type == TIDE_R2C;
+    size_t ib = s.in_bytes, ob = s.out_bytes;
+    unsigned char *x = host(ib), *got = NULL;
+    CU(cudaMallocHost((void **)&got, ob ? ob : 1));
+    tide_ref_fill(x, &s.ib, 1, !r2c, c->prec, c->n, c->seed);
+    void *din = dev(s.big), *dout = c->inplace ? din : dev(ob), *dsrc = dev(ib);
+    CU(cudaMemcpy(dsrc, x, ib, cudaMemcpyHostToDevice));
+    CU(cudaMemset(din, 0xff, s.big));
+    CU(cudaDeviceSynchronize());
+    CU(cudaLaunchHostFunc(mine, sleep_on_stream, NULL));
+    CU(cudaMemcpyAsync(din, dsrc, ib, cudaMemcpyDeviceToDevice, mine));
+    memset(got, 0, ob);
+    if (transform(t, ctx, what, desc, &s, -1, din, dout)) {
+        if (async) {
+            CU(cudaMemcpyAsync(got, dout, ob, cudaMemcpyDeviceToHost, mine));
+            CU(cudaStreamSynchronize(mine));
+        } else {
+            CU(cudaMemcpy(got, dout, ob, cudaMemcpyDeviceToHost));
+        }
+        check(t, what, desc, c, &s, -1, x, got);
+    }
+    tide_fft_plan_destroy(s.plan);
+    CU(cudaFree(din));
+    if (!c->inplace)
+        CU(cudaFree(dout));
+    CU(cudaFree(dsrc));
+    CU(cudaFreeHost(got));
+    CU(cudaStreamDestroy(mine));
+    free(x);
 }
 
 static ocase make_case(int i, int random_boxes)
@@ -324,6 +375,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < ncases; i++) {
         ocase c = make_case(i, 1);
         device_case(&t, ctx, &c);
+        stream_case(&t, ctx, &c, i % 2);
         host_case(&t, ctx, &c, TIDE_BACKEND_CUDA, "d) host arrays in card");
         host_case(&t, ctx, &c, TIDE_BACKEND_CPU, "d) host arrays on the CPU");
         c = make_case(i, 0); /* slabs, so that the small budget streams them */
