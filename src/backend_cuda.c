@@ -81,7 +81,12 @@ static int cuda_reshape_execute(const tide_env *e, const tide_reshape *r, const 
                                        e->hrecv);
 }
 
-static int cuda_sync(const tide_env *e) { return tide_gpu_sync(e->stream); }
+/* The plan's stream drained, and NCCL's asynchronous errors (a peer that failed) checked. */
+static int cuda_sync(const tide_env *e)
+{
+    int st = tide_gpu_sync(e->stream);
+    return st || !e->nccl ? st : tide_nccl_check(e->nccl);
+}
 
 static const tide_backend_ops cuda_ops = {
     .name = "cuda",
