@@ -1,7 +1,7 @@
 /*
  * region.c: box geometry and the permuting copy behind every pack and unpack.
  *
- * The copy is where dimensions get permuted "on the fly" (seed 003): a block leaves its sender
+ * The copy is where dimensions get permuted "on the fly" (Chen, Cui and Mei 2010): a block leaves its sender
  * already in the receiver's storage order, so no separate transposition pass exists anywhere.
  */
 #include <string.h>

@@ -1,7 +1,7 @@
 /*
  * fft_ooc.c: distributed 3D FFTs (C2C, R2C) of host arrays larger than the device budget,
  * streamed through the GPU by the out-of-card pipeline engine (gpu/pipeline.h): the slab
- * algorithm of seed 003.
+ * algorithm of Chen, Cui and Mei (2010).
  *
  * Ranks hold x-slabs (C order) of the input; the output is in x-slabs too, or, transposed, in
  * y-slabs (C order). A transform is two passes, each one pipeline job that touches host
