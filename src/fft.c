@@ -71,10 +71,10 @@ static const tide_args_spec spec = {"tide_fft_plan_create", fields, NFIELDS, box
 
 static void make_request(const tide_context *ctx, const int n[3], const tide_box *inbox,
                          const tide_box *outbox, const tide_fft_options *o,
-                         tide_fft_plan **plan, int entered, tide_args *r)
+                         tide_fft_plan **plan, int enter_st, tide_args *r)
 {
     memset(r, 0, sizeof *r);
-    if (entered)
+    if (enter_st)
         tide_args_fail(r, TIDE_ERR_BACKEND, "cannot make GPU %d current: %s", ctx->dev.device,
                        tide_backend_cuda()->last_error());
     if (!plan)
@@ -601,10 +601,11 @@ void tide_fft_options_init(tide_fft_options *o)
     o->location = TIDE_LOCATION_HOST;
 }
 
-/* tide_fft_plan_create with the context's GPU current (entered: 0, or why it could not be). */
+/* tide_fft_plan_create with the context's GPU current (enter_st: 0, or why it could not
+ * be made current). */
 static int create(tide_context *ctx, const int n[3], const tide_box *inbox,
                   const tide_box *outbox, const tide_fft_options *opts, tide_fft_plan **plan,
-                  int entered)
+                  int enter_st)
 {
     tide_fft_options defaults;
     if (!opts) {
@@ -612,7 +613,7 @@ static int create(tide_context *ctx, const int n[3], const tide_box *inbox,
         opts = &defaults;
     }
     tide_args me, *all = NULL;
-    make_request(ctx, n, inbox, outbox, opts, plan, entered, &me);
+    make_request(ctx, n, inbox, outbox, opts, plan, enter_st, &me);
     int st = tide_args_agree(ctx, &spec, &me, &all);
     if (!st)
         st = judge(ctx, all);
@@ -653,8 +654,8 @@ int tide_fft_plan_create(tide_context *ctx, const int n[3], const tide_box *inbo
 {
     if (!ctx)
         return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_fft_plan_create: ctx is NULL");
-    int prev, entered = tide_device_enter(ctx, &prev);
-    int st = create(ctx, n, inbox, outbox, opts, plan, entered);
+    int prev, enter_st = tide_device_enter(ctx, &prev);
+    int st = create(ctx, n, inbox, outbox, opts, plan, enter_st);
     tide_device_leave(prev);
     return st;
 }
@@ -765,7 +766,7 @@ static void ooc_cost(const tide_fft_plan *p, int direction, tide_fft_cost *c)
     c->flops = info.flops / P;
     c->h2d_bytes = direction < 0 ? in + out : 2 * out;
     c->d2h_bytes = direction < 0 ? 2 * out : out + in;
-    c->fft_bytes = 2 * (in + out) + 2 * out;
+    c->fft_bytes = in + 3 * out; /* each pass's transforms read and write their chunks once */
     c->exchanges = p->ooc_exchanges;
     c->exchange_bytes = p->ooc_exchanges * out * (P - 1) / P;
     c->fft_passes = 2;
@@ -859,7 +860,7 @@ static int after_caller(const tide_fft_plan *p, char *why, size_t len)
 /* Collective: the arrays are right on every rank and the call is ordered after the caller's
  * work, or the same error on every rank. */
 static int agree_start(tide_fft_plan *p, int dir, const void *in, void *out, const char *fn,
-                       int entered)
+                       int enter_st)
 {
     tide_context *ctx = p->ctx;
     struct {
@@ -867,8 +868,8 @@ static int agree_start(tide_fft_plan *p, int dir, const void *in, void *out, con
         char why[200];
     } mine = {TIDE_SUCCESS, ""};
     const char *bad = bad_array(p, dir, in, out);
-    if (entered)
-        mine.code = entered, snprintf(mine.why, sizeof mine.why, "could not make GPU %d "
+    if (enter_st)
+        mine.code = enter_st, snprintf(mine.why, sizeof mine.why, "could not make GPU %d "
                                       "current (%s) in", ctx->dev.device,
                                       tide_backend_cuda()->last_error());
     else if (*bad)
@@ -888,13 +889,14 @@ static int agree_start(tide_fft_plan *p, int dir, const void *in, void *out, con
     return TIDE_SUCCESS;
 }
 
-/* One transform, with the context's GPU current (entered: 0, or why it could not be). */
+/* One transform, with the context's GPU current (enter_st: 0, or why it could not be made
+ * current). */
 static int run(tide_fft_plan *p, const tide_program *prog, int dir, const void *in, void *out,
-               int entered)
+               int enter_st)
 {
     tide_context *ctx = p->ctx;
     const char *fn = dir < 0 ? "forward" : "backward";
-    int st = agree_start(p, dir, in, out, fn, entered);
+    int st = agree_start(p, dir, in, out, fn, enter_st);
     if (st)
         return st;
     if (p->ooc) {
@@ -925,8 +927,8 @@ static int run(tide_fft_plan *p, const tide_program *prog, int dir, const void *
     if (!st && host_gpu)
         st = e->be->copy(e, uout, p->dout, dir < 0 ? ob : ib);
     /* Complete on return, or, async on device arrays, ordered before the caller's later work. */
-    int sync = p->o.async && e->be->gpu && !host_gpu ? tide_order_after(p->entry, e->stream, p->o.stream)
-                                       : e->be->sync(e);
+    int async = p->o.async && e->be->gpu && !host_gpu;
+    int sync = async ? tide_order_after(p->entry, e->stream, p->o.stream) : e->be->sync(e);
     st = st ? st : sync;
     if (st == TIDE_ERR_MPI)
         tide_fail(ctx, st, "an MPI exchange failed during tide_fft_%s%s%s", fn,
@@ -939,8 +941,8 @@ static int run(tide_fft_plan *p, const tide_program *prog, int dir, const void *
 
 static int transform(tide_fft_plan *p, int dir, const void *in, void *out)
 {
-    int prev, entered = tide_device_enter(p->ctx, &prev);
-    int st = run(p, dir < 0 ? &p->fwd : &p->bwd, dir, in, out, entered);
+    int prev, enter_st = tide_device_enter(p->ctx, &prev);
+    int st = run(p, dir < 0 ? &p->fwd : &p->bwd, dir, in, out, enter_st);
     tide_device_leave(prev);
     return st;
 }

@@ -222,17 +222,6 @@ int tide_program_run(const tide_program *prog, const tide_env *e, void *const w[
     return st;
 }
 
-tide_op_cost tide_program_cost(const tide_program *prog)
-{
-    tide_op_cost c = {0, 0, 0};
-    for (int i = 0; i < prog->nops; i++) {
-        c.flops += prog->ops[i].cost.flops;
-        c.mem_bytes += prog->ops[i].cost.mem_bytes;
-        c.net_bytes += prog->ops[i].cost.net_bytes;
-    }
-    return c;
-}
-
 void tide_program_destroy(tide_program *prog, const tide_env *e)
 {
     for (int i = 0; i < prog->nops; i++)

@@ -87,8 +87,9 @@ void tide_op_scale(tide_op *op, int dbl, long long count, double factor);
  * OUT and they run in OUT (the caller's output array is free work space, and FFTW's in-place
  * transforms along strided dimensions are far faster than out-of-place ones), unless the
  * reshape reads IN (in and out may be one array). Pointwise ops at the end run in place in
- * OUT. in_place: whether op k can run in place; gpu: in-place ops run with in == out as they
- * are (cuFFT), else a source that aliases its destination at run time is staged. */
+ * OUT. Reads each op's kind, in_place_ok and overwrites_input; gpu: in-place ops run with
+ * in == out as they are (cuFFT), else a source that aliases its destination at run time is
+ * staged. */
 void tide_program_place(tide_program *prog, int gpu);
 
 /* The work buffer an op is planned with in place of loc (FFTW plans on real arrays): the work
@@ -104,8 +105,6 @@ int tide_program_run(const tide_program *prog, const tide_env *e, void *const w[
                      const void *in, void *out, int status, const char **failed_at,
                      char *times, size_t tlen);
 
-/* Sum of the ops' costs. */
-tide_op_cost tide_program_cost(const tide_program *prog);
 void tide_program_destroy(tide_program *prog, const tide_env *e);
 
 #endif

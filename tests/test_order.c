@@ -166,6 +166,17 @@ static void *dev(size_t bytes)
     return p;
 }
 
+/* dst (poisoned first: NaN wherever a transform reads too early) gets bytes from device
+ * array src by a copy queued on stream behind a delay, still pending when this returns. */
+static void queue_input(void *dst, size_t poison_bytes, const void *src, size_t bytes,
+                        cudaStream_t stream)
+{
+    CU(cudaMemset(dst, 0xff, poison_bytes));
+    CU(cudaDeviceSynchronize());
+    CU(cudaLaunchHostFunc(stream, sleep_on_stream, NULL));
+    CU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
+}
+
 /* A transform through Tide whose status is a check. */
 static int transform(tt_tally *t, tide_context *ctx, const char *what, const char *desc,
                      const setup *s, int dir, const void *in, void *out)
@@ -201,19 +212,13 @@ static void device_case(tt_tally *t, tide_context *ctx, const ocase *c)
     }
     /* b) the input copied device to device behind a delay, still queued at the call */
     CU(cudaMemcpy(dsrc, x, ib, cudaMemcpyHostToDevice));
-    CU(cudaMemset(din, 0xff, s.big)); /* NaN wherever a transform reads too early */
-    CU(cudaDeviceSynchronize());
-    CU(cudaLaunchHostFunc(0, sleep_on_stream, NULL));
-    CU(cudaMemcpyAsync(din, dsrc, ib, cudaMemcpyDeviceToDevice, 0));
+    queue_input(din, s.big, dsrc, ib, 0);
     if (transform(t, ctx, "b) queued copy", desc, &s, -1, din, dout)) {
         CU(cudaMemcpy(got, dout, ob, cudaMemcpyDeviceToHost));
         check(t, "b) queued copy", desc, c, &s, -1, x, got);
         memcpy(y, got, ob); /* the forward result, the backward input */
         CU(cudaMemcpy(dsrc, y, ob, cudaMemcpyHostToDevice));
-        CU(cudaMemset(dout, 0xff, ob));
-        CU(cudaDeviceSynchronize());
-        CU(cudaLaunchHostFunc(0, sleep_on_stream, NULL));
-        CU(cudaMemcpyAsync(dout, dsrc, ob, cudaMemcpyDeviceToDevice, 0));
+        queue_input(dout, ob, dsrc, ob, 0);
         if (transform(t, ctx, "b) queued copy", desc, &s, +1, dout, din)) {
             CU(cudaMemcpy(got, din, ib, cudaMemcpyDeviceToHost));
             check(t, "b) queued copy", desc, c, &s, +1, y, got);
@@ -305,10 +310,7 @@ static void stream_case(tt_tally *t, tide_context *ctx, const ocase *c, int asyn
     tide_ref_fill(x, &s.ib, 1, !r2c, c->prec, c->n, c->seed);
     void *din = dev(s.big), *dout = c->inplace ? din : dev(ob), *dsrc = dev(ib);
     CU(cudaMemcpy(dsrc, x, ib, cudaMemcpyHostToDevice));
-    CU(cudaMemset(din, 0xff, s.big));
-    CU(cudaDeviceSynchronize());
-    CU(cudaLaunchHostFunc(mine, sleep_on_stream, NULL));
-    CU(cudaMemcpyAsync(din, dsrc, ib, cudaMemcpyDeviceToDevice, mine));
+    queue_input(din, s.big, dsrc, ib, mine);
     memset(got, 0, ob);
     if (transform(t, ctx, what, desc, &s, -1, din, dout)) {
         if (async) {
