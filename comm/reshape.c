@@ -8,6 +8,7 @@
  * receiver's order is sent straight from it).
  */
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "tide_config.h"
@@ -45,14 +46,42 @@ struct tide_reshape {
     int device;
     tide_exchange transport;
     void *nccl, *stream;
-    /* p2p requests */
-    MPI_Request *reqs;
-    int *done;
+    /* pairwise messages: a block over max_msg elements travels as several, in order (one
+     * tag: MPI keeps the order of messages between two ranks) */
+    int64_t max_msg;
+    int nrmsg, nsmsg;       /* receive and send messages */
+    MPI_Request *reqs;      /* nrmsg receives, then nsmsg sends */
+    MPI_Status *stats;      /* of the receives completed by one MPI_Waitsome */
+    int *done;              /* their indices */
+    int *msg_block;         /* receive message -> its block in recv[] */
+    int *first_msg;         /* per receive block (and one past): its first message */
+    int *left;              /* per receive block: messages still to arrive */
 };
 
-static int64_t box_volume(const tide_box *b)
+/* ---- test-only hooks (reshape.h) -------------------------------------------------------- */
+
+static _Atomic long long max_message = INT_MAX;
+static _Atomic long long posts_made = 0;
+static _Atomic long long fault_post = -1; /* index of the post that fails; -1: none */
+
+void tide_reshape_inject_fault(long long k)
 {
-    return tide_ext(b, 0) * tide_ext(b, 1) * tide_ext(b, 2);
+    atomic_store(&fault_post, k < 0 ? -1 : atomic_load(&posts_made) + k);
+}
+
+int tide_reshape_fault_pending(void) { return atomic_load(&fault_post) >= 0; }
+long long tide_reshape_posts(void) { return atomic_load(&posts_made); }
+
+void tide_reshape_set_max_message(long long n)
+{
+    atomic_store(&max_message, n <= 0 || n > INT_MAX ? INT_MAX : n);
+}
+
+/* Counts one post; 1 when it is the one that must fail. */
+static int post_fails(void)
+{
+    long long k = atomic_fetch_add(&posts_made, 1);
+    return atomic_compare_exchange_strong(&fault_post, &k, -1);
 }
 
 /* Build the block list for one side. mine: this rank's box on that side; theirs: the peers'
@@ -126,6 +155,97 @@ static void stage_all(peer_block *b, int n)
     }
 }
 
+/* The first block whose count or offset does not fit an int, or NULL. */
+static const peer_block *over_int(const peer_block *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (b[i].count > INT_MAX || b[i].offset > INT_MAX)
+            return &b[i];
+    return NULL;
+}
+
+/* Alltoallv tables (elements). One call takes one send and one receive base: a side goes
+ * direct only when all its blocks do; otherwise every block of that side is staged. The
+ * counts and displacements are ints, so larger blocks are refused here. */
+static int setup_a2av(tide_reshape *r, char *err, size_t errlen)
+{
+    if (!r->all_send_direct)
+        stage_all(r->send, r->nsend);
+    if (!r->all_recv_direct)
+        stage_all(r->recv, r->nrecv);
+    const peer_block *big = over_int(r->send, r->nsend);
+    big = big ? big : over_int(r->recv, r->nrecv);
+    if (big) {
+        snprintf(err, errlen, "a reshape block of %lld elements at element %lld exceeds "
+                 "MPI_Alltoallv's int counts and displacements: use the P2P exchange%s, which "
+                 "splits large blocks", (long long)big->count, (long long)big->offset,
+                 r->device ? " (or NCCL)" : "");
+        return TIDE_ERR_TOO_LARGE;
+    }
+    r->scounts = calloc((size_t)r->nranks * 4, sizeof(int));
+    if (!r->scounts) {
+        snprintf(err, errlen, "out of memory creating a reshape");
+        return TIDE_ERR_NOMEM;
+    }
+    r->sdispls = r->scounts + r->nranks;
+    r->rcounts = r->sdispls + r->nranks;
+    r->rdispls = r->rcounts + r->nranks;
+    for (int i = 0; i < r->nsend; i++) {
+        r->scounts[r->send[i].peer] = (int)r->send[i].count;
+        r->sdispls[r->send[i].peer] = (int)r->send[i].offset;
+    }
+    for (int i = 0; i < r->nrecv; i++) {
+        r->rcounts[r->recv[i].peer] = (int)r->recv[i].count;
+        r->rdispls[r->recv[i].peer] = (int)r->recv[i].offset;
+    }
+    return TIDE_SUCCESS;
+}
+
+/* Messages a block of count elements travels in. */
+static int64_t pieces(int64_t count, int64_t cap) { return (count + cap - 1) / cap; }
+
+static int64_t messages(const peer_block *b, int n, int64_t cap)
+{
+    int64_t m = 0;
+    for (int i = 0; i < n; i++)
+        m += pieces(b[i].count, cap);
+    return m;
+}
+
+/* Pairwise tables: every block in messages of at most max_msg elements (MPI counts are
+ * ints), one request per message. */
+static int setup_p2p(tide_reshape *r, char *err, size_t errlen)
+{
+    r->max_msg = atomic_load(&max_message);
+    int64_t nr = messages(r->recv, r->nrecv, r->max_msg);
+    int64_t ns = messages(r->send, r->nsend, r->max_msg);
+    if (nr + ns >= INT_MAX) {
+        snprintf(err, errlen, "a reshape needs %lld messages of at most %lld elements, more "
+                 "than MPI can count", (long long)(nr + ns), (long long)r->max_msg);
+        return TIDE_ERR_TOO_LARGE;
+    }
+    r->nrmsg = (int)nr;
+    r->nsmsg = (int)ns;
+    r->reqs = malloc(sizeof *r->reqs * (size_t)(nr + ns + 1));
+    r->stats = malloc(sizeof *r->stats * (size_t)(nr + 1));
+    r->done = malloc(sizeof *r->done * (size_t)(nr + 1));
+    r->msg_block = malloc(sizeof *r->msg_block * (size_t)(nr + 1));
+    r->first_msg = malloc(sizeof *r->first_msg * (size_t)(r->nrecv + 1));
+    r->left = malloc(sizeof *r->left * (size_t)(r->nrecv + 1));
+    if (!r->reqs || !r->stats || !r->done || !r->msg_block || !r->first_msg || !r->left) {
+        snprintf(err, errlen, "out of memory creating a reshape");
+        return TIDE_ERR_NOMEM;
+    }
+    int m = 0;
+    for (int i = 0; i < r->nrecv; i++) {
+        r->first_msg[i] = m;
+        for (int64_t j = pieces(r->recv[i].count, r->max_msg); j > 0; j--)
+            r->msg_block[m++] = i;
+    }
+    r->first_msg[r->nrecv] = m;
+    return TIDE_SUCCESS;
+}
+
 /* device: arrays in device memory, moved by transport (tide_reshape_create_device). */
 static int create(MPI_Comm comm, const tide_box *src, const tide_box *dst, size_t elem,
                   int batch, tide_exchange exchange, int threads, int device,
@@ -170,58 +290,19 @@ static int create(MPI_Comm comm, const tide_box *src, const tide_box *dst, size_
     r->transport = device && (transport == TIDE_EXCHANGE_NCCL ||
                               transport == TIDE_EXCHANGE_CUDA_MPI) ? transport : exchange;
     if (device && r->transport != TIDE_EXCHANGE_NCCL) {
-        /* Device data over MPI: every block is packed on the device and moved as one piece. */
+        /* Device data over MPI: every block is packed on the device, none goes direct. */
         stage_all(r->send, r->nsend);
         stage_all(r->recv, r->nrecv);
         r->all_send_direct = r->all_recv_direct = 0;
     }
 
-    int64_t max_count = 0;
-    for (int i = 0; i < r->nsend; i++)
-        max_count = r->send[i].count > max_count ? r->send[i].count : max_count;
-    for (int i = 0; i < r->nrecv; i++)
-        max_count = r->recv[i].count > max_count ? r->recv[i].count : max_count;
-    int64_t whole = box_volume(&r->src) * batch, whole_d = box_volume(&r->dst) * batch;
-    if (whole_d > whole)
-        whole = whole_d;
-    if (max_count > INT_MAX || (exchange == TIDE_EXCHANGE_A2AV && whole > INT_MAX)) {
-        snprintf(err, errlen, "a reshape block of %lld elements exceeds MPI's int counts",
-                 (long long)(max_count > whole ? max_count : whole));
-        tide_reshape_destroy(r);
-        return TIDE_ERR_TOO_LARGE;
-    }
-
-    if (exchange == TIDE_EXCHANGE_A2AV) {
-        /* One Alltoallv takes one send and one receive base: a side goes direct only when all
-         * its blocks do; otherwise every block of that side is staged. */
-        if (!r->all_send_direct)
-            stage_all(r->send, r->nsend);
-        if (!r->all_recv_direct)
-            stage_all(r->recv, r->nrecv);
-        r->scounts = calloc((size_t)r->nranks * 4, sizeof(int));
-        if (!r->scounts) {
-            snprintf(err, errlen, "out of memory creating a reshape");
+    /* NCCL counts are size_t: no MPI tables and no int limit. */
+    if (!(device && r->transport == TIDE_EXCHANGE_NCCL)) {
+        st = exchange == TIDE_EXCHANGE_A2AV ? setup_a2av(r, err, errlen)
+                                            : setup_p2p(r, err, errlen);
+        if (st) {
             tide_reshape_destroy(r);
-            return TIDE_ERR_NOMEM;
-        }
-        r->sdispls = r->scounts + r->nranks;
-        r->rcounts = r->sdispls + r->nranks;
-        r->rdispls = r->rcounts + r->nranks;
-        for (int i = 0; i < r->nsend; i++) {
-            r->scounts[r->send[i].peer] = (int)r->send[i].count;
-            r->sdispls[r->send[i].peer] = (int)r->send[i].offset;
-        }
-        for (int i = 0; i < r->nrecv; i++) {
-            r->rcounts[r->recv[i].peer] = (int)r->recv[i].count;
-            r->rdispls[r->recv[i].peer] = (int)r->recv[i].offset;
-        }
-    } else {
-        r->reqs = malloc(sizeof(MPI_Request) * (size_t)(r->nsend + r->nrecv + 1));
-        r->done = malloc(sizeof(int) * (size_t)(r->nrecv + 1));
-        if (!r->reqs || !r->done) {
-            snprintf(err, errlen, "out of memory creating a reshape");
-            tide_reshape_destroy(r);
-            return TIDE_ERR_NOMEM;
+            return st;
         }
     }
     sstage = rstage = 0;
@@ -257,8 +338,8 @@ int tide_reshape_create_device(MPI_Comm comm, const tide_box *src, const tide_bo
                                void *stream, tide_reshape **out, char *err, size_t errlen)
 {
 #if TIDE_HAVE_CUDA
-    /* CUDA-aware MPI moves the packed blocks with one Alltoallv; NCCL needs no MPI tables
-     * (P2P's are the smallest). */
+    /* CUDA-aware MPI moves the packed blocks with one Alltoallv; NCCL makes no MPI tables
+     * (the exchange it is filed under, P2P, is never run). */
     tide_exchange mpi = transport == TIDE_EXCHANGE_CUDA_MPI ? TIDE_EXCHANGE_A2AV
                         : transport == TIDE_EXCHANGE_NCCL   ? TIDE_EXCHANGE_P2P : transport;
     return create(comm, src, dst, elem, batch, mpi, 1, 1, transport, nccl, stream, out, err,
@@ -281,7 +362,11 @@ void tide_reshape_destroy(tide_reshape *r)
     free(r->recv);
     free(r->scounts);
     free(r->reqs);
+    free(r->stats);
     free(r->done);
+    free(r->msg_block);
+    free(r->first_msg);
+    free(r->left);
     free(r);
 }
 
@@ -316,6 +401,15 @@ static void copy_self(const tide_reshape *r, const void *src, void *dst)
                          r->threads);
 }
 
+/* One Alltoallv on the tables. An injected failure still takes part in it (reshape.h). */
+static int alltoallv(const tide_reshape *r, const void *sb, void *rb)
+{
+    int fault = post_fails();
+    int rc = MPI_Alltoallv(sb, r->scounts, r->sdispls, r->type, rb, r->rcounts, r->rdispls,
+                           r->type, r->comm);
+    return rc == MPI_SUCCESS && !fault ? TIDE_SUCCESS : TIDE_ERR_MPI;
+}
+
 static int exec_a2av(const tide_reshape *r, const void *src, void *dst, void *sendbuf,
                      void *recvbuf)
 {
@@ -324,11 +418,10 @@ static int exec_a2av(const tide_reshape *r, const void *src, void *dst, void *se
             pack(r, &r->send[i], src, sendbuf);
     const void *sb = r->all_send_direct ? src : sendbuf;
     void *rb = r->all_recv_direct ? dst : recvbuf;
-    int rc = MPI_Alltoallv(sb, r->scounts, r->sdispls, r->type, rb, r->rcounts, r->rdispls,
-                           r->type, r->comm);
+    int st = alltoallv(r, sb, rb);
     copy_self(r, src, dst);
-    if (rc != MPI_SUCCESS)
-        return TIDE_ERR_MPI;
+    if (st)
+        return st;
     if (!r->all_recv_direct)
         for (int i = 0; i < r->nrecv; i++)
             unpack(r, &r->recv[i], recvbuf, dst);
@@ -337,56 +430,125 @@ static int exec_a2av(const tide_reshape *r, const void *src, void *dst, void *se
 
 enum { P2P_TAG = 7301 };
 
-/* Post every receive of a pairwise exchange (requests r->reqs[0..nrecv)): direct blocks into
- * dst, staged ones into recvbuf. */
+/* Elements of message j of block p: max_msg, less for the last. */
+static int piece_count(const tide_reshape *r, const peer_block *p, int64_t j)
+{
+    int64_t rest = p->count - j * r->max_msg;
+    return (int)(rest < r->max_msg ? rest : r->max_msg);
+}
+
+/* Posts message j of block p at *req: a receive into buf (the block's array or staging) or a
+ * send from it. A failed post is replaced by a stand-in, so the peer still sees exactly one
+ * matching message: the receive posted again, or an empty send (a short block to the
+ * receiver). Returns MPI_SUCCESS or the failure's code. */
+static int post(const tide_reshape *r, const peer_block *p, int64_t j, const char *buf,
+                int send, MPI_Request *req)
+{
+    int n = piece_count(r, p, j);
+    const char *at = buf + (size_t)(p->offset + j * r->max_msg) * r->elem;
+    int rc = post_fails() ? MPI_ERR_OTHER
+             : send       ? MPI_Isend(at, n, r->type, p->peer, P2P_TAG, r->comm, req)
+                          : MPI_Irecv((char *)at, n, r->type, p->peer, P2P_TAG, r->comm, req);
+    if (rc == MPI_SUCCESS)
+        return rc;
+    int again = send ? MPI_Isend(at, 0, r->type, p->peer, P2P_TAG, r->comm, req)
+                     : MPI_Irecv((char *)at, n, r->type, p->peer, P2P_TAG, r->comm, req);
+    if (again != MPI_SUCCESS)
+        *req = MPI_REQUEST_NULL;
+    return rc;
+}
+
+/* Posts every receive message (requests r->reqs[0..nrmsg)): direct blocks into dst, staged
+ * ones into recvbuf. Returns MPI_SUCCESS or the first failure's code. */
 static int post_receives(const tide_reshape *r, void *dst, void *recvbuf)
 {
-    int rc = MPI_SUCCESS;
-    for (int i = 0; i < r->nrecv && rc == MPI_SUCCESS; i++) {
+    int rc = MPI_SUCCESS, m = 0;
+    for (int i = 0; i < r->nrecv; i++) {
         const peer_block *p = &r->recv[i];
-        char *base = p->direct ? (char *)dst : (char *)recvbuf;
-        rc = MPI_Irecv(base + p->offset * r->elem, (int)p->count, r->type, p->peer, P2P_TAG,
-                       r->comm, &r->reqs[i]);
+        r->left[i] = r->first_msg[i + 1] - r->first_msg[i];
+        for (int64_t j = 0; j < r->left[i]; j++) {
+            int e = post(r, p, j, p->direct ? dst : recvbuf, 0, &r->reqs[m++]);
+            rc = rc == MPI_SUCCESS ? e : rc;
+        }
     }
     return rc;
 }
 
-static int exec_p2p(const tide_reshape *r, const void *src, void *dst, void *sendbuf,
-                    void *recvbuf)
+/* Posts every send message (requests after the receives). pack_blocks: the CPU packs each
+ * staged block just before sending it, so packing the next block overlaps the transfer of
+ * this one. Returns MPI_SUCCESS or the first failure's code. */
+static int post_sends(const tide_reshape *r, const void *src, void *sendbuf, int pack_blocks)
 {
-    MPI_Request *rreq = r->reqs, *sreq = r->reqs + r->nrecv;
-    int rc = post_receives(r, dst, recvbuf);
-    if (rc != MPI_SUCCESS)
-        return TIDE_ERR_MPI;
-    /* Pack peer by peer and send each block as soon as it is ready, so the packing of the
-     * next block overlaps the transfer of the previous one. */
-    for (int i = 0; i < r->nsend && rc == MPI_SUCCESS; i++) {
+    MPI_Request *req = r->reqs + r->nrmsg;
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < r->nsend; i++) {
         const peer_block *p = &r->send[i];
-        const char *base;
-        if (p->direct) {
-            base = (const char *)src;
-        } else {
+        if (pack_blocks && !p->direct)
             pack(r, p, src, sendbuf);
-            base = (const char *)sendbuf;
+        for (int64_t j = 0, n = pieces(p->count, r->max_msg); j < n; j++) {
+            int e = post(r, p, j, p->direct ? src : sendbuf, 1, req++);
+            rc = rc == MPI_SUCCESS ? e : rc;
         }
-        rc = MPI_Isend(base + p->offset * r->elem, (int)p->count, r->type, p->peer, P2P_TAG,
-                       r->comm, &sreq[i]);
     }
-    copy_self(r, src, dst);
-    /* Unpack blocks in the order they arrive. */
-    for (int left = r->nrecv; left > 0 && rc == MPI_SUCCESS;) {
+    return rc;
+}
+
+/* MPI_Waitall that still completes the rest when some requests fail: the second call waits
+ * for those the first left pending. */
+static int wait_all(int n, MPI_Request *req)
+{
+    if (MPI_Waitall(n, req, MPI_STATUSES_IGNORE) == MPI_SUCCESS)
+        return MPI_SUCCESS;
+    MPI_Waitall(n, req, MPI_STATUSES_IGNORE);
+    return MPI_ERR_OTHER;
+}
+
+/* Whether receive message m brought every element it was posted for. */
+static int arrived_whole(const tide_reshape *r, int m, MPI_Status *status)
+{
+    int b = r->msg_block[m], got = -1;
+    int want = piece_count(r, &r->recv[b], m - r->first_msg[b]);
+    return MPI_Get_count(status, r->type, &got) == MPI_SUCCESS && got == want;
+}
+
+/* Waits for every receive message. unpack_blocks: the CPU unpacks each staged block once all
+ * its messages are in, in the order blocks complete. A short message (a peer's stand-in for a
+ * failed send) fails the exchange. Returns MPI_SUCCESS or an error code. */
+static int drain_receives(const tide_reshape *r, void *recvbuf, void *dst, int unpack_blocks)
+{
+    int rc = MPI_SUCCESS;
+    for (int left = r->nrmsg; left > 0;) {
         int n = 0;
-        rc = MPI_Waitsome(r->nrecv, rreq, &n, r->done, MPI_STATUSES_IGNORE);
-        if (rc != MPI_SUCCESS || n == MPI_UNDEFINED)
-            break;
-        for (int k = 0; k < n; k++)
-            if (!r->recv[r->done[k]].direct)
-                unpack(r, &r->recv[r->done[k]], recvbuf, dst);
+        if (MPI_Waitsome(r->nrmsg, r->reqs, &n, r->done, r->stats) != MPI_SUCCESS)
+            return wait_all(r->nrmsg, r->reqs), MPI_ERR_OTHER;
+        if (n == MPI_UNDEFINED)
+            break; /* the rest are null: stand-ins that could not be posted */
+        for (int k = 0; k < n; k++) {
+            int b = r->msg_block[r->done[k]];
+            if (!arrived_whole(r, r->done[k], &r->stats[k]))
+                rc = MPI_ERR_TRUNCATE;
+            if (--r->left[b] == 0 && unpack_blocks && !r->recv[b].direct)
+                unpack(r, &r->recv[b], recvbuf, dst);
+        }
         left -= n;
     }
-    if (rc == MPI_SUCCESS)
-        rc = MPI_Waitall(r->nsend, sreq, MPI_STATUSES_IGNORE);
-    return rc == MPI_SUCCESS ? TIDE_SUCCESS : TIDE_ERR_MPI;
+    return rc;
+}
+
+/* A pairwise exchange. cpu: host arrays, the CPU packs, copies the self block and unpacks;
+ * else every block is already packed in sendbuf and is left in recvbuf. Every message is
+ * posted and completed even after a failure (reshape.h). */
+static int exec_p2p(const tide_reshape *r, const void *src, void *dst, void *sendbuf,
+                    void *recvbuf, int cpu)
+{
+    int posted = post_receives(r, dst, recvbuf);
+    int sent = post_sends(r, src, sendbuf, cpu);
+    if (cpu)
+        copy_self(r, src, dst);
+    int got = drain_receives(r, recvbuf, dst, cpu);
+    int done = wait_all(r->nsmsg, r->reqs + r->nrmsg);
+    int ok = posted == MPI_SUCCESS && sent == MPI_SUCCESS && got == MPI_SUCCESS;
+    return ok && done == MPI_SUCCESS ? TIDE_SUCCESS : TIDE_ERR_MPI;
 }
 
 int tide_reshape_execute(const tide_reshape *r, const void *src, void *dst, void *sendbuf,
@@ -394,26 +556,42 @@ int tide_reshape_execute(const tide_reshape *r, const void *src, void *dst, void
 {
     if (r->exchange == TIDE_EXCHANGE_A2AV)
         return exec_a2av(r, src, dst, sendbuf, recvbuf);
-    return exec_p2p(r, src, dst, sendbuf, recvbuf);
+    return exec_p2p(r, src, dst, sendbuf, recvbuf, 1);
 }
 
 /* ---- device arrays ---------------------------------------------------------------------- */
 
 #if TIDE_HAVE_CUDA
-/* Every block packed: one Alltoallv, or one Isend/Irecv per peer, on the staging buffers. */
-static int mpi_staged(const tide_reshape *r, const char *sbuf, char *rbuf)
+/* Every block packed: one Alltoallv, or pairwise messages, on the staging buffers. */
+static int mpi_staged(const tide_reshape *r, void *sbuf, void *rbuf)
 {
     if (r->exchange == TIDE_EXCHANGE_A2AV)
-        return MPI_Alltoallv(sbuf, r->scounts, r->sdispls, r->type, rbuf, r->rcounts,
-                             r->rdispls, r->type, r->comm) == MPI_SUCCESS ? 0 : TIDE_ERR_MPI;
-    MPI_Request *sreq = r->reqs + r->nrecv;
-    int rc = post_receives(r, NULL, rbuf); /* every block is staged */
-    for (int i = 0; i < r->nsend && rc == MPI_SUCCESS; i++)
-        rc = MPI_Isend(sbuf + r->send[i].offset * r->elem, (int)r->send[i].count, r->type,
-                       r->send[i].peer, P2P_TAG, r->comm, &sreq[i]);
-    if (rc == MPI_SUCCESS)
-        rc = MPI_Waitall(r->nrecv + r->nsend, r->reqs, MPI_STATUSES_IGNORE);
-    return rc == MPI_SUCCESS ? 0 : TIDE_ERR_MPI;
+        return alltoallv(r, sbuf, rbuf);
+    return exec_p2p(r, NULL, NULL, sbuf, rbuf, 0); /* no block goes direct */
+}
+
+/* Every block over NCCL in one group. A failed call does not stop the others: the peers'
+ * matching calls are in the same group. */
+static int nccl_exchange(const tide_reshape *r, const void *src, void *dst, void *dsend,
+                         void *drecv)
+{
+    int st = tide_nccl_group_start();
+    for (int i = 0; i < r->nrecv; i++) {
+        const peer_block *p = &r->recv[i];
+        char *base = p->direct ? (char *)dst : (char *)drecv;
+        int e = tide_nccl_recv(r->nccl, base + (size_t)p->offset * r->elem,
+                               (size_t)p->count * r->elem, p->peer, r->stream);
+        st = st ? st : e;
+    }
+    for (int i = 0; i < r->nsend; i++) {
+        const peer_block *p = &r->send[i];
+        const char *base = p->direct ? (const char *)src : (const char *)dsend;
+        int e = tide_nccl_send(r->nccl, base + (size_t)p->offset * r->elem,
+                               (size_t)p->count * r->elem, p->peer, r->stream);
+        st = st ? st : e;
+    }
+    int end = tide_nccl_group_end();
+    return st ? st : end;
 }
 
 int tide_reshape_execute_device(const tide_reshape *r, const void *src, void *dst, void *dsend,
@@ -429,26 +607,11 @@ int tide_reshape_execute_device(const tide_reshape *r, const void *src, void *ds
     if (!st && r->has_self)
         st = tide_gpu_copy_region_async(r->elem, r->batch, &r->self_region, src, &r->src, dst,
                                         &r->dst, s);
-    if (st && r->transport == TIDE_EXCHANGE_NCCL)
-        return st;
+    /* A failed pack still takes part in the exchange, so peers do not hang. */
     if (r->transport == TIDE_EXCHANGE_NCCL) {
-        st = tide_nccl_group_start();
-        for (int i = 0; i < r->nrecv && !st; i++) {
-            const peer_block *p = &r->recv[i];
-            char *base = p->direct ? (char *)dst : (char *)drecv;
-            st = tide_nccl_recv(r->nccl, base + p->offset * r->elem, (size_t)p->count * r->elem,
-                                p->peer, s);
-        }
-        for (int i = 0; i < r->nsend && !st; i++) {
-            const peer_block *p = &r->send[i];
-            const char *base = p->direct ? (const char *)src : (const char *)dsend;
-            st = tide_nccl_send(r->nccl, base + p->offset * r->elem,
-                                (size_t)p->count * r->elem, p->peer, s);
-        }
-        int end = tide_nccl_group_end();
-        st = st ? st : end;
+        int moved = nccl_exchange(r, src, dst, dsend, drecv);
+        st = st ? st : moved;
     } else {
-        /* A local device failure still takes part in the exchange, so peers do not hang. */
         int staged = r->transport != TIDE_EXCHANGE_CUDA_MPI;
         if (staged && !st)
             st = tide_gpu_memcpy_async(hsend, dsend, r->send_bytes, s);

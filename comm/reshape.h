@@ -46,7 +46,12 @@ int tide_reshape_peers(const tide_reshape *r);
 
 /* Collective: src (laid out as this rank's src box) -> dst (this rank's dst box). src and dst
  * must not overlap. sendbuf/recvbuf: staging of at least the sizes above. Returns 0 or
- * TIDE_ERR_MPI. */
+ * TIDE_ERR_MPI. A failed MPI post does not end the exchange early: the rank still posts every
+ * other message and a stand-in for the failed one (a receive posted again, an empty send the
+ * receiver sees as a short block), waits for all of them, then returns TIDE_ERR_MPI, so no
+ * peer waits for a message that never comes and no message is left to match a later exchange.
+ * Pairwise blocks over the message cap (INT_MAX elements) travel as several messages; an
+ * Alltoallv whose counts or displacements exceed INT_MAX is refused at creation. */
 int tide_reshape_execute(const tide_reshape *r, const void *src, void *dst, void *sendbuf,
                          void *recvbuf);
 
@@ -54,8 +59,27 @@ int tide_reshape_execute(const tide_reshape *r, const void *src, void *dst, void
  * dsend/drecv device staging of the sizes above; hsend/hrecv pinned host staging of the same
  * sizes (A2AV/P2P transports only, else NULL). With NCCL everything is only enqueued on the
  * stream; the MPI transports return once the data has left and arrived (unpacks enqueued).
- * Returns 0, TIDE_ERR_MPI or TIDE_ERR_BACKEND. */
+ * A failed pack still takes part in the exchange. Returns 0, TIDE_ERR_MPI or
+ * TIDE_ERR_BACKEND. */
 int tide_reshape_execute_device(const tide_reshape *r, const void *src, void *dst, void *dsend,
                                 void *drecv, void *hsend, void *hrecv);
+
+/* ---- test-only hooks (not for the library's own use) --------------------------------------
+ * Process-wide, for the reshapes of every context. An exchange "post" is one MPI_Irecv,
+ * MPI_Isend or MPI_Alltoallv call of tide_reshape_execute(_device) (NCCL calls are not
+ * counted; stand-ins for failed posts are not posts). */
+
+/* Makes the post k posts from now (0: the next one) fail once as if MPI had returned an error;
+ * k < 0 disarms. MPI itself is not touched: a failed Isend/Irecv is not made, and an injected
+ * failure of an Alltoallv is reported after the rank has taken part in it (a rank that left
+ * the collective out would stall the others). */
+void tide_reshape_inject_fault(long long k);
+/* 1 while an injected failure has not fired yet. */
+int tide_reshape_fault_pending(void);
+/* Posts made so far by this process. */
+long long tide_reshape_posts(void);
+/* The most elements one pairwise message carries, for reshapes created afterwards; n <= 0 (or
+ * over INT_MAX) restores the default, INT_MAX. */
+void tide_reshape_set_max_message(long long n);
 
 #endif

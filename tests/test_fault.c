@@ -1,0 +1,409 @@
+/*
+ * test_fault.c: an MPI failure in the middle of an exchange gives every rank the same error,
+ * never a hang; blocks split into many messages move exactly the same data; blocks over
+ * INT_MAX elements are split or refused at creation, never cut short.
+ *
+ * Faults: tide_reshape_inject_fault (comm/reshape.h, test-only) makes one post of one rank
+ * fail: the first, a middle and the last post that rank makes in a forward transform. Every
+ * rank's tide_fft_forward must then return TIDE_ERR_MPI, within LIMIT_S seconds, with a
+ * message naming the reshape; the next transform must give the bytes the plan gave before the
+ * fault (that result checked against the serial FFTW oracle). C2C double on the CPU backend,
+ * slabs and pencils, P2P and A2AV. With one rank there is no exchange: the fault never fires
+ * and the transform works.
+ *
+ * Splitting: with tide_reshape_set_max_message(7) every pairwise block travels as messages of
+ * at most 7 elements. Reshapes (every element holds its global index, checked exactly) and
+ * FFTs must give the same bytes as without the cap.
+ *
+ * Counts: reshapes whose blocks exceed INT_MAX elements are only created (geometry, nothing
+ * allocated): P2P and NCCL must accept them, A2AV must refuse them pointing to P2P.
+ *
+ * A hang fails the test: alarm() ends the process after ALARM_S seconds.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "reference.h"
+#include "reshape.h"
+#include "tide_config.h"
+
+enum { ALARM_S = 240, LIMIT_S = 60, SPLIT = 7 };
+
+static MPI_Comm comm = MPI_COMM_WORLD;
+static int nranks, me;
+static tt_tally tally;
+
+static void *xmalloc(size_t bytes)
+{
+    void *p = calloc(1, bytes ? bytes : 1); /* an empty box still passes a valid pointer */
+    if (!p) {
+        fprintf(stderr, "test_fault: rank %d: out of memory (%zu bytes)\n", me, bytes);
+        MPI_Abort(comm, 2);
+    }
+    return p;
+}
+
+static const char *exchange_name(tide_exchange e)
+{
+    static const char *const names[] = {"auto", "a2av", "p2p", "nccl", "cuda_mpi"};
+    return e >= 0 && e <= TIDE_EXCHANGE_CUDA_MPI ? names[e] : "?";
+}
+
+/* 1 when v is the same on every rank. */
+static int same_everywhere(int v)
+{
+    int lo = 0, hi = 0;
+    MPI_Allreduce(&v, &lo, 1, MPI_INT, MPI_MIN, comm);
+    MPI_Allreduce(&v, &hi, 1, MPI_INT, MPI_MAX, comm);
+    return lo == hi;
+}
+
+/* ---- faults in the middle of a transform ------------------------------------------------ */
+
+typedef struct {
+    tide_decomposition decomp;
+    tide_exchange exch;
+    const char *name;
+} fft_case;
+
+static const int grid[3] = {11, 9, 7};
+
+static tide_fft_plan *make_plan(tide_context *ctx, const fft_case *c, const char *what)
+{
+    tide_fft_options o;
+    tide_fft_options_init(&o);
+    o.decomposition = c->decomp;
+    o.exchange = c->exch;
+    tide_fft_plan *plan = NULL;
+    int st = tide_fft_plan_create(ctx, grid, NULL, NULL, &o, &plan);
+    if (!tt_check(&tally, comm, st == 0, "%s%s: plan_create: %s", c->name, what,
+                  tide_last_error(ctx))) {
+        tide_fft_plan_destroy(plan);
+        return NULL;
+    }
+    return plan;
+}
+
+/* One forward with post k of rank victim failing (k < 0: none): the same TIDE_ERR_MPI on
+ * every rank, in time, naming the reshape; then a clean forward giving the bytes of base. */
+static void inject_once(tide_context *ctx, const fft_case *c, tide_fft_plan *plan, int victim,
+                        long long k, const void *in, void *out, const void *base, size_t bytes)
+{
+    if (me == victim)
+        tide_reshape_inject_fault(k);
+    double t0 = MPI_Wtime();
+    int st = tide_fft_forward(plan, in, out);
+    double dt = MPI_Wtime() - t0;
+    int fired = me != victim || !tide_reshape_fault_pending();
+    tide_reshape_inject_fault(-1);
+    const char *msg = tide_last_error(ctx);
+    tt_check(&tally, comm, fired, "%s: post %lld of rank %d: the fault did not fire", c->name,
+             k, victim);
+    tt_check(&tally, comm, st == TIDE_ERR_MPI && same_everywhere(st),
+             "%s: post %lld of rank %d failing: status %d (%s), want %d on every rank",
+             c->name, k, victim, st, msg, TIDE_ERR_MPI);
+    tt_check(&tally, comm, strstr(msg, "exchange") && strstr(msg, "reshape["),
+             "%s: post %lld of rank %d failing: message \"%s\" does not name the exchange",
+             c->name, k, victim, msg);
+    tt_check(&tally, comm, dt < LIMIT_S, "%s: post %lld of rank %d failing took %.1f s",
+             c->name, k, victim, dt);
+    memset(out, 0, bytes);
+    st = tide_fft_forward(plan, in, out);
+    tt_check(&tally, comm, st == 0 && memcmp(out, base, bytes) == 0,
+             "%s: the forward after a fault at post %lld of rank %d: status %d (%s), %s",
+             c->name, k, victim, st, tide_last_error(ctx),
+             st ? "" : "differs from the result before the fault");
+}
+
+static void fault_case(tide_context *ctx, const fft_case *c, int victim)
+{
+    tide_fft_plan *plan = make_plan(ctx, c, "");
+    if (!plan)
+        return;
+    tide_box ib, ob;
+    tide_fft_plan_boxes(plan, &ib, &ob);
+    size_t ibytes = (size_t)tt_box_count(&ib) * 16, obytes = (size_t)tt_box_count(&ob) * 16;
+    double *in = xmalloc(ibytes), *out = xmalloc(obytes), *base = xmalloc(obytes);
+    tide_ref_fill(in, &ib, 1, 1, TIDE_DOUBLE, grid, 17);
+
+    long long p0 = tide_reshape_posts();
+    int st = tide_fft_forward(plan, in, base);
+    long long posts = tide_reshape_posts() - p0;
+    tide_ref_error e = {0, 0, 0};
+    int ref = st ? st : tide_ref_check(comm, grid, TIDE_C2C, TIDE_DOUBLE, 1, -1, 1.0, &ib, in,
+                                       &ob, base, &e);
+    if (tt_check(&tally, comm, st == 0 && ref == 0 && e.rel_l2 < 1e-12,
+                 "%s: forward: status %d (%s), vs oracle: %d, rel_l2 %.3g", c->name, st,
+                 tide_last_error(ctx), ref, e.rel_l2)) {
+        MPI_Bcast(&posts, 1, MPI_LONG_LONG, victim, comm);
+        if (posts == 0) { /* no exchange: nothing to fail */
+            if (me == victim)
+                tide_reshape_inject_fault(0);
+            st = tide_fft_forward(plan, in, out);
+            int pending = me != victim || tide_reshape_fault_pending();
+            tide_reshape_inject_fault(-1);
+            tt_check(&tally, comm, st == 0 && pending && memcmp(out, base, obytes) == 0,
+                     "%s: no exchange: status %d, fault pending %d, same result %d", c->name,
+                     st, pending, memcmp(out, base, obytes) == 0);
+        } else {
+            const long long at[3] = {0, posts / 2, posts - 1};
+            for (int i = 0; i < 3; i++)
+                if (i == 0 || at[i] != at[i - 1])
+                    inject_once(ctx, c, plan, victim, at[i], in, out, base, obytes);
+        }
+        if (me == 0 && posts)
+            printf("%s: rank %d failing at post 0, %lld and %lld of the %lld of a forward\n",
+                   c->name, victim, posts / 2, posts - 1, posts);
+        else if (me == 0)
+            printf("%s: no exchange, the fault never fires\n", c->name);
+    }
+    free(in);
+    free(out);
+    free(base);
+    tide_fft_plan_destroy(plan);
+}
+
+/* ---- split messages --------------------------------------------------------------------- */
+
+static double value_at(int f, const int n[3], const int p[3])
+{
+    return (((double)f * n[0] + p[0]) * n[1] + p[1]) * n[2] + p[2];
+}
+
+/* Each element of layout b (batch fields, 2 doubles an element) gets its global value, or,
+ * check: the number of elements that do not hold it. */
+static long long fill_or_check(double *a, const tide_box *b, int batch, const int n[3],
+                               int check)
+{
+    long long count = tt_box_count(b), wrong = 0;
+    int p[3];
+    for (int f = 0; f < batch && count; f++)
+        for (p[0] = b->lo[0]; p[0] < b->hi[0]; p[0]++)
+            for (p[1] = b->lo[1]; p[1] < b->hi[1]; p[1]++)
+                for (p[2] = b->lo[2]; p[2] < b->hi[2]; p[2]++) {
+                    double v = value_at(f, n, p), *e = a + (f * count + tt_offset(b, p)) * 2;
+                    if (!check)
+                        e[0] = v, e[1] = -(v + 0.25);
+                    else
+                        wrong += e[0] != v || e[1] != -(v + 0.25);
+                }
+    return wrong;
+}
+
+/* Runs src -> dst once with the message cap max (0: the default); the result in *out and the
+ * posts it made in *posts. */
+static int reshape_once(const tide_box *src, const tide_box *dst, int batch, tide_exchange ex,
+                        long long max, const double *in, double **out, long long *posts)
+{
+    char err[256] = "";
+    tide_reshape *r = NULL;
+    tide_reshape_set_max_message(max);
+    int st = tide_reshape_create(comm, src, dst, 16, batch, ex, 1, &r, err, sizeof err);
+    tide_reshape_set_max_message(0);
+    *out = xmalloc((size_t)tt_box_count(&dst[me]) * 16 * (size_t)batch);
+    if (st) {
+        printf("test_fault: rank %d: tide_reshape_create: %s\n", me, err);
+        return st;
+    }
+    void *sb = xmalloc(tide_reshape_send_bytes(r)), *rb = xmalloc(tide_reshape_recv_bytes(r));
+    long long p0 = tide_reshape_posts();
+    st = tide_reshape_execute(r, in, *out, sb, rb);
+    *posts = tide_reshape_posts() - p0;
+    free(sb);
+    free(rb);
+    tide_reshape_destroy(r);
+    return st;
+}
+
+static void split_reshape(const char *name, const int n[3], const tide_box *src,
+                          const tide_box *dst, int batch, tide_exchange ex)
+{
+    size_t in_bytes = (size_t)tt_box_count(&src[me]) * 16 * (size_t)batch;
+    size_t out_bytes = (size_t)tt_box_count(&dst[me]) * 16 * (size_t)batch;
+    double *in = xmalloc(in_bytes), *whole = NULL, *split = NULL;
+    fill_or_check(in, &src[me], batch, n, 0);
+    long long pw = 0, ps = 0;
+    int st = reshape_once(src, dst, batch, ex, 0, in, &whole, &pw);
+    st = st ? st : reshape_once(src, dst, batch, ex, SPLIT, in, &split, &ps);
+    long long wrong = st ? -1 : fill_or_check(whole, &dst[me], batch, n, 1);
+    tt_check(&tally, comm, st == 0 && wrong == 0 && memcmp(whole, split, out_bytes) == 0,
+             "split reshape %s %s: status %d, %lld wrong elements, split result %s", name,
+             exchange_name(ex), st, wrong,
+             split && memcmp(whole, split, out_bytes) == 0 ? "the same" : "differs");
+    /* Pairwise blocks over the cap really travel in more messages: no rank posts fewer, some
+     * rank more (with one rank nothing is posted). */
+    int mine[2] = {ps < pw, ps > pw}, any[2] = {0, 0};
+    MPI_Allreduce(mine, any, 2, MPI_INT, MPI_MAX, comm);
+    if (ex == TIDE_EXCHANGE_P2P && nranks > 1)
+        tt_check(&tally, comm, !any[0] && any[1],
+                 "split reshape %s: %lld posts with a cap of %d, %lld without", name, ps, SPLIT,
+                 pw);
+    free(in);
+    free(whole);
+    free(split);
+}
+
+static void split_reshapes(void)
+{
+    const int n[3] = {13, 11, 7};
+    tide_box *a = malloc(sizeof *a * (size_t)nranks), *b = malloc(sizeof *b * (size_t)nranks);
+    tt_rng rng;
+    tt_rng_seed(&rng, 31);
+    for (int ex = TIDE_EXCHANGE_A2AV; ex <= TIDE_EXCHANGE_P2P; ex++) {
+        tt_tiling_slabs(n, 0, nranks, a);
+        tt_tiling_slabs(n, 1, nranks, b);
+        split_reshape("x-slabs > y-slabs", n, a, b, 1, (tide_exchange)ex);
+        tt_tiling_pencils(n, 2, nranks, a);
+        tt_tiling_random(n, nranks, &rng, b);
+        tt_random_orders(nranks, &rng, b);
+        split_reshape("z-pencils > random boxes", n, a, b, 2, (tide_exchange)ex);
+    }
+    free(a);
+    free(b);
+}
+
+/* Forward and backward of a P2P plan made with the message cap give the same bytes as the
+ * same plan without it. */
+static void split_fft(tide_context *ctx, const fft_case *c)
+{
+    tide_fft_plan *whole = make_plan(ctx, c, " uncapped");
+    tide_reshape_set_max_message(SPLIT);
+    tide_fft_plan *split = make_plan(ctx, c, " split");
+    tide_reshape_set_max_message(0);
+    if (whole && split) {
+        tide_box ib, ob;
+        tide_fft_plan_boxes(whole, &ib, &ob);
+        size_t ibytes = (size_t)tt_box_count(&ib) * 16, obytes = (size_t)tt_box_count(&ob) * 16;
+        double *in = xmalloc(ibytes), *w = xmalloc(obytes), *s = xmalloc(obytes);
+        double *wb = xmalloc(ibytes), *sb = xmalloc(ibytes);
+        tide_ref_fill(in, &ib, 1, 1, TIDE_DOUBLE, grid, 23);
+        long long p0 = tide_reshape_posts();
+        int st = tide_fft_forward(whole, in, w);
+        long long p1 = tide_reshape_posts();
+        st = st ? st : tide_fft_forward(split, in, s);
+        long long more = tide_reshape_posts() - p1 > p1 - p0, any = 0;
+        MPI_Allreduce(&more, &any, 1, MPI_LONG_LONG, MPI_MAX, comm);
+        tt_check(&tally, comm, nranks == 1 || any, "%s: the cap of %d split no message",
+                 c->name, SPLIT);
+        st = st ? st : tide_fft_backward(whole, w, wb);
+        st = st ? st : tide_fft_backward(split, w, sb);
+        tt_check(&tally, comm, st == 0 && !memcmp(w, s, obytes) && !memcmp(wb, sb, ibytes),
+                 "%s split into messages of %d: status %d (%s), forward %s, backward %s",
+                 c->name, SPLIT, st, tide_last_error(ctx),
+                 memcmp(w, s, obytes) ? "differs" : "same",
+                 memcmp(wb, sb, ibytes) ? "differs" : "same");
+        free(in);
+        free(w);
+        free(s);
+        free(wb);
+        free(sb);
+    }
+    tide_fft_plan_destroy(whole);
+    tide_fft_plan_destroy(split);
+}
+
+/* ---- counts over INT_MAX ---------------------------------------------------------------- */
+
+/* Creates (and destroys) a reshape of 16-byte elements; device: through
+ * tide_reshape_create_device. Returns the status, the message in err. */
+static int create_only(const tide_box *src, const tide_box *dst, int batch, tide_exchange ex,
+                       int device, char *err, size_t len)
+{
+    tide_reshape *r = NULL;
+    int st = device ? tide_reshape_create_device(comm, src, dst, 16, batch, ex, NULL, NULL, &r,
+                                                 err, len)
+                    : tide_reshape_create(comm, src, dst, 16, batch, ex, 1, &r, err, len);
+    if (!st && ex == TIDE_EXCHANGE_P2P && !device) {
+        /* The staging covers every element that leaves: no size_t overflow on the way. */
+        tide_box x;
+        long long out = 0;
+        for (int q = 0; q < nranks; q++) {
+            x = src[me];
+            for (int d = 0; d < 3; d++) {
+                x.lo[d] = x.lo[d] > dst[q].lo[d] ? x.lo[d] : dst[q].lo[d];
+                x.hi[d] = x.hi[d] < dst[q].hi[d] ? x.hi[d] : dst[q].hi[d];
+            }
+            out += q == me || x.hi[0] <= x.lo[0] || x.hi[1] <= x.lo[1] || x.hi[2] <= x.lo[2]
+                       ? 0 : tt_box_count(&x) * batch;
+        }
+        if (tide_reshape_send_bytes(r) != (size_t)out * 16)
+            snprintf(err, len, "send staging %zu bytes, want %lld", tide_reshape_send_bytes(r),
+                     out * 16), st = -1;
+    }
+    tide_reshape_destroy(r);
+    return st;
+}
+
+static void huge_counts(void)
+{
+    /* x-slabs to y-slabs of 8192 x 8192 x 512, 8 fields: a block between two ranks holds
+     * over 3e9 elements with up to 6 ranks. */
+    const int n[3] = {8192, 8192, 512};
+    const int batch = 8;
+    tide_box *a = malloc(sizeof *a * (size_t)nranks), *b = malloc(sizeof *b * (size_t)nranks);
+    tt_tiling_slabs(n, 0, nranks, a);
+    tt_tiling_slabs(n, 1, nranks, b);
+    int peers = nranks > 1;
+    char err[256] = "";
+    int st = create_only(a, b, batch, TIDE_EXCHANGE_P2P, 0, err, sizeof err);
+    tt_check(&tally, comm, st == 0, "blocks over INT_MAX, p2p: %d (%s)", st, err);
+    err[0] = '\0';
+    st = create_only(a, b, batch, TIDE_EXCHANGE_A2AV, 0, err, sizeof err);
+    tt_check(&tally, comm, peers ? st == TIDE_ERR_TOO_LARGE && strstr(err, "P2P") : st == 0,
+             "blocks over INT_MAX, a2av: %d (%s), want %s", st, err,
+             peers ? "refused with a pointer to P2P" : "no block, accepted");
+#if TIDE_HAVE_CUDA
+    /* NCCL counts are size_t: no limit; staged P2P splits; CUDA-aware MPI is one Alltoallv. */
+    static const struct {
+        tide_exchange ex;
+        int refused;
+    } dev[] = {{TIDE_EXCHANGE_NCCL, 0}, {TIDE_EXCHANGE_P2P, 0}, {TIDE_EXCHANGE_CUDA_MPI, 1}};
+    for (int i = 0; i < 3; i++) {
+        err[0] = '\0';
+        st = create_only(a, b, batch, dev[i].ex, 1, err, sizeof err);
+        int want = peers && dev[i].refused ? TIDE_ERR_TOO_LARGE : 0;
+        tt_check(&tally, comm, st == want, "blocks over INT_MAX, device %s: %d (%s), want %d",
+                 exchange_name(dev[i].ex), st, err, want);
+    }
+#endif
+    free(a);
+    free(b);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_size(comm, &nranks);
+    MPI_Comm_rank(comm, &me);
+    alarm(ALARM_S); /* a hang ends the process, and mpiexec the test */
+    tide_context_options co;
+    tide_context_options_init(&co);
+    co.backend = TIDE_BACKEND_CPU;
+    co.threads = 1;
+    tide_context *ctx = NULL;
+    int st = tide_context_create(comm, &co, &ctx);
+    if (!tt_check(&tally, comm, st == 0, "tide_context_create: %s", tide_last_error(ctx))) {
+        MPI_Finalize();
+        return 1;
+    }
+    static const fft_case cases[] = {
+        {TIDE_DECOMP_SLABS, TIDE_EXCHANGE_P2P, "slabs p2p"},
+        {TIDE_DECOMP_SLABS, TIDE_EXCHANGE_A2AV, "slabs a2av"},
+        {TIDE_DECOMP_PENCILS, TIDE_EXCHANGE_P2P, "pencils p2p"},
+        {TIDE_DECOMP_PENCILS, TIDE_EXCHANGE_A2AV, "pencils a2av"},
+    };
+    for (int i = 0; i < 4; i++)
+        fault_case(ctx, &cases[i], (nranks - 1 + i) % nranks);
+    split_reshapes();
+    split_fft(ctx, &cases[0]);
+    split_fft(ctx, &cases[2]);
+    huge_counts();
+    tide_context_destroy(ctx);
+    int rc = tt_finish(&tally, comm, "test_fault", "checks");
+    MPI_Finalize();
+    return rc;
+}
