@@ -51,30 +51,33 @@ extern "C" int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **ou
                                    size_t *work_bytes, char *why, size_t len)
 {
     int64_t is[3], os[3];
-    tide_box_strides(d->ibox, is);
-    tide_box_strides(d->obox, os);
+    const tide_box *ia = d->iarr ? d->iarr : d->ibox, *oa = d->oarr ? d->oarr : d->obox;
+    tide_box_strides(ia, is);
+    tide_box_strides(oa, os);
     size_t scalar = d->dbl ? sizeof(double) : sizeof(float);
 
     // Transformed dimensions, slowest first (cuFFT's n[0] is the outermost).
     // Dimensions of length 1 transform nothing and are left out (their strides would tie with
     // a neighbour's), except z of a real transform and the last one standing.
     axis t[3];
-    int tdim[3], nt = 0, in_t[3] = {0, 0, 0};
+    int tdim[3], nt = 0, in_t[3] = {0, 0, 0}, hv = d->kind != 0 ? d->half : -1;
     for (int k = 0; k < d->ndims; k++) {
         int dim = d->dims[k];
         in_t[dim] = 1;
         int64_t n = tide_ext(d->kind == 2 ? d->obox : d->ibox, dim);
-        if (d->kind != 0 && dim == 2)
-            n = d->nz_real;
-        int keep = n > 1 || (d->kind != 0 && dim == 2) || (k == d->ndims - 1 && nt == 0);
+        int halved = dim == hv;
+        if (halved)
+            n = d->real_n;
+        int keep = n > 1 || halved || (k == d->ndims - 1 && nt == 0);
         if (keep) {
             tdim[nt] = dim;
             t[nt++] = axis{n, is[dim], os[dim]};
         }
     }
-    for (int a = 0; a < nt; a++) // by input stride, descending; on ties dimension z last
+    for (int a = 0; a < nt; a++) // by input stride, descending; on ties the halved one last
         for (int b = a + 1; b < nt; b++)
-            if (t[b].is > t[a].is || (t[b].is == t[a].is && tdim[b] < tdim[a])) {
+            if (t[b].is > t[a].is ||
+                (t[b].is == t[a].is && (tdim[a] == hv || (tdim[b] < tdim[a] && tdim[b] != hv)))) {
                 axis x = t[a];
                 t[a] = t[b];
                 t[b] = x;
@@ -83,9 +86,10 @@ extern "C" int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **ou
                 tdim[b] = y;
             }
     if (d->kind != 0) {
-        if (tdim[nt - 1] != 2) {
-            snprintf(why, len, "cuFFT real transforms need dimension z to be the fastest of the "
-                     "transformed dimensions in the box's storage order");
+        if (tdim[nt - 1] != hv) {
+            snprintf(why, len, "cuFFT real transforms need the halved dimension (%c) to be the "
+                     "fastest of the transformed dimensions in the box's storage order",
+                     "xyz"[d->half]);
             return TIDE_ERR_UNSUPPORTED;
         }
     }
@@ -108,7 +112,7 @@ extern "C" int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **ou
         if (!in_t[dim] && tide_ext(d->ibox, dim) > 1)
             l[nl++] = axis{tide_ext(d->ibox, dim), is[dim], os[dim]};
     if (d->batch > 1)
-        l[nl++] = axis{d->batch, tide_box_count(d->ibox), tide_box_count(d->obox)};
+        l[nl++] = axis{d->batch, tide_box_count(ia), tide_box_count(oa)};
     for (int a = 0; a < nl; a++)
         for (int b = a + 1; b < nl; b++)
             if (l[b].is < l[a].is) {

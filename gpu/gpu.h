@@ -132,8 +132,10 @@ typedef struct {
     int kind;               /* 0 c2c, 1 r2c, 2 c2r (the values of tide_fft_kind) */
     int sign;               /* -1 forward, +1 backward (c2c) */
     const tide_box *ibox, *obox;
+    const tide_box *iarr, *oarr; /* the arrays' layouts, of which ibox and obox are parts
+                                  * (NULL: the boxes themselves): tide_cpu_fft_desc's */
     int dims[3], ndims;     /* transformed dimensions, ascending */
-    int nz_real;            /* real length of dimension 2 (r2c/c2r) */
+    int half, real_n;       /* r2c/c2r: the halved dimension and its real length */
     int batch;              /* fields, count(box) elements apart */
 } tide_gpu_fft_desc;
 

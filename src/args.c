@@ -6,6 +6,22 @@
 #include "args.h"
 #include "region.h"
 
+/* A size beyond this is no options struct, more likely stack garbage. */
+enum { OPTIONS_MAX = 64 << 10 };
+
+int tide_options_read(const void *opts, void *o, size_t size, size_t first)
+{
+    size_t have;
+    if (!opts)
+        return 1;
+    memcpy(&have, opts, sizeof have);
+    if (have < first || have > OPTIONS_MAX)
+        return 0;
+    memcpy(o, opts, have < size ? have : size);
+    memcpy(o, &size, sizeof size);
+    return 1;
+}
+
 int tide_args_fail(tide_args *r, int code, const char *fmt, ...)
 {
     if (r->status)

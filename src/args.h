@@ -58,4 +58,11 @@ int tide_args_agree(tide_context *ctx, const tide_args_spec *s, const tide_args 
 int tide_args_check_tiling(tide_context *ctx, const tide_args_spec *s, const tide_args *all,
                            int k, const int g[3]);
 
+/* A caller's options struct (opts, whose first member is its size_t size; NULL: defaults)
+ * over the defaults in *o (size bytes, filled by the struct's init function): only the bytes
+ * the caller's struct has, so members an older, shorter struct lacks keep their defaults; then
+ * o's size is size. Returns 0 when opts was not filled by its init function: its size is below
+ * first (the offset of the member after size) or absurd. */
+int tide_options_read(const void *opts, void *o, size_t size, size_t first);
+
 #endif

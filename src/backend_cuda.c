@@ -45,7 +45,8 @@ static int cuda_fft_create(const tide_cpu_fft_desc *d, void **f, size_t *work, c
 {
     tide_gpu_fft_desc g = {.dbl = d->precision == TIDE_DOUBLE, .kind = (int)d->kind,
                            .sign = d->sign, .ibox = d->ibox, .obox = d->obox,
-                           .ndims = d->ndims, .nz_real = d->nz_real, .batch = d->batch};
+                           .iarr = d->iarr, .oarr = d->oarr, .ndims = d->ndims,
+                           .half = d->half, .real_n = d->real_n, .batch = d->batch};
     memcpy(g.dims, d->dims, sizeof g.dims);
     size_t need = 0;
     int st = tide_gpu_fft_create(&g, (tide_gpu_fft **)f, &need, err, len);

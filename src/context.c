@@ -1,11 +1,13 @@
 /* context.c: one per communicator: communicators, threads, backend choice, logging level. */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <hwloc.h>
 #include <fftw3.h>
+#include "args.h"
 #include "tide_config.h"
 #include "tide_internal.h"
 #if TIDE_HAVE_CUDA
@@ -22,11 +24,20 @@ void tide_context_options_init(tide_context_options *opts)
     if (!opts)
         return;
     memset(opts, 0, sizeof *opts);
+    opts->size = sizeof *opts;
     opts->backend = TIDE_BACKEND_AUTO;
     opts->threads = 0;
     opts->device_budget = 0;
     opts->bind = 1;
     opts->device = TIDE_DEVICE_AUTO;
+}
+
+/* The caller's options over the defaults (tide_options_read); 0 when opts was not filled by
+ * tide_context_options_init. */
+static int read_options(const tide_context_options *opts, tide_context_options *o)
+{
+    tide_context_options_init(o);
+    return tide_options_read(opts, o, sizeof *o, offsetof(tide_context_options, threads));
 }
 
 static int log_level_from_env(void)
@@ -254,11 +265,9 @@ int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_co
         return tide_fail(NULL, TIDE_ERR_MPI, "tide_context_create: MPI is not initialized");
     if (comm == MPI_COMM_NULL)
         return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_context_create: communicator is NULL");
-    tide_context_options defaults;
-    if (!opts) {
-        tide_context_options_init(&defaults);
-        opts = &defaults;
-    }
+    tide_context_options o;
+    int filled = read_options(opts, &o);
+    opts = &o;
     /* Every later check is agreed over the duplicated communicator, so an error on one rank is
      * the same error on all of them. Only an allocation failure here stays local. */
     tide_context *ctx = calloc(1, sizeof *ctx);
@@ -277,6 +286,9 @@ int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_co
     int st = TIDE_SUCCESS;
     if (!out)
         st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "the context pointer is NULL");
+    else if (!filled)
+        st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_context_options not initialised: call "
+                       "tide_context_options_init");
     else if (opts->backend < TIDE_BACKEND_AUTO || opts->backend > TIDE_BACKEND_CUDA)
         st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "unknown backend %d", (int)opts->backend);
     else if (opts->threads < 0)

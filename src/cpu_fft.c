@@ -21,17 +21,20 @@ typedef struct {
 static void make_shape(const tide_cpu_fft_desc *d, guru_shape *g)
 {
     int64_t is[3], os[3];
-    tide_box_strides(d->ibox, is);
-    tide_box_strides(d->obox, os);
-    int in_g[3] = {0, 0, 0};
+    const tide_box *ia = d->iarr ? d->iarr : d->ibox, *oa = d->oarr ? d->oarr : d->obox;
+    tide_box_strides(ia, is);
+    tide_box_strides(oa, os);
+    int in_g[3] = {0, 0, 0}, real = d->kind != TIDE_KIND_C2C;
     g->rank = d->ndims;
-    for (int k = 0; k < d->ndims; k++) {
+    /* FFTW halves the last of the guru dimensions: the halved one goes last. */
+    for (int k = 0, j = 0; k < d->ndims; k++) {
         int dim = d->dims[k];
         in_g[dim] = 1;
         int64_t len = tide_ext(d->kind == TIDE_KIND_C2R ? d->obox : d->ibox, dim);
-        if (d->kind != TIDE_KIND_C2C && dim == 2)
-            len = d->nz_real;
-        g->dims[k] = (fftw_iodim64){.n = len, .is = is[dim], .os = os[dim]};
+        if (real && dim == d->half)
+            len = d->real_n;
+        int at = real && dim == d->half ? d->ndims - 1 : j++;
+        g->dims[at] = (fftw_iodim64){.n = len, .is = is[dim], .os = os[dim]};
     }
     g->howmany_rank = 0;
     for (int dim = 0; dim < 3; dim++)
@@ -39,8 +42,7 @@ static void make_shape(const tide_cpu_fft_desc *d, guru_shape *g)
             g->howmany[g->howmany_rank++] =
                 (fftw_iodim64){.n = tide_ext(d->ibox, dim), .is = is[dim], .os = os[dim]};
     if (d->batch > 1) {
-        int64_t iv = tide_ext(d->ibox, 0) * tide_ext(d->ibox, 1) * tide_ext(d->ibox, 2);
-        int64_t ov = tide_ext(d->obox, 0) * tide_ext(d->obox, 1) * tide_ext(d->obox, 2);
+        int64_t iv = tide_box_count(ia), ov = tide_box_count(oa);
         g->howmany[g->howmany_rank++] = (fftw_iodim64){.n = d->batch, .is = iv, .os = ov};
     }
 }

@@ -16,10 +16,16 @@ typedef struct {
     tide_precision precision;
     tide_fft_kind kind;
     int sign;               /* -1 forward, +1 backward (C2C only; R2C is -1, C2R +1) */
-    const tide_box *ibox;   /* input layout (real box for R2C) */
-    const tide_box *obox;   /* output layout (real box for C2R); same points, other grid */
-    int dims[3], ndims;     /* transformed dimensions, ascending (dimension 2 last for R2C/C2R) */
-    int nz_real;            /* real length of dimension 2 (R2C/C2R) */
+    const tide_box *ibox;   /* the points transformed, on the input grid (real for R2C) */
+    const tide_box *obox;   /* the same points on the output grid (real for C2R) */
+    const tide_box *iarr;   /* layouts of the input and output arrays, of which ibox and obox */
+    const tide_box *oarr;   /* are parts (NULL: ibox, obox); in and out point at the parts'
+                             * first points. Strides and field distances are the arrays'. */
+    int dims[3], ndims;     /* transformed dimensions, ascending */
+    int half;               /* R2C/C2R: the dimension halved, n -> n / 2 + 1 complex points;
+                             * it must be the fastest of the transformed dimensions in the
+                             * storage order */
+    int real_n;             /* R2C/C2R: its real length */
     int batch;
     int measure;            /* FFTW_MEASURE instead of FFTW_ESTIMATE */
     int threads;

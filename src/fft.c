@@ -2,8 +2,8 @@
  * fft.c: distributed 3D FFT plans on the plan core: the request agreed on every rank
  * (args.c), the stage chain of the decomposition (layout.c), and the program of reshapes,
  * local FFTs and scaling (program.c) that the executor runs on the plan's backend
- * (backend_cpu.c, backend_cuda.c). Host arrays larger than the device budget stream through
- * the GPU instead (fft_ooc.c).
+ * (backend_cpu.c, backend_cuda.c). Host arrays in slabs stream through the GPU in chunks
+ * instead (fft_stream.c): on one rank always, on several when they exceed the device budget.
  *
  * Stage s transforms a group of dimensions (y,z then x for slabs; z, y, x for pencils; all
  * three on one rank) in a layout where every rank holds whole lines along them; a real
@@ -12,11 +12,13 @@
  */
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "args.h"
-#include "fft_ooc.h"
+#include "fft_stream.h"
 #include "layout.h"
 #include "program.h"
 #include "region.h"
@@ -36,10 +38,10 @@ struct tide_fft_plan {
     void *entry;          /* event: execution waits for the caller's earlier CUDA work */
     void *din, *dout;     /* host arrays on the GPU: their device copies */
     size_t dio_bytes;
-    /* Host arrays larger than the device budget: streamed in chunks instead of the program. */
-    tide_ooc *ooc;
-    char ooc_what[160];
-    int ooc_exchanges;    /* per transform: 0 (one rank), 1 (transposed) or 2 */
+    /* Host arrays streamed through the GPU in chunks instead of the program. */
+    tide_stream *streamed;
+    char stream_what[160];
+    int stream_exchanges; /* per transform: 0 (one rank), 1 (transposed) or 2 */
     double fwd_scale, bwd_scale;
 };
 
@@ -291,7 +293,8 @@ static int make_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *
             tide_cpu_fft_desc d = {
                 .precision = p->o.precision, .sign = reverse ? +1 : -1,
                 .kind = !real ? TIDE_KIND_C2C : reverse ? TIDE_KIND_C2R : TIDE_KIND_R2C,
-                .ibox = &s->from[me], .obox = &s->to[me], .nz_real = p->n[2],
+                .ibox = &s->from[me], .obox = &s->to[me], .half = c->stage[s->stage].resize_dim,
+                .real_n = p->n[2],
                 .batch = p->o.batch, .measure = p->o.planning == TIDE_PLAN_MEASURE,
                 .threads = p->env.threads,
                 .user_memory = o->src == TIDE_LOC_IN || o->dst == TIDE_LOC_OUT};
@@ -425,7 +428,7 @@ static int is_slab(const int n[3], int P, int r, int d, const tide_box *b)
 }
 
 /* Whether host arrays too large for the device budget can stream through the GPU in chunks
- * (fft_ooc.c): x-slabs in and x-slabs or y-slabs out (NULL boxes, or boxes equal to
+ * (fft_stream.c): x-slabs in and x-slabs or y-slabs out (NULL boxes, or boxes equal to
  * tide_box_slab's on every rank), slabs that fit, and between several ranks NCCL or MPI point
  * to point in host memory. *transposed: the output is y-slabs. The same answer on every
  * rank (all holds every rank's request). */
@@ -500,9 +503,10 @@ static int agree_plan(tide_context *ctx, int st, const char *err, tide_fft_plan 
 }
 
 /* Collective: the streamed plan (see streams_ok). The exchange is NCCL where the GPUs reach
- * each other (unless P2P was asked for), else MPI point to point in host memory. */
-static int make_ooc_plan(tide_context *ctx, const int n[3], const tide_fft_options *opts,
-                         int transposed, tide_fft_plan **out)
+ * each other (unless P2P was asked for), else MPI point to point in host memory. resident:
+ * the data may stay on the device between the passes (one rank, when it fits). */
+static int make_stream_plan(tide_context *ctx, const int n[3], const tide_fft_options *opts,
+                            int transposed, int resident, tide_fft_plan **out)
 {
     *out = NULL;
     int P = ctx->nranks, moves = P > 1 ? (transposed ? 1 : 2) : 0;
@@ -520,18 +524,21 @@ static int make_ooc_plan(tide_context *ctx, const int n[3], const tide_fft_optio
         p->decomp = P > 1 ? TIDE_DECOMP_SLABS : TIDE_DECOMP_AUTO;
         p->exchange = !moves ? TIDE_EXCHANGE_AUTO : nccl ? TIDE_EXCHANGE_NCCL : TIDE_EXCHANGE_P2P;
         p->env.transport = p->exchange;
-        p->ooc_exchanges = moves;
-        st = tide_ooc_create(ctx, n, opts->precision == TIDE_DOUBLE, opts->type == TIDE_R2C,
-                             opts->batch, transposed, nccl, ctx->dev.budget_bytes, &p->ooc, err,
-                             sizeof err);
+        p->stream_exchanges = moves;
+        p->env.nccl = nccl;
+        tide_fft_stream_desc d = {{n[0], n[1], n[2]}, opts->precision == TIDE_DOUBLE,
+                                  opts->type == TIDE_R2C, opts->batch, transposed,
+                                  {p->fwd_scale, p->bwd_scale}, ctx->dev.budget_bytes,
+                                  resident};
+        st = tide_fft_stream_create(&p->env, &d, &p->streamed, err, sizeof err);
     }
     if (!st) {
-        int chunks, slots;
-        size_t dev, pin;
-        tide_ooc_shape(p->ooc, &chunks, &slots, &dev, &pin);
+        tide_stream_shape sh;
+        tide_stream_shape_of(p->streamed, &sh);
         const char *x = !moves ? "" : nccl ? " > nccl" : " > p2p";
-        snprintf(p->ooc_what, sizeof p->ooc_what, "stream[%d chunks, %d slots] fft(y,z)%s > "
-                 "stream fft(x)%s", chunks, slots, x, moves == 2 ? x : "");
+        snprintf(p->stream_what, sizeof p->stream_what, "stream[%d chunks, %d slots%s] "
+                 "fft(y,z)%s > stream fft(x)%s", sh.chunks, sh.slots,
+                 sh.resident ? ", resident" : "", x, moves == 2 ? x : "");
     }
     return agree_plan(ctx, st, err, p, out);
 }
@@ -589,6 +596,7 @@ void tide_fft_options_init(tide_fft_options *o)
     if (!o)
         return;
     memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
     o->type = TIDE_C2C;
     o->precision = TIDE_DOUBLE;
     o->backend = TIDE_BACKEND_AUTO;
@@ -601,19 +609,28 @@ void tide_fft_options_init(tide_fft_options *o)
     o->location = TIDE_LOCATION_HOST;
 }
 
+/* The caller's options over the defaults (tide_options_read); 0 when opts was not filled by
+ * tide_fft_options_init. */
+static int read_options(const tide_fft_options *opts, tide_fft_options *o)
+{
+    tide_fft_options_init(o);
+    return tide_options_read(opts, o, sizeof *o, offsetof(tide_fft_options, precision));
+}
+
 /* tide_fft_plan_create with the context's GPU current (enter_st: 0, or why it could not
  * be made current). */
 static int create(tide_context *ctx, const int n[3], const tide_box *inbox,
                   const tide_box *outbox, const tide_fft_options *opts, tide_fft_plan **plan,
                   int enter_st)
 {
-    tide_fft_options defaults;
-    if (!opts) {
-        tide_fft_options_init(&defaults);
-        opts = &defaults;
-    }
+    tide_fft_options o;
+    int filled = read_options(opts, &o);
+    opts = &o;
     tide_args me, *all = NULL;
     make_request(ctx, n, inbox, outbox, opts, plan, enter_st, &me);
+    if (!filled)
+        tide_args_fail(&me, TIDE_ERR_ARGUMENT, "tide_fft_options not initialised: call "
+                       "tide_fft_options_init");
     int st = tide_args_agree(ctx, &spec, &me, &all);
     if (!st)
         st = judge(ctx, all);
@@ -623,12 +640,19 @@ static int create(tide_context *ctx, const int n[3], const tide_box *inbox,
     }
     int cuda = wants_cuda(ctx, opts->backend);
     tide_fft_plan *p = NULL;
-    st = make_plan(ctx, n, all, opts, cuda, &p);
     int transposed = 0, nout[3] = {n[0], n[1], opts->type == TIDE_R2C ? n[2] / 2 + 1 : n[2]};
-    if (st == TIDE_ERR_NOMEM && cuda && streams_ok(ctx, n, nout, all, opts, &transposed)) {
-        tide_log(ctx, TIDE_LOG_INFO, "fft plan streams host arrays through the GPU: %s",
-                 ctx->errmsg);
-        st = make_ooc_plan(ctx, n, opts, transposed, &p);
+    int streams = cuda && streams_ok(ctx, n, nout, all, opts, &transposed);
+    if (streams && ctx->nranks == 1) {
+        /* One rank: streamed, so the transfers overlap the transforms; the data stays on the
+         * device between the passes when it fits. */
+        st = make_stream_plan(ctx, n, opts, transposed, 1, &p);
+    } else {
+        st = make_plan(ctx, n, all, opts, cuda, &p);
+        if (st == TIDE_ERR_NOMEM && streams) {
+            tide_log(ctx, TIDE_LOG_INFO, "fft plan streams host arrays through the GPU: %s",
+                     ctx->errmsg);
+            st = make_stream_plan(ctx, n, opts, transposed, 0, &p);
+        }
     }
     if (st == TIDE_ERR_NOMEM && cuda && opts->backend == TIDE_BACKEND_AUTO &&
         opts->location == TIDE_LOCATION_HOST) {
@@ -677,7 +701,7 @@ int tide_fft_plan_destroy(tide_fft_plan *p)
     tide_env *e = &p->env;
     tide_program_destroy(&p->fwd, e);
     tide_program_destroy(&p->bwd, e);
-    tide_ooc_destroy(p->ooc);
+    tide_stream_destroy(p->streamed);
     tide_order_destroy(p->entry);
     void *mem[] = {p->w[0], p->w[1], e->sendbuf, e->recvbuf, e->fft_work, p->din, p->dout};
     for (int i = 0; i < 7; i++)
@@ -738,11 +762,16 @@ int tide_fft_plan_info(const tide_fft_plan *p, tide_fft_info *info)
     info->chunks = info->streams = info->slots = gpu;
     info->exchanges = count_ops(&p->fwd, TIDE_OP_RESHAPE);
     info->local_transforms = count_ops(&p->fwd, TIDE_OP_FFT);
-    if (p->ooc) {
-        tide_ooc_shape(p->ooc, &info->chunks, &info->slots, &info->device_bytes,
-                       &info->pinned_bytes);
-        info->streams = info->slots;
-        info->exchanges = p->ooc_exchanges;
+    info->round_trips = gpu && p->o.location == TIDE_LOCATION_HOST;
+    if (p->streamed) {
+        tide_stream_shape sh;
+        tide_stream_shape_of(p->streamed, &sh);
+        info->chunks = sh.chunks;
+        info->streams = info->slots = sh.slots;
+        info->device_bytes = sh.device_bytes;
+        info->pinned_bytes = sh.pinned_bytes;
+        info->round_trips = sh.resident ? 1 : 2;
+        info->exchanges = p->stream_exchanges;
         info->local_transforms = 2;
     }
     double N = (double)p->n[0] * p->n[1] * p->n[2];
@@ -757,18 +786,23 @@ int tide_fft_plan_info(const tide_fft_plan *p, tide_fft_info *info)
 
 /* A streamed plan's cost: two passes through the GPU; going forward the first reads the
  * input and writes an output-sized slab, the second reads and writes output-sized data (going
- * back the reverse); each moving pass sends the part of it that belongs to other ranks. */
-static void ooc_cost(const tide_fft_plan *p, int direction, tide_fft_cost *c)
+ * back the reverse); each moving pass sends the part of it that belongs to other ranks. Data
+ * resident between the passes crosses PCIe once each way, and is copied into and out of its
+ * device array (read and written each time). */
+static void stream_cost(const tide_fft_plan *p, int direction, tide_fft_cost *c)
 {
     tide_fft_info info;
     tide_fft_plan_info(p, &info);
     double in = (double)info.in_bytes, out = (double)info.out_bytes, P = p->ctx->nranks;
+    double src = direction < 0 ? in : out, dst = direction < 0 ? out : in;
+    int resident = info.round_trips == 1;
     c->flops = info.flops / P;
-    c->h2d_bytes = direction < 0 ? in + out : 2 * out;
-    c->d2h_bytes = direction < 0 ? 2 * out : out + in;
+    c->h2d_bytes = src + (resident ? 0 : out);
+    c->d2h_bytes = dst + (resident ? 0 : out);
     c->fft_bytes = in + 3 * out; /* each pass's transforms read and write their chunks once */
-    c->exchanges = p->ooc_exchanges;
-    c->exchange_bytes = p->ooc_exchanges * out * (P - 1) / P;
+    c->move_bytes = resident ? 4 * out : 0;
+    c->exchanges = p->stream_exchanges;
+    c->exchange_bytes = p->stream_exchanges * out * (P - 1) / P;
     c->fft_passes = 2;
 }
 
@@ -779,8 +813,8 @@ int tide_fft_plan_cost(const tide_fft_plan *p, int direction, tide_fft_cost *cos
                          p && cost ? "direction must be -1 or +1" : "NULL argument");
     tide_fft_cost c;
     memset(&c, 0, sizeof c);
-    if (p->ooc) {
-        ooc_cost(p, direction, &c);
+    if (p->streamed) {
+        stream_cost(p, direction, &c);
     } else {
         const tide_program *prog = direction < 0 ? &p->fwd : &p->bwd;
         for (int i = 0; i < prog->nops; i++) {
@@ -809,8 +843,8 @@ int tide_fft_plan_describe(const tide_fft_plan *p, char *buf, size_t len)
                          "tide_fft_plan_describe: NULL argument");
     size_t used = 0;
     buf[0] = '\0';
-    if (p->ooc)
-        snprintf(buf, len, "%s", p->ooc_what);
+    if (p->streamed)
+        snprintf(buf, len, "%s", p->stream_what);
     for (int i = 0; i < p->fwd.nops && used < len; i++)
         used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? " > " : "",
                                  p->fwd.ops[i].what);
@@ -818,6 +852,28 @@ int tide_fft_plan_describe(const tide_fft_plan *p, char *buf, size_t len)
 }
 
 /* ---- execution ------------------------------------------------------------------------- */
+
+/* Why device array a, the call's side (input or output) with elements of elem bytes, cannot
+ * serve ("" when it can). cuFFT and the copy kernels load whole complex elements, and cuFFT
+ * wants real data aligned like complex too (cufftExecD2Z), so every array must sit at a
+ * multiple of the complex element size, as a cudaMalloc'd array does. */
+static const char *misaligned(const tide_fft_plan *p, const char *side, const void *a,
+                              size_t elem)
+{
+    static _Thread_local char why[160];
+    size_t align = p->out_elem; /* the complex element */
+    if ((uintptr_t)a % align == 0)
+        return "";
+    const char *prec = p->o.precision == TIDE_DOUBLE ? "double" : "float";
+    if (elem == align)
+        snprintf(why, sizeof why, "a device %s array at %p that is not aligned to %zu bytes "
+                 "(complex %s elements; cudaMalloc'd arrays are)", side, a, align, prec);
+    else
+        snprintf(why, sizeof why, "a device %s array at %p that is not aligned to %zu bytes "
+                 "(cuFFT needs real %s data aligned like complex; cudaMalloc'd arrays are)",
+                 side, a, align, prec);
+    return why;
+}
 
 /* Why in or out cannot serve this plan on this rank ("" when they can). */
 static const char *bad_array(const tide_fft_plan *p, int dir, const void *in, void *out)
@@ -840,7 +896,11 @@ static const char *bad_array(const tide_fft_plan *p, int dir, const void *in, vo
         return "a host array to a plan whose arrays are on the device";
     if (!dev && (kin || kout))
         return "a device array to a plan whose arrays are in host memory";
-    return "";
+    if (!dev)
+        return ""; /* host arrays are copied or staged by cudaMemcpy, which takes any address */
+    size_t ein = dir < 0 ? p->in_elem : p->out_elem, eout = dir < 0 ? p->out_elem : p->in_elem;
+    const char *m = in_needed ? misaligned(p, "input", in, ein) : "";
+    return *m || !out_needed ? m : misaligned(p, "output", out, eout);
 }
 
 /* Execution on a CUDA context is ordered after the work the caller queued on the legacy
@@ -850,7 +910,7 @@ static const char *bad_array(const tide_fft_plan *p, int dir, const void *in, vo
  * wait for it on the host. Returns 0 or a code with the reason in why. */
 static int after_caller(const tide_fft_plan *p, char *why, size_t len)
 {
-    void *stream = p->env.be->gpu && !p->ooc ? p->env.stream : NULL;
+    void *stream = p->env.be->gpu && !p->streamed ? p->env.stream : NULL;
     if (tide_order_after(p->entry, p->o.stream, stream))
         return snprintf(why, len, "could not wait for the caller's earlier CUDA work (%s) in",
                         tide_backend_cuda()->last_error()), TIDE_ERR_BACKEND;
@@ -899,10 +959,9 @@ static int run(tide_fft_plan *p, const tide_program *prog, int dir, const void *
     int st = agree_start(p, dir, in, out, fn, enter_st);
     if (st)
         return st;
-    if (p->ooc) {
+    if (p->streamed) {
         char err[TIDE_MSG_LEN] = "";
-        int rc = tide_ooc_execute(p->ooc, dir, dir < 0 ? p->fwd_scale : p->bwd_scale, in, out,
-                                  err, sizeof err);
+        int rc = tide_stream_execute(p->streamed, dir < 0 ? 0 : 1, in, out, err, sizeof err);
         if (rc)
             tide_fail(ctx, rc, "streaming tide_fft_%s through the GPU: %s", fn, err);
         return tide_agree(ctx, rc);

@@ -70,7 +70,7 @@ int tide_op_fft(tide_op *op, const tide_env *e, const tide_cpu_fft_desc *d, size
         int dim = d->dims[k];
         n += snprintf(op->what + n, sizeof op->what - (size_t)n, "%s%c", k ? "," : "",
                       dim_names[dim]);
-        lines *= d->kind != TIDE_KIND_C2C && dim == 2 ? d->nz_real
+        lines *= d->kind != TIDE_KIND_C2C && dim == d->half ? d->real_n
                  : d->kind == TIDE_KIND_C2R          ? (double)tide_ext(d->obox, dim)
                                                        : (double)tide_ext(d->ibox, dim);
     }

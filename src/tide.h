@@ -63,6 +63,8 @@ typedef enum {
 #define TIDE_DEVICE_CURRENT (-2) /* the device current (cudaSetDevice) in the creating thread */
 
 typedef struct {
+    size_t size;          /* sizeof the struct: set by the init function; lets a library built
+                           * with a larger struct read an older caller's struct */
     tide_backend backend; /* default TIDE_BACKEND_AUTO */
     int threads;          /* CPU threads per rank; 0 (default) = the node's cores / ranks on it */
     size_t device_budget; /* bytes of device memory this rank's plans may hold; 0 (default) =
@@ -77,7 +79,8 @@ typedef struct {
 
 void tide_context_options_init(tide_context_options *opts);
 
-/* Collective over comm. opts may be NULL for defaults. */
+/* Collective over comm. opts may be NULL for defaults; a struct not filled by
+ * tide_context_options_init (its size unset) is TIDE_ERR_ARGUMENT on every rank. */
 int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_context **ctx);
 /* Collective. Plans made from ctx must be destroyed first. NULL is accepted. */
 int tide_context_destroy(tide_context *ctx);
@@ -245,6 +248,9 @@ typedef enum {
 } tide_planning;
 
 typedef struct {
+    size_t size;                        /* sizeof the struct: set by the init function; lets a
+                                         * library built with a larger struct read an older
+                                         * caller's struct */
     tide_fft_type type;                 /* default TIDE_C2C */
     tide_precision precision;           /* default TIDE_DOUBLE */
     tide_backend backend;               /* default AUTO: the context's backend */
@@ -277,7 +283,8 @@ void tide_fft_options_init(tide_fft_options *opts);
  * tide_fft_plan_boxes() tells which boxes were chosen. All validation, allocation and FFT
  * planning happen here; execution allocates no array (a plan streaming host arrays through the
  * GPU in chunks sizes its host bookkeeping, the chunks' transfer lists, in its first call and
- * keeps it for the later ones).
+ * keeps it for the later ones). opts may be NULL for defaults; a struct not filled by
+ * tide_fft_options_init (its size unset) is TIDE_ERR_ARGUMENT on every rank.
  */
 int tide_fft_plan_create(tide_context *ctx, const int n[3], const tide_box *inbox,
                          const tide_box *outbox, const tide_fft_options *opts,
@@ -309,6 +316,9 @@ typedef struct {
     int chunks;              /* host arrays on the GPU: chunks per pass (1: all at once) */
     int streams;             /* ... CUDA streams the pipeline runs on */
     int slots;               /* ... device slots (buffers) chunks rotate through */
+    int round_trips;         /* ... times the data crosses PCIe each way per transform: 1 when
+                              * it stays on the device between passes, 2 when it streams
+                              * through host memory between them; 0 for device arrays */
 } tide_fft_info;
 
 int tide_fft_plan_info(const tide_fft_plan *plan, tide_fft_info *info);
@@ -337,7 +347,10 @@ int tide_fft_plan_describe(const tide_fft_plan *plan, char *buf, size_t len);
 
 /* Collective. Forward: in holds the input boxes' data, out receives the output boxes' data.
  * in == out is an in-place transform (the array needs inplace_bytes). Out of place, in is
- * never modified. A pointer may be NULL only where its count on this rank is 0. */
+ * never modified. A pointer may be NULL only where its count on this rank is 0. Host arrays
+ * may have any address their element type allows (a complex double at 8 mod 16); device
+ * arrays, real ones too (cuFFT's rule), must be aligned to the complex element (16 bytes in
+ * double precision, 8 in float), as cudaMalloc'd ones are, else TIDE_ERR_ARGUMENT. */
 int tide_fft_forward(tide_fft_plan *plan, const void *in, void *out);
 /* Collective. Backward: in holds output-box data, out receives input-box data.
  *

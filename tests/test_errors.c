@@ -7,6 +7,7 @@
  * a failure too: meson's timeout catches it. Finally a valid plan proves the context survived.
  */
 #include <ctype.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,6 +143,14 @@ static void base_args(create_args *a, tide_context *ctx)
     free(all);
     tide_fft_options_init(&a->o);
     a->ctx = ctx;
+}
+
+/* Collective: the agreed message msg mentions word (the same on every rank, so rank 0's
+ * verdict is everybody's). */
+static void expect_mention(const char *what, const char *msg, const char *word)
+{
+    tt_check(&tally, comm, msg && strstr(msg, word), "%s: message does not mention %s: \"%s\"",
+             what, word, msg ? msg : "(null)");
 }
 
 static void expect_create_error(const char *what, create_args *a, unsigned allowed, int name1,
@@ -367,6 +376,23 @@ static void plan_create_errors(tide_context *ctx)
         expect_create_error("scaling differs on one rank", &a, E_MISMATCH, -1, -1);
     }
 
+    /* Options the init function did not fill (size 0, or garbage), on one rank only. */
+    base_args(&a, ctx);
+    a.in_null = a.out_null = 1;
+    if (rank == bad)
+        memset(&a.o, 0, sizeof a.o);
+    snprintf(what, sizeof what, "fft options zeroed (rank %d)", bad);
+    expect_create_error(what, &a, E_ARG, bad, -1);
+    expect_mention(what, tide_last_error(ctx), "tide_fft_options_init");
+
+    base_args(&a, ctx);
+    a.in_null = a.out_null = 1;
+    if (rank == last)
+        a.o.size = (size_t)1 << 40;
+    snprintf(what, sizeof what, "fft options size 2^40 (rank %d)", last);
+    expect_create_error(what, &a, E_ARG, last, -1);
+    expect_mention(what, tide_last_error(ctx), "tide_fft_options_init");
+
     /* NULL pointers. */
     base_args(&a, ctx);
     a.np = NULL;
@@ -434,6 +460,35 @@ static void context_errors(void)
         tide_context_destroy(ctx);
     expect_error("context_create with threads -2", st, tide_last_error(NULL), E_ARG, -1, -1,
                  ctx == (tide_context *)PLAN_SENTINEL);
+
+    /* Options the init function did not fill, on one rank only. */
+    int bad = nranks > 1 ? 1 : 0;
+    char what[96];
+    snprintf(what, sizeof what, "context_create with options zeroed (rank %d)", bad);
+    tide_context_options_init(&co);
+    co.backend = TIDE_BACKEND_CPU;
+    if (rank == bad)
+        memset(&co, 0, sizeof co);
+    ctx = (tide_context *)PLAN_SENTINEL;
+    st = tide_context_create(comm, &co, &ctx);
+    if (st == 0 && ctx != (tide_context *)PLAN_SENTINEL)
+        tide_context_destroy(ctx);
+    expect_error(what, st, tide_last_error(NULL), E_ARG, bad, -1,
+                 ctx == (tide_context *)PLAN_SENTINEL);
+    expect_mention(what, tide_last_error(NULL), "tide_context_options_init");
+
+    /* An older caller's struct that ends before `device`: the bytes past its size are not read
+     * (device -77 would be refused), so device keeps its default. */
+    tide_context_options_init(&co);
+    co.backend = TIDE_BACKEND_CPU;
+    co.device = -77;
+    co.size = offsetof(tide_context_options, device);
+    ctx = NULL;
+    st = tide_context_create(comm, &co, &ctx);
+    tt_check(&tally, comm, st == 0, "context_create with an older, shorter options struct: "
+             "%s: %s", tide_strerror(st), tide_last_error(NULL));
+    if (st == 0)
+        tide_context_destroy(ctx);
 }
 
 /* Local helpers: they fail alone, so only the code, the message and the output are checked. */
@@ -557,6 +612,49 @@ static int valid_run(tide_context *ctx, const char *what)
     return ok;
 }
 
+/* Options structs of other sizes than this build's. An older caller's shorter struct: the
+ * members past its size keep their defaults, whatever the bytes there hold (0x55 bytes make
+ * location and async out of range, so reading them fails the plan, and a batch read from
+ * them would show in the input bytes). A newer caller's longer struct: the members this build
+ * does not know are ignored. */
+static void options_sizes(tide_context *ctx)
+{
+    static const struct {
+        const char *what;
+        size_t size;
+    } older[] = {
+        {"older fft options without async", offsetof(tide_fft_options, async)},
+        {"older fft options without batch and later", offsetof(tide_fft_options, batch)},
+    };
+    for (size_t i = 0; i < sizeof older / sizeof older[0]; i++) {
+        tide_fft_options o;
+        tide_fft_options_init(&o);
+        memset((char *)&o + older[i].size, 0x55, sizeof o - older[i].size);
+        o.size = older[i].size;
+        plan_run r;
+        if (make_run(ctx, &o, 11, older[i].what, &r)) {
+            tide_fft_info info;
+            int st = tide_fft_plan_info(r.plan, &info);
+            tt_check(&tally, comm, st == 0 && info.in_bytes == (size_t)info.in_count * 16,
+                     "%s: %zu input bytes for %lld points: batch is not its default 1",
+                     older[i].what, info.in_bytes, info.in_count);
+            forward_checked(ctx, &r, older[i].what);
+        }
+        free_run(&r);
+    }
+    struct {
+        tide_fft_options o;
+        int later[4]; /* members of a later version */
+    } newer;
+    memset(&newer, 0x55, sizeof newer);
+    tide_fft_options_init(&newer.o);
+    newer.o.size = sizeof newer;
+    plan_run r;
+    if (make_run(ctx, &newer.o, 12, "newer, longer fft options", &r))
+        forward_checked(ctx, &r, "newer, longer fft options");
+    free_run(&r);
+}
+
 /* Execution with a NULL array where this rank has data: every rank must fail, nobody hang. */
 static void execute_errors(tide_context *ctx)
 {
@@ -669,6 +767,7 @@ int main(int argc, char **argv)
                  tide_last_error(NULL))) {
         plan_create_errors(ctx);
         execute_errors(ctx);
+        options_sizes(ctx);
         host_alloc_checks(ctx);
         valid_run(ctx, "after all failures");
         tide_context_destroy(ctx);

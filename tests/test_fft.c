@@ -9,6 +9,7 @@
  * would not fit the time budget of an oversubscribed 6-rank run.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,7 @@ typedef struct {
     tide_scaling scaling;
     tide_planning planning;
     unsigned seed;
+    size_t offset; /* host arrays start this many bytes past a 64-byte boundary */
 } fft_case;
 
 static const char *decomp_name[] = {"auto", "slabs", "pencils"};
@@ -67,15 +69,17 @@ static const char *lay_str(const lay *l, char *buf, size_t len)
 
 static void case_str(const fft_case *c, char *buf, size_t len)
 {
-    char a[32], b[32];
+    char a[32], b[32], off[32] = "";
+    if (c->offset)
+        snprintf(off, sizeof off, " offset=%zu", c->offset);
     snprintf(buf, len,
-             "n=%dx%dx%d %s %s in=%s out=%s decomp=%s%s exch=%s batch=%d %s scale=%s%s seed=%u",
+             "n=%dx%dx%d %s %s in=%s out=%s decomp=%s%s exch=%s batch=%d %s scale=%s%s seed=%u%s",
              c->n[0], c->n[1], c->n[2], c->type == TIDE_R2C ? "r2c" : "c2c",
              c->prec == TIDE_FLOAT ? "float" : "double", lay_str(&c->in, a, sizeof a),
              lay_str(&c->out, b, sizeof b), decomp_name[c->decomp],
              c->transposed ? "+transposed_out" : "", exch_name[c->exch], c->batch,
              c->inplace ? "in-place" : "out-of-place", scale_name[c->scaling],
-             c->planning == TIDE_PLAN_MEASURE ? " measure" : "", c->seed);
+             c->planning == TIDE_PLAN_MEASURE ? " measure" : "", c->seed, off);
 }
 
 /* This rank's box of grid g for layout l. Returns 0 on success (the helpers can fail only on
@@ -151,6 +155,19 @@ static int on_device;
  * MPI in host memory, and their fewest and most chunks per pass (TIDE_TEST_BUDGET makes the
  * device budget small enough for that). */
 static int streamed, streamed_mpi, fewest_chunks, most_chunks;
+/* ... those that kept the data on the device between the passes, and their most chunks. */
+static int resident, resident_chunks;
+
+/* bytes of host memory starting offset bytes past a 64-byte boundary; NULL for 0 bytes or
+ * when out of memory. *base gets what to free. */
+static void *at_offset(size_t bytes, size_t offset, void **base)
+{
+    *base = bytes ? malloc(bytes + 64 + offset) : NULL;
+    if (!*base)
+        return NULL;
+    size_t pad = (64 - (uintptr_t)*base % 64) % 64;
+    return (char *)*base + pad + offset;
+}
 
 /* A device array of bytes, or NULL (bytes 0, or host mode). Aborts when out of memory. */
 static void *device_array(tide_context *ctx, MPI_Comm comm, size_t bytes)
@@ -285,6 +302,10 @@ static int run_case(tide_context *ctx, MPI_Comm comm, const fft_case *c, tt_tall
         consistent = consistent &&
                      info.exchanges == (nranks == 1 ? 0 : same_box(&ob, &xslab) ? 2 : 1);
         streamed++;
+        if (info.round_trips == 1) {
+            resident++;
+            resident_chunks = info.chunks > resident_chunks ? info.chunks : resident_chunks;
+        }
         streamed_mpi += info.exchanges > 0 && info.exchange == TIDE_EXCHANGE_P2P;
         if (!fewest_chunks || info.chunks < fewest_chunks)
             fewest_chunks = info.chunks;
@@ -299,8 +320,9 @@ static int run_case(tide_context *ctx, MPI_Comm comm, const fft_case *c, tt_tall
                  cost.fft_passes == info.local_transforms &&
                  (nranks > 1 || cost.exchange_bytes == 0) &&
                  (on_device || info.backend == TIDE_BACKEND_CPU ||
-                  cost.h2d_bytes == (double)(info.slots > 1 ? info.in_bytes + info.out_bytes
-                                                            : info.in_bytes));
+                  cost.h2d_bytes == (double)(info.round_trips == 2
+                                                 ? info.in_bytes + info.out_bytes
+                                                 : info.in_bytes));
     double flops = 0, nominal = 0;
     MPI_Allreduce(&cost.flops, &flops, 1, MPI_DOUBLE, MPI_SUM, comm);
     if (!r2c && c->scaling != TIDE_SCALE_SYMMETRIC && info.slots <= 1) {
@@ -329,11 +351,12 @@ static int run_case(tide_context *ctx, MPI_Comm comm, const fft_case *c, tt_tall
     void *orig = in_bytes ? malloc(in_bytes) : NULL;
     void *fwd = out_bytes ? malloc(out_bytes) : NULL;
     void *a = NULL, *b = NULL; /* in-place: a == b; else a input side, b output side */
+    void *abase = NULL, *bbase = NULL; /* their allocations */
     if (c->inplace) {
-        a = b = big ? malloc(big) : NULL;
+        a = b = at_offset(big, c->offset, &abase);
     } else {
-        a = in_bytes ? malloc(in_bytes) : NULL;
-        b = out_bytes ? malloc(out_bytes) : NULL;
+        a = at_offset(in_bytes, c->offset, &abase);
+        b = at_offset(out_bytes, c->offset, &bbase);
     }
     if ((in_bytes && (!orig || !a)) || (out_bytes && (!fwd || !b))) {
         fprintf(stderr, "test_fft: out of memory\n");
@@ -373,9 +396,8 @@ done:
         tide_device_free(ctx, db);
     free(orig);
     free(fwd);
-    free(a);
-    if (!c->inplace)
-        free(b);
+    free(abase);
+    free(bbase);
     return t->failed == failed_before;
 }
 
@@ -529,6 +551,44 @@ static fft_case make_streamed_case(int i)
 }
 enum { NSTREAMED = 24 };
 
+/* Host arrays at addresses only their element type's alignment allows: complex double at 8
+ * mod 16, real and complex float at 4 or 8 mod 16. FFTW's unaligned plans, the permuting
+ * copies and the copies to and from the GPU take them; every rank count runs them. */
+static fft_case make_misaligned_case(int i)
+{
+    static const struct {
+        tide_fft_type type;
+        tide_precision prec;
+        size_t offset;
+        int n[3];
+    } m[] = {
+        {TIDE_C2C, TIDE_DOUBLE, 8, {7, 11, 13}}, {TIDE_R2C, TIDE_DOUBLE, 8, {9, 17, 5}},
+        {TIDE_R2C, TIDE_FLOAT, 4, {12, 6, 20}},  {TIDE_R2C, TIDE_FLOAT, 8, {5, 8, 9}},
+        {TIDE_C2C, TIDE_FLOAT, 4, {6, 10, 7}},
+    };
+    fft_case c;
+    memset(&c, 0, sizeof c);
+    memcpy(c.n, m[i % 5].n, sizeof c.n);
+    c.type = m[i % 5].type;
+    c.prec = m[i % 5].prec;
+    c.offset = m[i % 5].offset;
+    c.inplace = i >= 5;
+    c.decomp = (tide_decomposition)(i % 3);
+    c.scaling = (tide_scaling)(i % 3);
+    c.exch = TIDE_EXCHANGE_AUTO;
+    c.batch = i % 4 == 3 ? 2 : 1;
+    c.planning = TIDE_PLAN_ESTIMATE;
+    c.in = c.out = (lay){LAY_NULL, 0, 0};
+    if (i % 5 == 2) { /* arbitrary tilings with per-rank orders: strided copies */
+        c.in = (lay){LAY_RANDOM, 20, 0};
+        c.out = (lay){LAY_RANDOM, 21, 1};
+    }
+    c.transposed = i == 6;
+    c.seed = 7000u + (unsigned)i;
+    return c;
+}
+enum { NMISALIGNED = 10 };
+
 enum { NFUZZ = 80 };
 
 int main(int argc, char **argv)
@@ -584,14 +644,15 @@ int main(int argc, char **argv)
     int verbose = verbose_env && verbose_env[0] && strcmp(verbose_env, "0") != 0;
     tt_tally checks = {0, 0}, cases = {0, 0};
     double t0 = MPI_Wtime();
-    int ncases = NSIZES * NCOMBOS + NFUZZ + (budget ? NSTREAMED : 0);
+    int ncases = NSIZES * NCOMBOS + NFUZZ + NMISALIGNED + (budget ? NSTREAMED : 0);
     for (int k = 0; k < ncases; k++) {
         if (only >= 0 && k != only)
             continue;
         int table = k < NSIZES * NCOMBOS, fuzz = k - NSIZES * NCOMBOS;
         fft_case c = table ? make_case(k / NCOMBOS, k % NCOMBOS)
-                     : fuzz < NFUZZ ? make_fuzz_case(fuzz)
-                                    : make_streamed_case(fuzz - NFUZZ);
+                     : fuzz < NFUZZ               ? make_fuzz_case(fuzz)
+                     : fuzz < NFUZZ + NMISALIGNED ? make_misaligned_case(fuzz - NFUZZ)
+                                                  : make_streamed_case(fuzz - NFUZZ - NMISALIGNED);
         if (verbose && rank == 0) {
             char desc[256];
             case_str(&c, desc, sizeof desc);
@@ -612,8 +673,9 @@ int main(int argc, char **argv)
                MPI_Wtime() - t0);
     if (rank == 0 && cuda)
         printf("%d plans streamed host arrays through the GPU (%d of them exchanging over MPI "
-               "in host memory), %d to %d chunks per pass\n", streamed, streamed_mpi,
-               fewest_chunks, most_chunks);
+               "in host memory), %d to %d chunks per pass; %d kept the data on the device "
+               "between the passes (up to %d chunks per pass)\n", streamed, streamed_mpi,
+               fewest_chunks, most_chunks, resident, resident_chunks);
     tide_context_destroy(ctx);
     int rc = tt_finish(&cases, comm, "test_fft", "cases");
     MPI_Finalize();

@@ -10,7 +10,7 @@
  * (AUTO, CURRENT, an index, an index that does not exist failing on every rank), the default
  * budget split between the ranks sharing a GPU, a binding made before the context kept, the
  * measured rates, pinned host memory, an oversized budget failing, NCCL's asynchronous error
- * check.
+ * check; a device array misaligned for its elements refused by an FFT on every rank.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -323,6 +323,67 @@ static void check_binding_kept(tt_tally *t, int local_rank)
     hwloc_topology_destroy(topo);
 }
 
+/* One rank's call of a device c2c double plan with a device array 8 bytes past a 16-byte
+ * boundary (legal C for complex double, but not for cuFFT's and the copy kernels' 16-byte
+ * loads): TIDE_ERR_ARGUMENT on every rank, naming the rank, the side and the alignment. */
+static void expect_misaligned(tt_tally *t, tide_context *ctx, int st, int bad, const char *side)
+{
+    const char *msg = tide_last_error(ctx);
+    char who[32];
+    snprintf(who, sizeof who, "rank %d ", bad);
+    tt_check(t, MPI_COMM_WORLD,
+             st == TIDE_ERR_ARGUMENT && strstr(msg, who) && strstr(msg, side) &&
+                 strstr(msg, "not aligned to 16 bytes"),
+             "misaligned device %s array on rank %d: status %d (want %d), message '%s'", side,
+             bad, st, TIDE_ERR_ARGUMENT, msg);
+    if (rank == 0)
+        printf("misaligned device %s array: %s\n", side, msg);
+}
+
+/* Device arrays misaligned for their elements are refused before any kernel runs, on every
+ * rank (the input on the last rank, then the output on rank 0); the aligned arrays then still
+ * work, so nothing faulted on the GPU. On the 8x6x5 grid every rank (up to 6) holds data on
+ * both sides, so every array is checked. */
+static void check_misaligned_device(tt_tally *t)
+{
+    int st;
+    tide_context *ctx = cuda_context(TIDE_DEVICE_AUTO, 0, &st);
+    if (!tt_check(t, MPI_COMM_WORLD, ctx != NULL, "cuda context: %s", tide_last_error(NULL)))
+        return;
+    const int n[3] = {8, 6, 5};
+    tide_fft_options o;
+    tide_fft_options_init(&o); /* c2c double */
+    o.location = TIDE_LOCATION_DEVICE;
+    tide_fft_plan *plan = NULL;
+    tide_fft_info info = {0};
+    char *din = NULL, *dout = NULL;
+    st = tide_fft_plan_create(ctx, n, NULL, NULL, &o, &plan);
+    if (!st)
+        st = tide_fft_plan_info(plan, &info);
+    size_t bytes = info.inplace_bytes + 16;
+    if (!st)
+        st = tide_device_alloc(ctx, bytes, (void **)&din);
+    if (!st)
+        st = tide_device_alloc(ctx, bytes, (void **)&dout);
+    if (!st)
+        st = cudaMemset(din, 0, bytes) == cudaSuccess ? 0 : TIDE_ERR_BACKEND;
+    if (tt_check(t, MPI_COMM_WORLD, st == 0, "device c2c plan and arrays: %s",
+                 tide_last_error(ctx))) {
+        int last = nranks - 1;
+        st = tide_fft_forward(plan, rank == last ? din + 8 : din, dout);
+        expect_misaligned(t, ctx, st, last, "input");
+        st = tide_fft_backward(plan, dout, rank == 0 ? din + 8 : din);
+        expect_misaligned(t, ctx, st, 0, "output");
+        st = tide_fft_forward(plan, din, dout);
+        tt_check(t, MPI_COMM_WORLD, st == 0, "aligned device arrays after the refusals: %s",
+                 tide_last_error(ctx));
+    }
+    tide_device_free(ctx, din);
+    tide_device_free(ctx, dout);
+    tide_fft_plan_destroy(plan);
+    tide_context_destroy(ctx);
+}
+
 int main(int argc, char **argv)
 {
     /* Before the first CUDA call that opens a context: with several GPUs make device 1
@@ -358,6 +419,7 @@ int main(int argc, char **argv)
     check_device_option(&t, n);
     check_budget_split(&t, node, n, local_rank);
     check_binding_kept(&t, local_rank);
+    check_misaligned_device(&t);
     MPI_Comm_free(&node);
     int rc = tt_finish(&t, MPI_COMM_WORLD, "test_gpu", "checks");
     MPI_Finalize();
