@@ -356,9 +356,11 @@ int tide_cmd_fft(int argc, char **argv)
         double data = (double)(info.in_bytes > info.out_bytes ? info.in_bytes : info.out_bytes);
         /* The plan's own counts, forward and backward averaged (a run is half a pair): host
          * arrays go up and down once, or, streamed through host memory, once per pass. One
-         * round trip cannot overlap its two directions (the first output point needs the
-         * last input point): up, then down, each at its own rate. Two round trips overlap
-         * the second pass's upload with the first's download: both directions at once. */
+         * round trip of a field cannot overlap its two directions (the first output point
+         * needs the last input point): the first field's upload and the last one's download
+         * run alone, each at its own rate; the rest, another field's download beside each
+         * upload, at the both-directions rate. Two round trips overlap the second pass's
+         * upload with the first's download: both directions at once. */
         tide_fft_cost cf, cb;
         CHECK(tide_fft_plan_cost(plan, -1, &cf));
         CHECK(tide_fft_plan_cost(plan, +1, &cb));
@@ -366,7 +368,9 @@ int tide_cmd_fft(int argc, char **argv)
         double up = (cf.h2d_bytes + cb.h2d_bytes) / 2, down = (cf.d2h_bytes + cb.d2h_bytes) / 2;
         double b = a.device    ? (cf.fft_bytes + cb.fft_bytes) / 2 / (rt_.d2d * 1e9)
                    : trips == 2 ? (up + down) / (rt_.both * 1e9)
-                                : up / (rt_.h2d * 1e9) + down / (rt_.d2h * 1e9);
+                                : (up + down) * (a.batch - 1) / a.batch / (rt_.both * 1e9) +
+                                      up / a.batch / (rt_.h2d * 1e9) +
+                                      down / a.batch / (rt_.d2h * 1e9);
         /* Exchanges that do not overlap the local work: device arrays over NCCL or CUDA-aware
          * MPI, and host arrays streamed over MPI in host memory (after each pass), each moving
          * the (P-1)/P of the data that leaves the rank at the all-to-all rate measured now. */
@@ -395,8 +399,11 @@ int tide_cmd_fft(int argc, char **argv)
         else
             snprintf(bound_what, sizeof bound_what, "%s%s", trips == 2
                      ? "two PCIe round trips of the rank's data at the both-directions rate"
-                     : "one PCIe round trip of the rank's data, up then down at the "
-                       "one-direction rates", xpart);
+                     : a.batch > 1 ? "one PCIe round trip of the rank's data, the first field's "
+                                     "upload and the last one's download at the one-direction "
+                                     "rates, the rest at the both-directions rate"
+                                   : "one PCIe round trip of the rank's data, up then down at "
+                                     "the one-direction rates", xpart);
         MPI_Allreduce(&b, &bound, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     }
 

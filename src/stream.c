@@ -43,6 +43,7 @@ struct tide_stream {
     void *W, *S;             /* between passes (host, or device when resident); MPI blocks */
     size_t wbytes, sbytes;
     int wfields, resident;
+    int overlap;             /* resident with a batch: see overlapped() */
 };
 
 /* What one pass of one execution works on (the job's user data; the plan stays unchanged). */
@@ -55,6 +56,8 @@ typedef struct {
     void *dst;
     int src_dev, dst_dev;    /* src or dst is W on the device */
     tide_box sl, dl;         /* this rank's layouts of src and dst */
+    int buf;                 /* the slot buffer its chunks go through */
+    int nchunks;
 } pass_run;
 
 static tide_box zcut(tide_box b, int z)
@@ -92,32 +95,32 @@ static tide_box chunk_region(const tide_stream *s, const tide_pass_desc *pd, int
     return c;
 }
 
-static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down, int *ndown)
+/* Appends part pr's transfers of chunk i (see the top of the file). */
+static void describe_part(const pass_run *pr, int i, tide_xfer *up, int *nup, tide_xfer *down,
+                          int *ndown)
 {
-    const pass_run *pr = user;
     const tide_stream *s = pr->s;
     const tide_pass_desc *pd = pr->pd;
-    int a, b;
+    int a, b, cb = pr->buf;
     range(s, pr->dir, pr->k, s->me, i, &a, &b);
     tide_box cbox = chunk_box(s, pd, a), r, blk;
-    *nup = *ndown = 0;
     if (b > a && !pr->src_dev)
         up[(*nup)++] = (tide_xfer){(void *)pr->src, pr->sl, chunk_region(s, pd, a, b, pd->zin),
-                                   0, 0, cbox};
+                                   cb, 0, cbox};
     if (b > a && !pr->dst_dev && !pr->x)
-        down[(*ndown)++] = (tide_xfer){pr->dst, pr->dl, chunk_region(s, pd, a, b, pd->zout), 0,
+        down[(*ndown)++] = (tide_xfer){pr->dst, pr->dl, chunk_region(s, pd, a, b, pd->zout), cb,
                                        0, cbox};
     if (!pr->x)
-        return 0;
+        return;
     int nccl = s->d.env->nccl != NULL;
     for (int q = 0; q < s->P && b > a; q++) {
         size_t off;
         if (tide_chunked_send(pr->x, i, q, &r) == 0)
             continue;
         if (q == s->me)
-            down[(*ndown)++] = (tide_xfer){pr->dst, pr->dl, r, 0, 0, cbox};
+            down[(*ndown)++] = (tide_xfer){pr->dst, pr->dl, r, cb, 0, cbox};
         else if (!nccl && tide_chunked_block(pr->x, q, &blk, &off) > 0)
-            down[(*ndown)++] = (tide_xfer){(char *)s->S + off * s->d.elem, blk, r, 0, 0, cbox};
+            down[(*ndown)++] = (tide_xfer){(char *)s->S + off * s->d.elem, blk, r, cb, 0, cbox};
     }
     size_t off = 0; /* NCCL: what the peers sent, from buffer 2 */
     for (int p = 0; p < s->P && nccl; p++) {
@@ -127,45 +130,82 @@ static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down,
             off += (size_t)cnt;
         }
     }
-    return 0;
 }
 
-static int work(void *user, int i, void *const *buf, void *stream)
+/* Enqueues part pr's work on chunk i in its chunk buffer. */
+static int work_part(const pass_run *pr, int i, void *const *buf, void *stream)
 {
-    const pass_run *pr = user;
     const tide_stream *s = pr->s;
     const tide_pass_desc *pd = pr->pd;
     int a, b, st = 0, slot = i % TIDE_STREAM_SLOTS;
     range(s, pr->dir, pr->k, s->me, i, &a, &b);
     tide_box cbox = chunk_box(s, pd, a);
     size_t elem = s->d.elem;
+    void *chunk = buf[pr->buf];
     if (b > a && pr->src_dev) {
         tide_box r = chunk_region(s, pd, a, b, pd->zin);
-        st = tide_gpu_copy_region_async(elem, 1, &r, pr->src, &pr->sl, buf[0], &cbox, stream);
+        st = tide_gpu_copy_region_async(elem, 1, &r, pr->src, &pr->sl, chunk, &cbox, stream);
     }
     const tide_op *ops = s->ops[pr->dir][pr->k][slot];
     for (int k = 0; k < s->nops[pr->dir][pr->k] && b > a && !st; k++)
-        st = ops[k].cls->execute(&ops[k], &s->slot[slot], buf[0], buf[0]);
+        st = ops[k].cls->execute(&ops[k], &s->slot[slot], chunk, chunk);
     if (b > a && !st && pr->dst_dev) {
         tide_box r = chunk_region(s, pd, a, b, pd->zout);
-        st = tide_gpu_copy_region_async(elem, 1, &r, buf[0], &cbox, pr->dst, &pr->dl, stream);
+        st = tide_gpu_copy_region_async(elem, 1, &r, chunk, &cbox, pr->dst, &pr->dl, stream);
     }
     if (st || !pr->x || !s->d.env->nccl)
         return st;
-    return tide_chunked_nccl(pr->x, i, buf[0], &cbox, buf[1], buf[2], s->d.env->nccl, stream);
+    return tide_chunked_nccl(pr->x, i, chunk, &cbox, buf[1], buf[2], s->d.env->nccl, stream);
 }
 
-/* Run pass k of direction dir from src to dst. After a failure (st) it still exchanges. */
-static int pass(const tide_stream *s, int dir, int k, const void *src, void *dst, int st,
-                char *err, size_t len)
+/* One pipeline job runs one pass, or two at once (parts): chunk i of each part that has one. */
+typedef struct {
+    const pass_run *part;
+    int nparts;
+} job_parts;
+
+static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down, int *ndown)
+{
+    const job_parts *j = user;
+    *nup = *ndown = 0;
+    for (int p = 0; p < j->nparts; p++)
+        if (i < j->part[p].nchunks)
+            describe_part(&j->part[p], i, up, nup, down, ndown);
+    return 0;
+}
+
+static int work(void *user, int i, void *const *buf, void *stream)
+{
+    const job_parts *j = user;
+    int st = 0;
+    for (int p = 0; p < j->nparts && !st; p++)
+        if (i < j->part[p].nchunks)
+            st = work_part(&j->part[p], i, buf, stream);
+    return st;
+}
+
+/* Pass k of direction dir from src to dst, its chunks in buffer buf. */
+static pass_run part_of(const tide_stream *s, int dir, int k, const void *src, void *dst,
+                        int buf)
 {
     const tide_pass_desc *pd = &s->d.pass[dir][k];
-    pass_run pr = {s, dir, k, pd, s->x[dir][k], src, dst, s->resident && k > 0,
-                   s->resident && k == 0, zcut(s->lay[pd->from][s->me], pd->zin),
-                   zcut(s->lay[pd->to][s->me], pd->zout)};
-    tide_pipeline_job job = {.nchunks = s->nchunks[dir][k], .elem = s->d.elem, .batch = 1,
-                             .max_up = 1, .max_down = s->P + 1, .describe = describe,
-                             .work = work, .user = &pr, .pageable = TIDE_PAGEABLE_STAGE};
+    return (pass_run){s, dir, k, pd, s->x[dir][k], src, dst, s->resident && k > 0,
+                      s->resident && k == 0, zcut(s->lay[pd->from][s->me], pd->zin),
+                      zcut(s->lay[pd->to][s->me], pd->zout), buf, s->nchunks[dir][k]};
+}
+
+/* Runs the parts as one job, then a moving part's MPI exchange. After a failure (st) it still
+ * exchanges. */
+static int run_parts(const tide_stream *s, const pass_run *part, int nparts, int st, char *err,
+                     size_t len)
+{
+    job_parts j = {part, nparts};
+    int n = 0;
+    for (int p = 0; p < nparts; p++)
+        n = part[p].nchunks > n ? part[p].nchunks : n;
+    tide_pipeline_job job = {.nchunks = n, .elem = s->d.elem, .batch = 1,
+                             .max_up = nparts, .max_down = s->P + nparts, .describe = describe,
+                             .work = work, .user = &j, .pageable = TIDE_PAGEABLE_STAGE};
     char why[TIDE_MSG_LEN];
     /* After a failure keep going, so that the peers' NCCL groups and messages still match;
      * err keeps the first failure's reason. */
@@ -174,19 +214,28 @@ static int pass(const tide_stream *s, int dir, int k, const void *src, void *dst
     int stats = !rc && tide_pipeline_last_stats(s->pipe, &ps) == 0;
     st = st ? st : rc;
     double t = MPI_Wtime();
-    if (pr.x && !s->d.env->nccl) {
-        int mc = tide_chunked_mpi(pr.x, s->S, dst, &pr.dl, st ? why : err,
-                                  st ? sizeof why : len);
-        st = st ? st : mc;
-    }
+    for (int p = 0; p < nparts; p++)
+        if (part[p].x && !s->d.env->nccl) {
+            int mc = tide_chunked_mpi(part[p].x, s->S, part[p].dst, &part[p].dl,
+                                      st ? why : err, st ? sizeof why : len);
+            st = st ? st : mc;
+        }
     t = MPI_Wtime() - t;
     if (stats && s->ctx->log_level >= TIDE_LOG_DEBUG)
-        tide_log(s->ctx, TIDE_LOG_DEBUG, "streamed pass over %c: %d chunks, %.3g ms; summed "
+        tide_log(s->ctx, TIDE_LOG_DEBUG, "streamed pass%s over %c%s: %d chunks, %.3g ms; summed "
                  "over chunks: uploads %.3g ms, work %.3g ms, downloads %.3g ms; %.3g GB up, "
-                 "%.3g GB down; MPI exchange %.3g ms", "xyz"[pd->d], job.nchunks,
-                 ps.total * 1e3, ps.upload * 1e3, ps.work * 1e3, ps.download * 1e3,
-                 ps.bytes_up / 1e9, ps.bytes_down / 1e9, t * 1e3);
+                 "%.3g GB down; MPI exchange %.3g ms", nparts > 1 ? "es" : "",
+                 "xyz"[part[0].pd->d], nparts > 1 ? (part[1].pd->d ? " and y" : " and x") : "",
+                 job.nchunks, ps.total * 1e3, ps.upload * 1e3, ps.work * 1e3,
+                 ps.download * 1e3, ps.bytes_up / 1e9, ps.bytes_down / 1e9, t * 1e3);
     return st;
+}
+
+static int pass(const tide_stream *s, int dir, int k, const void *src, void *dst, int st,
+                char *err, size_t len)
+{
+    pass_run pr = part_of(s, dir, k, src, dst, 0);
+    return run_parts(s, &pr, 1, st, err, len);
 }
 
 /* ---- the fields ------------------------------------------------------------------------ */
@@ -224,6 +273,32 @@ static void *mid(const tide_stream *s, int w, void *out, size_t off)
     return s->W ? (char *)s->W + (size_t)w * s->wbytes : (char *)out + off;
 }
 
+/* Resident with a batch: the second pass of one field runs in one job with the first pass of
+ * the next (its chunks in slot buffer 1), so one field's downloads overlap the next one's
+ * uploads, in both PCIe directions at once. W holds two fields, used in turn. Within a job the
+ * output written and the input read are different fields, apart even in place (field_order's
+ * direction). */
+static int overlapped(const tide_stream *s, int dir, int reverse, const char *in, char *out,
+                      char *err, size_t len)
+{
+    int st = TIDE_SUCCESS, B = s->d.batch;
+    size_t cin, cout;
+    field_bytes(s, s->me, dir, &cin, &cout);
+    for (int k = 0; k <= B; k++) {
+        int f = reverse ? B - 1 - k : k, prev = reverse ? B - k : k - 1;
+        char *w = (char *)s->W + (size_t)(k % 2) * s->wbytes;
+        char *wprev = (char *)s->W + (size_t)((k + 1) % 2) * s->wbytes;
+        pass_run part[2];
+        int n = 0;
+        if (k < B)
+            part[n++] = part_of(s, dir, 0, in + f * cin, w, 0);
+        if (k > 0)
+            part[n++] = part_of(s, dir, 1, wprev, out + prev * cout, 1);
+        st = run_parts(s, part, n, st, err, len);
+    }
+    return st;
+}
+
 int tide_stream_execute(const tide_stream *s, int dir, const void *in, void *out, char *err,
                         size_t len)
 {
@@ -231,6 +306,8 @@ int tide_stream_execute(const tide_stream *s, int dir, const void *in, void *out
      * of each into W, then the second of each. */
     int reverse, wf = field_order(s, dir, &reverse), st = TIDE_SUCCESS;
     size_t cin, cout;
+    if (s->overlap)
+        return overlapped(s, dir, reverse, in, out, err, len);
     field_bytes(s, s->me, dir, &cin, &cout);
     for (int f0 = 0; f0 < s->d.batch; f0 += wf) {
         for (int k = f0; k < f0 + wf; k++) {
@@ -293,7 +370,8 @@ static int make_passes(tide_stream *s, char *err, size_t len)
             const tide_pass_desc *pd = &s->d.pass[g][k];
             tide_box cbox = chunk_box(s, pd, s->lay[pd->from][s->me].lo[pd->d]);
             size_t cb = (size_t)tide_box_count(&cbox) * s->d.elem;
-            s->buf_bytes[0] = cb > s->buf_bytes[0] ? cb : s->buf_bytes[0];
+            for (int b = 0; b <= s->overlap; b++) /* overlapped: buffer 1 holds chunks too */
+                s->buf_bytes[b] = cb > s->buf_bytes[b] ? cb : s->buf_bytes[b];
             s->nchunks[g][k] = 0;
             for (int r = 0; r < s->P; r++) {
                 const tide_box *b = &s->lay[pd->from][r];
@@ -385,7 +463,7 @@ static int alloc_mid(tide_stream *s, char *err, size_t len)
 {
     /* One rank transforming between arrays of one size needs no W: the first pass writes
      * the output, the second transforms it in place. */
-    int need = s->resident, most = 1;
+    int need = s->resident, most = 1 + s->overlap;
     for (int g = 0; g < 2; g++) {
         const tide_pass_desc *pd = &s->d.pass[g][0];
         tide_box w = zcut(s->lay[pd->to][s->me], pd->zout);
@@ -443,7 +521,8 @@ static int make_engine(tide_stream *s, char *err, size_t len)
     return st;
 }
 
-/* One rank whose data fits beside the slots: it stays on the device between the passes. */
+/* One rank whose data fits beside the slots: it stays on the device between the passes (two
+ * fields of it with a batch, see overlapped()). */
 static int try_resident(tide_stream *s, char *err, size_t len)
 {
     size_t in, out, most = 0;
@@ -452,13 +531,17 @@ static int try_resident(tide_stream *s, char *err, size_t len)
         most = in > most ? in : most;
         most = out > most ? out : most;
     }
-    size_t wall = most, budget = s->d.budget; /* one rank: one field at a time */
+    int overlap = s->d.batch > 1;
+    size_t wall = most * (size_t)(1 + overlap), budget = s->d.budget;
     if (!s->d.resident || s->P > 1 || wall >= budget / 2)
         return 1;
     s->resident = 1;
+    s->overlap = overlap;
+    s->nbufs = 1 + overlap;
     if (fit(s, budget - wall, err, len) == TIDE_SUCCESS)
         return 0;
-    s->resident = 0;
+    s->resident = s->overlap = 0;
+    s->nbufs = 1;
     free_ops(s);
     return 1;
 }
