@@ -212,11 +212,17 @@ static int64_t messages(const peer_block *b, int n, int64_t cap)
     return m;
 }
 
-/* Pairwise tables: every block in messages of at most max_msg elements (MPI counts are
- * ints), one request per message. */
+/* Bytes one pairwise message carries at most: MPI counts are ints, and messages over 2 GiB
+ * are where MPI libraries and their transports are least tried. */
+#define MESSAGE_BYTES ((int64_t)1 << 30)
+
+/* Pairwise tables: every block in messages of at most max_msg elements (max_message, and
+ * MESSAGE_BYTES), one request per message. */
 static int setup_p2p(tide_reshape *r, char *err, size_t errlen)
 {
+    int64_t cap = MESSAGE_BYTES / (int64_t)r->elem;
     r->max_msg = atomic_load(&max_message);
+    r->max_msg = r->max_msg < cap ? r->max_msg : (cap > 0 ? cap : 1);
     int64_t nr = messages(r->recv, r->nrecv, r->max_msg);
     int64_t ns = messages(r->send, r->nsend, r->max_msg);
     if (nr + ns >= INT_MAX) {

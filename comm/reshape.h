@@ -78,8 +78,8 @@ void tide_reshape_inject_fault(long long k);
 int tide_reshape_fault_pending(void);
 /* Posts made so far by this process. */
 long long tide_reshape_posts(void);
-/* The most elements one pairwise message carries, for reshapes created afterwards; n <= 0 (or
- * over INT_MAX) restores the default, INT_MAX. */
+/* The most elements one pairwise message carries, for reshapes created afterwards (at most 1
+ * GiB of them in any case); n <= 0 (or over INT_MAX) restores the default, INT_MAX. */
 void tide_reshape_set_max_message(long long n);
 
 #endif
