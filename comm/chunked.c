@@ -5,6 +5,7 @@
 #include "tide_config.h"
 #include "chunked.h"
 #include "region.h"
+#include "reshape.h"
 #if TIDE_HAVE_CUDA
 #include "gpu.h"
 #endif
@@ -39,12 +40,21 @@ void tide_chunked_destroy(tide_chunked *x)
     free(x);
 }
 
-void tide_chunked_range(const tide_chunked *x, int r, int i, int *a, int *b)
+void tide_chunk_range(const tide_box *box, int d, int step, int i, int *a, int *b)
 {
-    const tide_box *s = &x->A[r];
-    long long lo = s->lo[x->d] + (long long)i * x->step, hi = lo + x->step;
-    *a = (int)(lo < s->hi[x->d] ? lo : s->hi[x->d]);
-    *b = (int)(hi < s->hi[x->d] ? hi : s->hi[x->d]);
+    long long lo = box->lo[d] + (long long)i * step, hi = lo + step;
+    *a = (int)(lo < box->hi[d] ? lo : box->hi[d]);
+    *b = (int)(hi < box->hi[d] ? hi : box->hi[d]);
+}
+
+int tide_chunk_count(const tide_box *boxes, int n, int d, int step)
+{
+    int most = 0;
+    for (int r = 0; r < n; r++) {
+        int c = (boxes[r].hi[d] - boxes[r].lo[d] + step - 1) / step;
+        most = c > most ? c : most;
+    }
+    return most;
 }
 
 /* Of rank r's points [a, b) along d, those in B[q], with B[q]'s order. */
@@ -60,14 +70,14 @@ static long long part(const tide_chunked *x, int r, int a, int b, int q, tide_bo
 long long tide_chunked_send(const tide_chunked *x, int i, int q, tide_box *out)
 {
     int a, b;
-    tide_chunked_range(x, x->me, i, &a, &b);
+    tide_chunk_range(&x->A[x->me], x->d, x->step, i, &a, &b);
     return part(x, x->me, a, b, q, out);
 }
 
 long long tide_chunked_recv(const tide_chunked *x, int i, int p, tide_box *out)
 {
     int a, b;
-    tide_chunked_range(x, p, i, &a, &b);
+    tide_chunk_range(&x->A[p], x->d, x->step, i, &a, &b);
     return part(x, p, a, b, x->me, out);
 }
 
@@ -85,8 +95,6 @@ long long tide_chunked_block(const tide_chunked *x, int q, tide_box *block, size
 }
 
 size_t tide_chunked_staging(const tide_chunked *x) { return x->soff[x->P]; }
-
-int tide_chunked_count(const tide_chunked *x) { return x->nchunks; }
 
 long long tide_chunked_most(const tide_chunked *x) { return x->most; }
 
@@ -113,10 +121,7 @@ static int thickness(const tide_chunked *x, const tide_box *r, int *messages)
 /* Chunk counts, send offsets, message counts and the scratch of the MPI exchange. */
 static int measure(tide_chunked *x, char *err, size_t len)
 {
-    for (int r = 0; r < x->P; r++) {
-        int ext = x->A[r].hi[x->d] - x->A[r].lo[x->d], n = (ext + x->step - 1) / x->step;
-        x->nchunks = n > x->nchunks ? n : x->nchunks;
-    }
+    x->nchunks = tide_chunk_count(x->A, x->P, x->d, x->step);
     for (int i = 0; i < x->nchunks; i++) {
         long long s = 0, r = 0;
         tide_box b;
@@ -254,11 +259,8 @@ static int piece_type(const tide_chunked *x, const tide_box *box, const tide_box
 }
 
 /* Posts the messages of region (inside an array laid out as box at base) to or from peer,
- * planes along d at a time; *n counts the requests and types made (MPI_DATATYPE_NULL for
- * none). A message that cannot be posted as it should is replaced by an empty one, so that
- * the peer still sees exactly the messages it expects (an empty message received in place of
- * a piece fails there; an unmatched one would be taken by the next exchange) and nobody
- * waits; the other messages still go. */
+ * planes along d at a time (tide_comm_post: a failed one leaves a stand-in); *n counts the
+ * requests and types made (MPI_DATATYPE_NULL for none). */
 static int post(tide_chunked *x, int recv, int peer, void *base, const tide_box *box,
                 const tide_box *region, int *n)
 {
@@ -266,22 +268,12 @@ static int post(tide_chunked *x, int recv, int peer, void *base, const tide_box 
     for (int a = region->lo[x->d]; a < region->hi[x->d]; a += t) {
         int b = a + t < region->hi[x->d] ? a + t : region->hi[x->d];
         MPI_Datatype *type = &x->types[*n];
-        MPI_Request *req = &x->req[*n];
-        int rc = piece_type(x, box, region, a, b, type);
-        if (rc)
+        if (piece_type(x, box, region, a, b, type))
             *type = MPI_DATATYPE_NULL;
-        else
-            rc = recv ? MPI_Irecv(base, 1, *type, peer, TAG, x->comm, req)
-                      : MPI_Isend(base, 1, *type, peer, TAG, x->comm, req);
-        if (rc) {
+        if (tide_comm_post(!recv, base, 1, *type, peer, TAG, x->comm, &x->req[*n]))
             st = TIDE_ERR_MPI;
-            if (*type != MPI_DATATYPE_NULL)
-                MPI_Type_free(type);
-            *type = MPI_DATATYPE_NULL;
-            rc = recv ? MPI_Irecv(NULL, 0, MPI_BYTE, peer, TAG, x->comm, req)
-                      : MPI_Isend(NULL, 0, MPI_BYTE, peer, TAG, x->comm, req);
-        }
-        *n += !rc;
+        if (x->req[*n] != MPI_REQUEST_NULL || *type != MPI_DATATYPE_NULL)
+            (*n)++;
     }
     return st;
 }

@@ -24,6 +24,12 @@
 
 typedef struct tide_chunked tide_chunked;
 
+/* The chunk rule, for every streamed pass: chunk i of box b along d is [*a, *b) =
+ * [b->lo[d] + i * step, + step) clipped to b (a == b: empty). */
+void tide_chunk_range(const tide_box *box, int d, int step, int i, int *a, int *b);
+/* Chunks a pass over the n boxes takes: the most any box has. */
+int tide_chunk_count(const tide_box *boxes, int n, int d, int step);
+
 /* Bytes one MPI message of tide_chunked_mpi carries at most. */
 #define TIDE_CHUNKED_MAX_MESSAGE ((size_t)1 << 30)
 
@@ -35,10 +41,6 @@ int tide_chunked_create(MPI_Comm comm, const tide_box *A, const tide_box *B, int
                         size_t elem, tide_chunked **out, char *err, size_t len);
 void tide_chunked_destroy(tide_chunked *x);
 
-/* Chunks per pass: the most any rank has. */
-int tide_chunked_count(const tide_chunked *x);
-/* Rank r's chunk i: [*a, *b) along the chunk dimension (a == b: empty). */
-void tide_chunked_range(const tide_chunked *x, int r, int i, int *a, int *b);
 /* This rank's chunk i's part for peer q, and peer p's chunk i's part for this rank, with
  * B[q]'s (B[me]'s) storage order. Return their point counts. */
 long long tide_chunked_send(const tide_chunked *x, int i, int q, tide_box *part);

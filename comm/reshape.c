@@ -443,25 +443,32 @@ static int piece_count(const tide_reshape *r, const peer_block *p, int64_t j)
     return (int)(rest < r->max_msg ? rest : r->max_msg);
 }
 
-/* Posts message j of block p at *req: a receive into buf (the block's array or staging) or a
- * send from it. A failed post is replaced by a stand-in, so the peer still sees exactly one
- * matching message: the receive posted again, or an empty send (a short block to the
- * receiver). Returns MPI_SUCCESS or the failure's code. */
-static int post(const tide_reshape *r, const peer_block *p, int64_t j, const char *buf,
-                int send, MPI_Request *req)
+int tide_comm_post(int send, void *buf, int count, MPI_Datatype type, int peer, int tag,
+                   MPI_Comm comm, MPI_Request *req)
 {
-    int n = piece_count(r, p, j);
-    const char *at = buf + (size_t)(p->offset + j * r->max_msg) * r->elem;
-    int rc = post_fails() ? MPI_ERR_OTHER
-             : send       ? MPI_Isend(at, n, r->type, p->peer, P2P_TAG, r->comm, req)
-                          : MPI_Irecv((char *)at, n, r->type, p->peer, P2P_TAG, r->comm, req);
+    int null = type == MPI_DATATYPE_NULL;
+    int rc = null ? MPI_ERR_TYPE
+             : post_fails() ? MPI_ERR_OTHER
+             : send ? MPI_Isend(buf, count, type, peer, tag, comm, req)
+                    : MPI_Irecv(buf, count, type, peer, tag, comm, req);
     if (rc == MPI_SUCCESS)
         return rc;
-    int again = send ? MPI_Isend(at, 0, r->type, p->peer, P2P_TAG, r->comm, req)
-                     : MPI_Irecv((char *)at, n, r->type, p->peer, P2P_TAG, r->comm, req);
+    MPI_Datatype t = null ? MPI_BYTE : type;
+    int again = send ? MPI_Isend(buf, 0, t, peer, tag, comm, req)
+                     : MPI_Irecv(buf, null ? 0 : count, t, peer, tag, comm, req);
     if (again != MPI_SUCCESS)
         *req = MPI_REQUEST_NULL;
     return rc;
+}
+
+/* Posts message j of block p at *req: a receive into buf (the block's array or staging) or a
+ * send from it. Returns MPI_SUCCESS or the failure's code (tide_comm_post). */
+static int post(const tide_reshape *r, const peer_block *p, int64_t j, const char *buf,
+                int send, MPI_Request *req)
+{
+    const char *at = buf + (size_t)(p->offset + j * r->max_msg) * r->elem;
+    return tide_comm_post(send, (char *)at, piece_count(r, p, j), r->type, p->peer, P2P_TAG,
+                          r->comm, req);
 }
 
 /* Posts every receive message (requests r->reqs[0..nrmsg)): direct blocks into dst, staged

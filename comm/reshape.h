@@ -64,10 +64,19 @@ int tide_reshape_execute(const tide_reshape *r, const void *src, void *dst, void
 int tide_reshape_execute_device(const tide_reshape *r, const void *src, void *dst, void *dsend,
                                 void *drecv, void *hsend, void *hrecv);
 
+/* One nonblocking point-to-point post of every exchange: a send (send != 0) or a receive of
+ * count elements of type at buf. A post that fails (type MPI_DATATYPE_NULL counts as failed:
+ * the caller could not build it) is replaced by a stand-in, so the peer still sees exactly one
+ * matching message and nobody waits: a receive posted again (an empty one for a null type),
+ * an empty send (the receiver sees a short message and fails there). Returns MPI_SUCCESS or
+ * the failure's code; *req is MPI_REQUEST_NULL only where the stand-in failed too. */
+int tide_comm_post(int send, void *buf, int count, MPI_Datatype type, int peer, int tag,
+                   MPI_Comm comm, MPI_Request *req);
+
 /* ---- test-only hooks (not for the library's own use) --------------------------------------
  * Process-wide, for the reshapes of every context. An exchange "post" is one MPI_Irecv,
- * MPI_Isend or MPI_Alltoallv call of tide_reshape_execute(_device) (NCCL calls are not
- * counted; stand-ins for failed posts are not posts). */
+ * MPI_Isend or MPI_Alltoallv call of tide_reshape_execute(_device) or tide_comm_post (NCCL
+ * calls are not counted; stand-ins for failed posts are not posts). */
 
 /* Makes the post k posts from now (0: the next one) fail once as if MPI had returned an error;
  * k < 0 disarms. MPI itself is not touched: a failed Isend/Irecv is not made, and an injected

@@ -865,13 +865,10 @@ static const char *misaligned(const tide_fft_plan *p, const char *side, const vo
     if ((uintptr_t)a % align == 0)
         return "";
     const char *prec = p->o.precision == TIDE_DOUBLE ? "double" : "float";
-    if (elem == align)
-        snprintf(why, sizeof why, "a device %s array at %p that is not aligned to %zu bytes "
-                 "(complex %s elements; cudaMalloc'd arrays are)", side, a, align, prec);
-    else
-        snprintf(why, sizeof why, "a device %s array at %p that is not aligned to %zu bytes "
-                 "(cuFFT needs real %s data aligned like complex; cudaMalloc'd arrays are)",
-                 side, a, align, prec);
+    snprintf(why, sizeof why, "a device %s array at %p that is not aligned to %zu bytes "
+             "(%s %s%s; cudaMalloc'd arrays are)", side, a, align,
+             elem == align ? "complex" : "cuFFT needs real", prec,
+             elem == align ? " elements" : " data aligned like complex");
     return why;
 }
 

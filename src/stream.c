@@ -57,7 +57,6 @@ typedef struct {
     int src_dev, dst_dev;    /* src or dst is W on the device */
     tide_box sl, dl;         /* this rank's layouts of src and dst */
     int buf;                 /* the slot buffer its chunks go through */
-    int nchunks;
 } pass_run;
 
 static tide_box zcut(tide_box b, int z)
@@ -70,10 +69,7 @@ static tide_box zcut(tide_box b, int z)
 static void range(const tide_stream *s, int dir, int k, int r, int i, int *a, int *b)
 {
     const tide_pass_desc *pd = &s->d.pass[dir][k];
-    const tide_box *bx = &s->lay[pd->from][r];
-    long long lo = bx->lo[pd->d] + (long long)i * s->step[pd->d], hi = lo + s->step[pd->d];
-    *a = (int)(lo < bx->hi[pd->d] ? lo : bx->hi[pd->d]);
-    *b = (int)(hi < bx->hi[pd->d] ? hi : bx->hi[pd->d]);
+    tide_chunk_range(&s->lay[pd->from][r], pd->d, s->step[pd->d], i, a, b);
 }
 
 /* The device layout of this rank's chunk starting at a: step planes from a, whatever the
@@ -158,6 +154,8 @@ static int work_part(const pass_run *pr, int i, void *const *buf, void *stream)
     return tide_chunked_nccl(pr->x, i, chunk, &cbox, buf[1], buf[2], s->d.env->nccl, stream);
 }
 
+static int chunks(const pass_run *pr) { return pr->s->nchunks[pr->dir][pr->k]; }
+
 /* One pipeline job runs one pass, or two at once (parts): chunk i of each part that has one. */
 typedef struct {
     const pass_run *part;
@@ -169,7 +167,7 @@ static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down,
     const job_parts *j = user;
     *nup = *ndown = 0;
     for (int p = 0; p < j->nparts; p++)
-        if (i < j->part[p].nchunks)
+        if (i < chunks(&j->part[p]))
             describe_part(&j->part[p], i, up, nup, down, ndown);
     return 0;
 }
@@ -179,7 +177,7 @@ static int work(void *user, int i, void *const *buf, void *stream)
     const job_parts *j = user;
     int st = 0;
     for (int p = 0; p < j->nparts && !st; p++)
-        if (i < j->part[p].nchunks)
+        if (i < chunks(&j->part[p]))
             st = work_part(&j->part[p], i, buf, stream);
     return st;
 }
@@ -191,7 +189,7 @@ static pass_run part_of(const tide_stream *s, int dir, int k, const void *src, v
     const tide_pass_desc *pd = &s->d.pass[dir][k];
     return (pass_run){s, dir, k, pd, s->x[dir][k], src, dst, s->resident && k > 0,
                       s->resident && k == 0, zcut(s->lay[pd->from][s->me], pd->zin),
-                      zcut(s->lay[pd->to][s->me], pd->zout), buf, s->nchunks[dir][k]};
+                      zcut(s->lay[pd->to][s->me], pd->zout), buf};
 }
 
 /* Runs the parts as one job, then a moving part's MPI exchange. After a failure (st) it still
@@ -202,7 +200,7 @@ static int run_parts(const tide_stream *s, const pass_run *part, int nparts, int
     job_parts j = {part, nparts};
     int n = 0;
     for (int p = 0; p < nparts; p++)
-        n = part[p].nchunks > n ? part[p].nchunks : n;
+        n = chunks(&part[p]) > n ? chunks(&part[p]) : n;
     tide_pipeline_job job = {.nchunks = n, .elem = s->d.elem, .batch = 1,
                              .max_up = nparts, .max_down = s->P + nparts, .describe = describe,
                              .work = work, .user = &j, .pageable = TIDE_PAGEABLE_STAGE};
@@ -372,12 +370,7 @@ static int make_passes(tide_stream *s, char *err, size_t len)
             size_t cb = (size_t)tide_box_count(&cbox) * s->d.elem;
             for (int b = 0; b <= s->overlap; b++) /* overlapped: buffer 1 holds chunks too */
                 s->buf_bytes[b] = cb > s->buf_bytes[b] ? cb : s->buf_bytes[b];
-            s->nchunks[g][k] = 0;
-            for (int r = 0; r < s->P; r++) {
-                const tide_box *b = &s->lay[pd->from][r];
-                int n = (b->hi[pd->d] - b->lo[pd->d] + s->step[pd->d] - 1) / s->step[pd->d];
-                s->nchunks[g][k] = n > s->nchunks[g][k] ? n : s->nchunks[g][k];
-            }
+            s->nchunks[g][k] = tide_chunk_count(s->lay[pd->from], s->P, pd->d, s->step[pd->d]);
             if (pd->from != pd->to && s->P > 1) {
                 tide_box *A = malloc(2 * (size_t)s->P * sizeof *A);
                 for (int r = 0; A && r < s->P; r++) {
