@@ -2,9 +2,11 @@
  * reference.c: the independent oracle (see reference.h).
  *
  * Deliberately shares no code with the library: box offsets are computed here from lo/hi/order,
- * the data travels with plain MPI point-to-point messages, and the reference transform is one
- * call of FFTW's serial 3D interface in double precision. A bug in Tide's box handling, reshapes
- * or FFT sequencing therefore cannot cancel out in the comparison.
+ * the data travels with plain MPI point-to-point messages, the reference transform is one call
+ * of FFTW's serial 3D interface in double precision, and the Poisson check applies the 7-point
+ * operator by a naive loop (no transform at all). A bug in Tide's box handling, reshapes, FFT
+ * sequencing or eigenvalues therefore cannot cancel out in the comparison. Both checks gather
+ * through the same path (gather_pair).
  */
 #include "reference.h"
 
@@ -302,38 +304,50 @@ static void unpack_box(const int *v, tide_box *b)
     memcpy(b->order, v + 6, 3 * sizeof(int));
 }
 
-int tide_ref_check(MPI_Comm comm, const int n[3], tide_fft_type type, tide_precision prec,
-                   int batch, int direction, double scale, const tide_box *srcbox,
-                   const void *src, const tide_box *dstbox, const void *dst,
-                   tide_ref_error *err)
+/* The result rank 0 computed, given to every rank: the agreed status, and err on success. */
+static int share_result(MPI_Comm c, int status, const tide_ref_error *e, tide_ref_error *err)
 {
-    int rank, nranks;
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &nranks);
-    /* Our own communicator, so that our messages can never match the caller's. */
-    MPI_Comm c;
-    MPI_Comm_dup(comm, &c);
+    double res[3] = {e->rel_l2, e->max_abs, e->max_ref};
+    MPI_Bcast(&status, 1, MPI_INT, 0, c);
+    MPI_Bcast(res, 3, MPI_DOUBLE, 0, c);
+    if (status == 0) {
+        err->rel_l2 = res[0];
+        err->max_abs = res[1];
+        err->max_ref = res[2];
+    }
+    return status;
+}
 
-    /* Forward: src on the real/complex grid n, dst complex (halved for R2C); backward the
-     * reverse. */
-    int r2c = type == TIDE_R2C;
-    side s_src, s_dst;
-    side_init(&s_src, n, r2c && direction > 0, r2c && direction < 0 ? 1 : 2);
-    side_init(&s_dst, n, r2c && direction < 0, r2c && direction > 0 ? 1 : 2);
+/*
+ * Collective over c (a communicator of our own): gathers two sides of a check to rank 0.
+ * box[k] and data[k] are this rank's layout and data of side k (s[k], set up by side_init).
+ * Rank 0 validates everybody's boxes and pointers, and arg_status is its verdict on the
+ * caller's other arguments; the worst status of all ranks is everybody's answer. On success
+ * rank 0's s[k].all hold the gathered fields, NaN where no box covers a point (so that a hole
+ * poisons the comparison); the caller frees them (NULL elsewhere, and on failure).
+ */
+static int gather_pair(MPI_Comm c, const int n[3], int batch, tide_precision prec,
+                       int arg_status, side s[2], const tide_box *const box[2],
+                       const void *const data[2])
+{
+    static const int tags[2] = {TAG_SRC, TAG_DST};
+    int rank, nranks;
+    MPI_Comm_rank(c, &rank);
+    MPI_Comm_size(c, &nranks);
 
     /* Every rank's two boxes and whether its local part is usable, in one gather. */
     enum { NV = 19 };
     int mine[NV];
-    pack_box(srcbox, mine);
-    pack_box(dstbox, mine + 9);
-    mine[18] = (src || box_points(srcbox) == 0) && (dst || box_points(dstbox) == 0);
+    pack_box(box[0], mine);
+    pack_box(box[1], mine + 9);
+    mine[18] = (data[0] || box_points(box[0]) == 0) && (data[1] || box_points(box[1]) == 0);
     int *all = malloc((size_t)nranks * NV * sizeof(int));
     tide_box *boxes = malloc((size_t)nranks * 2 * sizeof(tide_box));
     int have = all && boxes, everyone = 0;
     MPI_Allreduce(&have, &everyone, 1, MPI_INT, MPI_LAND, c);
     int status = everyone ? 0 : TIDE_ERR_NOMEM;
     double *buf = NULL;
-    tide_box *sboxes = boxes, *dboxes = boxes ? boxes + nranks : NULL;
+    tide_box *bx[2] = {boxes, boxes ? boxes + nranks : NULL};
     if (status == 0) {
         MPI_Allgather(mine, NV, MPI_INT, all, NV, MPI_INT, c);
         /* Staging for one message: as large as the largest block this rank sends (or, on
@@ -342,14 +356,14 @@ int tide_ref_check(MPI_Comm comm, const int n[3], tide_fft_type type, tide_preci
          * which meson sets for tests). */
         int64_t stage = 1;
         for (int r = 0; r < nranks; r++) {
-            unpack_box(all + NV * r, &sboxes[r]);
-            unpack_box(all + NV * r + 9, &dboxes[r]);
+            unpack_box(all + NV * r, &bx[0][r]);
+            unpack_box(all + NV * r + 9, &bx[1][r]);
             if (r != rank && rank != 0)
                 continue;
-            int64_t need = box_points(&sboxes[r]) * s_src.comps;
-            if (box_points(&dboxes[r]) * s_dst.comps > need)
-                need = box_points(&dboxes[r]) * s_dst.comps;
-            stage = need > stage ? need : stage;
+            for (int k = 0; k < 2; k++) {
+                int64_t need = box_points(&bx[k][r]) * s[k].comps;
+                stage = need > stage ? need : stage;
+            }
         }
         buf = malloc((size_t)(stage < REF_CHUNK ? stage : REF_CHUNK) * sizeof(double));
         if (!buf)
@@ -359,59 +373,148 @@ int tide_ref_check(MPI_Comm comm, const int n[3], tide_fft_type type, tide_preci
     /* Every rank sees the same boxes; rank 0 validates them (it also has to find the memory
      * for the global arrays), and the worst status of all ranks is everybody's answer. */
     if (rank == 0 && status == 0) {
-        if (n[0] <= 0 || n[1] <= 0 || n[2] <= 0 || batch <= 0 || direction == 0)
-            status = TIDE_ERR_ARGUMENT;
-        else if (!tide_ref_fits(n, batch))
+        status = arg_status;
+        if (status == 0 && !tide_ref_fits(n, batch))
             status = TIDE_ERR_TOO_LARGE;
         for (int r = 0; r < nranks && status == 0; r++) {
             if (!all[NV * r + 18])
                 status = TIDE_ERR_ARGUMENT; /* NULL data where the box has points */
-            else if (!box_inside(&sboxes[r], s_src.grid) || !box_inside(&dboxes[r], s_dst.grid))
+            else if (!box_inside(&bx[0][r], s[0].grid) || !box_inside(&bx[1][r], s[1].grid))
                 status = TIDE_ERR_BOX;
         }
-        if (status == 0) {
-            size_t sd = (size_t)(s_src.points * s_src.comps * batch);
-            size_t dd = (size_t)(s_dst.points * s_dst.comps * batch);
-            s_src.all = malloc(sd * sizeof(double));
-            s_dst.all = malloc(dd * sizeof(double));
-            if (!s_src.all || !s_dst.all) {
+        for (int k = 0; k < 2 && status == 0; k++) {
+            size_t doubles = (size_t)(s[k].points * s[k].comps * batch);
+            s[k].all = malloc(doubles * sizeof(double));
+            if (!s[k].all)
                 status = TIDE_ERR_NOMEM;
-            } else {
-                /* NaN marks points no box covers: they poison the error, so a hole fails. */
-                for (size_t i = 0; i < sd; i++)
-                    s_src.all[i] = NAN;
-                for (size_t i = 0; i < dd; i++)
-                    s_dst.all[i] = NAN;
-            }
+            for (size_t i = 0; i < doubles && s[k].all; i++)
+                s[k].all[i] = NAN;
         }
     }
     int worst = status;
     MPI_Allreduce(&worst, &status, 1, MPI_INT, MPI_MAX, c);
 
-    double res[3] = {0, 0, 0};
-    if (status == 0) {
-        gather_side(c, rank, nranks, sboxes, &s_src, src, prec, batch, TAG_SRC, buf);
-        gather_side(c, rank, nranks, dboxes, &s_dst, dst, prec, batch, TAG_DST, buf);
-        if (rank == 0) {
-            tide_ref_error e = {0, 0, 0};
-            status = compare(n, type, batch, direction, scale, &s_src, &s_dst, &e);
-            res[0] = e.rel_l2;
-            res[1] = e.max_abs;
-            res[2] = e.max_ref;
-        }
-        MPI_Bcast(&status, 1, MPI_INT, 0, c);
-        MPI_Bcast(res, 3, MPI_DOUBLE, 0, c);
-        if (status == 0) {
-            err->rel_l2 = res[0];
-            err->max_abs = res[1];
-            err->max_ref = res[2];
-        }
+    for (int k = 0; k < 2 && status == 0; k++)
+        gather_side(c, rank, nranks, bx[k], &s[k], data[k], prec, batch, tags[k], buf);
+    if (status != 0) {
+        free(s[0].all);
+        free(s[1].all);
+        s[0].all = s[1].all = NULL;
     }
     free(boxes);
     free(all);
     free(buf);
-    free(s_src.all);
-    free(s_dst.all);
+    return status;
+}
+
+int tide_ref_check(MPI_Comm comm, const int n[3], tide_fft_type type, tide_precision prec,
+                   int batch, int direction, double scale, const tide_box *srcbox,
+                   const void *src, const tide_box *dstbox, const void *dst,
+                   tide_ref_error *err)
+{
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    /* Our own communicator, so that our messages can never match the caller's. */
+    MPI_Comm c;
+    MPI_Comm_dup(comm, &c);
+
+    /* Forward: src on the real/complex grid n, dst complex (halved for R2C); backward the
+     * reverse. */
+    int r2c = type == TIDE_R2C;
+    side s[2];
+    side_init(&s[0], n, r2c && direction > 0, r2c && direction < 0 ? 1 : 2);
+    side_init(&s[1], n, r2c && direction < 0, r2c && direction > 0 ? 1 : 2);
+    const tide_box *const boxes[2] = {srcbox, dstbox};
+    const void *const data[2] = {src, dst};
+    int args = n[0] <= 0 || n[1] <= 0 || n[2] <= 0 || batch <= 0 || direction == 0
+                   ? TIDE_ERR_ARGUMENT
+                   : 0;
+    int status = gather_pair(c, n, batch, prec, args, s, boxes, data);
+    if (status == 0) {
+        tide_ref_error e = {0, 0, 0};
+        if (rank == 0)
+            status = compare(n, type, batch, direction, scale, &s[0], &s[1], &e);
+        status = share_result(c, status, &e, err);
+    }
+    free(s[0].all);
+    free(s[1].all);
+    MPI_Comm_free(&c);
+    return status;
+}
+
+/* ---- the Poisson residual -------------------------------------------------------------------- */
+
+/* Rank 0: max and L2 of L_h u - alpha u - f' over every field, f' = f less its mean when
+ * singular (see reference.h). f and u: the gathered real fields, dense C order on grid n. */
+static void poisson_residual(const int n[3], const double h[3], double alpha, int singular,
+                             int batch, const side *f, const side *u, tide_ref_error *err)
+{
+    const int64_t stride[3] = {(int64_t)n[1] * n[2], n[2], 1};
+    double diff2 = 0, ref2 = 0, max_abs = 0, max_ref = 0;
+    for (int fld = 0; fld < batch; fld++) {
+        const double *F = f->all + fld * f->points, *U = u->all + fld * u->points;
+        double mean = 0;
+        if (singular) {
+            for (int64_t i = 0; i < f->points; i++)
+                mean += F[i];
+            mean /= (double)f->points;
+        }
+        for (int x = 0; x < n[0]; x++)
+            for (int y = 0; y < n[1]; y++)
+                for (int z = 0; z < n[2]; z++) {
+                    const int p[3] = {x, y, z};
+                    int64_t i = x * stride[0] + y * stride[1] + z;
+                    double lap = 0;
+                    for (int d = 0; d < 3; d++) {
+                        if (n[d] == 1)
+                            continue; /* no neighbours along d: no second difference */
+                        /* Periodic neighbours; with n[d] == 2 both are the same point. */
+                        int64_t up = p[d] + 1 < n[d] ? i + stride[d] : i - (n[d] - 1) * stride[d];
+                        int64_t dn = p[d] > 0 ? i - stride[d] : i + (n[d] - 1) * stride[d];
+                        lap += (U[up] - 2 * U[i] + U[dn]) / (h[d] * h[d]);
+                    }
+                    double ref = F[i] - mean, r = lap - alpha * U[i] - ref;
+                    diff2 += r * r;
+                    ref2 += ref * ref;
+                    /* A NaN (a point nobody wrote) stays visible, as in compare. */
+                    double da = fabs(r), ra = fabs(ref);
+                    if (da > max_abs || isnan(da))
+                        max_abs = isnan(max_abs) ? max_abs : da;
+                    if (ra > max_ref)
+                        max_ref = ra;
+                }
+    }
+    err->rel_l2 = ref2 > 0 ? sqrt(diff2 / ref2) : sqrt(diff2);
+    err->max_abs = max_abs;
+    err->max_ref = max_ref;
+}
+
+int tide_ref_poisson_residual(MPI_Comm comm, const int n[3], const double h[3], double alpha,
+                              int singular, tide_precision prec, int batch, const tide_box *box,
+                              const void *f, const void *u, tide_ref_error *err)
+{
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm c;
+    MPI_Comm_dup(comm, &c);
+
+    side s[2]; /* f and u: real, on grid n */
+    side_init(&s[0], n, 0, 1);
+    side_init(&s[1], n, 0, 1);
+    const tide_box *const boxes[2] = {box, box};
+    const void *const data[2] = {f, u};
+    int args = n[0] <= 0 || n[1] <= 0 || n[2] <= 0 || batch <= 0 || !h || !isfinite(alpha);
+    for (int d = 0; d < 3 && !args; d++)
+        args = !(h[d] > 0) || !isfinite(h[d]);
+    int status = gather_pair(c, n, batch, prec, args ? TIDE_ERR_ARGUMENT : 0, s, boxes, data);
+    if (status == 0) {
+        tide_ref_error e = {0, 0, 0};
+        if (rank == 0)
+            poisson_residual(n, h, alpha, singular, batch, &s[0], &s[1], &e);
+        status = share_result(c, status, &e, err);
+    }
+    free(s[0].all);
+    free(s[1].all);
     MPI_Comm_free(&c);
     return status;
 }

@@ -44,4 +44,19 @@ int tide_ref_check(MPI_Comm comm, const int n[3], tide_fft_type type, tide_preci
                    const void *src, const tide_box *dstbox, const void *dst,
                    tide_ref_error *err);
 
+/*
+ * Collective over comm. Checks a Poisson/Helmholtz solve computed by Tide (tide_poisson_solve
+ * with every dimension periodic and the default TIDE_EIGEN_FD2 operator): f holds this rank's
+ * right-hand sides, u its solutions, both real (prec), batch fields, laid out as box. Both are
+ * gathered to rank 0, which applies, by a naive loop in double precision, the periodic 7-point
+ * operator with spacings h to u, subtracts alpha u, and compares with f (less f's mean when
+ * singular, as Tide solves then). err->max_abs: max |L_h u - alpha u - f'|, err->max_ref:
+ * max |f'|, err->rel_l2: ||L_h u - alpha u - f'||_2 / ||f'||_2, over all fields. Every rank
+ * gets the same err. Returns 0, or TIDE_ERR_TOO_LARGE when the grid does not fit on one rank
+ * (tide_ref_fits).
+ */
+int tide_ref_poisson_residual(MPI_Comm comm, const int n[3], const double h[3], double alpha,
+                              int singular, tide_precision prec, int batch, const tide_box *box,
+                              const void *f, const void *u, tide_ref_error *err);
+
 #endif

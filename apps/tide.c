@@ -10,8 +10,9 @@ static const char *usage =
     "usage: mpirun -np P tide <command> [arguments]\n"
     "\n"
     "commands:\n"
-    "  fft    time and verify a distributed 3D FFT (tide fft --help)\n"
-    "  info   ranks, threads, backend and GPU status of this run\n"
+    "  fft      time and verify a distributed 3D FFT (tide fft --help)\n"
+    "  poisson  time and verify a periodic Poisson/Helmholtz solve (tide poisson --help)\n"
+    "  info     ranks, threads, backend and GPU status of this run\n"
     "\n"
     "  tide --help      this text\n"
     "  tide --version   the library version\n"
@@ -62,6 +63,8 @@ int main(int argc, char **argv)
         rc = 0;
     } else if (!strcmp(argv[1], "fft")) {
         rc = tide_cmd_fft(argc - 2, argv + 2);
+    } else if (!strcmp(argv[1], "poisson")) {
+        rc = tide_cmd_poisson(argc - 2, argv + 2);
     } else if (!strcmp(argv[1], "info")) {
         rc = tide_cmd_info(argc - 2, argv + 2);
     } else {

@@ -5,6 +5,7 @@
 /* Each runs on every rank with the same arguments (after the subcommand name) and returns the
  * process exit status: 0 success, 1 failure, 2 bad arguments. */
 int tide_cmd_fft(int argc, char **argv);
+int tide_cmd_poisson(int argc, char **argv);
 int tide_cmd_info(int argc, char **argv);
 
 /* Print on rank 0 only. */

@@ -16,21 +16,8 @@
 #include <cuda_runtime.h>
 #include <cufft.h>
 #include "tide.h"
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-#define CK(call)                                                                                \
-    do {                                                                                        \
-        int e_ = (int)(call);                                                                   \
-        if (e_) {                                                                               \
-            fprintf(stderr, "cufft_peer: %s failed (%d) at line %d\n", #call, e_, __LINE__);    \
-            return 1;                                                                           \
-        }                                                                                       \
-    } while (0)
+#define PEER_NAME "cufft_peer"
+#include "peer.h"
 
 /* Relative L2 distance of two complex arrays of n scalars (device), on the host. */
 static double rel_l2(const void *da, const void *db, size_t n, int dbl)
@@ -53,12 +40,6 @@ static double rel_l2(const void *da, const void *db, size_t n, int dbl)
     return sqrt(num / den);
 }
 
-static double now(void)
-{
-    cudaDeviceSynchronize();
-    return MPI_Wtime();
-}
-
 static int bench(int dbl, int N, int runs)
 {
     size_t n3 = (size_t)N * N * N, bytes = n3 * (dbl ? 16 : 8);
@@ -70,15 +51,8 @@ static int bench(int dbl, int N, int runs)
     char *h = malloc(bytes);
     if (!h)
         return fprintf(stderr, "cufft_peer: out of memory\n"), 1;
-    unsigned long long x = 88172645463325252ull;
-    for (size_t i = 0; i < 2 * n3; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        double v = (double)(x >> 11) / 9007199254740992.0 - 0.5;
-        if (dbl)
-            ((double *)h)[i] = v;
-        else
-            ((float *)h)[i] = (float)v;
-    }
+    unsigned long long x = PEER_SEED;
+    peer_fill(h, 2 * n3, dbl, &x);
     CK(cudaMemcpy(pristine, h, bytes, cudaMemcpyHostToDevice));
     free(h);
 
@@ -115,23 +89,21 @@ static int bench(int dbl, int N, int runs)
     double *tc = malloc(sizeof(double) * (size_t)runs), *tt = malloc(sizeof(double) * (size_t)runs);
     for (int r = -1; r < runs; r++) { /* r = -1: warm-up */
         CK(cudaMemcpy(d, pristine, bytes, cudaMemcpyDeviceToDevice));
-        double t0 = now();
+        double t0 = peer_now();
         CK(CUFFT_EXEC(CUFFT_FORWARD));
         CK(CUFFT_EXEC(CUFFT_INVERSE));
-        double t1 = now();
+        double t1 = peer_now();
         CK(cudaMemcpy(d, pristine, bytes, cudaMemcpyDeviceToDevice));
-        double t2 = now();
+        double t2 = peer_now();
         CK(tide_fft_forward(tp, d, d));
         CK(tide_fft_backward(tp, d, d));
-        double t3 = now();
+        double t3 = peer_now();
         if (r >= 0) {
             tc[r] = (t1 - t0) / 2;
             tt[r] = (t3 - t2) / 2;
         }
     }
-    qsort(tc, (size_t)runs, sizeof(double), cmp);
-    qsort(tt, (size_t)runs, sizeof(double), cmp);
-    double mc = tc[runs / 2], mt = tt[runs / 2];
+    double mc = peer_median(tc, runs), mt = peer_median(tt, runs);
     printf("c2c %s %d^3, one GPU, device arrays, in place; Tide plan: %s\n",
            dbl ? "double" : "float", N, desc);
     printf("Tide vs cuFFT forward: relative L2 %.3g\n", err);

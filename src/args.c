@@ -43,6 +43,15 @@ void tide_args_check_ranges(const tide_args_spec *s, tide_args *r)
             return;
         }
     }
+    for (int k = 0; k < s->nreals; k++) {
+        const tide_arg_real *f = &s->reals[k];
+        double x = r->x[k];
+        if (!(x <= f->hi && (f->closed ? x >= f->lo : x > f->lo))) {
+            tide_args_fail(r, TIDE_ERR_ARGUMENT, "%s = %g is not valid (expected %g %s %s <= %g)",
+                           f->name, x, f->lo, f->closed ? "<=" : "<", f->name, f->hi);
+            return;
+        }
+    }
 }
 
 /* The verdict from the gathered requests, the same on every rank. */
@@ -58,6 +67,11 @@ static int judge(tide_context *ctx, const tide_args_spec *s, const tide_args *al
                 return tide_fail(ctx, TIDE_ERR_MISMATCH,
                                  "%s: %s differs between ranks: rank 0 has %d, rank %d has %d",
                                  s->call, s->fields[k].name, all[0].v[k], r, all[r].v[k]);
+        for (int k = 0; k < s->nreals; k++)
+            if (all[r].x[k] != all[0].x[k])
+                return tide_fail(ctx, TIDE_ERR_MISMATCH,
+                                 "%s: %s differs between ranks: rank 0 has %.17g, rank %d has "
+                                 "%.17g", s->call, s->reals[k].name, all[0].x[k], r, all[r].x[k]);
         for (int k = 0; k < s->nboxes; k++)
             if (all[r].has[k] != all[0].has[k])
                 return tide_fail(ctx, TIDE_ERR_MISMATCH,

@@ -13,7 +13,7 @@
 
 #include "tide_internal.h"
 
-enum { TIDE_ARGS_FIELDS = 24, TIDE_ARGS_BOXES = 2, TIDE_ARGS_MSG = 200 };
+enum { TIDE_ARGS_FIELDS = 24, TIDE_ARGS_REALS = 8, TIDE_ARGS_BOXES = 2, TIDE_ARGS_MSG = 200 };
 
 /* A field every rank must give the same value, and its valid values lo..hi. */
 typedef struct {
@@ -21,10 +21,20 @@ typedef struct {
     int lo, hi;
 } tide_arg_field;
 
+/* A real-valued field every rank must give the same value: lo < x <= hi (lo <= x <= hi with
+ * closed); NaN is never valid. */
+typedef struct {
+    const char *name;
+    double lo, hi;
+    int closed;
+} tide_arg_real;
+
 typedef struct {
     const char *call;                /* the create call, for messages */
     const tide_arg_field *fields;
     int nfields;
+    const tide_arg_real *reals;
+    int nreals;
     const char *const *boxes;        /* box names ("input", "output") */
     int nboxes;
 } tide_args_spec;
@@ -34,6 +44,7 @@ typedef struct {
     int status;                      /* a failure this rank found before the gather */
     char msg[TIDE_ARGS_MSG];
     int v[TIDE_ARGS_FIELDS];
+    double x[TIDE_ARGS_REALS];
     int has[TIDE_ARGS_BOXES];        /* box k was given (not NULL) */
     tide_box box[TIDE_ARGS_BOXES];
 } tide_args;
@@ -42,7 +53,8 @@ typedef struct {
 int tide_args_fail(tide_args *r, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Local: the first field outside its range becomes r's failure (TIDE_ERR_ARGUMENT). */
+/* Local: the first field (integer, then real) outside its range becomes r's failure
+ * (TIDE_ERR_ARGUMENT). */
 void tide_args_check_ranges(const tide_args_spec *s, tide_args *r);
 
 /* Collective: gathers every rank's request and judges it the same way on every rank: a local

@@ -13,6 +13,22 @@
 #include "reshape.h"
 #include "tide_internal.h"
 
+/* A diagonal operator in spectral space (the eigenvalue scaling of a Poisson solve): point
+ * (i,j,k) (global indices) of this rank's box, in the box's storage order, of each of batch
+ * fields of complex data is multiplied by norm / (lam[0][i] + lam[1][j] + lam[2][k] - alpha),
+ * or set to 0 where that sum is exactly 0 (the singular mode). The value point (0,0,0) had
+ * before goes to origin[f] (complex, the data's precision) for field f, on the rank whose box
+ * holds it (the sum of the field, for a Poisson solve's mean). lam (tables over each
+ * dimension's whole grid) and origin live in the backend's memory. */
+typedef struct {
+    int dbl;
+    tide_box box;
+    int batch;
+    const double *lam[3];
+    double alpha, norm;
+    void *origin;
+} tide_diag;
+
 /* What a plan's ops run with, made at plan creation; execution only reads it. */
 typedef struct {
     tide_context *ctx;
@@ -46,6 +62,8 @@ typedef struct tide_backend_ops {
     int (*copy)(const tide_env *e, void *dst, const void *src, size_t bytes);
     /* Multiply count scalars (double or float) by s. */
     int (*scale)(const tide_env *e, int dbl, void *data, long long count, double s);
+    /* Apply d to data (in place). */
+    int (*diag)(const tide_env *e, const tide_diag *d, void *data);
     /* Local FFTs: plan (the work area the transform needs is added to *work), attach the
      * plan's work area and stream (GPU), run, free. */
     int (*fft_create)(const tide_cpu_fft_desc *d, void **f, size_t *work, char *err,

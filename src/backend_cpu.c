@@ -35,6 +35,42 @@ static int cpu_scale(const tide_env *e, int dbl, void *data, long long count, do
     return TIDE_SUCCESS;
 }
 
+/* Multiplies the complex number at v (double or float) by s. */
+static void scale_complex(int dbl, void *v, double s)
+{
+    if (dbl) {
+        double *x = v;
+        x[0] *= s, x[1] *= s;
+    } else {
+        float *x = v;
+        x[0] = (float)(x[0] * s), x[1] = (float)(x[1] * s);
+    }
+}
+
+static int cpu_diag(const tide_env *e, const tide_diag *d, void *data)
+{
+    (void)e;
+    const tide_box *b = &d->box;
+    int o0 = b->order[0], o1 = b->order[1], o2 = b->order[2];
+    size_t elem = 2 * (d->dbl ? sizeof(double) : sizeof(float));
+    char *v = data;
+    for (int f = 0; f < d->batch && tide_box_count(b) > 0; f++)
+        for (int i = b->lo[o0]; i < b->hi[o0]; i++)
+            for (int j = b->lo[o1]; j < b->hi[o1]; j++)
+                for (int k = b->lo[o2]; k < b->hi[o2]; k++, v += elem) {
+                    int p[3];
+                    p[o0] = i, p[o1] = j, p[o2] = k;
+                    double den = d->lam[0][p[0]] + d->lam[1][p[1]] + d->lam[2][p[2]] - d->alpha;
+                    if (!p[0] && !p[1] && !p[2])
+                        memcpy((char *)d->origin + (size_t)f * elem, v, elem);
+                    if (den != 0.0)
+                        scale_complex(d->dbl, v, d->norm / den);
+                    else
+                        memset(v, 0, elem);
+                }
+    return TIDE_SUCCESS;
+}
+
 static int cpu_fft_create(const tide_cpu_fft_desc *d, void **f, size_t *work, char *err,
                           size_t len)
 {
@@ -85,6 +121,7 @@ const tide_backend_ops tide_backend_cpu = {
     .free = cpu_free,
     .copy = cpu_copy,
     .scale = cpu_scale,
+    .diag = cpu_diag,
     .fft_create = cpu_fft_create,
     .fft_bind = cpu_fft_bind,
     .fft_execute = cpu_fft_execute,

@@ -22,6 +22,7 @@
 #include "layout.h"
 #include "program.h"
 #include "region.h"
+#include "solver.h"
 
 struct tide_fft_plan {
     tide_context *ctx;
@@ -30,6 +31,8 @@ struct tide_fft_plan {
     tide_box inbox, outbox;
     size_t in_elem, out_elem;
     tide_program fwd, bwd;
+    tide_program solve;   /* a solver plan's only program (solver.h) */
+    const tide_fft_middle *mid; /* a solver plan's middle op; NULL for transforms */
     tide_env env;         /* what the ops run with (backend, buffers, stream) */
     void *w[2];
     size_t wbytes;
@@ -69,7 +72,8 @@ static const tide_arg_field fields[NFIELDS] = {
 };
 enum { BOX_IN, BOX_OUT };
 static const char *const box_names[] = {"input", "output"};
-static const tide_args_spec spec = {"tide_fft_plan_create", fields, NFIELDS, box_names, 2};
+static const tide_args_spec spec = {"tide_fft_plan_create", fields, NFIELDS, NULL, 0,
+                                    box_names, 2};
 
 static void make_request(const tide_context *ctx, const int n[3], const tide_box *inbox,
                          const tide_box *outbox, const tide_fft_options *o,
@@ -256,59 +260,95 @@ static size_t box_bytes(const tide_fft_plan *p, const tide_box *b, int real)
     return (size_t)tide_box_count(b) * (size_t)p->o.batch * (real ? p->in_elem : p->out_elem);
 }
 
-/* The ops of one direction: step shapes first (kind, in place), then placement, then the
- * ops themselves, FFTs planned on the buffers they will use. */
-static int make_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *f, int reverse,
+/* The steps of a program: the forward steps (dir -1), the backward ones (+1), or both with
+ * the middle op between them (0: a solver, solver.h; *mid its index, else -1). back[i]: step i
+ * belongs to the backward transform. Returns the number of steps. */
+static int program_steps(const tide_chain *c, int dir, tide_chain_step *steps, int *back,
+                         int *mid)
+{
+    int ns = 0;
+    *mid = -1;
+    if (dir <= 0)
+        ns = tide_chain_steps(c, 0, steps);
+    if (dir == 0)
+        *mid = ns++;
+    int first_back = ns;
+    if (dir >= 0)
+        ns += tide_chain_steps(c, 1, steps + ns);
+    for (int i = 0; i < ns; i++)
+        back[i] = i >= first_back;
+    return ns;
+}
+
+/* Step i's local FFT: its transformed dimensions, direction and kind, planned on the buffers
+ * its placement says. */
+static int make_fft(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
+                    const tide_chain_step *s, int reverse, tide_op *o, char *err, size_t len)
+{
+    int real = p->o.type == TIDE_R2C && s->stage == 0, me = p->ctx->rank;
+    tide_cpu_fft_desc d = {
+        .precision = p->o.precision, .sign = reverse ? +1 : -1,
+        .kind = !real ? TIDE_KIND_C2C : reverse ? TIDE_KIND_C2R : TIDE_KIND_R2C,
+        .ibox = &s->from[me], .obox = &s->to[me], .half = c->stage[s->stage].resize_dim,
+        .real_n = p->n[2],
+        .batch = p->o.batch, .measure = p->o.planning == TIDE_PLAN_MEASURE,
+        .threads = p->env.threads,
+        .user_memory = o->src == TIDE_LOC_IN || o->dst == TIDE_LOC_OUT};
+    for (int k = 0; k < 3; k++)
+        if (f->dims[s->stage] & (1 << k))
+            d.dims[d.ndims++] = k;
+    if (o->stage_input) {
+        d.in = p->w[o->stage_loc - TIDE_LOC_W0];
+        d.out = p->w[TIDE_LOC_W1 - o->stage_loc];
+    } else {
+        d.in = tide_program_stand_in(p->w, o->src, o->dst);
+        d.out = o->dst == o->src ? d.in : tide_program_stand_in(p->w, o->dst, o->src);
+    }
+    return tide_op_fft(o, &p->env, &d, &p->env.fft_work_bytes, err, len);
+}
+
+/* The ops of a program (program_steps): step shapes first (kind, in place), then placement,
+ * then the ops themselves, FFTs planned on the buffers they will use. */
+static int make_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *f, int dir,
                         tide_program *prog, char *err, size_t len)
 {
-    tide_chain_step steps[TIDE_CHAIN_STEPS];
-    int ns = tide_chain_steps(c, reverse, steps), r2c = p->o.type == TIDE_R2C;
-    int me = p->ctx->rank;
-    double scale = reverse ? p->bwd_scale : p->fwd_scale;
+    tide_chain_step steps[2 * TIDE_CHAIN_STEPS + 1];
+    int back[2 * TIDE_CHAIN_STEPS + 1], mid;
+    int ns = program_steps(c, dir, steps, back, &mid), r2c = p->o.type == TIDE_R2C;
+    double scale = dir < 0 ? p->fwd_scale : dir > 0 ? p->bwd_scale : 1.0;
     memset(prog, 0, sizeof *prog);
     for (int i = 0; i < ns; i++) {
         tide_op *o = &prog->ops[i];
+        if (i == mid) {
+            o->kind = TIDE_OP_POINTWISE;
+            o->in_place_ok = 1;
+            continue;
+        }
         o->kind = steps[i].stage < 0 ? TIDE_OP_RESHAPE : TIDE_OP_FFT;
         int real = r2c && steps[i].stage == 0;
         o->in_place_ok = o->kind == TIDE_OP_FFT && !real && steps[i].from == steps[i].to;
-        o->overwrites_input = real && reverse; /* c2r */
+        o->overwrites_input = real && back[i]; /* c2r */
     }
     prog->nops = ns + (scale != 1.0);
     if (scale != 1.0) {
-        long long count = tide_box_count(reverse ? &p->inbox : &p->outbox) * p->o.batch;
+        long long count = tide_box_count(dir > 0 ? &p->inbox : &p->outbox) * p->o.batch;
         tide_op_scale(&prog->ops[ns], p->o.precision == TIDE_DOUBLE,
-                      count * (reverse && r2c ? 1 : 2), scale);
+                      count * (dir > 0 && r2c ? 1 : 2), scale);
     }
     tide_program_place(prog, p->env.be->gpu);
     for (int i = 0; i < ns; i++) {
         const tide_chain_step *s = &steps[i];
         tide_op *o = &prog->ops[i];
         int st;
-        if (s->stage < 0) {
+        if (i == mid) {
+            st = p->mid->make(o, &p->env, &c->out[p->ctx->rank], p->nout, p->mid->user, err,
+                              len);
+        } else if (s->stage < 0) {
             int real = r2c && s->from_grid == 0;
             st = tide_op_reshape(o, &p->env, s->from, s->to, real ? p->in_elem : p->out_elem,
                                  p->o.batch, err, len);
         } else {
-            int real = r2c && s->stage == 0;
-            tide_cpu_fft_desc d = {
-                .precision = p->o.precision, .sign = reverse ? +1 : -1,
-                .kind = !real ? TIDE_KIND_C2C : reverse ? TIDE_KIND_C2R : TIDE_KIND_R2C,
-                .ibox = &s->from[me], .obox = &s->to[me], .half = c->stage[s->stage].resize_dim,
-                .real_n = p->n[2],
-                .batch = p->o.batch, .measure = p->o.planning == TIDE_PLAN_MEASURE,
-                .threads = p->env.threads,
-                .user_memory = o->src == TIDE_LOC_IN || o->dst == TIDE_LOC_OUT};
-            for (int k = 0; k < 3; k++)
-                if (f->dims[s->stage] & (1 << k))
-                    d.dims[d.ndims++] = k;
-            if (o->stage_input) {
-                d.in = p->w[o->stage_loc - TIDE_LOC_W0];
-                d.out = p->w[TIDE_LOC_W1 - o->stage_loc];
-            } else {
-                d.in = tide_program_stand_in(p->w, o->src, o->dst);
-                d.out = o->dst == o->src ? d.in : tide_program_stand_in(p->w, o->dst, o->src);
-            }
-            st = tide_op_fft(o, &p->env, &d, &p->env.fft_work_bytes, err, len);
+            st = make_fft(p, c, f, s, back[i], o, err, len);
         }
         if (st)
             return st;
@@ -317,7 +357,7 @@ static int make_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *
             size_t rb = tide_reshape_recv_bytes(o->reshape);
             p->env.sbytes = sb > p->env.sbytes ? sb : p->env.sbytes;
             p->env.rbytes = rb > p->env.rbytes ? rb : p->env.rbytes;
-            if (!reverse)
+            if (!back[i])
                 p->exchange = tide_reshape_exchange(o->reshape);
         }
     }
@@ -372,8 +412,8 @@ static int alloc_rest(tide_fft_plan *p, char *err, size_t len)
     if (staged && (be->host_alloc(e->sbytes, &e->hsend) || be->host_alloc(e->rbytes, &e->hrecv)))
         return snprintf(err, len, "cannot allocate %zu + %zu bytes of pinned host memory",
                         e->sbytes, e->rbytes), TIDE_ERR_NOMEM;
-    tide_program *progs[2] = {&p->fwd, &p->bwd};
-    for (int k = 0; k < 2; k++)
+    tide_program *progs[3] = {&p->fwd, &p->bwd, &p->solve};
+    for (int k = 0; k < 3; k++)
         for (int i = 0; i < progs[k]->nops; i++)
             if (progs[k]->ops[i].fft && be->fft_bind(e, progs[k]->ops[i].fft))
                 return snprintf(err, len, "the backend rejected an FFT's work area or stream "
@@ -407,9 +447,11 @@ static int build_plan(tide_fft_plan *p, tide_layout uin, tide_layout uout, char 
     p->exchange = TIDE_EXCHANGE_AUTO; /* until a forward reshape says which */
     if (!p->env.be->gpu)
         st = alloc_work(p, err, len);
-    if (!st)
-        st = make_program(p, &c, &f, 0, &p->fwd, err, len);
-    if (!st)
+    if (!st && p->mid)
+        st = make_program(p, &c, &f, 0, &p->solve, err, len);
+    if (!st && !p->mid)
+        st = make_program(p, &c, &f, -1, &p->fwd, err, len);
+    if (!st && !p->mid)
         st = make_program(p, &c, &f, 1, &p->bwd, err, len);
     if (!st)
         st = alloc_rest(p, err, len);
@@ -557,11 +599,14 @@ static tide_layout user_layout(const tide_context *ctx, const tide_args *all, in
 /* Collective: the plan of a validated request, on the GPU (cuda) or the CPU. Failures are
  * agreed; *out is NULL then. */
 static int make_plan(tide_context *ctx, const int n[3], const tide_args *all,
-                     const tide_fft_options *opts, int cuda, tide_fft_plan **out)
+                     const tide_fft_options *opts, int cuda, const tide_fft_middle *mid,
+                     tide_fft_plan **out)
 {
     *out = NULL;
     char err[TIDE_MSG_LEN] = "";
     tide_fft_plan *p = new_plan(ctx, n, opts, cuda, err, sizeof err);
+    if (p)
+        p->mid = mid;
     if (p && cuda) {
         tide_exchange t = opts->exchange;
         if (t == TIDE_EXCHANGE_AUTO && ctx->nranks > 1)
@@ -647,7 +692,7 @@ static int create(tide_context *ctx, const int n[3], const tide_box *inbox,
          * device between the passes when it fits. */
         st = make_stream_plan(ctx, n, opts, transposed, 1, &p);
     } else {
-        st = make_plan(ctx, n, all, opts, cuda, &p);
+        st = make_plan(ctx, n, all, opts, cuda, NULL, &p);
         if (st == TIDE_ERR_NOMEM && streams) {
             tide_log(ctx, TIDE_LOG_INFO, "fft plan streams host arrays through the GPU: %s",
                      ctx->errmsg);
@@ -658,7 +703,7 @@ static int create(tide_context *ctx, const int n[3], const tide_box *inbox,
         opts->location == TIDE_LOCATION_HOST) {
         /* Host arrays too large for the device budget in one piece: the CPU takes them. */
         tide_log(ctx, TIDE_LOG_INFO, "fft plan on the CPU: %s", ctx->errmsg);
-        st = make_plan(ctx, n, all, opts, 0, &p);
+        st = make_plan(ctx, n, all, opts, 0, NULL, &p);
     }
     free(all);
     if (st)
@@ -701,6 +746,7 @@ int tide_fft_plan_destroy(tide_fft_plan *p)
     tide_env *e = &p->env;
     tide_program_destroy(&p->fwd, e);
     tide_program_destroy(&p->bwd, e);
+    tide_program_destroy(&p->solve, e);
     tide_stream_destroy(p->streamed);
     tide_order_destroy(p->entry);
     void *mem[] = {p->w[0], p->w[1], e->sendbuf, e->recvbuf, e->fft_work, p->din, p->dout};
@@ -760,8 +806,9 @@ int tide_fft_plan_info(const tide_fft_plan *p, tide_fft_info *info)
     }
     info->location = p->o.location;
     info->chunks = info->streams = info->slots = gpu;
-    info->exchanges = count_ops(&p->fwd, TIDE_OP_RESHAPE);
-    info->local_transforms = count_ops(&p->fwd, TIDE_OP_FFT);
+    const tide_program *prog = p->mid ? &p->solve : &p->fwd;
+    info->exchanges = count_ops(prog, TIDE_OP_RESHAPE);
+    info->local_transforms = count_ops(prog, TIDE_OP_FFT);
     info->round_trips = gpu && p->o.location == TIDE_LOCATION_HOST;
     if (p->streamed) {
         tide_stream_shape sh;
@@ -806,6 +853,27 @@ static void stream_cost(const tide_fft_plan *p, int direction, tide_fft_cost *c)
     c->fft_passes = 2;
 }
 
+/* The cost of one run of a program, summed over its ops; host arrays on the GPU add their
+ * copies to and from the device. */
+static void program_cost(const tide_fft_plan *p, const tide_program *prog, tide_fft_cost *c)
+{
+    memset(c, 0, sizeof *c);
+    for (int i = 0; i < prog->nops; i++) {
+        const tide_op *o = &prog->ops[i];
+        c->flops += o->cost.flops;
+        c->exchange_bytes += o->cost.net_bytes;
+        *(o->kind == TIDE_OP_FFT ? &c->fft_bytes : &c->move_bytes) += o->cost.mem_bytes;
+        c->exchanges += o->kind == TIDE_OP_RESHAPE;
+        c->fft_passes += o->kind == TIDE_OP_FFT;
+    }
+    if (p->env.be->gpu && p->o.location == TIDE_LOCATION_HOST) {
+        double ib = (double)box_bytes(p, &p->inbox, p->o.type == TIDE_R2C);
+        double ob = (double)box_bytes(p, &p->outbox, 0);
+        c->h2d_bytes = prog == &p->bwd ? ob : ib;
+        c->d2h_bytes = prog == &p->fwd ? ob : ib;
+    }
+}
+
 int tide_fft_plan_cost(const tide_fft_plan *p, int direction, tide_fft_cost *cost)
 {
     if (!p || !cost || (direction != -1 && direction != 1))
@@ -813,25 +881,10 @@ int tide_fft_plan_cost(const tide_fft_plan *p, int direction, tide_fft_cost *cos
                          p && cost ? "direction must be -1 or +1" : "NULL argument");
     tide_fft_cost c;
     memset(&c, 0, sizeof c);
-    if (p->streamed) {
+    if (p->streamed)
         stream_cost(p, direction, &c);
-    } else {
-        const tide_program *prog = direction < 0 ? &p->fwd : &p->bwd;
-        for (int i = 0; i < prog->nops; i++) {
-            const tide_op *o = &prog->ops[i];
-            c.flops += o->cost.flops;
-            c.exchange_bytes += o->cost.net_bytes;
-            *(o->kind == TIDE_OP_FFT ? &c.fft_bytes : &c.move_bytes) += o->cost.mem_bytes;
-            c.exchanges += o->kind == TIDE_OP_RESHAPE;
-            c.fft_passes += o->kind == TIDE_OP_FFT;
-        }
-        if (p->env.be->gpu && p->o.location == TIDE_LOCATION_HOST) {
-            double ib = (double)box_bytes(p, &p->inbox, p->o.type == TIDE_R2C);
-            double ob = (double)box_bytes(p, &p->outbox, 0);
-            c.h2d_bytes = direction < 0 ? ib : ob;
-            c.d2h_bytes = direction < 0 ? ob : ib;
-        }
-    }
+    else
+        program_cost(p, direction < 0 ? &p->fwd : &p->bwd, &c);
     *cost = c;
     return TIDE_SUCCESS;
 }
@@ -845,9 +898,10 @@ int tide_fft_plan_describe(const tide_fft_plan *p, char *buf, size_t len)
     buf[0] = '\0';
     if (p->streamed)
         snprintf(buf, len, "%s", p->stream_what);
-    for (int i = 0; i < p->fwd.nops && used < len; i++)
+    const tide_program *prog = p->mid ? &p->solve : &p->fwd;
+    for (int i = 0; i < prog->nops && used < len; i++)
         used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? " > " : "",
-                                 p->fwd.ops[i].what);
+                                 prog->ops[i].what);
     return TIDE_SUCCESS;
 }
 
@@ -875,8 +929,8 @@ static const char *misaligned(const tide_fft_plan *p, const char *side, const vo
 /* Why in or out cannot serve this plan on this rank ("" when they can). */
 static const char *bad_array(const tide_fft_plan *p, int dir, const void *in, void *out)
 {
-    int in_needed = dir < 0 ? tide_box_count(&p->inbox) > 0 : tide_box_count(&p->outbox) > 0;
-    int out_needed = dir < 0 ? tide_box_count(&p->outbox) > 0 : tide_box_count(&p->inbox) > 0;
+    const tide_box *ib = dir > 0 ? &p->outbox : &p->inbox, *ob = dir < 0 ? &p->outbox : &p->inbox;
+    int in_needed = tide_box_count(ib) > 0, out_needed = tide_box_count(ob) > 0;
     if ((in_needed && !in) || (out_needed && !out))
         return "a NULL array";
     const tide_backend_ops *cuda = tide_backend_cuda();
@@ -895,7 +949,7 @@ static const char *bad_array(const tide_fft_plan *p, int dir, const void *in, vo
         return "a device array to a plan whose arrays are in host memory";
     if (!dev)
         return ""; /* host arrays are copied or staged by cudaMemcpy, which takes any address */
-    size_t ein = dir < 0 ? p->in_elem : p->out_elem, eout = dir < 0 ? p->out_elem : p->in_elem;
+    size_t ein = dir > 0 ? p->out_elem : p->in_elem, eout = dir < 0 ? p->out_elem : p->in_elem;
     const char *m = in_needed ? misaligned(p, "input", in, ein) : "";
     return *m || !out_needed ? m : misaligned(p, "output", out, eout);
 }
@@ -938,7 +992,7 @@ static int agree_start(tide_fft_plan *p, int dir, const void *in, void *out, con
         return tide_fail(ctx, TIDE_ERR_MPI, "MPI_Allreduce failed at the start of a transform");
     if (agreed[0] < ctx->nranks) {
         MPI_Bcast(&mine, (int)sizeof mine, MPI_BYTE, agreed[0], ctx->comm);
-        return tide_fail(ctx, mine.code, "rank %d %s tide_fft_%s", agreed[0], mine.why, fn);
+        return tide_fail(ctx, mine.code, "rank %d %s %s", agreed[0], mine.why, fn);
     }
     if (agreed[1] != -agreed[2])
         return tide_fail(ctx, TIDE_ERR_MISMATCH,
@@ -946,13 +1000,13 @@ static int agree_start(tide_fft_plan *p, int dir, const void *in, void *out, con
     return TIDE_SUCCESS;
 }
 
-/* One transform, with the context's GPU current (enter_st: 0, or why it could not be made
- * current). */
-static int run(tide_fft_plan *p, const tide_program *prog, int dir, const void *in, void *out,
-               int enter_st)
+/* One transform (dir -1 forward, +1 backward) or solve (0), with the context's GPU current
+ * (enter_st: 0, or why it could not be made current). */
+static int run(tide_fft_plan *p, int dir, const void *in, void *out, int enter_st)
 {
     tide_context *ctx = p->ctx;
-    const char *fn = dir < 0 ? "forward" : "backward";
+    const tide_program *prog = dir < 0 ? &p->fwd : dir > 0 ? &p->bwd : &p->solve;
+    const char *fn = dir < 0 ? "tide_fft_forward" : dir > 0 ? "tide_fft_backward" : p->mid->call;
     int st = agree_start(p, dir, in, out, fn, enter_st);
     if (st)
         return st;
@@ -960,7 +1014,7 @@ static int run(tide_fft_plan *p, const tide_program *prog, int dir, const void *
         char err[TIDE_MSG_LEN] = "";
         int rc = tide_stream_execute(p->streamed, dir < 0 ? 0 : 1, in, out, err, sizeof err);
         if (rc)
-            tide_fail(ctx, rc, "streaming tide_fft_%s through the GPU: %s", fn, err);
+            tide_fail(ctx, rc, "streaming %s through the GPU: %s", fn, err);
         return tide_agree(ctx, rc);
     }
     const tide_env *e = &p->env;
@@ -970,8 +1024,9 @@ static int run(tide_fft_plan *p, const tide_program *prog, int dir, const void *
     int host_gpu = e->be->gpu && p->o.location == TIDE_LOCATION_HOST;
     size_t ib = box_bytes(p, &p->inbox, p->o.type == TIDE_R2C);
     size_t ob = box_bytes(p, &p->outbox, 0);
+    size_t up = dir > 0 ? ob : ib, down = dir < 0 ? ob : ib;
     if (host_gpu) {
-        st = e->be->copy(e, p->din, in, dir < 0 ? ib : ob);
+        st = e->be->copy(e, p->din, in, up);
         in = p->din;
         out = p->dout;
     }
@@ -981,16 +1036,16 @@ static int run(tide_fft_plan *p, const tide_program *prog, int dir, const void *
     if (timed)
         tide_log(ctx, TIDE_LOG_DEBUG, "%s:%s", fn, times);
     if (!st && host_gpu)
-        st = e->be->copy(e, uout, p->dout, dir < 0 ? ob : ib);
+        st = e->be->copy(e, uout, p->dout, down);
     /* Complete on return, or, async on device arrays, ordered before the caller's later work. */
     int async = p->o.async && e->be->gpu && !host_gpu;
     int sync = async ? tide_order_after(p->entry, e->stream, p->o.stream) : e->be->sync(e);
     st = st ? st : sync;
     if (st == TIDE_ERR_MPI)
-        tide_fail(ctx, st, "an MPI exchange failed during tide_fft_%s%s%s", fn,
+        tide_fail(ctx, st, "an MPI exchange failed during %s%s%s", fn,
                   *failed_at ? " in " : "", failed_at);
     else if (st)
-        tide_fail(ctx, st, "%s failure during tide_fft_%s%s%s: %s", e->be->name, fn,
+        tide_fail(ctx, st, "%s failure during %s%s%s: %s", e->be->name, fn,
                   *failed_at ? " in " : "", failed_at, e->be->last_error());
     return tide_agree(ctx, st);
 }
@@ -998,7 +1053,7 @@ static int run(tide_fft_plan *p, const tide_program *prog, int dir, const void *
 static int transform(tide_fft_plan *p, int dir, const void *in, void *out)
 {
     int prev, enter_st = tide_device_enter(p->ctx, &prev);
-    int st = run(p, dir < 0 ? &p->fwd : &p->bwd, dir, in, out, enter_st);
+    int st = run(p, dir, in, out, enter_st);
     tide_device_leave(prev);
     return st;
 }
@@ -1015,4 +1070,44 @@ int tide_fft_backward(tide_fft_plan *plan, const void *in, void *out)
     if (!plan)
         return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_fft_backward: plan is NULL");
     return transform(plan, +1, in, out);
+}
+
+/* ---- solver plans (solver.h) ----------------------------------------------------------- */
+
+int tide_fft_solver_run(tide_fft_plan *p, const void *in, void *out)
+{
+    return transform(p, 0, in, out);
+}
+
+void tide_fft_solver_cost(const tide_fft_plan *p, tide_fft_cost *cost)
+{
+    program_cost(p, &p->solve, cost);
+}
+
+int tide_fft_solver_create(tide_context *ctx, const int n[3], const tide_box *box,
+                           const tide_fft_options *opts, const tide_fft_middle *mid,
+                           tide_fft_plan **plan)
+{
+    tide_fft_options o = *opts;
+    o.type = TIDE_R2C;
+    o.transposed_out = 1;
+    o.scaling = TIDE_SCALE_NONE;
+    o.async = 0;
+    int prev, enter_st = tide_device_enter(ctx, &prev);
+    tide_args me, *all = NULL;
+    make_request(ctx, n, box, NULL, &o, plan, enter_st, &me);
+    int st = tide_args_agree(ctx, &spec, &me, &all);
+    if (!st)
+        st = judge(ctx, all);
+    int cuda = wants_cuda(ctx, o.backend);
+    if (!st)
+        st = make_plan(ctx, n, all, &o, cuda, mid, plan);
+    if (st == TIDE_ERR_NOMEM && cuda && o.backend == TIDE_BACKEND_AUTO &&
+        o.location == TIDE_LOCATION_HOST) {
+        tide_log(ctx, TIDE_LOG_INFO, "%s: the plan runs on the CPU: %s", mid->call, ctx->errmsg);
+        st = make_plan(ctx, n, all, &o, 0, mid, plan);
+    }
+    free(all);
+    tide_device_leave(prev);
+    return st;
 }

@@ -1,6 +1,7 @@
 /* program.c: the op kinds, their placement in buffers, and the executor (see program.h). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <mpi.h>
 #include "program.h"
@@ -118,6 +119,75 @@ void tide_op_scale(tide_op *op, int dbl, long long count, double factor)
     op->cost.flops = (double)count;
     op->cost.mem_bytes = 2.0 * (double)count * (dbl ? sizeof(double) : sizeof(float));
     snprintf(op->what, sizeof op->what, "scale(%.3g)", factor);
+}
+
+/* ---- diagonal ------------------------------------------------------------------------- */
+
+static size_t diag_elem(const tide_diag *d) { return 2 * (d->dbl ? sizeof(double) : sizeof(float)); }
+
+static int diag_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
+{
+    const tide_diag *d = op->diag;
+    size_t bytes = (size_t)tide_box_count(&d->box) * (size_t)d->batch * diag_elem(d);
+    int st = src == dst ? TIDE_SUCCESS : e->be->copy(e, dst, src, bytes);
+    return st || !bytes ? st : e->be->diag(e, d, dst);
+}
+
+static void diag_destroy(tide_op *op, const tide_env *e)
+{
+    if (!op->diag)
+        return;
+    for (int k = 0; k < 3; k++)
+        e->be->free((void *)op->diag->lam[k]);
+    e->be->free(op->diag->origin);
+    free(op->diag);
+    op->diag = NULL;
+}
+
+static const tide_op_class diag_class = {diag_execute, diag_destroy};
+
+int tide_op_diag(tide_op *op, const tide_env *e, const tide_diag *d, const int n[3],
+                 char *err, size_t len)
+{
+    op->cls = &diag_class;
+    op->kind = TIDE_OP_POINTWISE;
+    op->in_place_ok = 1;
+    op->dbl = d->dbl;
+    snprintf(op->what, sizeof op->what, "eigen");
+    double points = (double)tide_box_count(&d->box) * d->batch;
+    op->cost.flops = 6 * points; /* the sum, one division, two products */
+    op->cost.mem_bytes = 2 * points * (double)diag_elem(d);
+    tide_diag *x = calloc(1, sizeof *x);
+    if (!x)
+        return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
+    *x = *d;
+    x->lam[0] = x->lam[1] = x->lam[2] = NULL; /* until they are in the backend's memory */
+    x->origin = NULL;
+    op->diag = x;
+    size_t zb = (size_t)d->batch * diag_elem(d);
+    int st = e->be->alloc(zb, &x->origin);
+    void *zeros = st ? NULL : calloc(1, zb);
+    st = st || !zeros ? TIDE_ERR_NOMEM : e->be->copy(e, x->origin, zeros, zb);
+    free(zeros);
+    for (int k = 0; k < 3 && !st; k++) {
+        void *t = NULL;
+        st = e->be->alloc((size_t)n[k] * sizeof(double), &t);
+        x->lam[k] = t;
+        if (!st)
+            st = e->be->copy(e, t, d->lam[k], (size_t)n[k] * sizeof(double));
+    }
+    st = st ? st : e->be->sync(e); /* the host tables may go when this returns */
+    if (st)
+        snprintf(err, len, "cannot hold the eigenvalue tables in %s memory: %s", e->be->name,
+                 e->be->last_error());
+    return st;
+}
+
+int tide_op_diag_origin(const tide_op *op, const tide_env *e, void *dst)
+{
+    int st = e->be->copy(e, dst, op->diag->origin, (size_t)op->diag->batch *
+                         diag_elem(op->diag));
+    return st ? st : e->be->sync(e);
 }
 
 /* ---- placement ------------------------------------------------------------------------- */

@@ -1,5 +1,6 @@
 /*
- * tide.h: the public C API of Tide, distributed 3D FFTs on MPI ranks.
+ * tide.h: the public C API of Tide: distributed 3D FFTs and FFT-based Poisson solvers on MPI
+ * ranks.
  *
  * Conventions (see docs/api.md):
  *  - Every function returns a status: TIDE_SUCCESS (0) or a TIDE_ERR_* code. Outputs are written
@@ -369,6 +370,115 @@ int tide_fft_backward(tide_fft_plan *plan, const void *in, void *out);
 /* Local: the stream later calls of this plan order themselves after (see above); NULL is the
  * legacy default stream. Ignored on the CPU. */
 int tide_fft_plan_set_stream(tide_fft_plan *plan, void *stream);
+
+/* ---------------------------------------------------------------------------------------------
+ * Poisson and Helmholtz solvers: lap(u) - alpha u = f on a uniform grid of n[0] x n[1] x n[2]
+ * points with spacing h[d] along dimension d, for real f and u (float or double) distributed
+ * over the ranks in boxes, in host or device memory. One call solves; a batch of B right-hand
+ * sides is stored field after field, like the FFT's.
+ *
+ * Grid convention: along a periodic dimension point i sits at x = i h (the period is n h), the
+ * vertex-centred grid of spectral codes. lap is the second-order 7-point finite-difference
+ * operator by default (eigenvalues 2 (cos(2 pi k / n) - 1) / h^2 per periodic dimension),
+ * so the solution satisfies the discrete equation to rounding; TIDE_EIGEN_SPECTRAL uses the
+ * exact eigenvalues -(2 pi k' / (n h))^2 (k' the signed wavenumber) instead: exact for
+ * trigonometric polynomials.
+ *
+ * Singular problems (alpha = 0, every dimension periodic): lap(u) = f has a solution only
+ * when f has zero mean, and then one up to a constant. Tide solves lap(u) = f - mean(f) and
+ * returns the u of zero mean; tide_poisson_mean() gives mean(f) of each field of the last
+ * solve, so a caller can check how far f was from compatible.
+ *
+ * Boundaries: this version solves periodic dimensions (every face TIDE_BC_PERIODIC); a request
+ * with Neumann or Dirichlet faces is TIDE_ERR_UNSUPPORTED on every rank.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct tide_poisson_plan tide_poisson_plan;
+
+typedef enum {
+    TIDE_BC_PERIODIC = 0,  /* both faces of the dimension */
+    TIDE_BC_NEUMANN = 1,   /* zero normal derivative on the face */
+    TIDE_BC_DIRICHLET = 2  /* zero value on the face */
+} tide_bc;
+
+typedef enum {
+    TIDE_EIGEN_FD2 = 0,     /* second-order finite differences (the 7-point Laplacian) */
+    TIDE_EIGEN_SPECTRAL = 1 /* the continuous Laplacian's eigenvalues */
+} tide_eigen;
+
+typedef struct {
+    size_t size;                      /* sizeof the struct: set by the init function */
+    tide_precision precision;         /* default TIDE_DOUBLE */
+    tide_backend backend;             /* default AUTO: the context's backend */
+    tide_location location;           /* default TIDE_LOCATION_HOST */
+    tide_decomposition decomposition; /* of the transforms, default AUTO (tide_fft_options) */
+    tide_exchange exchange;           /* default AUTO */
+    tide_planning planning;           /* default TIDE_PLAN_ESTIMATE */
+    int batch;                        /* right-hand sides per call, default 1 */
+    tide_bc bc[3][2];                 /* per dimension, low and high face; default periodic */
+    double h[3];                      /* grid spacing per dimension, > 0; default 1 */
+    double alpha;                     /* Helmholtz shift, >= 0; default 0 (Poisson) */
+    tide_eigen eigen;                 /* default TIDE_EIGEN_FD2 */
+    void *stream;                     /* GPU: the caller's cudaStream_t a solve is ordered
+                                       * after (tide_fft_options); per rank */
+} tide_poisson_options;
+
+void tide_poisson_options_init(tide_poisson_options *opts);
+
+/* Collective. n: the grid; box: this rank's box of f and u (any boxes that tile the grid, each
+ * rank its own storage order), or NULL on every rank for the solver's choice (x-slabs, or
+ * z-pencils when there are more ranks than planes; tide_poisson_plan_box tells). Validation,
+ * allocation and FFT planning happen here. opts may be NULL for defaults; a struct not
+ * filled by tide_poisson_options_init is TIDE_ERR_ARGUMENT on every rank. */
+int tide_poisson_plan_create(tide_context *ctx, const int n[3], const tide_box *box,
+                             const tide_poisson_options *opts, tide_poisson_plan **plan);
+
+/* Local: frees the plan. NULL is accepted. */
+int tide_poisson_plan_destroy(tide_poisson_plan *plan);
+
+/* This rank's box of f and u. */
+int tide_poisson_plan_box(const tide_poisson_plan *plan, tide_box *box);
+
+typedef struct {
+    long long count;         /* points of one field on this rank */
+    size_t bytes;            /* bytes of this rank's f (all fields); u is the same size */
+    size_t host_bytes;       /* work memory the plan holds in host memory */
+    size_t pinned_bytes;     /* ... in pinned host memory */
+    size_t device_bytes;     /* ... in device memory */
+    int exchanges;           /* all-to-all exchanges per solve */
+    int passes;              /* local passes over the data per solve: transforms and the
+                              * spectral scaling */
+    int singular;            /* 1: alpha = 0 with every dimension periodic (see above) */
+    double flops;            /* nominal flops of one solve of all fields: the forward and
+                              * inverse real transforms, 2.5 N log2 N each per field */
+    tide_backend backend;
+    tide_decomposition decomposition;
+    tide_exchange exchange;
+    tide_location location;
+} tide_poisson_info;
+
+int tide_poisson_plan_info(const tide_poisson_plan *plan, tide_poisson_info *info);
+
+/* What one solve does on this rank (the figures a bound is computed from): the fields of
+ * tide_fft_cost, summed over the solve's steps. */
+int tide_poisson_plan_cost(const tide_poisson_plan *plan, tide_fft_cost *cost);
+
+/* A one-line description of the solve's steps, e.g.
+ * "fft(y,z) > reshape[a2av] > fft(x) > eigen > fft(x) > reshape[a2av] > fft(y,z)". */
+int tide_poisson_plan_describe(const tide_poisson_plan *plan, char *buf, size_t len);
+
+/* Collective. f: this rank's right-hand side(s) in its box; u receives the solution(s). f == u
+ * solves in place; out of place, f is never modified. Arrays as for tide_fft_forward (host or
+ * device memory as the plan's location says; device arrays aligned to the complex element).
+ * The solve is ordered after the caller's earlier work on the plan's stream and complete on
+ * return. */
+int tide_poisson_solve(tide_poisson_plan *plan, const void *f, void *u);
+
+/* Local: the mean of each field of f in the last solve (batch values; all ranks have them).
+ * In a singular problem that mean was removed from f before solving. */
+int tide_poisson_mean(const tide_poisson_plan *plan, double *mean);
+
+/* Local: the stream later solves order themselves after; NULL: the legacy default stream. */
+int tide_poisson_plan_set_stream(tide_poisson_plan *plan, void *stream);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,265 @@
+/* app_common.c: arguments, timing and bounds shared by `tide fft` and `tide poisson`. */
+#include "app_common.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "tide_app.h"
+
+/* ---- arguments ------------------------------------------------------------------------------- */
+
+void app_args_init(app_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->batch = 1;
+    a->runs = 5;
+    a->seed = 2026;
+}
+
+int app_pick(const char *s, const char *const *names, int count)
+{
+    for (int i = 0; i < count; i++)
+        if (!strcmp(s, names[i]))
+            return i;
+    return -1;
+}
+
+int app_to_int(const char *s, int lo, int *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < lo || v > 1L << 30)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+int app_to_real(const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (!*s || *end || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int app_wants_help(int argc, char **argv, int dash_h)
+{
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-help") ||
+            (dash_h && !strcmp(argv[i], "-h")))
+            return 1;
+    return 0;
+}
+
+int app_parse_positional(char **argv, app_args *a)
+{
+    static const char *backends[] = {"auto", "cpu", "cuda"}, *precs[] = {"double", "float"};
+    if ((a->backend = app_pick(argv[0], backends, 3)) < 0 ||
+        (a->prec = app_pick(argv[1], precs, 2)) < 0 || app_to_int(argv[2], 1, &a->n[0]) ||
+        app_to_int(argv[3], 1, &a->n[1]) || app_to_int(argv[4], 1, &a->n[2]))
+        return -1;
+    a->backend = a->backend == 0 ? TIDE_BACKEND_AUTO : a->backend == 1 ? TIDE_BACKEND_CPU
+                                                                        : TIDE_BACKEND_CUDA;
+    return 0;
+}
+
+/* Options without a value: the field they set and the value. */
+typedef struct {
+    const char *name;
+    size_t field;
+    int value;
+} flag;
+
+static const flag flags[] = {
+    {"-slabs", offsetof(app_args, decomp), TIDE_DECOMP_SLABS},
+    {"-pencils", offsetof(app_args, decomp), TIDE_DECOMP_PENCILS},
+    {"-a2av", offsetof(app_args, exchange), TIDE_EXCHANGE_A2AV},
+    {"-p2p", offsetof(app_args, exchange), TIDE_EXCHANGE_P2P},
+    {"-nccl", offsetof(app_args, exchange), TIDE_EXCHANGE_NCCL},
+    {"-cuda-mpi", offsetof(app_args, exchange), TIDE_EXCHANGE_CUDA_MPI},
+    {"-device", offsetof(app_args, device), 1},
+    {"-inplace", offsetof(app_args, inplace), 1},
+    {"-measure", offsetof(app_args, measure), 1},
+};
+
+int app_parse_option(int argc, char **argv, int *i, app_args *a)
+{
+    const char *o = argv[*i];
+    int more = argc - *i - 1;
+    for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
+        if (!strcmp(o, flags[k].name)) {
+            *(int *)((char *)a + flags[k].field) = flags[k].value;
+            return 1;
+        }
+    int bad;
+    if (!strcmp(o, "-batch")) {
+        bad = more < 1 || app_to_int(argv[++*i], 1, &a->batch);
+    } else if (!strcmp(o, "-budget")) {
+        char *end = NULL;
+        a->budget_gb = more < 1 ? 0 : strtod(argv[++*i], &end);
+        bad = more < 1 || !end || *end || !(a->budget_gb > 0);
+    } else if (!strcmp(o, "-n")) {
+        bad = more < 1 || app_to_int(argv[++*i], 1, &a->runs);
+    } else if (!strcmp(o, "-seed")) {
+        int s = 0;
+        bad = more < 1 || app_to_int(argv[++*i], 0, &s);
+        a->seed = (unsigned)s;
+    } else if (!strcmp(o, "-json")) {
+        bad = more < 1;
+        a->json = bad ? NULL : argv[++*i];
+    } else {
+        return 0;
+    }
+    return bad ? -1 : 1;
+}
+
+int app_parse_triple(int argc, char **argv, int *i, int v[3])
+{
+    int bad = argc - *i - 1 < 3 || app_to_int(argv[*i + 1], 1, &v[0]) ||
+              app_to_int(argv[*i + 2], 1, &v[1]) || app_to_int(argv[*i + 3], 1, &v[2]);
+    *i += 3;
+    return bad ? -1 : 0;
+}
+
+int app_context_create(const char *who, const app_args *a, tide_context **ctx)
+{
+    tide_context_options copts;
+    tide_context_options_init(&copts);
+    copts.backend = a->backend;
+    copts.device_budget = (size_t)(a->budget_gb * 1e9);
+    int st = tide_context_create(MPI_COMM_WORLD, &copts, ctx);
+    if (st)
+        tide_warn("%s: %s: %s\n", who, tide_strerror(st), tide_last_error(NULL));
+    return st;
+}
+
+const char *app_exchange_name(tide_exchange x)
+{
+    static const char *names[] = {"none", "a2av", "p2p", "nccl", "cuda-mpi"};
+    return (unsigned)x < sizeof names / sizeof names[0] ? names[x] : "?";
+}
+
+/* ---- timing ---------------------------------------------------------------------------------- */
+
+int app_time_runs(int runs, app_step prepare, app_step run, void *arg, double per,
+                  double *times)
+{
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int progress = rank == 0 && isatty(STDERR_FILENO) && runs > 1;
+    for (int r = 0; r < runs; r++) {
+        int st = prepare ? prepare(arg) : 0;
+        if (st)
+            return st;
+        MPI_Barrier(MPI_COMM_WORLD);
+        double s = MPI_Wtime();
+        if ((st = run(arg)))
+            return st;
+        double t = (MPI_Wtime() - s) / per, tmax;
+        MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        times[r] = tmax;
+        if (progress)
+            fprintf(stderr, "\rrun %d/%d: %.4g s", r + 1, runs, tmax);
+    }
+    if (progress)
+        fprintf(stderr, "\r%40s\r", "");
+    return 0;
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+void app_stats_of(double *times, int runs, app_stats *s)
+{
+    double tmin = times[0], tmax = times[0], tsum = 0;
+    for (int r = 0; r < runs; r++) { /* in run order, before sorting */
+        tmin = fmin(tmin, times[r]);
+        tmax = fmax(tmax, times[r]);
+        tsum += times[r];
+    }
+    qsort(times, (size_t)runs, sizeof(double), cmp_double);
+    s->median = runs % 2 ? times[runs / 2] : (times[runs / 2 - 1] + times[runs / 2]) / 2;
+    s->min = tmin;
+    s->max = tmax;
+    s->avg = tsum / runs;
+}
+
+double app_max(double x)
+{
+    double m = x;
+    MPI_Allreduce(&x, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return m;
+}
+
+void app_say_timing(double plan_s, const app_stats *s, double flops, double mem_bytes)
+{
+    tide_say("Plan creation time: %.6g (s)\n", plan_s);
+    tide_say("Time per run: %.6g (s)\n", s->median);
+    tide_say("Min/Max/Avg: %.6g %.6g %.6g (s)\n", s->min, s->max, s->avg);
+    tide_say("Performance: %.6g GFlop/s\n", flops / s->median * 1e-9);
+    tide_say("Memory usage: %.1f MB/rank\n", mem_bytes / 1e6);
+}
+
+void app_json_timing(FILE *f, double plan_s, const app_stats *s, double flops,
+                     double mem_bytes)
+{
+    fprintf(f,
+            " \"plan_seconds\": %.9g, \"time_per_run\": %.9g, \"min\": %.9g, \"max\": %.9g, "
+            "\"avg\": %.9g, \"gflops\": %.6g, \"memory_mb_per_rank\": %.3f,\n",
+            plan_s, s->median, s->min, s->max, s->avg, flops / s->median * 1e-9,
+            mem_bytes / 1e6);
+}
+
+/* ---- the bound a run is measured against ----------------------------------------------------- */
+
+int app_measure_rates(tide_context *ctx, size_t bytes, tide_rates *r)
+{
+    return tide_measure_rates_together(ctx, bytes, r);
+}
+
+size_t app_rate_bytes(double data)
+{
+    double most = app_max(data), lo = (double)(1 << 20), hi = (double)APP_RATE_BYTES;
+    return (size_t)(most < lo ? lo : most > hi ? hi : most);
+}
+
+double app_seconds(double bytes, double gbps)
+{
+    return bytes / (gbps * 1e9);
+}
+
+double app_bound_local(double fft_bytes, int device, const tide_rates *r)
+{
+    return app_seconds(fft_bytes, device ? r->d2d : r->host_copy);
+}
+
+double app_bound_pcie(double up, double down, int batch, int trips, const tide_rates *r)
+{
+    if (trips == 2)
+        return (up + down) / (r->both * 1e9);
+    return (up + down) * (batch - 1) / batch / (r->both * 1e9) + up / batch / (r->h2d * 1e9) +
+           down / batch / (r->d2h * 1e9);
+}
+
+int app_bound_exchange(tide_context *ctx, tide_exchange how, double data, double bytes,
+                       double *seconds, double *gbps)
+{
+    double cap = 512.0 * (1 << 20), most = app_max(data), rate = 0;
+    int st = tide_measure_exchange(ctx, how, (size_t)(most < cap ? most : cap), &rate);
+    if (st)
+        return st;
+    *seconds = app_seconds(bytes, rate);
+    *gbps = rate;
+    return 0;
+}
+
+void app_say_bound(double bound, const char *what, double time)
+{
+    tide_say("Bound: %.6g (s) (%s); bound / time %.3f\n", bound, what, bound / time);
+}

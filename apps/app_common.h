@@ -1,0 +1,137 @@
+/*
+ * app_common.h: what the computing subcommands of `tide` (fft, poisson) share: the arguments
+ * they all take, the timing of runs and its statistics, the heFFTe-style timing keys, and the
+ * bound a run is measured against (rates measured in the same run).
+ */
+#ifndef TIDE_APP_COMMON_H
+#define TIDE_APP_COMMON_H
+
+#include <stdio.h>
+#include "tide.h"
+
+/* ---- arguments ------------------------------------------------------------------------------- */
+
+/* The arguments every computing subcommand takes: the positional backend, precision and grid,
+ * and the options of app_parse_option. */
+typedef struct {
+    int backend, prec, n[3];
+    int decomp, exchange, device, inplace, measure, batch, runs;
+    double budget_gb;
+    unsigned seed;
+    const char *json;
+} app_args;
+
+/* Zero, with batch 1, 5 runs and seed 2026. */
+void app_args_init(app_args *a);
+
+/* The index of s in names, or -1. */
+int app_pick(const char *s, const char *const *names, int count);
+
+/* A whole decimal in [lo, 2^30] into *out: 0, else -1 (out untouched). */
+int app_to_int(const char *s, int lo, int *out);
+
+/* A finite real into *out: 0, else -1. */
+int app_to_real(const char *s, double *out);
+
+/* Whether argv holds --help or -help, or, with dash_h, -h. */
+int app_wants_help(int argc, char **argv, int dash_h);
+
+/* "auto|cpu|cuda float|double NX NY NZ" from argv[0..4]: 0, else -1. */
+int app_parse_positional(char **argv, app_args *a);
+
+/* The option at argv[*i] when it is one every subcommand takes (-slabs, -pencils, -a2av, -p2p,
+ * -nccl, -cuda-mpi, -device, -inplace, -measure, -batch B, -budget GB, -n RUNS, -seed S,
+ * -json FILE): 1 taken (*i moved to its last value), 0 not one of them, -1 taken but its value
+ * is missing or bad. */
+int app_parse_option(int argc, char **argv, int *i, app_args *a);
+
+/* The three whole values (>= 1) after argv[*i] (-grid A B C): 0, else -1; *i moves past them. */
+int app_parse_triple(int argc, char **argv, int *i, int v[3]);
+
+/* Collective: the context the arguments ask for (backend, device budget); prints why it could
+ * not be made, prefixed by who. */
+int app_context_create(const char *who, const app_args *a, tide_context **ctx);
+
+/* The name of an exchange backend: none (AUTO, no exchange), a2av, p2p, nccl, cuda-mpi. */
+const char *app_exchange_name(tide_exchange x);
+
+/* Stops on every rank alike (a collective Tide call fails the same way everywhere): prints
+ * the status and the context's message, sets rc to 1 and goes to done. */
+#define APP_CHECK(who, call)                                                                    \
+    do {                                                                                        \
+        int st_ = (call);                                                                       \
+        if (st_) {                                                                              \
+            tide_warn("%s: %s: %s\n", who, tide_strerror(st_), tide_last_error(ctx));           \
+            rc = 1;                                                                             \
+            goto done;                                                                          \
+        }                                                                                       \
+    } while (0)
+
+/* ---- timing ---------------------------------------------------------------------------------- */
+
+/* One step of a timed run: a Tide status. */
+typedef int (*app_step)(void *arg);
+
+/* Collective: runs times `run`, each after `prepare` (not timed; may be NULL) and a barrier;
+ * times[r] is the slowest rank's time of run r divided by per (the calls one run makes).
+ * Shows progress on rank 0's terminal. Returns the first failing status (0 on success). */
+int app_time_runs(int runs, app_step prepare, app_step run, void *arg, double per,
+                  double *times);
+
+typedef struct {
+    double median, min, max, avg;
+} app_stats;
+
+/* The statistics of times[0..runs) (runs >= 1); sorts times. */
+void app_stats_of(double *times, int runs, app_stats *s);
+
+/* Collective: the largest x over the ranks, on every rank. */
+double app_max(double x);
+
+/* Rank 0: the heFFTe speed3d timing keys: Plan creation time, Time per run, Min/Max/Avg,
+ * Performance (flops per run), Memory usage (bytes per rank). */
+void app_say_timing(double plan_s, const app_stats *s, double flops, double mem_bytes);
+
+/* The same figures as JSON members, one line, ending with ",\n". */
+void app_json_timing(FILE *f, double plan_s, const app_stats *s, double flops,
+                     double mem_bytes);
+
+/* ---- the bound a run is measured against ----------------------------------------------------- */
+
+/* The array size `tide fft` measures rates on. */
+#define APP_RATE_BYTES ((size_t)512 << 20)
+
+/* Collective: this rank's rates, measured now on every rank at once on arrays of `bytes`
+ * (each repetition started together, as a run loads the shared links). */
+int app_measure_rates(tide_context *ctx, size_t bytes, tide_rates *r);
+
+/* Collective: an array size for app_measure_rates that matches the run's data: the largest
+ * rank's bytes, at least 1 MiB (timer resolution), at most APP_RATE_BYTES; the same on every
+ * rank. */
+size_t app_rate_bytes(double data);
+
+/* Seconds to move bytes at gbps GB/s. */
+double app_seconds(double bytes, double gbps);
+
+/* Seconds of the local passes of a run whose data stays in the memory they run in: the
+ * cost's fft_bytes read and written at the device copy rate (device arrays) or the host copy
+ * rate (host memory on the CPU). */
+double app_bound_local(double fft_bytes, int device, const tide_rates *r);
+
+/* Seconds of host arrays crossing PCIe: up and down bytes per run, batch fields. One round
+ * trip (trips 1) cannot overlap a field's two directions: the first field's upload and the
+ * last one's download run alone at the one-direction rates, the rest beside another field's
+ * transfer at the both-directions rate. Two round trips overlap one pass's download with the
+ * next one's upload: all at the both-directions rate. */
+double app_bound_pcie(double up, double down, int batch, int trips, const tide_rates *r);
+
+/* Collective: seconds of exchanges that do not overlap the local work: bytes leaving the rank
+ * at the all-to-all rate of `how` measured now (*gbps), on arrays of the largest rank's data
+ * (capped at 512 MiB, the same size on every rank). */
+int app_bound_exchange(tide_context *ctx, tide_exchange how, double data, double bytes,
+                       double *seconds, double *gbps);
+
+/* Rank 0: "Bound: ... (s) (what); bound / time ..." */
+void app_say_bound(double bound, const char *what, double time);
+
+#endif

@@ -1,0 +1,555 @@
+/*
+ * tide_poisson.c: `tide poisson`: plan, verify and time a distributed Poisson/Helmholtz solve
+ * (tide_poisson_*) on a manufactured periodic problem, printing heFFTe speed3d's keys like
+ * `tide fft` so the same parsers read the output.
+ *
+ * The problem: u_exact is a product of one trigonometric mode per dimension on the periodic
+ * box of length L[d] = n[d] h[d], and f = lap(u_exact) - alpha u_exact, analytically. Each such
+ * product is an eigenfunction of both the continuous Laplacian and the 7-point one, so the
+ * discrete solution is u_exact times a known ratio: the error is pure truncation, checked
+ * against its second-order estimate, and the discrete equation itself is checked by applying
+ * the 7-point operator to u with a naive loop (tide_ref_poisson_residual, no Tide code).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "app_common.h"
+#include "reference.h"
+#include "tide.h"
+#include "tide_app.h"
+
+#define PI 3.14159265358979323846
+
+static const char *usage =
+    "usage: mpirun -np P tide poisson <auto|cpu|cuda> <float|double> NX NY NZ [options]\n"
+    "\n"
+    "Solves lap(u) - alpha u = f on an NX x NY x NZ grid for a manufactured solution\n"
+    "u = sin(2 pi kx x/Lx + p0) cos(2 pi ky y/Ly + p1) sin(2 pi kz z/Lz + p2), (kx,ky,kz) =\n"
+    "(1,2,1) where the grid resolves it (k <= (n-1)/2, else lower), L = n h, the phases from\n"
+    "the seed and different for each field of a batch; f = lap(u) - alpha u analytically.\n"
+    "Checks the max error against u (relative to max|u|) and the residual of the discrete\n"
+    "7-point equation (applied to u by a naive serial loop on the gathered array), then\n"
+    "times RUNS solves. Time per run is the median solve, the slowest rank counting.\n"
+    "Verification passes when the residual's relative L2 is below 1e-8 (double) or 1e-3\n"
+    "(float), and the max error below the truncation estimate of the 7-point operator,\n"
+    "2 x sum_d (2 pi k_d / n_d)^2 / 12 (safety factor 2), plus 1e-9 (double) or 1e-4\n"
+    "(float); with -spectral the error alone, below 1e-9 (double) or 1e-4 (float).\n"
+    "\n"
+    "options:\n"
+    "  -bc XYZ                boundaries, one letter per dimension: p periodic, n Neumann,\n"
+    "                         d Dirichlet (default ppp; the library says what it supports)\n"
+    "  -h HX HY HZ            grid spacings (default 1/NX 1/NY 1/NZ: the unit box)\n"
+    "  -alpha A               Helmholtz shift (default 0: Poisson, f's mean removed)\n"
+    "  -spectral              exact eigenvalues of the continuous Laplacian (default: the\n"
+    "                         7-point finite-difference operator's)\n"
+    "  -slabs | -pencils      decomposition of the transforms (default: automatic)\n"
+    "  -a2av | -p2p           exchange: MPI_Alltoallv or pipelined Isend/Irecv (default: auto)\n"
+    "  -nccl | -cuda-mpi      GPU data: NCCL send/recv, or MPI on device pointers\n"
+    "  -device                f and u in GPU memory (backend cuda or auto with GPUs)\n"
+    "  -budget GB             device memory the plan may use (default: free less 1 GiB)\n"
+    "  -grid A B C            boxes from an A x B x C process grid (A*B*C = P; default: the\n"
+    "                         solver's choice)\n"
+    "  -batch B               solve B right-hand sides per call (default 1)\n"
+    "  -inplace               f == u\n"
+    "  -measure               FFTW_MEASURE planning (default FFTW_ESTIMATE)\n"
+    "  -n RUNS                timed runs (default 5)\n"
+    "  -seed S                the phases' seed (default 2026)\n"
+    "  -json FILE             also write the results as JSON\n"
+    "\n"
+    "Exit status: 0 verified, 1 a failure or a failed check, 2 bad arguments (also when the\n"
+    "library refuses an argument, e.g. a negative alpha).\n";
+
+typedef struct {
+    app_args c;      /* backend, precision, grid and the options every subcommand takes */
+    char bc[4];      /* one of p, n, d per dimension */
+    int has_h, spectral, has_grid, grid[3];
+    double h[3], alpha;
+} args;
+
+/* Fills a; on error prints why (rank 0) and returns 2 (1 after --help). Every rank parses
+ * the same argv. */
+static int parse(int argc, char **argv, args *a)
+{
+    memset(a, 0, sizeof *a);
+    app_args_init(&a->c);
+    strcpy(a->bc, "ppp");
+    if (app_wants_help(argc, argv, argc == 1)) { /* -h is the spacings, unless alone */
+        tide_say("%s", usage);
+        return 1;
+    }
+    if (argc < 5) {
+        tide_warn("tide poisson: expected 5 positional arguments, got %d\n\n%s", argc, usage);
+        return 2;
+    }
+    if (app_parse_positional(argv, &a->c)) {
+        tide_warn("tide poisson: bad positional arguments '%s %s %s %s %s'\n\n%s", argv[0],
+                  argv[1], argv[2], argv[3], argv[4], usage);
+        return 2;
+    }
+    for (int i = 5; i < argc; i++) {
+        const char *o = argv[i];
+        int more = argc - i - 1, bad = 0, common = app_parse_option(argc, argv, &i, &a->c);
+        if (common) {
+            bad = common < 0;
+        } else if (!strcmp(o, "-spectral")) {
+            a->spectral = 1;
+        } else if (!strcmp(o, "-grid")) {
+            bad = app_parse_triple(argc, argv, &i, a->grid);
+            a->has_grid = 1;
+        } else if (!strcmp(o, "-alpha")) {
+            bad = more < 1 || app_to_real(argv[++i], &a->alpha);
+        } else if (!strcmp(o, "-h")) { /* spacings here, not help */
+            bad = more < 3 || app_to_real(argv[i + 1], &a->h[0]) ||
+                  app_to_real(argv[i + 2], &a->h[1]) || app_to_real(argv[i + 3], &a->h[2]);
+            a->has_h = 1;
+            i += 3;
+        } else if (!strcmp(o, "-bc")) {
+            bad = more < 1 || strlen(argv[i + 1]) != 3 ||
+                  strspn(argv[i + 1], "pnd") != 3;
+            if (!bad)
+                memcpy(a->bc, argv[i + 1], 4);
+            i++;
+        } else {
+            tide_warn("tide poisson: unknown option '%s'\n\n%s", o, usage);
+            return 2;
+        }
+        if (bad) {
+            tide_warn("tide poisson: option %s needs a valid value\n\n%s", o, usage);
+            return 2;
+        }
+    }
+    for (int d = 0; d < 3; d++)
+        if (!a->has_h)
+            a->h[d] = 1.0 / a->c.n[d];
+    return 0;
+}
+
+/* ---- the manufactured solution --------------------------------------------------------------- */
+
+/* u_exact of field f is prod_d g_d(2 pi k[d] i / n[d] + phase[f][d]) at point i (x = i h):
+ * g = sin, cos, sin. The wanted modes, lowered to what the grid resolves without aliasing. */
+typedef struct {
+    int n[3], k[3], batch;
+    double kappa2;    /* sum_d (2 pi k[d] / L[d])^2: lap(u) = -kappa2 u */
+    double *phase;    /* batch x 3 */
+    double *mean;     /* per field: the discrete mean of u_exact over the grid */
+} solution;
+
+static double mode(int d, double arg)
+{
+    return d == 1 ? cos(arg) : sin(arg);
+}
+
+static double mode_at(const solution *s, int f, int d, int i)
+{
+    return mode(d, 2 * PI * s->k[d] * (double)i / s->n[d] + s->phase[3 * f + d]);
+}
+
+static int solution_init(solution *s, const args *a)
+{
+    static const int want[3] = {1, 2, 1};
+    memset(s, 0, sizeof *s);
+    s->batch = a->c.batch;
+    for (int d = 0; d < 3; d++) {
+        s->n[d] = a->c.n[d];
+        s->k[d] = want[d] < (s->n[d] - 1) / 2 ? want[d] : (s->n[d] - 1) / 2;
+        double kappa = 2 * PI * s->k[d] / (s->n[d] * a->h[d]);
+        s->kappa2 += kappa * kappa;
+    }
+    s->phase = malloc(sizeof(double) * 3 * (size_t)s->batch);
+    s->mean = malloc(sizeof(double) * (size_t)s->batch);
+    if (!s->phase || !s->mean)
+        return -1;
+    for (int f = 0; f < s->batch; f++) {
+        s->mean[f] = 1;
+        for (int d = 0; d < 3; d++) {
+            /* Deterministic phases in [-pi, pi): the same on every rank and decomposition. */
+            s->phase[3 * f + d] = PI * tide_ref_value(a->c.seed, f, s->n, d, 0, 0, 0);
+            double sum = 0; /* the mean is separable: the product of the 1D means */
+            for (int i = 0; i < s->n[d]; i++)
+                sum += mode_at(s, f, d, i);
+            s->mean[f] *= sum / s->n[d];
+        }
+    }
+    return 0;
+}
+
+static void solution_free(solution *s)
+{
+    free(s->phase);
+    free(s->mean);
+}
+
+/* Element strides of the box's dimensions (order[2] contiguous). */
+static void strides(const tide_box *b, long long st[3])
+{
+    long long ext[3];
+    for (int d = 0; d < 3; d++)
+        ext[d] = b->hi[d] > b->lo[d] ? b->hi[d] - b->lo[d] : 0;
+    st[b->order[2]] = 1;
+    st[b->order[1]] = ext[b->order[2]];
+    st[b->order[0]] = ext[b->order[2]] * ext[b->order[1]];
+}
+
+/* Calls fn(arg, element index, u_exact) for each point of each field of the rank's box. */
+static void each_point(const solution *s, const tide_box *b, long long count,
+                       void (*fn)(void *, long long, int, double), void *arg)
+{
+    long long st[3];
+    strides(b, st);
+    for (int f = 0; f < s->batch; f++)
+        for (int x = b->lo[0]; x < b->hi[0]; x++) {
+            double gx = mode_at(s, f, 0, x);
+            for (int y = b->lo[1]; y < b->hi[1]; y++) {
+                double gxy = gx * mode_at(s, f, 1, y);
+                for (int z = b->lo[2]; z < b->hi[2]; z++) {
+                    long long e = f * count + (x - b->lo[0]) * st[0] + (y - b->lo[1]) * st[1] +
+                                  (z - b->lo[2]) * st[2];
+                    fn(arg, e, f, gxy * mode_at(s, f, 2, z));
+                }
+            }
+        }
+}
+
+typedef struct {
+    void *data;
+    int dbl;
+    double factor;                   /* fill: f = factor u_exact */
+    const double *mean;              /* compare: u_exact less this per field (NULL: none) */
+    double max_abs, max_ref;
+} visit;
+
+static void fill_one(void *p, long long e, int f, double u)
+{
+    (void)f;
+    visit *v = p;
+    if (v->dbl)
+        ((double *)v->data)[e] = v->factor * u;
+    else
+        ((float *)v->data)[e] = (float)(v->factor * u);
+}
+
+static void compare_one(void *p, long long e, int f, double u)
+{
+    visit *v = p;
+    if (v->mean)
+        u -= v->mean[f];
+    double got = v->dbl ? ((double *)v->data)[e] : ((float *)v->data)[e];
+    v->max_abs = fmax(v->max_abs, fabs(got - u));
+    v->max_ref = fmax(v->max_ref, fabs(u));
+}
+
+/* The relative truncation error of the 7-point operator on these modes: the discrete solution
+ * is u_exact (kappa2 + alpha) / (sum_d 2 (1 - cos(2 pi k_d / n_d)) / h_d^2 + alpha). */
+static double fd2_error(const solution *s, const double h[3], double alpha)
+{
+    double lam = alpha;
+    for (int d = 0; d < 3; d++)
+        lam += 2 * (1 - cos(2 * PI * s->k[d] / s->n[d])) / (h[d] * h[d]);
+    return lam > 0 ? fabs((s->kappa2 + alpha) / lam - 1) : 0;
+}
+
+/* Its second-order estimate: sum_d (2 pi k_d / n_d)^2 / 12, the leading term per dimension
+ * (kappa_d h_d = 2 pi k_d / n_d), which bounds the relative error at any alpha >= 0. */
+static double fd2_estimate(const solution *s)
+{
+    double e = 0;
+    for (int d = 0; d < 3; d++) {
+        double kh = 2 * PI * s->k[d] / s->n[d];
+        e += kh * kh / 12;
+    }
+    return e;
+}
+
+/* ---- the run --------------------------------------------------------------------------------- */
+
+#define CHECK(call) APP_CHECK("tide poisson", call)
+
+/* The timed run: one solve (in place: restarted from f first). */
+typedef struct {
+    tide_context *ctx;
+    tide_poisson_plan *plan;
+    const void *f, *xf;
+    void *xu;
+    size_t bytes;
+} run_arg;
+
+static int restart(void *p)
+{
+    run_arg *r = p;
+    return tide_copy(r->ctx, r->xu, r->f, r->bytes);
+}
+
+static int solve(void *p)
+{
+    run_arg *r = p;
+    return tide_poisson_solve(r->plan, r->xf, r->xu);
+}
+
+/* The bound of one solve (DESIGN.md, "Performance discipline"), as `tide fft` computes it for
+ * runs that are not streamed, from the plan's own cost: its local passes reading and writing
+ * the data at the copy rate of the memory they run in (device arrays, or host arrays' device
+ * copies, on the GPU; host memory on the CPU), plus the exchanges that do not overlap the
+ * local work at the all-to-all rate measured now (on the CPU all of them; on the GPU those
+ * over NCCL or CUDA-aware MPI). Host arrays on the GPU also cross PCIe, whole, before and
+ * after the solve (tide_poisson_solve copies f up and u down without overlap): at the
+ * one-direction rates. Rates are measured now on arrays of the data's size. Collective. */
+static int bound_of(tide_context *ctx, tide_poisson_plan *plan, const tide_poisson_info *info,
+                    double *bound, char *what, size_t len)
+{
+    tide_rates r;
+    tide_fft_cost c;
+    int st = app_measure_rates(ctx, app_rate_bytes((double)info->bytes), &r);
+    if (st || (st = tide_poisson_plan_cost(plan, &c)))
+        return st;
+    int gpu = info->backend == TIDE_BACKEND_CUDA, host = info->location == TIDE_LOCATION_HOST;
+    double b = app_bound_local(c.fft_bytes, gpu, &r);
+    char pcie[160] = "";
+    if (gpu && host) {
+        b += app_bound_pcie(c.h2d_bytes, c.d2h_bytes, 1, 1, &r);
+        snprintf(pcie, sizeof pcie, "f up and u down over PCIe at the measured one-direction "
+                 "rates (%.3g, %.3g GB/s), then ", r.h2d, r.d2h);
+    }
+    tide_exchange x = info->exchange;
+    int counted = info->exchanges > 0 &&
+                  (!gpu || x == TIDE_EXCHANGE_NCCL || x == TIDE_EXCHANGE_CUDA_MPI);
+    char xpart[200] = "";
+    if (counted) {
+        double xs = 0, xrate = 0;
+        if ((st = app_bound_exchange(ctx, x, (double)info->bytes, c.exchange_bytes, &xs,
+                                     &xrate)))
+            return st;
+        b += xs;
+        snprintf(xpart, sizeof xpart, " + %d exchange%s of the data leaving the rank at the "
+                 "measured %s all-to-all rate (%.3g GB/s)", info->exchanges,
+                 info->exchanges > 1 ? "s" : "", app_exchange_name(x), xrate);
+    } else if (info->exchanges > 0) {
+        snprintf(xpart, sizeof xpart, "; exchanges through pinned host buffers not counted");
+    }
+    snprintf(what, len, "%seach local pass reading and writing the rank's data once at the "
+             "measured %s copy rate (%.3g GB/s)%s", pcie, gpu ? "device" : "host",
+             gpu ? r.d2d : r.host_copy, xpart);
+    *bound = app_max(b);
+    return 0;
+}
+
+int tide_cmd_poisson(int argc, char **argv)
+{
+    args a;
+    int rc = parse(argc, argv, &a);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    const app_args *c = &a.c;
+    int rank, P;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    const int *g = a.grid;
+    if (a.has_grid && g[0] * g[1] * g[2] != P) {
+        tide_warn("tide poisson: -grid %d %d %d has %d ranks, the run has %d\n", g[0], g[1],
+                  g[2], g[0] * g[1] * g[2], P);
+        return 2;
+    }
+
+    tide_context *ctx = NULL;
+    tide_poisson_plan *plan = NULL;
+    void *f = NULL, *u = NULL, *xf = NULL, *xu = NULL;
+    double *times = NULL, *mean = NULL;
+    solution sol;
+    int sol_ok = solution_init(&sol, &a) == 0;
+    if (app_context_create("tide poisson", c, &ctx)) {
+        solution_free(&sol);
+        return 1;
+    }
+    tide_poisson_options o;
+    tide_poisson_options_init(&o);
+    o.precision = c->prec;
+    o.backend = c->backend;
+    o.location = c->device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
+    o.decomposition = c->decomp;
+    o.exchange = c->exchange;
+    o.planning = c->measure ? TIDE_PLAN_MEASURE : TIDE_PLAN_ESTIMATE;
+    o.batch = c->batch;
+    for (int d = 0; d < 3; d++) {
+        o.bc[d][0] = o.bc[d][1] = a.bc[d] == 'n'   ? TIDE_BC_NEUMANN
+                                  : a.bc[d] == 'd' ? TIDE_BC_DIRICHLET
+                                                   : TIDE_BC_PERIODIC;
+        o.h[d] = a.h[d];
+    }
+    o.alpha = a.alpha;
+    o.eigen = a.spectral ? TIDE_EIGEN_SPECTRAL : TIDE_EIGEN_FD2;
+    tide_box box;
+    if (a.has_grid)
+        tide_box_in_grid(c->n, a.grid, rank, &box);
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    int st = tide_poisson_plan_create(ctx, c->n, a.has_grid ? &box : NULL, &o, &plan);
+    if (st) { /* the same on every rank: an argument it refuses is a bad argument */
+        tide_warn("tide poisson: %s: %s\n", tide_strerror(st), tide_last_error(ctx));
+        rc = st == TIDE_ERR_ARGUMENT ? 2 : 1;
+        goto done;
+    }
+    double tplan_max = app_max(MPI_Wtime() - t0);
+
+    tide_poisson_info info;
+    CHECK(tide_poisson_plan_info(plan, &info));
+    CHECK(tide_poisson_plan_box(plan, &box));
+    char desc[256];
+    CHECK(tide_poisson_plan_describe(plan, desc, sizeof desc));
+    int threads = 1;
+    tide_context_threads(ctx, &threads);
+
+    /* Arrays: f (kept for the checks) and u in host memory; the solves run on xf and xu, the
+     * same arrays, or device copies with -device. In place, xu alone holds f then u. */
+    size_t bytes = info.bytes;
+    int ok = sol_ok && !tide_host_alloc(ctx, bytes, &f) && !tide_host_alloc(ctx, bytes, &u);
+    if (ok && c->device)
+        ok = (c->inplace || !tide_device_alloc(ctx, bytes, &xf)) &&
+             !tide_device_alloc(ctx, bytes, &xu);
+    else if (ok)
+        xf = f, xu = u;
+    times = malloc(sizeof(double) * (size_t)c->runs);
+    mean = malloc(sizeof(double) * (size_t)c->batch);
+    ok = ok && times && mean;
+    int all_ok;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all_ok) {
+        tide_warn("tide poisson: out of memory allocating the arrays\n");
+        rc = 1;
+        goto done;
+    }
+    int dbl = c->prec == TIDE_DOUBLE;
+    visit fv = {f, dbl, -(sol.kappa2 + a.alpha), NULL, 0, 0};
+    each_point(&sol, &box, info.count, fill_one, &fv);
+
+    tide_say("Tide %s: poisson %s %dx%dx%d, %d ranks x %d threads, backend %s, batch %d%s\n",
+             tide_version(), dbl ? "double" : "float", c->n[0], c->n[1], c->n[2], P, threads,
+             info.backend == TIDE_BACKEND_CUDA ? "cuda" : "cpu", c->batch,
+             c->inplace ? ", in place" : "");
+    tide_say("Problem: lap(u) - alpha u = f, alpha %g, h %g %g %g, boundaries %s, %s; "
+             "u = sin(2 pi %d x/Lx + p0) cos(2 pi %d y/Ly + p1) sin(2 pi %d z/Lz + p2), "
+             "phases from seed %u\n", a.alpha, a.h[0], a.h[1], a.h[2], a.bc,
+             a.spectral ? "spectral eigenvalues" : "7-point (FD2) operator", sol.k[0], sol.k[1],
+             sol.k[2], c->seed);
+    int staged = info.backend == TIDE_BACKEND_CUDA && info.exchange != TIDE_EXCHANGE_NCCL &&
+                 info.exchange != TIDE_EXCHANGE_CUDA_MPI && info.exchanges > 0;
+    tide_say("Plan: %s (%s, exchange %s%s, %d exchanges, %d local passes%s)\n", desc,
+             info.decomposition == TIDE_DECOMP_PENCILS ? "pencils"
+             : info.decomposition == TIDE_DECOMP_SLABS ? "slabs" : "one rank",
+             app_exchange_name(info.exchange), staged ? " through pinned host buffers" : "",
+             info.exchanges, info.passes, info.singular ? "; singular: f's mean removed" : "");
+    if (info.backend == TIDE_BACKEND_CUDA)
+        tide_say("Data: %s; device memory %.3g GB/rank\n",
+                 c->device ? "device arrays" : "host arrays", info.device_bytes / 1e9);
+
+    /* ---- verification: the first solve against u_exact, and its discrete residual ---- */
+    if (c->device || c->inplace)
+        CHECK(tide_copy(ctx, c->inplace ? xu : xf, f, bytes));
+    CHECK(tide_poisson_solve(plan, c->inplace ? xu : xf, xu));
+    if (xu != u)
+        CHECK(tide_copy(ctx, u, xu, bytes));
+    CHECK(tide_poisson_mean(plan, mean));
+    /* In a singular problem Tide returns the u of zero mean: compare with u_exact less its
+     * discrete mean (0 to rounding unless a grid too small for any mode made u constant). */
+    visit uv = {u, dbl, 0, info.singular ? sol.mean : NULL, 0, 0};
+    each_point(&sol, &box, info.count, compare_one, &uv);
+    double m[2] = {uv.max_abs, uv.max_ref}, gm[2];
+    MPI_Allreduce(m, gm, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    double max_error = gm[1] > 0 ? gm[0] / gm[1] : gm[0];
+    double floor_tol = dbl ? 1e-9 : 1e-4;
+    double predicted = a.spectral ? 0 : fd2_error(&sol, a.h, a.alpha);
+    double err_tol = (a.spectral ? 0 : 2 * fd2_estimate(&sol)) + floor_tol;
+    double res_tol = dbl ? 1e-8 : 1e-3;
+    tide_ref_error re = {0, 0, 0};
+    int residual = !a.spectral && tide_ref_fits(c->n, c->batch);
+    if (residual)
+        CHECK(tide_ref_poisson_residual(MPI_COMM_WORLD, c->n, a.h, a.alpha, info.singular,
+                                        c->prec, c->batch, &box, f, u, &re));
+    int passed = max_error <= err_tol && (!residual || re.rel_l2 <= res_tol);
+    double mean_max = 0;
+    for (int k = 0; k < c->batch; k++)
+        mean_max = fmax(mean_max, fabs(mean[k]));
+
+    /* ---- timing: the verification solve was the warm-up ---- */
+    run_arg ra = {ctx, plan, f, c->inplace ? xu : xf, xu, bytes};
+    CHECK(app_time_runs(c->runs, c->inplace ? restart : NULL, solve, &ra, 1, times));
+    app_stats ts;
+    app_stats_of(times, c->runs, &ts);
+    double memmax = app_max((double)(info.host_bytes + bytes + (c->inplace ? 0 : bytes)));
+    double bound = 0;
+    char bound_what[400] = "";
+    CHECK(bound_of(ctx, plan, &info, &bound, bound_what, sizeof bound_what));
+
+    app_say_timing(tplan_max, &ts, info.flops, memmax);
+    tide_say("Max error: %.6g\n", max_error);
+    if (a.spectral)
+        tide_say("Error: relative to max|u_exact|; spectral eigenvalues are exact for these "
+                 "modes: tolerance %.0e\n", err_tol);
+    else
+        tide_say("Error: relative to max|u_exact|; the 7-point operator's truncation on these "
+                 "modes is %.6g; tolerance %.3g = 2 x sum_d (2 pi k_d/n_d)^2/12 + %.0e\n",
+                 predicted, err_tol, floor_tol);
+    if (residual)
+        tide_say("Residual: relative L2 %.3g, max %.3g of max|f| %.3g (the 7-point operator "
+                 "applied to u by a naive loop on the gathered array)\n", re.rel_l2,
+                 re.max_abs, re.max_ref);
+    else
+        tide_say("Residual: not computed (%s)\n", a.spectral
+                 ? "the reference applies the 7-point operator, not the spectral one"
+                 : "the grid is too large to gather on one rank");
+    tide_say("Mean of f: %.3g (largest |mean| over %d field%s, tide_poisson_mean%s)\n",
+             mean_max, c->batch, c->batch > 1 ? "s" : "",
+             info.singular ? "; removed before solving" : "");
+    tide_say("Verification: %s (max error %.3g, tolerance %.3g", passed ? "passed" : "FAILED",
+             max_error, err_tol);
+    if (residual)
+        tide_say("; residual relative L2 %.3g, tolerance %.0e", re.rel_l2, res_tol);
+    tide_say(")\n");
+    if (bound > 0)
+        app_say_bound(bound, bound_what, ts.median);
+
+    if (c->json && rank == 0) {
+        FILE *jf = fopen(c->json, "w");
+        if (!jf) {
+            tide_warn("tide poisson: cannot write %s\n", c->json);
+            rc = 1;
+        } else {
+            fprintf(jf,
+                    "{\"version\": \"%s\", \"command\": \"poisson\", \"precision\": \"%s\", "
+                    "\"size\": [%d, %d, %d], \"ranks\": %d, \"threads\": %d, \"batch\": %d, "
+                    "\"backend\": \"%s\", \"plan\": \"%s\", \"exchanges\": %d, "
+                    "\"inplace\": %s, \"bc\": \"%s\", \"h\": [%.17g, %.17g, %.17g], "
+                    "\"alpha\": %.17g, \"eigen\": \"%s\", \"runs\": %d,\n",
+                    tide_version(), dbl ? "double" : "float", c->n[0], c->n[1], c->n[2], P,
+                    threads, c->batch, info.backend == TIDE_BACKEND_CUDA ? "cuda" : "cpu", desc,
+                    info.exchanges, c->inplace ? "true" : "false", a.bc, a.h[0], a.h[1], a.h[2],
+                    a.alpha, a.spectral ? "spectral" : "fd2", c->runs);
+            app_json_timing(jf, tplan_max, &ts, info.flops, memmax);
+            fprintf(jf, " \"max_error\": %.6g, \"error_tolerance\": %.6g, ", max_error, err_tol);
+            if (residual)
+                fprintf(jf, "\"residual_rel_l2\": %.6g, ", re.rel_l2);
+            else
+                fprintf(jf, "\"residual_rel_l2\": null, ");
+            fprintf(jf, "\"mean_f_max\": %.6g, \"bound_seconds\": %.6g, \"verified\": %s}\n",
+                    mean_max, bound, passed ? "true" : "false");
+            fclose(jf);
+        }
+    }
+    if (!passed)
+        rc = 1;
+done:
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    tide_poisson_plan_destroy(plan);
+    tide_host_free(ctx, f);
+    tide_host_free(ctx, u);
+    if (c->device) {
+        tide_device_free(ctx, xf);
+        tide_device_free(ctx, xu);
+    }
+    tide_context_destroy(ctx);
+    solution_free(&sol);
+    free(times);
+    free(mean);
+    return rc;
+}

@@ -1,0 +1,86 @@
+/*
+ * peer.h: what the one-GPU peer benchmarks (cufft_peer, poisson_peer) share: the error check,
+ * the random input, the synchronized clock and the median of the runs.
+ *
+ * Define PEER_NAME (the program's name, a string literal) before including it; CK's messages
+ * start with it.
+ */
+#ifndef TIDE_BENCH_PEER_H
+#define TIDE_BENCH_PEER_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <cuda_runtime.h>
+#include "tide.h"
+
+#ifndef PEER_NAME
+#error "define PEER_NAME before including peer.h"
+#endif
+
+/* Inside a function returning int: a nonzero status (CUDA, cuFFT or Tide) prints the call
+ * and returns 1. */
+#define CK(call)                                                                                \
+    do {                                                                                        \
+        int e_ = (int)(call);                                                                   \
+        if (e_) {                                                                               \
+            fprintf(stderr, PEER_NAME ": %s failed (%d) at line %d\n", #call, e_, __LINE__);    \
+            return 1;                                                                           \
+        }                                                                                       \
+    } while (0)
+
+static inline int peer_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Sorts the runs' times t[0..runs) and returns their median; t[0] is then the minimum. */
+static inline double peer_median(double *t, int runs)
+{
+    qsort(t, (size_t)runs, sizeof(double), peer_cmp);
+    return t[runs / 2];
+}
+
+/* Wall-clock seconds after the device has finished all queued work. */
+static inline double peer_now(void)
+{
+    cudaDeviceSynchronize();
+    return MPI_Wtime();
+}
+
+/* The xorshift64 stream of the peers' inputs; the first seed value. */
+#define PEER_SEED 88172645463325252ull
+
+static inline unsigned long long peer_rand(unsigned long long *x)
+{
+    *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+    return *x;
+}
+
+/* Uniform in [-0.5, 0.5): never all zeros. */
+static inline double peer_uniform(unsigned long long *x)
+{
+    return (double)(peer_rand(x) >> 11) / 9007199254740992.0 - 0.5;
+}
+
+/* Fills count scalars (float, or double when dbl) of h with peer_uniform values and returns
+ * their sum (of the values stored, in double). */
+static inline double peer_fill(void *h, size_t count, int dbl, unsigned long long *x)
+{
+    double sum = 0;
+    for (size_t i = 0; i < count; i++) {
+        double v = peer_uniform(x);
+        if (dbl) {
+            ((double *)h)[i] = v;
+        } else {
+            float f = (float)v;
+            ((float *)h)[i] = f;
+            v = f;
+        }
+        sum += v;
+    }
+    return sum;
+}
+
+#endif

@@ -1,0 +1,363 @@
+/*
+ * poisson.c: FFT-based Poisson and Helmholtz solvers on the plan core. A solve is an FFT
+ * solver plan (solver.h): the forward real transform, the eigenvalue scaling (a diagonal op,
+ * program.h) and the inverse transform, as one program; this file validates the request,
+ * builds the eigenvalue tables of the discrete operator and reports the mean of f.
+ *
+ * Periodic dimension d of n points and spacing h: mode k of the 7-point operator has the
+ * eigenvalue 2 (cos(2 pi k / n) - 1) / h^2, the continuous Laplacian -(2 pi k' / (n h))^2 with
+ * k' the signed wavenumber. Mode (0,0,0) of a singular problem (alpha = 0, all periodic) has
+ * eigenvalue 0: the diagonal op clears it, which removes f's mean and gives u zero mean.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "args.h"
+#include "backend.h"
+#include "solver.h"
+
+struct tide_poisson_plan {
+    tide_context *ctx;
+    tide_poisson_options o;
+    int n[3];
+    int singular;
+    tide_fft_plan *fft;
+    tide_fft_middle mid;   /* fft's middle op (make_eigen) */
+    const tide_op *eigen;  /* the diagonal op inside fft's program, and what it runs with */
+    const tide_env *env;
+    int has_origin;        /* this rank's spectral box holds mode (0,0,0) */
+    double *mean;          /* of each field of f in the last solve */
+};
+
+/* ---- the request ----------------------------------------------------------------------- */
+
+enum {
+    F_N0, F_N1, F_N2, F_PRECISION, F_BACKEND, F_LOCATION, F_DECOMP, F_EXCHANGE, F_PLANNING,
+    F_BATCH, F_BC, F_EIGEN = F_BC + 6, NFIELDS
+};
+static const tide_arg_field fields[NFIELDS] = {
+    {"n[0]", 1, INT_MAX},
+    {"n[1]", 1, INT_MAX},
+    {"n[2]", 1, INT_MAX},
+    {"option precision", TIDE_DOUBLE, TIDE_FLOAT},
+    {"option backend", TIDE_BACKEND_AUTO, TIDE_BACKEND_CUDA},
+    {"option location", TIDE_LOCATION_HOST, TIDE_LOCATION_DEVICE},
+    {"option decomposition", TIDE_DECOMP_AUTO, TIDE_DECOMP_PENCILS},
+    {"option exchange", TIDE_EXCHANGE_AUTO, TIDE_EXCHANGE_CUDA_MPI},
+    {"option planning", TIDE_PLAN_ESTIMATE, TIDE_PLAN_MEASURE},
+    {"option batch", 1, INT_MAX},
+    {"option bc[0][0]", TIDE_BC_PERIODIC, TIDE_BC_DIRICHLET},
+    {"option bc[0][1]", TIDE_BC_PERIODIC, TIDE_BC_DIRICHLET},
+    {"option bc[1][0]", TIDE_BC_PERIODIC, TIDE_BC_DIRICHLET},
+    {"option bc[1][1]", TIDE_BC_PERIODIC, TIDE_BC_DIRICHLET},
+    {"option bc[2][0]", TIDE_BC_PERIODIC, TIDE_BC_DIRICHLET},
+    {"option bc[2][1]", TIDE_BC_PERIODIC, TIDE_BC_DIRICHLET},
+    {"option eigen", TIDE_EIGEN_FD2, TIDE_EIGEN_SPECTRAL},
+};
+enum { X_H0, X_H1, X_H2, X_ALPHA, NREALS };
+static const tide_arg_real reals[NREALS] = {
+    {"option h[0]", 0, 1e300, 0},
+    {"option h[1]", 0, 1e300, 0},
+    {"option h[2]", 0, 1e300, 0},
+    {"option alpha", 0, 1e300, 1},
+};
+static const char *const box_names[] = {"data"};
+static const tide_args_spec spec = {"tide_poisson_plan_create", fields, NFIELDS, reals, NREALS,
+                                    box_names, 1};
+
+static void make_request(const int n[3], const tide_box *box, const tide_poisson_options *o,
+                         tide_poisson_plan **plan, tide_args *r)
+{
+    memset(r, 0, sizeof *r);
+    if (!plan)
+        tide_args_fail(r, TIDE_ERR_ARGUMENT, "plan pointer is NULL");
+    if (!n)
+        tide_args_fail(r, TIDE_ERR_ARGUMENT, "n is NULL");
+    else
+        memcpy(r->v, n, 3 * sizeof(int));
+    int v[] = {o->precision, o->backend, o->location,
+               o->decomposition, o->exchange, o->planning, o->batch};
+    memcpy(r->v + F_PRECISION, v, sizeof v);
+    for (int d = 0; d < 3; d++)
+        for (int f = 0; f < 2; f++)
+            r->v[F_BC + 2 * d + f] = o->bc[d][f];
+    r->v[F_EIGEN] = o->eigen;
+    memcpy(r->x, o->h, sizeof o->h);
+    r->x[X_ALPHA] = o->alpha;
+    tide_args_check_ranges(&spec, r);
+    r->has[0] = box != NULL;
+    if (box)
+        r->box[0] = *box;
+}
+
+/* The verdict on the agreed request, the same on every rank. */
+static int judge(tide_context *ctx, const tide_args *all)
+{
+    const int *v = all[0].v;
+    static const char *const names[] = {"periodic", "neumann", "dirichlet"};
+    for (int d = 0; d < 3; d++) {
+        int lo = v[F_BC + 2 * d], hi = v[F_BC + 2 * d + 1];
+        if ((lo == TIDE_BC_PERIODIC) != (hi == TIDE_BC_PERIODIC))
+            return tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_poisson_plan_create: dimension %d is "
+                             "%s on the low face and %s on the high face; a periodic dimension "
+                             "is periodic on both", d, names[lo], names[hi]);
+        if (lo != TIDE_BC_PERIODIC)
+            return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_poisson_plan_create: dimension %d "
+                             "has %s boundaries; this version solves periodic dimensions only",
+                             d, names[lo]);
+    }
+    return all[0].has[0] ? tide_args_check_tiling(ctx, &spec, all, 0, v) : TIDE_SUCCESS;
+}
+
+/* ---- the eigenvalue scaling ------------------------------------------------------------ */
+
+static const double two_pi = 6.283185307179586476925286766559;
+
+/* The eigenvalues of dimension d at spectral indices 0..g-1 (g: n, or n/2+1 halved). */
+static void eigenvalues(const tide_poisson_plan *p, int d, int g, double *lam)
+{
+    int n = p->n[d];
+    double h = p->o.h[d];
+    for (int k = 0; k < g; k++) {
+        if (p->o.eigen == TIDE_EIGEN_SPECTRAL) {
+            double w = two_pi * (k <= n / 2 ? k : k - n) / (n * h);
+            lam[k] = -w * w;
+        } else {
+            lam[k] = k ? 2 * (cos(two_pi * k / n) - 1) / (h * h) : 0.0; /* exactly 0 at 0 */
+        }
+    }
+}
+
+/* The solver's middle op (tide_fft_middle.make): the diagonal op on this rank's spectral box. */
+static int make_eigen(tide_op *op, const tide_env *e, const tide_box *box, const int grid[3],
+                      void *user, char *err, size_t len)
+{
+    tide_poisson_plan *p = user;
+    double *lam[3] = {NULL, NULL, NULL};
+    int st = TIDE_SUCCESS;
+    for (int d = 0; d < 3 && !st; d++) {
+        lam[d] = malloc((size_t)grid[d] * sizeof(double));
+        if (!lam[d])
+            st = TIDE_ERR_NOMEM, snprintf(err, len, "out of memory");
+        else
+            eigenvalues(p, d, grid[d], lam[d]);
+    }
+    if (!st) {
+        tide_diag d = {.dbl = p->o.precision == TIDE_DOUBLE, .box = *box, .batch = p->o.batch,
+                       .lam = {lam[0], lam[1], lam[2]}, .alpha = p->o.alpha,
+                       .norm = 1.0 / ((double)p->n[0] * p->n[1] * p->n[2])};
+        st = tide_op_diag(op, e, &d, grid, err, len);
+    }
+    for (int d = 0; d < 3; d++)
+        free(lam[d]);
+    p->eigen = op;
+    p->env = e;
+    p->has_origin = tide_box_count(box) > 0 && !box->lo[0] && !box->lo[1] && !box->lo[2];
+    return st;
+}
+
+/* ---- plan creation --------------------------------------------------------------------- */
+
+void tide_poisson_options_init(tide_poisson_options *o)
+{
+    if (!o)
+        return;
+    memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
+    o->precision = TIDE_DOUBLE;
+    o->backend = TIDE_BACKEND_AUTO;
+    o->location = TIDE_LOCATION_HOST;
+    o->decomposition = TIDE_DECOMP_AUTO;
+    o->exchange = TIDE_EXCHANGE_AUTO;
+    o->planning = TIDE_PLAN_ESTIMATE;
+    o->batch = 1;
+    for (int d = 0; d < 3; d++) {
+        o->bc[d][0] = o->bc[d][1] = TIDE_BC_PERIODIC;
+        o->h[d] = 1.0;
+    }
+    o->alpha = 0.0;
+    o->eigen = TIDE_EIGEN_FD2;
+}
+
+/* The FFT options of the solver plan. */
+static void fft_options(const tide_poisson_options *o, tide_fft_options *f)
+{
+    tide_fft_options_init(f);
+    f->precision = o->precision;
+    f->backend = o->backend;
+    f->location = o->location;
+    f->decomposition = o->decomposition;
+    f->exchange = o->exchange;
+    f->planning = o->planning;
+    f->batch = o->batch;
+    f->stream = o->stream;
+}
+
+/* Collective, with the request agreed. */
+static int make_plan(tide_context *ctx, const int n[3], const tide_box *box,
+                     const tide_poisson_options *o, tide_poisson_plan **out)
+{
+    tide_poisson_plan *p = calloc(1, sizeof *p);
+    double *mean = calloc((size_t)o->batch, sizeof *mean);
+    int st = tide_agree(ctx, p && mean ? TIDE_SUCCESS
+                                       : tide_fail(ctx, TIDE_ERR_NOMEM, "tide_poisson_plan_"
+                                                   "create: out of memory"));
+    if (!st) {
+        p->ctx = ctx;
+        p->o = *o;
+        p->mean = mean;
+        memcpy(p->n, n, sizeof p->n);
+        p->singular = o->alpha == 0.0;
+        tide_fft_options f;
+        fft_options(o, &f);
+        p->mid = (tide_fft_middle){"tide_poisson_solve", make_eigen, p};
+        st = tide_fft_solver_create(ctx, n, box, &f, &p->mid, &p->fft);
+    }
+    if (st) {
+        free(mean);
+        free(p);
+        return st;
+    }
+    *out = p;
+    return TIDE_SUCCESS;
+}
+
+int tide_poisson_plan_create(tide_context *ctx, const int n[3], const tide_box *box,
+                             const tide_poisson_options *opts, tide_poisson_plan **plan)
+{
+    if (!ctx)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_poisson_plan_create: ctx is NULL");
+    tide_poisson_options o;
+    tide_poisson_options_init(&o);
+    int filled = tide_options_read(opts, &o, sizeof o,
+                                   offsetof(tide_poisson_options, precision));
+    tide_args me, *all = NULL;
+    make_request(n, box, &o, plan, &me);
+    if (!filled)
+        tide_args_fail(&me, TIDE_ERR_ARGUMENT, "tide_poisson_options not initialised: call "
+                       "tide_poisson_options_init");
+    int st = tide_args_agree(ctx, &spec, &me, &all);
+    if (!st)
+        st = judge(ctx, all);
+    free(all);
+    return st ? st : make_plan(ctx, n, box, &o, plan);
+}
+
+int tide_poisson_plan_destroy(tide_poisson_plan *p)
+{
+    if (!p)
+        return TIDE_SUCCESS;
+    tide_fft_plan_destroy(p->fft);
+    free(p->mean);
+    free(p);
+    return TIDE_SUCCESS;
+}
+
+/* ---- queries --------------------------------------------------------------------------- */
+
+int tide_poisson_plan_box(const tide_poisson_plan *p, tide_box *box)
+{
+    if (!p || !box)
+        return tide_fail(p ? p->ctx : NULL, TIDE_ERR_ARGUMENT,
+                         "tide_poisson_plan_box: NULL argument");
+    return tide_fft_plan_boxes(p->fft, box, NULL);
+}
+
+int tide_poisson_plan_cost(const tide_poisson_plan *p, tide_fft_cost *cost)
+{
+    if (!p || !cost)
+        return tide_fail(p ? p->ctx : NULL, TIDE_ERR_ARGUMENT,
+                         "tide_poisson_plan_cost: NULL argument");
+    tide_fft_solver_cost(p->fft, cost);
+    return TIDE_SUCCESS;
+}
+
+int tide_poisson_plan_info(const tide_poisson_plan *p, tide_poisson_info *info)
+{
+    if (!p || !info)
+        return tide_fail(p ? p->ctx : NULL, TIDE_ERR_ARGUMENT,
+                         "tide_poisson_plan_info: NULL argument");
+    tide_fft_info fi;
+    tide_fft_cost c;
+    tide_fft_plan_info(p->fft, &fi);
+    tide_fft_solver_cost(p->fft, &c);
+    memset(info, 0, sizeof *info);
+    info->count = fi.in_count;
+    info->bytes = fi.in_bytes;
+    info->host_bytes = fi.host_bytes;
+    info->pinned_bytes = fi.pinned_bytes;
+    info->device_bytes = fi.device_bytes;
+    info->exchanges = c.exchanges;
+    info->passes = c.fft_passes + 1;
+    info->singular = p->singular;
+    info->flops = 2 * fi.flops; /* the forward and the inverse real transform */
+    info->backend = fi.backend;
+    info->decomposition = fi.decomposition;
+    info->exchange = fi.exchange;
+    info->location = fi.location;
+    return TIDE_SUCCESS;
+}
+
+int tide_poisson_plan_describe(const tide_poisson_plan *p, char *buf, size_t len)
+{
+    if (!p)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_poisson_plan_describe: plan is NULL");
+    return tide_fft_plan_describe(p->fft, buf, len);
+}
+
+int tide_poisson_plan_set_stream(tide_poisson_plan *p, void *stream)
+{
+    if (!p)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_poisson_plan_set_stream: plan is NULL");
+    p->o.stream = stream;
+    return tide_fft_plan_set_stream(p->fft, stream);
+}
+
+/* ---- solving --------------------------------------------------------------------------- */
+
+/* Collective, after a successful solve: every field's mean from mode (0,0,0), which the rank
+ * holding it read before the scaling. */
+static int gather_mean(tide_poisson_plan *p)
+{
+    tide_context *ctx = p->ctx;
+    int B = p->o.batch, dbl = p->o.precision == TIDE_DOUBLE, prev;
+    double *sum = calloc((size_t)B, sizeof *sum);
+    void *origin = malloc((size_t)B * 2 * sizeof(double));
+    int st = sum && origin ? TIDE_SUCCESS : TIDE_ERR_NOMEM;
+    if (!st && p->has_origin) {
+        tide_device_enter(ctx, &prev); /* tide_fft_solver_run made it current and gave it back */
+        st = tide_op_diag_origin(p->eigen, p->env, origin);
+        tide_device_leave(prev);
+    }
+    double N = (double)p->n[0] * p->n[1] * p->n[2];
+    for (int f = 0; f < B && !st && p->has_origin; f++)
+        sum[f] = (dbl ? ((double *)origin)[2 * f] : ((float *)origin)[2 * f]) / N;
+    if (st)
+        tide_fail(ctx, st, "tide_poisson_solve: cannot read the mean of f (%s)",
+                  p->env->be->last_error());
+    st = tide_agree(ctx, st);
+    if (!st && MPI_Allreduce(sum, p->mean, B, MPI_DOUBLE, MPI_SUM, ctx->comm) != MPI_SUCCESS)
+        st = tide_fail(ctx, TIDE_ERR_MPI, "tide_poisson_solve: MPI_Allreduce of the mean failed");
+    free(sum);
+    free(origin);
+    return st;
+}
+
+int tide_poisson_solve(tide_poisson_plan *p, const void *f, void *u)
+{
+    if (!p)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_poisson_solve: plan is NULL");
+    int st = tide_fft_solver_run(p->fft, f, u);
+    return st ? st : gather_mean(p);
+}
+
+int tide_poisson_mean(const tide_poisson_plan *p, double *mean)
+{
+    if (!p || !mean)
+        return tide_fail(p ? p->ctx : NULL, TIDE_ERR_ARGUMENT, "tide_poisson_mean: NULL argument");
+    memcpy(mean, p->mean, (size_t)p->o.batch * sizeof *mean);
+    return TIDE_SUCCESS;
+}

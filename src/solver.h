@@ -1,0 +1,39 @@
+/*
+ * solver.h: FFT plans that solve (private). A solver plan runs the forward transform, one op
+ * in spectral space (a Poisson solve's eigenvalue scaling), and the backward transform as one
+ * program on the plan core (fft.c): the forward transform leaves its last stage's layout (like
+ * transposed output), the op runs there, and the backward transform starts from it, so a slab
+ * solve costs two exchanges and the three middle steps run on one layout.
+ */
+#ifndef TIDE_SOLVER_H
+#define TIDE_SOLVER_H
+
+#include "program.h"
+
+typedef struct {
+    const char *call; /* the public solve call, for messages ("tide_poisson_solve") */
+    /* Builds the op between the transforms, on this rank's box of the spectral grid `grid`
+     * (stored as box says), with the op's placement (src, dst) already set: keep it. Called
+     * once on every rank while the plan is made; the op lives as long as the plan and runs
+     * with env e. Returns 0 or a code with the reason in err. */
+    int (*make)(tide_op *op, const tide_env *e, const tide_box *box, const int grid[3],
+                void *user, char *err, size_t len);
+    void *user;
+} tide_fft_middle;
+
+/* Collective, like tide_fft_plan_create with type r2c (the request already validated by the
+ * caller): box is this rank's box of the real data (NULL on every rank: the decomposition's
+ * first layout); opts' type, transposed_out, scaling and async are set here. Host arrays on a
+ * GPU are copied to the device whole (a budget too small for that falls back to the CPU with
+ * backend auto). */
+int tide_fft_solver_create(tide_context *ctx, const int n[3], const tide_box *box,
+                           const tide_fft_options *opts, const tide_fft_middle *mid,
+                           tide_fft_plan **plan);
+
+/* Collective: one solve from in to out (both real, this rank's box; in == out allowed). */
+int tide_fft_solver_run(tide_fft_plan *p, const void *in, void *out);
+
+/* The solve's cost on this rank (the fields of tide_fft_plan_cost). */
+void tide_fft_solver_cost(const tide_fft_plan *p, tide_fft_cost *cost);
+
+#endif

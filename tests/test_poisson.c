@@ -1,0 +1,1190 @@
+/*
+ * test_poisson.c: periodic Poisson and Helmholtz solves (tide_poisson_*) checked against
+ * independent oracles.
+ *
+ * Run under mpiexec with 1 to 6 ranks; with TIDE_TEST_BACKEND=cuda on the GPU (host arrays
+ * moved through it, or with TIDE_TEST_LOCATION=device device arrays), skipped (77) where no GPU is
+ * usable. There the test moves its data with plain CUDA calls on the legacy default stream
+ * right before each solve (a pinned f written by a device-to-host copy queued behind a delay,
+ * or device arrays written by a pageable cudaMemcpy or by a delayed device-to-device copy), so
+ * a solve not ordered after the caller's earlier work reads a poisoned f and fails.
+ *
+ *  a) the discrete equation, by the naive 7-point residual of the gathered f and u in double on
+ *     rank 0 (tide_ref_poisson_residual, apps/reference.c): float and double, batches of 1 and
+ *     3, the solver's boxes, slabs, pencils and random tilings with per-rank storage orders
+ *     (ranks with empty boxes included), forced decompositions, every exchange, in and out of
+ *     place, Poisson (alpha 0, singular: the reported mean and the zero mean of u checked too)
+ *     and Helmholtz, unit and per-dimension different spacings; plan box, info and cost;
+ *  b) second-order convergence on an analytic trigonometric solution (error ratio ~4 from n to
+ *     2n);
+ *  c) TIDE_EIGEN_SPECTRAL recovers the same solution to rounding;
+ *  d) Helmholtz with a constant f: u = -f/alpha, the mean reported; Poisson with a constant f:
+ *     u = 0;
+ *  e) bad input: the same code and the same message on every rank, no hang, outputs left alone.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tide_config.h"
+#if TIDE_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+#include "common.h"
+#include "reference.h"
+#include "tide.h"
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+static MPI_Comm comm;
+static int rank, nranks;
+static tt_tally tally;
+static int gpu;       /* TIDE_TEST_BACKEND=cuda: the context runs on the GPU */
+static int on_device; /* TIDE_TEST_LOCATION=device: f and u in device memory */
+static int verbose;   /* TIDE_TEST_VERBOSE=1: name each case as it starts */
+/* a): the largest residual and mean errors seen, as fractions of their tolerances. */
+static double worst_residual, worst_mean;
+static int empty_cases; /* a) cases with a rank whose box is empty */
+
+/* ---- moving the data: plain C on the CPU, plain CUDA calls on the GPU ----------------------- */
+
+static void *xmalloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "test_poisson: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return p;
+}
+
+#if TIDE_HAVE_CUDA
+/* Abort the job on a failing plain CUDA call: the test cannot go on without its arrays. */
+#define CU(call)                                                                                  \
+    do {                                                                                          \
+        cudaError_t e_ = (call);                                                                  \
+        if (e_ != cudaSuccess) {                                                                  \
+            fprintf(stderr, "test_poisson: %s: %s\n", #call, cudaGetErrorString(e_));             \
+            MPI_Abort(MPI_COMM_WORLD, 2);                                                         \
+        }                                                                                         \
+    } while (0)
+
+enum { DELAY_MS = 5 };
+
+/* A host function on the stream: everything queued after it waits DELAY_MS, so a copy queued
+ * behind it is still pending when the solve starts. */
+static void CUDART_CB sleep_on_stream(void *arg)
+{
+    (void)arg;
+    struct timespec t = {0, DELAY_MS * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+/* Host arrays on the GPU backend: f and u pinned (poisoned with NaN bytes), f written by a
+ * device-to-host copy queued on the legacy default stream behind a delay and not waited for. */
+static int solve_gpu_host(tide_poisson_plan *plan, const void *f0, size_t bytes, int inplace,
+                          void *u_out, void *f_after)
+{
+    void *f = NULL, *u = NULL, *stage = NULL;
+    CU(cudaMallocHost(&f, bytes));
+    if (inplace)
+        u = f;
+    else
+        CU(cudaMallocHost(&u, bytes));
+    CU(cudaMalloc(&stage, bytes));
+    CU(cudaMemcpy(stage, f0, bytes, cudaMemcpyHostToDevice));
+    memset(f, 0xff, bytes); /* NaN in float and double: a read before the copy lands shows */
+    if (!inplace)
+        memset(u, 0xff, bytes);
+    CU(cudaLaunchHostFunc(0, sleep_on_stream, NULL));
+    CU(cudaMemcpyAsync(f, stage, bytes, cudaMemcpyDeviceToHost, 0));
+    int st = tide_poisson_solve(plan, f, u);
+    CU(cudaDeviceSynchronize()); /* (the solve is complete on return; the copy is ours) */
+    memcpy(u_out, u, bytes);
+    if (!inplace)
+        memcpy(f_after, f, bytes);
+    CU(cudaFree(stage));
+    CU(cudaFreeHost(f));
+    if (!inplace)
+        CU(cudaFreeHost(u));
+    return st;
+}
+
+/* Device arrays: f written right before the solve on the legacy default stream, alternately
+ * by a pageable cudaMemcpy (which may return before the data has landed) and by a
+ * device-to-device copy queued behind a delay; u read back by a plain cudaMemcpy. */
+static int solve_gpu_device(tide_poisson_plan *plan, const void *f0, size_t bytes, int inplace,
+                            void *u_out, void *f_after)
+{
+    static int calls;
+    void *f = NULL, *u = NULL, *stage = NULL;
+    CU(cudaMalloc(&f, bytes));
+    if (inplace)
+        u = f;
+    else
+        CU(cudaMalloc(&u, bytes));
+    CU(cudaMemset(f, 0xff, bytes));
+    if (!inplace)
+        CU(cudaMemset(u, 0xff, bytes));
+    if (calls++ % 2) {
+        CU(cudaMalloc(&stage, bytes));
+        CU(cudaMemcpy(stage, f0, bytes, cudaMemcpyHostToDevice));
+        CU(cudaLaunchHostFunc(0, sleep_on_stream, NULL));
+        CU(cudaMemcpyAsync(f, stage, bytes, cudaMemcpyDeviceToDevice, 0));
+    } else {
+        CU(cudaMemcpy(f, f0, bytes, cudaMemcpyHostToDevice));
+    }
+    int st = tide_poisson_solve(plan, f, u);
+    CU(cudaMemcpy(u_out, u, bytes, cudaMemcpyDeviceToHost));
+    if (!inplace)
+        CU(cudaMemcpy(f_after, f, bytes, cudaMemcpyDeviceToHost));
+    if (stage)
+        CU(cudaFree(stage));
+    CU(cudaFree(f));
+    if (!inplace)
+        CU(cudaFree(u));
+    return st;
+}
+#endif
+
+/*
+ * One solve of f0 (this rank's bytes of right-hand sides, never handed to Tide itself) the way
+ * the mode under test moves data. u_out receives u, f_after (out of place) f as the solve left
+ * it. An empty box passes NULL arrays, which is legal there.
+ */
+static int run_solve(tide_poisson_plan *plan, const void *f0, size_t bytes, int inplace,
+                     void *u_out, void *f_after)
+{
+    if (bytes == 0)
+        return tide_poisson_solve(plan, NULL, NULL);
+#if TIDE_HAVE_CUDA
+    if (gpu)
+        return on_device ? solve_gpu_device(plan, f0, bytes, inplace, u_out, f_after)
+                         : solve_gpu_host(plan, f0, bytes, inplace, u_out, f_after);
+#endif
+    void *f = xmalloc(bytes), *u = inplace ? f : xmalloc(bytes);
+    memcpy(f, f0, bytes);
+    if (!inplace)
+        memset(u, 0xff, bytes); /* NaN: a point the solve does not write poisons the residual */
+    int st = tide_poisson_solve(plan, f, u);
+    memcpy(u_out, u, bytes);
+    if (!inplace) {
+        memcpy(f_after, f, bytes);
+        free(u);
+    }
+    free(f);
+    return st;
+}
+
+/* ---- values --------------------------------------------------------------------------------- */
+
+static double elem(const void *a, tide_precision prec, size_t i)
+{
+    return prec == TIDE_FLOAT ? (double)((const float *)a)[i] : ((const double *)a)[i];
+}
+
+static double eps_of(tide_precision prec) { return prec == TIDE_FLOAT ? FLT_EPSILON : DBL_EPSILON; }
+
+/* Per field over all ranks: sum (to mean[f] as sum / N) and max |value| (to *maxabs, over all
+ * fields). */
+static void field_stats(const void *a, tide_precision prec, long long count, int batch,
+                        const int n[3], double *mean, double *maxabs)
+{
+    double loc[4] = {0, 0, 0, 0}, glob[4], mx = 0, gmx = 0;
+    for (int f = 0; f < batch; f++)
+        for (long long i = 0; i < count; i++) {
+            double v = elem(a, prec, (size_t)(f * count + i));
+            loc[f] += v;
+            mx = fabs(v) > mx || isnan(v) ? fabs(v) : mx;
+        }
+    MPI_Allreduce(loc, glob, 4, MPI_DOUBLE, MPI_SUM, comm);
+    MPI_Allreduce(&mx, &gmx, 1, MPI_DOUBLE, MPI_MAX, comm);
+    double N = (double)n[0] * n[1] * n[2];
+    for (int f = 0; f < batch; f++)
+        mean[f] = glob[f] / N;
+    *maxabs = gmx;
+}
+
+/* fn(field, global point) into this rank's box of batch fields. */
+typedef double (*point_fn)(const void *arg, int field, const int p[3]);
+static void fill_fn(void *data, const tide_box *b, int batch, tide_precision prec, point_fn fn,
+                    const void *arg)
+{
+    long long count = tt_box_count(b);
+    int p[3];
+    for (int f = 0; f < batch && count; f++)
+        for (p[0] = b->lo[0]; p[0] < b->hi[0]; p[0]++)
+            for (p[1] = b->lo[1]; p[1] < b->hi[1]; p[1]++)
+                for (p[2] = b->lo[2]; p[2] < b->hi[2]; p[2]++) {
+                    long long e = f * count + tt_offset(b, p);
+                    double v = fn(arg, f, p);
+                    if (prec == TIDE_FLOAT)
+                        ((float *)data)[e] = (float)v;
+                    else
+                        ((double *)data)[e] = v;
+                }
+}
+
+/* Max over all ranks and fields of |u - fn| over this rank's box. */
+static double max_dist(const void *u, const tide_box *b, int batch, tide_precision prec,
+                       point_fn fn, const void *arg)
+{
+    long long count = tt_box_count(b);
+    double mx = 0, gmx = 0;
+    int p[3];
+    for (int f = 0; f < batch && count; f++)
+        for (p[0] = b->lo[0]; p[0] < b->hi[0]; p[0]++)
+            for (p[1] = b->lo[1]; p[1] < b->hi[1]; p[1]++)
+                for (p[2] = b->lo[2]; p[2] < b->hi[2]; p[2]++) {
+                    double d = fabs(elem(u, prec, (size_t)(f * count + tt_offset(b, p))) -
+                                    fn(arg, f, p));
+                    mx = d > mx || isnan(d) ? d : mx;
+                }
+    MPI_Allreduce(&mx, &gmx, 1, MPI_DOUBLE, MPI_MAX, comm);
+    return gmx;
+}
+
+/* ---- layouts -------------------------------------------------------------------------------- */
+
+typedef enum {
+    LAY_NULL,   /* box NULL: the solver's choice */
+    LAY_SLAB,   /* slabs along param (tt_tiling_slabs) */
+    LAY_PENCIL, /* pencils whole along param (tt_tiling_pencils) */
+    LAY_RANDOM  /* random recursive bisection with random storage orders, seed param */
+} lay_kind;
+
+static const char *lay_names[] = {"null", "slab", "pencil", "random"};
+
+/* This rank's box (computed here, not by the library). randorder: a per-rank storage order. */
+static tide_box make_box(const int n[3], lay_kind kind, int param, int randorder, unsigned seed)
+{
+    tide_box *all = xmalloc((size_t)nranks * sizeof *all), b;
+    tt_rng rng;
+    tt_rng_seed(&rng, (uint64_t)param * 7919u + seed);
+    if (kind == LAY_SLAB)
+        tt_tiling_slabs(n, param, nranks, all);
+    else if (kind == LAY_PENCIL)
+        tt_tiling_pencils(n, param, nranks, all);
+    else {
+        tt_tiling_random(n, nranks, &rng, all);
+        tt_random_orders(nranks, &rng, all);
+    }
+    b = all[rank];
+    free(all);
+    if (randorder && kind != LAY_RANDOM) {
+        tt_rng_seed(&rng, seed * 131u + (unsigned)rank * 17u + (unsigned)kind);
+        tt_perm3(tt_rng_below(&rng, 6), b.order);
+    }
+    return b;
+}
+
+static int same_box(const tide_box *a, const tide_box *b) { return !memcmp(a, b, sizeof *a); }
+
+/* Collective tt_check of a condition that may fail on some ranks only: the message (formatted
+ * on every rank from its own values) is the lowest failing rank's. */
+static int check_local(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int check_local(int ok, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    int mine = ok ? nranks : rank, first = nranks;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+    if (first < nranks)
+        MPI_Bcast(msg, sizeof msg, MPI_CHAR, first, comm);
+    return tt_check(&tally, comm, ok, "%s (rank %d)", msg, first);
+}
+
+/* ---- a) the discrete equation --------------------------------------------------------------- */
+
+typedef struct {
+    int n[3];
+    tide_precision prec;
+    int batch;
+    lay_kind lay;
+    int param, randorder;
+    tide_decomposition decomp;
+    tide_exchange exch;
+    int inplace;
+    double alpha;
+    double h[3];
+    unsigned seed;
+} pcase;
+
+static const char *decomp_name[] = {"auto", "slabs", "pencils"};
+static const char *exch_name[] = {"auto", "a2av", "p2p"};
+
+static void case_str(const pcase *c, char *buf, size_t len)
+{
+    snprintf(buf, len,
+             "n=%dx%dx%d %s batch=%d box=%s%d%s decomp=%s exch=%s %s alpha=%g h=(%g,%g,%g) "
+             "seed=%u",
+             c->n[0], c->n[1], c->n[2], c->prec == TIDE_FLOAT ? "float" : "double", c->batch,
+             lay_names[c->lay], c->param, c->randorder ? "/ro" : "", decomp_name[c->decomp],
+             exch_name[c->exch], c->inplace ? "in-place" : "out-of-place", c->alpha, c->h[0],
+             c->h[1], c->h[2], c->seed);
+}
+
+/*
+ * Rounding of a solve: the forward and inverse transforms each add about eps relative error per
+ * butterfly level, log2 N levels, and u is rounded once more to the data's precision. So
+ * everything that is exact in exact arithmetic (the discrete equation, the means, a constant
+ * f's solution) is checked to ROUND_C * (1 + log2 N) * eps of its scale. ROUND_C = 4: two
+ * transforms, a factor 2 for the real/complex split and the oracle's own double arithmetic.
+ * The largest errors measured on 1 to 6 ranks sit at a few percent of that (printed at the
+ * end of a)), while the bugs it must catch are orders above (see residual_tol).
+ */
+#define ROUND_C 4.0
+
+static double round_tol(tide_precision prec, const int n[3])
+{
+    double N = (double)n[0] * n[1] * n[2];
+    return ROUND_C * (1 + log2(N)) * eps_of(prec);
+}
+
+/*
+ * The residual's tolerance. A computed u carries rounding errors du of round_tol relative to
+ * max|u|. The residual is (L - alpha) du, and the operator amplifies du by up to its largest
+ * eigenvalue magnitude, mu_max + alpha, while u itself is at most |f| / (mu_min + alpha),
+ * mu_min the smallest non-zero eigenvalue magnitude of -L where the zero mode is removed
+ * (singular), else 0. So the relative residual max|L u - alpha u - f'| / max|f'| is bounded by
+ * about round_tol * kappa, kappa = (mu_max + alpha) / (mu_min + alpha), the operator's
+ * eigenvalue spread. With unit spacing kappa = 12 / (4 sin^2(pi / nmax)) ~ 0.3 nmax^2 (the
+ * eps * nmax^2 scale), so the bar is ~ 1.2 (1 + log2 N) eps nmax^2; spacings that differ
+ * between dimensions widen kappa by (h_max / h_min)^2 and Helmholtz shifts narrow it, which
+ * the formula takes in rather than a fixed nmax^2. A wrong eigenvalue, spacing or zero mode
+ * gives residuals of order 1; double data solved with float eigenvalues or a float transform
+ * gives ~1e-7, far above the double bar (< 1e-11 for every case here).
+ */
+/* -L's largest eigenvalue magnitude, bounded by the row sum (4 / h^2 per dimension with a
+ * second difference), and its smallest non-zero one (INFINITY when every dimension is 1). */
+static void mu_range(const int n[3], const double h[3], double *mu_max, double *mu_min)
+{
+    *mu_max = 0;
+    *mu_min = INFINITY;
+    for (int d = 0; d < 3; d++) {
+        if (n[d] == 1)
+            continue; /* no second difference along d */
+        *mu_max += 4 / (h[d] * h[d]);
+        double s = sin(M_PI / n[d]);
+        *mu_min = fmin(*mu_min, 4 * s * s / (h[d] * h[d]));
+    }
+}
+
+static double kappa(const int n[3], const double h[3], double alpha, int singular)
+{
+    double mu_max, mu_min;
+    mu_range(n, h, &mu_max, &mu_min);
+    if (!singular || mu_max == 0)
+        mu_min = 0;
+    double den = mu_min + alpha;
+    return den > 0 ? (mu_max + alpha) / den : 1;
+}
+
+static double residual_tol(const pcase *c, int singular)
+{
+    return round_tol(c->prec, c->n) * kappa(c->n, c->h, c->alpha, singular);
+}
+
+/* The plan's box, info, cost and description, against what the case asked for. */
+static int check_plan(const pcase *c, const char *desc, tide_poisson_plan *plan,
+                      const tide_box *want, tide_box *box)
+{
+    tide_poisson_info info;
+    tide_fft_cost cost;
+    char steps[512] = "";
+    int sb = tide_poisson_plan_box(plan, box), si = tide_poisson_plan_info(plan, &info);
+    int sc = tide_poisson_plan_cost(plan, &cost);
+    int sd = tide_poisson_plan_describe(plan, steps, sizeof steps);
+    if (!tt_check(&tally, comm, !sb && !si && !sc && !sd,
+                  "%s: plan_box/info/cost/describe statuses %d %d %d %d", desc, sb, si, sc, sd))
+        return 0;
+    if (verbose && rank == 0)
+        printf("    rank 0: %s\n", steps);
+
+    /* The boxes: the ones given, or the solver's, which must tile the grid: x-slabs in C
+     * order, or pencils whole along z (tide.h). */
+    tide_box *all = xmalloc((size_t)nranks * sizeof *all);
+    MPI_Allgather(box, sizeof *box, MPI_BYTE, all, sizeof *box, MPI_BYTE, comm);
+    int P = nranks, slabs_ok = P <= c->n[0] && P <= c->n[1];
+    tide_decomposition want_dec = c->decomp != TIDE_DECOMP_AUTO ? c->decomp
+                                  : slabs_ok                    ? TIDE_DECOMP_SLABS
+                                                                : TIDE_DECOMP_PENCILS;
+    int nonempty = 0;
+    for (int r = 0; r < P; r++)
+        nonempty += tt_box_count(&all[r]) > 0;
+    empty_cases += nonempty < P;
+    int box_ok = tt_boxes_tile(c->n, P, all);
+    if (want)
+        box_ok = box_ok && same_box(box, want);
+    else if (P > 1 && want_dec == TIDE_DECOMP_SLABS) {
+        tt_tiling_slabs(c->n, 0, P, all);
+        box_ok = box_ok && same_box(box, &all[rank]);
+    } else if (P > 1)
+        box_ok = box_ok && (tt_box_count(box) == 0 || (box->lo[2] == 0 && box->hi[2] == c->n[2]));
+    free(all);
+    char bs[96];
+    check_local(box_ok, "%s: plan box %s not the given one / not a tiling of the expected "
+                "layout", desc, tt_box_str(box, bs, sizeof bs));
+
+    /* Counts and bytes of the box; the singular flag; exchanges: none on one rank (but see
+     * below for the GPU), two for
+     * slabs (forward to y-slabs, back to x-slabs), at most four for the solver's pencils, and
+     * at least two wherever two ranks hold points (a dimension split between them must come
+     * whole on one rank and go back). (The solver's pencils may hold every point on one rank:
+     * tide_proc_grid splits a dimension of 1, e.g. 5x1x6 on 6 ranks gives a 1 x 6 grid.) */
+    long long count = tt_box_count(box);
+    size_t rsize = c->prec == TIDE_FLOAT ? sizeof(float) : sizeof(double);
+    int singular = c->alpha == 0;
+    int ok = info.count == count && info.bytes == (size_t)count * (size_t)c->batch * rsize &&
+             info.singular == singular &&
+             info.location == (on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST) &&
+             info.backend == (gpu ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU) &&
+             info.passes > 0 && info.flops > 0 && steps[0] != 0;
+    if (P == 1) /* on the GPU a box not stored z fastest is permuted locally first and back
+                 * last (cuFFT's real transforms want z contiguous): two local reshapes */
+        ok = ok && (info.exchanges == 0 || (gpu && box->order[2] != 2 && info.exchanges == 2));
+    else if (!want && want_dec == TIDE_DECOMP_SLABS)
+        ok = ok && info.exchanges == 2 && info.decomposition == TIDE_DECOMP_SLABS;
+    else if (!want)
+        ok = ok && info.exchanges <= 4 && info.decomposition == TIDE_DECOMP_PENCILS;
+    if (P > 1 && nonempty >= 2)
+        ok = ok && info.exchanges >= 2;
+    if (c->decomp != TIDE_DECOMP_AUTO && P > 1)
+        ok = ok && info.decomposition == c->decomp;
+    if (c->exch != TIDE_EXCHANGE_AUTO && info.exchanges > 0 && !gpu)
+        ok = ok && info.exchange == c->exch;
+    /* A rank may hold points and still transform none (they all go to other ranks), so
+     * only the sum of the ranks' flops must be positive (every grid here has a dimension of
+     * more than one point). */
+    double flops = 0;
+    MPI_Allreduce(&cost.flops, &flops, 1, MPI_DOUBLE, MPI_SUM, comm);
+    ok = ok && cost.exchanges == info.exchanges && (P > 1 || cost.exchange_bytes == 0) &&
+         flops > 0;
+    return check_local(ok,
+                    "%s: plan info inconsistent: count %lld (box %lld), bytes %zu, "
+                    "singular %d, location %d, backend %d, exchanges %d (cost %d), decomposition "
+                    "%d, exchange %d, passes %d, flops %g (cost %g), steps \"%s\"",
+                    desc, info.count, count, info.bytes, info.singular, (int)info.location,
+                    (int)info.backend, info.exchanges, cost.exchanges, (int)info.decomposition,
+                    (int)info.exchange, info.passes, info.flops, cost.flops, steps);
+}
+
+static void run_case(tide_context *ctx, const pcase *c)
+{
+    char desc[320];
+    case_str(c, desc, sizeof desc);
+    if (verbose && rank == 0) {
+        printf("case: %s\n", desc);
+        fflush(stdout);
+    }
+    tide_box want = {{0, 0, 0}, {0, 0, 0}, {0, 1, 2}};
+    if (c->lay != LAY_NULL)
+        want = make_box(c->n, c->lay, c->param, c->randorder, c->seed);
+    tide_poisson_options o;
+    tide_poisson_options_init(&o);
+    o.precision = c->prec;
+    o.batch = c->batch;
+    o.decomposition = c->decomp;
+    o.exchange = c->exch;
+    o.alpha = c->alpha;
+    memcpy(o.h, c->h, sizeof o.h);
+    o.location = on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
+    tide_poisson_plan *plan = NULL;
+    int st = tide_poisson_plan_create(ctx, c->n, c->lay == LAY_NULL ? NULL : &want, &o, &plan);
+    if (!tt_check(&tally, comm, st == 0, "%s: plan_create: %s: %s", desc, tide_strerror(st),
+                  tide_last_error(ctx)))
+        return;
+    tide_box box;
+    if (!check_plan(c, desc, plan, c->lay == LAY_NULL ? NULL : &want, &box)) {
+        tide_poisson_plan_destroy(plan);
+        return;
+    }
+
+    long long count = tt_box_count(&box);
+    size_t bytes = (size_t)count * (size_t)c->batch *
+                   (c->prec == TIDE_FLOAT ? sizeof(float) : sizeof(double));
+    void *f0 = xmalloc(bytes), *u = xmalloc(bytes), *fa = xmalloc(bytes);
+    tide_ref_fill(f0, &box, c->batch, 0, c->prec, c->n, c->seed);
+    st = run_solve(plan, f0, bytes, c->inplace, u, fa);
+    if (!tt_check(&tally, comm, st == 0, "%s: solve: %s: %s", desc, tide_strerror(st),
+                  tide_last_error(ctx)))
+        goto done;
+    if (!c->inplace)
+        check_local(bytes == 0 || memcmp(fa, f0, bytes) == 0,
+                    "%s: out-of-place solve modified f", desc);
+
+    int singular = c->alpha == 0;
+    tide_ref_error e = {0, 0, 0};
+    st = tide_ref_poisson_residual(comm, c->n, c->h, c->alpha, singular, c->prec, c->batch, &box,
+                                   f0, u, &e);
+    double tol = residual_tol(c, singular);
+    /* All-zero f' (every dimension 1 and singular): the residual is absolute. */
+    double rel = e.max_ref > 0 ? e.max_abs / e.max_ref : e.max_abs;
+    worst_residual = fmax(worst_residual, rel / tol);
+    if (verbose && rank == 0)
+        printf("    residual %.3g (tol %.3g, kappa %.3g)\n", rel, tol,
+               kappa(c->n, c->h, c->alpha, singular));
+    tt_check(&tally, comm, st == 0 && rel <= tol,
+             "%s: residual: status %d, max %.3g / max|f'| %.3g = %.3g (tol %.3g), rel_l2 %.3g",
+             desc, st, e.max_abs, e.max_ref, rel, tol, e.rel_l2);
+
+    /* The mean of f as Tide reports it against the mean computed here, and (singular) the
+     * zero mean of u. A sum of N terms (pairwise, or the transform's zero mode) is accurate
+     * to about eps * log2(N) of the largest term: round_tol * max|f| is ~5e-14 in double and
+     * ~2e-5 in float for these grids, while a mean that is off by a field, a rank's share or
+     * a factor N is of order max|f| / sqrt(N) or more; u's mean is the inverse transform's
+     * rounding of its zero mode, set to exactly 0. */
+    double fmean[3], fmaxabs, lmean[3] = {NAN, NAN, NAN}, umean[3], umax;
+    field_stats(f0, c->prec, count, c->batch, c->n, fmean, &fmaxabs);
+    field_stats(u, c->prec, count, c->batch, c->n, umean, &umax);
+    st = tide_poisson_mean(plan, lmean);
+    double mtol = round_tol(c->prec, c->n);
+    int mean_ok = st == 0, umean_ok = 1, bad = 0, ubad = 0; /* the first field failing */
+    for (int f = 0; f < c->batch; f++) {
+        if (mean_ok && !(fabs(lmean[f] - fmean[f]) <= mtol * fmaxabs))
+            mean_ok = 0, bad = f;
+        if (umean_ok && !(fabs(umean[f]) <= mtol * umax))
+            umean_ok = 0, ubad = f;
+        worst_mean = fmax(worst_mean, fabs(lmean[f] - fmean[f]) / (mtol * fmaxabs));
+        if (singular)
+            worst_mean = fmax(worst_mean, fabs(umean[f]) / (mtol * umax));
+    }
+    tt_check(&tally, comm, mean_ok,
+             "%s: tide_poisson_mean: status %d, field %d %.17g, the test's %.17g (tol %.3g)",
+             desc, st, bad, lmean[bad], fmean[bad], mtol * fmaxabs);
+    if (singular)
+        tt_check(&tally, comm, umean_ok, "%s: u of a singular problem has mean %.3g (field %d) "
+                 "of max|u| %.3g (tol %.3g)", desc, umean[ubad], ubad, umax, mtol * umax);
+done:
+    free(f0);
+    free(u);
+    free(fa);
+    tide_poisson_plan_destroy(plan);
+}
+
+/* Odd, even and prime extents, dimensions of 1 and 2, grids with fewer planes than ranks. */
+static const int sizes[][3] = {{7, 9, 11}, {13, 5, 8}, {16, 12, 10}, {5, 1, 6},
+                               {2, 3, 4},  {11, 13, 17}, {17, 2, 7}, {1, 6, 5}};
+enum { NSIZES = sizeof sizes / sizeof sizes[0], NCOMBOS = 9, NFUZZ = 24 };
+static const double spacings[][3] = {{1, 1, 1}, {0.5, 1.3, 2.0}, {0.1, 0.1, 0.1},
+                                     {2.5, 0.7, 1.1}};
+
+/* Case k = s * NCOMBOS + j: size s, layout j; the other options rotate with k so that every
+ * layout meets both precisions, both batch sizes, in and out of place, Poisson and Helmholtz,
+ * and every spacing and exchange somewhere across the sizes. */
+static pcase make_case(int s, int j)
+{
+    int k = s * NCOMBOS + j;
+    pcase c;
+    memset(&c, 0, sizeof c);
+    memcpy(c.n, sizes[s], sizeof c.n);
+    c.prec = (k / 2) % 2 ? TIDE_FLOAT : TIDE_DOUBLE;
+    c.batch = k % 5 == 3 ? 3 : 1;
+    c.inplace = (k / 3) % 2;
+    c.alpha = k % 4 == 1 ? 0.75 : k % 4 == 3 ? 3.0 : 0;
+    memcpy(c.h, spacings[(k / 4) % 4], sizeof c.h);
+    c.exch = (tide_exchange)((k / 7) % 3);
+    c.seed = 2000u + (unsigned)k;
+    int slabs_ok = nranks <= c.n[0] && nranks <= c.n[1];
+    c.lay = LAY_NULL;
+    switch (j) {
+    case 0: /* the solver's boxes and decomposition */
+        break;
+    case 1: /* the solver's boxes, slabs forced where they are the valid choice */
+        c.decomp = slabs_ok ? TIDE_DECOMP_SLABS : TIDE_DECOMP_AUTO;
+        break;
+    case 2: /* the solver's boxes, pencils forced */
+        c.decomp = TIDE_DECOMP_PENCILS;
+        break;
+    case 3: /* x-slabs given (empty ones where ranks outnumber planes) */
+        c.lay = LAY_SLAB;
+        c.param = 0;
+        break;
+    case 4: /* slabs along another dimension, per-rank storage orders */
+        c.lay = LAY_SLAB;
+        c.param = (s + 1) % 3;
+        c.randorder = 1;
+        break;
+    case 5:
+        c.lay = LAY_PENCIL;
+        c.param = s % 3;
+        break;
+    case 6: /* pencils with per-rank orders, pencil transforms forced */
+        c.lay = LAY_PENCIL;
+        c.param = (s + 2) % 3;
+        c.randorder = 1;
+        c.decomp = TIDE_DECOMP_PENCILS;
+        break;
+    case 7: /* random tilings with random orders: uneven and empty boxes */
+        c.lay = LAY_RANDOM;
+        c.param = 1;
+        break;
+    case 8:
+        c.lay = LAY_RANDOM;
+        c.param = 2;
+        c.decomp = slabs_ok ? TIDE_DECOMP_SLABS : TIDE_DECOMP_PENCILS;
+        break;
+    }
+    return c;
+}
+
+/* Fuzz case i: small random sizes (down to 1) and every option at random. */
+static pcase make_fuzz_case(int i)
+{
+    tt_rng rng;
+    tt_rng_seed(&rng, 0x9015500u + (unsigned)i);
+    pcase c;
+    memset(&c, 0, sizeof c);
+    for (int d = 0; d < 3; d++)
+        c.n[d] = 1 + tt_rng_below(&rng, 12);
+    c.prec = (tide_precision)tt_rng_below(&rng, 2);
+    c.batch = 1 + tt_rng_below(&rng, 3);
+    c.lay = (lay_kind)tt_rng_below(&rng, 4);
+    c.param = c.lay == LAY_RANDOM ? 10 + i : tt_rng_below(&rng, 3);
+    c.randorder = tt_rng_below(&rng, 2);
+    c.decomp = (tide_decomposition)tt_rng_below(&rng, 3);
+    if (c.decomp == TIDE_DECOMP_SLABS && (nranks > c.n[0] || nranks > c.n[1]))
+        c.decomp = TIDE_DECOMP_AUTO;
+    c.exch = (tide_exchange)tt_rng_below(&rng, 3);
+    c.inplace = tt_rng_below(&rng, 2);
+    c.alpha = tt_rng_below(&rng, 2) ? 0 : 0.1 + tt_rng_below(&rng, 40) * 0.1;
+    for (int d = 0; d < 3; d++)
+        c.h[d] = 0.3 + tt_rng_below(&rng, 23) * 0.1;
+    c.seed = 6000u + (unsigned)i;
+    return c;
+}
+
+/* ---- b), c) an analytic solution ------------------------------------------------------------ */
+
+/* u = s_f sin(2 pi x / Lx) cos(4 pi y / Ly) sin(2 pi z / Lz + 0.3), x = i h, h = L / n, with
+ * s_f = 1 for field 0 and -0.5 for field 1; f = (lap - alpha) u = -(k2 + alpha) u. */
+typedef struct {
+    int n[3];
+    double L[3], alpha;
+} trig;
+
+static double trig_scale(int field) { return field ? -0.5 : 1.0; }
+
+static double trig_u(const void *arg, int field, const int p[3])
+{
+    const trig *t = arg;
+    double x[3];
+    for (int d = 0; d < 3; d++)
+        x[d] = p[d] * (t->L[d] / t->n[d]);
+    return trig_scale(field) * sin(2 * M_PI * x[0] / t->L[0]) * cos(4 * M_PI * x[1] / t->L[1]) *
+           sin(2 * M_PI * x[2] / t->L[2] + 0.3);
+}
+
+static double trig_f(const void *arg, int field, const int p[3])
+{
+    const trig *t = arg;
+    double kx = 2 * M_PI / t->L[0], ky = 4 * M_PI / t->L[1], kz = 2 * M_PI / t->L[2];
+    return -(kx * kx + ky * ky + kz * kz + t->alpha) * trig_u(arg, field, p);
+}
+
+/* Solves the trig problem on grid n (double, batch fields, eigen) in the given layout; returns
+ * max |u - u_exact| over everything, or NAN when a step failed (reported as a check). */
+static double trig_solve(tide_context *ctx, const trig *t, int batch, tide_eigen eigen,
+                         lay_kind lay, const char *desc)
+{
+    tide_box want = make_box(t->n, lay, lay == LAY_RANDOM ? 3 : 1, 0, 77u); /* y-slabs, y-pencils */
+    tide_poisson_options o;
+    tide_poisson_options_init(&o);
+    o.batch = batch;
+    o.alpha = t->alpha;
+    o.eigen = eigen;
+    for (int d = 0; d < 3; d++)
+        o.h[d] = t->L[d] / t->n[d];
+    o.location = on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
+    tide_poisson_plan *plan = NULL;
+    int st = tide_poisson_plan_create(ctx, t->n, lay == LAY_NULL ? NULL : &want, &o, &plan);
+    if (!tt_check(&tally, comm, st == 0, "%s: plan_create: %s: %s", desc, tide_strerror(st),
+                  tide_last_error(ctx)))
+        return NAN;
+    tide_box box;
+    tide_poisson_plan_box(plan, &box);
+    size_t bytes = (size_t)tt_box_count(&box) * (size_t)batch * sizeof(double);
+    double *f = xmalloc(bytes), *u = xmalloc(bytes), *fa = xmalloc(bytes);
+    fill_fn(f, &box, batch, TIDE_DOUBLE, trig_f, t);
+    st = run_solve(plan, f, bytes, 0, u, fa);
+    double err = NAN;
+    if (tt_check(&tally, comm, st == 0, "%s: solve: %s: %s", desc, tide_strerror(st),
+                 tide_last_error(ctx))) {
+        err = max_dist(u, &box, batch, TIDE_DOUBLE, trig_u, t);
+        if (eigen == TIDE_EIGEN_FD2) {
+            /* The discrete equation holds here too (smooth data rather than random). */
+            tide_ref_error e = {0, 0, 0};
+            st = tide_ref_poisson_residual(comm, t->n, o.h, t->alpha, t->alpha == 0, TIDE_DOUBLE,
+                                           batch, &box, f, u, &e);
+            pcase pc = {.prec = TIDE_DOUBLE, .alpha = t->alpha};
+            memcpy(pc.n, t->n, sizeof pc.n);
+            memcpy(pc.h, o.h, sizeof pc.h);
+            double tol = residual_tol(&pc, t->alpha == 0);
+            tt_check(&tally, comm, st == 0 && e.max_abs <= tol * e.max_ref,
+                     "%s: residual: status %d, max %.3g of max|f| %.3g (tol %.3g relative)", desc,
+                     st, e.max_abs, e.max_ref, tol);
+        }
+    }
+    free(f);
+    free(u);
+    free(fa);
+    tide_poisson_plan_destroy(plan);
+    return err;
+}
+
+/*
+ * b) Second order: for one Fourier mode the FD2 solution is u_exact times
+ * (k2 + alpha) / (k2_h + alpha), k2_h = sum 4 sin^2(k_d h_d / 2) / h_d^2 = k2 (1 - O(h^2)), so
+ * the error falls by 4 from n to 2n up to higher-order terms and the sampling of the maximum:
+ * 3.96 to 4.06 for these grids (computed beforehand). [3.5, 4.5] admits that and nothing of
+ * another order (first order: 2, spectral or exact: rounding, wrong: ~1).
+ */
+static void convergence(tide_context *ctx)
+{
+    static const struct {
+        int n[3];
+        double alpha;
+        lay_kind lay;
+    } cfg[] = {{{12, 12, 12}, 0, LAY_NULL}, {{12, 16, 10}, 2.5, LAY_RANDOM}};
+    for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; i++) {
+        double err[2];
+        char desc[160];
+        for (int s = 0; s < 2; s++) {
+            trig t = {{cfg[i].n[0] << s, cfg[i].n[1] << s, cfg[i].n[2] << s},
+                      {1.0, 2.0, 1.5},
+                      cfg[i].alpha};
+            snprintf(desc, sizeof desc, "b) convergence n=%dx%dx%d alpha=%g box=%s", t.n[0],
+                     t.n[1], t.n[2], t.alpha, lay_names[cfg[i].lay]);
+            err[s] = trig_solve(ctx, &t, 2, TIDE_EIGEN_FD2, cfg[i].lay, desc);
+        }
+        double ratio = err[0] / err[1];
+        tt_check(&tally, comm, ratio >= 3.5 && ratio <= 4.5,
+                 "%s: error %.4g at n, %.4g at 2n: ratio %.3f not in [3.5, 4.5]", desc, err[0],
+                 err[1], ratio);
+        if (rank == 0)
+            printf("  b) alpha=%g: max error %.4g -> %.4g, ratio %.3f\n", cfg[i].alpha, err[0],
+                   err[1], ratio);
+    }
+}
+
+/*
+ * c) Spectral eigenvalues invert the continuous Laplacian exactly on the modes the grid
+ * resolves (|k| < n/2: here k = 1, 2, 1 with n >= 5), so u_exact comes back to rounding: the
+ * transforms' ~eps log2 N times the ratio of the eigenvalue of the solution's modes to the
+ * smallest one (< 50 here), ~1e-13; 1e-11 of max|u| = 1 leaves room and still fails any
+ * discretisation error (FD2 is off by 1e-2 on these grids).
+ */
+static void spectral(tide_context *ctx)
+{
+    static const struct {
+        int n[3];
+        double alpha;
+        lay_kind lay;
+    } cfg[] = {{{7, 9, 11}, 0, LAY_NULL},
+               {{13, 5, 8}, 1.25, LAY_RANDOM},
+               {{16, 12, 10}, 0, LAY_PENCIL},
+               {{6, 10, 5}, 4.0, LAY_SLAB}};
+    for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; i++) {
+        trig t = {{cfg[i].n[0], cfg[i].n[1], cfg[i].n[2]}, {1.0, 2.0, 1.5}, cfg[i].alpha};
+        char desc[160];
+        snprintf(desc, sizeof desc, "c) spectral n=%dx%dx%d alpha=%g box=%s", t.n[0], t.n[1],
+                 t.n[2], t.alpha, lay_names[cfg[i].lay]);
+        double err = trig_solve(ctx, &t, i % 2 ? 2 : 1, TIDE_EIGEN_SPECTRAL, cfg[i].lay, desc);
+        tt_check(&tally, comm, err <= 1e-11, "%s: max |u - u_exact| = %.3g (tol 1e-11)", desc,
+                 err);
+        if (verbose && rank == 0)
+            printf("  %s: max |u - u_exact| %.3g\n", desc, err);
+    }
+}
+
+/* ---- d) constant right-hand sides ----------------------------------------------------------- */
+
+static const double constants[] = {0.37, -1.25, 2.0};
+
+static double const_f(const void *arg, int field, const int p[3])
+{
+    (void)arg, (void)p;
+    return constants[field];
+}
+
+/* -f / alpha (Helmholtz), 0 (Poisson: f - mean(f) = 0). */
+static double const_u(const void *arg, int field, const int p[3])
+{
+    (void)p;
+    double alpha = *(const double *)arg;
+    return alpha > 0 ? -constants[field] / alpha : 0;
+}
+
+/*
+ * d) A constant f is the zero mode alone. Helmholtz: u = -f/alpha exactly; Poisson: the zero
+ * mode is removed, u = 0. The transforms spread rounding of ~eps log2(N) |f| over the other
+ * modes, which the solve divides by at least alpha (Helmholtz) or mu_min (Poisson), so
+ * max|u - u_exact| <= round_tol |f| / (alpha or mu_min); the reported mean must be the
+ * constant to round_tol relative.
+ */
+static void constant_rhs(tide_context *ctx)
+{
+    static const struct {
+        int n[3];
+        tide_precision prec;
+        double alpha;
+        lay_kind lay;
+        int inplace;
+    } cfg[] = {{{7, 9, 11}, TIDE_DOUBLE, 2.5, LAY_RANDOM, 0},
+               {{13, 5, 8}, TIDE_FLOAT, 0.4, LAY_NULL, 1},
+               {{11, 13, 17}, TIDE_DOUBLE, 0, LAY_SLAB, 1},
+               {{5, 1, 6}, TIDE_FLOAT, 0, LAY_RANDOM, 0}};
+    const double h[3] = {1, 1, 1};
+    for (size_t i = 0; i < sizeof cfg / sizeof cfg[0]; i++) {
+        char desc[160];
+        snprintf(desc, sizeof desc, "d) constant f n=%dx%dx%d %s alpha=%g box=%s%s", cfg[i].n[0],
+                 cfg[i].n[1], cfg[i].n[2], cfg[i].prec == TIDE_FLOAT ? "float" : "double",
+                 cfg[i].alpha, lay_names[cfg[i].lay], cfg[i].inplace ? " in-place" : "");
+        const int batch = 3;
+        tide_box want = make_box(cfg[i].n, cfg[i].lay, cfg[i].lay == LAY_RANDOM ? 4 : 2, 1, 99u);
+        tide_poisson_options o;
+        tide_poisson_options_init(&o);
+        o.precision = cfg[i].prec;
+        o.batch = batch;
+        o.alpha = cfg[i].alpha;
+        o.location = on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
+        tide_poisson_plan *plan = NULL;
+        int st = tide_poisson_plan_create(ctx, cfg[i].n, cfg[i].lay == LAY_NULL ? NULL : &want,
+                                          &o, &plan);
+        if (!tt_check(&tally, comm, st == 0, "%s: plan_create: %s: %s", desc,
+                      tide_strerror(st), tide_last_error(ctx)))
+            continue;
+        tide_box box;
+        tide_poisson_plan_box(plan, &box);
+        size_t rsize = cfg[i].prec == TIDE_FLOAT ? sizeof(float) : sizeof(double);
+        size_t bytes = (size_t)tt_box_count(&box) * batch * rsize;
+        void *f = xmalloc(bytes), *u = xmalloc(bytes), *fa = xmalloc(bytes);
+        fill_fn(f, &box, batch, cfg[i].prec, const_f, NULL);
+        st = run_solve(plan, f, bytes, cfg[i].inplace, u, fa);
+        if (tt_check(&tally, comm, st == 0, "%s: solve: %s: %s", desc, tide_strerror(st),
+                     tide_last_error(ctx))) {
+            double r = round_tol(cfg[i].prec, cfg[i].n), fbig = 2.0; /* max |f| */
+            double mu_max, mu_min;
+            mu_range(cfg[i].n, h, &mu_max, &mu_min);
+            double den = cfg[i].alpha > 0 ? cfg[i].alpha : mu_min;
+            double err = max_dist(u, &box, batch, cfg[i].prec, const_u, &cfg[i].alpha);
+            double utol = r * fbig / den;
+            tt_check(&tally, comm, err <= utol, "%s: max |u - u_exact| = %.3g (tol %.3g)", desc,
+                     err, utol);
+            if (verbose && rank == 0)
+                printf("  %s: max |u - u_exact| %.3g (tol %.3g)\n", desc, err, utol);
+            double mean[3] = {NAN, NAN, NAN};
+            st = tide_poisson_mean(plan, mean);
+            int ok = st == 0;
+            for (int k = 0; k < batch; k++)
+                ok = ok && fabs(mean[k] - constants[k]) <= r * fabs(constants[k]);
+            tt_check(&tally, comm, ok, "%s: tide_poisson_mean: status %d, %.17g %.17g %.17g, "
+                     "want %g %g %g", desc, st, mean[0], mean[1], mean[2], constants[0],
+                     constants[1], constants[2]);
+        }
+        free(f);
+        free(u);
+        free(fa);
+        tide_poisson_plan_destroy(plan);
+    }
+}
+
+/* ---- e) bad input --------------------------------------------------------------------------- */
+
+enum { MSGLEN = 512 };
+#define BIT(code) (1u << (code))
+/* What a failed create must leave in the plan pointer: an address no allocation returns. */
+static char plan_sentinel_storage;
+#define PLAN_SENTINEL ((tide_poisson_plan *)&plan_sentinel_storage)
+
+/*
+ * Collective: a call failed properly: every rank got the same status, one of allowed, and
+ * the same non-empty tide_last_error() message; untouched: this rank's outputs were left alone.
+ */
+static void expect_error(const char *what, int st, const char *msg, unsigned allowed,
+                         int untouched)
+{
+    int *sts = xmalloc((size_t)nranks * sizeof *sts);
+    char *msgs = xmalloc((size_t)nranks * MSGLEN), mine[MSGLEN];
+    snprintf(mine, sizeof mine, "%s", msg ? msg : "(null)");
+    MPI_Allgather(&st, 1, MPI_INT, sts, 1, MPI_INT, comm);
+    MPI_Allgather(mine, MSGLEN, MPI_CHAR, msgs, MSGLEN, MPI_CHAR, comm);
+    int same = 1, msg_same = 1, differ = -1;
+    char got[128] = "", want[128] = "";
+    for (int r = 0; r < nranks; r++) {
+        size_t used = strlen(got);
+        snprintf(got + used, sizeof got - used, "%s%d", r ? "," : "", sts[r]);
+        same = same && sts[r] == sts[0];
+        if (msg_same && strcmp(msgs + (size_t)r * MSGLEN, mine) != 0)
+            msg_same = 0, differ = r;
+    }
+    for (int c = 1; c < 32; c++)
+        if (allowed & BIT(c)) {
+            size_t used = strlen(want);
+            snprintf(want + used, sizeof want - used, "%s%s", used ? " or " : "",
+                     tide_strerror(c));
+        }
+    tt_check(&tally, comm, same && st > 0 && st < 32 && (allowed & BIT(st)),
+             "e) %s: statuses per rank [%s], want %s on every rank", what, got, want);
+    tt_check(&tally, comm, mine[0] && msg_same,
+             "e) %s: message empty or different between ranks: rank 0 \"%s\", rank %d \"%s\"",
+             what, msgs, differ, differ >= 0 ? msgs + (size_t)differ * MSGLEN : "");
+    tt_check(&tally, comm, untouched, "e) %s: output written although the call failed", what);
+    if (rank == 0)
+        printf("  e) %-48s -> %s: %s\n", what, tide_strerror(st), mine);
+    free(sts);
+    free(msgs);
+}
+
+static const int EN[3] = {8, 6, 5}; /* x-slabs of 8 planes: no rank empty up to 6 ranks */
+
+static void base_options(tide_poisson_options *o, tide_box *box)
+{
+    tide_poisson_options_init(o);
+    tide_box *all = xmalloc((size_t)nranks * sizeof *all);
+    tt_tiling_slabs(EN, 0, nranks, all);
+    *box = all[rank];
+    free(all);
+}
+
+static void expect_create_error(tide_context *ctx, const char *what, const tide_box *box,
+                                const tide_poisson_options *o, unsigned allowed)
+{
+    tide_poisson_plan *plan = PLAN_SENTINEL;
+    int st = tide_poisson_plan_create(ctx, EN, box, o, &plan);
+    /* A call that wrongly succeeded still must not leak. */
+    if (st == 0 && plan != PLAN_SENTINEL)
+        tide_poisson_plan_destroy(plan);
+    expect_error(what, st, tide_last_error(ctx), allowed, plan == PLAN_SENTINEL);
+}
+
+static void create_errors(tide_context *ctx)
+{
+    const unsigned ARG = BIT(TIDE_ERR_ARGUMENT), UNSUP = BIT(TIDE_ERR_UNSUPPORTED);
+    tide_poisson_options o;
+    tide_box box;
+    int last = nranks - 1;
+
+    base_options(&o, &box);
+    o.alpha = -1;
+    expect_create_error(ctx, "alpha = -1", &box, &o, ARG);
+    base_options(&o, &box);
+    o.alpha = NAN;
+    expect_create_error(ctx, "alpha = NaN", &box, &o, ARG);
+    base_options(&o, &box);
+    o.alpha = INFINITY;
+    expect_create_error(ctx, "alpha = inf", &box, &o, ARG);
+    base_options(&o, &box);
+    o.h[1] = 0;
+    expect_create_error(ctx, "h[1] = 0", &box, &o, ARG);
+    base_options(&o, &box);
+    o.h[2] = -0.5;
+    expect_create_error(ctx, "h[2] = -0.5", &box, &o, ARG);
+    base_options(&o, &box);
+    o.h[0] = NAN;
+    expect_create_error(ctx, "h[0] = NaN", &box, &o, ARG);
+    base_options(&o, &box);
+    o.bc[0][1] = TIDE_BC_NEUMANN;
+    expect_create_error(ctx, "bc x: periodic low face, Neumann high face", &box, &o, ARG);
+    base_options(&o, &box);
+    o.bc[2][0] = TIDE_BC_DIRICHLET;
+    expect_create_error(ctx, "bc z: Dirichlet low face, periodic high face", &box, &o, ARG);
+    base_options(&o, &box);
+    o.bc[2][0] = o.bc[2][1] = TIDE_BC_NEUMANN;
+    expect_create_error(ctx, "bc z: Neumann on both faces", &box, &o, UNSUP);
+    base_options(&o, &box);
+    o.bc[1][0] = o.bc[1][1] = TIDE_BC_DIRICHLET;
+    expect_create_error(ctx, "bc y: Dirichlet on both faces", &box, &o, UNSUP);
+    base_options(&o, &box);
+    o.bc[1][1] = (tide_bc)7;
+    expect_create_error(ctx, "bc y high face 7 (no such bc)", &box, &o, ARG);
+    base_options(&o, &box);
+    o.eigen = (tide_eigen)5;
+    expect_create_error(ctx, "eigen 5 (no such operator)", &box, &o, ARG);
+    base_options(&o, &box);
+    o.batch = 0;
+    expect_create_error(ctx, "batch 0", &box, &o, ARG);
+    base_options(&o, &box);
+    o.size = 0;
+    expect_create_error(ctx, "options size 0 (not from the init function)", &box, &o, ARG);
+    base_options(&o, &box);
+    o.location = TIDE_LOCATION_DEVICE;
+    o.backend = TIDE_BACKEND_CPU;
+    expect_create_error(ctx, "location device on the CPU backend", &box, &o, UNSUP);
+
+    if (nranks > 1) {
+        char what[96];
+        base_options(&o, &box);
+        if (rank == last)
+            o.alpha = 0.5;
+        snprintf(what, sizeof what, "alpha 0.5 on rank %d, 0 elsewhere", last);
+        expect_create_error(ctx, what, &box, &o, BIT(TIDE_ERR_MISMATCH));
+        base_options(&o, &box);
+        if (rank == last)
+            o.h[2] = 1.0 + 1e-12;
+        snprintf(what, sizeof what, "h[2] differing by 1e-12 on rank %d", last);
+        expect_create_error(ctx, what, &box, &o, BIT(TIDE_ERR_MISMATCH));
+        base_options(&o, &box);
+        if (rank == 1)
+            box.lo[0] -= 1; /* reaches into rank 0's planes */
+        expect_create_error(ctx, "boxes overlapping (rank 1)", &box, &o, BIT(TIDE_ERR_BOX));
+        base_options(&o, &box);
+        expect_create_error(ctx, "box NULL on rank 0 only", rank == 0 ? NULL : &box, &o,
+                            ARG | BIT(TIDE_ERR_MISMATCH));
+    }
+    base_options(&o, &box);
+    if (rank == last)
+        box.hi[0] -= 1; /* one plane of x nobody owns */
+    expect_create_error(ctx, "boxes not covering the grid", &box, &o, BIT(TIDE_ERR_BOX));
+    base_options(&o, &box);
+    if (rank == last)
+        box.order[1] = box.order[0]; /* not a permutation */
+    expect_create_error(ctx, "storage order not a permutation", &box, &o,
+                        ARG | BIT(TIDE_ERR_BOX));
+}
+
+/* At solve time: a NULL array where a rank has points fails on every rank, writes nothing,
+ * and the plan still solves correctly afterwards. */
+static void solve_errors(tide_context *ctx)
+{
+    tide_poisson_options o;
+    tide_box box;
+    base_options(&o, &box);
+    tide_poisson_plan *plan = NULL;
+    int st = tide_poisson_plan_create(ctx, EN, &box, &o, &plan);
+    if (!tt_check(&tally, comm, st == 0, "e) plan for the solve errors: %s",
+                  tide_last_error(ctx)))
+        return;
+    long long count = tt_box_count(&box);
+    size_t bytes = (size_t)count * sizeof(double);
+    double *f = xmalloc(bytes), *u = xmalloc(bytes), *u0 = xmalloc(bytes);
+    tide_ref_fill(f, &box, 1, 0, TIDE_DOUBLE, EN, 31);
+    for (long long i = 0; i < count; i++)
+        u0[i] = u[i] = 1234.5 + (double)i;
+    int bad = nranks > 1 ? 1 : 0, last = nranks - 1;
+    char what[96];
+
+    snprintf(what, sizeof what, "solve with f NULL on rank %d (box not empty)", bad);
+    st = tide_poisson_solve(plan, rank == bad ? NULL : f, u);
+    expect_error(what, st, tide_last_error(ctx), BIT(TIDE_ERR_ARGUMENT),
+                 memcmp(u, u0, bytes) == 0);
+    snprintf(what, sizeof what, "solve with u NULL on rank %d (box not empty)", last);
+    st = tide_poisson_solve(plan, f, rank == last ? NULL : u);
+    expect_error(what, st, tide_last_error(ctx), BIT(TIDE_ERR_ARGUMENT),
+                 memcmp(u, u0, bytes) == 0);
+    st = tide_poisson_solve(NULL, f, u);
+    tt_check(&tally, comm, st == TIDE_ERR_ARGUMENT, "e) solve with plan NULL: status %d (%s)",
+             st, tide_strerror(st));
+    st = tide_poisson_mean(plan, NULL);
+    tt_check(&tally, comm, st == TIDE_ERR_ARGUMENT, "e) tide_poisson_mean(mean NULL): status %d",
+             st);
+    st = tide_poisson_plan_info(plan, NULL);
+    tt_check(&tally, comm, st == TIDE_ERR_ARGUMENT, "e) plan_info(info NULL): status %d", st);
+
+    /* The same plan still solves. */
+    st = tide_poisson_solve(plan, f, u);
+    tide_ref_error e = {0, 0, 0};
+    const double h[3] = {1, 1, 1};
+    int rst = tide_ref_poisson_residual(comm, EN, h, 0, 1, TIDE_DOUBLE, 1, &box, f, u, &e);
+    pcase pc = {.n = {EN[0], EN[1], EN[2]}, .prec = TIDE_DOUBLE, .h = {1, 1, 1}};
+    double tol = residual_tol(&pc, 1);
+    tt_check(&tally, comm, st == 0 && rst == 0 && e.max_abs <= tol * e.max_ref,
+             "e) solve after the failed ones: status %d (%s), residual %.3g of %.3g", st,
+             tide_last_error(ctx), e.max_abs, e.max_ref);
+    free(f);
+    free(u);
+    free(u0);
+    tide_poisson_plan_destroy(plan);
+}
+
+/* ---- main ----------------------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    comm = MPI_COMM_WORLD;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &nranks);
+    if (rank == 0)
+        printf("test_poisson on %d ranks (TIDE_TEST_VERBOSE=1 names each case as it starts)\n",
+               nranks);
+
+    /* TIDE_TEST_BACKEND=cuda: every solve on the GPU, host arrays streamed through it or (with
+     * TIDE_TEST_LOCATION=device) device arrays; skipped (77) where no GPU is usable. */
+    const char *be = getenv("TIDE_TEST_BACKEND"), *loc = getenv("TIDE_TEST_LOCATION");
+    const char *verbose_env = getenv("TIDE_TEST_VERBOSE");
+    verbose = verbose_env && verbose_env[0] && strcmp(verbose_env, "0") != 0;
+    int cuda = be && !strcmp(be, "cuda");
+    on_device = cuda && loc && !strcmp(loc, "device");
+    if (cuda && !tt_all(comm, tt_gpus_or_skip() > 0)) {
+        MPI_Finalize();
+        return 77;
+    }
+    tide_context_options copts;
+    tide_context_options_init(&copts);
+    copts.backend = cuda ? TIDE_BACKEND_AUTO : TIDE_BACKEND_CPU;
+    tide_context *ctx = NULL;
+    int st = tide_context_create(comm, &copts, &ctx);
+    tide_backend got = TIDE_BACKEND_CPU;
+    if (st == 0)
+        tide_context_backend(ctx, &got);
+    if (!tt_all(comm, st == 0)) {
+        if (rank == 0)
+            printf("test_poisson: tide_context_create failed: %s: %s\n", tide_strerror(st),
+                   tide_last_error(NULL));
+        MPI_Finalize();
+        return EXIT_FAILURE;
+    }
+    if (cuda && got != TIDE_BACKEND_CUDA) {
+        if (rank == 0)
+            printf("SKIP: no GPU for the CUDA backend: %s\n", tide_context_gpu_status(ctx));
+        tide_context_destroy(ctx);
+        MPI_Finalize();
+        return 77;
+    }
+    gpu = got == TIDE_BACKEND_CUDA;
+#if TIDE_HAVE_CUDA
+    if (gpu) {
+        tide_device_info d;
+        tide_context_device(ctx, &d);
+        CU(cudaSetDevice(d.device)); /* the plain CUDA calls use the context's GPU */
+        if (rank == 0)
+            printf("backend cuda, arrays in %s memory\n", on_device ? "device" : "host");
+    }
+#endif
+
+    double t0 = MPI_Wtime();
+    int before = tally.failed;
+    for (int k = 0; k < NSIZES * NCOMBOS + NFUZZ; k++) {
+        pcase c = k < NSIZES * NCOMBOS ? make_case(k / NCOMBOS, k % NCOMBOS)
+                                       : make_fuzz_case(k - NSIZES * NCOMBOS);
+        run_case(ctx, &c);
+    }
+    if (rank == 0)
+        printf("  a) %d residual cases (%d with empty boxes): %d failed checks (%.1f s); "
+               "largest residual %.2g and mean error %.2g of their tolerances\n",
+               NSIZES * NCOMBOS + NFUZZ, empty_cases, tally.failed - before, MPI_Wtime() - t0,
+               worst_residual, worst_mean);
+    convergence(ctx);
+    spectral(ctx);
+    constant_rhs(ctx);
+    create_errors(ctx);
+    solve_errors(ctx);
+
+    if (rank == 0)
+        printf("(%d checks, %d failed, %.1f s)\n", tally.checks, tally.failed, MPI_Wtime() - t0);
+    tide_context_destroy(ctx);
+    int rc = tt_finish(&tally, comm, "test_poisson", "checks");
+    MPI_Finalize();
+    return rc;
+}
