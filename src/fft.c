@@ -261,23 +261,15 @@ static size_t box_bytes(const tide_fft_plan *p, const tide_box *b, int real)
 }
 
 /* The steps of a program: the forward steps (dir -1), the backward ones (+1), or both with
- * the middle op between them (0: a solver, solver.h; *mid its index, else -1). back[i]: step i
- * belongs to the backward transform. Returns the number of steps. */
+ * the middle op between them (0: a solver, solver.h; *mid its index, else -1). Steps from
+ * *back on belong to the backward transform. Returns the number of steps. */
 static int program_steps(const tide_chain *c, int dir, tide_chain_step *steps, int *back,
                          int *mid)
 {
-    int ns = 0;
-    *mid = -1;
-    if (dir <= 0)
-        ns = tide_chain_steps(c, 0, steps);
-    if (dir == 0)
-        *mid = ns++;
-    int first_back = ns;
-    if (dir >= 0)
-        ns += tide_chain_steps(c, 1, steps + ns);
-    for (int i = 0; i < ns; i++)
-        back[i] = i >= first_back;
-    return ns;
+    int ns = dir <= 0 ? tide_chain_steps(c, 0, steps) : 0;
+    *mid = dir == 0 ? ns++ : -1;
+    *back = ns;
+    return dir >= 0 ? ns + tide_chain_steps(c, 1, steps + ns) : ns;
 }
 
 /* Step i's local FFT: its transformed dimensions, direction and kind, planned on the buffers
@@ -313,8 +305,8 @@ static int make_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *
                         tide_program *prog, char *err, size_t len)
 {
     tide_chain_step steps[2 * TIDE_CHAIN_STEPS + 1];
-    int back[2 * TIDE_CHAIN_STEPS + 1], mid;
-    int ns = program_steps(c, dir, steps, back, &mid), r2c = p->o.type == TIDE_R2C;
+    int back, mid;
+    int ns = program_steps(c, dir, steps, &back, &mid), r2c = p->o.type == TIDE_R2C;
     double scale = dir < 0 ? p->fwd_scale : dir > 0 ? p->bwd_scale : 1.0;
     memset(prog, 0, sizeof *prog);
     for (int i = 0; i < ns; i++) {
@@ -327,7 +319,7 @@ static int make_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *
         o->kind = steps[i].stage < 0 ? TIDE_OP_RESHAPE : TIDE_OP_FFT;
         int real = r2c && steps[i].stage == 0;
         o->in_place_ok = o->kind == TIDE_OP_FFT && !real && steps[i].from == steps[i].to;
-        o->overwrites_input = real && back[i]; /* c2r */
+        o->overwrites_input = real && i >= back; /* c2r */
     }
     prog->nops = ns + (scale != 1.0);
     if (scale != 1.0) {
@@ -348,7 +340,7 @@ static int make_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *
             st = tide_op_reshape(o, &p->env, s->from, s->to, real ? p->in_elem : p->out_elem,
                                  p->o.batch, err, len);
         } else {
-            st = make_fft(p, c, f, s, back[i], o, err, len);
+            st = make_fft(p, c, f, s, i >= back, o, err, len);
         }
         if (st)
             return st;
@@ -357,7 +349,7 @@ static int make_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *
             size_t rb = tide_reshape_recv_bytes(o->reshape);
             p->env.sbytes = sb > p->env.sbytes ? sb : p->env.sbytes;
             p->env.rbytes = rb > p->env.rbytes ? rb : p->env.rbytes;
-            if (!back[i])
+            if (i < back)
                 p->exchange = tide_reshape_exchange(o->reshape);
         }
     }
@@ -662,6 +654,41 @@ static int read_options(const tide_fft_options *opts, tide_fft_options *o)
     return tide_options_read(opts, o, sizeof *o, offsetof(tide_fft_options, precision));
 }
 
+/* Collective: the request gathered from every rank and judged (filled: the options struct
+ * was made by its init function). On success *all holds every rank's request (free() it). */
+static int agree_request(tide_context *ctx, const int n[3], const tide_box *inbox,
+                         const tide_box *outbox, const tide_fft_options *o,
+                         tide_fft_plan **plan, int enter_st, int filled, tide_args **all)
+{
+    tide_args me;
+    make_request(ctx, n, inbox, outbox, o, plan, enter_st, &me);
+    if (!filled)
+        tide_args_fail(&me, TIDE_ERR_ARGUMENT, "tide_fft_options not initialised: call "
+                       "tide_fft_options_init");
+    int st = tide_args_agree(ctx, &spec, &me, all);
+    if (!st)
+        st = judge(ctx, *all);
+    if (st) {
+        free(*all);
+        *all = NULL;
+    }
+    return st;
+}
+
+/* Collective: after a GPU plan failed for want of device memory (st) on host arrays with
+ * backend auto, the plan on the CPU; otherwise st. */
+static int or_on_cpu(tide_context *ctx, int st, const int n[3], const tide_args *all,
+                     const tide_fft_options *o, int cuda, const tide_fft_middle *mid,
+                     tide_fft_plan **p)
+{
+    if (st != TIDE_ERR_NOMEM || !cuda || o->backend != TIDE_BACKEND_AUTO ||
+        o->location != TIDE_LOCATION_HOST)
+        return st;
+    tide_log(ctx, TIDE_LOG_INFO, "%s on the CPU: %s", mid ? mid->call : "fft plan",
+             ctx->errmsg);
+    return make_plan(ctx, n, all, o, 0, mid, p);
+}
+
 /* tide_fft_plan_create with the context's GPU current (enter_st: 0, or why it could not
  * be made current). */
 static int create(tide_context *ctx, const int n[3], const tide_box *inbox,
@@ -671,18 +698,10 @@ static int create(tide_context *ctx, const int n[3], const tide_box *inbox,
     tide_fft_options o;
     int filled = read_options(opts, &o);
     opts = &o;
-    tide_args me, *all = NULL;
-    make_request(ctx, n, inbox, outbox, opts, plan, enter_st, &me);
-    if (!filled)
-        tide_args_fail(&me, TIDE_ERR_ARGUMENT, "tide_fft_options not initialised: call "
-                       "tide_fft_options_init");
-    int st = tide_args_agree(ctx, &spec, &me, &all);
-    if (!st)
-        st = judge(ctx, all);
-    if (st) {
-        free(all);
+    tide_args *all = NULL;
+    int st = agree_request(ctx, n, inbox, outbox, opts, plan, enter_st, filled, &all);
+    if (st)
         return st;
-    }
     int cuda = wants_cuda(ctx, opts->backend);
     tide_fft_plan *p = NULL;
     int transposed = 0, nout[3] = {n[0], n[1], opts->type == TIDE_R2C ? n[2] / 2 + 1 : n[2]};
@@ -699,12 +718,7 @@ static int create(tide_context *ctx, const int n[3], const tide_box *inbox,
             st = make_stream_plan(ctx, n, opts, transposed, 0, &p);
         }
     }
-    if (st == TIDE_ERR_NOMEM && cuda && opts->backend == TIDE_BACKEND_AUTO &&
-        opts->location == TIDE_LOCATION_HOST) {
-        /* Host arrays too large for the device budget in one piece: the CPU takes them. */
-        tide_log(ctx, TIDE_LOG_INFO, "fft plan on the CPU: %s", ctx->errmsg);
-        st = make_plan(ctx, n, all, opts, 0, NULL, &p);
-    }
+    st = or_on_cpu(ctx, st, n, all, opts, cuda, NULL, &p);
     free(all);
     if (st)
         return st;
@@ -1094,19 +1108,12 @@ int tide_fft_solver_create(tide_context *ctx, const int n[3], const tide_box *bo
     o.scaling = TIDE_SCALE_NONE;
     o.async = 0;
     int prev, enter_st = tide_device_enter(ctx, &prev);
-    tide_args me, *all = NULL;
-    make_request(ctx, n, box, NULL, &o, plan, enter_st, &me);
-    int st = tide_args_agree(ctx, &spec, &me, &all);
-    if (!st)
-        st = judge(ctx, all);
+    tide_args *all = NULL;
     int cuda = wants_cuda(ctx, o.backend);
+    int st = agree_request(ctx, n, box, NULL, &o, plan, enter_st, 1, &all);
     if (!st)
-        st = make_plan(ctx, n, all, &o, cuda, mid, plan);
-    if (st == TIDE_ERR_NOMEM && cuda && o.backend == TIDE_BACKEND_AUTO &&
-        o.location == TIDE_LOCATION_HOST) {
-        tide_log(ctx, TIDE_LOG_INFO, "%s: the plan runs on the CPU: %s", mid->call, ctx->errmsg);
-        st = make_plan(ctx, n, all, &o, 0, mid, plan);
-    }
+        st = or_on_cpu(ctx, make_plan(ctx, n, all, &o, cuda, mid, plan), n, all, &o, cuda, mid,
+                       plan);
     free(all);
     tide_device_leave(prev);
     return st;

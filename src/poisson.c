@@ -30,6 +30,8 @@ struct tide_poisson_plan {
     const tide_env *env;
     int has_origin;        /* this rank's spectral box holds mode (0,0,0) */
     double *mean;          /* of each field of f in the last solve */
+    double *scratch;       /* gather_mean's, after mean in its allocation: mode (0,0,0) of
+                            * each field, the local and the summed means and failure flags */
 };
 
 /* ---- the request ----------------------------------------------------------------------- */
@@ -201,7 +203,7 @@ static int make_plan(tide_context *ctx, const int n[3], const tide_box *box,
                      const tide_poisson_options *o, tide_poisson_plan **out)
 {
     tide_poisson_plan *p = calloc(1, sizeof *p);
-    double *mean = calloc((size_t)o->batch, sizeof *mean);
+    double *mean = calloc(5 * (size_t)o->batch + 2, sizeof *mean); /* and the scratch */
     int st = tide_agree(ctx, p && mean ? TIDE_SUCCESS
                                        : tide_fail(ctx, TIDE_ERR_NOMEM, "tide_poisson_plan_"
                                                    "create: out of memory"));
@@ -209,6 +211,7 @@ static int make_plan(tide_context *ctx, const int n[3], const tide_box *box,
         p->ctx = ctx;
         p->o = *o;
         p->mean = mean;
+        p->scratch = mean + o->batch;
         memcpy(p->n, n, sizeof p->n);
         p->singular = o->alpha == 0.0;
         tide_fft_options f;
@@ -319,31 +322,33 @@ int tide_poisson_plan_set_stream(tide_poisson_plan *p, void *stream)
 /* ---- solving --------------------------------------------------------------------------- */
 
 /* Collective, after a successful solve: every field's mean from mode (0,0,0), which the rank
- * holding it read before the scaling. */
+ * holding it read before the scaling. One reduction carries the means and whether reading
+ * them failed anywhere; only then does a second, tide_agree, spread the message. */
 static int gather_mean(tide_poisson_plan *p)
 {
     tide_context *ctx = p->ctx;
-    int B = p->o.batch, dbl = p->o.precision == TIDE_DOUBLE, prev;
-    double *sum = calloc((size_t)B, sizeof *sum);
-    void *origin = malloc((size_t)B * 2 * sizeof(double));
-    int st = sum && origin ? TIDE_SUCCESS : TIDE_ERR_NOMEM;
-    if (!st && p->has_origin) {
+    int B = p->o.batch, dbl = p->o.precision == TIDE_DOUBLE, prev, st = TIDE_SUCCESS;
+    double *origin = p->scratch, *mine = origin + 2 * B, *all = mine + B + 1;
+    memset(mine, 0, (size_t)(B + 1) * sizeof *mine);
+    if (p->has_origin) {
         tide_device_enter(ctx, &prev); /* tide_fft_solver_run made it current and gave it back */
         st = tide_op_diag_origin(p->eigen, p->env, origin);
         tide_device_leave(prev);
     }
     double N = (double)p->n[0] * p->n[1] * p->n[2];
     for (int f = 0; f < B && !st && p->has_origin; f++)
-        sum[f] = (dbl ? ((double *)origin)[2 * f] : ((float *)origin)[2 * f]) / N;
+        mine[f] = (dbl ? origin[2 * f] : ((float *)origin)[2 * f]) / N;
     if (st)
         tide_fail(ctx, st, "tide_poisson_solve: cannot read the mean of f (%s)",
                   p->env->be->last_error());
-    st = tide_agree(ctx, st);
-    if (!st && MPI_Allreduce(sum, p->mean, B, MPI_DOUBLE, MPI_SUM, ctx->comm) != MPI_SUCCESS)
-        st = tide_fail(ctx, TIDE_ERR_MPI, "tide_poisson_solve: MPI_Allreduce of the mean failed");
-    free(sum);
-    free(origin);
-    return st;
+    mine[B] = st != TIDE_SUCCESS;
+    if (MPI_Allreduce(mine, all, B + 1, MPI_DOUBLE, MPI_SUM, ctx->comm) != MPI_SUCCESS)
+        return tide_fail(ctx, TIDE_ERR_MPI, "tide_poisson_solve: MPI_Allreduce of the mean "
+                         "failed");
+    if (all[B] > 0)
+        return tide_agree(ctx, st);
+    memcpy(p->mean, all, (size_t)B * sizeof *all);
+    return TIDE_SUCCESS;
 }
 
 int tide_poisson_solve(tide_poisson_plan *p, const void *f, void *u)
