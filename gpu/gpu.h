@@ -95,11 +95,11 @@ void tide_gpu_device_leave(int prev);
 int tide_gpu_memcpy_async(void *dst, const void *src, size_t bytes, void *stream);
 /* Multiply count scalars (double when dbl, else float) by s, on stream. */
 int tide_gpu_scale(int dbl, void *data, long long count, double s, void *stream);
-/* The eigenvalue scaling of a Poisson solve (backend.h's tide_diag) on batch fields of
- * complex data (double2 when dbl, else float2) laid out as box, on stream. lam and origin in
- * device memory. */
-int tide_gpu_diag(int dbl, const tide_box *box, int batch, const double *const lam[3],
-                  double alpha, double norm, void *data, void *origin, void *stream);
+/* The spectral operator of a Poisson solve (backend.h's tide_spectral: the eigenvalue
+ * scaling, or the tridiagonal solves along a line) on data laid out as d->box, on stream;
+ * d's tables, origin and scratch in device memory. */
+struct tide_spectral;
+int tide_gpu_spectral(const struct tide_spectral *d, void *data, void *stream);
 /* A message for the last CUDA failure seen by the calls above (thread-local). */
 const char *tide_gpu_last_error(void);
 /* Record a failure of a CUDA library call for tide_gpu_last_error; returns TIDE_ERR_BACKEND. */

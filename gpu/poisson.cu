@@ -1,9 +1,13 @@
-// poisson.cu: the Poisson kernels of the CUDA backend (see gpu.h): the eigenvalue scaling in
-// spectral space.
+// poisson.cu: the Poisson kernels of the CUDA backend (see gpu.h): the operator in spectral
+// space, the eigenvalue scaling or the tridiagonal solves along a bounded dimension.
 #include <cstdint>
 #include <algorithm>
 #include <cuda_runtime.h>
 #include "gpu.h"
+extern "C" {
+#include "backend.h"
+#include "region.h"
+}
 
 namespace {
 
@@ -47,8 +51,8 @@ __global__ void diag_kernel(C *data, diag_geom g, int64_t rows, double alpha, do
 }
 
 template <typename C>
-cudaError_t launch(void *data, const diag_geom &g, int batch, double alpha, double norm,
-                   void *origin, cudaStream_t stream)
+cudaError_t launch_diag(void *data, const diag_geom &g, int batch, double alpha, double norm,
+                        void *origin, cudaStream_t stream)
 {
     const int threads = g.e[2] >= 512 ? 256 : 128; /* few idle threads on the last lap */
     int64_t rows = g.e[0] * g.e[1] * batch;
@@ -57,25 +61,137 @@ cudaError_t launch(void *data, const diag_geom &g, int batch, double alpha, doub
     return cudaGetLastError();
 }
 
-} // namespace
-
-extern "C" int tide_gpu_diag(int dbl, const tide_box *box, int batch, const double *const lam[3],
-                             double alpha, double norm, void *data, void *origin,
-                             void *stream)
+cudaError_t diag(const tide_spectral *d, void *data, cudaStream_t stream)
 {
     diag_geom g;
     for (int k = 0; k < 3; k++) {
-        int d = box->order[k];
-        g.e[k] = box->hi[d] - box->lo[d];
-        g.lo[k] = box->lo[d];
-        g.lam[k] = lam[d];
-        if (g.e[k] <= 0)
-            return 0;
+        int dim = d->box.order[k];
+        g.e[k] = d->box.hi[dim] - d->box.lo[dim];
+        g.lo[k] = d->box.lo[dim];
+        g.lam[k] = d->lam[dim];
     }
+    return d->dbl ? launch_diag<double2>(data, g, d->batch, d->alpha, d->norm, d->origin, stream)
+                  : launch_diag<float2>(data, g, d->batch, d->alpha, d->norm, d->origin, stream);
+}
+
+// One field's lines along the bounded dimension: the two other dimensions (p slower, q faster
+// in storage) with their extents, first indices, strides and eigenvalue tables; the line's
+// length and stride. Strides in elements.
+struct line_geom {
+    int64_t ep, eq, sp, sq, sl, lines;
+    int lop, loq, n;
+    const double *lamp, *lamq;
+};
+
+// One thread per line (adjacent threads on adjacent q, so the scratch accesses coalesce, and
+// the data's too where the line dimension is not the fastest): Thomas' algorithm in double
+// precision, the eliminated upper diagonal kept in scratch (k-major) and the eliminated
+// right-hand side in the data, then back substitution in place (backend.h: tide_spectral).
+template <typename C>
+__global__ void line_kernel(C *data, line_geom g, tide_spectral d, C *origin)
+{
+    int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= g.lines)
+        return;
+    int64_t q = t % g.eq, p = t / g.eq;
+    double s = g.lamp[g.lop + p] + g.lamq[g.loq + q] - d.alpha;
+    C *v = data + p * g.sp + q * g.sq;
+    int pinned = d.pin && s == 0.0, m = pinned ? g.n - 1 : g.n;
+    int corner = g.lop + p == 0 && g.loq + q == 0;
+    double mr = 0, mi = 0;
+    if (corner || pinned)
+        for (int k = 0; k < g.n; k++) {
+            C x = v[k * g.sl];
+            mr += d.weight[k] * x.x, mi += d.weight[k] * x.y;
+        }
+    if (corner)
+        origin->x = (decltype(origin->x))mr, origin->y = (decltype(origin->y))mi;
+    if (!pinned)
+        mr = mi = 0;
+    double cp = 0, ur = 0, ui = 0;
+    for (int k = 0; k < m; k++) {
+        double lo = k ? d.lower[k] : 0.0, den = d.diag[k] + s - lo * cp;
+        C x = v[k * g.sl];
+        ur = (d.norm * (x.x - mr) - lo * ur) / den;
+        ui = (d.norm * (x.y - mi) - lo * ui) / den;
+        cp = d.upper[k] / den;
+        d.scratch[k * g.lines + t] = cp;
+        x.x = (decltype(x.x))ur, x.y = (decltype(x.y))ui;
+        v[k * g.sl] = x;
+    }
+    if (pinned) {
+        C z;
+        z.x = 0, z.y = 0;
+        v[(g.n - 1) * g.sl] = z;
+        ur = ui = 0;
+    }
+    double nr = 0, ni = 0; // u at k + 1
+    for (int k = m - 1; k >= 0; k--) {
+        C x = v[k * g.sl];
+        double c = d.scratch[k * g.lines + t];
+        nr = (k == m - 1 && !pinned ? ur : x.x) - c * nr;
+        ni = (k == m - 1 && !pinned ? ui : x.y) - c * ni;
+        x.x = (decltype(x.x))nr, x.y = (decltype(x.y))ni;
+        v[k * g.sl] = x;
+    }
+    if (!pinned)
+        return;
+    double sr = 0, si = 0;
+    for (int k = 0; k < g.n; k++) {
+        C x = v[k * g.sl];
+        sr += d.weight[k] * x.x, si += d.weight[k] * x.y;
+    }
+    for (int k = 0; k < g.n; k++) {
+        C x = v[k * g.sl];
+        x.x = (decltype(x.x))(x.x - sr), x.y = (decltype(x.y))(x.y - si);
+        v[k * g.sl] = x;
+    }
+}
+
+// The line solves, one launch per field (the fields share the scratch).
+template <typename C>
+cudaError_t lines(const tide_spectral *d, void *data, cudaStream_t stream)
+{
+    const tide_box *b = &d->box;
+    int64_t st[3];
+    tide_box_strides(b, st);
+    int other[2], k = 0;
+    for (int i = 0; i < 3; i++) // the other two dimensions, slower first
+        if (b->order[i] != d->line)
+            other[k++] = b->order[i];
+    int P = other[0], Q = other[1];
+    line_geom g;
+    g.ep = b->hi[P] - b->lo[P], g.eq = b->hi[Q] - b->lo[Q];
+    g.sp = st[P], g.sq = st[Q], g.sl = st[d->line];
+    g.lop = b->lo[P], g.loq = b->lo[Q];
+    g.n = b->hi[d->line] - b->lo[d->line];
+    g.lamp = d->lam[P], g.lamq = d->lam[Q];
+    g.lines = g.ep * g.eq;
+    int64_t count = g.lines * g.n;
+    const int threads = 128;
+    unsigned blocks = (unsigned)((g.lines + threads - 1) / threads);
+    for (int f = 0; f < d->batch; f++) {
+        line_kernel<C><<<blocks, threads, 0, stream>>>((C *)data + f * count, g, *d,
+                                                      (C *)d->origin + f);
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess)
+            return e;
+    }
+    return cudaSuccess;
+}
+
+} // namespace
+
+extern "C" int tide_gpu_spectral(const tide_spectral *d, void *data, void *stream)
+{
+    if (tide_box_count(&d->box) <= 0)
+        return 0;
     cudaStream_t st = (cudaStream_t)stream;
-    cudaError_t e = dbl ? launch<double2>(data, g, batch, alpha, norm, origin, st)
-                        : launch<float2>(data, g, batch, alpha, norm, origin, st);
+    cudaError_t e = d->line < 0 ? diag(d, data, st)
+                    : d->dbl    ? lines<double2>(d, data, st)
+                                : lines<float2>(d, data, st);
     return e == cudaSuccess ? 0
-                            : tide_gpu_note_error("eigenvalue scaling kernel",
+                            : tide_gpu_note_error(d->line < 0 ? "eigenvalue scaling kernel"
+                                                              : "tridiagonal solve kernel",
                                                   cudaGetErrorString(e), (int)e);
 }

@@ -13,21 +13,38 @@
 #include "reshape.h"
 #include "tide_internal.h"
 
-/* A diagonal operator in spectral space (the eigenvalue scaling of a Poisson solve): point
- * (i,j,k) (global indices) of this rank's box, in the box's storage order, of each of batch
- * fields of complex data is multiplied by norm / (lam[0][i] + lam[1][j] + lam[2][k] - alpha),
- * or set to 0 where that sum is exactly 0 (the singular mode). The value point (0,0,0) had
- * before goes to origin[f] (complex, the data's precision) for field f, on the rank whose box
- * holds it (the sum of the field, for a Poisson solve's mean). lam (tables over each
- * dimension's whole grid) and origin live in the backend's memory. */
-typedef struct {
+/* The operator of a Poisson solve in spectral space, applied to batch fields of complex data
+ * laid out as this rank's box (global indices (i,j,k), the box's storage order). Along the
+ * transformed dimensions it is diagonal, with tables lam[d] over each one's whole grid; along
+ * the bounded dimension `line` (-1: none) it is the tridiagonal matrix of rows lower, diag,
+ * upper (lower[0] and upper[n-1] zero), and the box holds that dimension whole.
+ *
+ * line < 0: each point is multiplied by norm / (lam[0][i] + lam[1][j] + lam[2][k] - alpha),
+ * or cleared where that sum is exactly 0 (the singular mode).
+ * line >= 0: each line along it, at (i,j) of the other two dimensions a and b, is replaced by
+ * the solution u of (T + s I) u = norm d, s = lam[a][i] + lam[b][j] - alpha, by Thomas'
+ * algorithm with its pivots in double precision. When `pin` is set (T singular: Neumann on
+ * both faces) the line with s == 0 has a solution only for data of zero weighted mean: that
+ * mean (weights weight[k], summing to 1) is removed, the system solved with u fixed at its
+ * last point, and u shifted to zero weighted mean.
+ *
+ * origin[f] (complex, the data's precision) receives, for field f, the value at mode (0,0,0)
+ * (line < 0) or the weighted mean of the line at (0,0) (line >= 0) before the solve, on the
+ * rank whose box holds it: norm times it is the mean of f. Tables, origin and scratch live in
+ * the backend's memory; scratch holds one double per point of the box (the GPU keeps the
+ * eliminated upper diagonal there). */
+typedef struct tide_spectral {
     int dbl;
     tide_box box;
     int batch;
     const double *lam[3];
     double alpha, norm;
     void *origin;
-} tide_diag;
+    int line;
+    const double *lower, *diag, *upper, *weight;
+    int pin;
+    double *scratch;
+} tide_spectral;
 
 /* What a plan's ops run with, made at plan creation; execution only reads it. */
 typedef struct {
@@ -62,8 +79,9 @@ typedef struct tide_backend_ops {
     int (*copy)(const tide_env *e, void *dst, const void *src, size_t bytes);
     /* Multiply count scalars (double or float) by s. */
     int (*scale)(const tide_env *e, int dbl, void *data, long long count, double s);
-    /* Apply d to data (in place). */
-    int (*diag)(const tide_env *e, const tide_diag *d, void *data);
+    /* Apply the spectral operator d to data (in place): the diagonal scaling, or the line
+     * solves. */
+    int (*spectral)(const tide_env *e, const tide_spectral *d, void *data);
     /* Local FFTs: plan (the work area the transform needs is added to *work), attach the
      * plan's work area and stream (GPU), run, free. */
     int (*fft_create)(const tide_cpu_fft_desc *d, void **f, size_t *work, char *err,

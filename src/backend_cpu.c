@@ -1,8 +1,10 @@
 /* backend_cpu.c: the CPU backend table: FFTW local transforms, threaded permuting copies and
  * MPI exchanges in host memory (see backend.h). */
+#include <stdlib.h>
 #include <string.h>
 #include <fftw3.h>
 #include "backend.h"
+#include "region.h"
 
 static int cpu_alloc(size_t bytes, void **ptr)
 {
@@ -47,14 +49,13 @@ static void scale_complex(int dbl, void *v, double s)
     }
 }
 
-static int cpu_diag(const tide_env *e, const tide_diag *d, void *data)
+/* The diagonal operator (backend.h: tide_spectral without a line). */
+static void cpu_diag(const tide_spectral *d, char *v)
 {
-    (void)e;
     const tide_box *b = &d->box;
     int o0 = b->order[0], o1 = b->order[1], o2 = b->order[2];
     size_t elem = 2 * (d->dbl ? sizeof(double) : sizeof(float));
-    char *v = data;
-    for (int f = 0; f < d->batch && tide_box_count(b) > 0; f++)
+    for (int f = 0; f < d->batch; f++)
         for (int i = b->lo[o0]; i < b->hi[o0]; i++)
             for (int j = b->lo[o1]; j < b->hi[o1]; j++)
                 for (int k = b->lo[o2]; k < b->hi[o2]; k++, v += elem) {
@@ -68,6 +69,105 @@ static int cpu_diag(const tide_env *e, const tide_diag *d, void *data)
                     else
                         memset(v, 0, elem);
                 }
+}
+
+/* Complex element k of a line (double or float) at v with stride st elements: load into
+ * z[0], z[1] (double), store from them. */
+static void line_load(int dbl, const char *v, int64_t st, int k, double *z)
+{
+    if (dbl) {
+        const double *x = (const double *)v + 2 * st * k;
+        z[0] = x[0], z[1] = x[1];
+    } else {
+        const float *x = (const float *)v + 2 * st * k;
+        z[0] = x[0], z[1] = x[1];
+    }
+}
+
+static void line_store(int dbl, char *v, int64_t st, int k, const double *z)
+{
+    if (dbl) {
+        double *x = (double *)v + 2 * st * k;
+        x[0] = z[0], x[1] = z[1];
+    } else {
+        float *x = (float *)v + 2 * st * k;
+        x[0] = (float)z[0], x[1] = (float)z[1];
+    }
+}
+
+/* One line of n points at v (stride st) solved in place (backend.h: tide_spectral with a line),
+ * in double precision throughout: cp holds the eliminated upper diagonal, u the right-hand
+ * side, then the solution (2 n doubles). origin: where the line's weighted mean goes, or NULL. */
+static void solve_line(const tide_spectral *d, char *v, int64_t st, int n, double s,
+                       double *cp, double *u, void *origin)
+{
+    int pinned = d->pin && s == 0.0, m = pinned ? n - 1 : n; /* rows eliminated */
+    double mean[2] = {0, 0};
+    for (int k = 0; k < n; k++) {
+        line_load(d->dbl, v, st, k, &u[2 * k]);
+        mean[0] += d->weight[k] * u[2 * k], mean[1] += d->weight[k] * u[2 * k + 1];
+    }
+    if (origin)
+        line_store(d->dbl, origin, 0, 0, mean);
+    for (int k = 0; k < n; k++) {
+        u[2 * k] = d->norm * (u[2 * k] - (pinned ? mean[0] : 0));
+        u[2 * k + 1] = d->norm * (u[2 * k + 1] - (pinned ? mean[1] : 0));
+    }
+    for (int k = 0; k < m; k++) {
+        double lo = k ? d->lower[k] : 0, den = d->diag[k] + s - (k ? lo * cp[k - 1] : 0);
+        cp[k] = d->upper[k] / den;
+        u[2 * k] = (u[2 * k] - (k ? lo * u[2 * k - 2] : 0)) / den;
+        u[2 * k + 1] = (u[2 * k + 1] - (k ? lo * u[2 * k - 1] : 0)) / den;
+    }
+    for (int k = m; k < n; k++)
+        u[2 * k] = u[2 * k + 1] = 0; /* the pinned point */
+    for (int k = m - 2; k >= 0; k--) {
+        u[2 * k] -= cp[k] * u[2 * k + 2];
+        u[2 * k + 1] -= cp[k] * u[2 * k + 3];
+    }
+    double shift[2] = {0, 0};
+    for (int k = 0; k < n && pinned; k++)
+        shift[0] += d->weight[k] * u[2 * k], shift[1] += d->weight[k] * u[2 * k + 1];
+    for (int k = 0; k < n; k++) {
+        double z[2] = {u[2 * k] - shift[0], u[2 * k + 1] - shift[1]};
+        line_store(d->dbl, v, st, k, z);
+    }
+}
+
+/* The line solves (backend.h: tide_spectral with a line): every line along d->line of every
+ * field, each at (i, j) of the other two dimensions a < b. */
+static int cpu_lines(const tide_spectral *d, char *v)
+{
+    const tide_box *b = &d->box;
+    int L = d->line, a = L == 0 ? 1 : 0, c = L == 2 ? 1 : 2, n = tide_ext(b, L);
+    int64_t st[3];
+    tide_box_strides(b, st);
+    double *cp = malloc((size_t)n * 3 * sizeof *cp);
+    if (!cp)
+        return TIDE_ERR_NOMEM;
+    size_t elem = 2 * (d->dbl ? sizeof(double) : sizeof(float));
+    int64_t count = tide_box_count(b);
+    for (int f = 0; f < d->batch; f++)
+        for (int i = b->lo[a]; i < b->hi[a]; i++)
+            for (int j = b->lo[c]; j < b->hi[c]; j++) {
+                char *line = v + (size_t)(f * count + (i - b->lo[a]) * st[a] +
+                                          (j - b->lo[c]) * st[c]) * elem;
+                void *origin = !i && !j ? (char *)d->origin + (size_t)f * elem : NULL;
+                double s = d->lam[a][i] + d->lam[c][j] - d->alpha;
+                solve_line(d, line, st[L], n, s, cp, cp + n, origin);
+            }
+    free(cp);
+    return TIDE_SUCCESS;
+}
+
+static int cpu_spectral(const tide_env *e, const tide_spectral *d, void *data)
+{
+    (void)e;
+    if (tide_box_count(&d->box) == 0)
+        return TIDE_SUCCESS;
+    if (d->line >= 0)
+        return cpu_lines(d, data);
+    cpu_diag(d, data);
     return TIDE_SUCCESS;
 }
 
@@ -121,7 +221,7 @@ const tide_backend_ops tide_backend_cpu = {
     .free = cpu_free,
     .copy = cpu_copy,
     .scale = cpu_scale,
-    .diag = cpu_diag,
+    .spectral = cpu_spectral,
     .fft_create = cpu_fft_create,
     .fft_bind = cpu_fft_bind,
     .fft_execute = cpu_fft_execute,

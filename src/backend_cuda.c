@@ -40,10 +40,9 @@ static int cuda_scale(const tide_env *e, int dbl, void *data, long long count, d
     return tide_gpu_scale(dbl, data, count, s, e->stream);
 }
 
-static int cuda_diag(const tide_env *e, const tide_diag *d, void *data)
+static int cuda_spectral(const tide_env *e, const tide_spectral *d, void *data)
 {
-    return tide_gpu_diag(d->dbl, &d->box, d->batch, d->lam, d->alpha, d->norm, data,
-                         d->origin, e->stream);
+    return tide_gpu_spectral(d, data, e->stream);
 }
 
 static int cuda_fft_create(const tide_cpu_fft_desc *d, void **f, size_t *work, char *err,
@@ -107,7 +106,7 @@ static const tide_backend_ops cuda_ops = {
     .pointer_kind = cuda_pointer_kind,
     .copy = cuda_copy,
     .scale = cuda_scale,
-    .diag = cuda_diag,
+    .spectral = cuda_spectral,
     .fft_create = cuda_fft_create,
     .fft_bind = cuda_fft_bind,
     .fft_execute = cuda_fft_execute,

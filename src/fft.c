@@ -27,6 +27,7 @@
 struct tide_fft_plan {
     tide_context *ctx;
     int n[3], nout[3];    /* input (real for R2C) and output grid */
+    int half;             /* R2C: the dimension halved (2; a solver's highest transformed) */
     tide_fft_options o;
     tide_box inbox, outbox;
     size_t in_elem, out_elem;
@@ -154,45 +155,97 @@ static int judge(tide_context *ctx, const tide_args *all)
 typedef struct {
     tide_decomposition mode;
     int pg[2];                 /* pencils: the process grid of the two cut dimensions */
-    int dims[3];               /* per stage: the transformed dimensions, as bits */
+    int cut2;                  /* slabs: the dimension the second layout cuts (y; z when a
+                                * solver's middle op needs y whole) */
+    const struct tide_fft_plan *plan;
+    /* Per stage: the transformed dimensions, as bits (0: a solver's middle op), and which of
+     * the decomposition's layouts it runs in by default (default_layout). */
+    int dims[TIDE_CHAIN_STAGES], lay[TIDE_CHAIN_STAGES];
 } fft_chain;
 
+/* The decomposition's layouts, each with the dimensions it holds whole (whole[]) and the group
+ * of dimensions it transforms (group[]): slabs transform (y,z) in x-slabs, then x in y-slabs
+ * (or z-slabs, see cut2); pencils z, y, x in z-, y- and x-pencils; one rank all three at
+ * once. Returns the number of layouts. */
+static int layouts(const fft_chain *f, int whole[3], int group[3])
+{
+    if (f->mode == TIDE_DECOMP_SLABS) {
+        whole[0] = 6, whole[1] = 7 & ~(1 << f->cut2);
+        group[0] = 6, group[1] = 1;
+        return 2;
+    }
+    if (f->mode == TIDE_DECOMP_PENCILS) {
+        for (int ds = 0; ds < 3; ds++)
+            whole[ds] = group[ds] = 4 >> ds;
+        return 3;
+    }
+    whole[0] = group[0] = 7;
+    return 1;
+}
+
 /* The layout the decomposition uses for stage s, on grid g, C order: z stays contiguous, so
- * packs copy whole z rows, and y-slabs receive each peer's block as one contiguous run. */
+ * packs copy whole z rows, and y-slabs receive each peer's block as one contiguous run. A
+ * solver's layouts store the untransformed (bounded) dimension slowest instead, then the
+ * others in order, the halved one last: cuFFT's real transforms want that (tide_stage's
+ * gpu_real), and the line solves then read neighbouring lines from neighbouring addresses. */
 static tide_layout default_layout(tide_chain *c, int s, const int g[3])
 {
     const fft_chain *f = c->user;
     tide_layout l = tide_layout_new(c);
     if (!l)
         return NULL;
-    int grid[3] = {1, 1, 1};
+    int grid[3] = {1, 1, 1}, ds = f->lay[s];
     if (f->mode == TIDE_DECOMP_SLABS) {
-        grid[s == 0 ? 0 : 1] = c->P;        /* x-slabs for (y,z), then y-slabs for x */
+        grid[ds == 0 ? 0 : f->cut2] = c->P; /* x-slabs, y- (or z-) slabs */
     } else if (f->mode == TIDE_DECOMP_PENCILS) {
-        int whole = 2 - s, k = 0;           /* z-, then y-, then x-pencils */
+        int whole = 2 - ds, k = 0;          /* z-, y-, x-pencils */
         for (int d = 0; d < 3; d++)
             if (d != whole)
                 grid[d] = f->pg[k++];
     }
-    for (int r = 0; r < c->P; r++)
+    const tide_fft_plan *p = f->plan;
+    int order[3], k = 0, t = p->mid ? p->mid->transform : 7;
+    for (int pass = 0; pass < 2; pass++) /* untransformed, then transformed dimensions */
+        for (int d = 0; d < 3; d++)
+            if (!(t & (1 << d)) == !pass)
+                order[k++] = d;
+    for (int r = 0; r < c->P; r++) {
         tide_box_in_grid(g, grid, r, &l[r]);
+        memcpy(l[r].order, order, sizeof order);
+    }
     return l;
 }
 
-/* The stages of a decomposition (AUTO here: one rank, all three dimensions at once). */
+/* The stages of a decomposition (AUTO here: one rank): its groups of the transformed
+ * dimensions, the first one real when the plan is; a solver's middle op last, in the layout
+ * nearest the last transform's that holds the lines the op needs. */
 static void set_stages(tide_chain *c, fft_chain *f, const tide_fft_plan *p)
 {
-    static const int slabs[] = {6, 1}, pencils[] = {4, 2, 1}, whole[] = {7};
-    const int *d = f->mode == TIDE_DECOMP_SLABS     ? slabs
-                   : f->mode == TIDE_DECOMP_PENCILS ? pencils
-                                                    : whole;
-    c->nstages = f->mode == TIDE_DECOMP_SLABS ? 2 : f->mode == TIDE_DECOMP_PENCILS ? 3 : 1;
-    int r2c = p->o.type == TIDE_R2C;
-    for (int s = 0; s < c->nstages; s++) {
-        f->dims[s] = d[s];
-        c->stage[s] = (tide_stage){.whole = d[s], .resize_dim = s == 0 && r2c ? 2 : -1,
-                                   .resize_to = p->nout[2],
-                                   .last_fastest = s == 0 && r2c && p->env.be->gpu};
+    int mask = p->mid ? p->mid->transform : 7, r2c = p->o.type == TIDE_R2C;
+    f->cut2 = p->mid && (p->mid->whole & 2) && c->P <= p->nout[2] ? 2 : 1;
+    int whole[3], group[3], nl = layouts(f, whole, group);
+    c->nstages = 0;
+    for (int ds = 0; ds < nl; ds++) {
+        int s = c->nstages, dims = group[ds] & mask;
+        if (!dims)
+            continue;
+        c->nstages++;
+        f->dims[s] = dims;
+        f->lay[s] = ds;
+        c->stage[s] = (tide_stage){.whole = dims, .resize_dim = s == 0 && r2c ? p->half : -1,
+                                   .resize_to = p->nout[p->half],
+                                   .gpu_real = s == 0 && r2c && p->env.be->gpu};
+    }
+    if (p->mid) {
+        int s = c->nstages++, need = p->mid->whole, last = f->lay[s - 1], ds = last;
+        while (ds >= 0 && (whole[ds] & need) != need)
+            ds--;
+        if (ds < 0) /* every dimension is whole in one of the layouts */
+            for (ds = last; ds < nl - 1 && (whole[ds] & need) != need;)
+                ds++;
+        f->dims[s] = 0;
+        f->lay[s] = ds;
+        c->stage[s] = (tide_stage){.whole = need, .resize_dim = -1};
     }
     f->pg[0] = f->pg[1] = 1;
     if (f->mode == TIDE_DECOMP_PENCILS) {
@@ -202,6 +255,7 @@ static void set_stages(tide_chain *c, fft_chain *f, const tide_fft_plan *p)
     }
     c->deflt = default_layout;
     c->user = f;
+    f->plan = p;
 }
 
 /* Builds the chain of one decomposition. uin/uout: the users' layouts or NULL. */
@@ -261,15 +315,21 @@ static size_t box_bytes(const tide_fft_plan *p, const tide_box *b, int real)
 }
 
 /* The steps of a program: the forward steps (dir -1), the backward ones (+1), or both with
- * the middle op between them (0: a solver, solver.h; *mid its index, else -1). Steps from
- * *back on belong to the backward transform. Returns the number of steps. */
+ * the middle op between them (0: a solver, solver.h; its op is the chain's last stage, the
+ * last forward step, *mid its index, else -1). Steps from *back on belong to the backward
+ * transform. Returns the number of steps. */
 static int program_steps(const tide_chain *c, int dir, tide_chain_step *steps, int *back,
                          int *mid)
 {
     int ns = dir <= 0 ? tide_chain_steps(c, 0, steps) : 0;
-    *mid = dir == 0 ? ns++ : -1;
+    *mid = dir == 0 ? ns - 1 : -1;
     *back = ns;
-    return dir >= 0 ? ns + tide_chain_steps(c, 1, steps + ns) : ns;
+    if (dir < 0)
+        return ns;
+    tide_chain_step rev[TIDE_CHAIN_STEPS];
+    int nr = tide_chain_steps(c, 1, rev), skip = dir == 0; /* the middle stage, reversed */
+    memcpy(steps + ns, rev + skip, (size_t)(nr - skip) * sizeof *rev);
+    return ns + nr - skip;
 }
 
 /* Step i's local FFT: its transformed dimensions, direction and kind, planned on the buffers
@@ -282,7 +342,7 @@ static int make_fft(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
         .precision = p->o.precision, .sign = reverse ? +1 : -1,
         .kind = !real ? TIDE_KIND_C2C : reverse ? TIDE_KIND_C2R : TIDE_KIND_R2C,
         .ibox = &s->from[me], .obox = &s->to[me], .half = c->stage[s->stage].resize_dim,
-        .real_n = p->n[2],
+        .real_n = p->n[p->half],
         .batch = p->o.batch, .measure = p->o.planning == TIDE_PLAN_MEASURE,
         .threads = p->env.threads,
         .user_memory = o->src == TIDE_LOC_IN || o->dst == TIDE_LOC_OUT};
@@ -333,8 +393,8 @@ static int make_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *
         tide_op *o = &prog->ops[i];
         int st;
         if (i == mid) {
-            st = p->mid->make(o, &p->env, &c->out[p->ctx->rank], p->nout, p->mid->user, err,
-                              len);
+            st = p->mid->make(o, &p->env, &s->from[p->ctx->rank], c->grid[s->from_grid],
+                              p->mid->user, err, len);
         } else if (s->stage < 0) {
             int real = r2c && s->from_grid == 0;
             st = tide_op_reshape(o, &p->env, s->from, s->to, real ? p->in_elem : p->out_elem,
@@ -488,13 +548,17 @@ static int streams_ok(const tide_context *ctx, const int n[3], const int nout[3]
  * scale factors of both directions, and the event that orders execution after the caller's
  * CUDA work. NULL on failure (the message in err). */
 static tide_fft_plan *new_plan(tide_context *ctx, const int n[3], const tide_fft_options *opts,
-                               int cuda, char *err, size_t len)
+                               int cuda, const tide_fft_middle *mid, char *err, size_t len)
 {
     tide_fft_plan *p = calloc(1, sizeof *p);
     if (!p)
         return snprintf(err, len, "out of memory creating the plan"), NULL;
     p->ctx = ctx;
     p->o = *opts;
+    p->mid = mid;
+    p->half = 2;
+    while (mid && !(mid->transform & (1 << p->half)))
+        p->half--; /* the highest transformed dimension */
     p->o.backend = cuda ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU;
     p->env.ctx = ctx;
     p->env.be = cuda ? tide_backend_cuda() : &tide_backend_cpu;
@@ -503,7 +567,7 @@ static tide_fft_plan *new_plan(tide_context *ctx, const int n[3], const tide_fft
     memcpy(p->n, n, sizeof p->n);
     memcpy(p->nout, n, sizeof p->nout);
     if (opts->type == TIDE_R2C)
-        p->nout[2] = n[2] / 2 + 1;
+        p->nout[p->half] = n[p->half] / 2 + 1;
     size_t scalar = opts->precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
     p->out_elem = 2 * scalar;
     p->in_elem = opts->type == TIDE_R2C ? scalar : 2 * scalar;
@@ -550,7 +614,7 @@ static int make_stream_plan(tide_context *ctx, const int n[3], const tide_fft_op
     if (st)
         return st;
     char err[TIDE_MSG_LEN] = "";
-    tide_fft_plan *p = new_plan(ctx, n, opts, 1, err, sizeof err);
+    tide_fft_plan *p = new_plan(ctx, n, opts, 1, NULL, err, sizeof err);
     st = p ? TIDE_SUCCESS : TIDE_ERR_NOMEM;
     if (p) {
         tide_box_slab(n, 0, P, ctx->rank, &p->inbox);
@@ -596,9 +660,7 @@ static int make_plan(tide_context *ctx, const int n[3], const tide_args *all,
 {
     *out = NULL;
     char err[TIDE_MSG_LEN] = "";
-    tide_fft_plan *p = new_plan(ctx, n, opts, cuda, err, sizeof err);
-    if (p)
-        p->mid = mid;
+    tide_fft_plan *p = new_plan(ctx, n, opts, cuda, mid, err, sizeof err);
     if (p && cuda) {
         tide_exchange t = opts->exchange;
         if (t == TIDE_EXCHANGE_AUTO && ctx->nranks > 1)

@@ -42,8 +42,11 @@ static int holds_lines(const tide_chain *c, const tide_layout l, int s, const in
         for (int d = 0; d < 3; d++)
             if ((st->whole & (1 << d)) && (l[r].lo[d] != 0 || l[r].hi[d] != g[d]))
                 return 0;
-        if (st->last_fastest && l[r].order[2] != 2)
+        if (st->gpu_real && l[r].order[2] != st->resize_dim)
             return 0;
+        for (int k = 1; st->gpu_real && k < 3; k++)
+            if (!(st->whole & (1 << l[r].order[k])) && (st->whole & (1 << l[r].order[k - 1])))
+                return 0; /* an untransformed dimension stored faster than a transformed one */
     }
     return 1;
 }

@@ -22,8 +22,11 @@ typedef struct {
     int whole;        /* bits: dimensions every non-empty box must hold whole */
     int resize_dim;   /* the dimension whose length the op changes, or -1 */
     int resize_to;    /* its length after the op */
-    int last_fastest; /* non-empty boxes must store dimension 2 fastest (cuFFT's real
-                       * transforms reject some strided layouts) */
+    int gpu_real;     /* non-empty boxes must store resize_dim fastest and the dimensions
+                       * outside `whole` slowest: cuFFT's real transforms reject some strided
+                       * layouts of the halved dimension, and the untransformed dimensions
+                       * then form one cuFFT batch with the fields, so that no loop starts a
+                       * transform at a real element not aligned like a complex one */
 } tide_stage;
 
 enum { TIDE_CHAIN_STAGES = 8, TIDE_CHAIN_POOL = 2 * TIDE_CHAIN_STAGES + 4 };

@@ -1,13 +1,19 @@
 /*
  * poisson.c: FFT-based Poisson and Helmholtz solvers on the plan core. A solve is an FFT
- * solver plan (solver.h): the forward real transform, the eigenvalue scaling (a diagonal op,
- * program.h) and the inverse transform, as one program; this file validates the request,
- * builds the eigenvalue tables of the discrete operator and reports the mean of f.
+ * solver plan (solver.h): the forward real transform of the periodic dimensions, the spectral
+ * operator (program.h: the eigenvalue scaling, or tridiagonal solves along the bounded
+ * dimension) and the inverse transform, as one program; this file validates the request,
+ * builds the tables of the discrete operator and reports the mean of f.
  *
  * Periodic dimension d of n points and spacing h: mode k of the 7-point operator has the
  * eigenvalue 2 (cos(2 pi k / n) - 1) / h^2, the continuous Laplacian -(2 pi k' / (n h))^2 with
- * k' the signed wavenumber. Mode (0,0,0) of a singular problem (alpha = 0, all periodic) has
- * eigenvalue 0: the diagonal op clears it, which removes f's mean and gives u zero mean.
+ * k' the signed wavenumber. A bounded dimension (Neumann or Dirichlet faces, cell-centred)
+ * keeps its finite-volume rows: flux differences over the cell width, a flux the difference
+ * of neighbouring centres over their distance, zero through a Neumann face, the centre's value
+ * over half the cell through a Dirichlet one (tide.h). Mode (0,0,0) of a singular problem
+ * (alpha = 0, all periodic) has eigenvalue 0: the diagonal op clears it, which removes f's
+ * mean and gives u zero mean; a Neumann-Neumann line of mode (0,0) is solved the same way
+ * (backend.h: tide_spectral's pin).
  */
 #include <limits.h>
 #include <math.h>
@@ -24,13 +30,15 @@ struct tide_poisson_plan {
     tide_poisson_options o;
     int n[3];
     int singular;
+    int line;              /* the bounded dimension, or -1 (all periodic) */
+    double norm;           /* 1 / the points of one transform */
     tide_fft_plan *fft;
-    tide_fft_middle mid;   /* fft's middle op (make_eigen) */
-    const tide_op *eigen;  /* the diagonal op inside fft's program, and what it runs with */
+    tide_fft_middle mid;   /* fft's middle op (make_spectral) */
+    const tide_op *spec;   /* the spectral op inside fft's program, and what it runs with */
     const tide_env *env;
-    int has_origin;        /* this rank's spectral box holds mode (0,0,0) */
+    int has_origin;        /* this rank's spectral box holds the origin (tide_spectral) */
     double *mean;          /* of each field of f in the last solve */
-    double *scratch;       /* gather_mean's, after mean in its allocation: mode (0,0,0) of
+    double *scratch;       /* gather_mean's, after mean in its allocation: the origin of
                             * each field, the local and the summed means and failure flags */
 };
 
@@ -38,7 +46,7 @@ struct tide_poisson_plan {
 
 enum {
     F_N0, F_N1, F_N2, F_PRECISION, F_BACKEND, F_LOCATION, F_DECOMP, F_EXCHANGE, F_PLANNING,
-    F_BATCH, F_BC, F_EIGEN = F_BC + 6, NFIELDS
+    F_BATCH, F_BC, F_EIGEN = F_BC + 6, F_FACES, NFIELDS = F_FACES + 3
 };
 static const tide_arg_field fields[NFIELDS] = {
     {"n[0]", 1, INT_MAX},
@@ -58,6 +66,9 @@ static const tide_arg_field fields[NFIELDS] = {
     {"option bc[2][0]", TIDE_BC_PERIODIC, TIDE_BC_DIRICHLET},
     {"option bc[2][1]", TIDE_BC_PERIODIC, TIDE_BC_DIRICHLET},
     {"option eigen", TIDE_EIGEN_FD2, TIDE_EIGEN_SPECTRAL},
+    {"option faces[0] given", 0, 1},
+    {"option faces[1] given", 0, 1},
+    {"option faces[2] given", 0, 1},
 };
 enum { X_H0, X_H1, X_H2, X_ALPHA, NREALS };
 static const tide_arg_real reals[NREALS] = {
@@ -87,6 +98,8 @@ static void make_request(const int n[3], const tide_box *box, const tide_poisson
         for (int f = 0; f < 2; f++)
             r->v[F_BC + 2 * d + f] = o->bc[d][f];
     r->v[F_EIGEN] = o->eigen;
+    for (int d = 0; d < 3; d++)
+        r->v[F_FACES + d] = o->faces[d] != NULL;
     memcpy(r->x, o->h, sizeof o->h);
     r->x[X_ALPHA] = o->alpha;
     tide_args_check_ranges(&spec, r);
@@ -95,23 +108,61 @@ static void make_request(const int n[3], const tide_box *box, const tide_poisson
         r->box[0] = *box;
 }
 
-/* The verdict on the agreed request, the same on every rank. */
+/* The verdict on the agreed request, the same on every rank: at most one bounded dimension,
+ * faces only along it. */
 static int judge(tide_context *ctx, const tide_args *all)
 {
     const int *v = all[0].v;
     static const char *const names[] = {"periodic", "neumann", "dirichlet"};
+    int bounded = -1;
     for (int d = 0; d < 3; d++) {
         int lo = v[F_BC + 2 * d], hi = v[F_BC + 2 * d + 1];
         if ((lo == TIDE_BC_PERIODIC) != (hi == TIDE_BC_PERIODIC))
             return tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_poisson_plan_create: dimension %d is "
                              "%s on the low face and %s on the high face; a periodic dimension "
                              "is periodic on both", d, names[lo], names[hi]);
+        if (lo == TIDE_BC_PERIODIC && v[F_FACES + d])
+            return tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_poisson_plan_create: option faces[%d] "
+                             "given for a periodic dimension (faces describe a bounded one)", d);
+        if (lo != TIDE_BC_PERIODIC && bounded >= 0)
+            return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_poisson_plan_create: dimensions %d "
+                             "and %d are both bounded; this version solves one bounded "
+                             "dimension (the other two periodic)", bounded, d);
         if (lo != TIDE_BC_PERIODIC)
-            return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_poisson_plan_create: dimension %d "
-                             "has %s boundaries; this version solves periodic dimensions only",
-                             d, names[lo]);
+            bounded = d;
     }
     return all[0].has[0] ? tide_args_check_tiling(ctx, &spec, all, 0, v) : TIDE_SUCCESS;
+}
+
+/* Collective, after judge: the face positions of dimension d (given on every rank) are finite,
+ * increasing and the same everywhere, or the same error on every rank. */
+static int agree_faces(tide_context *ctx, int d, int n, const double *faces)
+{
+    double *buf = malloc(4 * ((size_t)n + 2) * sizeof *buf);
+    int bad = !buf;
+    if (buf) {
+        for (int k = 0; k <= n; k++) {
+            buf[k] = faces[k];
+            bad = bad || !isfinite(faces[k]) || (k && !(faces[k] > faces[k - 1]));
+        }
+        buf[n + 1] = bad;
+    }
+    int st = tide_agree(ctx, buf ? TIDE_SUCCESS : tide_fail(ctx, TIDE_ERR_NOMEM,
+                                                            "tide_poisson_plan_create: out of memory"));
+    double *lo = buf + (size_t)n + 2, *hi = lo + (size_t)n + 2;
+    if (!st && (MPI_Allreduce(buf, lo, n + 2, MPI_DOUBLE, MPI_MIN, ctx->comm) != MPI_SUCCESS ||
+                MPI_Allreduce(buf, hi, n + 2, MPI_DOUBLE, MPI_MAX, ctx->comm) != MPI_SUCCESS))
+        st = tide_fail(ctx, TIDE_ERR_MPI, "tide_poisson_plan_create: MPI_Allreduce of the "
+                       "faces failed");
+    if (!st && hi[n + 1] > 0)
+        st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_poisson_plan_create: option faces[%d] must "
+                       "hold %d finite, strictly increasing positions", d, n + 1);
+    for (int k = 0; k <= n && !st; k++)
+        if (lo[k] != hi[k])
+            st = tide_fail(ctx, TIDE_ERR_MISMATCH, "tide_poisson_plan_create: option faces[%d][%d] "
+                           "differs between ranks (%.17g and %.17g)", d, k, lo[k], hi[k]);
+    free(buf);
+    return st;
 }
 
 /* ---- the eigenvalue scaling ------------------------------------------------------------ */
@@ -133,31 +184,65 @@ static void eigenvalues(const tide_poisson_plan *p, int d, int g, double *lam)
     }
 }
 
-/* The solver's middle op (tide_fft_middle.make): the diagonal op on this rank's spectral box. */
-static int make_eigen(tide_op *op, const tide_env *e, const tide_box *box, const int grid[3],
-                      void *user, char *err, size_t len)
+/* The rows of the bounded dimension d (n cells): lower, diag, upper and the cell weights
+ * (widths over the length), from its faces (o->faces[d], or uniform with h[d]). Face k sits at
+ * z[k]; flux through an interior face: the difference of the centres over their distance;
+ * through a Dirichlet face: the centre's value over half the cell; none through a Neumann one. */
+static void line_rows(const tide_poisson_options *o, int d, int n, double *rows)
+{
+    double *lower = rows, *diag = rows + n, *upper = rows + 2 * n, *w = rows + 3 * n;
+    const double *z = o->faces[d];
+    double h = o->h[d];
+#define FACE(k) (z ? z[k] : (k) * h)
+    double len = FACE(n) - FACE(0);
+    for (int k = 0; k < n; k++) {
+        double width = FACE(k + 1) - FACE(k), c = (FACE(k) + FACE(k + 1)) / 2;
+        double down = k ? 1 / ((c - (FACE(k - 1) + FACE(k)) / 2) * width) : 0;
+        double up = k + 1 < n ? 1 / (((FACE(k + 1) + FACE(k + 2)) / 2 - c) * width) : 0;
+        lower[k] = down, upper[k] = up, diag[k] = -(down + up);
+        if (!k && o->bc[d][0] == TIDE_BC_DIRICHLET)
+            diag[k] -= 2 / (width * width);
+        if (k == n - 1 && o->bc[d][1] == TIDE_BC_DIRICHLET)
+            diag[k] -= 2 / (width * width);
+        w[k] = width / len;
+    }
+#undef FACE
+}
+
+/* The solver's middle op (tide_fft_middle.make): the spectral op on this rank's box of the
+ * spectral grid: the eigenvalue tables of the transformed dimensions (zeros along the bounded
+ * one) and the bounded dimension's rows. */
+static int make_spectral(tide_op *op, const tide_env *e, const tide_box *box, const int grid[3],
+                         void *user, char *err, size_t len)
 {
     tide_poisson_plan *p = user;
-    double *lam[3] = {NULL, NULL, NULL};
-    int st = TIDE_SUCCESS;
-    for (int d = 0; d < 3 && !st; d++) {
-        lam[d] = malloc((size_t)grid[d] * sizeof(double));
-        if (!lam[d])
-            st = TIDE_ERR_NOMEM, snprintf(err, len, "out of memory");
-        else
-            eigenvalues(p, d, grid[d], lam[d]);
-    }
-    if (!st) {
-        tide_diag d = {.dbl = p->o.precision == TIDE_DOUBLE, .box = *box, .batch = p->o.batch,
-                       .lam = {lam[0], lam[1], lam[2]}, .alpha = p->o.alpha,
-                       .norm = 1.0 / ((double)p->n[0] * p->n[1] * p->n[2])};
-        st = tide_op_diag(op, e, &d, grid, err, len);
-    }
+    int L = p->line;
+    size_t total = (size_t)grid[0] + grid[1] + grid[2] + (L >= 0 ? 4 * (size_t)grid[L] : 0);
+    double *t = calloc(total, sizeof *t);
+    if (!t)
+        return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
+    double *lam[3] = {t, t + grid[0], t + grid[0] + grid[1]};
+    double *rows = lam[2] + grid[2];
     for (int d = 0; d < 3; d++)
-        free(lam[d]);
-    p->eigen = op;
+        if (d != L)
+            eigenvalues(p, d, grid[d], lam[d]);
+    if (L >= 0)
+        line_rows(&p->o, L, grid[L], rows);
+    tide_spectral d = {.dbl = p->o.precision == TIDE_DOUBLE, .box = *box, .batch = p->o.batch,
+                       .lam = {lam[0], lam[1], lam[2]}, .alpha = p->o.alpha, .norm = p->norm,
+                       .line = L};
+    if (L >= 0) {
+        int n = grid[L];
+        d.lower = rows, d.diag = rows + n, d.upper = rows + 2 * n, d.weight = rows + 3 * n;
+        d.pin = p->o.bc[L][0] == TIDE_BC_NEUMANN && p->o.bc[L][1] == TIDE_BC_NEUMANN;
+    }
+    int st = tide_op_spectral(op, e, &d, grid, err, len);
+    free(t);
+    p->spec = op;
     p->env = e;
-    p->has_origin = tide_box_count(box) > 0 && !box->lo[0] && !box->lo[1] && !box->lo[2];
+    p->has_origin = tide_box_count(box) > 0;
+    for (int k = 0; k < 3; k++)
+        p->has_origin = p->has_origin && (k == L || box->lo[k] == 0);
     return st;
 }
 
@@ -213,10 +298,20 @@ static int make_plan(tide_context *ctx, const int n[3], const tide_box *box,
         p->mean = mean;
         p->scratch = mean + o->batch;
         memcpy(p->n, n, sizeof p->n);
-        p->singular = o->alpha == 0.0;
+        p->line = -1;
+        for (int d = 0; d < 3; d++)
+            if (o->bc[d][0] != TIDE_BC_PERIODIC)
+                p->line = d;
+        int L = p->line, pin = L >= 0 && o->bc[L][0] == TIDE_BC_NEUMANN &&
+                                 o->bc[L][1] == TIDE_BC_NEUMANN;
+        p->singular = o->alpha == 0.0 && (L < 0 || pin);
+        p->norm = 1.0;
+        for (int d = 0; d < 3; d++)
+            p->norm /= d == L ? 1.0 : (double)n[d];
         tide_fft_options f;
         fft_options(o, &f);
-        p->mid = (tide_fft_middle){"tide_poisson_solve", make_eigen, p};
+        int all = 7, bit = L >= 0 ? 1 << L : 0;
+        p->mid = (tide_fft_middle){"tide_poisson_solve", make_spectral, p, all & ~bit, bit};
         st = tide_fft_solver_create(ctx, n, box, &f, &p->mid, &p->fft);
     }
     if (st) {
@@ -245,6 +340,9 @@ int tide_poisson_plan_create(tide_context *ctx, const int n[3], const tide_box *
     int st = tide_args_agree(ctx, &spec, &me, &all);
     if (!st)
         st = judge(ctx, all);
+    for (int d = 0; d < 3 && !st; d++)
+        if (all[0].v[F_FACES + d])
+            st = agree_faces(ctx, d, all[0].v[F_N0 + d], o.faces[d]);
     free(all);
     return st ? st : make_plan(ctx, n, box, &o, plan);
 }
@@ -296,7 +394,8 @@ int tide_poisson_plan_info(const tide_poisson_plan *p, tide_poisson_info *info)
     info->exchanges = c.exchanges;
     info->passes = c.fft_passes + 1;
     info->singular = p->singular;
-    info->flops = 2 * fi.flops; /* the forward and the inverse real transform */
+    double N = (double)p->n[0] * p->n[1] * p->n[2], M = p->line < 0 ? N : N / p->n[p->line];
+    info->flops = (5 * N * log2(M) + (p->line < 0 ? 0 : 8 * N)) * p->o.batch;
     info->backend = fi.backend;
     info->decomposition = fi.decomposition;
     info->exchange = fi.exchange;
@@ -321,9 +420,10 @@ int tide_poisson_plan_set_stream(tide_poisson_plan *p, void *stream)
 
 /* ---- solving --------------------------------------------------------------------------- */
 
-/* Collective, after a successful solve: every field's mean from mode (0,0,0), which the rank
- * holding it read before the scaling. One reduction carries the means and whether reading
- * them failed anywhere; only then does a second, tide_agree, spread the message. */
+/* Collective, after a successful solve: every field's mean from the spectral op's origin,
+ * which the rank holding it read before the solve. One reduction carries the means and
+ * whether reading them failed anywhere; only then does a second, tide_agree, spread the
+ * message. */
 static int gather_mean(tide_poisson_plan *p)
 {
     tide_context *ctx = p->ctx;
@@ -332,12 +432,11 @@ static int gather_mean(tide_poisson_plan *p)
     memset(mine, 0, (size_t)(B + 1) * sizeof *mine);
     if (p->has_origin) {
         tide_device_enter(ctx, &prev); /* tide_fft_solver_run made it current and gave it back */
-        st = tide_op_diag_origin(p->eigen, p->env, origin);
+        st = tide_op_spectral_origin(p->spec, p->env, origin);
         tide_device_leave(prev);
     }
-    double N = (double)p->n[0] * p->n[1] * p->n[2];
     for (int f = 0; f < B && !st && p->has_origin; f++)
-        mine[f] = (dbl ? origin[2 * f] : ((float *)origin)[2 * f]) / N;
+        mine[f] = (dbl ? origin[2 * f] : ((float *)origin)[2 * f]) * p->norm;
     if (st)
         tide_fail(ctx, st, "tide_poisson_solve: cannot read the mean of f (%s)",
                   p->env->be->last_error());

@@ -121,72 +121,109 @@ void tide_op_scale(tide_op *op, int dbl, long long count, double factor)
     snprintf(op->what, sizeof op->what, "scale(%.3g)", factor);
 }
 
-/* ---- diagonal ------------------------------------------------------------------------- */
+/* ---- spectral operator ----------------------------------------------------------------- */
 
-static size_t diag_elem(const tide_diag *d) { return 2 * (d->dbl ? sizeof(double) : sizeof(float)); }
-
-static int diag_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
+static size_t spec_elem(const tide_spectral *d)
 {
-    const tide_diag *d = op->diag;
-    size_t bytes = (size_t)tide_box_count(&d->box) * (size_t)d->batch * diag_elem(d);
+    return 2 * (d->dbl ? sizeof(double) : sizeof(float));
+}
+
+static int spectral_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
+{
+    const tide_spectral *d = op->spec;
+    size_t bytes = (size_t)tide_box_count(&d->box) * (size_t)d->batch * spec_elem(d);
     int st = src == dst ? TIDE_SUCCESS : e->be->copy(e, dst, src, bytes);
-    return st || !bytes ? st : e->be->diag(e, d, dst);
+    return st || !bytes ? st : e->be->spectral(e, d, dst);
 }
 
-static void diag_destroy(tide_op *op, const tide_env *e)
+/* The tables of d in the order spectral_tables fills them. */
+static const double **spec_table(tide_spectral *d, int k)
 {
-    if (!op->diag)
+    const double **t[] = {&d->lam[0], &d->lam[1], &d->lam[2], &d->lower, &d->diag, &d->upper,
+                          &d->weight};
+    return t[k];
+}
+
+static void spectral_destroy(tide_op *op, const tide_env *e)
+{
+    tide_spectral *d = op->spec;
+    if (!d)
         return;
-    for (int k = 0; k < 3; k++)
-        e->be->free((void *)op->diag->lam[k]);
-    e->be->free(op->diag->origin);
-    free(op->diag);
-    op->diag = NULL;
+    for (int k = 0; k < 7; k++)
+        e->be->free((void *)*spec_table(d, k));
+    e->be->free(d->origin);
+    e->be->free(d->scratch);
+    free(d);
+    op->spec = NULL;
 }
 
-static const tide_op_class diag_class = {diag_execute, diag_destroy};
+static const tide_op_class spectral_class = {spectral_execute, spectral_destroy};
 
-int tide_op_diag(tide_op *op, const tide_env *e, const tide_diag *d, const int n[3],
-                 char *err, size_t len)
+/* Copies d's tables (host memory, src) into the backend's memory (x), the lam tables of n[k]
+ * doubles and, with a line, its four of n[line]; zeroes the origin and allocates the scratch. */
+static int spectral_tables(const tide_env *e, const tide_spectral *src, tide_spectral *x,
+                           const int n[3])
 {
-    op->cls = &diag_class;
-    op->kind = TIDE_OP_POINTWISE;
-    op->in_place_ok = 1;
-    op->dbl = d->dbl;
-    snprintf(op->what, sizeof op->what, "eigen");
-    double points = (double)tide_box_count(&d->box) * d->batch;
-    op->cost.flops = 6 * points; /* the sum, one division, two products */
-    op->cost.mem_bytes = 2 * points * (double)diag_elem(d);
-    tide_diag *x = calloc(1, sizeof *x);
-    if (!x)
-        return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
-    *x = *d;
-    x->lam[0] = x->lam[1] = x->lam[2] = NULL; /* until they are in the backend's memory */
-    x->origin = NULL;
-    op->diag = x;
-    size_t zb = (size_t)d->batch * diag_elem(d);
+    size_t zb = (size_t)src->batch * spec_elem(src);
     int st = e->be->alloc(zb, &x->origin);
     void *zeros = st ? NULL : calloc(1, zb);
     st = st || !zeros ? TIDE_ERR_NOMEM : e->be->copy(e, x->origin, zeros, zb);
     free(zeros);
-    for (int k = 0; k < 3 && !st; k++) {
+    int tables = src->line < 0 ? 3 : 7;
+    for (int k = 0; k < tables && !st; k++) {
+        size_t bytes = (size_t)n[k < 3 ? k : src->line] * sizeof(double);
         void *t = NULL;
-        st = e->be->alloc((size_t)n[k] * sizeof(double), &t);
-        x->lam[k] = t;
+        st = e->be->alloc(bytes, &t);
+        *spec_table(x, k) = t;
         if (!st)
-            st = e->be->copy(e, t, d->lam[k], (size_t)n[k] * sizeof(double));
+            st = e->be->copy(e, t, *spec_table((tide_spectral *)src, k), bytes);
     }
-    st = st ? st : e->be->sync(e); /* the host tables may go when this returns */
+    if (!st && src->line >= 0) {
+        void *s = NULL;
+        st = e->be->alloc((size_t)tide_box_count(&src->box) * sizeof(double), &s);
+        x->scratch = s;
+    }
+    return st ? st : e->be->sync(e); /* the host tables may go when this returns */
+}
+
+int tide_op_spectral(tide_op *op, const tide_env *e, const tide_spectral *d, const int n[3],
+                     char *err, size_t len)
+{
+    op->cls = &spectral_class;
+    op->in_place_ok = 1;
+    op->dbl = d->dbl;
+    int line = d->line >= 0;
+    op->kind = line ? TIDE_OP_LINE_SOLVE : TIDE_OP_POINTWISE;
+    if (line)
+        snprintf(op->what, sizeof op->what, "tridiag(%c)", "xyz"[d->line]);
+    else
+        snprintf(op->what, sizeof op->what, "eigen");
+    double points = (double)tide_box_count(&d->box) * d->batch;
+    /* Diagonal: the sum, one division, two products. Thomas: 8 flops per point on each of the
+     * real and imaginary parts, with the eliminated diagonal written and read back. */
+    op->cost.flops = (line ? 16 : 6) * points;
+    op->cost.mem_bytes = 2 * points * (double)spec_elem(d) * (line ? 2 : 1) +
+                         (line ? 2 * points * sizeof(double) : 0);
+    tide_spectral *x = calloc(1, sizeof *x);
+    if (!x)
+        return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
+    *x = *d;
+    for (int k = 0; k < 7; k++)
+        *spec_table(x, k) = NULL; /* until they are in the backend's memory */
+    x->origin = NULL;
+    x->scratch = NULL;
+    op->spec = x;
+    int st = spectral_tables(e, d, x, n);
     if (st)
-        snprintf(err, len, "cannot hold the eigenvalue tables in %s memory: %s", e->be->name,
-                 e->be->last_error());
+        snprintf(err, len, "cannot hold the spectral operator's tables in %s memory: %s",
+                 e->be->name, e->be->last_error());
     return st;
 }
 
-int tide_op_diag_origin(const tide_op *op, const tide_env *e, void *dst)
+int tide_op_spectral_origin(const tide_op *op, const tide_env *e, void *dst)
 {
-    int st = e->be->copy(e, dst, op->diag->origin, (size_t)op->diag->batch *
-                         diag_elem(op->diag));
+    int st = e->be->copy(e, dst, op->spec->origin,
+                         (size_t)op->spec->batch * spec_elem(op->spec));
     return st ? st : e->be->sync(e);
 }
 

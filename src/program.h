@@ -61,7 +61,7 @@ struct tide_op {
     int dbl;
     long long count;      /* pointwise: scalars */
     double factor;        /* pointwise: the scale factor */
-    tide_diag *diag;      /* diagonal: the operator, its tables in the backend's memory */
+    tide_spectral *spec;  /* spectral operator: its tables in the backend's memory */
 };
 
 enum { TIDE_PROGRAM_OPS = 20 };
@@ -81,14 +81,15 @@ int tide_op_reshape(tide_op *op, const tide_env *e, const tide_box *from, const 
 int tide_op_fft(tide_op *op, const tide_env *e, const tide_cpu_fft_desc *d, size_t *work,
                 char *err, size_t len);
 void tide_op_scale(tide_op *op, int dbl, long long count, double factor);
-/* A diagonal operator in spectral space (pointwise, in place): d with its tables lam[k] (n[k]
- * doubles each, host memory) copied into the backend's memory, and a zeroed origin of
- * d->batch complex elements there. */
-int tide_op_diag(tide_op *op, const tide_env *e, const tide_diag *d, const int n[3],
-                 char *err, size_t len);
-/* Copies the diagonal op's origin (d->batch complex elements) into host memory at dst, after
+/* The spectral operator of a Poisson solve (backend.h), in place: d with its tables (host
+ * memory; lam[k] of n[k] doubles, the line's rows of n[d->line]) copied into the backend's
+ * memory, a zeroed origin of d->batch complex elements and the scratch there. A pointwise op
+ * without a line, a line solve with one. */
+int tide_op_spectral(tide_op *op, const tide_env *e, const tide_spectral *d, const int n[3],
+                     char *err, size_t len);
+/* Copies the spectral op's origin (d->batch complex elements) into host memory at dst, after
  * the work enqueued before (synchronizes the plan's work). */
-int tide_op_diag_origin(const tide_op *op, const tide_env *e, void *dst);
+int tide_op_spectral_origin(const tide_op *op, const tide_env *e, void *dst);
 
 /* Chooses where ops[0..n) of prog read and write. Normally every op writes the work buffer
  * its source is not in and the last op writes OUT; ops that can run in place stay where their

@@ -1,9 +1,11 @@
 /*
  * solver.h: FFT plans that solve (private). A solver plan runs the forward transform, one op
- * in spectral space (a Poisson solve's eigenvalue scaling), and the backward transform as one
- * program on the plan core (fft.c): the forward transform leaves its last stage's layout (like
- * transposed output), the op runs there, and the backward transform starts from it, so a slab
- * solve costs two exchanges and the three middle steps run on one layout.
+ * in spectral space (a Poisson solve's eigenvalue scaling or tridiagonal solves), and the
+ * backward transform as one program on the plan core (fft.c). The op is the last stage of the
+ * plan's layout chain: the forward transform ends where its last stage leaves the data (like
+ * transposed output), the op runs there when that layout holds the lines it needs (else one
+ * reshape brings them), and the backward transform starts from it. So a slab solve costs two
+ * exchanges and the three middle steps run on one layout.
  */
 #ifndef TIDE_SOLVER_H
 #define TIDE_SOLVER_H
@@ -19,13 +21,16 @@ typedef struct {
     int (*make)(tide_op *op, const tide_env *e, const tide_box *box, const int grid[3],
                 void *user, char *err, size_t len);
     void *user;
+    int transform; /* the transformed dimensions, as bits (7: all three); the real transform
+                    * halves the highest of them */
+    int whole;     /* the dimensions the op needs whole on a rank, as bits */
 } tide_fft_middle;
 
-/* Collective, like tide_fft_plan_create with type r2c (the request already validated by the
- * caller): box is this rank's box of the real data (NULL on every rank: the decomposition's
- * first layout); opts' type, transposed_out, scaling and async are set here. Host arrays on a
- * GPU are copied to the device whole (a budget too small for that falls back to the CPU with
- * backend auto). */
+/* Collective, like tide_fft_plan_create with type r2c over mid's transformed dimensions (the
+ * request already validated by the caller): box is this rank's box of the real data (NULL on
+ * every rank: the decomposition's first layout); opts' type, transposed_out, scaling and
+ * async are set here. Host arrays on a GPU are copied to the device whole (a budget too small
+ * for that falls back to the CPU with backend auto). */
 int tide_fft_solver_create(tide_context *ctx, const int n[3], const tide_box *box,
                            const tide_fft_options *opts, const tide_fft_middle *mid,
                            tide_fft_plan **plan);

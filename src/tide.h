@@ -378,19 +378,37 @@ int tide_fft_plan_set_stream(tide_fft_plan *plan, void *stream);
  * sides is stored field after field, like the FFT's.
  *
  * Grid convention: along a periodic dimension point i sits at x = i h (the period is n h), the
- * vertex-centred grid of spectral codes. lap is the second-order 7-point finite-difference
- * operator by default (eigenvalues 2 (cos(2 pi k / n) - 1) / h^2 per periodic dimension),
- * so the solution satisfies the discrete equation to rounding; TIDE_EIGEN_SPECTRAL uses the
- * exact eigenvalues -(2 pi k' / (n h))^2 (k' the signed wavenumber) instead: exact for
- * trigonometric polynomials.
+ * vertex-centred grid of spectral codes. Along a bounded dimension (Neumann or Dirichlet
+ * faces) the grid is cell-centred: n cells between faces at 0 and n h, point i at the cell
+ * centre (i + 1/2) h. lap is the second-order 7-point finite-difference operator by default
+ * (eigenvalues 2 (cos(2 pi k / n) - 1) / h^2 per periodic dimension), so the solution
+ * satisfies the discrete equation to rounding; TIDE_EIGEN_SPECTRAL uses the exact eigenvalues
+ * -(2 pi k' / (n h))^2 (k' the signed wavenumber) along the periodic dimensions instead: exact
+ * for trigonometric polynomials.
  *
- * Singular problems (alpha = 0, every dimension periodic): lap(u) = f has a solution only
- * when f has zero mean, and then one up to a constant. Tide solves lap(u) = f - mean(f) and
- * returns the u of zero mean; tide_poisson_mean() gives mean(f) of each field of the last
- * solve, so a caller can check how far f was from compatible.
+ * Bounded dimensions: a face holds the boundary condition on the face itself, through the
+ * ghost value across it: u[-1] = u[0] on a Neumann face (zero normal derivative), u[-1] =
+ * -u[0] on a Dirichlet face (zero value), likewise at the high face. Inhomogeneous values go
+ * into f at the points next to the face: for a Dirichlet value g subtract 2 g / h^2, for a
+ * Neumann face with outward normal derivative g subtract g / h. One bounded dimension may be
+ * non-uniform: faces[d] gives its n[d] + 1 face positions
+ * (increasing), the cells' centres midway; the operator is then the finite-volume one,
+ * (flux(i + 1/2) - flux(i - 1/2)) / (width of cell i), each flux the difference of the
+ * neighbouring centres over their distance (a Dirichlet face: the centre's value over half
+ * the cell).
  *
- * Boundaries: this version solves periodic dimensions (every face TIDE_BC_PERIODIC); a request
- * with Neumann or Dirichlet faces is TIDE_ERR_UNSUPPORTED on every rank.
+ * Methods: with every dimension periodic, a 3D real FFT, the eigenvalue scaling and the
+ * inverse transform. With one bounded dimension (any of the three), a 2D real FFT over the
+ * other two, one tridiagonal system per Fourier mode along the bounded dimension (Thomas'
+ * algorithm, pivots in double precision even for float data), and the inverse 2D transform.
+ * Two or three bounded dimensions are TIDE_ERR_UNSUPPORTED in this version, on every rank.
+ *
+ * Singular problems (alpha = 0 with every dimension periodic, or with the bounded dimension
+ * Neumann on both faces): lap(u) = f has a solution only when f has zero mean, and then one up
+ * to a constant. Tide solves lap(u) = f - mean(f) and returns the u of zero mean (means
+ * weighted by the cell widths along a non-uniform dimension); tide_poisson_mean() gives
+ * mean(f) of each field of the last solve, so a caller can check how far f was from
+ * compatible.
  * ------------------------------------------------------------------------------------------- */
 typedef struct tide_poisson_plan tide_poisson_plan;
 
@@ -420,14 +438,18 @@ typedef struct {
     tide_eigen eigen;                 /* default TIDE_EIGEN_FD2 */
     void *stream;                     /* GPU: the caller's cudaStream_t a solve is ordered
                                        * after (tide_fft_options); per rank */
+    const double *faces[3];           /* a non-uniform bounded dimension d: its n[d] + 1 face
+                                       * positions, increasing (h[d] is then unused); NULL:
+                                       * uniform (the default). The same values on every rank */
 } tide_poisson_options;
 
 void tide_poisson_options_init(tide_poisson_options *opts);
 
 /* Collective. n: the grid; box: this rank's box of f and u (any boxes that tile the grid, each
  * rank its own storage order), or NULL on every rank for the solver's choice (x-slabs, or
- * z-pencils when there are more ranks than planes; tide_poisson_plan_box tells). Validation,
- * allocation and FFT planning happen here. opts may be NULL for defaults; a struct not
+ * z-pencils when there are more ranks than planes, C order; with z bounded, y-pencils and y
+ * stored fastest; tide_poisson_plan_box tells). Validation, allocation and FFT planning happen
+ * here. opts may be NULL for defaults; a struct not
  * filled by tide_poisson_options_init is TIDE_ERR_ARGUMENT on every rank. */
 int tide_poisson_plan_create(tide_context *ctx, const int n[3], const tide_box *box,
                              const tide_poisson_options *opts, tide_poisson_plan **plan);
@@ -447,9 +469,12 @@ typedef struct {
     int exchanges;           /* all-to-all exchanges per solve */
     int passes;              /* local passes over the data per solve: transforms and the
                               * spectral scaling */
-    int singular;            /* 1: alpha = 0 with every dimension periodic (see above) */
+    int singular;            /* 1: alpha = 0 with every dimension periodic or Neumann on
+                              * both faces (see above) */
     double flops;            /* nominal flops of one solve of all fields: the forward and
-                              * inverse real transforms, 2.5 N log2 N each per field */
+                              * inverse real transforms, 2.5 N log2 M each per field (M the
+                              * points they transform at once: N, or N / n of the bounded
+                              * dimension), and 8 N for the tridiagonal solves */
     tide_backend backend;
     tide_decomposition decomposition;
     tide_exchange exchange;
