@@ -4,9 +4,10 @@
  * Deliberately shares no code with the library: box offsets are computed here from lo/hi/order,
  * the data travels with plain MPI point-to-point messages, the reference transform is one call
  * of FFTW's serial 3D interface in double precision, and the Poisson check applies the 7-point
- * operator by a naive loop (no transform at all). A bug in Tide's box handling, reshapes, FFT
- * sequencing or eigenvalues therefore cannot cancel out in the comparison. Both checks gather
- * through the same path (gather_pair).
+ * operator (finite-volume fluxes along bounded dimensions) by a naive loop (no transform, no
+ * tridiagonal solve). A bug in Tide's box handling, reshapes, FFT sequencing, eigenvalues or
+ * boundary rows therefore cannot cancel out in the comparison. Both checks gather through the
+ * same path (gather_pair).
  */
 #include "reference.h"
 
@@ -444,35 +445,142 @@ int tide_ref_check(MPI_Comm comm, const int n[3], tide_fft_type type, tide_preci
 
 /* ---- the Poisson residual -------------------------------------------------------------------- */
 
-/* Rank 0: max and L2 of L_h u - alpha u - f' over every field, f' = f less its mean when
- * singular (see reference.h). f and u: the gathered real fields, dense C order on grid n. */
-static void poisson_residual(const int n[3], const double h[3], double alpha, int singular,
-                             int batch, const side *f, const side *u, tide_ref_error *err)
+/* One dimension of the operator as the oracle applies it (see reference.h). */
+typedef struct {
+    int n;
+    int bounded;  /* 0: periodic, point i at i h; 1: cells between faces z */
+    tide_bc bc[2];
+    double h;     /* periodic spacing */
+    double *z;    /* bounded: the n + 1 faces (given, or k h) */
+    double *c;    /* bounded: the n centres, midway between faces */
+} ref_axis;
+
+static int bc_valid(tide_bc b)
 {
-    const int64_t stride[3] = {(int64_t)n[1] * n[2], n[2], 1};
+    return b == TIDE_BC_PERIODIC || b == TIDE_BC_NEUMANN || b == TIDE_BC_DIRICHLET;
+}
+
+/* TIDE_ERR_ARGUMENT unless the problem is well formed: sizes, spacings where they are used,
+ * boundaries (periodic on both faces or on neither), faces only on bounded dimensions, finite
+ * and strictly increasing. */
+static int poisson_args(const int n[3], const double h[3], const tide_bc bc[3][2],
+                        const double *const faces[3], double alpha, int batch)
+{
+    if (n[0] <= 0 || n[1] <= 0 || n[2] <= 0 || batch <= 0 || !h || !isfinite(alpha))
+        return TIDE_ERR_ARGUMENT;
+    for (int d = 0; d < 3; d++) {
+        tide_bc lo = bc ? bc[d][0] : TIDE_BC_PERIODIC, hi = bc ? bc[d][1] : TIDE_BC_PERIODIC;
+        const double *z = faces ? faces[d] : NULL;
+        if (!bc_valid(lo) || !bc_valid(hi) || (lo == TIDE_BC_PERIODIC) != (hi == TIDE_BC_PERIODIC))
+            return TIDE_ERR_ARGUMENT;
+        if (z && lo == TIDE_BC_PERIODIC)
+            return TIDE_ERR_ARGUMENT;
+        if (!z && (!(h[d] > 0) || !isfinite(h[d])))
+            return TIDE_ERR_ARGUMENT;
+        for (int k = 0; z && k <= n[d]; k++)
+            if (!isfinite(z[k]) || (k > 0 && !(z[k] > z[k - 1])))
+                return TIDE_ERR_ARGUMENT;
+    }
+    return 0;
+}
+
+/* Rank 0: dimension d's axis (faces and centres of a bounded one). Returns 0 or NOMEM. */
+static int axis_init(ref_axis *a, int d, const int n[3], const double h[3],
+                     const tide_bc bc[3][2], const double *const faces[3])
+{
+    a->n = n[d];
+    a->bc[0] = bc ? bc[d][0] : TIDE_BC_PERIODIC;
+    a->bc[1] = bc ? bc[d][1] : TIDE_BC_PERIODIC;
+    a->bounded = a->bc[0] != TIDE_BC_PERIODIC;
+    a->h = h[d];
+    a->z = a->c = NULL;
+    if (!a->bounded)
+        return 0;
+    a->z = malloc((size_t)(2 * n[d] + 1) * sizeof(double));
+    if (!a->z)
+        return TIDE_ERR_NOMEM;
+    a->c = a->z + n[d] + 1;
+    const double *given = faces ? faces[d] : NULL;
+    for (int k = 0; k <= n[d]; k++)
+        a->z[k] = given ? given[k] : k * h[d];
+    for (int i = 0; i < n[d]; i++)
+        a->c[i] = (a->z[i] + a->z[i + 1]) / 2;
+    return 0;
+}
+
+/* The second difference of U along axis a at point i (index p along a, stride s): the
+ * periodic 7-point one, or the finite-volume (F(p + 1/2) - F(p - 1/2)) / width(p) with each
+ * flux the difference of neighbouring centres over their distance, at a face 0 (Neumann) or
+ * the value over the half-cell to a zero face value (Dirichlet). */
+static double axis_term(const ref_axis *a, const double *U, int64_t i, int p, int64_t s)
+{
+    int n = a->n;
+    if (!a->bounded) {
+        if (n == 1)
+            return 0; /* no neighbours along the dimension: no second difference */
+        /* Periodic neighbours; with n == 2 both are the same point. */
+        int64_t up = p + 1 < n ? i + s : i - (n - 1) * s;
+        int64_t dn = p > 0 ? i - s : i + (n - 1) * s;
+        return (U[up] - 2 * U[i] + U[dn]) / (a->h * a->h);
+    }
+    const double *z = a->z, *c = a->c;
+    double lo, hi;
+    if (p > 0)
+        lo = (U[i] - U[i - s]) / (c[p] - c[p - 1]);
+    else
+        lo = a->bc[0] == TIDE_BC_DIRICHLET ? (U[i] - 0) / (c[0] - z[0]) : 0;
+    if (p < n - 1)
+        hi = (U[i + s] - U[i]) / (c[p + 1] - c[p]);
+    else
+        hi = a->bc[1] == TIDE_BC_DIRICHLET ? (0 - U[i]) / (z[n] - c[n - 1]) : 0;
+    return (hi - lo) / (z[p + 1] - z[p]);
+}
+
+/* The volume of cell p: the product of its widths along the bounded dimensions (1 when all
+ * are periodic: the uniform weights of a plain mean). */
+static double cell_volume(const ref_axis ax[3], const int p[3])
+{
+    double v = 1;
+    for (int d = 0; d < 3; d++)
+        if (ax[d].bounded)
+            v *= ax[d].z[p[d] + 1] - ax[d].z[p[d]];
+    return v;
+}
+
+/* The volume-weighted mean of one gathered field F. */
+static double weighted_mean(const ref_axis ax[3], const double *F)
+{
+    double sum = 0, vol = 0;
+    int p[3];
+    int64_t i = 0;
+    for (p[0] = 0; p[0] < ax[0].n; p[0]++)
+        for (p[1] = 0; p[1] < ax[1].n; p[1]++)
+            for (p[2] = 0; p[2] < ax[2].n; p[2]++, i++) {
+                double v = cell_volume(ax, p);
+                sum += v * F[i];
+                vol += v;
+            }
+    return sum / vol;
+}
+
+/* Rank 0: max and L2 of L_h u - alpha u - f' over every field, f' = f less its weighted mean
+ * when singular (see reference.h). f and u: the gathered real fields, dense C order. */
+static void poisson_residual(const ref_axis ax[3], double alpha, int singular, int batch,
+                             const side *f, const side *u, tide_ref_error *err)
+{
+    const int64_t stride[3] = {(int64_t)ax[1].n * ax[2].n, ax[2].n, 1};
     double diff2 = 0, ref2 = 0, max_abs = 0, max_ref = 0;
     for (int fld = 0; fld < batch; fld++) {
         const double *F = f->all + fld * f->points, *U = u->all + fld * u->points;
-        double mean = 0;
-        if (singular) {
-            for (int64_t i = 0; i < f->points; i++)
-                mean += F[i];
-            mean /= (double)f->points;
-        }
-        for (int x = 0; x < n[0]; x++)
-            for (int y = 0; y < n[1]; y++)
-                for (int z = 0; z < n[2]; z++) {
-                    const int p[3] = {x, y, z};
-                    int64_t i = x * stride[0] + y * stride[1] + z;
+        double mean = singular ? weighted_mean(ax, F) : 0;
+        int p[3];
+        int64_t i = 0;
+        for (p[0] = 0; p[0] < ax[0].n; p[0]++)
+            for (p[1] = 0; p[1] < ax[1].n; p[1]++)
+                for (p[2] = 0; p[2] < ax[2].n; p[2]++, i++) {
                     double lap = 0;
-                    for (int d = 0; d < 3; d++) {
-                        if (n[d] == 1)
-                            continue; /* no neighbours along d: no second difference */
-                        /* Periodic neighbours; with n[d] == 2 both are the same point. */
-                        int64_t up = p[d] + 1 < n[d] ? i + stride[d] : i - (n[d] - 1) * stride[d];
-                        int64_t dn = p[d] > 0 ? i - stride[d] : i + (n[d] - 1) * stride[d];
-                        lap += (U[up] - 2 * U[i] + U[dn]) / (h[d] * h[d]);
-                    }
+                    for (int d = 0; d < 3; d++)
+                        lap += axis_term(&ax[d], U, i, p[d], stride[d]);
                     double ref = F[i] - mean, r = lap - alpha * U[i] - ref;
                     diff2 += r * r;
                     ref2 += ref * ref;
@@ -489,9 +597,27 @@ static void poisson_residual(const int n[3], const double h[3], double alpha, in
     err->max_ref = max_ref;
 }
 
-int tide_ref_poisson_residual(MPI_Comm comm, const int n[3], const double h[3], double alpha,
-                              int singular, tide_precision prec, int batch, const tide_box *box,
-                              const void *f, const void *u, tide_ref_error *err)
+/* Rank 0: the axes, then the residual. Returns 0 or NOMEM. */
+static int residual_on_root(const int n[3], const double h[3], const tide_bc bc[3][2],
+                            const double *const faces[3], double alpha, int singular,
+                            int batch, const side s[2], tide_ref_error *e)
+{
+    ref_axis ax[3] = {{0}};
+    int status = 0;
+    for (int d = 0; d < 3 && status == 0; d++)
+        status = axis_init(&ax[d], d, n, h, bc, faces);
+    if (status == 0)
+        poisson_residual(ax, alpha, singular, batch, &s[0], &s[1], e);
+    for (int d = 0; d < 3; d++)
+        free(ax[d].z);
+    return status;
+}
+
+int tide_ref_poisson_residual(MPI_Comm comm, const int n[3], const double h[3],
+                              const tide_bc bc[3][2], const double *const faces[3],
+                              double alpha, int singular, tide_precision prec, int batch,
+                              const tide_box *box, const void *f, const void *u,
+                              tide_ref_error *err)
 {
     int rank;
     MPI_Comm_rank(comm, &rank);
@@ -503,14 +629,12 @@ int tide_ref_poisson_residual(MPI_Comm comm, const int n[3], const double h[3], 
     side_init(&s[1], n, 0, 1);
     const tide_box *const boxes[2] = {box, box};
     const void *const data[2] = {f, u};
-    int args = n[0] <= 0 || n[1] <= 0 || n[2] <= 0 || batch <= 0 || !h || !isfinite(alpha);
-    for (int d = 0; d < 3 && !args; d++)
-        args = !(h[d] > 0) || !isfinite(h[d]);
-    int status = gather_pair(c, n, batch, prec, args ? TIDE_ERR_ARGUMENT : 0, s, boxes, data);
+    int args = poisson_args(n, h, bc, faces, alpha, batch);
+    int status = gather_pair(c, n, batch, prec, args, s, boxes, data);
     if (status == 0) {
         tide_ref_error e = {0, 0, 0};
         if (rank == 0)
-            poisson_residual(n, h, alpha, singular, batch, &s[0], &s[1], &e);
+            status = residual_on_root(n, h, bc, faces, alpha, singular, batch, s, &e);
         status = share_result(c, status, &e, err);
     }
     free(s[0].all);

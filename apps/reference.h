@@ -46,17 +46,32 @@ int tide_ref_check(MPI_Comm comm, const int n[3], tide_fft_type type, tide_preci
 
 /*
  * Collective over comm. Checks a Poisson/Helmholtz solve computed by Tide (tide_poisson_solve
- * with every dimension periodic and the default TIDE_EIGEN_FD2 operator): f holds this rank's
- * right-hand sides, u its solutions, both real (prec), batch fields, laid out as box. Both are
- * gathered to rank 0, which applies, by a naive loop in double precision, the periodic 7-point
- * operator with spacings h to u, subtracts alpha u, and compares with f (less f's mean when
- * singular, as Tide solves then). err->max_abs: max |L_h u - alpha u - f'|, err->max_ref:
- * max |f'|, err->rel_l2: ||L_h u - alpha u - f'||_2 / ||f'||_2, over all fields. Every rank
- * gets the same err. Returns 0, or TIDE_ERR_TOO_LARGE when the grid does not fit on one rank
- * (tide_ref_fits).
+ * with the default TIDE_EIGEN_FD2 operator): f holds this rank's right-hand sides, u its
+ * solutions, both real (prec), batch fields, laid out as box. Both are gathered to rank 0,
+ * which applies the operator to u by a naive loop in double precision, subtracts alpha u, and
+ * compares with f (less f's mean when singular, as Tide solves then).
+ *
+ * The operator, per dimension d (tide.h's conventions): bc NULL, or bc[d] periodic on both
+ * faces: the periodic second difference with spacing h[d] (none when n[d] == 1). Neumann or
+ * Dirichlet faces: cells between faces z_0 < ... < z_n (faces[d], or z_k = k h[d] when faces
+ * or faces[d] is NULL), centres c_i midway; at cell i (F(i+1/2) - F(i-1/2)) / (z_{i+1} - z_i)
+ * with F(i+1/2) = (u[i+1] - u[i]) / (c_{i+1} - c_i) inside, and on a face F = 0 (Neumann) or
+ * the difference to a zero face value over the half-cell, u[0] / (c_0 - z_0) and
+ * -u[n-1] / (z_n - c_{n-1}) (Dirichlet). Any number of dimensions may be bounded. The mean of
+ * a singular problem is weighted by the cell volume (the product of the widths along the
+ * bounded dimensions; uniform cells: the plain mean). Rank 0's n, h, bc, faces and alpha are
+ * the ones used.
+ *
+ * err->max_abs: max |L_h u - alpha u - f'|, err->max_ref: max |f'|, err->rel_l2:
+ * ||L_h u - alpha u - f'||_2 / ||f'||_2, over all fields. Every rank gets the same err. Returns
+ * 0; TIDE_ERR_ARGUMENT for bad sizes, spacings, boundaries (a dimension periodic on one face
+ * only) or faces (given for a periodic dimension, not finite, not strictly increasing);
+ * TIDE_ERR_TOO_LARGE when the grid does not fit on one rank (tide_ref_fits).
  */
-int tide_ref_poisson_residual(MPI_Comm comm, const int n[3], const double h[3], double alpha,
-                              int singular, tide_precision prec, int batch, const tide_box *box,
-                              const void *f, const void *u, tide_ref_error *err);
+int tide_ref_poisson_residual(MPI_Comm comm, const int n[3], const double h[3],
+                              const tide_bc bc[3][2], const double *const faces[3],
+                              double alpha, int singular, tide_precision prec, int batch,
+                              const tide_box *box, const void *f, const void *u,
+                              tide_ref_error *err);
 
 #endif

@@ -1,14 +1,17 @@
 /*
  * tide_poisson.c: `tide poisson`: plan, verify and time a distributed Poisson/Helmholtz solve
- * (tide_poisson_*) on a manufactured periodic problem, printing heFFTe speed3d's keys like
- * `tide fft` so the same parsers read the output.
+ * (tide_poisson_*) on a manufactured problem, printing heFFTe speed3d's keys like `tide fft`
+ * so the same parsers read the output.
  *
- * The problem: u_exact is a product of one trigonometric mode per dimension on the periodic
- * box of length L[d] = n[d] h[d], and f = lap(u_exact) - alpha u_exact, analytically. Each such
- * product is an eigenfunction of both the continuous Laplacian and the 7-point one, so the
- * discrete solution is u_exact times a known ratio: the error is pure truncation, checked
- * against its second-order estimate, and the discrete equation itself is checked by applying
- * the 7-point operator to u with a naive loop (tide_ref_poisson_residual, no Tide code).
+ * The problem: u_exact is a product of one trigonometric mode per dimension, each following
+ * that dimension's boundaries (a periodic mode, or a cosine or sine whose derivative or value
+ * vanishes on the faces), and f = lap(u_exact) - alpha u_exact, analytically. On a uniform
+ * grid each such product is an eigenfunction of both the continuous Laplacian and the discrete
+ * operator, so the discrete solution is u_exact times a known ratio: the error is pure
+ * truncation, checked against its second-order estimate, and the discrete equation itself is
+ * checked by applying the operator to u with a naive loop (tide_ref_poisson_residual, no Tide
+ * code). With -stretch the bounded dimension's cells vary in width: the mode is no longer an
+ * eigenvector, and the error is checked against the estimate at the widest cell.
  */
 #include <math.h>
 #include <stdio.h>
@@ -24,25 +27,43 @@
 static const char *usage =
     "usage: mpirun -np P tide poisson <auto|cpu|cuda> <float|double> NX NY NZ [options]\n"
     "\n"
-    "Solves lap(u) - alpha u = f on an NX x NY x NZ grid for a manufactured solution\n"
-    "u = sin(2 pi kx x/Lx + p0) cos(2 pi ky y/Ly + p1) sin(2 pi kz z/Lz + p2), (kx,ky,kz) =\n"
-    "(1,2,1) where the grid resolves it (k <= (n-1)/2, else lower), L = n h, the phases from\n"
-    "the seed and different for each field of a batch; f = lap(u) - alpha u analytically.\n"
-    "Checks the max error against u (relative to max|u|) and the residual of the discrete\n"
-    "7-point equation (applied to u by a naive serial loop on the gathered array), then\n"
+    "Solves lap(u) - alpha u = f on an NX x NY x NZ grid for a manufactured solution u, the\n"
+    "product of one mode per dimension, x measured from the low face, L = n h the length:\n"
+    "  periodic, points x = i h:              sin(2 pi k x/L + p) (cos along y)\n"
+    "  bounded, cell centres x = (i + 1/2) h: Neumann-Neumann cos(pi m x/L),\n"
+    "      Dirichlet-Dirichlet sin(pi m x/L), Neumann-Dirichlet (low, high face)\n"
+    "      cos(pi (m+1/2) x/L), Dirichlet-Neumann sin(pi (m+1/2) x/L)\n"
+    "with (k or m) = (1,2,1) along x, y, z where the grid resolves it (periodic k <= (n-1)/2,\n"
+    "bounded m <= n-1 and m >= 1 for Dirichlet-Dirichlet), the phases p from the seed and\n"
+    "different for each field of a batch (bounded dimensions have none: the faces fix it);\n"
+    "f = lap(u) - alpha u analytically. Checks the max error against u (relative to max|u|)\n"
+    "and the residual of the discrete equation (the 7-point operator, finite-volume along a\n"
+    "stretched dimension, applied to u by a naive serial loop on the gathered array), then\n"
     "times RUNS solves. Time per run is the median solve, the slowest rank counting.\n"
     "Verification passes when the residual's relative L2 is below 1e-8 (double) or 1e-3\n"
-    "(float), and the max error below the truncation estimate of the 7-point operator,\n"
-    "2 x sum_d (2 pi k_d / n_d)^2 / 12 (safety factor 2), plus 1e-9 (double) or 1e-4\n"
-    "(float); with -spectral the error alone, below 1e-9 (double) or 1e-4 (float).\n"
+    "(float), and the max error below the operator's truncation estimate plus 1e-9 (double)\n"
+    "or 1e-4 (float). Each mode is an eigenvector of the discrete operator on a uniform grid,\n"
+    "eigenvalue 2 (cos(t) - 1)/h^2 with t = kappa h the mode's wavenumber times the spacing:\n"
+    "t = 2 pi k/n periodic, pi m/n Neumann-Neumann or Dirichlet-Dirichlet, pi (m+1/2)/n mixed.\n"
+    "Against -kappa^2 that is a relative truncation of t^2/12 to leading order, so the\n"
+    "estimate is 2 x sum_d t_d^2/12 (safety factor 2). -spectral drops the periodic terms\n"
+    "(their eigenvalues are then exact); -stretch takes the stretched dimension's t at its\n"
+    "widest cell, kappa times the largest width.\n"
     "\n"
     "options:\n"
-    "  -bc XYZ                boundaries, one letter per dimension: p periodic, n Neumann,\n"
-    "                         d Dirichlet (default ppp; the library says what it supports)\n"
+    "  -bc XYZ | -bc XxYyZz   boundaries, one letter per dimension, or per face (low, high):\n"
+    "                         p periodic (both faces), n Neumann, d Dirichlet (default ppp;\n"
+    "                         e.g. ppn: z bounded by Neumann faces, ppppnd: Neumann low,\n"
+    "                         Dirichlet high; the library says what it supports)\n"
+    "  -stretch S             S > 0: the bounded dimension's faces (the last, if several)\n"
+    "                         clustered at both ends, z_k = L (1 + tanh(S (2k/n - 1)) /\n"
+    "                         tanh(S)) / 2 (L = n h), cell centres midway (passed as\n"
+    "                         the solver's faces)\n"
     "  -h HX HY HZ            grid spacings (default 1/NX 1/NY 1/NZ: the unit box)\n"
-    "  -alpha A               Helmholtz shift (default 0: Poisson, f's mean removed)\n"
-    "  -spectral              exact eigenvalues of the continuous Laplacian (default: the\n"
-    "                         7-point finite-difference operator's)\n"
+    "  -alpha A               Helmholtz shift (default 0: Poisson; f's mean removed when no\n"
+    "                         face is Dirichlet)\n"
+    "  -spectral              exact eigenvalues of the continuous Laplacian along the periodic\n"
+    "                         dimensions (default: the 7-point finite-difference operator's)\n"
     "  -slabs | -pencils      decomposition of the transforms (default: automatic)\n"
     "  -a2av | -p2p           exchange: MPI_Alltoallv or pipelined Isend/Irecv (default: auto)\n"
     "  -nccl | -cuda-mpi      GPU data: NCCL send/recv, or MPI on device pointers\n"
@@ -62,10 +83,46 @@ static const char *usage =
 
 typedef struct {
     app_args c;      /* backend, precision, grid and the options every subcommand takes */
-    char bc[4];      /* one of p, n, d per dimension */
+    char bc[7];      /* per dimension its low and high face, each p, n or d ("pp" or n/d) */
     int has_h, spectral, has_grid, grid[3];
-    double h[3], alpha;
+    int stretched;   /* the dimension -stretch applies to, or -1 */
+    double h[3], alpha, stretch;
 } args;
+
+/* Reads -bc's value into bc: XYZ (one letter for both faces) or XxYyZz (per face); a periodic
+ * face needs a periodic partner. Returns nonzero when malformed. */
+static int parse_bc(const char *s, char bc[7])
+{
+    size_t len = strlen(s);
+    if ((len != 3 && len != 6) || strspn(s, "pnd") != len)
+        return -1;
+    for (int d = 0; d < 3; d++) {
+        bc[2 * d] = len == 3 ? s[d] : s[2 * d];
+        bc[2 * d + 1] = len == 3 ? s[d] : s[2 * d + 1];
+        if ((bc[2 * d] == 'p') != (bc[2 * d + 1] == 'p'))
+            return -1;
+    }
+    bc[6] = 0;
+    return 0;
+}
+
+static int bounded(const char bc[7], int d)
+{
+    return bc[2 * d] != 'p';
+}
+
+/* The boundaries as a user writes them: XYZ when each dimension's faces agree, else XxYyZz. */
+static void bc_label(const char bc[7], char out[7])
+{
+    int pairs = 1;
+    for (int d = 0; d < 3; d++)
+        pairs = pairs && bc[2 * d] == bc[2 * d + 1];
+    for (int d = 0; d < 3; d++)
+        if (pairs)
+            out[d] = bc[2 * d], out[d + 1] = 0;
+        else
+            out[2 * d] = bc[2 * d], out[2 * d + 1] = bc[2 * d + 1], out[2 * d + 2] = 0;
+}
 
 /* Fills a; on error prints why (rank 0) and returns 2 (1 after --help). Every rank parses
  * the same argv. */
@@ -73,7 +130,7 @@ static int parse(int argc, char **argv, args *a)
 {
     memset(a, 0, sizeof *a);
     app_args_init(&a->c);
-    strcpy(a->bc, "ppp");
+    strcpy(a->bc, "pppppp");
     if (app_wants_help(argc, argv, argc == 1)) { /* -h is the spacings, unless alone */
         tide_say("%s", usage);
         return 1;
@@ -105,11 +162,9 @@ static int parse(int argc, char **argv, args *a)
             a->has_h = 1;
             i += 3;
         } else if (!strcmp(o, "-bc")) {
-            bad = more < 1 || strlen(argv[i + 1]) != 3 ||
-                  strspn(argv[i + 1], "pnd") != 3;
-            if (!bad)
-                memcpy(a->bc, argv[i + 1], 4);
-            i++;
+            bad = more < 1 || parse_bc(argv[++i], a->bc);
+        } else if (!strcmp(o, "-stretch")) {
+            bad = more < 1 || app_to_real(argv[++i], &a->stretch) || !(a->stretch > 0);
         } else {
             tide_warn("tide poisson: unknown option '%s'\n\n%s", o, usage);
             return 2;
@@ -122,63 +177,142 @@ static int parse(int argc, char **argv, args *a)
     for (int d = 0; d < 3; d++)
         if (!a->has_h)
             a->h[d] = 1.0 / a->c.n[d];
+    a->stretched = -1; /* the library takes one non-uniform dimension: the last bounded one */
+    for (int d = 0; d < 3; d++)
+        if (a->stretch > 0 && bounded(a->bc, d))
+            a->stretched = d;
+    if (a->stretch > 0 && a->stretched < 0) {
+        tide_warn("tide poisson: -stretch needs a bounded dimension (n or d in -bc), but every "
+                  "dimension is periodic\n");
+        return 2;
+    }
     return 0;
 }
 
 /* ---- the manufactured solution --------------------------------------------------------------- */
 
-/* u_exact of field f is prod_d g_d(2 pi k[d] i / n[d] + phase[f][d]) at point i (x = i h):
- * g = sin, cos, sin. The wanted modes, lowered to what the grid resolves without aliasing. */
+/* u_exact of field f is prod_d g_d at each point, g_d tabulated per field and point. Periodic
+ * dimension (x = i h): g = sin, cos, sin (along x, y, z) of 2 pi k x / L + phase[f][d].
+ * Bounded (x the cell centre from the low face): cos of kappa x on a Neumann low face, sin on
+ * a Dirichlet one, kappa = pi m / L, or pi (m + 1/2) / L when the high face differs, so the
+ * derivative or the value vanishes on both faces. The wanted modes are lowered to what the
+ * grid resolves without aliasing. */
 typedef struct {
     int n[3], k[3], batch;
-    double kappa2;    /* sum_d (2 pi k[d] / L[d])^2: lap(u) = -kappa2 u */
-    double *phase;    /* batch x 3 */
-    double *mean;     /* per field: the discrete mean of u_exact over the grid */
+    double kappa[3];  /* per dimension: lap(u) = -sum_d kappa[d]^2 u */
+    double width[3];  /* the largest spacing (cell width) per dimension */
+    double kappa2;    /* sum_d kappa[d]^2 */
+    double *faces[3]; /* the stretched dimension's n + 1 face positions (from 0), else NULL */
+    double *g[3];     /* batch x n[d]: the factor along d of each field at each point */
+    double *mean;     /* per field: the mean of u_exact over the grid, cells weighted by width */
 } solution;
 
-static double mode(int d, double arg)
+/* Faces clustered at both ends of [0, L] by a tanh stretching of strength S > 0. */
+static double *stretched_faces(int n, double L, double S)
 {
-    return d == 1 ? cos(arg) : sin(arg);
+    double *z = malloc(sizeof(double) * ((size_t)n + 1));
+    if (!z)
+        return NULL;
+    for (int k = 0; k <= n; k++)
+        z[k] = L * (1 + tanh(S * (2.0 * k / n - 1)) / tanh(S)) / 2;
+    z[0] = 0, z[n] = L; /* exactly, whatever the rounding */
+    return z;
 }
 
-static double mode_at(const solution *s, int f, int d, int i)
+/* Dimension d's mode: k[d], kappa[d], width[d], the faces if stretched, and the table g[d]. */
+static int solution_dim(solution *s, const args *a, int d)
 {
-    return mode(d, 2 * PI * s->k[d] * (double)i / s->n[d] + s->phase[3 * f + d]);
+    static const int want[3] = {1, 2, 1};
+    const char *bc = a->bc + 2 * d;
+    int n = s->n[d], per = !bounded(a->bc, d);
+    double L = n * a->h[d], half = bc[0] != bc[1] ? 0.5 : 0;
+    if (per) {
+        s->k[d] = want[d] < (n - 1) / 2 ? want[d] : (n - 1) / 2;
+        s->kappa[d] = 2 * PI * s->k[d] / L;
+    } else { /* m <= n - 1; a Dirichlet-Dirichlet sine needs m >= 1 not to vanish */
+        s->k[d] = want[d] < n - 1 ? want[d] : n - 1;
+        if (s->k[d] < 1 && bc[0] == 'd' && bc[1] == 'd')
+            s->k[d] = 1;
+        s->kappa[d] = PI * (s->k[d] + half) / L;
+    }
+    s->kappa2 += s->kappa[d] * s->kappa[d];
+    s->width[d] = a->h[d];
+    const double *z = NULL;
+    if (d == a->stretched) {
+        if (!(z = s->faces[d] = stretched_faces(n, L, a->stretch)))
+            return -1;
+        s->width[d] = 0;
+        for (int i = 0; i < n; i++)
+            s->width[d] = fmax(s->width[d], z[i + 1] - z[i]);
+    }
+    if (!(s->g[d] = malloc(sizeof(double) * (size_t)n * (size_t)s->batch)))
+        return -1;
+    for (int f = 0; f < s->batch; f++) {
+        /* Deterministic phases in [-pi, pi): the same on every rank and decomposition. */
+        double phase = PI * tide_ref_value(a->c.seed, f, s->n, d, 0, 0, 0), sum = 0;
+        for (int i = 0; i < n; i++) {
+            double t, w = 1.0 / n, *g = &s->g[d][(size_t)f * n + i];
+            if (per) {
+                t = 2 * PI * s->k[d] * (double)i / n + phase;
+            } else if (z) {
+                t = s->kappa[d] * (z[i] + z[i + 1]) / 2;
+                w = (z[i + 1] - z[i]) / L;
+            } else {
+                t = PI * (s->k[d] + half) * (i + 0.5) / n;
+            }
+            *g = per ? (d == 1 ? cos(t) : sin(t)) : (bc[0] == 'n' ? cos(t) : sin(t));
+            sum += w * *g;
+        }
+        s->mean[f] *= sum; /* the mean is separable: the product of the 1D means */
+    }
+    return 0;
 }
 
 static int solution_init(solution *s, const args *a)
 {
-    static const int want[3] = {1, 2, 1};
     memset(s, 0, sizeof *s);
     s->batch = a->c.batch;
-    for (int d = 0; d < 3; d++) {
-        s->n[d] = a->c.n[d];
-        s->k[d] = want[d] < (s->n[d] - 1) / 2 ? want[d] : (s->n[d] - 1) / 2;
-        double kappa = 2 * PI * s->k[d] / (s->n[d] * a->h[d]);
-        s->kappa2 += kappa * kappa;
-    }
-    s->phase = malloc(sizeof(double) * 3 * (size_t)s->batch);
-    s->mean = malloc(sizeof(double) * (size_t)s->batch);
-    if (!s->phase || !s->mean)
+    memcpy(s->n, a->c.n, sizeof s->n);
+    if (!(s->mean = malloc(sizeof(double) * (size_t)s->batch)))
         return -1;
-    for (int f = 0; f < s->batch; f++) {
+    for (int f = 0; f < s->batch; f++)
         s->mean[f] = 1;
-        for (int d = 0; d < 3; d++) {
-            /* Deterministic phases in [-pi, pi): the same on every rank and decomposition. */
-            s->phase[3 * f + d] = PI * tide_ref_value(a->c.seed, f, s->n, d, 0, 0, 0);
-            double sum = 0; /* the mean is separable: the product of the 1D means */
-            for (int i = 0; i < s->n[d]; i++)
-                sum += mode_at(s, f, d, i);
-            s->mean[f] *= sum / s->n[d];
-        }
-    }
+    for (int d = 0; d < 3; d++)
+        if (solution_dim(s, a, d))
+            return -1;
     return 0;
 }
 
 static void solution_free(solution *s)
 {
-    free(s->phase);
+    for (int d = 0; d < 3; d++) {
+        free(s->faces[d]);
+        free(s->g[d]);
+    }
     free(s->mean);
+}
+
+/* ", stretch S along z (cell widths w_min to w_max)": the stretched dimension. */
+static void stretch_text(const solution *s, const args *a, char *buf, size_t len)
+{
+    int d = a->stretched;
+    double wmin = s->width[d];
+    for (int i = 0; i < s->n[d]; i++)
+        wmin = fmin(wmin, s->faces[d][i + 1] - s->faces[d][i]);
+    snprintf(buf, len, ", stretch %g along %c (tanh faces, cell widths %.3g to %.3g)",
+             a->stretch, "xyz"[d], wmin, s->width[d]);
+}
+
+/* "sin(2 pi 1 x/Lx + p0)", "cos(pi 2 z/Lz)", "sin(pi 1.5 z/Lz)": dimension d's factor. */
+static void mode_text(const solution *s, const args *a, int d, char *buf, size_t len)
+{
+    const char *bc = a->bc + 2 * d, xyz = "xyz"[d];
+    if (!bounded(a->bc, d))
+        snprintf(buf, len, "%s(2 pi %d %c/L%c + p%d)", d == 1 ? "cos" : "sin", s->k[d], xyz,
+                 xyz, d);
+    else
+        snprintf(buf, len, "%s(pi %g %c/L%c)", bc[0] == 'n' ? "cos" : "sin",
+                 s->k[d] + (bc[0] != bc[1] ? 0.5 : 0), xyz, xyz);
 }
 
 /* Element strides of the box's dimensions (order[2] contiguous). */
@@ -200,13 +334,13 @@ static void each_point(const solution *s, const tide_box *b, long long count,
     strides(b, st);
     for (int f = 0; f < s->batch; f++)
         for (int x = b->lo[0]; x < b->hi[0]; x++) {
-            double gx = mode_at(s, f, 0, x);
+            double gx = s->g[0][(size_t)f * s->n[0] + x];
             for (int y = b->lo[1]; y < b->hi[1]; y++) {
-                double gxy = gx * mode_at(s, f, 1, y);
+                double gxy = gx * s->g[1][(size_t)f * s->n[1] + y];
                 for (int z = b->lo[2]; z < b->hi[2]; z++) {
                     long long e = f * count + (x - b->lo[0]) * st[0] + (y - b->lo[1]) * st[1] +
                                   (z - b->lo[2]) * st[2];
-                    fn(arg, e, f, gxy * mode_at(s, f, 2, z));
+                    fn(arg, e, f, gxy * s->g[2][(size_t)f * s->n[2] + z]);
                 }
             }
         }
@@ -240,24 +374,39 @@ static void compare_one(void *p, long long e, int f, double u)
     v->max_ref = fmax(v->max_ref, fabs(u));
 }
 
-/* The relative truncation error of the 7-point operator on these modes: the discrete solution
- * is u_exact (kappa2 + alpha) / (sum_d 2 (1 - cos(2 pi k_d / n_d)) / h_d^2 + alpha). */
-static double fd2_error(const solution *s, const double h[3], double alpha)
+/* The parameter of dimension d's truncation, t_d = kappa_d times its largest spacing: on a
+ * uniform grid 2 pi k/n periodic, pi m/n or pi (m + 1/2)/n bounded, the mode's eigenvalue
+ * 2 (cos(t_d) - 1)/h_d^2 against -kappa_d^2. 0 where the eigenvalue is exact (-spectral along
+ * a periodic dimension). */
+static double trunc_t(const solution *s, const args *a, int d)
 {
-    double lam = alpha;
-    for (int d = 0; d < 3; d++)
-        lam += 2 * (1 - cos(2 * PI * s->k[d] / s->n[d])) / (h[d] * h[d]);
-    return lam > 0 ? fabs((s->kappa2 + alpha) / lam - 1) : 0;
+    return a->spectral && !bounded(a->bc, d) ? 0 : s->kappa[d] * s->width[d];
 }
 
-/* Its second-order estimate: sum_d (2 pi k_d / n_d)^2 / 12, the leading term per dimension
- * (kappa_d h_d = 2 pi k_d / n_d), which bounds the relative error at any alpha >= 0. */
-static double fd2_estimate(const solution *s)
+/* The relative truncation error of the operator on these modes on a uniform grid: the
+ * discrete solution is u_exact (kappa2 + alpha) / (sum_d lam_d + alpha), lam_d the mode's
+ * eigenvalue 2 (1 - cos(t_d)) / h_d^2 (kappa_d^2 where exact). -1 with a stretched dimension,
+ * where the mode is no eigenvector and the error has no closed form. */
+static double fd2_error(const solution *s, const args *a)
+{
+    if (a->stretched >= 0)
+        return -1;
+    double lam = a->alpha;
+    for (int d = 0; d < 3; d++) {
+        double t = trunc_t(s, a, d);
+        lam += t > 0 ? 2 * (1 - cos(t)) / (a->h[d] * a->h[d]) : s->kappa[d] * s->kappa[d];
+    }
+    return lam > 0 ? fabs((s->kappa2 + a->alpha) / lam - 1) : 0;
+}
+
+/* Its second-order estimate: sum_d t_d^2 / 12, the leading term per dimension (the relative
+ * error of each eigenvalue), which bounds the relative error at any alpha >= 0. */
+static double fd2_estimate(const solution *s, const args *a)
 {
     double e = 0;
     for (int d = 0; d < 3; d++) {
-        double kh = 2 * PI * s->k[d] / s->n[d];
-        e += kh * kh / 12;
+        double t = trunc_t(s, a, d);
+        e += t * t / 12;
     }
     return e;
 }
@@ -371,10 +520,14 @@ int tide_cmd_poisson(int argc, char **argv)
     o.planning = c->measure ? TIDE_PLAN_MEASURE : TIDE_PLAN_ESTIMATE;
     o.batch = c->batch;
     for (int d = 0; d < 3; d++) {
-        o.bc[d][0] = o.bc[d][1] = a.bc[d] == 'n'   ? TIDE_BC_NEUMANN
-                                  : a.bc[d] == 'd' ? TIDE_BC_DIRICHLET
-                                                   : TIDE_BC_PERIODIC;
+        for (int side = 0; side < 2; side++) {
+            char b = a.bc[2 * d + side];
+            o.bc[d][side] = b == 'n' ? TIDE_BC_NEUMANN
+                            : b == 'd' ? TIDE_BC_DIRICHLET
+                                       : TIDE_BC_PERIODIC;
+        }
         o.h[d] = a.h[d];
+        o.faces[d] = sol.faces[d];
     }
     o.alpha = a.alpha;
     o.eigen = a.spectral ? TIDE_EIGEN_SPECTRAL : TIDE_EIGEN_FD2;
@@ -427,11 +580,16 @@ int tide_cmd_poisson(int argc, char **argv)
              tide_version(), dbl ? "double" : "float", c->n[0], c->n[1], c->n[2], P, threads,
              info.backend == TIDE_BACKEND_CUDA ? "cuda" : "cpu", c->batch,
              c->inplace ? ", in place" : "");
-    tide_say("Problem: lap(u) - alpha u = f, alpha %g, h %g %g %g, boundaries %s, %s; "
-             "u = sin(2 pi %d x/Lx + p0) cos(2 pi %d y/Ly + p1) sin(2 pi %d z/Lz + p2), "
-             "phases from seed %u\n", a.alpha, a.h[0], a.h[1], a.h[2], a.bc,
-             a.spectral ? "spectral eigenvalues" : "7-point (FD2) operator", sol.k[0], sol.k[1],
-             sol.k[2], c->seed);
+    char bcl[7], stretch[160] = "", ut[3][48];
+    bc_label(a.bc, bcl);
+    if (a.stretched >= 0)
+        stretch_text(&sol, &a, stretch, sizeof stretch);
+    for (int d = 0; d < 3; d++)
+        mode_text(&sol, &a, d, ut[d], sizeof ut[d]);
+    tide_say("Problem: lap(u) - alpha u = f, alpha %g, h %g %g %g, boundaries %s%s, %s; "
+             "u = %s %s %s, phases from seed %u\n", a.alpha, a.h[0], a.h[1], a.h[2], bcl,
+             stretch, a.spectral ? "spectral eigenvalues" : "7-point (FD2) operator", ut[0],
+             ut[1], ut[2], c->seed);
     int staged = info.backend == TIDE_BACKEND_CUDA && info.exchange != TIDE_EXCHANGE_NCCL &&
                  info.exchange != TIDE_EXCHANGE_CUDA_MPI && info.exchanges > 0;
     tide_say("Plan: %s (%s, exchange %s%s, %d exchanges, %d local passes%s)\n", desc,
@@ -451,21 +609,22 @@ int tide_cmd_poisson(int argc, char **argv)
         CHECK(tide_copy(ctx, u, xu, bytes));
     CHECK(tide_poisson_mean(plan, mean));
     /* In a singular problem Tide returns the u of zero mean: compare with u_exact less its
-     * discrete mean (0 to rounding unless a grid too small for any mode made u constant). */
+     * discrete mean, cells weighted by width (0 to rounding on a uniform grid unless one too
+     * small for any mode made u constant). */
     visit uv = {u, dbl, 0, info.singular ? sol.mean : NULL, 0, 0};
     each_point(&sol, &box, info.count, compare_one, &uv);
     double m[2] = {uv.max_abs, uv.max_ref}, gm[2];
     MPI_Allreduce(m, gm, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     double max_error = gm[1] > 0 ? gm[0] / gm[1] : gm[0];
     double floor_tol = dbl ? 1e-9 : 1e-4;
-    double predicted = a.spectral ? 0 : fd2_error(&sol, a.h, a.alpha);
-    double err_tol = (a.spectral ? 0 : 2 * fd2_estimate(&sol)) + floor_tol;
+    double predicted = fd2_error(&sol, &a), estimate = fd2_estimate(&sol, &a);
+    double err_tol = 2 * estimate + floor_tol;
     double res_tol = dbl ? 1e-8 : 1e-3;
     tide_ref_error re = {0, 0, 0};
     int residual = !a.spectral && tide_ref_fits(c->n, c->batch);
     if (residual)
-        CHECK(tide_ref_poisson_residual(MPI_COMM_WORLD, c->n, a.h, a.alpha, info.singular,
-                                        c->prec, c->batch, &box, f, u, &re));
+        CHECK(tide_ref_poisson_residual(MPI_COMM_WORLD, c->n, a.h, o.bc, o.faces, a.alpha,
+                                        info.singular, c->prec, c->batch, &box, f, u, &re));
     int passed = max_error <= err_tol && (!residual || re.rel_l2 <= res_tol);
     double mean_max = 0;
     for (int k = 0; k < c->batch; k++)
@@ -483,17 +642,26 @@ int tide_cmd_poisson(int argc, char **argv)
 
     app_say_timing(tplan_max, &ts, info.flops, memmax);
     tide_say("Max error: %.6g\n", max_error);
-    if (a.spectral)
+    char what[64] = "";
+    if (a.stretched >= 0)
+        snprintf(what, sizeof what, ", finite-volume along %c,", "xyz"[a.stretched]);
+    if (a.spectral && estimate == 0) {
         tide_say("Error: relative to max|u_exact|; spectral eigenvalues are exact for these "
                  "modes: tolerance %.0e\n", err_tol);
-    else
-        tide_say("Error: relative to max|u_exact|; the 7-point operator's truncation on these "
-                 "modes is %.6g; tolerance %.3g = 2 x sum_d (2 pi k_d/n_d)^2/12 + %.0e\n",
-                 predicted, err_tol, floor_tol);
+    } else {
+        char pred[96] = "has no closed form on the stretched grid (the modes are not its "
+                        "eigenvectors)";
+        if (predicted >= 0)
+            snprintf(pred, sizeof pred, "is %.6g", predicted);
+        tide_say("Error: relative to max|u_exact|; the operator's truncation on these modes "
+                 "%s; tolerance %.3g = 2 x sum_d t_d^2/12 + %.0e (t_d = kappa_d h_d%s%s)\n",
+                 pred, err_tol, floor_tol, a.spectral ? ", bounded dimensions only" : "",
+                 a.stretched >= 0 ? ", the widest cell along a stretched dimension" : "");
+    }
     if (residual)
-        tide_say("Residual: relative L2 %.3g, max %.3g of max|f| %.3g (the 7-point operator "
+        tide_say("Residual: relative L2 %.3g, max %.3g of max|f| %.3g (the 7-point operator%s "
                  "applied to u by a naive loop on the gathered array)\n", re.rel_l2,
-                 re.max_abs, re.max_ref);
+                 re.max_abs, re.max_ref, what);
     else
         tide_say("Residual: not computed (%s)\n", a.spectral
                  ? "the reference applies the 7-point operator, not the spectral one"
@@ -520,11 +688,18 @@ int tide_cmd_poisson(int argc, char **argv)
                     "\"size\": [%d, %d, %d], \"ranks\": %d, \"threads\": %d, \"batch\": %d, "
                     "\"backend\": \"%s\", \"plan\": \"%s\", \"exchanges\": %d, "
                     "\"inplace\": %s, \"bc\": \"%s\", \"h\": [%.17g, %.17g, %.17g], "
-                    "\"alpha\": %.17g, \"eigen\": \"%s\", \"runs\": %d,\n",
+                    "\"alpha\": %.17g, \"eigen\": \"%s\", \"runs\": %d, ",
                     tide_version(), dbl ? "double" : "float", c->n[0], c->n[1], c->n[2], P,
                     threads, c->batch, info.backend == TIDE_BACKEND_CUDA ? "cuda" : "cpu", desc,
-                    info.exchanges, c->inplace ? "true" : "false", a.bc, a.h[0], a.h[1], a.h[2],
+                    info.exchanges, c->inplace ? "true" : "false", bcl, a.h[0], a.h[1], a.h[2],
                     a.alpha, a.spectral ? "spectral" : "fd2", c->runs);
+            if (a.stretched >= 0) /* the stretched dimension and its widest cell */
+                fprintf(jf, "\"stretch\": %.17g, \"stretch_dim\": %d, "
+                        "\"max_width\": %.17g,\n", a.stretch, a.stretched,
+                        sol.width[a.stretched]);
+            else /* uniform */
+                fprintf(jf, "\"stretch\": null, \"stretch_dim\": null, "
+                        "\"max_width\": null,\n");
             app_json_timing(jf, tplan_max, &ts, info.flops, memmax);
             fprintf(jf, " \"max_error\": %.6g, \"error_tolerance\": %.6g, ", max_error, err_tol);
             if (residual)
