@@ -31,8 +31,9 @@
  * origin[f] (complex, the data's precision) receives, for field f, the value at mode (0,0,0)
  * (line < 0) or the weighted mean of the line at (0,0) (line >= 0) before the solve, on the
  * rank whose box holds it: norm times it is the mean of f. Tables, origin and scratch live in
- * the backend's memory; scratch holds one double per point of the box (the GPU keeps the
- * eliminated upper diagonal there). */
+ * the backend's memory; scratch holds one double per point of the box, and at least three per
+ * row of a line (the GPU keeps the eliminated upper diagonal there, the CPU one line's
+ * elimination in double). */
 typedef struct tide_spectral {
     int dbl;
     tide_box box;

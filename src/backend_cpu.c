@@ -1,6 +1,5 @@
 /* backend_cpu.c: the CPU backend table: FFTW local transforms, threaded permuting copies and
  * MPI exchanges in host memory (see backend.h). */
-#include <stdlib.h>
 #include <string.h>
 #include <fftw3.h>
 #include "backend.h"
@@ -136,15 +135,13 @@ static void solve_line(const tide_spectral *d, char *v, int64_t st, int n, doubl
 
 /* The line solves (backend.h: tide_spectral with a line): every line along d->line of every
  * field, each at (i, j) of the other two dimensions a < b. */
-static int cpu_lines(const tide_spectral *d, char *v)
+static void cpu_lines(const tide_spectral *d, char *v)
 {
     const tide_box *b = &d->box;
     int L = d->line, a = L == 0 ? 1 : 0, c = L == 2 ? 1 : 2, n = tide_ext(b, L);
     int64_t st[3];
     tide_box_strides(b, st);
-    double *cp = malloc((size_t)n * 3 * sizeof *cp);
-    if (!cp)
-        return TIDE_ERR_NOMEM;
+    double *cp = d->scratch;
     size_t elem = 2 * (d->dbl ? sizeof(double) : sizeof(float));
     int64_t count = tide_box_count(b);
     for (int f = 0; f < d->batch; f++)
@@ -156,8 +153,6 @@ static int cpu_lines(const tide_spectral *d, char *v)
                 double s = d->lam[a][i] + d->lam[c][j] - d->alpha;
                 solve_line(d, line, st[L], n, s, cp, cp + n, origin);
             }
-    free(cp);
-    return TIDE_SUCCESS;
 }
 
 static int cpu_spectral(const tide_env *e, const tide_spectral *d, void *data)
@@ -166,8 +161,9 @@ static int cpu_spectral(const tide_env *e, const tide_spectral *d, void *data)
     if (tide_box_count(&d->box) == 0)
         return TIDE_SUCCESS;
     if (d->line >= 0)
-        return cpu_lines(d, data);
-    cpu_diag(d, data);
+        cpu_lines(d, data);
+    else
+        cpu_diag(d, data);
     return TIDE_SUCCESS;
 }
 

@@ -178,9 +178,10 @@ static int spectral_tables(const tide_env *e, const tide_spectral *src, tide_spe
         if (!st)
             st = e->be->copy(e, t, *spec_table((tide_spectral *)src, k), bytes);
     }
-    if (!st && src->line >= 0) {
+    if (!st && src->line >= 0) { /* a double per point (GPU), or three per row (CPU) */
         void *s = NULL;
-        st = e->be->alloc((size_t)tide_box_count(&src->box) * sizeof(double), &s);
+        size_t count = (size_t)tide_box_count(&src->box), row = 3 * (size_t)n[src->line];
+        st = e->be->alloc((count > row ? count : row) * sizeof(double), &s);
         x->scratch = s;
     }
     return st ? st : e->be->sync(e); /* the host tables may go when this returns */
