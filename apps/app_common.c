@@ -206,6 +206,20 @@ void app_say_timing(double plan_s, const app_stats *s, double flops, double mem_
     tide_say("Memory usage: %.1f MB/rank\n", mem_bytes / 1e6);
 }
 
+void app_json_head(FILE *f, const char *command, const app_args *a, int ranks, int threads,
+                   tide_backend backend, const char *plan, int exchanges)
+{
+    fprintf(f,
+            "{\"version\": \"%s\", \"command\": \"%s\", \"precision\": \"%s\", "
+            "\"size\": [%d, %d, %d], \"ranks\": %d, \"threads\": %d, \"batch\": %d, "
+            "\"backend\": \"%s\", \"plan\": \"%s\", \"exchanges\": %d, \"inplace\": %s, "
+            "\"runs\": %d, ",
+            tide_version(), command, a->prec == TIDE_DOUBLE ? "double" : "float", a->n[0],
+            a->n[1], a->n[2], ranks, threads, a->batch,
+            backend == TIDE_BACKEND_CUDA ? "cuda" : "cpu", plan, exchanges,
+            a->inplace ? "true" : "false", a->runs);
+}
+
 void app_json_timing(FILE *f, double plan_s, const app_stats *s, double flops,
                      double mem_bytes)
 {

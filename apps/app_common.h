@@ -92,6 +92,12 @@ double app_max(double x);
  * Performance (flops per run), Memory usage (bytes per rank). */
 void app_say_timing(double plan_s, const app_stats *s, double flops, double mem_bytes);
 
+/* Opens a -json file's object with the members every subcommand writes: version, command,
+ * precision, size, ranks, threads, batch, backend, plan, exchanges, inplace and runs, one
+ * line ending with ", ". */
+void app_json_head(FILE *f, const char *command, const app_args *a, int ranks, int threads,
+                   tide_backend backend, const char *plan, int exchanges);
+
 /* The same figures as JSON members, one line, ending with ",\n". */
 void app_json_timing(FILE *f, double plan_s, const app_stats *s, double flops,
                      double mem_bytes);

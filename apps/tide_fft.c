@@ -338,16 +338,9 @@ int tide_cmd_fft(int argc, char **argv)
             tide_warn("tide fft: cannot write %s\n", c->json);
             rc = 1;
         } else {
-            fprintf(f,
-                    "{\"version\": \"%s\", \"type\": \"%s\", \"precision\": \"%s\", "
-                    "\"size\": [%d, %d, %d], \"ranks\": %d, \"threads\": %d, \"batch\": %d, "
-                    "\"backend\": \"%s\", \"plan\": \"%s\", \"exchanges\": %d, "
-                    "\"inplace\": %s, \"transposed\": %s, \"runs\": %d,\n",
-                    tide_version(), a.type == TIDE_R2C ? "r2c" : "c2c",
-                    c->prec == TIDE_DOUBLE ? "double" : "float", c->n[0], c->n[1], c->n[2], P,
-                    threads, c->batch, info.backend == TIDE_BACKEND_CUDA ? "cuda" : "cpu", desc,
-                    info.exchanges, c->inplace ? "true" : "false",
-                    a.transposed ? "true" : "false", c->runs);
+            app_json_head(f, "fft", c, P, threads, info.backend, desc, info.exchanges);
+            fprintf(f, "\"type\": \"%s\", \"transposed\": %s,\n",
+                    a.type == TIDE_R2C ? "r2c" : "c2c", a.transposed ? "true" : "false");
             app_json_timing(f, tplan_max, &ts, info.flops, memmax);
             fprintf(f, " \"max_error\": %.6g, \"reference\": \"%s\", \"rel_l2\": %.6g, "
                     "\"verified\": %s}\n", max_error, reference ? "serial-fftw" : "round-trip",

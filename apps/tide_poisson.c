@@ -683,16 +683,10 @@ int tide_cmd_poisson(int argc, char **argv)
             tide_warn("tide poisson: cannot write %s\n", c->json);
             rc = 1;
         } else {
-            fprintf(jf,
-                    "{\"version\": \"%s\", \"command\": \"poisson\", \"precision\": \"%s\", "
-                    "\"size\": [%d, %d, %d], \"ranks\": %d, \"threads\": %d, \"batch\": %d, "
-                    "\"backend\": \"%s\", \"plan\": \"%s\", \"exchanges\": %d, "
-                    "\"inplace\": %s, \"bc\": \"%s\", \"h\": [%.17g, %.17g, %.17g], "
-                    "\"alpha\": %.17g, \"eigen\": \"%s\", \"runs\": %d, ",
-                    tide_version(), dbl ? "double" : "float", c->n[0], c->n[1], c->n[2], P,
-                    threads, c->batch, info.backend == TIDE_BACKEND_CUDA ? "cuda" : "cpu", desc,
-                    info.exchanges, c->inplace ? "true" : "false", bcl, a.h[0], a.h[1], a.h[2],
-                    a.alpha, a.spectral ? "spectral" : "fd2", c->runs);
+            app_json_head(jf, "poisson", c, P, threads, info.backend, desc, info.exchanges);
+            fprintf(jf, "\"bc\": \"%s\", \"h\": [%.17g, %.17g, %.17g], \"alpha\": %.17g, "
+                    "\"eigen\": \"%s\", ", bcl, a.h[0], a.h[1], a.h[2], a.alpha,
+                    a.spectral ? "spectral" : "fd2");
             if (a.stretched >= 0) /* the stretched dimension and its widest cell */
                 fprintf(jf, "\"stretch\": %.17g, \"stretch_dim\": %d, "
                         "\"max_width\": %.17g,\n", a.stretch, a.stretched,

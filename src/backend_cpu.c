@@ -102,10 +102,10 @@ static void solve_line(const tide_spectral *d, char *v, int64_t st, int n, doubl
 {
     int pinned = d->pin && s == 0.0, m = pinned ? n - 1 : n; /* rows eliminated */
     double mean[2] = {0, 0};
-    for (int k = 0; k < n; k++) {
+    for (int k = 0; k < n; k++)
         line_load(d->dbl, v, st, k, &u[2 * k]);
+    for (int k = 0; k < n && (origin || pinned); k++) /* one line in the whole grid */
         mean[0] += d->weight[k] * u[2 * k], mean[1] += d->weight[k] * u[2 * k + 1];
-    }
     if (origin)
         line_store(d->dbl, origin, 0, 0, mean);
     for (int k = 0; k < n; k++) {

@@ -157,7 +157,7 @@ typedef struct {
     int pg[2];                 /* pencils: the process grid of the two cut dimensions */
     int cut2;                  /* slabs: the dimension the second layout cuts (y; z when a
                                 * solver's middle op needs y whole) */
-    const struct tide_fft_plan *plan;
+    int transform;             /* the transformed dimensions, as bits (a solver's may omit one) */
     /* Per stage: the transformed dimensions, as bits (0: a solver's middle op), and which of
      * the decomposition's layouts it runs in by default (default_layout). */
     int dims[TIDE_CHAIN_STAGES], lay[TIDE_CHAIN_STAGES];
@@ -203,11 +203,10 @@ static tide_layout default_layout(tide_chain *c, int s, const int g[3])
             if (d != whole)
                 grid[d] = f->pg[k++];
     }
-    const tide_fft_plan *p = f->plan;
-    int order[3], k = 0, t = p->mid ? p->mid->transform : 7;
+    int order[3], k = 0;
     for (int pass = 0; pass < 2; pass++) /* untransformed, then transformed dimensions */
         for (int d = 0; d < 3; d++)
-            if (!(t & (1 << d)) == !pass)
+            if (!(f->transform & (1 << d)) == !pass)
                 order[k++] = d;
     for (int r = 0; r < c->P; r++) {
         tide_box_in_grid(g, grid, r, &l[r]);
@@ -221,7 +220,7 @@ static tide_layout default_layout(tide_chain *c, int s, const int g[3])
  * nearest the last transform's that holds the lines the op needs. */
 static void set_stages(tide_chain *c, fft_chain *f, const tide_fft_plan *p)
 {
-    int mask = p->mid ? p->mid->transform : 7, r2c = p->o.type == TIDE_R2C;
+    int mask = f->transform = p->mid ? p->mid->transform : 7, r2c = p->o.type == TIDE_R2C;
     f->cut2 = p->mid && (p->mid->whole & 2) && c->P <= p->nout[2] ? 2 : 1;
     int whole[3], group[3], nl = layouts(f, whole, group);
     c->nstages = 0;
@@ -255,7 +254,6 @@ static void set_stages(tide_chain *c, fft_chain *f, const tide_fft_plan *p)
     }
     c->deflt = default_layout;
     c->user = f;
-    f->plan = p;
 }
 
 /* Builds the chain of one decomposition. uin/uout: the users' layouts or NULL. */
