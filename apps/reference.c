@@ -642,3 +642,166 @@ int tide_ref_poisson_residual(MPI_Comm comm, const int n[3], const double h[3],
     MPI_Comm_free(&c);
     return status;
 }
+
+/* ---- the stencil ----------------------------------------------------------------------------- */
+
+/* Written from tide.h's contract alone: taps (dx, dy, dz) with weights, the update of point p
+ * w_0 u(p + o_0) as a rounded product, then one fused multiply-add per further tap in the taps'
+ * order, then the source's rounded add, in the data's precision (weights rounded to it first).
+ * Dirichlet: the r outermost planes at each face of that dimension keep their values (and get
+ * no source); periodic: indices wrap with a true modulo. One step at a time into a second
+ * array, the whole grid in C order. */
+
+/* i mod n in [0, n) for any sign of i (n > 0). */
+static int64_t wrap_index(int64_t i, int64_t n)
+{
+    int64_t m = i % n;
+    return m < 0 ? m + n : m;
+}
+
+/* The C-order index of the neighbour of (x, y, z) at offset o. Only called for points whose
+ * neighbours lie inside the grid along Dirichlet dimensions (checked by the caller), so the
+ * wrap changes nothing there. */
+static int64_t neighbour(const int n[3], int x, int y, int z, const int o[3])
+{
+    int64_t a = wrap_index((int64_t)x + o[0], n[0]);
+    int64_t b = wrap_index((int64_t)y + o[1], n[1]);
+    int64_t c = wrap_index((int64_t)z + o[2], n[2]);
+    return (a * n[1] + b) * n[2] + c;
+}
+
+/* Whether point (x, y, z) is a Dirichlet boundary point: within r of a face of a dimension
+ * with a Dirichlet boundary. */
+static int fixed_point(const int n[3], const tide_bc bc[3], int r, const int p[3])
+{
+    for (int d = 0; d < 3; d++)
+        if (bc[d] == TIDE_BC_DIRICHLET && (p[d] < r || p[d] >= n[d] - r))
+            return 1;
+    return 0;
+}
+
+static void stencil_step_double(const int n[3], int ntaps, const int (*off)[3], const double *w,
+                                const tide_bc bc[3], int r, const double *src, const double *in,
+                                double *out)
+{
+    int p[3];
+    int64_t i = 0;
+    for (p[0] = 0; p[0] < n[0]; p[0]++)
+        for (p[1] = 0; p[1] < n[1]; p[1]++)
+            for (p[2] = 0; p[2] < n[2]; p[2]++, i++) {
+                if (fixed_point(n, bc, r, p)) {
+                    out[i] = in[i];
+                    continue;
+                }
+                double acc = w[0] * in[neighbour(n, p[0], p[1], p[2], off[0])];
+                for (int t = 1; t < ntaps; t++)
+                    acc = fma(w[t], in[neighbour(n, p[0], p[1], p[2], off[t])], acc);
+                if (src)
+                    acc = acc + src[i];
+                out[i] = acc;
+            }
+}
+
+static void stencil_step_float(const int n[3], int ntaps, const int (*off)[3], const float *w,
+                               const tide_bc bc[3], int r, const float *src, const float *in,
+                               float *out)
+{
+    int p[3];
+    int64_t i = 0;
+    for (p[0] = 0; p[0] < n[0]; p[0]++)
+        for (p[1] = 0; p[1] < n[1]; p[1]++)
+            for (p[2] = 0; p[2] < n[2]; p[2]++, i++) {
+                if (fixed_point(n, bc, r, p)) {
+                    out[i] = in[i];
+                    continue;
+                }
+                /* float operands: the product and the sum are rounded to float (C17 evaluates
+                 * float expressions in float on the targets we build for, FLT_EVAL_METHOD 0,
+                 * and meson's -std=c17 turns off contraction). */
+                float acc = w[0] * in[neighbour(n, p[0], p[1], p[2], off[0])];
+                for (int t = 1; t < ntaps; t++)
+                    acc = fmaf(w[t], in[neighbour(n, p[0], p[1], p[2], off[t])], acc);
+                if (src)
+                    acc = acc + src[i];
+                out[i] = acc;
+            }
+}
+
+int tide_ref_stencil(const int n[3], int dbl, int ntaps, const int (*off)[3], const double *w,
+                     const tide_bc bc[3], const void *source, void *u, long long steps)
+{
+    if (!n || ntaps < 1 || !off || !w || !bc || !u || steps < 0)
+        return TIDE_ERR_ARGUMENT;
+    int r = 1; /* tide.h: the largest |offset| component, at least 1 */
+    for (int t = 0; t < ntaps; t++)
+        for (int d = 0; d < 3; d++) {
+            int a = off[t][d] < 0 ? -off[t][d] : off[t][d];
+            r = a > r ? a : r;
+        }
+    for (int d = 0; d < 3; d++) {
+        if (bc[d] != TIDE_BC_PERIODIC && bc[d] != TIDE_BC_DIRICHLET)
+            return TIDE_ERR_ARGUMENT;
+        if (n[d] < 2 * r + 1)
+            return TIDE_ERR_ARGUMENT;
+    }
+    if (steps == 0)
+        return 0;
+    int64_t points = (int64_t)n[0] * n[1] * n[2];
+    size_t elem = dbl ? sizeof(double) : sizeof(float);
+    void *other = malloc((size_t)points * elem);
+    float *wf = dbl ? NULL : malloc((size_t)ntaps * sizeof(float));
+    if (!other || (!dbl && !wf)) {
+        free(other);
+        free(wf);
+        return TIDE_ERR_NOMEM;
+    }
+    for (int t = 0; t < ntaps && wf; t++)
+        wf[t] = (float)w[t]; /* the weights in the plan's precision */
+    /* Ping-pong between u and the second array; the last step's result ends in u. */
+    void *cur = u, *next = other;
+    for (long long s = 0; s < steps; s++) {
+        if (dbl)
+            stencil_step_double(n, ntaps, off, w, bc, r, source, cur, next);
+        else
+            stencil_step_float(n, ntaps, off, wf, bc, r, source, cur, next);
+        void *t = cur;
+        cur = next;
+        next = t;
+    }
+    if (cur != u)
+        memcpy(u, cur, (size_t)points * elem);
+    free(other);
+    free(wf);
+    return 0;
+}
+
+int tide_ref_stencil_taps(tide_stencil_shape shape, const double *w, int (*off)[3],
+                          double *wout)
+{
+    if (shape == TIDE_STENCIL_7PT) {
+        /* tide.h: centre, -x, +x, -y, +y, -z, +z; defaults centre 1/4, faces 1/8. */
+        static const int o7[7][3] = {{0, 0, 0},  {-1, 0, 0}, {1, 0, 0}, {0, -1, 0},
+                                     {0, 1, 0},  {0, 0, -1}, {0, 0, 1}};
+        for (int t = 0; t < 7; t++) {
+            memcpy(off[t], o7[t], sizeof o7[t]);
+            wout[t] = w ? w[t] : (t == 0 ? 0.25 : 0.125);
+        }
+        return 7;
+    }
+    if (shape == TIDE_STENCIL_27PT) {
+        /* tide.h: offset (dx, dy, dz) at index 9 (dx + 1) + 3 (dy + 1) + (dz + 1); defaults the
+         * product over x, y, z of 1/4, 1/2, 1/4 at offsets -1, 0, +1. */
+        static const double f[3] = {0.25, 0.5, 0.25};
+        for (int dx = -1; dx <= 1; dx++)
+            for (int dy = -1; dy <= 1; dy++)
+                for (int dz = -1; dz <= 1; dz++) {
+                    int t = 9 * (dx + 1) + 3 * (dy + 1) + (dz + 1);
+                    off[t][0] = dx;
+                    off[t][1] = dy;
+                    off[t][2] = dz;
+                    wout[t] = w ? w[t] : f[dx + 1] * f[dy + 1] * f[dz + 1];
+                }
+        return 27;
+    }
+    return 0;
+}

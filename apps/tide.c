@@ -12,6 +12,7 @@ static const char *usage =
     "commands:\n"
     "  fft      time and verify a distributed 3D FFT (tide fft --help)\n"
     "  poisson  time and verify a periodic Poisson/Helmholtz solve (tide poisson --help)\n"
+    "  stencil  time and verify explicit stencil time steps (tide stencil --help)\n"
     "  info     ranks, threads, backend and GPU status of this run\n"
     "\n"
     "  tide --help      this text\n"
@@ -65,6 +66,8 @@ int main(int argc, char **argv)
         rc = tide_cmd_fft(argc - 2, argv + 2);
     } else if (!strcmp(argv[1], "poisson")) {
         rc = tide_cmd_poisson(argc - 2, argv + 2);
+    } else if (!strcmp(argv[1], "stencil")) {
+        rc = tide_cmd_stencil(argc - 2, argv + 2);
     } else if (!strcmp(argv[1], "info")) {
         rc = tide_cmd_info(argc - 2, argv + 2);
     } else {

@@ -6,6 +6,7 @@
  * process exit status: 0 success, 1 failure, 2 bad arguments. */
 int tide_cmd_fft(int argc, char **argv);
 int tide_cmd_poisson(int argc, char **argv);
+int tide_cmd_stencil(int argc, char **argv);
 int tide_cmd_info(int argc, char **argv);
 
 /* Print on rank 0 only. */

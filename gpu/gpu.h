@@ -100,6 +100,17 @@ int tide_gpu_scale(int dbl, void *data, long long count, double s, void *stream)
  * d's tables, origin and scratch in device memory. */
 struct tide_spectral;
 int tide_gpu_spectral(const struct tide_spectral *d, void *data, void *stream);
+/* Stencil sweeps (backend.h's tide_sweep; gpu/stencil.cu): create prepares s for sweeps of up
+ * to fuse steps (0: as many as the kernels can fuse for its radius and precision) with the
+ * taps in device memory (s->state) and sets s->max_fuse; a fuse beyond the kernels' limit is
+ * TIDE_ERR_ARGUMENT with the limit in err. sweep enqueues one sweep of steps (1 ..
+ * s->max_fuse) from src into dst on stream: one step by the one-step kernel, several by the
+ * temporal-blocked one. destroy frees s->state (NULL accepted). */
+struct tide_sweep;
+int tide_gpu_sweep_create(struct tide_sweep *s, int fuse, char *err, size_t len);
+int tide_gpu_sweep(const struct tide_sweep *s, const void *src, void *dst, int steps,
+                   void *stream);
+void tide_gpu_sweep_destroy(struct tide_sweep *s);
 /* A message for the last CUDA failure seen by the calls above (thread-local). */
 const char *tide_gpu_last_error(void);
 /* Record a failure of a CUDA library call for tide_gpu_last_error; returns TIDE_ERR_BACKEND. */

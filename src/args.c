@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "args.h"
+#include "backend.h"
 #include "region.h"
 
 /* A size beyond this is no options struct, more likely stack garbage. */
@@ -148,4 +149,39 @@ int tide_args_check_tiling(tide_context *ctx, const tide_args_spec *s, const tid
         return tide_fail(ctx, TIDE_ERR_BOX, "%s boxes cover %lld of the %lld points of the "
                          "%dx%dx%d grid", side, total, want, g[0], g[1], g[2]);
     return TIDE_SUCCESS;
+}
+
+int tide_wants_cuda(const tide_context *ctx, int backend)
+{
+    return backend == TIDE_BACKEND_CUDA ||
+           (backend == TIDE_BACKEND_AUTO && ctx->backend == TIDE_BACKEND_CUDA);
+}
+
+int tide_args_backend(tide_context *ctx, int backend, int location)
+{
+    int cuda = tide_wants_cuda(ctx, backend);
+    if (cuda && ctx->backend != TIDE_BACKEND_CUDA)
+        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "backend cuda requested, but the context "
+                         "runs on the CPU: %s", ctx->backend_reason);
+    if (location == TIDE_LOCATION_DEVICE && !cuda)
+        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "arrays on the device need backend cuda or "
+                         "auto on a context with GPUs (%s)", ctx->backend_reason);
+    return TIDE_SUCCESS;
+}
+
+const char *tide_array_location(const tide_context *ctx, int device, const void *ptr)
+{
+    const tide_backend_ops *cuda = tide_backend_cuda();
+    if (ctx->backend != TIDE_BACKEND_CUDA || !cuda)
+        return "";
+    int k = cuda->pointer_kind(ptr);
+    static _Thread_local char why[160];
+    if (k < 0)
+        return snprintf(why, sizeof why, "an array CUDA cannot identify (%s)",
+                        cuda->last_error()), why;
+    if (device && !k)
+        return "a host array to a plan whose arrays are on the device";
+    if (!device && k)
+        return "a device array to a plan whose arrays are in host memory";
+    return "";
 }

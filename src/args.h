@@ -70,6 +70,19 @@ int tide_args_agree(tide_context *ctx, const tide_args_spec *s, const tide_args 
 int tide_args_check_tiling(tide_context *ctx, const tide_args_spec *s, const tide_args *all,
                            int k, const int g[3]);
 
+/* Whether a plan with option backend runs on the GPU (cuda, or auto on a context with GPUs). */
+int tide_wants_cuda(const tide_context *ctx, int backend);
+
+/* The same verdict on every rank (no communication): the agreed backend and location options
+ * against what the context has (UNSUPPORTED: cuda on a CPU context, device arrays without a
+ * GPU). */
+int tide_args_backend(tide_context *ctx, int backend, int location);
+
+/* Local: "" when ptr (not NULL) lies where a plan's arrays live (device: device memory, else
+ * host memory), or on a CPU context; else why not, e.g. "a host array to a plan whose arrays
+ * are on the device" (a static, thread-local string). */
+const char *tide_array_location(const tide_context *ctx, int device, const void *ptr);
+
 /* A caller's options struct (opts, whose first member is its size_t size; NULL: defaults)
  * over the defaults in *o (size bytes, filled by the struct's init function): only the bytes
  * the caller's struct has, so members an older, shorter struct lacks keep their defaults; then

@@ -47,6 +47,44 @@ typedef struct tide_spectral {
     double *scratch;
 } tide_spectral;
 
+/* A stencil sweep (stencil.c): `steps` time steps of the stencil from src into dst, two
+ * distinct arrays holding the whole grid (src is not changed). The grid is seen in storage
+ * order: n[0] the slowest dimension, n[2] the fastest (contiguous), and the taps' offsets are
+ * given in that order too. Point (a, b, c) is at element (a n[1] + b) n[2] + c.
+ *
+ * One step at a point p: when p lies within `radius` of a face of a dimension that is not
+ * periodic (a boundary point), the value stays; otherwise acc = w[0] u(p + off[0]) (a rounded
+ * product), acc = fma(w[i], u(p + off[i]), acc) for i = 1 .. ntaps - 1, acc = acc + s(p) with
+ * a source, all in the data's precision (weights rounded to it), with the indices along
+ * periodic dimensions taken modulo n. Every backend follows that order exactly, so results
+ * are bitwise equal everywhere.
+ *
+ * How a backend fuses steps (temporal blocking by plane streaming, which both backends share):
+ * the slowest dimension is cut into chunks [z0, z1) worked on independently. For a chunk,
+ * level t (the data after t steps) is needed on the planes [z0 - (k - t) r, z1 + (k - t) r)
+ * (clipped to [0, n[0]) when that dimension is not periodic; plane indices modulo n[0] when
+ * it is): level 0 is read from src, level k written to dst on [z0, z1). Planes enter in
+ * order; once level t - 1 holds planes q - r .. q + r, level t computes plane q. Each level
+ * keeps the last 2 r + 1 planes it made in a ring, so a sweep reads src once and writes dst
+ * once, and computes each plane of each level once, apart from the (k - t) r extra planes at
+ * each end of a chunk. */
+enum { TIDE_SWEEP_MAX_TAPS = (2 * TIDE_STENCIL_MAX_RADIUS + 1) * (2 * TIDE_STENCIL_MAX_RADIUS + 1) *
+                              (2 * TIDE_STENCIL_MAX_RADIUS + 1) };
+
+typedef struct tide_sweep {
+    int dbl;
+    int n[3];
+    int periodic[3];
+    int radius;
+    int ntaps;
+    const int (*off)[3];  /* host memory: offsets in storage order */
+    const double *w;      /* host memory: weights */
+    const void *source;   /* NULL, or an array laid out like the data (the backend's memory) */
+    int max_fuse;         /* the most steps one sweep may do (set by sweep_create) */
+    void *state;          /* the backend's: tables, rings (sweep_create) */
+    size_t state_bytes;   /* host memory the state holds (set by sweep_create) */
+} tide_sweep;
+
 /* What a plan's ops run with, made at plan creation; execution only reads it. */
 typedef struct {
     tide_context *ctx;
@@ -83,6 +121,14 @@ typedef struct tide_backend_ops {
     /* Apply the spectral operator d to data (in place): the diagonal scaling, or the line
      * solves. */
     int (*spectral)(const tide_env *e, const tide_spectral *d, void *data);
+    /* Stencil sweeps (tide_sweep). sweep_create prepares s (its tables and work memory in
+     * s->state) for sweeps of up to `fuse` steps, or with fuse 0 up to as many as the backend
+     * chooses, and sets s->max_fuse to that count; a fuse beyond what the backend can do is
+     * TIDE_ERR_ARGUMENT with the limit in err. sweep runs one sweep of steps (1 .. max_fuse)
+     * from src into dst. sweep_destroy frees s's state (also after a failed create). */
+    int (*sweep_create)(const tide_env *e, tide_sweep *s, int fuse, char *err, size_t len);
+    int (*sweep)(const tide_env *e, const tide_sweep *s, const void *src, void *dst, int steps);
+    void (*sweep_destroy)(const tide_env *e, tide_sweep *s);
     /* Local FFTs: plan (the work area the transform needs is added to *work), attach the
      * plan's work area and stream (GPU), run, free. */
     int (*fft_create)(const tide_cpu_fft_desc *d, void **f, size_t *work, char *err,
@@ -102,6 +148,11 @@ typedef struct tide_backend_ops {
 } tide_backend_ops;
 
 extern const tide_backend_ops tide_backend_cpu;
+/* The CPU's stencil sweeps (stencil_cpu.c), the entries of tide_backend_cpu. */
+int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err, size_t len);
+int tide_cpu_sweep(const tide_env *e, const tide_sweep *s, const void *src, void *dst,
+                   int steps);
+void tide_cpu_sweep_destroy(tide_sweep *s);
 /* The CUDA backend, or NULL in a build without CUDA. */
 const tide_backend_ops *tide_backend_cuda(void);
 

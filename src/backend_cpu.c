@@ -210,6 +210,12 @@ static int cpu_sync(const tide_env *e)
 
 static const char *cpu_last_error(void) { return ""; }
 
+static void cpu_sweep_destroy(const tide_env *e, tide_sweep *s)
+{
+    (void)e;
+    tide_cpu_sweep_destroy(s);
+}
+
 const tide_backend_ops tide_backend_cpu = {
     .name = "cpu",
     .gpu = 0,
@@ -218,6 +224,9 @@ const tide_backend_ops tide_backend_cpu = {
     .copy = cpu_copy,
     .scale = cpu_scale,
     .spectral = cpu_spectral,
+    .sweep_create = tide_cpu_sweep_create,
+    .sweep = tide_cpu_sweep,
+    .sweep_destroy = cpu_sweep_destroy,
     .fft_create = cpu_fft_create,
     .fft_bind = cpu_fft_bind,
     .fft_execute = cpu_fft_execute,

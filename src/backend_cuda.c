@@ -45,6 +45,24 @@ static int cuda_spectral(const tide_env *e, const tide_spectral *d, void *data)
     return tide_gpu_spectral(d, data, e->stream);
 }
 
+static int cuda_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err, size_t len)
+{
+    (void)e;
+    return tide_gpu_sweep_create(s, fuse, err, len);
+}
+
+static int cuda_sweep(const tide_env *e, const tide_sweep *s, const void *src, void *dst,
+                      int steps)
+{
+    return tide_gpu_sweep(s, src, dst, steps, e->stream);
+}
+
+static void cuda_sweep_destroy(const tide_env *e, tide_sweep *s)
+{
+    (void)e;
+    tide_gpu_sweep_destroy(s);
+}
+
 static int cuda_fft_create(const tide_cpu_fft_desc *d, void **f, size_t *work, char *err,
                            size_t len)
 {
@@ -107,6 +125,9 @@ static const tide_backend_ops cuda_ops = {
     .copy = cuda_copy,
     .scale = cuda_scale,
     .spectral = cuda_spectral,
+    .sweep_create = cuda_sweep_create,
+    .sweep = cuda_sweep,
+    .sweep_destroy = cuda_sweep_destroy,
     .fft_create = cuda_fft_create,
     .fft_bind = cuda_fft_bind,
     .fft_execute = cuda_fft_execute,

@@ -103,23 +103,13 @@ static void make_request(const tide_context *ctx, const int n[3], const tide_box
         r->box[BOX_OUT] = *outbox;
 }
 
-/* Whether the plan runs on the GPU (backend cuda, or auto on a context with GPUs). */
-static int wants_cuda(const tide_context *ctx, int backend)
-{
-    return backend == TIDE_BACKEND_CUDA ||
-           (backend == TIDE_BACKEND_AUTO && ctx->backend == TIDE_BACKEND_CUDA);
-}
-
 /* Backend, location and exchange against what the context has (agreed at its creation). */
 static int judge_backend(tide_context *ctx, const int *v)
 {
-    int cuda = wants_cuda(ctx, v[F_BACKEND]), x = v[F_EXCHANGE];
-    if (cuda && ctx->backend != TIDE_BACKEND_CUDA)
-        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "backend cuda requested, but the context "
-                         "runs on the CPU: %s", ctx->backend_reason);
-    if (v[F_LOCATION] == TIDE_LOCATION_DEVICE && !cuda)
-        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "arrays on the device need backend cuda or "
-                         "auto on a context with GPUs (%s)", ctx->backend_reason);
+    int cuda = tide_wants_cuda(ctx, v[F_BACKEND]), x = v[F_EXCHANGE];
+    int st = tide_args_backend(ctx, v[F_BACKEND], v[F_LOCATION]);
+    if (st)
+        return st;
     if ((x == TIDE_EXCHANGE_NCCL || x == TIDE_EXCHANGE_CUDA_MPI) && !cuda)
         return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "exchange %s moves GPU data; this plan runs "
                          "on the CPU", tide_exchange_name(x));
@@ -762,7 +752,7 @@ static int create(tide_context *ctx, const int n[3], const tide_box *inbox,
     int st = agree_request(ctx, n, inbox, outbox, opts, plan, enter_st, filled, &all);
     if (st)
         return st;
-    int cuda = wants_cuda(ctx, opts->backend);
+    int cuda = tide_wants_cuda(ctx, opts->backend);
     tide_fft_plan *p = NULL;
     int transposed = 0, nout[3] = {n[0], n[1], opts->type == TIDE_R2C ? n[2] / 2 + 1 : n[2]};
     int streams = cuda && streams_ok(ctx, n, nout, all, opts, &transposed);
@@ -1007,22 +997,12 @@ static const char *bad_array(const tide_fft_plan *p, int dir, const void *in, vo
     int in_needed = tide_box_count(ib) > 0, out_needed = tide_box_count(ob) > 0;
     if ((in_needed && !in) || (out_needed && !out))
         return "a NULL array";
-    const tide_backend_ops *cuda = tide_backend_cuda();
-    if (p->ctx->backend != TIDE_BACKEND_CUDA || !cuda)
-        return "";
     int dev = p->o.location == TIDE_LOCATION_DEVICE;
-    int kin = in_needed ? cuda->pointer_kind(in) : dev;
-    int kout = out_needed ? cuda->pointer_kind(out) : dev;
-    static _Thread_local char why[160];
-    if (kin < 0 || kout < 0)
-        return snprintf(why, sizeof why, "an array CUDA cannot identify (%s)",
-                        cuda->last_error()), why;
-    if (dev && (!kin || !kout))
-        return "a host array to a plan whose arrays are on the device";
-    if (!dev && (kin || kout))
-        return "a device array to a plan whose arrays are in host memory";
-    if (!dev)
-        return ""; /* host arrays are copied or staged by cudaMemcpy, which takes any address */
+    const char *where = in_needed ? tide_array_location(p->ctx, dev, in) : "";
+    if (!*where && out_needed)
+        where = tide_array_location(p->ctx, dev, out);
+    if (*where || !dev || p->ctx->backend != TIDE_BACKEND_CUDA)
+        return where; /* host arrays are copied or staged by cudaMemcpy: any address */
     size_t ein = dir > 0 ? p->out_elem : p->in_elem, eout = dir < 0 ? p->out_elem : p->in_elem;
     const char *m = in_needed ? misaligned(p, "input", in, ein) : "";
     return *m || !out_needed ? m : misaligned(p, "output", out, eout);
@@ -1169,7 +1149,7 @@ int tide_fft_solver_create(tide_context *ctx, const int n[3], const tide_box *bo
     o.async = 0;
     int prev, enter_st = tide_device_enter(ctx, &prev);
     tide_args *all = NULL;
-    int cuda = wants_cuda(ctx, o.backend);
+    int cuda = tide_wants_cuda(ctx, o.backend);
     int st = agree_request(ctx, n, box, NULL, &o, plan, enter_st, 1, &all);
     if (!st)
         st = or_on_cpu(ctx, make_plan(ctx, n, all, &o, cuda, mid, plan), n, all, &o, cuda, mid,

@@ -228,6 +228,31 @@ int tide_op_spectral_origin(const tide_op *op, const tide_env *e, void *dst)
     return st ? st : e->be->sync(e);
 }
 
+/* ---- stencil sweep --------------------------------------------------------------------- */
+
+static int sweep_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
+{
+    return e->be->sweep(e, op->sweep, src, dst, (int)op->count);
+}
+
+static void sweep_destroy(tide_op *op, const tide_env *e) { (void)op, (void)e; }
+
+static const tide_op_class sweep_class = {sweep_execute, sweep_destroy};
+
+void tide_op_sweep(tide_op *op, tide_sweep *s, int fuse)
+{
+    op->cls = &sweep_class;
+    op->kind = TIDE_OP_STENCIL;
+    op->sweep = s;
+    op->dbl = s->dbl;
+    op->count = fuse;
+    double points = (double)s->n[0] * s->n[1] * s->n[2];
+    double words = s->source ? 3 : 2; /* read and write once per pass, the source read */
+    op->cost.flops = (2.0 * s->ntaps - 1 + (s->source ? 1 : 0)) * points * fuse;
+    op->cost.mem_bytes = words * points * (s->dbl ? sizeof(double) : sizeof(float));
+    snprintf(op->what, sizeof op->what, "sweep[%d step%s]", fuse, fuse > 1 ? "s" : "");
+}
+
 /* ---- placement ------------------------------------------------------------------------- */
 
 /* Where op k writes: OUT from `first_out` on, else in place in a work buffer, else the other

@@ -62,6 +62,7 @@ struct tide_op {
     long long count;      /* pointwise: scalars */
     double factor;        /* pointwise: the scale factor */
     tide_spectral *spec;  /* spectral operator: its tables in the backend's memory */
+    tide_sweep *sweep;    /* stencil sweep (the plan's): count is the steps of a pass */
 };
 
 enum { TIDE_PROGRAM_OPS = 20 };
@@ -90,6 +91,11 @@ int tide_op_spectral(tide_op *op, const tide_env *e, const tide_spectral *d, con
 /* Copies the spectral op's origin (d->batch complex elements) into host memory at dst, after
  * the work enqueued before (synchronizes the plan's work). */
 int tide_op_spectral_origin(const tide_op *op, const tide_env *e, void *dst);
+
+/* A stencil sweep of s (backend.h; prepared by the backend's sweep_create, owned by the
+ * caller) from its source to its destination, op->count steps per execution (the caller sets
+ * it before each pass, 1 .. s->max_fuse). cost: one pass of `fuse` steps over the grid. */
+void tide_op_sweep(tide_op *op, tide_sweep *s, int fuse);
 
 /* Chooses where ops[0..n) of prog read and write. Normally every op writes the work buffer
  * its source is not in and the last op writes OUT; ops that can run in place stay where their

@@ -1,6 +1,6 @@
 /*
- * tide.h: the public C API of Tide: distributed 3D FFTs and FFT-based Poisson solvers on MPI
- * ranks.
+ * tide.h: the public C API of Tide: distributed 3D FFTs, FFT-based Poisson solvers and
+ * temporal-blocked stencils on MPI ranks.
  *
  * Conventions (see docs/api.md):
  *  - Every function returns a status: TIDE_SUCCESS (0) or a TIDE_ERR_* code. Outputs are written
@@ -504,6 +504,109 @@ int tide_poisson_mean(const tide_poisson_plan *plan, double *mean);
 
 /* Local: the stream later solves order themselves after; NULL: the legacy default stream. */
 int tide_poisson_plan_set_stream(tide_poisson_plan *plan, void *stream);
+
+/* ---------------------------------------------------------------------------------------------
+ * Stencils: explicit time steps of a constant-coefficient stencil on a grid of n[0] x n[1] x
+ * n[2] points, u(t + 1) = S u(t) + s, for real u (float or double) in host or device memory.
+ *
+ * S is a list of taps, each an offset (dx, dy, dz) and a weight: (S u)(p) = sum_i w_i u(p +
+ * o_i). Built-in shapes take the weights of fixed offsets; user shapes take offsets and weights.
+ * The radius r is the largest |offset| component of the taps (at least 1).
+ *
+ * Arithmetic: every update computes w_0 u(p + o_0) (a rounded product), then adds w_i u(p + o_i)
+ * for i = 1, 2, ... in the taps' order, each with one fused multiply-add, then adds the source
+ * value (a rounded sum), in the plan's precision (weights rounded to it). Every backend and
+ * every number of steps fused per pass does exactly this, so results are bitwise the same on
+ * the CPU and the GPU, however the steps are grouped.
+ *
+ * Boundaries, per dimension: periodic (offsets wrap around), or Dirichlet: the r outermost
+ * planes at each face hold fixed boundary values, the user's (whatever u holds there), which
+ * the steps read and never change; the source is not added there.
+ *
+ * A plan runs on a context of one rank in this version (more ranks: TIDE_ERR_UNSUPPORTED on
+ * every rank). Steps are fused: a pass over the memory the array lives in does several steps
+ * (temporal blocking: on the GPU inside one kernel, through shared memory), the count chosen by
+ * the plan or by the `fuse` option.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct tide_stencil_plan tide_stencil_plan;
+
+typedef enum {
+    TIDE_STENCIL_7PT = 0,  /* radius 1: weights[7] of the offsets centre, -x, +x, -y, +y, -z, +z */
+    TIDE_STENCIL_27PT = 1, /* radius 1, the 3x3x3 box: weights[27], offset (dx,dy,dz) at index
+                            * 9 (dx + 1) + 3 (dy + 1) + (dz + 1) */
+    TIDE_STENCIL_STAR = 2, /* user taps on the axes: offsets with at most one nonzero component */
+    TIDE_STENCIL_BOX = 3   /* user taps anywhere in the (2 r + 1)^3 box */
+} tide_stencil_shape;
+
+enum { TIDE_STENCIL_MAX_RADIUS = 4 };
+
+typedef struct {
+    size_t size;                /* sizeof the struct: set by the init function */
+    tide_precision precision;   /* default TIDE_DOUBLE */
+    tide_backend backend;       /* default AUTO: the context's backend */
+    tide_location location;     /* default TIDE_LOCATION_HOST */
+    tide_stencil_shape shape;   /* default TIDE_STENCIL_7PT */
+    const double *weights;      /* the taps' weights (7 or 27 for the built-in shapes, npoints
+                                 * for user shapes); NULL with a built-in shape: a diffusion
+                                 * step that keeps the sum of u, 7PT centre 1/4 and faces 1/8,
+                                 * 27PT the product over x, y, z of 1/4, 1/2, 1/4 at offsets
+                                 * -1, 0, +1 */
+    int radius;                 /* user shapes: a bound 1 .. TIDE_STENCIL_MAX_RADIUS every
+                                 * offset lies within (the stencil's r is its largest
+                                 * offset); ignored for the built-in shapes */
+    int npoints;                /* user shapes: the number of taps, no offset twice */
+    const int (*offsets)[3];    /* user shapes: tap i's offset (dx, dy, dz) */
+    tide_bc bc[3];              /* per dimension TIDE_BC_DIRICHLET (default) or PERIODIC */
+    const void *source;         /* NULL (default), or s: an array like u (same box, location
+                                 * and precision), added at every step; read during runs, so
+                                 * it must stay valid while the plan runs */
+    int fuse;                   /* steps per pass over the array's memory; 0 (default): the
+                                 * plan's choice (tide_stencil_plan_info tells) */
+    void *stream;               /* GPU: the caller's cudaStream_t runs are ordered after
+                                 * (tide_fft_options); per rank */
+} tide_stencil_options;
+
+void tide_stencil_options_init(tide_stencil_options *opts);
+
+/* Collective. n: the grid, at least 2 r + 1 points along every dimension; box: this rank's
+ * box of u (the whole grid, any storage order), or NULL for the whole grid in C order. All
+ * validation and allocation happen here. opts may be NULL for defaults; a struct not filled by
+ * tide_stencil_options_init is TIDE_ERR_ARGUMENT on every rank. */
+int tide_stencil_plan_create(tide_context *ctx, const int n[3], const tide_box *box,
+                             const tide_stencil_options *opts, tide_stencil_plan **plan);
+
+/* Local: frees the plan. NULL is accepted. */
+int tide_stencil_plan_destroy(tide_stencil_plan *plan);
+
+typedef struct {
+    long long count;         /* points on this rank */
+    size_t bytes;            /* bytes of this rank's u */
+    size_t host_bytes;       /* work memory the plan holds in host memory */
+    size_t pinned_bytes;     /* ... in pinned host memory */
+    size_t device_bytes;     /* ... in device memory */
+    int taps;                /* points of the stencil */
+    int radius;
+    int fuse;                /* steps per pass over the array's memory */
+    double flops;            /* per point and step: 2 taps - 1 (a product and taps - 1
+                              * multiply-adds), plus 1 for the source's add */
+    double bytes_per_step;   /* the memory traffic of one unfused step per point: u read and
+                              * written once (and the source read), the bound's measure */
+    tide_backend backend;
+    tide_location location;
+} tide_stencil_info;
+
+int tide_stencil_plan_info(const tide_stencil_plan *plan, tide_stencil_info *info);
+
+/* A one-line description, e.g. "stencil 7pt r1 float cuda: sweep[4 steps, tile 32x16]". */
+int tide_stencil_plan_describe(const tide_stencil_plan *plan, char *buf, size_t len);
+
+/* Collective. Advances u (this rank's box, in place) by steps >= 0 time steps. Arrays as for
+ * tide_fft_forward (host or device memory as the plan's location says). Ordered after the
+ * caller's earlier work on the plan's stream and complete on return. */
+int tide_stencil_run(tide_stencil_plan *plan, void *u, long long steps);
+
+/* Local: the stream later runs order themselves after; NULL: the legacy default stream. */
+int tide_stencil_plan_set_stream(tide_stencil_plan *plan, void *stream);
 
 #ifdef __cplusplus
 }

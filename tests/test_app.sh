@@ -148,5 +148,65 @@ else
     sed 's/^/    /' "$tmp/p3d.out" | head -20
 fi
 
+# `tide stencil`: explicit time steps, checked bitwise against the naive oracle
+# (tide_ref_stencil) up to 2^21 points, against a one-step (fuse 1) plan above; one rank only.
+run shelp 0 1 stencil --help && has shelp '-shape SHAPE' && has shelp 'star:R' && \
+    has shelp '-bc XYZ' && has shelp '-no-check'
+has help '^  stencil '
+run sd 0 1 stencil cpu double 17 19 23 -steps 7 -fuse 3 -bc pdp -n 2
+for key in '^Time per run: [0-9.e-]+ \(s\)' '^Performance: ' '^Memory usage: ' '^Max error: 0$' \
+           '^Min/Max/Avg: ' '^Plan: .*fuse 3 steps per pass' '^Memory: u ' \
+           '^Reference: the naive oracle .*: 0 of 7429 points differ$' \
+           '^Throughput: [0-9.e+-]+ GCell/s' '^Bound: .*bound / time [0-9.]+$' \
+           '^Roofline: bound .*figure / fused bound [0-9.e+-]+$' '^Verification: passed'; do
+    has sd "$key"
+done
+run sf27 0 1 stencil cpu float 12 11 10 -shape 27pt -steps 5 -bc ddp -n 1 && \
+    has sf27 '^Stencil: 27 taps' && has sf27 '^Verification: passed'
+run sstar 0 1 stencil cpu double 13 12 11 -shape star:2 -bc ppd -steps 4 -n 1 && \
+    has sstar '^Stencil: 13 taps, radius 2' && has sstar '^Verification: passed'
+run sbox 0 1 stencil auto float 11 10 9 -shape box:2 -bc dpd -steps 3 -fuse 2 -n 1 && \
+    has sbox '^Stencil: 125 taps, radius 2' && has sbox '^Verification: passed'
+run ssrc 0 1 stencil cpu double 16 12 10 -bc ppp -source -steps 6 -n 1 && \
+    has ssrc 'with a source' && has ssrc '^Verification: passed'
+# above 2^21 points: the one-step plan is the reference
+run sbig 0 1 stencil cpu float 129 128 128 -steps 2 -n 1 && \
+    has sbig '^Reference: a second plan with fuse 1' && has sbig '^Verification: passed'
+run snocheck 0 1 stencil cpu float 9 9 9 -steps 0 -no-check -n 1 && \
+    has snocheck '^Verification: skipped'
+run sjson 0 1 stencil cpu float 10 9 8 -shape star:1 -steps 3 -json "$tmp/s.json" -n 2
+if python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+sys.exit(not (d["verified"] is True and d["command"] == "stencil" and d["size"] == [10, 9, 8]
+              and d["steps"] == 3 and d["taps"] == 7 and d["differing_points"] == 0
+              and d["check"] == "oracle" and d["gcells"] > 0 and d["bound_gcells"] > 0))' \
+        "$tmp/s.json" 2>/dev/null; then
+    ok
+else
+    bad "sjson: JSON file missing, not parsable or not verified"
+fi
+errs sradius 1 'radius must be a whole number from 1 to 4' stencil cpu double 16 16 16 \
+    -shape star:5
+errs sradius0 1 'radius must be a whole number from 1 to 4' stencil cpu double 16 16 16 \
+    -shape box:0
+errs sshape 1 "unknown shape 'hex'" stencil cpu double 16 16 16 -shape hex
+errs ssmall 2 'too small for radius 2: .*\(x has 4\)' stencil cpu double 4 16 16 -shape box:2
+errs sbc 2 "-bc 'pnp': give one letter per dimension, p \(periodic\) or d \(Dirichlet\)" \
+    stencil cpu double 8 8 8 -bc pnp
+errs ssteps 1 "-steps '-1': give a whole number >= 0" stencil cpu double 8 8 8 -steps -1
+errs snp2 2 'not supported by this build or machine' stencil cpu double 8 8 8
+if "$mpiexec" -n 1 "$tide" info 2>&1 | grep -q 'backend cuda'; then
+    run scuda 0 1 stencil cuda double 33 31 29 -steps 9 -bc pdp -n 2 && \
+        has scuda '^Verification: passed' && has scuda 'backend cuda'
+    run scudadev 0 1 stencil cuda float 40 36 34 -shape box:2 -location device -source \
+        -bc ppp -steps 8 -n 2 && has scudadev '^Verification: passed'
+    run scuda27 0 1 stencil cuda double 30 20 40 -shape 27pt -device -fuse 3 -steps 10 -n 2 && \
+        has scuda27 '^Verification: passed' && has scuda27 'fuse 3 steps per pass'
+    run scudabig 0 1 stencil cuda float 160 130 128 -shape star:3 -device -steps 8 -n 2 && \
+        has scudabig '^Reference: a second plan with fuse 1' && has scudabig '^Verification: passed'
+else
+    run scuda nonzero 1 stencil cuda double 8 8 8 && has scuda '(cuda|CUDA)'
+    run scudadev nonzero 1 stencil cpu double 8 8 8 -location device && has scudadev 'device'
+fi
+
 echo "test_app: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,0 +1,602 @@
+/*
+ * tide_stencil.c: `tide stencil`: plan, verify and time explicit stencil time steps
+ * (tide_stencil_*), printing heFFTe speed3d's keys like `tide fft` so the same parsers read the
+ * output, and the figure stencil codes are measured by: GCell/s against the memory roofline.
+ *
+ * The check is bitwise, as tide.h promises: every backend and every grouping of steps computes
+ * each update with the same operations in the same order. Up to CHECK_POINTS points the result
+ * is compared with the naive oracle (tide_ref_stencil, no Tide code); beyond, with a second
+ * plan that does one step per pass (fuse 1) from the same initial data.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "app_common.h"
+#include "reference.h"
+#include "tide.h"
+#include "tide_app.h"
+
+/* The largest grid checked against the naive oracle (2^21 points). */
+#define CHECK_POINTS (1LL << 21)
+
+static const char *usage =
+    "usage: mpirun -np 1 tide stencil <auto|cpu|cuda> <float|double> NX NY NZ [options]\n"
+    "\n"
+    "Plans STEPS explicit time steps u <- S u (+ s) of a constant-coefficient stencil S on an\n"
+    "NX x NY x NZ grid (one rank; the library refuses more), fills u with deterministic random\n"
+    "values in [-1, 1), checks the result bitwise, then times RUNS runs of STEPS steps, each\n"
+    "from the same initial u. Time per run is the median; the library call is complete on\n"
+    "return. The check: up to 2^21 points, the naive serial oracle (tide_ref_stencil) on a host\n"
+    "copy for the same steps; beyond, a second plan with fuse 1 (one step per pass) from the\n"
+    "same initial data. Either must agree in every bit (tide.h: each update is a product, then\n"
+    "one fused multiply-add per further tap in order, then the source's add).\n"
+    "\n"
+    "Figures: GCell/s = NX NY NZ x STEPS / time. The bound (roofline) of one step per pass:\n"
+    "the plan's bytes per point and step (u read and written, the source read) at the copy\n"
+    "rate measured now on arrays of u's size (device copy rate on cuda, host copy rate on the\n"
+    "cpu); a plan fusing K steps per pass moves 1/K of that, so its figure may exceed the\n"
+    "one-step bound: both bounds and both ratios are printed.\n"
+    "\n"
+    "options:\n"
+    "  -shape SHAPE           the stencil, weights of a diffusion step that keeps the sum of u:\n"
+    "                           7pt     centre 1/4, the 6 face neighbours 1/8 (the default)\n"
+    "                           27pt    the 3x3x3 box, the product over x, y, z of\n"
+    "                                   1/4, 1/2, 1/4 at offsets -1, 0, +1\n"
+    "                           star:R  the 6R+1 points on the axes within radius R:\n"
+    "                                   (Bx + By + Bz)/3\n"
+    "                           box:R   the (2R+1)^3 points within radius R: Bx By Bz\n"
+    "                         with B the 1D binomial smoothing of radius R (R steps of\n"
+    "                         1/4, 1/2, 1/4): weight C(2R, R+k)/4^R at offset k = -R..R,\n"
+    "                         R = 1..4 (box:1 has 27pt's weights)\n"
+    "  -bc XYZ                boundaries, one letter per dimension: p periodic, d Dirichlet\n"
+    "                         (the R outermost planes at each face keep their values; default\n"
+    "                         ddd)\n"
+    "  -steps S               time steps per run, S >= 0 (default 20)\n"
+    "  -fuse K                steps per pass over memory (default 0: the plan's choice;\n"
+    "                         each backend has a limit, which it names when exceeded)\n"
+    "  -source                add a source term s (random values in [-1, 1)) at every step\n"
+    "  -location host|device  where u lives (default host; device needs backend cuda)\n"
+    "  -device                the same as -location device\n"
+    "  -budget GB             device memory the plan may use (default: free less 1 GiB)\n"
+    "  -runs R | -n R         timed runs (default 5), after one warm-up run\n"
+    "  -seed S                the initial values' seed (default 2026)\n"
+    "  -no-check              skip the check\n"
+    "  -json FILE             also write the results as JSON\n"
+    "\n"
+    "Exit status: 0 verified (or -no-check), 1 a failure or a failed check, 2 bad arguments\n"
+    "(also when the library refuses an argument).\n";
+
+typedef struct {
+    app_args c;        /* backend, precision, grid and the common options taken here */
+    int shape, radius; /* tide_stencil_shape and R (1 for the built-in shapes) */
+    char shape_name[16];
+    char bc[4];        /* p or d per dimension */
+    int steps, fuse, source, check;
+} args;
+
+/* Reads -shape's value: 7pt, 27pt, star:R or box:R. Prints why on failure. */
+static int parse_shape(const char *s, args *a)
+{
+    if (!strcmp(s, "7pt") || !strcmp(s, "27pt")) {
+        a->shape = s[0] == '7' ? TIDE_STENCIL_7PT : TIDE_STENCIL_27PT;
+        a->radius = 1;
+    } else if (!strncmp(s, "star:", 5) || !strncmp(s, "box:", 4)) {
+        const char *r = strchr(s, ':') + 1;
+        int v = 0;
+        a->shape = s[0] == 's' ? TIDE_STENCIL_STAR : TIDE_STENCIL_BOX;
+        if (app_to_int(r, 0, &v) || v < 1 || v > TIDE_STENCIL_MAX_RADIUS) {
+            tide_warn("tide stencil: -shape %s: the radius must be a whole number from 1 to "
+                      "%d\n", s, TIDE_STENCIL_MAX_RADIUS);
+            return -1;
+        }
+        a->radius = v;
+    } else {
+        tide_warn("tide stencil: unknown shape '%s' (7pt, 27pt, star:R or box:R)\n", s);
+        return -1;
+    }
+    snprintf(a->shape_name, sizeof a->shape_name, "%s", s);
+    return 0;
+}
+
+/* Fills a; on error prints why (rank 0) and returns 2 (1 after --help). Every rank parses the
+ * same argv, so every rank stops alike. */
+static int parse(int argc, char **argv, args *a)
+{
+    /* The common options that mean something here (app_parse_option takes more). */
+    static const char *common[] = {"-device", "-budget", "-n", "-seed", "-json"};
+    memset(a, 0, sizeof *a);
+    app_args_init(&a->c);
+    a->c.inplace = 1; /* a stencil run updates u in place */
+    a->shape = TIDE_STENCIL_7PT;
+    a->radius = 1;
+    strcpy(a->shape_name, "7pt");
+    strcpy(a->bc, "ddd");
+    a->steps = 20;
+    a->check = 1;
+    if (app_wants_help(argc, argv, 1)) {
+        tide_say("%s", usage);
+        return 1;
+    }
+    if (argc < 5) {
+        tide_warn("tide stencil: expected 5 positional arguments, got %d\n\n%s", argc, usage);
+        return 2;
+    }
+    if (app_parse_positional(argv, &a->c)) {
+        tide_warn("tide stencil: bad positional arguments '%s %s %s %s %s'\n\n%s", argv[0],
+                  argv[1], argv[2], argv[3], argv[4], usage);
+        return 2;
+    }
+    for (int i = 5; i < argc; i++) {
+        const char *o = argv[i];
+        int more = argc - i - 1, bad = 0;
+        if (app_pick(o, common, 5) >= 0) {
+            bad = app_parse_option(argc, argv, &i, &a->c) < 0;
+        } else if (!strcmp(o, "-runs")) {
+            bad = more < 1 || app_to_int(argv[++i], 1, &a->c.runs);
+        } else if (!strcmp(o, "-shape")) {
+            if (more < 1)
+                bad = 1;
+            else if (parse_shape(argv[++i], a))
+                return 2;
+        } else if (!strcmp(o, "-bc")) {
+            const char *v = more < 1 ? "" : argv[++i];
+            if (strlen(v) != 3 || strspn(v, "pd") != 3) {
+                tide_warn("tide stencil: -bc '%s': give one letter per dimension, p (periodic) "
+                          "or d (Dirichlet), e.g. -bc pdp\n", v);
+                return 2;
+            }
+            strcpy(a->bc, v);
+        } else if (!strcmp(o, "-steps") || !strcmp(o, "-fuse")) {
+            const char *v = more < 1 ? "" : argv[++i];
+            if (app_to_int(v, 0, o[1] == 's' ? &a->steps : &a->fuse)) {
+                tide_warn("tide stencil: %s '%s': give a whole number >= 0%s\n", o, v,
+                          o[1] == 's' ? " of time steps per run" : " of steps per pass (0: the "
+                          "plan's choice)");
+                return 2;
+            }
+        } else if (!strcmp(o, "-location")) {
+            static const char *where[] = {"host", "device"};
+            bad = more < 1 || (a->c.device = app_pick(argv[++i], where, 2)) < 0;
+        } else if (!strcmp(o, "-source")) {
+            a->source = 1;
+        } else if (!strcmp(o, "-no-check")) {
+            a->check = 0;
+        } else {
+            tide_warn("tide stencil: unknown option '%s'\n\n%s", o, usage);
+            return 2;
+        }
+        if (bad) {
+            tide_warn("tide stencil: option %s needs a valid value\n\n%s", o, usage);
+            return 2;
+        }
+    }
+    for (int d = 0; d < 3; d++)
+        if (a->c.n[d] < 2 * a->radius + 1) {
+            tide_warn("tide stencil: the grid %dx%dx%d is too small for radius %d: every "
+                      "dimension needs at least 2R+1 = %d points (%c has %d)\n", a->c.n[0],
+                      a->c.n[1], a->c.n[2], a->radius, 2 * a->radius + 1, "xyz"[d], a->c.n[d]);
+            return 2;
+        }
+    return 0;
+}
+
+/* ---- the taps -------------------------------------------------------------------------------- */
+
+/* The taps of the shape: off and w (room for (2 R + 1)^3), their count; for the built-in
+ * shapes the library's defaults (weights NULL in the plan), written out by the oracle's own
+ * tide_ref_stencil_taps. Returns 0 when the shape has none. */
+static int make_taps(const args *a, int (*off)[3], double *w)
+{
+    if (a->shape == TIDE_STENCIL_7PT || a->shape == TIDE_STENCIL_27PT)
+        return tide_ref_stencil_taps(a->shape, NULL, off, w);
+    int R = a->radius, n = 0;
+    double b[2 * TIDE_STENCIL_MAX_RADIUS + 1] = {0}, q = 1;
+    for (int k = 0; k < R; k++)
+        q *= 4;
+    for (int k = -R; k <= R; k++) { /* C(2R, R + k) / 4^R: exact in binary */
+        double c = 1;
+        for (int j = 1; j <= R + k; j++)
+            c = c * (2 * R - j + 1) / j;
+        b[k + R] = c / q;
+    }
+    if (a->shape == TIDE_STENCIL_STAR) { /* the centre, then +-k along x, y, z, k = 1..R */
+        off[n][0] = off[n][1] = off[n][2] = 0;
+        w[n++] = b[R];
+        for (int k = 1; k <= R; k++)
+            for (int d = 0; d < 3; d++)
+                for (int s = -1; s <= 1; s += 2) {
+                    off[n][0] = off[n][1] = off[n][2] = 0;
+                    off[n][d] = s * k;
+                    w[n++] = b[R + k] / 3;
+                }
+    } else { /* dx slowest, dz fastest, as 27pt */
+        for (int dx = -R; dx <= R; dx++)
+            for (int dy = -R; dy <= R; dy++)
+                for (int dz = -R; dz <= R; dz++) {
+                    off[n][0] = dx, off[n][1] = dy, off[n][2] = dz;
+                    w[n++] = b[R + dx] * b[R + dy] * b[R + dz];
+                }
+    }
+    return n;
+}
+
+/* ---- the check ------------------------------------------------------------------------------- */
+
+typedef struct {
+    long long differ; /* points whose bits differ */
+    double max_abs;   /* max |x - y| over them */
+    int nan;          /* a difference that is not finite (NaN or infinity) */
+} compare_result;
+
+static void compare(const void *x, const void *y, long long count, int dbl, compare_result *r)
+{
+    size_t es = dbl ? sizeof(double) : sizeof(float);
+    memset(r, 0, sizeof *r);
+    for (long long i = 0; i < count; i++) {
+        const char *p = (const char *)x + i * es, *q = (const char *)y + i * es;
+        if (!memcmp(p, q, es))
+            continue;
+        r->differ++;
+        double d = dbl ? fabs(*(const double *)p - *(const double *)q)
+                       : fabs((double)*(const float *)p - (double)*(const float *)q);
+        if (!isfinite(d))
+            r->nan = 1;
+        else if (d > r->max_abs)
+            r->max_abs = d;
+    }
+}
+
+/* ---- the run --------------------------------------------------------------------------------- */
+
+#define CHECK(call) APP_CHECK("tide stencil", call)
+
+/* A timed run: STEPS steps of u, restarted (untimed) from the initial values first. */
+typedef struct {
+    tide_context *ctx;
+    tide_stencil_plan *plan;
+    const void *u0;
+    void *xu;
+    size_t bytes;
+    long long steps;
+} run_arg;
+
+static int restart(void *p)
+{
+    run_arg *r = p;
+    return tide_copy(r->ctx, r->xu, r->u0, r->bytes);
+}
+
+static int advance(void *p)
+{
+    run_arg *r = p;
+    return tide_stencil_run(r->plan, r->xu, r->steps);
+}
+
+/* "1.5 MB": bytes in a short human form. */
+static void mb(double bytes, char *buf, size_t len)
+{
+    snprintf(buf, len, "%.4g MB", bytes / 1e6);
+}
+
+int tide_cmd_stencil(int argc, char **argv)
+{
+    args a;
+    int rc = parse(argc, argv, &a);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    const app_args *c = &a.c;
+    int rank, P;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    int dbl = c->prec == TIDE_DOUBLE, dev = c->device;
+    long long points = (long long)c->n[0] * c->n[1] * c->n[2];
+
+    int ntaps_max = (2 * a.radius + 1) * (2 * a.radius + 1) * (2 * a.radius + 1);
+    int (*off)[3] = malloc(sizeof *off * (size_t)ntaps_max);
+    double *w = malloc(sizeof(double) * (size_t)ntaps_max);
+    if (!off || !w) {
+        tide_warn("tide stencil: out of memory\n");
+        free(off);
+        free(w);
+        return 1;
+    }
+    int ntaps = make_taps(&a, off, w);
+
+    tide_context *ctx = NULL;
+    tide_stencil_plan *plan = NULL, *plan1 = NULL;
+    void *u0 = NULL, *uh = NULL, *xu = NULL, *s0 = NULL, *xs = NULL, *uref = NULL;
+    double *times = NULL;
+    if (app_context_create("tide stencil", c, &ctx)) {
+        free(off);
+        free(w);
+        return 1;
+    }
+    int threads = 1;
+    tide_context_threads(ctx, &threads);
+    tide_backend cb = TIDE_BACKEND_CPU;
+    tide_context_backend(ctx, &cb);
+    if (dev && cb != TIDE_BACKEND_CUDA) { /* the backend is the same on every rank */
+        tide_warn("tide stencil: -location device needs GPU memory, but this run's backend is "
+                  "cpu (%s)\n", tide_context_gpu_status(ctx));
+        rc = 2;
+        goto done;
+    }
+    size_t es = dbl ? sizeof(double) : sizeof(float), bytes = (size_t)points * es;
+
+    /* The source must exist when the plan is made: allocate it first (host, and its device
+     * copy with -location device). Every rank agrees before going on. */
+    int ok = 1;
+    if (a.source) {
+        ok = !tide_host_alloc(ctx, bytes, &s0);
+        if (ok && dev)
+            ok = !tide_device_alloc(ctx, bytes, &xs);
+        else if (ok)
+            xs = s0;
+    }
+    int all_ok = ok;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all_ok) {
+        tide_warn("tide stencil: cannot allocate the source array (%zu bytes%s)\n", bytes,
+                  dev ? ", host and device" : "");
+        rc = 1;
+        goto done;
+    }
+    tide_box whole = {{0, 0, 0}, {c->n[0], c->n[1], c->n[2]}, {0, 1, 2}};
+    if (a.source) {
+        tide_ref_fill(s0, &whole, 1, 0, c->prec, c->n, c->seed + 1);
+        if (dev)
+            CHECK(tide_copy(ctx, xs, s0, bytes));
+    }
+
+    tide_stencil_options o;
+    tide_stencil_options_init(&o);
+    o.precision = c->prec;
+    o.backend = c->backend;
+    o.location = dev ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
+    o.shape = a.shape;
+    int user = a.shape == TIDE_STENCIL_STAR || a.shape == TIDE_STENCIL_BOX;
+    o.weights = user ? w : NULL;
+    o.radius = a.radius;
+    o.npoints = user ? ntaps : 0;
+    o.offsets = user ? (const int (*)[3])off : NULL;
+    tide_bc bc[3];
+    for (int d = 0; d < 3; d++)
+        o.bc[d] = bc[d] = a.bc[d] == 'p' ? TIDE_BC_PERIODIC : TIDE_BC_DIRICHLET;
+    o.source = a.source ? xs : NULL;
+    o.fuse = a.fuse;
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    int st = tide_stencil_plan_create(ctx, c->n, NULL, &o, &plan);
+    if (st) { /* the same on every rank: an argument it refuses is a bad argument */
+        tide_warn("tide stencil: %s: %s\n", tide_strerror(st), tide_last_error(ctx));
+        rc = st == TIDE_ERR_ARGUMENT ? 2 : 1;
+        goto done;
+    }
+    double tplan_max = app_max(MPI_Wtime() - t0);
+
+    tide_stencil_info info;
+    CHECK(tide_stencil_plan_info(plan, &info));
+    char desc[256];
+    CHECK(tide_stencil_plan_describe(plan, desc, sizeof desc));
+    int gpu = info.backend == TIDE_BACKEND_CUDA;
+
+    /* Arrays: u0 the initial values (kept for restarts and the check), uh a host copy of a
+     * result, xu the array the runs advance (device memory with -location device). */
+    ok = !tide_host_alloc(ctx, bytes, &u0) && !tide_host_alloc(ctx, bytes, &uh) &&
+         !(dev ? tide_device_alloc(ctx, bytes, &xu) : tide_host_alloc(ctx, bytes, &xu));
+    times = malloc(sizeof(double) * (size_t)c->runs);
+    ok = ok && times;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all_ok) {
+        tide_warn("tide stencil: out of memory allocating the arrays (%zu bytes each)\n", bytes);
+        rc = 1;
+        goto done;
+    }
+    tide_ref_fill(u0, &whole, 1, 0, c->prec, c->n, c->seed);
+
+    tide_say("Tide %s: stencil %s %s %dx%dx%d, %d rank%s x %d threads, backend %s, bc %s, "
+             "%d steps per run, %s arrays%s\n", tide_version(), a.shape_name,
+             dbl ? "double" : "float", c->n[0], c->n[1], c->n[2], P, P > 1 ? "s" : "", threads,
+             gpu ? "cuda" : "cpu", a.bc, a.steps, dev ? "device" : "host",
+             a.source ? ", with a source" : "");
+    double wsum = 0;
+    for (int i = 0; i < ntaps; i++)
+        wsum += w[i];
+    char wtext[160];
+    if (a.shape == TIDE_STENCIL_7PT)
+        snprintf(wtext, sizeof wtext, "centre 1/4, faces 1/8 (the library's default)");
+    else if (a.shape == TIDE_STENCIL_27PT)
+        snprintf(wtext, sizeof wtext, "products of 1/4, 1/2, 1/4 (the library's default)");
+    else
+        snprintf(wtext, sizeof wtext, "%s with B the binomial smoothing of radius %d, "
+                 "centre weight %.6g", a.shape == TIDE_STENCIL_STAR ? "(Bx + By + Bz)/3"
+                                                                     : "Bx By Bz",
+                 a.radius, a.shape == TIDE_STENCIL_STAR ? w[0] : w[ntaps / 2]);
+    tide_say("Stencil: %d taps, radius %d, weights %s, sum %.15g\n", ntaps, a.radius, wtext,
+             wsum);
+    tide_say("Plan: %s (%d taps, radius %d, fuse %d step%s per pass, %g flops and %g bytes per "
+             "point and step)\n", desc, info.taps, info.radius, info.fuse,
+             info.fuse == 1 ? "" : "s", info.flops, info.bytes_per_step);
+    char mu[32], mh[32], mp[32], md[32];
+    mb((double)info.bytes, mu, sizeof mu);
+    mb((double)info.host_bytes, mh, sizeof mh);
+    mb((double)info.pinned_bytes, mp, sizeof mp);
+    mb((double)info.device_bytes, md, sizeof md);
+    tide_say("Memory: u %s%s in %s memory; the plan holds %s host, %s pinned, %s device\n", mu,
+             a.source ? " and the source as much" : "", dev ? "device" : "host", mh, mp, md);
+    if (info.taps != ntaps)
+        tide_warn("tide stencil: the plan reports %d taps, the shape has %d\n", info.taps,
+                  ntaps);
+
+    /* ---- the check: the plan's steps against the oracle's, or a one-step plan's ---- */
+    const char *check_kind = "none";
+    compare_result cr = {0, 0, 0};
+    int passed = 1;
+    run_arg ra = {ctx, plan, u0, xu, bytes, a.steps};
+    if (a.check) {
+        CHECK(restart(&ra));
+        CHECK(advance(&ra));
+        CHECK(tide_copy(ctx, uh, xu, bytes));
+        if (!(uref = malloc(bytes)))
+            ok = 0;
+        if (ok && points <= CHECK_POINTS) {
+            check_kind = "oracle";
+            memcpy(uref, u0, bytes);
+            int rst = tide_ref_stencil(c->n, dbl, ntaps, (const int (*)[3])off, w, bc,
+                                       a.source ? s0 : NULL, uref, a.steps);
+            if (rst) {
+                tide_warn("tide stencil: the oracle failed: %s\n", tide_strerror(rst));
+                ok = 0;
+            }
+        } else if (ok) { /* a one-step plan advances xu from u0 again, then into uref */
+            check_kind = "fuse1";
+            tide_stencil_options o1 = o;
+            o1.fuse = 1;
+            run_arg r1 = {ctx, NULL, u0, xu, bytes, a.steps};
+            if ((st = tide_stencil_plan_create(ctx, c->n, NULL, &o1, &plan1)) ||
+                (r1.plan = plan1, st = restart(&r1)) || (st = advance(&r1)) ||
+                (st = tide_copy(ctx, uref, xu, bytes))) {
+                tide_warn("tide stencil: the one-step plan of the check: %s: %s\n",
+                          tide_strerror(st), tide_last_error(ctx));
+                ok = 0;
+            }
+            tide_stencil_plan_destroy(plan1);
+            plan1 = NULL;
+        }
+        MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (!all_ok) {
+            if (!uref)
+                tide_warn("tide stencil: out of memory for the check's copy (%zu bytes)\n",
+                          bytes);
+            rc = 1;
+            goto done;
+        }
+        compare(uh, uref, points, dbl, &cr);
+        passed = cr.differ == 0;
+        free(uref);
+        uref = NULL;
+    }
+
+    /* ---- timing: one warm-up run, then RUNS runs, each from the initial values ---- */
+    CHECK(restart(&ra));
+    CHECK(advance(&ra));
+    CHECK(app_time_runs(c->runs, restart, advance, &ra, 1, times));
+    app_stats ts;
+    app_stats_of(times, c->runs, &ts);
+    /* Memory usage: what the plan holds anywhere, and u and the source wherever they live
+     * (not the app's host copies for restarts and the check). */
+    double mem = (double)info.host_bytes + (double)info.pinned_bytes +
+                 (double)info.device_bytes + (double)bytes * (a.source ? 2 : 1);
+
+    /* ---- the figures against the memory roofline ---- */
+    tide_rates rates;
+    CHECK(app_measure_rates(ctx, app_rate_bytes((double)bytes), &rates));
+    double rate = gpu ? rates.d2d : rates.host_copy;
+    double cells = (double)points * a.steps;
+    double gcells = ts.median > 0 ? cells / ts.median * 1e-9 : 0;
+    double bound_gcells = info.bytes_per_step > 0 ? rate / info.bytes_per_step : 0;
+    double fused_gcells = bound_gcells * (info.fuse > 0 ? info.fuse : 1);
+    double ratio = bound_gcells > 0 ? gcells / bound_gcells : 0;
+    double fused_ratio = fused_gcells > 0 ? gcells / fused_gcells : 0;
+    double bound_s = bound_gcells > 0 ? cells / (bound_gcells * 1e9) : 0;
+
+    char maxe[32] = "null"; /* JSON's spelling of a difference that is not finite */
+    if (!cr.nan)
+        snprintf(maxe, sizeof maxe, "%.6g", cr.max_abs);
+    app_say_timing(tplan_max, &ts, info.flops * cells, mem);
+    if (!a.check) {
+        tide_say("Verification: skipped (-no-check)\n");
+    } else {
+        tide_say("Max error: %s\n", cr.nan ? "nan (a difference is not finite)" : maxe);
+        if (!strcmp(check_kind, "oracle"))
+            tide_say("Reference: the naive oracle (tide_ref_stencil) on a host copy, %d steps, "
+                     "compared bitwise: %lld of %lld points differ\n", a.steps, cr.differ,
+                     points);
+        else
+            tide_say("Reference: a second plan with fuse 1 (one step per pass) from the same "
+                     "initial data, %d steps, compared bitwise (the grid is above 2^21 points "
+                     "for the oracle)%s: %lld of %lld points differ\n", a.steps,
+                     info.fuse == 1 ? "; the timed plan also does one step per pass" : "",
+                     cr.differ, points);
+        tide_say("Verification: %s (%lld differing points, bitwise)\n",
+                 passed ? "passed" : "FAILED", cr.differ);
+    }
+    if (a.steps > 0 && bound_gcells > 0) {
+        tide_say("Throughput: %.6g GCell/s (%lld points x %d steps / time per run)\n", gcells,
+                 points, a.steps);
+        char what[300];
+        snprintf(what, sizeof what, "one step per pass: %g bytes per point and step at the "
+                 "measured %s copy rate %.4g GB/s, %.4g GCell/s", info.bytes_per_step,
+                 gpu ? "device" : "host", rate, bound_gcells);
+        app_say_bound(bound_s, what, ts.median);
+        tide_say("Roofline: bound %.4g GCell/s (one step per pass), figure / bound %.3g%s; "
+                 "fused bound %.4g GCell/s (%d step%s per pass, %g bytes per point and step), "
+                 "figure / fused bound %.3g\n", bound_gcells, ratio,
+                 ratio > 1 ? " (above 1: the fused passes beat one pass per step)" : "",
+                 fused_gcells, info.fuse, info.fuse == 1 ? "" : "s",
+                 info.bytes_per_step / (info.fuse > 0 ? info.fuse : 1), fused_ratio);
+        if (gpu && !dev)
+            tide_say("Host arrays: each run also copies u up and down%s over PCIe, %.3g s at "
+                     "the measured one-direction rates (%.3g GB/s up, %.3g GB/s down), not in "
+                     "the bounds\n", a.source ? " and the source up" : "",
+                     app_seconds((double)bytes * (a.source ? 2 : 1), rates.h2d) +
+                     app_seconds((double)bytes, rates.d2h), rates.h2d, rates.d2h);
+    } else {
+        tide_say("Throughput: not measured (%s)\n", a.steps == 0 ? "0 steps per run"
+                                                                 : "no bytes per step");
+    }
+
+    if (c->json && rank == 0) {
+        FILE *f = fopen(c->json, "w");
+        if (!f) {
+            tide_warn("tide stencil: cannot write %s\n", c->json);
+            rc = 1;
+        } else {
+            app_json_head(f, "stencil", c, P, threads, info.backend, desc, 0);
+            fprintf(f, "\"shape\": \"%s\", \"radius\": %d, \"taps\": %d, \"bc\": \"%s\", "
+                    "\"steps\": %d, \"fuse\": %d, \"location\": \"%s\", \"source\": %s,\n",
+                    a.shape_name, info.radius, info.taps, a.bc, a.steps, info.fuse,
+                    dev ? "device" : "host", a.source ? "true" : "false");
+            app_json_timing(f, tplan_max, &ts, info.flops * cells, mem);
+            fprintf(f, " \"gcells\": %.6g, \"bytes_per_step\": %.6g, \"copy_rate_gbps\": %.6g, "
+                    "\"bound_gcells\": %.6g, \"bound_ratio\": %.6g, \"fused_bound_gcells\": "
+                    "%.6g, \"fused_bound_ratio\": %.6g, \"bound_seconds\": %.6g,\n", gcells,
+                    info.bytes_per_step, rate, bound_gcells, ratio, fused_gcells, fused_ratio,
+                    bound_s);
+            fprintf(f, " \"array_bytes\": %zu, \"host_bytes\": %zu, \"pinned_bytes\": %zu, "
+                    "\"device_bytes\": %zu,\n", bytes, info.host_bytes, info.pinned_bytes,
+                    info.device_bytes);
+            if (a.check)
+                fprintf(f, " \"check\": \"%s\", \"differing_points\": %lld, \"max_error\": %s, "
+                        "\"verified\": %s}\n", check_kind, cr.differ, maxe,
+                        passed ? "true" : "false");
+            else
+                fprintf(f, " \"check\": \"none\", \"differing_points\": null, \"max_error\": "
+                        "null, \"verified\": null}\n");
+            fclose(f);
+        }
+    }
+    if (!passed)
+        rc = 1;
+done:
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    tide_stencil_plan_destroy(plan);
+    tide_stencil_plan_destroy(plan1);
+    if (dev) {
+        tide_device_free(ctx, xu);
+        tide_device_free(ctx, xs);
+    } else {
+        tide_host_free(ctx, xu);
+    }
+    tide_host_free(ctx, u0);
+    tide_host_free(ctx, uh);
+    tide_host_free(ctx, s0);
+    tide_context_destroy(ctx);
+    free(uref);
+    free(times);
+    free(off);
+    free(w);
+    return rc;
+}

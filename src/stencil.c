@@ -1,0 +1,548 @@
+/*
+ * stencil.c: temporal-blocked stencil plans on the plan core. A plan validates the request,
+ * turns the shape into taps in the storage order of the data, has the backend prepare its
+ * sweep (backend.h: tide_sweep) and runs steps as passes of one sweep op (program.h): each
+ * pass fuses up to `fuse` steps and goes from one array into the other, the caller's u and the
+ * plan's work array taking turns, with an even number of passes where the steps allow so that
+ * the result lands in u without a copy. A GPU plan on host arrays keeps both arrays on the
+ * device for the whole run: u goes up once and comes down once.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <mpi.h>
+#include "args.h"
+#include "backend.h"
+#include "program.h"
+
+struct tide_stencil_plan {
+    tide_context *ctx;
+    tide_stencil_options o;
+    int n[3];
+    tide_box box;
+    int radius, taps;
+    int (*off)[3];         /* the taps in storage order (sweep.off) */
+    double *w;
+    tide_env env;
+    tide_sweep sweep;
+    tide_op op;            /* the sweep op; count set for each pass */
+    int fuse;              /* steps per pass */
+    size_t bytes;          /* of u */
+    void *work;            /* the second array of the passes, in the backend's memory */
+    void *dev_u;           /* a GPU plan on host arrays: u on the device */
+    void *dev_source;      /* ... and the source, uploaded at each run */
+    void *entry;           /* orders runs after the caller's CUDA work */
+    int tuned;             /* fuse chosen by timing sweeps */
+};
+
+static const char *const shape_names[] = {"7pt", "27pt", "star", "box"};
+
+/* ---- the request ----------------------------------------------------------------------- */
+
+enum {
+    F_N0, F_N1, F_N2, F_PRECISION, F_BACKEND, F_LOCATION, F_SHAPE, F_RADIUS, F_TAPS, F_BC,
+    F_FUSE = F_BC + 3, F_SOURCE, F_REACH, NFIELDS
+};
+static const tide_arg_field fields[NFIELDS] = {
+    {"n[0]", 1, INT_MAX},
+    {"n[1]", 1, INT_MAX},
+    {"n[2]", 1, INT_MAX},
+    {"option precision", TIDE_DOUBLE, TIDE_FLOAT},
+    {"option backend", TIDE_BACKEND_AUTO, TIDE_BACKEND_CUDA},
+    {"option location", TIDE_LOCATION_HOST, TIDE_LOCATION_DEVICE},
+    {"option shape", TIDE_STENCIL_7PT, TIDE_STENCIL_BOX},
+    {"option radius", 1, TIDE_STENCIL_MAX_RADIUS},
+    {"option npoints", 1, TIDE_SWEEP_MAX_TAPS},
+    {"option bc[0]", TIDE_BC_PERIODIC, TIDE_BC_DIRICHLET},
+    {"option bc[1]", TIDE_BC_PERIODIC, TIDE_BC_DIRICHLET},
+    {"option bc[2]", TIDE_BC_PERIODIC, TIDE_BC_DIRICHLET},
+    {"option fuse", 0, INT_MAX},
+    {"option source given", 0, 1},
+    {"the stencil's radius", 0, TIDE_STENCIL_MAX_RADIUS},
+};
+static const char *const box_names[] = {"data"};
+static const tide_args_spec spec = {"tide_stencil_plan_create", fields, NFIELDS, NULL, 0,
+                                    box_names, 1};
+
+/* The taps of the request in (dx, dy, dz) order: the built-in shapes' fixed offsets with the
+ * caller's weights or the defaults (tide.h), or the caller's own. Returns the count, or 0 with
+ * the failure recorded in r. off and w hold TIDE_SWEEP_MAX_TAPS. */
+static int request_taps(const tide_stencil_options *o, int radius, int (*off)[3], double *w,
+                        tide_args *r)
+{
+    static const int star7[7][3] = {{0, 0, 0}, {-1, 0, 0}, {1, 0, 0}, {0, -1, 0},
+                                    {0, 1, 0}, {0, 0, -1}, {0, 0, 1}};
+    static const double line[3] = {0.25, 0.5, 0.25};
+    int n;
+    if (o->shape == TIDE_STENCIL_7PT) {
+        n = 7;
+        memcpy(off, star7, sizeof star7);
+        for (int i = 0; i < n; i++)
+            w[i] = o->weights ? o->weights[i] : i ? 0.125 : 0.25;
+    } else if (o->shape == TIDE_STENCIL_27PT) {
+        n = 27;
+        for (int i = 0; i < n; i++) {
+            int d[3] = {i / 9 - 1, i / 3 % 3 - 1, i % 3 - 1};
+            memcpy(off[i], d, sizeof d);
+            w[i] = o->weights ? o->weights[i] : line[d[0] + 1] * line[d[1] + 1] * line[d[2] + 1];
+        }
+    } else {
+        n = o->npoints;
+        if (!o->offsets || !o->weights)
+            return tide_args_fail(r, TIDE_ERR_ARGUMENT, "option %s is NULL; shape %s takes "
+                                  "its taps from options offsets and weights",
+                                  o->offsets ? "weights" : "offsets", shape_names[o->shape]), 0;
+        memcpy(off, o->offsets, (size_t)n * sizeof *off);
+        memcpy(w, o->weights, (size_t)n * sizeof *w);
+    }
+    for (int i = 0; i < n; i++) {
+        const int *d = off[i];
+        if (!isfinite(w[i]))
+            return tide_args_fail(r, TIDE_ERR_ARGUMENT, "weight %d of the stencil is %g; "
+                                  "weights must be finite", i, w[i]), 0;
+        int big = abs(d[0]) > radius || abs(d[1]) > radius || abs(d[2]) > radius;
+        int axes = (d[0] != 0) + (d[1] != 0) + (d[2] != 0);
+        if (big || (o->shape == TIDE_STENCIL_STAR && axes > 1))
+            return tide_args_fail(r, TIDE_ERR_ARGUMENT, "offset %d of the stencil, (%d,%d,%d), "
+                                  "lies %s", i, d[0], d[1], d[2],
+                                  big ? "beyond its radius" : "off the axes of a star"), 0;
+        for (int j = 0; j < i; j++)
+            if (!memcmp(off[j], d, sizeof off[j]))
+                return tide_args_fail(r, TIDE_ERR_ARGUMENT, "offsets %d and %d of the stencil "
+                                      "are both (%d,%d,%d)", j, i, d[0], d[1], d[2]), 0;
+    }
+    return n;
+}
+
+static void make_request(const int n[3], const tide_box *box, const tide_stencil_options *o,
+                         tide_stencil_plan **plan, tide_args *r, int (*off)[3], double *w)
+{
+    memset(r, 0, sizeof *r);
+    if (!plan)
+        tide_args_fail(r, TIDE_ERR_ARGUMENT, "plan pointer is NULL");
+    if (!n)
+        tide_args_fail(r, TIDE_ERR_ARGUMENT, "n is NULL");
+    else
+        memcpy(r->v, n, 3 * sizeof(int));
+    int user = o->shape == TIDE_STENCIL_STAR || o->shape == TIDE_STENCIL_BOX;
+    int v[] = {o->precision, o->backend, o->location, o->shape, user ? o->radius : 1,
+               user ? o->npoints : o->shape == TIDE_STENCIL_27PT ? 27 : 7};
+    memcpy(r->v + F_PRECISION, v, sizeof v);
+    for (int d = 0; d < 3; d++)
+        r->v[F_BC + d] = o->bc[d];
+    r->v[F_FUSE] = o->fuse;
+    r->v[F_SOURCE] = o->source != NULL;
+    tide_args_check_ranges(&spec, r);
+    if (!r->status)
+        r->v[F_TAPS] = request_taps(o, r->v[F_RADIUS], off, w, r);
+    int reach = 1; /* the stencil's radius: its largest offset (tide.h) */
+    for (int i = 0; i < r->v[F_TAPS]; i++)
+        for (int d = 0; d < 3; d++)
+            reach = abs(off[i][d]) > reach ? abs(off[i][d]) : reach;
+    r->v[F_REACH] = reach;
+    r->has[0] = box != NULL;
+    if (box)
+        r->box[0] = *box;
+}
+
+/* The verdict on the agreed request, the same on every rank. */
+static int judge(tide_context *ctx, const tide_args *all)
+{
+    const int *v = all[0].v;
+    if (ctx->nranks > 1)
+        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_stencil_plan_create: stencil plans "
+                         "run on a context of one rank in this version, this one has %d (make "
+                         "one on MPI_COMM_SELF)", ctx->nranks);
+    int r = v[F_REACH];
+    for (int d = 0; d < 3; d++) {
+        if (v[F_BC + d] == TIDE_BC_NEUMANN)
+            return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_stencil_plan_create: option bc[%d] "
+                             "is Neumann; stencils take periodic or Dirichlet boundaries", d);
+        if (v[d] < 2 * r + 1)
+            return tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_stencil_plan_create: n[%d] = %d is "
+                             "smaller than the stencil: radius %d needs at least %d points",
+                             d, v[d], r, 2 * r + 1);
+    }
+    if ((double)v[F_N0] * v[F_N1] * v[F_N2] > 1e18)
+        return tide_fail(ctx, TIDE_ERR_TOO_LARGE, "tide_stencil_plan_create: %dx%dx%d is too "
+                         "many points", v[F_N0], v[F_N1], v[F_N2]);
+    int st = tide_args_backend(ctx, v[F_BACKEND], v[F_LOCATION]);
+    if (!st && all[0].has[0])
+        st = tide_args_check_tiling(ctx, &spec, all, 0, v);
+    return st;
+}
+
+void tide_stencil_options_init(tide_stencil_options *o)
+{
+    if (!o)
+        return;
+    memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
+    o->precision = TIDE_DOUBLE;
+    o->backend = TIDE_BACKEND_AUTO;
+    o->location = TIDE_LOCATION_HOST;
+    o->shape = TIDE_STENCIL_7PT;
+    for (int d = 0; d < 3; d++)
+        o->bc[d] = TIDE_BC_DIRICHLET;
+}
+
+/* ---- the plan -------------------------------------------------------------------------- */
+
+int tide_stencil_plan_destroy(tide_stencil_plan *p)
+{
+    if (!p)
+        return TIDE_SUCCESS;
+    int prev;
+    tide_device_enter(p->ctx, &prev);
+    const tide_env *e = &p->env;
+    if (e->be) {
+        if (p->sweep.state)
+            e->be->sweep_destroy(e, &p->sweep);
+        e->be->free(p->work);
+        e->be->free(p->dev_u);
+        e->be->free(p->dev_source);
+        if (e->stream)
+            e->be->stream_destroy(e->stream);
+    }
+    tide_order_destroy(p->entry);
+    tide_device_leave(prev);
+    free(p->off);
+    free(p->w);
+    free(p);
+    return TIDE_SUCCESS;
+}
+
+/* The taps in the box's storage order, and the sweep over them. */
+static void make_sweep(tide_stencil_plan *p, const int (*off)[3], const double *w)
+{
+    tide_sweep *s = &p->sweep;
+    const int *ord = p->box.order;
+    s->dbl = p->o.precision == TIDE_DOUBLE;
+    for (int k = 0; k < 3; k++) {
+        s->n[k] = p->n[ord[k]];
+        s->periodic[k] = p->o.bc[ord[k]] == TIDE_BC_PERIODIC;
+    }
+    for (int i = 0; i < p->taps; i++) {
+        for (int k = 0; k < 3; k++)
+            p->off[i][k] = off[i][ord[k]];
+        p->w[i] = w[i];
+    }
+    s->radius = p->radius;
+    s->ntaps = p->taps;
+    s->off = (const int(*)[3])p->off;
+    s->w = p->w;
+}
+
+/* Seconds one sweep of k steps takes on the grid of s from src to dst: the best of three
+ * after a warm-up. */
+static double time_sweep(const tide_env *e, const tide_sweep *s, const void *src, void *dst,
+                         int k, int *st)
+{
+    double best = INFINITY;
+    for (int rep = 0; rep < 4 && !*st; rep++) {
+        double t0 = MPI_Wtime();
+        *st = e->be->sweep(e, s, src, dst, k);
+        *st = *st ? *st : e->be->sync(e);
+        double t = MPI_Wtime() - t0;
+        if (rep && t < best)
+            best = t;
+    }
+    return best;
+}
+
+/* The steps per pass with the best rate, timed on the GPU: sweeps of 1 .. max_fuse steps
+ * from one half of the work array into the other, over the first half of the slowest
+ * dimension (the same planes, so the same kernels and tiles). A grid too thin for that keeps
+ * the most the kernels fuse. */
+static int tune_fuse(tide_stencil_plan *p, int *st)
+{
+    tide_sweep t = p->sweep;
+    t.source = NULL;
+    t.n[0] = p->sweep.n[0] / 2;
+    if (t.n[0] < 2 * p->radius + 1)
+        return p->sweep.max_fuse;
+    size_t half = (size_t)t.n[0] * t.n[1] * t.n[2] * (t.dbl ? sizeof(double) : sizeof(float));
+    char *a = p->work;
+    int best = 1;
+    double best_rate = 0;
+    for (int k = 1; k <= p->sweep.max_fuse && !*st; k++) {
+        double rate = k / time_sweep(&p->env, &t, a, a + half, k, st);
+        tide_log(p->ctx, TIDE_LOG_DEBUG, "stencil: %d steps per sweep: %.4g steps/s", k, rate);
+        if (rate > best_rate)
+            best = k, best_rate = rate;
+    }
+    p->tuned = 1;
+    return best;
+}
+
+/* Device memory a GPU plan holds: the work array, and for host arrays u and the source. */
+static size_t device_need(const tide_stencil_plan *p)
+{
+    int host = p->o.location == TIDE_LOCATION_HOST;
+    return p->bytes * (1 + (host ? 1 + (p->o.source != NULL) : 0));
+}
+
+/* The plan's memory, its sweep and its steps per pass (local; the reason in err). */
+static int build(tide_stencil_plan *p, const int (*off)[3], const double *w, char *err,
+                 size_t len)
+{
+    const tide_env *e = &p->env;
+    p->off = malloc((size_t)p->taps * sizeof *p->off);
+    p->w = malloc((size_t)p->taps * sizeof *p->w);
+    if (!p->off || !p->w)
+        return snprintf(err, len, "out of memory creating the plan"), TIDE_ERR_NOMEM;
+    make_sweep(p, off, w);
+    int host_gpu = e->be->gpu && p->o.location == TIDE_LOCATION_HOST;
+    if (e->be->gpu && device_need(p) > p->ctx->dev.budget_bytes)
+        return snprintf(err, len, "the plan needs %.3g GB of device memory on GPU %d, more than "
+                        "the context's budget of %.3g GB", device_need(p) / 1e9,
+                        p->ctx->dev.device, p->ctx->dev.budget_bytes / 1e9), TIDE_ERR_NOMEM;
+    int st = e->be->alloc(p->bytes, &p->work);
+    if (!st && host_gpu)
+        st = e->be->alloc(p->bytes, &p->dev_u);
+    if (!st && host_gpu && p->o.source)
+        st = e->be->alloc(p->bytes, &p->dev_source);
+    if (st)
+        return snprintf(err, len, "cannot allocate the plan's %.3g GB of %s memory: %s",
+                        device_need(p) / 1e9, e->be->name, e->be->last_error()), st;
+    p->sweep.source = host_gpu ? p->dev_source : p->o.source;
+    st = e->be->sweep_create(e, &p->sweep, p->o.fuse, err, len);
+    if (st)
+        return st;
+    p->fuse = p->o.fuse ? p->o.fuse : e->be->gpu ? tune_fuse(p, &st) : p->sweep.max_fuse;
+    if (st)
+        return snprintf(err, len, "timing the sweeps failed: %s", e->be->last_error()), st;
+    tide_op_sweep(&p->op, &p->sweep, p->fuse);
+    return TIDE_SUCCESS;
+}
+
+/* A source on a GPU plan lies where its location says (local; the reason in err). */
+static int check_source(const tide_stencil_plan *p, char *err, size_t len)
+{
+    if (!p->o.source)
+        return TIDE_SUCCESS;
+    const char *m = tide_array_location(p->ctx, p->o.location == TIDE_LOCATION_DEVICE,
+                                        p->o.source);
+    if (*m)
+        return snprintf(err, len, "option source: %s", m), TIDE_ERR_ARGUMENT;
+    return TIDE_SUCCESS;
+}
+
+/* Collective: the plan of an agreed request; failures agreed. */
+static int make_plan(tide_context *ctx, const int n[3], const tide_args *all,
+                     const tide_stencil_options *o, const int (*off)[3], const double *w,
+                     tide_stencil_plan **out)
+{
+    char err[TIDE_MSG_LEN] = "";
+    int st = TIDE_SUCCESS, cuda = tide_wants_cuda(ctx, o->backend);
+    tide_stencil_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        st = TIDE_ERR_NOMEM, snprintf(err, sizeof err, "out of memory creating the plan");
+    if (p) {
+        p->ctx = ctx;
+        p->o = *o;
+        p->o.backend = cuda ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU;
+        memcpy(p->n, n, sizeof p->n);
+        tide_box whole = {{0, 0, 0}, {n[0], n[1], n[2]}, {0, 1, 2}};
+        p->box = all[0].has[0] ? all[ctx->rank].box[0] : whole;
+        p->radius = all[0].v[F_REACH];
+        p->taps = all[0].v[F_TAPS];
+        p->bytes = (size_t)tide_box_count(&p->box) *
+                   (o->precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float));
+        p->env.ctx = ctx;
+        p->env.be = cuda ? tide_backend_cuda() : &tide_backend_cpu;
+        p->env.threads = ctx->threads;
+        if (tide_order_create(ctx, &p->entry) ||
+            (cuda && p->env.be->stream_create(&p->env.stream)))
+            st = TIDE_ERR_BACKEND, snprintf(err, sizeof err, "%s", p->env.be->last_error());
+        if (!st)
+            st = check_source(p, err, sizeof err);
+        if (!st)
+            st = build(p, off, w, err, sizeof err);
+    }
+    if (st)
+        tide_fail(ctx, st, "tide_stencil_plan_create: %s", err);
+    st = tide_agree(ctx, st);
+    if (st) {
+        tide_stencil_plan_destroy(p);
+        return st;
+    }
+    *out = p;
+    tide_log(ctx, TIDE_LOG_INFO, "stencil plan: %s %s, %d taps, radius %d, %d step%s per pass%s",
+             shape_names[o->shape], p->env.be->name, p->taps, p->radius, p->fuse,
+             p->fuse > 1 ? "s" : "", p->tuned ? " (timed)" : "");
+    return TIDE_SUCCESS;
+}
+
+int tide_stencil_plan_create(tide_context *ctx, const int n[3], const tide_box *box,
+                             const tide_stencil_options *opts, tide_stencil_plan **plan)
+{
+    if (!ctx)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_stencil_plan_create: context is NULL");
+    int prev, st = tide_device_enter(ctx, &prev);
+    if (st) {
+        tide_fail(ctx, st, "tide_stencil_plan_create: could not make GPU %d current",
+                  ctx->dev.device);
+        st = tide_agree(ctx, st);
+        tide_device_leave(prev);
+        return st;
+    }
+    tide_stencil_options o;
+    tide_args mine;
+    int(*off)[3] = malloc(TIDE_SWEEP_MAX_TAPS * sizeof *off);
+    double *w = malloc(TIDE_SWEEP_MAX_TAPS * sizeof *w);
+    tide_stencil_options_init(&o);
+    if (!off || !w) {
+        memset(&mine, 0, sizeof mine);
+        tide_args_fail(&mine, TIDE_ERR_NOMEM, "out of memory reading the stencil");
+    } else if (!tide_options_read(opts, &o, sizeof o, offsetof(tide_stencil_options, precision))) {
+        memset(&mine, 0, sizeof mine);
+        tide_args_fail(&mine, TIDE_ERR_ARGUMENT, "options not filled by "
+                       "tide_stencil_options_init (its size member is unset)");
+    } else {
+        make_request(n, box, &o, plan, &mine, off, w);
+    }
+    tide_args *all = NULL;
+    st = tide_args_agree(ctx, &spec, &mine, &all);
+    if (!st)
+        st = judge(ctx, all);
+    if (!st)
+        st = make_plan(ctx, n, all, &o, (const int(*)[3])off, w, plan);
+    free(all);
+    free(off);
+    free(w);
+    tide_device_leave(prev);
+    return st;
+}
+
+/* ---- queries --------------------------------------------------------------------------- */
+
+int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
+{
+    if (!p || !info)
+        return tide_fail(p ? p->ctx : NULL, TIDE_ERR_ARGUMENT,
+                         "tide_stencil_plan_info: %s is NULL", p ? "info" : "plan");
+    int gpu = p->env.be->gpu;
+    size_t elem = p->o.precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
+    memset(info, 0, sizeof *info);
+    info->count = tide_box_count(&p->box);
+    info->bytes = p->bytes;
+    info->host_bytes = p->sweep.state_bytes + (gpu ? 0 : p->bytes);
+    info->device_bytes = gpu ? device_need(p) : 0;
+    info->taps = p->taps;
+    info->radius = p->radius;
+    info->fuse = p->fuse;
+    info->flops = 2.0 * p->taps - 1 + (p->o.source ? 1 : 0);
+    info->bytes_per_step = (double)elem * (p->o.source ? 3 : 2);
+    info->backend = p->o.backend;
+    info->location = p->o.location;
+    return TIDE_SUCCESS;
+}
+
+int tide_stencil_plan_describe(const tide_stencil_plan *p, char *buf, size_t len)
+{
+    if (!p || !buf || !len)
+        return tide_fail(p ? p->ctx : NULL, TIDE_ERR_ARGUMENT,
+                         "tide_stencil_plan_describe: %s", p ? "no buffer" : "plan is NULL");
+    int host_gpu = p->env.be->gpu && p->o.location == TIDE_LOCATION_HOST;
+    snprintf(buf, len, "stencil %s r%d %d taps %s %s: %s%s%s", shape_names[p->o.shape],
+             p->radius, p->taps, p->o.precision == TIDE_DOUBLE ? "double" : "float",
+             p->env.be->name, host_gpu ? "upload > " : "", p->op.what,
+             host_gpu ? " > download" : "");
+    return TIDE_SUCCESS;
+}
+
+int tide_stencil_plan_set_stream(tide_stencil_plan *p, void *stream)
+{
+    if (!p)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_stencil_plan_set_stream: plan is NULL");
+    p->o.stream = stream;
+    return TIDE_SUCCESS;
+}
+
+/* ---- running --------------------------------------------------------------------------- */
+
+/* The passes of a run from a to b and back, `steps` >= 1 split as evenly as the passes allow;
+ * an even number of them where there are steps enough, so the result ends where it began.
+ * Returns 0 or a backend failure; *in_b: the result is in b. */
+static int passes(tide_stencil_plan *p, void *a, void *b, long long steps, int *in_b)
+{
+    long long n = (steps + p->fuse - 1) / p->fuse;
+    if (n % 2 && steps > n)
+        n++;
+    void *from = a, *to = b;
+    int st = TIDE_SUCCESS;
+    for (long long i = 0; i < n && !st; i++) {
+        p->op.count = steps / n + (i < steps % n);
+        st = p->op.cls->execute(&p->op, &p->env, from, to);
+        void *t = from;
+        from = to, to = t;
+    }
+    *in_b = n % 2;
+    return st;
+}
+
+/* Local checks of a run's arguments and the ordering after the caller's work (the reason in
+ * why, worded to be followed by the call's name). */
+static int start(tide_stencil_plan *p, void *u, long long steps, int enter_st, char *why,
+                 size_t len)
+{
+    if (enter_st)
+        return snprintf(why, len, "could not make GPU %d current (%s) in", p->ctx->dev.device,
+                        tide_backend_cuda()->last_error()), enter_st;
+    if (steps < 0)
+        return snprintf(why, len, "asked for %lld steps in", steps), TIDE_ERR_ARGUMENT;
+    if (!u && p->bytes)
+        return snprintf(why, len, "passed a NULL array to"), TIDE_ERR_ARGUMENT;
+    const char *m = u ? tide_array_location(p->ctx, p->o.location == TIDE_LOCATION_DEVICE, u)
+                      : "";
+    if (*m)
+        return snprintf(why, len, "passed %s to", m), TIDE_ERR_ARGUMENT;
+    void *stream = p->env.be->gpu ? p->env.stream : NULL;
+    if (tide_order_after(p->entry, p->o.stream, stream))
+        return snprintf(why, len, "could not wait for the caller's earlier CUDA work (%s) in",
+                        tide_backend_cuda()->last_error()), TIDE_ERR_BACKEND;
+    return TIDE_SUCCESS;
+}
+
+static int run(tide_stencil_plan *p, void *u, long long steps, int enter_st)
+{
+    char why[256] = "";
+    int st = start(p, u, steps, enter_st, why, sizeof why);
+    if (st)
+        tide_fail(p->ctx, st, "%s tide_stencil_run", why);
+    st = tide_agree(p->ctx, st);
+    if (st || steps == 0)
+        return st;
+    const tide_env *e = &p->env;
+    int host_gpu = e->be->gpu && p->o.location == TIDE_LOCATION_HOST, in_b = 0;
+    void *a = host_gpu ? p->dev_u : u;
+    st = host_gpu ? e->be->copy(e, a, u, p->bytes) : TIDE_SUCCESS;
+    if (!st && p->dev_source)
+        st = e->be->copy(e, p->dev_source, p->o.source, p->bytes);
+    if (!st)
+        st = passes(p, a, p->work, steps, &in_b);
+    if (!st && in_b)
+        st = e->be->copy(e, a, p->work, p->bytes);
+    if (!st && host_gpu)
+        st = e->be->copy(e, u, a, p->bytes);
+    int sync = e->be->sync(e);
+    st = st ? st : sync;
+    if (st)
+        tide_fail(p->ctx, st, "%s failure during tide_stencil_run: %s", e->be->name,
+                  e->be->last_error());
+    return tide_agree(p->ctx, st);
+}
+
+int tide_stencil_run(tide_stencil_plan *p, void *u, long long steps)
+{
+    if (!p)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_stencil_run: plan is NULL");
+    int prev, enter_st = tide_device_enter(p->ctx, &prev);
+    int st = run(p, u, steps, enter_st);
+    tide_device_leave(prev);
+    return st;
+}
