@@ -680,52 +680,32 @@ static int fixed_point(const int n[3], const tide_bc bc[3], int r, const int p[3
     return 0;
 }
 
-static void stencil_step_double(const int n[3], int ntaps, const int (*off)[3], const double *w,
-                                const tide_bc bc[3], int r, const double *src, const double *in,
-                                double *out)
-{
-    int p[3];
-    int64_t i = 0;
-    for (p[0] = 0; p[0] < n[0]; p[0]++)
-        for (p[1] = 0; p[1] < n[1]; p[1]++)
-            for (p[2] = 0; p[2] < n[2]; p[2]++, i++) {
-                if (fixed_point(n, bc, r, p)) {
-                    out[i] = in[i];
-                    continue;
-                }
-                double acc = w[0] * in[neighbour(n, p[0], p[1], p[2], off[0])];
-                for (int t = 1; t < ntaps; t++)
-                    acc = fma(w[t], in[neighbour(n, p[0], p[1], p[2], off[t])], acc);
-                if (src)
-                    acc = acc + src[i];
-                out[i] = acc;
-            }
-}
-
-static void stencil_step_float(const int n[3], int ntaps, const int (*off)[3], const float *w,
-                               const tide_bc bc[3], int r, const float *src, const float *in,
-                               float *out)
-{
-    int p[3];
-    int64_t i = 0;
-    for (p[0] = 0; p[0] < n[0]; p[0]++)
-        for (p[1] = 0; p[1] < n[1]; p[1]++)
-            for (p[2] = 0; p[2] < n[2]; p[2]++, i++) {
-                if (fixed_point(n, bc, r, p)) {
-                    out[i] = in[i];
-                    continue;
-                }
-                /* float operands: the product and the sum are rounded to float (C17 evaluates
-                 * float expressions in float on the targets we build for, FLT_EVAL_METHOD 0,
-                 * and meson's -std=c17 turns off contraction). */
-                float acc = w[0] * in[neighbour(n, p[0], p[1], p[2], off[0])];
-                for (int t = 1; t < ntaps; t++)
-                    acc = fmaf(w[t], in[neighbour(n, p[0], p[1], p[2], off[t])], acc);
-                if (src)
-                    acc = acc + src[i];
-                out[i] = acc;
-            }
-}
+/* One step from in to out, every point, in type T with the multiply-add FMA. For float the
+ * products and sums are rounded to float: C17 evaluates float expressions in float on the
+ * targets we build for (FLT_EVAL_METHOD 0), and meson's -std=c17 turns off contraction. */
+#define STENCIL_STEP(NAME, T, FMA)                                                               \
+    static void NAME(const int n[3], int ntaps, const int (*off)[3], const T *w,                 \
+                     const tide_bc bc[3], int r, const T *src, const T *in, T *out)              \
+    {                                                                                            \
+        int p[3];                                                                                \
+        int64_t i = 0;                                                                           \
+        for (p[0] = 0; p[0] < n[0]; p[0]++)                                                      \
+            for (p[1] = 0; p[1] < n[1]; p[1]++)                                                  \
+                for (p[2] = 0; p[2] < n[2]; p[2]++, i++) {                                       \
+                    if (fixed_point(n, bc, r, p)) {                                              \
+                        out[i] = in[i];                                                          \
+                        continue;                                                                \
+                    }                                                                            \
+                    T acc = w[0] * in[neighbour(n, p[0], p[1], p[2], off[0])];                   \
+                    for (int t = 1; t < ntaps; t++)                                              \
+                        acc = FMA(w[t], in[neighbour(n, p[0], p[1], p[2], off[t])], acc);        \
+                    if (src)                                                                     \
+                        acc = acc + src[i];                                                      \
+                    out[i] = acc;                                                                \
+                }                                                                                \
+    }
+STENCIL_STEP(stencil_step_double, double, fma)
+STENCIL_STEP(stencil_step_float, float, fmaf)
 
 int tide_ref_stencil(const int n[3], int dbl, int ntaps, const int (*off)[3], const double *w,
                      const tide_bc bc[3], const void *source, void *u, long long steps)

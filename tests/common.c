@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* ---- RNG ------------------------------------------------------------------------------------ */
 
@@ -257,3 +258,12 @@ int tt_gpus_or_skip(void)
     return 0;
 #endif
 }
+
+#if TIDE_HAVE_CUDA
+void CUDART_CB tt_sleep_on_stream(void *ms)
+{
+    long n = (long)(intptr_t)ms;
+    struct timespec t = {n / 1000, n % 1000 * 1000000L};
+    nanosleep(&t, NULL);
+}
+#endif

@@ -16,6 +16,25 @@
  * meson reports as skipped). */
 int tt_gpus_or_skip(void);
 
+#include "tide_config.h"
+#if TIDE_HAVE_CUDA
+#include <stdio.h>
+#include <cuda_runtime.h>
+/* Aborts the job on a failing plain CUDA call: a test cannot go on without its arrays. */
+#define TT_CU(call)                                                                              \
+    do {                                                                                         \
+        cudaError_t e_ = (call);                                                                 \
+        if (e_ != cudaSuccess) {                                                                 \
+            fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_));                          \
+            MPI_Abort(MPI_COMM_WORLD, 2);                                                        \
+        }                                                                                        \
+    } while (0)
+/* A host function for cudaLaunchHostFunc with arg (void *)(intptr_t) milliseconds: everything
+ * queued on the stream after it waits that long, so a copy queued behind it is still pending
+ * when the library call under test starts. */
+void CUDART_CB tt_sleep_on_stream(void *ms);
+#endif
+
 /* ---- RNG (splitmix64) ----------------------------------------------------------------------- */
 typedef struct {
     uint64_t state;

@@ -42,23 +42,7 @@ int main(void)
 #define TOL_FLOAT 1e-5
 enum { DELAY_MS = 20 };
 
-/* A host function on the stream: everything queued after it waits DELAY_MS. */
-static void CUDART_CB sleep_on_stream(void *arg)
-{
-    (void)arg;
-    struct timespec t = {0, DELAY_MS * 1000000L};
-    nanosleep(&t, NULL);
-}
-
-/* Abort the job on a failing plain CUDA call: the test cannot go on without its arrays. */
-#define CU(call)                                                                                  \
-    do {                                                                                          \
-        cudaError_t e_ = (call);                                                                  \
-        if (e_ != cudaSuccess) {                                                                  \
-            fprintf(stderr, "test_order: %s: %s\n", #call, cudaGetErrorString(e_));               \
-            MPI_Abort(MPI_COMM_WORLD, 2);                                                         \
-        }                                                                                         \
-    } while (0)
+#define CU TT_CU
 
 typedef struct {
     int n[3];
@@ -173,7 +157,7 @@ static void queue_input(void *dst, size_t poison_bytes, const void *src, size_t 
 {
     CU(cudaMemset(dst, 0xff, poison_bytes));
     CU(cudaDeviceSynchronize());
-    CU(cudaLaunchHostFunc(stream, sleep_on_stream, NULL));
+    CU(cudaLaunchHostFunc(stream, tt_sleep_on_stream, (void *)(intptr_t)DELAY_MS));
     CU(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
 }
 
@@ -231,7 +215,7 @@ static void device_case(tt_tally *t, tide_context *ctx, const ocase *c)
         CU(cudaMemcpy(y, dout, ob, cudaMemcpyDeviceToHost));
         CU(cudaMemcpy(din, x2, ib, cudaMemcpyHostToDevice));
         memset(seen, 0, ob);
-        CU(cudaLaunchHostFunc(0, sleep_on_stream, NULL));
+        CU(cudaLaunchHostFunc(0, tt_sleep_on_stream, (void *)(intptr_t)DELAY_MS));
         CU(cudaMemcpyAsync(seen, dout, ob, cudaMemcpyDeviceToHost, 0));
         if (transform(t, ctx, "c) queued read", desc, &s, -1, din, dout)) {
             CU(cudaDeviceSynchronize());
@@ -273,7 +257,7 @@ static void host_case(tt_tally *t, tide_context *ctx, const ocase *c, tide_backe
     void *dsrc = dev(ib);
     CU(cudaMemcpy(dsrc, x, ib, cudaMemcpyHostToDevice));
     memset(pin, 0xff, s.big);
-    CU(cudaLaunchHostFunc(0, sleep_on_stream, NULL));
+    CU(cudaLaunchHostFunc(0, tt_sleep_on_stream, (void *)(intptr_t)DELAY_MS));
     CU(cudaMemcpyAsync(pin, dsrc, ib, cudaMemcpyDeviceToHost, 0));
     void *out = c->inplace ? (void *)pin : (void *)got;
     if (transform(t, ctx, what, desc, &s, -1, pin, out)) {

@@ -75,26 +75,9 @@ static void *xmalloc(size_t bytes)
 }
 
 #if TIDE_HAVE_CUDA
-/* Abort the job on a failing plain CUDA call: the test cannot go on without its arrays. */
-#define CU(call)                                                                                  \
-    do {                                                                                          \
-        cudaError_t e_ = (call);                                                                  \
-        if (e_ != cudaSuccess) {                                                                  \
-            fprintf(stderr, "test_poisson: %s: %s\n", #call, cudaGetErrorString(e_));             \
-            MPI_Abort(MPI_COMM_WORLD, 2);                                                         \
-        }                                                                                         \
-    } while (0)
+#define CU TT_CU
 
 enum { DELAY_MS = 5 };
-
-/* A host function on the stream: everything queued after it waits DELAY_MS, so a copy queued
- * behind it is still pending when the solve starts. */
-static void CUDART_CB sleep_on_stream(void *arg)
-{
-    (void)arg;
-    struct timespec t = {0, DELAY_MS * 1000000L};
-    nanosleep(&t, NULL);
-}
 
 /* Host arrays on the GPU backend: f and u pinned (poisoned with NaN bytes), f written by a
  * device-to-host copy queued on the legacy default stream behind a delay and not waited for. */
@@ -112,7 +95,7 @@ static int solve_gpu_host(tide_poisson_plan *plan, const void *f0, size_t bytes,
     memset(f, 0xff, bytes); /* NaN in float and double: a read before the copy lands shows */
     if (!inplace)
         memset(u, 0xff, bytes);
-    CU(cudaLaunchHostFunc(0, sleep_on_stream, NULL));
+    CU(cudaLaunchHostFunc(0, tt_sleep_on_stream, (void *)(intptr_t)DELAY_MS));
     CU(cudaMemcpyAsync(f, stage, bytes, cudaMemcpyDeviceToHost, 0));
     int st = tide_poisson_solve(plan, f, u);
     CU(cudaDeviceSynchronize()); /* (the solve is complete on return; the copy is ours) */
@@ -145,7 +128,7 @@ static int solve_gpu_device(tide_poisson_plan *plan, const void *f0, size_t byte
     if (calls++ % 2) {
         CU(cudaMalloc(&stage, bytes));
         CU(cudaMemcpy(stage, f0, bytes, cudaMemcpyHostToDevice));
-        CU(cudaLaunchHostFunc(0, sleep_on_stream, NULL));
+        CU(cudaLaunchHostFunc(0, tt_sleep_on_stream, (void *)(intptr_t)DELAY_MS));
         CU(cudaMemcpyAsync(f, stage, bytes, cudaMemcpyDeviceToDevice, 0));
     } else {
         CU(cudaMemcpy(f, f0, bytes, cudaMemcpyHostToDevice));

@@ -90,25 +90,9 @@ static int lcheck(int ok, const char *fmt, ...)
 /* ---- moving the data: plain C on the CPU, plain CUDA calls on the GPU ----------------------- */
 
 #if TIDE_HAVE_CUDA
-#define CU(call)                                                                                  \
-    do {                                                                                          \
-        cudaError_t e_ = (call);                                                                  \
-        if (e_ != cudaSuccess) {                                                                  \
-            fprintf(stderr, "test_stencil: %s: %s\n", #call, cudaGetErrorString(e_));             \
-            MPI_Abort(MPI_COMM_WORLD, 2);                                                         \
-        }                                                                                         \
-    } while (0)
+#define CU TT_CU
 
 enum { DELAY_MS = 5 };
-
-/* A host function on the stream: everything queued after it waits DELAY_MS, so a copy queued
- * behind it is still pending when the run starts. */
-static void CUDART_CB sleep_on_stream(void *arg)
-{
-    (void)arg;
-    struct timespec t = {0, DELAY_MS * 1000000L};
-    nanosleep(&t, NULL);
-}
 
 /* Host arrays on the GPU: a plain pageable array (the library moves it), or a pinned one
  * poisoned with NaN bytes and written by a device-to-host copy queued on the plan's stream
@@ -129,7 +113,7 @@ static int run_gpu_host(tide_stencil_plan *plan, void *cur, size_t bytes, long l
     CU(cudaMalloc(&stage, bytes));
     CU(cudaMemcpy(stage, cur, bytes, cudaMemcpyHostToDevice));
     memset(u, 0xff, bytes); /* NaN in float and double: a read before the copy lands shows */
-    CU(cudaLaunchHostFunc(stream, sleep_on_stream, NULL));
+    CU(cudaLaunchHostFunc(stream, tt_sleep_on_stream, (void *)(intptr_t)DELAY_MS));
     CU(cudaMemcpyAsync(u, stage, bytes, cudaMemcpyDeviceToHost, stream));
     int st = tide_stencil_run(plan, u, steps);
     /* Steps > 0: the run read u after the copy and is complete on return, so u is final.
@@ -161,7 +145,7 @@ static int run_gpu_device(tide_stencil_plan *plan, void *cur, size_t bytes, long
     if (queued || stream) {
         CU(cudaMalloc(&stage, bytes));
         CU(cudaMemcpy(stage, cur, bytes, cudaMemcpyHostToDevice));
-        CU(cudaLaunchHostFunc(stream, sleep_on_stream, NULL));
+        CU(cudaLaunchHostFunc(stream, tt_sleep_on_stream, (void *)(intptr_t)DELAY_MS));
         CU(cudaMemcpyAsync(d, stage, bytes, cudaMemcpyDeviceToDevice, stream));
     } else {
         CU(cudaMemcpy(d, cur, bytes, cudaMemcpyHostToDevice));
@@ -1264,6 +1248,45 @@ static void builtin_radius_ignored(void)
     tide_stencil_plan_destroy(plan);
 }
 
+/* A user shape's radius option is a bound: the stencil's radius is its largest offset (tide.h),
+ * which sets the Dirichlet planes and the smallest grid. Declared 3, reaching 1: a 3x5x4 grid
+ * is accepted and two steps hold one plane at each face, like the oracle. */
+static void user_radius_is_the_reach(void)
+{
+    static const int off[3][3] = {{0, 0, 0}, {1, 0, 0}, {0, -1, 0}};
+    static const double w[3] = {0.5, 0.25, 0.25};
+    const int n[3] = {3, 5, 4};
+    tide_stencil_options o;
+    tide_stencil_options_init(&o);
+    o.location = on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
+    o.precision = TIDE_FLOAT;
+    o.shape = TIDE_STENCIL_STAR;
+    o.radius = 3;
+    o.npoints = 3;
+    o.offsets = off;
+    o.weights = w;
+    tide_stencil_plan *plan = NULL;
+    int st = tide_stencil_plan_create(sctx, n, NULL, &o, &plan);
+    tide_stencil_info info;
+    memset(&info, 0, sizeof info);
+    float u[60], ref[60];
+    tt_rng rng;
+    tt_rng_seed(&rng, 77);
+    fill_random(u, 60, 0, 1.0, &rng);
+    memcpy(ref, u, sizeof u);
+    if (st == 0) {
+        tide_stencil_plan_info(plan, &info);
+        st = run_steps(plan, u, sizeof u, 2, NULL, 0);
+    }
+    tide_bc bc[3] = {TIDE_BC_DIRICHLET, TIDE_BC_DIRICHLET, TIDE_BC_DIRICHLET};
+    int rst = tide_ref_stencil(n, 0, 3, off, w, bc, NULL, ref, 2);
+    tt_check(&tally, world, st == 0 && rst == 0 && info.radius == 1 && !memcmp(u, ref, sizeof u),
+             "d) star with radius option 3 reaching 1: status %d (%s), radius %d, %s", st,
+             tide_last_error(sctx), info.radius,
+             memcmp(u, ref, sizeof u) ? "differs from the oracle" : "equals the oracle");
+    tide_stencil_plan_destroy(plan);
+}
+
 /* ---- main ----------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -1367,6 +1390,7 @@ int main(int argc, char **argv)
     create_errors();
     run_errors();
     builtin_radius_ignored();
+    user_radius_is_the_reach();
 
     /* The local checks of every rank join the collective ones. */
     int loc2[2] = {lchecks, lfailed}, sum[2] = {0, 0};
