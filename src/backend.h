@@ -68,8 +68,10 @@ typedef struct tide_spectral {
  * keeps the last 2 r + 1 planes it made in a ring, so a sweep reads src once and writes dst
  * once, and computes each plane of each level once, apart from the (k - t) r extra planes at
  * each end of a chunk. */
-enum { TIDE_SWEEP_MAX_TAPS = (2 * TIDE_STENCIL_MAX_RADIUS + 1) * (2 * TIDE_STENCIL_MAX_RADIUS + 1) *
-                              (2 * TIDE_STENCIL_MAX_RADIUS + 1) };
+enum {
+    TIDE_SWEEP_SIDE = 2 * TIDE_STENCIL_MAX_RADIUS + 1,
+    TIDE_SWEEP_MAX_TAPS = TIDE_SWEEP_SIDE * TIDE_SWEEP_SIDE * TIDE_SWEEP_SIDE /* the full box */
+};
 
 typedef struct tide_sweep {
     int dbl;

@@ -597,7 +597,7 @@ typedef struct {
 
 int tide_stencil_plan_info(const tide_stencil_plan *plan, tide_stencil_info *info);
 
-/* A one-line description, e.g. "stencil 7pt r1 float cuda: sweep[4 steps, tile 32x16]". */
+/* A one-line description, e.g. "stencil 7pt r1 7 taps float cuda: sweep[4 steps]". */
 int tide_stencil_plan_describe(const tide_stencil_plan *plan, char *buf, size_t len);
 
 /* Collective. Advances u (this rank's box, in place) by steps >= 0 time steps. Arrays as for
