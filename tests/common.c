@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* ---- RNG ------------------------------------------------------------------------------------ */
@@ -267,3 +268,47 @@ void CUDART_CB tt_sleep_on_stream(void *ms)
     nanosleep(&t, NULL);
 }
 #endif
+
+void tt_expect_error(tt_tally *t, MPI_Comm comm, const char *tag, const char *what, int st,
+                     const char *msg, unsigned allowed, int untouched, int same_msg)
+{
+    enum { LEN = 512 };
+    int rank, nranks;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &nranks);
+    int *sts = malloc((size_t)nranks * sizeof *sts);
+    char *msgs = malloc((size_t)nranks * LEN), mine[LEN];
+    if (!sts || !msgs) {
+        fprintf(stderr, "tt_expect_error: out of memory\n");
+        MPI_Abort(comm, 2);
+    }
+    snprintf(mine, sizeof mine, "%s", msg ? msg : "");
+    MPI_Allgather(&st, 1, MPI_INT, sts, 1, MPI_INT, comm);
+    MPI_Allgather(mine, LEN, MPI_CHAR, msgs, LEN, MPI_CHAR, comm);
+    int same = 1, msg_same = 1, differ = -1;
+    char got[128] = "", want[128] = "";
+    for (int r = 0; r < nranks; r++) {
+        size_t used = strlen(got);
+        snprintf(got + used, sizeof got - used, "%s%d", r ? "," : "", sts[r]);
+        same = same && sts[r] == sts[0];
+        if (msg_same && strcmp(msgs + (size_t)r * LEN, mine) != 0)
+            msg_same = 0, differ = r;
+    }
+    for (int c = 1; c < 32; c++)
+        if (allowed & (1u << c)) {
+            size_t used = strlen(want);
+            snprintf(want + used, sizeof want - used, "%s%s", used ? " or " : "",
+                     tide_strerror(c));
+        }
+    tt_check(t, comm, same && st > 0 && st < 32 && (allowed & (1u << st)),
+             "%s) %s: statuses per rank [%s], want %s on every rank (rank 0: \"%s\")", tag, what,
+             got, want, msgs);
+    tt_check(t, comm, mine[0] && (msg_same || !same_msg),
+             "%s) %s: message empty or different between ranks: rank 0 \"%s\", rank %d \"%s\"",
+             tag, what, msgs, differ, differ >= 0 ? msgs + (size_t)differ * LEN : "");
+    tt_check(t, comm, untouched, "%s) %s: output written although the call failed", tag, what);
+    if (rank == 0)
+        printf("  %s) %-52s -> %s: %s\n", tag, what, tide_strerror(st), mine);
+    free(sts);
+    free(msgs);
+}

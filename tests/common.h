@@ -85,6 +85,13 @@ typedef struct {
  * description on failure. Returns the agreed outcome (1 passed). */
 int tt_check(tt_tally *t, MPI_Comm comm, int ok, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Collective: checks that a call that should fail failed the same way on every rank: status st
+ * is one of `allowed` (bits 1 << code) everywhere, the message msg is not empty and, with
+ * same_msg, the same on every rank, and the call left its outputs alone (untouched). Three
+ * checks in t, described as "<tag>) <what>: ..."; rank 0 prints the code and message. */
+void tt_expect_error(tt_tally *t, MPI_Comm comm, const char *tag, const char *what, int st,
+                     const char *msg, unsigned allowed, int untouched, int same_msg);
+
 /* Collective: rank 0 prints "<name>: <checks> <noun>, <failed> failed". Returns the process
  * exit status (0 when nothing failed), the same on every rank. */
 int tt_finish(const tt_tally *t, MPI_Comm comm, const char *name, const char *noun);

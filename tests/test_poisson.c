@@ -1192,7 +1192,6 @@ static void constant_rhs(tide_context *ctx)
 
 /* ---- e) bad input --------------------------------------------------------------------------- */
 
-enum { MSGLEN = 512 };
 #define BIT(code) (1u << (code))
 /* What a failed create must leave in the plan pointer: an address no allocation returns. */
 static char plan_sentinel_storage;
@@ -1205,36 +1204,7 @@ static char plan_sentinel_storage;
 static void expect_error(const char *what, int st, const char *msg, unsigned allowed,
                          int untouched)
 {
-    int *sts = xmalloc((size_t)nranks * sizeof *sts);
-    char *msgs = xmalloc((size_t)nranks * MSGLEN), mine[MSGLEN];
-    snprintf(mine, sizeof mine, "%s", msg ? msg : "(null)");
-    MPI_Allgather(&st, 1, MPI_INT, sts, 1, MPI_INT, comm);
-    MPI_Allgather(mine, MSGLEN, MPI_CHAR, msgs, MSGLEN, MPI_CHAR, comm);
-    int same = 1, msg_same = 1, differ = -1;
-    char got[128] = "", want[128] = "";
-    for (int r = 0; r < nranks; r++) {
-        size_t used = strlen(got);
-        snprintf(got + used, sizeof got - used, "%s%d", r ? "," : "", sts[r]);
-        same = same && sts[r] == sts[0];
-        if (msg_same && strcmp(msgs + (size_t)r * MSGLEN, mine) != 0)
-            msg_same = 0, differ = r;
-    }
-    for (int c = 1; c < 32; c++)
-        if (allowed & BIT(c)) {
-            size_t used = strlen(want);
-            snprintf(want + used, sizeof want - used, "%s%s", used ? " or " : "",
-                     tide_strerror(c));
-        }
-    tt_check(&tally, comm, same && st > 0 && st < 32 && (allowed & BIT(st)),
-             "e) %s: statuses per rank [%s], want %s on every rank", what, got, want);
-    tt_check(&tally, comm, mine[0] && msg_same,
-             "e) %s: message empty or different between ranks: rank 0 \"%s\", rank %d \"%s\"",
-             what, msgs, differ, differ >= 0 ? msgs + (size_t)differ * MSGLEN : "");
-    tt_check(&tally, comm, untouched, "e) %s: output written although the call failed", what);
-    if (rank == 0)
-        printf("  e) %-48s -> %s: %s\n", what, tide_strerror(st), mine);
-    free(sts);
-    free(msgs);
+    tt_expect_error(&tally, comm, "e", what, st, msg, allowed, untouched, 1);
 }
 
 static const int EN[3] = {8, 6, 5}; /* x-slabs of 8 planes: no rank empty up to 6 ranks */

@@ -857,7 +857,6 @@ done:
 
 /* ---- b) and d) errors ----------------------------------------------------------------------- */
 
-enum { MSGLEN = 512 };
 #define BIT(code) (1u << (code))
 static const unsigned ARG = BIT(TIDE_ERR_ARGUMENT), UNSUP = BIT(TIDE_ERR_UNSUPPORTED),
                       BOXE = BIT(TIDE_ERR_BOX), MISM = BIT(TIDE_ERR_MISMATCH);
@@ -876,33 +875,8 @@ static void expect_error(const char *what, int st, const char *msg, unsigned all
                          int untouched, int same_msg, const char *words, int check_number,
                          long long number)
 {
-    int *sts = xmalloc((size_t)nranks * sizeof *sts);
-    char *msgs = xmalloc((size_t)nranks * MSGLEN), mine[MSGLEN];
-    snprintf(mine, sizeof mine, "%s", msg ? msg : "");
-    MPI_Allgather(&st, 1, MPI_INT, sts, 1, MPI_INT, world);
-    MPI_Allgather(mine, MSGLEN, MPI_CHAR, msgs, MSGLEN, MPI_CHAR, world);
-    int same = 1, msg_same = 1, differ = -1;
-    char got[128] = "", want[128] = "";
-    for (int r = 0; r < nranks; r++) {
-        size_t used = strlen(got);
-        snprintf(got + used, sizeof got - used, "%s%d", r ? "," : "", sts[r]);
-        same = same && sts[r] == sts[0];
-        if (msg_same && strcmp(msgs + (size_t)r * MSGLEN, mine) != 0)
-            msg_same = 0, differ = r;
-    }
-    for (int c = 1; c < 32; c++)
-        if (allowed & BIT(c)) {
-            size_t used = strlen(want);
-            snprintf(want + used, sizeof want - used, "%s%s", used ? " or " : "",
-                     tide_strerror(c));
-        }
-    tt_check(&tally, world, same && st > 0 && st < 32 && (allowed & BIT(st)),
-             "d) %s: statuses per rank [%s], want %s on every rank (rank 0: \"%s\")", what, got,
-             want, msgs);
-    tt_check(&tally, world, mine[0] && (msg_same || !same_msg),
-             "d) %s: message empty or different between ranks: rank 0 \"%s\", rank %d \"%s\"",
-             what, msgs, differ, differ >= 0 ? msgs + (size_t)differ * MSGLEN : "");
-    tt_check(&tally, world, untouched, "d) %s: output written although the call failed", what);
+    tt_expect_error(&tally, world, "d", what, st, msg, allowed, untouched, same_msg);
+    const char *mine = msg ? msg : "";
     if (words)
         tt_check(&tally, world, mentions(mine, words),
                  "d) %s: message \"%s\" names none of \"%s\"", what, mine, words);
@@ -910,10 +884,6 @@ static void expect_error(const char *what, int st, const char *msg, unsigned all
         tt_check(&tally, world, has_number(mine, number),
                  "d) %s: message \"%s\" does not give the offending value %lld", what, mine,
                  number);
-    if (rank == 0)
-        printf("  d) %-52s -> %s: %s\n", what, tide_strerror(st), mine);
-    free(sts);
-    free(msgs);
 }
 
 static const int EN[3] = {9, 8, 7};
