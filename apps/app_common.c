@@ -54,6 +54,30 @@ int app_wants_help(int argc, char **argv, int dash_h)
     return 0;
 }
 
+int app_parse_head(int argc, char **argv, const char *cmd, const char *usage, int dash_h,
+                   int lead, int lead_bad, app_args *a)
+{
+    if (app_wants_help(argc, argv, dash_h)) {
+        tide_say("%s", usage);
+        return 1;
+    }
+    int want = lead + 5;
+    if (argc < want) {
+        tide_warn("tide %s: expected %d positional arguments, got %d\n\n%s", cmd, want, argc,
+                  usage);
+        return 2;
+    }
+    if (lead_bad || app_parse_positional(argv + lead, a)) {
+        char got[256] = "";
+        for (int i = 0, used = 0; i < want && used < (int)sizeof got; i++)
+            used += snprintf(got + used, sizeof got - (size_t)used, "%s%s", i ? " " : "",
+                             argv[i]);
+        tide_warn("tide %s: bad positional arguments '%s'\n\n%s", cmd, got, usage);
+        return 2;
+    }
+    return 0;
+}
+
 int app_parse_positional(char **argv, app_args *a)
 {
     static const char *backends[] = {"auto", "cpu", "cuda"}, *precs[] = {"double", "float"};

@@ -39,6 +39,13 @@ int app_wants_help(int argc, char **argv, int dash_h);
 /* "auto|cpu|cuda float|double NX NY NZ" from argv[0..4]: 0, else -1. */
 int app_parse_positional(char **argv, app_args *a);
 
+/* The start of every subcommand's parse. --help or -help (and -h with dash_h): the usage on
+ * stdout, 1. Fewer than lead + 5 arguments, lead_bad (the caller's verdict on its `lead`
+ * leading arguments), or a bad "auto|cpu|cuda float|double NX NY NZ" after them: the reason and
+ * the usage on stderr, 2. Else 0, a filled. */
+int app_parse_head(int argc, char **argv, const char *cmd, const char *usage, int dash_h,
+                   int lead, int lead_bad, app_args *a);
+
 /* The option at argv[*i] when it is one every subcommand takes (-slabs, -pencils, -a2av, -p2p,
  * -nccl, -cuda-mpi, -device, -inplace, -measure, -batch B, -budget GB, -n RUNS, -seed S,
  * -json FILE): 1 taken (*i moved to its last value), 0 not one of them, -1 taken but its value

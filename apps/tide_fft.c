@@ -50,19 +50,10 @@ static int parse(int argc, char **argv, args *a)
     static const char *types[] = {"c2c", "r2c"}, *scales[] = {"none", "full", "symmetric"};
     memset(a, 0, sizeof *a);
     app_args_init(&a->c);
-    if (app_wants_help(argc, argv, 1)) {
-        tide_say("%s", usage);
-        return 1;
-    }
-    if (argc < 6) {
-        tide_warn("tide fft: expected 6 positional arguments, got %d\n\n%s", argc, usage);
-        return 2;
-    }
-    if ((a->type = app_pick(argv[0], types, 2)) < 0 || app_parse_positional(argv + 1, &a->c)) {
-        tide_warn("tide fft: bad positional arguments '%s %s %s %s %s %s'\n\n%s", argv[0],
-                  argv[1], argv[2], argv[3], argv[4], argv[5], usage);
-        return 2;
-    }
+    a->type = argc > 0 ? app_pick(argv[0], types, 2) : 0;
+    int rc = app_parse_head(argc, argv, "fft", usage, 1, 1, a->type < 0, &a->c);
+    if (rc)
+        return rc;
     for (int i = 6; i < argc; i++) {
         const char *o = argv[i];
         int bad = 0, common = app_parse_option(argc, argv, &i, &a->c);

@@ -131,19 +131,10 @@ static int parse(int argc, char **argv, args *a)
     memset(a, 0, sizeof *a);
     app_args_init(&a->c);
     strcpy(a->bc, "pppppp");
-    if (app_wants_help(argc, argv, argc == 1)) { /* -h is the spacings, unless alone */
-        tide_say("%s", usage);
-        return 1;
-    }
-    if (argc < 5) {
-        tide_warn("tide poisson: expected 5 positional arguments, got %d\n\n%s", argc, usage);
-        return 2;
-    }
-    if (app_parse_positional(argv, &a->c)) {
-        tide_warn("tide poisson: bad positional arguments '%s %s %s %s %s'\n\n%s", argv[0],
-                  argv[1], argv[2], argv[3], argv[4], usage);
-        return 2;
-    }
+    /* -h is the spacings, unless alone */
+    int rc = app_parse_head(argc, argv, "poisson", usage, argc == 1, 0, 0, &a->c);
+    if (rc)
+        return rc;
     for (int i = 5; i < argc; i++) {
         const char *o = argv[i];
         int more = argc - i - 1, bad = 0, common = app_parse_option(argc, argv, &i, &a->c);

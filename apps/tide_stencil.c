@@ -114,19 +114,9 @@ static int parse(int argc, char **argv, args *a)
     strcpy(a->bc, "ddd");
     a->steps = 20;
     a->check = 1;
-    if (app_wants_help(argc, argv, 1)) {
-        tide_say("%s", usage);
-        return 1;
-    }
-    if (argc < 5) {
-        tide_warn("tide stencil: expected 5 positional arguments, got %d\n\n%s", argc, usage);
-        return 2;
-    }
-    if (app_parse_positional(argv, &a->c)) {
-        tide_warn("tide stencil: bad positional arguments '%s %s %s %s %s'\n\n%s", argv[0],
-                  argv[1], argv[2], argv[3], argv[4], usage);
-        return 2;
-    }
+    int rc = app_parse_head(argc, argv, "stencil", usage, 1, 0, 0, &a->c);
+    if (rc)
+        return rc;
     for (int i = 5; i < argc; i++) {
         const char *o = argv[i];
         int more = argc - i - 1, bad = 0;
