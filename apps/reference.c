@@ -785,3 +785,167 @@ int tide_ref_stencil_taps(tide_stencil_shape shape, const double *w, int (*off)[
     }
     return 0;
 }
+
+/* ---- the matrix multiply --------------------------------------------------------------------- */
+
+/* Written from tide.h's contract alone: element (i, j) of a column-major matrix at i + j ld, of
+ * a row-major one at i ld + j; op(X) = X^T reads X(j, i) for (i, j). Products and sums in long
+ * double, in the order of p, whatever the loop order around them. */
+
+/* op(X) as strides: element (r, c) at r * rs + c * cs. */
+typedef struct {
+    const void *x;
+    long long rs, cs;
+} ref_mat;
+
+static ref_mat ref_mat_of(const void *x, tide_matrix_order order, tide_transpose t, long long ld)
+{
+    long long rs = order == TIDE_COL_MAJOR ? 1 : ld, cs = order == TIDE_COL_MAJOR ? ld : 1;
+    return t == TIDE_TRANS ? (ref_mat){x, cs, rs} : (ref_mat){x, rs, cs};
+}
+
+static ref_mat ref_mat_t(ref_mat a) { return (ref_mat){a.x, a.cs, a.rs}; }
+
+static double ref_get(const void *x, int dbl, long long i)
+{
+    return dbl ? ((const double *)x)[i] : (double)((const float *)x)[i];
+}
+
+/* Rows of G per pass: long enough that the accumulators are loaded rarely, short enough that
+ * these rows of G stay in cache across neighbouring columns whichever index is contiguous. */
+#define REF_PASS 64
+
+/*
+ * The sums for rows [s0, s1) of S times columns [g0, g1) of G (S r x k, G k x c): acc gets
+ * sum_p S_rp G_pc and mag sum_p |S_rp G_pc| at (r - s0) ors + (c - g0) ocs, each in the order
+ * of p (acc and mag zeroed by the caller). S, the small side, is gathered into sbuf (rows of k)
+ * in its storage order; G is then read once, REF_PASS rows at a time, column after column, each
+ * piece used for every row of S while it is in cache.
+ */
+static void ref_sums(int dbl, long long k, ref_mat s, long long s0, long long s1, ref_mat g,
+                     long long g0, long long g1, long long ors, long long ocs, double *sbuf,
+                     long double *acc, long double *mag)
+{
+    long long h = s1 - s0;
+    if (s.rs < s.cs)
+        for (long long p = 0; p < k; p++)
+            for (long long r = 0; r < h; r++)
+                sbuf[r * k + p] = ref_get(s.x, dbl, (s0 + r) * s.rs + p * s.cs);
+    else
+        for (long long r = 0; r < h; r++)
+            for (long long p = 0; p < k; p++)
+                sbuf[r * k + p] = ref_get(s.x, dbl, (s0 + r) * s.rs + p * s.cs);
+    for (long long p0 = 0; p0 < k; p0 += REF_PASS) {
+        long long p1 = p0 + REF_PASS < k ? p0 + REF_PASS : k;
+        for (long long c = g0; c < g1; c++)
+            for (long long r = 0; r < h; r++) {
+                long long e = r * ors + (c - g0) * ocs;
+                long double d = acc[e], t = mag[e];
+                for (long long p = p0; p < p1; p++) {
+                    long double x = (long double)sbuf[r * k + p] *
+                                    ref_get(g.x, dbl, p * g.rs + c * g.cs);
+                    d += x;
+                    t += fabsl(x);
+                }
+                acc[e] = d;
+                mag[e] = t;
+            }
+    }
+}
+
+/* Stored rows and columns of a matrix used as an r x c op(X) with transpose t. */
+static long long ref_min_ld(tide_matrix_order order, tide_transpose t, long long r, long long c)
+{
+    long long rows = t == TIDE_TRANS ? c : r, cols = t == TIDE_TRANS ? r : c;
+    long long need = order == TIDE_COL_MAJOR ? rows : cols;
+    return need > 1 ? need : 1;
+}
+
+/* Resolves a leading dimension (0: the minimum); 0 when it is below the minimum. */
+static long long ref_ld(long long ld, tide_matrix_order order, tide_transpose t, long long r,
+                        long long c)
+{
+    long long need = ref_min_ld(order, t, r, c);
+    return ld == 0 ? need : ld >= need ? ld : 0;
+}
+
+int tide_ref_gemm(int dbl, tide_matrix_order order, tide_transpose ta, tide_transpose tb,
+                  long long m, long long n, long long k, double alpha, const void *a,
+                  long long lda, const void *b, long long ldb, double beta, const void *c0,
+                  long long ldc, long long i0, long long i1, long long j0, long long j1,
+                  double *ref, double *scale)
+{
+    if ((order != TIDE_COL_MAJOR && order != TIDE_ROW_MAJOR) ||
+        (ta != TIDE_NOTRANS && ta != TIDE_TRANS) || (tb != TIDE_NOTRANS && tb != TIDE_TRANS) ||
+        m < 0 || n < 0 || k < 0 || i0 < 0 || i0 > i1 || i1 > m || j0 < 0 || j0 > j1 || j1 > n)
+        return TIDE_ERR_ARGUMENT;
+    lda = ref_ld(lda, order, ta, m, k);
+    ldb = ref_ld(ldb, order, tb, k, n);
+    ldc = ref_ld(ldc, order, TIDE_NOTRANS, m, n);
+    if (!lda || !ldb || !ldc)
+        return TIDE_ERR_ARGUMENT;
+    long long h = i1 - i0, w = j1 - j0;
+    if (!dbl) {
+        alpha = (float)alpha; /* the plan's precision */
+        beta = (float)beta;
+    }
+    int products = alpha != 0 && k > 0 && h > 0 && w > 0;
+    if ((products && (!a || !b)) || (beta != 0 && h && w && !c0) || (h && w && (!ref || !scale)))
+        return TIDE_ERR_ARGUMENT;
+    size_t entries = (size_t)h * (size_t)w;
+    long double *acc = calloc(entries ? entries : 1, sizeof *acc);
+    long double *mag = calloc(entries ? entries : 1, sizeof *mag);
+    double *sbuf = products ? malloc((size_t)(h < w ? h : w) * (size_t)k * sizeof *sbuf) : NULL;
+    int status = acc && mag && (sbuf || !products) ? 0 : TIDE_ERR_NOMEM;
+    ref_mat ma = ref_mat_of(a, order, ta, lda), mb = ref_mat_of(b, order, tb, ldb);
+    /* The block's smaller side is gathered: rows of op(A), or columns of op(B) (rows of
+     * op(B)^T, with op(A)^T streamed and the results transposed back). */
+    if (!status && products && h <= w)
+        ref_sums(dbl, k, ma, i0, i1, mb, j0, j1, w, 1, sbuf, acc, mag);
+    else if (!status && products)
+        ref_sums(dbl, k, ref_mat_t(mb), j0, j1, ref_mat_t(ma), i0, i1, 1, w, sbuf, acc, mag);
+    for (long long i = 0; i < h && !status; i++)
+        for (long long j = 0; j < w; j++) {
+            long long e = i * w + j;
+            long double v = alpha * acc[e], s = fabs(alpha) * mag[e];
+            if (beta != 0) {
+                long long at = order == TIDE_COL_MAJOR ? (i0 + i) + (j0 + j) * ldc
+                                                       : (i0 + i) * ldc + (j0 + j);
+                long double c = (long double)beta * ref_get(c0, dbl, at);
+                v += c;
+                s += fabsl(c);
+            }
+            ref[e] = (double)v;
+            scale[e] = (double)s;
+        }
+    free(acc);
+    free(mag);
+    free(sbuf);
+    return status;
+}
+
+double tide_ref_gemm_error(int dbl, tide_matrix_order order, long long k, const void *c,
+                           long long ldc, long long i0, long long i1, long long j0, long long j1,
+                           const double *ref, const double *scale)
+{
+    long long h = i1 - i0, w = j1 - j0;
+    if ((order != TIDE_COL_MAJOR && order != TIDE_ROW_MAJOR) || k < 0 || ldc < 1 || i0 < 0 ||
+        h < 0 || j0 < 0 || w < 0 || (h && w && (!c || !ref || !scale)))
+        return NAN;
+    double u = dbl ? 0x1p-53 : 0x1p-24, u_ref = dbl ? 0x1p-53 : 0;
+    double worst = 0;
+    for (long long i = 0; i < h; i++)
+        for (long long j = 0; j < w; j++) {
+            long long at = order == TIDE_COL_MAJOR ? (i0 + i) + (j0 + j) * ldc
+                                                   : (i0 + i) * ldc + (j0 + j);
+            double got = ref_get(c, dbl, at), want = ref[i * w + j];
+            if (got == want)
+                continue;
+            double bound = (double)(k + 2) * u * scale[i * w + j] + u_ref * fabs(want);
+            double diff = fabs(got - want); /* NaN when got or want is NaN */
+            if (isnan(diff) || bound == 0)
+                return INFINITY;
+            worst = diff / bound > worst ? diff / bound : worst;
+        }
+    return worst;
+}

@@ -96,4 +96,36 @@ int tide_ref_stencil(const int n[3], int dbl, int ntaps, const int (*off)[3], co
 int tide_ref_stencil_taps(tide_stencil_shape shape, const double *w, int (*off)[3],
                           double *wout);
 
+/*
+ * Local. Naive reference for C = alpha op(A) op(B) + beta C0 on the block of rows [i0, i1) and
+ * columns [j0, j1) of C: ref[(i - i0) * (j1 - j0) + (j - j0)] gets the entry, each a dot
+ * product in index order accumulated in long double; scale (same indexing) gets
+ * |alpha| sum_p |op(A)_ip| |op(B)_pj| + |beta| |C0_ij| (0 for beta == 0: C0 is then not read, it
+ * may hold NaN; nor are A and B for alpha == 0). alpha and beta are first rounded to the
+ * precision, as tide_gemm_execute does. Matrices of precision dbl (1 double, 0 float) stored in
+ * `order` with leading dimensions lda, ldb, ldc as tide_gemm_options defines them (0: the
+ * minimum). Cost: the smaller side of the block times k values gathered, then one streaming
+ * pass over the other matrix, so a few full rows or columns of a large product are cheap.
+ * Returns 0, TIDE_ERR_ARGUMENT for a bad block (or size, enum, leading dimension, NULL array)
+ * or TIDE_ERR_NOMEM.
+ */
+int tide_ref_gemm(int dbl, tide_matrix_order order, tide_transpose ta, tide_transpose tb,
+                  long long m, long long n, long long k, double alpha, const void *a,
+                  long long lda, const void *b, long long ldb, double beta, const void *c0,
+                  long long ldc, long long i0, long long i1, long long j0, long long j1,
+                  double *ref, double *scale);
+
+/*
+ * Local. The largest |C_ij - ref| / ((k + 2) u scale + u_ref |ref|) over the block, C being the
+ * computed matrix laid out as above (ldc its actual leading dimension, at least 1), u the unit
+ * roundoff of the precision (2^-53 or 2^-24) and u_ref the reference's own rounding to double
+ * (2^-53 for double, 0 for float, whose reference is exact to far below u): Higham's
+ * deterministic first-order bound for a dot product of length k plus the scaling, so a correct
+ * result gives at most 1. An entry with scale 0 must be exactly equal (else the result is +inf).
+ * NaN in C gives +inf; bad arguments give NaN.
+ */
+double tide_ref_gemm_error(int dbl, tide_matrix_order order, long long k, const void *c,
+                           long long ldc, long long i0, long long i1, long long j0, long long j1,
+                           const double *ref, const double *scale);
+
 #endif

@@ -13,6 +13,7 @@ static const char *usage =
     "  fft      time and verify a distributed 3D FFT (tide fft --help)\n"
     "  poisson  time and verify a periodic Poisson/Helmholtz solve (tide poisson --help)\n"
     "  stencil  time and verify explicit stencil time steps (tide stencil --help)\n"
+    "  gemm     time and verify a matrix multiply, in or out of card (tide gemm --help)\n"
     "  info     ranks, threads, backend and GPU status of this run\n"
     "\n"
     "  tide --help      this text\n"
@@ -68,6 +69,8 @@ int main(int argc, char **argv)
         rc = tide_cmd_poisson(argc - 2, argv + 2);
     } else if (!strcmp(argv[1], "stencil")) {
         rc = tide_cmd_stencil(argc - 2, argv + 2);
+    } else if (!strcmp(argv[1], "gemm")) {
+        rc = tide_cmd_gemm(argc - 2, argv + 2);
     } else if (!strcmp(argv[1], "info")) {
         rc = tide_cmd_info(argc - 2, argv + 2);
     } else {

@@ -111,6 +111,13 @@ int tide_gpu_sweep_create(struct tide_sweep *s, int fuse, char *err, size_t len)
 int tide_gpu_sweep(const struct tide_sweep *s, const void *src, void *dst, int steps,
                    void *stream);
 void tide_gpu_sweep_destroy(struct tide_sweep *s);
+/* Matrix multiplies with cuBLAS (backend.h's tide_gemm_desc; gpu/gemm.cu): a handle, and one
+ * multiply of device matrices enqueued on stream. */
+struct tide_gemm_desc;
+int tide_gpu_gemm_create(void **handle);
+int tide_gpu_gemm(void *handle, const struct tide_gemm_desc *d, double alpha, const void *a,
+                  const void *b, double beta, void *c, void *stream);
+void tide_gpu_gemm_destroy(void *handle);
 /* A message for the last CUDA failure seen by the calls above (thread-local). */
 const char *tide_gpu_last_error(void);
 /* Record a failure of a CUDA library call for tide_gpu_last_error; returns TIDE_ERR_BACKEND. */

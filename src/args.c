@@ -157,6 +157,17 @@ int tide_wants_cuda(const tide_context *ctx, int backend)
            (backend == TIDE_BACKEND_AUTO && ctx->backend == TIDE_BACKEND_CUDA);
 }
 
+int tide_create_enter(tide_context *ctx, const char *call, int *prev)
+{
+    int st = tide_device_enter(ctx, prev);
+    if (!st)
+        return TIDE_SUCCESS;
+    tide_fail(ctx, st, "%s: could not make GPU %d current", call, ctx->dev.device);
+    st = tide_agree(ctx, st);
+    tide_device_leave(*prev);
+    return st;
+}
+
 int tide_args_backend(tide_context *ctx, int backend, int location)
 {
     int cuda = tide_wants_cuda(ctx, backend);

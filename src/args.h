@@ -70,6 +70,11 @@ int tide_args_agree(tide_context *ctx, const tide_args_spec *s, const tide_args 
 int tide_args_check_tiling(tide_context *ctx, const tide_args_spec *s, const tide_args *all,
                            int k, const int g[3]);
 
+/* Collective, first in a create call (`call`, for the message): makes the context's GPU
+ * current, its previous device in *prev (tide_device_enter). A failure is the agreed failure
+ * on every rank, with the previous device given back. */
+int tide_create_enter(tide_context *ctx, const char *call, int *prev);
+
 /* Whether a plan with option backend runs on the GPU (cuda, or auto on a context with GPUs). */
 int tide_wants_cuda(const tide_context *ctx, int backend);
 

@@ -87,6 +87,16 @@ typedef struct tide_sweep {
     size_t state_bytes;   /* host memory the state holds (set by sweep_create) */
 } tide_sweep;
 
+/* A matrix multiply in the backend's memory, column major as the BLAS has it: C = alpha op(A)
+ * op(B) + beta C with op(A) m x k, op(B) k x n, C m x n; trans: op(X) = X^T; ld: leading
+ * dimensions (at least 1 and the rows of the matrix as stored). beta = 0 does not read C. */
+typedef struct tide_gemm_desc {
+    int dbl;
+    int transa, transb;
+    long long m, n, k;
+    long long lda, ldb, ldc;
+} tide_gemm_desc;
+
 /* What a plan's ops run with, made at plan creation; execution only reads it. */
 typedef struct {
     tide_context *ctx;
@@ -131,6 +141,13 @@ typedef struct tide_backend_ops {
     int (*sweep_create)(const tide_env *e, tide_sweep *s, int fuse, char *err, size_t len);
     int (*sweep)(const tide_env *e, const tide_sweep *s, const void *src, void *dst, int steps);
     void (*sweep_destroy)(const tide_env *e, tide_sweep *s);
+    /* Matrix multiplies (tide_gemm_desc): gemm_create makes what they need in *h (the GPU: a
+     * cuBLAS handle; the CPU: nothing), gemm enqueues one on e's stream (the CPU: runs it with
+     * e's threads), gemm_destroy frees h (NULL accepted). */
+    int (*gemm_create)(void **h);
+    int (*gemm)(const tide_env *e, void *h, const tide_gemm_desc *d, double alpha,
+                const void *a, const void *b, double beta, void *c);
+    void (*gemm_destroy)(void *h);
     /* Local FFTs: plan (the work area the transform needs is added to *work), attach the
      * plan's work area and stream (GPU), run, free. */
     int (*fft_create)(const tide_cpu_fft_desc *d, void **f, size_t *work, char *err,

@@ -4,6 +4,10 @@
 #include <fftw3.h>
 #include "backend.h"
 #include "region.h"
+#include "tide_config.h"
+#if TIDE_HAVE_CBLAS
+#include <cblas.h>
+#endif
 
 static int cpu_alloc(size_t bytes, void **ptr)
 {
@@ -210,6 +214,42 @@ static int cpu_sync(const tide_env *e)
 
 static const char *cpu_last_error(void) { return ""; }
 
+/* Matrix multiplies by the CBLAS on e's threads; TIDE_ERR_UNSUPPORTED in a build without. */
+static int cpu_gemm_create(void **h)
+{
+    *h = NULL;
+    return TIDE_HAVE_CBLAS ? TIDE_SUCCESS : TIDE_ERR_UNSUPPORTED;
+}
+
+static int cpu_gemm(const tide_env *e, void *h, const tide_gemm_desc *d, double alpha,
+                    const void *a, const void *b, double beta, void *c)
+{
+    (void)h;
+#if TIDE_HAVE_CBLAS
+#if TIDE_HAVE_OPENBLAS
+    openblas_set_num_threads(e->threads);
+#else
+    (void)e;
+#endif
+    if (d->m == 0 || d->n == 0)
+        return TIDE_SUCCESS;
+    enum CBLAS_TRANSPOSE ta = d->transa ? CblasTrans : CblasNoTrans;
+    enum CBLAS_TRANSPOSE tb = d->transb ? CblasTrans : CblasNoTrans;
+    if (d->dbl)
+        cblas_dgemm(CblasColMajor, ta, tb, d->m, d->n, d->k, alpha, a, d->lda, b, d->ldb, beta,
+                    c, d->ldc);
+    else
+        cblas_sgemm(CblasColMajor, ta, tb, d->m, d->n, d->k, (float)alpha, a, d->lda, b,
+                    d->ldb, (float)beta, c, d->ldc);
+    return TIDE_SUCCESS;
+#else
+    (void)e, (void)d, (void)alpha, (void)a, (void)b, (void)beta, (void)c;
+    return TIDE_ERR_UNSUPPORTED;
+#endif
+}
+
+static void cpu_gemm_destroy(void *h) { (void)h; }
+
 static void cpu_sweep_destroy(const tide_env *e, tide_sweep *s)
 {
     (void)e;
@@ -227,6 +267,9 @@ const tide_backend_ops tide_backend_cpu = {
     .sweep_create = tide_cpu_sweep_create,
     .sweep = tide_cpu_sweep,
     .sweep_destroy = cpu_sweep_destroy,
+    .gemm_create = cpu_gemm_create,
+    .gemm = cpu_gemm,
+    .gemm_destroy = cpu_gemm_destroy,
     .fft_create = cpu_fft_create,
     .fft_bind = cpu_fft_bind,
     .fft_execute = cpu_fft_execute,

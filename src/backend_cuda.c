@@ -63,6 +63,12 @@ static void cuda_sweep_destroy(const tide_env *e, tide_sweep *s)
     tide_gpu_sweep_destroy(s);
 }
 
+static int cuda_gemm(const tide_env *e, void *h, const tide_gemm_desc *d, double alpha,
+                     const void *a, const void *b, double beta, void *c)
+{
+    return tide_gpu_gemm(h, d, alpha, a, b, beta, c, e->stream);
+}
+
 static int cuda_fft_create(const tide_cpu_fft_desc *d, void **f, size_t *work, char *err,
                            size_t len)
 {
@@ -128,6 +134,9 @@ static const tide_backend_ops cuda_ops = {
     .sweep_create = cuda_sweep_create,
     .sweep = cuda_sweep,
     .sweep_destroy = cuda_sweep_destroy,
+    .gemm_create = tide_gpu_gemm_create,
+    .gemm = cuda_gemm,
+    .gemm_destroy = tide_gpu_gemm_destroy,
     .fft_create = cuda_fft_create,
     .fft_bind = cuda_fft_bind,
     .fft_execute = cuda_fft_execute,

@@ -542,6 +542,24 @@ static int measure_rates(tide_context *ctx, size_t bytes, int together, tide_rat
     return st;
 }
 
+int tide_context_pcie(tide_context *ctx, tide_rates *rates, char *err, size_t len)
+{
+#if TIDE_HAVE_CUDA
+    if (!ctx->pcie_known) {
+        int st = tide_gpu_measure((size_t)64 << 20, NULL, NULL, &ctx->pcie, err, len);
+        if (st)
+            return st;
+        ctx->pcie_known = 1;
+    }
+    *rates = ctx->pcie;
+    return TIDE_SUCCESS;
+#else
+    (void)ctx, (void)rates;
+    snprintf(err, len, "this build has no CUDA");
+    return TIDE_ERR_UNSUPPORTED;
+#endif
+}
+
 int tide_measure_rates(tide_context *ctx, size_t bytes, tide_rates *rates)
 {
     return measure_rates(ctx, bytes, 0, rates, "tide_measure_rates");

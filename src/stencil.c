@@ -382,14 +382,9 @@ int tide_stencil_plan_create(tide_context *ctx, const int n[3], const tide_box *
 {
     if (!ctx)
         return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_stencil_plan_create: context is NULL");
-    int prev, st = tide_device_enter(ctx, &prev);
-    if (st) {
-        tide_fail(ctx, st, "tide_stencil_plan_create: could not make GPU %d current",
-                  ctx->dev.device);
-        st = tide_agree(ctx, st);
-        tide_device_leave(prev);
+    int prev, st = tide_create_enter(ctx, "tide_stencil_plan_create", &prev);
+    if (st)
         return st;
-    }
     tide_stencil_options o;
     tide_args mine;
     int(*off)[3] = malloc(TIDE_SWEEP_MAX_TAPS * sizeof *off);

@@ -608,6 +608,104 @@ int tide_stencil_run(tide_stencil_plan *plan, void *u, long long steps);
 /* Local: the stream later runs order themselves after; NULL: the legacy default stream. */
 int tide_stencil_plan_set_stream(tide_stencil_plan *plan, void *stream);
 
+/* ---------------------------------------------------------------------------------------------
+ * Matrix multiply: C = alpha op(A) op(B) + beta C, with op(A) m x k, op(B) k x n and C m x n,
+ * real matrices (float or double) in host or device memory, as the BLAS's xGEMM defines it:
+ * beta = 0 sets C to alpha op(A) op(B) without reading C (NaN in C is ignored); k = 0 scales C
+ * by beta; m = 0 or n = 0 does nothing.
+ *
+ * With the cuda backend on host matrices the product is computed out of card (Wu's scheme):
+ * C is cut into tiles that stay on the device across the whole k loop, and the panels of A and
+ * B each tile needs stream in through the pipeline engine while the GPU multiplies, so the
+ * matrices may be far larger than the device budget. Tile and panel sizes come from the PCIe
+ * and GEMM rates the plan measures (tide_gemm_info says what it chose and its bound). Host
+ * matrices in pinned memory (tide_host_alloc) move at full PCIe rate; pageable ones are staged
+ * through pinned buffers by CPU threads. The cpu backend calls the CPU BLAS (OpenBLAS).
+ *
+ * A plan runs on a context of one rank in this version (more ranks: TIDE_ERR_UNSUPPORTED on
+ * every rank).
+ * ------------------------------------------------------------------------------------------- */
+typedef struct tide_gemm_plan tide_gemm_plan;
+
+typedef enum { TIDE_NOTRANS = 0, TIDE_TRANS = 1 } tide_transpose;
+typedef enum {
+    TIDE_COL_MAJOR = 0, /* element (i, j) at i + j * ld (Fortran, the BLAS) */
+    TIDE_ROW_MAJOR = 1  /* element (i, j) at i * ld + j (C) */
+} tide_matrix_order;
+
+typedef struct {
+    size_t size;                /* sizeof the struct: set by the init function */
+    tide_precision precision;   /* default TIDE_DOUBLE */
+    tide_backend backend;       /* default AUTO: the context's backend */
+    tide_location location;     /* where A, B and C live; default TIDE_LOCATION_HOST */
+    tide_matrix_order order;    /* of all three matrices; default TIDE_COL_MAJOR */
+    tide_transpose transa, transb; /* op(A), op(B); default TIDE_NOTRANS */
+    long long lda, ldb, ldc;    /* leading dimensions, at least the stored rows (column major)
+                                 * or columns (row major) of each matrix and at least 1; 0
+                                 * (default): exactly that */
+    int tile;                   /* cuda on host matrices: rows and columns of the C tiles kept
+                                 * on the device; 0 (default): the plan's choice */
+    int panel;                  /* ... columns of op(A) (rows of op(B)) per streamed panel; 0
+                                 * (default): the plan's choice */
+    void *stream;               /* GPU: the caller's cudaStream_t runs are ordered after
+                                 * (tide_fft_options); per rank */
+} tide_gemm_options;
+
+void tide_gemm_options_init(tide_gemm_options *opts);
+
+/* Collective. m, n, k >= 0. All validation, allocation and rate measurement happen here. opts
+ * may be NULL for defaults; a struct not filled by tide_gemm_options_init is TIDE_ERR_ARGUMENT
+ * on every rank. */
+int tide_gemm_plan_create(tide_context *ctx, long long m, long long n, long long k,
+                          const tide_gemm_options *opts, tide_gemm_plan **plan);
+
+/* Local: frees the plan. NULL is accepted. */
+int tide_gemm_plan_destroy(tide_gemm_plan *plan);
+
+typedef struct {
+    long long m, n, k;
+    double flops;            /* of one multiply: 2 m n k */
+    size_t host_bytes;       /* work memory the plan holds in host memory */
+    size_t pinned_bytes;     /* ... in pinned host memory (staging for pageable matrices,
+                              * allocated by the first run that needs it) */
+    size_t device_bytes;     /* ... in device memory */
+    /* cuda on host matrices (zero otherwise): */
+    long long tile_m, tile_n, panel; /* the largest C tile and op(A) panel */
+    int tiles, panels;       /* C tiles, and panels per tile */
+    int slots;               /* pipeline slots (transfers of one overlap the work of others) */
+    double bytes_up;         /* host to device bytes of one multiply (beta != 0: C included) */
+    double bytes_down;       /* device to host bytes of one multiply */
+    double rate_up, rate_down, rate_both; /* measured PCIe rates, GB/s (tide_rates) */
+    double rate_gemm;        /* measured in-card GEMM rate the tiles were sized with, GFLOP/s */
+    double bound;            /* seconds: the largest of flops at rate_gemm, bytes_up at
+                              * rate_up, bytes_down at rate_down and both at rate_both */
+    tide_backend backend;
+    tide_location location;
+} tide_gemm_info;
+
+int tide_gemm_plan_info(const tide_gemm_plan *plan, tide_gemm_info *info);
+
+/* A one-line description, e.g. "gemm 1000x900x800 double NT col cuda host: 4 tiles of
+ * 512x512, 2 panels of 512, 3 slots". */
+int tide_gemm_plan_describe(const tide_gemm_plan *plan, char *buf, size_t len);
+
+/* Collective. C = alpha op(A) op(B) + beta C with the plan's shapes and leading dimensions
+ * (alpha and beta rounded to the plan's precision). A and B are only read; C may not overlap
+ * them. Arrays in host or device memory as the plan's location says; a matrix without
+ * elements may be NULL. Ordered after the caller's earlier work on the plan's stream and
+ * complete on return. */
+int tide_gemm_execute(tide_gemm_plan *plan, double alpha, const void *a, const void *b,
+                      double beta, void *c);
+
+/* Local: the stream later runs order themselves after; NULL: the legacy default stream. */
+int tide_gemm_plan_set_stream(tide_gemm_plan *plan, void *stream);
+
+/* Collective: a plan made, executed once and destroyed (for a single multiply; a plan pays when
+ * the same shapes are multiplied again, as it measures rates and allocates once). */
+int tide_gemm(tide_context *ctx, long long m, long long n, long long k, double alpha,
+              const void *a, const void *b, double beta, void *c,
+              const tide_gemm_options *opts);
+
 #ifdef __cplusplus
 }
 #endif

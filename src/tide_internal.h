@@ -24,6 +24,9 @@ struct tide_context {
     int nccl_usable;       /* CUDA, NCCL built in, and every rank has a GPU of its own */
     int cuda_aware_mpi;    /* every rank's MPI library takes device pointers */
     void *nccl;            /* tide_nccl *, made by the first plan that needs it */
+    tide_rates pcie;       /* this rank's GPU transfer rates, measured by the first plan that
+                            * needs them (tide_context_pcie); pcie_known says it was */
+    int pcie_known;
     int log_level;
     char errmsg[TIDE_MSG_LEN];
 };
@@ -36,6 +39,11 @@ int tide_fail(tide_context *ctx, int code, const char *fmt, ...)
 /* Collective over ctx->comm: agree on a status. If any rank failed, every rank returns the
  * code of the lowest failing rank with its message, prefixed "rank R: ". */
 int tide_agree(tide_context *ctx, int status);
+
+/* Local: the rank's pinned-host/device transfer rates (tide_rates' h2d, d2h, both, d2d),
+ * measured with 64 MiB transfers by the first call on a CUDA context and kept. Returns 0 or a
+ * code with the reason in err. */
+int tide_context_pcie(tide_context *ctx, tide_rates *rates, char *err, size_t len);
 
 /* Rank-prefixed logging to stderr, filtered by TIDE_LOG=warn|info|debug. */
 void tide_log(const tide_context *ctx, int level, const char *fmt, ...)

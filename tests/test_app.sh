@@ -208,5 +208,52 @@ else
     run scudadev nonzero 1 stencil cpu double 8 8 8 -location device && has scudadev 'device'
 fi
 
+# `tide gemm`: C = alpha op(A) op(B) + beta C checked against the naive oracle (tide_ref_gemm),
+# each entry's error in units of a rigorous rounding bound; every entry up to M N K = 2^27,
+# 4 rows and 4 columns above; one rank only.
+run ghelp 0 1 gemm --help && has ghelp '-ta N\|T' && has ghelp '-order col\|row' && \
+    has ghelp '-pageable'
+has help '^  gemm '
+run gd 0 1 gemm cpu double 300 200 100 -beta 0.5 -n 2
+for key in '^Time per run: [0-9.e-]+ \(s\)' '^Performance: ' '^Memory usage: ' \
+           '^Max error: [0-9.e-]+ ' '^Min/Max/Avg: ' '^Plan: gemm 300x200x100' \
+           '^Rate: [0-9.e+-]+ TFLOP/s' '^Reference: .*, full: 60000 of 60000 entries' \
+           '^Bound: ' '^Verification: passed'; do
+    has gd "$key"
+done
+run gf 0 1 gemm cpu float 97 61 53 -ta T -tb T -order row -alpha -1.5 -beta 2 -pageable \
+    -n 1 && has gf 'op TT, row major' && has gf 'pageable host matrices' && \
+    has gf '^Verification: passed'
+# above 2^27 multiply-adds: the sampled rows and columns
+run gbig 0 1 gemm auto float 600 520 440 -n 1 && \
+    has gbig '^Reference: .*, sampled: 4464 of 312000 entries' && has gbig '^Verification: passed'
+# one size: M = N = K
+run gjson 0 1 gemm cpu double 23 -ta T -tb t -beta 1 -json "$tmp/g.json" -n 2
+if python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+sys.exit(not (d["verified"] is True and d["command"] == "gemm" and d["size"] == [23, 23, 23]
+              and d["transb"] == "T" and d["beta"] == 1 and d["check"] == "full"
+              and d["checked_entries"] == 529 and d["max_error"] <= 1 and d["gflops"] > 0))' \
+        "$tmp/g.json" 2>/dev/null; then
+    ok
+else
+    bad "gjson: JSON file missing, not parsable or not verified"
+fi
+# Bad input fails fast (each failing launch costs mpirun about 2 s: a few cases only).
+errs gneg 1 'bad positional arguments' gemm cpu double 8 -5 8
+errs gta 1 "-ta 'X': give N" gemm cpu double 8 8 8 -ta X
+errs gpagedev 1 '-pageable is about host matrices' gemm cpu double 8 -pageable -device
+errs gnp2 2 'not supported by this build or machine' gemm cpu double 8 8 8
+if "$mpiexec" -n 1 "$tide" info 2>&1 | grep -q 'backend cuda'; then
+    run gcuda 0 1 gemm cuda double 1000 900 800 -beta 1 -n 2 && \
+        has gcuda '^Verification: passed' && has gcuda '^PCIe: ' && \
+        has gcuda '^In-card cuBLAS rate: [0-9.e+-]+ TFLOP/s'
+    run gcudapage 0 1 gemm cuda float 700 -pageable -tile 256 -panel 128 -ta T -n 1 && \
+        has gcudapage '^Verification: passed'
+    run gcudadev 0 1 gemm cuda float 500 400 300 -device -tb T -order row -n 2 && \
+        has gcudadev '^Verification: passed' && has gcudadev 'this run: device matrices'
+else
+    run gcudadev nonzero 1 gemm cpu double 8 8 8 -device && has gcudadev 'device'
+fi
+
 echo "test_app: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,0 +1,741 @@
+/*
+ * tide_gemm.c: `tide gemm`: plan, time and verify a matrix multiply C = alpha op(A) op(B) +
+ * beta C (tide_gemm_*), printing heFFTe speed3d's keys like the other subcommands, the PCIe
+ * traffic and measured rates the plan is bounded by, and on the GPU the in-card cuBLAS rate
+ * measured in the same run: the figure an out-of-card multiply is judged against.
+ *
+ * The check is the naive oracle (tide_ref_gemm, no Tide code): every entry of C for small
+ * products, else 4 rows and 4 columns of it, each entry's error measured in units of a
+ * rigorous rounding bound (tide_ref_gemm_error; at most 1 passes).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "app_common.h"
+#include "reference.h"
+#include "tide.h"
+#include "tide_app.h"
+
+/* The largest product (M N K) whose every entry is checked. */
+#define CHECK_FULL (1LL << 27)
+/* Rows and columns of C the check samples above that. */
+#define CHECK_LINES 4
+/* Entries of C one oracle call computes in a full check (bounds its buffers). */
+#define CHECK_BLOCK (1LL << 20)
+
+static const char *usage =
+    "usage: mpirun -np 1 tide gemm <auto|cpu|cuda> <float|double> M [N K] [options]\n"
+    "\n"
+    "Plans C = alpha op(A) op(B) + beta C with op(A) M x K, op(B) K x N and C M x N (one\n"
+    "size: M = N = K; one rank: the library refuses more), fills A, B and C with deterministic\n"
+    "random values in [-1, 1), then times RUNS multiplies after one warm-up. Every multiply\n"
+    "starts from the same C: it is restored from a saved copy before each one, outside the\n"
+    "timed region, so each does the same work on the same data (also with beta 0, where a\n"
+    "multiply that left C alone would keep the random values and fail the check). Time per run\n"
+    "is the median; the library call is complete on return. The result of the last timed\n"
+    "multiply is checked against the naive serial oracle (tide_ref_gemm, long double dot\n"
+    "products): every entry when M N K <= 2^27 (\"full\"), else 4 rows and 4 columns of C, the\n"
+    "last row and column and 3 random others (\"sampled\"). Max error is the largest error of\n"
+    "an entry in units of a rigorous bound of its rounding (tide_ref_gemm_error): at most 1\n"
+    "passes.\n"
+    "\n"
+    "Figures: Performance = 2 M N K / time per run, also in TFLOP/s. With backend cuda on\n"
+    "host matrices the plan streams them through the GPU (C tiles kept on the device, panels\n"
+    "of A and B streamed in) and reports the bytes it moves over PCIe each way, the rates it\n"
+    "measured and its bound: the largest of its flops at the in-card GEMM rate and its bytes\n"
+    "at the PCIe rates (up, down, both ways at once); printed with the term that dominates and\n"
+    "bound / time. With backend cuda the in-card cuBLAS rate is measured in the same run: a\n"
+    "device-resident plan on device copies of the matrices (when the three fit the device\n"
+    "budget), timed and checked the same way, and the out-of-card rate is given as a fraction\n"
+    "of it (with -device the run itself is in card).\n"
+    "\n"
+    "options:\n"
+    "  -ta N|T                op(A) = A (N, the default) or its transpose (T)\n"
+    "  -tb N|T                op(B) likewise\n"
+    "  -order col|row         storage of all three matrices: column major (the default, the\n"
+    "                         BLAS's) or row major (C's)\n"
+    "  -alpha A, -beta B      the scalars (default 1 and 0)\n"
+    "  -tile T                rows and columns of the C tiles kept on the device (cuda on\n"
+    "                         host matrices; default 0: the plan's choice)\n"
+    "  -panel P               columns of op(A) per streamed panel (default 0: the plan's)\n"
+    "  -pageable              host matrices from malloc (pageable) instead of tide_host_alloc\n"
+    "                         (pinned), which the plan stages through pinned buffers\n"
+    "  -device                the matrices in device memory (backend cuda or auto with a GPU)\n"
+    "  -budget GB             device memory the plans may use (default: free less 1 GiB)\n"
+    "  -runs R | -n R         timed multiplies (default 5), after one warm-up\n"
+    "  -seed S                the matrices' seed (default 2026)\n"
+    "  -no-check              skip the check\n"
+    "  -json FILE             also write the results as JSON\n"
+    "\n"
+    "Exit status: 0 verified (or -no-check), 1 a failure or a failed check, 2 bad arguments\n"
+    "(also when the library refuses an argument).\n";
+
+typedef struct {
+    app_args c;             /* backend, precision, sizes (n[] = M N K), the common options */
+    tide_transpose ta, tb;
+    tide_matrix_order order;
+    double alpha, beta;
+    int tile, panel, pageable, check;
+} args;
+
+/* ---- arguments ------------------------------------------------------------------------------- */
+
+static int is_number(const char *s)
+{
+    char *end;
+    strtol(s, &end, 10);
+    return *s && !*end;
+}
+
+/* argv with a lone size after the backend and precision written three times (M: M M M), so
+ * app_parse_head reads it; NULL when out of memory. *argc2 gets the new count. */
+static char **expand_size(int argc, char **argv, int *argc2)
+{
+    int lone = argc >= 3 && is_number(argv[2]) && (argc == 3 || !is_number(argv[3]));
+    char **v = malloc(sizeof(char *) * ((size_t)argc + 3));
+    if (!v)
+        return NULL;
+    int j = 0;
+    for (int i = 0; i < argc; i++) {
+        v[j++] = argv[i];
+        if (lone && i == 2)
+            v[j++] = argv[2], v[j++] = argv[2];
+    }
+    v[j] = NULL;
+    *argc2 = j;
+    return v;
+}
+
+/* -ta/-tb's value: N or T (either case) into *t: 0, else -1. */
+static int parse_trans(const char *s, tide_transpose *t)
+{
+    if (strlen(s) != 1 || !strchr("NnTt", s[0]))
+        return -1;
+    *t = s[0] == 'N' || s[0] == 'n' ? TIDE_NOTRANS : TIDE_TRANS;
+    return 0;
+}
+
+/* The options after the positional arguments: 0, else why on rank 0 and 2. */
+static int parse_options(int argc, char **argv, args *a)
+{
+    static const char *common[] = {"-device", "-budget", "-n", "-seed", "-json"};
+    static const char *orders[] = {"col", "row"};
+    for (int i = 5; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+        int bad = 0, more = argc - i - 1;
+        if (app_pick(o, common, 5) >= 0) {
+            bad = app_parse_option(argc, argv, &i, &a->c) < 0;
+        } else if (!strcmp(o, "-runs")) {
+            bad = more < 1 || app_to_int(argv[++i], 1, &a->c.runs);
+        } else if (!strcmp(o, "-ta") || !strcmp(o, "-tb")) {
+            if (parse_trans(v, o[2] == 'a' ? &a->ta : &a->tb)) {
+                tide_warn("tide gemm: %s '%s': give N (op = the matrix) or T (op = its "
+                          "transpose)\n", o, v);
+                return 2;
+            }
+            i++;
+        } else if (!strcmp(o, "-order")) {
+            int k = more < 1 ? -1 : app_pick(argv[++i], orders, 2);
+            bad = k < 0;
+            a->order = k == 1 ? TIDE_ROW_MAJOR : TIDE_COL_MAJOR;
+        } else if (!strcmp(o, "-alpha") || !strcmp(o, "-beta")) {
+            bad = more < 1 || app_to_real(argv[++i], o[1] == 'a' ? &a->alpha : &a->beta);
+        } else if (!strcmp(o, "-tile") || !strcmp(o, "-panel")) {
+            bad = more < 1 || app_to_int(argv[++i], 0, o[1] == 't' ? &a->tile : &a->panel);
+        } else if (!strcmp(o, "-pageable")) {
+            a->pageable = 1;
+        } else if (!strcmp(o, "-no-check")) {
+            a->check = 0;
+        } else {
+            tide_warn("tide gemm: unknown option '%s'\n\n%s", o, usage);
+            return 2;
+        }
+        if (bad) {
+            tide_warn("tide gemm: option %s needs a valid value\n\n%s", o, usage);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+/* Fills a; on error prints why (rank 0) and returns 2 (1 after --help). Every rank parses the
+ * same argv, so every rank stops alike. */
+static int parse(int argc, char **argv, args *a)
+{
+    memset(a, 0, sizeof *a);
+    app_args_init(&a->c);
+    a->alpha = 1;
+    a->check = 1;
+    int n;
+    char **v = expand_size(argc, argv, &n);
+    if (!v) {
+        tide_warn("tide gemm: out of memory\n");
+        return 2;
+    }
+    int rc = app_parse_head(n, v, "gemm", usage, 1, 0, 0, &a->c);
+    if (!rc)
+        rc = parse_options(n, v, a);
+    if (!rc && a->pageable && a->c.device) {
+        tide_warn("tide gemm: -pageable is about host matrices, -device puts them in device "
+                  "memory: give one of them\n");
+        rc = 2;
+    }
+    free(v);
+    return rc;
+}
+
+/* ---- the matrices ---------------------------------------------------------------------------- */
+
+/* A, B and C (index 0, 1, 2) as stored: op(A) = A^T stores A as K x M. */
+typedef struct {
+    long long rows[3], cols[3], ld[3];
+    size_t bytes[3];
+    void *host[3]; /* in host memory: pinned (tide_host_alloc) or pageable (malloc); host[2]
+                    * also receives the result of a device-resident run */
+    void *dev[3];  /* device copies (-device, and the in-card figure) */
+    void *c0;      /* the original C, restored before each multiply */
+    int pageable;
+} matrices;
+
+static void shapes(const args *a, matrices *mx)
+{
+    long long m = a->c.n[0], n = a->c.n[1], k = a->c.n[2];
+    long long r[3] = {a->ta ? k : m, a->tb ? n : k, m}, c[3] = {a->ta ? m : k, a->tb ? k : n, n};
+    size_t es = a->c.prec == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
+    for (int i = 0; i < 3; i++) {
+        mx->rows[i] = r[i];
+        mx->cols[i] = c[i];
+        mx->ld[i] = a->order == TIDE_COL_MAJOR ? r[i] : c[i];
+        mx->bytes[i] = (size_t)r[i] * (size_t)c[i] * es;
+    }
+}
+
+/* Fills a stored matrix with the oracle's deterministic values in [-1, 1): the storage seen
+ * as an outer x ld x 1 grid (tide_ref_fill), one contiguous run per call, on the context's
+ * threads. */
+static void fill(void *p, long long outer, long long ld, tide_precision prec, unsigned seed,
+                 int threads)
+{
+    int n[3] = {(int)outer, (int)ld, 1};
+    size_t run = (size_t)ld * (prec == TIDE_DOUBLE ? sizeof(double) : sizeof(float));
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long long x = 0; x < outer; x++) {
+        tide_box box = {{(int)x, 0, 0}, {(int)x + 1, (int)ld, 1}, {0, 1, 2}};
+        tide_ref_fill((char *)p + (size_t)x * run, &box, 1, 0, prec, n, seed);
+    }
+}
+
+/* Allocates the matrices (device copies with dev) and C0, and fills A, B and C0: 0, else why
+ * and 1. */
+static int matrices_make(tide_context *ctx, const args *a, int dev, int threads, matrices *mx)
+{
+    for (int i = 0; i < 3; i++) {
+        int st = a->pageable ? (mx->host[i] = malloc(mx->bytes[i])) == NULL
+                             : tide_host_alloc(ctx, mx->bytes[i], &mx->host[i]);
+        if (st || (dev && tide_device_alloc(ctx, mx->bytes[i], &mx->dev[i]))) {
+            tide_warn("tide gemm: cannot allocate %c (%.4g GB in %s memory)\n", "ABC"[i],
+                      mx->bytes[i] / 1e9, st ? "host" : "device");
+            return 1;
+        }
+    }
+    if (!(mx->c0 = malloc(mx->bytes[2]))) {
+        tide_warn("tide gemm: cannot allocate the copy of C (%.4g GB)\n", mx->bytes[2] / 1e9);
+        return 1;
+    }
+    void *dst[3] = {mx->host[0], mx->host[1], mx->c0};
+    for (int i = 0; i < 3; i++) {
+        long long outer = a->order == TIDE_COL_MAJOR ? mx->cols[i] : mx->rows[i];
+        fill(dst[i], outer, mx->ld[i], a->c.prec, a->c.seed + (unsigned)i, threads);
+    }
+    for (int i = 0; dev && i < 2; i++)
+        if (tide_copy(ctx, mx->dev[i], mx->host[i], mx->bytes[i]))
+            return 1;
+    return 0;
+}
+
+static void device_free(tide_context *ctx, matrices *mx)
+{
+    for (int i = 0; i < 3; i++) {
+        tide_device_free(ctx, mx->dev[i]);
+        mx->dev[i] = NULL;
+    }
+}
+
+static void matrices_free(tide_context *ctx, matrices *mx)
+{
+    device_free(ctx, mx);
+    for (int i = 0; i < 3; i++)
+        if (mx->pageable)
+            free(mx->host[i]);
+        else
+            tide_host_free(ctx, mx->host[i]);
+    free(mx->c0);
+}
+
+/* ---- the runs -------------------------------------------------------------------------------- */
+
+/* A timed multiply on the plan's matrices, C restored (untimed) from C0 first. */
+typedef struct {
+    tide_context *ctx;
+    tide_gemm_plan *plan;
+    double alpha, beta;
+    const void *a, *b, *c0;
+    void *c;
+    size_t cbytes;
+} run_arg;
+
+static int restore(void *p)
+{
+    run_arg *r = p;
+    return tide_copy(r->ctx, r->c, r->c0, r->cbytes);
+}
+
+static int multiply(void *p)
+{
+    run_arg *r = p;
+    return tide_gemm_execute(r->plan, r->alpha, r->a, r->b, r->beta, r->c);
+}
+
+/* A warm-up, then runs timed multiplies into times; C's result is left in mx->host[2]. */
+static int time_plan(tide_context *ctx, tide_gemm_plan *plan, const args *a,
+                     const matrices *mx, int dev, double *times)
+{
+    void *const *x = dev ? mx->dev : mx->host;
+    run_arg r = {ctx, plan, a->alpha, a->beta, x[0], x[1], mx->c0, x[2], mx->bytes[2]};
+    int st;
+    if ((st = restore(&r)) || (st = multiply(&r)) ||
+        (st = app_time_runs(a->c.runs, restore, multiply, &r, 1, times)))
+        return st;
+    return dev ? tide_copy(ctx, mx->host[2], mx->dev[2], mx->bytes[2]) : 0;
+}
+
+/* Rank 0's terminal: what a long step is doing ("" clears the line). */
+static void progress(const char *what)
+{
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0 && isatty(STDERR_FILENO))
+        fprintf(stderr, "\r%-40s\r%s", "", what);
+}
+
+/* ---- the check ------------------------------------------------------------------------------- */
+
+typedef struct {
+    const char *kind;  /* "full", "sampled" or "none" */
+    long long entries; /* of C checked */
+    double max_error;  /* in units of the rigorous bound; NaN: a bad argument to the oracle */
+} check_result;
+
+/* The largest error on the block [i0, i1) x [j0, j1) of C: the oracle's values from A, B and
+ * C0 into ref and scale, then the bound-relative error of the result. */
+static double check_block(const args *a, const matrices *mx, const void *c, long long i0,
+                          long long i1, long long j0, long long j1, double *ref,
+                          double *scale)
+{
+    int dbl = a->c.prec == TIDE_DOUBLE;
+    int st = tide_ref_gemm(dbl, a->order, a->ta, a->tb, a->c.n[0], a->c.n[1], a->c.n[2],
+                           a->alpha, mx->host[0], mx->ld[0], mx->host[1], mx->ld[1], a->beta,
+                           mx->c0, mx->ld[2], i0, i1, j0, j1, ref, scale);
+    if (st) {
+        tide_warn("tide gemm: the oracle failed: %s\n", tide_strerror(st));
+        return NAN;
+    }
+    return tide_ref_gemm_error(dbl, a->order, a->c.n[2], c, mx->ld[2], i0, i1, j0, j1, ref,
+                               scale);
+}
+
+/* The larger of two errors, NaN (a failed oracle) winning. */
+static double worse(double e, double f)
+{
+    return isnan(e) || isnan(f) ? NAN : fmax(e, f);
+}
+
+/* lines distinct indices below count: the last, then random ones (xorshift from seed). */
+static int pick_lines(long long count, unsigned seed, long long *idx)
+{
+    int lines = count < CHECK_LINES ? (int)count : CHECK_LINES;
+    unsigned long long x = 0x9e3779b97f4a7c15ull ^ seed;
+    idx[0] = count - 1;
+    for (int i = 1; i < lines; i++) {
+        int dup;
+        do {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            idx[i] = (long long)(x % (unsigned long long)count);
+            dup = 0;
+            for (int j = 0; j < i; j++)
+                dup |= idx[j] == idx[i];
+        } while (dup);
+    }
+    return lines;
+}
+
+/* Checks the result c (host, C's layout) against the oracle: every entry by blocks of rows,
+ * or the sampled rows and columns. Returns 0, else -1 after saying why. */
+static int check(const args *a, const matrices *mx, const void *c, check_result *r)
+{
+    long long m = a->c.n[0], n = a->c.n[1];
+    int full = (double)m * n * a->c.n[2] <= (double)CHECK_FULL;
+    long long step = full ? (CHECK_BLOCK / n > 0 ? CHECK_BLOCK / n : 1) : 1;
+    long long len = step * n > m ? step * n : m;
+    double *ref = malloc(sizeof(double) * (size_t)len), *scale =
+        malloc(sizeof(double) * (size_t)len);
+    if (!ref || !scale) {
+        tide_warn("tide gemm: out of memory for the check (%lld entries)\n", len);
+        free(ref);
+        free(scale);
+        return -1;
+    }
+    progress("checking C against the oracle ...");
+    r->kind = full ? "full" : "sampled";
+    r->max_error = 0;
+    if (full) {
+        for (long long i = 0; i < m; i += step) {
+            long long i1 = i + step < m ? i + step : m;
+            r->max_error = worse(r->max_error, check_block(a, mx, c, i, i1, 0, n, ref, scale));
+        }
+        r->entries = m * n;
+    } else {
+        long long rows[CHECK_LINES], cols[CHECK_LINES];
+        int nr = pick_lines(m, a->c.seed, rows), nc = pick_lines(n, a->c.seed + 1, cols);
+        for (int i = 0; i < nr; i++)
+            r->max_error = worse(r->max_error, check_block(a, mx, c, rows[i], rows[i] + 1, 0,
+                                                           n, ref, scale));
+        for (int j = 0; j < nc; j++)
+            r->max_error = worse(r->max_error, check_block(a, mx, c, 0, m, cols[j],
+                                                           cols[j] + 1, ref, scale));
+        r->entries = nr * n + nc * m - (long long)nr * nc;
+    }
+    progress("");
+    free(ref);
+    free(scale);
+    return 0;
+}
+
+/* ---- the bound and the in-card figure -------------------------------------------------------- */
+
+/* The plan's bound split into its terms: the largest names it. */
+typedef struct {
+    double seconds;    /* info.bound */
+    double term[4];    /* flops at rate_gemm, up at rate_up, down at rate_down, both ways */
+    const char *what;  /* the largest term's name, or NULL without a bound */
+} bound_terms;
+
+static void bound_of(const tide_gemm_info *info, bound_terms *b)
+{
+    static const char *names[] = {"in-card GEMM", "PCIe up", "PCIe down", "PCIe both ways"};
+    double rate[4] = {info->rate_gemm, info->rate_up, info->rate_down, info->rate_both};
+    double amount[4] = {info->flops, info->bytes_up, info->bytes_down,
+                        info->bytes_up + info->bytes_down};
+    memset(b, 0, sizeof *b);
+    b->seconds = info->bound;
+    if (!(info->bound > 0))
+        return;
+    int top = 0;
+    for (int t = 0; t < 4; t++) {
+        b->term[t] = rate[t] > 0 ? app_seconds(amount[t], rate[t]) : 0;
+        if (b->term[t] > b->term[top])
+            top = t;
+    }
+    b->what = names[top];
+}
+
+/* The in-card figure: why it is missing, else its median time and check. */
+typedef struct {
+    int measured;
+    char why[160];     /* when not measured */
+    app_stats ts;
+    check_result cr;
+} incard;
+
+/* With the out-of-card plan destroyed: a device-resident plan on device copies of the
+ * matrices, timed and checked like the run. A failure that only stops the figure is said in
+ * in->why (0 returned); -1: the check could not run (said). */
+static int incard_measure(tide_context *ctx, const args *a, matrices *mx, double *times,
+                          incard *in)
+{
+    tide_device_info di;
+    int st = tide_context_device(ctx, &di);
+    double need = (double)mx->bytes[0] + (double)mx->bytes[1] + (double)mx->bytes[2];
+    if (st)
+        snprintf(in->why, sizeof in->why, "tide_context_device: %s", tide_strerror(st));
+    else if (need > (double)di.budget_bytes)
+        snprintf(in->why, sizeof in->why, "A, B and C (%.4g GB) exceed the device budget "
+                 "(%.4g GB)", need / 1e9, di.budget_bytes / 1e9);
+    if (st || need > (double)di.budget_bytes)
+        return 0;
+    tide_gemm_options o;
+    tide_gemm_options_init(&o);
+    o.precision = a->c.prec;
+    o.backend = TIDE_BACKEND_CUDA;
+    o.location = TIDE_LOCATION_DEVICE;
+    o.order = a->order;
+    o.transa = a->ta;
+    o.transb = a->tb;
+    tide_gemm_plan *plan = NULL;
+    for (int i = 0; i < 3 && !st; i++)
+        st = tide_device_alloc(ctx, mx->bytes[i], &mx->dev[i]);
+    for (int i = 0; i < 2 && !st; i++)
+        st = tide_copy(ctx, mx->dev[i], mx->host[i], mx->bytes[i]);
+    if (!st && !(st = tide_gemm_plan_create(ctx, a->c.n[0], a->c.n[1], a->c.n[2], &o, &plan)))
+        st = time_plan(ctx, plan, a, mx, 1, times);
+    if (st) {
+        snprintf(in->why, sizeof in->why, "the device-resident plan: %s: %s",
+                 tide_strerror(st), tide_last_error(ctx));
+        st = 0;
+    } else {
+        in->measured = 1;
+        app_stats_of(times, a->c.runs, &in->ts);
+        in->cr.kind = "none";
+        st = a->check ? check(a, mx, mx->host[2], &in->cr) : 0;
+    }
+    tide_gemm_plan_destroy(plan);
+    device_free(ctx, mx);
+    return st;
+}
+
+/* ---- the report ------------------------------------------------------------------------------ */
+
+static const char *trans_name(tide_transpose t)
+{
+    return t == TIDE_TRANS ? "T" : "N";
+}
+
+/* Where the matrices live: tide_host_alloc pins host memory on a CUDA context only. */
+static const char *where(const args *a, tide_backend backend)
+{
+    return a->c.device ? "device" : a->pageable ? "pageable host"
+           : backend == TIDE_BACKEND_CUDA ? "pinned host" : "host";
+}
+
+/* The matrices, the plan and the data movement, before the timing keys. */
+static void say_setup(const args *a, const matrices *mx, const tide_gemm_info *info,
+                      const char *desc, int threads)
+{
+    const app_args *c = &a->c;
+    int gpu = info->backend == TIDE_BACKEND_CUDA;
+    const char *at = where(a, info->backend);
+    tide_say("Tide %s: gemm %s %dx%dx%d (M N K), C = alpha op(A) op(B) + beta C, op %s%s, "
+             "%s major, alpha %g, beta %g, 1 rank x %d threads, backend %s, %s matrices\n",
+             tide_version(), c->prec == TIDE_DOUBLE ? "double" : "float", c->n[0], c->n[1],
+             c->n[2], trans_name(a->ta), trans_name(a->tb),
+             a->order == TIDE_COL_MAJOR ? "column" : "row", a->alpha, a->beta, threads,
+             gpu ? "cuda" : "cpu", at);
+    tide_say("Plan: %s\n", desc);
+    tide_say("Matrices: A %lldx%lld, B %lldx%lld, C %lldx%lld as stored, %.4g GB in all in %s "
+             "memory (%s)\n", mx->rows[0], mx->cols[0], mx->rows[1], mx->cols[1], mx->rows[2],
+             mx->cols[2], ((double)mx->bytes[0] + mx->bytes[1] + mx->bytes[2]) / 1e9, at,
+             c->device ? "tide_device_alloc" : a->pageable ? "malloc" : "tide_host_alloc");
+    if (info->tiles > 0)
+        tide_say("Tiles: %d C tiles of up to %lldx%lld kept on the device, %d panels of up to "
+                 "%lld per tile, %d pipeline slots\n", info->tiles, info->tile_m, info->tile_n,
+                 info->panels, info->panel, info->slots);
+}
+
+/* The figures after the timing keys: rate, the check, PCIe, the bound, the in-card figure. */
+static void say_figures(const args *a, const tide_gemm_info *info, const app_stats *ts,
+                        const check_result *cr, const bound_terms *b, const incard *in)
+{
+    tide_say("Rate: %.4g TFLOP/s (2 M N K / time per run)\n", info->flops / ts->median * 1e-12);
+    if (!a->check) {
+        tide_say("Verification: skipped (-no-check)\n");
+    } else {
+        tide_say("Max error: %.6g (units of the rigorous rounding bound; <= 1 passes)\n",
+                 cr->max_error);
+        tide_say("Reference: the naive oracle (tide_ref_gemm) on the last multiply, %s: %lld "
+                 "of %lld entries%s\n", cr->kind, cr->entries,
+                 (long long)a->c.n[0] * a->c.n[1], strcmp(cr->kind, "full") ? " (the last row "
+                 "and column and random others)" : "");
+        tide_say("Verification: %s\n", cr->max_error <= 1 ? "passed" : "FAILED");
+    }
+    if (info->bytes_up > 0 || info->bytes_down > 0)
+        tide_say("PCIe: %.4g GB up, %.4g GB down per multiply; measured rates %.4g GB/s up, "
+                 "%.4g GB/s down, %.4g GB/s both ways; in-card GEMM %.4g TFLOP/s\n",
+                 info->bytes_up / 1e9, info->bytes_down / 1e9, info->rate_up, info->rate_down,
+                 info->rate_both, info->rate_gemm * 1e-3);
+    if (b->what) {
+        char what[300];
+        snprintf(what, sizeof what, "the largest of gemm %.4g s, up %.4g s, down %.4g s, both "
+                 "ways %.4g s: %s dominates", b->term[0], b->term[1], b->term[2], b->term[3],
+                 b->what);
+        app_say_bound(b->seconds, what, ts->median);
+    } else {
+        tide_say("Bound: none (the plan bounds host matrices on the cuda backend)\n");
+    }
+    if (a->c.device)
+        tide_say("In-card cuBLAS rate: %.4g TFLOP/s (this run: device matrices)\n",
+                 info->flops / ts->median * 1e-12);
+    else if (info->backend == TIDE_BACKEND_CUDA && !in->measured)
+        tide_say("In-card cuBLAS rate: not measured (%s)\n", in->why);
+    else if (in->measured)
+        tide_say("In-card cuBLAS rate: %.4g TFLOP/s (a device-resident plan on device copies, "
+                 "median of %d); out-of-card / in-card %.3f\n",
+                 info->flops / in->ts.median * 1e-12, a->c.runs, in->ts.median / ts->median);
+    if (in->measured && a->check)
+        tide_say("In-card verification: %s (max error %.6g, %s: %lld entries)\n",
+                 in->cr.max_error <= 1 ? "passed" : "FAILED", in->cr.max_error, in->cr.kind,
+                 in->cr.entries);
+}
+
+/* A JSON number, or null when not finite, and the separator. */
+static void json_real(FILE *f, const char *name, double v, const char *sep)
+{
+    if (isfinite(v))
+        fprintf(f, "\"%s\": %.9g%s", name, v, sep);
+    else
+        fprintf(f, "\"%s\": null%s", name, sep);
+}
+
+static int write_json(const args *a, const tide_gemm_info *info, const char *desc,
+                      int threads, double plan_s, const app_stats *ts, double mem,
+                      const check_result *cr, const bound_terms *b, const incard *in)
+{
+    FILE *f = fopen(a->c.json, "w");
+    if (!f) {
+        tide_warn("tide gemm: cannot write %s\n", a->c.json);
+        return 1;
+    }
+    app_json_head(f, "gemm", &a->c, 1, threads, info->backend, desc, 0);
+    fprintf(f, "\"m\": %d, \"n\": %d, \"k\": %d, \"transa\": \"%s\", \"transb\": \"%s\", "
+            "\"order\": \"%s\", \"alpha\": %.17g, \"beta\": %.17g, \"location\": \"%s\",\n",
+            a->c.n[0], a->c.n[1], a->c.n[2], trans_name(a->ta), trans_name(a->tb),
+            a->order == TIDE_COL_MAJOR ? "col" : "row", a->alpha, a->beta,
+            where(a, info->backend));
+    fprintf(f, " \"tiles\": %d, \"tile_m\": %lld, \"tile_n\": %lld, \"panels\": %d, "
+            "\"panel\": %lld, \"slots\": %d,", info->tiles, info->tile_m, info->tile_n,
+            info->panels, info->panel, info->slots);
+    app_json_timing(f, plan_s, ts, info->flops, mem);
+    fprintf(f, " \"tflops\": %.6g, \"bytes_up\": %.17g, \"bytes_down\": %.17g, "
+            "\"rate_up_gbps\": %.6g, \"rate_down_gbps\": %.6g, \"rate_both_gbps\": %.6g, "
+            "\"rate_gemm_gflops\": %.6g,\n", info->flops / ts->median * 1e-12, info->bytes_up,
+            info->bytes_down, info->rate_up, info->rate_down, info->rate_both, info->rate_gemm);
+    fprintf(f, " ");
+    json_real(f, "bound_seconds", b->what ? b->seconds : NAN, ", ");
+    fprintf(f, "\"bound_term\": %s%s%s, ", b->what ? "\"" : "", b->what ? b->what : "null",
+            b->what ? "\"" : "");
+    json_real(f, "bound_ratio", b->what ? b->seconds / ts->median : NAN, ", ");
+    double in_t = a->c.device ? ts->median : in->measured ? in->ts.median : NAN;
+    json_real(f, "incard_tflops", info->flops / in_t * 1e-12, ", ");
+    json_real(f, "incard_ratio", in->measured ? in_t / ts->median : NAN, ", ");
+    json_real(f, "incard_max_error", in->measured && a->check ? in->cr.max_error : NAN, ",\n");
+    fprintf(f, " \"host_bytes\": %zu, \"pinned_bytes\": %zu, \"device_bytes\": %zu, "
+            "\"check\": \"%s\", \"checked_entries\": %lld, ", info->host_bytes,
+            info->pinned_bytes, info->device_bytes, a->check ? cr->kind : "none",
+            a->check ? cr->entries : 0);
+    json_real(f, "max_error", a->check ? cr->max_error : NAN, ", ");
+    fprintf(f, "\"verified\": %s}\n", !a->check ? "null" : cr->max_error <= 1 ? "true"
+                                                                              : "false");
+    fclose(f);
+    return 0;
+}
+
+/* ---- the command ----------------------------------------------------------------------------- */
+
+#define CHECK(call) APP_CHECK("tide gemm", call)
+
+/* Collective: the plan the arguments ask for and its creation time (slowest rank): 0, else
+ * why and the exit status (2 for a refused argument). */
+static int plan_make(tide_context *ctx, const args *a, tide_gemm_plan **plan, double *plan_s)
+{
+    tide_gemm_options o;
+    tide_gemm_options_init(&o);
+    o.precision = a->c.prec;
+    o.backend = a->c.backend;
+    o.location = a->c.device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
+    o.order = a->order;
+    o.transa = a->ta;
+    o.transb = a->tb;
+    o.tile = a->tile;
+    o.panel = a->panel;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    int st = tide_gemm_plan_create(ctx, a->c.n[0], a->c.n[1], a->c.n[2], &o, plan);
+    if (st) { /* the same on every rank: an argument it refuses is a bad argument */
+        tide_warn("tide gemm: %s: %s\n", tide_strerror(st), tide_last_error(ctx));
+        return st == TIDE_ERR_ARGUMENT ? 2 : 1;
+    }
+    *plan_s = app_max(MPI_Wtime() - t0);
+    return 0;
+}
+
+int tide_cmd_gemm(int argc, char **argv)
+{
+    args a;
+    int rc = parse(argc, argv, &a);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    int rank, threads = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    tide_context *ctx = NULL;
+    tide_gemm_plan *plan = NULL;
+    matrices mx = {.pageable = a.pageable};
+    double *times = NULL, plan_s = 0;
+    if (app_context_create("tide gemm", &a.c, &ctx))
+        return 1;
+    tide_context_threads(ctx, &threads);
+    tide_backend cb = TIDE_BACKEND_CPU;
+    tide_context_backend(ctx, &cb);
+    if (a.c.device && cb != TIDE_BACKEND_CUDA) { /* the backend is the same on every rank */
+        tide_warn("tide gemm: -device needs GPU memory, but this run's backend is cpu (%s)\n",
+                  tide_context_gpu_status(ctx));
+        rc = 2;
+        goto done;
+    }
+    if ((rc = plan_make(ctx, &a, &plan, &plan_s)))
+        goto done;
+    /* From here the plan exists, so the run has one rank (tide.h): no agreement needed. */
+    tide_gemm_info info;
+    char desc[256];
+    CHECK(tide_gemm_plan_info(plan, &info));
+    CHECK(tide_gemm_plan_describe(plan, desc, sizeof desc));
+    shapes(&a, &mx);
+    progress("filling the matrices ...");
+    if (!(times = malloc(sizeof(double) * (size_t)a.c.runs)) ||
+        matrices_make(ctx, &a, a.c.device, threads, &mx)) {
+        rc = 1;
+        goto done;
+    }
+    progress("");
+    say_setup(&a, &mx, &info, desc, threads);
+
+    CHECK(time_plan(ctx, plan, &a, &mx, a.c.device, times));
+    app_stats ts;
+    app_stats_of(times, a.c.runs, &ts);
+    CHECK(tide_gemm_plan_info(plan, &info)); /* pinned staging appears with the first run */
+    check_result cr = {"none", 0, 0};
+    if (a.check && check(&a, &mx, mx.host[2], &cr)) {
+        rc = 1;
+        goto done;
+    }
+    /* Memory usage: what the plan holds anywhere and the matrices wherever they live (not the
+     * app's copy of C). */
+    double mem = (double)info.host_bytes + (double)info.pinned_bytes +
+                 (double)info.device_bytes + (double)mx.bytes[0] + mx.bytes[1] + mx.bytes[2];
+    bound_terms b;
+    bound_of(&info, &b);
+    device_free(ctx, &mx);
+    tide_gemm_plan_destroy(plan);
+    plan = NULL;
+
+    incard in = {0};
+    if (info.backend == TIDE_BACKEND_CUDA && !a.c.device &&
+        incard_measure(ctx, &a, &mx, times, &in)) {
+        rc = 1;
+        goto done;
+    }
+    app_say_timing(plan_s, &ts, info.flops, mem);
+    say_figures(&a, &info, &ts, &cr, &b, &in);
+    if (a.c.json && rank == 0)
+        rc = write_json(&a, &info, desc, threads, plan_s, &ts, mem, &cr, &b, &in);
+    if (!(cr.max_error <= 1) || (in.measured && !(in.cr.max_error <= 1)))
+        rc = 1;
+done:
+    progress("");
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    tide_gemm_plan_destroy(plan);
+    matrices_free(ctx, &mx);
+    tide_context_destroy(ctx);
+    free(times);
+    return rc;
+}

@@ -1,0 +1,511 @@
+/*
+ * gemm_stream.c: the out-of-card matrix multiply on the pipeline engine (see gemm_stream.h).
+ *
+ * C is cut into tm x tn tiles (at most mb x nb), the k dimension into np panels (at most kb).
+ * Chunk i of a run is panel p = i % np of tile t = i / np, tiles taken row by row. Each slot
+ * has three device buffers: 0 the panel of op(A) and 1 the panel of op(B), both as the host
+ * stores them (a transposed operand is uploaded untransposed and cuBLAS reads it transposed),
+ * 2 a C tile; one resident buffer holds the tile being accumulated. Chunk (t, 0) uploads C's
+ * tile into buffer 2 (when beta != 0) and its work copies it into the resident tile; every
+ * chunk multiplies its panels into the resident tile (beta at p = 0, then 1); chunk (t, np - 1)
+ * copies the resident tile into buffer 2 and downloads it. The job is ordered (each chunk's work
+ * starts after the previous chunk's), so one multiply at a time touches the resident tile, and
+ * buffer 2 belongs to the slot, so a tile's upload never races the previous tile's download.
+ * Uploads run up to SLOTS - 1 chunks ahead of the work: the PCIe traffic hides behind the
+ * multiplies when the tiles are large enough (Wu 2014, eqs. 5.3-5.5: the bytes a chunk moves
+ * over its flops below the PCIe rate over the GEMM rate). The plan measures both rates and
+ * takes, among the shapes that fit the budget, the one the model of predict() says ends first.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <mpi.h>
+#include "tide_config.h"
+#include "gemm_stream.h"
+#if TIDE_HAVE_CUDA
+#include "pipeline.h"
+
+enum { SLOTS = 4, MAX_CHUNKS = 1 << 16, PROBE = 2048, FINALISTS = 4 };
+
+/* Tiles and panels: the largest of each, how many, and which operands are kept whole on the
+ * device (each block uploaded once, by the first tile that needs it, instead of once per tile
+ * row or column). */
+typedef struct {
+    long long mb, nb, kb;
+    int tm, tn, np;
+    int keep[2];
+} shape;
+
+struct tide_gemm_stream {
+    tide_gemm_stream_desc d;
+    shape sh;
+    size_t elem;
+    tide_rates rates;
+    double rate_gemm;       /* flop/s of one chunk's multiply on the device, measured */
+    tide_pipeline *pipe;
+};
+
+/* What one execution works on (the job's user data). */
+typedef struct {
+    const tide_gemm_stream *s;
+    double alpha, beta;
+    const void *a, *b;
+    void *c;
+} run_t;
+
+/* Block i of `count` balanced blocks of 0..n: [*lo, *hi). */
+static void block_range(long long n, int count, int i, long long *lo, long long *hi)
+{
+    *lo = n * i / count;
+    *hi = n * (i + 1) / count;
+}
+
+static long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+
+static long long at_least_1(long long v) { return v > 1 ? v : 1; }
+
+/* A column-major host matrix of `cols` columns, leading dimension ld, as a box (dimension 0 the
+ * column, 1 the row), and its rows r0..r1 of columns c0..c1. The plan keeps both within int. */
+static tide_box matrix(long long cols, long long ld)
+{
+    return (tide_box){{0, 0, 0}, {(int)cols, (int)ld, 1}, {0, 1, 2}};
+}
+
+static tide_box block(long long r0, long long r1, long long c0, long long c1)
+{
+    return (tide_box){{(int)c0, (int)r0, 0}, {(int)c1, (int)r1, 1}, {0, 1, 2}};
+}
+
+/* The leading dimension of a block of `rows` rows on the device: a multiple of 32 elements,
+ * so that every column starts 128-byte aligned, which cuBLAS's fastest kernels want. */
+static long long dev_ld(long long rows) { return at_least_1((rows + 31) / 32 * 32); }
+
+/* Chunk i's tile rows, columns and panel: q[0..2) rows of C, q[2..4) its columns, q[4..6) the
+ * panel of k; *ti, *tj its tile's row and column, *p the panel. */
+static void chunk_ranges(const tide_gemm_stream *s, int i, long long q[6], int *ti, int *tj,
+                         int *p)
+{
+    const shape *h = &s->sh;
+    int t = i / h->np;
+    *ti = t / h->tn, *tj = t % h->tn, *p = i % h->np;
+    block_range(s->d.d.m, h->tm, *ti, &q[0], &q[1]);
+    block_range(s->d.d.n, h->tn, *tj, &q[2], &q[3]);
+    block_range(s->d.d.k, h->np, *p, &q[4], &q[5]);
+}
+
+/* Operand x (0: A, 1: B) as its matrix is stored: rows x cols in all, and the block a chunk
+ * with ranges q needs (rows r0..r1 of columns c0..c1). */
+typedef struct {
+    long long rows, cols, r0, r1, c0, c1;
+} stored;
+
+static stored operand(const tide_gemm_desc *g, int x, const long long q[6])
+{
+    /* op(A) is m x k over q[0..2) x q[4..6); op(B) is k x n over q[4..6) x q[2..4) */
+    const long long *r = x ? q + 4 : q, *c = x ? q + 2 : q + 4;
+    long long rows = x ? g->k : g->m, cols = x ? g->n : g->k;
+    if (x ? g->transb : g->transa)
+        return (stored){cols, rows, c[0], c[1], r[0], r[1]};
+    return (stored){rows, cols, r[0], r[1], c[0], c[1]};
+}
+
+/* Whether the chunk at tile (ti, tj) uploads its block of a kept operand x: the first tile
+ * that needs the block (tiles go row by row: A's blocks are first needed at column 0, B's at
+ * row 0). */
+static int first_use(int x, int ti, int tj) { return x ? ti == 0 : tj == 0; }
+
+/* The upload of a block of a host matrix into buffer buf: densely (leading dimension dev_ld
+ * of its rows) at the start of a slot's buffer, or with `whole` into a resident copy of the
+ * whole matrix (leading dimension dev_ld of its rows) at the block's own place. An empty block
+ * adds nothing. */
+static void add_xfer(tide_xfer *x, int *n, const void *host, long long ld, stored b, int buf,
+                     int whole)
+{
+    tide_box region = block(b.r0, b.r1, b.c0, b.c1);
+    if (tide_box_count(&region) == 0)
+        return;
+    tide_box dbox = whole ? matrix(b.cols, dev_ld(b.rows)) : region;
+    if (!whole)
+        dbox.hi[1] = (int)(dbox.lo[1] + dev_ld(b.r1 - b.r0));
+    x[(*n)++] = (tide_xfer){(void *)host, matrix(b.cols, ld), region, buf, 0, dbox};
+}
+
+/* Buffers of a pipeline slot, then the resident ones. */
+enum { BUF_A, BUF_B, BUF_C, RES_C, RES_A, RES_B };
+
+static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down, int *ndown)
+{
+    const run_t *r = user;
+    const tide_gemm_stream *s = r->s;
+    const tide_gemm_desc *g = &s->d.d;
+    const void *host[2] = {r->a, r->b};
+    long long q[6], ld[2] = {g->lda, g->ldb};
+    int ti, tj, p;
+    chunk_ranges(s, i, q, &ti, &tj, &p);
+    *nup = *ndown = 0;
+    for (int x = 0; x < 2; x++) {
+        stored b = operand(g, x, q);
+        if (!s->sh.keep[x])
+            add_xfer(up, nup, host[x], ld[x], b, BUF_A + x, 0);
+        else if (first_use(x, ti, tj))
+            add_xfer(up, nup, host[x], ld[x], b, RES_A + x, 1);
+    }
+    stored c = {g->m, g->n, q[0], q[1], q[2], q[3]};
+    if (p == 0 && r->beta != 0)
+        add_xfer(up, nup, r->c, g->ldc, c, BUF_C, 0);
+    if (p == s->sh.np - 1)
+        add_xfer(down, ndown, r->c, g->ldc, c, BUF_C, 0);
+    return TIDE_SUCCESS;
+}
+
+/* Where a chunk's block of operand x lies on the device, and its leading dimension. */
+static const void *on_device(const tide_gemm_stream *s, int x, const long long q[6],
+                             void *const *buf, long long *ld)
+{
+    stored b = operand(&s->d.d, x, q);
+    if (!s->sh.keep[x])
+        return *ld = dev_ld(b.r1 - b.r0), buf[BUF_A + x];
+    *ld = dev_ld(b.rows);
+    return (const char *)buf[RES_A + x] + s->elem * (size_t)(b.c0 * *ld + b.r0);
+}
+
+static int work(void *user, int i, void *const *buf, void *stream)
+{
+    const run_t *r = user;
+    const tide_gemm_stream *s = r->s;
+    const tide_gemm_desc *g = &s->d.d;
+    tide_env e = *s->d.env;
+    e.stream = stream;
+    long long q[6];
+    int ti, tj, p, st = TIDE_SUCCESS;
+    chunk_ranges(s, i, q, &ti, &tj, &p);
+    tide_gemm_desc c = {g->dbl, g->transa, g->transb, q[1] - q[0], q[3] - q[2], q[5] - q[4],
+                        0, 0, dev_ld(q[1] - q[0])};
+    const void *a = on_device(s, 0, q, buf, &c.lda), *b = on_device(s, 1, q, buf, &c.ldb);
+    size_t tile = s->elem * (size_t)(c.ldc * c.n);
+    if (p == 0 && r->beta != 0)
+        st = e.be->copy(&e, buf[RES_C], buf[BUF_C], tile);
+    if (!st)
+        st = e.be->gemm(&e, s->d.blas, &c, r->alpha, a, b, p ? 1.0 : r->beta, buf[RES_C]);
+    if (!st && p == s->sh.np - 1)
+        st = e.be->copy(&e, buf[BUF_C], buf[RES_C], tile);
+    return st;
+}
+
+int tide_gemm_stream_execute(tide_gemm_stream *s, double alpha, const void *a, const void *b,
+                             double beta, void *c, void *caller, char *err, size_t len)
+{
+    run_t r = {s, alpha, beta, a, b, c};
+    tide_pipeline_job job = {.nchunks = s->sh.tm * s->sh.tn * s->sh.np, .elem = s->elem,
+                             .batch = 1, .max_up = 3, .max_down = 1, .describe = describe,
+                             .work = work, .user = &r, .pageable = TIDE_PAGEABLE_STAGE,
+                             .ordered = 1, .after_caller = 1, .caller_stream = caller};
+    return tide_pipeline_run(s->pipe, &job, err, len);
+}
+
+/* ---- planning -------------------------------------------------------------------------- */
+
+/* Bytes of each slot's buffers (op(A)'s panel and op(B)'s as stored, unless kept; a C tile)
+ * and of the resident ones (the C tile, op(A) and op(B) whole when kept). */
+static void buffer_bytes(const tide_gemm_stream *s, const shape *h, double b[6])
+{
+    const tide_gemm_desc *g = &s->d.d;
+    double e = (double)s->elem;
+    b[BUF_A] = h->keep[0] ? 0 : e * (g->transa ? dev_ld(h->kb) * h->mb : dev_ld(h->mb) * h->kb);
+    b[BUF_B] = h->keep[1] ? 0 : e * (g->transb ? dev_ld(h->nb) * h->kb : dev_ld(h->kb) * h->nb);
+    b[BUF_C] = b[RES_C] = e * dev_ld(h->mb) * h->nb;
+    b[RES_A] = !h->keep[0] ? 0 : e * (g->transa ? dev_ld(g->k) * g->m : dev_ld(g->m) * g->k);
+    b[RES_B] = !h->keep[1] ? 0 : e * (g->transb ? dev_ld(g->n) * g->k : dev_ld(g->k) * g->n);
+}
+
+static size_t device_need(const tide_gemm_stream *s, const shape *h)
+{
+    double b[6];
+    buffer_bytes(s, h, b);
+    double all = SLOTS * (b[BUF_A] + b[BUF_B] + b[BUF_C]) + b[RES_C] + b[RES_A] + b[RES_B];
+    return all > 1e18 ? (size_t)-1 : (size_t)all;
+}
+
+/* Bytes one multiply moves up (C included: beta != 0) and down. A panel of op(A) goes up
+ * once per tile column (once when kept), a panel of op(B) once per tile row. */
+static void traffic(const tide_gemm_stream *s, const shape *h, double *up, double *down)
+{
+    const tide_gemm_desc *g = &s->d.d;
+    double e = (double)s->elem, a = (double)g->m * g->k, b = (double)g->k * g->n;
+    *up = e * ((h->keep[0] ? 1 : h->tn) * a + (h->keep[1] ? 1 : h->tm) * b +
+               (double)g->m * g->n);
+    *down = e * (double)g->m * g->n;
+}
+
+/* Seconds of the busiest resource over a whole multiply: the GPU at `rate` flop/s, or PCIe
+ * up, down, or both ways at once (rates in GB/s). */
+static double busiest(const tide_gemm_stream *s, const shape *h, double rate)
+{
+    const tide_gemm_desc *g = &s->d.d;
+    const tide_rates *r = &s->rates;
+    double up, down;
+    traffic(s, h, &up, &down);
+    double t = 2.0 * g->m * g->n * g->k / rate;
+    t = fmax(t, up / (r->h2d * 1e9));
+    t = fmax(t, down / (r->d2h * 1e9));
+    return fmax(t, (up + down) / (r->both * 1e9));
+}
+
+/* The efficiency of multiplies on small blocks relative to a large one, x / (x + 128) for
+ * each dimension x of a chunk's multiply (near what cuBLAS shows on Hopper): used only to rank
+ * shapes before their rates are measured. */
+static double small_blocks(const shape *h)
+{
+    return (double)h->mb / (h->mb + 128) * ((double)h->nb / (h->nb + 128)) *
+           ((double)h->kb / (h->kb + 128));
+}
+
+/* The model a shape is chosen by, with chunk multiplies at `rate` flop/s: the busiest
+ * resource; plus what cannot overlap: the first chunk's uploads (its panels and C tile) and the
+ * last tile's download; plus, per tile, the part of its first chunk's uploads that the
+ * SLOTS - 1 multiplies before it cannot hide (uploads run at most that far ahead); plus 10 us
+ * per chunk. */
+static double predict(const tide_gemm_stream *s, const shape *h, double rate)
+{
+    double e = (double)s->elem, tile = e * (double)h->mb * h->nb;
+    double up = (e * (double)h->kb * (h->mb + h->nb) + tile) / (s->rates.h2d * 1e9);
+    double chunk = 2.0 * h->mb * h->nb * h->kb / rate;
+    double stall = fmax(0, up - (SLOTS - 1) * chunk) * h->tm * h->tn;
+    return busiest(s, h, rate) + up + tile / (s->rates.d2h * 1e9) + stall +
+           1e-5 * h->tm * h->tn * h->np;
+}
+
+/* Candidate block sizes along an extent n: about 16 * 2^(i/4) balanced, and n whole; *count
+ * of them (at most 64). */
+static int candidates(long long n, long long fixed, long long out[64])
+{
+    if (fixed)
+        return out[0] = fixed < n ? fixed : n, 1;
+    int c = 0;
+    for (double b = 16; b < n && c < 63; b *= 1.189207115) /* 2^(1/4) */
+        out[c++] = ceil_div(n, ceil_div(n, (long long)b));
+    out[c++] = n;
+    return c;
+}
+
+static shape make_shape(const tide_gemm_desc *g, long long mb, long long nb, long long kb,
+                        int keep)
+{
+    shape h = {0, 0, 0, (int)ceil_div(g->m, mb), (int)ceil_div(g->n, nb),
+               (int)ceil_div(at_least_1(g->k), kb), {keep & 1, keep >> 1}};
+    h.mb = ceil_div(g->m, h.tm);
+    h.nb = ceil_div(g->n, h.tn);
+    h.kb = ceil_div(g->k, h.np);
+    return h;
+}
+
+/* The FINALISTS shapes that fit the budget and are predicted to end first at `rate` (scaled
+ * by small_blocks), best first, in fin[0..*n). */
+static void rank_shapes(const tide_gemm_stream *s, double rate, shape *fin, double *t, int *n)
+{
+    const tide_gemm_desc *g = &s->d.d;
+    long long cm[64], cn[64], ck[64];
+    int nm = candidates(g->m, s->d.tile, cm), nn = candidates(g->n, s->d.tile, cn);
+    int nk = candidates(at_least_1(g->k), s->d.panel, ck);
+    *n = 0;
+    for (int keep = 0; keep < 4; keep++)
+        for (int a = 0; a < nm; a++)
+            for (int b = 0; b < nn; b++)
+                for (int c = 0; c < nk; c++) {
+                    shape h = make_shape(g, cm[a], cn[b], ck[c], keep);
+                    if ((double)h.tm * h.tn * h.np > MAX_CHUNKS ||
+                        device_need(s, &h) > s->d.budget)
+                        continue;
+                    double v = predict(s, &h, rate * small_blocks(&h));
+                    int at = *n < FINALISTS ? (*n)++ : FINALISTS;
+                    for (; at > 0 && t[at - 1] > v; at--)
+                        if (at < FINALISTS)
+                            fin[at] = fin[at - 1], t[at] = t[at - 1];
+                    if (at < FINALISTS)
+                        fin[at] = h, t[at] = v;
+                }
+}
+
+static int measure_gemm(tide_gemm_stream *s, long long m, long long n, long long k,
+                        double *rate, char *err, size_t len);
+
+/* The shape that fits the budget and is predicted to end first: the finalists of the model
+ * with the probe's rate, each then predicted again at the rate measured for its own chunk
+ * multiply. */
+static int choose(tide_gemm_stream *s, double probe, char *err, size_t len)
+{
+    shape fin[FINALISTS];
+    double t[FINALISTS], best = INFINITY;
+    int n, st = TIDE_SUCCESS;
+    rank_shapes(s, probe, fin, t, &n);
+    for (int i = 0; i < n && !st; i++) {
+        double rate;
+        st = measure_gemm(s, fin[i].mb, fin[i].nb, at_least_1(fin[i].kb), &rate, err, len);
+        double v = st ? INFINITY : predict(s, &fin[i], rate);
+        if (v < best)
+            best = v, s->sh = fin[i], s->rate_gemm = rate;
+    }
+    if (st || n > 0)
+        return st;
+    if (s->d.tile || s->d.panel)
+        return snprintf(err, len, "tiles of %d and panels of %d need more than the device "
+                        "budget of %zu bytes or more than %d chunks", s->d.tile, s->d.panel,
+                        s->d.budget, MAX_CHUNKS), TIDE_ERR_NOMEM;
+    return snprintf(err, len, "the device budget of %zu bytes is too small for the smallest "
+                    "tiles (16 x 16)", s->d.budget), TIDE_ERR_NOMEM;
+}
+
+/* The device's rate (flop/s) for multiplies of m x n x k on the plan's stream: the best of
+ * three after a warm-up, on device buffers made for it (contents irrelevant: the rate of the
+ * GEMM does not depend on them). */
+static int measure_gemm(tide_gemm_stream *s, long long m, long long n, long long k,
+                        double *rate, char *err, size_t len)
+{
+    const tide_env *e = s->d.env;
+    tide_gemm_desc c = {s->d.d.dbl, 0, 0, m, n, k, dev_ld(m), dev_ld(k), dev_ld(m)};
+    void *a = NULL, *b = NULL, *cc = NULL;
+    int st = e->be->alloc(s->elem * (size_t)(c.lda * k), &a);
+    st = st ? st : e->be->alloc(s->elem * (size_t)(c.ldb * n), &b);
+    st = st ? st : e->be->alloc(s->elem * (size_t)(c.ldc * n), &cc);
+    double best = INFINITY;
+    for (int rep = 0; rep < 4 && !st; rep++) {
+        double t0 = MPI_Wtime();
+        st = e->be->gemm(e, s->d.blas, &c, 1.0, a, b, 0.0, cc);
+        st = st ? st : e->be->sync(e);
+        double t = MPI_Wtime() - t0;
+        if (rep && t < best)
+            best = t;
+    }
+    e->be->free(a);
+    e->be->free(b);
+    e->be->free(cc);
+    if (st)
+        return snprintf(err, len, "timing a %lldx%lldx%lld multiply on the device failed: %s",
+                        m, n, k, e->be->last_error()), st;
+    *rate = 2.0 * m * n * k / best;
+    return TIDE_SUCCESS;
+}
+
+/* A probe multiply no larger than PROBE along any dimension nor than a third of the budget. */
+static long long probe_size(const tide_gemm_stream *s, long long n)
+{
+    long long q = (long long)sqrt((double)s->d.budget / 3.0 / (double)s->elem);
+    q = q < PROBE ? q : PROBE;
+    q = q < n ? q : n;
+    return at_least_1(q);
+}
+
+static int make_pipeline(tide_gemm_stream *s, char *err, size_t len)
+{
+    double b[6];
+    buffer_bytes(s, &s->sh, b);
+    size_t buf[6];
+    for (int i = 0; i < 6; i++) /* an unused buffer of one byte keeps the numbering */
+        buf[i] = b[i] > 0 ? (size_t)b[i] : 1;
+    /* pageable matrices: a chunk's uploads packed densely (a kept operand's block is as large
+     * as a panel, though it lands in a resident buffer) */
+    const shape *h = &s->sh;
+    size_t stage = s->elem * (size_t)(h->mb * h->kb + h->kb * h->nb + h->mb * h->nb);
+    tide_pipeline_config pc = {.nslots = SLOTS, .nbufs = 3, .buf_bytes = buf, .nresident = 3,
+                               .resident_bytes = buf + RES_C, .stage_bytes = stage};
+    return tide_pipeline_create_config(&pc, &s->pipe, err, len);
+}
+
+int tide_gemm_stream_create(const tide_gemm_stream_desc *d, tide_gemm_stream **out, char *err,
+                            size_t len)
+{
+    *out = NULL;
+    tide_gemm_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
+    s->d = *d;
+    s->elem = d->d.dbl ? sizeof(double) : sizeof(float);
+    const tide_gemm_desc *g = &d->d;
+    double probe = 0;
+    int st = tide_context_pcie(d->env->ctx, &s->rates, err, len);
+    if (!st)
+        st = measure_gemm(s, probe_size(s, g->m), probe_size(s, g->n),
+                          probe_size(s, g->k), &probe, err, len);
+    if (!st)
+        st = choose(s, probe, err, len);
+    if (!st)
+        st = make_pipeline(s, err, len);
+    if (st) {
+        tide_gemm_stream_destroy(s);
+        return st;
+    }
+    *out = s;
+    return TIDE_SUCCESS;
+}
+
+void tide_gemm_stream_destroy(tide_gemm_stream *s)
+{
+    if (!s)
+        return;
+    if (s->pipe)
+        tide_pipeline_destroy(s->pipe);
+    free(s);
+}
+
+void tide_gemm_stream_info(const tide_gemm_stream *s, tide_gemm_info *info)
+{
+    const shape *h = &s->sh;
+    info->tile_m = h->mb;
+    info->tile_n = h->nb;
+    info->panel = h->kb;
+    info->tiles = h->tm * h->tn;
+    info->panels = h->np;
+    info->slots = SLOTS;
+    traffic(s, h, &info->bytes_up, &info->bytes_down);
+    info->rate_up = s->rates.h2d;
+    info->rate_down = s->rates.d2h;
+    info->rate_both = s->rates.both;
+    info->rate_gemm = s->rate_gemm / 1e9;
+    info->bound = busiest(s, h, s->rate_gemm);
+    info->device_bytes = tide_pipeline_device_bytes(s->pipe);
+    info->pinned_bytes = tide_pipeline_pinned_bytes(s->pipe);
+}
+
+void tide_gemm_stream_describe(const tide_gemm_stream *s, char *buf, size_t len)
+{
+    const shape *h = &s->sh;
+    static const char *const kept[] = {"", ", A kept", ", B kept", ", A and B kept"};
+    snprintf(buf, len, "%d tile%s of %lldx%lld, %d panel%s of %lld%s, %d slots", h->tm * h->tn,
+             h->tm * h->tn > 1 ? "s" : "", h->mb, h->nb, h->np, h->np > 1 ? "s" : "", h->kb,
+             kept[h->keep[0] + 2 * h->keep[1]], SLOTS);
+}
+
+#else /* no CUDA: host matrices never stream (gemm.c asks only on a context with GPUs) */
+
+int tide_gemm_stream_create(const tide_gemm_stream_desc *d, tide_gemm_stream **out, char *err,
+                            size_t len)
+{
+    (void)d;
+    *out = NULL;
+    snprintf(err, len, "this build has no CUDA");
+    return TIDE_ERR_UNSUPPORTED;
+}
+
+void tide_gemm_stream_destroy(tide_gemm_stream *s) { (void)s; }
+
+int tide_gemm_stream_execute(tide_gemm_stream *s, double alpha, const void *a, const void *b,
+                             double beta, void *c, void *caller, char *err, size_t len)
+{
+    (void)s, (void)alpha, (void)a, (void)b, (void)beta, (void)c, (void)caller;
+    snprintf(err, len, "this build has no CUDA");
+    return TIDE_ERR_UNSUPPORTED;
+}
+
+void tide_gemm_stream_info(const tide_gemm_stream *s, tide_gemm_info *info)
+{
+    (void)s, (void)info;
+}
+
+void tide_gemm_stream_describe(const tide_gemm_stream *s, char *buf, size_t len)
+{
+    (void)s;
+    snprintf(buf, len, "no CUDA");
+}
+
+#endif

@@ -1,0 +1,1065 @@
+/*
+ * test_gemm.c: matrix multiply (tide_gemm_*), checked against the naive oracle (tide_ref_gemm,
+ * apps/reference.c: every entry a dot product in long double, no Tide code and no BLAS
+ * involved): a result passes when every entry lies within Higham's bound for a dot product
+ * (tide_ref_gemm_error <= 1).
+ *
+ * Run under mpiexec with 1 to 6 ranks; with TIDE_TEST_BACKEND=cuda on the GPU (host matrices
+ * streamed through it, or with TIDE_TEST_LOCATION=device device matrices from
+ * tide_device_alloc), skipped (77) where no GPU is usable. On the GPU the test moves its data
+ * with plain CUDA calls right before each multiply: A and C poisoned with NaN bytes and written
+ * by copies queued on the plan's stream behind a delay (host matrices: pinned ones from
+ * tide_host_alloc, alternating with plain pageable ones; device matrices: device-to-device
+ * copies, alternating with pageable cudaMemcpy on the legacy stream); the plan's stream is the
+ * legacy default stream or the test's own non-blocking one (given as the stream option or by
+ * tide_gemm_plan_set_stream). A multiply not ordered after that work reads NaN and fails.
+ *
+ *  a) the oracle's own conventions on products worked by hand;
+ *  b) more than one rank: tide_gemm_plan_create and tide_gemm fail TIDE_ERR_UNSUPPORTED on every
+ *     rank (valid, invalid and rank-dependent arguments alike), the plan pointer and C left
+ *     alone; the test stops there;
+ *  c) one rank: odd, prime, tall-skinny and empty shapes (k = 0, m = 0, n = 0), every transa and
+ *     transb, both orders, float and double, leading dimensions at the minimum (given as 0 or
+ *     explicitly) and beyond it with the padding full of NaN that must be neither read nor
+ *     written, alpha and beta edge cases (alpha 0, beta 0 with C full of NaN, beta 1, negative
+ *     values), empty matrices passed as NULL; each plan executed twice with fresh data and
+ *     other alpha and beta, each result compared over the whole matrix; info (shape, flops,
+ *     backend, location, the tiling fields) and describe; small tile and panel options forcing
+ *     many tiles, partial edge tiles and several panels on the GPU host path;
+ *  d) a context with a device budget of 1 MiB, far below the matrices: many tiles and panels
+ *     (GPU host path only);
+ *  e) the one-shot tide_gemm, default options (NULL) and given ones;
+ *  f) bad input: negative sizes, leading dimensions below the minimum, unknown enums, options
+ *     not from the init function, negative tile or panel, a device location on the CPU backend
+ *     (the code tide_stencil_plan_create gives), NULL matrices with elements, a host matrix
+ *     given to a device plan and the reverse: the same code on every rank, a message, outputs
+ *     left alone; then the plan still multiplies right; empty matrices accepted as NULL.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "tide_config.h"
+#if TIDE_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+#include "common.h"
+#include "reference.h"
+#include "tide.h"
+
+static MPI_Comm world;
+static int rank, nranks;
+static tt_tally tally;
+static int gpu;            /* TIDE_TEST_BACKEND=cuda: the context runs on the GPU */
+static int on_device;      /* TIDE_TEST_LOCATION=device: A, B and C in device memory */
+static int verbose;        /* TIDE_TEST_VERBOSE=1: name each case as it starts */
+static tide_context *ctx;  /* the context of the cases (every rank of MPI_COMM_WORLD) */
+static tide_backend backend;
+
+#define BIT(code) (1u << (code))
+static const unsigned ARG = BIT(TIDE_ERR_ARGUMENT), UNSUP = BIT(TIDE_ERR_UNSUPPORTED),
+                      MISM = BIT(TIDE_ERR_MISMATCH);
+/* What a failed create must leave in the plan pointer: an address no allocation returns. */
+static char plan_sentinel_storage;
+#define PLAN_SENTINEL ((tide_gemm_plan *)&plan_sentinel_storage)
+
+static void *xmalloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "test_gemm: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return p;
+}
+
+static void *xdup(const void *src, size_t bytes)
+{
+    return memcpy(xmalloc(bytes), src, bytes);
+}
+
+static double rnd(tt_rng *rng)
+{
+    /* 53 random bits: [-1, 1), with full mantissas (so rounding to float matters). */
+    return (double)(tt_rng_next(rng) >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0;
+}
+
+/* ---- matrices ------------------------------------------------------------------------------- */
+
+/* One matrix as stored: rows x cols in `order` with leading dimension ld. */
+typedef struct {
+    long long rows, cols, ld;
+    tide_matrix_order order;
+    int dbl;
+} gmat;
+
+static long long min_ld(const gmat *x)
+{
+    long long need = x->order == TIDE_COL_MAJOR ? x->rows : x->cols;
+    return need > 1 ? need : 1;
+}
+
+static size_t gmat_count(const gmat *x)
+{
+    long long lines = x->order == TIDE_COL_MAJOR ? x->cols : x->rows;
+    return (size_t)(lines * x->ld);
+}
+
+/* Bytes of the array (at least one element, so that every matrix has an allocation). */
+static size_t gmat_bytes(const gmat *x)
+{
+    size_t n = gmat_count(x);
+    return (n ? n : 1) * (x->dbl ? sizeof(double) : sizeof(float));
+}
+
+static int is_padding(const gmat *x, size_t e)
+{
+    long long within = (long long)(e % (size_t)x->ld);
+    return within >= (x->order == TIDE_COL_MAJOR ? x->rows : x->cols);
+}
+
+static void put(void *a, int dbl, size_t e, double v)
+{
+    if (dbl)
+        ((double *)a)[e] = v;
+    else
+        ((float *)a)[e] = (float)v;
+}
+
+/* Random values in [-1, 1) in the matrix, NaN in the padding (and everywhere with nan_all). */
+static void gmat_fill(const gmat *x, void *a, int nan_all, tt_rng *rng)
+{
+    size_t n = gmat_count(x);
+    put(a, x->dbl, 0, NAN); /* the spare element of an empty matrix */
+    for (size_t e = 0; e < n; e++)
+        put(a, x->dbl, e, nan_all || is_padding(x, e) ? NAN : rnd(rng));
+}
+
+/* Whether the padding of got is bitwise the padding of want. */
+static int padding_intact(const gmat *x, const void *got, const void *want)
+{
+    size_t es = x->dbl ? sizeof(double) : sizeof(float), n = gmat_count(x);
+    for (size_t e = 0; e < n; e++)
+        if (is_padding(x, e) && memcmp((const char *)got + e * es, (const char *)want + e * es, es))
+            return 0;
+    return 1;
+}
+
+/* ---- cases ---------------------------------------------------------------------------------- */
+
+typedef struct {
+    long long m, n, k;
+    int dbl;
+    tide_matrix_order order;
+    tide_transpose ta, tb;
+    long long pad[3];  /* A, B, C: extra leading dimension; -1: the minimum, given as 0 */
+    int tile, panel;   /* options; 0: the plan's choice */
+    double alpha[2], beta[2]; /* of the two executions */
+    int null_empty;    /* pass an empty matrix as NULL */
+    int stream_mode;   /* GPU: 0 the legacy stream, 1 own stream as option, 2 by set_stream */
+    unsigned seed;
+    char name[200];
+} gcase;
+
+/* The three matrices of a case: A stored m x k (k x m transposed), B k x n (n x k), C m x n. */
+static void case_mats(const gcase *g, gmat x[3])
+{
+    long long r[3] = {g->ta ? g->k : g->m, g->tb ? g->n : g->k, g->m};
+    long long c[3] = {g->ta ? g->m : g->k, g->tb ? g->k : g->n, g->n};
+    for (int i = 0; i < 3; i++) {
+        x[i] = (gmat){r[i], c[i], 1, g->order, g->dbl};
+        x[i].ld = min_ld(&x[i]) + (g->pad[i] > 0 ? g->pad[i] : 0);
+    }
+}
+
+static void case_options(const gcase *g, const gmat x[3], tide_gemm_options *o)
+{
+    tide_gemm_options_init(o);
+    o->precision = g->dbl ? TIDE_DOUBLE : TIDE_FLOAT;
+    o->location = on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
+    o->order = g->order;
+    o->transa = g->ta;
+    o->transb = g->tb;
+    o->lda = g->pad[0] < 0 ? 0 : x[0].ld;
+    o->ldb = g->pad[1] < 0 ? 0 : x[1].ld;
+    o->ldc = g->pad[2] < 0 ? 0 : x[2].ld;
+    o->tile = g->tile;
+    o->panel = g->panel;
+}
+
+static void name_case(gcase *g, const char *kind)
+{
+    gmat x[3];
+    case_mats(g, x);
+    snprintf(g->name, sizeof g->name,
+             "%s %lldx%lldx%lld %s %s %c%c ld %lld,%lld,%lld%s tile %d panel %d alpha %g,%g "
+             "beta %g,%g seed %u",
+             kind, g->m, g->n, g->k, g->dbl ? "double" : "float",
+             g->order == TIDE_COL_MAJOR ? "col" : "row", g->ta ? 'T' : 'N', g->tb ? 'T' : 'N',
+             x[0].ld, x[1].ld, x[2].ld, g->pad[0] < 0 ? " (A's as 0)" : "", g->tile, g->panel,
+             g->alpha[0], g->alpha[1], g->beta[0], g->beta[1], g->seed);
+}
+
+/* alpha, beta pairs: beta 0 fills C with NaN, which must be ignored. */
+static const double AB[][2] = {{1, 0},   {1, 1},  {-0.75, 0.5}, {0, 1.5}, {0, 0},
+                               {2.5, -1}, {-1, 0}, {0.3, -2.25}, {1, -1}, {0, -1}};
+enum { NAB = (int)(sizeof AB / sizeof AB[0]) };
+
+/* Case number idx of a shape with combination combo (bits: transa, transb, order, double). */
+static void build_case(gcase *g, const long long s[3], int combo, int idx, int tile, int panel,
+                       const char *kind)
+{
+    memset(g, 0, sizeof *g);
+    g->m = s[0], g->n = s[1], g->k = s[2];
+    g->ta = combo & 1 ? TIDE_TRANS : TIDE_NOTRANS;
+    g->tb = combo & 2 ? TIDE_TRANS : TIDE_NOTRANS;
+    g->order = combo & 4 ? TIDE_ROW_MAJOR : TIDE_COL_MAJOR;
+    g->dbl = (combo & 8) != 0;
+    g->seed = 7000u + 131u * (unsigned)idx;
+    tt_rng rng;
+    tt_rng_seed(&rng, g->seed);
+    for (int i = 0; i < 3; i++) {
+        int pick = tt_rng_below(&rng, 4); /* the minimum as 0, explicit, or 1..5 beyond */
+        g->pad[i] = pick == 0 ? -1 : pick == 1 ? 0 : 1 + tt_rng_below(&rng, 5);
+    }
+    for (int r = 0; r < 2; r++) {
+        int p = (idx * 3 + r * 7) % NAB;
+        g->alpha[r] = AB[p][0];
+        g->beta[r] = AB[p][1];
+    }
+    g->tile = tile;
+    g->panel = panel;
+    g->null_empty = idx % 2;
+    g->stream_mode = idx % 3;
+    name_case(g, kind);
+}
+
+/* ---- moving the data: plain C on the CPU, plain CUDA calls on the GPU ----------------------- */
+
+/* The arrays of one execution: host images of A, B and C (whole arrays, padding included); on
+ * return c holds the result and a, b what the arrays held afterwards. */
+typedef struct {
+    void *h[3];
+    size_t bytes[3];
+    int pass_null[3]; /* pass NULL for that matrix */
+} garrays;
+
+static void *arg_of(const garrays *g, void *const p[3], int i)
+{
+    return g->pass_null[i] ? NULL : p[i];
+}
+
+static int execute_host(tide_gemm_plan *plan, double alpha, double beta, garrays *g)
+{
+    return tide_gemm_execute(plan, alpha, arg_of(g, g->h, 0), arg_of(g, g->h, 1), beta,
+                             arg_of(g, g->h, 2));
+}
+
+#if TIDE_HAVE_CUDA
+#define CU TT_CU
+
+enum { DELAY_MS = 5 };
+
+/* Writes host images h[0] (A) and h[2] (C) into dst[0], dst[2] (host or device) by copies
+ * queued on stream behind a delay, dst poisoned with NaN bytes first. stage[]: device copies
+ * of the images, freed by the caller. */
+static void queue_writes(garrays *g, void *dst[3], void *stage[3], cudaStream_t stream,
+                         int dst_on_device)
+{
+    for (int i = 0; i < 3; i += 2) {
+        CU(cudaMalloc(&stage[i], g->bytes[i]));
+        CU(cudaMemcpy(stage[i], g->h[i], g->bytes[i], cudaMemcpyHostToDevice));
+        if (dst_on_device)
+            CU(cudaMemset(dst[i], 0xff, g->bytes[i]));
+        else
+            memset(dst[i], 0xff, g->bytes[i]);
+    }
+    CU(cudaDeviceSynchronize()); /* the poison lands before the queued copies */
+    CU(cudaLaunchHostFunc(stream, tt_sleep_on_stream, (void *)(intptr_t)DELAY_MS));
+    for (int i = 0; i < 3; i += 2)
+        CU(cudaMemcpyAsync(dst[i], stage[i], g->bytes[i],
+                           dst_on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost,
+                           stream));
+}
+
+static void xalloc(int device, size_t bytes, void **p)
+{
+    int st = device ? tide_device_alloc(ctx, bytes, p) : tide_host_alloc(ctx, bytes, p);
+    if (st != 0) {
+        fprintf(stderr, "test_gemm: tide_%s_alloc: %s\n", device ? "device" : "host",
+                tide_last_error(ctx));
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+}
+
+/* Pinned host matrices (tide_host_alloc) or device ones, A and C written by queued copies
+ * (device matrices with `queued` 0 on the legacy stream: by pageable cudaMemcpy, which may
+ * return before the data has landed). empty: the multiply has nothing to do, so it need not
+ * wait for the copies. */
+static int execute_gpu(tide_gemm_plan *plan, double alpha, double beta, garrays *g,
+                       cudaStream_t stream, int queued, int empty)
+{
+    void *p[3], *stage[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++)
+        xalloc(on_device, g->bytes[i], &p[i]);
+    CU(cudaMemcpy(p[1], g->h[1], g->bytes[1], cudaMemcpyDefault));
+    if (queued || stream || !on_device)
+        queue_writes(g, p, stage, stream, on_device);
+    else
+        for (int i = 0; i < 3; i += 2)
+            CU(cudaMemcpy(p[i], g->h[i], g->bytes[i], cudaMemcpyHostToDevice));
+    int st = tide_gemm_execute(plan, alpha, arg_of(g, p, 0), arg_of(g, p, 1), beta,
+                               arg_of(g, p, 2));
+    if (st != 0 || empty)
+        CU(cudaStreamSynchronize(stream));
+    for (int i = 0; i < 3; i++)
+        CU(cudaMemcpy(g->h[i], p[i], g->bytes[i], cudaMemcpyDefault));
+    CU(cudaDeviceSynchronize());
+    for (int i = 0; i < 3; i++) {
+        if (stage[i])
+            CU(cudaFree(stage[i]));
+        if (on_device)
+            tide_device_free(ctx, p[i]);
+        else
+            tide_host_free(ctx, p[i]);
+    }
+    return st;
+}
+#endif
+
+/* One execution the way the mode under test moves data. call: a counter picking the variant
+ * (GPU host: pageable or pinned; device: queued or plain copies). */
+static int execute(tide_gemm_plan *plan, double alpha, double beta, garrays *g, void *stream,
+                   int call, int empty)
+{
+#if TIDE_HAVE_CUDA
+    if (gpu && (on_device || call % 2))
+        return execute_gpu(plan, alpha, beta, g, (cudaStream_t)stream, call % 2, empty);
+#else
+    (void)stream;
+    (void)call;
+    (void)empty;
+#endif
+    return execute_host(plan, alpha, beta, g);
+}
+
+/* ---- checking a result ---------------------------------------------------------------------- */
+
+/* The first entry of C beyond the bound, for the failure message. */
+static void first_bad(const gcase *g, const gmat *xc, const void *c, const double *ref,
+                      const double *scale, char *out, size_t len)
+{
+    snprintf(out, len, "no entry beyond the bound");
+    for (long long i = 0; i < g->m; i++)
+        for (long long j = 0; j < g->n; j++) {
+            long long e = i * g->n + j;
+            double err = tide_ref_gemm_error(g->dbl, g->order, g->k, c, xc->ld, i, i + 1, j,
+                                             j + 1, ref + e, scale + e);
+            if (!(err <= 1)) {
+                size_t at = g->order == TIDE_COL_MAJOR ? (size_t)(i + j * xc->ld)
+                                                       : (size_t)(i * xc->ld + j);
+                double got = g->dbl ? ((const double *)c)[at] : ((const float *)c)[at];
+                snprintf(out, len, "first at (%lld,%lld): got %.17g want %.17g scale %.3g "
+                         "(error %.3g bounds)", i, j, got, ref[e], scale[e], err);
+                return;
+            }
+        }
+}
+
+/* C (result) against the oracle on A, B, C0 (inputs); A and B bitwise untouched, C's padding
+ * too. Returns the largest error in bounds. */
+static double check_result(const gcase *g, int run, const gmat x[3], void *const in[3],
+                           const garrays *out)
+{
+    size_t mn = (size_t)(g->m * g->n);
+    double *ref = xmalloc(mn * sizeof *ref), *scale = xmalloc(mn * sizeof *scale);
+    double alpha = g->alpha[run], beta = g->beta[run];
+    int rst = tide_ref_gemm(g->dbl, g->order, g->ta, g->tb, g->m, g->n, g->k, alpha, in[0],
+                            x[0].ld, in[1], x[1].ld, beta, in[2], x[2].ld, 0, g->m, 0, g->n,
+                            ref, scale);
+    double err = rst ? NAN : tide_ref_gemm_error(g->dbl, g->order, g->k, out->h[2], x[2].ld, 0,
+                                                  g->m, 0, g->n, ref, scale);
+    char bad[256] = "";
+    if (!(err <= 1))
+        first_bad(g, &x[2], out->h[2], ref, scale, bad, sizeof bad);
+    tt_check(&tally, world, rst == 0 && err <= 1,
+             "c) %s: run %d: error %.3g bounds (oracle status %d): %s", g->name, run + 1, err,
+             rst, bad);
+    tt_check(&tally, world, !memcmp(out->h[0], in[0], out->bytes[0]) &&
+                                !memcmp(out->h[1], in[1], out->bytes[1]),
+             "c) %s: run %d: A or B (or their NaN padding) written", g->name, run + 1);
+    tt_check(&tally, world, padding_intact(&x[2], out->h[2], in[2]),
+             "c) %s: run %d: C's NaN padding written", g->name, run + 1);
+    free(ref);
+    free(scale);
+    return rst ? NAN : err;
+}
+
+/* ---- c) the cases --------------------------------------------------------------------------- */
+
+static long long ceil_div(long long a, long long b) { return b > 0 ? (a + b - 1) / b : 0; }
+
+/* info and describe of a case's plan. many: the tile options must give several tiles and
+ * panels (GPU host path). */
+static void check_info(const gcase *g, tide_gemm_plan *plan, int many)
+{
+    tide_gemm_info info;
+    memset(&info, 0xab, sizeof info);
+    int st = tide_gemm_plan_info(plan, &info);
+    double flops = 2.0 * (double)g->m * (double)g->n * (double)g->k;
+    tide_location loc = on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
+    tt_check(&tally, world, st == 0 && info.m == g->m && info.n == g->n && info.k == g->k &&
+                                info.flops == flops && info.backend == backend &&
+                                info.location == loc,
+             "c) %s: info: status %d, %lldx%lldx%lld, flops %g (want %g), backend %d (want %d), "
+             "location %d (want %d)", g->name, st, info.m, info.n, info.k, info.flops, flops,
+             (int)info.backend, (int)backend, (int)info.location, (int)loc);
+    int tiled = gpu && !on_device, forced = g->tile > 0 && g->panel > 0;
+    if (st == 0 && !tiled)
+        tt_check(&tally, world, !info.tile_m && !info.tile_n && !info.panel && !info.tiles &&
+                                    !info.panels,
+                 "c) %s: info: tiling fields %lld, %lld, %lld, %d, %d not zero off the GPU "
+                 "host path", g->name, info.tile_m, info.tile_n, info.panel, info.tiles,
+                 info.panels);
+    if (st == 0 && tiled && g->m * g->n * g->k > 0 && (forced || many)) {
+        /* tile and panel options are bounds, so they set the fewest tiles and panels. */
+        long long tiles = forced ? ceil_div(g->m, g->tile) * ceil_div(g->n, g->tile) : 1;
+        long long panels = forced ? ceil_div(g->k, g->panel) : 1;
+        int sized = !forced || (info.tile_m <= g->tile && info.tile_n <= g->tile &&
+                                info.panel <= g->panel);
+        tt_check(&tally, world, sized && info.tiles >= tiles && info.panels >= panels &&
+                                    (!many || (info.tiles > 1 && info.panels > 1)),
+                 "c) %s: info: %d tiles of %lldx%lld (want at least %lld%s), %d panels of %lld "
+                 "(want at least %lld%s)", g->name, info.tiles, info.tile_m, info.tile_n,
+                 many && tiles < 2 ? 2 : tiles, forced ? ", within the tile option" : "",
+                 info.panels, info.panel, many && panels < 2 ? 2 : panels,
+                 forced ? ", within the panel option" : "");
+    }
+    char desc[512], tiny[16];
+    memset(desc, 0, sizeof desc);
+    st = tide_gemm_plan_describe(plan, desc, sizeof desc);
+    tt_check(&tally, world, st == 0 && desc[0] && memchr(desc, 0, sizeof desc),
+             "c) %s: describe: status %d, \"%s\"", g->name, st, desc);
+    if (verbose)
+        printf("  describe: %s\n", desc);
+    memset(tiny, 'Z', sizeof tiny);
+    st = tide_gemm_plan_describe(plan, tiny, 10);
+    int intact = 1;
+    for (int i = 10; i < 16; i++)
+        intact = intact && tiny[i] == 'Z';
+    tt_check(&tally, world, intact && (st != 0 || memchr(tiny, 0, 10)),
+             "c) %s: describe into 10 bytes wrote past them or left no terminator (status %d)",
+             g->name, st);
+}
+
+/* The plan of a case on the context c; the stream as option or by set_stream. */
+static int case_plan(tide_context *c, const gcase *g, void *stream, tide_gemm_plan **plan)
+{
+    gmat x[3];
+    case_mats(g, x);
+    tide_gemm_options o;
+    case_options(g, x, &o);
+    o.stream = g->stream_mode == 1 ? stream : NULL;
+    int st = tide_gemm_plan_create(c, g->m, g->n, g->k, &o, plan);
+    if (st == 0 && g->stream_mode == 2)
+        st = tide_gemm_plan_set_stream(*plan, stream);
+    return st;
+}
+
+/* One case: a plan, two executions on fresh data. Returns the largest error in bounds. */
+static double run_case(tide_context *c, const gcase *g, int index, int many)
+{
+    if (verbose) {
+        printf("  case %d: %s\n", index, g->name);
+        fflush(stdout);
+    }
+    void *stream = NULL;
+#if TIDE_HAVE_CUDA
+    if (gpu && g->stream_mode) {
+        cudaStream_t s;
+        CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        stream = s;
+    }
+#endif
+    tide_gemm_plan *plan = NULL;
+    int st = case_plan(c, g, stream, &plan);
+    double worst = 0;
+    if (tt_check(&tally, world, st == 0, "c) %s: plan: %s: %s", g->name, tide_strerror(st),
+                 tide_last_error(c))) {
+        check_info(g, plan, many);
+        gmat x[3];
+        case_mats(g, x);
+        tt_rng rng;
+        tt_rng_seed(&rng, g->seed * 31u + 7u);
+        long long elems[3] = {g->m * g->k, g->k * g->n, g->m * g->n};
+        for (int run = 0; run < 2; run++) {
+            garrays a;
+            void *in[3];
+            for (int i = 0; i < 3; i++) {
+                a.bytes[i] = gmat_bytes(&x[i]);
+                in[i] = xmalloc(a.bytes[i]);
+                gmat_fill(&x[i], in[i], i == 2 && g->beta[run] == 0, &rng);
+                a.h[i] = xdup(in[i], a.bytes[i]);
+                a.pass_null[i] = g->null_empty && elems[i] == 0;
+            }
+            st = execute(plan, g->alpha[run], g->beta[run], &a, stream, index + run,
+                         elems[2] == 0);
+            if (tt_check(&tally, world, st == 0, "c) %s: run %d: %s: %s", g->name, run + 1,
+                         tide_strerror(st), tide_last_error(c))) {
+                double e = check_result(g, run, x, in, &a);
+                worst = e > worst || isnan(e) ? e : worst;
+            }
+            for (int i = 0; i < 3; i++) {
+                free(in[i]);
+                free(a.h[i]);
+            }
+        }
+    }
+    tide_gemm_plan_destroy(plan);
+#if TIDE_HAVE_CUDA
+    if (stream)
+        CU(cudaStreamDestroy((cudaStream_t)stream));
+#endif
+    return worst;
+}
+
+/* Odd, prime, tall-skinny, square and empty shapes (m, n, k). */
+static const long long SHAPES[][3] = {
+    {1, 1, 1},    {7, 1, 31},    {1, 7, 1},      {1, 1, 97},   {31, 97, 7},  {97, 31, 129},
+    {129, 7, 97}, {257, 129, 97}, {1000, 3, 17}, {3, 1000, 17}, {17, 3, 1000}, {64, 64, 64},
+    {257, 257, 257}, {7, 7, 0},  {31, 1, 0},     {0, 7, 7},    {7, 0, 7},    {0, 0, 0}};
+enum { NSHAPES = (int)(sizeof SHAPES / sizeof SHAPES[0]) };
+
+/* Tile and panel options forcing many tiles (partial edge tiles) and several panels. */
+static const struct {
+    long long s[3];
+    int tile, panel;
+} TILED[] = {{{257, 129, 97}, 32, 16}, {{31, 97, 129}, 7, 5}, {{1000, 3, 17}, 100, 4},
+             {{129, 257, 64}, 64, 16}};
+enum { NTILED = (int)(sizeof TILED / sizeof TILED[0]) };
+
+static void cases(void)
+{
+    double t0 = MPI_Wtime(), worst = 0;
+    int before = tally.failed, count = 0;
+    for (int s = 0; s < NSHAPES; s++)
+        for (int combo = 0; combo < 16; combo++, count++) {
+            gcase g;
+            build_case(&g, SHAPES[s], combo, count, 0, 0, "case");
+            double e = run_case(ctx, &g, count, 0);
+            worst = e > worst || isnan(e) ? e : worst;
+        }
+    for (int t = 0; t < NTILED; t++)
+        for (int combo = 0; combo < 16; combo++, count++) {
+            gcase g;
+            build_case(&g, TILED[t].s, combo, count, TILED[t].tile, TILED[t].panel, "tiled");
+            double e = run_case(ctx, &g, count, 1);
+            worst = e > worst || isnan(e) ? e : worst;
+        }
+    if (rank == 0)
+        printf("  c) %d cases, 2 runs each: %d failed checks, largest error %.3g bounds "
+               "(%.1f s)\n", count, tally.failed - before, worst, MPI_Wtime() - t0);
+}
+
+/* ---- d) a small device budget --------------------------------------------------------------- */
+
+static void small_budget(const tide_context_options *copts)
+{
+    if (!gpu || on_device)
+        return;
+    double t0 = MPI_Wtime();
+    int before = tally.failed;
+    tide_context_options o = *copts;
+    o.device_budget = (size_t)1 << 20;
+    tide_context *small = NULL;
+    int st = tide_context_create(world, &o, &small);
+    if (!tt_check(&tally, world, st == 0, "d) context with a 1 MiB budget: %s: %s",
+                  tide_strerror(st), tide_last_error(NULL)))
+        return;
+    static const long long s[2][3] = {{600, 500, 700}, {611, 487, 703}};
+    static const int combos[2] = {8, 5}; /* double col NN; float row TN */
+    for (int c = 0; c < 2; c++) {
+        gcase g;
+        build_case(&g, s[c], combos[c], 5000 + c, 0, 0, "budget 1 MiB");
+        run_case(small, &g, 5000 + c, 1);
+    }
+    tide_context_destroy(small);
+    if (rank == 0)
+        printf("  d) 1 MiB device budget: %d failed checks (%.1f s)\n", tally.failed - before,
+               MPI_Wtime() - t0);
+}
+
+/* ---- e) the one-shot call ------------------------------------------------------------------- */
+
+/* tide_gemm with opts NULL (double, column major, no transposes, host) and with a case's. */
+static void one_shot(void)
+{
+    int before = tally.failed;
+    for (int c = 0; c < 3; c++) {
+        static const long long s[3][3] = {{97, 31, 129}, {31, 257, 7}, {1, 1, 1}};
+        gcase g;
+        build_case(&g, s[c], c == 0 ? 8 : 5 + c, 6000 + c, 0, 0, "one-shot");
+        int defaults = c == 0 && !on_device;
+        if (defaults) {
+            g.pad[0] = g.pad[1] = g.pad[2] = -1;
+            name_case(&g, "one-shot");
+        }
+        gmat x[3];
+        case_mats(&g, x);
+        tide_gemm_options o;
+        case_options(&g, x, &o);
+        tt_rng rng;
+        tt_rng_seed(&rng, g.seed);
+        void *in[3], *h[3];
+        size_t bytes[3];
+        for (int i = 0; i < 3; i++) {
+            bytes[i] = gmat_bytes(&x[i]);
+            in[i] = xmalloc(bytes[i]);
+            gmat_fill(&x[i], in[i], i == 2 && g.beta[0] == 0, &rng);
+            h[i] = xdup(in[i], bytes[i]);
+        }
+        void *p[3] = {h[0], h[1], h[2]};
+#if TIDE_HAVE_CUDA
+        for (int i = 0; on_device && i < 3; i++) {
+            xalloc(1, bytes[i], &p[i]);
+            CU(cudaMemcpy(p[i], h[i], bytes[i], cudaMemcpyHostToDevice));
+        }
+#endif
+        int st = tide_gemm(ctx, g.m, g.n, g.k, g.alpha[0], p[0], p[1], g.beta[0], p[2],
+                           defaults ? NULL : &o);
+#if TIDE_HAVE_CUDA
+        for (int i = 0; on_device && i < 3; i++) {
+            CU(cudaMemcpy(h[i], p[i], bytes[i], cudaMemcpyDeviceToHost));
+            tide_device_free(ctx, p[i]);
+        }
+#endif
+        garrays out = {{h[0], h[1], h[2]}, {bytes[0], bytes[1], bytes[2]}, {0, 0, 0}};
+        if (tt_check(&tally, world, st == 0, "e) %s%s: %s: %s", g.name,
+                     defaults ? " (options NULL)" : "", tide_strerror(st),
+                     tide_last_error(ctx)))
+            check_result(&g, 0, x, in, &out);
+        for (int i = 0; i < 3; i++) {
+            free(in[i]);
+            free(h[i]);
+        }
+    }
+    if (rank == 0)
+        printf("  e) one-shot tide_gemm: %d failed checks\n", tally.failed - before);
+}
+
+/* ---- a) the oracle -------------------------------------------------------------------------- */
+
+static void oracle_selftest(void)
+{
+    /* A = [1 2 3; 4 5 6] (2 x 3), B = [1 0; 0 1; 2 -1] (3 x 2): A B = [7 -1; 16 -1]. */
+    const double a_col[6] = {1, 4, 2, 5, 3, 6}, b_col[6] = {1, 0, 2, 0, 1, -1};
+    const double a_row[6] = {1, 2, 3, 4, 5, 6}, b_row[6] = {1, 0, 0, 1, 2, -1};
+    const double at_col[6] = {1, 2, 3, 4, 5, 6}; /* A^T (3 x 2) column major = A row major */
+    const double c0[4] = {1, NAN, 2, 3};         /* column major, padded: ldc 2 */
+    double ref[4], scale[4];
+    int ok = 1;
+    int st = tide_ref_gemm(1, TIDE_COL_MAJOR, TIDE_NOTRANS, TIDE_NOTRANS, 2, 2, 3, 1, a_col, 2,
+                           b_col, 3, 0, NULL, 2, 0, 2, 0, 2, ref, scale);
+    ok = ok && st == 0 && ref[0] == 7 && ref[1] == -1 && ref[2] == 16 && ref[3] == -1;
+    ok = ok && scale[0] == 7 && scale[1] == 5 && scale[2] == 16 && scale[3] == 11;
+    st = tide_ref_gemm(1, TIDE_ROW_MAJOR, TIDE_NOTRANS, TIDE_NOTRANS, 2, 2, 3, 1, a_row, 3,
+                       b_row, 2, 0, NULL, 2, 1, 2, 0, 2, ref, scale);
+    ok = ok && st == 0 && ref[0] == 16 && ref[1] == -1;
+    /* op(A) = (A^T)^T, op(B) = (B^T)^T with B^T column major = B row major; beta C0. */
+    st = tide_ref_gemm(1, TIDE_COL_MAJOR, TIDE_TRANS, TIDE_TRANS, 2, 2, 3, 2, at_col, 3, b_row,
+                       2, -1, c0, 2, 0, 2, 1, 2, ref, scale);
+    ok = ok && st == 0 && ref[0] == 2 * -1 - 2 && ref[1] == 2 * -1 - 3 && scale[0] == 2 * 5 + 2 &&
+         scale[1] == 2 * 11 + 3;
+    tt_check(&tally, world, ok, "a) oracle: products worked by hand");
+    float cf[4] = {7, NAN, -1, 0}; /* 2 x 1, ldc 2 */
+    double rf[2] = {7, -1}, sf[2] = {1, 0};
+    double e0 = tide_ref_gemm_error(0, TIDE_COL_MAJOR, 3, cf, 2, 0, 1, 0, 1, rf, sf);
+    double e1 = tide_ref_gemm_error(0, TIDE_COL_MAJOR, 3, cf, 2, 0, 2, 0, 1, rf, sf);
+    cf[2] = -1.5f;
+    double e2 = tide_ref_gemm_error(0, TIDE_ROW_MAJOR, 3, cf, 2, 1, 2, 0, 1, rf + 1, sf + 1);
+    tt_check(&tally, world, e0 == 0 && isinf(e1) && isinf(e2),
+             "a) oracle: error %g (want 0), NaN in C %g, scale 0 differing %g (want inf)", e0,
+             e1, e2);
+    st = tide_ref_gemm(1, TIDE_COL_MAJOR, TIDE_NOTRANS, TIDE_NOTRANS, 2, 2, 3, 1, a_col, 2,
+                       b_col, 3, 0, NULL, 2, 0, 3, 0, 2, ref, scale);
+    int st2 = tide_ref_gemm(1, TIDE_COL_MAJOR, TIDE_NOTRANS, TIDE_NOTRANS, 2, 2, 3, 1, a_col, 1,
+                            b_col, 3, 0, NULL, 2, 0, 2, 0, 2, ref, scale);
+    tt_check(&tally, world, st == TIDE_ERR_ARGUMENT && st2 == TIDE_ERR_ARGUMENT,
+             "a) oracle: rows [0,3) of 2, or lda 1 < 2, accepted: %d, %d", st, st2);
+    if (rank == 0)
+        printf("  a) the oracle on products worked by hand: %d failed checks\n", tally.failed);
+}
+
+/* ---- b) and f) errors ----------------------------------------------------------------------- */
+
+static void expect(const char *tag, const char *what, int st, unsigned allowed, int untouched)
+{
+    tt_expect_error(&tally, world, tag, what, st, tide_last_error(ctx), allowed, untouched, 1);
+}
+
+/* m, n, k of the error cases, and options every error case spoils one field of. */
+enum { EM = 9, EN = 8, EK = 7 };
+
+static void base_options(tide_gemm_options *o)
+{
+    tide_gemm_options_init(o);
+    o->location = on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
+}
+
+static void expect_create(const char *tag, const char *what, long long m, long long n,
+                          long long k, const tide_gemm_options *o, unsigned allowed)
+{
+    tide_gemm_plan *plan = PLAN_SENTINEL;
+    int st = tide_gemm_plan_create(ctx, m, n, k, o, &plan);
+    if (st == 0 && plan != PLAN_SENTINEL)
+        tide_gemm_plan_destroy(plan); /* a call that wrongly succeeded must not leak */
+    expect(tag, what, st, allowed, plan == PLAN_SENTINEL);
+}
+
+/* b) more than one rank: unsupported on every rank, whatever the arguments. */
+static void many_ranks(void)
+{
+    const char *RANKS = "rank|process|communicator|context";
+    tide_gemm_options o;
+    expect_create("b", "plan on MPI_COMM_WORLD (options NULL)", EM, EN, EK, NULL, UNSUP);
+    base_options(&o);
+    o.precision = TIDE_FLOAT;
+    o.order = TIDE_ROW_MAJOR;
+    o.transa = TIDE_TRANS;
+    o.lda = EM + 3;
+    expect_create("b", "plan on MPI_COMM_WORLD (float row TN lda 12)", EM, EN, EK, &o, UNSUP);
+    const char *msg = tide_last_error(ctx);
+    int named = 0;
+    for (const char *w = RANKS; *w && !named;) {
+        size_t len = strcspn(w, "|");
+        for (const char *p = msg; *p && !named; p++)
+            named = !strncasecmp(p, w, len);
+        w += len + (w[len] == '|');
+    }
+    tt_check(&tally, world, named, "b) message \"%s\" names none of \"%s\"", msg, RANKS);
+    base_options(&o);
+    expect_create("b", "plan on MPI_COMM_WORLD, m -1", -1, EN, EK, &o, UNSUP | ARG);
+    expect_create("b", "plan on MPI_COMM_WORLD, k 5 on the last rank", EM, EN,
+                  rank == nranks - 1 ? 5 : EK, &o, UNSUP | ARG | MISM);
+    if (rank == 0)
+        o.transb = (tide_transpose)3;
+    expect_create("b", "plan on MPI_COMM_WORLD, transb 3 on rank 0", EM, EN, EK, &o,
+                  UNSUP | ARG | MISM);
+    /* The one-shot call on host matrices (the device location fails before reading them). */
+    double a[EM * EK], b[EK * EN], c[EM * EN], c0[EM * EN];
+    for (int i = 0; i < EM * EN; i++)
+        c[i] = c0[i] = i;
+    for (int i = 0; i < EM * EK; i++)
+        a[i] = 1;
+    for (int i = 0; i < EK * EN; i++)
+        b[i] = 2;
+    base_options(&o);
+    o.location = TIDE_LOCATION_HOST;
+    int st = tide_gemm(ctx, EM, EN, EK, 1, a, b, 1, c, &o);
+    expect("b", "tide_gemm on MPI_COMM_WORLD", st, UNSUP, !memcmp(c, c0, sizeof c));
+    MPI_Barrier(world); /* every rank got here: no call hung */
+}
+
+/* The status tide_stencil_plan_create gives for a device location on this context. */
+static int stencil_device_status(void)
+{
+    tide_stencil_options so;
+    tide_stencil_options_init(&so);
+    so.location = TIDE_LOCATION_DEVICE;
+    tide_stencil_plan *sp = NULL;
+    const int n[3] = {5, 5, 5};
+    int st = tide_stencil_plan_create(ctx, n, NULL, &so, &sp);
+    tide_stencil_plan_destroy(sp);
+    return st;
+}
+
+static void create_errors(void)
+{
+    tide_gemm_options o;
+    base_options(&o);
+    expect_create("f", "m -1", -1, EN, EK, &o, ARG);
+    expect_create("f", "n -8", EM, -8, EK, &o, ARG);
+    expect_create("f", "k -1", EM, EN, -1, &o, ARG);
+    o.lda = EM - 1;
+    expect_create("f", "lda 8 < m 9 (col, A m x k)", EM, EN, EK, &o, ARG);
+    base_options(&o);
+    o.transa = TIDE_TRANS;
+    o.lda = EK - 1;
+    expect_create("f", "lda 6 < k 7 (col, A^T stored k x m)", EM, EN, EK, &o, ARG);
+    base_options(&o);
+    o.order = TIDE_ROW_MAJOR;
+    o.ldb = EN - 1;
+    expect_create("f", "ldb 7 < n 8 (row, B k x n)", EM, EN, EK, &o, ARG);
+    base_options(&o);
+    o.ldc = -4;
+    expect_create("f", "ldc -4", EM, EN, EK, &o, ARG);
+    base_options(&o);
+    o.order = TIDE_ROW_MAJOR;
+    o.ldc = EN - 1;
+    expect_create("f", "ldc 7 < n 8 (row)", EM, EN, EK, &o, ARG);
+    base_options(&o);
+    o.transa = (tide_transpose)2;
+    expect_create("f", "transa 2 (no such transpose)", EM, EN, EK, &o, ARG);
+    base_options(&o);
+    o.transb = (tide_transpose)-1;
+    expect_create("f", "transb -1 (no such transpose)", EM, EN, EK, &o, ARG);
+    base_options(&o);
+    o.order = (tide_matrix_order)7;
+    expect_create("f", "order 7 (no such order)", EM, EN, EK, &o, ARG);
+    base_options(&o);
+    o.precision = (tide_precision)5;
+    expect_create("f", "precision 5", EM, EN, EK, &o, ARG);
+    base_options(&o);
+    o.tile = -1;
+    expect_create("f", "tile -1", EM, EN, EK, &o, ARG);
+    base_options(&o);
+    o.panel = -16;
+    expect_create("f", "panel -16", EM, EN, EK, &o, ARG);
+    base_options(&o);
+    o.size = 0;
+    expect_create("f", "options size 0", EM, EN, EK, &o, ARG);
+    memset(&o, 0, sizeof o);
+    expect_create("f", "options zeroed, not from the init function", EM, EN, EK, &o, ARG);
+    if (!gpu) {
+        int want = stencil_device_status();
+        base_options(&o);
+        o.location = TIDE_LOCATION_DEVICE;
+        expect_create("f", "location device on the CPU backend (as stencil)", EM, EN, EK, &o,
+                      want > 0 && want < 32 ? BIT(want) : ARG | UNSUP);
+    }
+    base_options(&o);
+    int st = tide_gemm_plan_create(ctx, EM, EN, EK, &o, NULL);
+    expect("f", "plan pointer NULL", st, ARG, 1);
+    double a[EM * EK] = {0}, b[EK * EN] = {0}, c[EM * EN] = {0};
+    st = tide_gemm(ctx, -3, EN, EK, 1, a, b, 0, c, NULL);
+    expect("f", "tide_gemm with m -3", st, ARG, 1);
+    base_options(&o);
+    o.size = 0;
+    st = tide_gemm(ctx, EM, EN, EK, 1, a, b, 0, c, &o);
+    expect("f", "tide_gemm with options size 0", st, ARG, 1);
+}
+
+/* The arrays of the execution error cases (double, column major, minimal leading dimensions):
+ * host images, C's first values, and where the plan's matrices live. EM x EN is the largest. */
+typedef struct {
+    double h[3][EM * EN];
+    double c0[EM * EN];
+    void *p[3];
+} earrays;
+
+static void earrays_init(earrays *e)
+{
+    tt_rng rng;
+    tt_rng_seed(&rng, 515);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < EM * EN; j++)
+            e->h[i][j] = rnd(&rng);
+    memcpy(e->c0, e->h[2], sizeof e->c0);
+    for (int i = 0; i < 3; i++)
+        e->p[i] = e->h[i];
+#if TIDE_HAVE_CUDA
+    for (int i = 0; on_device && i < 3; i++) {
+        xalloc(1, sizeof e->h[i], &e->p[i]);
+        CU(cudaMemcpy(e->p[i], e->h[i], sizeof e->h[i], cudaMemcpyHostToDevice));
+    }
+#endif
+}
+
+/* Whether C still holds its first values. */
+static int c_intact(earrays *e)
+{
+#if TIDE_HAVE_CUDA
+    if (on_device)
+        CU(cudaMemcpy(e->h[2], e->p[2], sizeof e->c0, cudaMemcpyDeviceToHost));
+#endif
+    return !memcmp(e->h[2], e->c0, sizeof e->c0);
+}
+
+/* The plan still multiplies right (on fresh C). */
+static void still_right(tide_gemm_plan *plan, earrays *e)
+{
+    int st = tide_gemm_execute(plan, -1.5, e->p[0], e->p[1], 0.5, e->p[2]);
+    c_intact(e); /* reads C back */
+    double ref[EM * EN], scale[EM * EN];
+    int rst = tide_ref_gemm(1, TIDE_COL_MAJOR, TIDE_NOTRANS, TIDE_NOTRANS, EM, EN, EK, -1.5,
+                            e->h[0], EM, e->h[1], EK, 0.5, e->c0, EM, 0, EM, 0, EN, ref, scale);
+    double err = tide_ref_gemm_error(1, TIDE_COL_MAJOR, EK, e->h[2], EM, 0, EM, 0, EN, ref,
+                                     scale);
+    tt_check(&tally, world, st == 0 && rst == 0 && err <= 1,
+             "f) a multiply after the failed ones: %s (%s), error %.3g bounds", tide_strerror(st),
+             tide_last_error(ctx), err);
+}
+
+static void execute_errors(void)
+{
+    tide_gemm_options o;
+    base_options(&o);
+    tide_gemm_plan *plan = NULL;
+    int st = tide_gemm_plan_create(ctx, EM, EN, EK, &o, &plan);
+    if (!tt_check(&tally, world, st == 0, "f) plan for the execute errors: %s",
+                  tide_last_error(ctx)))
+        return;
+    earrays *e = xmalloc(sizeof *e);
+    earrays_init(e);
+    st = tide_gemm_execute(plan, 1, NULL, e->p[1], 1, e->p[2]);
+    expect("f", "execute with A NULL (9 x 7)", st, ARG, c_intact(e));
+    st = tide_gemm_execute(plan, 1, e->p[0], NULL, 0, e->p[2]);
+    expect("f", "execute with B NULL (7 x 8)", st, ARG, c_intact(e));
+    st = tide_gemm_execute(plan, 1, e->p[0], e->p[1], 1, NULL);
+    expect("f", "execute with C NULL (9 x 8)", st, ARG, c_intact(e));
+    st = tide_gemm_execute(NULL, 1, e->p[0], e->p[1], 1, e->p[2]);
+    tt_check(&tally, world, st == TIDE_ERR_ARGUMENT && c_intact(e),
+             "f) execute with plan NULL: status %d (%s)", st, tide_strerror(st));
+#if TIDE_HAVE_CUDA
+    if (gpu) {
+        /* A matrix where the plan's location says it is not: a malloc'd host A given to a
+         * device plan, or a device A given to a host plan. */
+        void *other = NULL;
+        if (!on_device)
+            xalloc(1, sizeof e->h[0], &other);
+        st = tide_gemm_execute(plan, 1, on_device ? (void *)e->h[0] : other, e->p[1], 1,
+                               e->p[2]);
+        expect("f", on_device ? "device plan, execute with a malloc'd host A"
+                              : "host plan, execute with a device A",
+               st, ARG, c_intact(e));
+        if (other)
+            tide_device_free(ctx, other);
+    }
+#endif
+    tide_gemm_info info;
+    char buf[64];
+    tt_check(&tally, world, tide_gemm_plan_info(plan, NULL) == TIDE_ERR_ARGUMENT &&
+                                tide_gemm_plan_info(NULL, &info) == TIDE_ERR_ARGUMENT &&
+                                tide_gemm_plan_describe(NULL, buf, sizeof buf) ==
+                                    TIDE_ERR_ARGUMENT &&
+                                tide_gemm_plan_set_stream(NULL, NULL) == TIDE_ERR_ARGUMENT &&
+                                tide_gemm_plan_destroy(NULL) == 0,
+             "f) info, describe or set_stream on a NULL plan (or info NULL) not "
+             "TIDE_ERR_ARGUMENT, or destroy(NULL) not 0");
+    still_right(plan, e);
+    tide_gemm_plan_destroy(plan);
+#if TIDE_HAVE_CUDA
+    for (int i = 0; on_device && i < 3; i++)
+        tide_device_free(ctx, e->p[i]);
+#endif
+    free(e);
+}
+
+/* Matrices without elements may be NULL: k = 0 scales C by beta, m = 0 does nothing. */
+static void empty_as_null(void)
+{
+    tide_gemm_options o;
+    base_options(&o);
+    tide_gemm_plan *plan = NULL;
+    earrays *e = xmalloc(sizeof *e);
+    earrays_init(e);
+    int st = tide_gemm_plan_create(ctx, EM, EN, 0, &o, &plan);
+    if (st == 0)
+        st = tide_gemm_execute(plan, 1, NULL, NULL, 0.5, e->p[2]);
+    c_intact(e);
+    int ok = st == 0;
+    for (int i = 0; i < EM * EN; i++)
+        ok = ok && e->h[2][i] == 0.5 * e->c0[i];
+    tt_check(&tally, world, ok, "f) k 0 with A and B NULL: %s (%s)%s", tide_strerror(st),
+             tide_last_error(ctx), st ? "" : ", C is not 0.5 C");
+    tide_gemm_plan_destroy(plan);
+    plan = NULL;
+    st = tide_gemm_plan_create(ctx, 0, EN, EK, &o, &plan);
+    if (st == 0)
+        st = tide_gemm_execute(plan, 1, NULL, e->p[1], 1, NULL);
+    tt_check(&tally, world, st == 0, "f) m 0 with A and C NULL: %s (%s)", tide_strerror(st),
+             tide_last_error(ctx));
+    tide_gemm_plan_destroy(plan);
+#if TIDE_HAVE_CUDA
+    for (int i = 0; on_device && i < 3; i++)
+        tide_device_free(ctx, e->p[i]);
+#endif
+    free(e);
+}
+
+/* ---- main ----------------------------------------------------------------------------------- */
+
+/* The context of every rank; 77 when the GPU run cannot be had, 1 on failure, else 0. */
+static int make_context(const tide_context_options *copts, int cuda)
+{
+    int st = tide_context_create(world, copts, &ctx);
+    backend = TIDE_BACKEND_CPU;
+    if (st == 0)
+        tide_context_backend(ctx, &backend);
+    if (!tt_all(world, st == 0)) {
+        if (rank == 0)
+            printf("test_gemm: tide_context_create failed: %s: %s\n", tide_strerror(st),
+                   tide_last_error(NULL));
+        return 1;
+    }
+    if (cuda && backend != TIDE_BACKEND_CUDA) {
+        if (rank == 0)
+            printf("SKIP: no GPU for the CUDA backend: %s\n", tide_context_gpu_status(ctx));
+        tide_context_destroy(ctx);
+        return 77;
+    }
+    gpu = backend == TIDE_BACKEND_CUDA;
+#if TIDE_HAVE_CUDA
+    if (gpu) {
+        tide_device_info d;
+        tide_context_device(ctx, &d);
+        CU(cudaSetDevice(d.device)); /* the plain CUDA calls use the context's GPU */
+    }
+#endif
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    world = MPI_COMM_WORLD;
+    MPI_Comm_rank(world, &rank);
+    MPI_Comm_size(world, &nranks);
+    const char *be = getenv("TIDE_TEST_BACKEND"), *loc = getenv("TIDE_TEST_LOCATION");
+    const char *verbose_env = getenv("TIDE_TEST_VERBOSE");
+    verbose = verbose_env && verbose_env[0] && strcmp(verbose_env, "0") != 0;
+    int cuda = be && !strcmp(be, "cuda");
+    if (rank == 0)
+        printf("test_gemm on %d ranks (TIDE_TEST_VERBOSE=1 names each case as it starts)\n",
+               nranks);
+    if (cuda && !tt_all(world, tt_gpus_or_skip() > 0)) {
+        MPI_Finalize();
+        return 77;
+    }
+    tide_context_options copts;
+    tide_context_options_init(&copts);
+    copts.backend = cuda ? TIDE_BACKEND_AUTO : TIDE_BACKEND_CPU;
+    int rc = make_context(&copts, cuda);
+    if (rc) {
+        MPI_Finalize();
+        return rc;
+    }
+    on_device = gpu && loc && !strcmp(loc, "device");
+    if (rank == 0)
+        printf("backend %s, matrices in %s memory\n", gpu ? "cuda" : "cpu",
+               on_device ? "device" : "host");
+    double t0 = MPI_Wtime();
+    oracle_selftest();
+    if (nranks > 1) {
+        many_ranks();
+    } else {
+        cases();
+        small_budget(&copts);
+        one_shot();
+        int before = tally.failed;
+        create_errors();
+        execute_errors();
+        empty_as_null();
+        printf("  f) bad input: %d failed checks\n", tally.failed - before);
+    }
+    if (rank == 0)
+        printf("(%.1f s)\n", MPI_Wtime() - t0);
+    tide_context_destroy(ctx);
+    rc = tt_finish(&tally, world, "test_gemm", "checks");
+    MPI_Finalize();
+    return rc;
+}
