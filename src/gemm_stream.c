@@ -239,17 +239,17 @@ static void traffic(const tide_gemm_stream *s, const shape *h, double *up, doubl
 }
 
 /* Seconds of the busiest resource over a whole multiply: the GPU at `rate` flop/s, or PCIe
- * up, down, or both ways at once (rates in GB/s). */
-static double busiest(const tide_gemm_stream *s, const shape *h, double rate)
+ * up, down, or both ways at once at `pcie` times the measured rates (GB/s). */
+static double busiest(const tide_gemm_stream *s, const shape *h, double rate, double pcie)
 {
     const tide_gemm_desc *g = &s->d.d;
     const tide_rates *r = &s->rates;
     double up, down;
     traffic(s, h, &up, &down);
     double t = 2.0 * g->m * g->n * g->k / rate;
-    t = fmax(t, up / (r->h2d * 1e9));
-    t = fmax(t, down / (r->d2h * 1e9));
-    return fmax(t, (up + down) / (r->both * 1e9));
+    t = fmax(t, up / (pcie * r->h2d * 1e9));
+    t = fmax(t, down / (pcie * r->d2h * 1e9));
+    return fmax(t, (up + down) / (pcie * r->both * 1e9));
 }
 
 /* The efficiency of multiplies on small blocks relative to a large one, x / (x + 128) for
@@ -262,18 +262,22 @@ static double small_blocks(const shape *h)
 }
 
 /* The model a shape is chosen by, with chunk multiplies at `rate` flop/s: the busiest
- * resource; plus what cannot overlap: the first chunk's uploads (its panels and C tile) and the
- * last tile's download; plus, per tile, the part of its first chunk's uploads that the
- * SLOTS - 1 multiplies before it cannot hide (uploads run at most that far ahead); plus 10 us
- * per chunk. */
+ * resource, PCIe counted at 90% of its measured rates (a transfer stream that must keep up
+ * with the multiplies all run long falls behind at 100%: measured, a shape whose uploads
+ * equal its multiplies ran 14% slower than one with 15% to spare); plus what cannot overlap:
+ * the first chunk's uploads (its panels and C tile) and the last tile's download; plus, per
+ * tile, the part of its first chunk's uploads that the SLOTS - 1 multiplies before it cannot
+ * hide (uploads run at most that far ahead); plus 10 us per chunk; plus 2% of the PCIe time,
+ * so that of two shapes the multiplies bound alike the one that moves less wins. */
 static double predict(const tide_gemm_stream *s, const shape *h, double rate)
 {
-    double e = (double)s->elem, tile = e * (double)h->mb * h->nb;
+    double e = (double)s->elem, tile = e * (double)h->mb * h->nb, bytes_up, bytes_down;
     double up = (e * (double)h->kb * (h->mb + h->nb) + tile) / (s->rates.h2d * 1e9);
     double chunk = 2.0 * h->mb * h->nb * h->kb / rate;
     double stall = fmax(0, up - (SLOTS - 1) * chunk) * h->tm * h->tn;
-    return busiest(s, h, rate) + up + tile / (s->rates.d2h * 1e9) + stall +
-           1e-5 * h->tm * h->tn * h->np;
+    traffic(s, h, &bytes_up, &bytes_down);
+    return busiest(s, h, rate, 0.9) + up + tile / (s->rates.d2h * 1e9) + stall +
+           1e-5 * h->tm * h->tn * h->np + 0.02 * (bytes_up + bytes_down) / (s->rates.both * 1e9);
 }
 
 /* Candidate block sizes along an extent n: about 16 * 2^(i/4) balanced, and n whole; *count
@@ -300,8 +304,33 @@ static shape make_shape(const tide_gemm_desc *g, long long mb, long long nb, lon
     return h;
 }
 
+static int same_chunk(const shape *a, const shape *b)
+{
+    return a->mb == b->mb && a->nb == b->nb && a->kb == b->kb;
+}
+
+/* Puts shape h predicted at v among the finalists fin[0..*n) (best first, at most FINALISTS,
+ * one per chunk multiply: a shape replaces a worse one with the same chunks). */
+static void keep_finalist(shape *fin, double *t, int *n, const shape *h, double v)
+{
+    int at = 0;
+    while (at < *n && !same_chunk(&fin[at], h))
+        at++;
+    if (at < *n && t[at] <= v)
+        return;
+    if (at < *n) /* drop the worse one with the same chunks */
+        for ((*n)--; at < *n; at++)
+            fin[at] = fin[at + 1], t[at] = t[at + 1];
+    at = *n < FINALISTS ? (*n)++ : FINALISTS;
+    for (; at > 0 && t[at - 1] > v; at--)
+        if (at < FINALISTS)
+            fin[at] = fin[at - 1], t[at] = t[at - 1];
+    if (at < FINALISTS)
+        fin[at] = *h, t[at] = v;
+}
+
 /* The FINALISTS shapes that fit the budget and are predicted to end first at `rate` (scaled
- * by small_blocks), best first, in fin[0..*n). */
+ * by small_blocks), best first, in fin[0..*n), no two with the same chunk multiply. */
 static void rank_shapes(const tide_gemm_stream *s, double rate, shape *fin, double *t, int *n)
 {
     const tide_gemm_desc *g = &s->d.d;
@@ -317,13 +346,7 @@ static void rank_shapes(const tide_gemm_stream *s, double rate, shape *fin, doub
                     if ((double)h.tm * h.tn * h.np > MAX_CHUNKS ||
                         device_need(s, &h) > s->d.budget)
                         continue;
-                    double v = predict(s, &h, rate * small_blocks(&h));
-                    int at = *n < FINALISTS ? (*n)++ : FINALISTS;
-                    for (; at > 0 && t[at - 1] > v; at--)
-                        if (at < FINALISTS)
-                            fin[at] = fin[at - 1], t[at] = t[at - 1];
-                    if (at < FINALISTS)
-                        fin[at] = h, t[at] = v;
+                    keep_finalist(fin, t, n, &h, predict(s, &h, rate * small_blocks(&h)));
                 }
 }
 
@@ -462,7 +485,7 @@ void tide_gemm_stream_info(const tide_gemm_stream *s, tide_gemm_info *info)
     info->rate_down = s->rates.d2h;
     info->rate_both = s->rates.both;
     info->rate_gemm = s->rate_gemm / 1e9;
-    info->bound = busiest(s, h, s->rate_gemm);
+    info->bound = busiest(s, h, s->rate_gemm, 1.0);
     info->device_bytes = tide_pipeline_device_bytes(s->pipe);
     info->pinned_bytes = tide_pipeline_pinned_bytes(s->pipe);
 }
