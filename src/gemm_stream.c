@@ -26,7 +26,7 @@
 #if TIDE_HAVE_CUDA
 #include "pipeline.h"
 
-enum { SLOTS = 4, MAX_CHUNKS = 1 << 16, PROBE = 2048, FINALISTS = 4 };
+enum { SLOTS = 4, MAX_CHUNKS = 1 << 16, PROBE = 2048, FINALISTS = 6 };
 
 /* Tiles and panels: the largest of each, how many, and which operands are kept whole on the
  * device (each block uploaded once, by the first tile that needs it, instead of once per tile
@@ -54,11 +54,11 @@ typedef struct {
     void *c;
 } run_t;
 
-/* Block i of `count` balanced blocks of 0..n: [*lo, *hi). */
-static void block_range(long long n, int count, int i, long long *lo, long long *hi)
+/* Block i of blocks of `size` along 0..n (the last one shorter): [*lo, *hi). */
+static void block_range(long long n, long long size, int i, long long *lo, long long *hi)
 {
-    *lo = n * i / count;
-    *hi = n * (i + 1) / count;
+    *lo = size * i;
+    *hi = *lo + size < n ? *lo + size : n;
 }
 
 static long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
@@ -89,9 +89,9 @@ static void chunk_ranges(const tide_gemm_stream *s, int i, long long q[6], int *
     const shape *h = &s->sh;
     int t = i / h->np;
     *ti = t / h->tn, *tj = t % h->tn, *p = i % h->np;
-    block_range(s->d.d.m, h->tm, *ti, &q[0], &q[1]);
-    block_range(s->d.d.n, h->tn, *tj, &q[2], &q[3]);
-    block_range(s->d.d.k, h->np, *p, &q[4], &q[5]);
+    block_range(s->d.d.m, h->mb, *ti, &q[0], &q[1]);
+    block_range(s->d.d.n, h->nb, *tj, &q[2], &q[3]);
+    block_range(s->d.d.k, h->kb, *p, &q[4], &q[5]);
 }
 
 /* Operand x (0: A, 1: B) as its matrix is stored: rows x cols in all, and the block a chunk
@@ -280,15 +280,25 @@ static double predict(const tide_gemm_stream *s, const shape *h, double rate)
            1e-5 * h->tm * h->tn * h->np + 0.02 * (bytes_up + bytes_down) / (s->rates.both * 1e9);
 }
 
-/* Candidate block sizes along an extent n: about 16 * 2^(i/4) balanced, and n whole; *count
- * of them (at most 64). */
+/* Candidate block sizes along an extent n: for about 2^(i/4) blocks, their balanced size
+ * rounded up to a multiple of 1024 (from 4096 on), 256 (from 1024) or 32, and n whole; *count
+ * of them (at most 64). Aligned blocks keep cuBLAS on its full-size thread-block tiles:
+ * measured on one H200, tiles of 6554 x 8192 ran 11% slower, over a whole multiply, than
+ * tiles of 8192 x 8192 (short timings of single chunks did not show it). */
 static int candidates(long long n, long long fixed, long long out[64])
 {
     if (fixed)
         return out[0] = fixed < n ? fixed : n, 1;
     int c = 0;
-    for (double b = 16; b < n && c < 63; b *= 1.189207115) /* 2^(1/4) */
-        out[c++] = ceil_div(n, ceil_div(n, (long long)b));
+    for (double t = 1; c < 63 && ceil(t) <= n; t *= 1.189207115) { /* 2^(1/4) */
+        long long b = ceil_div(n, (long long)ceil(t)), a = b >= 4096 ? 1024 : b >= 1024 ? 256
+                                                                                        : 32;
+        b = ceil_div(b, a) * a;
+        if (b < 16)
+            break;
+        if (b < n && (c == 0 || b != out[c - 1]))
+            out[c++] = b;
+    }
     out[c++] = n;
     return c;
 }
@@ -296,31 +306,25 @@ static int candidates(long long n, long long fixed, long long out[64])
 static shape make_shape(const tide_gemm_desc *g, long long mb, long long nb, long long kb,
                         int keep)
 {
-    shape h = {0, 0, 0, (int)ceil_div(g->m, mb), (int)ceil_div(g->n, nb),
-               (int)ceil_div(at_least_1(g->k), kb), {keep & 1, keep >> 1}};
-    h.mb = ceil_div(g->m, h.tm);
-    h.nb = ceil_div(g->n, h.tn);
-    h.kb = ceil_div(g->k, h.np);
-    return h;
+    return (shape){mb, nb, kb, (int)ceil_div(g->m, mb), (int)ceil_div(g->n, nb),
+                   (int)ceil_div(at_least_1(g->k), kb), {keep & 1, keep >> 1}};
 }
 
-static int same_chunk(const shape *a, const shape *b)
+static int same_shape(const shape *a, const shape *b)
 {
-    return a->mb == b->mb && a->nb == b->nb && a->kb == b->kb;
+    return a->mb == b->mb && a->nb == b->nb && a->kb == b->kb && a->keep[0] == b->keep[0] &&
+           a->keep[1] == b->keep[1];
 }
 
 /* Puts shape h predicted at v among the finalists fin[0..*n) (best first, at most FINALISTS,
- * one per chunk multiply: a shape replaces a worse one with the same chunks). */
+ * no shape twice: candidate sizes that balance to the same blocks make the same shape). */
 static void keep_finalist(shape *fin, double *t, int *n, const shape *h, double v)
 {
     int at = 0;
-    while (at < *n && !same_chunk(&fin[at], h))
+    while (at < *n && !same_shape(&fin[at], h))
         at++;
-    if (at < *n && t[at] <= v)
+    if (at < *n)
         return;
-    if (at < *n) /* drop the worse one with the same chunks */
-        for ((*n)--; at < *n; at++)
-            fin[at] = fin[at + 1], t[at] = t[at + 1];
     at = *n < FINALISTS ? (*n)++ : FINALISTS;
     for (; at > 0 && t[at - 1] > v; at--)
         if (at < FINALISTS)
@@ -330,7 +334,7 @@ static void keep_finalist(shape *fin, double *t, int *n, const shape *h, double 
 }
 
 /* The FINALISTS shapes that fit the budget and are predicted to end first at `rate` (scaled
- * by small_blocks), best first, in fin[0..*n), no two with the same chunk multiply. */
+ * by small_blocks), best first, in fin[0..*n). */
 static void rank_shapes(const tide_gemm_stream *s, double rate, shape *fin, double *t, int *n)
 {
     const tide_gemm_desc *g = &s->d.d;
@@ -350,8 +354,22 @@ static void rank_shapes(const tide_gemm_stream *s, double rate, shape *fin, doub
                 }
 }
 
-static int measure_gemm(tide_gemm_stream *s, long long m, long long n, long long k,
-                        double *rate, char *err, size_t len);
+static int measure_gemm(tide_gemm_stream *s, const tide_gemm_desc *c, double *rate, char *err,
+                        size_t len);
+
+/* The multiply of a chunk of shape h as it runs: the largest blocks, transposed as the plan's,
+ * with the leading dimensions they have on the device (a kept operand's: its whole matrix's). */
+static tide_gemm_desc chunk_desc(const tide_gemm_stream *s, const shape *h)
+{
+    const tide_gemm_desc *g = &s->d.d;
+    long long q[6] = {0, h->mb, 0, h->nb, 0, at_least_1(h->kb)}, ld[2];
+    for (int x = 0; x < 2; x++) {
+        stored b = operand(g, x, q);
+        ld[x] = dev_ld(h->keep[x] ? b.rows : b.r1 - b.r0);
+    }
+    return (tide_gemm_desc){g->dbl, g->transa, g->transb, h->mb, h->nb, q[5], ld[0], ld[1],
+                            dev_ld(h->mb)};
+}
 
 /* The shape that fits the budget and is predicted to end first: the finalists of the model
  * with the probe's rate, each then predicted again at the rate measured for its own chunk
@@ -364,8 +382,12 @@ static int choose(tide_gemm_stream *s, double probe, char *err, size_t len)
     rank_shapes(s, probe, fin, t, &n);
     for (int i = 0; i < n && !st; i++) {
         double rate;
-        st = measure_gemm(s, fin[i].mb, fin[i].nb, at_least_1(fin[i].kb), &rate, err, len);
+        tide_gemm_desc c = chunk_desc(s, &fin[i]);
+        st = measure_gemm(s, &c, &rate, err, len);
         double v = st ? INFINITY : predict(s, &fin[i], rate);
+        tide_log(s->d.env->ctx, TIDE_LOG_DEBUG, "gemm: tiles %lldx%lld, panels %lld, kept %d%d:"
+                 " %.4g TFLOP/s, predicted %.4g s (%.4g s at the probe's rate)", fin[i].mb,
+                 fin[i].nb, fin[i].kb, fin[i].keep[0], fin[i].keep[1], rate * 1e-12, v, t[i]);
         if (v < best)
             best = v, s->sh = fin[i], s->rate_gemm = rate;
     }
@@ -376,25 +398,26 @@ static int choose(tide_gemm_stream *s, double probe, char *err, size_t len)
                         "budget of %zu bytes or more than %d chunks", s->d.tile, s->d.panel,
                         s->d.budget, MAX_CHUNKS), TIDE_ERR_NOMEM;
     return snprintf(err, len, "the device budget of %zu bytes is too small for the smallest "
-                    "tiles (16 x 16)", s->d.budget), TIDE_ERR_NOMEM;
+                    "tiles (32 x 32 and panels of 32, or the whole matrix where smaller)",
+                    s->d.budget), TIDE_ERR_NOMEM;
 }
 
-/* The device's rate (flop/s) for multiplies of m x n x k on the plan's stream: the best of
- * three after a warm-up, on device buffers made for it (contents irrelevant: the rate of the
- * GEMM does not depend on them). */
-static int measure_gemm(tide_gemm_stream *s, long long m, long long n, long long k,
-                        double *rate, char *err, size_t len)
+/* The device's rate (flop/s) for the multiply c on the plan's stream: the best of three after
+ * a warm-up, on device buffers made for it (contents irrelevant: the rate of the GEMM does not
+ * depend on them). */
+static int measure_gemm(tide_gemm_stream *s, const tide_gemm_desc *c, double *rate, char *err,
+                        size_t len)
 {
     const tide_env *e = s->d.env;
-    tide_gemm_desc c = {s->d.d.dbl, 0, 0, m, n, k, dev_ld(m), dev_ld(k), dev_ld(m)};
+    long long acols = c->transa ? c->m : c->k, bcols = c->transb ? c->k : c->n;
     void *a = NULL, *b = NULL, *cc = NULL;
-    int st = e->be->alloc(s->elem * (size_t)(c.lda * k), &a);
-    st = st ? st : e->be->alloc(s->elem * (size_t)(c.ldb * n), &b);
-    st = st ? st : e->be->alloc(s->elem * (size_t)(c.ldc * n), &cc);
+    int st = e->be->alloc(s->elem * (size_t)(c->lda * acols), &a);
+    st = st ? st : e->be->alloc(s->elem * (size_t)(c->ldb * bcols), &b);
+    st = st ? st : e->be->alloc(s->elem * (size_t)(c->ldc * c->n), &cc);
     double best = INFINITY;
     for (int rep = 0; rep < 4 && !st; rep++) {
         double t0 = MPI_Wtime();
-        st = e->be->gemm(e, s->d.blas, &c, 1.0, a, b, 0.0, cc);
+        st = e->be->gemm(e, s->d.blas, c, 1.0, a, b, 0.0, cc);
         st = st ? st : e->be->sync(e);
         double t = MPI_Wtime() - t0;
         if (rep && t < best)
@@ -405,8 +428,8 @@ static int measure_gemm(tide_gemm_stream *s, long long m, long long n, long long
     e->be->free(cc);
     if (st)
         return snprintf(err, len, "timing a %lldx%lldx%lld multiply on the device failed: %s",
-                        m, n, k, e->be->last_error()), st;
-    *rate = 2.0 * m * n * k / best;
+                        c->m, c->n, c->k, e->be->last_error()), st;
+    *rate = 2.0 * c->m * c->n * c->k / best;
     return TIDE_SUCCESS;
 }
 
@@ -447,9 +470,10 @@ int tide_gemm_stream_create(const tide_gemm_stream_desc *d, tide_gemm_stream **o
     const tide_gemm_desc *g = &d->d;
     double probe = 0;
     int st = tide_context_pcie(d->env->ctx, &s->rates, err, len);
+    long long pm = probe_size(s, g->m), pn = probe_size(s, g->n), pk = probe_size(s, g->k);
+    tide_gemm_desc pc = {g->dbl, 0, 0, pm, pn, pk, dev_ld(pm), dev_ld(pk), dev_ld(pm)};
     if (!st)
-        st = measure_gemm(s, probe_size(s, g->m), probe_size(s, g->n),
-                          probe_size(s, g->k), &probe, err, len);
+        st = measure_gemm(s, &pc, &probe, err, len);
     if (!st)
         st = choose(s, probe, err, len);
     if (!st)
