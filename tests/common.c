@@ -312,3 +312,13 @@ void tt_expect_error(tt_tally *t, MPI_Comm comm, const char *tag, const char *wh
     free(sts);
     free(msgs);
 }
+
+void *tt_xmalloc(size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        fprintf(stderr, "out of memory allocating %zu bytes\n", bytes);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    return p;
+}

@@ -11,6 +11,10 @@
 #include <mpi.h>
 #include "tide.h"
 
+/* malloc of at least one byte (an empty array still gets a valid pointer); out of memory
+ * aborts the job with a message. */
+void *tt_xmalloc(size_t bytes);
+
 /* ---- GPU tests ------------------------------------------------------------------------------ */
 /* The GPUs this process can use; 0 after printing "SKIP: <why>" (the caller then exits 77, which
  * meson reports as skipped). */

@@ -67,19 +67,9 @@ static const unsigned ARG = BIT(TIDE_ERR_ARGUMENT), UNSUP = BIT(TIDE_ERR_UNSUPPO
 static char plan_sentinel_storage;
 #define PLAN_SENTINEL ((tide_gemm_plan *)&plan_sentinel_storage)
 
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) {
-        fprintf(stderr, "test_gemm: out of memory\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    return p;
-}
-
 static void *xdup(const void *src, size_t bytes)
 {
-    return memcpy(xmalloc(bytes), src, bytes);
+    return memcpy(tt_xmalloc(bytes), src, bytes);
 }
 
 static double rnd(tt_rng *rng)
@@ -376,7 +366,7 @@ static double check_result(const gcase *g, int run, const gmat x[3], void *const
                            const garrays *out)
 {
     size_t mn = (size_t)(g->m * g->n);
-    double *ref = xmalloc(mn * sizeof *ref), *scale = xmalloc(mn * sizeof *scale);
+    double *ref = tt_xmalloc(mn * sizeof *ref), *scale = tt_xmalloc(mn * sizeof *scale);
     double alpha = g->alpha[run], beta = g->beta[run];
     int rst = tide_ref_gemm(g->dbl, g->order, g->ta, g->tb, g->m, g->n, g->k, alpha, in[0],
                             x[0].ld, in[1], x[1].ld, beta, in[2], x[2].ld, 0, g->m, 0, g->n,
@@ -501,7 +491,7 @@ static double run_case(tide_context *c, const gcase *g, int index, int many)
             void *in[3];
             for (int i = 0; i < 3; i++) {
                 a.bytes[i] = gmat_bytes(&x[i]);
-                in[i] = xmalloc(a.bytes[i]);
+                in[i] = tt_xmalloc(a.bytes[i]);
                 gmat_fill(&x[i], in[i], i == 2 && g->beta[run] == 0, &rng);
                 a.h[i] = xdup(in[i], a.bytes[i]);
                 a.pass_null[i] = g->null_empty && elems[i] == 0;
@@ -618,7 +608,7 @@ static void one_shot(void)
         size_t bytes[3];
         for (int i = 0; i < 3; i++) {
             bytes[i] = gmat_bytes(&x[i]);
-            in[i] = xmalloc(bytes[i]);
+            in[i] = tt_xmalloc(bytes[i]);
             gmat_fill(&x[i], in[i], i == 2 && g.beta[0] == 0, &rng);
             h[i] = xdup(in[i], bytes[i]);
         }
@@ -903,7 +893,7 @@ static void execute_errors(void)
     if (!tt_check(&tally, world, st == 0, "f) plan for the execute errors: %s",
                   tide_last_error(ctx)))
         return;
-    earrays *e = xmalloc(sizeof *e);
+    earrays *e = tt_xmalloc(sizeof *e);
     earrays_init(e);
     st = tide_gemm_execute(plan, 1, NULL, e->p[1], 1, e->p[2]);
     expect("f", "execute with A NULL (9 x 7)", st, ARG, c_intact(e));
@@ -955,7 +945,7 @@ static void empty_as_null(void)
     tide_gemm_options o;
     base_options(&o);
     tide_gemm_plan *plan = NULL;
-    earrays *e = xmalloc(sizeof *e);
+    earrays *e = tt_xmalloc(sizeof *e);
     earrays_init(e);
     int st = tide_gemm_plan_create(ctx, EM, EN, 0, &o, &plan);
     if (st == 0)

@@ -64,16 +64,6 @@ static int empty_cases; /* a) cases with a rank whose box is empty */
 
 /* ---- moving the data: plain C on the CPU, plain CUDA calls on the GPU ----------------------- */
 
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) {
-        fprintf(stderr, "test_poisson: out of memory\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    return p;
-}
-
 #if TIDE_HAVE_CUDA
 #define CU TT_CU
 
@@ -161,7 +151,7 @@ static int run_solve(tide_poisson_plan *plan, const void *f0, size_t bytes, int 
         return on_device ? solve_gpu_device(plan, f0, bytes, inplace, u_out, f_after)
                          : solve_gpu_host(plan, f0, bytes, inplace, u_out, f_after);
 #endif
-    void *f = xmalloc(bytes), *u = inplace ? f : xmalloc(bytes);
+    void *f = tt_xmalloc(bytes), *u = inplace ? f : tt_xmalloc(bytes);
     memcpy(f, f0, bytes);
     if (!inplace)
         memset(u, 0xff, bytes); /* NaN: a point the solve does not write poisons the residual */
@@ -262,7 +252,7 @@ static const char *lay_names[] = {"null", "slab", "pencil", "random"};
 /* This rank's box (computed here, not by the library). randorder: a per-rank storage order. */
 static tide_box make_box(const int n[3], lay_kind kind, int param, int randorder, unsigned seed)
 {
-    tide_box *all = xmalloc((size_t)nranks * sizeof *all), b;
+    tide_box *all = tt_xmalloc((size_t)nranks * sizeof *all), b;
     tt_rng rng;
     tt_rng_seed(&rng, (uint64_t)param * 7919u + seed);
     if (kind == LAY_SLAB)
@@ -561,7 +551,7 @@ static int check_plan(const pcase *c, const char *desc, tide_poisson_plan *plan,
     int L = bounded_dim(c->bc), half = L == 2 ? 1 : 2, order[3] = {0, 1, 2};
     if (L > 0)
         order[0] = L, order[1] = 0, order[2] = L == 1 ? 2 : 1;
-    tide_box *all = xmalloc((size_t)nranks * sizeof *all);
+    tide_box *all = tt_xmalloc((size_t)nranks * sizeof *all);
     MPI_Allgather(box, sizeof *box, MPI_BYTE, all, sizeof *box, MPI_BYTE, comm);
     int P = nranks, slabs_ok = P <= c->n[0] && P <= c->n[1];
     tide_decomposition want_dec = c->decomp != TIDE_DECOMP_AUTO ? c->decomp
@@ -670,7 +660,7 @@ static void run_case(tide_context *ctx, const pcase *c)
     long long count = tt_box_count(&box);
     size_t bytes = (size_t)count * (size_t)c->batch *
                    (c->prec == TIDE_FLOAT ? sizeof(float) : sizeof(double));
-    void *f0 = xmalloc(bytes), *u = xmalloc(bytes), *fa = xmalloc(bytes);
+    void *f0 = tt_xmalloc(bytes), *u = tt_xmalloc(bytes), *fa = tt_xmalloc(bytes);
     tide_ref_fill(f0, &box, c->batch, 0, c->prec, c->n, c->seed);
     st = run_solve(plan, f0, bytes, c->inplace, u, fa);
     if (!tt_check(&tally, comm, st == 0, "%s: solve: %s: %s", desc, tide_strerror(st),
@@ -979,7 +969,7 @@ static double trig_solve(tide_context *ctx, const trig *t, int batch, tide_eigen
     tide_box box;
     tide_poisson_plan_box(plan, &box);
     size_t bytes = (size_t)tt_box_count(&box) * (size_t)batch * sizeof(double);
-    double *f = xmalloc(bytes), *u = xmalloc(bytes), *fa = xmalloc(bytes);
+    double *f = tt_xmalloc(bytes), *u = tt_xmalloc(bytes), *fa = tt_xmalloc(bytes);
     fill_fn(f, &box, batch, TIDE_DOUBLE, trig_f, t);
     st = run_solve(plan, f, bytes, 0, u, fa);
     double err = NAN;
@@ -1162,7 +1152,7 @@ static void constant_rhs(tide_context *ctx)
         tide_poisson_plan_box(plan, &box);
         size_t rsize = cfg[i].prec == TIDE_FLOAT ? sizeof(float) : sizeof(double);
         size_t bytes = (size_t)tt_box_count(&box) * batch * rsize;
-        void *f = xmalloc(bytes), *u = xmalloc(bytes), *fa = xmalloc(bytes);
+        void *f = tt_xmalloc(bytes), *u = tt_xmalloc(bytes), *fa = tt_xmalloc(bytes);
         fill_fn(f, &box, batch, cfg[i].prec, const_f, NULL);
         st = run_solve(plan, f, bytes, cfg[i].inplace, u, fa);
         if (tt_check(&tally, comm, st == 0, "%s: solve: %s: %s", desc, tide_strerror(st),
@@ -1212,7 +1202,7 @@ static const int EN[3] = {8, 6, 5}; /* x-slabs of 8 planes: no rank empty up to 
 static void base_options(tide_poisson_options *o, tide_box *box)
 {
     tide_poisson_options_init(o);
-    tide_box *all = xmalloc((size_t)nranks * sizeof *all);
+    tide_box *all = tt_xmalloc((size_t)nranks * sizeof *all);
     tt_tiling_slabs(EN, 0, nranks, all);
     *box = all[rank];
     free(all);
@@ -1447,7 +1437,7 @@ static void solve_errors(tide_context *ctx)
         return;
     long long count = tt_box_count(&box);
     size_t bytes = (size_t)count * sizeof(double);
-    double *f = xmalloc(bytes), *u = xmalloc(bytes), *u0 = xmalloc(bytes);
+    double *f = tt_xmalloc(bytes), *u = tt_xmalloc(bytes), *u0 = tt_xmalloc(bytes);
     tide_ref_fill(f, &box, 1, 0, TIDE_DOUBLE, EN, 31);
     for (long long i = 0; i < count; i++)
         u0[i] = u[i] = 1234.5 + (double)i;

@@ -59,16 +59,6 @@ static int verbose;          /* TIDE_TEST_VERBOSE=1: name each case as it starts
 static tide_context *sctx;   /* this rank's context on MPI_COMM_SELF */
 static tide_backend sbackend;
 
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) {
-        fprintf(stderr, "test_stencil: out of memory\n");
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    return p;
-}
-
 /* A local check (this rank's own cases): printed by the rank that fails it. */
 static int lcheck(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int lcheck(int ok, const char *fmt, ...)
@@ -101,7 +91,7 @@ static int run_gpu_host(tide_stencil_plan *plan, void *cur, size_t bytes, long l
                         cudaStream_t stream, int pinned)
 {
     if (!pinned) {
-        void *u = xmalloc(bytes);
+        void *u = tt_xmalloc(bytes);
         memcpy(u, cur, bytes);
         int st = tide_stencil_run(plan, u, steps);
         memcpy(cur, u, bytes);
@@ -176,7 +166,7 @@ static int run_steps(tide_stencil_plan *plan, void *cur, size_t bytes, long long
     (void)stream;
     (void)call;
 #endif
-    void *u = xmalloc(bytes);
+    void *u = tt_xmalloc(bytes);
     memcpy(u, cur, bytes);
     int st = tide_stencil_run(plan, u, steps);
     memcpy(cur, u, bytes);
@@ -692,8 +682,8 @@ static void run_case(const scase *c, int index)
     tide_box box = whole(c->n, c->order);
     tt_rng rng;
     tt_rng_seed(&rng, c->seed * 31u + 7u);
-    void *ref = xmalloc(bytes), *cur = xmalloc(bytes), *got = xmalloc(bytes);
-    void *src_c = c->source ? xmalloc(bytes) : NULL, *src_b = c->source ? xmalloc(bytes) : NULL;
+    void *ref = tt_xmalloc(bytes), *cur = tt_xmalloc(bytes), *got = tt_xmalloc(bytes);
+    void *src_c = c->source ? tt_xmalloc(bytes) : NULL, *src_b = c->source ? tt_xmalloc(bytes) : NULL;
     fill_random(ref, count, c->dbl, 1.0, &rng);
     c_to_box(cur, ref, &box, es);
     if (c->source) {
@@ -701,8 +691,8 @@ static void run_case(const scase *c, int index)
         c_to_box(src_b, src_c, &box, es);
     }
     /* The oracle's taps. */
-    int (*toff)[3] = xmalloc(MAXTAPS * sizeof *toff);
-    double *tw = xmalloc(MAXTAPS * sizeof *tw);
+    int (*toff)[3] = tt_xmalloc(MAXTAPS * sizeof *toff);
+    double *tw = tt_xmalloc(MAXTAPS * sizeof *tw);
     int ntaps = c->ntaps;
     if (c->shape == TIDE_STENCIL_7PT || c->shape == TIDE_STENCIL_27PT)
         ntaps = tide_ref_stencil_taps(c->shape, c->weights ? c->w : NULL, toff, tw);
@@ -826,7 +816,7 @@ static void run_case(const scase *c, int index)
     }
     /* The source is read, never written. */
     if (c->source) {
-        void *s_after = xmalloc(bytes);
+        void *s_after = tt_xmalloc(bytes);
 #if TIDE_HAVE_CUDA
         if (dsrc)
             CU(cudaMemcpy(s_after, dsrc, bytes, cudaMemcpyDeviceToHost));
@@ -935,7 +925,7 @@ static void world_context(tide_context *wctx)
                  tide_strerror(st), tide_last_error(wctx));
         if (st == 0 && !on_device) {
             size_t count = (size_t)EN[0] * EN[1] * EN[2];
-            double *u = xmalloc(count * sizeof *u), *r = xmalloc(count * sizeof *r);
+            double *u = tt_xmalloc(count * sizeof *u), *r = tt_xmalloc(count * sizeof *r);
             tt_rng rng;
             tt_rng_seed(&rng, 77);
             fill_random(u, count, 1, 1, &rng);
@@ -1122,7 +1112,7 @@ static void run_errors(void)
                   tide_last_error(sctx)))
         return;
     size_t count = (size_t)EN[0] * EN[1] * EN[2], bytes = count * sizeof(double);
-    double *u0 = xmalloc(bytes), *ref = xmalloc(bytes), *h = xmalloc(bytes);
+    double *u0 = tt_xmalloc(bytes), *ref = tt_xmalloc(bytes), *h = tt_xmalloc(bytes);
     tt_rng rng;
     tt_rng_seed(&rng, 5151);
     fill_random(u0, count, 1, 1, &rng);
@@ -1340,7 +1330,7 @@ int main(int argc, char **argv)
     /* c) this rank's share of the cases: case k runs on rank k mod nranks. */
     int ncases = NSPECS + NFUZZ;
     int before = lfailed;
-    scase *c = xmalloc(sizeof *c);
+    scase *c = tt_xmalloc(sizeof *c);
     for (int k = rank; k < ncases; k += nranks) {
         if (k < NSPECS)
             build_case(&specs[k], 1000u + 17u * (unsigned)k, "case", c);
