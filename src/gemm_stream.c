@@ -11,6 +11,9 @@
  * copies the resident tile into buffer 2 and downloads it. The job is ordered (each chunk's work
  * starts after the previous chunk's), so one multiply at a time touches the resident tile, and
  * buffer 2 belongs to the slot, so a tile's upload never races the previous tile's download.
+ * An operand that fits the budget is kept whole in a resident buffer of its own instead: the
+ * first chunk that needs a block of it uploads the block to its place there, and later chunks
+ * read it (every later chunk's work follows that chunk's work, hence its upload).
  * Uploads run up to SLOTS - 1 chunks ahead of the work: the PCIe traffic hides behind the
  * multiplies when the tiles are large enough (Wu 2014, eqs. 5.3-5.5: the bytes a chunk moves
  * over its flops below the PCIe rate over the GEMM rate). The plan measures both rates and
