@@ -13,6 +13,7 @@
 #include <string.h>
 #include "args.h"
 #include "backend.h"
+#include "gemm_dist.h"
 #include "gemm_stream.h"
 
 struct tide_gemm_plan {
@@ -21,25 +22,25 @@ struct tide_gemm_plan {
     long long m, n, k;      /* the caller's */
     tide_gemm_desc g;       /* the column-major multiply the plan runs */
     int swap;               /* row major: g's A is the caller's B and the other way round */
+    long long count[3];     /* elements of this rank's A, B and C */
+    int grid[2];            /* the caller's process grid (several ranks) */
     tide_env env;
     void *blas;             /* the backend's gemm handle */
     tide_gemm_stream *stream; /* host matrices through the GPU */
+    tide_gemm_dist *dist;   /* several ranks */
     void *entry;            /* orders runs after the caller's CUDA work */
 };
 
 /* ---- the request ----------------------------------------------------------------------- */
 
 enum {
-    F_M, F_N, F_K, F_LDA, F_LDB, F_LDC, F_PRECISION, F_BACKEND, F_LOCATION, F_ORDER, F_TRANSA,
-    F_TRANSB, F_TILE, F_PANEL, NFIELDS
+    F_M, F_N, F_K, F_PRECISION, F_BACKEND, F_LOCATION, F_ORDER, F_TRANSA, F_TRANSB, F_TILE,
+    F_PANEL, F_GRID0, F_GRID1, NFIELDS
 };
 static const tide_arg_field fields[NFIELDS] = {
     {"m", 0, INT_MAX},
     {"n", 0, INT_MAX},
     {"k", 0, INT_MAX},
-    {"option lda", 1, INT_MAX},
-    {"option ldb", 1, INT_MAX},
-    {"option ldc", 1, INT_MAX},
     {"option precision", TIDE_DOUBLE, TIDE_FLOAT},
     {"option backend", TIDE_BACKEND_AUTO, TIDE_BACKEND_CUDA},
     {"option location", TIDE_LOCATION_HOST, TIDE_LOCATION_DEVICE},
@@ -48,6 +49,8 @@ static const tide_arg_field fields[NFIELDS] = {
     {"option transb", TIDE_NOTRANS, TIDE_TRANS},
     {"option tile", 0, INT_MAX},
     {"option panel", 0, INT_MAX},
+    {"option grid[0]", 0, INT_MAX},
+    {"option grid[1]", 0, INT_MAX},
 };
 static const tide_args_spec spec = {"tide_gemm_plan_create", fields, NFIELDS, NULL, 0, NULL,
                                     0};
@@ -87,8 +90,34 @@ static int field(tide_args *r, const char *name, long long v)
     return (int)v;
 }
 
-static void make_request(long long m, long long n, long long k, const tide_gemm_options *o,
-                         tide_gemm_plan **plan, tide_args *r)
+/* The process grid of P ranks: the caller's, or the most square one (rows <= columns). */
+static int process_grid(int P, const int want[2], int grid[2])
+{
+    if (want[0] || want[1]) {
+        grid[0] = want[0], grid[1] = want[1];
+        return (long long)want[0] * want[1] == P;
+    }
+    grid[0] = 1;
+    for (int r = 1; (long long)r * r <= P; r++)
+        if (P % r == 0)
+            grid[0] = r;
+    grid[1] = P / grid[0];
+    return 1;
+}
+
+/* This rank's part of an extent: all of it on one rank, else its block over p parts. */
+static long long part(long long n, int p, int i)
+{
+    long long lo, hi;
+    tide_gemm_block(n, p, i, &lo, &hi);
+    return hi - lo;
+}
+
+/* The request; ld gets this rank's leading dimensions (A, B, C), checked here: they may
+ * differ between ranks, as the blocks do. */
+static void make_request(tide_context *ctx, long long m, long long n, long long k,
+                         const tide_gemm_options *o, tide_gemm_plan **plan, tide_args *r,
+                         long long ld[3])
 {
     memset(r, 0, sizeof *r);
     if (!plan)
@@ -97,29 +126,43 @@ static void make_request(long long m, long long n, long long k, const tide_gemm_
     r->v[F_N] = field(r, "n", n);
     r->v[F_K] = field(r, "k", k);
     int v[] = {o->precision, o->backend, o->location, o->order, o->transa, o->transb, o->tile,
-               o->panel};
+               o->panel, o->grid[0], o->grid[1]};
     memcpy(r->v + F_PRECISION, v, sizeof v);
-    r->v[F_LDA] = r->v[F_LDB] = r->v[F_LDC] = 1; /* checked below, once the enums are valid */
     tide_args_check_ranges(&spec, r);
+    int g[2];
+    if (!r->status && !process_grid(ctx->nranks, o->grid, g))
+        tide_args_fail(r, TIDE_ERR_ARGUMENT, "option grid is %d x %d, not the %d ranks of the "
+                       "context", o->grid[0], o->grid[1], ctx->nranks);
     if (r->status)
         return;
+    /* this rank's blocks (the whole matrices on one rank) */
+    int row = ctx->rank / g[1], col = ctx->rank % g[1];
+    long long lm = part(m, g[0], row), ln = part(n, g[1], col);
+    long long lka = part(k, g[1], col), lkb = part(k, g[0], row);
     int ord = o->order, ta = o->transa == TIDE_TRANS, tb = o->transb == TIDE_TRANS;
-    long long lda = leading(r, "a", o->lda, ord, ta ? k : m, ta ? m : k);
-    long long ldb = leading(r, "b", o->ldb, ord, tb ? n : k, tb ? k : n);
-    long long ldc = leading(r, "c", o->ldc, ord, m, n);
-    r->v[F_LDA] = field(r, "option lda", lda);
-    r->v[F_LDB] = field(r, "option ldb", ldb);
-    r->v[F_LDC] = field(r, "option ldc", ldc);
+    ld[0] = leading(r, "a", o->lda, ord, ta ? lka : lm, ta ? lm : lka);
+    ld[1] = leading(r, "b", o->ldb, ord, tb ? ln : lkb, tb ? lkb : ln);
+    ld[2] = leading(r, "c", o->ldc, ord, lm, ln);
+    field(r, "option lda", ld[0]);
+    field(r, "option ldb", ld[1]);
+    field(r, "option ldc", ld[2]);
 }
 
 /* The verdict on the agreed request, the same on every rank. */
 static int judge(tide_context *ctx, const tide_args *all)
 {
-    if (ctx->nranks > 1)
-        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_gemm_plan_create: matrix multiply "
-                         "plans run on a context of one rank in this version, this one has %d "
-                         "(make one on MPI_COMM_SELF)", ctx->nranks);
-    return tide_args_backend(ctx, all[0].v[F_BACKEND], all[0].v[F_LOCATION]);
+    const int *v = all[0].v;
+    int st = tide_args_backend(ctx, v[F_BACKEND], v[F_LOCATION]);
+    if (st || ctx->nranks == 1)
+        return st;
+    if (tide_wants_cuda(ctx, v[F_BACKEND]))
+        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_gemm_plan_create: the multiply over "
+                         "%d ranks runs on the cpu backend in this version (option backend)",
+                         ctx->nranks);
+    if (v[F_TRANSA] || v[F_TRANSB])
+        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_gemm_plan_create: the multiply over "
+                         "%d ranks takes op = N for A and B in this version", ctx->nranks);
+    return TIDE_SUCCESS;
 }
 
 void tide_gemm_options_init(tide_gemm_options *o)
@@ -144,6 +187,7 @@ int tide_gemm_plan_destroy(tide_gemm_plan *p)
     int prev;
     tide_device_enter(p->ctx, &prev);
     tide_gemm_stream_destroy(p->stream);
+    tide_gemm_dist_destroy(p->dist);
     const tide_env *e = &p->env;
     if (e->be) {
         e->be->gemm_destroy(p->blas);
@@ -156,15 +200,36 @@ int tide_gemm_plan_destroy(tide_gemm_plan *p)
     return TIDE_SUCCESS;
 }
 
-/* The column-major multiply of the agreed request. */
-static void make_desc(tide_gemm_plan *p, const int *v)
+/* The column-major multiply of the agreed request (global sizes, this rank's leading
+ * dimensions ld), this rank's element counts, and the process grid. */
+static void make_desc(tide_gemm_plan *p, const int *v, const long long ld[3])
 {
-    int ta = v[F_TRANSA], tb = v[F_TRANSB];
+    int ta = v[F_TRANSA], tb = v[F_TRANSB], P = p->ctx->nranks;
     p->swap = v[F_ORDER] == TIDE_ROW_MAJOR;
     p->g = p->swap ? (tide_gemm_desc){v[F_PRECISION] == TIDE_DOUBLE, tb, ta, v[F_N], v[F_M],
-                                      v[F_K], v[F_LDB], v[F_LDA], v[F_LDC]}
+                                      v[F_K], ld[1], ld[0], ld[2]}
                    : (tide_gemm_desc){v[F_PRECISION] == TIDE_DOUBLE, ta, tb, v[F_M], v[F_N],
-                                      v[F_K], v[F_LDA], v[F_LDB], v[F_LDC]};
+                                      v[F_K], ld[0], ld[1], ld[2]};
+    int want[2] = {v[F_GRID0], v[F_GRID1]};
+    process_grid(P, want, p->grid);
+    int row = p->ctx->rank / p->grid[1], col = p->ctx->rank % p->grid[1];
+    long long m = part(p->m, p->grid[0], row), n = part(p->n, p->grid[1], col);
+    p->count[0] = m * part(p->k, p->grid[1], col);
+    p->count[1] = part(p->k, p->grid[0], row) * n;
+    p->count[2] = m * n;
+}
+
+/* Several ranks: SUMMA on the column-major multiply, whose process grid is the caller's
+ * transposed when the operands swapped (local; the reason in err). */
+static int build_dist(tide_gemm_plan *p, char *err, size_t len)
+{
+    int row = p->ctx->rank / p->grid[1], col = p->ctx->rank % p->grid[1];
+    tide_gemm_dist_desc d = {p->g.dbl, p->g.m, p->g.n, p->g.k,
+                             {p->swap ? p->grid[1] : p->grid[0],
+                              p->swap ? p->grid[0] : p->grid[1]},
+                             {p->swap ? col : row, p->swap ? row : col}, p->g.lda, p->g.ldb,
+                             p->g.ldc, p->o.panel ? p->o.panel : 256, &p->env, p->blas};
+    return tide_gemm_dist_create(&d, &p->dist, err, len);
 }
 
 static int host_gpu(const tide_gemm_plan *p)
@@ -182,6 +247,8 @@ static int build(tide_gemm_plan *p, char *err, size_t len)
         return snprintf(err, len, "this build has no CPU BLAS (CBLAS) for backend cpu"), st;
     if (st)
         return snprintf(err, len, "%s", e->be->last_error()), st;
+    if (p->ctx->nranks > 1)
+        return build_dist(p, err, len);
     if (!host_gpu(p) || p->g.m == 0 || p->g.n == 0)
         return TIDE_SUCCESS;
     tide_gemm_stream_desc d = {p->g, e, p->blas, p->ctx->dev.budget_bytes, p->o.tile,
@@ -191,7 +258,7 @@ static int build(tide_gemm_plan *p, char *err, size_t len)
 
 /* Collective: the plan of an agreed request; failures agreed. */
 static int make_plan(tide_context *ctx, const tide_args *all, const tide_gemm_options *o,
-                     tide_gemm_plan **out)
+                     const long long ld[3], tide_gemm_plan **out)
 {
     char err[TIDE_MSG_LEN] = "";
     int st = TIDE_SUCCESS, cuda = tide_wants_cuda(ctx, o->backend);
@@ -204,7 +271,7 @@ static int make_plan(tide_context *ctx, const tide_args *all, const tide_gemm_op
         p->o = *o;
         p->o.backend = cuda ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU;
         p->m = v[F_M], p->n = v[F_N], p->k = v[F_K];
-        make_desc(p, v);
+        make_desc(p, v, ld);
         p->env.ctx = ctx;
         p->env.be = cuda ? tide_backend_cuda() : &tide_backend_cpu;
         p->env.threads = ctx->threads;
@@ -238,20 +305,21 @@ int tide_gemm_plan_create(tide_context *ctx, long long m, long long n, long long
         return st;
     tide_gemm_options o;
     tide_args mine;
+    long long ld[3] = {1, 1, 1};
     tide_gemm_options_init(&o);
     if (!tide_options_read(opts, &o, sizeof o, offsetof(tide_gemm_options, precision))) {
         memset(&mine, 0, sizeof mine);
         tide_args_fail(&mine, TIDE_ERR_ARGUMENT, "options not filled by "
                        "tide_gemm_options_init (its size member is unset)");
     } else {
-        make_request(m, n, k, &o, plan, &mine);
+        make_request(ctx, m, n, k, &o, plan, &mine, ld);
     }
     tide_args *all = NULL;
     st = tide_args_agree(ctx, &spec, &mine, &all);
     if (!st)
         st = judge(ctx, all);
     if (!st)
-        st = make_plan(ctx, all, &o, plan);
+        st = make_plan(ctx, all, &o, ld, plan);
     free(all);
     tide_device_leave(prev);
     return st;
@@ -282,6 +350,9 @@ int tide_gemm_plan_describe(const tide_gemm_plan *p, char *buf, size_t len)
     char how[96];
     if (p->stream)
         tide_gemm_stream_describe(p->stream, how, sizeof how);
+    else if (p->dist)
+        snprintf(how, sizeof how, "summa on %dx%d ranks, panels of up to %d", p->grid[0],
+                 p->grid[1], p->o.panel ? p->o.panel : 256);
     else
         snprintf(how, sizeof how, "%s", p->env.be->gpu ? "cublas" : "cblas");
     snprintf(buf, len, "gemm %lldx%lldx%lld %s %c%c %s %s %s: %s", p->m, p->n, p->k,
@@ -324,9 +395,9 @@ static int start(const tide_gemm_plan *p, const void *a, const void *b, void *c,
     if (enter_st)
         return snprintf(why, len, "could not make GPU %d current (%s) in", p->ctx->dev.device,
                         tide_backend_cuda()->last_error()), enter_st;
-    int st = check_array(p, "A", a, p->m * p->k, why, len);
-    st = st ? st : check_array(p, "B", b, p->k * p->n, why, len);
-    return st ? st : check_array(p, "C", c, p->m * p->n, why, len);
+    int st = check_array(p, "A", a, p->count[0], why, len);
+    st = st ? st : check_array(p, "B", b, p->count[1], why, len);
+    return st ? st : check_array(p, "C", c, p->count[2], why, len);
 }
 
 /* The multiply on the backend: on the plan's stream after the caller's work, or streamed. */
@@ -337,6 +408,8 @@ static int multiply(tide_gemm_plan *p, double alpha, const void *a, const void *
     if (p->g.m == 0 || p->g.n == 0)
         return TIDE_SUCCESS;
     const void *ga = p->swap ? b : a, *gb = p->swap ? a : b;
+    if (p->dist)
+        return tide_gemm_dist_execute(p->dist, alpha, ga, gb, beta, c, err, len);
     if (p->stream)
         return tide_gemm_stream_execute(p->stream, alpha, ga, gb, beta, c, p->o.stream, err,
                                         len);

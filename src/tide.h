@@ -622,8 +622,15 @@ int tide_stencil_plan_set_stream(tide_stencil_plan *plan, void *stream);
  * matrices in pinned memory (tide_host_alloc) move at full PCIe rate; pageable ones are staged
  * through pinned buffers by CPU threads. The cpu backend calls the CPU BLAS (OpenBLAS).
  *
- * A plan runs on a context of one rank in this version (more ranks: TIDE_ERR_UNSUPPORTED on
- * every rank).
+ * On a context of P > 1 ranks the matrices are distributed in 2D blocks over a process grid of
+ * grid[0] x grid[1] ranks (rank r at row r / grid[1], column r % grid[1]); block i of an
+ * extent n over p parts is [i n / p, (i + 1) n / p). The rank at (row, col) holds, of C, rows
+ * block row of m over grid[0] and columns block col of n over grid[1]; of A, the same rows and
+ * columns block col of k over grid[1]; of B, rows block row of k over grid[0] and C's columns
+ * (each block stored in the plan's order with the rank's own leading dimension). The product is
+ * SUMMA: panels of A broadcast along process rows, panels of B along process columns, each
+ * rank's update a local multiply. In this version the distributed multiply takes op = N for
+ * both operands and the cpu backend (else TIDE_ERR_UNSUPPORTED on every rank).
  * ------------------------------------------------------------------------------------------- */
 typedef struct tide_gemm_plan tide_gemm_plan;
 
@@ -641,12 +648,16 @@ typedef struct {
     tide_matrix_order order;    /* of all three matrices; default TIDE_COL_MAJOR */
     tide_transpose transa, transb; /* op(A), op(B); default TIDE_NOTRANS */
     long long lda, ldb, ldc;    /* leading dimensions, at least the stored rows (column major)
-                                 * or columns (row major) of each matrix and at least 1; 0
-                                 * (default): exactly that */
+                                 * or columns (row major) of each matrix (of this rank's block
+                                 * on several ranks) and at least 1; 0 (default): exactly that;
+                                 * per rank */
     int tile;                   /* cuda on host matrices: rows and columns of the C tiles kept
                                  * on the device; 0 (default): the plan's choice */
-    int panel;                  /* ... columns of op(A) (rows of op(B)) per streamed panel; 0
-                                 * (default): the plan's choice */
+    int panel;                  /* ... columns of op(A) (rows of op(B)) per streamed panel, and
+                                 * on several ranks the most per broadcast; 0 (default): the
+                                 * plan's choice (256 on several ranks) */
+    int grid[2];                /* several ranks: the process grid, grid[0] x grid[1] = the
+                                 * ranks; {0, 0} (default): the most square one */
     void *stream;               /* GPU: the caller's cudaStream_t runs are ordered after
                                  * (tide_fft_options); per rank */
 } tide_gemm_options;

@@ -242,7 +242,7 @@ fi
 errs gneg 1 'bad positional arguments' gemm cpu double 8 -5 8
 errs gta 1 "-ta 'X': give N" gemm cpu double 8 8 8 -ta X
 errs gpagedev 1 '-pageable is about host matrices' gemm cpu double 8 -pageable -device
-errs gnp2 2 'not supported by this build or machine' gemm cpu double 8 8 8
+errs gnp2 2 'runs on one rank' gemm cpu double 8 8 8
 if "$mpiexec" -n 1 "$tide" info 2>&1 | grep -q 'backend cuda'; then
     run gcuda 0 1 gemm cuda double 1000 900 800 -beta 1 -n 2 && \
         has gcuda '^Verification: passed' && has gcuda '^PCIe: ' && \

@@ -1,0 +1,39 @@
+/*
+ * gemm_dist.h: the distributed matrix multiply (private): SUMMA over a 2D process grid, each
+ * rank's update a local multiply through the backend's gemm entry.
+ */
+#ifndef TIDE_GEMM_DIST_H
+#define TIDE_GEMM_DIST_H
+
+#include "backend.h"
+
+/* Block i of n over p parts, balanced: [i n / p, (i + 1) n / p). */
+void tide_gemm_block(long long n, int p, int i, long long *lo, long long *hi);
+
+typedef struct {
+    int dbl;
+    long long m, n, k;          /* the global column-major multiply (op = N, N) */
+    int grid[2];                /* process rows and columns of the column-major multiply */
+    int me[2];                  /* this rank's row and column in that grid */
+    long long lda, ldb, ldc;    /* of this rank's blocks (column major) */
+    int panel;                  /* most columns of A broadcast at once */
+    const tide_env *env;        /* the plan's (CPU backend) */
+    void *blas;
+} tide_gemm_dist_desc;
+
+typedef struct tide_gemm_dist tide_gemm_dist;
+
+/* Collective over env->ctx->comm: the row and column communicators and the panel buffers.
+ * Returns 0 or a code with the reason in err (not agreed: the caller agrees). */
+int tide_gemm_dist_create(const tide_gemm_dist_desc *d, tide_gemm_dist **out, char *err,
+                          size_t len);
+void tide_gemm_dist_destroy(tide_gemm_dist *s);
+
+/* Collective: C = alpha A B + beta C on this rank's blocks a, b, c. For each panel of k, the
+ * rank column owning A's columns broadcasts them along each process row, the rank row owning
+ * B's rows broadcasts them along each process column, and every rank adds the product of the
+ * two panels to its block of C. Returns 0 or a code with the reason in err. */
+int tide_gemm_dist_execute(tide_gemm_dist *s, double alpha, const void *a, const void *b,
+                           double beta, void *c, char *err, size_t len);
+
+#endif
