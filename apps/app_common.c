@@ -301,3 +301,49 @@ void app_say_bound(double bound, const char *what, double time)
 {
     tide_say("Bound: %.6g (s) (%s); bound / time %.3f\n", bound, what, bound / time);
 }
+
+void app_cost_of(const tide_fft_cost *a, const tide_fft_cost *b, tide_fft_cost *out)
+{
+    const tide_fft_cost *c = b ? b : a;
+    double v[8] = {(a->flops + c->flops) / 2, (a->fft_bytes + c->fft_bytes) / 2,
+                   (a->move_bytes + c->move_bytes) / 2,
+                   (a->exchange_bytes + c->exchange_bytes) / 2,
+                   (a->h2d_bytes + c->h2d_bytes) / 2, (a->d2h_bytes + c->d2h_bytes) / 2,
+                   (a->exchanges + c->exchanges) / 2.0, (a->fft_passes + c->fft_passes) / 2.0};
+    double m[8];
+    MPI_Allreduce(v, m, 8, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    *out = (tide_fft_cost){m[0], m[1], m[2], m[3], m[4], m[5], (int)m[6], (int)m[7]};
+}
+
+/* A number or null (not measured: v <= 0 when `positive`, or not finite). */
+static void json_num(FILE *f, const char *name, double v, int positive, const char *sep)
+{
+    if (isfinite(v) && (!positive || v > 0))
+        fprintf(f, "\"%s\": %.9g%s", name, v, sep);
+    else
+        fprintf(f, "\"%s\": null%s", name, sep);
+}
+
+void app_json_figures(FILE *f, tide_location loc, tide_exchange x, const tide_fft_cost *c,
+                      const tide_rates *r, double xrate, double bound, double time)
+{
+    fprintf(f, " \"location\": \"%s\", \"exchange\": \"%s\", ",
+            loc == TIDE_LOCATION_DEVICE ? "device" : "host",
+            c->exchanges > 0 ? app_exchange_name(x) : "none");
+    json_num(f, "bound_seconds", bound, 1, ", ");
+    json_num(f, "bound_ratio", bound / time, 1, ",\n");
+    fprintf(f, " \"cost\": {\"flops\": %.17g, \"fft_bytes\": %.17g, \"move_bytes\": %.17g, "
+            "\"exchange_bytes\": %.17g, \"h2d_bytes\": %.17g, \"d2h_bytes\": %.17g, "
+            "\"exchanges\": %d, \"fft_passes\": %d},\n", c->flops, c->fft_bytes,
+            c->move_bytes, c->exchange_bytes, c->h2d_bytes, c->d2h_bytes, c->exchanges,
+            c->fft_passes);
+    tide_rates none = {0, 0, 0, 0, 0};
+    const tide_rates *q = r ? r : &none;
+    fprintf(f, " \"rates\": {");
+    json_num(f, "host_copy", q->host_copy, 1, ", ");
+    json_num(f, "h2d", q->h2d, 1, ", ");
+    json_num(f, "d2h", q->d2h, 1, ", ");
+    json_num(f, "both", q->both, 1, ", ");
+    json_num(f, "d2d", q->d2d, 1, ", ");
+    json_num(f, "exchange", xrate, 1, "},\n");
+}

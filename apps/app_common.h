@@ -147,4 +147,15 @@ int app_bound_exchange(tide_context *ctx, tide_exchange how, double data, double
 /* Rank 0: "Bound: ... (s) (what); bound / time ..." */
 void app_say_bound(double bound, const char *what, double time);
 
+/* Collective: the mean of a run's two costs (b NULL: a alone), each field the largest over
+ * the ranks, on every rank: what one run costs the busiest rank. */
+void app_cost_of(const tide_fft_cost *a, const tide_fft_cost *b, tide_fft_cost *out);
+
+/* The figures a performance model needs, as JSON members ending with ",\n": location and
+ * exchange, bound_seconds and bound_ratio (null without a bound), the plan's cost ("cost")
+ * and the rates measured in the run ("rates", GB/s; r NULL: none measured, exchange <= 0:
+ * not measured). */
+void app_json_figures(FILE *f, tide_location loc, tide_exchange x, const tide_fft_cost *c,
+                      const tide_rates *r, double xrate, double bound, double time);
+
 #endif

@@ -254,10 +254,15 @@ int tide_cmd_fft(int argc, char **argv)
 
     /* The bound a GPU run is measured against, from rates measured now on every rank at once
      * (each repetition started together, as the run loads the shared links). */
-    double bound = 0;
+    double bound = 0, xrate = 0;
     char bound_what[400] = "";
-    if (info.backend == TIDE_BACKEND_CUDA) {
-        tide_rates rt_;
+    tide_fft_cost cf, cb, cost;
+    CHECK(tide_fft_plan_cost(plan, -1, &cf));
+    CHECK(tide_fft_plan_cost(plan, +1, &cb));
+    app_cost_of(&cf, &cb, &cost);
+    tide_rates rt_;
+    int gpu = info.backend == TIDE_BACKEND_CUDA;
+    if (gpu) {
         CHECK(app_measure_rates(ctx, APP_RATE_BYTES, &rt_));
         double data = (double)(info.in_bytes > info.out_bytes ? info.in_bytes : info.out_bytes);
         /* The plan's own counts, forward and backward averaged (a run is half a pair): host
@@ -267,9 +272,6 @@ int tide_cmd_fft(int argc, char **argv)
          * run alone, each at its own rate; the rest, another field's download beside each
          * upload, at the both-directions rate. Two round trips overlap the second pass's
          * upload with the first's download: both directions at once. */
-        tide_fft_cost cf, cb;
-        CHECK(tide_fft_plan_cost(plan, -1, &cf));
-        CHECK(tide_fft_plan_cost(plan, +1, &cb));
         int trips = info.round_trips;
         double up = (cf.h2d_bytes + cb.h2d_bytes) / 2, down = (cf.d2h_bytes + cb.d2h_bytes) / 2;
         double b = c->device ? app_bound_local((cf.fft_bytes + cb.fft_bytes) / 2, 1, &rt_)
@@ -284,7 +286,7 @@ int tide_cmd_fft(int argc, char **argv)
                                 : streamed && x == TIDE_EXCHANGE_P2P);
         char xpart[200] = "";
         if (counted) {
-            double xs = 0, xrate = 0;
+            double xs = 0;
             CHECK(app_bound_exchange(ctx, x, data, (cf.exchange_bytes + cb.exchange_bytes) / 2,
                                      &xs, &xrate));
             b += xs; /* after the passes */
@@ -333,6 +335,8 @@ int tide_cmd_fft(int argc, char **argv)
             fprintf(f, "\"type\": \"%s\", \"transposed\": %s,\n",
                     a.type == TIDE_R2C ? "r2c" : "c2c", a.transposed ? "true" : "false");
             app_json_timing(f, tplan_max, &ts, info.flops, memmax);
+            app_json_figures(f, o.location, info.exchange, &cost, gpu ? &rt_ : NULL, xrate,
+                             bound, ts.median);
             fprintf(f, " \"max_error\": %.6g, \"reference\": \"%s\", \"rel_l2\": %.6g, "
                     "\"verified\": %s}\n", max_error, reference ? "serial-fftw" : "round-trip",
                     checked_l2, passed ? "true" : "false");

@@ -50,7 +50,10 @@ for key in '^Time per run: [0-9.e-]+ \(s\)' '^Performance: ' '^Memory usage: ' '
 done
 
 run r2cjson 0 3 fft r2c cpu float 17 12 10 -pencils -p2p -batch 2 -json "$tmp/r.json" -n 2
-if grep -q '"verified": true' "$tmp/r.json" 2>/dev/null && grep -q '"size": \[17, 12, 10\]' "$tmp/r.json"; then
+if python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); c = d["cost"]
+sys.exit(not (d["verified"] is True and d["size"] == [17, 12, 10] and d["location"] == "host"
+              and c["exchanges"] == 2 and c["exchange_bytes"] > 0 and c["fft_passes"] == 3
+              and d["rates"]["d2d"] is None))' "$tmp/r.json" 2>/dev/null; then
     ok
 else
     bad "r2cjson: JSON file missing or not verified"
@@ -104,7 +107,9 @@ run pbcz 0 3 poisson cpu double 16 12 10 -bc ppn -n 1 && has pbcz '^Verification
 run pbcx 0 2 poisson cpu float 15 12 10 -bc dpp -n 1 && has pbcx '^Verification: passed'
 run pjson 0 3 poisson cpu float 16 12 10 -alpha 0.5 -json "$tmp/p.json" -n 2
 if python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
-sys.exit(not (d["verified"] is True and d["size"] == [16, 12, 10] and d["alpha"] == 0.5))' \
+sys.exit(not (d["verified"] is True and d["size"] == [16, 12, 10] and d["alpha"] == 0.5
+              and d["cost"]["exchanges"] == 2 and d["bound_seconds"] > 0
+              and d["rates"]["host_copy"] > 0))' \
         "$tmp/p.json" 2>/dev/null; then
     ok
 else
