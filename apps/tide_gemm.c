@@ -60,6 +60,8 @@ static const char *usage =
     "  -tile T                rows and columns of the C tiles kept on the device (cuda on\n"
     "                         host matrices; default 0: the plan's choice)\n"
     "  -panel P               columns of op(A) per streamed panel (default 0: the plan's)\n"
+    "  -gpus G                GPUs the rank drives, C's columns shared among them (cuda on\n"
+    "                         host matrices; default 0: the node's GPUs dealt among its ranks)\n"
     "  -pageable              host matrices from malloc (pageable) instead of tide_host_alloc\n"
     "                         (pinned), which the plan stages through pinned buffers\n"
     "  -device                the matrices in device memory (backend cuda or auto with a GPU)\n"
@@ -77,7 +79,7 @@ typedef struct {
     tide_transpose ta, tb;
     tide_matrix_order order;
     double alpha, beta;
-    int tile, panel, pageable, check;
+    int tile, panel, pageable, check, gpus;
 } args;
 
 /* ---- arguments ------------------------------------------------------------------------------- */
@@ -142,8 +144,9 @@ static int parse_options(int argc, char **argv, args *a)
             a->order = k == 1 ? TIDE_ROW_MAJOR : TIDE_COL_MAJOR;
         } else if (!strcmp(o, "-alpha") || !strcmp(o, "-beta")) {
             bad = more < 1 || app_to_real(argv[++i], o[1] == 'a' ? &a->alpha : &a->beta);
-        } else if (!strcmp(o, "-tile") || !strcmp(o, "-panel")) {
-            bad = more < 1 || app_to_int(argv[++i], 0, o[1] == 't' ? &a->tile : &a->panel);
+        } else if (!strcmp(o, "-tile") || !strcmp(o, "-panel") || !strcmp(o, "-gpus")) {
+            int *to = o[1] == 't' ? &a->tile : o[1] == 'p' ? &a->panel : &a->gpus;
+            bad = more < 1 || app_to_int(argv[++i], 0, to);
         } else if (!strcmp(o, "-pageable")) {
             a->pageable = 1;
         } else if (!strcmp(o, "-no-check")) {
@@ -417,9 +420,10 @@ static int check(const args *a, const matrices *mx, const void *c, check_result 
 
 /* The bound split into its terms, the largest naming it: the flops at the in-card GEMM rate
  * (gflops: the rate of this run's in-card multiply of the whole matrices where it was
- * measured, a sustained rate; else the plan's, measured on one chunk's multiply in a short
- * burst, which runs at higher clocks than a long multiply keeps), the PCIe bytes at the
- * plan's measured rates. */
+ * measured, a sustained rate, times the plan's GPUs; else the plan's, measured on one chunk's
+ * multiply per GPU in a short burst, which runs at higher clocks than a long multiply keeps),
+ * the PCIe bytes at the plan's measured rates (with several GPUs, one GPU's part of them at
+ * its link's rates). */
 typedef struct {
     double seconds;    /* the largest term */
     double term[4];    /* flops at the GEMM rate, up at rate_up, down at rate_down, both ways */
@@ -429,9 +433,11 @@ typedef struct {
 static void bound_of(const tide_gemm_info *info, double gflops, bound_terms *b)
 {
     static const char *names[] = {"in-card GEMM", "PCIe up", "PCIe down", "PCIe both ways"};
+    /* several GPUs: each moves its equal part of the bytes over its own link */
+    double g = info->gpus > 1 ? info->gpus : 1;
     double rate[4] = {gflops, info->rate_up, info->rate_down, info->rate_both};
-    double amount[4] = {info->flops, info->bytes_up, info->bytes_down,
-                        info->bytes_up + info->bytes_down};
+    double amount[4] = {info->flops, info->bytes_up / g, info->bytes_down / g,
+                        (info->bytes_up + info->bytes_down) / g};
     memset(b, 0, sizeof *b);
     if (!(info->bound > 0))
         return;
@@ -573,6 +579,12 @@ static void say_figures(const args *a, const tide_gemm_info *info, const app_sta
                  info->flops / ts->median * 1e-12);
     else if (info->backend == TIDE_BACKEND_CUDA && !in->measured)
         tide_say("In-card cuBLAS rate: not measured (%s)\n", in->why);
+    else if (in->measured && info->gpus > 1)
+        tide_say("In-card cuBLAS rate: %.4g TFLOP/s on one GPU (a device-resident plan on "
+                 "device copies, median of %d), %.4g TFLOP/s on %d; out-of-card / in-card "
+                 "%.3f\n", info->flops / in->ts.median * 1e-12, a->c.runs,
+                 info->gpus * info->flops / in->ts.median * 1e-12, info->gpus,
+                 in->ts.median / info->gpus / ts->median);
     else if (in->measured)
         tide_say("In-card cuBLAS rate: %.4g TFLOP/s (a device-resident plan on device copies, "
                  "median of %d); out-of-card / in-card %.3f\n",
@@ -607,9 +619,9 @@ static int write_json(const args *a, const tide_gemm_info *info, const char *des
             a->c.n[0], a->c.n[1], a->c.n[2], trans_name(a->ta), trans_name(a->tb),
             a->order == TIDE_COL_MAJOR ? "col" : "row", a->alpha, a->beta,
             where(a, info->backend));
-    fprintf(f, " \"tiles\": %d, \"tile_m\": %lld, \"tile_n\": %lld, \"panels\": %d, "
-            "\"panel\": %lld, \"slots\": %d,", info->tiles, info->tile_m, info->tile_n,
-            info->panels, info->panel, info->slots);
+    fprintf(f, " \"gpus\": %d, \"tiles\": %d, \"tile_m\": %lld, \"tile_n\": %lld, "
+            "\"panels\": %d, \"panel\": %lld, \"slots\": %d,", info->gpus, info->tiles,
+            info->tile_m, info->tile_n, info->panels, info->panel, info->slots);
     app_json_timing(f, plan_s, ts, info->flops, mem);
     fprintf(f, " \"tflops\": %.6g, \"bytes_up\": %.17g, \"bytes_down\": %.17g, "
             "\"rate_up_gbps\": %.6g, \"rate_down_gbps\": %.6g, \"rate_both_gbps\": %.6g, "
@@ -620,7 +632,9 @@ static int write_json(const args *a, const tide_gemm_info *info, const char *des
     fprintf(f, "\"bound_term\": %s%s%s, ", b->what ? "\"" : "", b->what ? b->what : "null",
             b->what ? "\"" : "");
     json_real(f, "bound_ratio", b->what ? b->seconds / ts->median : NAN, ", ");
-    double in_t = a->c.device ? ts->median : in->measured ? in->ts.median : NAN;
+    /* the in-card figure on as many GPUs as the plan's */
+    double in_t = a->c.device ? ts->median
+                  : in->measured ? in->ts.median / (info->gpus > 1 ? info->gpus : 1) : NAN;
     json_real(f, "incard_tflops", info->flops / in_t * 1e-12, ", ");
     json_real(f, "incard_ratio", in->measured ? in_t / ts->median : NAN, ", ");
     json_real(f, "incard_max_error", in->measured && a->check ? in->cr.max_error : NAN, ",\n");
@@ -653,6 +667,7 @@ static int plan_make(tide_context *ctx, const args *a, tide_gemm_plan **plan, do
     o.transb = a->tb;
     o.tile = a->tile;
     o.panel = a->panel;
+    o.gpus = a->gpus;
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     int st = tide_gemm_plan_create(ctx, a->c.n[0], a->c.n[1], a->c.n[2], &o, plan);
@@ -737,7 +752,8 @@ int tide_cmd_gemm(int argc, char **argv)
         goto done;
     }
     bound_terms b;
-    bound_of(&info, in.measured ? info.flops / in.ts.median / 1e9 : info.rate_gemm, &b);
+    double gpus = info.gpus > 1 ? info.gpus : 1; /* the in-card plan runs on one GPU */
+    bound_of(&info, in.measured ? gpus * info.flops / in.ts.median / 1e9 : info.rate_gemm, &b);
     app_say_timing(plan_s, &ts, info.flops, mem);
     say_figures(&a, &info, &ts, &cr, &b, &in);
     if (a.c.json && rank == 0)

@@ -1,9 +1,9 @@
 /*
  * cublasxt_peer.c: the peer of `tide gemm` with host matrices on one GPU: cuBLASXt's DGEMM,
- * NVIDIA's out-of-card GEMM, on device 0 alone, the matrices in pinned host memory
- * (cudaMallocHost), swept over cuBLASXt's block sizes.
+ * NVIDIA's out-of-card GEMM, on devices 0..G-1 (G = 1 by default), the matrices in pinned
+ * host memory (cudaMallocHost), swept over cuBLASXt's block sizes.
  *
- *   cublasxt_peer [N | M N K] [-block B] [-n RUNS]
+ *   cublasxt_peer [N | M N K] [-block B] [-gpus G] [-n RUNS]
  *
  * C = A B (alpha 1, beta 0, column major, no transposes) with A M x K and B K x N; default
  * N = 32768 (M = N = K), block sizes 1024, 2048, 4096 and 8192 (-block B: that one alone),
@@ -27,14 +27,14 @@
 #define CHECKED_ENTRIES 8
 
 static const char *usage =
-    "usage: cublasxt_peer [N | M N K] [-block B] [-n RUNS]\n"
-    "  cuBLASXt DGEMM C = A B on GPU 0, A M x K, B K x N in pinned host memory (default\n"
-    "  N = 32768 for all three); block sizes 1024 2048 4096 8192, or B alone; median of RUNS\n"
-    "  runs (default 5) after a warm-up per block size\n";
+    "usage: cublasxt_peer [N | M N K] [-block B] [-gpus G] [-n RUNS]\n"
+    "  cuBLASXt DGEMM C = A B on GPUs 0..G-1 (default G = 1), A M x K, B K x N in pinned\n"
+    "  host memory (default N = 32768 for all three); block sizes 1024 2048 4096 8192, or B\n"
+    "  alone; median of RUNS runs (default 5) after a warm-up per block size\n";
 
 typedef struct {
     size_t m, n, k;
-    int blocks[MAX_BLOCKS], nblocks, runs;
+    int blocks[MAX_BLOCKS], nblocks, runs, gpus;
 } params;
 
 /* A whole decimal in [lo, hi] into *out: 0, else -1. */
@@ -54,6 +54,7 @@ static int parse(int argc, char **argv, params *p)
     static const int sweep[] = {1024, 2048, 4096, 8192};
     long sizes[3], v, nsizes = 0;
     p->runs = 5;
+    p->gpus = 1;
     p->nblocks = 0;
     for (int i = 1; i < argc; i++) {
         int more = argc - i - 1;
@@ -61,9 +62,12 @@ static int parse(int argc, char **argv, params *p)
             p->blocks[0] = (int)v, p->nblocks = 1, i++;
         else if (!strcmp(argv[i], "-n") && more && !to_long(argv[i + 1], 1, 1000, &v))
             p->runs = (int)v, i++;
+        else if (!strcmp(argv[i], "-gpus") && more && !to_long(argv[i + 1], 1, 16, &v))
+            p->gpus = (int)v, i++;
         else if (nsizes < 3 && !to_long(argv[i], 1, 1L << 30, &v))
             sizes[nsizes++] = v;
-        else if (!strcmp(argv[i], "-block") || !strcmp(argv[i], "-n"))
+        else if (!strcmp(argv[i], "-block") || !strcmp(argv[i], "-n") ||
+                 !strcmp(argv[i], "-gpus"))
             return fprintf(stderr, "cublasxt_peer: %s needs a whole number >= 1\n%s", argv[i],
                            usage), 2;
         else
@@ -198,7 +202,9 @@ static int bench(const params *p)
                        p->m * p->n * sizeof(double)};
     double *mat[3] = {NULL, NULL, NULL};
     cublasXtHandle_t h = NULL;
-    int rc = 1, device = 0;
+    int rc = 1, devices[16];
+    for (int i = 0; i < p->gpus; i++)
+        devices[i] = i;
     for (int i = 0; i < 3; i++)
         if (cudaMallocHost((void **)&mat[i], bytes[i]) != cudaSuccess) {
             fprintf(stderr, "cublasxt_peer: cudaMallocHost of %.3g GB failed\n", bytes[i] / 1e9);
@@ -208,10 +214,11 @@ static int bench(const params *p)
     for (int i = 0; i < 3; i++)
         peer_fill(mat[i], bytes[i] / sizeof(double), 1, &x);
     printf("cublasxt_peer: DGEMM %zux%zux%zu (M N K), NN, column major, pinned host matrices "
-           "%.3g GB in all, %d runs per block size\n", p->m, p->n, p->k,
-           (double)(bytes[0] + bytes[1] + bytes[2]) / 1e9, p->runs);
+           "%.3g GB in all, %d GPU%s, %d runs per block size\n", p->m, p->n, p->k,
+           (double)(bytes[0] + bytes[1] + bytes[2]) / 1e9, p->gpus, p->gpus > 1 ? "s" : "",
+           p->runs);
     if (xt_ok(cublasXtCreate(&h), "cublasXtCreate") ||
-        xt_ok(cublasXtDeviceSelect(h, 1, &device), "cublasXtDeviceSelect(device 0)"))
+        xt_ok(cublasXtDeviceSelect(h, p->gpus, devices), "cublasXtDeviceSelect"))
         goto done;
     rc = sweep(h, p, mat[0], mat[1], mat[2]);
 done:

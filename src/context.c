@@ -138,6 +138,7 @@ static int select_gpu(tide_context *ctx, const tide_context_options *opts, int *
         return 0;
     }
     log_binding(ctx, binding);
+    ctx->dev_auto = opts->device == TIDE_DEVICE_AUTO;
     return 1;
 #else
     (void)opts;
@@ -558,6 +559,30 @@ int tide_context_pcie(tide_context *ctx, tide_rates *rates, char *err, size_t le
     snprintf(err, len, "this build has no CUDA");
     return TIDE_ERR_UNSUPPORTED;
 #endif
+}
+
+int tide_context_gpus(const tide_context *ctx, int want, int *devs, int max, char *err,
+                      size_t len)
+{
+    int own = ctx->dev.device, L = ctx->local_size, n = 1;
+    if (own < 0)
+        return snprintf(err, len, "this rank has no GPU"), -TIDE_ERR_UNSUPPORTED;
+#if TIDE_HAVE_CUDA
+    char why[TIDE_MSG_LEN];
+    int all = tide_gpu_count(why, sizeof why);
+    if (ctx->dev_auto && all > L && own == ctx->local_rank % all)
+        n = (all - own + L - 1) / L;
+#endif
+    n = n < max ? n : max;
+    if (want > n)
+        return snprintf(err, len, "option gpus = %d, but this rank drives at most %d GPU%s (%s)",
+                        want, n, n > 1 ? "s" : "", ctx->dev_auto ? "its share of the node's "
+                        "GPUs dealt among the node's ranks" : "the device option names one"),
+               -TIDE_ERR_ARGUMENT;
+    n = want ? want : n;
+    for (int i = 0; i < n; i++)
+        devs[i] = own + i * L;
+    return n;
 }
 
 int tide_measure_rates(tide_context *ctx, size_t bytes, tide_rates *rates)

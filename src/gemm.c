@@ -35,7 +35,7 @@ struct tide_gemm_plan {
 
 enum {
     F_M, F_N, F_K, F_PRECISION, F_BACKEND, F_LOCATION, F_ORDER, F_TRANSA, F_TRANSB, F_TILE,
-    F_PANEL, F_GRID0, F_GRID1, NFIELDS
+    F_PANEL, F_GRID0, F_GRID1, F_GPUS, NFIELDS
 };
 static const tide_arg_field fields[NFIELDS] = {
     {"m", 0, INT_MAX},
@@ -51,6 +51,7 @@ static const tide_arg_field fields[NFIELDS] = {
     {"option panel", 0, INT_MAX},
     {"option grid[0]", 0, INT_MAX},
     {"option grid[1]", 0, INT_MAX},
+    {"option gpus", 0, TIDE_GEMM_MAX_GPUS},
 };
 static const tide_args_spec spec = {"tide_gemm_plan_create", fields, NFIELDS, NULL, 0, NULL,
                                     0};
@@ -126,7 +127,7 @@ static void make_request(tide_context *ctx, long long m, long long n, long long 
     r->v[F_N] = field(r, "n", n);
     r->v[F_K] = field(r, "k", k);
     int v[] = {o->precision, o->backend, o->location, o->order, o->transa, o->transb, o->tile,
-               o->panel, o->grid[0], o->grid[1]};
+               o->panel, o->grid[0], o->grid[1], o->gpus};
     memcpy(r->v + F_PRECISION, v, sizeof v);
     tide_args_check_ranges(&spec, r);
     int g[2];
@@ -251,8 +252,12 @@ static int build(tide_gemm_plan *p, char *err, size_t len)
         return build_dist(p, err, len);
     if (!host_gpu(p) || p->g.m == 0 || p->g.n == 0)
         return TIDE_SUCCESS;
+    int devs[TIDE_GEMM_MAX_GPUS];
+    int n = tide_context_gpus(p->ctx, p->o.gpus, devs, TIDE_GEMM_MAX_GPUS, err, len);
+    if (n < 0)
+        return -n;
     tide_gemm_stream_desc d = {p->g, e, p->blas, p->ctx->dev.budget_bytes, p->o.tile,
-                               p->o.panel};
+                               p->o.panel, n, devs};
     return tide_gemm_stream_create(&d, &p->stream, err, len);
 }
 

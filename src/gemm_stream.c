@@ -18,6 +18,13 @@
  * multiplies when the tiles are large enough (Wu 2014, eqs. 5.3-5.5: the bytes a chunk moves
  * over its flops below the PCIe rate over the GEMM rate). The plan measures both rates and
  * takes, among the shapes that fit the budget, the one the model of predict() says ends first.
+ *
+ * Several GPUs driven by one rank share C's columns, one equal part each, with their own
+ * streams, cuBLAS handles, rates, shapes and pipelines, run at once (tide_pipeline_start, then
+ * wait). Each reads all of A and its columns of B and C straight from the caller's matrices:
+ * one rank per node keeps the matrices in one address space, where a rank per GPU would first
+ * copy panels between ranks' host memories at the speed of a memcpy, as slow as the PCIe
+ * traffic itself.
  */
 #include <math.h>
 #include <stdio.h>
@@ -27,6 +34,7 @@
 #include "tide_config.h"
 #include "gemm_stream.h"
 #if TIDE_HAVE_CUDA
+#include "gpu.h"
 #include "pipeline.h"
 
 enum { SLOTS = 4, MAX_CHUNKS = 1 << 16, PROBE = 2048, FINALISTS = 6 };
@@ -40,22 +48,36 @@ typedef struct {
     int keep[2];
 } shape;
 
-struct tide_gemm_stream {
-    tide_gemm_stream_desc d;
+typedef struct engine engine;
+
+/* What one execution works on (the job's user data). */
+typedef struct {
+    const engine *s;
+    double alpha, beta;
+    const void *a, *b;
+    void *c;
+} run_t;
+
+/* One GPU's part of the multiply: columns col0.. of C (d.d.n of them), all of A. */
+struct engine {
+    tide_gemm_stream_desc d;  /* d.d: the part's multiply; d.env, d.blas: its GPU's */
+    int device;
+    long long col0;
     shape sh;
     size_t elem;
     tide_rates rates;
     double rate_gemm;       /* flop/s of one chunk's multiply on the device, measured */
     tide_pipeline *pipe;
+    tide_env env;           /* a GPU other than the plan's: its own stream ... */
+    void *blas;             /* ... and cuBLAS handle */
+    run_t run;              /* the execution in flight */
+    tide_pipeline_job job;
 };
 
-/* What one execution works on (the job's user data). */
-typedef struct {
-    const tide_gemm_stream *s;
-    double alpha, beta;
-    const void *a, *b;
-    void *c;
-} run_t;
+struct tide_gemm_stream {
+    int n;
+    engine *e[TIDE_GEMM_MAX_GPUS];
+};
 
 /* Block i of blocks of `size` along 0..n (the last one shorter): [*lo, *hi). */
 static void block_range(long long n, long long size, int i, long long *lo, long long *hi)
@@ -86,7 +108,7 @@ static long long dev_ld(long long rows) { return at_least_1((rows + 31) / 32 * 3
 
 /* Chunk i's tile rows, columns and panel: q[0..2) rows of C, q[2..4) its columns, q[4..6) the
  * panel of k; *ti, *tj its tile's row and column, *p the panel. */
-static void chunk_ranges(const tide_gemm_stream *s, int i, long long q[6], int *ti, int *tj,
+static void chunk_ranges(const engine *s, int i, long long q[6], int *ti, int *tj,
                          int *p)
 {
     const shape *h = &s->sh;
@@ -140,7 +162,7 @@ enum { BUF_A, BUF_B, BUF_C, RES_C, RES_A, RES_B };
 static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down, int *ndown)
 {
     const run_t *r = user;
-    const tide_gemm_stream *s = r->s;
+    const engine *s = r->s;
     const tide_gemm_desc *g = &s->d.d;
     const void *host[2] = {r->a, r->b};
     long long q[6], ld[2] = {g->lda, g->ldb};
@@ -163,7 +185,7 @@ static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down,
 }
 
 /* Where a chunk's block of operand x lies on the device, and its leading dimension. */
-static const void *on_device(const tide_gemm_stream *s, int x, const long long q[6],
+static const void *on_device(const engine *s, int x, const long long q[6],
                              void *const *buf, long long *ld)
 {
     stored b = operand(&s->d.d, x, q);
@@ -176,7 +198,7 @@ static const void *on_device(const tide_gemm_stream *s, int x, const long long q
 static int work(void *user, int i, void *const *buf, void *stream)
 {
     const run_t *r = user;
-    const tide_gemm_stream *s = r->s;
+    const engine *s = r->s;
     const tide_gemm_desc *g = &s->d.d;
     tide_env e = *s->d.env;
     e.stream = stream;
@@ -196,22 +218,50 @@ static int work(void *user, int i, void *const *buf, void *stream)
     return st;
 }
 
+/* Starts GPU part s of C = alpha op(A) op(B) + beta C: its columns of op(B) and of C, after
+ * the caller's work when `after`. */
+static int start_part(engine *s, double alpha, const void *a, const void *b, double beta,
+                      void *c, void *caller, int after)
+{
+    const tide_gemm_desc *g = &s->d.d;
+    size_t ob = s->elem * (size_t)(g->transb ? s->col0 : s->col0 * g->ldb);
+    s->run = (run_t){s, alpha, beta, a, b ? (const char *)b + ob : NULL,
+                     (char *)c + s->elem * (size_t)(s->col0 * g->ldc)};
+    s->job = (tide_pipeline_job){.nchunks = s->sh.tm * s->sh.tn * s->sh.np, .elem = s->elem,
+                                 .batch = 1, .max_up = 3, .max_down = 1, .describe = describe,
+                                 .work = work, .user = &s->run,
+                                 .pageable = TIDE_PAGEABLE_STAGE, .ordered = 1,
+                                 .after_caller = after, .caller_stream = caller};
+    return tide_pipeline_start(s->pipe, &s->job);
+}
+
 int tide_gemm_stream_execute(tide_gemm_stream *s, double alpha, const void *a, const void *b,
                              double beta, void *c, void *caller, char *err, size_t len)
 {
-    run_t r = {s, alpha, beta, a, b, c};
-    tide_pipeline_job job = {.nchunks = s->sh.tm * s->sh.tn * s->sh.np, .elem = s->elem,
-                             .batch = 1, .max_up = 3, .max_down = 1, .describe = describe,
-                             .work = work, .user = &r, .pageable = TIDE_PAGEABLE_STAGE,
-                             .ordered = 1, .after_caller = 1, .caller_stream = caller};
-    return tide_pipeline_run(s->pipe, &job, err, len);
+    /* Another GPU's streams cannot wait for an event recorded on the caller's stream, so with
+     * several GPUs the host waits for the caller's work before any of them starts. */
+    if (s->n > 1 && tide_gpu_sync(caller))
+        return snprintf(err, len, "could not wait for the caller's earlier CUDA work: %s",
+                        tide_gpu_last_error()), TIDE_ERR_BACKEND;
+    int st = TIDE_SUCCESS, started = 0;
+    for (; started < s->n && !st; started++)
+        st = start_part(s->e[started], alpha, a, b, beta, c, caller, s->n == 1);
+    if (st)
+        snprintf(err, len, "could not start the multiply on GPU %d", s->e[started - 1]->device);
+    for (int i = 0; i < started - (st != 0); i++) {
+        char why[TIDE_MSG_LEN];
+        int w = tide_pipeline_wait(s->e[i]->pipe, why, sizeof why);
+        if (w && !st)
+            st = w, snprintf(err, len, "GPU %d: %s", s->e[i]->device, why);
+    }
+    return st;
 }
 
 /* ---- planning -------------------------------------------------------------------------- */
 
 /* Bytes of each slot's buffers (op(A)'s panel and op(B)'s as stored, unless kept; a C tile)
  * and of the resident ones (the C tile, op(A) and op(B) whole when kept). */
-static void buffer_bytes(const tide_gemm_stream *s, const shape *h, double b[6])
+static void buffer_bytes(const engine *s, const shape *h, double b[6])
 {
     const tide_gemm_desc *g = &s->d.d;
     double e = (double)s->elem;
@@ -222,7 +272,7 @@ static void buffer_bytes(const tide_gemm_stream *s, const shape *h, double b[6])
     b[RES_B] = !h->keep[1] ? 0 : e * (g->transb ? dev_ld(g->n) * g->k : dev_ld(g->k) * g->n);
 }
 
-static size_t device_need(const tide_gemm_stream *s, const shape *h)
+static size_t device_need(const engine *s, const shape *h)
 {
     double b[6];
     buffer_bytes(s, h, b);
@@ -232,7 +282,7 @@ static size_t device_need(const tide_gemm_stream *s, const shape *h)
 
 /* Bytes one multiply moves up (C included: beta != 0) and down. A panel of op(A) goes up
  * once per tile column (once when kept), a panel of op(B) once per tile row. */
-static void traffic(const tide_gemm_stream *s, const shape *h, double *up, double *down)
+static void traffic(const engine *s, const shape *h, double *up, double *down)
 {
     const tide_gemm_desc *g = &s->d.d;
     double e = (double)s->elem, a = (double)g->m * g->k, b = (double)g->k * g->n;
@@ -243,7 +293,7 @@ static void traffic(const tide_gemm_stream *s, const shape *h, double *up, doubl
 
 /* Seconds of the busiest resource over a whole multiply: the GPU at `rate` flop/s, or PCIe
  * up, down, or both ways at once at `pcie` times the measured rates (GB/s). */
-static double busiest(const tide_gemm_stream *s, const shape *h, double rate, double pcie)
+static double busiest(const engine *s, const shape *h, double rate, double pcie)
 {
     const tide_gemm_desc *g = &s->d.d;
     const tide_rates *r = &s->rates;
@@ -272,7 +322,7 @@ static double small_blocks(const shape *h)
  * tile, the part of its first chunk's uploads that the SLOTS - 1 multiplies before it cannot
  * hide (uploads run at most that far ahead); plus 10 us per chunk; plus 2% of the PCIe time,
  * so that of two shapes the multiplies bound alike the one that moves less wins. */
-static double predict(const tide_gemm_stream *s, const shape *h, double rate)
+static double predict(const engine *s, const shape *h, double rate)
 {
     double e = (double)s->elem, tile = e * (double)h->mb * h->nb, bytes_up, bytes_down;
     double up = (e * (double)h->kb * (h->mb + h->nb) + tile) / (s->rates.h2d * 1e9);
@@ -338,7 +388,7 @@ static void keep_finalist(shape *fin, double *t, int *n, const shape *h, double 
 
 /* The FINALISTS shapes that fit the budget and are predicted to end first at `rate` (scaled
  * by small_blocks), best first, in fin[0..*n). */
-static void rank_shapes(const tide_gemm_stream *s, double rate, shape *fin, double *t, int *n)
+static void rank_shapes(const engine *s, double rate, shape *fin, double *t, int *n)
 {
     const tide_gemm_desc *g = &s->d.d;
     long long cm[64], cn[64], ck[64];
@@ -357,12 +407,12 @@ static void rank_shapes(const tide_gemm_stream *s, double rate, shape *fin, doub
                 }
 }
 
-static int measure_gemm(tide_gemm_stream *s, const tide_gemm_desc *c, double *rate, char *err,
+static int measure_gemm(engine *s, const tide_gemm_desc *c, double *rate, char *err,
                         size_t len);
 
 /* The multiply of a chunk of shape h as it runs: the largest blocks, transposed as the plan's,
  * with the leading dimensions they have on the device (a kept operand's: its whole matrix's). */
-static tide_gemm_desc chunk_desc(const tide_gemm_stream *s, const shape *h)
+static tide_gemm_desc chunk_desc(const engine *s, const shape *h)
 {
     const tide_gemm_desc *g = &s->d.d;
     long long q[6] = {0, h->mb, 0, h->nb, 0, at_least_1(h->kb)}, ld[2];
@@ -377,7 +427,7 @@ static tide_gemm_desc chunk_desc(const tide_gemm_stream *s, const shape *h)
 /* The shape that fits the budget and is predicted to end first: the finalists of the model
  * with the probe's rate, each then predicted again at the rate measured for its own chunk
  * multiply. */
-static int choose(tide_gemm_stream *s, double probe, char *err, size_t len)
+static int choose(engine *s, double probe, char *err, size_t len)
 {
     shape fin[FINALISTS];
     double t[FINALISTS], best = INFINITY;
@@ -408,7 +458,7 @@ static int choose(tide_gemm_stream *s, double probe, char *err, size_t len)
 /* The device's rate (flop/s) for the multiply c on the plan's stream: the best of three after
  * a warm-up, on device buffers made for it (contents irrelevant: the rate of the GEMM does not
  * depend on them). */
-static int measure_gemm(tide_gemm_stream *s, const tide_gemm_desc *c, double *rate, char *err,
+static int measure_gemm(engine *s, const tide_gemm_desc *c, double *rate, char *err,
                         size_t len)
 {
     const tide_env *e = s->d.env;
@@ -437,7 +487,7 @@ static int measure_gemm(tide_gemm_stream *s, const tide_gemm_desc *c, double *ra
 }
 
 /* A probe multiply no larger than PROBE along any dimension nor than a third of the budget. */
-static long long probe_size(const tide_gemm_stream *s, long long n)
+static long long probe_size(const engine *s, long long n)
 {
     long long q = (long long)sqrt((double)s->d.budget / 3.0 / (double)s->elem);
     q = q < PROBE ? q : PROBE;
@@ -445,7 +495,7 @@ static long long probe_size(const tide_gemm_stream *s, long long n)
     return at_least_1(q);
 }
 
-static int make_pipeline(tide_gemm_stream *s, char *err, size_t len)
+static int make_pipeline(engine *s, char *err, size_t len)
 {
     double b[6];
     buffer_bytes(s, &s->sh, b);
@@ -461,18 +511,66 @@ static int make_pipeline(tide_gemm_stream *s, char *err, size_t len)
     return tide_pipeline_create_config(&pc, &s->pipe, err, len);
 }
 
-int tide_gemm_stream_create(const tide_gemm_stream_desc *d, tide_gemm_stream **out, char *err,
-                            size_t len)
+static void destroy_part(engine *s)
 {
-    *out = NULL;
-    tide_gemm_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return;
+    int prev = -1, entered = tide_gpu_device_enter(s->device, &prev) == 0;
+    if (s->pipe)
+        tide_pipeline_destroy(s->pipe);
+    if (s->blas)
+        s->env.be->gemm_destroy(s->blas);
+    if (s->env.stream)
+        s->env.be->stream_destroy(s->env.stream);
+    if (entered)
+        tide_gpu_device_leave(prev);
+    free(s);
+}
+
+/* The GPU of the plan's context: its stream, handle and rates (measured once per context). A
+ * GPU of its own: its stream and handle, its rates measured now, and the plan's budget or, if
+ * smaller, what the GPU has free less 1 GiB. The GPU is current. */
+static int own_gpu(engine *s, char *err, size_t len)
+{
+    const tide_env *e = s->d.env;
+    if (s->device == e->ctx->dev.device)
+        return tide_context_pcie(e->ctx, &s->rates, err, len);
+    s->env = *e;
+    s->env.stream = NULL;
+    s->d.env = &s->env;
+    if (e->be->stream_create(&s->env.stream) || e->be->gemm_create(&s->blas))
+        return snprintf(err, len, "GPU %d: %s", s->device, e->be->last_error()),
+               TIDE_ERR_BACKEND;
+    s->d.blas = s->blas;
+    tide_gpu_props p;
+    const size_t margin = (size_t)1 << 30;
+    if (tide_gpu_properties(s->device, &p) == 0 && p.free_bytes) {
+        size_t avail = p.free_bytes > margin ? p.free_bytes - margin : p.free_bytes / 2;
+        s->d.budget = avail < s->d.budget ? avail : s->d.budget;
+    }
+    return tide_gpu_measure((size_t)64 << 20, NULL, NULL, &s->rates, err, len);
+}
+
+/* GPU part for columns c0..c1 of C on device dev: rates, the shape, the pipeline. */
+static int make_part(const tide_gemm_stream_desc *d, int dev, long long c0, long long c1,
+                     engine **out, char *err, size_t len)
+{
+    engine *s = calloc(1, sizeof *s);
     if (!s)
         return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
+    *out = s;
     s->d = *d;
+    s->d.d.n = c1 - c0;
+    s->device = dev;
+    s->col0 = c0;
     s->elem = d->d.dbl ? sizeof(double) : sizeof(float);
-    const tide_gemm_desc *g = &d->d;
+    int prev;
+    if (tide_gpu_device_enter(dev, &prev))
+        return snprintf(err, len, "could not make GPU %d current: %s", dev,
+                        tide_gpu_last_error()), TIDE_ERR_BACKEND;
+    const tide_gemm_desc *g = &s->d.d;
     double probe = 0;
-    int st = tide_context_pcie(d->env->ctx, &s->rates, err, len);
+    int st = own_gpu(s, err, len);
     long long pm = probe_size(s, g->m), pn = probe_size(s, g->n), pk = probe_size(s, g->k);
     tide_gemm_desc pc = {g->dbl, 0, 0, pm, pn, pk, dev_ld(pm), dev_ld(pk), dev_ld(pm)};
     if (!st)
@@ -481,6 +579,25 @@ int tide_gemm_stream_create(const tide_gemm_stream_desc *d, tide_gemm_stream **o
         st = choose(s, probe, err, len);
     if (!st)
         st = make_pipeline(s, err, len);
+    tide_gpu_device_leave(prev);
+    return st;
+}
+
+int tide_gemm_stream_create(const tide_gemm_stream_desc *d, tide_gemm_stream **out, char *err,
+                            size_t len)
+{
+    *out = NULL;
+    tide_gemm_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
+    /* C's columns in equal parts, one per GPU, aligned as tiles are (candidates()) */
+    long long n = d->d.n, w = ceil_div(n, d->ngpus);
+    w = w >= 4096 ? ceil_div(w, 1024) * 1024 : w >= 1024 ? ceil_div(w, 256) * 256 : w;
+    int st = TIDE_SUCCESS;
+    for (long long c0 = 0; c0 < n && !st; c0 += w) {
+        int i = s->n++;
+        st = make_part(d, d->devices[i], c0, c0 + w < n ? c0 + w : n, &s->e[i], err, len);
+    }
     if (st) {
         tide_gemm_stream_destroy(s);
         return st;
@@ -493,37 +610,51 @@ void tide_gemm_stream_destroy(tide_gemm_stream *s)
 {
     if (!s)
         return;
-    if (s->pipe)
-        tide_pipeline_destroy(s->pipe);
+    for (int i = 0; i < s->n; i++)
+        destroy_part(s->e[i]);
     free(s);
 }
 
+/* The parts' figures: the first part's shape and rates; tiles, bytes and memory summed; the
+ * GEMM rate summed (the GPUs run at once); the bound, the slowest part's (each part's PCIe
+ * rates measured alone: GPUs that share host memory bandwidth may not reach them together). */
 void tide_gemm_stream_info(const tide_gemm_stream *s, tide_gemm_info *info)
 {
-    const shape *h = &s->sh;
+    const engine *e0 = s->e[0];
+    const shape *h = &e0->sh;
+    info->gpus = s->n;
     info->tile_m = h->mb;
     info->tile_n = h->nb;
     info->panel = h->kb;
-    info->tiles = h->tm * h->tn;
     info->panels = h->np;
     info->slots = SLOTS;
-    traffic(s, h, &info->bytes_up, &info->bytes_down);
-    info->rate_up = s->rates.h2d;
-    info->rate_down = s->rates.d2h;
-    info->rate_both = s->rates.both;
-    info->rate_gemm = s->rate_gemm / 1e9;
-    info->bound = busiest(s, h, s->rate_gemm, 1.0);
-    info->device_bytes = tide_pipeline_device_bytes(s->pipe);
-    info->pinned_bytes = tide_pipeline_pinned_bytes(s->pipe);
+    info->rate_up = e0->rates.h2d;
+    info->rate_down = e0->rates.d2h;
+    info->rate_both = e0->rates.both;
+    for (int i = 0; i < s->n; i++) {
+        const engine *e = s->e[i];
+        double up, down;
+        traffic(e, &e->sh, &up, &down);
+        info->tiles += e->sh.tm * e->sh.tn;
+        info->bytes_up += up;
+        info->bytes_down += down;
+        info->rate_gemm += e->rate_gemm / 1e9;
+        info->bound = fmax(info->bound, busiest(e, &e->sh, e->rate_gemm, 1.0));
+        info->device_bytes += tide_pipeline_device_bytes(e->pipe);
+        info->pinned_bytes += tide_pipeline_pinned_bytes(e->pipe);
+    }
 }
 
 void tide_gemm_stream_describe(const tide_gemm_stream *s, char *buf, size_t len)
 {
-    const shape *h = &s->sh;
+    const shape *h = &s->e[0]->sh;
     static const char *const kept[] = {"", ", A kept", ", B kept", ", A and B kept"};
-    snprintf(buf, len, "%d tile%s of %lldx%lld, %d panel%s of %lld%s, %d slots", h->tm * h->tn,
-             h->tm * h->tn > 1 ? "s" : "", h->mb, h->nb, h->np, h->np > 1 ? "s" : "", h->kb,
-             kept[h->keep[0] + 2 * h->keep[1]], SLOTS);
+    char gpus[64] = "";
+    if (s->n > 1)
+        snprintf(gpus, sizeof gpus, "%d GPUs, the first: ", s->n);
+    snprintf(buf, len, "%s%d tile%s of %lldx%lld, %d panel%s of %lld%s, %d slots", gpus,
+             h->tm * h->tn, h->tm * h->tn > 1 ? "s" : "", h->mb, h->nb, h->np,
+             h->np > 1 ? "s" : "", h->kb, kept[h->keep[0] + 2 * h->keep[1]], SLOTS);
 }
 
 #else /* no CUDA: host matrices never stream (gemm.c asks only on a context with GPUs) */
@@ -547,12 +678,12 @@ int tide_gemm_stream_execute(tide_gemm_stream *s, double alpha, const void *a, c
     return TIDE_ERR_UNSUPPORTED;
 }
 
-void tide_gemm_stream_info(const tide_gemm_stream *s, tide_gemm_info *info)
+void tide_gemm_stream_info(const engine *s, tide_gemm_info *info)
 {
     (void)s, (void)info;
 }
 
-void tide_gemm_stream_describe(const tide_gemm_stream *s, char *buf, size_t len)
+void tide_gemm_stream_describe(const engine *s, char *buf, size_t len)
 {
     (void)s;
     snprintf(buf, len, "no CUDA");

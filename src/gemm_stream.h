@@ -14,12 +14,17 @@ typedef struct {
     void *blas;             /* the plan's handle (gemm_create) */
     size_t budget;          /* device bytes the multiply may hold */
     int tile, panel;        /* the caller's C tile and panel sizes; 0: chosen here */
+    int ngpus;              /* GPUs the multiply runs on (1..TIDE_GEMM_MAX_GPUS), C's columns
+                             * shared among them; devices[0] is env's */
+    const int *devices;
 } tide_gemm_stream_desc;
+
+enum { TIDE_GEMM_MAX_GPUS = 16 };
 
 typedef struct tide_gemm_stream tide_gemm_stream;
 
-/* Local: measures the PCIe and GEMM rates, chooses the tiles and panels that fit the budget
- * and finish soonest by the model in gemm_stream.c, and makes the pipeline. Returns 0 or a code
+/* Local: on each GPU, measures the PCIe and GEMM rates, chooses the tiles and panels that fit
+ * the budget and finish soonest by the model in gemm_stream.c, and makes the pipeline. Returns 0 or a code
  * with the reason in err. */
 int tide_gemm_stream_create(const tide_gemm_stream_desc *d, tide_gemm_stream **out, char *err,
                             size_t len);

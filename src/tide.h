@@ -660,6 +660,11 @@ typedef struct {
                                  * ranks; {0, 0} (default): the most square one */
     void *stream;               /* GPU: the caller's cudaStream_t runs are ordered after
                                  * (tide_fft_options); per rank */
+    int gpus;                   /* host matrices on the GPU: how many GPUs this rank drives,
+                                 * C's columns shared among them; 0 (default): where the
+                                 * context chose the GPUs, the node's GPUs dealt among its ranks
+                                 * (one rank on a node of four drives all four), else the
+                                 * rank's own one; more than that is TIDE_ERR_ARGUMENT */
 } tide_gemm_options;
 
 void tide_gemm_options_init(tide_gemm_options *opts);
@@ -689,7 +694,10 @@ typedef struct {
     double rate_up, rate_down, rate_both; /* measured PCIe rates, GB/s (tide_rates) */
     double rate_gemm;        /* measured in-card GEMM rate the tiles were sized with, GFLOP/s */
     double bound;            /* seconds: the largest of flops at rate_gemm, bytes_up at
-                              * rate_up, bytes_down at rate_down and both at rate_both */
+                              * rate_up, bytes_down at rate_down and both at rate_both; with
+                              * several GPUs the slowest GPU's (rate_gemm and the bytes are
+                              * then the GPUs' sums, the PCIe rates the first GPU's) */
+    int gpus;                /* GPUs the multiply runs on (0 on the CPU) */
     tide_backend backend;
     tide_location location;
 } tide_gemm_info;

@@ -21,6 +21,7 @@ struct tide_context {
     tide_device_info dev;  /* the GPU in use (device -1 on the CPU backend) */
     int dev_sharers;       /* ranks of this node (this context) using the same GPU, this one
                             * included; 0 without a GPU */
+    int dev_auto;          /* the GPU was the library's choice (device option AUTO) */
     int nccl_usable;       /* CUDA, NCCL built in, and every rank has a GPU of its own */
     int cuda_aware_mpi;    /* every rank's MPI library takes device pointers */
     void *nccl;            /* tide_nccl *, made by the first plan that needs it */
@@ -44,6 +45,14 @@ int tide_agree(tide_context *ctx, int status);
  * measured with 64 MiB transfers by the first call on a CUDA context and kept. Returns 0 or a
  * code with the reason in err. */
 int tide_context_pcie(tide_context *ctx, tide_rates *rates, char *err, size_t len);
+
+/* Local: the GPUs this rank may drive by itself, devs[0] its own (ctx->dev.device): where
+ * the library chose the GPUs and the node has more GPUs than ranks, the node's GPUs dealt
+ * among its ranks (local rank i gets GPUs i, i + L, i + 2L, ... of the node's L ranks), else
+ * its own one. want 0: all of them; want > 0: the first want, TIDE_ERR_ARGUMENT with the
+ * reason in err when there are fewer. Returns the count (at most max) or a negative code. */
+int tide_context_gpus(const tide_context *ctx, int want, int *devs, int max, char *err,
+                      size_t len);
 
 /* Rank-prefixed logging to stderr, filtered by TIDE_LOG=warn|info|debug. */
 void tide_log(const tide_context *ctx, int level, const char *fmt, ...)

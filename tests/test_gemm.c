@@ -29,9 +29,14 @@
  *  d) a context with a device budget of 1 MiB, far below the matrices: many tiles and panels
  *     (GPU host path only);
  *  e) the one-shot tide_gemm, default options (NULL) and given ones;
+ *  g) several GPUs (GPU host path, one rank): explicit gpus options from 1 to all the GPUs the
+ *     rank may drive, C's columns shared among them (uneven parts, fewer columns than GPUs,
+ *     tiles forced small), every op combination, info.gpus; more GPUs than the rank's share
+ *     and beyond the limit fail TIDE_ERR_ARGUMENT. With gpus 0 (every other case) a rank
+ *     alone on a node of several GPUs drives all of them;
  *  f) bad input: negative sizes, leading dimensions below the minimum, unknown enums, options
- *     not from the init function, negative tile or panel, a device location on the CPU backend
- *     (the code tide_stencil_plan_create gives), NULL matrices with elements, a host matrix
+ *     not from the init function, negative tile or panel, gpus negative or above 16, a device
+ *     location on the CPU backend (the code tide_stencil_plan_create gives), NULL matrices with elements, a host matrix
  *     given to a device plan and the reverse: the same code on every rank, a message, outputs
  *     left alone; then the plan still multiplies right; empty matrices accepted as NULL.
  */
@@ -148,6 +153,7 @@ typedef struct {
     tide_transpose ta, tb;
     long long pad[3];  /* A, B, C: extra leading dimension; -1: the minimum, given as 0 */
     int tile, panel;   /* options; 0: the plan's choice */
+    int gpus;          /* option gpus (GPU host path) */
     double alpha[2], beta[2]; /* of the two executions */
     int null_empty;    /* pass an empty matrix as NULL */
     int stream_mode;   /* GPU: 0 the legacy stream, 1 own stream as option, 2 by set_stream */
@@ -179,6 +185,7 @@ static void case_options(const gcase *g, const gmat x[3], tide_gemm_options *o)
     o->ldc = g->pad[2] < 0 ? 0 : x[2].ld;
     o->tile = g->tile;
     o->panel = g->panel;
+    o->gpus = g->gpus;
 }
 
 static void name_case(gcase *g, const char *kind)
@@ -583,6 +590,65 @@ static void small_budget(const tide_context_options *copts)
                MPI_Wtime() - t0);
 }
 
+/* ---- g) several GPUs ------------------------------------------------------------------------ */
+
+static void expect(const char *tag, const char *what, int st, unsigned allowed, int untouched);
+
+/* GPUs a plan with option gpus = want runs on (-1 when the plan fails, its status in *st). */
+static int plan_gpus(int want, int *st)
+{
+    gcase g;
+    static const long long s[3] = {64, 4096, 64};
+    build_case(&g, s, 0, 7000, 0, 0, "gpus");
+    g.gpus = want;
+    gmat x[3];
+    case_mats(&g, x);
+    tide_gemm_options o;
+    case_options(&g, x, &o);
+    tide_gemm_plan *plan = NULL;
+    tide_gemm_info info = {0};
+    *st = tide_gemm_plan_create(ctx, g.m, g.n, g.k, &o, &plan);
+    if (!*st)
+        tide_gemm_plan_info(plan, &info);
+    tide_gemm_plan_destroy(plan);
+    return *st ? -1 : info.gpus;
+}
+
+static void several_gpus(void)
+{
+    if (!gpu || on_device)
+        return;
+    double t0 = MPI_Wtime();
+    int before = tally.failed, st;
+    int share = plan_gpus(0, &st);
+    if (!tt_check(&tally, world, share >= 1, "g) plan with gpus 0: %s: %s (gpus %d)",
+                  tide_strerror(st), tide_last_error(ctx), share))
+        return;
+    static const long long s[][3] = {{97, 301, 129}, {31, 1, 7}, {129, 513, 97}, {7, 3, 1000}};
+    int count = 0;
+    for (int want = 1; want <= share; want++)
+        for (int c = 0; c < 4; c++)
+            for (int combo = 0; combo < 16; combo += 5, count++) {
+                gcase g;
+                build_case(&g, s[c], combo, 7100 + count, c == 2 ? 64 : 0, c == 2 ? 32 : 0,
+                           "gpus");
+                g.gpus = want;
+                snprintf(g.name + strlen(g.name), sizeof g.name - strlen(g.name), " gpus %d",
+                         want);
+                run_case(ctx, &g, 7100 + count, 0);
+            }
+    int got = plan_gpus(share, &st);
+    tt_check(&tally, world, got == share, "g) plan with gpus %d runs on %d GPUs", share, got);
+    if (share + 1 <= 16) {
+        plan_gpus(share + 1, &st);
+        expect("g", "gpus beyond the rank's share", st, ARG, 1);
+    }
+    if (rank == 0)
+        printf("  g) option gpus 1..%d: %d cases, %d failed checks%s (%.1f s)\n", share,
+               count, tally.failed - before, share > 1 ? "" : "; one GPU for this rank: "
+               "several GPUs NOT tested (SKIPPED)", MPI_Wtime() - t0);
+}
+
 /* ---- e) the one-shot call ------------------------------------------------------------------- */
 
 /* tide_gemm with opts NULL (double, column major, no transposes, host) and with a case's. */
@@ -926,6 +992,12 @@ static void create_errors(void)
     o.panel = -16;
     expect_create("f", "panel -16", EM, EN, EK, &o, ARG);
     base_options(&o);
+    o.gpus = -1;
+    expect_create("f", "gpus -1", EM, EN, EK, &o, ARG);
+    base_options(&o);
+    o.gpus = 17;
+    expect_create("f", "gpus 17 (more than 16)", EM, EN, EK, &o, ARG);
+    base_options(&o);
     o.size = 0;
     expect_create("f", "options size 0", EM, EN, EK, &o, ARG);
     memset(&o, 0, sizeof o);
@@ -1155,6 +1227,7 @@ int main(int argc, char **argv)
     } else {
         cases();
         small_budget(&copts);
+        several_gpus();
         one_shot();
         int before = tally.failed;
         create_errors();
