@@ -1,0 +1,325 @@
+#!/usr/bin/env python3
+"""test_scaling.py BUILD_DIR: bench/scaling and its performance model (bench/tide_model.py).
+
+On the CPU backend (no GPU needed): a sweep of the `ci` preset under mpirun (BUILD_DIR/apps/
+tide), whose rows must all be verified and carry every column; the model's flop and byte
+counts against each plan's own ("cost" in each run's JSON); properties of the model (bytes
+per rank as GPUs are added, the slab to pencil switch, a compute-bound multiply on two GPUs,
+large predictions); a failing run recorded and the sweep going on; `validate`; and `plot`,
+which writes PNGs when matplotlib is importable and exits 2 when it is not (both branches
+checked; the PNG check is skipped, visibly, only without matplotlib).
+
+Exit status: 0 when every test passes, 1 otherwise.
+"""
+import csv
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+import importlib.machinery
+import importlib.util
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.join(ROOT, "bench")
+SCRIPT = os.path.join(BENCH, "scaling")
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, BENCH)
+import tide_model as model  # noqa: E402
+
+BUILD = None  # from the command line
+
+
+def load_script():
+    """bench/scaling as a module (it has no .py suffix)."""
+    loader = importlib.machinery.SourceFileLoader("scaling_script", SCRIPT)
+    spec = importlib.util.spec_from_loader("scaling_script", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def mpirun():
+    """The launcher the other MPI tests use (mpiexec, else mpirun), with --oversubscribe for
+    Open MPI and --allow-run-as-root when running as root."""
+    exe = shutil.which("mpiexec") or shutil.which("mpirun")
+    if not exe:
+        raise unittest.SkipTest("no mpiexec or mpirun on PATH")
+    cmd = [exe]
+    v = subprocess.run([exe, "--version"], capture_output=True, text=True)
+    if "Open MPI" in v.stdout + v.stderr or "OpenRTE" in v.stdout + v.stderr:
+        cmd.append("--oversubscribe")
+        if os.geteuid() == 0:
+            cmd.append("--allow-run-as-root")
+    return shlex.join(cmd)
+
+
+def run_script(*args, env=None, timeout=600):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        r = csv.DictReader(f)
+        return r.fieldnames, list(r)
+
+
+class Sweep(unittest.TestCase):
+    """The ci preset, run once for these tests."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="test_scaling.")
+        cls.csv = os.path.join(cls.tmp, "ci.csv")
+        cls.tide = os.path.join(BUILD, "apps", "tide")
+        cls.mpirun = mpirun()
+        cls.proc = run_script("run", "--preset", "ci", "--backend", "cpu", "--tide", cls.tide,
+                              "--mpirun", cls.mpirun, "--csv", cls.csv, "--runs", "2")
+        sys.stdout.write(cls.proc.stdout)
+        sys.stderr.write(cls.proc.stderr)
+        cls.header, cls.rows = read_csv(cls.csv) if os.path.exists(cls.csv) else ([], [])
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_sweep_rows(self):
+        self.assertEqual(self.proc.returncode, 0, self.proc.stderr)
+        self.assertEqual(self.header, load_script().COLUMNS)
+        self.assertEqual(len(self.rows), 11)
+        for r in self.rows:
+            with self.subTest(command=r["command"]):
+                self.assertEqual(r["status"], "ok", r["stderr_tail"])
+                self.assertEqual(r["verified"], "true")
+                self.assertGreater(float(r["time"]), 0)
+                self.assertTrue(r["command"].startswith("NCCL_NVLS_ENABLE=0 "))
+                self.assertIn(" -json ", r["command"])
+                for k in ("machine", "date", "op", "size", "precision", "ranks", "json"):
+                    self.assertTrue(r[k], k)
+        self.assertEqual({r["ranks"] for r in self.rows}, {"1", "2"})
+        self.assertEqual({r["op"] for r in self.rows}, {"fft", "poisson"})
+
+    def test_counts_equal_the_plans(self):
+        """The model's counts are the library's formulas: equal to each plan's own cost."""
+        for r in self.rows:
+            with self.subTest(command=r["command"]):
+                with open(r["json"]) as f:
+                    d = json.load(f)
+                p = model.plan(r["op"], r["size"], model.row_ranks(r), **model.row_options(r))
+                self.assertEqual(model.check_counts(p, d["cost"]), [])
+                self.assertEqual(r["counts"], "match")
+                for k in model.FIELDS:
+                    self.assertAlmostEqual(float(r["cost_" + k]), float(d["cost"][k]),
+                                           delta=1e-9 * max(1.0, abs(float(d["cost"][k]))))
+                self.assertEqual(p.describe(), _plan_words(d["plan"]))
+
+    def test_poisson_rows_predicted(self):
+        """Poisson on the CPU measures the host copy and exchange rates: a prediction."""
+        for r in self.rows:
+            if r["op"] == "poisson":
+                self.assertGreater(float(r["predicted"]), 0)
+                self.assertAlmostEqual(float(r["pred_ratio"]),
+                                       float(r["predicted"]) / float(r["time"]), places=3)
+
+    def test_validate(self):
+        p = run_script("validate", self.csv)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("11 rows:", p.stdout)
+        self.assertIn("without a prediction", p.stdout)
+
+    def test_plot_without_matplotlib(self):
+        """A matplotlib that cannot be imported: a clear message and exit status 2."""
+        shadow = os.path.join(self.tmp, "shadow", "matplotlib")
+        os.makedirs(shadow, exist_ok=True)
+        with open(os.path.join(shadow, "__init__.py"), "w") as f:
+            f.write("raise ImportError('matplotlib hidden by test_scaling.py')\n")
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(shadow))
+        p = run_script("plot", self.csv, "--out", os.path.join(self.tmp, "none"), env=env)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn("matplotlib is not installed", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "none", "scaling_fft.png")))
+
+    def test_plot_pngs(self):
+        have = subprocess.run([sys.executable, "-c", "import matplotlib"],
+                              capture_output=True).returncode == 0
+        if not have:
+            print("\ntest_plot_pngs: skipped the PNG check: matplotlib is not importable")
+            self.skipTest("matplotlib is not importable")
+        out = os.path.join(self.tmp, "plots")
+        p = run_script("plot", self.csv, "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for op in ("fft", "poisson"):
+            with open(os.path.join(out, "scaling_%s.png" % op), "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+
+def _plan_words(plan):
+    """The library's plan description without the exchange backends' names."""
+    import re
+    return re.sub(r"\[[a-z0-9-]+\]", "", plan)
+
+
+class FailingRun(unittest.TestCase):
+    def test_failure_recorded_and_sweep_goes_on(self):
+        tmp = tempfile.mkdtemp(prefix="test_scaling.")
+        try:
+            path = os.path.join(tmp, "f.csv")
+            p = run_script("run", "--op", "poisson", "--sizes", "12", "--gpus", "1",
+                           "--bc", "xyz,ppp", "--backend", "cpu", "--tide",
+                           os.path.join(BUILD, "apps", "tide"), "--mpirun", mpirun(),
+                           "--csv", path, "--runs", "1")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            _, rows = read_csv(path)
+            self.assertEqual(len(rows), 2)
+            self.assertTrue(rows[0]["status"].startswith("failed (exit "), rows[0]["status"])
+            self.assertTrue(rows[0]["stderr_tail"])
+            self.assertEqual(rows[1]["status"], "ok")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+class ModelProperties(unittest.TestCase):
+    LADDER = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+    CASES = [("fft", {"type": t, "variant": v}) for t in ("c2c", "r2c")
+             for v in ("natural", "transposed")] + \
+            [("poisson", {"bc": bc}) for bc in ("ppp", "ppn")]
+
+    def test_more_gpus_never_more_bytes_per_rank(self):
+        """Doubling the GPUs on a fixed 64^3 grid never adds bytes per rank while the
+        decomposition stays; for c2c transforms not across the slab to pencil switch either.
+        (At the switch a solve does four exchanges instead of two, and r2c's halved dimension
+        of 33 splits unevenly: there a rank may move more: docs/scaling.md.)"""
+        keys = ("fft_bytes", "move_bytes", "exchange_bytes", "h2d_bytes", "d2h_bytes")
+        for op, kw in self.CASES:
+            prev = None
+            for P in self.LADDER:
+                c = model.plan(op, 64, P, precision="float", **kw).counts
+                if prev and (prev["decomposition"] == c["decomposition"] or
+                             (op == "fft" and kw["type"] == "c2c" and P > 2)):
+                    for k in keys:
+                        with self.subTest(op=op, kw=kw, P=P, k=k):
+                            self.assertLessEqual(c[k], prev[k])
+                prev = c
+
+    def test_slab_to_pencil_switch(self):
+        for P, dec, nat, tr, solve in ((64, "slabs", 2, 1, 2), (128, "pencils", 3, 2, 4)):
+            f = model.plan("fft", 64, P, variant="natural").counts
+            t = model.plan("fft", 64, P, variant="transposed").counts
+            s = model.plan("poisson", 64, P, bc="ppp").counts
+            self.assertEqual((f["decomposition"], t["decomposition"], s["decomposition"]),
+                             (dec, dec, dec))
+            self.assertEqual((f["exchanges"], t["exchanges"], s["exchanges"]), (nat, tr, solve))
+        self.assertEqual(model.plan("fft", 64, 1).counts["exchanges"], 0)
+
+    def test_gemm_halves_with_two_gpus_when_compute_bound(self):
+        one, two = model.predict("gemm", 32768, 1), model.predict("gemm", 32768, 2)
+        for p in (one, two):
+            self.assertGreater(p["terms"]["compute_s"], p["terms"]["pcie_s"])
+        self.assertAlmostEqual(two["seconds"] / one["seconds"], 0.5, places=12)
+        # PCIe-bound (k = 1024): every GPU still reads all of A, so two do not halve it.
+        a, b = model.predict("gemm", "32768x32768x1024", 1), \
+            model.predict("gemm", "32768x32768x1024", 2)
+        self.assertGreater(a["terms"]["pcie_s"], a["terms"]["compute_s"])
+        self.assertGreater(b["seconds"] / a["seconds"], 0.5)
+
+    def test_large_predictions_decrease(self):
+        """2048^3 on 64..4096 GPUs of the DGX H100 system: the best decomposition's time falls
+        at every step, and so does the automatic choice's without the latency term; the
+        command prints a row per GPU count and the anchor."""
+        gpus = (64, 128, 256, 512, 1024, 2048, 4096)
+        rows = model.predict_large(ops=("fft",), sizes=(2048,), gpus=gpus)
+        best = [r["best_seconds"] for r in rows]
+        self.assertEqual([r["gpus"] for r in rows], list(gpus))
+        self.assertTrue(all(b < a for a, b in zip(best, best[1:])), best)
+        auto0 = [r["seconds"] for r in model.predict_large(ops=("fft",), sizes=(2048,),
+                                                           gpus=gpus, latency_us=0.0)]
+        self.assertTrue(all(b < a for a, b in zip(auto0, auto0[1:])), auto0)
+        tmp = tempfile.mkdtemp(prefix="test_scaling.")
+        try:
+            path = os.path.join(tmp, "p.csv")
+            p = run_script("predict", "--op", "fft", "--sizes", "2048", "--gpus",
+                           ",".join(map(str, gpus)), "--csv", path)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("Anchor:", p.stdout)
+            self.assertIn("DGX H100", p.stdout)
+            _, pr = read_csv(path)
+            self.assertEqual([int(r["gpus"]) for r in pr], list(gpus))
+            self.assertTrue(all(r["status"] == "predicted" for r in pr))
+            for r, m in zip(pr, rows):
+                self.assertAlmostEqual(float(r["predicted"]) / m["seconds"], 1.0, places=8)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+class GpuRows(unittest.TestCase):
+    """The model's GPU terms on rows like those a GPU sweep writes (figures from
+    docs/performance.md; no GPU needed): each prediction is the documented formula of the
+    row's own counts and rates."""
+
+    def row(self, **kw):
+        r = dict.fromkeys(load_script().COLUMNS, "")
+        r.update(status="ok", verified="true", backend="cuda", type="c2c", precision="float",
+                 decomposition="auto", exchange_kind="nccl")
+        r.update({k: str(v) for k, v in kw.items()})
+        return r
+
+    def test_device_nccl(self):
+        r = self.row(op="fft", size=1024, ranks=4, gpus=4, arrays="device", variant="natural",
+                     time=0.01554, d2d=4100, exchange=329)
+        c = model.plan("fft", 1024, 4, variant="natural").counts
+        self.assertEqual((c["exchanges"], c["fft_passes"]), (2, 2))
+        want = c["fft_bytes"] / 4100e9 + c["exchange_bytes"] / 329e9
+        self.assertAlmostEqual(model.predict_row(r)["seconds"] / want, 1.0, places=12)
+
+    def test_host_streamed(self):
+        r = self.row(op="fft", size=1024, ranks=4, gpus=4, arrays="host", variant="natural",
+                     budget_gb="2.147483648", time=0.1795, h2d=54, d2h=40.5, both=50.3, d2d=4100)
+        p = model.predict_row(r)
+        c = p["plan"].counts
+        self.assertTrue(c["streamed"])
+        self.assertEqual(c["round_trips"], 2)
+        self.assertAlmostEqual(c["h2d_bytes"], 2 * 1024 ** 3 * 8 / 4)  # two round trips
+        self.assertAlmostEqual(p["seconds"], (c["h2d_bytes"] + c["d2h_bytes"]) / 50.3e9)
+
+    def test_gemm(self):
+        r = self.row(op="gemm", size=32768, ranks=1, gpus=2, arrays="host", precision="double",
+                     time=0.7, h2d=53.5, d2h=41, both=46.75, gemm_gflops=53390)
+        p = model.predict_row(r)
+        n = 32768
+        up, down = (n * n + 2 * n * n / 2) * 8, n * n / 2 * 8
+        want = max(2.0 * n ** 3 / 2 / 53390e9, up / 53.5e9, down / 41e9, (up + down) / 46.75e9)
+        self.assertAlmostEqual(p["seconds"], want)
+
+    def test_validate_incard_calibrates_one_gpu_rows(self):
+        rows = [self.row(op="fft", size=512, ranks=1, gpus=1, arrays="device", time=0.00183,
+                         d2d=4106, exchange_kind="none"),
+                self.row(op="fft", size=512, ranks=4, gpus=4, arrays="device", time=0.00207,
+                         d2d=4100, exchange=318)]
+        d2d, incard = model.validate(rows), model.validate(rows, local="incard")
+        self.assertFalse(d2d[0]["calibration"])
+        self.assertTrue(incard[0]["calibration"])
+        self.assertIsNone(incard[0]["flag"])
+        self.assertAlmostEqual(incard[0]["ratio"], 1.0)
+        self.assertGreater(incard[1]["predicted"], d2d[1]["predicted"])
+
+
+def main():
+    global BUILD
+    if len(sys.argv) < 2:
+        print("usage: test_scaling.py BUILD_DIR [unittest options]", file=sys.stderr)
+        return 2
+    BUILD = os.path.abspath(sys.argv.pop(1))
+    tide = os.path.join(BUILD, "apps", "tide")
+    if not os.access(tide, os.X_OK):
+        print("test_scaling.py: no tide executable at %s" % tide, file=sys.stderr)
+        return 1
+    prog = unittest.main(exit=False, verbosity=2)
+    return 0 if prog.result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
