@@ -160,9 +160,6 @@ static int judge(tide_context *ctx, const tide_args *all)
         return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_gemm_plan_create: the multiply over "
                          "%d ranks runs on the cpu backend in this version (option backend)",
                          ctx->nranks);
-    if (v[F_TRANSA] || v[F_TRANSB])
-        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_gemm_plan_create: the multiply over "
-                         "%d ranks takes op = N for A and B in this version", ctx->nranks);
     return TIDE_SUCCESS;
 }
 
@@ -225,7 +222,7 @@ static void make_desc(tide_gemm_plan *p, const int *v, const long long ld[3])
 static int build_dist(tide_gemm_plan *p, char *err, size_t len)
 {
     int row = p->ctx->rank / p->grid[1], col = p->ctx->rank % p->grid[1];
-    tide_gemm_dist_desc d = {p->g.dbl, p->g.m, p->g.n, p->g.k,
+    tide_gemm_dist_desc d = {p->g.dbl, p->g.transa, p->g.transb, p->g.m, p->g.n, p->g.k,
                              {p->swap ? p->grid[1] : p->grid[0],
                               p->swap ? p->grid[0] : p->grid[1]},
                              {p->swap ? col : row, p->swap ? row : col}, p->g.lda, p->g.ldb,

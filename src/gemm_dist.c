@@ -2,10 +2,13 @@
  * gemm_dist.c: the distributed matrix multiply, SUMMA (see gemm_dist.h). The k dimension is
  * cut where A's column blocks (over the process columns) or B's row blocks (over the process
  * rows) change owner, and at most `panel` wide in between, so each panel has one owner of
- * each kind. For each panel: the owner column packs its columns of A (its block's rows) and
- * broadcasts them along its process row, the owner row packs its rows of B and broadcasts them
- * along its process column, and every rank multiplies the two into its block of C (beta at
- * the first panel, then 1). Every rank takes part in every broadcast, empty blocks included.
+ * each kind. For each panel: the owner column packs its columns of op(A) (its block's rows)
+ * and broadcasts them along its process row, the owner row packs its rows of op(B) and
+ * broadcasts them along its process column, and every rank multiplies the two into its block
+ * of C (beta at the first panel, then 1). A transposed operand's block is stored transposed:
+ * its panel is packed as stored (rows of A^T's storage, columns of B^T's) and the local
+ * multiply reads it transposed. Every rank takes part in every broadcast, empty blocks
+ * included.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -120,14 +123,21 @@ int tide_gemm_dist_execute(tide_gemm_dist *s, double alpha, const void *a, const
         long long k1 = ea < eb ? ea : eb;
         k1 = k1 < k0 + d->panel ? k1 : k0 + d->panel;
         long long w = k1 - k0;
-        if (d->me[1] == pc)
-            pack(a, d->lda, m, 0, k0 - s->ka[0], w, s->pa, s->elem);
-        if (d->me[0] == pr) /* B's rows k0..k1 of each column: a block of w rows */
-            pack(b, d->ldb, w, k0 - s->kb[0], 0, n, s->pb, s->elem);
+        long long ra = k0 - s->ka[0], rb = k0 - s->kb[0];
+        if (d->me[1] == pc && !d->transa) /* op(A)'s columns k0..k1: m x w */
+            pack(a, d->lda, m, 0, ra, w, s->pa, s->elem);
+        else if (d->me[1] == pc) /* A^T stored: its rows k0..k1 of each column, w x m */
+            pack(a, d->lda, w, ra, 0, m, s->pa, s->elem);
+        if (d->me[0] == pr && !d->transb) /* op(B)'s rows k0..k1 of each column: w x n */
+            pack(b, d->ldb, w, rb, 0, n, s->pb, s->elem);
+        else if (d->me[0] == pr) /* B^T stored: its columns k0..k1, n x w */
+            pack(b, d->ldb, n, 0, rb, w, s->pb, s->elem);
         if (MPI_Bcast(s->pa, (int)(m * w), type, pc, s->row) != MPI_SUCCESS ||
             MPI_Bcast(s->pb, (int)(w * n), type, pr, s->col) != MPI_SUCCESS)
             return snprintf(err, len, "a panel broadcast failed"), TIDE_ERR_MPI;
-        tide_gemm_desc g = {d->dbl, 0, 0, m, n, w, m > 1 ? m : 1, w > 1 ? w : 1, d->ldc};
+        long long la = d->transa ? w : m, lb = d->transb ? n : w;
+        tide_gemm_desc g = {d->dbl, d->transa, d->transb, m, n, w, la > 1 ? la : 1,
+                            lb > 1 ? lb : 1, d->ldc};
         int st = e->be->gemm(e, d->blas, &g, alpha, s->pa, s->pb, first ? beta : 1.0, c);
         if (st)
             return snprintf(err, len, "the local multiply failed"), st;

@@ -12,7 +12,8 @@ void tide_gemm_block(long long n, int p, int i, long long *lo, long long *hi);
 
 typedef struct {
     int dbl;
-    long long m, n, k;          /* the global column-major multiply (op = N, N) */
+    int transa, transb;         /* op(A) = A^T, op(B) = B^T: their blocks stored transposed */
+    long long m, n, k;          /* the global column-major multiply */
     int grid[2];                /* process rows and columns of the column-major multiply */
     int me[2];                  /* this rank's row and column in that grid */
     long long lda, ldb, ldc;    /* of this rank's blocks (column major) */
@@ -29,10 +30,10 @@ int tide_gemm_dist_create(const tide_gemm_dist_desc *d, tide_gemm_dist **out, ch
                           size_t len);
 void tide_gemm_dist_destroy(tide_gemm_dist *s);
 
-/* Collective: C = alpha A B + beta C on this rank's blocks a, b, c. For each panel of k, the
- * rank column owning A's columns broadcasts them along each process row, the rank row owning
- * B's rows broadcasts them along each process column, and every rank adds the product of the
- * two panels to its block of C. Returns 0 or a code with the reason in err. */
+/* Collective: C = alpha op(A) op(B) + beta C on this rank's blocks a, b, c. For each panel of
+ * k, the rank column owning op(A)'s columns broadcasts them along each process row, the rank
+ * row owning op(B)'s rows broadcasts them along each process column, and every rank adds the
+ * product of the two panels to its block of C. Returns 0 or a code with the reason in err. */
 int tide_gemm_dist_execute(tide_gemm_dist *s, double alpha, const void *a, const void *b,
                            double beta, void *c, char *err, size_t len);
 

@@ -678,12 +678,12 @@ int tide_gemm_stream_execute(tide_gemm_stream *s, double alpha, const void *a, c
     return TIDE_ERR_UNSUPPORTED;
 }
 
-void tide_gemm_stream_info(const engine *s, tide_gemm_info *info)
+void tide_gemm_stream_info(const tide_gemm_stream *s, tide_gemm_info *info)
 {
     (void)s, (void)info;
 }
 
-void tide_gemm_stream_describe(const engine *s, char *buf, size_t len)
+void tide_gemm_stream_describe(const tide_gemm_stream *s, char *buf, size_t len)
 {
     (void)s;
     snprintf(buf, len, "no CUDA");

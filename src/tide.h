@@ -628,9 +628,10 @@ int tide_stencil_plan_set_stream(tide_stencil_plan *plan, void *stream);
  * block row of m over grid[0] and columns block col of n over grid[1]; of A, the same rows and
  * columns block col of k over grid[1]; of B, rows block row of k over grid[0] and C's columns
  * (each block stored in the plan's order with the rank's own leading dimension). The product is
- * SUMMA: panels of A broadcast along process rows, panels of B along process columns, each
- * rank's update a local multiply. In this version the distributed multiply takes op = N for
- * both operands and the cpu backend (else TIDE_ERR_UNSUPPORTED on every rank).
+ * SUMMA: panels of op(A) broadcast along process rows, panels of op(B) along process columns,
+ * each rank's update a local multiply; a transposed operand's blocks are those of op(X) stored
+ * transposed. In this version the distributed multiply runs on the cpu backend (else
+ * TIDE_ERR_UNSUPPORTED on every rank).
  * ------------------------------------------------------------------------------------------- */
 typedef struct tide_gemm_plan tide_gemm_plan;
 

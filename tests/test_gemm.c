@@ -15,9 +15,14 @@
  * tide_gemm_plan_set_stream). A multiply not ordered after that work reads NaN and fails.
  *
  *  a) the oracle's own conventions on products worked by hand;
- *  b) more than one rank: tide_gemm_plan_create and tide_gemm fail TIDE_ERR_UNSUPPORTED on every
- *     rank (valid, invalid and rank-dependent arguments alike), the plan pointer and C left
- *     alone; the test stops there;
+ *  b) more than one rank: the distributed multiply (CPU backend) over every process grid of
+ *     the ranks (the library's and each p x P/p), odd, prime and tiny shapes with blocks empty
+ *     on some ranks, every op combination, both orders and precisions, leading dimensions that
+ *     differ between ranks with NaN padding left alone, panels of 5; each rank's block of C
+ *     checked against the oracle on the global matrices; on the cuda backend
+ *     TIDE_ERR_UNSUPPORTED; bad input (a grid of the wrong size, a negative size, k or transb
+ *     differing on one rank, a leading dimension too small on one rank) the same error on
+ *     every rank; the test stops there;
  *  c) one rank: odd, prime, tall-skinny and empty shapes (k = 0, m = 0, n = 0), every transa and
  *     transb, both orders, float and double, leading dimensions at the minimum (given as 0 or
  *     explicitly) and beyond it with the padding full of NaN that must be neither read nor
@@ -817,9 +822,12 @@ static void *local_block(const gmat *g, const void *ga, long long r0, long long 
 /* One distributed case: every rank makes the same global A, B, C0 from the seed, keeps its
  * blocks, multiplies, and checks its block of C against the oracle on the global matrices. */
 static void dist_case(long long m, long long n, long long k, int dbl, tide_matrix_order order,
-                      const int grid[2], double alpha, double beta, uint64_t seed)
+                      int ta, int tb, const int grid[2], double alpha, double beta,
+                      uint64_t seed)
 {
-    gmat g[3] = {{m, k, 0, order, dbl}, {k, n, 0, order, dbl}, {m, n, 0, order, dbl}};
+    /* A stored m x k (k x m transposed), B k x n (n x k) */
+    gmat g[3] = {{ta ? k : m, ta ? m : k, 0, order, dbl}, {tb ? n : k, tb ? k : n, 0, order, dbl},
+                 {m, n, 0, order, dbl}};
     void *ga[3];
     tt_rng rng;
     tt_rng_seed(&rng, seed);
@@ -844,14 +852,19 @@ static void dist_case(long long m, long long n, long long k, int dbl, tide_matri
     dist_block(k, gr[0], row, &kb[0], &kb[1]);
     gmat lx[3];
     long long pad = rank % 3; /* leading dimensions differ between ranks */
-    void *la = local_block(&g[0], ga[0], rm[0], rm[1], ka[0], ka[1], pad, &lx[0]);
-    void *lb = local_block(&g[1], ga[1], kb[0], kb[1], cn[0], cn[1], pad + 1, &lx[1]);
+    /* the blocks of op(A) and op(B) the rank holds, as stored */
+    void *la = ta ? local_block(&g[0], ga[0], ka[0], ka[1], rm[0], rm[1], pad, &lx[0])
+                  : local_block(&g[0], ga[0], rm[0], rm[1], ka[0], ka[1], pad, &lx[0]);
+    void *lb = tb ? local_block(&g[1], ga[1], cn[0], cn[1], kb[0], kb[1], pad + 1, &lx[1])
+                  : local_block(&g[1], ga[1], kb[0], kb[1], cn[0], cn[1], pad + 1, &lx[1]);
     void *lc = local_block(&g[2], ga[2], rm[0], rm[1], cn[0], cn[1], pad, &lx[2]);
     tide_gemm_options o;
     tide_gemm_options_init(&o);
     o.backend = TIDE_BACKEND_CPU;
     o.precision = dbl ? TIDE_DOUBLE : TIDE_FLOAT;
     o.order = order;
+    o.transa = ta ? TIDE_TRANS : TIDE_NOTRANS;
+    o.transb = tb ? TIDE_TRANS : TIDE_NOTRANS;
     o.grid[0] = grid[0], o.grid[1] = grid[1];
     o.lda = lx[0].ld, o.ldb = lx[1].ld, o.ldc = lx[2].ld;
     o.panel = 5; /* several panels per owner's block */
@@ -864,7 +877,7 @@ static void dist_case(long long m, long long n, long long k, int dbl, tide_matri
     double *ref = tt_xmalloc(sizeof(double) * (size_t)(bm * bn));
     double *scale = tt_xmalloc(sizeof(double) * (size_t)(bm * bn));
     double err = INFINITY;
-    if (!st && !tide_ref_gemm(dbl, order, TIDE_NOTRANS, TIDE_NOTRANS, m, n, k, alpha, ga[0],
+    if (!st && !tide_ref_gemm(dbl, order, o.transa, o.transb, m, n, k, alpha, ga[0],
                               g[0].ld, ga[1], g[1].ld, beta, ga[2], g[2].ld, rm[0], rm[1],
                               cn[0], cn[1], ref, scale))
         err = bm > 0 && bn > 0 ? tide_ref_gemm_error(dbl, order, k, lc, lx[2].ld, 0, bm, 0, bn,
@@ -874,9 +887,10 @@ static void dist_case(long long m, long long n, long long k, int dbl, tide_matri
     for (size_t e = 0; e < gmat_count(&lx[2]); e++)
         pad_ok = pad_ok && (!is_padding(&lx[2], e) || isnan(get(lc, dbl, e)));
     tt_check(&tally, world, st == 0 && err <= 1 && pad_ok,
-             "b) %lldx%lldx%lld %s %s grid %dx%d alpha %g beta %g on %d ranks: status %d (%s), "
-             "rank %d's block [%lld,%lld)x[%lld,%lld) error %g bounds, padding %s", m, n, k,
-             dbl ? "double" : "float", order == TIDE_COL_MAJOR ? "col" : "row", gr[0], gr[1],
+             "b) %lldx%lldx%lld %s %s %c%c grid %dx%d alpha %g beta %g on %d ranks: status %d "
+             "(%s), rank %d's block [%lld,%lld)x[%lld,%lld) error %g bounds, padding %s", m, n,
+             k, dbl ? "double" : "float", order == TIDE_COL_MAJOR ? "col" : "row",
+             ta ? 'T' : 'N', tb ? 'T' : 'N', gr[0], gr[1],
              alpha, beta, nranks, st, st ? tide_last_error(ctx) : "", rank, rm[0], rm[1],
              cn[0], cn[1], err, pad_ok ? "intact" : "written");
     free(ref), free(scale), free(la), free(lb), free(lc);
@@ -885,7 +899,7 @@ static void dist_case(long long m, long long n, long long k, int dbl, tide_matri
 }
 
 /* Distributed cases over every process grid of the ranks, odd, prime and tiny shapes (blocks
- * empty on some ranks), both orders and precisions, beta 0 on NaN. */
+ * empty on some ranks), every op combination, both orders and precisions, beta 0 on NaN. */
 static void dist_cases(void)
 {
     static const long long shapes[][3] = {{37, 29, 41}, {13, 17, 19}, {3, 5, 2},
@@ -897,11 +911,11 @@ static void dist_cases(void)
             continue;
         int grid[2] = {gi, gi ? nranks / gi : 0};
         for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
-            for (int combo = 0; combo < 4; combo++, count++) {
+            for (int combo = 0; combo < 16; combo++, count++) {
                 const double *x = ab[(sh + (size_t)combo) % 3];
                 dist_case(shapes[sh][0], shapes[sh][1], shapes[sh][2], combo & 1,
-                          combo & 2 ? TIDE_ROW_MAJOR : TIDE_COL_MAJOR, grid, x[0], x[1],
-                          1000 + (uint64_t)count);
+                          combo & 2 ? TIDE_ROW_MAJOR : TIDE_COL_MAJOR, combo >> 2 & 1,
+                          combo >> 3 & 1, grid, x[0], x[1], 1000 + (uint64_t)count);
             }
     }
     if (rank == 0)
@@ -913,10 +927,6 @@ static void many_ranks(void)
 {
     dist_cases();
     tide_gemm_options o;
-    base_options(&o);
-    o.backend = TIDE_BACKEND_CPU;
-    o.transa = TIDE_TRANS;
-    expect_create("b", "plan over the ranks with op(A) = A^T", EM, EN, EK, &o, UNSUP);
     if (gpu) {
         base_options(&o);
         expect_create("b", "plan over the ranks on the cuda backend", EM, EN, EK, &o, UNSUP);
@@ -933,6 +943,12 @@ static void many_ranks(void)
     if (rank == 0)
         o.transb = (tide_transpose)3;
     expect_create("b", "plan over the ranks, transb 3 on rank 0", EM, EN, EK, &o, ARG | MISM);
+    base_options(&o);
+    o.backend = TIDE_BACKEND_CPU;
+    o.transa = TIDE_TRANS;
+    if (rank == nranks - 1) /* its block of A^T has k / grid[1] or more rows */
+        o.lda = 1;
+    expect_create("b", "plan over the ranks, A^T, lda 1 on the last rank", EM, EN, EK, &o, ARG);
     MPI_Barrier(world); /* every rank got here: no call hung */
 }
 
