@@ -5,7 +5,8 @@
  * each kind. For each panel: the owner column packs its columns of op(A) (its block's rows)
  * and broadcasts them along its process row, the owner row packs its rows of op(B) and
  * broadcasts them along its process column, and every rank multiplies the two into its block
- * of C (beta at the first panel, then 1). A transposed operand's block is stored transposed:
+ * of C (beta at the first panel, then 1), the next panel's broadcasts under way meanwhile
+ * (two buffer pairs, MPI_Ibcast). A transposed operand's block is stored transposed:
  * its panel is packed as stored (rows of A^T's storage, columns of B^T's) and the local
  * multiply reads it transposed. Every rank takes part in every broadcast, empty blocks
  * included.
@@ -23,7 +24,7 @@ struct tide_gemm_dist {
     long long rows[2], cols[2]; /* this rank's rows of A and C, and columns of B and C */
     long long ka[2], kb[2];     /* its columns of A (of k), and rows of B (of k) */
     MPI_Comm row, col;          /* its process row (ranked by column), and column */
-    void *pa, *pb;              /* a panel of A (rows x panel), of B (panel x cols) */
+    void *pa[2], *pb[2];        /* two panels of op(A) (rows x panel), of op(B) (panel x cols) */
 };
 
 void tide_gemm_block(long long n, int p, int i, long long *lo, long long *hi)
@@ -57,8 +58,10 @@ void tide_gemm_dist_destroy(tide_gemm_dist *s)
         MPI_Comm_free(&s->row);
     if (s->col != MPI_COMM_NULL)
         MPI_Comm_free(&s->col);
-    free(s->pa);
-    free(s->pb);
+    for (int i = 0; i < 2; i++) {
+        free(s->pa[i]);
+        free(s->pb[i]);
+    }
     free(s);
 }
 
@@ -87,9 +90,13 @@ int tide_gemm_dist_create(const tide_gemm_dist_desc *d, tide_gemm_dist **out, ch
         tide_gemm_dist_destroy(s);
         return snprintf(err, len, "MPI_Comm_split failed"), TIDE_ERR_MPI;
     }
-    s->pa = malloc(s->elem * (size_t)(span(s->rows) * s->d.panel) + 1);
-    s->pb = malloc(s->elem * (size_t)(span(s->cols) * s->d.panel) + 1);
-    if (!s->pa || !s->pb) {
+    int ok = 1;
+    for (int i = 0; i < 2; i++) {
+        s->pa[i] = malloc(s->elem * (size_t)(span(s->rows) * s->d.panel) + 1);
+        s->pb[i] = malloc(s->elem * (size_t)(span(s->cols) * s->d.panel) + 1);
+        ok = ok && s->pa[i] && s->pb[i];
+    }
+    if (!ok) {
         tide_gemm_dist_destroy(s);
         return snprintf(err, len, "cannot allocate the panel buffers"), TIDE_ERR_NOMEM;
     }
@@ -109,40 +116,79 @@ static void pack(const char *src, long long ld, long long rows, long long r0, lo
                elem * (size_t)rows);
 }
 
+/* Panel i of k: [k0, k1), the process column owning op(A)'s columns there, the process row
+ * owning op(B)'s rows. */
+typedef struct {
+    long long k0, k1;
+    int pc, pr;
+} panel_t;
+
+/* The panel that starts at k0 (one at k0 = 0 when k = 0: C = beta C still runs). */
+static panel_t panel_at(const tide_gemm_dist *s, long long k0)
+{
+    const tide_gemm_dist_desc *d = &s->d;
+    long long ea, eb;
+    panel_t p = {k0, k0, owner(d->k, d->grid[1], k0, &ea), owner(d->k, d->grid[0], k0, &eb)};
+    p.k1 = ea < eb ? ea : eb;
+    p.k1 = p.k1 < k0 + d->panel ? p.k1 : k0 + d->panel;
+    return p;
+}
+
+/* The owners pack panel p into buffer pair b and every rank starts its two broadcasts. The
+ * pair was last read by the multiply two panels back, complete on return on the CPU backend
+ * (a backend that multiplies asynchronously would wait for it first). */
+static int start_panel(tide_gemm_dist *s, const panel_t *p, int b, const void *a,
+                       const void *bm, MPI_Request req[2])
+{
+    const tide_gemm_dist_desc *d = &s->d;
+    long long m = span(s->rows), n = span(s->cols), w = p->k1 - p->k0;
+    long long ra = p->k0 - s->ka[0], rb = p->k0 - s->kb[0];
+    if (d->me[1] == p->pc && !d->transa) /* op(A)'s columns k0..k1: m x w */
+        pack(a, d->lda, m, 0, ra, w, s->pa[b], s->elem);
+    else if (d->me[1] == p->pc) /* A^T stored: its rows k0..k1 of each column, w x m */
+        pack(a, d->lda, w, ra, 0, m, s->pa[b], s->elem);
+    if (d->me[0] == p->pr && !d->transb) /* op(B)'s rows k0..k1 of each column: w x n */
+        pack(bm, d->ldb, w, rb, 0, n, s->pb[b], s->elem);
+    else if (d->me[0] == p->pr) /* B^T stored: its columns k0..k1, n x w */
+        pack(bm, d->ldb, n, 0, rb, w, s->pb[b], s->elem);
+    MPI_Datatype type = d->dbl ? MPI_DOUBLE : MPI_FLOAT;
+    return MPI_Ibcast(s->pa[b], (int)(m * w), type, p->pc, s->row, &req[0]) != MPI_SUCCESS ||
+           MPI_Ibcast(s->pb[b], (int)(w * n), type, p->pr, s->col, &req[1]) != MPI_SUCCESS;
+}
+
+/* Panels go through two buffer pairs: panel i + 1 is packed and its broadcasts started
+ * before panel i's multiply, so they travel while it runs (as far as the MPI library
+ * progresses them meanwhile). */
 int tide_gemm_dist_execute(tide_gemm_dist *s, double alpha, const void *a, const void *b,
                            double beta, void *c, char *err, size_t len)
 {
     const tide_gemm_dist_desc *d = &s->d;
     const tide_env *e = d->env;
-    MPI_Datatype type = d->dbl ? MPI_DOUBLE : MPI_FLOAT;
-    long long m = span(s->rows), n = span(s->cols), k0 = 0;
-    int first = 1;
-    do { /* k = 0 still runs once: C = beta C */
-        long long ea, eb;
-        int pc = owner(d->k, d->grid[1], k0, &ea), pr = owner(d->k, d->grid[0], k0, &eb);
-        long long k1 = ea < eb ? ea : eb;
-        k1 = k1 < k0 + d->panel ? k1 : k0 + d->panel;
-        long long w = k1 - k0;
-        long long ra = k0 - s->ka[0], rb = k0 - s->kb[0];
-        if (d->me[1] == pc && !d->transa) /* op(A)'s columns k0..k1: m x w */
-            pack(a, d->lda, m, 0, ra, w, s->pa, s->elem);
-        else if (d->me[1] == pc) /* A^T stored: its rows k0..k1 of each column, w x m */
-            pack(a, d->lda, w, ra, 0, m, s->pa, s->elem);
-        if (d->me[0] == pr && !d->transb) /* op(B)'s rows k0..k1 of each column: w x n */
-            pack(b, d->ldb, w, rb, 0, n, s->pb, s->elem);
-        else if (d->me[0] == pr) /* B^T stored: its columns k0..k1, n x w */
-            pack(b, d->ldb, n, 0, rb, w, s->pb, s->elem);
-        if (MPI_Bcast(s->pa, (int)(m * w), type, pc, s->row) != MPI_SUCCESS ||
-            MPI_Bcast(s->pb, (int)(w * n), type, pr, s->col) != MPI_SUCCESS)
-            return snprintf(err, len, "a panel broadcast failed"), TIDE_ERR_MPI;
-        long long la = d->transa ? w : m, lb = d->transb ? n : w;
+    long long m = span(s->rows), n = span(s->cols);
+    MPI_Request req[2][2] = {{MPI_REQUEST_NULL, MPI_REQUEST_NULL},
+                             {MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
+    panel_t p = panel_at(s, 0);
+    int st = TIDE_SUCCESS, mpi = start_panel(s, &p, 0, a, b, req[0]);
+    for (int i = 0; !mpi; i++) {
+        int cur = i % 2, last = p.k1 >= d->k;
+        panel_t next = last ? p : panel_at(s, p.k1);
+        mpi = !last && start_panel(s, &next, 1 - cur, a, b, req[1 - cur]);
+        mpi = MPI_Waitall(2, req[cur], MPI_STATUSES_IGNORE) != MPI_SUCCESS || mpi;
+        long long w = p.k1 - p.k0, la = d->transa ? w : m, lb = d->transb ? n : w;
         tide_gemm_desc g = {d->dbl, d->transa, d->transb, m, n, w, la > 1 ? la : 1,
                             lb > 1 ? lb : 1, d->ldc};
-        int st = e->be->gemm(e, d->blas, &g, alpha, s->pa, s->pb, first ? beta : 1.0, c);
-        if (st)
-            return snprintf(err, len, "the local multiply failed"), st;
-        first = 0;
-        k0 = k1;
-    } while (k0 < d->k);
-    return TIDE_SUCCESS;
+        /* after a failed multiply the rank still takes part in every broadcast, so that no
+         * other rank waits for it */
+        if (!mpi && !st &&
+            (st = e->be->gemm(e, d->blas, &g, alpha, s->pa[cur], s->pb[cur], i ? 1.0 : beta,
+                              c)))
+            snprintf(err, len, "the local multiply failed");
+        if (last)
+            break;
+        p = next;
+    }
+    MPI_Waitall(4, &req[0][0], MPI_STATUSES_IGNORE);
+    if (mpi)
+        return snprintf(err, len, "a panel broadcast failed"), TIDE_ERR_MPI;
+    return st;
 }
