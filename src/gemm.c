@@ -24,6 +24,8 @@ struct tide_gemm_plan {
     int swap;               /* row major: g's A is the caller's B and the other way round */
     long long count[3];     /* elements of this rank's A, B and C */
     int grid[2];            /* the caller's process grid (several ranks) */
+    long long *split;       /* its block boundaries, the caller's or balanced (tide.h's
+                             * blocks[0..4), one after another) */
     tide_env env;
     void *blas;             /* the backend's gemm handle */
     tide_gemm_stream *stream; /* host matrices through the GPU */
@@ -35,7 +37,7 @@ struct tide_gemm_plan {
 
 enum {
     F_M, F_N, F_K, F_PRECISION, F_BACKEND, F_LOCATION, F_ORDER, F_TRANSA, F_TRANSB, F_TILE,
-    F_PANEL, F_GRID0, F_GRID1, F_GPUS, NFIELDS
+    F_PANEL, F_GRID0, F_GRID1, F_GPUS, F_BLOCKS, NFIELDS = F_BLOCKS + 4
 };
 static const tide_arg_field fields[NFIELDS] = {
     {"m", 0, INT_MAX},
@@ -52,6 +54,10 @@ static const tide_arg_field fields[NFIELDS] = {
     {"option grid[0]", 0, INT_MAX},
     {"option grid[1]", 0, INT_MAX},
     {"option gpus", 0, TIDE_GEMM_MAX_GPUS},
+    {"option blocks[0] given", 0, 1},
+    {"option blocks[1] given", 0, 1},
+    {"option blocks[2] given", 0, 1},
+    {"option blocks[3] given", 0, 1},
 };
 static const tide_args_spec spec = {"tide_gemm_plan_create", fields, NFIELDS, NULL, 0, NULL,
                                     0};
@@ -106,12 +112,39 @@ static int process_grid(int P, const int want[2], int grid[2])
     return 1;
 }
 
-/* This rank's part of an extent: all of it on one rank, else its block over p parts. */
-static long long part(long long n, int p, int i)
+/* The extent and the process-grid dimension of the caller's blocks[x]: m over rows, n over
+ * columns, k over columns (A's) and over rows (B's). */
+static long long extent_of(int x, long long m, long long n, long long k)
+{
+    return x == 0 ? m : x == 1 ? n : k;
+}
+
+static int grid_dim(int x) { return x == 0 || x == 3 ? 0 : 1; }
+
+/* Local: the caller's blocks[x] tiles its extent over p parts (from 0 to the extent, never
+ * decreasing), else a failure in r. */
+static void check_blocks(tide_args *r, int x, const long long *b, long long n, int p)
+{
+    static const char *const what[] = {"m", "n", "k", "k"};
+    if (!b)
+        return;
+    if (b[0] != 0 || b[p] != n)
+        tide_args_fail(r, TIDE_ERR_ARGUMENT, "option blocks[%d] runs from %lld to %lld; its %d "
+                       "blocks must tile %s = %lld, from 0 to %lld", x, b[0], b[p], p, what[x],
+                       n, n);
+    for (int i = 0; i < p; i++)
+        if (b[i + 1] < b[i])
+            tide_args_fail(r, TIDE_ERR_ARGUMENT, "option blocks[%d][%d] = %lld is below "
+                           "blocks[%d][%d] = %lld: the blocks do not tile %s", x, i + 1,
+                           b[i + 1], x, i, b[i], what[x]);
+}
+
+/* This rank's part of extent x (tide.h's blocks[x]): the caller's block, or the balanced one. */
+static long long part(const long long *given, long long n, int p, int i)
 {
     long long lo, hi;
     tide_gemm_block(n, p, i, &lo, &hi);
-    return hi - lo;
+    return given ? given[i + 1] - given[i] : hi - lo;
 }
 
 /* The request; ld gets this rank's leading dimensions (A, B, C), checked here: they may
@@ -127,19 +160,22 @@ static void make_request(tide_context *ctx, long long m, long long n, long long 
     r->v[F_N] = field(r, "n", n);
     r->v[F_K] = field(r, "k", k);
     int v[] = {o->precision, o->backend, o->location, o->order, o->transa, o->transb, o->tile,
-               o->panel, o->grid[0], o->grid[1], o->gpus};
+               o->panel, o->grid[0], o->grid[1], o->gpus, o->blocks[0] != NULL,
+               o->blocks[1] != NULL, o->blocks[2] != NULL, o->blocks[3] != NULL};
     memcpy(r->v + F_PRECISION, v, sizeof v);
     tide_args_check_ranges(&spec, r);
     int g[2];
     if (!r->status && !process_grid(ctx->nranks, o->grid, g))
         tide_args_fail(r, TIDE_ERR_ARGUMENT, "option grid is %d x %d, not the %d ranks of the "
                        "context", o->grid[0], o->grid[1], ctx->nranks);
+    for (int x = 0; x < 4 && !r->status; x++)
+        check_blocks(r, x, o->blocks[x], extent_of(x, m, n, k), g[grid_dim(x)]);
     if (r->status)
         return;
     /* this rank's blocks (the whole matrices on one rank) */
     int row = ctx->rank / g[1], col = ctx->rank % g[1];
-    long long lm = part(m, g[0], row), ln = part(n, g[1], col);
-    long long lka = part(k, g[1], col), lkb = part(k, g[0], row);
+    long long lm = part(o->blocks[0], m, g[0], row), ln = part(o->blocks[1], n, g[1], col);
+    long long lka = part(o->blocks[2], k, g[1], col), lkb = part(o->blocks[3], k, g[0], row);
     int ord = o->order, ta = o->transa == TIDE_TRANS, tb = o->transb == TIDE_TRANS;
     ld[0] = leading(r, "a", o->lda, ord, ta ? lka : lm, ta ? lm : lka);
     ld[1] = leading(r, "b", o->ldb, ord, tb ? ln : lkb, tb ? lkb : ln);
@@ -149,11 +185,43 @@ static void make_request(tide_context *ctx, long long m, long long n, long long 
     field(r, "option ldc", ld[2]);
 }
 
+/* Collective: the caller's blocks (given on every rank or on none: agreed) hold the same
+ * boundaries on every rank, else TIDE_ERR_MISMATCH on every rank. */
+static int same_blocks(tide_context *ctx, const int *v, const tide_gemm_options *o)
+{
+    int g[2], want[2] = {v[F_GRID0], v[F_GRID1]};
+    process_grid(ctx->nranks, want, g);
+    for (int x = 0; x < 4; x++) {
+        int count = g[grid_dim(x)] + 1, differs = 0;
+        if (!v[F_BLOCKS + x])
+            continue;
+        long long *lo = malloc(2 * sizeof(long long) * (size_t)count), *hi = lo + count;
+        int ok = lo != NULL, all_ok;
+        MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctx->comm);
+        if (!all_ok) {
+            free(lo);
+            return tide_fail(ctx, TIDE_ERR_NOMEM, "tide_gemm_plan_create: out of memory");
+        }
+        MPI_Allreduce(o->blocks[x], lo, count, MPI_LONG_LONG, MPI_MIN, ctx->comm);
+        MPI_Allreduce(o->blocks[x], hi, count, MPI_LONG_LONG, MPI_MAX, ctx->comm);
+        for (int i = 0; i < count && !differs; i++)
+            differs = lo[i] != hi[i] ? i + 1 : 0;
+        free(lo);
+        if (differs)
+            return tide_fail(ctx, TIDE_ERR_MISMATCH, "tide_gemm_plan_create: option blocks[%d] "
+                             "differs between ranks (entry %d)", x, differs - 1);
+    }
+    return TIDE_SUCCESS;
+}
+
 /* The verdict on the agreed request, the same on every rank. */
-static int judge(tide_context *ctx, const tide_args *all)
+static int judge(tide_context *ctx, const tide_args *all, const tide_gemm_options *o)
 {
     const int *v = all[0].v;
-    int st = tide_args_backend(ctx, v[F_BACKEND], v[F_LOCATION]);
+    int st = same_blocks(ctx, v, o);
+    if (st)
+        return st;
+    st = tide_args_backend(ctx, v[F_BACKEND], v[F_LOCATION]);
     if (st || ctx->nranks == 1)
         return st;
     if (tide_wants_cuda(ctx, v[F_BACKEND]))
@@ -194,13 +262,26 @@ int tide_gemm_plan_destroy(tide_gemm_plan *p)
     }
     tide_order_destroy(p->entry);
     tide_device_leave(prev);
+    free(p->split);
     free(p);
     return TIDE_SUCCESS;
 }
 
+/* The plan's block boundaries, tide.h's blocks[0..4) in order. */
+static void split_arrays(const tide_gemm_plan *p, const long long *b[4])
+{
+    const long long *at = p->split;
+    for (int x = 0; x < 4; x++) {
+        b[x] = at;
+        at += p->grid[grid_dim(x)] + 1;
+    }
+}
+
 /* The column-major multiply of the agreed request (global sizes, this rank's leading
- * dimensions ld), this rank's element counts, and the process grid. */
-static void make_desc(tide_gemm_plan *p, const int *v, const long long ld[3])
+ * dimensions ld), the process grid and its block boundaries, and this rank's element counts
+ * (TIDE_ERR_NOMEM when the boundaries cannot be stored). */
+static int make_desc(tide_gemm_plan *p, const int *v, const long long ld[3],
+                     const tide_gemm_options *o)
 {
     int ta = v[F_TRANSA], tb = v[F_TRANSB], P = p->ctx->nranks;
     p->swap = v[F_ORDER] == TIDE_ROW_MAJOR;
@@ -210,11 +291,23 @@ static void make_desc(tide_gemm_plan *p, const int *v, const long long ld[3])
                                       v[F_K], ld[0], ld[1], ld[2]};
     int want[2] = {v[F_GRID0], v[F_GRID1]};
     process_grid(P, want, p->grid);
+    p->split = malloc(sizeof(long long) * (size_t)(2 * (p->grid[0] + p->grid[1]) + 4));
+    if (!p->split)
+        return TIDE_ERR_NOMEM;
+    long long *at = p->split;
+    for (int x = 0; x < 4; x++) {
+        int parts = p->grid[grid_dim(x)];
+        tide_gemm_splits(o->blocks[x], extent_of(x, p->m, p->n, p->k), parts, at);
+        at += parts + 1;
+    }
     int row = p->ctx->rank / p->grid[1], col = p->ctx->rank % p->grid[1];
-    long long m = part(p->m, p->grid[0], row), n = part(p->n, p->grid[1], col);
-    p->count[0] = m * part(p->k, p->grid[1], col);
-    p->count[1] = part(p->k, p->grid[0], row) * n;
+    const long long *b[4];
+    split_arrays(p, b);
+    long long m = b[0][row + 1] - b[0][row], n = b[1][col + 1] - b[1][col];
+    p->count[0] = m * (b[2][col + 1] - b[2][col]);
+    p->count[1] = (b[3][row + 1] - b[3][row]) * n;
     p->count[2] = m * n;
+    return TIDE_SUCCESS;
 }
 
 /* Several ranks: SUMMA on the column-major multiply, whose process grid is the caller's
@@ -222,9 +315,15 @@ static void make_desc(tide_gemm_plan *p, const int *v, const long long ld[3])
 static int build_dist(tide_gemm_plan *p, char *err, size_t len)
 {
     int row = p->ctx->rank / p->grid[1], col = p->ctx->rank % p->grid[1];
+    const long long *b[4];
+    split_arrays(p, b);
     tide_gemm_dist_desc d = {p->g.dbl, p->g.transa, p->g.transb, p->g.m, p->g.n, p->g.k,
                              {p->swap ? p->grid[1] : p->grid[0],
                               p->swap ? p->grid[0] : p->grid[1]},
+                             /* swapped: B^T A^T's rows are the caller's columns, and A^T's
+                              * columns of k are the caller's B's rows */
+                             {p->swap ? b[1] : b[0], p->swap ? b[0] : b[1],
+                              p->swap ? b[3] : b[2], p->swap ? b[2] : b[3]},
                              {p->swap ? col : row, p->swap ? row : col}, p->g.lda, p->g.ldb,
                              p->g.ldc, p->o.panel ? p->o.panel : 256, &p->env, p->blas};
     return tide_gemm_dist_create(&d, &p->dist, err, len);
@@ -273,12 +372,13 @@ static int make_plan(tide_context *ctx, const tide_args *all, const tide_gemm_op
         p->o = *o;
         p->o.backend = cuda ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU;
         p->m = v[F_M], p->n = v[F_N], p->k = v[F_K];
-        make_desc(p, v, ld);
         p->env.ctx = ctx;
         p->env.be = cuda ? tide_backend_cuda() : &tide_backend_cpu;
         p->env.threads = ctx->threads;
-        if (tide_order_create(ctx, &p->entry) ||
-            (cuda && p->env.be->stream_create(&p->env.stream)))
+        if ((st = make_desc(p, v, ld, o)))
+            snprintf(err, sizeof err, "out of memory creating the plan");
+        else if (tide_order_create(ctx, &p->entry) ||
+                 (cuda && p->env.be->stream_create(&p->env.stream)))
             st = TIDE_ERR_BACKEND, snprintf(err, sizeof err, "%s", p->env.be->last_error());
         if (!st)
             st = build(p, err, sizeof err);
@@ -319,7 +419,7 @@ int tide_gemm_plan_create(tide_context *ctx, long long m, long long n, long long
     tide_args *all = NULL;
     st = tide_args_agree(ctx, &spec, &mine, &all);
     if (!st)
-        st = judge(ctx, all);
+        st = judge(ctx, all, &o);
     if (!st)
         st = make_plan(ctx, all, &o, ld, plan);
     free(all);

@@ -33,20 +33,23 @@ void tide_gemm_block(long long n, int p, int i, long long *lo, long long *hi)
     *hi = n * (i + 1) / p;
 }
 
+void tide_gemm_splits(const long long *given, long long n, int p, long long *out)
+{
+    for (int i = 0; i <= p; i++)
+        out[i] = given ? given[i] : n * i / p;
+}
+
 static long long span(const long long r[2]) { return r[1] - r[0]; }
 
-/* The part of 0..n over p that holds index x, and where that part ends. */
-static int owner(long long n, int p, long long x, long long *end)
+/* The part of the p parts with boundaries split that holds index x, and where it ends. */
+static int owner(const long long *split, int p, long long x, long long *end)
 {
-    long long lo, hi;
-    for (int i = 0; i < p; i++) {
-        tide_gemm_block(n, p, i, &lo, &hi);
-        if (x < hi) {
-            *end = hi;
+    for (int i = 0; i < p; i++)
+        if (x < split[i + 1]) {
+            *end = split[i + 1];
             return i;
         }
-    }
-    *end = n;
+    *end = split[p];
     return p - 1;
 }
 
@@ -75,10 +78,11 @@ int tide_gemm_dist_create(const tide_gemm_dist_desc *d, tide_gemm_dist **out, ch
     s->d = *d;
     s->row = s->col = MPI_COMM_NULL;
     s->elem = d->dbl ? sizeof(double) : sizeof(float);
-    tide_gemm_block(d->m, d->grid[0], d->me[0], &s->rows[0], &s->rows[1]);
-    tide_gemm_block(d->n, d->grid[1], d->me[1], &s->cols[0], &s->cols[1]);
-    tide_gemm_block(d->k, d->grid[1], d->me[1], &s->ka[0], &s->ka[1]);
-    tide_gemm_block(d->k, d->grid[0], d->me[0], &s->kb[0], &s->kb[1]);
+    long long *mine[4] = {s->rows, s->cols, s->ka, s->kb};
+    for (int x = 0; x < 4; x++) { /* over process rows (x = 0, 3) or columns */
+        int at = d->me[x == 0 || x == 3 ? 0 : 1];
+        mine[x][0] = d->split[x][at], mine[x][1] = d->split[x][at + 1];
+    }
     /* a broadcast counts elements in int: panels narrow enough for the widest block */
     long long wide = span(s->rows) > span(s->cols) ? span(s->rows) : span(s->cols);
     long long most = wide ? INT_MAX / wide : INT_MAX;
@@ -128,7 +132,8 @@ static panel_t panel_at(const tide_gemm_dist *s, long long k0)
 {
     const tide_gemm_dist_desc *d = &s->d;
     long long ea, eb;
-    panel_t p = {k0, k0, owner(d->k, d->grid[1], k0, &ea), owner(d->k, d->grid[0], k0, &eb)};
+    panel_t p = {k0, k0, owner(d->split[2], d->grid[1], k0, &ea),
+                 owner(d->split[3], d->grid[0], k0, &eb)};
     p.k1 = ea < eb ? ea : eb;
     p.k1 = p.k1 < k0 + d->panel ? p.k1 : k0 + d->panel;
     return p;

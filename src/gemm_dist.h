@@ -10,11 +10,18 @@
 /* Block i of n over p parts, balanced: [i n / p, (i + 1) n / p). */
 void tide_gemm_block(long long n, int p, int i, long long *lo, long long *hi);
 
+/* The p + 1 boundaries of n over p parts: the caller's (given, not NULL) or balanced. */
+void tide_gemm_splits(const long long *given, long long n, int p, long long *out);
+
 typedef struct {
     int dbl;
     int transa, transb;         /* op(A) = A^T, op(B) = B^T: their blocks stored transposed */
     long long m, n, k;          /* the global column-major multiply */
     int grid[2];                /* process rows and columns of the column-major multiply */
+    /* block boundaries (tide_gemm_splits): of C's and A's rows (m, grid[0] + 1 of them), of
+     * C's and B's columns (n, grid[1] + 1), of k for A's columns (grid[1] + 1) and for B's
+     * rows (grid[0] + 1); the caller keeps them while the multiply lives */
+    const long long *split[4];
     int me[2];                  /* this rank's row and column in that grid */
     long long lda, ldb, ldc;    /* of this rank's blocks (column major) */
     int panel;                  /* most columns of A broadcast at once */

@@ -661,6 +661,12 @@ typedef struct {
                                  * ranks; {0, 0} (default): the most square one */
     void *stream;               /* GPU: the caller's cudaStream_t runs are ordered after
                                  * (tide_fft_options); per rank */
+    /* several ranks: the user's blocks, boundaries along each extent (NULL: balanced, block
+     * i of n over p parts [i n / p, (i + 1) n / p)); each from 0 to the extent, never
+     * decreasing, the same on every rank: blocks[0] C's and A's rows (grid[0] + 1 entries
+     * over m), blocks[1] C's and B's columns (grid[1] + 1 over n), blocks[2] A's columns
+     * (grid[1] + 1 over k), blocks[3] B's rows (grid[0] + 1 over k); read at plan creation */
+    const long long *blocks[4];
     int gpus;                   /* host matrices on the GPU: how many GPUs this rank drives,
                                  * C's columns shared among them; 0 (default): where the
                                  * context chose the GPUs, the node's GPUs dealt among its ranks

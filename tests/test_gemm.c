@@ -20,8 +20,10 @@
  *     on some ranks, every op combination, both orders and precisions, leading dimensions that
  *     differ between ranks with NaN padding left alone, panels of 5; each rank's block of C
  *     checked against the oracle on the global matrices; on the cuda backend
- *     TIDE_ERR_UNSUPPORTED; bad input (a grid of the wrong size, a negative size, k or transb
- *     differing on one rank, a leading dimension too small on one rank) the same error on
+ *     TIDE_ERR_UNSUPPORTED; the user's blocks (random boundaries, empty blocks among them) on
+ *     every grid; bad input (a grid of the wrong size, a negative size, k or transb differing
+ *     on one rank, a leading dimension too small on one rank, blocks that do not tile the
+ *     matrix, that differ between ranks or are given on one rank alone) the same error on
  *     every rank; the test stops there;
  *  c) one rank: odd, prime, tall-skinny and empty shapes (k = 0, m = 0, n = 0), every transa and
  *     transb, both orders, float and double, leading dimensions at the minimum (given as 0 or
@@ -794,11 +796,13 @@ static double get(const void *a, int dbl, size_t e)
     return dbl ? ((const double *)a)[e] : ((const float *)a)[e];
 }
 
-/* Block i of n over p, as tide.h defines the distribution. */
-static void dist_block(long long n, int p, int i, long long *lo, long long *hi)
+/* Block i of n over p, as tide.h defines the distribution: the user's boundaries, or
+ * balanced. */
+static void dist_block(const long long *given, long long n, int p, int i, long long *lo,
+                       long long *hi)
 {
-    *lo = n * i / p;
-    *hi = n * (i + 1) / p;
+    *lo = given ? given[i] : n * i / p;
+    *hi = given ? given[i + 1] : n * (i + 1) / p;
 }
 
 /* This rank's block [r0, r1) x [c0, c1) of the global matrix g (array ga) into a local matrix
@@ -822,8 +826,8 @@ static void *local_block(const gmat *g, const void *ga, long long r0, long long 
 /* One distributed case: every rank makes the same global A, B, C0 from the seed, keeps its
  * blocks, multiplies, and checks its block of C against the oracle on the global matrices. */
 static void dist_case(long long m, long long n, long long k, int dbl, tide_matrix_order order,
-                      int ta, int tb, const int grid[2], double alpha, double beta,
-                      uint64_t seed)
+                      int ta, int tb, const int grid[2], const long long *const blocks[4],
+                      double alpha, double beta, uint64_t seed)
 {
     /* A stored m x k (k x m transposed), B k x n (n x k) */
     gmat g[3] = {{ta ? k : m, ta ? m : k, 0, order, dbl}, {tb ? n : k, tb ? k : n, 0, order, dbl},
@@ -846,10 +850,10 @@ static void dist_case(long long m, long long n, long long k, int dbl, tide_matri
     }
     int row = rank / gr[1], col = rank % gr[1];
     long long rm[2], cn[2], ka[2], kb[2];
-    dist_block(m, gr[0], row, &rm[0], &rm[1]);
-    dist_block(n, gr[1], col, &cn[0], &cn[1]);
-    dist_block(k, gr[1], col, &ka[0], &ka[1]);
-    dist_block(k, gr[0], row, &kb[0], &kb[1]);
+    dist_block(blocks[0], m, gr[0], row, &rm[0], &rm[1]);
+    dist_block(blocks[1], n, gr[1], col, &cn[0], &cn[1]);
+    dist_block(blocks[2], k, gr[1], col, &ka[0], &ka[1]);
+    dist_block(blocks[3], k, gr[0], row, &kb[0], &kb[1]);
     gmat lx[3];
     long long pad = rank % 3; /* leading dimensions differ between ranks */
     /* the blocks of op(A) and op(B) the rank holds, as stored */
@@ -866,6 +870,8 @@ static void dist_case(long long m, long long n, long long k, int dbl, tide_matri
     o.transa = ta ? TIDE_TRANS : TIDE_NOTRANS;
     o.transb = tb ? TIDE_TRANS : TIDE_NOTRANS;
     o.grid[0] = grid[0], o.grid[1] = grid[1];
+    for (int x = 0; x < 4; x++)
+        o.blocks[x] = blocks[x];
     o.lda = lx[0].ld, o.ldb = lx[1].ld, o.ldc = lx[2].ld;
     o.panel = 5; /* several panels per owner's block */
     tide_gemm_plan *plan = NULL;
@@ -887,15 +893,28 @@ static void dist_case(long long m, long long n, long long k, int dbl, tide_matri
     for (size_t e = 0; e < gmat_count(&lx[2]); e++)
         pad_ok = pad_ok && (!is_padding(&lx[2], e) || isnan(get(lc, dbl, e)));
     tt_check(&tally, world, st == 0 && err <= 1 && pad_ok,
-             "b) %lldx%lldx%lld %s %s %c%c grid %dx%d alpha %g beta %g on %d ranks: status %d "
-             "(%s), rank %d's block [%lld,%lld)x[%lld,%lld) error %g bounds, padding %s", m, n,
-             k, dbl ? "double" : "float", order == TIDE_COL_MAJOR ? "col" : "row",
-             ta ? 'T' : 'N', tb ? 'T' : 'N', gr[0], gr[1],
+             "b) %lldx%lldx%lld %s %s %c%c grid %dx%d%s alpha %g beta %g on %d ranks: status "
+             "%d (%s), rank %d's block [%lld,%lld)x[%lld,%lld) error %g bounds, padding %s", m,
+             n, k, dbl ? "double" : "float", order == TIDE_COL_MAJOR ? "col" : "row",
+             ta ? 'T' : 'N', tb ? 'T' : 'N', gr[0], gr[1], blocks[0] ? " user blocks" : "",
              alpha, beta, nranks, st, st ? tide_last_error(ctx) : "", rank, rm[0], rm[1],
              cn[0], cn[1], err, pad_ok ? "intact" : "written");
     free(ref), free(scale), free(la), free(lb), free(lc);
     for (int i = 0; i < 3; i++)
         free(ga[i]);
+}
+
+/* p + 1 sorted boundaries of n over p parts, random (some parts empty). */
+static void random_splits(long long n, int p, tt_rng *rng, long long *out)
+{
+    out[0] = 0, out[p] = n;
+    for (int i = 1; i < p; i++)
+        out[i] = tt_rng_below(rng, (int)n + 1);
+    for (int i = 1; i < p; i++) /* insertion sort of the inner cuts */
+        for (int j = i; j > 1 && out[j] < out[j - 1]; j--) {
+            long long t = out[j];
+            out[j] = out[j - 1], out[j - 1] = t;
+        }
 }
 
 /* Distributed cases over every process grid of the ranks, odd, prime and tiny shapes (blocks
@@ -905,6 +924,7 @@ static void dist_cases(void)
     static const long long shapes[][3] = {{37, 29, 41}, {13, 17, 19}, {3, 5, 2},
                                           {1, 7, 11},   {20, 1, 9},   {8, 6, 0}};
     static const double ab[][2] = {{1, 0}, {-0.75, 1.5}, {2.5, 1}};
+    const long long *balanced[4] = {NULL, NULL, NULL, NULL};
     int before = tally.failed, count = 0;
     for (int gi = 0; gi <= nranks; gi++) { /* gi 0: the library's grid, else gi x P / gi */
         if (gi && nranks % gi)
@@ -915,8 +935,29 @@ static void dist_cases(void)
                 const double *x = ab[(sh + (size_t)combo) % 3];
                 dist_case(shapes[sh][0], shapes[sh][1], shapes[sh][2], combo & 1,
                           combo & 2 ? TIDE_ROW_MAJOR : TIDE_COL_MAJOR, combo >> 2 & 1,
-                          combo >> 3 & 1, grid, x[0], x[1], 1000 + (uint64_t)count);
+                          combo >> 3 & 1, grid, balanced, x[0], x[1], 1000 + (uint64_t)count);
             }
+    }
+    /* the user's blocks: random boundaries (the same on every rank), empty blocks among them */
+    for (int gi = 1; gi <= nranks; gi++) {
+        if (nranks % gi)
+            continue;
+        int grid[2] = {gi, nranks / gi};
+        for (int c = 0; c < 8; c++, count++) {
+            long long s3[3] = {5 + 9 * c, 3 + 11 * c, 1 + 7 * c}, ext[4], cuts[4][8];
+            const long long *user[4];
+            tt_rng rng;
+            tt_rng_seed(&rng, 4000u + (unsigned)count);
+            for (int x = 0; x < 4; x++) {
+                int parts = grid[x == 0 || x == 3 ? 0 : 1];
+                ext[x] = x == 0 ? s3[0] : x == 1 ? s3[1] : s3[2];
+                random_splits(ext[x], parts, &rng, cuts[x]);
+                user[x] = cuts[x];
+            }
+            dist_case(s3[0], s3[1], s3[2], c & 1, c & 2 ? TIDE_ROW_MAJOR : TIDE_COL_MAJOR,
+                      c >> 2 & 1, (c + 1) >> 1 & 1, grid, user, -0.5, c % 3 ? 1.25 : 0,
+                      3000 + (uint64_t)count);
+        }
     }
     if (rank == 0)
         printf("  b) %d distributed cases: %d failed checks\n", count, tally.failed - before);
@@ -949,6 +990,25 @@ static void many_ranks(void)
     if (rank == nranks - 1) /* its block of A^T has k / grid[1] or more rows */
         o.lda = 1;
     expect_create("b", "plan over the ranks, A^T, lda 1 on the last rank", EM, EN, EK, &o, ARG);
+    /* the user's blocks over a P x 1 grid: m's P + 1 boundaries */
+    long long rows[8];
+    for (int i = 0; i <= nranks; i++)
+        rows[i] = EM * i / nranks;
+    base_options(&o);
+    o.backend = TIDE_BACKEND_CPU;
+    o.grid[0] = nranks, o.grid[1] = 1;
+    o.blocks[0] = rows;
+    rows[nranks] = EM - 1;
+    expect_create("b", "blocks[0] ending short of m", EM, EN, EK, &o, ARG);
+    rows[nranks] = EM;
+    long long keep = rows[1];
+    rows[1] = EM + 1;
+    expect_create("b", "blocks[0] decreasing", EM, EN, EK, &o, ARG);
+    rows[1] = keep + (rank == nranks - 1); /* still a tiling, on the last rank another one */
+    expect_create("b", "blocks[0] differing on the last rank", EM, EN, EK, &o, MISM);
+    rows[1] = keep;
+    o.blocks[0] = rank == 0 ? rows : NULL;
+    expect_create("b", "blocks[0] given on rank 0 alone", EM, EN, EK, &o, MISM);
     MPI_Barrier(world); /* every rank got here: no call hung */
 }
 
