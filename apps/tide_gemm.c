@@ -1,14 +1,20 @@
 /*
  * tide_gemm.c: `tide gemm`: plan, time and verify a matrix multiply C = alpha op(A) op(B) +
- * beta C (tide_gemm_*), printing heFFTe speed3d's keys like the other subcommands, the PCIe
- * traffic and measured rates the plan is bounded by, and on the GPU the in-card cuBLAS rate
- * measured in the same run: the figure an out-of-card multiply is judged against.
+ * beta C (tide_gemm_*) on one rank or several, printing heFFTe speed3d's keys like the other
+ * subcommands, the PCIe traffic and measured rates the plan is bounded by, and on the GPU the
+ * in-card cuBLAS rate measured in the same run: the figure an out-of-card multiply is judged
+ * against.
  *
- * The check is the naive oracle (tide_ref_gemm, no Tide code): every entry of C for small
- * products, else 4 rows and 4 columns of it, each entry's error measured in units of a
- * rigorous rounding bound (tide_ref_gemm_error; at most 1 passes).
+ * On P ranks the matrices are tide.h's 2D blocks over a process grid (one rank: a 1 x 1 grid,
+ * the whole matrices); every entry is a hash of its matrix, global row and column and the seed,
+ * so each rank fills its own blocks, and regenerates whatever the check needs, without
+ * communication. The check is the naive oracle (tide_ref_gemm, no Tide code): every entry of C
+ * for small products, else 4 rows and 4 columns of it, each rank checking those in its block of
+ * C, each entry's error measured in units of a rigorous rounding bound (tide_ref_gemm_error; at
+ * most 1 passes), the largest over the ranks reported.
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,34 +28,46 @@
 #define CHECK_FULL (1LL << 27)
 /* Rows and columns of C the check samples above that. */
 #define CHECK_LINES 4
-/* Entries of C one oracle call computes in a full check (bounds its buffers). */
+/* Entries of C one oracle call computes (bounds its buffers). */
 #define CHECK_BLOCK (1LL << 20)
+/* Elements of op(A) or op(B) regenerated for one oracle call, unless one row or column of k
+ * is more. */
+#define CHECK_OPERAND (1LL << 22)
 
 static const char *usage =
-    "usage: mpirun -np 1 tide gemm <auto|cpu|cuda> <float|double> M [N K] [options]\n"
+    "usage: mpirun -np P tide gemm <auto|cpu|cuda> <float|double> M [N K] [options]\n"
     "\n"
     "Plans C = alpha op(A) op(B) + beta C with op(A) M x K, op(B) K x N and C M x N (one\n"
-    "size: M = N = K; one rank), fills A, B and C with deterministic\n"
-    "random values in [-1, 1), then times RUNS multiplies after one warm-up. Every multiply\n"
+    "size: M = N = K), fills A, B and C with deterministic random values in [-1, 1) (a hash\n"
+    "of the matrix, the entry's global row and column and the seed), then times RUNS\n"
+    "multiplies after one warm-up. On P > 1 ranks the matrices are distributed in 2D blocks\n"
+    "over an R x C process grid (-grid; rank r at row r / C, column r % C), as tide.h's\n"
+    "tide_gemm_plan_create describes: C's block rows of M over R and columns of N over C, A's\n"
+    "the same rows and K over C, B's K over R and C's columns (a transposed operand's block\n"
+    "is op(X)'s block stored transposed). Each rank allocates and fills only its blocks, and\n"
+    "the library multiplies them by SUMMA (backend cpu in this version). Every multiply\n"
     "starts from the same C: it is restored from a saved copy before each one, outside the\n"
     "timed region, so each does the same work on the same data (also with beta 0, where a\n"
     "multiply that left C alone would keep the random values and fail the check). Time per run\n"
-    "is the median; the library call is complete on return. The result of the last timed\n"
-    "multiply is checked against the naive serial oracle (tide_ref_gemm, long double dot\n"
-    "products): every entry when M N K <= 2^27 (\"full\"), else 4 rows and 4 columns of C, the\n"
-    "last row and column and 3 random others (\"sampled\"). Max error is the largest error of\n"
-    "an entry in units of a rigorous bound of its rounding (tide_ref_gemm_error): at most 1\n"
-    "passes.\n"
+    "is the median over the runs of the slowest rank's time; the library call is complete on\n"
+    "return. The result of the last timed multiply is checked against the naive serial oracle\n"
+    "(tide_ref_gemm, long double dot products): every entry when M N K <= 2^27 (\"full\"),\n"
+    "else 4 rows and 4 columns of C, the last row and column and 3 random others, the same on\n"
+    "every rank (\"sampled\"). Each rank checks the entries of its block of C, regenerating\n"
+    "the rows of op(A) and columns of op(B) they need from the fill. Max error is the largest\n"
+    "error of an entry over the ranks in units of a rigorous bound of its rounding\n"
+    "(tide_ref_gemm_error): at most 1 passes.\n"
     "\n"
-    "Figures: Performance = 2 M N K / time per run, also in TFLOP/s. With backend cuda on\n"
-    "host matrices the plan streams them through the GPU (C tiles kept on the device, panels\n"
-    "of A and B streamed in) and reports the bytes it moves over PCIe each way, the rates it\n"
-    "measured and its bound: the largest of its flops at the in-card GEMM rate and its bytes\n"
-    "at the PCIe rates (up, down, both ways at once); printed with the term that dominates and\n"
-    "bound / time. With backend cuda the in-card cuBLAS rate is measured in the same run: a\n"
-    "device-resident plan on device copies of the matrices (when the three fit the device\n"
-    "budget), timed and checked the same way, and the out-of-card rate is given as a fraction\n"
-    "of it (with -device the run itself is in card).\n"
+    "Figures: Performance = 2 M N K / time per run, also in TFLOP/s; Memory usage is the\n"
+    "largest rank's. With backend cuda on host matrices (one rank) the plan streams them\n"
+    "through the GPU (C tiles kept on the device, panels of A and B streamed in) and reports\n"
+    "the bytes it moves over PCIe each way, the rates it measured and its bound: the largest\n"
+    "of its flops at the in-card GEMM rate and its bytes at the PCIe rates (up, down, both\n"
+    "ways at once); printed with the term that dominates and bound / time. With backend cuda\n"
+    "the in-card cuBLAS rate is measured in the same run: a device-resident plan on device\n"
+    "copies of the matrices (when the three fit the device budget), timed and checked the same\n"
+    "way, and the out-of-card rate is given as a fraction of it (with -device the run itself\n"
+    "is in card).\n"
     "\n"
     "options:\n"
     "  -ta N|T                op(A) = A (N, the default) or its transpose (T)\n"
@@ -57,9 +75,12 @@ static const char *usage =
     "  -order col|row         storage of all three matrices: column major (the default, the\n"
     "                         BLAS's) or row major (C's)\n"
     "  -alpha A, -beta B      the scalars (default 1 and 0)\n"
+    "  -grid R C              the process grid, R x C = P (default: the library's choice, the\n"
+    "                         most square grid with R <= C)\n"
     "  -tile T                rows and columns of the C tiles kept on the device (cuda on\n"
     "                         host matrices; default 0: the plan's choice)\n"
-    "  -panel P               columns of op(A) per streamed panel (default 0: the plan's)\n"
+    "  -panel P               columns of op(A) per streamed panel, and on several ranks the\n"
+    "                         most per broadcast (default 0: the plan's)\n"
     "  -gpus G                GPUs the rank drives, C's columns shared among them (cuda on\n"
     "                         host matrices; default 0: the node's GPUs dealt among its ranks)\n"
     "  -pageable              host matrices from malloc (pageable) instead of tide_host_alloc\n"
@@ -71,8 +92,11 @@ static const char *usage =
     "  -no-check              skip the check\n"
     "  -json FILE             also write the results as JSON\n"
     "\n"
+    "The multiply over several ranks runs on the cpu backend in this version: backend cuda\n"
+    "(or -device) on P > 1 ranks stops with the library's error on every rank.\n"
+    "\n"
     "Exit status: 0 verified (or -no-check), 1 a failure or a failed check, 2 bad arguments\n"
-    "(also when the library refuses an argument).\n";
+    "(also when the library refuses an argument, e.g. a grid that is not P ranks).\n";
 
 typedef struct {
     app_args c;             /* backend, precision, sizes (n[] = M N K), the common options */
@@ -80,6 +104,7 @@ typedef struct {
     tide_matrix_order order;
     double alpha, beta;
     int tile, panel, pageable, check, gpus;
+    int grid[2];            /* -grid R C; {0, 0}: the library's choice */
 } args;
 
 /* ---- arguments ------------------------------------------------------------------------------- */
@@ -144,6 +169,14 @@ static int parse_options(int argc, char **argv, args *a)
             a->order = k == 1 ? TIDE_ROW_MAJOR : TIDE_COL_MAJOR;
         } else if (!strcmp(o, "-alpha") || !strcmp(o, "-beta")) {
             bad = more < 1 || app_to_real(argv[++i], o[1] == 'a' ? &a->alpha : &a->beta);
+        } else if (!strcmp(o, "-grid")) {
+            if (more < 2 || app_to_int(argv[i + 1], 1, &a->grid[0]) ||
+                app_to_int(argv[i + 2], 1, &a->grid[1])) {
+                tide_warn("tide gemm: -grid needs two whole numbers >= 1, the process grid's "
+                          "rows and columns (R x C = the ranks)\n\n%s", usage);
+                return 2;
+            }
+            i += 2;
         } else if (!strcmp(o, "-tile") || !strcmp(o, "-panel") || !strcmp(o, "-gpus")) {
             int *to = o[1] == 't' ? &a->tile : o[1] == 'p' ? &a->panel : &a->gpus;
             bad = more < 1 || app_to_int(argv[++i], 0, to);
@@ -189,11 +222,72 @@ static int parse(int argc, char **argv, args *a)
     return rc;
 }
 
+/* A rank's own trouble (tide_warn speaks for rank 0 only), with its rank on several. */
+static void rank_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void rank_warn(const char *fmt, ...)
+{
+    int rank, P;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (P > 1)
+        fprintf(stderr, "tide gemm: rank %d: %s", rank, what);
+    else
+        fprintf(stderr, "tide gemm: %s", what);
+    fflush(stderr);
+}
+
+/* Collective: the worst (largest) of the ranks' statuses, on every rank. */
+static int agree(int st)
+{
+    int worst = st;
+    MPI_Allreduce(&st, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return worst;
+}
+
+/* ---- the distribution ------------------------------------------------------------------------ */
+
+/* Whether X (0 A, 1 B, 2 C) is stored transposed: op(X) = X^T. */
+static int transposed(const args *a, int x)
+{
+    return x == 0 ? a->ta == TIDE_TRANS : x == 1 ? a->tb == TIDE_TRANS : 0;
+}
+
+/* The block of op(X) (op(C) = C) that the rank at (row, col) of the grid holds: global rows
+ * [lo[0], hi[0]) and columns [lo[1], hi[1]). Block i of an extent n over p parts is
+ * [i n / p, (i + 1) n / p); C's rows are cut over the grid's rows and its columns over its
+ * columns, op(A) has C's rows and k cut over the columns, op(B) k cut over the rows and C's
+ * columns (tide.h). A 1 x 1 grid holds the whole matrices. */
+static void op_block(const args *a, const int grid[2], int row, int col, int x, long long lo[2],
+                     long long hi[2])
+{
+    long long m = a->c.n[0], n = a->c.n[1], k = a->c.n[2];
+    long long ext[3][2] = {{m, k}, {k, n}, {m, n}};
+    lo[0] = ext[x][0] * row / grid[0], hi[0] = ext[x][0] * (row + 1) / grid[0];
+    lo[1] = ext[x][1] * col / grid[1], hi[1] = ext[x][1] * (col + 1) / grid[1];
+}
+
+/* The stored rows and columns of a block of op(X) of h x w. */
+static void stored(const args *a, int x, long long h, long long w, long long *rows,
+                   long long *cols)
+{
+    int t = transposed(a, x);
+    *rows = t ? w : h;
+    *cols = t ? h : w;
+}
+
 /* ---- the matrices ---------------------------------------------------------------------------- */
 
-/* A, B and C (index 0, 1, 2) as stored: op(A) = A^T stores A as K x M. */
+/* This rank's blocks of A, B and C (index 0, 1, 2) as stored: op(A) = A^T stores A's block as
+ * op(A)'s block transposed. */
 typedef struct {
-    long long rows[3], cols[3], ld[3];
+    int ranks, grid[2], row, col; /* the process grid and this rank's place in it */
+    long long lo[3][2], hi[3][2]; /* the block of op(X) this rank holds (global indices) */
+    long long rows[3], cols[3], ld[3]; /* X's block as stored */
     size_t bytes[3];
     void *host[3]; /* in host memory: pinned (tide_host_alloc) or pageable (malloc); host[2]
                     * also receives the result of a device-resident run */
@@ -202,55 +296,103 @@ typedef struct {
     int pageable;
 } matrices;
 
-static void shapes(const args *a, matrices *mx)
+static size_t elem_size(const args *a)
 {
-    long long m = a->c.n[0], n = a->c.n[1], k = a->c.n[2];
-    long long r[3] = {a->ta ? k : m, a->tb ? n : k, m}, c[3] = {a->ta ? m : k, a->tb ? k : n, n};
-    size_t es = a->c.prec == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
-    for (int i = 0; i < 3; i++) {
-        mx->rows[i] = r[i];
-        mx->cols[i] = c[i];
-        mx->ld[i] = a->order == TIDE_COL_MAJOR ? r[i] : c[i];
-        mx->bytes[i] = (size_t)r[i] * (size_t)c[i] * es;
+    return a->c.prec == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
+}
+
+/* This rank's blocks of op(A), op(B) and C on the plan's process grid (tide.h's rule), as
+ * stored, with their least leading dimensions and bytes. */
+static void shapes(const args *a, const int grid[2], int ranks, int rank, matrices *mx)
+{
+    mx->ranks = ranks;
+    mx->grid[0] = grid[0], mx->grid[1] = grid[1];
+    mx->row = rank / mx->grid[1];
+    mx->col = rank % mx->grid[1];
+    for (int x = 0; x < 3; x++) {
+        op_block(a, mx->grid, mx->row, mx->col, x, mx->lo[x], mx->hi[x]);
+        stored(a, x, mx->hi[x][0] - mx->lo[x][0], mx->hi[x][1] - mx->lo[x][1], &mx->rows[x],
+               &mx->cols[x]);
+        mx->ld[x] = a->order == TIDE_COL_MAJOR ? mx->rows[x] : mx->cols[x];
+        mx->bytes[x] = (size_t)mx->rows[x] * (size_t)mx->cols[x] * elem_size(a);
     }
 }
 
-/* Fills a stored matrix with the oracle's deterministic values in [-1, 1): the storage seen
- * as an outer x ld x 1 grid (tide_ref_fill), one contiguous run per call, on the context's
- * threads. */
-static void fill(void *p, long long outer, long long ld, tide_precision prec, unsigned seed,
+/* Global indices: n of them, lo + t, or at[t] where at is given. */
+typedef struct {
+    long long n, lo;
+    const long long *at;
+} indices;
+
+static long long index_at(const indices *l, long long t)
+{
+    return l->at ? l->at[t] : l->lo + t;
+}
+
+/* Indices t0 .. t0 + n - 1 of l. */
+static indices sub_indices(indices l, long long t0, long long n)
+{
+    return l.at ? (indices){n, 0, l.at + t0} : (indices){n, l.lo + t0, NULL};
+}
+
+/* Entry (i, j) of the global op(X) (x: 0 A, 1 B, 2 C), in [-1, 1): a hash of the seed, the
+ * matrix and the global indices (tide_ref_value), so any rank makes any entry. */
+static double entry(unsigned seed, int x, long long i, long long j)
+{
+    static const int unused[3] = {0, 0, 0};
+    return tide_ref_value(seed, x, unused, (int)i, (int)j, 0, 0);
+}
+
+/* Writes the entries of op(X) at global rows `rows` and columns `cols` into p as X is stored:
+ * in the run's order with leading dimension ld (0: the least), transposed when op(X) = X^T; on
+ * the context's threads. The one fill: of the rank's blocks and of the check's operands. */
+static void fill(void *p, const args *a, int x, indices rows, indices cols, long long ld,
                  int threads)
 {
-    int n[3] = {(int)outer, (int)ld, 1};
-    size_t run = (size_t)ld * (prec == TIDE_DOUBLE ? sizeof(double) : sizeof(float));
+    int t = transposed(a, x), colmajor = a->order == TIDE_COL_MAJOR;
+    long long sr, sc;
+    stored(a, x, rows.n, cols.n, &sr, &sc);
+    long long outer = colmajor ? sc : sr, inner = colmajor ? sr : sc, count = outer * inner;
+    if (!ld)
+        ld = inner;
+    int dbl = a->c.prec == TIDE_DOUBLE;
+    unsigned seed = a->c.seed;
 #pragma omp parallel for num_threads(threads) schedule(static)
-    for (long long x = 0; x < outer; x++) {
-        tide_box box = {{(int)x, 0, 0}, {(int)x + 1, (int)ld, 1}, {0, 1, 2}};
-        tide_ref_fill((char *)p + (size_t)x * run, &box, 1, 0, prec, n, seed);
+    for (long long e = 0; e < count; e++) {
+        long long o = e / inner, q = e % inner;
+        long long r = colmajor ? q : o, c = colmajor ? o : q; /* stored row and column */
+        double v = entry(seed, x, index_at(&rows, t ? c : r), index_at(&cols, t ? r : c));
+        size_t at = (size_t)(o * ld + q);
+        if (dbl)
+            ((double *)p)[at] = v;
+        else
+            ((float *)p)[at] = (float)v;
     }
 }
 
-/* Allocates the matrices (device copies with dev) and C0, and fills A, B and C0: 0, else why
- * and 1. */
+/* Allocates the rank's blocks (device copies with dev) and C0, and fills A, B and C0: 0, else
+ * 1 after saying why (local: the caller agrees). */
 static int matrices_make(tide_context *ctx, const args *a, int dev, int threads, matrices *mx)
 {
     for (int i = 0; i < 3; i++) {
-        int st = a->pageable ? (mx->host[i] = malloc(mx->bytes[i])) == NULL
-                             : tide_host_alloc(ctx, mx->bytes[i], &mx->host[i]);
-        if (st || (dev && tide_device_alloc(ctx, mx->bytes[i], &mx->dev[i]))) {
-            tide_warn("tide gemm: cannot allocate %c (%.4g GB in %s memory)\n", "ABC"[i],
+        size_t bytes = mx->bytes[i] ? mx->bytes[i] : 1; /* an empty block: a valid pointer */
+        int st = a->pageable ? (mx->host[i] = malloc(bytes)) == NULL
+                             : tide_host_alloc(ctx, bytes, &mx->host[i]);
+        if (st || (dev && tide_device_alloc(ctx, bytes, &mx->dev[i]))) {
+            rank_warn("cannot allocate %c (%.4g GB in %s memory)\n", "ABC"[i],
                       mx->bytes[i] / 1e9, st ? "host" : "device");
             return 1;
         }
     }
-    if (!(mx->c0 = malloc(mx->bytes[2]))) {
-        tide_warn("tide gemm: cannot allocate the copy of C (%.4g GB)\n", mx->bytes[2] / 1e9);
+    if (!(mx->c0 = malloc(mx->bytes[2] ? mx->bytes[2] : 1))) {
+        rank_warn("cannot allocate the copy of C (%.4g GB)\n", mx->bytes[2] / 1e9);
         return 1;
     }
     void *dst[3] = {mx->host[0], mx->host[1], mx->c0};
-    for (int i = 0; i < 3; i++) {
-        long long outer = a->order == TIDE_COL_MAJOR ? mx->cols[i] : mx->rows[i];
-        fill(dst[i], outer, mx->ld[i], a->c.prec, a->c.seed + (unsigned)i, threads);
+    for (int x = 0; x < 3; x++) {
+        indices rows = {mx->hi[x][0] - mx->lo[x][0], mx->lo[x][0], NULL};
+        indices cols = {mx->hi[x][1] - mx->lo[x][1], mx->lo[x][1], NULL};
+        fill(dst[x], a, x, rows, cols, mx->ld[x], threads);
     }
     for (int i = 0; dev && i < 2; i++)
         if (tide_copy(ctx, mx->dev[i], mx->host[i], mx->bytes[i]))
@@ -301,7 +443,8 @@ static int multiply(void *p)
     return tide_gemm_execute(r->plan, r->alpha, r->a, r->b, r->beta, r->c);
 }
 
-/* A warm-up, then runs timed multiplies into times; C's result is left in mx->host[2]. */
+/* Collective: a warm-up, then runs timed multiplies into times (the slowest rank's); C's
+ * result is left in mx->host[2]. */
 static int time_plan(tide_context *ctx, tide_gemm_plan *plan, const args *a,
                      const matrices *mx, int dev, double *times)
 {
@@ -327,32 +470,80 @@ static void progress(const char *what)
 
 typedef struct {
     const char *kind;  /* "full", "sampled" or "none" */
-    long long entries; /* of C checked */
-    double max_error;  /* in units of the rigorous bound; NaN: a bad argument to the oracle */
+    long long entries; /* of C checked, over all ranks */
+    double max_error;  /* in units of the rigorous bound, the largest over the ranks; NaN: a
+                        * bad argument to the oracle */
+    int nrows, ncols;  /* sampled: the rows and columns of C checked */
+    long long rows[CHECK_LINES], cols[CHECK_LINES];
 } check_result;
-
-/* The largest error on the block [i0, i1) x [j0, j1) of C: the oracle's values from A, B and
- * C0 into ref and scale, then the bound-relative error of the result. */
-static double check_block(const args *a, const matrices *mx, const void *c, long long i0,
-                          long long i1, long long j0, long long j1, double *ref,
-                          double *scale)
-{
-    int dbl = a->c.prec == TIDE_DOUBLE;
-    int st = tide_ref_gemm(dbl, a->order, a->ta, a->tb, a->c.n[0], a->c.n[1], a->c.n[2],
-                           a->alpha, mx->host[0], mx->ld[0], mx->host[1], mx->ld[1], a->beta,
-                           mx->c0, mx->ld[2], i0, i1, j0, j1, ref, scale);
-    if (st) {
-        tide_warn("tide gemm: the oracle failed: %s\n", tide_strerror(st));
-        return NAN;
-    }
-    return tide_ref_gemm_error(dbl, a->order, a->c.n[2], c, mx->ld[2], i0, i1, j0, j1, ref,
-                               scale);
-}
 
 /* The larger of two errors, NaN (a failed oracle) winning. */
 static double worse(double e, double f)
 {
     return isnan(e) || isnan(f) ? NAN : fmax(e, f);
+}
+
+static long long min_ll(long long x, long long y)
+{
+    return x < y ? x : y;
+}
+
+/* Checks the entries of C at global rows `rows` and columns `cols` (all in this rank's block;
+ * c is the rank's result): the oracle on the sub-problem they make, those rows of op(A) and
+ * columns of op(B) (all of k) and those entries of C0, regenerated by fill, in tiles that keep
+ * the operands and entries small; the computed entries gathered in the same layout. The
+ * largest error goes into *worst (NaN: the oracle failed, said). Returns 0, else -1 after
+ * saying why (out of memory). */
+static int check_part(const args *a, const matrices *mx, const void *c, indices rows,
+                      indices cols, int threads, double *worst)
+{
+    if (rows.n == 0 || cols.n == 0)
+        return 0;
+    int dbl = a->c.prec == TIDE_DOUBLE, colmajor = a->order == TIDE_COL_MAJOR;
+    long long k = a->c.n[2], per = CHECK_OPERAND / k > 0 ? CHECK_OPERAND / k : 1;
+    long long tw = min_ll(cols.n, per);
+    long long th = min_ll(min_ll(rows.n, per), CHECK_BLOCK / tw > 0 ? CHECK_BLOCK / tw : 1);
+    size_t es = elem_size(a), tile = (size_t)th * (size_t)tw;
+    char *ap = malloc((size_t)th * (size_t)k * es), *bp = malloc((size_t)k * (size_t)tw * es);
+    char *cp = malloc(tile * es), *got = malloc(tile * es);
+    double *ref = malloc(sizeof(double) * tile), *scale = malloc(sizeof(double) * tile);
+    int st = ap && bp && cp && got && ref && scale ? 0 : -1;
+    if (st)
+        rank_warn("out of memory for the check (%lld x %lld entries, k %lld)\n", th, tw, k);
+    indices all_k = {k, 0, NULL};
+    const char *cb = c;
+    for (long long i0 = 0; i0 < rows.n && !st; i0 += th)
+        for (long long j0 = 0; j0 < cols.n && !st; j0 += tw) {
+            long long h = min_ll(th, rows.n - i0), w = min_ll(tw, cols.n - j0);
+            indices r = sub_indices(rows, i0, h), cl = sub_indices(cols, j0, w);
+            fill(ap, a, 0, r, all_k, 0, threads);
+            fill(bp, a, 1, all_k, cl, 0, threads);
+            fill(cp, a, 2, r, cl, 0, threads);
+            int ost = tide_ref_gemm(dbl, a->order, a->ta, a->tb, h, w, k, a->alpha, ap, 0, bp, 0,
+                                    a->beta, cp, 0, 0, h, 0, w, ref, scale);
+            if (ost) {
+                rank_warn("the oracle failed: %s\n", tide_strerror(ost));
+                *worst = NAN;
+                continue;
+            }
+            for (long long i = 0; i < h; i++) /* the rank's result, laid out like cp */
+                for (long long j = 0; j < w; j++) {
+                    long long li = index_at(&r, i) - mx->lo[2][0];
+                    long long lj = index_at(&cl, j) - mx->lo[2][1];
+                    long long from = colmajor ? li + lj * mx->ld[2] : li * mx->ld[2] + lj;
+                    long long to = colmajor ? i + j * h : i * w + j;
+                    memcpy(got + (size_t)to * es, cb + (size_t)from * es, es);
+                }
+            *worst = worse(*worst, tide_ref_gemm_error(dbl, a->order, k, got, colmajor ? h : w,
+                                                       0, h, 0, w, ref, scale));
+        }
+    free(ap);
+    free(bp);
+    free(cp);
+    free(got);
+    free(ref);
+    free(scale);
+    return st;
 }
 
 /* lines distinct indices below count: the last, then random ones (xorshift from seed). */
@@ -374,46 +565,55 @@ static int pick_lines(long long count, unsigned seed, long long *idx)
     return lines;
 }
 
-/* Checks the result c (host, C's layout) against the oracle: every entry by blocks of rows,
- * or the sampled rows and columns. Returns 0, else -1 after saying why. */
-static int check(const args *a, const matrices *mx, const void *c, check_result *r)
+/* Those of the count indices idx in [lo, hi) into mine; returns how many. */
+static int lines_in(const long long *idx, int count, long long lo, long long hi,
+                    long long *mine)
+{
+    int n = 0;
+    for (int i = 0; i < count; i++)
+        if (idx[i] >= lo && idx[i] < hi)
+            mine[n++] = idx[i];
+    return n;
+}
+
+/* Collective: checks the result c (this rank's block of C, as stored) against the oracle, each
+ * rank the checked entries of its block: every entry, or those of the sampled rows and columns
+ * (the same on every rank). r gets the largest error over the ranks and the entries checked.
+ * Returns 0, else -1 on every rank after saying why. */
+static int check(const args *a, const matrices *mx, const void *c, int threads,
+                 check_result *r)
 {
     long long m = a->c.n[0], n = a->c.n[1];
     int full = (double)m * n * a->c.n[2] <= (double)CHECK_FULL;
-    long long step = full ? (CHECK_BLOCK / n > 0 ? CHECK_BLOCK / n : 1) : 1;
-    long long len = step * n > m ? step * n : m;
-    double *ref = malloc(sizeof(double) * (size_t)len), *scale =
-        malloc(sizeof(double) * (size_t)len);
-    if (!ref || !scale) {
-        tide_warn("tide gemm: out of memory for the check (%lld entries)\n", len);
-        free(ref);
-        free(scale);
-        return -1;
-    }
+    indices brows = {mx->hi[2][0] - mx->lo[2][0], mx->lo[2][0], NULL};
+    indices bcols = {mx->hi[2][1] - mx->lo[2][1], mx->lo[2][1], NULL};
+    double worst = 0;
+    long long entries;
+    int st;
     progress("checking C against the oracle ...");
     r->kind = full ? "full" : "sampled";
-    r->max_error = 0;
+    r->nrows = r->ncols = 0;
     if (full) {
-        for (long long i = 0; i < m; i += step) {
-            long long i1 = i + step < m ? i + step : m;
-            r->max_error = worse(r->max_error, check_block(a, mx, c, i, i1, 0, n, ref, scale));
-        }
-        r->entries = m * n;
+        st = check_part(a, mx, c, brows, bcols, threads, &worst);
+        entries = brows.n * bcols.n;
     } else {
         long long rows[CHECK_LINES], cols[CHECK_LINES];
-        int nr = pick_lines(m, a->c.seed, rows), nc = pick_lines(n, a->c.seed + 1, cols);
-        for (int i = 0; i < nr; i++)
-            r->max_error = worse(r->max_error, check_block(a, mx, c, rows[i], rows[i] + 1, 0,
-                                                           n, ref, scale));
-        for (int j = 0; j < nc; j++)
-            r->max_error = worse(r->max_error, check_block(a, mx, c, 0, m, cols[j],
-                                                           cols[j] + 1, ref, scale));
-        r->entries = nr * n + nc * m - (long long)nr * nc;
+        r->nrows = pick_lines(m, a->c.seed, r->rows);
+        r->ncols = pick_lines(n, a->c.seed + 1, r->cols);
+        indices mr = {lines_in(r->rows, r->nrows, mx->lo[2][0], mx->hi[2][0], rows), 0, rows};
+        indices mc = {lines_in(r->cols, r->ncols, mx->lo[2][1], mx->hi[2][1], cols), 0, cols};
+        st = check_part(a, mx, c, mr, bcols, threads, &worst);
+        if (!st)
+            st = check_part(a, mx, c, brows, mc, threads, &worst);
+        entries = mr.n * bcols.n + mc.n * brows.n - mr.n * mc.n;
     }
     progress("");
-    free(ref);
-    free(scale);
-    return 0;
+    /* the largest error over the ranks, a failed oracle (NaN) on any winning */
+    double mine[2] = {isnan(worst), isnan(worst) ? 0 : worst}, all[2];
+    MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&entries, &r->entries, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    r->max_error = all[0] > 0 ? NAN : all[1];
+    return agree(st ? 1 : 0) ? -1 : 0;
 }
 
 /* ---- the bound and the in-card figure -------------------------------------------------------- */
@@ -462,8 +662,8 @@ typedef struct {
 /* With the out-of-card plan destroyed: a device-resident plan on device copies of the
  * matrices, timed and checked like the run. A failure that only stops the figure is said in
  * in->why (0 returned); -1: the check could not run (said). */
-static int incard_measure(tide_context *ctx, const args *a, matrices *mx, double *times,
-                          incard *in)
+static int incard_measure(tide_context *ctx, const args *a, matrices *mx, int threads,
+                          double *times, incard *in)
 {
     tide_device_info di;
     int st = tide_context_device(ctx, &di);
@@ -498,7 +698,7 @@ static int incard_measure(tide_context *ctx, const args *a, matrices *mx, double
         in->measured = 1;
         app_stats_of(times, a->c.runs, &in->ts);
         in->cr.kind = "none";
-        st = a->check ? check(a, mx, mx->host[2], &in->cr) : 0;
+        st = a->check ? check(a, mx, mx->host[2], threads, &in->cr) : 0;
     }
     tide_gemm_plan_destroy(plan);
     device_free(ctx, mx);
@@ -519,6 +719,38 @@ static const char *where(const args *a, tide_backend backend)
            : backend == TIDE_BACKEND_CUDA ? "pinned host" : "host";
 }
 
+/* The ranks listed by name on the Blocks line (the rest counted). */
+#define BLOCKS_LISTED 16
+
+/* Several ranks: the process grid and each rank's blocks as stored (rank 0 works them out for
+ * every rank from the distribution's rule), the largest rank's bytes. */
+static void say_blocks(const args *a, const matrices *mx)
+{
+    char list[BLOCKS_LISTED * 64] = "";
+    size_t used = 0, most = 0;
+    for (int r = 0; r < mx->ranks; r++) {
+        long long sr[3], sc[3];
+        size_t bytes = 0;
+        for (int x = 0; x < 3; x++) {
+            long long lo[2], hi[2];
+            op_block(a, mx->grid, r / mx->grid[1], r % mx->grid[1], x, lo, hi);
+            stored(a, x, hi[0] - lo[0], hi[1] - lo[1], &sr[x], &sc[x]);
+            bytes += (size_t)sr[x] * (size_t)sc[x] * elem_size(a);
+        }
+        most = bytes > most ? bytes : most;
+        if (r < BLOCKS_LISTED && used < sizeof list)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%srank %d A %lldx%lld B "
+                                     "%lldx%lld C %lldx%lld", r ? "; " : "", r, sr[0], sc[0],
+                                     sr[1], sc[1], sr[2], sc[2]);
+    }
+    char more[48] = "";
+    if (mx->ranks > BLOCKS_LISTED)
+        snprintf(more, sizeof more, "; and %d more ranks", mx->ranks - BLOCKS_LISTED);
+    tide_say("Blocks: %dx%d process grid (rank r at row r / %d, column r %% %d), each rank's "
+             "blocks as stored: %s%s; the largest rank's %.4g GB\n", mx->grid[0], mx->grid[1],
+             mx->grid[1], mx->grid[1], list, more, most / 1e9);
+}
+
 /* The matrices, the plan and the data movement, before the timing keys. */
 static void say_setup(const args *a, const matrices *mx, const tide_gemm_info *info,
                       const char *desc, int threads)
@@ -527,25 +759,57 @@ static void say_setup(const args *a, const matrices *mx, const tide_gemm_info *i
     int gpu = info->backend == TIDE_BACKEND_CUDA;
     const char *at = where(a, info->backend);
     tide_say("Tide %s: gemm %s %dx%dx%d (M N K), C = alpha op(A) op(B) + beta C, op %s%s, "
-             "%s major, alpha %g, beta %g, 1 rank x %d threads, backend %s, %s matrices\n",
+             "%s major, alpha %g, beta %g, %d rank%s x %d threads, backend %s, %s matrices\n",
              tide_version(), c->prec == TIDE_DOUBLE ? "double" : "float", c->n[0], c->n[1],
              c->n[2], trans_name(a->ta), trans_name(a->tb),
-             a->order == TIDE_COL_MAJOR ? "column" : "row", a->alpha, a->beta, threads,
-             gpu ? "cuda" : "cpu", at);
+             a->order == TIDE_COL_MAJOR ? "column" : "row", a->alpha, a->beta, mx->ranks,
+             mx->ranks > 1 ? "s" : "", threads, gpu ? "cuda" : "cpu", at);
     tide_say("Plan: %s\n", desc);
+    long long sr[3], sc[3], n[3][2] = {{c->n[0], c->n[2]}, {c->n[2], c->n[1]},
+                                       {c->n[0], c->n[1]}};
+    double bytes = 0;
+    for (int x = 0; x < 3; x++) {
+        stored(a, x, n[x][0], n[x][1], &sr[x], &sc[x]);
+        bytes += (double)sr[x] * (double)sc[x] * (double)elem_size(a);
+    }
     tide_say("Matrices: A %lldx%lld, B %lldx%lld, C %lldx%lld as stored, %.4g GB in all in %s "
-             "memory (%s)\n", mx->rows[0], mx->cols[0], mx->rows[1], mx->cols[1], mx->rows[2],
-             mx->cols[2], ((double)mx->bytes[0] + mx->bytes[1] + mx->bytes[2]) / 1e9, at,
-             c->device ? "tide_device_alloc" : a->pageable ? "malloc" : "tide_host_alloc");
+             "memory (%s)%s\n", sr[0], sc[0], sr[1], sc[1], sr[2], sc[2], bytes / 1e9, at,
+             c->device ? "tide_device_alloc" : a->pageable ? "malloc" : "tide_host_alloc",
+             mx->ranks > 1 ? ", in 2D blocks over the ranks" : "");
+    if (mx->ranks > 1)
+        say_blocks(a, mx);
     if (info->tiles > 0)
         tide_say("Tiles: %d C tiles of up to %lldx%lld kept on the device, %d panels of up to "
                  "%lld per tile, %d pipeline slots\n", info->tiles, info->tile_m, info->tile_n,
                  info->panels, info->panel, info->slots);
 }
 
+/* The check's Reference line: what was checked and how many entries. */
+static void say_reference(const args *a, const matrices *mx, const check_result *cr)
+{
+    char which[320] = "";
+    if (cr->nrows > 0) {
+        size_t used = (size_t)snprintf(which, sizeof which, " (rows");
+        for (int i = 0; i < cr->nrows; i++)
+            used += (size_t)snprintf(which + used, sizeof which - used, "%s %lld",
+                                     i ? "," : "", cr->rows[i]);
+        used += (size_t)snprintf(which + used, sizeof which - used, " and columns");
+        for (int j = 0; j < cr->ncols; j++)
+            used += (size_t)snprintf(which + used, sizeof which - used, "%s %lld",
+                                     j ? "," : "", cr->cols[j]);
+        snprintf(which + used, sizeof which - used, ": the last row and column and random "
+                 "others)");
+    }
+    tide_say("Reference: the naive oracle (tide_ref_gemm) on the last multiply, %s: %lld of "
+             "%lld entries%s%s\n", cr->kind, cr->entries, (long long)a->c.n[0] * a->c.n[1],
+             which, mx->ranks > 1 ? "; each rank checks those of its block of C, the rows of "
+             "op(A) and columns of op(B) regenerated from the fill" : "");
+}
+
 /* The figures after the timing keys: rate, the check, PCIe, the bound, the in-card figure. */
-static void say_figures(const args *a, const tide_gemm_info *info, const app_stats *ts,
-                        const check_result *cr, const bound_terms *b, const incard *in)
+static void say_figures(const args *a, const matrices *mx, const tide_gemm_info *info,
+                        const app_stats *ts, const check_result *cr, const bound_terms *b,
+                        const incard *in)
 {
     tide_say("Rate: %.4g TFLOP/s (2 M N K / time per run)\n", info->flops / ts->median * 1e-12);
     if (!a->check) {
@@ -553,10 +817,7 @@ static void say_figures(const args *a, const tide_gemm_info *info, const app_sta
     } else {
         tide_say("Max error: %.6g (units of the rigorous rounding bound; <= 1 passes)\n",
                  cr->max_error);
-        tide_say("Reference: the naive oracle (tide_ref_gemm) on the last multiply, %s: %lld "
-                 "of %lld entries%s\n", cr->kind, cr->entries,
-                 (long long)a->c.n[0] * a->c.n[1], strcmp(cr->kind, "full") ? " (the last row "
-                 "and column and random others)" : "");
+        say_reference(a, mx, cr);
         tide_say("Verification: %s\n", cr->max_error <= 1 ? "passed" : "FAILED");
     }
     if (info->bytes_up > 0 || info->bytes_down > 0)
@@ -604,24 +865,26 @@ static void json_real(FILE *f, const char *name, double v, const char *sep)
         fprintf(f, "\"%s\": null%s", name, sep);
 }
 
-static int write_json(const args *a, const tide_gemm_info *info, const char *desc,
-                      int threads, double plan_s, const app_stats *ts, double mem,
-                      const check_result *cr, const bound_terms *b, const incard *in)
+static int write_json(const args *a, const matrices *mx, const tide_gemm_info *info,
+                      const char *desc, int threads, double plan_s, const app_stats *ts,
+                      double mem, const check_result *cr, const bound_terms *b,
+                      const incard *in)
 {
     FILE *f = fopen(a->c.json, "w");
     if (!f) {
         tide_warn("tide gemm: cannot write %s\n", a->c.json);
         return 1;
     }
-    app_json_head(f, "gemm", &a->c, 1, threads, info->backend, desc, 0);
+    app_json_head(f, "gemm", &a->c, mx->ranks, threads, info->backend, desc, 0);
     fprintf(f, "\"m\": %d, \"n\": %d, \"k\": %d, \"transa\": \"%s\", \"transb\": \"%s\", "
             "\"order\": \"%s\", \"alpha\": %.17g, \"beta\": %.17g, \"location\": \"%s\",\n",
             a->c.n[0], a->c.n[1], a->c.n[2], trans_name(a->ta), trans_name(a->tb),
             a->order == TIDE_COL_MAJOR ? "col" : "row", a->alpha, a->beta,
             where(a, info->backend));
     fprintf(f, " \"gpus\": %d, \"tiles\": %d, \"tile_m\": %lld, \"tile_n\": %lld, "
-            "\"panels\": %d, \"panel\": %lld, \"slots\": %d,", info->gpus, info->tiles,
-            info->tile_m, info->tile_n, info->panels, info->panel, info->slots);
+            "\"panels\": %d, \"panel\": %lld, \"slots\": %d, \"grid\": [%d, %d],", info->gpus,
+            info->tiles, info->tile_m, info->tile_n, info->panels, info->panel, info->slots,
+            mx->grid[0], mx->grid[1]);
     app_json_timing(f, plan_s, ts, info->flops, mem);
     fprintf(f, " \"tflops\": %.6g, \"bytes_up\": %.17g, \"bytes_down\": %.17g, "
             "\"rate_up_gbps\": %.6g, \"rate_down_gbps\": %.6g, \"rate_both_gbps\": %.6g, "
@@ -668,6 +931,8 @@ static int plan_make(tide_context *ctx, const args *a, tide_gemm_plan **plan, do
     o.tile = a->tile;
     o.panel = a->panel;
     o.gpus = a->gpus;
+    o.grid[0] = a->grid[0];
+    o.grid[1] = a->grid[1];
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     int st = tide_gemm_plan_create(ctx, a->c.n[0], a->c.n[1], a->c.n[2], &o, plan);
@@ -704,27 +969,18 @@ int tide_cmd_gemm(int argc, char **argv)
     }
     int nranks;
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    if (nranks > 1) { /* the same on every rank */
-        tide_warn("tide gemm: runs on one rank (this run has %d); the library's multiply over "
-                  "several ranks (tide_gemm_plan_create on their context) is tested by "
-                  "tests/test_gemm\n", nranks);
-        rc = 2;
+    if ((rc = plan_make(ctx, &a, &plan, &plan_s))) /* a refused grid or backend: every rank */
         goto done;
-    }
-    if ((rc = plan_make(ctx, &a, &plan, &plan_s)))
-        goto done;
-    /* From here the run has one rank: no agreement needed. */
     tide_gemm_info info;
     char desc[256];
     CHECK(tide_gemm_plan_info(plan, &info));
     CHECK(tide_gemm_plan_describe(plan, desc, sizeof desc));
-    shapes(&a, &mx);
+    shapes(&a, info.grid, nranks, rank, &mx); /* the blocks of the plan's process grid */
     progress("filling the matrices ...");
-    if (!(times = malloc(sizeof(double) * (size_t)a.c.runs)) ||
-        matrices_make(ctx, &a, a.c.device, threads, &mx)) {
-        rc = 1;
+    rc = !(times = malloc(sizeof(double) * (size_t)a.c.runs)) ||
+         matrices_make(ctx, &a, a.c.device, threads, &mx);
+    if ((rc = agree(rc))) /* every rank stops if one cannot go on */
         goto done;
-    }
     progress("");
     say_setup(&a, &mx, &info, desc, threads);
 
@@ -732,22 +988,23 @@ int tide_cmd_gemm(int argc, char **argv)
     app_stats ts;
     app_stats_of(times, a.c.runs, &ts);
     CHECK(tide_gemm_plan_info(plan, &info)); /* pinned staging appears with the first run */
-    check_result cr = {"none", 0, 0};
-    if (a.check && check(&a, &mx, mx.host[2], &cr)) {
+    check_result cr = {.kind = "none"};
+    if (a.check && check(&a, &mx, mx.host[2], threads, &cr)) {
         rc = 1;
         goto done;
     }
-    /* Memory usage: what the plan holds anywhere and the matrices wherever they live (not the
-     * app's copy of C). */
-    double mem = (double)info.host_bytes + (double)info.pinned_bytes +
-                 (double)info.device_bytes + (double)mx.bytes[0] + mx.bytes[1] + mx.bytes[2];
+    /* Memory usage: what the plan holds anywhere and the rank's blocks wherever they live (not
+     * the app's copy of C), the largest rank's. */
+    double mem = app_max((double)info.host_bytes + (double)info.pinned_bytes +
+                         (double)info.device_bytes + (double)mx.bytes[0] + mx.bytes[1] +
+                         mx.bytes[2]);
     device_free(ctx, &mx);
     tide_gemm_plan_destroy(plan);
     plan = NULL;
 
     incard in = {0};
     if (info.backend == TIDE_BACKEND_CUDA && !a.c.device &&
-        incard_measure(ctx, &a, &mx, times, &in)) {
+        incard_measure(ctx, &a, &mx, threads, times, &in)) {
         rc = 1;
         goto done;
     }
@@ -755,9 +1012,9 @@ int tide_cmd_gemm(int argc, char **argv)
     double gpus = info.gpus > 1 ? info.gpus : 1; /* the in-card plan runs on one GPU */
     bound_of(&info, in.measured ? gpus * info.flops / in.ts.median / 1e9 : info.rate_gemm, &b);
     app_say_timing(plan_s, &ts, info.flops, mem);
-    say_figures(&a, &info, &ts, &cr, &b, &in);
+    say_figures(&a, &mx, &info, &ts, &cr, &b, &in);
     if (a.c.json && rank == 0)
-        rc = write_json(&a, &info, desc, threads, plan_s, &ts, mem, &cr, &b, &in);
+        rc = write_json(&a, &mx, &info, desc, threads, plan_s, &ts, mem, &cr, &b, &in);
     if (!(cr.max_error <= 1) || (in.measured && !(in.cr.max_error <= 1)))
         rc = 1;
 done:

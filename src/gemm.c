@@ -437,6 +437,7 @@ int tide_gemm_plan_info(const tide_gemm_plan *p, tide_gemm_info *info)
     memset(info, 0, sizeof *info);
     info->m = p->m, info->n = p->n, info->k = p->k;
     info->flops = 2.0 * p->m * p->n * p->k;
+    info->grid[0] = p->grid[0], info->grid[1] = p->grid[1];
     if (p->stream)
         tide_gemm_stream_info(p->stream, info);
     info->backend = p->o.backend;

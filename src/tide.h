@@ -705,6 +705,8 @@ typedef struct {
                               * several GPUs the slowest GPU's (rate_gemm and the bytes are
                               * then the GPUs' sums, the PCIe rates the first GPU's) */
     int gpus;                /* GPUs the multiply runs on (0 on the CPU) */
+    int grid[2];             /* the process grid the blocks are dealt over ({1, 1} on one
+                              * rank) */
     tide_backend backend;
     tide_location location;
 } tide_gemm_info;

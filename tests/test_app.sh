@@ -12,7 +12,8 @@ fail=0
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 
-# run NAME EXPECT(0|nonzero) NP ARGS...: output in $tmp/NAME.out; 30 s limit (a hang fails).
+# run NAME EXPECT(0|nonzero|STATUS) NP ARGS...: output in $tmp/NAME.out; 30 s limit (a hang
+# fails); a number other than 0 must be the exit status exactly.
 run() {
     local name=$1 expect=$2 np=$3
     shift 3
@@ -22,7 +23,8 @@ run() {
         bad "$name: timed out (hang?): tide $*"
         return 1
     fi
-    if { [ "$expect" = 0 ] && [ "$rc" -ne 0 ]; } || { [ "$expect" != 0 ] && [ "$rc" -eq 0 ]; }; then
+    if { [ "$expect" = 0 ] && [ "$rc" -ne 0 ]; } || { [ "$expect" != 0 ] && [ "$rc" -eq 0 ]; } ||
+       { [ "$expect" != nonzero ] && [ "$rc" -ne "$expect" ]; }; then
         bad "$name: exit status $rc, expected $expect: tide $*"
         sed 's/^/    /' "$tmp/$name.out" | head -20
         return 1
@@ -215,7 +217,8 @@ fi
 
 # `tide gemm`: C = alpha op(A) op(B) + beta C checked against the naive oracle (tide_ref_gemm),
 # each entry's error in units of a rigorous rounding bound; every entry up to M N K = 2^27,
-# 4 rows and 4 columns above; one rank only.
+# 4 rows and 4 columns above; on one rank, and on several (2D blocks, SUMMA), where each rank
+# checks the entries of its block of C.
 run ghelp 0 1 gemm --help && has ghelp '-ta N\|T' && has ghelp '-order col\|row' && \
     has ghelp '-pageable'
 has help '^  gemm '
@@ -247,7 +250,32 @@ fi
 errs gneg 1 'bad positional arguments' gemm cpu double 8 -5 8
 errs gta 1 "-ta 'X': give N" gemm cpu double 8 8 8 -ta X
 errs gpagedev 1 '-pageable is about host matrices' gemm cpu double 8 -pageable -device
-errs gnp2 2 'runs on one rank' gemm cpu double 8 8 8
+# Several ranks: each fills its blocks of the 2D block distribution (the library's grid, or
+# -grid's), the library multiplies them by SUMMA, each rank checks its block of C.
+run gnp3 0 3 gemm cpu double 37 29 41 -n 1 && \
+    has gnp3 '^Plan: gemm 37x29x41 .*summa on 1x3 ranks' && has gnp3 '3 ranks x [0-9]+ threads' \
+    && has gnp3 '^Blocks: 1x3 process grid .*rank 2 A 37x14 B 41x10 C 37x10' && \
+    has gnp3 '^Reference: .*, full: 1073 of 1073 entries' && has gnp3 '^Verification: passed'
+run ggrid 0 4 gemm cpu double 37 29 41 -grid 2 2 -ta T -tb T -order row -beta 0.5 -n 1 && \
+    has ggrid 'summa on 2x2 ranks' && has ggrid 'op TT, row major' && \
+    has ggrid '^Verification: passed'
+run gf6 0 6 gemm cpu float 53 47 61 -ta T -alpha -1.5 -beta 2 -pageable -n 1 && \
+    has gf6 'summa on 2x3 ranks' && has gf6 '^Verification: passed'
+run gbig2 0 2 gemm cpu double 600 600 600 -n 1 && \
+    has gbig2 '^Reference: .*, sampled: 4784 of 360000 entries \(rows 599, .* and columns 599' \
+    && has gbig2 '^Verification: passed'
+run gjson4 0 4 gemm cpu double 40 30 20 -grid 1 4 -tb T -beta 1 -json "$tmp/g4.json" -n 2
+if python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+sys.exit(not (d["verified"] is True and d["ranks"] == 4 and d["grid"] == [1, 4]
+              and d["size"] == [40, 30, 20] and d["check"] == "full"
+              and d["checked_entries"] == 1200 and d["max_error"] <= 1))' \
+        "$tmp/g4.json" 2>/dev/null; then
+    ok
+else
+    bad "gjson4: JSON file missing, not parsable, not verified or without ranks and grid"
+fi
+run ggridbad 2 4 gemm cpu double 8 -grid 3 2 && has ggridbad 'grid is 3 x 2, not the 4 ranks'
+run ggridshort 2 3 gemm cpu double 8 -grid 3 && has ggridshort '-grid needs two whole numbers'
 if "$mpiexec" -n 1 "$tide" info 2>&1 | grep -q 'backend cuda'; then
     run gcuda 0 1 gemm cuda double 1000 900 800 -beta 1 -n 2 && \
         has gcuda '^Verification: passed' && has gcuda '^PCIe: ' && \
@@ -256,8 +284,10 @@ if "$mpiexec" -n 1 "$tide" info 2>&1 | grep -q 'backend cuda'; then
         has gcudapage '^Verification: passed'
     run gcudadev 0 1 gemm cuda float 500 400 300 -device -tb T -order row -n 2 && \
         has gcudadev '^Verification: passed' && has gcudadev 'this run: device matrices'
+    run gcuda2 nonzero 2 gemm cuda double 64 -n 1 && has gcuda2 'runs on the cpu backend'
 else
     run gcudadev nonzero 1 gemm cpu double 8 8 8 -device && has gcudadev 'device'
+    run gdev2 2 2 gemm cpu double 8 -device && has gdev2 '-device needs GPU memory'
 fi
 
 echo "test_app: $pass passed, $fail failed"
