@@ -299,6 +299,7 @@ static int make_desc(tide_gemm_plan *p, const int *v, const long long ld[3],
         int parts = p->grid[grid_dim(x)];
         tide_gemm_splits(o->blocks[x], extent_of(x, p->m, p->n, p->k), parts, at);
         at += parts + 1;
+        p->o.blocks[x] = NULL; /* the caller's arrays are read here only */
     }
     int row = p->ctx->rank / p->grid[1], col = p->ctx->rank % p->grid[1];
     const long long *b[4];
