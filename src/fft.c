@@ -739,6 +739,76 @@ static int or_on_cpu(tide_context *ctx, int st, const int n[3], const tide_args 
     return make_plan(ctx, n, all, o, 0, mid, p);
 }
 
+/* Collective: the seconds of one forward and backward pair of plan p, the best of three after
+ * a warm-up, the slowest rank's (a failure: INFINITY on every rank), on arrays made for it
+ * (zeros; device arrays copied from a zero host array). */
+static double time_pair(tide_context *ctx, tide_fft_plan *p)
+{
+    tide_fft_info info;
+    tide_fft_plan_info(p, &info);
+    int dev = p->o.location == TIDE_LOCATION_DEVICE;
+    size_t bytes[2] = {info.in_bytes, info.out_bytes};
+    void *a[2] = {NULL, NULL}, *zero = NULL;
+    int st = tide_host_alloc(ctx, bytes[0] > bytes[1] ? bytes[0] : bytes[1], &zero);
+    for (int i = 0; i < 2 && !st; i++) {
+        st = dev ? tide_device_alloc(ctx, bytes[i], &a[i]) : tide_host_alloc(ctx, bytes[i], &a[i]);
+        if (!st && dev)
+            st = tide_copy(ctx, a[i], zero, bytes[i]);
+    }
+    double best = INFINITY;
+    st = tide_agree(ctx, st);
+    for (int rep = 0; rep < 4 && !st; rep++) {
+        MPI_Barrier(ctx->comm);
+        double t0 = MPI_Wtime();
+        st = tide_fft_forward(p, a[0], a[1]);
+        st = st ? st : tide_fft_backward(p, a[1], a[0]);
+        double t = MPI_Wtime() - t0;
+        if (rep && t < best) /* rep 0 warms up */
+            best = t;
+    }
+    for (int i = 0; i < 2; i++)
+        if (a[i])
+            dev ? tide_device_free(ctx, a[i]) : tide_host_free(ctx, a[i]);
+    tide_host_free(ctx, zero);
+    double slowest = st ? INFINITY : best;
+    MPI_Allreduce(MPI_IN_PLACE, &slowest, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
+    return slowest;
+}
+
+/* Collective: with planning MEASURE on several ranks, decomposition AUTO and no boxes given,
+ * plan p (the rule's choice) against the other decomposition, each timed on its own (one plan
+ * at a time: the two need not fit the budget together); *p becomes the faster. A plan of the
+ * other decomposition that cannot be made leaves p. */
+static void measure_decomposition(tide_context *ctx, const int n[3], const tide_args *all,
+                                  const tide_fft_options *opts, int cuda, tide_fft_plan **p)
+{
+    if (ctx->nranks == 1 || opts->planning != TIDE_PLAN_MEASURE ||
+        opts->decomposition != TIDE_DECOMP_AUTO || all[0].has[BOX_IN] || all[0].has[BOX_OUT])
+        return;
+    tide_fft_options o = *opts;
+    tide_decomposition chosen = (*p)->decomp;
+    o.decomposition = chosen == TIDE_DECOMP_SLABS ? TIDE_DECOMP_PENCILS : TIDE_DECOMP_SLABS;
+    double t[2] = {time_pair(ctx, *p), INFINITY};
+    tide_fft_plan_destroy(*p);
+    *p = NULL;
+    tide_fft_plan *q = NULL;
+    if (make_plan(ctx, n, all, &o, cuda, NULL, &q) == TIDE_SUCCESS)
+        t[1] = time_pair(ctx, q);
+    static const char *const names[] = {"auto", "slabs", "pencils"};
+    if (ctx->rank == 0)
+        tide_log(ctx, TIDE_LOG_INFO, "fft plan: %s %.4g ms, %s %.4g ms (a forward and "
+                 "backward pair, measured)", names[chosen], t[0] * 1e3, names[o.decomposition],
+                 t[1] * 1e3);
+    if (q && t[1] < t[0]) {
+        *p = q;
+        return;
+    }
+    tide_fft_plan_destroy(q);
+    o.decomposition = chosen;
+    if (make_plan(ctx, n, all, &o, cuda, NULL, p) != TIDE_SUCCESS)
+        *p = NULL;
+}
+
 /* tide_fft_plan_create with the context's GPU current (enter_st: 0, or why it could not
  * be made current). */
 static int create(tide_context *ctx, const int n[3], const tide_box *inbox,
@@ -762,6 +832,11 @@ static int create(tide_context *ctx, const int n[3], const tide_box *inbox,
         st = make_stream_plan(ctx, n, opts, transposed, 1, &p);
     } else {
         st = make_plan(ctx, n, all, opts, cuda, NULL, &p);
+        if (!st) {
+            measure_decomposition(ctx, n, all, opts, cuda, &p);
+            st = p ? TIDE_SUCCESS : tide_fail(ctx, TIDE_ERR_NOMEM, "tide_fft_plan_create: the "
+                                              "plan could not be made again after timing");
+        }
         if (st == TIDE_ERR_NOMEM && streams) {
             tide_log(ctx, TIDE_LOG_INFO, "fft plan streams host arrays through the GPU: %s",
                      ctx->errmsg);

@@ -427,7 +427,9 @@ static fft_case make_case(int s, int j)
     c.batch = k % 5 == 3 ? 3 : 1;
     c.decomp = (tide_decomposition)(k % 3);
     c.seed = 1000u + (unsigned)k;
-    /* FFTW_MEASURE now and then, on grids small enough for it to plan quickly. */
+    /* FFTW_MEASURE now and then, on grids small enough for it to plan quickly; with
+     * decomposition AUTO and the plan's own layouts (16^3 and 64 x 1 x 1 among them) several
+     * ranks also time slabs against pencils and keep the faster, whose boxes the case uses. */
     c.planning = k % 7 == 5 && (long long)c.n[0] * c.n[1] * c.n[2] <= 4096 ? TIDE_PLAN_MEASURE
                                                                           : TIDE_PLAN_ESTIMATE;
     lay null = {LAY_NULL, 0, 0};
