@@ -739,8 +739,8 @@ static int or_on_cpu(tide_context *ctx, int st, const int n[3], const tide_args 
     return make_plan(ctx, n, all, o, 0, mid, p);
 }
 
-/* Collective: the seconds of one forward and backward pair of plan p, the best of three after
- * a warm-up, the slowest rank's (a failure: INFINITY on every rank), on arrays made for it
+/* Collective: the seconds of one forward and backward pair of plan p (a solver's: one solve),
+ * the best of three after a warm-up, the slowest rank's (a failure: INFINITY on every rank), on arrays made for it
  * (zeros; device arrays copied from a zero host array). */
 static double time_pair(tide_context *ctx, tide_fft_plan *p)
 {
@@ -760,8 +760,12 @@ static double time_pair(tide_context *ctx, tide_fft_plan *p)
     for (int rep = 0; rep < 4 && !st; rep++) {
         MPI_Barrier(ctx->comm);
         double t0 = MPI_Wtime();
-        st = tide_fft_forward(p, a[0], a[1]);
-        st = st ? st : tide_fft_backward(p, a[1], a[0]);
+        if (p->mid) { /* a solver: one solve, in place */
+            st = tide_fft_solver_run(p, a[0], a[0]);
+        } else {
+            st = tide_fft_forward(p, a[0], a[1]);
+            st = st ? st : tide_fft_backward(p, a[1], a[0]);
+        }
         double t = MPI_Wtime() - t0;
         if (rep && t < best) /* rep 0 warms up */
             best = t;
@@ -776,37 +780,55 @@ static double time_pair(tide_context *ctx, tide_fft_plan *p)
 }
 
 /* Collective: with planning MEASURE on several ranks, decomposition AUTO and no boxes given,
- * plan p (the rule's choice) against the other decomposition, each timed on its own (one plan
- * at a time: the two need not fit the budget together); *p becomes the faster. A plan of the
- * other decomposition that cannot be made leaves p. */
+ * where the rule takes slabs: plan p against pencils, each timed on its own (one plan at a
+ * time: the two need not fit the budget together); *p becomes the faster. A pencil plan that
+ * cannot be made leaves p. */
 static void measure_decomposition(tide_context *ctx, const int n[3], const tide_args *all,
-                                  const tide_fft_options *opts, int cuda, tide_fft_plan **p)
+                                  const tide_fft_options *opts, int cuda,
+                                  const tide_fft_middle *mid, tide_fft_plan **p)
 {
+    /* the rule takes pencils only where slabs would leave ranks idle: nothing to measure */
     if (ctx->nranks == 1 || opts->planning != TIDE_PLAN_MEASURE ||
-        opts->decomposition != TIDE_DECOMP_AUTO || all[0].has[BOX_IN] || all[0].has[BOX_OUT])
+        opts->decomposition != TIDE_DECOMP_AUTO || all[0].has[BOX_IN] ||
+        all[0].has[BOX_OUT] || (*p)->decomp != TIDE_DECOMP_SLABS)
         return;
     tide_fft_options o = *opts;
-    tide_decomposition chosen = (*p)->decomp;
-    o.decomposition = chosen == TIDE_DECOMP_SLABS ? TIDE_DECOMP_PENCILS : TIDE_DECOMP_SLABS;
+    tide_decomposition chosen = TIDE_DECOMP_SLABS;
+    o.decomposition = TIDE_DECOMP_PENCILS;
     double t[2] = {time_pair(ctx, *p), INFINITY};
     tide_fft_plan_destroy(*p);
     *p = NULL;
     tide_fft_plan *q = NULL;
-    if (make_plan(ctx, n, all, &o, cuda, NULL, &q) == TIDE_SUCCESS)
+    if (make_plan(ctx, n, all, &o, cuda, mid, &q) == TIDE_SUCCESS)
         t[1] = time_pair(ctx, q);
     static const char *const names[] = {"auto", "slabs", "pencils"};
     if (ctx->rank == 0)
-        tide_log(ctx, TIDE_LOG_INFO, "fft plan: %s %.4g ms, %s %.4g ms (a forward and "
-                 "backward pair, measured)", names[chosen], t[0] * 1e3, names[o.decomposition],
-                 t[1] * 1e3);
+        tide_log(ctx, TIDE_LOG_INFO, "%s: %s %.4g ms, %s %.4g ms (%s, measured)",
+                 mid ? mid->call : "fft plan", names[chosen], t[0] * 1e3,
+                 names[o.decomposition], t[1] * 1e3,
+                 mid ? "a solve" : "a forward and backward pair");
     if (q && t[1] < t[0]) {
         *p = q;
         return;
     }
     tide_fft_plan_destroy(q);
     o.decomposition = chosen;
-    if (make_plan(ctx, n, all, &o, cuda, NULL, p) != TIDE_SUCCESS)
+    if (make_plan(ctx, n, all, &o, cuda, mid, p) != TIDE_SUCCESS)
         *p = NULL;
+}
+
+/* Collective: make_plan, then with planning MEASURE the measured decomposition. */
+static int make_measured(tide_context *ctx, const int n[3], const tide_args *all,
+                         const tide_fft_options *opts, int cuda, const tide_fft_middle *mid,
+                         tide_fft_plan **p)
+{
+    int st = make_plan(ctx, n, all, opts, cuda, mid, p);
+    if (st)
+        return st;
+    measure_decomposition(ctx, n, all, opts, cuda, mid, p);
+    return *p ? TIDE_SUCCESS : tide_fail(ctx, TIDE_ERR_NOMEM, "%s: the plan could not be made "
+                                         "again after timing", mid ? mid->call
+                                                                   : "tide_fft_plan_create");
 }
 
 /* tide_fft_plan_create with the context's GPU current (enter_st: 0, or why it could not
@@ -831,12 +853,7 @@ static int create(tide_context *ctx, const int n[3], const tide_box *inbox,
          * device between the passes when it fits. */
         st = make_stream_plan(ctx, n, opts, transposed, 1, &p);
     } else {
-        st = make_plan(ctx, n, all, opts, cuda, NULL, &p);
-        if (!st) {
-            measure_decomposition(ctx, n, all, opts, cuda, &p);
-            st = p ? TIDE_SUCCESS : tide_fail(ctx, TIDE_ERR_NOMEM, "tide_fft_plan_create: the "
-                                              "plan could not be made again after timing");
-        }
+        st = make_measured(ctx, n, all, opts, cuda, NULL, &p);
         if (st == TIDE_ERR_NOMEM && streams) {
             tide_log(ctx, TIDE_LOG_INFO, "fft plan streams host arrays through the GPU: %s",
                      ctx->errmsg);
@@ -1227,8 +1244,8 @@ int tide_fft_solver_create(tide_context *ctx, const int n[3], const tide_box *bo
     int cuda = tide_wants_cuda(ctx, o.backend);
     int st = agree_request(ctx, n, box, NULL, &o, plan, enter_st, 1, &all);
     if (!st)
-        st = or_on_cpu(ctx, make_plan(ctx, n, all, &o, cuda, mid, plan), n, all, &o, cuda, mid,
-                       plan);
+        st = or_on_cpu(ctx, make_measured(ctx, n, all, &o, cuda, mid, plan), n, all, &o, cuda,
+                       mid, plan);
     free(all);
     tide_device_leave(prev);
     return st;

@@ -246,9 +246,10 @@ typedef enum {
 typedef enum {
     TIDE_PLAN_ESTIMATE = 0, /* FFTW_ESTIMATE: fast planning */
     TIDE_PLAN_MEASURE = 1   /* FFTW_MEASURE: slower planning, faster execution; on several
-                             * ranks with decomposition AUTO and no boxes given, the plan also
-                             * times a forward and backward pair of slabs and of pencils and
-                             * keeps the faster (the slowest rank's time decides) */
+                             * ranks with decomposition AUTO, no boxes given and slabs possible,
+                             * the plan also times slabs against pencils (a forward and backward
+                             * pair; a Poisson plan: a solve) and keeps the faster (the slowest
+                             * rank's time decides) */
 } tide_planning;
 
 typedef struct {

@@ -13,7 +13,8 @@
  *  a) the discrete equation, by the naive 7-point residual of the gathered f and u in double on
  *     rank 0 (tide_ref_poisson_residual, apps/reference.c): float and double, batches of 1 and
  *     3, the solver's boxes, slabs, pencils and random tilings with per-rank storage orders
- *     (ranks with empty boxes included), forced decompositions, every exchange, in and out of
+ *     (ranks with empty boxes included), forced decompositions and measured ones (planning
+ *     MEASURE: slabs timed against pencils), every exchange, in and out of
  *     place, Poisson (alpha 0, singular: the reported mean and the zero mean of u checked too)
  *     and Helmholtz, unit and per-dimension different spacings; plan box, info and cost. The
  *     same with one bounded dimension: every face pair (NN, DD, ND, DN) on x, y and z, uniform
@@ -303,6 +304,7 @@ typedef struct {
     int param, randorder;
     tide_decomposition decomp;
     tide_exchange exch;
+    tide_planning planning;
     int inplace;
     double alpha;
     double h[3];
@@ -369,10 +371,11 @@ static void case_str(const pcase *c, char *buf, size_t len)
         snprintf(bcs, sizeof bcs, " bc=%c:%c%c%s", "xyz"[bd], bc_letter[c->bc[bd][0]],
                  bc_letter[c->bc[bd][1]], c->nonuniform ? " non-uniform" : "");
     snprintf(buf, len,
-             "n=%dx%dx%d %s batch=%d box=%s%d%s decomp=%s exch=%s %s alpha=%g h=(%g,%g,%g)%s "
-             "seed=%u",
+             "n=%dx%dx%d %s batch=%d box=%s%d%s decomp=%s%s exch=%s %s alpha=%g "
+             "h=(%g,%g,%g)%s seed=%u",
              c->n[0], c->n[1], c->n[2], c->prec == TIDE_FLOAT ? "float" : "double", c->batch,
              lay_names[c->lay], c->param, c->randorder ? "/ro" : "", decomp_name[c->decomp],
+             c->planning == TIDE_PLAN_MEASURE ? " measured" : "",
              exch_name[c->exch], c->inplace ? "in-place" : "out-of-place", c->alpha, c->h[0],
              c->h[1], c->h[2], bcs, c->seed);
 }
@@ -557,6 +560,10 @@ static int check_plan(const pcase *c, const char *desc, tide_poisson_plan *plan,
     tide_decomposition want_dec = c->decomp != TIDE_DECOMP_AUTO ? c->decomp
                                   : slabs_ok                    ? TIDE_DECOMP_SLABS
                                                                 : TIDE_DECOMP_PENCILS;
+    /* measured: whichever decomposition solved faster */
+    if (c->planning == TIDE_PLAN_MEASURE && c->decomp == TIDE_DECOMP_AUTO && !want && P > 1 &&
+        (info.decomposition == TIDE_DECOMP_SLABS || info.decomposition == TIDE_DECOMP_PENCILS))
+        want_dec = info.decomposition;
     int nonempty = 0;
     for (int r = 0; r < P; r++)
         nonempty += tt_box_count(&all[r]) > 0;
@@ -641,6 +648,7 @@ static void run_case(tide_context *ctx, const pcase *c)
     o.batch = c->batch;
     o.decomposition = c->decomp;
     o.exchange = c->exch;
+    o.planning = c->planning;
     o.alpha = c->alpha;
     memcpy(o.h, c->h, sizeof o.h);
     memcpy(o.bc, c->bc, sizeof o.bc);
@@ -817,6 +825,11 @@ static pcase make_fuzz_case(int i)
     for (int d = 0; d < 3; d++)
         c.h[d] = 0.3 + tt_rng_below(&rng, 23) * 0.1;
     c.seed = 6000u + (unsigned)i;
+    if (i % 6 == 1) { /* the plan's own boxes, measured: slabs timed against pencils */
+        c.lay = LAY_NULL;
+        c.decomp = TIDE_DECOMP_AUTO;
+        c.planning = TIDE_PLAN_MEASURE;
+    }
     return c;
 }
 
