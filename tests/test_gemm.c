@@ -43,9 +43,10 @@
  *     alone on a node of several GPUs drives all of them;
  *  f) bad input: negative sizes, leading dimensions below the minimum, unknown enums, options
  *     not from the init function, negative tile or panel, gpus negative or above 16, a device
- *     location on the CPU backend (the code tide_stencil_plan_create gives), NULL matrices with elements, a host matrix
- *     given to a device plan and the reverse: the same code on every rank, a message, outputs
- *     left alone; then the plan still multiplies right; empty matrices accepted as NULL.
+ *     location on the CPU backend (the code tide_stencil_plan_create gives), NULL matrices
+ *     with elements, a host matrix given to a device plan and the reverse: the same code on
+ *     every rank, a message, outputs left alone; then the plan still multiplies right; empty
+ *     matrices accepted as NULL.
  */
 #include <math.h>
 #include <stdarg.h>
