@@ -24,8 +24,8 @@ enum { TIDE_GEMM_MAX_GPUS = 16 };
 typedef struct tide_gemm_stream tide_gemm_stream;
 
 /* Local: on each GPU, measures the PCIe and GEMM rates, chooses the tiles and panels that fit
- * the budget and finish soonest by the model in gemm_stream.c, and makes the pipeline. Returns 0 or a code
- * with the reason in err. */
+ * the budget and finish soonest by the model in gemm_stream.c, and makes the pipeline.
+ * Returns 0 or a code with the reason in err. */
 int tide_gemm_stream_create(const tide_gemm_stream_desc *d, tide_gemm_stream **out, char *err,
                             size_t len);
 void tide_gemm_stream_destroy(tide_gemm_stream *s);
