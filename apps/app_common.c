@@ -315,14 +315,16 @@ void app_cost_of(const tide_fft_cost *a, const tide_fft_cost *b, tide_fft_cost *
     *out = (tide_fft_cost){m[0], m[1], m[2], m[3], m[4], m[5], (int)m[6], (int)m[7]};
 }
 
-/* A number or null (not measured: v <= 0 when `positive`, or not finite). */
-static void json_num(FILE *f, const char *name, double v, int positive, const char *sep)
+void app_json_real(FILE *f, const char *name, double v, const char *sep)
 {
-    if (isfinite(v) && (!positive || v > 0))
+    if (isfinite(v))
         fprintf(f, "\"%s\": %.9g%s", name, v, sep);
     else
         fprintf(f, "\"%s\": null%s", name, sep);
 }
+
+/* A rate or time that was measured (> 0), else NaN: null in JSON. */
+static double measured(double v) { return v > 0 ? v : NAN; }
 
 void app_json_figures(FILE *f, tide_location loc, tide_exchange x, const tide_fft_cost *c,
                       const tide_rates *r, double xrate, double bound, double time)
@@ -330,8 +332,8 @@ void app_json_figures(FILE *f, tide_location loc, tide_exchange x, const tide_ff
     fprintf(f, " \"location\": \"%s\", \"exchange\": \"%s\", ",
             loc == TIDE_LOCATION_DEVICE ? "device" : "host",
             c->exchanges > 0 ? app_exchange_name(x) : "none");
-    json_num(f, "bound_seconds", bound, 1, ", ");
-    json_num(f, "bound_ratio", bound / time, 1, ",\n");
+    app_json_real(f, "bound_seconds", measured(bound), ", ");
+    app_json_real(f, "bound_ratio", measured(bound) / time, ",\n");
     fprintf(f, " \"cost\": {\"flops\": %.17g, \"fft_bytes\": %.17g, \"move_bytes\": %.17g, "
             "\"exchange_bytes\": %.17g, \"h2d_bytes\": %.17g, \"d2h_bytes\": %.17g, "
             "\"exchanges\": %d, \"fft_passes\": %d},\n", c->flops, c->fft_bytes,
@@ -340,10 +342,10 @@ void app_json_figures(FILE *f, tide_location loc, tide_exchange x, const tide_ff
     tide_rates none = {0, 0, 0, 0, 0};
     const tide_rates *q = r ? r : &none;
     fprintf(f, " \"rates\": {");
-    json_num(f, "host_copy", q->host_copy, 1, ", ");
-    json_num(f, "h2d", q->h2d, 1, ", ");
-    json_num(f, "d2h", q->d2h, 1, ", ");
-    json_num(f, "both", q->both, 1, ", ");
-    json_num(f, "d2d", q->d2d, 1, ", ");
-    json_num(f, "exchange", xrate, 1, "},\n");
+    app_json_real(f, "host_copy", measured(q->host_copy), ", ");
+    app_json_real(f, "h2d", measured(q->h2d), ", ");
+    app_json_real(f, "d2h", measured(q->d2h), ", ");
+    app_json_real(f, "both", measured(q->both), ", ");
+    app_json_real(f, "d2d", measured(q->d2d), ", ");
+    app_json_real(f, "exchange", measured(xrate), "},\n");
 }

@@ -147,6 +147,9 @@ int app_bound_exchange(tide_context *ctx, tide_exchange how, double data, double
 /* Rank 0: "Bound: ... (s) (what); bound / time ..." */
 void app_say_bound(double bound, const char *what, double time);
 
+/* A JSON member "name": v, or null when v is not finite, then sep. */
+void app_json_real(FILE *f, const char *name, double v, const char *sep);
+
 /* Collective: the mean of a run's two costs (b NULL: a alone), each field the largest over
  * the ranks, on every rank: what one run costs the busiest rank. */
 void app_cost_of(const tide_fft_cost *a, const tide_fft_cost *b, tide_fft_cost *out);

@@ -856,15 +856,6 @@ static void say_figures(const args *a, const matrices *mx, const tide_gemm_info 
                  in->cr.entries);
 }
 
-/* A JSON number, or null when not finite, and the separator. */
-static void json_real(FILE *f, const char *name, double v, const char *sep)
-{
-    if (isfinite(v))
-        fprintf(f, "\"%s\": %.9g%s", name, v, sep);
-    else
-        fprintf(f, "\"%s\": null%s", name, sep);
-}
-
 static int write_json(const args *a, const matrices *mx, const tide_gemm_info *info,
                       const char *desc, int threads, double plan_s, const app_stats *ts,
                       double mem, const check_result *cr, const bound_terms *b,
@@ -891,21 +882,22 @@ static int write_json(const args *a, const matrices *mx, const tide_gemm_info *i
             "\"rate_gemm_gflops\": %.6g,\n", info->flops / ts->median * 1e-12, info->bytes_up,
             info->bytes_down, info->rate_up, info->rate_down, info->rate_both, info->rate_gemm);
     fprintf(f, " ");
-    json_real(f, "bound_seconds", b->what ? b->seconds : NAN, ", ");
+    app_json_real(f, "bound_seconds", b->what ? b->seconds : NAN, ", ");
     fprintf(f, "\"bound_term\": %s%s%s, ", b->what ? "\"" : "", b->what ? b->what : "null",
             b->what ? "\"" : "");
-    json_real(f, "bound_ratio", b->what ? b->seconds / ts->median : NAN, ", ");
+    app_json_real(f, "bound_ratio", b->what ? b->seconds / ts->median : NAN, ", ");
     /* the in-card figure on as many GPUs as the plan's */
     double in_t = a->c.device ? ts->median
                   : in->measured ? in->ts.median / (info->gpus > 1 ? info->gpus : 1) : NAN;
-    json_real(f, "incard_tflops", info->flops / in_t * 1e-12, ", ");
-    json_real(f, "incard_ratio", in->measured ? in_t / ts->median : NAN, ", ");
-    json_real(f, "incard_max_error", in->measured && a->check ? in->cr.max_error : NAN, ",\n");
+    app_json_real(f, "incard_tflops", info->flops / in_t * 1e-12, ", ");
+    app_json_real(f, "incard_ratio", in->measured ? in_t / ts->median : NAN, ", ");
+    app_json_real(f, "incard_max_error", in->measured && a->check ? in->cr.max_error : NAN,
+                  ",\n");
     fprintf(f, " \"host_bytes\": %zu, \"pinned_bytes\": %zu, \"device_bytes\": %zu, "
             "\"check\": \"%s\", \"checked_entries\": %lld, ", info->host_bytes,
             info->pinned_bytes, info->device_bytes, a->check ? cr->kind : "none",
             a->check ? cr->entries : 0);
-    json_real(f, "max_error", a->check ? cr->max_error : NAN, ", ");
+    app_json_real(f, "max_error", a->check ? cr->max_error : NAN, ", ");
     fprintf(f, "\"verified\": %s}\n", !a->check ? "null" : cr->max_error <= 1 ? "true"
                                                                               : "false");
     fclose(f);
