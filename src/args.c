@@ -196,3 +196,27 @@ const char *tide_array_location(const tide_context *ctx, int device, const void 
         return "a device array to a plan whose arrays are in host memory";
     return "";
 }
+
+int tide_args_first_difference(tide_context *ctx, const char *call, const void *a, int count,
+                               MPI_Datatype type, size_t elem, int *at, void *lo, void *hi)
+{
+    char *min = malloc(2 * elem * (size_t)count + 1), *max = min + elem * (size_t)count;
+    int st = tide_agree(ctx, min ? TIDE_SUCCESS
+                                 : tide_fail(ctx, TIDE_ERR_NOMEM, "%s: out of memory", call));
+    if (!st && (MPI_Allreduce(a, min, count, type, MPI_MIN, ctx->comm) != MPI_SUCCESS ||
+                MPI_Allreduce(a, max, count, type, MPI_MAX, ctx->comm) != MPI_SUCCESS))
+        st = tide_agree(ctx, tide_fail(ctx, TIDE_ERR_MPI, "%s: MPI_Allreduce failed", call));
+    *at = -1;
+    for (int i = 0; i < count && !st && *at < 0; i++) {
+        const char *x = min + elem * (size_t)i, *y = max + elem * (size_t)i;
+        int same = type == MPI_DOUBLE ? *(const double *)x == *(const double *)y
+                                      : memcmp(x, y, elem) == 0;
+        if (!same) {
+            *at = i;
+            memcpy(lo, x, elem);
+            memcpy(hi, y, elem);
+        }
+    }
+    free(min);
+    return st;
+}

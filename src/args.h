@@ -64,6 +64,14 @@ void tide_args_check_ranges(const tide_args_spec *s, tide_args *r);
 int tide_args_agree(tide_context *ctx, const tide_args_spec *s, const tide_args *mine,
                     tide_args **all);
 
+/* Collective: the first entry of a[0..count) (elements of `elem` bytes of MPI type `type`,
+ * MPI_DOUBLE compared as values, anything else as bytes) that differs between ranks, in *at
+ * (-1: none), with its smallest and largest values over the ranks in *lo and *hi (elem bytes
+ * each). Returns 0, or TIDE_ERR_NOMEM or TIDE_ERR_MPI agreed on every rank, the message on
+ * ctx naming `call`. */
+int tide_args_first_difference(tide_context *ctx, const char *call, const void *a, int count,
+                               MPI_Datatype type, size_t elem, int *at, void *lo, void *hi);
+
 /* Same verdict on every rank (no communication): box k of every rank is a valid tiling of
  * grid g: orders are permutations of {0,1,2}, boxes lie inside the grid, no two overlap, and
  * together they cover it (TIDE_ERR_BOX naming the rank, and the point of an overlap). */

@@ -189,29 +189,20 @@ static void make_request(tide_context *ctx, long long m, long long n, long long 
  * boundaries on every rank, else TIDE_ERR_MISMATCH on every rank. */
 static int same_blocks(tide_context *ctx, const int *v, const tide_gemm_options *o)
 {
-    int g[2], want[2] = {v[F_GRID0], v[F_GRID1]};
+    int g[2], want[2] = {v[F_GRID0], v[F_GRID1]}, st = TIDE_SUCCESS;
     process_grid(ctx->nranks, want, g);
-    for (int x = 0; x < 4; x++) {
-        int count = g[grid_dim(x)] + 1, differs = 0;
-        if (!v[F_BLOCKS + x])
-            continue;
-        long long *lo = malloc(2 * sizeof(long long) * (size_t)count), *hi = lo + count;
-        int ok = lo != NULL, all_ok;
-        MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctx->comm);
-        if (!all_ok) {
-            free(lo);
-            return tide_fail(ctx, TIDE_ERR_NOMEM, "tide_gemm_plan_create: out of memory");
-        }
-        MPI_Allreduce(o->blocks[x], lo, count, MPI_LONG_LONG, MPI_MIN, ctx->comm);
-        MPI_Allreduce(o->blocks[x], hi, count, MPI_LONG_LONG, MPI_MAX, ctx->comm);
-        for (int i = 0; i < count && !differs; i++)
-            differs = lo[i] != hi[i] ? i + 1 : 0;
-        free(lo);
-        if (differs)
-            return tide_fail(ctx, TIDE_ERR_MISMATCH, "tide_gemm_plan_create: option blocks[%d] "
-                             "differs between ranks (entry %d)", x, differs - 1);
+    for (int x = 0; x < 4 && !st; x++) {
+        int at = -1;
+        long long lo, hi;
+        if (v[F_BLOCKS + x])
+            st = tide_args_first_difference(ctx, "tide_gemm_plan_create", o->blocks[x],
+                                            g[grid_dim(x)] + 1, MPI_LONG_LONG,
+                                            sizeof(long long), &at, &lo, &hi);
+        if (!st && at >= 0)
+            st = tide_fail(ctx, TIDE_ERR_MISMATCH, "tide_gemm_plan_create: option blocks[%d][%d] "
+                           "differs between ranks (%lld and %lld)", x, at, lo, hi);
     }
-    return TIDE_SUCCESS;
+    return st;
 }
 
 /* The verdict on the agreed request, the same on every rank. */

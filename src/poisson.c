@@ -138,30 +138,21 @@ static int judge(tide_context *ctx, const tide_args *all)
  * increasing and the same everywhere, or the same error on every rank. */
 static int agree_faces(tide_context *ctx, int d, int n, const double *faces)
 {
-    double *buf = malloc(4 * ((size_t)n + 2) * sizeof *buf);
-    int bad = !buf;
-    if (buf) {
-        for (int k = 0; k <= n; k++) {
-            buf[k] = faces[k];
-            bad = bad || !isfinite(faces[k]) || (k && !(faces[k] > faces[k - 1]));
-        }
-        buf[n + 1] = bad;
-    }
-    int st = tide_agree(ctx, buf ? TIDE_SUCCESS : tide_fail(ctx, TIDE_ERR_NOMEM,
-                                                            "tide_poisson_plan_create: out of memory"));
-    double *lo = buf + (size_t)n + 2, *hi = lo + (size_t)n + 2;
-    if (!st && (MPI_Allreduce(buf, lo, n + 2, MPI_DOUBLE, MPI_MIN, ctx->comm) != MPI_SUCCESS ||
-                MPI_Allreduce(buf, hi, n + 2, MPI_DOUBLE, MPI_MAX, ctx->comm) != MPI_SUCCESS))
-        st = tide_fail(ctx, TIDE_ERR_MPI, "tide_poisson_plan_create: MPI_Allreduce of the "
-                       "faces failed");
-    if (!st && hi[n + 1] > 0)
-        st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_poisson_plan_create: option faces[%d] must "
-                       "hold %d finite, strictly increasing positions", d, n + 1);
-    for (int k = 0; k <= n && !st; k++)
-        if (lo[k] != hi[k])
-            st = tide_fail(ctx, TIDE_ERR_MISMATCH, "tide_poisson_plan_create: option faces[%d][%d] "
-                           "differs between ranks (%.17g and %.17g)", d, k, lo[k], hi[k]);
-    free(buf);
+    int bad = 0;
+    for (int k = 0; k <= n; k++)
+        bad = bad || !isfinite(faces[k]) || (k && !(faces[k] > faces[k - 1]));
+    int st = tide_agree(ctx, bad ? tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_poisson_plan_create: "
+                                             "option faces[%d] must hold %d finite, strictly "
+                                             "increasing positions", d, n + 1)
+                                 : TIDE_SUCCESS);
+    int at;
+    double lo, hi;
+    if (!st)
+        st = tide_args_first_difference(ctx, "tide_poisson_plan_create", faces, n + 1,
+                                        MPI_DOUBLE, sizeof(double), &at, &lo, &hi);
+    if (!st && at >= 0)
+        st = tide_fail(ctx, TIDE_ERR_MISMATCH, "tide_poisson_plan_create: option faces[%d][%d] "
+                       "differs between ranks (%.17g and %.17g)", d, at, lo, hi);
     return st;
 }
 
