@@ -749,8 +749,8 @@ static double time_pair(tide_context *ctx, tide_fft_plan *p)
     tide_fft_plan_info(p, &info);
     int dev = p->o.location == TIDE_LOCATION_DEVICE;
     size_t bytes[2] = {info.in_bytes, info.out_bytes};
-    void *a[2] = {NULL, NULL}, *zero = NULL;
-    int st = tide_host_alloc(ctx, bytes[0] > bytes[1] ? bytes[0] : bytes[1], &zero);
+    void *a[2] = {NULL, NULL}, *zero = NULL; /* host arrays come zeroed */
+    int st = dev ? tide_host_alloc(ctx, bytes[0] > bytes[1] ? bytes[0] : bytes[1], &zero) : 0;
     for (int i = 0; i < 2 && !st; i++) {
         st = dev ? tide_device_alloc(ctx, bytes[i], &a[i]) : tide_host_alloc(ctx, bytes[i], &a[i]);
         if (!st && dev)
@@ -777,7 +777,8 @@ static double time_pair(tide_context *ctx, tide_fft_plan *p)
     for (int i = 0; i < 2; i++)
         if (a[i])
             dev ? tide_device_free(ctx, a[i]) : tide_host_free(ctx, a[i]);
-    tide_host_free(ctx, zero);
+    if (zero)
+        tide_host_free(ctx, zero);
     double slowest = st ? INFINITY : best;
     MPI_Allreduce(MPI_IN_PLACE, &slowest, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
     return slowest;
@@ -797,7 +798,6 @@ static void measure_decomposition(tide_context *ctx, const int n[3], const tide_
         all[0].has[BOX_OUT] || (*p)->decomp != TIDE_DECOMP_SLABS)
         return;
     tide_fft_options o = *opts;
-    tide_decomposition chosen = TIDE_DECOMP_SLABS;
     o.decomposition = TIDE_DECOMP_PENCILS;
     double t[2] = {time_pair(ctx, *p), INFINITY};
     tide_fft_plan_destroy(*p);
@@ -805,18 +805,16 @@ static void measure_decomposition(tide_context *ctx, const int n[3], const tide_
     tide_fft_plan *q = NULL;
     if (make_plan(ctx, n, all, &o, cuda, mid, &q) == TIDE_SUCCESS)
         t[1] = time_pair(ctx, q);
-    static const char *const names[] = {"auto", "slabs", "pencils"};
     if (ctx->rank == 0)
-        tide_log(ctx, TIDE_LOG_INFO, "%s: %s %.4g ms, %s %.4g ms (%s, measured)",
-                 mid ? mid->call : "fft plan", names[chosen], t[0] * 1e3,
-                 names[o.decomposition], t[1] * 1e3,
+        tide_log(ctx, TIDE_LOG_INFO, "%s: slabs %.4g ms, pencils %.4g ms (%s, measured)",
+                 mid ? mid->call : "fft plan", t[0] * 1e3, t[1] * 1e3,
                  mid ? "a solve" : "a forward and backward pair");
     if (q && t[1] < t[0]) {
         *p = q;
         return;
     }
-    tide_fft_plan_destroy(q);
-    o.decomposition = chosen;
+    tide_fft_plan_destroy(q); /* the slab plan again: the two were never held at once */
+    o.decomposition = TIDE_DECOMP_SLABS;
     if (make_plan(ctx, n, all, &o, cuda, mid, p) != TIDE_SUCCESS)
         *p = NULL;
 }

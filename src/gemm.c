@@ -119,8 +119,6 @@ static long long extent_of(int x, long long m, long long n, long long k)
     return x == 0 ? m : x == 1 ? n : k;
 }
 
-static int grid_dim(int x) { return x == 0 || x == 3 ? 0 : 1; }
-
 /* Local: the caller's blocks[x] tiles its extent over p parts (from 0 to the extent, never
  * decreasing), else a failure in r. */
 static void check_blocks(tide_args *r, int x, const long long *b, long long n, int p)
@@ -143,8 +141,10 @@ static void check_blocks(tide_args *r, int x, const long long *b, long long n, i
 static long long part(const long long *given, long long n, int p, int i)
 {
     long long lo, hi;
+    if (given)
+        return given[i + 1] - given[i];
     tide_gemm_block(n, p, i, &lo, &hi);
-    return given ? given[i + 1] - given[i] : hi - lo;
+    return hi - lo;
 }
 
 /* The request; ld gets this rank's leading dimensions (A, B, C), checked here: they may
@@ -169,7 +169,7 @@ static void make_request(tide_context *ctx, long long m, long long n, long long 
         tide_args_fail(r, TIDE_ERR_ARGUMENT, "option grid is %d x %d, not the %d ranks of the "
                        "context", o->grid[0], o->grid[1], ctx->nranks);
     for (int x = 0; x < 4 && !r->status; x++)
-        check_blocks(r, x, o->blocks[x], extent_of(x, m, n, k), g[grid_dim(x)]);
+        check_blocks(r, x, o->blocks[x], extent_of(x, m, n, k), g[tide_gemm_split_dim(x)]);
     if (r->status)
         return;
     /* this rank's blocks (the whole matrices on one rank) */
@@ -196,7 +196,7 @@ static int same_blocks(tide_context *ctx, const int *v, const tide_gemm_options 
         long long lo, hi;
         if (v[F_BLOCKS + x])
             st = tide_args_first_difference(ctx, "tide_gemm_plan_create", o->blocks[x],
-                                            g[grid_dim(x)] + 1, MPI_LONG_LONG,
+                                            g[tide_gemm_split_dim(x)] + 1, MPI_LONG_LONG,
                                             sizeof(long long), &at, &lo, &hi);
         if (!st && at >= 0)
             st = tide_fail(ctx, TIDE_ERR_MISMATCH, "tide_gemm_plan_create: option blocks[%d][%d] "
@@ -264,7 +264,7 @@ static void split_arrays(const tide_gemm_plan *p, const long long *b[4])
     const long long *at = p->split;
     for (int x = 0; x < 4; x++) {
         b[x] = at;
-        at += p->grid[grid_dim(x)] + 1;
+        at += p->grid[tide_gemm_split_dim(x)] + 1;
     }
 }
 
@@ -287,7 +287,7 @@ static int make_desc(tide_gemm_plan *p, const int *v, const long long ld[3],
         return TIDE_ERR_NOMEM;
     long long *at = p->split;
     for (int x = 0; x < 4; x++) {
-        int parts = p->grid[grid_dim(x)];
+        int parts = p->grid[tide_gemm_split_dim(x)];
         tide_gemm_splits(o->blocks[x], extent_of(x, p->m, p->n, p->k), parts, at);
         at += parts + 1;
         p->o.blocks[x] = NULL; /* the caller's arrays are read here only */

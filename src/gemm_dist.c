@@ -79,8 +79,8 @@ int tide_gemm_dist_create(const tide_gemm_dist_desc *d, tide_gemm_dist **out, ch
     s->row = s->col = MPI_COMM_NULL;
     s->elem = d->dbl ? sizeof(double) : sizeof(float);
     long long *mine[4] = {s->rows, s->cols, s->ka, s->kb};
-    for (int x = 0; x < 4; x++) { /* over process rows (x = 0, 3) or columns */
-        int at = d->me[x == 0 || x == 3 ? 0 : 1];
+    for (int x = 0; x < 4; x++) {
+        int at = d->me[tide_gemm_split_dim(x)];
         mine[x][0] = d->split[x][at], mine[x][1] = d->split[x][at + 1];
     }
     /* a broadcast counts elements in int: panels narrow enough for the widest block */

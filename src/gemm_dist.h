@@ -13,6 +13,10 @@ void tide_gemm_block(long long n, int p, int i, long long *lo, long long *hi);
 /* The p + 1 boundaries of n over p parts: the caller's (given, not NULL) or balanced. */
 void tide_gemm_splits(const long long *given, long long n, int p, long long *out);
 
+/* The process-grid dimension boundaries x (tide.h's blocks[x]) are dealt over: 0 (process
+ * rows) for m and B's rows of k, 1 (process columns) for n and A's columns of k. */
+static inline int tide_gemm_split_dim(int x) { return x == 0 || x == 3 ? 0 : 1; }
+
 typedef struct {
     int dbl;
     int transa, transb;         /* op(A) = A^T, op(B) = B^T: their blocks stored transposed */
