@@ -14,6 +14,10 @@
  * An operand that fits the budget is kept whole in a resident buffer of its own instead: the
  * first chunk that needs a block of it uploads the block to its place there, and later chunks
  * read it (every later chunk's work follows that chunk's work, hence its upload).
+ * A multiply that comes in a sequence of runs into one C (SUMMA's updates, one per broadcast
+ * panel) may keep the whole of C in a resident buffer instead: the first run uploads each tile
+ * to its place there, every run multiplies into it, the last downloads it, so C crosses PCIe
+ * once per sequence instead of once per run.
  * Uploads run up to SLOTS - 1 chunks ahead of the work: the PCIe traffic hides behind the
  * multiplies when the tiles are large enough (Wu 2014, eqs. 5.3-5.5: the bytes a chunk moves
  * over its flops below the PCIe rate over the GEMM rate). The plan measures both rates and
@@ -40,19 +44,24 @@
 enum { SLOTS = 4, MAX_CHUNKS = 1 << 16, PROBE = 2048, FINALISTS = 6 };
 
 /* Tiles and panels: the largest of each, how many, and which operands are kept whole on the
- * device (each block uploaded once, by the first tile that needs it, instead of once per tile
- * row or column). */
+ * device: A and B (each block uploaded once per run, by the first tile that needs it, instead
+ * of once per tile row or column), and C across the runs of a sequence (loaded by the first,
+ * stored by the last). */
 typedef struct {
     long long mb, nb, kb;
     int tm, tn, np;
-    int keep[2];
+    int keep[3];
 } shape;
 
 typedef struct engine engine;
 
-/* What one execution works on (the job's user data). */
+/* What one execution works on (the job's user data): the part's multiply with the run's k
+(at most the planned) and leading dimensions of A and B, and its panels per tile. */
 typedef struct {
     const engine *s;
+    tide_gemm_desc g;
+    int np;
+    int load, store;        /* C kept: this run uploads C first, downloads it at the end */
     double alpha, beta;
     const void *a, *b;
     void *c;
@@ -77,6 +86,7 @@ struct engine {
 struct tide_gemm_stream {
     int n;
     engine *e[TIDE_GEMM_MAX_GPUS];
+    int started;            /* parts of the run in flight */
 };
 
 /* Block i of blocks of `size` along 0..n (the last one shorter): [*lo, *hi). */
@@ -106,17 +116,16 @@ static tide_box block(long long r0, long long r1, long long c0, long long c1)
  * so that every column starts 128-byte aligned, which cuBLAS's fastest kernels want. */
 static long long dev_ld(long long rows) { return at_least_1((rows + 31) / 32 * 32); }
 
-/* Chunk i's tile rows, columns and panel: q[0..2) rows of C, q[2..4) its columns, q[4..6) the
- * panel of k; *ti, *tj its tile's row and column, *p the panel. */
-static void chunk_ranges(const engine *s, int i, long long q[6], int *ti, int *tj,
-                         int *p)
+/* Chunk i's tile rows, columns and panel in run r: q[0..2) rows of C, q[2..4) its columns,
+ * q[4..6) the panel of k; *ti, *tj its tile's row and column, *p the panel. */
+static void chunk_ranges(const run_t *r, int i, long long q[6], int *ti, int *tj, int *p)
 {
-    const shape *h = &s->sh;
-    int t = i / h->np;
-    *ti = t / h->tn, *tj = t % h->tn, *p = i % h->np;
-    block_range(s->d.d.m, h->mb, *ti, &q[0], &q[1]);
-    block_range(s->d.d.n, h->nb, *tj, &q[2], &q[3]);
-    block_range(s->d.d.k, h->kb, *p, &q[4], &q[5]);
+    const shape *h = &r->s->sh;
+    int t = i / r->np;
+    *ti = t / h->tn, *tj = t % h->tn, *p = i % r->np;
+    block_range(r->g.m, h->mb, *ti, &q[0], &q[1]);
+    block_range(r->g.n, h->nb, *tj, &q[2], &q[3]);
+    block_range(r->g.k, h->kb, *p, &q[4], &q[5]);
 }
 
 /* Operand x (0: A, 1: B) as its matrix is stored: rows x cols in all, and the block a chunk
@@ -163,11 +172,11 @@ static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down,
 {
     const run_t *r = user;
     const engine *s = r->s;
-    const tide_gemm_desc *g = &s->d.d;
+    const tide_gemm_desc *g = &r->g;
     const void *host[2] = {r->a, r->b};
     long long q[6], ld[2] = {g->lda, g->ldb};
     int ti, tj, p;
-    chunk_ranges(s, i, q, &ti, &tj, &p);
+    chunk_ranges(r, i, q, &ti, &tj, &p);
     *nup = *ndown = 0;
     for (int x = 0; x < 2; x++) {
         stored b = operand(g, x, q);
@@ -177,18 +186,21 @@ static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down,
             add_xfer(up, nup, host[x], ld[x], b, RES_A + x, 1);
     }
     stored c = {g->m, g->n, q[0], q[1], q[2], q[3]};
-    if (p == 0 && r->beta != 0)
-        add_xfer(up, nup, r->c, g->ldc, c, BUF_C, 0);
-    if (p == s->sh.np - 1)
-        add_xfer(down, ndown, r->c, g->ldc, c, BUF_C, 0);
+    int kc = s->sh.keep[2];
+    if (p == 0 && r->beta != 0 && (!kc || r->load))
+        add_xfer(up, nup, r->c, g->ldc, c, kc ? RES_C : BUF_C, kc);
+    if (p == r->np - 1 && (!kc || r->store))
+        add_xfer(down, ndown, r->c, g->ldc, c, kc ? RES_C : BUF_C, kc);
     return TIDE_SUCCESS;
 }
 
-/* Where a chunk's block of operand x lies on the device, and its leading dimension. */
-static const void *on_device(const engine *s, int x, const long long q[6],
-                             void *const *buf, long long *ld)
+/* Where a chunk's block of operand x lies on the device in run r, and its leading dimension
+ * (a kept operand's: that of its whole matrix in this run, within the planned one's). */
+static const void *on_device(const run_t *r, int x, const long long q[6], void *const *buf,
+                             long long *ld)
 {
-    stored b = operand(&s->d.d, x, q);
+    const engine *s = r->s;
+    stored b = operand(&r->g, x, q);
     if (!s->sh.keep[x])
         return *ld = dev_ld(b.r1 - b.r0), buf[BUF_A + x];
     *ld = dev_ld(b.rows);
@@ -199,35 +211,46 @@ static int work(void *user, int i, void *const *buf, void *stream)
 {
     const run_t *r = user;
     const engine *s = r->s;
-    const tide_gemm_desc *g = &s->d.d;
+    const tide_gemm_desc *g = &r->g;
     tide_env e = *s->d.env;
     e.stream = stream;
     long long q[6];
     int ti, tj, p, st = TIDE_SUCCESS;
-    chunk_ranges(s, i, q, &ti, &tj, &p);
+    chunk_ranges(r, i, q, &ti, &tj, &p);
     tide_gemm_desc c = {g->dbl, g->transa, g->transb, q[1] - q[0], q[3] - q[2], q[5] - q[4],
                         0, 0, dev_ld(q[1] - q[0])};
-    const void *a = on_device(s, 0, q, buf, &c.lda), *b = on_device(s, 1, q, buf, &c.ldb);
+    const void *a = on_device(r, 0, q, buf, &c.lda), *b = on_device(r, 1, q, buf, &c.ldb);
+    if (s->sh.keep[2]) { /* the tile in place in the whole of C */
+        c.ldc = dev_ld(g->m);
+        void *at = (char *)buf[RES_C] + s->elem * (size_t)(q[2] * c.ldc + q[0]);
+        return e.be->gemm(&e, s->d.blas, &c, r->alpha, a, b, p ? 1.0 : r->beta, at);
+    }
     size_t tile = s->elem * (size_t)(c.ldc * c.n);
     if (p == 0 && r->beta != 0)
         st = e.be->copy(&e, buf[RES_C], buf[BUF_C], tile);
     if (!st)
         st = e.be->gemm(&e, s->d.blas, &c, r->alpha, a, b, p ? 1.0 : r->beta, buf[RES_C]);
-    if (!st && p == s->sh.np - 1)
+    if (!st && p == r->np - 1)
         st = e.be->copy(&e, buf[BUF_C], buf[RES_C], tile);
     return st;
 }
 
-/* Starts GPU part s of C = alpha op(A) op(B) + beta C: its columns of op(B) and of C, after
- * the caller's work when `after`. */
-static int start_part(engine *s, double alpha, const void *a, const void *b, double beta,
-                      void *c, void *caller, int after)
+/* Starts GPU part s of C = alpha op(A) op(B) + beta C with k, lda and ldb of the run (the
+ * planned ones when run is NULL): its columns of op(B) and of C, after the caller's work when
+ * `after`. */
+static int start_part(engine *s, const tide_gemm_desc *run, int which, double alpha,
+                      const void *a, const void *b, double beta, void *c, void *caller,
+                      int after)
 {
-    const tide_gemm_desc *g = &s->d.d;
-    size_t ob = s->elem * (size_t)(g->transb ? s->col0 : s->col0 * g->ldb);
-    s->run = (run_t){s, alpha, beta, a, b ? (const char *)b + ob : NULL,
-                     (char *)c + s->elem * (size_t)(s->col0 * g->ldc)};
-    s->job = (tide_pipeline_job){.nchunks = s->sh.tm * s->sh.tn * s->sh.np, .elem = s->elem,
+    tide_gemm_desc g = s->d.d;
+    if (run)
+        g.k = run->k, g.lda = run->lda, g.ldb = run->ldb;
+    size_t ob = s->elem * (size_t)(g.transb ? s->col0 : s->col0 * g.ldb);
+    s->run = (run_t){s, g, (int)ceil_div(at_least_1(g.k), s->sh.kb),
+                     !!(which & TIDE_GEMM_RUN_FIRST), !!(which & TIDE_GEMM_RUN_LAST), alpha,
+                     beta, a, b ? (const char *)b + ob : NULL,
+                     (char *)c + s->elem * (size_t)(s->col0 * g.ldc)};
+    s->job = (tide_pipeline_job){.nchunks = s->sh.tm * s->sh.tn * s->run.np, .elem = s->elem,
                                  .batch = 1, .max_up = 3, .max_down = 1, .describe = describe,
                                  .work = work, .user = &s->run,
                                  .pageable = TIDE_PAGEABLE_STAGE, .ordered = 1,
@@ -235,26 +258,50 @@ static int start_part(engine *s, double alpha, const void *a, const void *b, dou
     return tide_pipeline_start(s->pipe, &s->job);
 }
 
-int tide_gemm_stream_execute(tide_gemm_stream *s, double alpha, const void *a, const void *b,
-                             double beta, void *c, void *caller, char *err, size_t len)
+int tide_gemm_stream_start(tide_gemm_stream *s, const tide_gemm_desc *run, int which,
+                           double alpha, const void *a, const void *b, double beta, void *c,
+                           void *caller, char *err, size_t len)
 {
+    s->started = 0;
     /* Another GPU's streams cannot wait for an event recorded on the caller's stream, so with
      * several GPUs the host waits for the caller's work before any of them starts. */
     if (s->n > 1 && tide_gpu_sync(caller))
         return snprintf(err, len, "could not wait for the caller's earlier CUDA work: %s",
                         tide_gpu_last_error()), TIDE_ERR_BACKEND;
-    int st = TIDE_SUCCESS, started = 0;
-    for (; started < s->n && !st; started++)
-        st = start_part(s->e[started], alpha, a, b, beta, c, caller, s->n == 1);
-    if (st)
-        snprintf(err, len, "could not start the multiply on GPU %d", s->e[started - 1]->device);
-    for (int i = 0; i < started - (st != 0); i++) {
+    int st = TIDE_SUCCESS;
+    for (int i = 0; i < s->n && !st; i++) {
+        st = start_part(s->e[i], run, which, alpha, a, b, beta, c, caller, s->n == 1);
+        if (st)
+            snprintf(err, len, "could not start the multiply on GPU %d", s->e[i]->device);
+        else
+            s->started++;
+    }
+    if (st) {
+        char why[TIDE_MSG_LEN];
+        tide_gemm_stream_wait(s, why, sizeof why);
+    }
+    return st;
+}
+
+int tide_gemm_stream_wait(tide_gemm_stream *s, char *err, size_t len)
+{
+    int st = TIDE_SUCCESS;
+    for (int i = 0; i < s->started; i++) {
         char why[TIDE_MSG_LEN];
         int w = tide_pipeline_wait(s->e[i]->pipe, why, sizeof why);
         if (w && !st)
             st = w, snprintf(err, len, "GPU %d: %s", s->e[i]->device, why);
     }
+    s->started = 0;
     return st;
+}
+
+int tide_gemm_stream_execute(tide_gemm_stream *s, double alpha, const void *a, const void *b,
+                             double beta, void *c, void *caller, char *err, size_t len)
+{
+    int st = tide_gemm_stream_start(s, NULL, TIDE_GEMM_RUN_FIRST | TIDE_GEMM_RUN_LAST, alpha, a,
+                                    b, beta, c, caller, err, len);
+    return st ? st : tide_gemm_stream_wait(s, err, len);
 }
 
 /* ---- planning -------------------------------------------------------------------------- */
@@ -267,7 +314,8 @@ static void buffer_bytes(const engine *s, const shape *h, double b[6])
     double e = (double)s->elem;
     b[BUF_A] = h->keep[0] ? 0 : e * (g->transa ? dev_ld(h->kb) * h->mb : dev_ld(h->mb) * h->kb);
     b[BUF_B] = h->keep[1] ? 0 : e * (g->transb ? dev_ld(h->nb) * h->kb : dev_ld(h->kb) * h->nb);
-    b[BUF_C] = b[RES_C] = e * dev_ld(h->mb) * h->nb;
+    b[BUF_C] = h->keep[2] ? 0 : e * dev_ld(h->mb) * h->nb;
+    b[RES_C] = h->keep[2] ? e * dev_ld(g->m) * g->n : e * dev_ld(h->mb) * h->nb;
     b[RES_A] = !h->keep[0] ? 0 : e * (g->transa ? dev_ld(g->k) * g->m : dev_ld(g->m) * g->k);
     b[RES_B] = !h->keep[1] ? 0 : e * (g->transb ? dev_ld(g->n) * g->k : dev_ld(g->k) * g->n);
 }
@@ -280,26 +328,30 @@ static size_t device_need(const engine *s, const shape *h)
     return all > 1e18 ? (size_t)-1 : (size_t)all;
 }
 
-/* Bytes one multiply moves up (C included: beta != 0) and down. A panel of op(A) goes up
- * once per tile column (once when kept), a panel of op(B) once per tile row. */
-static void traffic(const engine *s, const shape *h, double *up, double *down)
+/* Bytes moved up (C included: beta != 0) and down by `runs` runs whose k add up to k (one
+ * planned multiply: its k, 1). A panel of op(A) goes up once per tile column (once when kept),
+ * a panel of op(B) once per tile row, C's tiles up and down once per run (once when kept). */
+static void traffic(const engine *s, const shape *h, double k, double runs, double *up,
+                    double *down)
 {
     const tide_gemm_desc *g = &s->d.d;
-    double e = (double)s->elem, a = (double)g->m * g->k, b = (double)g->k * g->n;
+    double e = (double)s->elem, a = (double)g->m * k, b = k * (double)g->n;
+    double cs = h->keep[2] ? 1 : runs;
     *up = e * ((h->keep[0] ? 1 : h->tn) * a + (h->keep[1] ? 1 : h->tm) * b +
-               (double)g->m * g->n);
-    *down = e * (double)g->m * g->n;
+               cs * (double)g->m * g->n);
+    *down = e * cs * (double)g->m * g->n;
 }
 
-/* Seconds of the busiest resource over a whole multiply: the GPU at `rate` flop/s, or PCIe
- * up, down, or both ways at once at `pcie` times the measured rates (GB/s). */
-static double busiest(const engine *s, const shape *h, double rate, double pcie)
+/* Seconds of the busiest resource over those runs: the GPU at `rate` flop/s, or PCIe up,
+ * down, or both ways at once at `pcie` times the measured rates (GB/s). */
+static double busiest(const engine *s, const shape *h, double k, double runs, double rate,
+                      double pcie)
 {
     const tide_gemm_desc *g = &s->d.d;
     const tide_rates *r = &s->rates;
     double up, down;
-    traffic(s, h, &up, &down);
-    double t = 2.0 * g->m * g->n * g->k / rate;
+    traffic(s, h, k, runs, &up, &down);
+    double t = 2.0 * g->m * g->n * k / rate;
     t = fmax(t, up / (pcie * r->h2d * 1e9));
     t = fmax(t, down / (pcie * r->d2h * 1e9));
     return fmax(t, (up + down) / (pcie * r->both * 1e9));
@@ -314,23 +366,30 @@ static double small_blocks(const shape *h)
            ((double)h->kb / (h->kb + 128));
 }
 
-/* The model a shape is chosen by, with chunk multiplies at `rate` flop/s: the busiest
- * resource, PCIe counted at 90% of its measured rates (a transfer stream that must keep up
- * with the multiplies all run long falls behind at 100%: measured, a shape whose uploads
- * equal its multiplies ran 14% slower than one with 15% to spare); plus what cannot overlap:
- * the first chunk's uploads (its panels and C tile) and the last tile's download; plus, per
- * tile, the part of its first chunk's uploads that the SLOTS - 1 multiplies before it cannot
- * hide (uploads run at most that far ahead); plus 10 us per chunk; plus 2% of the PCIe time,
- * so that of two shapes the multiplies bound alike the one that moves less wins. */
+/* The model a shape is chosen by, over the plan's sequence of R runs (d.runs) of the planned
+ * k each, with chunk multiplies at `rate` flop/s: the busiest resource, PCIe counted at 90% of
+ * its measured rates (a transfer stream that must keep up with the multiplies all run long
+ * falls behind at 100%: measured, a shape whose uploads equal its multiplies ran 14% slower
+ * than one with 15% to spare); plus what cannot overlap, in each run: the first chunk's
+ * uploads (its panels, and its C tile unless C is kept) and the last tile's download (unless
+ * C is kept); plus, per tile, the part of its first chunk's uploads that the SLOTS - 1
+ * multiplies before it cannot hide (uploads run at most that far ahead); plus 10 us per
+ * chunk; plus 2% of the PCIe time, so that of two shapes the multiplies bound alike the one
+ * that moves less wins. */
 static double predict(const engine *s, const shape *h, double rate)
 {
     double e = (double)s->elem, tile = e * (double)h->mb * h->nb, bytes_up, bytes_down;
-    double up = (e * (double)h->kb * (h->mb + h->nb) + tile) / (s->rates.h2d * 1e9);
+    double R = s->d.runs > 1 ? s->d.runs : 1, k = (double)s->d.d.k * R, tiles = R;
+    if (h->keep[2])
+        tiles = 1;
+    double panels = e * (double)h->kb * (h->mb + h->nb) / (s->rates.h2d * 1e9);
+    double up = panels + tile / (s->rates.h2d * 1e9), down = tile / (s->rates.d2h * 1e9);
     double chunk = 2.0 * h->mb * h->nb * h->kb / rate;
-    double stall = fmax(0, up - (SLOTS - 1) * chunk) * h->tm * h->tn;
-    traffic(s, h, &bytes_up, &bytes_down);
-    return busiest(s, h, rate, 0.9) + up + tile / (s->rates.d2h * 1e9) + stall +
-           1e-5 * h->tm * h->tn * h->np + 0.02 * (bytes_up + bytes_down) / (s->rates.both * 1e9);
+    double stall = fmax(0, up - (SLOTS - 1) * chunk) * h->tm * h->tn * R;
+    traffic(s, h, k, R, &bytes_up, &bytes_down);
+    return busiest(s, h, k, R, rate, 0.9) + R * panels + tiles * (up - panels + down) + stall +
+           1e-5 * h->tm * h->tn * h->np * R +
+           0.02 * (bytes_up + bytes_down) / (s->rates.both * 1e9);
 }
 
 /* Candidate block sizes along an extent n: for about 2^(i/4) blocks, their balanced size
@@ -356,17 +415,18 @@ static int candidates(long long n, long long fixed, long long out[64])
     return c;
 }
 
+/* keep: bit x set keeps operand x (0 A, 1 B, 2 C) */
 static shape make_shape(const tide_gemm_desc *g, long long mb, long long nb, long long kb,
                         int keep)
 {
     return (shape){mb, nb, kb, (int)ceil_div(g->m, mb), (int)ceil_div(g->n, nb),
-                   (int)ceil_div(at_least_1(g->k), kb), {keep & 1, keep >> 1}};
+                   (int)ceil_div(at_least_1(g->k), kb), {keep & 1, keep >> 1 & 1, keep >> 2}};
 }
 
 static int same_shape(const shape *a, const shape *b)
 {
-    return a->mb == b->mb && a->nb == b->nb && a->kb == b->kb && a->keep[0] == b->keep[0] &&
-           a->keep[1] == b->keep[1];
+    return a->mb == b->mb && a->nb == b->nb && a->kb == b->kb &&
+           !memcmp(a->keep, b->keep, sizeof a->keep);
 }
 
 /* Puts shape h predicted at v among the finalists fin[0..*n) (best first, at most FINALISTS,
@@ -395,7 +455,7 @@ static void rank_shapes(const engine *s, double rate, shape *fin, double *t, int
     int nm = candidates(g->m, s->d.tile, cm), nn = candidates(g->n, s->d.tile, cn);
     int nk = candidates(at_least_1(g->k), s->d.panel, ck);
     *n = 0;
-    for (int keep = 0; keep < 4; keep++)
+    for (int keep = 0; keep < (s->d.runs > 1 ? 8 : 4); keep++)
         for (int a = 0; a < nm; a++)
             for (int b = 0; b < nn; b++)
                 for (int c = 0; c < nk; c++) {
@@ -438,9 +498,10 @@ static int choose(engine *s, double probe, char *err, size_t len)
         tide_gemm_desc c = chunk_desc(s, &fin[i]);
         st = measure_gemm(s, &c, &rate, err, len);
         double v = st ? INFINITY : predict(s, &fin[i], rate);
-        tide_log(s->d.env->ctx, TIDE_LOG_DEBUG, "gemm: tiles %lldx%lld, panels %lld, kept %d%d:"
-                 " %.4g TFLOP/s, predicted %.4g s (%.4g s at the probe's rate)", fin[i].mb,
-                 fin[i].nb, fin[i].kb, fin[i].keep[0], fin[i].keep[1], rate * 1e-12, v, t[i]);
+        tide_log(s->d.env->ctx, TIDE_LOG_DEBUG, "gemm: tiles %lldx%lld, panels %lld, kept "
+                 "%d%d%d: %.4g TFLOP/s, predicted %.4g s (%.4g s at the probe's rate)",
+                 fin[i].mb, fin[i].nb, fin[i].kb, fin[i].keep[0], fin[i].keep[1],
+                 fin[i].keep[2], rate * 1e-12, v, t[i]);
         if (v < best)
             best = v, s->sh = fin[i], s->rate_gemm = rate;
     }
@@ -618,7 +679,8 @@ void tide_gemm_stream_destroy(tide_gemm_stream *s)
 /* The parts' figures: the first part's shape and rates; tiles, bytes and memory summed; the
  * GEMM rate summed (the GPUs run at once); the bound, the slowest part's (each part's PCIe
  * rates measured alone: GPUs that share host memory bandwidth may not reach them together). */
-void tide_gemm_stream_info(const tide_gemm_stream *s, tide_gemm_info *info)
+void tide_gemm_stream_info(const tide_gemm_stream *s, long long k, int runs,
+                           tide_gemm_info *info)
 {
     const engine *e0 = s->e[0];
     const shape *h = &e0->sh;
@@ -634,12 +696,12 @@ void tide_gemm_stream_info(const tide_gemm_stream *s, tide_gemm_info *info)
     for (int i = 0; i < s->n; i++) {
         const engine *e = s->e[i];
         double up, down;
-        traffic(e, &e->sh, &up, &down);
+        traffic(e, &e->sh, (double)k, runs, &up, &down);
         info->tiles += e->sh.tm * e->sh.tn;
         info->bytes_up += up;
         info->bytes_down += down;
         info->rate_gemm += e->rate_gemm / 1e9;
-        info->bound = fmax(info->bound, busiest(e, &e->sh, e->rate_gemm, 1.0));
+        info->bound = fmax(info->bound, busiest(e, &e->sh, (double)k, runs, e->rate_gemm, 1));
         info->device_bytes += tide_pipeline_device_bytes(e->pipe);
         info->pinned_bytes += tide_pipeline_pinned_bytes(e->pipe);
     }
@@ -652,9 +714,10 @@ void tide_gemm_stream_describe(const tide_gemm_stream *s, char *buf, size_t len)
     char gpus[64] = "";
     if (s->n > 1)
         snprintf(gpus, sizeof gpus, "%d GPUs, the first: ", s->n);
-    snprintf(buf, len, "%s%d tile%s of %lldx%lld, %d panel%s of %lld%s, %d slots", gpus,
+    snprintf(buf, len, "%s%d tile%s of %lldx%lld, %d panel%s of %lld%s%s, %d slots", gpus,
              h->tm * h->tn, h->tm * h->tn > 1 ? "s" : "", h->mb, h->nb, h->np,
-             h->np > 1 ? "s" : "", h->kb, kept[h->keep[0] + 2 * h->keep[1]], SLOTS);
+             h->np > 1 ? "s" : "", h->kb, kept[h->keep[0] + 2 * h->keep[1]],
+             h->keep[2] ? ", C kept across the runs" : "", SLOTS);
 }
 
 #else /* no CUDA: host matrices never stream (gemm.c asks only on a context with GPUs) */
@@ -670,17 +733,32 @@ int tide_gemm_stream_create(const tide_gemm_stream_desc *d, tide_gemm_stream **o
 
 void tide_gemm_stream_destroy(tide_gemm_stream *s) { (void)s; }
 
-int tide_gemm_stream_execute(tide_gemm_stream *s, double alpha, const void *a, const void *b,
-                             double beta, void *c, void *caller, char *err, size_t len)
+int tide_gemm_stream_start(tide_gemm_stream *s, const tide_gemm_desc *run, int which,
+                           double alpha, const void *a, const void *b, double beta, void *c,
+                           void *caller, char *err, size_t len)
 {
-    (void)s, (void)alpha, (void)a, (void)b, (void)beta, (void)c, (void)caller;
+    (void)s, (void)run, (void)which, (void)alpha, (void)a, (void)b, (void)beta, (void)c;
+    (void)caller;
     snprintf(err, len, "this build has no CUDA");
     return TIDE_ERR_UNSUPPORTED;
 }
 
-void tide_gemm_stream_info(const tide_gemm_stream *s, tide_gemm_info *info)
+int tide_gemm_stream_wait(tide_gemm_stream *s, char *err, size_t len)
 {
-    (void)s, (void)info;
+    (void)s, (void)err, (void)len;
+    return TIDE_SUCCESS;
+}
+
+int tide_gemm_stream_execute(tide_gemm_stream *s, double alpha, const void *a, const void *b,
+                             double beta, void *c, void *caller, char *err, size_t len)
+{
+    return tide_gemm_stream_start(s, NULL, 0, alpha, a, b, beta, c, caller, err, len);
+}
+
+void tide_gemm_stream_info(const tide_gemm_stream *s, long long k, int runs,
+                           tide_gemm_info *info)
+{
+    (void)s, (void)k, (void)runs, (void)info;
 }
 
 void tide_gemm_stream_describe(const tide_gemm_stream *s, char *buf, size_t len)

@@ -17,9 +17,16 @@ typedef struct {
     int ngpus;              /* GPUs the multiply runs on (1..TIDE_GEMM_MAX_GPUS), C's columns
                              * shared among them; devices[0] is env's */
     const int *devices;
+    int runs;               /* runs each multiply comes in (0 or 1: one, tide_gemm_stream_
+                             * execute; more: a sequence of starts into one C, first to last,
+                             * which the plan may keep on the device in between) */
 } tide_gemm_stream_desc;
 
 enum { TIDE_GEMM_MAX_GPUS = 16 };
+
+/* Where a run stands in its sequence (tide_gemm_stream_start's which): a plan that keeps C on
+ * the device uploads it in the first run only and downloads it in the last only. */
+enum { TIDE_GEMM_RUN_FIRST = 1, TIDE_GEMM_RUN_LAST = 2 };
 
 typedef struct tide_gemm_stream tide_gemm_stream;
 
@@ -36,9 +43,22 @@ void tide_gemm_stream_destroy(tide_gemm_stream *s);
 int tide_gemm_stream_execute(tide_gemm_stream *s, double alpha, const void *a, const void *b,
                              double beta, void *c, void *caller, char *err, size_t len);
 
-/* Its part of tide_gemm_info: tiles, panels, slots, bytes each way, rates, bound, and the
- * device and pinned memory it holds. */
-void tide_gemm_stream_info(const tide_gemm_stream *s, tide_gemm_info *info);
+/* The same in two halves: start returns once the multiply runs on the pipelines' own threads
+ * (the arrays must stay untouched until wait returns), wait waits for it (after a failed start
+ * nothing is left to wait for). With run not NULL the multiply is the planned one with run's k
+ * (at most the planned k), lda and ldb; its other fields are not read. which: the run's place
+ * in a sequence (TIDE_GEMM_RUN_* bits; both for a multiply of one run); the runs of a sequence
+ * after the first add to C (beta 1), and C's host copy is complete only after the last. */
+int tide_gemm_stream_start(tide_gemm_stream *s, const tide_gemm_desc *run, int which,
+                           double alpha, const void *a, const void *b, double beta, void *c,
+                           void *caller, char *err, size_t len);
+int tide_gemm_stream_wait(tide_gemm_stream *s, char *err, size_t len);
+
+/* Its part of tide_gemm_info over `runs` runs whose k add up to k (one planned multiply: its
+ * k and 1): tiles, panels, slots, bytes each way, rates, bound, and the device and pinned
+ * memory it holds. */
+void tide_gemm_stream_info(const tide_gemm_stream *s, long long k, int runs,
+                           tide_gemm_info *info);
 
 /* "4 tiles of 512x512, 2 panels of 512, 3 slots" */
 void tide_gemm_stream_describe(const tide_gemm_stream *s, char *buf, size_t len);
