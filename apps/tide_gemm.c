@@ -45,7 +45,8 @@ static const char *usage =
     "tide_gemm_plan_create describes: C's block rows of M over R and columns of N over C, A's\n"
     "the same rows and K over C, B's K over R and C's columns (a transposed operand's block\n"
     "is op(X)'s block stored transposed). Each rank allocates and fills only its blocks, and\n"
-    "the library multiplies them by SUMMA (backend cpu in this version). Every multiply\n"
+    "the library multiplies them by SUMMA (on backend cuda each rank's updates streamed\n"
+    "through its GPU as on one rank). Every multiply\n"
     "starts from the same C: it is restored from a saved copy before each one, outside the\n"
     "timed region, so each does the same work on the same data (also with beta 0, where a\n"
     "multiply that left C alone would keep the random values and fail the check). Time per run\n"
@@ -59,11 +60,14 @@ static const char *usage =
     "(tide_ref_gemm_error): at most 1 passes.\n"
     "\n"
     "Figures: Performance = 2 M N K / time per run, also in TFLOP/s; Memory usage is the\n"
-    "largest rank's. With backend cuda on host matrices (one rank) the plan streams them\n"
-    "through the GPU (C tiles kept on the device, panels of A and B streamed in) and reports\n"
-    "the bytes it moves over PCIe each way, the rates it measured and its bound: the largest\n"
-    "of its flops at the in-card GEMM rate and its bytes at the PCIe rates (up, down, both\n"
-    "ways at once); printed with the term that dominates and bound / time. With backend cuda\n"
+    "largest rank's. With backend cuda on host matrices the plan streams them through the\n"
+    "GPU (C tiles kept on the device, panels of A and B streamed in) and reports the bytes it\n"
+    "moves over PCIe each way, the rates it measured and its bound: the largest of its flops\n"
+    "at the in-card GEMM rate and its bytes at the PCIe rates (up, down, both ways at once);\n"
+    "printed with the term that dominates and bound / time. On P > 1 ranks these are each\n"
+    "rank's, for its updates (its block of C times K), and each term of the bound the\n"
+    "largest rank's: a bound for ranks with a GPU each (ranks sharing a GPU share its rate,\n"
+    "which the bound does not count). With backend cuda on one rank\n"
     "the in-card cuBLAS rate is measured in the same run: a device-resident plan on device\n"
     "copies of the matrices (when the three fit the device budget), timed and checked the same\n"
     "way, and the out-of-card rate is given as a fraction of it (with -device the run itself\n"
@@ -92,8 +96,8 @@ static const char *usage =
     "  -no-check              skip the check\n"
     "  -json FILE             also write the results as JSON\n"
     "\n"
-    "The multiply over several ranks runs on the cpu backend in this version: backend cuda\n"
-    "(or -device) on P > 1 ranks stops with the library's error on every rank.\n"
+    "The multiply over several ranks takes host matrices in this version: -device on P > 1\n"
+    "ranks stops with the library's error on every rank.\n"
     "\n"
     "Exit status: 0 verified (or -no-check), 1 a failure or a failed check, 2 bad arguments\n"
     "(also when the library refuses an argument, e.g. a grid that is not P ranks).\n";
@@ -630,20 +634,21 @@ typedef struct {
     const char *what;  /* the largest term's name, or NULL without a bound */
 } bound_terms;
 
-static void bound_of(const tide_gemm_info *info, double gflops, bound_terms *b)
+static void bound_of(const tide_gemm_info *info, double flops, double gflops, bound_terms *b)
 {
     static const char *names[] = {"in-card GEMM", "PCIe up", "PCIe down", "PCIe both ways"};
     /* several GPUs: each moves its equal part of the bytes over its own link */
     double g = info->gpus > 1 ? info->gpus : 1;
     double rate[4] = {gflops, info->rate_up, info->rate_down, info->rate_both};
-    double amount[4] = {info->flops, info->bytes_up / g, info->bytes_down / g,
+    double amount[4] = {flops, info->bytes_up / g, info->bytes_down / g,
                         (info->bytes_up + info->bytes_down) / g};
     memset(b, 0, sizeof *b);
-    if (!(info->bound > 0))
+    /* several ranks: each term the largest rank's (every rank takes part) */
+    if (!(app_max(info->bound) > 0))
         return;
     int top = 0;
     for (int t = 0; t < 4; t++) {
-        b->term[t] = rate[t] > 0 ? app_seconds(amount[t], rate[t]) : 0;
+        b->term[t] = app_max(rate[t] > 0 ? app_seconds(amount[t], rate[t]) : 0);
         if (b->term[t] > b->term[top])
             top = t;
     }
@@ -668,12 +673,15 @@ static int incard_measure(tide_context *ctx, const args *a, matrices *mx, int th
     tide_device_info di;
     int st = tide_context_device(ctx, &di);
     double need = (double)mx->bytes[0] + (double)mx->bytes[1] + (double)mx->bytes[2];
-    if (st)
+    if (mx->ranks > 1)
+        snprintf(in->why, sizeof in->why, "several ranks: the library multiplies device "
+                 "matrices on one rank; run -np 1 for it");
+    else if (st)
         snprintf(in->why, sizeof in->why, "tide_context_device: %s", tide_strerror(st));
     else if (need > (double)di.budget_bytes)
         snprintf(in->why, sizeof in->why, "A, B and C (%.4g GB) exceed the device budget "
                  "(%.4g GB)", need / 1e9, di.budget_bytes / 1e9);
-    if (st || need > (double)di.budget_bytes)
+    if (mx->ranks > 1 || st || need > (double)di.budget_bytes)
         return 0;
     tide_gemm_options o;
     tide_gemm_options_init(&o);
@@ -1002,7 +1010,11 @@ int tide_cmd_gemm(int argc, char **argv)
     }
     bound_terms b;
     double gpus = info.gpus > 1 ? info.gpus : 1; /* the in-card plan runs on one GPU */
-    bound_of(&info, in.measured ? gpus * info.flops / in.ts.median / 1e9 : info.rate_gemm, &b);
+    /* several ranks: each rank's updates, its block of C times k, at its plan's rate */
+    double flops = 2.0 * (double)(mx.hi[2][0] - mx.lo[2][0]) *
+                   (double)(mx.hi[2][1] - mx.lo[2][1]) * (double)a.c.n[2];
+    bound_of(&info, flops, in.measured ? gpus * info.flops / in.ts.median / 1e9 : info.rate_gemm,
+             &b);
     app_say_timing(plan_s, &ts, info.flops, mem);
     say_figures(&a, &mx, &info, &ts, &cr, &b, &in);
     if (a.c.json && rank == 0)

@@ -3,7 +3,9 @@
  * verdict on every rank), turns it into one column-major multiply (a row-major C = op(A) op(B)
  * is the column-major C^T = op(B)^T op(A)^T: the operands swap, each keeps its transpose flag)
  * and runs it through the backend's gemm entry: the CPU BLAS on the CPU, cuBLAS on device
- * matrices, and for host matrices on the GPU the out-of-card scheme of gemm_stream.c.
+ * matrices, and for host matrices on the GPU the out-of-card scheme of gemm_stream.c. On
+ * several ranks it is SUMMA (gemm_dist.c), each panel's update the same local multiply: the
+ * CPU BLAS, or on the GPU the out-of-card scheme on the broadcast panels.
  */
 #include <limits.h>
 #include <math.h>
@@ -28,8 +30,9 @@ struct tide_gemm_plan {
                              * blocks[0..4), one after another) */
     tide_env env;
     void *blas;             /* the backend's gemm handle */
-    tide_gemm_stream *stream; /* host matrices through the GPU */
+    tide_gemm_stream *stream; /* host matrices through the GPU (several ranks: the updates) */
     tide_gemm_dist *dist;   /* several ranks */
+    int panels;             /* several ranks: this rank's updates per multiply */
     void *entry;            /* orders runs after the caller's CUDA work */
 };
 
@@ -215,9 +218,9 @@ static int judge(tide_context *ctx, const tide_args *all, const tide_gemm_option
     st = tide_args_backend(ctx, v[F_BACKEND], v[F_LOCATION]);
     if (st || ctx->nranks == 1)
         return st;
-    if (tide_wants_cuda(ctx, v[F_BACKEND]))
+    if (tide_wants_cuda(ctx, v[F_BACKEND]) && v[F_LOCATION] == TIDE_LOCATION_DEVICE)
         return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_gemm_plan_create: the multiply over "
-                         "%d ranks runs on the cpu backend in this version (option backend)",
+                         "%d ranks takes host matrices in this version (option location)",
                          ctx->nranks);
     return TIDE_SUCCESS;
 }
@@ -302,6 +305,36 @@ static int make_desc(tide_gemm_plan *p, const int *v, const long long ld[3],
     return TIDE_SUCCESS;
 }
 
+static int host_gpu(const tide_gemm_plan *p)
+{
+    return p->env.be->gpu && p->o.location == TIDE_LOCATION_HOST;
+}
+
+/* The GPU's update of a broadcast panel pair: the out-of-card multiply, started on the
+ * pipelines' threads (nothing on a rank whose block of C is empty). */
+static int stream_begin(void *user, const tide_gemm_desc *g, int first, int last,
+                        double alpha, const void *a, const void *b, double beta, void *c,
+                        char *err, size_t len)
+{
+    tide_gemm_plan *p = user;
+    int which = (first ? TIDE_GEMM_RUN_FIRST : 0) | (last ? TIDE_GEMM_RUN_LAST : 0);
+    return p->stream ? tide_gemm_stream_start(p->stream, g, which, alpha, a, b, beta, c,
+                                              p->o.stream, err, len)
+                     : TIDE_SUCCESS;
+}
+
+static int stream_end(void *user, char *err, size_t len)
+{
+    tide_gemm_plan *p = user;
+    return p->stream ? tide_gemm_stream_wait(p->stream, err, len) : TIDE_SUCCESS;
+}
+
+/* The broadcast panels' default width: on the GPU wide enough that a panel's multiply hides
+ * the upload and download of C's tiles it costs (the PCIe inequality of Wu 2014 with C moved
+ * once per panel: 2 w flops per element at ~50 TFLOP/s against 16 bytes at ~50 GB/s each way
+ * need w above ~4000); on the CPU narrow, the BLAS at full rate already. */
+static int default_panel(const tide_gemm_plan *p) { return host_gpu(p) ? 4096 : 256; }
+
 /* Several ranks: SUMMA on the column-major multiply, whose process grid is the caller's
  * transposed when the operands swapped (local; the reason in err). */
 static int build_dist(tide_gemm_plan *p, char *err, size_t len)
@@ -317,17 +350,16 @@ static int build_dist(tide_gemm_plan *p, char *err, size_t len)
                              {p->swap ? b[1] : b[0], p->swap ? b[0] : b[1],
                               p->swap ? b[3] : b[2], p->swap ? b[2] : b[3]},
                              {p->swap ? col : row, p->swap ? row : col}, p->g.lda, p->g.ldb,
-                             p->g.ldc, p->o.panel ? p->o.panel : 256, &p->env, p->blas};
+                             p->g.ldc, p->o.panel ? p->o.panel : default_panel(p), &p->env,
+                             p->blas, {NULL, NULL, NULL}};
+    if (host_gpu(p))
+        d.update = (tide_gemm_update){stream_begin, stream_end, p};
     return tide_gemm_dist_create(&d, &p->dist, err, len);
 }
 
-static int host_gpu(const tide_gemm_plan *p)
-{
-    return p->env.be->gpu && p->o.location == TIDE_LOCATION_HOST;
-}
-
-/* The backend's handle, and the out-of-card scheme for host matrices on the GPU (local; the
- * reason in err). */
+/* The backend's handle; several ranks: SUMMA; host matrices on the GPU: the out-of-card
+ * scheme for the whole multiply, or for a rank's updates by the widest panel, with the panel
+ * option there for the broadcasts (local; the reason in err). */
 static int build(tide_gemm_plan *p, char *err, size_t len)
 {
     const tide_env *e = &p->env;
@@ -336,16 +368,17 @@ static int build(tide_gemm_plan *p, char *err, size_t len)
         return snprintf(err, len, "this build has no CPU BLAS (CBLAS) for backend cpu"), st;
     if (st)
         return snprintf(err, len, "%s", e->be->last_error()), st;
-    if (p->ctx->nranks > 1)
-        return build_dist(p, err, len);
-    if (!host_gpu(p) || p->g.m == 0 || p->g.n == 0)
+    if (p->ctx->nranks > 1 && (st = build_dist(p, err, len)))
+        return st;
+    tide_gemm_desc g = p->dist ? tide_gemm_dist_local(p->dist, &p->panels) : p->g;
+    if (!host_gpu(p) || g.m == 0 || g.n == 0)
         return TIDE_SUCCESS;
     int devs[TIDE_GEMM_MAX_GPUS];
     int n = tide_context_gpus(p->ctx, p->o.gpus, devs, TIDE_GEMM_MAX_GPUS, err, len);
     if (n < 0)
         return -n;
-    tide_gemm_stream_desc d = {p->g, e, p->blas, p->ctx->dev.budget_bytes, p->o.tile,
-                               p->o.panel, n, devs};
+    tide_gemm_stream_desc d = {g, e, p->blas, p->ctx->dev.budget_bytes, p->o.tile,
+                               p->dist ? 0 : p->o.panel, n, devs, p->dist ? p->panels : 1};
     return tide_gemm_stream_create(&d, &p->stream, err, len);
 }
 
@@ -383,7 +416,7 @@ static int make_plan(tide_context *ctx, const tide_args *all, const tide_gemm_op
         return st;
     }
     *out = p;
-    char what[160];
+    char what[320];
     tide_gemm_plan_describe(p, what, sizeof what);
     tide_log(ctx, TIDE_LOG_INFO, "gemm plan: %s", what);
     return TIDE_SUCCESS;
@@ -430,8 +463,12 @@ int tide_gemm_plan_info(const tide_gemm_plan *p, tide_gemm_info *info)
     info->m = p->m, info->n = p->n, info->k = p->k;
     info->flops = 2.0 * p->m * p->n * p->k;
     info->grid[0] = p->grid[0], info->grid[1] = p->grid[1];
-    if (p->stream)
-        tide_gemm_stream_info(p->stream, info);
+    if (p->stream) /* this rank's: several ranks, its updates' sum over k */
+        tide_gemm_stream_info(p->stream, p->k, p->dist ? p->panels : 1, info);
+    if (p->dist && p->env.be->host_alloc)
+        info->pinned_bytes += tide_gemm_dist_panel_bytes(p->dist);
+    else if (p->dist)
+        info->host_bytes += tide_gemm_dist_panel_bytes(p->dist);
     info->backend = p->o.backend;
     info->location = p->o.location;
     return TIDE_SUCCESS;
@@ -442,14 +479,16 @@ int tide_gemm_plan_describe(const tide_gemm_plan *p, char *buf, size_t len)
     if (!p || !buf || !len)
         return tide_fail(p ? p->ctx : NULL, TIDE_ERR_ARGUMENT,
                          "tide_gemm_plan_describe: %s", p ? "no buffer" : "plan is NULL");
-    char how[96];
+    char how[200], local[96] = "", summa[96] = "";
     if (p->stream)
-        tide_gemm_stream_describe(p->stream, how, sizeof how);
-    else if (p->dist)
-        snprintf(how, sizeof how, "summa on %dx%d ranks, panels of up to %d", p->grid[0],
-                 p->grid[1], p->o.panel ? p->o.panel : 256);
+        tide_gemm_stream_describe(p->stream, local, sizeof local);
     else
-        snprintf(how, sizeof how, "%s", p->env.be->gpu ? "cublas" : "cblas");
+        snprintf(local, sizeof local, "%s", p->env.be->gpu ? "cublas" : "cblas");
+    if (p->dist)
+        snprintf(summa, sizeof summa, "summa on %dx%d ranks, %d panels of up to %d; "
+                 "this rank's updates: ", p->grid[0], p->grid[1], p->panels,
+                 p->o.panel ? p->o.panel : default_panel(p));
+    snprintf(how, sizeof how, "%s%s", summa, local);
     snprintf(buf, len, "gemm %lldx%lldx%lld %s %c%c %s %s %s: %s", p->m, p->n, p->k,
              p->o.precision == TIDE_DOUBLE ? "double" : "float", "NT"[p->o.transa],
              "NT"[p->o.transb], p->o.order == TIDE_COL_MAJOR ? "col" : "row", p->env.be->name,
@@ -503,15 +542,18 @@ static int multiply(tide_gemm_plan *p, double alpha, const void *a, const void *
     if (p->g.m == 0 || p->g.n == 0)
         return TIDE_SUCCESS;
     const void *ga = p->swap ? b : a, *gb = p->swap ? a : b;
-    if (p->dist)
-        return tide_gemm_dist_execute(p->dist, alpha, ga, gb, beta, c, err, len);
-    if (p->stream)
+    if (p->stream && !p->dist)
         return tide_gemm_stream_execute(p->stream, alpha, ga, gb, beta, c, p->o.stream, err,
                                         len);
     int st = tide_order_after(p->entry, p->o.stream, e->be->gpu ? e->stream : NULL);
+    /* SUMMA packs panels on the CPU: the caller's work on the matrices must have finished */
+    if (!st && p->dist && e->be->gpu)
+        st = e->be->sync(e);
     if (st)
         return snprintf(err, len, "could not wait for the caller's earlier CUDA work: %s",
                         e->be->last_error()), TIDE_ERR_BACKEND;
+    if (p->dist)
+        return tide_gemm_dist_execute(p->dist, alpha, ga, gb, beta, c, err, len);
     st = e->be->gemm(e, p->blas, &p->g, alpha, ga, gb, beta, c);
     int sync = e->be->sync(e);
     st = st ? st : sync;

@@ -2,14 +2,18 @@
  * gemm_dist.c: the distributed matrix multiply, SUMMA (see gemm_dist.h). The k dimension is
  * cut where A's column blocks (over the process columns) or B's row blocks (over the process
  * rows) change owner, and at most `panel` wide in between, so each panel has one owner of
- * each kind. For each panel: the owner column packs its columns of op(A) (its block's rows)
- * and broadcasts them along its process row, the owner row packs its rows of op(B) and
- * broadcasts them along its process column, and every rank multiplies the two into its block
- * of C (beta at the first panel, then 1), the next panel's broadcasts under way meanwhile
- * (two buffer pairs, MPI_Ibcast). A transposed operand's block is stored transposed:
- * its panel is packed as stored (rows of A^T's storage, columns of B^T's) and the local
- * multiply reads it transposed. Every rank takes part in every broadcast, empty blocks
- * included.
+ * each kind. For each panel: the owner column broadcasts its columns of op(A) (its block's
+ * rows) along its process row, the owner row its rows of op(B) along its process column, and
+ * every rank multiplies the two into its block of C (beta at the first panel, then 1), the
+ * next panel's broadcasts under way meanwhile (two buffer pairs, MPI_Ibcast). An owner's
+ * update reads its panel in place in its block, and it sends the panel from there where it is
+ * contiguous (columns of a block whose leading dimension is its row count), else packed; a
+ * process row or column of one rank broadcasts nothing. The others receive it densely. An
+ * update that runs on threads of its own (the out-of-card multiply through the GPU) leaves
+ * this thread inside MPI_Waitall on those broadcasts, which drives them while the GPU works.
+ * A transposed operand's block is stored transposed: its panel is sent as stored (rows of
+ * A^T's storage, columns of B^T's) and the local multiply reads it transposed. Every rank
+ * takes part in every broadcast, empty blocks included.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -24,7 +28,13 @@ struct tide_gemm_dist {
     long long rows[2], cols[2]; /* this rank's rows of A and C, and columns of B and C */
     long long ka[2], kb[2];     /* its columns of A (of k), and rows of B (of k) */
     MPI_Comm row, col;          /* its process row (ranked by column), and column */
-    void *pa[2], *pb[2];        /* two panels of op(A) (rows x panel), of op(B) (panel x cols) */
+    void *pa[2], *pb[2];        /* two panels of op(A) (rows x panel), of op(B) (panel x cols),
+                                 * pinned where the backend has pinned memory */
+    struct {
+        const void *at;
+        long long ld;
+    } use[2][2];                /* where the update of each pair reads op(A)'s and op(B)'s
+                                 * panels: in place in the owner's block, or the pair's buffer */
 };
 
 void tide_gemm_block(long long n, int p, int i, long long *lo, long long *hi)
@@ -61,11 +71,40 @@ void tide_gemm_dist_destroy(tide_gemm_dist *s)
         MPI_Comm_free(&s->row);
     if (s->col != MPI_COMM_NULL)
         MPI_Comm_free(&s->col);
+    const struct tide_backend_ops *be = s->d.env->be;
     for (int i = 0; i < 2; i++) {
-        free(s->pa[i]);
-        free(s->pb[i]);
+        if (be->host_free) {
+            be->host_free(s->pa[i]);
+            be->host_free(s->pb[i]);
+        } else {
+            free(s->pa[i]);
+            free(s->pb[i]);
+        }
     }
     free(s);
+}
+
+/* Host memory for panels: pinned where the backend has it (uploads at full PCIe rate). */
+static void *panel_alloc(const tide_env *e, size_t bytes)
+{
+    void *p = NULL;
+    if (!e->be->host_alloc)
+        return malloc(bytes);
+    return e->be->host_alloc(bytes, &p) ? NULL : p;
+}
+
+/* The default update: the backend's gemm entry on the plan's handle, complete on return. */
+static int backend_update(void *user, const tide_gemm_desc *g, int first, int last,
+                          double alpha, const void *a, const void *b, double beta, void *c,
+                          char *err, size_t len)
+{
+    const tide_gemm_dist_desc *d = user;
+    (void)first, (void)last;
+    const tide_env *e = d->env;
+    int st = e->be->gemm(e, d->blas, g, alpha, a, b, beta, c);
+    if (st)
+        snprintf(err, len, "the local multiply failed: %s", e->be->last_error());
+    return st;
 }
 
 int tide_gemm_dist_create(const tide_gemm_dist_desc *d, tide_gemm_dist **out, char *err,
@@ -76,6 +115,8 @@ int tide_gemm_dist_create(const tide_gemm_dist_desc *d, tide_gemm_dist **out, ch
     if (!s)
         return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
     s->d = *d;
+    if (!d->update.begin)
+        s->d.update = (tide_gemm_update){backend_update, NULL, &s->d};
     s->row = s->col = MPI_COMM_NULL;
     s->elem = d->dbl ? sizeof(double) : sizeof(float);
     long long *mine[4] = {s->rows, s->cols, s->ka, s->kb};
@@ -96,8 +137,8 @@ int tide_gemm_dist_create(const tide_gemm_dist_desc *d, tide_gemm_dist **out, ch
     }
     int ok = 1;
     for (int i = 0; i < 2; i++) {
-        s->pa[i] = malloc(s->elem * (size_t)(span(s->rows) * s->d.panel) + 1);
-        s->pb[i] = malloc(s->elem * (size_t)(span(s->cols) * s->d.panel) + 1);
+        s->pa[i] = panel_alloc(d->env, s->elem * (size_t)(span(s->rows) * s->d.panel) + 1);
+        s->pb[i] = panel_alloc(d->env, s->elem * (size_t)(span(s->cols) * s->d.panel) + 1);
         ok = ok && s->pa[i] && s->pb[i];
     }
     if (!ok) {
@@ -139,37 +180,84 @@ static panel_t panel_at(const tide_gemm_dist *s, long long k0)
     return p;
 }
 
-/* The owners pack panel p into buffer pair b and every rank starts its two broadcasts. The
- * pair was last read by the multiply two panels back, complete on return on the CPU backend
- * (a backend that multiplies asynchronously would wait for it first). */
+/* The local update of a panel w wide: the dense panels as received (a transposed operand's
+ * as stored), into this rank's block of C; the update of a pair sets the leading dimensions of
+ * where it reads them. */
+static tide_gemm_desc panel_desc(const tide_gemm_dist *s, long long w)
+{
+    const tide_gemm_dist_desc *d = &s->d;
+    long long m = span(s->rows), n = span(s->cols), la = d->transa ? w : m,
+              lb = d->transb ? n : w;
+    return (tide_gemm_desc){d->dbl, d->transa, d->transb, m, n, w, la > 1 ? la : 1,
+                            lb > 1 ? lb : 1, d->ldc};
+}
+
+size_t tide_gemm_dist_panel_bytes(const tide_gemm_dist *s)
+{
+    return 2 * s->elem * (size_t)((span(s->rows) + span(s->cols)) * s->d.panel);
+}
+
+tide_gemm_desc tide_gemm_dist_local(const tide_gemm_dist *s, int *panels)
+{
+    long long widest = 0;
+    *panels = 0;
+    for (panel_t p = panel_at(s, 0);; p = panel_at(s, p.k1)) {
+        ++*panels;
+        widest = p.k1 - p.k0 > widest ? p.k1 - p.k0 : widest;
+        if (p.k1 >= s->d.k)
+            break;
+    }
+    return panel_desc(s, widest);
+}
+
+/* One operand's panel, rows x cols as stored, at `at` in its owner's block (leading dimension
+ * ld; NULL on an empty block): the owner (mine) reads it there, the others receive it into buf
+ * from rank `root` of comm (of `ranks` ranks). Returns nonzero when MPI fails. */
+static int share(tide_gemm_dist *s, int b, int x, const char *at, long long ld, long long rows,
+                 long long cols, int mine, int root, int ranks, MPI_Comm comm, void *buf,
+                 MPI_Request *req)
+{
+    s->use[b][x].at = mine ? (const void *)at : buf;
+    s->use[b][x].ld = mine ? ld : rows > 1 ? rows : 1;
+    if (ranks == 1)
+        return 0;
+    void *send = buf;
+    if (mine && at && (ld == rows || cols == 1))
+        send = (void *)at; /* read only: the root's buffer of a broadcast */
+    else if (mine)
+        pack(at, ld, rows, 0, 0, cols, buf, s->elem);
+    MPI_Datatype type = s->d.dbl ? MPI_DOUBLE : MPI_FLOAT;
+    return MPI_Ibcast(send, (int)(rows * cols), type, root, comm, req) != MPI_SUCCESS;
+}
+
+/* The owners of panel p send it and every rank starts its two broadcasts into buffer pair b
+ * (last read by the update two panels back, ended by then). */
 static int start_panel(tide_gemm_dist *s, const panel_t *p, int b, const void *a,
                        const void *bm, MPI_Request req[2])
 {
     const tide_gemm_dist_desc *d = &s->d;
     long long m = span(s->rows), n = span(s->cols), w = p->k1 - p->k0;
     long long ra = p->k0 - s->ka[0], rb = p->k0 - s->kb[0];
-    if (d->me[1] == p->pc && !d->transa) /* op(A)'s columns k0..k1: m x w */
-        pack(a, d->lda, m, 0, ra, w, s->pa[b], s->elem);
-    else if (d->me[1] == p->pc) /* A^T stored: its rows k0..k1 of each column, w x m */
-        pack(a, d->lda, w, ra, 0, m, s->pa[b], s->elem);
-    if (d->me[0] == p->pr && !d->transb) /* op(B)'s rows k0..k1 of each column: w x n */
-        pack(bm, d->ldb, w, rb, 0, n, s->pb[b], s->elem);
-    else if (d->me[0] == p->pr) /* B^T stored: its columns k0..k1, n x w */
-        pack(bm, d->ldb, n, 0, rb, w, s->pb[b], s->elem);
-    MPI_Datatype type = d->dbl ? MPI_DOUBLE : MPI_FLOAT;
-    return MPI_Ibcast(s->pa[b], (int)(m * w), type, p->pc, s->row, &req[0]) != MPI_SUCCESS ||
-           MPI_Ibcast(s->pb[b], (int)(w * n), type, p->pr, s->col, &req[1]) != MPI_SUCCESS;
+    /* op(A)'s columns k0..k1 (m x w), or A^T's rows k0..k1 of each column (w x m) */
+    size_t oa = s->elem * (size_t)(d->transa ? ra : ra * d->lda);
+    const char *at = d->me[1] == p->pc && a ? (const char *)a + oa : NULL;
+    int st = share(s, b, 0, at, d->lda, d->transa ? w : m, d->transa ? m : w,
+                   d->me[1] == p->pc, p->pc, d->grid[1], s->row, s->pa[b], &req[0]);
+    /* op(B)'s rows k0..k1 of each column (w x n), or B^T's columns k0..k1 (n x w) */
+    size_t ob = s->elem * (size_t)(d->transb ? rb * d->ldb : rb);
+    const char *bt = d->me[0] == p->pr && bm ? (const char *)bm + ob : NULL;
+    return share(s, b, 1, bt, d->ldb, d->transb ? n : w, d->transb ? w : n,
+                 d->me[0] == p->pr, p->pr, d->grid[0], s->col, s->pb[b], &req[1]) || st;
 }
 
 /* Panels go through two buffer pairs: panel i + 1 is packed and its broadcasts started
- * before panel i's multiply, so they travel while it runs (as far as the MPI library
- * progresses them meanwhile). */
+ * before panel i's update, and waited for while it runs (as far as the MPI library progresses
+ * them meanwhile when the update runs on this thread). */
 int tide_gemm_dist_execute(tide_gemm_dist *s, double alpha, const void *a, const void *b,
                            double beta, void *c, char *err, size_t len)
 {
     const tide_gemm_dist_desc *d = &s->d;
-    const tide_env *e = d->env;
-    long long m = span(s->rows), n = span(s->cols);
+    const tide_gemm_update *u = &d->update;
     MPI_Request req[2][2] = {{MPI_REQUEST_NULL, MPI_REQUEST_NULL},
                              {MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
     panel_t p = panel_at(s, 0);
@@ -177,17 +265,27 @@ int tide_gemm_dist_execute(tide_gemm_dist *s, double alpha, const void *a, const
     for (int i = 0; !mpi; i++) {
         int cur = i % 2, last = p.k1 >= d->k;
         panel_t next = last ? p : panel_at(s, p.k1);
-        mpi = !last && start_panel(s, &next, 1 - cur, a, b, req[1 - cur]);
-        mpi = MPI_Waitall(2, req[cur], MPI_STATUSES_IGNORE) != MPI_SUCCESS || mpi;
-        long long w = p.k1 - p.k0, la = d->transa ? w : m, lb = d->transb ? n : w;
-        tide_gemm_desc g = {d->dbl, d->transa, d->transb, m, n, w, la > 1 ? la : 1,
-                            lb > 1 ? lb : 1, d->ldc};
-        /* after a failed multiply the rank still takes part in every broadcast, so that no
+        mpi = MPI_Waitall(2, req[cur], MPI_STATUSES_IGNORE) != MPI_SUCCESS;
+        /* an update on this thread goes after the next panel's broadcasts have started, one
+         * on threads of its own before the next panel is packed (the GPU need not wait) */
+        int async = u->end != NULL, began = 0;
+        if (!async)
+            mpi = mpi || (!last && start_panel(s, &next, 1 - cur, a, b, req[1 - cur]));
+        /* after a failed update the rank still takes part in every broadcast, so that no
          * other rank waits for it */
-        if (!mpi && !st &&
-            (st = e->be->gemm(e, d->blas, &g, alpha, s->pa[cur], s->pb[cur], i ? 1.0 : beta,
-                              c)))
-            snprintf(err, len, "the local multiply failed");
+        if (!mpi && !st) {
+            tide_gemm_desc g = panel_desc(s, p.k1 - p.k0);
+            g.lda = s->use[cur][0].ld, g.ldb = s->use[cur][1].ld;
+            st = u->begin(u->user, &g, i == 0, last, alpha, s->use[cur][0].at,
+                          s->use[cur][1].at, i ? 1.0 : beta, c, err, len);
+            began = !st;
+        }
+        if (async)
+            mpi = mpi || (!last && start_panel(s, &next, 1 - cur, a, b, req[1 - cur]));
+        if (!mpi && !last)
+            mpi = MPI_Waitall(2, req[1 - cur], MPI_STATUSES_IGNORE) != MPI_SUCCESS;
+        if (began && u->end)
+            st = u->end(u->user, err, len);
         if (last)
             break;
         p = next;

@@ -1,6 +1,7 @@
 /*
  * gemm_dist.h: the distributed matrix multiply (private): SUMMA over a 2D process grid, each
- * rank's update a local multiply through the backend's gemm entry.
+ * rank's update a local multiply: the backend's gemm entry, or the caller's (the out-of-card
+ * multiply of host panels through the GPU).
  */
 #ifndef TIDE_GEMM_DIST_H
 #define TIDE_GEMM_DIST_H
@@ -17,6 +18,18 @@ void tide_gemm_splits(const long long *given, long long n, int p, long long *out
  * rows) for m and B's rows of k, 1 (process columns) for n and A's columns of k. */
 static inline int tide_gemm_split_dim(int x) { return x == 0 || x == 3 ? 0 : 1; }
 
+/* A local update of one panel, C = alpha op(A) op(B) + beta C on the dense host panels a and
+ * b (g: the panel's multiply; first, last: whether it is the multiply's first and last). begin
+ * may return before it is done (its memory untouched until end returns; C complete in host
+ * memory only after the last update's end); end waits for it. Each returns 0 or a code with
+ * the reason in err. */
+typedef struct {
+    int (*begin)(void *user, const tide_gemm_desc *g, int first, int last, double alpha,
+                 const void *a, const void *b, double beta, void *c, char *err, size_t len);
+    int (*end)(void *user, char *err, size_t len);
+    void *user;
+} tide_gemm_update;
+
 typedef struct {
     int dbl;
     int transa, transb;         /* op(A) = A^T, op(B) = B^T: their blocks stored transposed */
@@ -29,8 +42,9 @@ typedef struct {
     int me[2];                  /* this rank's row and column in that grid */
     long long lda, ldb, ldc;    /* of this rank's blocks (column major) */
     int panel;                  /* most columns of A broadcast at once */
-    const tide_env *env;        /* the plan's (CPU backend) */
+    const tide_env *env;        /* the plan's; panels in pinned memory where its backend has it */
     void *blas;
+    tide_gemm_update update;    /* begin NULL: env's gemm entry on blas, complete on return */
 } tide_gemm_dist_desc;
 
 typedef struct tide_gemm_dist tide_gemm_dist;
@@ -41,10 +55,18 @@ int tide_gemm_dist_create(const tide_gemm_dist_desc *d, tide_gemm_dist **out, ch
                           size_t len);
 void tide_gemm_dist_destroy(tide_gemm_dist *s);
 
-/* Collective: C = alpha op(A) op(B) + beta C on this rank's blocks a, b, c. For each panel of
- * k, the rank column owning op(A)'s columns broadcasts them along each process row, the rank
- * row owning op(B)'s rows broadcasts them along each process column, and every rank adds the
- * product of the two panels to its block of C. Returns 0 or a code with the reason in err. */
+/* Host memory the panels hold (pinned where the backend has it). */
+size_t tide_gemm_dist_panel_bytes(const tide_gemm_dist *s);
+
+/* The local update of this rank's widest panel (k its width; 0 when k = 0), and how many
+ * panels there are: what an update (desc's) must be able to run. */
+tide_gemm_desc tide_gemm_dist_local(const tide_gemm_dist *s, int *panels);
+
+/* Collective: C = alpha op(A) op(B) + beta C on this rank's blocks a, b, c (host memory). For
+ * each panel of k, the rank column owning op(A)'s columns broadcasts them along each process
+ * row, the rank row owning op(B)'s rows broadcasts them along each process column, and every
+ * rank adds the product of the two panels to its block of C. Returns 0 or a code with the
+ * reason in err. */
 int tide_gemm_dist_execute(tide_gemm_dist *s, double alpha, const void *a, const void *b,
                            double beta, void *c, char *err, size_t len);
 

@@ -633,9 +633,11 @@ int tide_stencil_plan_set_stream(tide_stencil_plan *plan, void *stream);
  * columns block col of k over grid[1]; of B, rows block row of k over grid[0] and C's columns
  * (each block stored in the plan's order with the rank's own leading dimension). The product is
  * SUMMA: panels of op(A) broadcast along process rows, panels of op(B) along process columns,
- * each rank's update a local multiply; a transposed operand's blocks are those of op(X) stored
- * transposed. In this version the distributed multiply runs on the cpu backend (else
- * TIDE_ERR_UNSUPPORTED on every rank).
+ * each rank's update a local multiply (the CPU BLAS, or on the cuda backend the out-of-card
+ * multiply of the broadcast panels through the rank's GPU or GPUs, while the next panels'
+ * broadcasts travel); a transposed operand's blocks are those of op(X) stored transposed. In
+ * this version the distributed multiply takes host matrices (TIDE_LOCATION_DEVICE on several
+ * ranks: TIDE_ERR_UNSUPPORTED on every rank).
  * ------------------------------------------------------------------------------------------- */
 typedef struct tide_gemm_plan tide_gemm_plan;
 
@@ -658,9 +660,11 @@ typedef struct {
                                  * per rank */
     int tile;                   /* cuda on host matrices: rows and columns of the C tiles kept
                                  * on the device; 0 (default): the plan's choice */
-    int panel;                  /* ... columns of op(A) (rows of op(B)) per streamed panel, and
-                                 * on several ranks the most per broadcast; 0 (default): the
-                                 * plan's choice (256 on several ranks) */
+    int panel;                  /* ... columns of op(A) (rows of op(B)) per streamed panel
+                                 * (one rank), or the most per broadcast (several ranks: the
+                                 * streamed panels are then the plan's); 0 (default): the
+                                 * plan's choice (on several ranks 256 on the cpu, 4096 on the
+                                 * cuda backend) */
     int grid[2];                /* several ranks: the process grid, grid[0] x grid[1] = the
                                  * ranks; {0, 0} (default): the most square one */
     void *stream;               /* GPU: the caller's cudaStream_t runs are ordered after
@@ -696,7 +700,9 @@ typedef struct {
     size_t pinned_bytes;     /* ... in pinned host memory (staging for pageable matrices,
                               * allocated by the first run that needs it) */
     size_t device_bytes;     /* ... in device memory */
-    /* cuda on host matrices (zero otherwise): */
+    /* cuda on host matrices (zero otherwise); on several ranks this rank's updates: the
+     * shape of one broadcast panel's, the bytes and the bound of them all (its block's
+     * flops 2 m n k over this rank's m and n, at rate_gemm) */
     long long tile_m, tile_n, panel; /* the largest C tile and op(A) panel */
     int tiles, panels;       /* C tiles, and panels per tile */
     int slots;               /* pipeline slots (transfers of one overlap the work of others) */

@@ -284,7 +284,13 @@ if "$mpiexec" -n 1 "$tide" info 2>&1 | grep -q 'backend cuda'; then
         has gcudapage '^Verification: passed'
     run gcudadev 0 1 gemm cuda float 500 400 300 -device -tb T -order row -n 2 && \
         has gcudadev '^Verification: passed' && has gcudadev 'this run: device matrices'
-    run gcuda2 nonzero 2 gemm cuda double 64 -n 1 && has gcuda2 'runs on the cpu backend'
+    # two ranks sharing the GPU: SUMMA, each rank's updates streamed through it
+    run gcuda2 0 2 gemm cuda double 300 280 260 -tb T -beta 1 -panel 100 -n 1 && \
+        has gcuda2 'summa on 1x2 ranks, 4 panels of up to 100' && has gcuda2 '^PCIe: ' && \
+        has gcuda2 '^Bound: ' && has gcuda2 'not measured \(several ranks' && \
+        has gcuda2 '^Verification: passed'
+    run gcudadev2 nonzero 2 gemm cuda double 64 -device -n 1 && \
+        has gcudadev2 'takes host matrices in this version'
 else
     run gcudadev nonzero 1 gemm cpu double 8 8 8 -device && has gcudadev 'device'
     run gdev2 2 2 gemm cpu double 8 -device && has gdev2 '-device needs GPU memory'

@@ -15,12 +15,15 @@
  * tide_gemm_plan_set_stream). A multiply not ordered after that work reads NaN and fails.
  *
  *  a) the oracle's own conventions on products worked by hand;
- *  b) more than one rank: the distributed multiply (CPU backend) over every process grid of
- *     the ranks (the library's and each p x P/p), odd, prime and tiny shapes with blocks empty
- *     on some ranks, every op combination, both orders and precisions, leading dimensions that
- *     differ between ranks with NaN padding left alone, panels of 5; each rank's block of C
- *     checked against the oracle on the global matrices; on the cuda backend
- *     TIDE_ERR_UNSUPPORTED; the user's blocks (random boundaries, empty blocks among them) on
+ *  b) more than one rank: the distributed multiply over every process grid of the ranks (the
+ *     library's and each p x P/p), odd, prime and tiny shapes with blocks empty on some ranks,
+ *     every op combination, both orders and precisions, leading dimensions that differ between
+ *     ranks with NaN padding left alone, panels of 5; each rank's block of C checked against
+ *     the oracle on the global matrices; on the CPU backend, or on the GPU with host matrices
+ *     the cuda backend (the ranks sharing the GPU, each update streamed through it, tiles of 8
+ *     in some cases; pinned blocks written by copies queued on the plan's stream behind a
+ *     delay, or pageable ones); device matrices over several ranks TIDE_ERR_UNSUPPORTED; the
+ *     user's blocks (random boundaries, empty blocks among them) on
  *     every grid; bad input (a grid of the wrong size, a negative size, k or transb differing
  *     on one rank, a leading dimension too small on one rank, blocks that do not tile the
  *     matrix, that differ between ranks or are given on one rank alone) the same error on
@@ -34,7 +37,9 @@
  *     backend, location, the tiling fields) and describe; small tile and panel options forcing
  *     many tiles, partial edge tiles and several panels on the GPU host path;
  *  d) a context with a device budget of 1 MiB, far below the matrices: many tiles and panels
- *     (GPU host path only);
+ *     (GPU host path only); on several ranks two distributed cases whose blocks of C exceed
+ *     it, so that each update streams C through the GPU, and a check that the plans of b)
+ *     kept C on the device across their updates (their descriptions say which);
  *  e) the one-shot tide_gemm, default options (NULL) and given ones;
  *  g) several GPUs (GPU host path, one rank): explicit gpus options from 1 to all the GPUs the
  *     rank may drive, C's columns shared among them (uneven parts, fewer columns than GPUs,
@@ -71,6 +76,8 @@ static int gpu;            /* TIDE_TEST_BACKEND=cuda: the context runs on the GP
 static int on_device;      /* TIDE_TEST_LOCATION=device: A, B and C in device memory */
 static int verbose;        /* TIDE_TEST_VERBOSE=1: name each case as it starts */
 static tide_context *ctx;  /* the context of the cases (every rank of MPI_COMM_WORLD) */
+static int c_kept[2];      /* distributed plans on the GPU that keep C on the device across
+                            * the updates (1) or stream it in each (0), by their description */
 static tide_backend backend;
 
 #define BIT(code) (1u << (code))
@@ -572,10 +579,15 @@ static void cases(void)
 
 /* ---- d) a small device budget --------------------------------------------------------------- */
 
+static void dist_case(long long m, long long n, long long k, int dbl, tide_matrix_order order,
+                      int ta, int tb, const int grid[2], const long long *const blocks[4],
+                      double alpha, double beta, uint64_t seed, int on_gpu);
+
 static void small_budget(const tide_context_options *copts)
 {
     if (!gpu || on_device)
         return;
+    int kept_before[2] = {c_kept[0], c_kept[1]};
     double t0 = MPI_Wtime();
     int before = tally.failed;
     tide_context_options o = *copts;
@@ -587,12 +599,27 @@ static void small_budget(const tide_context_options *copts)
         return;
     static const long long s[2][3] = {{600, 500, 700}, {611, 487, 703}};
     static const int combos[2] = {8, 5}; /* double col NN; float row TN */
+    const long long *balanced[4] = {NULL, NULL, NULL, NULL};
+    const int lib_grid[2] = {0, 0};
     for (int c = 0; c < 2; c++) {
+        if (nranks > 1) { /* each rank's block of C (above 1.8 MB on up to 3 ranks) beyond the
+                           * budget: streamed in each update */
+            tide_context *keep = ctx;
+            ctx = small;
+            dist_case(900 + c, 800 - c, 70, 1 - c, c ? TIDE_ROW_MAJOR : TIDE_COL_MAJOR, c, 0,
+                      lib_grid, balanced, 1.5, c ? 0 : -1, 5100 + (uint64_t)c, 1);
+            ctx = keep;
+            continue;
+        }
         gcase g;
         build_case(&g, s[c], combos[c], 5000 + c, 0, 0, "budget 1 MiB");
         run_case(small, &g, 5000 + c, 1);
     }
     tide_context_destroy(small);
+    if (nranks > 1) /* both ways a rank's C can go through its updates were taken */
+        tt_check(&tally, world, c_kept[1] > 0 && c_kept[0] > kept_before[0],
+                 "d) distributed plans keeping C on the device across their updates: %d, "
+                 "streaming it in each (1 MiB budget): %d", c_kept[1], c_kept[0] - kept_before[0]);
     if (rank == 0)
         printf("  d) 1 MiB device budget: %d failed checks (%.1f s)\n", tally.failed - before,
                MPI_Wtime() - t0);
@@ -825,10 +852,13 @@ static void *local_block(const gmat *g, const void *ga, long long r0, long long 
 }
 
 /* One distributed case: every rank makes the same global A, B, C0 from the seed, keeps its
- * blocks, multiplies, and checks its block of C against the oracle on the global matrices. */
+ * blocks, multiplies, and checks its block of C against the oracle on the global matrices.
+ * on_gpu: the cuda backend on host matrices, every rank's updates through the GPU; with an
+ * odd seed the blocks pinned and A and C written by copies queued behind a delay on the
+ * legacy stream (the plan's), else pageable; C tiles of 8 when the seed is a multiple of 3. */
 static void dist_case(long long m, long long n, long long k, int dbl, tide_matrix_order order,
                       int ta, int tb, const int grid[2], const long long *const blocks[4],
-                      double alpha, double beta, uint64_t seed)
+                      double alpha, double beta, uint64_t seed, int on_gpu)
 {
     /* A stored m x k (k x m transposed), B k x n (n x k) */
     gmat g[3] = {{ta ? k : m, ta ? m : k, 0, order, dbl}, {tb ? n : k, tb ? k : n, 0, order, dbl},
@@ -865,7 +895,7 @@ static void dist_case(long long m, long long n, long long k, int dbl, tide_matri
     void *lc = local_block(&g[2], ga[2], rm[0], rm[1], cn[0], cn[1], pad, &lx[2]);
     tide_gemm_options o;
     tide_gemm_options_init(&o);
-    o.backend = TIDE_BACKEND_CPU;
+    o.backend = on_gpu ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU;
     o.precision = dbl ? TIDE_DOUBLE : TIDE_FLOAT;
     o.order = order;
     o.transa = ta ? TIDE_TRANS : TIDE_NOTRANS;
@@ -875,10 +905,22 @@ static void dist_case(long long m, long long n, long long k, int dbl, tide_matri
         o.blocks[x] = blocks[x];
     o.lda = lx[0].ld, o.ldb = lx[1].ld, o.ldc = lx[2].ld;
     o.panel = 5; /* several panels per owner's block */
+    o.tile = on_gpu && seed % 3 == 0 ? 8 : 0;
     tide_gemm_plan *plan = NULL;
     int st = tide_gemm_plan_create(ctx, m, n, k, &o, &plan);
-    if (!st)
+    char desc[400] = "";
+    if (!st && on_gpu && !tide_gemm_plan_describe(plan, desc, sizeof desc) &&
+        strstr(desc, "updates: cublas") == NULL && strstr(desc, "tile"))
+        c_kept[strstr(desc, "C kept across the runs") != NULL]++;
+    if (!st && on_gpu && seed % 2) {
+#if TIDE_HAVE_CUDA
+        garrays arr = {{la, lb, lc}, {gmat_bytes(&lx[0]), gmat_bytes(&lx[1]),
+                                      gmat_bytes(&lx[2])}, {0, 0, 0}};
+        st = execute_gpu(plan, alpha, beta, &arr, NULL, 1, m == 0 || n == 0);
+#endif
+    } else if (!st) {
         st = tide_gemm_execute(plan, alpha, la, lb, beta, lc);
+    }
     tide_gemm_plan_destroy(plan);
     long long bm = rm[1] - rm[0], bn = cn[1] - cn[0];
     double *ref = tt_xmalloc(sizeof(double) * (size_t)(bm * bn));
@@ -894,12 +936,14 @@ static void dist_case(long long m, long long n, long long k, int dbl, tide_matri
     for (size_t e = 0; e < gmat_count(&lx[2]); e++)
         pad_ok = pad_ok && (!is_padding(&lx[2], e) || isnan(get(lc, dbl, e)));
     tt_check(&tally, world, st == 0 && err <= 1 && pad_ok,
-             "b) %lldx%lldx%lld %s %s %c%c grid %dx%d%s alpha %g beta %g on %d ranks: status "
-             "%d (%s), rank %d's block [%lld,%lld)x[%lld,%lld) error %g bounds, padding %s", m,
-             n, k, dbl ? "double" : "float", order == TIDE_COL_MAJOR ? "col" : "row",
-             ta ? 'T' : 'N', tb ? 'T' : 'N', gr[0], gr[1], blocks[0] ? " user blocks" : "",
-             alpha, beta, nranks, st, st ? tide_last_error(ctx) : "", rank, rm[0], rm[1],
-             cn[0], cn[1], err, pad_ok ? "intact" : "written");
+             "b) %lldx%lldx%lld %s %s %c%c grid %dx%d%s alpha %g beta %g on %d ranks (%s): "
+             "status %d (%s), rank %d's block [%lld,%lld)x[%lld,%lld) error %g bounds, "
+             "padding %s", m, n, k, dbl ? "double" : "float",
+             order == TIDE_COL_MAJOR ? "col" : "row", ta ? 'T' : 'N', tb ? 'T' : 'N', gr[0],
+             gr[1], blocks[0] ? " user blocks" : "", alpha, beta, nranks,
+             !on_gpu ? "cpu" : seed % 2 ? "cuda, pinned, queued writes" : "cuda, pageable", st,
+             st ? tide_last_error(ctx) : "", rank, rm[0], rm[1], cn[0], cn[1], err,
+             pad_ok ? "intact" : "written");
     free(ref), free(scale), free(la), free(lb), free(lc);
     for (int i = 0; i < 3; i++)
         free(ga[i]);
@@ -919,8 +963,9 @@ static void random_splits(long long n, int p, tt_rng *rng, long long *out)
 }
 
 /* Distributed cases over every process grid of the ranks, odd, prime and tiny shapes (blocks
- * empty on some ranks), every op combination, both orders and precisions, beta 0 on NaN. */
-static void dist_cases(void)
+ * empty on some ranks), every op combination, both orders and precisions, beta 0 on NaN
+ * (on_gpu: dist_case's). */
+static void dist_cases(int on_gpu)
 {
     static const long long shapes[][3] = {{37, 29, 41}, {13, 17, 19}, {3, 5, 2},
                                           {1, 7, 11},   {20, 1, 9},   {8, 6, 0}};
@@ -936,7 +981,8 @@ static void dist_cases(void)
                 const double *x = ab[(sh + (size_t)combo) % 3];
                 dist_case(shapes[sh][0], shapes[sh][1], shapes[sh][2], combo & 1,
                           combo & 2 ? TIDE_ROW_MAJOR : TIDE_COL_MAJOR, combo >> 2 & 1,
-                          combo >> 3 & 1, grid, balanced, x[0], x[1], 1000 + (uint64_t)count);
+                          combo >> 3 & 1, grid, balanced, x[0], x[1], 1000 + (uint64_t)count,
+                          on_gpu);
             }
     }
     /* the user's blocks: random boundaries (the same on every rank), empty blocks among them */
@@ -957,21 +1003,23 @@ static void dist_cases(void)
             }
             dist_case(s3[0], s3[1], s3[2], c & 1, c & 2 ? TIDE_ROW_MAJOR : TIDE_COL_MAJOR,
                       c >> 2 & 1, (c + 1) >> 1 & 1, grid, user, -0.5, c % 3 ? 1.25 : 0,
-                      3000 + (uint64_t)count);
+                      3000 + (uint64_t)count, on_gpu);
         }
     }
     if (rank == 0)
-        printf("  b) %d distributed cases: %d failed checks\n", count, tally.failed - before);
+        printf("  b) %d distributed cases on the %s backend: %d failed checks\n", count,
+               on_gpu ? "cuda" : "cpu", tally.failed - before);
 }
 
-/* b) more than one rank: the distributed cases, what this version refuses, bad input. */
+/* b) more than one rank: the distributed cases (on the GPU with host matrices: through it),
+ * what this version refuses, bad input. */
 static void many_ranks(void)
 {
-    dist_cases();
+    dist_cases(gpu && !on_device);
     tide_gemm_options o;
-    if (gpu) {
+    if (on_device) {
         base_options(&o);
-        expect_create("b", "plan over the ranks on the cuda backend", EM, EN, EK, &o, UNSUP);
+        expect_create("b", "plan over the ranks on device matrices", EM, EN, EK, &o, UNSUP);
     }
     base_options(&o);
     o.backend = TIDE_BACKEND_CPU;
@@ -1301,6 +1349,7 @@ int main(int argc, char **argv)
     oracle_selftest();
     if (nranks > 1) {
         many_ranks();
+        small_budget(&copts);
     } else {
         cases();
         small_budget(&copts);
