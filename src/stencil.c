@@ -6,6 +6,15 @@
  * plan's work array taking turns, with an even number of passes where the steps allow so that
  * the result lands in u without a copy. A GPU plan on host arrays keeps both arrays on the
  * device for the whole run: u goes up once and comes down once.
+ *
+ * On several ranks each rank owns a box of the grid (the caller's, or a block of the process
+ * grid with the smallest halos) and works on two arrays of its box grown by a halo of fuse r
+ * points along each dimension it does not hold whole (the redundant ghost zones of Jin 2014:
+ * one exchange per fuse steps). Before each pass the halo is filled from its owners (comm/halo.h);
+ * the pass then runs the same sweep on the grown box, treating the halo's outer faces as
+ * boundaries: each step spoils r more points inward from them, so after fuse steps the
+ * points of the rank's own box are exactly the single-rank plan's, bit for bit (the same
+ * sweep, the same arithmetic on the same values), and the halo is filled again.
  */
 #include <limits.h>
 #include <math.h>
@@ -16,13 +25,20 @@
 #include <mpi.h>
 #include "args.h"
 #include "backend.h"
+#include "halo.h"
 #include "program.h"
+#include "region.h"
 
 struct tide_stencil_plan {
     tide_context *ctx;
     tide_stencil_options o;
     int n[3];
-    tide_box box;
+    tide_box box;          /* this rank's of u */
+    tide_box ext;          /* the box the sweep runs on: box, grown by its halo on several
+                            * ranks */
+    int grid[3];           /* several ranks, boxes of the plan's choice: its process grid */
+    tide_halo *halo;       /* several ranks: the exchange that fills ext around box */
+    void *ea, *eb, *esrc;  /* ... arrays laid out as ext: the passes' two, and the source's */
     int radius, taps;
     int (*off)[3];         /* the taps in storage order (sweep.off) */
     double *w;
@@ -152,10 +168,11 @@ static void make_request(const int n[3], const tide_box *box, const tide_stencil
 static int judge(tide_context *ctx, const tide_args *all)
 {
     const int *v = all[0].v;
-    if (ctx->nranks > 1)
+    if (ctx->nranks > 1 && tide_wants_cuda(ctx, v[F_BACKEND]))
         return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_stencil_plan_create: stencil plans "
-                         "run on a context of one rank in this version, this one has %d (make "
-                         "one on MPI_COMM_SELF)", ctx->nranks);
+                         "over several ranks (this context has %d) run on the cpu backend in "
+                         "this version, not cuda (option backend, or the context's backend; "
+                         "or one plan per rank on a context over MPI_COMM_SELF)", ctx->nranks);
     int r = v[F_REACH];
     for (int d = 0; d < 3; d++) {
         if (v[F_BC + d] == TIDE_BC_NEUMANN)
@@ -202,12 +219,16 @@ int tide_stencil_plan_destroy(tide_stencil_plan *p)
         if (p->sweep.state)
             e->be->sweep_destroy(e, &p->sweep);
         e->be->free(p->work);
+        e->be->free(p->ea);
+        e->be->free(p->eb);
+        e->be->free(p->esrc);
         e->be->free(p->dev_u);
         e->be->free(p->dev_source);
         if (e->stream)
             e->be->stream_destroy(e->stream);
     }
     tide_order_destroy(p->entry);
+    tide_halo_destroy(p->halo);
     tide_device_leave(prev);
     free(p->off);
     free(p->w);
@@ -215,15 +236,22 @@ int tide_stencil_plan_destroy(tide_stencil_plan *p)
     return TIDE_SUCCESS;
 }
 
-/* The taps in the box's storage order, and the sweep over them. */
+/* Whether box b holds the whole grid along dimension d. */
+static int whole_along(const tide_stencil_plan *p, const tide_box *b, int d)
+{
+    return b->lo[d] == 0 && b->hi[d] == p->n[d];
+}
+
+/* The taps in the box's storage order, and the sweep over ext: periodic along a periodic
+ * dimension it holds whole; its faces elsewhere are boundaries (the grid's, or the halo's). */
 static void make_sweep(tide_stencil_plan *p, const int (*off)[3], const double *w)
 {
     tide_sweep *s = &p->sweep;
     const int *ord = p->box.order;
     s->dbl = p->o.precision == TIDE_DOUBLE;
     for (int k = 0; k < 3; k++) {
-        s->n[k] = p->n[ord[k]];
-        s->periodic[k] = p->o.bc[ord[k]] == TIDE_BC_PERIODIC;
+        s->n[k] = (int)tide_ext(&p->ext, ord[k]);
+        s->periodic[k] = p->o.bc[ord[k]] == TIDE_BC_PERIODIC && whole_along(p, &p->ext, ord[k]);
     }
     for (int i = 0; i < p->taps; i++) {
         for (int k = 0; k < 3; k++)
@@ -285,21 +313,180 @@ static size_t device_need(const tide_stencil_plan *p)
     return p->bytes * (1 + (host ? 1 + (p->o.source != NULL) : 0));
 }
 
+/* ---- several ranks ---------------------------------------------------------------------- */
+
+/* Rank r's box of a process grid g over n (ranks in C order over it, balanced blocks
+ * [i n / p, (i + 1) n / p)), in C order. */
+static tide_box grid_box(const int n[3], const int g[3], int r)
+{
+    int at[3] = {r / (g[1] * g[2]), r / g[2] % g[1], r % g[2]};
+    tide_box b = {{0, 0, 0}, {0, 0, 0}, {0, 1, 2}};
+    for (int d = 0; d < 3; d++) {
+        b.lo[d] = (int)((long long)n[d] * at[d] / g[d]);
+        b.hi[d] = (int)((long long)n[d] * (at[d] + 1) / g[d]);
+    }
+    return b;
+}
+
+/* Box b grown by a halo of h points along each dimension it does not hold whole: past the
+ * grid's faces along periodic dimensions, up to them along Dirichlet ones. An empty box stays
+ * as it is. */
+static tide_box grown(const tide_stencil_plan *p, const tide_box *b, int h)
+{
+    tide_box e = *b;
+    if (tide_box_count(b) == 0)
+        return e;
+    for (int d = 0; d < 3; d++) {
+        if (whole_along(p, b, d))
+            continue;
+        int wrap = p->o.bc[d] == TIDE_BC_PERIODIC;
+        e.lo[d] = wrap || b->lo[d] - h > 0 ? b->lo[d] - h : 0;
+        e.hi[d] = wrap || b->hi[d] + h < p->n[d] ? b->hi[d] + h : p->n[d];
+    }
+    return e;
+}
+
+/* The first dimension along which a non-empty grown box is thinner than the 2 r + 1 points a
+ * sweep needs, or -1. */
+static int too_thin(const tide_stencil_plan *p, const tide_box *e)
+{
+    for (int d = 0; d < 3 && tide_box_count(e) > 0; d++)
+        if (tide_ext(e, d) < 2 * p->radius + 1)
+            return d;
+    return -1;
+}
+
+/* The plan's process grid for halos of h points: of the grids g[0] g[1] g[2] = P with no more
+ * parts than points along any dimension, the one whose largest grown box has the fewest
+ * points (the least halo to fill and to compute), one whose grown boxes are all thick enough
+ * first; ties go to the grid cutting the slower dimensions (contiguous halos in C order). */
+static void choose_grid(const tide_stencil_plan *p, int P, int h, int g[3])
+{
+    double best = INFINITY;
+    int best_thin = 1;
+    g[0] = P, g[1] = g[2] = 1;
+    for (int a = P; a >= 1; a--)
+        for (int b = P / a; b >= 1; b--) {
+            int c = P / a / b, t[3] = {a, b, c}, thin = 0;
+            if (a * b * c != P || a > p->n[0] || b > p->n[1] || c > p->n[2])
+                continue;
+            double most = 0;
+            for (int r = 0; r < P; r++) {
+                tide_box o = grid_box(p->n, t, r), e = grown(p, &o, h);
+                most = fmax(most, (double)tide_box_count(&e));
+                thin = thin || too_thin(p, &e) >= 0;
+            }
+            if ((thin < best_thin) || (thin == best_thin && most < best)) {
+                best = most, best_thin = thin;
+                memcpy(g, t, sizeof t);
+            }
+        }
+}
+
+/* Collective, on several ranks (st: this rank's status so far; every rank comes here): every
+ * rank's box (the caller's or the plan's grid's), the steps per pass (option fuse, or the
+ * fewest any rank's backend picks for its box), every rank's grown box and the halo
+ * exchange. A box too thin for its halo fails on every rank alike. */
+static int plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_args *all,
+                      const int (*off)[3], const double *w, int st, char *err, size_t len)
+{
+    int P = ctx->nranks, mine = INT_MAX, fuse = 0;
+    if (p) {
+        int given = all[0].has[0], h0 = (p->o.fuse ? p->o.fuse : 4) * p->radius;
+        if (!given)
+            choose_grid(p, P, h0, p->grid);
+        p->box = given ? all[ctx->rank].box[0] : grid_box(p->n, p->grid, ctx->rank);
+        p->ext = p->box;
+    }
+    if (p && !st && tide_box_count(&p->box) > 0) { /* the backend's choice on this box */
+        make_sweep(p, off, w);
+        st = p->env.be->sweep_create(&p->env, &p->sweep, p->o.fuse, err, len);
+        if (!st)
+            mine = p->sweep.max_fuse;
+        if (p->sweep.state)
+            p->env.be->sweep_destroy(&p->env, &p->sweep);
+        p->sweep.state = NULL;
+    }
+    if (MPI_Allreduce(&mine, &fuse, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS && !st)
+        st = TIDE_ERR_MPI, snprintf(err, len, "MPI_Allreduce failed");
+    if (!p || st)
+        return st;
+    p->fuse = fuse == INT_MAX ? 1 : fuse;
+    tide_box *own = malloc(sizeof *own * (size_t)P), *ext = malloc(sizeof *ext * (size_t)P);
+    if (!own || !ext)
+        st = TIDE_ERR_NOMEM, snprintf(err, len, "out of memory creating the plan");
+    /* a box of one point at a Dirichlet face grows to 1 + fuse r points: the plan's own
+     * choice takes 2 steps per pass where 1 would leave a box too thin */
+    int thin = -1, at = 0;
+    while (!st) {
+        thin = -1;
+        for (int r = 0; r < P && thin < 0; r++) {
+            own[r] = all[0].has[0] ? all[r].box[0] : grid_box(p->n, p->grid, r);
+            ext[r] = grown(p, &own[r], p->fuse * p->radius);
+            thin = too_thin(p, &ext[r]), at = r;
+        }
+        if (thin < 0 || p->o.fuse || p->fuse >= 2)
+            break;
+        p->fuse++;
+    }
+    if (!st && thin >= 0)
+        st = TIDE_ERR_ARGUMENT,
+        snprintf(err, len, "the box of rank %d grown by its halo (%d step%s per pass of radius "
+                 "%d: %d point%s) is %lld point%s along dimension %d, fewer than the %d a "
+                 "sweep needs: give it more points, or more steps per pass (option fuse: a "
+                 "wider halo)", at, p->fuse, p->fuse > 1 ? "s" : "", p->radius,
+                 p->fuse * p->radius, p->fuse * p->radius > 1 ? "s" : "",
+                 (long long)tide_ext(&ext[at], thin), tide_ext(&ext[at], thin) > 1 ? "s" : "",
+                 thin, 2 * p->radius + 1);
+    int periodic[3];
+    for (int d = 0; d < 3; d++)
+        periodic[d] = p->o.bc[d] == TIDE_BC_PERIODIC;
+    size_t elem = p->o.precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
+    if (!st) {
+        p->ext = ext[ctx->rank];
+        st = tide_halo_create(ctx->comm, p->n, periodic, own, ext, elem, p->env.threads,
+                              &p->halo, err, len);
+    }
+    free(own);
+    free(ext);
+    return st;
+}
+
+/* Several ranks: the arrays on the grown box and the sweep with the agreed steps per pass. */
+static int build_ranks(tide_stencil_plan *p, char *err, size_t len)
+{
+    const tide_env *e = &p->env;
+    size_t bytes = (size_t)tide_box_count(&p->ext) * (p->sweep.dbl ? sizeof(double)
+                                                                    : sizeof(float));
+    int st = e->be->alloc(bytes, &p->ea);
+    st = st ? st : e->be->alloc(bytes, &p->eb);
+    if (!st && p->o.source)
+        st = e->be->alloc(bytes, &p->esrc);
+    if (st)
+        return snprintf(err, len, "cannot allocate the plan's %.3g GB of %s memory: %s",
+                        bytes * (p->o.source ? 3 : 2) / 1e9, e->be->name, e->be->last_error()),
+               st;
+    p->sweep.source = p->esrc;
+    if (tide_box_count(&p->box) > 0 && (st = e->be->sweep_create(e, &p->sweep, p->fuse, err,
+                                                                 len)))
+        return st;
+    tide_op_sweep(&p->op, &p->sweep, p->fuse);
+    return TIDE_SUCCESS;
+}
+
 /* The plan's memory, its sweep and its steps per pass (local; the reason in err). */
 static int build(tide_stencil_plan *p, const int (*off)[3], const double *w, char *err,
                  size_t len)
 {
     const tide_env *e = &p->env;
-    p->off = malloc((size_t)p->taps * sizeof *p->off);
-    p->w = malloc((size_t)p->taps * sizeof *p->w);
-    if (!p->off || !p->w)
-        return snprintf(err, len, "out of memory creating the plan"), TIDE_ERR_NOMEM;
     make_sweep(p, off, w);
     int host_gpu = e->be->gpu && p->o.location == TIDE_LOCATION_HOST;
     if (e->be->gpu && device_need(p) > p->ctx->dev.budget_bytes)
         return snprintf(err, len, "the plan needs %.3g GB of device memory on GPU %d, more than "
                         "the context's budget of %.3g GB", device_need(p) / 1e9,
                         p->ctx->dev.device, p->ctx->dev.budget_bytes / 1e9), TIDE_ERR_NOMEM;
+    if (p->halo)
+        return build_ranks(p, err, len);
     int st = e->be->alloc(p->bytes, &p->work);
     if (!st && host_gpu)
         st = e->be->alloc(p->bytes, &p->dev_u);
@@ -347,21 +534,28 @@ static int make_plan(tide_context *ctx, const int n[3], const tide_args *all,
         p->o.backend = cuda ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU;
         memcpy(p->n, n, sizeof p->n);
         tide_box whole = {{0, 0, 0}, {n[0], n[1], n[2]}, {0, 1, 2}};
-        p->box = all[0].has[0] ? all[ctx->rank].box[0] : whole;
+        p->box = p->ext = all[0].has[0] ? all[ctx->rank].box[0] : whole;
         p->radius = all[0].v[F_REACH];
         p->taps = all[0].v[F_TAPS];
-        p->bytes = (size_t)tide_box_count(&p->box) *
-                   (o->precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float));
         p->env.ctx = ctx;
         p->env.be = cuda ? tide_backend_cuda() : &tide_backend_cpu;
         p->env.threads = ctx->threads;
-        if (tide_order_create(ctx, &p->entry) ||
-            (cuda && p->env.be->stream_create(&p->env.stream)))
+        p->off = malloc((size_t)p->taps * sizeof *p->off);
+        p->w = malloc((size_t)p->taps * sizeof *p->w);
+        if (!p->off || !p->w)
+            st = TIDE_ERR_NOMEM, snprintf(err, sizeof err, "out of memory creating the plan");
+        else if (tide_order_create(ctx, &p->entry) ||
+                 (cuda && p->env.be->stream_create(&p->env.stream)))
             st = TIDE_ERR_BACKEND, snprintf(err, sizeof err, "%s", p->env.be->last_error());
         if (!st)
             st = check_source(p, err, sizeof err);
-        if (!st)
-            st = build(p, off, w, err, sizeof err);
+    }
+    if (ctx->nranks > 1) /* collective: every rank, whatever its status */
+        st = plan_ranks(ctx, p, all, off, w, st, err, sizeof err);
+    if (p && !st) {
+        p->bytes = (size_t)tide_box_count(&p->box) *
+                   (o->precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float));
+        st = build(p, off, w, err, sizeof err);
     }
     if (st)
         tide_fail(ctx, st, "tide_stencil_plan_create: %s", err);
@@ -434,6 +628,14 @@ int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
     info->bytes_per_step = (double)elem * (p->o.source ? 3 : 2);
     info->backend = p->o.backend;
     info->location = p->o.location;
+    info->box = p->box;
+    memcpy(info->grid, p->grid, sizeof info->grid);
+    if (p->halo) {
+        size_t ext = (size_t)tide_box_count(&p->ext) * elem;
+        info->halo_points = tide_halo_points(p->halo);
+        info->host_bytes = p->sweep.state_bytes + ext * (p->esrc ? 3 : 2) +
+                           tide_halo_bytes(p->halo);
+    }
     return TIDE_SUCCESS;
 }
 
@@ -443,9 +645,12 @@ int tide_stencil_plan_describe(const tide_stencil_plan *p, char *buf, size_t len
         return tide_fail(p ? p->ctx : NULL, TIDE_ERR_ARGUMENT,
                          "tide_stencil_plan_describe: %s", p ? "no buffer" : "plan is NULL");
     int host_gpu = p->env.be->gpu && p->o.location == TIDE_LOCATION_HOST;
-    snprintf(buf, len, "stencil %s r%d %d taps %s %s: %s%s%s", shape_names[p->o.shape],
+    char ranks[96] = "";
+    if (p->halo)
+        snprintf(ranks, sizeof ranks, "halo %d > ", p->fuse * p->radius);
+    snprintf(buf, len, "stencil %s r%d %d taps %s %s: %s%s%s%s", shape_names[p->o.shape],
              p->radius, p->taps, p->o.precision == TIDE_DOUBLE ? "double" : "float",
-             p->env.be->name, host_gpu ? "upload > " : "", p->op.what,
+             p->env.be->name, host_gpu ? "upload > " : "", ranks, p->op.what,
              host_gpu ? " > download" : "");
     return TIDE_SUCCESS;
 }
@@ -461,22 +666,46 @@ int tide_stencil_plan_set_stream(tide_stencil_plan *p, void *stream)
 /* ---- running --------------------------------------------------------------------------- */
 
 /* The passes of a run from a to b and back, `steps` >= 1 split as evenly as the passes allow;
- * an even number of them where there are steps enough, so the result ends where it began.
- * Returns 0 or a backend failure; *in_b: the result is in b. */
+ * on one rank an even number of them where there are steps enough, so the result ends where
+ * it began. On
+ * several ranks each pass starts by filling the halo of its input, and every rank takes part
+ * in every exchange even after a failure of its own. Returns 0, a backend failure or
+ * TIDE_ERR_MPI; *in_b: the result is in b. */
 static int passes(tide_stencil_plan *p, void *a, void *b, long long steps, int *in_b)
 {
     long long n = (steps + p->fuse - 1) / p->fuse;
-    if (n % 2 && steps > n)
+    if (n % 2 && steps > n && !p->halo) /* several ranks copy the result back anyway */
         n++;
     void *from = a, *to = b;
-    int st = TIDE_SUCCESS;
-    for (long long i = 0; i < n && !st; i++) {
+    int st = TIDE_SUCCESS, sweep = tide_box_count(&p->box) > 0;
+    for (long long i = 0; i < n && (!st || p->halo); i++) {
+        int x = p->halo ? tide_halo_execute(p->halo, from) : TIDE_SUCCESS;
+        st = st ? st : x;
         p->op.count = steps / n + (i < steps % n);
-        st = p->op.cls->execute(&p->op, &p->env, from, to);
+        if (!st && sweep)
+            st = p->op.cls->execute(&p->op, &p->env, from, to);
         void *t = from;
         from = to, to = t;
     }
     *in_b = n % 2;
+    return st;
+}
+
+/* Several ranks: u (this rank's box) into the grown array, the source likewise with its halo
+ * filled, the passes, and the box of the result back into u. */
+static int run_ranks(tide_stencil_plan *p, void *u, long long steps)
+{
+    size_t elem = p->sweep.dbl ? sizeof(double) : sizeof(float);
+    int threads = p->env.threads, in_b = 0, st = TIDE_SUCCESS;
+    tide_copy_region(elem, 1, &p->box, u, &p->box, p->ea, &p->ext, threads);
+    if (p->esrc) {
+        tide_copy_region(elem, 1, &p->box, p->o.source, &p->box, p->esrc, &p->ext, threads);
+        st = tide_halo_execute(p->halo, p->esrc);
+    }
+    int x = passes(p, p->ea, p->eb, steps, &in_b);
+    st = st ? st : x;
+    if (!st)
+        tide_copy_region(elem, 1, &p->box, in_b ? p->eb : p->ea, &p->ext, u, &p->box, threads);
     return st;
 }
 
@@ -513,6 +742,13 @@ static int run(tide_stencil_plan *p, void *u, long long steps, int enter_st)
     if (st || steps == 0)
         return st;
     const tide_env *e = &p->env;
+    if (p->halo) {
+        st = run_ranks(p, u, steps);
+        if (st)
+            tide_fail(p->ctx, st, "failure during tide_stencil_run: %s",
+                      st == TIDE_ERR_MPI ? "a halo exchange failed" : e->be->last_error());
+        return tide_agree(p->ctx, st);
+    }
     int host_gpu = e->be->gpu && p->o.location == TIDE_LOCATION_HOST, in_b = 0;
     void *a = host_gpu ? p->dev_u : u;
     st = host_gpu ? e->be->copy(e, a, u, p->bytes) : TIDE_SUCCESS;

@@ -527,10 +527,21 @@ int tide_poisson_plan_set_stream(tide_poisson_plan *plan, void *stream);
  * planes at each face hold fixed boundary values, the user's (whatever u holds there), which
  * the steps read and never change; the source is not added there.
  *
- * A plan runs on a context of one rank in this version (more ranks: TIDE_ERR_UNSUPPORTED on
- * every rank). Steps are fused: a pass over the memory the array lives in does several steps
- * (temporal blocking: on the GPU inside one kernel, through shared memory), the count chosen by
- * the plan or by the `fuse` option.
+ * Steps are fused: a pass over the memory the array lives in does several steps (temporal
+ * blocking: on the GPU inside one kernel, through shared memory), the count chosen by the plan
+ * or by the `fuse` option.
+ *
+ * On a context of several ranks (the cpu backend, host arrays, in this version; cuda:
+ * TIDE_ERR_UNSUPPORTED on every rank) each rank holds a box of u: its own (the boxes of all
+ * ranks tiling the grid, any storage orders), or with box NULL on every rank the plan's
+ * choice, a block of a process grid (tide_stencil_info's box and grid tell). Before each pass
+ * every rank receives a halo of fuse r points around its box from the ranks that hold them
+ * (along the dimensions it does not hold whole; across periodic faces too), so it exchanges
+ * once per fuse steps, and the results are bitwise those of one rank on the whole grid. Each
+ * box grown by its halo (up to the faces along Dirichlet dimensions) must have at least 2 r + 1
+ * points along every dimension (an empty box is allowed), else TIDE_ERR_ARGUMENT on every
+ * rank. The steps per pass are the same on every rank: the option, or the fewest the ranks'
+ * boxes would each take.
  * ------------------------------------------------------------------------------------------- */
 typedef struct tide_stencil_plan tide_stencil_plan;
 
@@ -573,8 +584,9 @@ typedef struct {
 void tide_stencil_options_init(tide_stencil_options *opts);
 
 /* Collective. n: the grid, at least 2 r + 1 points along every dimension; box: this rank's
- * box of u (the whole grid, any storage order), or NULL for the whole grid in C order. All
- * validation and allocation happen here. opts may be NULL for defaults; a struct not filled by
+ * box of u (on one rank the whole grid; any storage order), or NULL on every rank: on one rank
+ * the whole grid in C order, on several the plan's blocks. All validation and allocation
+ * happen here. opts may be NULL for defaults; a struct not filled by
  * tide_stencil_options_init is TIDE_ERR_ARGUMENT on every rank. */
 int tide_stencil_plan_create(tide_context *ctx, const int n[3], const tide_box *box,
                              const tide_stencil_options *opts, tide_stencil_plan **plan);
@@ -597,6 +609,12 @@ typedef struct {
                               * written once (and the source read), the bound's measure */
     tide_backend backend;
     tide_location location;
+    tide_box box;            /* this rank's box of u */
+    int grid[3];             /* several ranks with the plan's boxes: its process grid (rank r
+                              * at (r / (g1 g2), r / g2 % g1, r % g2), blocks [i n / p,
+                              * (i + 1) n / p)); else {0, 0, 0} */
+    long long halo_points;   /* several ranks: points this rank receives per exchange (one
+                              * per pass); 0 on one rank */
 } tide_stencil_info;
 
 int tide_stencil_plan_info(const tide_stencil_plan *plan, tide_stencil_info *info);

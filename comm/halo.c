@@ -1,0 +1,230 @@
+/*
+ * halo.c: the halo exchange of distributed stencils (see halo.h).
+ *
+ * The regions: for a receiver with extended box E, a sender with box O and a shift s (a
+ * multiple of the grid's extent along each periodic dimension, as many as E reaches past the
+ * faces), the points of E inside O + s come from the sender's points of that region less s.
+ * Both sides list them in the same order (senders by rank, shifts from the lowest), so a
+ * message is the concatenation of its regions, each dense in the receiver's storage order.
+ * The receiver's own box with no shift is not a halo and is skipped; every other region lies
+ * in the halo, since the boxes tile the grid and a shifted box lies outside it.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "halo.h"
+#include "region.h"
+#include "reshape.h"
+
+enum { HALO_TAG = 7302 };
+
+/* A region of one message: its box (the sender's coordinates on the send side, the
+ * receiver's on the receive side), its dense layout's order (the receiver's) and where it
+ * starts in the staging, in elements. */
+typedef struct {
+    tide_box region;
+    int order[3];
+    size_t at;
+} piece;
+
+/* One message: its peer and its pieces [first, first + n), count elements from at. */
+typedef struct {
+    int peer, first, n;
+    size_t at, count;
+} message;
+
+typedef struct {
+    piece *p;
+    message *m;
+    int np, nm;
+    size_t elements;
+} side;
+
+struct tide_halo {
+    MPI_Comm comm;
+    MPI_Datatype type;
+    size_t elem;
+    int threads;
+    tide_box ext;     /* this rank's array */
+    side send, recv;
+    char *sbuf, *rbuf;
+    MPI_Request *req;
+};
+
+void tide_halo_destroy(tide_halo *h)
+{
+    if (!h)
+        return;
+    if (h->type != MPI_DATATYPE_NULL)
+        MPI_Type_free(&h->type);
+    free(h->send.p), free(h->send.m), free(h->recv.p), free(h->recv.m);
+    free(h->sbuf), free(h->rbuf), free(h->req);
+    free(h);
+}
+
+/* The shifts along dimension d: multiples -m .. m of n[d], with m the most any extended box
+ * reaches past a face of a periodic dimension (0 otherwise). */
+static int reach(const int n[3], const int periodic[3], const tide_box *ext, int P, int d)
+{
+    int m = 0;
+    for (int r = 0; periodic[d] && r < P; r++) {
+        int past = -ext[r].lo[d] > ext[r].hi[d] - n[d] ? -ext[r].lo[d] : ext[r].hi[d] - n[d];
+        int k = past > 0 ? (past + n[d] - 1) / n[d] : 0;
+        m = k > m ? k : m;
+    }
+    return m;
+}
+
+/* Adds the pieces between receiver box e (extended) and sender box o (own) to side x, for
+ * every shift; the pieces are in the receiver's coordinates, or the sender's when `sending`.
+ * skip_self: the unshifted region (the receiver's own box) is left out. Returns the elements
+ * added, or -1 when out of memory. */
+static long long add_pieces(side *x, const tide_box *e, const tide_box *o, const int n[3],
+                            const int m[3], int sending, int skip_self)
+{
+    long long added = 0;
+    for (int a = -m[0]; a <= m[0]; a++)
+        for (int b = -m[1]; b <= m[1]; b++)
+            for (int c = -m[2]; c <= m[2]; c++) {
+                int s[3] = {a * n[0], b * n[1], c * n[2]};
+                if (skip_self && !a && !b && !c)
+                    continue;
+                tide_box shifted = *o, r;
+                for (int d = 0; d < 3; d++)
+                    shifted.lo[d] += s[d], shifted.hi[d] += s[d];
+                long long count = tide_box_intersect(e, &shifted, &r);
+                if (count == 0)
+                    continue;
+                piece *grown = realloc(x->p, sizeof *x->p * (size_t)(x->np + 1));
+                if (!grown)
+                    return -1;
+                x->p = grown;
+                if (sending)
+                    for (int d = 0; d < 3; d++)
+                        r.lo[d] -= s[d], r.hi[d] -= s[d];
+                piece *p = &x->p[x->np++];
+                p->region = r;
+                memcpy(p->order, e->order, sizeof p->order);
+                p->at = x->elements + (size_t)added;
+                added += count;
+            }
+    return added;
+}
+
+/* The messages of one side: for each peer, the pieces between its box and ours. */
+static int make_side(side *x, int me, int P, const int n[3], const int m[3],
+                     const tide_box *own, const tide_box *ext, int sending, char *err,
+                     size_t len)
+{
+    x->m = calloc((size_t)P, sizeof *x->m);
+    if (!x->m)
+        return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
+    for (int q = 0; q < P; q++) {
+        int first = x->np;
+        long long got = sending ? add_pieces(x, &ext[q], &own[me], n, m, 1, q == me)
+                                : add_pieces(x, &ext[me], &own[q], n, m, 0, q == me);
+        if (got < 0)
+            return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
+        if (got == 0)
+            continue;
+        if (got > INT_MAX)
+            return snprintf(err, len, "the halo between ranks %d and %d has %lld points, more "
+                            "than one message carries (%d)", sending ? me : q, sending ? q : me,
+                            got, INT_MAX), TIDE_ERR_TOO_LARGE;
+        x->m[x->nm++] = (message){q, first, x->np - first, x->elements, (size_t)got};
+        x->elements += (size_t)got;
+    }
+    return TIDE_SUCCESS;
+}
+
+int tide_halo_create(MPI_Comm comm, const int n[3], const int periodic[3],
+                     const tide_box *own, const tide_box *ext, size_t elem, int threads,
+                     tide_halo **out, char *err, size_t len)
+{
+    *out = NULL;
+    int P, me;
+    MPI_Comm_size(comm, &P);
+    MPI_Comm_rank(comm, &me);
+    tide_halo *h = calloc(1, sizeof *h);
+    if (!h)
+        return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
+    h->comm = comm;
+    h->type = MPI_DATATYPE_NULL;
+    h->elem = elem;
+    h->threads = threads;
+    h->ext = ext[me];
+    int m[3];
+    for (int d = 0; d < 3; d++)
+        m[d] = reach(n, periodic, ext, P, d);
+    int st = make_side(&h->send, me, P, n, m, own, ext, 1, err, len);
+    if (!st)
+        st = make_side(&h->recv, me, P, n, m, own, ext, 0, err, len);
+    if (!st) {
+        h->sbuf = malloc(elem * h->send.elements + 1);
+        h->rbuf = malloc(elem * h->recv.elements + 1);
+        h->req = malloc(sizeof *h->req * (size_t)(h->send.nm + h->recv.nm + 1));
+        if (!h->sbuf || !h->rbuf || !h->req)
+            st = TIDE_ERR_NOMEM, snprintf(err, len, "out of memory for the halo staging "
+                                          "(%zu bytes)", elem * (h->send.elements +
+                                                                 h->recv.elements));
+    }
+    if (!st && (MPI_Type_contiguous((int)elem, MPI_BYTE, &h->type) != MPI_SUCCESS ||
+                MPI_Type_commit(&h->type) != MPI_SUCCESS))
+        st = TIDE_ERR_MPI, snprintf(err, len, "MPI_Type_contiguous failed");
+    if (st) {
+        tide_halo_destroy(h);
+        return st;
+    }
+    *out = h;
+    return TIDE_SUCCESS;
+}
+
+long long tide_halo_points(const tide_halo *h) { return (long long)h->recv.elements; }
+
+size_t tide_halo_bytes(const tide_halo *h)
+{
+    return h->elem * (h->send.elements + h->recv.elements);
+}
+
+/* A piece's dense layout in the staging: its region in the receiver's order. */
+static tide_box dense(const piece *p)
+{
+    tide_box b = p->region;
+    memcpy(b.order, p->order, sizeof b.order);
+    return b;
+}
+
+int tide_halo_execute(const tide_halo *h, void *a)
+{
+    int rc = MPI_SUCCESS, k = 0;
+    for (int i = 0; i < h->recv.nm; i++) {
+        const message *x = &h->recv.m[i];
+        int e = tide_comm_post(0, h->rbuf + x->at * h->elem, (int)x->count, h->type, x->peer,
+                               HALO_TAG, h->comm, &h->req[k++]);
+        rc = rc == MPI_SUCCESS ? e : rc;
+    }
+    for (int i = 0; i < h->send.nm; i++) {
+        const message *x = &h->send.m[i];
+        for (int j = x->first; j < x->first + x->n; j++) {
+            const piece *p = &h->send.p[j];
+            tide_box to = dense(p);
+            tide_copy_region(h->elem, 1, &p->region, a, &h->ext, h->sbuf + p->at * h->elem,
+                             &to, h->threads);
+        }
+        int e = tide_comm_post(1, h->sbuf + x->at * h->elem, (int)x->count, h->type, x->peer,
+                               HALO_TAG, h->comm, &h->req[k++]);
+        rc = rc == MPI_SUCCESS ? e : rc;
+    }
+    int w = MPI_Waitall(k, h->req, MPI_STATUSES_IGNORE);
+    rc = rc == MPI_SUCCESS ? w : rc;
+    if (rc != MPI_SUCCESS)
+        return TIDE_ERR_MPI;
+    for (int j = 0; j < h->recv.np; j++) {
+        const piece *p = &h->recv.p[j];
+        tide_box from = dense(p);
+        tide_copy_region(h->elem, 1, &p->region, h->rbuf + p->at * h->elem, &from, a, &h->ext,
+                         h->threads);
+    }
+    return TIDE_SUCCESS;
+}

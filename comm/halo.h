@@ -1,0 +1,40 @@
+/*
+ * halo.h: the halo exchange of distributed stencils (private).
+ *
+ * Every rank owns a box of a grid (the boxes tile it) and works on a larger array: its box
+ * grown by a halo (its "extended" box, which may reach past the grid's faces along periodic
+ * dimensions). An exchange gives every halo point the value that the point it stands for
+ * (the same point, or its periodic image) has in its owner's array. Made once from every
+ * rank's boxes; says, for each peer, which regions of its own box it sends and which regions
+ * of its halo it receives, in one message per peer each way, each region packed in the
+ * receiver's storage order (the same region and copy geometry as the reshapes, region.h).
+ */
+#ifndef TIDE_COMM_HALO_H
+#define TIDE_COMM_HALO_H
+
+#include <stddef.h>
+#include <mpi.h>
+#include "tide.h"
+
+typedef struct tide_halo tide_halo;
+
+/* Local (no communication): own[r] and ext[r] for every rank r of comm, own[r] inside ext[r]
+ * (an empty own box has an empty extended box); n, periodic: the grid and the dimensions that
+ * wrap around. elem: bytes per element. Returns 0 or a TIDE_ERR_* code with the reason in
+ * err (a message over INT_MAX elements: TIDE_ERR_TOO_LARGE). */
+int tide_halo_create(MPI_Comm comm, const int n[3], const int periodic[3],
+                     const tide_box *own, const tide_box *ext, size_t elem, int threads,
+                     tide_halo **out, char *err, size_t len);
+void tide_halo_destroy(tide_halo *h);
+
+/* Points this rank receives per exchange, and the bytes of staging it holds. */
+long long tide_halo_points(const tide_halo *h);
+size_t tide_halo_bytes(const tide_halo *h);
+
+/* Collective: fills the halo of a (this rank's array, laid out as its extended box) from the
+ * owners' arrays (laid out as theirs); the points of a's own box are only read. Every rank
+ * posts every message whatever fails (tide_comm_post's stand-ins), so none waits forever.
+ * Returns 0 or TIDE_ERR_MPI. */
+int tide_halo_execute(const tide_halo *h, void *a);
+
+#endif
