@@ -7,6 +7,7 @@
 #include "gpu.h"
 #endif
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -321,4 +322,42 @@ void *tt_xmalloc(size_t bytes)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     return p;
+}
+
+double tt_rnd(tt_rng *rng)
+{
+    return (double)(tt_rng_next(rng) >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0;
+}
+
+void tt_fill_random(void *a, size_t count, int dbl, double scale, tt_rng *rng)
+{
+    for (size_t i = 0; i < count; i++) {
+        double v = tt_rnd(rng) * scale;
+        if (dbl)
+            ((double *)a)[i] = v;
+        else
+            ((float *)a)[i] = (float)v;
+    }
+}
+
+double tt_elem(const void *a, int dbl, size_t i)
+{
+    return dbl ? ((const double *)a)[i] : (double)((const float *)a)[i];
+}
+
+int tt_mentions(const char *msg, const char *words)
+{
+    for (const char *p = words; msg && *p;) {
+        size_t len = strcspn(p, "|");
+        for (const char *m = msg; *m; m++) {
+            size_t i = 0;
+            while (i < len && m[i] &&
+                   tolower((unsigned char)m[i]) == tolower((unsigned char)p[i]))
+                i++;
+            if (i == len)
+                return 1;
+        }
+        p += len + (p[len] == '|');
+    }
+    return 0;
 }

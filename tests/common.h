@@ -48,6 +48,14 @@ void tt_rng_seed(tt_rng *rng, uint64_t seed);
 uint64_t tt_rng_next(tt_rng *rng);
 /* Uniform integer in [0, n); 0 when n <= 1. */
 int tt_rng_below(tt_rng *rng, int n);
+/* 53 random bits: [-1, 1), with full mantissas (so rounding to float matters). */
+double tt_rnd(tt_rng *rng);
+/* count random values in [-scale, scale), float or double. */
+void tt_fill_random(void *a, size_t count, int dbl, double scale, tt_rng *rng);
+/* Element i of a float or double array, as a double. */
+double tt_elem(const void *a, int dbl, size_t i);
+/* Whether msg contains one of the '|'-separated words, ignoring case. */
+int tt_mentions(const char *msg, const char *words);
 
 /* ---- orders --------------------------------------------------------------------------------- */
 /* The k-th (0..5) permutation of {0, 1, 2}, {0,1,2} first. */

@@ -200,7 +200,7 @@ errs ssmall 2 'too small for radius 2: .*\(x has 4\)' stencil cpu double 4 16 16
 errs sbc 2 "-bc 'pnp': give one letter per dimension, p \(periodic\) or d \(Dirichlet\)" \
     stencil cpu double 8 8 8 -bc pnp
 errs ssteps 1 "-steps '-1': give a whole number >= 0" stencil cpu double 8 8 8 -steps -1
-errs snp2 2 'not supported by this build or machine' stencil cpu double 8 8 8
+errs snp2 2 'this command runs on one rank \(-np 1\), this run has 2' stencil cpu double 8 8 8
 if "$mpiexec" -n 1 "$tide" info 2>&1 | grep -q 'backend cuda'; then
     run scuda 0 1 stencil cuda double 33 31 29 -steps 9 -bc pdp -n 2 && \
         has scuda '^Verification: passed' && has scuda 'backend cuda'

@@ -15,8 +15,12 @@
  *
  *  a) the oracle's own conventions (a shift by one tap, Dirichlet planes held, the built-in
  *     taps' order and default weights, the source's add), independently of the library;
- *  b) a plan on MPI_COMM_WORLD: one rank works; more ranks are TIDE_ERR_UNSUPPORTED on every
- *     rank with the same message (valid, invalid and rank-dependent options alike, no hang);
+ *  b) a plan on MPI_COMM_WORLD: on one rank it works; on several ranks on the CPU a plan with
+ *     the defaults works (box NULL: each rank's box read from tide_stencil_plan_info, the boxes
+ *     tiling the grid, 4 steps on each box equal to the oracle's on the whole grid; the full
+ *     distributed checks are test_stencil_dist's), a whole-grid box on every rank (boxes that
+ *     overlap) and bad or rank-dependent options fail the same way on every rank with the same
+ *     message, no hang; on the GPU several ranks are TIDE_ERR_UNSUPPORTED on every rank;
  *  c) cases on a context of MPI_COMM_SELF, each rank its own share (so 1..6 ranks run them
  *     concurrently and share the GPU): 7pt (default and random weights), 27pt (default and
  *     random), user STAR radius 1..4 (random subsets of the axis offsets in random order,
@@ -202,29 +206,6 @@ static void box_to_c(void *c, const void *b, const tide_box *box, size_t es)
                 memcpy((char *)c + i * es, (const char *)b + (size_t)tt_offset(box, p) * es, es);
 }
 
-static double rnd(tt_rng *rng)
-{
-    /* 53 random bits: [-1, 1), with full mantissas (so rounding to float matters). */
-    return (double)(tt_rng_next(rng) >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0;
-}
-
-/* Random values in [-scale, scale) in C order, float or double. */
-static void fill_random(void *a, size_t count, int dbl, double scale, tt_rng *rng)
-{
-    for (size_t i = 0; i < count; i++) {
-        double v = rnd(rng) * scale;
-        if (dbl)
-            ((double *)a)[i] = v;
-        else
-            ((float *)a)[i] = (float)v;
-    }
-}
-
-static double elem(const void *a, int dbl, size_t i)
-{
-    return dbl ? ((const double *)a)[i] : (double)((const float *)a)[i];
-}
-
 /* Whether msg contains needle, ignoring case. */
 static int contains(const char *msg, const char *needle)
 {
@@ -279,7 +260,7 @@ static void oracle_selftest(void)
         const double w[1] = {1};
         const tide_bc bc[3] = {TIDE_BC_PERIODIC, TIDE_BC_PERIODIC, TIDE_BC_PERIODIC};
         double u0[210], u[210];
-        fill_random(u0, 210, 1, 1, &rng);
+        tt_fill_random(u0, 210, 1, 1, &rng);
         memcpy(u, u0, sizeof u);
         int st = tide_ref_stencil(n, 1, 1, off, w, bc, NULL, u, 1), ok = st == 0;
         for (int x = 0; x < 5; x++)
@@ -305,7 +286,7 @@ static void oracle_selftest(void)
         const double w[1] = {1};
         const tide_bc bc[3] = {TIDE_BC_DIRICHLET, TIDE_BC_DIRICHLET, TIDE_BC_DIRICHLET};
         float u0[60], u[60];
-        fill_random(u0, 60, 0, 1, &rng);
+        tt_fill_random(u0, 60, 0, 1, &rng);
         memcpy(u, u0, sizeof u);
         int st = tide_ref_stencil(n, 0, 1, off, w, bc, NULL, u, 1), ok = st == 0;
         for (int x = 0; x < 4; x++)
@@ -328,8 +309,8 @@ static void oracle_selftest(void)
         const double w[1] = {0.1};
         const tide_bc bc[3] = {TIDE_BC_PERIODIC, TIDE_BC_PERIODIC, TIDE_BC_PERIODIC};
         float u0[27], u[27], s[27];
-        fill_random(u0, 27, 0, 1, &rng);
-        fill_random(s, 27, 0, 1, &rng);
+        tt_fill_random(u0, 27, 0, 1, &rng);
+        tt_fill_random(s, 27, 0, 1, &rng);
         memcpy(u, u0, sizeof u);
         int st = tide_ref_stencil(n, 0, 1, off, w, bc, s, u, 1), ok = st == 0;
         volatile float wf = (float)0.1;
@@ -393,7 +374,7 @@ static const char *shape_name[] = {"7pt", "27pt", "star", "box"};
 static void random_weights(tt_rng *rng, int ntaps, double *w)
 {
     for (int t = 0; t < ntaps; t++)
-        w[t] = rnd(rng) * 1.5 / ntaps;
+        w[t] = tt_rnd(rng) * 1.5 / ntaps;
 }
 
 static int chebyshev(const int o[3])
@@ -635,7 +616,7 @@ static void report_mismatch(const scase *c, const void *got, const void *want, l
     for (int d = 0; d < 3; d++)
         fixed |= c->bc[d] == TIDE_BC_DIRICHLET &&
                  (p[d] < c->radius || p[d] >= c->n[d] - c->radius);
-    double g = elem(got, c->dbl, first), w = elem(want, c->dbl, first);
+    double g = tt_elem(got, c->dbl, first), w = tt_elem(want, c->dbl, first);
     lcheck(0,
            "c) %s: run of %lld steps (%lld in all, plan fuse %d): %zu of %zu points differ from "
            "the oracle; first (%d,%d,%d)%s: got %.17g (%a) want %.17g (%a), diff %.3g",
@@ -684,10 +665,10 @@ static void run_case(const scase *c, int index)
     tt_rng_seed(&rng, c->seed * 31u + 7u);
     void *ref = tt_xmalloc(bytes), *cur = tt_xmalloc(bytes), *got = tt_xmalloc(bytes);
     void *src_c = c->source ? tt_xmalloc(bytes) : NULL, *src_b = c->source ? tt_xmalloc(bytes) : NULL;
-    fill_random(ref, count, c->dbl, 1.0, &rng);
+    tt_fill_random(ref, count, c->dbl, 1.0, &rng);
     c_to_box(cur, ref, &box, es);
     if (c->source) {
-        fill_random(src_c, count, c->dbl, 0.1, &rng);
+        tt_fill_random(src_c, count, c->dbl, 0.1, &rng);
         c_to_box(src_b, src_c, &box, es);
     }
     /* The oracle's taps. */
@@ -910,6 +891,65 @@ static void expect_create(tide_context *ctx, const char *what, const int n[3],
                  check_number, number);
 }
 
+/* b) on several ranks on the CPU: a plan with the defaults (7pt, Dirichlet, box NULL) on the
+ * world context, 4 steps on each rank's box (the plan's choice) equal to the oracle's on the
+ * whole grid. The grid gives every block at least 2 points along each dimension for up to 6
+ * ranks, so no box is too thin for its halo whatever process grid the plan picks. */
+static void world_plan(tide_context *wctx)
+{
+    static const int WN[3] = {13, 12, 12};
+    tide_stencil_plan *plan = NULL;
+    int st = tide_stencil_plan_create(wctx, WN, NULL, NULL, &plan);
+    if (!tt_check(&tally, world, st == 0, "b) a plan with the defaults on a world context of %d "
+                  "ranks: %s: %s", nranks, tide_strerror(st), tide_last_error(wctx)))
+        return;
+    tide_stencil_info info;
+    memset(&info, 0, sizeof info);
+    st = tide_stencil_plan_info(plan, &info);
+    tide_box *all = tt_xmalloc((size_t)nranks * sizeof *all);
+    MPI_Allgather(&info.box, (int)sizeof info.box, MPI_BYTE, all, (int)sizeof info.box, MPI_BYTE,
+                  world);
+    int tiles = tt_check(&tally, world, st == 0 && tt_boxes_tile(WN, nranks, all) &&
+                         info.count == tt_box_count(&info.box),
+                         "b) world plan: info status %d, the boxes in info.box do not tile the "
+                         "grid or count %lld is not the box's", st, info.count);
+    if (tiles) {
+        size_t count = (size_t)WN[0] * WN[1] * WN[2], mine = (size_t)info.count;
+        double *ref = tt_xmalloc(count * sizeof *ref), *g = tt_xmalloc(count * sizeof *g);
+        double *u = tt_xmalloc(mine * sizeof *u), *want = tt_xmalloc(mine * sizeof *want);
+        tt_rng rng;
+        tt_rng_seed(&rng, 78);
+        tt_fill_random(ref, count, 1, 1, &rng);
+        /* The box of the C-order whole grid, in the box's order (C order here). */
+        const tide_box *b = &info.box;
+        int p[3];
+        for (p[0] = b->lo[0]; p[0] < b->hi[0]; p[0]++)
+            for (p[1] = b->lo[1]; p[1] < b->hi[1]; p[1]++)
+                for (p[2] = b->lo[2]; p[2] < b->hi[2]; p[2]++)
+                    u[tt_offset(b, p)] = ref[((size_t)p[0] * WN[1] + p[1]) * WN[2] + p[2]];
+        int off[7][3];
+        double w[7];
+        tide_ref_stencil_taps(TIDE_STENCIL_7PT, NULL, off, w);
+        const tide_bc bc[3] = {TIDE_BC_DIRICHLET, TIDE_BC_DIRICHLET, TIDE_BC_DIRICHLET};
+        st = tide_stencil_run(plan, u, 4);
+        memcpy(g, ref, count * sizeof *g);
+        int rst = tide_ref_stencil(WN, 1, 7, (const int(*)[3])off, w, bc, NULL, g, 4);
+        for (p[0] = b->lo[0]; p[0] < b->hi[0]; p[0]++)
+            for (p[1] = b->lo[1]; p[1] < b->hi[1]; p[1]++)
+                for (p[2] = b->lo[2]; p[2] < b->hi[2]; p[2]++)
+                    want[tt_offset(b, p)] = g[((size_t)p[0] * WN[1] + p[1]) * WN[2] + p[2]];
+        tt_check(&tally, world, st == 0 && rst == 0 && !memcmp(u, want, mine * sizeof *u),
+                 "b) 4 steps on the world context of %d ranks: status %d (%s)%s", nranks, st,
+                 tide_last_error(wctx), st == 0 ? ", differs from the oracle" : "");
+        free(ref);
+        free(g);
+        free(u);
+        free(want);
+    }
+    free(all);
+    tide_stencil_plan_destroy(plan);
+}
+
 /* b) a plan on MPI_COMM_WORLD. */
 static void world_context(tide_context *wctx)
 {
@@ -928,7 +968,7 @@ static void world_context(tide_context *wctx)
             double *u = tt_xmalloc(count * sizeof *u), *r = tt_xmalloc(count * sizeof *r);
             tt_rng rng;
             tt_rng_seed(&rng, 77);
-            fill_random(u, count, 1, 1, &rng);
+            tt_fill_random(u, count, 1, 1, &rng);
             memcpy(r, u, count * sizeof *u);
             int off[7][3];
             double w[7];
@@ -944,29 +984,38 @@ static void world_context(tide_context *wctx)
         }
         tide_stencil_plan_destroy(plan);
     } else {
+        /* Several ranks: the CPU backend runs them (GPU: TIDE_ERR_UNSUPPORTED). */
         const char *RANKS = "rank|process|MPI|communicator|context";
-        expect_create(wctx, "plan on MPI_COMM_WORLD (defaults)", EN, NULL, &o, UNSUP, RANKS, 0,
-                      0);
         tide_box box = whole(EN, NULL);
-        expect_create(wctx, "plan on MPI_COMM_WORLD (whole-grid box)", EN, &box, &o, UNSUP,
-                      RANKS, 0, 0);
+        if (gpu) {
+            expect_create(wctx, "plan on MPI_COMM_WORLD (defaults, GPU)", EN, NULL, &o, UNSUP,
+                          RANKS, 0, 0);
+            expect_create(wctx, "plan on MPI_COMM_WORLD (whole-grid box, GPU)", EN, &box, &o,
+                          UNSUP | ARG | BOXE, NULL, 0, 0);
+        } else {
+            world_plan(wctx);
+            expect_create(wctx, "plan on MPI_COMM_WORLD, a whole-grid box on every rank", EN,
+                          &box, &o, ARG | BOXE, NULL, 0, 0);
+        }
+        /* Bad or rank-dependent options: on the CPU the same agreed argument error as on one
+         * rank (no longer TIDE_ERR_UNSUPPORTED); on the GPU either. */
+        const unsigned AM = ARG | MISM, BAD = gpu ? UNSUP | AM : AM;
         base_options(&o);
         o.radius = 0;
-        expect_create(wctx, "plan on MPI_COMM_WORLD, radius 0", EN, NULL, &o, UNSUP | ARG, NULL,
-                      0, 0);
+        expect_create(wctx, "plan on MPI_COMM_WORLD, radius 0", EN, NULL, &o, BAD, NULL, 0, 0);
         base_options(&o);
         if (rank == nranks - 1)
             o.shape = TIDE_STENCIL_27PT;
         expect_create(wctx, "plan on MPI_COMM_WORLD, shape 27pt on the last rank", EN, NULL, &o,
-                      UNSUP | ARG | MISM, NULL, 0, 0);
+                      BAD, NULL, 0, 0);
         base_options(&o);
         if (rank == nranks - 1)
             o.npoints = 0;
         expect_create(wctx, "plan on MPI_COMM_WORLD, npoints 0 on the last rank", EN, NULL, &o,
-                      UNSUP | ARG | MISM, NULL, 0, 0);
+                      BAD, NULL, 0, 0);
         base_options(&o);
         expect_create(wctx, "plan on MPI_COMM_WORLD, box NULL on rank 0 only", EN,
-                      rank == 0 ? NULL : &box, &o, UNSUP | ARG | MISM | BOXE, NULL, 0, 0);
+                      rank == 0 ? NULL : &box, &o, gpu ? BAD | BOXE : AM, NULL, 0, 0);
         /* The context still works after all that: a barrier through it would hang otherwise;
          * a plain MPI barrier shows every rank got here. */
         MPI_Barrier(world);
@@ -1115,7 +1164,7 @@ static void run_errors(void)
     double *u0 = tt_xmalloc(bytes), *ref = tt_xmalloc(bytes), *h = tt_xmalloc(bytes);
     tt_rng rng;
     tt_rng_seed(&rng, 5151);
-    fill_random(u0, count, 1, 1, &rng);
+    tt_fill_random(u0, count, 1, 1, &rng);
     memcpy(ref, u0, bytes);
     void *u = h; /* where the plan's u lives: host, or device memory on device plans */
     memcpy(h, u0, bytes);
@@ -1232,7 +1281,7 @@ static void user_radius_is_the_reach(void)
     float u[60], ref[60];
     tt_rng rng;
     tt_rng_seed(&rng, 77);
-    fill_random(u, 60, 0, 1.0, &rng);
+    tt_fill_random(u, 60, 0, 1.0, &rng);
     memcpy(ref, u, sizeof u);
     if (st == 0) {
         tide_stencil_plan_info(plan, &info);
