@@ -21,22 +21,27 @@
 #define CHECK_POINTS (1LL << 21)
 
 static const char *usage =
-    "usage: mpirun -np 1 tide stencil <auto|cpu|cuda> <float|double> NX NY NZ [options]\n"
+    "usage: mpirun -np P tide stencil <auto|cpu|cuda> <float|double> NX NY NZ [options]\n"
     "\n"
     "Plans STEPS explicit time steps u <- S u (+ s) of a constant-coefficient stencil S on an\n"
-    "NX x NY x NZ grid (one rank: more stop with exit status 2), fills u with deterministic\n"
-    "random values in [-1, 1), checks the result bitwise, then times RUNS runs of STEPS steps,\n"
-    "each from the same initial u. Time per run is the median; the library call is complete on\n"
-    "return. The check: up to 2^21 points, the naive serial oracle (tide_ref_stencil) on a host\n"
-    "copy for the same steps; beyond, a second plan with fuse 1 (one step per pass) from the\n"
-    "same initial data. Either must agree in every bit (tide.h: each update is a product, then\n"
-    "one fused multiply-add per further tap in order, then the source's add).\n"
+    "NX x NY x NZ grid, fills u with deterministic random values in [-1, 1) (a hash of each\n"
+    "point's global indices), checks the result bitwise, then times RUNS runs of STEPS steps,\n"
+    "each from the same initial u. On P > 1 ranks (backend cpu in this version) each rank\n"
+    "holds the block of the plan's process grid that the plan gives it, and the plan\n"
+    "exchanges a halo of fuse r points before each pass. Time per run is the median of the\n"
+    "slowest rank's; the library call is complete on return. The check: up to 2^21 points,\n"
+    "the naive serial oracle (tide_ref_stencil) on the whole grid for the same steps, each\n"
+    "rank comparing its block; beyond, a second plan with fuse 1 (one step per pass, on the\n"
+    "same blocks) from the same initial data. Either must agree in every bit (tide.h: each\n"
+    "update is a product, then one fused multiply-add per further tap in order, then the\n"
+    "source's add), however the grid is cut.\n"
     "\n"
     "Figures: GCell/s = NX NY NZ x STEPS / time. The bound (roofline) of one step per pass:\n"
     "the plan's bytes per point and step (u read and written, the source read) at the copy\n"
     "rate measured now on arrays of u's size (device copy rate on cuda, host copy rate on the\n"
-    "cpu); a plan fusing K steps per pass moves 1/K of that, so its figure may exceed the\n"
-    "one-step bound: both bounds and both ratios are printed.\n"
+    "cpu; on P ranks the sum of their rates, measured together); a plan fusing K steps per\n"
+    "pass moves 1/K of that, so its figure may exceed the one-step bound: both bounds and both\n"
+    "ratios are printed (on P ranks neither counts the halos' exchange and recomputation).\n"
     "\n"
     "options:\n"
     "  -shape SHAPE           the stencil, weights of a diffusion step that keeps the sum of u:\n"
@@ -263,6 +268,16 @@ static int advance(void *p)
     return tide_stencil_run(r->plan, r->xu, r->steps);
 }
 
+/* The box b (C order) of the C-order array g of the whole grid n, into dst. */
+static void box_of(void *dst, const void *g, const int n[3], const tide_box *b, size_t es)
+{
+    size_t row = (size_t)(b->hi[2] - b->lo[2]) * es, at = 0;
+    for (int i = b->lo[0]; i < b->hi[0]; i++)
+        for (int j = b->lo[1]; j < b->hi[1]; j++, at += row)
+            memcpy((char *)dst + at,
+                   (const char *)g + (((size_t)i * n[1] + j) * n[2] + b->lo[2]) * es, row);
+}
+
 /* "1.5 MB": bytes in a short human form. */
 static void mb(double bytes, char *buf, size_t len)
 {
@@ -279,12 +294,6 @@ int tide_cmd_stencil(int argc, char **argv)
     int rank, P;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
-    if (P > 1) { /* every rank sees the same P: the same answer everywhere */
-        tide_warn("tide stencil: this command runs on one rank (-np 1), this run has %d; the "
-                  "library's plans over several ranks are exercised by tests/test_stencil_dist"
-                  "\n", P);
-        return 2;
-    }
     int dbl = c->prec == TIDE_DOUBLE, dev = c->device;
     long long points = (long long)c->n[0] * c->n[1] * c->n[2];
 
@@ -318,7 +327,38 @@ int tide_cmd_stencil(int argc, char **argv)
         rc = 2;
         goto done;
     }
-    size_t es = dbl ? sizeof(double) : sizeof(float), bytes = (size_t)points * es;
+    size_t es = dbl ? sizeof(double) : sizeof(float);
+    tide_box whole = {{0, 0, 0}, {c->n[0], c->n[1], c->n[2]}, {0, 1, 2}}, box = whole;
+
+    tide_stencil_options o;
+    tide_stencil_options_init(&o);
+    o.precision = c->prec;
+    o.backend = c->backend;
+    o.location = dev ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
+    o.shape = a.shape;
+    int user = a.shape == TIDE_STENCIL_STAR || a.shape == TIDE_STENCIL_BOX;
+    o.weights = user ? w : NULL;
+    o.radius = a.radius;
+    o.npoints = user ? ntaps : 0;
+    o.offsets = user ? (const int (*)[3])off : NULL;
+    tide_bc bc[3];
+    for (int d = 0; d < 3; d++)
+        o.bc[d] = bc[d] = a.bc[d] == 'p' ? TIDE_BC_PERIODIC : TIDE_BC_DIRICHLET;
+    o.fuse = a.fuse;
+    /* Several ranks: the plan's blocks. A first plan (no source yet) says this rank's box; the
+     * timed plan is then made on the same boxes, with the source sized to the box. */
+    int st = TIDE_SUCCESS, grid[3] = {1, 1, 1};
+    if (P > 1) {
+        tide_stencil_info pi;
+        if (!(st = tide_stencil_plan_create(ctx, c->n, NULL, &o, &plan))) {
+            CHECK(tide_stencil_plan_info(plan, &pi));
+            box = pi.box;
+            memcpy(grid, pi.grid, sizeof grid);
+        }
+        tide_stencil_plan_destroy(plan);
+        plan = NULL;
+    }
+    size_t count = (size_t)tide_box_count(&box), bytes = count * es;
 
     /* The source must exist when the plan is made: allocate it first (host, and its device
      * copy with -location device). Every rank agrees before going on. */
@@ -338,33 +378,18 @@ int tide_cmd_stencil(int argc, char **argv)
         rc = 1;
         goto done;
     }
-    tide_box whole = {{0, 0, 0}, {c->n[0], c->n[1], c->n[2]}, {0, 1, 2}};
-    if (a.source) {
-        tide_ref_fill(s0, &whole, 1, 0, c->prec, c->n, c->seed + 1);
+    if (a.source && !st) {
+        tide_ref_fill(s0, &box, 1, 0, c->prec, c->n, c->seed + 1);
         if (dev)
             CHECK(tide_copy(ctx, xs, s0, bytes));
     }
 
-    tide_stencil_options o;
-    tide_stencil_options_init(&o);
-    o.precision = c->prec;
-    o.backend = c->backend;
-    o.location = dev ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
-    o.shape = a.shape;
-    int user = a.shape == TIDE_STENCIL_STAR || a.shape == TIDE_STENCIL_BOX;
-    o.weights = user ? w : NULL;
-    o.radius = a.radius;
-    o.npoints = user ? ntaps : 0;
-    o.offsets = user ? (const int (*)[3])off : NULL;
-    tide_bc bc[3];
-    for (int d = 0; d < 3; d++)
-        o.bc[d] = bc[d] = a.bc[d] == 'p' ? TIDE_BC_PERIODIC : TIDE_BC_DIRICHLET;
     o.source = a.source ? xs : NULL;
-    o.fuse = a.fuse;
 
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
-    int st = tide_stencil_plan_create(ctx, c->n, NULL, &o, &plan);
+    if (!st)
+        st = tide_stencil_plan_create(ctx, c->n, P > 1 ? &box : NULL, &o, &plan);
     if (st) { /* the same on every rank: an argument it refuses is a bad argument */
         tide_warn("tide stencil: %s: %s\n", tide_strerror(st), tide_last_error(ctx));
         rc = st == TIDE_ERR_ARGUMENT ? 2 : 1;
@@ -390,7 +415,7 @@ int tide_cmd_stencil(int argc, char **argv)
         rc = 1;
         goto done;
     }
-    tide_ref_fill(u0, &whole, 1, 0, c->prec, c->n, c->seed);
+    tide_ref_fill(u0, &box, 1, 0, c->prec, c->n, c->seed);
 
     tide_say("Tide %s: stencil %s %s %dx%dx%d, %d rank%s x %d threads, backend %s, bc %s, "
              "%d steps per run, %s arrays%s\n", tide_version(), a.shape_name,
@@ -415,6 +440,13 @@ int tide_cmd_stencil(int argc, char **argv)
     tide_say("Plan: %s (%d taps, radius %d, fuse %d step%s per pass, %g flops and %g bytes per "
              "point and step)\n", desc, info.taps, info.radius, info.fuse,
              info.fuse == 1 ? "" : "s", info.flops, info.bytes_per_step);
+    double halo_most = app_max((double)info.halo_points);
+    if (P > 1)
+        tide_say("Ranks: the plan's %dx%dx%d process grid, rank 0's block [%d,%d)x[%d,%d)x"
+                 "[%d,%d); a halo of %d points (fuse %d x radius %d) filled before each pass, "
+                 "at most %.0f points received per exchange\n", grid[0], grid[1], grid[2],
+                 box.lo[0], box.hi[0], box.lo[1], box.hi[1], box.lo[2],
+                 box.hi[2], info.fuse * info.radius, info.fuse, info.radius, halo_most);
     char mu[32], mh[32], mp[32], md[32];
     mb((double)info.bytes, mu, sizeof mu);
     mb((double)info.host_bytes, mh, sizeof mh);
@@ -435,23 +467,34 @@ int tide_cmd_stencil(int argc, char **argv)
         CHECK(restart(&ra));
         CHECK(advance(&ra));
         CHECK(tide_copy(ctx, uh, xu, bytes));
-        if (!(uref = malloc(bytes)))
+        if (!(uref = malloc(bytes + 1)))
             ok = 0;
-        if (ok && points <= CHECK_POINTS) {
+        if (ok && points <= CHECK_POINTS) { /* every rank: the whole grid, then its box */
             check_kind = "oracle";
-            memcpy(uref, u0, bytes);
-            int rst = tide_ref_stencil(c->n, dbl, ntaps, (const int (*)[3])off, w, bc,
-                                       a.source ? s0 : NULL, uref, a.steps);
+            size_t wbytes = (size_t)points * es;
+            void *gu = malloc(wbytes), *gs = a.source ? malloc(wbytes) : NULL;
+            int rst = !gu || (a.source && !gs) ? TIDE_ERR_NOMEM : TIDE_SUCCESS;
+            if (!rst) {
+                tide_ref_fill(gu, &whole, 1, 0, c->prec, c->n, c->seed);
+                if (gs)
+                    tide_ref_fill(gs, &whole, 1, 0, c->prec, c->n, c->seed + 1);
+                rst = tide_ref_stencil(c->n, dbl, ntaps, (const int (*)[3])off, w, bc, gs, gu,
+                                       a.steps);
+            }
+            if (!rst)
+                box_of(uref, gu, c->n, &box, es);
             if (rst) {
                 tide_warn("tide stencil: the oracle failed: %s\n", tide_strerror(rst));
                 ok = 0;
             }
+            free(gu);
+            free(gs);
         } else if (ok) { /* a one-step plan advances xu from u0 again, then into uref */
             check_kind = "fuse1";
             tide_stencil_options o1 = o;
             o1.fuse = 1;
             run_arg r1 = {ctx, NULL, u0, xu, bytes, a.steps};
-            if ((st = tide_stencil_plan_create(ctx, c->n, NULL, &o1, &plan1)) ||
+            if ((st = tide_stencil_plan_create(ctx, c->n, P > 1 ? &box : NULL, &o1, &plan1)) ||
                 (r1.plan = plan1, st = restart(&r1)) || (st = advance(&r1)) ||
                 (st = tide_copy(ctx, uref, xu, bytes))) {
                 tide_warn("tide stencil: the one-step plan of the check: %s: %s\n",
@@ -469,7 +512,11 @@ int tide_cmd_stencil(int argc, char **argv)
             rc = 1;
             goto done;
         }
-        compare(uh, uref, points, dbl, &cr);
+        compare(uh, uref, (long long)count, dbl, &cr);
+        long long differ = cr.differ;
+        MPI_Allreduce(&differ, &cr.differ, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+        cr.max_abs = app_max(cr.max_abs);
+        cr.nan = app_max(cr.nan) > 0;
         passed = cr.differ == 0;
         free(uref);
         uref = NULL;
@@ -489,7 +536,10 @@ int tide_cmd_stencil(int argc, char **argv)
     /* ---- the figures against the memory roofline ---- */
     tide_rates rates;
     CHECK(app_measure_rates(ctx, app_rate_bytes((double)bytes), &rates));
+    /* several ranks copy at once (measured together): their rates add up */
     double rate = gpu ? rates.d2d : rates.host_copy;
+    if (P > 1)
+        MPI_Allreduce(MPI_IN_PLACE, &rate, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     double cells = (double)points * a.steps;
     double gcells = ts.median > 0 ? cells / ts.median * 1e-9 : 0;
     double bound_gcells = info.bytes_per_step > 0 ? rate / info.bytes_per_step : 0;
@@ -507,9 +557,9 @@ int tide_cmd_stencil(int argc, char **argv)
     } else {
         tide_say("Max error: %s\n", cr.nan ? "nan (a difference is not finite)" : maxe);
         if (!strcmp(check_kind, "oracle"))
-            tide_say("Reference: the naive oracle (tide_ref_stencil) on a host copy, %d steps, "
-                     "compared bitwise: %lld of %lld points differ\n", a.steps, cr.differ,
-                     points);
+            tide_say("Reference: the naive oracle (tide_ref_stencil) on a host copy of the whole "
+                     "grid, %d steps, compared bitwise%s: %lld of %lld points differ\n", a.steps,
+                     P > 1 ? " (each rank its block)" : "", cr.differ, points);
         else
             tide_say("Reference: a second plan with fuse 1 (one step per pass) from the same "
                      "initial data, %d steps, compared bitwise (the grid is above 2^21 points "
@@ -555,6 +605,8 @@ int tide_cmd_stencil(int argc, char **argv)
                     "\"steps\": %d, \"fuse\": %d, \"location\": \"%s\", \"source\": %s,\n",
                     a.shape_name, info.radius, info.taps, a.bc, a.steps, info.fuse,
                     dev ? "device" : "host", a.source ? "true" : "false");
+            fprintf(f, " \"grid\": [%d, %d, %d], \"halo_points_max\": %.0f,\n", grid[0], grid[1],
+                    grid[2], halo_most);
             app_json_timing(f, tplan_max, &ts, info.flops * cells, mem);
             fprintf(f, " \"gcells\": %.6g, \"bytes_per_step\": %.6g, \"copy_rate_gbps\": %.6g, "
                     "\"bound_gcells\": %.6g, \"bound_ratio\": %.6g, \"fused_bound_gcells\": "

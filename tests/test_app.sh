@@ -200,7 +200,26 @@ errs ssmall 2 'too small for radius 2: .*\(x has 4\)' stencil cpu double 4 16 16
 errs sbc 2 "-bc 'pnp': give one letter per dimension, p \(periodic\) or d \(Dirichlet\)" \
     stencil cpu double 8 8 8 -bc pnp
 errs ssteps 1 "-steps '-1': give a whole number >= 0" stencil cpu double 8 8 8 -steps -1
-errs snp2 2 'this command runs on one rank \(-np 1\), this run has 2' stencil cpu double 8 8 8
+# Several ranks: each holds a block of the plan's process grid, a halo of fuse r points is
+# exchanged before each pass, and each rank checks its block bitwise (the oracle on the whole
+# grid, or above 2^21 points a one-step plan on the same blocks); a block too thin for its
+# halo is refused on every rank.
+run sdist 0 3 stencil cpu double 21 17 13 -bc pdp -steps 7 -fuse 2 -source \
+    -json "$tmp/sd.json" -n 1 && \
+    has sdist "^Ranks: the plan's 3x1x1 process grid" && has sdist 'halo 2 > sweep\[2 steps\]' \
+    && has sdist 'compared bitwise \(each rank its block\): 0 of 4641 points differ' && \
+    has sdist '^Verification: passed'
+if python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+sys.exit(not (d["verified"] is True and d["ranks"] == 3 and d["grid"] == [3, 1, 1]
+              and d["halo_points_max"] > 0 and d["fuse"] == 2))' "$tmp/sd.json" 2>/dev/null; then
+    ok
+else
+    bad "sdist: JSON file missing, not parsable, not verified or without grid and halo"
+fi
+run sdist2 0 2 stencil cpu float 130 130 128 -shape star:2 -bc ppd -steps 3 -n 1 && \
+    has sdist2 '^Reference: a second plan with fuse 1' && has sdist2 '^Verification: passed'
+errs sthin 5 'is 3 points along dimension 0, fewer than the 5 a sweep needs' \
+    stencil cpu double 5 5 5 -shape star:2 -fuse 1
 if "$mpiexec" -n 1 "$tide" info 2>&1 | grep -q 'backend cuda'; then
     run scuda 0 1 stencil cuda double 33 31 29 -steps 9 -bc pdp -n 2 && \
         has scuda '^Verification: passed' && has scuda 'backend cuda'
