@@ -4,38 +4,9 @@
 set -u
 tide=$1
 mpiexec=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
+. "$(dirname "$0")/checks.sh"
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-# run NAME EXPECT(0|nonzero|STATUS) NP ARGS...: output in $tmp/NAME.out; 30 s limit (a hang
-# fails); a number other than 0 must be the exit status exactly.
-run() {
-    local name=$1 expect=$2 np=$3
-    shift 3
-    timeout 30 "$mpiexec" -n "$np" "$tide" "$@" > "$tmp/$name.out" 2>&1
-    local rc=$?
-    if [ "$rc" -eq 124 ]; then
-        bad "$name: timed out (hang?): tide $*"
-        return 1
-    fi
-    if { [ "$expect" = 0 ] && [ "$rc" -ne 0 ]; } || { [ "$expect" != 0 ] && [ "$rc" -eq 0 ]; } ||
-       { [ "$expect" != nonzero ] && [ "$rc" -ne "$expect" ]; }; then
-        bad "$name: exit status $rc, expected $expect: tide $*"
-        sed 's/^/    /' "$tmp/$name.out" | head -20
-        return 1
-    fi
-    ok
-}
-
-# has NAME PATTERN: the output of NAME matches the extended regex.
-has() {
-    if grep -Eq -- "$2" "$tmp/$1.out"; then ok; else bad "$1: output lacks /$2/"; sed 's/^/    /' "$tmp/$1.out" | head -20; fi
-}
+run() { run_prog "$tide" "$@"; }
 
 run version 0 1 --version && has version '^tide [0-9]+\.[0-9]+\.[0-9]+$'
 run help 0 1 --help && has help 'usage: mpirun -np P tide'

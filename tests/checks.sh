@@ -1,0 +1,41 @@
+# tests/checks.sh: the tally and checks of the shell tests, sourced by test_app.sh and
+# test_heat3d.sh once they have set $mpiexec. Each run's output goes to $tmp/NAME.out.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# run_prog PROGRAM NAME EXPECT(0|nonzero|STATUS) NP ARGS...: PROGRAM under mpiexec on NP ranks,
+# stdout and stderr in $tmp/NAME.out; 30 s limit (a hang fails); a number other than 0 must be
+# the exit status exactly.
+run_prog() {
+    local prog=$1 name=$2 expect=$3 np=$4
+    shift 4
+    timeout 30 "$mpiexec" -n "$np" "$prog" "$@" > "$tmp/$name.out" 2>&1
+    local rc=$?
+    if [ "$rc" -eq 124 ]; then
+        bad "$name: timed out (hang?): $(basename "$prog") $*"
+        return 1
+    fi
+    if { [ "$expect" = 0 ] && [ "$rc" -ne 0 ]; } || { [ "$expect" != 0 ] && [ "$rc" -eq 0 ]; } ||
+       { [ "$expect" != nonzero ] && [ "$rc" -ne "$expect" ]; }; then
+        bad "$name: exit status $rc, expected $expect: $(basename "$prog") $*"
+        sed 's/^/    /' "$tmp/$name.out" | head -20
+        return 1
+    fi
+    ok
+}
+
+# has NAME PATTERN: the output of NAME matches the extended regex.
+has() {
+    if grep -Eq -- "$2" "$tmp/$1.out"; then
+        ok
+    else
+        bad "$1: output lacks /$2/"
+        sed 's/^/    /' "$tmp/$1.out" | head -20
+        return 1
+    fi
+}

@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# test_heat3d.sh HEAT3D MPIEXEC: apps/heat3d as a user meets it: the exact discrete mode on
+# 1 to 3 ranks, checkpoints restarted on another rank count bitwise equal to a run that never
+# stopped, damaged or mismatched checkpoints refused (the file left as it was, nothing written),
+# bad options, PNG slices (skipped visibly without libpng) and plain progress lines.
+set -u
+heat3d=$1
+mpiexec=$2
+. "$(dirname "$0")/checks.sh"
+
+run() { run_prog "$heat3d" "$@"; }
+
+# errs NAME NP STATUS PATTERN ARGS...: a run that must fail quickly with exit status STATUS
+# and PATTERN on stderr.
+errs() {
+    local name=$1 np=$2 expect=$3 pat=$4
+    shift 4
+    timeout 30 "$mpiexec" -n "$np" "$heat3d" "$@" > "$tmp/$name.out" 2> "$tmp/$name.err"
+    local rc=$?
+    if [ "$rc" -ne "$expect" ]; then
+        bad "$name: exit status $rc, expected $expect (124: a hang): heat3d $*"
+        sed 's/^/    /' "$tmp/$name.err" | head -20
+        return 1
+    fi
+    if ! grep -Eq -- "$pat" "$tmp/$name.err"; then
+        bad "$name: stderr lacks /$pat/"
+        sed 's/^/    /' "$tmp/$name.err" | head -20
+        return 1
+    fi
+    ok
+}
+
+# same A B WHAT: files A and B are byte-identical.
+same() {
+    if cmp -s "$1" "$2"; then ok; else bad "$3 differ ($1, $2)"; fi
+}
+
+grid=(-n 24 20 18)
+
+# 1. The check against the exact discrete mode passes: 1, 2 and 3 ranks, 7pt and 27pt, float
+#    and double, periodic, Dirichlet and mixed boundaries, other modes and fuse counts.
+case_modes() {
+    local i=0 c
+    local passed='^Check: max error [0-9.e+-]+ against the exact discrete mode '
+    passed+='\(tolerance [0-9.e+-]+\): passed$'
+    for c in "1 -stencil 7pt -precision double -bc ppp" \
+             "1 -stencil 27pt -precision float -bc ddd" \
+             "1 -stencil 7pt -precision float -bc pdp -mode 2 1 1" \
+             "2 -stencil 27pt -precision double -bc ppp -fuse 3" \
+             "2 -stencil 7pt -precision float -bc ppd" \
+             "2 -stencil 27pt -precision double -bc dpd -mode 1 0 2" \
+             "3 -stencil 7pt -precision double -bc d" \
+             "3 -stencil 27pt -precision float -bc dpp -mode 3 1 1" \
+             "3 -stencil 7pt -precision double -bc pdd -mode 0 2 1 -fuse 2" \
+             "3 -stencil 27pt -precision double -bc p"; do
+        i=$((i + 1))
+        # shellcheck disable=SC2086
+        run "mode$i" 0 $c "${grid[@]}" -steps 40 && has "mode$i" "$passed"
+    done
+    has mode1 '^Ranks: 1, the whole grid' && has mode1 '^Throughput: [0-9.e+-]+ GCell/s' && \
+        has mode1 '^Plan: stencil 7pt' && has mode1 '^Mean: 0\.5 \(exact 0\.5\)'
+    has mode9 "^Ranks: the plan's 3x1x1 process grid, a halo of 2 points \(fuse 2 x radius 1\)"
+}
+
+# 2. Checkpoints and restarts: 40 steps on 2 ranks against 20 steps on 3 ranks, then 20 more
+#    on 1 rank from the step-20 checkpoint: the step-40 files agree in every byte but the
+#    writer's process grid and rank count (and the header checksum over them); a restart on 3
+#    ranks with no -n (the file's grid) matches an uninterrupted run on 2 ranks.
+case_restart() {
+    local p=(-stencil 27pt -bc ppd -mode 2 1 1)
+    run ckA 0 2 "${grid[@]}" "${p[@]}" -steps 40 -checkpoint-every 40 -checkpoint "$tmp/A" && \
+        has ckA "^Checkpoint: $tmp/A\.40\.chk \(step 40"
+    run ckB 0 3 "${grid[@]}" "${p[@]}" -steps 20 -checkpoint-every 20 -checkpoint "$tmp/B"
+    run ckC 0 1 "${grid[@]}" "${p[@]}" -steps 40 -restart "$tmp/B.20.chk" -checkpoint "$tmp/C" \
+        && has ckC "^Restart: $tmp/B\.20\.chk at step 20 \(written by 3 ranks, grid 3x1x1\)" && \
+        has ckC '^Time: .* for 20 steps \(steps 20 to 40' && has ckC '^Check: .*: passed$'
+    if [ -f "$tmp/A.40.chk" ] && [ -f "$tmp/C.40.chk" ] && [ ! -e "$tmp/C.40.chk.tmp" ]; then
+        ok
+    else
+        bad "ckC: the step-40 checkpoints are missing (or a .tmp is left)"
+        return 1
+    fi
+    tail -c +513 "$tmp/A.40.chk" > "$tmp/A.data"
+    tail -c +513 "$tmp/C.40.chk" > "$tmp/C.data"
+    same "$tmp/A.data" "$tmp/C.data" "ckC: the step-40 data of the two runs"
+    head -c 88 "$tmp/A.40.chk" > "$tmp/A.head"
+    head -c 88 "$tmp/C.40.chk" > "$tmp/C.head"
+    same "$tmp/A.head" "$tmp/C.head" "ckC: the headers' grid, precision, stencil, step, bc, mode"
+    for f in A C; do # the data checksum, bytes 104 to 111
+        od -An -tx1 -j104 -N8 "$tmp/$f.40.chk" > "$tmp/$f.sum"
+    done
+    same "$tmp/A.sum" "$tmp/C.sum" "ckC: the data checksums"
+    if [ "$(od -An -tu4 -j100 -N4 "$tmp/A.40.chk" | tr -d ' ')" = 2 ] && \
+       [ "$(od -An -tu4 -j100 -N4 "$tmp/C.40.chk" | tr -d ' ')" = 1 ]; then ok; else
+        bad "ckC: the writers' rank counts are not 2 and 1"
+    fi
+    run ckD 0 3 "${p[@]}" -steps 50 -restart "$tmp/C.40.chk" -checkpoint "$tmp/D" && \
+        has ckD '^heat3d: 24x20x18 grid' && has ckD '^Check: .*: passed$'
+    run ckE 0 2 "${grid[@]}" "${p[@]}" -steps 50 -checkpoint "$tmp/E" -quiet
+    tail -c +513 "$tmp/D.50.chk" > "$tmp/D.data" 2>/dev/null
+    tail -c +513 "$tmp/E.50.chk" > "$tmp/E.data" 2>/dev/null
+    if [ -s "$tmp/D.data" ]; then
+        same "$tmp/D.data" "$tmp/E.data" "ckD: the step-50 data after 1 -> 3 ranks"
+    else
+        bad "ckD: no step-50 checkpoint"
+    fi
+}
+
+# 3. Refused checkpoints: a quick failure with the reason on stderr, on every rank, the file
+#    unchanged and no checkpoint written; bad options: exit status 2 and the usage.
+case_errors() {
+    local good=$tmp/A.40.chk
+    if [ ! -f "$good" ]; then
+        bad "errors: no checkpoint to damage (case 2 failed)"
+        return 1
+    fi
+    cp "$good" "$tmp/trunc.chk"
+    truncate -s 1000 "$tmp/trunc.chk"
+    cp "$good" "$tmp/corrupt.chk"
+    printf 'ZZZZ' | dd of="$tmp/corrupt.chk" bs=1 seek=4000 conv=notrunc 2> /dev/null
+    cp "$good" "$tmp/header.chk"
+    printf 'Q' | dd of="$tmp/header.chk" bs=1 seek=200 conv=notrunc 2> /dev/null
+    md5sum "$good" "$tmp"/trunc.chk "$tmp"/corrupt.chk "$tmp"/header.chk > "$tmp/md5.before"
+    local p=(-stencil 27pt -bc ppd -mode 2 1 1 -steps 60 -checkpoint-every 10 -checkpoint
+             "$tmp/Z")
+    errs missing 2 1 "none\.chk: cannot open: No such file" "${p[@]}" -restart "$tmp/none.chk"
+    errs trunc 2 1 'trunc\.chk: truncated: 1000 bytes, a 24x20x18 double checkpoint has 69632' \
+        "${p[@]}" -restart "$tmp/trunc.chk"
+    errs corrupt 3 1 'corrupt\.chk: checksum mismatch: corrupted data' "${p[@]}" \
+        -restart "$tmp/corrupt.chk"
+    errs header 2 1 'header\.chk: header checksum mismatch' "${p[@]}" -restart "$tmp/header.chk"
+    errs size 2 1 'A\.40\.chk: checkpoint of a 24x20x18 grid, this run is 20x20x18' \
+        -n 20 20 18 "${p[@]}" -restart "$good"
+    errs precision 2 1 'A\.40\.chk: checkpoint in double precision, this run is float' \
+        -precision float "${p[@]}" -restart "$good"
+    errs stencil 1 1 'A\.40\.chk: checkpoint of the 27pt stencil, this run uses 7pt' \
+        "${p[@]}" -stencil 7pt -restart "$good"
+    if md5sum -c --quiet "$tmp/md5.before"; then ok; else bad "errors: a checkpoint changed"; fi
+    if ls "$tmp"/Z.* > /dev/null 2>&1; then bad "errors: a refused restart wrote a file"; else
+        ok; fi
+    errs steps 2 2 "-steps '-1': give a whole number >= 0" -steps -1 && \
+        if grep -q '^usage: mpirun -np P heat3d' "$tmp/steps.err"; then ok; else
+            bad "steps: no usage on stderr"; fi
+    errs shape 3 2 "-stencil '9pt': give 7pt or 27pt" -stencil 9pt
+    errs bc 2 2 "-bc 'xyz': give p \(periodic\) or d \(Dirichlet\)" -bc xyz
+    errs unknown 2 2 "unknown option '-bogus'" -bogus
+    errs zeromode 2 2 '-mode: k = 0 along Dirichlet dimension y is zero on all 20 points' \
+        "${grid[@]}" -bc pdp -mode 1 0 1
+}
+
+# 4. Images: PREFIX.STEP.png every 20 steps from step 0, PNG files of some size.
+case_png() {
+    run pnghelp 0 1 --help
+    if ! grep -q 'PNG images available' "$tmp/pnghelp.out"; then
+        echo "SKIPPED: PNG images (heat3d built without libpng)"
+        return 0
+    fi
+    run png 0 2 "${grid[@]}" -steps 40 -png-every 20 -png "$tmp/img" && \
+        has png "^Image: $tmp/img\.20\.png \(step 20, slice z = 9"
+    run pngx 0 3 "${grid[@]}" -bc dpd -steps 10 -png "$tmp/sx" -png-slice x 5 -quiet
+    local f
+    for f in img.0 img.20 img.40 sx.10; do
+        if [ -f "$tmp/$f.png" ] && [ "$(stat -c %s "$tmp/$f.png")" -gt 100 ] && \
+           [ "$(head -c 8 "$tmp/$f.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then
+            ok
+        else
+            bad "png: $f.png missing, too small or without the PNG signature"
+        fi
+    done
+}
+
+# 5. Progress to a file: plain lines every -progress N steps, no carriage returns.
+case_progress() {
+    timeout 30 "$mpiexec" -n 2 "$heat3d" "${grid[@]}" -steps 40 -progress 10 \
+        > "$tmp/prog.out" 2> "$tmp/prog.err"
+    local rc=$? lines
+    lines=$(grep -Ec '^step [0-9]+/40  [0-9.e+-]+ s  [0-9.e+-]+ GCell/s  ETA ' "$tmp/prog.err")
+    if [ "$rc" -eq 0 ] && [ "$lines" -eq 4 ] && ! grep -q $'\r' "$tmp/prog.err"; then ok; else
+        bad "progress: status $rc, $lines plain step lines (expected 4, no \\r)"
+        sed 's/^/    /' "$tmp/prog.err" | head -10
+    fi
+}
+
+case_modes
+case_restart
+case_errors
+case_png
+case_progress
+
+echo "test_heat3d: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
