@@ -42,6 +42,9 @@ static const char *usage =
     "cpu; on P ranks the sum of their rates, measured together); a plan fusing K steps per\n"
     "pass moves 1/K of that, so its figure may exceed the one-step bound: both bounds and both\n"
     "ratios are printed (on P ranks neither counts the halos' exchange and recomputation).\n"
+    "On P ranks a Halo line gives the last timed run's exchanges and the slowest rank's seconds\n"
+    "in them (waiting for its peers included), against the most bytes a rank receives per\n"
+    "exchange at the MPI_Isend/Irecv exchange rate measured now with that many bytes.\n"
     "\n"
     "options:\n"
     "  -shape SHAPE           the stencil, weights of a diffusion step that keeps the sum of u:\n"
@@ -528,6 +531,15 @@ int tide_cmd_stencil(int argc, char **argv)
     CHECK(app_time_runs(c->runs, restart, advance, &ra, 1, times));
     app_stats ts;
     app_stats_of(times, c->runs, &ts);
+    /* Several ranks: the last timed run's halo exchanges, against the bytes the busiest
+     * receiver takes at the rate of MPI_Isend/Irecv between every pair of ranks, measured
+     * now with that many bytes per rank */
+    CHECK(tide_stencil_plan_info(plan, &info));
+    double halo_s = app_max(info.halo_seconds), halo_bytes = halo_most * (double)es, xrate = 0;
+    if (P > 1)
+        CHECK(tide_measure_exchange(ctx, TIDE_EXCHANGE_P2P, (size_t)halo_bytes + 1, &xrate));
+    double halo_bound = P > 1 && xrate > 0 ? info.exchanges * app_seconds(halo_bytes, xrate)
+                                           : NAN; /* JSON null on one rank */
     /* Memory usage: what the plan holds anywhere, and u and the source wherever they live
      * (not the app's host copies for restarts and the check). */
     double mem = (double)info.host_bytes + (double)info.pinned_bytes +
@@ -593,6 +605,12 @@ int tide_cmd_stencil(int argc, char **argv)
         tide_say("Throughput: not measured (%s)\n", a.steps == 0 ? "0 steps per run"
                                                                  : "no bytes per step");
     }
+    if (P > 1)
+        tide_say("Halo: %lld exchanges per run, %.4g s in them on the slowest rank (%.3g of the "
+                 "run); at most %.4g MB received per exchange: %.4g s at the measured "
+                 "exchange rate %.4g GB/s (MPI_Isend/Irecv, every pair of ranks), exchange time "
+                 "/ that %.3g\n", info.exchanges, halo_s, ts.median > 0 ? halo_s / ts.median : 0,
+                 halo_bytes / 1e6, halo_bound, xrate, halo_s / halo_bound);
 
     if (c->json && rank == 0) {
         FILE *f = fopen(c->json, "w");
@@ -605,8 +623,11 @@ int tide_cmd_stencil(int argc, char **argv)
                     "\"steps\": %d, \"fuse\": %d, \"location\": \"%s\", \"source\": %s,\n",
                     a.shape_name, info.radius, info.taps, a.bc, a.steps, info.fuse,
                     dev ? "device" : "host", a.source ? "true" : "false");
-            fprintf(f, " \"grid\": [%d, %d, %d], \"halo_points_max\": %.0f,\n", grid[0], grid[1],
-                    grid[2], halo_most);
+            fprintf(f, " \"grid\": [%d, %d, %d], \"halo_points_max\": %.0f, \"exchanges\": %lld, "
+                    "\"halo_seconds\": %.6g, ", grid[0], grid[1], grid[2], halo_most,
+                    info.exchanges, halo_s);
+            app_json_real(f, "exchange_rate_gbps", P > 1 ? xrate : NAN, ", ");
+            app_json_real(f, "halo_bound_seconds", halo_bound, ",\n");
             app_json_timing(f, tplan_max, &ts, info.flops * cells, mem);
             fprintf(f, " \"gcells\": %.6g, \"bytes_per_step\": %.6g, \"copy_rate_gbps\": %.6g, "
                     "\"bound_gcells\": %.6g, \"bound_ratio\": %.6g, \"fused_bound_gcells\": "

@@ -38,6 +38,8 @@ struct tide_stencil_plan {
                             * ranks */
     int grid[3];           /* several ranks, boxes of the plan's choice: its process grid */
     tide_halo *halo;       /* several ranks: the exchange that fills ext around box */
+    long long exchanges;   /* ... made by the last run, and its seconds in them */
+    double halo_seconds;
     void *ea, *eb, *esrc;  /* ... arrays laid out as ext: the passes' two, and the source's */
     int radius, taps;
     int (*off)[3];         /* the taps in storage order (sweep.off) */
@@ -633,6 +635,8 @@ int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
     if (p->halo) {
         size_t ext = (size_t)tide_box_count(&p->ext) * elem;
         info->halo_points = tide_halo_points(p->halo);
+        info->exchanges = p->exchanges;
+        info->halo_seconds = p->halo_seconds;
         info->host_bytes = p->sweep.state_bytes + ext * (p->esrc ? 3 : 2) +
                            tide_halo_bytes(p->halo);
     }
@@ -665,6 +669,16 @@ int tide_stencil_plan_set_stream(tide_stencil_plan *p, void *stream)
 
 /* ---- running --------------------------------------------------------------------------- */
 
+/* One halo exchange of a (laid out as ext), counted and timed. */
+static int exchange(tide_stencil_plan *p, void *a)
+{
+    double t0 = MPI_Wtime();
+    int st = tide_halo_execute(p->halo, a);
+    p->halo_seconds += MPI_Wtime() - t0;
+    p->exchanges++;
+    return st;
+}
+
 /* The passes of a run from a to b and back, `steps` >= 1 split as evenly as the passes allow;
  * on one rank an even number of them where there are steps enough, so the result ends where
  * it began. On
@@ -679,7 +693,7 @@ static int passes(tide_stencil_plan *p, void *a, void *b, long long steps, int *
     void *from = a, *to = b;
     int st = TIDE_SUCCESS, sweep = tide_box_count(&p->box) > 0;
     for (long long i = 0; i < n && (!st || p->halo); i++) {
-        int x = p->halo ? tide_halo_execute(p->halo, from) : TIDE_SUCCESS;
+        int x = p->halo ? exchange(p, from) : TIDE_SUCCESS;
         st = st ? st : x;
         p->op.count = steps / n + (i < steps % n);
         if (!st && sweep)
@@ -700,7 +714,7 @@ static int run_ranks(tide_stencil_plan *p, void *u, long long steps)
     tide_copy_region(elem, 1, &p->box, u, &p->box, p->ea, &p->ext, threads);
     if (p->esrc) {
         tide_copy_region(elem, 1, &p->box, p->o.source, &p->box, p->esrc, &p->ext, threads);
-        st = tide_halo_execute(p->halo, p->esrc);
+        st = exchange(p, p->esrc);
     }
     int x = passes(p, p->ea, p->eb, steps, &in_b);
     st = st ? st : x;
@@ -739,6 +753,8 @@ static int run(tide_stencil_plan *p, void *u, long long steps, int enter_st)
     if (st)
         tide_fail(p->ctx, st, "%s tide_stencil_run", why);
     st = tide_agree(p->ctx, st);
+    p->exchanges = 0;
+    p->halo_seconds = 0;
     if (st || steps == 0)
         return st;
     const tide_env *e = &p->env;

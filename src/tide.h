@@ -615,6 +615,10 @@ typedef struct {
                               * (i + 1) n / p)); else {0, 0, 0} */
     long long halo_points;   /* several ranks: points this rank receives per exchange (one
                               * per pass); 0 on one rank */
+    long long exchanges;     /* several ranks, the last run: the halo exchanges it made (one
+                              * per pass, one more for the source's halo) */
+    double halo_seconds;     /* ... and the seconds this rank spent in them (packing, waiting
+                              * for its peers, unpacking) */
 } tide_stencil_info;
 
 int tide_stencil_plan_info(const tide_stencil_plan *plan, tide_stencil_info *info);

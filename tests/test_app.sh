@@ -179,10 +179,11 @@ run sdist 0 3 stencil cpu double 21 17 13 -bc pdp -steps 7 -fuse 2 -source \
     -json "$tmp/sd.json" -n 1 && \
     has sdist "^Ranks: the plan's 3x1x1 process grid" && has sdist 'halo 2 > sweep\[2 steps\]' \
     && has sdist 'compared bitwise \(each rank its block\): 0 of 4641 points differ' && \
-    has sdist '^Verification: passed'
+    has sdist '^Verification: passed' && has sdist '^Halo: 5 exchanges per run, [0-9.e-]+ s'
 if python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
 sys.exit(not (d["verified"] is True and d["ranks"] == 3 and d["grid"] == [3, 1, 1]
-              and d["halo_points_max"] > 0 and d["fuse"] == 2))' "$tmp/sd.json" 2>/dev/null; then
+              and d["halo_points_max"] > 0 and d["fuse"] == 2 and d["exchanges"] == 5
+              and d["exchange_rate_gbps"] > 0))' "$tmp/sd.json" 2>/dev/null; then
     ok
 else
     bad "sdist: JSON file missing, not parsable, not verified or without grid and halo"

@@ -31,6 +31,8 @@
  *     the smallest fuse that is thick enough, so no case is skipped silently;
  *  d) info: count and bytes of the rank's box, box, grid ({0,0,0} for user boxes), taps,
  *     radius, fuse (the one asked, the same on every rank, thick enough for every box),
+ *     after each run exchanges (one per pass of fuse steps, one more for the source's halo; 0
+ *     on one rank and after 0 steps) and halo_seconds (>= 0, 0 without exchanges);
  *     halo_points (0 on one rank and on an empty box, at most the points the grown box adds,
  *     more than 0 for the built-in shapes on a box that does not span the grid);
  *  e) bad input, the same status and message on every rank, the plan pointer or u left
@@ -331,8 +333,8 @@ static void expect_error(const char *what, int st, unsigned allowed, int untouch
     const char *msg = tide_last_error(ctx);
     tt_expect_error(&tally, world, "e", what, st, msg, allowed, untouched, 1);
     if (words)
-        tt_check(&tally, world, tt_mentions(msg, words), "e) %s: message \"%s\" names none of \"%s\"",
-                 what, msg, words);
+        tt_check(&tally, world, tt_mentions(msg, words),
+                 "e) %s: message \"%s\" names none of \"%s\"", what, msg, words);
 }
 
 /* ---- one case ------------------------------------------------------------------------------- */
@@ -485,6 +487,16 @@ static void check_and_run(const char *name, const stencil *s, tide_stencil_plan 
                       tide_strerror(st), tide_last_error(ctx)))
             break;
         total += seq[k];
+        tide_stencil_info ri;
+        tide_stencil_plan_info(plan, &ri);
+        long long want_x = nranks == 1 || seq[k] == 0
+                               ? 0
+                               : (seq[k] + plan_fuse - 1) / plan_fuse + (s->source != 0);
+        tt_check(&tally, world, ri.exchanges == want_x && ri.halo_seconds >= 0 &&
+                                    (want_x > 0 || ri.halo_seconds == 0),
+                 "d) %s: run of %lld steps: info.exchanges %lld (want %lld: one per pass of %d "
+                 "steps, one for the source's halo), halo_seconds %g", name, seq[k],
+                 ri.exchanges, want_x, plan_fuse, ri.halo_seconds);
         int rst = seq[k] ? tide_ref_stencil(s->n, s->dbl, s->ntaps, (const int(*)[3])s->toff,
                                             s->tw, s->bc, gsrc, ref, seq[k])
                          : 0;
