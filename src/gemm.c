@@ -32,7 +32,8 @@ struct tide_gemm_plan {
     void *blas;             /* the backend's gemm handle */
     tide_gemm_stream *stream; /* host matrices through the GPU (several ranks: the updates) */
     tide_gemm_dist *dist;   /* several ranks */
-    int panels;             /* several ranks: this rank's updates per multiply */
+    int panels;             /* several ranks: the updates per multiply (the panels of k) */
+    long long widest;       /* ... and the widest panel (the broadcast width the plan uses) */
     void *entry;            /* orders runs after the caller's CUDA work */
 };
 
@@ -371,6 +372,7 @@ static int build(tide_gemm_plan *p, char *err, size_t len)
     if (p->ctx->nranks > 1 && (st = build_dist(p, err, len)))
         return st;
     tide_gemm_desc g = p->dist ? tide_gemm_dist_local(p->dist, &p->panels) : p->g;
+    p->widest = g.k;
     if (!host_gpu(p) || g.m == 0 || g.n == 0)
         return TIDE_SUCCESS;
     int devs[TIDE_GEMM_MAX_GPUS];
@@ -485,9 +487,8 @@ int tide_gemm_plan_describe(const tide_gemm_plan *p, char *buf, size_t len)
     else
         snprintf(local, sizeof local, "%s", p->env.be->gpu ? "cublas" : "cblas");
     if (p->dist)
-        snprintf(summa, sizeof summa, "summa on %dx%d ranks, %d panels of up to %d; "
-                 "this rank's updates: ", p->grid[0], p->grid[1], p->panels,
-                 p->o.panel ? p->o.panel : default_panel(p));
+        snprintf(summa, sizeof summa, "summa on %dx%d ranks, %d panels of up to %lld; "
+                 "this rank's updates: ", p->grid[0], p->grid[1], p->panels, p->widest);
     snprintf(how, sizeof how, "%s%s", summa, local);
     snprintf(buf, len, "gemm %lldx%lldx%lld %s %c%c %s %s %s: %s", p->m, p->n, p->k,
              p->o.precision == TIDE_DOUBLE ? "double" : "float", "NT"[p->o.transa],

@@ -30,6 +30,7 @@ struct tide_gemm_dist {
     MPI_Comm row, col;          /* its process row (ranked by column), and column */
     void *pa[2], *pb[2];        /* two panels of op(A) (rows x panel), of op(B) (panel x cols),
                                  * pinned where the backend has pinned memory */
+    size_t panel_bytes;         /* all four */
     struct {
         const void *at;
         long long ld;
@@ -63,6 +64,23 @@ static int owner(const long long *split, int p, long long x, long long *end)
     return p - 1;
 }
 
+/* Host memory for panels: pinned where the backend has it (uploads at full PCIe rate). */
+static void *panel_alloc(const tide_env *e, size_t bytes)
+{
+    void *p = NULL;
+    if (!e->be->host_alloc)
+        return malloc(bytes);
+    return e->be->host_alloc(bytes, &p) ? NULL : p;
+}
+
+static void panel_free(const tide_env *e, void *p)
+{
+    if (e->be->host_free)
+        e->be->host_free(p);
+    else
+        free(p);
+}
+
 void tide_gemm_dist_destroy(tide_gemm_dist *s)
 {
     if (!s)
@@ -71,26 +89,11 @@ void tide_gemm_dist_destroy(tide_gemm_dist *s)
         MPI_Comm_free(&s->row);
     if (s->col != MPI_COMM_NULL)
         MPI_Comm_free(&s->col);
-    const struct tide_backend_ops *be = s->d.env->be;
     for (int i = 0; i < 2; i++) {
-        if (be->host_free) {
-            be->host_free(s->pa[i]);
-            be->host_free(s->pb[i]);
-        } else {
-            free(s->pa[i]);
-            free(s->pb[i]);
-        }
+        panel_free(s->d.env, s->pa[i]);
+        panel_free(s->d.env, s->pb[i]);
     }
     free(s);
-}
-
-/* Host memory for panels: pinned where the backend has it (uploads at full PCIe rate). */
-static void *panel_alloc(const tide_env *e, size_t bytes)
-{
-    void *p = NULL;
-    if (!e->be->host_alloc)
-        return malloc(bytes);
-    return e->be->host_alloc(bytes, &p) ? NULL : p;
 }
 
 /* The default update: the backend's gemm entry on the plan's handle, complete on return. */
@@ -136,11 +139,14 @@ int tide_gemm_dist_create(const tide_gemm_dist_desc *d, tide_gemm_dist **out, ch
         return snprintf(err, len, "MPI_Comm_split failed"), TIDE_ERR_MPI;
     }
     int ok = 1;
+    size_t ab = s->elem * (size_t)(span(s->rows) * s->d.panel) + 1,
+           bb = s->elem * (size_t)(span(s->cols) * s->d.panel) + 1;
     for (int i = 0; i < 2; i++) {
-        s->pa[i] = panel_alloc(d->env, s->elem * (size_t)(span(s->rows) * s->d.panel) + 1);
-        s->pb[i] = panel_alloc(d->env, s->elem * (size_t)(span(s->cols) * s->d.panel) + 1);
+        s->pa[i] = panel_alloc(d->env, ab);
+        s->pb[i] = panel_alloc(d->env, bb);
         ok = ok && s->pa[i] && s->pb[i];
     }
+    s->panel_bytes = 2 * (ab + bb);
     if (!ok) {
         tide_gemm_dist_destroy(s);
         return snprintf(err, len, "cannot allocate the panel buffers"), TIDE_ERR_NOMEM;
@@ -192,10 +198,7 @@ static tide_gemm_desc panel_desc(const tide_gemm_dist *s, long long w)
                             lb > 1 ? lb : 1, d->ldc};
 }
 
-size_t tide_gemm_dist_panel_bytes(const tide_gemm_dist *s)
-{
-    return 2 * s->elem * (size_t)((span(s->rows) + span(s->cols)) * s->d.panel);
-}
+size_t tide_gemm_dist_panel_bytes(const tide_gemm_dist *s) { return s->panel_bytes; }
 
 tide_gemm_desc tide_gemm_dist_local(const tide_gemm_dist *s, int *panels)
 {
