@@ -174,9 +174,12 @@ int tide_args_backend(tide_context *ctx, int backend, int location)
     if (cuda && ctx->backend != TIDE_BACKEND_CUDA)
         return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "backend cuda requested, but the context "
                          "runs on the CPU: %s", ctx->backend_reason);
+    /* The context's reason names each rank's own GPU, so it is quoted only where the context
+     * runs on the CPU: the message stays the same on every rank. */
     if (location == TIDE_LOCATION_DEVICE && !cuda)
         return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "arrays on the device need backend cuda or "
-                         "auto on a context with GPUs (%s)", ctx->backend_reason);
+                         "auto on a context with GPUs (%s)", ctx->backend == TIDE_BACKEND_CUDA
+                         ? "the plan asked for backend cpu" : ctx->backend_reason);
     return TIDE_SUCCESS;
 }
 
