@@ -14,10 +14,11 @@
 #include "tide_internal.h"
 
 /* The operator of a Poisson solve in spectral space, applied to batch fields of complex data
- * laid out as this rank's box (global indices (i,j,k), the box's storage order). Along the
- * transformed dimensions it is diagonal, with tables lam[d] over each one's whole grid; along
- * the bounded dimension `line` (-1: none) it is the tridiagonal matrix of rows lower, diag,
- * upper (lower[0] and upper[n-1] zero), and the box holds that dimension whole.
+ * (real data when `real`: every transformed dimension was transformed real-to-real) laid out
+ * as this rank's box (global indices (i,j,k), the box's storage order). Along the transformed
+ * dimensions it is diagonal, with tables lam[d] over each one's whole grid; along the bounded
+ * dimension `line` (-1: none) it is the tridiagonal matrix of rows lower, diag, upper
+ * (lower[0] and upper[n-1] zero), and the box holds that dimension whole.
  *
  * line < 0: each point is multiplied by norm / (lam[0][i] + lam[1][j] + lam[2][k] - alpha),
  * or cleared where that sum is exactly 0 (the singular mode).
@@ -28,12 +29,17 @@
  * mean (weights weight[k], summing to 1) is removed, the system solved with u fixed at its
  * last point, and u shifted to zero weighted mean.
  *
- * origin[f] (complex, the data's precision) receives, for field f, the value at mode (0,0,0)
- * (line < 0) or the weighted mean of the line at (0,0) (line >= 0) before the solve, on the
- * rank whose box holds it: norm times it is the mean of f. Tables, origin and scratch live in
- * the backend's memory; scratch holds one double per point of the box, and at least three per
- * row of a line (the GPU keeps the eliminated upper diagonal there, the CPU one line's
- * elimination in double). */
+ * origin[f] (complex, the data's precision) receives, for field f, before the solve, the sum
+ * over this rank's box of mean_w[0][i] mean_w[1][j] mean_w[2][k] times the value (line >= 0:
+ * over the other two dimensions, times the line's weighted mean); a NULL table weighs index 0
+ * alone (a periodic dimension, or Neumann faces). norm times the sum over the ranks is the
+ * mean of f. Tables, origin and scratch live in the backend's memory; scratch holds one double
+ * per point of the box, and at least three per point of TIDE_LINE_BLOCK lines (the GPU keeps
+ * the eliminated upper diagonal there, the CPU the elimination of a block of neighbouring
+ * lines in double). The GPU takes neither
+ * real data nor mean_w tables. */
+enum { TIDE_LINE_BLOCK = 32 };
+
 typedef struct tide_spectral {
     int dbl;
     tide_box box;
@@ -43,7 +49,9 @@ typedef struct tide_spectral {
     void *origin;
     int line;
     const double *lower, *diag, *upper, *weight;
+    const double *mean_w[3];
     int pin;
+    int real;
     double *scratch;
 } tide_spectral;
 

@@ -40,78 +40,75 @@ static int cpu_scale(const tide_env *e, int dbl, void *data, long long count, do
     return TIDE_SUCCESS;
 }
 
-/* Multiplies the complex number at v (double or float) by s. */
-static void scale_complex(int dbl, void *v, double s)
+/* Element k (its nc parts: 2 complex, 1 real; double or float) of a line at v with stride st
+ * elements: load into z[0], z[1] (double; z[1] = 0 for a real one), store from them. */
+static void elem_load(int dbl, int nc, const char *v, int64_t st, int64_t k, double *z)
 {
-    if (dbl) {
-        double *x = v;
-        x[0] *= s, x[1] *= s;
-    } else {
-        float *x = v;
-        x[0] = (float)(x[0] * s), x[1] = (float)(x[1] * s);
-    }
+    z[1] = 0;
+    for (int c = 0; c < nc; c++)
+        z[c] = dbl ? ((const double *)v)[nc * st * k + c] : ((const float *)v)[nc * st * k + c];
+}
+
+static void elem_store(int dbl, int nc, char *v, int64_t st, int64_t k, const double *z)
+{
+    for (int c = 0; c < nc; c++)
+        if (dbl)
+            ((double *)v)[nc * st * k + c] = z[c];
+        else
+            ((float *)v)[nc * st * k + c] = (float)z[c];
+}
+
+/* The weight of point p in the origin's sum (backend.h), over the dimensions other than skip
+ * (the line; -1: none): mean_w where given, else 1 at index 0 alone. */
+static double mean_weight(const tide_spectral *d, const int p[3], int skip)
+{
+    double w = 1;
+    for (int k = 0; k < 3; k++)
+        if (k != skip)
+            w *= d->mean_w[k] ? d->mean_w[k][p[k]] : p[k] == 0;
+    return w;
 }
 
 /* The diagonal operator (backend.h: tide_spectral without a line). */
 static void cpu_diag(const tide_spectral *d, char *v)
 {
     const tide_box *b = &d->box;
-    int o0 = b->order[0], o1 = b->order[1], o2 = b->order[2];
-    size_t elem = 2 * (d->dbl ? sizeof(double) : sizeof(float));
-    for (int f = 0; f < d->batch; f++)
+    int o0 = b->order[0], o1 = b->order[1], o2 = b->order[2], nc = d->real ? 1 : 2;
+    size_t elem = (size_t)nc * (d->dbl ? sizeof(double) : sizeof(float));
+    for (int f = 0; f < d->batch; f++) {
+        double sum[2] = {0, 0}, z[2];
         for (int i = b->lo[o0]; i < b->hi[o0]; i++)
             for (int j = b->lo[o1]; j < b->hi[o1]; j++)
                 for (int k = b->lo[o2]; k < b->hi[o2]; k++, v += elem) {
                     int p[3];
                     p[o0] = i, p[o1] = j, p[o2] = k;
                     double den = d->lam[0][p[0]] + d->lam[1][p[1]] + d->lam[2][p[2]] - d->alpha;
-                    if (!p[0] && !p[1] && !p[2])
-                        memcpy((char *)d->origin + (size_t)f * elem, v, elem);
-                    if (den != 0.0)
-                        scale_complex(d->dbl, v, d->norm / den);
-                    else
-                        memset(v, 0, elem);
+                    double w = mean_weight(d, p, -1);
+                    elem_load(d->dbl, nc, v, 0, 0, z);
+                    sum[0] += w * z[0], sum[1] += w * z[1];
+                    double s = den != 0.0 ? d->norm / den : 0.0; /* cleared, NaN or not */
+                    z[0] = s != 0.0 ? z[0] * s : 0.0, z[1] = s != 0.0 ? z[1] * s : 0.0;
+                    elem_store(d->dbl, nc, v, 0, 0, z);
                 }
-}
-
-/* Complex element k of a line (double or float) at v with stride st elements: load into
- * z[0], z[1] (double), store from them. */
-static void line_load(int dbl, const char *v, int64_t st, int k, double *z)
-{
-    if (dbl) {
-        const double *x = (const double *)v + 2 * st * k;
-        z[0] = x[0], z[1] = x[1];
-    } else {
-        const float *x = (const float *)v + 2 * st * k;
-        z[0] = x[0], z[1] = x[1];
-    }
-}
-
-static void line_store(int dbl, char *v, int64_t st, int k, const double *z)
-{
-    if (dbl) {
-        double *x = (double *)v + 2 * st * k;
-        x[0] = z[0], x[1] = z[1];
-    } else {
-        float *x = (float *)v + 2 * st * k;
-        x[0] = (float)z[0], x[1] = (float)z[1];
+        elem_store(d->dbl, 2, d->origin, 1, f, sum);
     }
 }
 
 /* One line of n points at v (stride st) solved in place (backend.h: tide_spectral with a line),
  * in double precision throughout: cp holds the eliminated upper diagonal, u the right-hand
- * side, then the solution (2 n doubles). origin: where the line's weighted mean goes, or NULL. */
+ * side, then the solution (2 n doubles). mean: receives the line's weighted mean when not
+ * NULL. */
 static void solve_line(const tide_spectral *d, char *v, int64_t st, int n, double s,
-                       double *cp, double *u, void *origin)
+                       double *cp, double *u, double *mean_out)
 {
-    int pinned = d->pin && s == 0.0, m = pinned ? n - 1 : n; /* rows eliminated */
+    int pinned = d->pin && s == 0.0, m = pinned ? n - 1 : n, nc = d->real ? 1 : 2;
     double mean[2] = {0, 0};
     for (int k = 0; k < n; k++)
-        line_load(d->dbl, v, st, k, &u[2 * k]);
-    for (int k = 0; k < n && (origin || pinned); k++) /* one line in the whole grid */
+        elem_load(d->dbl, nc, v, st, k, &u[2 * k]);
+    for (int k = 0; k < n && (mean_out || pinned); k++)
         mean[0] += d->weight[k] * u[2 * k], mean[1] += d->weight[k] * u[2 * k + 1];
-    if (origin)
-        line_store(d->dbl, origin, 0, 0, mean);
+    if (mean_out)
+        mean_out[0] = mean[0], mean_out[1] = mean[1];
     for (int k = 0; k < n; k++) {
         u[2 * k] = d->norm * (u[2 * k] - (pinned ? mean[0] : 0));
         u[2 * k + 1] = d->norm * (u[2 * k + 1] - (pinned ? mean[1] : 0));
@@ -133,30 +130,97 @@ static void solve_line(const tide_spectral *d, char *v, int64_t st, int n, doubl
         shift[0] += d->weight[k] * u[2 * k], shift[1] += d->weight[k] * u[2 * k + 1];
     for (int k = 0; k < n; k++) {
         double z[2] = {u[2 * k] - shift[0], u[2 * k + 1] - shift[1]};
-        line_store(d->dbl, v, st, k, z);
+        elem_store(d->dbl, nc, v, st, k, z);
     }
 }
 
+/* Up to LINE_BLOCK neighbouring lines solved together, so that the elimination's inner loops
+ * run across them (unit stride where they are neighbours in memory) instead of down one line
+ * at a time, a stride of a whole plane apart. */
+enum { LINE_BLOCK = TIDE_LINE_BLOCK };
+
+/* Lines b < nb at v + b sc elements (stride st along them, n points, shifts s[b], none
+ * pinned) solved in place as solve_line does, in double: u holds them point by point (2 n nb
+ * doubles), cp the eliminated upper diagonals (n nb); mean[2 b] receives line b's weighted
+ * mean where want[b]. */
+static void solve_block(const tide_spectral *d, char *v, int64_t st, int64_t sc, int n, int nb,
+                        const double *s, const int *want, double *mean, double *cp, double *u)
+{
+    int nc = d->real ? 1 : 2;
+    for (int k = 0; k < n; k++)
+        for (int b = 0; b < nb; b++)
+            elem_load(d->dbl, nc, v, 1, k * st + b * sc, &u[2 * (k * nb + b)]);
+    for (int b = 0; b < nb; b++) {
+        mean[2 * b] = mean[2 * b + 1] = 0;
+        for (int k = 0; k < n && want[b]; k++) {
+            mean[2 * b] += d->weight[k] * u[2 * (k * nb + b)];
+            mean[2 * b + 1] += d->weight[k] * u[2 * (k * nb + b) + 1];
+        }
+    }
+    for (int k = 0; k < n; k++) {
+        double lo = k ? d->lower[k] : 0, *x = u + 2 * k * nb, *c = cp + k * nb;
+        for (int b = 0; b < nb; b++) {
+            double den = d->diag[k] + s[b] - (k ? lo * c[b - nb] : 0);
+            c[b] = d->upper[k] / den;
+            x[2 * b] = (d->norm * x[2 * b] - (k ? lo * x[2 * (b - nb)] : 0)) / den;
+            x[2 * b + 1] = (d->norm * x[2 * b + 1] - (k ? lo * x[2 * (b - nb) + 1] : 0)) / den;
+        }
+    }
+    for (int k = n - 2; k >= 0; k--) {
+        double *x = u + 2 * k * nb, *c = cp + k * nb;
+        for (int b = 0; b < nb; b++) {
+            x[2 * b] -= c[b] * x[2 * (b + nb)];
+            x[2 * b + 1] -= c[b] * x[2 * (b + nb) + 1];
+        }
+    }
+    for (int k = 0; k < n; k++)
+        for (int b = 0; b < nb; b++)
+            elem_store(d->dbl, nc, v, 1, k * st + b * sc, &u[2 * (k * nb + b)]);
+}
+
 /* The line solves (backend.h: tide_spectral with a line): every line along d->line of every
- * field, each at (i, j) of the other two dimensions a < b. */
+ * field, at (i, j) of the other two dimensions a and c, c the one stored faster, in blocks
+ * of neighbours along c; a block with the pinned line solves its lines one by one. */
 static void cpu_lines(const tide_spectral *d, char *v)
 {
-    const tide_box *b = &d->box;
-    int L = d->line, a = L == 0 ? 1 : 0, c = L == 2 ? 1 : 2, n = tide_ext(b, L);
+    const tide_box *bx = &d->box;
+    int L = d->line, a = L == 0 ? 1 : 0, c = L == 2 ? 1 : 2, n = tide_ext(bx, L);
     int64_t st[3];
-    tide_box_strides(b, st);
-    double *cp = d->scratch;
-    size_t elem = 2 * (d->dbl ? sizeof(double) : sizeof(float));
-    int64_t count = tide_box_count(b);
-    for (int f = 0; f < d->batch; f++)
-        for (int i = b->lo[a]; i < b->hi[a]; i++)
-            for (int j = b->lo[c]; j < b->hi[c]; j++) {
-                char *line = v + (size_t)(f * count + (i - b->lo[a]) * st[a] +
-                                          (j - b->lo[c]) * st[c]) * elem;
-                void *origin = !i && !j ? (char *)d->origin + (size_t)f * elem : NULL;
-                double s = d->lam[a][i] + d->lam[c][j] - d->alpha;
-                solve_line(d, line, st[L], n, s, cp, cp + n, origin);
+    tide_box_strides(bx, st);
+    if (st[a] < st[c])
+        a ^= c, c ^= a, a ^= c;
+    double *cp = d->scratch, *u = cp + (size_t)n * LINE_BLOCK;
+    size_t elem = (d->real ? 1 : 2) * (d->dbl ? sizeof(double) : sizeof(float));
+    int64_t count = tide_box_count(bx);
+    for (int f = 0; f < d->batch; f++) {
+        double sum[2] = {0, 0};
+        for (int i = bx->lo[a]; i < bx->hi[a]; i++)
+            for (int j0 = bx->lo[c]; j0 < bx->hi[c]; j0 += LINE_BLOCK) {
+                int nb = bx->hi[c] - j0 < LINE_BLOCK ? bx->hi[c] - j0 : LINE_BLOCK, pinned = 0;
+                int want[LINE_BLOCK];
+                double s[LINE_BLOCK], w[LINE_BLOCK], mean[2 * LINE_BLOCK];
+                char *line = v + (size_t)(f * count + (i - bx->lo[a]) * st[a] +
+                                          (j0 - bx->lo[c]) * st[c]) * elem;
+                for (int b = 0; b < nb; b++) {
+                    int p[3] = {0, 0, 0};
+                    p[a] = i, p[c] = j0 + b;
+                    w[b] = mean_weight(d, p, L);
+                    want[b] = w[b] != 0;
+                    s[b] = d->lam[a][i] + d->lam[c][j0 + b] - d->alpha;
+                    pinned = pinned || (d->pin && s[b] == 0.0);
+                }
+                if (pinned)
+                    for (int b = 0; b < nb; b++)
+                        solve_line(d, line + (size_t)(b * st[c]) * elem, st[L], n, s[b], cp,
+                                   cp + n, want[b] ? &mean[2 * b] : NULL);
+                else
+                    solve_block(d, line, st[L], st[c], n, nb, s, want, mean, cp, u);
+                for (int b = 0; b < nb; b++)
+                    if (want[b])
+                        sum[0] += w[b] * mean[2 * b], sum[1] += w[b] * mean[2 * b + 1];
             }
+        elem_store(d->dbl, 2, d->origin, 1, f, sum);
+    }
 }
 
 static int cpu_spectral(const tide_env *e, const tide_spectral *d, void *data)

@@ -8,75 +8,118 @@
 struct tide_cpu_fft {
     tide_precision precision;
     tide_fft_kind kind;
-    void *aligned;   /* planned for SIMD-aligned arrays (our buffers, fftw_malloc'ed ones) */
-    void *unaligned; /* any alignment: user arrays that are not aligned like FFTW's */
+    /* The transform (a DFT, or kind R2R its real-to-real transform), planned for SIMD-aligned
+     * arrays (our buffers, fftw_malloc'ed ones) and for any alignment (user arrays). */
+    void *aligned, *unaligned;
+    /* A DFT with real-to-real dimensions too: their transform, in place on the complex side. */
+    void *pass_aligned, *pass_unaligned;
 };
 
-/* Guru dimensions of one plan: transformed dims and the batch loops (box dims + fields). */
-typedef struct {
-    int rank, howmany_rank;
-    fftw_iodim64 dims[3], howmany[4];
-} guru_shape;
-
-static void make_shape(const tide_cpu_fft_desc *d, guru_shape *g)
+tide_r2r_kind tide_r2r_inverse(tide_r2r_kind k)
 {
-    int64_t is[3], os[3];
-    const tide_box *ia = d->iarr ? d->iarr : d->ibox, *oa = d->oarr ? d->oarr : d->obox;
-    tide_box_strides(ia, is);
-    tide_box_strides(oa, os);
-    int in_g[3] = {0, 0, 0}, real = d->kind != TIDE_KIND_C2C;
-    g->rank = d->ndims;
-    /* FFTW halves the last of the guru dimensions: the halved one goes last. */
-    for (int k = 0, j = 0; k < d->ndims; k++) {
-        int dim = d->dims[k];
-        in_g[dim] = 1;
-        int64_t len = tide_ext(d->kind == TIDE_KIND_C2R ? d->obox : d->ibox, dim);
-        if (real && dim == d->half)
-            len = d->real_n;
-        int at = real && dim == d->half ? d->ndims - 1 : j++;
-        g->dims[at] = (fftw_iodim64){.n = len, .is = is[dim], .os = os[dim]};
-    }
-    g->howmany_rank = 0;
-    for (int dim = 0; dim < 3; dim++)
-        if (!in_g[dim] && tide_ext(d->ibox, dim) > 1)
-            g->howmany[g->howmany_rank++] =
-                (fftw_iodim64){.n = tide_ext(d->ibox, dim), .is = is[dim], .os = os[dim]};
-    if (d->batch > 1) {
-        int64_t iv = tide_box_count(ia), ov = tide_box_count(oa);
-        g->howmany[g->howmany_rank++] = (fftw_iodim64){.n = d->batch, .is = iv, .os = ov};
+    switch (k) {
+    case TIDE_R2R_DCT2:
+        return TIDE_R2R_DCT3;
+    case TIDE_R2R_DCT3:
+        return TIDE_R2R_DCT2;
+    case TIDE_R2R_DST2:
+        return TIDE_R2R_DST3;
+    case TIDE_R2R_DST3:
+        return TIDE_R2R_DST2;
+    default:
+        return k; /* DCT-IV, DST-IV, NONE */
     }
 }
 
-/* fftwf_iodim64 has the same layout as fftw_iodim64 (three ptrdiff_t). */
-static void *plan_one(const tide_cpu_fft_desc *d, const guru_shape *g, unsigned flags)
+static fftw_r2r_kind fftw_kind(int k)
+{
+    static const fftw_r2r_kind kinds[] = {FFTW_R2HC, FFTW_REDFT10, FFTW_REDFT01, FFTW_RODFT10,
+                                          FFTW_RODFT01, FFTW_REDFT11, FFTW_RODFT11};
+    return kinds[k];
+}
+
+/* Guru dimensions of one plan: transformed dims (with their kinds, for a real-to-real plan)
+ * and the batch loops (box dims, the two parts of complex elements seen as reals, fields). */
+typedef struct {
+    int rank, howmany_rank;
+    fftw_iodim64 dims[3], howmany[5];
+    fftw_r2r_kind kinds[3];
+} guru_shape;
+
+/* The plan over the dimensions of d in mask: lengths from box lb, the halved dimension `half`
+ * (-1: none) real_n long and last (FFTW halves the last guru dimension), strides from the
+ * arrays ia and oa, in units of their elements times `unit` (2: complex elements seen as pairs
+ * of reals, which adds a loop of 2). */
+static void make_shape(const tide_cpu_fft_desc *d, int mask, const tide_box *lb,
+                       const tide_box *ia, const tide_box *oa, int half, int unit, guru_shape *g)
+{
+    int64_t is[3], os[3];
+    tide_box_strides(ia, is);
+    tide_box_strides(oa, os);
+    g->rank = 0;
+    for (int k = 0; k < d->ndims; k++)
+        g->rank += (mask >> d->dims[k]) & 1;
+    for (int k = 0, j = 0; k < d->ndims; k++) {
+        int dim = d->dims[k];
+        if (!((mask >> dim) & 1))
+            continue;
+        int at = dim == half ? g->rank - 1 : j++;
+        g->dims[at] = (fftw_iodim64){.n = dim == half ? d->real_n : tide_ext(lb, dim),
+                                     .is = unit * is[dim], .os = unit * os[dim]};
+        g->kinds[at] = fftw_kind(d->r2r[dim]);
+    }
+    g->howmany_rank = 0;
+    for (int dim = 0; dim < 3; dim++)
+        if (!((mask >> dim) & 1) && tide_ext(lb, dim) > 1)
+            g->howmany[g->howmany_rank++] = (fftw_iodim64){.n = tide_ext(lb, dim),
+                                                           .is = unit * is[dim],
+                                                           .os = unit * os[dim]};
+    if (unit == 2)
+        g->howmany[g->howmany_rank++] = (fftw_iodim64){.n = 2, .is = 1, .os = 1};
+    if (d->batch > 1) {
+        int64_t iv = tide_box_count(ia), ov = tide_box_count(oa);
+        g->howmany[g->howmany_rank++] = (fftw_iodim64){.n = d->batch, .is = unit * iv,
+                                                       .os = unit * ov};
+    }
+}
+
+/* fftwf_iodim64 has the same layout as fftw_iodim64 (three ptrdiff_t), and both precisions
+ * share fftw_r2r_kind. */
+static void *plan_one(const tide_cpu_fft_desc *d, tide_fft_kind kind, const guru_shape *g,
+                      void *in, void *out, unsigned flags)
 {
     fftw_iodim64 *dims = (fftw_iodim64 *)g->dims, *hm = (fftw_iodim64 *)g->howmany;
+    const fftw_r2r_kind *rk = g->kinds;
     if (d->precision == TIDE_DOUBLE) {
         fftw_plan_with_nthreads(d->threads);
-        switch (d->kind) {
+        switch (kind) {
         case TIDE_KIND_C2C:
-            return fftw_plan_guru64_dft(g->rank, dims, g->howmany_rank, hm, d->in, d->out,
-                                        d->sign, flags);
+            return fftw_plan_guru64_dft(g->rank, dims, g->howmany_rank, hm, in, out, d->sign,
+                                        flags);
         case TIDE_KIND_R2C:
-            return fftw_plan_guru64_dft_r2c(g->rank, dims, g->howmany_rank, hm, d->in, d->out,
+            return fftw_plan_guru64_dft_r2c(g->rank, dims, g->howmany_rank, hm, in, out,
                                             flags);
         case TIDE_KIND_C2R:
-            return fftw_plan_guru64_dft_c2r(g->rank, dims, g->howmany_rank, hm, d->in, d->out,
+            return fftw_plan_guru64_dft_c2r(g->rank, dims, g->howmany_rank, hm, in, out,
                                             flags);
+        case TIDE_KIND_R2R:
+            return fftw_plan_guru64_r2r(g->rank, dims, g->howmany_rank, hm, in, out, rk, flags);
         }
     } else {
         fftwf_plan_with_nthreads(d->threads);
         fftwf_iodim64 *fd = (fftwf_iodim64 *)dims, *fh = (fftwf_iodim64 *)hm;
-        switch (d->kind) {
+        switch (kind) {
         case TIDE_KIND_C2C:
-            return fftwf_plan_guru64_dft(g->rank, fd, g->howmany_rank, fh, d->in, d->out,
-                                         d->sign, flags);
+            return fftwf_plan_guru64_dft(g->rank, fd, g->howmany_rank, fh, in, out, d->sign,
+                                         flags);
         case TIDE_KIND_R2C:
-            return fftwf_plan_guru64_dft_r2c(g->rank, fd, g->howmany_rank, fh, d->in, d->out,
+            return fftwf_plan_guru64_dft_r2c(g->rank, fd, g->howmany_rank, fh, in, out,
                                              flags);
         case TIDE_KIND_C2R:
-            return fftwf_plan_guru64_dft_c2r(g->rank, fd, g->howmany_rank, fh, d->in, d->out,
+            return fftwf_plan_guru64_dft_c2r(g->rank, fd, g->howmany_rank, fh, in, out,
                                              flags);
+        case TIDE_KIND_R2R:
+            return fftwf_plan_guru64_r2r(g->rank, fd, g->howmany_rank, fh, in, out, rk, flags);
         }
     }
     return NULL;
@@ -92,6 +135,17 @@ static void destroy_one(tide_precision p, void *plan)
         fftwf_destroy_plan(plan);
 }
 
+/* Plans kind over g on in and out, and with user memory its unaligned variant. */
+static int plan_pair(const tide_cpu_fft_desc *d, tide_fft_kind kind, const guru_shape *g,
+                     void *in, void *out, void **aligned, void **unaligned)
+{
+    unsigned base = d->measure ? FFTW_MEASURE : FFTW_ESTIMATE;
+    *aligned = plan_one(d, kind, g, in, out, base);
+    if (*aligned && d->user_memory)
+        *unaligned = plan_one(d, kind, g, in, out, FFTW_ESTIMATE | FFTW_UNALIGNED);
+    return *aligned && (!d->user_memory || *unaligned);
+}
+
 int tide_cpu_fft_create(const tide_cpu_fft_desc *d, tide_cpu_fft **out)
 {
     tide_cpu_fft *f = calloc(1, sizeof *f);
@@ -99,17 +153,34 @@ int tide_cpu_fft_create(const tide_cpu_fft_desc *d, tide_cpu_fft **out)
         return TIDE_ERR_NOMEM;
     f->precision = d->precision;
     f->kind = d->kind;
-    guru_shape g;
-    make_shape(d, &g);
+    int all = 0, r2r = 0; /* the transformed and the real-to-real dimensions, as bits */
+    for (int k = 0; k < d->ndims; k++) {
+        all |= 1 << d->dims[k];
+        r2r |= d->r2r[d->dims[k]] != TIDE_R2R_NONE ? 1 << d->dims[k] : 0;
+    }
+    const tide_box *ia = d->iarr ? d->iarr : d->ibox, *oa = d->oarr ? d->oarr : d->obox;
+    guru_shape g, pass;
+    if (d->kind == TIDE_KIND_R2R) {
+        make_shape(d, r2r, d->ibox, ia, oa, -1, d->complex_elems ? 2 : 1, &g);
+    } else {
+        int real = d->kind != TIDE_KIND_C2C;
+        make_shape(d, all & ~r2r, d->ibox, ia, oa, real ? d->half : -1, 1, &g);
+        /* the complex side: the output, or C2R's input */
+        int c2r = d->kind == TIDE_KIND_C2R;
+        const tide_box *cb = c2r ? d->ibox : d->obox, *ca = c2r ? ia : oa;
+        make_shape(d, r2r, cb, ca, ca, -1, 2, &pass);
+    }
     /* c2r may overwrite its input: only ever given a work buffer (tide_program_place). */
-    unsigned base = d->measure ? FFTW_MEASURE : FFTW_ESTIMATE;
     /* the thread count belongs to FFTW's planner: set and used under its lock */
     tide_fftw_lock();
-    f->aligned = plan_one(d, &g, base);
-    if (f->aligned && d->user_memory)
-        f->unaligned = plan_one(d, &g, FFTW_ESTIMATE | FFTW_UNALIGNED);
+    int ok = plan_pair(d, d->kind, &g, d->in, d->out, &f->aligned, &f->unaligned);
+    if (ok && r2r && d->kind != TIDE_KIND_R2R) {
+        void *side = d->kind == TIDE_KIND_C2R ? d->in : d->out;
+        ok = plan_pair(d, TIDE_KIND_R2R, &pass, side, side, &f->pass_aligned,
+                       &f->pass_unaligned);
+    }
     tide_fftw_unlock();
-    if (!f->aligned || (d->user_memory && !f->unaligned)) {
+    if (!ok) {
         tide_cpu_fft_destroy(f);
         return TIDE_ERR_BACKEND;
     }
@@ -121,30 +192,48 @@ void tide_cpu_fft_destroy(tide_cpu_fft *f)
 {
     if (!f)
         return;
-    destroy_one(f->precision, f->aligned);
-    destroy_one(f->precision, f->unaligned);
+    void *plans[] = {f->aligned, f->unaligned, f->pass_aligned, f->pass_unaligned};
+    for (int k = 0; k < 4; k++)
+        destroy_one(f->precision, plans[k]);
     free(f);
+}
+
+/* Runs kind's plan (aligned, or the unaligned variant where in or out is not aligned like
+ * FFTW's own memory) from in to out. */
+static void execute_one(tide_precision precision, tide_fft_kind kind, void *aligned,
+                        void *unaligned, void *in, void *out)
+{
+    if (precision == TIDE_DOUBLE) {
+        int ok = fftw_alignment_of(in) == 0 && fftw_alignment_of(out) == 0;
+        fftw_plan p = ok || !unaligned ? aligned : unaligned;
+        if (kind == TIDE_KIND_C2C)
+            fftw_execute_dft(p, in, out);
+        else if (kind == TIDE_KIND_R2C)
+            fftw_execute_dft_r2c(p, in, out);
+        else if (kind == TIDE_KIND_C2R)
+            fftw_execute_dft_c2r(p, in, out);
+        else
+            fftw_execute_r2r(p, in, out);
+    } else {
+        int ok = fftwf_alignment_of(in) == 0 && fftwf_alignment_of(out) == 0;
+        fftwf_plan p = ok || !unaligned ? aligned : unaligned;
+        if (kind == TIDE_KIND_C2C)
+            fftwf_execute_dft(p, in, out);
+        else if (kind == TIDE_KIND_R2C)
+            fftwf_execute_dft_r2c(p, in, out);
+        else if (kind == TIDE_KIND_C2R)
+            fftwf_execute_dft_c2r(p, in, out);
+        else
+            fftwf_execute_r2r(p, in, out);
+    }
 }
 
 void tide_cpu_fft_execute(const tide_cpu_fft *f, void *in, void *out)
 {
-    if (f->precision == TIDE_DOUBLE) {
-        int ok = fftw_alignment_of(in) == 0 && fftw_alignment_of(out) == 0;
-        fftw_plan p = ok || !f->unaligned ? f->aligned : f->unaligned;
-        if (f->kind == TIDE_KIND_C2C)
-            fftw_execute_dft(p, in, out);
-        else if (f->kind == TIDE_KIND_R2C)
-            fftw_execute_dft_r2c(p, in, out);
-        else
-            fftw_execute_dft_c2r(p, in, out);
-    } else {
-        int ok = fftwf_alignment_of(in) == 0 && fftwf_alignment_of(out) == 0;
-        fftwf_plan p = ok || !f->unaligned ? f->aligned : f->unaligned;
-        if (f->kind == TIDE_KIND_C2C)
-            fftwf_execute_dft(p, in, out);
-        else if (f->kind == TIDE_KIND_R2C)
-            fftwf_execute_dft_r2c(p, in, out);
-        else
-            fftwf_execute_dft_c2r(p, in, out);
-    }
+    int c2r = f->kind == TIDE_KIND_C2R;
+    if (f->pass_aligned && c2r)
+        execute_one(f->precision, TIDE_KIND_R2R, f->pass_aligned, f->pass_unaligned, in, in);
+    execute_one(f->precision, f->kind, f->aligned, f->unaligned, in, out);
+    if (f->pass_aligned && !c2r)
+        execute_one(f->precision, TIDE_KIND_R2R, f->pass_aligned, f->pass_unaligned, out, out);
 }

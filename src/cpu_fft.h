@@ -8,7 +8,25 @@
 
 #include "tide.h"
 
-typedef enum { TIDE_KIND_C2C, TIDE_KIND_R2C, TIDE_KIND_C2R } tide_fft_kind;
+/* R2R: every transformed dimension real-to-real (r2r[]), on real elements or, with
+ * complex_elems, on the real and imaginary parts of complex ones. */
+typedef enum { TIDE_KIND_C2C, TIDE_KIND_R2C, TIDE_KIND_C2R, TIDE_KIND_R2R } tide_fft_kind;
+
+/* Real-to-real transforms of a bounded dimension (FFTW's REDFT and RODFT kinds, unnormalized:
+ * a transform and its inverse multiply by 2 n): DCT-II and DCT-III (REDFT10, REDFT01), DST-II
+ * and DST-III (RODFT10, RODFT01), DCT-IV and DST-IV (REDFT11, RODFT11; their own inverses). */
+typedef enum {
+    TIDE_R2R_NONE,
+    TIDE_R2R_DCT2,
+    TIDE_R2R_DCT3,
+    TIDE_R2R_DST2,
+    TIDE_R2R_DST3,
+    TIDE_R2R_DCT4,
+    TIDE_R2R_DST4
+} tide_r2r_kind;
+
+/* The inverse of kind k (up to the factor 2 n). */
+tide_r2r_kind tide_r2r_inverse(tide_r2r_kind k);
 
 typedef struct tide_cpu_fft tide_cpu_fft;
 
@@ -22,6 +40,11 @@ typedef struct {
     const tide_box *oarr;   /* are parts (NULL: ibox, obox); in and out point at the parts'
                              * first points. Strides and field distances are the arrays'. */
     int dims[3], ndims;     /* transformed dimensions, ascending */
+    int r2r[3];             /* per dimension of the grid: the real-to-real transform along it
+                             * (tide_r2r_kind; NONE: a DFT, or not transformed). In a C2C, R2C
+                             * or C2R transform those dimensions are transformed in place on
+                             * the complex side (after the DFT, before it for C2R) */
+    int complex_elems;      /* R2R: the elements are complex */
     int half;               /* R2C/C2R: the dimension halved, n -> n / 2 + 1 complex points;
                              * it must be the fastest of the transformed dimensions in the
                              * storage order */

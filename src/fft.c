@@ -27,7 +27,8 @@
 struct tide_fft_plan {
     tide_context *ctx;
     int n[3], nout[3];    /* input (real for R2C) and output grid */
-    int half;             /* R2C: the dimension halved (2; a solver's highest transformed) */
+    int half;             /* R2C: the dimension halved (2; a solver's highest transformed by a
+                           * DFT; -1 when it has none: real data throughout) */
     tide_fft_options o;
     tide_box inbox, outbox;
     size_t in_elem, out_elem;
@@ -148,6 +149,9 @@ typedef struct {
     int cut2;                  /* slabs: the dimension the second layout cuts (y; z when a
                                 * solver's middle op needs y whole) */
     int transform;             /* the transformed dimensions, as bits (a solver's may omit one) */
+    int rstage;                /* R2C: the stage of the real transform (its grids up to it are
+                                * real; a solver with no DFT: past the last) */
+    int r2r[3];                /* a solver's real-to-real dimensions (tide_fft_middle) */
     /* Per stage: the transformed dimensions, as bits (0: a solver's middle op), and which of
      * the decomposition's layouts it runs in by default (default_layout). */
     int dims[TIDE_CHAIN_STAGES], lay[TIDE_CHAIN_STAGES];
@@ -194,9 +198,9 @@ static tide_layout default_layout(tide_chain *c, int s, const int g[3])
                 grid[d] = f->pg[k++];
     }
     int order[3], k = 0;
-    for (int pass = 0; pass < 2; pass++) /* untransformed, then transformed dimensions */
+    for (int pass = 0; pass < 3; pass++) /* untransformed, real-to-real, then DFT dimensions */
         for (int d = 0; d < 3; d++)
-            if (!(f->transform & (1 << d)) == !pass)
+            if ((!(f->transform & (1 << d)) ? 0 : f->r2r[d] ? 1 : 2) == pass)
                 order[k++] = d;
     for (int r = 0; r < c->P; r++) {
         tide_box_in_grid(g, grid, r, &l[r]);
@@ -211,6 +215,9 @@ static tide_layout default_layout(tide_chain *c, int s, const int g[3])
 static void set_stages(tide_chain *c, fft_chain *f, const tide_fft_plan *p)
 {
     int mask = f->transform = p->mid ? p->mid->transform : 7, r2c = p->o.type == TIDE_R2C;
+    for (int d = 0; d < 3; d++)
+        f->r2r[d] = p->mid ? p->mid->r2r[d] : TIDE_R2R_NONE;
+    f->rstage = !r2c ? -1 : p->half < 0 ? TIDE_CHAIN_STAGES : 0;
     f->cut2 = p->mid && (p->mid->whole & 2) && c->P <= p->nout[2] ? 2 : 1;
     int whole[3], group[3], nl = layouts(f, whole, group);
     c->nstages = 0;
@@ -221,9 +228,12 @@ static void set_stages(tide_chain *c, fft_chain *f, const tide_fft_plan *p)
         c->nstages++;
         f->dims[s] = dims;
         f->lay[s] = ds;
-        c->stage[s] = (tide_stage){.whole = dims, .resize_dim = s == 0 && r2c ? p->half : -1,
-                                   .resize_to = p->nout[p->half],
-                                   .gpu_real = s == 0 && r2c && p->env.be->gpu};
+        int real = r2c && p->half >= 0 && (dims & (1 << p->half));
+        if (real)
+            f->rstage = s;
+        c->stage[s] = (tide_stage){.whole = dims, .resize_dim = real ? p->half : -1,
+                                   .resize_to = real ? p->nout[p->half] : 0,
+                                   .gpu_real = real && p->env.be->gpu};
     }
     if (p->mid) {
         int s = c->nstages++, need = p->mid->whole, last = f->lay[s - 1], ds = last;
@@ -302,6 +312,12 @@ static size_t box_bytes(const tide_fft_plan *p, const tide_box *b, int real)
     return (size_t)tide_box_count(b) * (size_t)p->o.batch * (real ? p->in_elem : p->out_elem);
 }
 
+/* Whether grid g of the chain holds the real side of an r2c plan. */
+static int grid_real(const tide_fft_plan *p, const fft_chain *f, int g)
+{
+    return p->o.type == TIDE_R2C && g <= f->rstage;
+}
+
 /* The steps of a program: the forward steps (dir -1), the backward ones (+1), or both with
  * the middle op between them (0: a solver, solver.h; its op is the chain's last stage, the
  * last forward step, *mid its index, else -1). Steps from *back on belong to the backward
@@ -325,18 +341,26 @@ static int program_steps(const tide_chain *c, int dir, tide_chain_step *steps, i
 static int make_fft(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
                     const tide_chain_step *s, int reverse, tide_op *o, char *err, size_t len)
 {
-    int real = p->o.type == TIDE_R2C && s->stage == 0, me = p->ctx->rank;
+    int real = p->o.type == TIDE_R2C && s->stage == f->rstage, me = p->ctx->rank, dft = 0;
+    for (int k = 0; k < 3; k++)
+        dft = dft || ((f->dims[s->stage] & (1 << k)) && f->r2r[k] == TIDE_R2R_NONE);
     tide_cpu_fft_desc d = {
         .precision = p->o.precision, .sign = reverse ? +1 : -1,
-        .kind = !real ? TIDE_KIND_C2C : reverse ? TIDE_KIND_C2R : TIDE_KIND_R2C,
+        .kind = !dft    ? TIDE_KIND_R2R
+                : !real ? TIDE_KIND_C2C
+                : reverse ? TIDE_KIND_C2R
+                          : TIDE_KIND_R2C,
+        .complex_elems = !grid_real(p, f, s->stage),
         .ibox = &s->from[me], .obox = &s->to[me], .half = c->stage[s->stage].resize_dim,
-        .real_n = p->n[p->half],
+        .real_n = p->half >= 0 ? p->n[p->half] : 0,
         .batch = p->o.batch, .measure = p->o.planning == TIDE_PLAN_MEASURE,
         .threads = p->env.threads,
         .user_memory = o->src == TIDE_LOC_IN || o->dst == TIDE_LOC_OUT};
     for (int k = 0; k < 3; k++)
-        if (f->dims[s->stage] & (1 << k))
+        if (f->dims[s->stage] & (1 << k)) {
             d.dims[d.ndims++] = k;
+            d.r2r[k] = reverse ? (int)tide_r2r_inverse((tide_r2r_kind)f->r2r[k]) : f->r2r[k];
+        }
     if (o->stage_input) {
         d.in = p->w[o->stage_loc - TIDE_LOC_W0];
         d.out = p->w[TIDE_LOC_W1 - o->stage_loc];
@@ -365,7 +389,7 @@ static int make_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *
             continue;
         }
         o->kind = steps[i].stage < 0 ? TIDE_OP_RESHAPE : TIDE_OP_FFT;
-        int real = r2c && steps[i].stage == 0;
+        int real = r2c && steps[i].stage == f->rstage;
         o->in_place_ok = o->kind == TIDE_OP_FFT && !real && steps[i].from == steps[i].to;
         o->overwrites_input = real && i >= back; /* c2r */
     }
@@ -384,7 +408,7 @@ static int make_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *
             st = p->mid->make(o, &p->env, &s->from[p->ctx->rank], c->grid[s->from_grid],
                               p->mid->user, err, len);
         } else if (s->stage < 0) {
-            int real = r2c && s->from_grid == 0;
+            int real = grid_real(p, f, s->from_grid);
             st = tide_op_reshape(o, &p->env, s->from, s->to, real ? p->in_elem : p->out_elem,
                                  p->o.batch, err, len);
         } else {
@@ -476,11 +500,11 @@ static int build_plan(tide_fft_plan *p, tide_layout uin, tide_layout uout, char 
     p->outbox = c.out[p->ctx->rank];
     /* Work buffers hold any layout of the chain, and the input when it must be staged. */
     tide_chain_step steps[TIDE_CHAIN_STEPS];
-    int ns = tide_chain_steps(&c, 0, steps), r2c = p->o.type == TIDE_R2C;
+    int ns = tide_chain_steps(&c, 0, steps);
     for (int i = 0; i < ns; i++) {
         int me = p->ctx->rank;
-        size_t a = box_bytes(p, &steps[i].from[me], r2c && steps[i].from_grid == 0);
-        size_t b = box_bytes(p, &steps[i].to[me], r2c && steps[i].to_grid == 0);
+        size_t a = box_bytes(p, &steps[i].from[me], grid_real(p, &f, steps[i].from_grid));
+        size_t b = box_bytes(p, &steps[i].to[me], grid_real(p, &f, steps[i].to_grid));
         p->wbytes = a > p->wbytes ? a : p->wbytes;
         p->wbytes = b > p->wbytes ? b : p->wbytes;
     }
@@ -545,8 +569,9 @@ static tide_fft_plan *new_plan(tide_context *ctx, const int n[3], const tide_fft
     p->o = *opts;
     p->mid = mid;
     p->half = 2;
-    while (mid && !(mid->transform & (1 << p->half)))
-        p->half--; /* the highest transformed dimension */
+    while (mid && p->half >= 0 &&
+           (!(mid->transform & (1 << p->half)) || mid->r2r[p->half] != TIDE_R2R_NONE))
+        p->half--; /* the highest dimension a DFT transforms */
     p->o.backend = cuda ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU;
     p->env.ctx = ctx;
     p->env.be = cuda ? tide_backend_cuda() : &tide_backend_cpu;
@@ -554,10 +579,10 @@ static tide_fft_plan *new_plan(tide_context *ctx, const int n[3], const tide_fft
     p->env.exchange = opts->exchange;
     memcpy(p->n, n, sizeof p->n);
     memcpy(p->nout, n, sizeof p->nout);
-    if (opts->type == TIDE_R2C)
+    if (opts->type == TIDE_R2C && p->half >= 0)
         p->nout[p->half] = n[p->half] / 2 + 1;
     size_t scalar = opts->precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
-    p->out_elem = 2 * scalar;
+    p->out_elem = p->half >= 0 ? 2 * scalar : scalar;
     p->in_elem = opts->type == TIDE_R2C ? scalar : 2 * scalar;
     double N = (double)n[0] * n[1] * n[2], sym = 1.0 / sqrt(N);
     p->fwd_scale = opts->scaling == TIDE_SCALE_SYMMETRIC ? sym : 1.0;

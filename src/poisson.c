@@ -1,19 +1,26 @@
 /*
  * poisson.c: FFT-based Poisson and Helmholtz solvers on the plan core. A solve is an FFT
- * solver plan (solver.h): the forward real transform of the periodic dimensions, the spectral
- * operator (program.h: the eigenvalue scaling, or tridiagonal solves along the bounded
- * dimension) and the inverse transform, as one program; this file validates the request,
- * builds the tables of the discrete operator and reports the mean of f.
+ * solver plan (solver.h): the forward real transform of the periodic dimensions and the
+ * cosine or sine transforms of all bounded dimensions but one, the spectral operator
+ * (program.h: the eigenvalue scaling, or tridiagonal solves along that remaining bounded
+ * dimension, the line) and the inverse transforms, as one program; this file validates the
+ * request, builds the tables of the discrete operator and reports the mean of f.
  *
  * Periodic dimension d of n points and spacing h: mode k of the 7-point operator has the
  * eigenvalue 2 (cos(2 pi k / n) - 1) / h^2, the continuous Laplacian -(2 pi k' / (n h))^2 with
- * k' the signed wavenumber. A bounded dimension (Neumann or Dirichlet faces, cell-centred)
- * keeps its finite-volume rows: flux differences over the cell width, a flux the difference
- * of neighbouring centres over their distance, zero through a Neumann face, the centre's value
- * over half the cell through a Dirichlet one (tide.h). Mode (0,0,0) of a singular problem
- * (alpha = 0, all periodic) has eigenvalue 0: the diagonal op clears it, which removes f's
- * mean and gives u zero mean; a Neumann-Neumann line of mode (0,0) is solved the same way
- * (backend.h: tide_spectral's pin).
+ * k' the signed wavenumber. A bounded dimension transformed real-to-real (uniform cells) is
+ * diagonal in the basis its faces fix, cos(pi k (i + 1/2) / n) (Neumann-Neumann: DCT-II),
+ * sin(pi (k + 1) (i + 1/2) / n) (Dirichlet-Dirichlet: DST-II), cos or sin(pi (k + 1/2)
+ * (i + 1/2) / n) (Neumann-Dirichlet: DCT-IV, Dirichlet-Neumann: DST-IV), with the eigenvalue
+ * 2 (cos(pi k' / n) - 1) / h^2, k' = k, k + 1 or k + 1/2 (spectral: -(pi k' / (n h))^2). The
+ * line (Neumann or Dirichlet faces, cell-centred, uniform or not) keeps its finite-volume
+ * rows: flux differences over the cell width, a flux the difference of neighbouring centres
+ * over their distance, zero through a Neumann face, the centre's value over half the cell
+ * through a Dirichlet one (tide.h). Mode (0,0,0) of a singular problem
+ * (alpha = 0, no Dirichlet face) has eigenvalue 0: the diagonal op clears it, which removes
+ * f's mean and gives u zero mean; a Neumann-Neumann line of mode (0,0) is solved the same way
+ * (backend.h: tide_spectral's pin). The mean of f is a weighted sum of the spectral data
+ * (mean_weights), gathered over the ranks.
  */
 #include <limits.h>
 #include <math.h>
@@ -30,13 +37,14 @@ struct tide_poisson_plan {
     tide_poisson_options o;
     int n[3];
     int singular;
-    int line;              /* the bounded dimension, or -1 (all periodic) */
-    double norm;           /* 1 / the points of one transform */
+    int line;              /* the bounded dimension solved along lines, or -1 (none) */
+    int r2r[3];            /* per dimension: its forward real-to-real transform, or NONE */
+    double norm;           /* 1 / the factor a forward and an inverse transform multiply by */
     tide_fft_plan *fft;
     tide_fft_middle mid;   /* fft's middle op (make_spectral) */
     const tide_op *spec;   /* the spectral op inside fft's program, and what it runs with */
     const tide_env *env;
-    int has_origin;        /* this rank's spectral box holds the origin (tide_spectral) */
+    int has_origin;        /* this rank's spectral box adds to the mean (tide_spectral) */
     double *mean;          /* of each field of f in the last solve */
     double *scratch;       /* gather_mean's, after mean in its allocation: the origin of
                             * each field, the local and the summed means and failure flags */
@@ -108,13 +116,13 @@ static void make_request(const int n[3], const tide_box *box, const tide_poisson
         r->box[0] = *box;
 }
 
-/* The verdict on the agreed request, the same on every rank: at most one bounded dimension,
- * faces only along it. */
+/* The verdict on the agreed request, the same on every rank: faces only along one bounded
+ * dimension; two or more bounded ones only on the CPU. */
 static int judge(tide_context *ctx, const tide_args *all)
 {
     const int *v = all[0].v;
     static const char *const names[] = {"periodic", "neumann", "dirichlet"};
-    int bounded = -1;
+    int bounded = 0, faced = -1;
     for (int d = 0; d < 3; d++) {
         int lo = v[F_BC + 2 * d], hi = v[F_BC + 2 * d + 1];
         if ((lo == TIDE_BC_PERIODIC) != (hi == TIDE_BC_PERIODIC))
@@ -124,13 +132,20 @@ static int judge(tide_context *ctx, const tide_args *all)
         if (lo == TIDE_BC_PERIODIC && v[F_FACES + d])
             return tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_poisson_plan_create: option faces[%d] "
                              "given for a periodic dimension (faces describe a bounded one)", d);
-        if (lo != TIDE_BC_PERIODIC && bounded >= 0)
-            return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_poisson_plan_create: dimensions %d "
-                             "and %d are both bounded; this version solves one bounded "
-                             "dimension (the other two periodic)", bounded, d);
-        if (lo != TIDE_BC_PERIODIC)
-            bounded = d;
+        if (v[F_FACES + d] && faced >= 0)
+            return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_poisson_plan_create: option "
+                             "faces given for dimensions %d and %d; cells may be non-uniform "
+                             "along one dimension only", faced, d);
+        faced = v[F_FACES + d] ? d : faced;
+        bounded += lo != TIDE_BC_PERIODIC;
     }
+    int gpu = tide_wants_cuda(ctx, v[F_BACKEND]) && (v[F_BACKEND] == TIDE_BACKEND_CUDA ||
+                                                     v[F_LOCATION] == TIDE_LOCATION_DEVICE);
+    if (bounded > 1 && gpu)
+        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_poisson_plan_create: %d bounded "
+                         "dimensions take cosine and sine transforms, which run on the CPU "
+                         "(backend cpu or auto, host arrays); the GPU solves one bounded "
+                         "dimension", bounded);
     return all[0].has[0] ? tide_args_check_tiling(ctx, &spec, all, 0, v) : TIDE_SUCCESS;
 }
 
@@ -158,20 +173,58 @@ static int agree_faces(tide_context *ctx, int d, int n, const double *faces)
 
 /* ---- the eigenvalue scaling ------------------------------------------------------------ */
 
+static const double pi = 3.14159265358979323846264338327950;
 static const double two_pi = 6.283185307179586476925286766559;
+
+/* The real-to-real transform that diagonalizes a bounded dimension with faces lo and hi. */
+static tide_r2r_kind r2r_kind(int lo, int hi)
+{
+    if (lo == TIDE_BC_NEUMANN)
+        return hi == TIDE_BC_NEUMANN ? TIDE_R2R_DCT2 : TIDE_R2R_DCT4;
+    return hi == TIDE_BC_DIRICHLET ? TIDE_R2R_DST2 : TIDE_R2R_DST4;
+}
+
+/* Mode k of a real-to-real transform of kind r along n cells: k' = k + this in its
+ * eigenvector cos or sin(pi k' (i + 1/2) / n). */
+static double r2r_shift(int r)
+{
+    return r == TIDE_R2R_DCT2 ? 0 : r == TIDE_R2R_DST2 ? 1 : 0.5;
+}
 
 /* The eigenvalues of dimension d at spectral indices 0..g-1 (g: n, or n/2+1 halved). */
 static void eigenvalues(const tide_poisson_plan *p, int d, int g, double *lam)
 {
-    int n = p->n[d];
+    int n = p->n[d], r = p->r2r[d];
     double h = p->o.h[d];
     for (int k = 0; k < g; k++) {
-        if (p->o.eigen == TIDE_EIGEN_SPECTRAL) {
+        if (r != TIDE_R2R_NONE) {
+            double kk = k + r2r_shift(r), w = pi * kk / (n * h); /* exactly 0 at k' = 0 */
+            lam[k] = p->o.eigen == TIDE_EIGEN_SPECTRAL ? -w * w
+                                                       : 2 * (cos(pi * kk / n) - 1) / (h * h);
+        } else if (p->o.eigen == TIDE_EIGEN_SPECTRAL) {
             double w = two_pi * (k <= n / 2 ? k : k - n) / (n * h);
             lam[k] = -w * w;
         } else {
             lam[k] = k ? 2 * (cos(two_pi * k / n) - 1) / (h * h) : 0.0; /* exactly 0 at 0 */
         }
+    }
+}
+
+/* The weights w[k] of the modes of dimension d transformed by r (not DCT-II, whose mode 0
+ * alone holds the sum) with which sum_k w[k] X[k] / (2 n) is the mean of the n values whose
+ * transform X is: the sums over the cells of the inverse transform's basis functions, over
+ * n. FFTW's inverses: DST-III x_i = sum_k c_k X_k sin(pi (k+1)(i+1/2)/n), c_k = 2 but 1 for
+ * the last mode; DCT-IV and DST-IV 2 sum_k X_k cos or sin(pi (k+1/2)(i+1/2)/n). The sums of
+ * sin((i + 1/2) t) and cos((i + 1/2) t) over i < n are sin^2(n t / 2) / sin(t / 2) and
+ * sin(n t) / (2 sin(t / 2)). */
+static void mean_weights(int r, int n, double *w)
+{
+    for (int k = 0; k < n; k++) {
+        double q = sin(pi * (2 * k + 1) / (4.0 * n)) * n; /* DCT-IV, DST-IV */
+        if (r == TIDE_R2R_DST2)
+            w[k] = k % 2 ? 0 : (k < n - 1 ? 2 : 1) / (sin(pi * (k + 1) / (2.0 * n)) * n);
+        else
+            w[k] = (r == TIDE_R2R_DCT4 && k % 2 ? -1 : 1) / q;
     }
 }
 
@@ -201,27 +254,36 @@ static void line_rows(const tide_poisson_options *o, int d, int n, double *rows)
 }
 
 /* The solver's middle op (tide_fft_middle.make): the spectral op on this rank's box of the
- * spectral grid: the eigenvalue tables of the transformed dimensions (zeros along the bounded
- * one) and the bounded dimension's rows. */
+ * spectral grid: the eigenvalue tables of the transformed dimensions (zeros along the line),
+ * the line's rows, and the weights of the mean along the dimensions that need them. */
 static int make_spectral(tide_op *op, const tide_env *e, const tide_box *box, const int grid[3],
                          void *user, char *err, size_t len)
 {
     tide_poisson_plan *p = user;
-    int L = p->line;
-    size_t total = (size_t)grid[0] + grid[1] + grid[2] + (L >= 0 ? 4 * (size_t)grid[L] : 0);
-    double *t = calloc(total, sizeof *t);
+    int L = p->line, periodic = 0;
+    size_t all = (size_t)grid[0] + grid[1] + grid[2];
+    double *t = calloc(2 * all + (L >= 0 ? 4 * (size_t)grid[L] : 0), sizeof *t);
     if (!t)
         return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
-    double *lam[3] = {t, t + grid[0], t + grid[0] + grid[1]};
-    double *rows = lam[2] + grid[2];
-    for (int d = 0; d < 3; d++)
-        if (d != L)
-            eigenvalues(p, d, grid[d], lam[d]);
-    if (L >= 0)
-        line_rows(&p->o, L, grid[L], rows);
+    double *lam[3] = {t, t + grid[0], t + grid[0] + grid[1]}, *rows = t + 2 * all;
     tide_spectral d = {.dbl = p->o.precision == TIDE_DOUBLE, .box = *box, .batch = p->o.batch,
                        .lam = {lam[0], lam[1], lam[2]}, .alpha = p->o.alpha, .norm = p->norm,
                        .line = L};
+    p->has_origin = tide_box_count(box) > 0;
+    for (int k = 0; k < 3; k++) {
+        if (k == L)
+            continue;
+        eigenvalues(p, k, grid[k], lam[k]);
+        periodic += p->r2r[k] == TIDE_R2R_NONE;
+        if (p->r2r[k] != TIDE_R2R_NONE && p->r2r[k] != TIDE_R2R_DCT2) {
+            mean_weights(p->r2r[k], grid[k], lam[k] + all);
+            d.mean_w[k] = lam[k] + all;
+        }
+        p->has_origin = p->has_origin && (d.mean_w[k] || box->lo[k] == 0);
+    }
+    d.real = !periodic;
+    if (L >= 0)
+        line_rows(&p->o, L, grid[L], rows);
     if (L >= 0) {
         int n = grid[L];
         d.lower = rows, d.diag = rows + n, d.upper = rows + 2 * n, d.weight = rows + 3 * n;
@@ -231,9 +293,6 @@ static int make_spectral(tide_op *op, const tide_env *e, const tide_box *box, co
     free(t);
     p->spec = op;
     p->env = e;
-    p->has_origin = tide_box_count(box) > 0;
-    for (int k = 0; k < 3; k++)
-        p->has_origin = p->has_origin && (k == L || box->lo[k] == 0);
     return st;
 }
 
@@ -289,20 +348,34 @@ static int make_plan(tide_context *ctx, const int n[3], const tide_box *box,
         p->mean = mean;
         p->scratch = mean + o->batch;
         memcpy(p->n, n, sizeof p->n);
+        /* The line: the dimension with faces, else the last bounded one; the other bounded
+         * ones are transformed real-to-real. */
+        int bounded = 0, dirichlet = 0;
         p->line = -1;
-        for (int d = 0; d < 3; d++)
-            if (o->bc[d][0] != TIDE_BC_PERIODIC)
+        for (int d = 0; d < 3; d++) {
+            if (o->bc[d][0] == TIDE_BC_PERIODIC)
+                continue;
+            bounded++;
+            dirichlet |= o->bc[d][0] == TIDE_BC_DIRICHLET || o->bc[d][1] == TIDE_BC_DIRICHLET;
+            if (p->line < 0 || !o->faces[p->line])
                 p->line = d;
-        int L = p->line, pin = L >= 0 && o->bc[L][0] == TIDE_BC_NEUMANN &&
-                                 o->bc[L][1] == TIDE_BC_NEUMANN;
-        p->singular = o->alpha == 0.0 && (L < 0 || pin);
+        }
+        int L = p->line;
+        p->singular = o->alpha == 0.0 && !dirichlet;
         p->norm = 1.0;
-        for (int d = 0; d < 3; d++)
-            p->norm /= d == L ? 1.0 : (double)n[d];
+        for (int d = 0; d < 3; d++) {
+            int bc = d != L && o->bc[d][0] != TIDE_BC_PERIODIC;
+            p->r2r[d] = bc ? r2r_kind(o->bc[d][0], o->bc[d][1]) : TIDE_R2R_NONE;
+            p->norm /= d == L ? 1.0 : (bc ? 2.0 : 1.0) * n[d];
+        }
         tide_fft_options f;
         fft_options(o, &f);
+        if (bounded > 1) /* judge: not on the GPU */
+            f.backend = TIDE_BACKEND_CPU;
         int all = 7, bit = L >= 0 ? 1 << L : 0;
-        p->mid = (tide_fft_middle){"tide_poisson_solve", make_spectral, p, all & ~bit, bit};
+        p->mid = (tide_fft_middle){.call = "tide_poisson_solve", .make = make_spectral,
+                                   .user = p, .transform = all & ~bit, .whole = bit,
+                                   .r2r = {p->r2r[0], p->r2r[1], p->r2r[2]}};
         st = tide_fft_solver_create(ctx, n, box, &f, &p->mid, &p->fft);
     }
     if (st) {

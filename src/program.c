@@ -62,28 +62,43 @@ static const tide_op_class fft_class = {fft_execute, fft_destroy};
 int tide_op_fft(tide_op *op, const tide_env *e, const tide_cpu_fft_desc *d, size_t *work,
                 char *err, size_t len)
 {
-    static const char dim_names[] = "xyz";
     op->cls = &fft_class;
     op->kind = TIDE_OP_FFT;
-    int n = snprintf(op->what, sizeof op->what, "fft(");
-    double lines = 1; /* points of one transform */
-    for (int k = 0; k < d->ndims; k++) {
-        int dim = d->dims[k];
-        n += snprintf(op->what + n, sizeof op->what - (size_t)n, "%s%c", k ? "," : "",
-                      dim_names[dim]);
-        lines *= d->kind != TIDE_KIND_C2C && dim == d->half ? d->real_n
-                 : d->kind == TIDE_KIND_C2R          ? (double)tide_ext(d->obox, dim)
-                                                       : (double)tide_ext(d->ibox, dim);
+    /* "fft(y,z)", "r2r(x,y)" or both: the DFT's dimensions and the real-to-real ones, and the
+     * points of one transform of each */
+    double lines[2] = {1, 1};
+    int n = 0, r2r_only = d->kind == TIDE_KIND_R2R;
+    for (int pass = 0; pass < 2; pass++) {
+        int listed = 0;
+        for (int k = 0; k < d->ndims; k++) {
+            int dim = d->dims[k];
+            if ((d->r2r[dim] != TIDE_R2R_NONE) != pass)
+                continue;
+            n += snprintf(op->what + n, sizeof op->what - (size_t)n, "%s%c",
+                          listed++ ? "," : pass && n ? ")+r2r(" : pass ? "r2r(" : "fft(",
+                          "xyz"[dim]);
+            lines[pass] *= d->kind != TIDE_KIND_C2C && !pass && dim == d->half ? d->real_n
+                           : d->kind == TIDE_KIND_C2R ? (double)tide_ext(d->obox, dim)
+                                                        : (double)tide_ext(d->ibox, dim);
+        }
     }
     snprintf(op->what + n, sizeof op->what - (size_t)n, ")");
     size_t scalar = d->precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
     double cin = (double)tide_box_count(d->ibox) * d->batch;
     double cout = (double)tide_box_count(d->obox) * d->batch;
-    int real_in = d->kind == TIDE_KIND_R2C, real_out = d->kind == TIDE_KIND_C2R;
+    int real_in = d->kind == TIDE_KIND_R2C || (r2r_only && !d->complex_elems);
+    int real_out = d->kind == TIDE_KIND_C2R || (r2r_only && !d->complex_elems);
     double real_points = real_in ? cin : real_out ? cout : 0;
-    op->cost.flops = d->kind == TIDE_KIND_C2C ? 5 * cin * log2(lines > 1 ? lines : 1)
-                                                : 2.5 * real_points * log2(lines > 1 ? lines : 1);
+    /* the real-to-real transforms: on real data, or each part of the complex side */
+    double r2r_reals = r2r_only ? cin * (real_in ? 1 : 2)
+                                : 2 * (d->kind == TIDE_KIND_C2R ? cin : cout);
+    double lg[2] = {log2(lines[0] > 1 ? lines[0] : 1), log2(lines[1] > 1 ? lines[1] : 1)};
+    op->cost.flops = r2r_only                    ? 0
+                     : d->kind == TIDE_KIND_C2C ? 5 * cin * lg[0]
+                                                : 2.5 * real_points * lg[0];
+    op->cost.flops += 2.5 * r2r_reals * lg[1];
     op->cost.mem_bytes = (cin * (real_in ? 1 : 2) + cout * (real_out ? 1 : 2)) * scalar;
+    op->cost.mem_bytes += !r2r_only && lines[1] > 1 ? 2 * r2r_reals * scalar : 0;
     op->stage_bytes = (size_t)cin * scalar * (real_in ? 1 : 2);
     if (tide_box_count(d->ibox) == 0)
         return TIDE_SUCCESS;
@@ -123,7 +138,13 @@ void tide_op_scale(tide_op *op, int dbl, long long count, double factor)
 
 /* ---- spectral operator ----------------------------------------------------------------- */
 
+/* The data's element, and the origin's (complex). */
 static size_t spec_elem(const tide_spectral *d)
+{
+    return (d->real ? 1 : 2) * (d->dbl ? sizeof(double) : sizeof(float));
+}
+
+static size_t origin_elem(const tide_spectral *d)
 {
     return 2 * (d->dbl ? sizeof(double) : sizeof(float));
 }
@@ -139,9 +160,22 @@ static int spectral_execute(const tide_op *op, const tide_env *e, void *src, voi
 /* The tables of d in the order spectral_tables fills them. */
 static const double **spec_table(tide_spectral *d, int k)
 {
-    const double **t[] = {&d->lam[0], &d->lam[1], &d->lam[2], &d->lower, &d->diag, &d->upper,
-                          &d->weight};
+    const double **t[] = {&d->lam[0],    &d->lam[1],    &d->lam[2], &d->lower, &d->diag,
+                          &d->upper,     &d->weight,    &d->mean_w[0], &d->mean_w[1],
+                          &d->mean_w[2]};
     return t[k];
+}
+
+enum { SPEC_TABLES = 10 };
+
+/* The length of table k of d on grid n (0: d has none). */
+static int spec_table_len(const tide_spectral *d, int k, const int n[3])
+{
+    if (k < 3)
+        return n[k];
+    if (k < 7)
+        return d->line >= 0 ? n[d->line] : 0;
+    return d->mean_w[k - 7] ? n[k - 7] : 0;
 }
 
 static void spectral_destroy(tide_op *op, const tide_env *e)
@@ -149,7 +183,7 @@ static void spectral_destroy(tide_op *op, const tide_env *e)
     tide_spectral *d = op->spec;
     if (!d)
         return;
-    for (int k = 0; k < 7; k++)
+    for (int k = 0; k < SPEC_TABLES; k++)
         e->be->free((void *)*spec_table(d, k));
     e->be->free(d->origin);
     e->be->free(d->scratch);
@@ -160,27 +194,31 @@ static void spectral_destroy(tide_op *op, const tide_env *e)
 static const tide_op_class spectral_class = {spectral_execute, spectral_destroy};
 
 /* Copies d's tables (host memory, src) into the backend's memory (x), the lam tables of n[k]
- * doubles and, with a line, its four of n[line]; zeroes the origin and allocates the scratch. */
+ * doubles, with a line its four of n[line], and the mean weights given; zeroes the origin and
+ * allocates the scratch. */
 static int spectral_tables(const tide_env *e, const tide_spectral *src, tide_spectral *x,
                            const int n[3])
 {
-    size_t zb = (size_t)src->batch * spec_elem(src);
+    size_t zb = (size_t)src->batch * origin_elem(src);
     int st = e->be->alloc(zb, &x->origin);
     void *zeros = st ? NULL : calloc(1, zb);
     st = st || !zeros ? TIDE_ERR_NOMEM : e->be->copy(e, x->origin, zeros, zb);
     free(zeros);
-    int tables = src->line < 0 ? 3 : 7;
-    for (int k = 0; k < tables && !st; k++) {
-        size_t bytes = (size_t)n[k < 3 ? k : src->line] * sizeof(double);
+    for (int k = 0; k < SPEC_TABLES && !st; k++) {
+        size_t bytes = (size_t)spec_table_len(src, k, n) * sizeof(double);
         void *t = NULL;
+        if (!bytes)
+            continue;
         st = e->be->alloc(bytes, &t);
         *spec_table(x, k) = t;
         if (!st)
             st = e->be->copy(e, t, *spec_table((tide_spectral *)src, k), bytes);
     }
-    if (!st && src->line >= 0) { /* a double per point (GPU), or three per row (CPU) */
+    if (!st && src->line >= 0) { /* a double per point (GPU), three per point of a block of
+                                  * lines (CPU) */
         void *s = NULL;
-        size_t count = (size_t)tide_box_count(&src->box), row = 3 * (size_t)n[src->line];
+        size_t count = (size_t)tide_box_count(&src->box);
+        size_t row = 3 * (size_t)n[src->line] * TIDE_LINE_BLOCK;
         st = e->be->alloc((count > row ? count : row) * sizeof(double), &s);
         x->scratch = s;
     }
@@ -209,7 +247,7 @@ int tide_op_spectral(tide_op *op, const tide_env *e, const tide_spectral *d, con
     if (!x)
         return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
     *x = *d;
-    for (int k = 0; k < 7; k++)
+    for (int k = 0; k < SPEC_TABLES; k++)
         *spec_table(x, k) = NULL; /* until they are in the backend's memory */
     x->origin = NULL;
     x->scratch = NULL;
@@ -224,7 +262,7 @@ int tide_op_spectral(tide_op *op, const tide_env *e, const tide_spectral *d, con
 int tide_op_spectral_origin(const tide_op *op, const tide_env *e, void *dst)
 {
     int st = e->be->copy(e, dst, op->spec->origin,
-                         (size_t)op->spec->batch * spec_elem(op->spec));
+                         (size_t)op->spec->batch * origin_elem(op->spec));
     return st ? st : e->be->sync(e);
 }
 

@@ -22,7 +22,10 @@ typedef struct {
                 void *user, char *err, size_t len);
     void *user;
     int transform; /* the transformed dimensions, as bits (7: all three); the real transform
-                    * halves the highest of them */
+                    * halves the highest of them that r2r leaves to a DFT */
+    int r2r[3];    /* per dimension: the forward real-to-real transform along a transformed
+                    * one (tide_r2r_kind, cpu_fft.h), or NONE for a DFT. With no DFT left the
+                    * data stays real throughout */
     int whole;     /* the dimensions the op needs whole on a rank, as bits */
 } tide_fft_middle;
 

@@ -388,13 +388,15 @@ int tide_fft_plan_set_stream(tide_fft_plan *plan, void *stream);
  * (eigenvalues 2 (cos(2 pi k / n) - 1) / h^2 per periodic dimension), so the solution
  * satisfies the discrete equation to rounding; TIDE_EIGEN_SPECTRAL uses the exact eigenvalues
  * -(2 pi k' / (n h))^2 (k' the signed wavenumber) along the periodic dimensions instead: exact
- * for trigonometric polynomials.
+ * for trigonometric polynomials; likewise -(pi k' / (n h))^2 along a bounded dimension solved
+ * by a cosine or sine transform (below), k' = k (Neumann-Neumann), k + 1 (Dirichlet-Dirichlet)
+ * or k + 1/2 (mixed faces).
  *
  * Bounded dimensions: a face holds the boundary condition on the face itself, through the
  * ghost value across it: u[-1] = u[0] on a Neumann face (zero normal derivative), u[-1] =
  * -u[0] on a Dirichlet face (zero value), likewise at the high face. Inhomogeneous values go
  * into f at the points next to the face: for a Dirichlet value g subtract 2 g / h^2, for a
- * Neumann face with outward normal derivative g subtract g / h. One bounded dimension may be
+ * Neumann face with outward normal derivative g subtract g / h. One dimension (bounded) may be
  * non-uniform: faces[d] gives its n[d] + 1 face positions
  * (increasing), the cells' centres midway; the operator is then the finite-volume one,
  * (flux(i + 1/2) - flux(i - 1/2)) / (width of cell i), each flux the difference of the
@@ -402,13 +404,19 @@ int tide_fft_plan_set_stream(tide_fft_plan *plan, void *stream);
  * the cell).
  *
  * Methods: with every dimension periodic, a 3D real FFT, the eigenvalue scaling and the
- * inverse transform. With one bounded dimension (any of the three), a 2D real FFT over the
- * other two, one tridiagonal system per Fourier mode along the bounded dimension (Thomas'
- * algorithm, pivots in double precision even for float data), and the inverse 2D transform.
- * Two or three bounded dimensions are TIDE_ERR_UNSUPPORTED in this version, on every rank.
+ * inverse transform. With bounded dimensions, one of them (the non-uniform one, else the last)
+ * is solved along lines: one tridiagonal system per mode of the other two (Thomas' algorithm,
+ * pivots in double precision even for float data). The periodic dimensions take a real FFT,
+ * the other bounded ones (uniform cells) the cosine or sine transform whose basis meets their
+ * faces: DCT-II for Neumann-Neumann, DST-II for Dirichlet-Dirichlet, DCT-IV for Neumann low and
+ * Dirichlet high, DST-IV for the reverse (inverses DCT-III, DST-III, and themselves). Faces given
+ * for two dimensions are TIDE_ERR_UNSUPPORTED. With two or three bounded dimensions the solve
+ * runs on the CPU (cuFFT has no real-to-real transforms): backend cpu, or auto with host arrays
+ * (a GPU context then solves on its CPU); backend cuda or device arrays are
+ * TIDE_ERR_UNSUPPORTED, on every rank.
  *
- * Singular problems (alpha = 0 with every dimension periodic, or with the bounded dimension
- * Neumann on both faces): lap(u) = f has a solution only when f has zero mean, and then one up
+ * Singular problems (alpha = 0 with no Dirichlet face: every dimension periodic or bounded by
+ * Neumann faces): lap(u) = f has a solution only when f has zero mean, and then one up
  * to a constant. Tide solves lap(u) = f - mean(f) and returns the u of zero mean (means
  * weighted by the cell widths along a non-uniform dimension); tide_poisson_mean() gives
  * mean(f) of each field of the last solve, so a caller can check how far f was from

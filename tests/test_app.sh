@@ -52,6 +52,11 @@ if "$mpiexec" -n 1 "$tide" info 2>&1 | grep -q 'backend cuda'; then
         has pcudadev 'Verification: passed'
     run pcudabc 0 2 poisson cuda double 16 12 10 -bc ppn -device -n 2 && \
         has pcudabc 'Verification: passed'
+    # two bounded dimensions take cosine transforms: the CPU's, refused on the GPU
+    run pcudabc2 nonzero 2 poisson cuda double 8 8 8 -bc pnn && \
+        has pcudabc2 '2 bounded dimensions take cosine and sine transforms, which run on the CPU'
+    run pautobc3 0 2 poisson auto double 12 10 8 -bc ndnpnd -n 1 && \
+        has pautobc3 'Verification: passed' && has pautobc3 '^Plan: r2r'
 else
     run cuda nonzero 2 fft c2c cuda double 8 8 8 && has cuda '(cuda|CUDA)'
     run cudadev nonzero 2 fft c2c cpu double 8 8 8 -device && has cudadev 'device'
@@ -78,6 +83,14 @@ run pspec 0 3 poisson cpu double 17 12 10 -spectral -pencils -p2p -h 0.1 0.2 0.3
 # one bounded dimension: 2D transforms and a tridiagonal solve per mode
 run pbcz 0 3 poisson cpu double 16 12 10 -bc ppn -n 1 && has pbcz '^Verification: passed'
 run pbcx 0 2 poisson cpu float 15 12 10 -bc dpp -n 1 && has pbcx '^Verification: passed'
+# two and three bounded: cosine and sine transforms along all but the line (the last bounded
+# one, or the stretched one), exact with -spectral along those
+run pbc2 0 3 poisson cpu double 16 12 10 -bc ndp -pencils -n 1 && \
+    has pbc2 '^Verification: passed' && has pbc2 '^Plan: fft\(z\) > .*r2r\(x\) > .*tridiag\(y\)'
+run pbc3 0 4 poisson cpu float 13 12 11 -bc ddnndn -stretch 1.5 -batch 2 -n 1 && \
+    has pbc3 '^Verification: passed' && has pbc3 'tridiag\(z\)'
+run pbc3s 0 2 poisson cpu double 16 12 10 -bc nnn -spectral -alpha 1 -n 1 && \
+    has pbc3s '^Verification: passed'
 run pjson 0 3 poisson cpu float 16 12 10 -alpha 0.5 -json "$tmp/p.json" -n 2
 if python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
 sys.exit(not (d["verified"] is True and d["size"] == [16, 12, 10] and d["alpha"] == 0.5
@@ -107,8 +120,6 @@ errs() {
     ok
 }
 errs palpha 3 'option alpha = -1 is not valid' poisson cpu double 8 8 8 -alpha -1
-errs pbc 3 'dimensions 0 and 2 are both bounded; this version solves one bounded' poisson cpu \
-    double 8 8 8 -bc npd
 errs pbcletter 2 'option -bc needs a valid value' poisson cpu double 8 8 8 -bc pxp
 errs punknown 3 "unknown option '-bogus'" poisson cpu double 8 8 8 -bogus && \
     if grep -q 'usage: mpirun -np P tide poisson' "$tmp/punknown.err"; then ok; else
