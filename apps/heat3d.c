@@ -97,8 +97,8 @@ static const char *help =
     "  -stencil 7pt|27pt      the library's default weights: 7pt centre 1/4, the six faces\n"
     "                         1/8; 27pt the products of 1/4, 1/2, 1/4 (default 7pt)\n"
     "  -precision float|double   (default double)\n"
-    "  -backend auto|cpu|cuda auto (default): the library's choice on one rank, cpu on several\n"
-    "                         (the library runs stencils on one GPU only)\n"
+    "  -backend auto|cpu|cuda auto (default): the library's choice (cuda where the ranks have\n"
+    "                         GPUs; several ranks may share one)\n"
     "  -bc XYZ                p (periodic) or d (Dirichlet: the face planes keep their values)\n"
     "                         per dimension, or one letter for all three (default ppp)\n"
     "  -mode KX KY KZ         the initial Fourier mode, whole numbers >= 0, along a Dirichlet\n"
@@ -133,7 +133,7 @@ static const char *help =
     "\n"
     "Exit status: 0 passed, 1 a failed check or a failure (a checkpoint refused, an I/O or\n"
     "library error), 2 bad options (also when the library refuses the request, e.g. backend\n"
-    "cuda on several ranks).\n";
+    "cuda where there is no GPU).\n";
 
 typedef struct {
     int n[3], n_given;
@@ -141,7 +141,6 @@ typedef struct {
     tide_stencil_shape shape;
     tide_precision prec;
     tide_backend backend;
-    int backend_given;
     char bc[4];                /* 'p' or 'd' per dimension */
     int mode[3];
     int fuse;
@@ -346,7 +345,6 @@ static int parse(int argc, char **argv, options *o, char *err, size_t len)
                 return snprintf(err, len, "-backend '%s': give auto, cpu or cuda", v), 2;
             o->backend = v[0] == 'a' ? TIDE_BACKEND_AUTO : v[1] == 'p' ? TIDE_BACKEND_CPU
                                                                        : TIDE_BACKEND_CUDA;
-            o->backend_given = o->backend != TIDE_BACKEND_AUTO;
             i++;
         } else if (!strcmp(a, "-bc")) {
             const char *v = more < 1 ? "" : argv[i + 1];
@@ -998,11 +996,10 @@ int main(int argc, char **argv)
     s.es = s.dbl ? sizeof(double) : sizeof(float);
     long long start = o->restart ? h.step : 0;
 
-    /* 3. The context. On several ranks auto means cpu: the library runs stencils on one GPU
-     *    only, and would refuse a cuda context's plan. */
+    /* 3. The context: the backend asked for, auto the library's choice. */
     tide_context_options co;
     tide_context_options_init(&co);
-    co.backend = s.P > 1 && !o->backend_given ? TIDE_BACKEND_CPU : o->backend;
+    co.backend = o->backend;
     co.device_budget = (size_t)(o->budget_gb * 1e9);
     int st = tide_context_create(MPI_COMM_WORLD, &co, &ctx);
     if (st) {

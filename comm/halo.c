@@ -16,6 +16,10 @@
 #include "halo.h"
 #include "region.h"
 #include "reshape.h"
+#include "tide_config.h"
+#if TIDE_HAVE_CUDA
+#include "gpu.h"
+#endif
 
 enum { HALO_TAG = 7302 };
 
@@ -48,9 +52,41 @@ struct tide_halo {
     int threads;
     tide_box ext;     /* this rank's array */
     side send, recv;
-    char *sbuf, *rbuf;
+    char *sbuf, *rbuf; /* the staging: host memory (pinned for a device halo) */
+    char *dsbuf, *drbuf; /* a device halo's staging on the device */
+    int device;
     MPI_Request *req;
 };
+
+/* Staging of bytes (at least one): host memory, pinned for a device halo, or on the device. */
+static void *stage_alloc(int device, int on_device, size_t bytes)
+{
+    void *p = NULL;
+#if TIDE_HAVE_CUDA
+    if (device)
+        return (on_device ? tide_gpu_malloc(bytes + 1, &p) : tide_gpu_host_alloc(bytes + 1, &p))
+                   ? NULL
+                   : p;
+#endif
+    (void)device, (void)on_device;
+    p = malloc(bytes + 1);
+    return p;
+}
+
+static void stage_free(int device, int on_device, void *p)
+{
+#if TIDE_HAVE_CUDA
+    if (device && p) {
+        if (on_device)
+            tide_gpu_free(p);
+        else
+            tide_gpu_host_free(p);
+        return;
+    }
+#endif
+    (void)device, (void)on_device;
+    free(p);
+}
 
 void tide_halo_destroy(tide_halo *h)
 {
@@ -59,7 +95,9 @@ void tide_halo_destroy(tide_halo *h)
     if (h->type != MPI_DATATYPE_NULL)
         MPI_Type_free(&h->type);
     free(h->send.p), free(h->send.m), free(h->recv.p), free(h->recv.m);
-    free(h->sbuf), free(h->rbuf), free(h->req);
+    stage_free(h->device, 0, h->sbuf), stage_free(h->device, 0, h->rbuf);
+    stage_free(h->device, 1, h->dsbuf), stage_free(h->device, 1, h->drbuf);
+    free(h->req);
     free(h);
 }
 
@@ -140,9 +178,12 @@ static int make_side(side *x, int me, int P, const int n[3], const int m[3],
 
 int tide_halo_create(MPI_Comm comm, const int n[3], const int periodic[3],
                      const tide_box *own, const tide_box *ext, size_t elem, int threads,
-                     tide_halo **out, char *err, size_t len)
+                     int device, tide_halo **out, char *err, size_t len)
 {
     *out = NULL;
+    if (device && !TIDE_HAVE_CUDA)
+        return snprintf(err, len, "a halo on the device needs a build with CUDA"),
+               TIDE_ERR_UNSUPPORTED;
     int P, me;
     MPI_Comm_size(comm, &P);
     MPI_Comm_rank(comm, &me);
@@ -153,6 +194,7 @@ int tide_halo_create(MPI_Comm comm, const int n[3], const int periodic[3],
     h->type = MPI_DATATYPE_NULL;
     h->elem = elem;
     h->threads = threads;
+    h->device = device;
     h->ext = ext[me];
     int m[3];
     for (int d = 0; d < 3; d++)
@@ -161,13 +203,16 @@ int tide_halo_create(MPI_Comm comm, const int n[3], const int periodic[3],
     if (!st)
         st = make_side(&h->recv, me, P, n, m, own, ext, 0, err, len);
     if (!st) {
-        h->sbuf = malloc(elem * h->send.elements + 1);
-        h->rbuf = malloc(elem * h->recv.elements + 1);
+        size_t sb = elem * h->send.elements, rb = elem * h->recv.elements;
+        h->sbuf = stage_alloc(device, 0, sb);
+        h->rbuf = stage_alloc(device, 0, rb);
+        h->dsbuf = device ? stage_alloc(device, 1, sb) : NULL;
+        h->drbuf = device ? stage_alloc(device, 1, rb) : NULL;
         h->req = malloc(sizeof *h->req * (size_t)(h->send.nm + h->recv.nm + 1));
-        if (!h->sbuf || !h->rbuf || !h->req)
+        if (!h->sbuf || !h->rbuf || !h->req || (device && (!h->dsbuf || !h->drbuf)))
             st = TIDE_ERR_NOMEM, snprintf(err, len, "out of memory for the halo staging "
-                                          "(%zu bytes)", elem * (h->send.elements +
-                                                                 h->recv.elements));
+                                          "(%zu bytes%s)", sb + rb,
+                                          device ? ", pinned and on the device" : "");
     }
     if (!st && (MPI_Type_contiguous((int)elem, MPI_BYTE, &h->type) != MPI_SUCCESS ||
                 MPI_Type_commit(&h->type) != MPI_SUCCESS))
@@ -195,7 +240,22 @@ static tide_box dense(const piece *p)
     return b;
 }
 
-int tide_halo_execute(const tide_halo *h, void *a)
+/* The pieces of message x of the send side packed from a into staging buf (host), each
+ * dense at its offset. */
+static void pack_message(const tide_halo *h, const message *x, const void *a, char *buf)
+{
+    for (int j = x->first; j < x->first + x->n; j++) {
+        const piece *p = &h->send.p[j];
+        tide_box to = dense(p);
+        tide_copy_region(h->elem, 1, &p->region, a, &h->ext, buf + p->at * h->elem, &to,
+                         h->threads);
+    }
+}
+
+/* The messages between the host staging: receives posted, each send posted once `pack` (NULL:
+ * nothing to do, the staging is filled) has packed it, all waited for. Returns an MPI code. */
+static int exchange(const tide_halo *h, const void *a,
+                    void (*pack)(const tide_halo *, const message *, const void *, char *))
 {
     int rc = MPI_SUCCESS, k = 0;
     for (int i = 0; i < h->recv.nm; i++) {
@@ -206,19 +266,19 @@ int tide_halo_execute(const tide_halo *h, void *a)
     }
     for (int i = 0; i < h->send.nm; i++) {
         const message *x = &h->send.m[i];
-        for (int j = x->first; j < x->first + x->n; j++) {
-            const piece *p = &h->send.p[j];
-            tide_box to = dense(p);
-            tide_copy_region(h->elem, 1, &p->region, a, &h->ext, h->sbuf + p->at * h->elem,
-                             &to, h->threads);
-        }
+        if (pack)
+            pack(h, x, a, h->sbuf);
         int e = tide_comm_post(1, h->sbuf + x->at * h->elem, (int)x->count, h->type, x->peer,
                                HALO_TAG, h->comm, &h->req[k++]);
         rc = rc == MPI_SUCCESS ? e : rc;
     }
     int w = MPI_Waitall(k, h->req, MPI_STATUSES_IGNORE);
-    rc = rc == MPI_SUCCESS ? w : rc;
-    if (rc != MPI_SUCCESS)
+    return rc == MPI_SUCCESS ? w : rc;
+}
+
+int tide_halo_execute(const tide_halo *h, void *a)
+{
+    if (exchange(h, a, pack_message) != MPI_SUCCESS)
         return TIDE_ERR_MPI;
     for (int j = 0; j < h->recv.np; j++) {
         const piece *p = &h->recv.p[j];
@@ -227,4 +287,39 @@ int tide_halo_execute(const tide_halo *h, void *a)
                          h->threads);
     }
     return TIDE_SUCCESS;
+}
+
+int tide_halo_execute_device(const tide_halo *h, void *a, void *stream)
+{
+#if TIDE_HAVE_CUDA
+    int st = TIDE_SUCCESS;
+    for (int j = 0; j < h->send.np && !st; j++) {
+        const piece *p = &h->send.p[j];
+        tide_box to = dense(p);
+        st = tide_gpu_copy_region_async(h->elem, 1, &p->region, a, &h->ext,
+                                        h->dsbuf + p->at * h->elem, &to, stream);
+    }
+    size_t sb = h->elem * h->send.elements, rb = h->elem * h->recv.elements;
+    if (!st && sb)
+        st = tide_gpu_memcpy_async(h->sbuf, h->dsbuf, sb, stream);
+    int synced = tide_gpu_sync(stream); /* the packs and the copy down, before the sends */
+    st = st ? st : synced;
+    /* a failed pack still takes part in the exchange (its peers then get what the staging
+     * held, and this rank reports the failure) */
+    int rc = exchange(h, a, NULL);
+    if (rc != MPI_SUCCESS)
+        return TIDE_ERR_MPI;
+    if (!st && rb)
+        st = tide_gpu_memcpy_async(h->drbuf, h->rbuf, rb, stream);
+    for (int j = 0; j < h->recv.np && !st; j++) {
+        const piece *p = &h->recv.p[j];
+        tide_box from = dense(p);
+        st = tide_gpu_copy_region_async(h->elem, 1, &p->region, h->drbuf + p->at * h->elem,
+                                        &from, a, &h->ext, stream);
+    }
+    return st;
+#else
+    (void)h, (void)a, (void)stream;
+    return TIDE_ERR_UNSUPPORTED;
+#endif
 }

@@ -20,14 +20,17 @@ typedef struct tide_halo tide_halo;
 
 /* Local (no communication): own[r] and ext[r] for every rank r of comm, own[r] inside ext[r]
  * (an empty own box has an empty extended box); n, periodic: the grid and the dimensions that
- * wrap around. elem: bytes per element. Returns 0 or a TIDE_ERR_* code with the reason in
- * err (a message over INT_MAX elements: TIDE_ERR_TOO_LARGE). */
+ * wrap around. elem: bytes per element. device: the arrays live in GPU memory (CUDA builds;
+ * tide_halo_execute_device), the staging then pinned host memory and the same again on the
+ * device. Returns 0 or a TIDE_ERR_* code with the reason in err (a message over INT_MAX
+ * elements: TIDE_ERR_TOO_LARGE; device in a build without CUDA: TIDE_ERR_UNSUPPORTED). */
 int tide_halo_create(MPI_Comm comm, const int n[3], const int periodic[3],
                      const tide_box *own, const tide_box *ext, size_t elem, int threads,
-                     tide_halo **out, char *err, size_t len);
+                     int device, tide_halo **out, char *err, size_t len);
 void tide_halo_destroy(tide_halo *h);
 
-/* Points this rank receives per exchange, and the bytes of staging it holds. */
+/* Points this rank receives per exchange, and the bytes of host staging it holds (as many
+ * again on the device for a device halo). */
 long long tide_halo_points(const tide_halo *h);
 size_t tide_halo_bytes(const tide_halo *h);
 
@@ -36,5 +39,13 @@ size_t tide_halo_bytes(const tide_halo *h);
  * posts every message whatever fails (tide_comm_post's stand-ins), so none waits forever.
  * Returns 0 or TIDE_ERR_MPI. */
 int tide_halo_execute(const tide_halo *h, void *a);
+
+/* The same for a device halo, a in GPU memory: the regions it sends packed by kernels on
+ * stream (a cudaStream_t) into the device staging, copied to the pinned host staging in one
+ * copy, exchanged by MPI, copied back up in one and unpacked by kernels on stream, so only the
+ * halo's points cross PCIe. Returns once the messages have arrived, the unpacks enqueued on
+ * stream. Returns 0, TIDE_ERR_MPI or TIDE_ERR_BACKEND; every rank posts every message
+ * whatever fails. */
+int tide_halo_execute_device(const tide_halo *h, void *a, void *stream);
 
 #endif

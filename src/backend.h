@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include "cpu_fft.h"
+#include "halo.h"
 #include "reshape.h"
 #include "tide_internal.h"
 
@@ -136,6 +137,13 @@ typedef struct tide_backend_ops {
     int (*pointer_kind)(const void *ptr);
     /* Copy bytes within or into or out of the backend's memory, in the plan's order. */
     int (*copy)(const tide_env *e, void *dst, const void *src, size_t bytes);
+    /* The permuting copy of comm/region.h within the backend's memory: region from src (laid
+     * out as sbox) into dst (laid out as dbox), elements of elem bytes. */
+    int (*copy_region)(const tide_env *e, size_t elem, const tide_box *region, const void *src,
+                       const tide_box *sbox, void *dst, const tide_box *dbox);
+    /* Collective: fills the halo of a (comm/halo.h; in the backend's memory, the halo made
+     * with device = gpu). */
+    int (*halo)(const tide_env *e, const tide_halo *h, void *a);
     /* Multiply count scalars (double or float) by s. */
     int (*scale)(const tide_env *e, int dbl, void *data, long long count, double s);
     /* Apply the spectral operator d to data (in place): the diagonal scaling, or the line

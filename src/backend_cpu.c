@@ -25,6 +25,20 @@ static int cpu_copy(const tide_env *e, void *dst, const void *src, size_t bytes)
     return TIDE_SUCCESS;
 }
 
+static int cpu_copy_region(const tide_env *e, size_t elem, const tide_box *region,
+                           const void *src, const tide_box *sbox, void *dst,
+                           const tide_box *dbox)
+{
+    tide_copy_region(elem, 1, region, src, sbox, dst, dbox, e->threads);
+    return TIDE_SUCCESS;
+}
+
+static int cpu_halo(const tide_env *e, const tide_halo *h, void *a)
+{
+    (void)e;
+    return tide_halo_execute(h, a);
+}
+
 static int cpu_scale(const tide_env *e, int dbl, void *data, long long count, double s)
 {
     (void)e;
@@ -326,6 +340,8 @@ const tide_backend_ops tide_backend_cpu = {
     .alloc = cpu_alloc,
     .free = cpu_free,
     .copy = cpu_copy,
+    .copy_region = cpu_copy_region,
+    .halo = cpu_halo,
     .scale = cpu_scale,
     .spectral = cpu_spectral,
     .sweep_create = tide_cpu_sweep_create,

@@ -36,6 +36,18 @@ static int cuda_copy(const tide_env *e, void *dst, const void *src, size_t bytes
     return tide_gpu_memcpy_async(dst, src, bytes, e->stream);
 }
 
+static int cuda_copy_region(const tide_env *e, size_t elem, const tide_box *region,
+                            const void *src, const tide_box *sbox, void *dst,
+                            const tide_box *dbox)
+{
+    return tide_gpu_copy_region_async(elem, 1, region, src, sbox, dst, dbox, e->stream);
+}
+
+static int cuda_halo(const tide_env *e, const tide_halo *h, void *a)
+{
+    return tide_halo_execute_device(h, a, e->stream);
+}
+
 static int cuda_scale(const tide_env *e, int dbl, void *data, long long count, double s)
 {
     return tide_gpu_scale(dbl, data, count, s, e->stream);
@@ -136,6 +148,8 @@ static const tide_backend_ops cuda_ops = {
     .stream_destroy = cuda_stream_destroy,
     .pointer_kind = cuda_pointer_kind,
     .copy = cuda_copy,
+    .copy_region = cuda_copy_region,
+    .halo = cuda_halo,
     .scale = cuda_scale,
     .spectral = cuda_spectral,
     .sweep_create = cuda_sweep_create,

@@ -14,7 +14,9 @@
  * the pass then runs the same sweep on the grown box, treating the halo's outer faces as
  * boundaries: each step spoils r more points inward from them, so after fuse steps the
  * points of the rank's own box are exactly the single-rank plan's, bit for bit (the same
- * sweep, the same arithmetic on the same values), and the halo is filled again.
+ * sweep, the same arithmetic on the same values), and the halo is filled again. The exchange
+ * and the copies between u and the grown arrays go through the backend table, so on the GPU
+ * the halo is packed and unpacked on the device and only its points cross PCIe.
  */
 #include <limits.h>
 #include <math.h>
@@ -170,11 +172,6 @@ static void make_request(const int n[3], const tide_box *box, const tide_stencil
 static int judge(tide_context *ctx, const tide_args *all)
 {
     const int *v = all[0].v;
-    if (ctx->nranks > 1 && tide_wants_cuda(ctx, v[F_BACKEND]))
-        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_stencil_plan_create: stencil plans "
-                         "over several ranks (this context has %d) run on the cpu backend in "
-                         "this version, not cuda (option backend, or the context's backend; "
-                         "or one plan per rank on a context over MPI_COMM_SELF)", ctx->nranks);
     int r = v[F_REACH];
     for (int d = 0; d < 3; d++) {
         if (v[F_BC + d] == TIDE_BC_NEUMANN)
@@ -308,11 +305,23 @@ static int tune_fuse(tide_stencil_plan *p, int *st)
     return best;
 }
 
-/* Device memory a GPU plan holds: the work array, and for host arrays u and the source. */
+/* Bytes of one array laid out as the grown box. */
+static size_t ext_bytes(const tide_stencil_plan *p)
+{
+    return (size_t)tide_box_count(&p->ext) *
+           (p->o.precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float));
+}
+
+/* Device memory a GPU plan holds: the work array, and for host arrays u and the source; on
+ * several ranks the two arrays on the grown box (three with a source), the halo's staging, and
+ * for host arrays u's box and the source's. */
 static size_t device_need(const tide_stencil_plan *p)
 {
-    int host = p->o.location == TIDE_LOCATION_HOST;
-    return p->bytes * (1 + (host ? 1 + (p->o.source != NULL) : 0));
+    int host = p->o.location == TIDE_LOCATION_HOST, src = p->o.source != NULL;
+    if (!p->halo)
+        return p->bytes * (1 + (host ? 1 + src : 0));
+    return ext_bytes(p) * (2 + src) + (host ? p->bytes * (1 + src) : 0) +
+           tide_halo_bytes(p->halo);
 }
 
 /* ---- several ranks ---------------------------------------------------------------------- */
@@ -402,6 +411,10 @@ static int plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_args *
     }
     if (p && !st && tide_box_count(&p->box) > 0) { /* the backend's choice on this box */
         make_sweep(p, off, w);
+        for (int k = 0; k < 3; k++) /* at least a stencil's width: the GPU's sweeps need it,
+                                     * and the grown box will have it */
+            if (p->sweep.n[k] < 2 * p->radius + 1)
+                p->sweep.n[k] = 2 * p->radius + 1;
         st = p->env.be->sweep_create(&p->env, &p->sweep, p->o.fuse, err, len);
         if (!st)
             mine = p->sweep.max_fuse;
@@ -447,6 +460,7 @@ static int plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_args *
     if (!st) {
         p->ext = ext[ctx->rank];
         st = tide_halo_create(ctx->comm, p->n, periodic, own, ext, elem, p->env.threads,
+                              p->env.be->gpu,
                               &p->halo, err, len);
     }
     free(own);
@@ -454,20 +468,25 @@ static int plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_args *
     return st;
 }
 
-/* Several ranks: the arrays on the grown box and the sweep with the agreed steps per pass. */
+/* Several ranks: the arrays on the grown box (on a GPU with host arrays, u's box and the
+ * source's too) and the sweep with the agreed steps per pass. */
 static int build_ranks(tide_stencil_plan *p, char *err, size_t len)
 {
     const tide_env *e = &p->env;
-    size_t bytes = (size_t)tide_box_count(&p->ext) * (p->sweep.dbl ? sizeof(double)
-                                                                    : sizeof(float));
+    size_t bytes = ext_bytes(p);
+    int host_gpu = e->be->gpu && p->o.location == TIDE_LOCATION_HOST;
     int st = e->be->alloc(bytes, &p->ea);
     st = st ? st : e->be->alloc(bytes, &p->eb);
     if (!st && p->o.source)
         st = e->be->alloc(bytes, &p->esrc);
+    if (!st && host_gpu)
+        st = e->be->alloc(p->bytes, &p->dev_u);
+    if (!st && host_gpu && p->o.source)
+        st = e->be->alloc(p->bytes, &p->dev_source);
     if (st)
         return snprintf(err, len, "cannot allocate the plan's %.3g GB of %s memory: %s",
-                        bytes * (p->o.source ? 3 : 2) / 1e9, e->be->name, e->be->last_error()),
-               st;
+                        (e->be->gpu ? device_need(p) : bytes * (p->o.source ? 3 : 2)) / 1e9,
+                        e->be->name, e->be->last_error()), st;
     p->sweep.source = p->esrc;
     if (tide_box_count(&p->box) > 0 && (st = e->be->sweep_create(e, &p->sweep, p->fuse, err,
                                                                  len)))
@@ -632,13 +651,12 @@ int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
     info->location = p->o.location;
     info->box = p->box;
     memcpy(info->grid, p->grid, sizeof info->grid);
-    if (p->halo) {
-        size_t ext = (size_t)tide_box_count(&p->ext) * elem;
+    if (p->halo) { /* the grown arrays in the backend's memory, the halo's host staging */
         info->halo_points = tide_halo_points(p->halo);
         info->exchanges = p->exchanges;
         info->halo_seconds = p->halo_seconds;
-        info->host_bytes = p->sweep.state_bytes + ext * (p->esrc ? 3 : 2) +
-                           tide_halo_bytes(p->halo);
+        info->host_bytes = p->sweep.state_bytes + tide_halo_bytes(p->halo) +
+                           (gpu ? 0 : ext_bytes(p) * (p->esrc ? 3 : 2));
     }
     return TIDE_SUCCESS;
 }
@@ -669,14 +687,17 @@ int tide_stencil_plan_set_stream(tide_stencil_plan *p, void *stream)
 
 /* ---- running --------------------------------------------------------------------------- */
 
-/* One halo exchange of a (laid out as ext), counted and timed. */
+/* One halo exchange of a (laid out as ext), counted and timed (on the GPU from the end of
+ * the work before it). */
 static int exchange(tide_stencil_plan *p, void *a)
 {
+    const tide_env *e = &p->env;
+    int st = e->be->gpu ? e->be->sync(e) : TIDE_SUCCESS;
     double t0 = MPI_Wtime();
-    int st = tide_halo_execute(p->halo, a);
+    int x = e->be->halo(e, p->halo, a);
     p->halo_seconds += MPI_Wtime() - t0;
     p->exchanges++;
-    return st;
+    return st ? st : x;
 }
 
 /* The passes of a run from a to b and back, `steps` >= 1 split as evenly as the passes allow;
@@ -705,22 +726,37 @@ static int passes(tide_stencil_plan *p, void *a, void *b, long long steps, int *
     return st;
 }
 
-/* Several ranks: u (this rank's box) into the grown array, the source likewise with its halo
- * filled, the passes, and the box of the result back into u. */
+/* Several ranks: u (this rank's box; on a GPU with host arrays uploaded first) into the
+ * grown array, the source likewise with its halo filled, the passes, and the box of the
+ * result back into u. Every rank takes part in every exchange whatever failed before. */
 static int run_ranks(tide_stencil_plan *p, void *u, long long steps)
 {
+    const tide_env *e = &p->env;
     size_t elem = p->sweep.dbl ? sizeof(double) : sizeof(float);
-    int threads = p->env.threads, in_b = 0, st = TIDE_SUCCESS;
-    tide_copy_region(elem, 1, &p->box, u, &p->box, p->ea, &p->ext, threads);
+    int host_gpu = e->be->gpu && p->o.location == TIDE_LOCATION_HOST, in_b = 0;
+    int any = tide_box_count(&p->box) > 0, st = TIDE_SUCCESS;
+    void *ub = host_gpu ? p->dev_u : u; /* u's box in the backend's memory */
+    if (any && host_gpu)
+        st = e->be->copy(e, ub, u, p->bytes);
+    if (any && !st)
+        st = e->be->copy_region(e, elem, &p->box, ub, &p->box, p->ea, &p->ext);
     if (p->esrc) {
-        tide_copy_region(elem, 1, &p->box, p->o.source, &p->box, p->esrc, &p->ext, threads);
-        st = exchange(p, p->esrc);
+        const void *sb = host_gpu ? p->dev_source : p->o.source;
+        if (any && !st && host_gpu)
+            st = e->be->copy(e, p->dev_source, p->o.source, p->bytes);
+        if (any && !st)
+            st = e->be->copy_region(e, elem, &p->box, sb, &p->box, p->esrc, &p->ext);
+        int x = exchange(p, p->esrc);
+        st = st ? st : x;
     }
     int x = passes(p, p->ea, p->eb, steps, &in_b);
     st = st ? st : x;
-    if (!st)
-        tide_copy_region(elem, 1, &p->box, in_b ? p->eb : p->ea, &p->ext, u, &p->box, threads);
-    return st;
+    if (any && !st)
+        st = e->be->copy_region(e, elem, &p->box, in_b ? p->eb : p->ea, &p->ext, ub, &p->box);
+    if (any && !st && host_gpu)
+        st = e->be->copy(e, u, ub, p->bytes);
+    int sync = e->be->sync(e);
+    return st ? st : sync;
 }
 
 /* Local checks of a run's arguments and the ordering after the caller's work (the reason in

@@ -539,8 +539,8 @@ int tide_poisson_plan_set_stream(tide_poisson_plan *plan, void *stream);
  * blocking: on the GPU inside one kernel, through shared memory), the count chosen by the plan
  * or by the `fuse` option.
  *
- * On a context of several ranks (the cpu backend, host arrays, in this version; cuda:
- * TIDE_ERR_UNSUPPORTED on every rank) each rank holds a box of u: its own (the boxes of all
+ * On a context of several ranks (either backend, host or device arrays; ranks may share a GPU)
+ * each rank holds a box of u: its own (the boxes of all
  * ranks tiling the grid, any storage orders), or with box NULL on every rank the plan's
  * choice, a block of a process grid (tide_stencil_info's box and grid tell). Before each pass
  * every rank receives a halo of fuse r points around its box from the ranks that hold them
@@ -549,7 +549,8 @@ int tide_poisson_plan_set_stream(tide_poisson_plan *plan, void *stream);
  * box grown by its halo (up to the faces along Dirichlet dimensions) must have at least 2 r + 1
  * points along every dimension (an empty box is allowed), else TIDE_ERR_ARGUMENT on every
  * rank. The steps per pass are the same on every rank: the option, or the fewest the ranks'
- * boxes would each take.
+ * boxes would each take. On the GPU the halo's regions are packed and unpacked by kernels on
+ * the device and travel through pinned host memory by MPI: only halo points cross PCIe.
  * ------------------------------------------------------------------------------------------- */
 typedef struct tide_stencil_plan tide_stencil_plan;
 

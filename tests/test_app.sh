@@ -212,6 +212,11 @@ if "$mpiexec" -n 1 "$tide" info 2>&1 | grep -q 'backend cuda'; then
         has scuda27 '^Verification: passed' && has scuda27 'fuse 3 steps per pass'
     run scudabig 0 1 stencil cuda float 160 130 128 -shape star:3 -device -steps 8 -n 2 && \
         has scudabig '^Reference: a second plan with fuse 1' && has scudabig '^Verification: passed'
+    # several ranks sharing the GPU: halos packed on the device, staged through host memory
+    run scuda2 0 2 stencil cuda double 33 31 29 -steps 9 -bc pdp -n 2 && \
+        has scuda2 '^Verification: passed' && has scuda2 '^Halo: '
+    run scuda3dev 0 3 stencil cuda float 40 36 34 -shape box:2 -location device -source \
+        -bc ppd -steps 7 -n 1 && has scuda3dev '^Verification: passed'
 else
     run scuda nonzero 1 stencil cuda double 8 8 8 && has scuda '(cuda|CUDA)'
     run scudadev nonzero 1 stencil cpu double 8 8 8 -location device && has scudadev 'device'

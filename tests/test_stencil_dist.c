@@ -1,12 +1,16 @@
 /*
- * test_stencil_dist.c: stencil plans on a context of every rank (MPI_COMM_WORLD, CPU backend,
- * host arrays), each rank's box of u checked BITWISE against the naive oracle
- * (tide_ref_stencil, apps/reference.c: a plain loop on the whole grid, no Tide code involved),
- * which every rank runs on the whole grid from the same seed.
+ * test_stencil_dist.c: stencil plans on a context of every rank (MPI_COMM_WORLD), each rank's
+ * box of u checked BITWISE against the naive oracle (tide_ref_stencil, apps/reference.c: a
+ * plain loop on the whole grid, no Tide code involved), which every rank runs on the whole
+ * grid from the same seed.
  *
- * Run under mpiexec with 1 to 6 ranks. With TIDE_TEST_BACKEND=cuda (a context on the GPU) a plan
- * over several ranks must be TIDE_ERR_UNSUPPORTED on every rank; on one rank there is nothing
- * distributed to check (SKIPPED, exit 77), nor where no GPU is usable (77).
+ * Run under mpiexec with 1 to 6 ranks: the CPU backend on host arrays. With
+ * TIDE_TEST_BACKEND=cuda the same cases on a context on the GPU (the ranks may share it): host
+ * arrays, or with TIDE_TEST_LOCATION=device device arrays, each u uploaded by a cudaMemcpyAsync
+ * on the legacy default stream queued behind a delay and not waited for (a run not ordered
+ * after the caller's work reads stale data), the source likewise, and the result downloaded
+ * by a plain cudaMemcpy; on one rank there is nothing distributed to check (SKIPPED, exit 77),
+ * nor where no GPU is usable (77).
  *
  *  a) decompositions: every ordered factorization p0 x p1 x p2 = P given as user boxes
  *     (balanced blocks [i n / p, (i + 1) n / p), C order, ranks numbered with dimension 2
@@ -40,8 +44,8 @@
  *     order that is not a permutation (tiling errors: TIDE_ERR_ARGUMENT or TIDE_ERR_BOX, the
  *     code tide.h gives them), box NULL on rank 0 only, a box one point wide along a split
  *     Dirichlet dimension (radius 2, fuse 1), fuse or the source given differently between
- *     ranks, location device and backend cuda on the CPU context, a run of -1 steps; then a
- *     plan still works.
+ *     ranks, location device on the CPU backend, backend cuda on the CPU context, a run of -1
+ *     steps; then a plan still works.
  */
 #include <ctype.h>
 #include <stdarg.h>
@@ -60,6 +64,83 @@ static tt_tally tally;     /* collective checks over MPI_COMM_WORLD */
 static int verbose;        /* TIDE_TEST_VERBOSE=1: name each case as it starts */
 static tide_context *ctx;  /* the context of every rank */
 static int ncases, nthin, nrefused; /* cases run; too thin refused; runnable with no fuse */
+static int gpu;            /* TIDE_TEST_BACKEND=cuda: the context runs on the GPU */
+static int on_device;      /* TIDE_TEST_LOCATION=device: u and the source in device memory */
+
+/* ---- moving the data: plain C on the CPU, plain CUDA calls for device arrays ---------------- */
+
+/* Where the plan reads the source: src itself, or for device arrays a device copy of its bytes
+ * (zeroed; source_set fills it). */
+static void *source_for_plan(void *src, size_t bytes)
+{
+#if TIDE_HAVE_CUDA
+    if (on_device && src) {
+        void *d = NULL;
+        TT_CU(cudaMalloc(&d, bytes));
+        TT_CU(cudaMemset(d, 0, bytes));
+        return d;
+    }
+#endif
+    (void)bytes;
+    return src;
+}
+
+/* The plan's source `given` (source_for_plan's) made to hold src's bytes, and back. */
+static void source_set(void *given, const void *src, size_t bytes)
+{
+#if TIDE_HAVE_CUDA
+    if (on_device) {
+        TT_CU(cudaMemcpy(given, src, bytes, cudaMemcpyHostToDevice));
+        return;
+    }
+#endif
+    (void)given, (void)src, (void)bytes;
+}
+
+static void source_get(void *dst, const void *given, size_t bytes)
+{
+#if TIDE_HAVE_CUDA
+    if (on_device) {
+        TT_CU(cudaMemcpy(dst, given, bytes, cudaMemcpyDeviceToHost));
+        return;
+    }
+#endif
+    memcpy(dst, given, bytes);
+}
+
+static void source_free(void *given, void *src)
+{
+#if TIDE_HAVE_CUDA
+    if (given != src)
+        TT_CU(cudaFree(given));
+#endif
+    (void)given, (void)src;
+}
+
+/* tide_stencil_run on u (bytes, host memory) as a caller would: device arrays uploaded from a
+ * pinned copy by a cudaMemcpyAsync on the legacy default stream behind a delay, not waited for,
+ * and the result downloaded by cudaMemcpy; host arrays passed as they are. */
+static int run_steps(tide_stencil_plan *plan, void *u, size_t bytes, long long steps)
+{
+#if TIDE_HAVE_CUDA
+    if (on_device) {
+        void *d = NULL, *pin = NULL;
+        TT_CU(cudaMalloc(&d, bytes + 1));
+        TT_CU(cudaMallocHost(&pin, bytes + 1));
+        memcpy(pin, u, bytes);
+        TT_CU(cudaMemset(d, 0xff, bytes + 1)); /* NaN bytes until the copy lands */
+        TT_CU(cudaLaunchHostFunc(0, tt_sleep_on_stream, (void *)(intptr_t)5));
+        TT_CU(cudaMemcpyAsync(d, pin, bytes, cudaMemcpyHostToDevice, 0));
+        int st = tide_stencil_run(plan, d, steps);
+        TT_CU(cudaMemcpy(u, d, bytes, cudaMemcpyDeviceToHost));
+        TT_CU(cudaFree(d));
+        TT_CU(cudaFreeHost(pin));
+        return st;
+    }
+#endif
+    (void)bytes;
+    return tide_stencil_run(plan, u, steps);
+}
 
 #define BIT(code) (1u << (code))
 static const unsigned ARG = BIT(TIDE_ERR_ARGUMENT), UNSUP = BIT(TIDE_ERR_UNSUPPORTED),
@@ -290,6 +371,7 @@ static int create_plan(const stencil *s, const tide_box *mine, int fuse, const v
         o.bc[d] = s->bc[d];
     o.source = source;
     o.fuse = fuse;
+    o.location = on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
     return tide_stencil_plan_create(ctx, s->n, mine, &o, plan);
 }
 
@@ -374,7 +456,7 @@ static void report_mismatch(const char *name, const stencil *s, const tide_box *
  * oracle. boxes: the user's (NULL: the library's choice, read from info); src: the source
  * buffer given at creation (large enough for any box; filled here, once the box is known). */
 static void check_and_run(const char *name, const stencil *s, tide_stencil_plan *plan,
-                          const tide_box *boxes, int fuse, void *src)
+                          const tide_box *boxes, int fuse, void *src, void *given_src)
 {
     size_t es = s->dbl ? 8 : 4, gcount = (size_t)s->n[0] * s->n[1] * s->n[2];
     tide_stencil_info info;
@@ -439,8 +521,9 @@ static void check_and_run(const char *name, const stencil *s, tide_stencil_plan 
              "d) %s: the plan works with fuse %d, whose halo leaves a box too thin", name, f);
     tt_check(&tally, world,
              info.count == count && info.bytes == (size_t)count * es && info.taps == s->ntaps &&
-                 info.radius == s->r && info.backend == TIDE_BACKEND_CPU &&
-                 info.location == TIDE_LOCATION_HOST,
+                 info.radius == s->r &&
+                 info.backend == (gpu ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU) &&
+                 info.location == (on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST),
              "d) %s: info: count %lld (want %lld), bytes %zu (want %zu), taps %d (want %d), "
              "radius %d (want %d), backend %d, location %d", name, info.count, count, info.bytes,
              (size_t)count * es, info.taps, s->ntaps, info.radius, s->r, (int)info.backend,
@@ -474,6 +557,7 @@ static void check_and_run(const char *name, const stencil *s, tide_stencil_plan 
     if (gsrc) {
         tt_fill_random(gsrc, gcount, s->dbl, 0.1, &rng);
         global_to_box(src, gsrc, s->n, &mine, es);
+        source_set(given_src, src, (size_t)count * es);
     }
     size_t bytes = (size_t)count * es;
     void *u = tt_xmalloc(bytes), *want = tt_xmalloc(bytes), *before = tt_xmalloc(bytes);
@@ -482,7 +566,7 @@ static void check_and_run(const char *name, const stencil *s, tide_stencil_plan 
     long long total = 0;
     for (int k = 0; k < 4; k++) {
         memcpy(before, u, bytes);
-        st = tide_stencil_run(plan, u, seq[k]);
+        st = run_steps(plan, u, bytes, seq[k]);
         if (!tt_check(&tally, world, st == 0, "c) %s: run of %lld steps: %s: %s", name, seq[k],
                       tide_strerror(st), tide_last_error(ctx)))
             break;
@@ -511,6 +595,7 @@ static void check_and_run(const char *name, const stencil *s, tide_stencil_plan 
     }
     if (gsrc) {
         global_to_box(want, gsrc, s->n, &mine, es);
+        source_get(src, given_src, bytes);
         tt_check(&tally, world, !memcmp(src, want, bytes), "c) %s: the source was written",
                  name);
     }
@@ -536,10 +621,11 @@ static void dist_case(const stencil *s, const tide_box *boxes, const char *layou
     void *src = s->source ? tt_xmalloc(gcount * es) : NULL;
     if (src)
         memset(src, 0, gcount * es);
+    void *given = source_for_plan(src, gcount * es);
     const tide_box *mine = boxes ? &boxes[rank] : NULL;
     int fuse = s->fuse, want = outcome(s, boxes, fuse);
     tide_stencil_plan *plan = PLAN_SENTINEL;
-    int st = create_plan(s, mine, fuse, src, &plan);
+    int st = create_plan(s, mine, fuse, given, &plan);
     if (want == MUST_WORK || (want == EITHER && tt_all(world, st == 0))) {
         if (!tt_check(&tally, world, st == 0 && plan != PLAN_SENTINEL, "c) %s: plan (fuse %d): "
                       "%s: %s", name, fuse, tide_strerror(st), tide_last_error(ctx)))
@@ -562,17 +648,18 @@ static void dist_case(const stencil *s, const tide_box *boxes, const char *layou
         if (verbose && rank == 0)
             printf("  case: %s again with fuse %d\n", name, fuse);
         plan = PLAN_SENTINEL;
-        st = create_plan(s, mine, fuse, src, &plan);
+        st = create_plan(s, mine, fuse, given, &plan);
         if (!tt_check(&tally, world, st == 0 && plan != PLAN_SENTINEL, "c) %s: plan with the "
                       "thick enough fuse %d: %s: %s", name, fuse, tide_strerror(st),
                       tide_last_error(ctx)))
             goto done;
     }
     ncases++;
-    check_and_run(name, s, plan, boxes, fuse, src);
+    check_and_run(name, s, plan, boxes, fuse, src, given);
 done:
     if (st == 0 && plan != PLAN_SENTINEL)
         tide_stencil_plan_destroy(plan);
+    source_free(given, src);
     free(src);
 }
 
@@ -702,10 +789,12 @@ static void bad_input(void)
         b.order[1] = b.order[0];
     expect_create("a box order {0,0,2} on the last rank", &b, &o, ARG | BOXE, NULL);
     o.location = TIDE_LOCATION_DEVICE;
+    o.backend = TIDE_BACKEND_CPU;
     expect_create("location device on the CPU backend", &slabs[rank], &o, UNSUP | ARG, NULL);
     base_options(&o);
     o.backend = TIDE_BACKEND_CUDA;
-    expect_create("backend cuda on the CPU context", &slabs[rank], &o, UNSUP | ARG, NULL);
+    if (!gpu)
+        expect_create("backend cuda on the CPU context", &slabs[rank], &o, UNSUP | ARG, NULL);
 
     if (nranks > 1) {
         base_options(&o);
@@ -772,23 +861,6 @@ static void bad_input(void)
     free(slabs);
 }
 
-/* On the GPU: a plan over several ranks is TIDE_ERR_UNSUPPORTED on every rank. */
-static void gpu_several_ranks(void)
-{
-    tide_box *slabs = tt_xmalloc((size_t)nranks * sizeof *slabs);
-    tt_tiling_slabs(EN, 2, nranks, slabs);
-    tide_stencil_options o;
-    tide_stencil_options_init(&o);
-    expect_create("GPU context: 7pt defaults, box NULL", NULL, &o, UNSUP, NULL);
-    expect_create("GPU context: 7pt defaults, z slabs", &slabs[rank], &o, UNSUP, NULL);
-    o.location = TIDE_LOCATION_DEVICE;
-    expect_create("GPU context: 7pt location device, z slabs", &slabs[rank], &o, UNSUP, NULL);
-    base_options(&o);
-    o.fuse = 2;
-    expect_create("GPU context: star r2 fuse 2, box NULL", NULL, &o, UNSUP, NULL);
-    free(slabs);
-}
-
 /* ---- main ----------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -829,25 +901,25 @@ int main(int argc, char **argv)
         return 77;
     }
     double t0 = MPI_Wtime();
-    if (backend != TIDE_BACKEND_CPU) {
-        /* Distributed stencils run on the CPU backend only. */
-        if (nranks == 1) {
-            if (rank == 0)
-                printf("SKIPPED: the distributed cases run on the CPU backend; on one rank on "
-                       "the GPU there is nothing distributed to check (test_stencil does it)\n");
-            tide_context_destroy(ctx);
-            MPI_Finalize();
-            return 77;
-        }
-        gpu_several_ranks();
-    } else {
-        decompositions();
+    gpu = backend == TIDE_BACKEND_CUDA;
+    const char *loc = getenv("TIDE_TEST_LOCATION");
+    on_device = gpu && loc && !strcmp(loc, "device");
+    if (gpu && nranks == 1) {
         if (rank == 0)
-            printf("  a)-d) %d cases run on %d ranks, %d refused as too thin (%d of them then "
-                   "without a thick enough fuse) (%.1f s)\n",
-                   ncases, nranks, nthin, nrefused, MPI_Wtime() - t0);
-        bad_input();
+            printf("SKIPPED: on one rank on the GPU there is nothing distributed to check "
+                   "(test_stencil does it)\n");
+        tide_context_destroy(ctx);
+        MPI_Finalize();
+        return 77;
     }
+    if (rank == 0 && gpu)
+        printf("  on the GPU (%s arrays)\n", on_device ? "device" : "host");
+    decompositions();
+    if (rank == 0)
+        printf("  a)-d) %d cases run on %d ranks, %d refused as too thin (%d of them then "
+               "without a thick enough fuse) (%.1f s)\n",
+               ncases, nranks, nthin, nrefused, MPI_Wtime() - t0);
+    bad_input();
     if (rank == 0)
         printf("(%d checks, %d failed, %.1f s)\n", tally.checks, tally.failed,
                MPI_Wtime() - t0);
