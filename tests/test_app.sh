@@ -55,7 +55,7 @@ if "$mpiexec" -n 1 "$tide" info 2>&1 | grep -q 'backend cuda'; then
     # two bounded dimensions take cosine transforms: the CPU's, refused on the GPU
     run pcudabc2 nonzero 2 poisson cuda double 8 8 8 -bc pnn && \
         has pcudabc2 '2 bounded dimensions take cosine and sine transforms, which run on the CPU'
-    run pautobc3 0 2 poisson auto double 12 10 8 -bc ndnpnd -n 1 && \
+    run pautobc3 0 2 poisson auto double 12 10 8 -bc ndnnnd -n 1 && \
         has pautobc3 'Verification: passed' && has pautobc3 '^Plan: r2r'
 else
     run cuda nonzero 2 fft c2c cuda double 8 8 8 && has cuda '(cuda|CUDA)'

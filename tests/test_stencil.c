@@ -15,12 +15,12 @@
  *
  *  a) the oracle's own conventions (a shift by one tap, Dirichlet planes held, the built-in
  *     taps' order and default weights, the source's add), independently of the library;
- *  b) a plan on MPI_COMM_WORLD: on one rank it works; on several ranks on the CPU a plan with
+ *  b) a plan on MPI_COMM_WORLD: on one rank it works; on several ranks a plan with
  *     the defaults works (box NULL: each rank's box read from tide_stencil_plan_info, the boxes
  *     tiling the grid, 4 steps on each box equal to the oracle's on the whole grid; the full
  *     distributed checks are test_stencil_dist's), a whole-grid box on every rank (boxes that
  *     overlap) and bad or rank-dependent options fail the same way on every rank with the same
- *     message, no hang; on the GPU several ranks are TIDE_ERR_UNSUPPORTED on every rank;
+ *     message, no hang; the same on the GPU (host arrays);
  *  c) cases on a context of MPI_COMM_SELF, each rank its own share (so 1..6 ranks run them
  *     concurrently and share the GPU): 7pt (default and random weights), 27pt (default and
  *     random), user STAR radius 1..4 (random subsets of the axis offsets in random order,
@@ -984,22 +984,13 @@ static void world_context(tide_context *wctx)
         }
         tide_stencil_plan_destroy(plan);
     } else {
-        /* Several ranks: the CPU backend runs them (GPU: TIDE_ERR_UNSUPPORTED). */
-        const char *RANKS = "rank|process|MPI|communicator|context";
+        /* Several ranks: either backend runs them (host arrays here). */
         tide_box box = whole(EN, NULL);
-        if (gpu) {
-            expect_create(wctx, "plan on MPI_COMM_WORLD (defaults, GPU)", EN, NULL, &o, UNSUP,
-                          RANKS, 0, 0);
-            expect_create(wctx, "plan on MPI_COMM_WORLD (whole-grid box, GPU)", EN, &box, &o,
-                          UNSUP | ARG | BOXE, NULL, 0, 0);
-        } else {
-            world_plan(wctx);
-            expect_create(wctx, "plan on MPI_COMM_WORLD, a whole-grid box on every rank", EN,
-                          &box, &o, ARG | BOXE, NULL, 0, 0);
-        }
-        /* Bad or rank-dependent options: on the CPU the same agreed argument error as on one
-         * rank (no longer TIDE_ERR_UNSUPPORTED); on the GPU either. */
-        const unsigned AM = ARG | MISM, BAD = gpu ? UNSUP | AM : AM;
+        world_plan(wctx);
+        expect_create(wctx, "plan on MPI_COMM_WORLD, a whole-grid box on every rank", EN, &box,
+                      &o, ARG | BOXE, NULL, 0, 0);
+        /* Bad or rank-dependent options: the same agreed argument error as on one rank. */
+        const unsigned AM = ARG | MISM, BAD = AM;
         base_options(&o);
         o.radius = 0;
         expect_create(wctx, "plan on MPI_COMM_WORLD, radius 0", EN, NULL, &o, BAD, NULL, 0, 0);
