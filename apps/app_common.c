@@ -267,6 +267,37 @@ size_t app_rate_bytes(double data)
     return (size_t)(most < lo ? lo : most > hi ? hi : most);
 }
 
+double app_sum_rates(tide_context *ctx, double rate, int gpu)
+{
+    tide_device_info dev = {.device = -1};
+    if (gpu)
+        tide_context_device(ctx, &dev);
+    MPI_Comm node;
+    int rank, n, first = 1;
+    double mine = rate, sum = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &n);
+    MPI_Comm_rank(node, &rank);
+    int *devs = malloc(sizeof(int) * (size_t)n);
+    double *rates = malloc(sizeof(double) * (size_t)n);
+    if (devs && rates && dev.device >= 0) {
+        MPI_Allgather(&dev.device, 1, MPI_INT, devs, 1, MPI_INT, node);
+        MPI_Allgather(&rate, 1, MPI_DOUBLE, rates, 1, MPI_DOUBLE, node);
+        for (int i = 0; i < n; i++)
+            if (devs[i] == dev.device) {
+                first = first && i >= rank; /* the node's first rank on this GPU speaks */
+                mine = rates[i] > mine ? rates[i] : mine;
+            }
+    }
+    double part = first ? mine : 0;
+    MPI_Allreduce(&part, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    free(devs);
+    free(rates);
+    MPI_Comm_free(&node);
+    return sum;
+}
+
 double app_seconds(double bytes, double gbps)
 {
     return bytes / (gbps * 1e9);

@@ -123,6 +123,11 @@ int app_measure_rates(tide_context *ctx, size_t bytes, tide_rates *r);
  * rank. */
 size_t app_rate_bytes(double data);
 
+/* Collective: the sum over the ranks of rate, a rate of this rank's GPU when gpu (each GPU
+ * counted once: ranks of a node sharing one time-slice it, each measuring the card alone, so
+ * the largest of theirs stands for it), else of memory the ranks load at once. */
+double app_sum_rates(tide_context *ctx, double rate, int gpu);
+
 /* Seconds to move bytes at gbps GB/s. */
 double app_seconds(double bytes, double gbps);
 

@@ -548,10 +548,9 @@ int tide_cmd_stencil(int argc, char **argv)
     /* ---- the figures against the memory roofline ---- */
     tide_rates rates;
     CHECK(app_measure_rates(ctx, app_rate_bytes((double)bytes), &rates));
-    /* several ranks copy at once (measured together): their rates add up */
-    double rate = gpu ? rates.d2d : rates.host_copy;
-    if (P > 1)
-        MPI_Allreduce(MPI_IN_PLACE, &rate, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    /* several ranks copy at once (measured together): their rates add up, a shared GPU's
+     * counted once */
+    double rate = app_sum_rates(ctx, gpu ? rates.d2d : rates.host_copy, gpu);
     double cells = (double)points * a.steps;
     double gcells = ts.median > 0 ? cells / ts.median * 1e-9 : 0;
     double bound_gcells = info.bytes_per_step > 0 ? rate / info.bytes_per_step : 0;
