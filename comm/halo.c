@@ -252,10 +252,9 @@ static void pack_message(const tide_halo *h, const message *x, const void *a, ch
     }
 }
 
-/* The messages between the host staging: receives posted, each send posted once `pack` (NULL:
- * nothing to do, the staging is filled) has packed it, all waited for. Returns an MPI code. */
-static int exchange(const tide_halo *h, const void *a,
-                    void (*pack)(const tide_halo *, const message *, const void *, char *))
+/* The messages between the host staging: receives posted, each send posted once packed from
+ * a (NULL: the staging is filled already), all waited for. Returns an MPI code. */
+static int exchange(const tide_halo *h, const void *a)
 {
     int rc = MPI_SUCCESS, k = 0;
     for (int i = 0; i < h->recv.nm; i++) {
@@ -266,8 +265,8 @@ static int exchange(const tide_halo *h, const void *a,
     }
     for (int i = 0; i < h->send.nm; i++) {
         const message *x = &h->send.m[i];
-        if (pack)
-            pack(h, x, a, h->sbuf);
+        if (a)
+            pack_message(h, x, a, h->sbuf);
         int e = tide_comm_post(1, h->sbuf + x->at * h->elem, (int)x->count, h->type, x->peer,
                                HALO_TAG, h->comm, &h->req[k++]);
         rc = rc == MPI_SUCCESS ? e : rc;
@@ -278,7 +277,7 @@ static int exchange(const tide_halo *h, const void *a,
 
 int tide_halo_execute(const tide_halo *h, void *a)
 {
-    if (exchange(h, a, pack_message) != MPI_SUCCESS)
+    if (exchange(h, a) != MPI_SUCCESS)
         return TIDE_ERR_MPI;
     for (int j = 0; j < h->recv.np; j++) {
         const piece *p = &h->recv.p[j];
@@ -306,7 +305,7 @@ int tide_halo_execute_device(const tide_halo *h, void *a, void *stream)
     st = st ? st : synced;
     /* a failed pack still takes part in the exchange (its peers then get what the staging
      * held, and this rank reports the failure) */
-    int rc = exchange(h, a, NULL);
+    int rc = exchange(h, NULL);
     if (rc != MPI_SUCCESS)
         return TIDE_ERR_MPI;
     if (!st && rb)
