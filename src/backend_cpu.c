@@ -154,42 +154,51 @@ static void solve_line(const tide_spectral *d, char *v, int64_t st, int n, doubl
 enum { LINE_BLOCK = TIDE_LINE_BLOCK };
 
 /* Lines b < nb at v + b sc elements (stride st along them, n points, shifts s[b], none
- * pinned) solved in place as solve_line does, in double: u holds them point by point (2 n nb
- * doubles), cp the eliminated upper diagonals (n nb); mean[2 b] receives line b's weighted
- * mean where want[b]. */
+ * pinned) solved in place as solve_line does, in double: u holds them point by point, each
+ * point's real parts of the nb lines, then their imaginary parts (2 n nb doubles), so the
+ * inner loops run across the lines at unit stride and real data does one part only; cp the
+ * eliminated upper diagonals (n nb); mean[2 b] receives line b's weighted mean where
+ * want[b]. */
 static void solve_block(const tide_spectral *d, char *v, int64_t st, int64_t sc, int n, int nb,
                         const double *s, const int *want, double *mean, double *cp, double *u)
 {
     int nc = d->real ? 1 : 2;
+    double z[2], den[LINE_BLOCK];
     for (int k = 0; k < n; k++)
-        for (int b = 0; b < nb; b++)
-            elem_load(d->dbl, nc, v, 1, k * st + b * sc, &u[2 * (k * nb + b)]);
+        for (int b = 0; b < nb; b++) {
+            elem_load(d->dbl, nc, v, 1, k * st + b * sc, z);
+            u[2 * k * nb + b] = z[0], u[(2 * k + 1) * nb + b] = z[1];
+        }
     for (int b = 0; b < nb; b++) {
         mean[2 * b] = mean[2 * b + 1] = 0;
         for (int k = 0; k < n && want[b]; k++) {
-            mean[2 * b] += d->weight[k] * u[2 * (k * nb + b)];
-            mean[2 * b + 1] += d->weight[k] * u[2 * (k * nb + b) + 1];
+            mean[2 * b] += d->weight[k] * u[2 * k * nb + b];
+            mean[2 * b + 1] += d->weight[k] * u[(2 * k + 1) * nb + b];
         }
     }
     for (int k = 0; k < n; k++) {
-        double lo = k ? d->lower[k] : 0, *x = u + 2 * k * nb, *c = cp + k * nb;
+        double lo = k ? d->lower[k] : 0, *c = cp + k * nb;
         for (int b = 0; b < nb; b++) {
-            double den = d->diag[k] + s[b] - (k ? lo * c[b - nb] : 0);
-            c[b] = d->upper[k] / den;
-            x[2 * b] = (d->norm * x[2 * b] - (k ? lo * x[2 * (b - nb)] : 0)) / den;
-            x[2 * b + 1] = (d->norm * x[2 * b + 1] - (k ? lo * x[2 * (b - nb) + 1] : 0)) / den;
+            den[b] = d->diag[k] + s[b] - (k ? lo * c[b - nb] : 0);
+            c[b] = d->upper[k] / den[b];
+        }
+        for (int part = 0; part < nc; part++) {
+            double *x = u + (2 * k + part) * nb;
+            for (int b = 0; b < nb; b++)
+                x[b] = (d->norm * x[b] - (k ? lo * x[b - 2 * nb] : 0)) / den[b];
         }
     }
-    for (int k = n - 2; k >= 0; k--) {
-        double *x = u + 2 * k * nb, *c = cp + k * nb;
-        for (int b = 0; b < nb; b++) {
-            x[2 * b] -= c[b] * x[2 * (b + nb)];
-            x[2 * b + 1] -= c[b] * x[2 * (b + nb) + 1];
+    for (int k = n - 2; k >= 0; k--)
+        for (int part = 0; part < nc; part++) {
+            double *x = u + (2 * k + part) * nb, *c = cp + k * nb;
+            for (int b = 0; b < nb; b++)
+                x[b] -= c[b] * x[b + 2 * nb];
         }
-    }
     for (int k = 0; k < n; k++)
-        for (int b = 0; b < nb; b++)
-            elem_store(d->dbl, nc, v, 1, k * st + b * sc, &u[2 * (k * nb + b)]);
+        for (int b = 0; b < nb; b++) {
+            z[0] = u[2 * k * nb + b], z[1] = u[(2 * k + 1) * nb + b];
+            elem_store(d->dbl, nc, v, 1, k * st + b * sc, z);
+        }
 }
 
 /* The line solves (backend.h: tide_spectral with a line): every line along d->line of every
