@@ -17,10 +17,12 @@ so a reader can see which one dominates and why.
 
 The model, per run on the busiest rank (predict() and docs/scaling.md say more):
 
-  fft, poisson  local  = (fft_bytes + pointwise bytes) / d2d   (the transform passes, and the
-                         eigenvalue scaling or tridiagonal pass of a solve, each reading and
-                         writing the rank's data at the device copy rate; packing for the
-                         exchanges is not counted, as in the library's bound)
+  fft, poisson  local  = (gpu_fft_bytes + pointwise bytes) / d2d   (each FFT op reading and
+                         writing its data once per dimension it transforms, as cuFFT runs one
+                         kernel per dimension at these lengths, and the eigenvalue scaling or
+                         tridiagonal pass of a solve once, at the device copy rate; packing for
+                         the exchanges is not counted, as in the library's bound; on the CPU
+                         backend fft_bytes, one read and write per op, at the host copy rate)
                 exch   = sum over the plan's exchanges of
                          max(bytes to ranks of the node / node exchange rate,
                              bytes to other nodes / (node injection / GPUs per node))
@@ -338,10 +340,12 @@ class _Chain:
 
 
 class _Op:
-    """One op of a program: its kind and what it costs on each rank."""
+    """One op of a program: its kind, what it costs on each rank, and for an FFT the
+    dimensions it transforms."""
 
-    def __init__(self, kind, what, cost, reshape=None):
+    def __init__(self, kind, what, cost, reshape=None, dims=0):
         self.kind, self.what, self.cost, self.reshape = kind, what, cost, reshape
+        self.dims = dims
 
 
 def _program(ch, direction, r2c, scalar, batch, real_n, mid=None, scale=1.0):
@@ -408,7 +412,7 @@ def _fft_op(ch, stage, frm, to, reverse, r2c, scalar, batch, real_n):
             flops = 2.5 * (cin if kind == "r2c" else cout) * lg
         mem = (cin * (1 if kind == "r2c" else 2) + cout * (1 if kind == "c2r" else 2)) * scalar
         return (flops, mem, 0.0)
-    return _Op("fft", "fft(%s)" % ",".join("xyz"[d] for d in dims), cost)
+    return _Op("fft", "fft(%s)" % ",".join("xyz"[d] for d in dims), cost, dims=len(dims))
 
 
 def _spectral_op(frm, batch, scalar, line):
@@ -426,13 +430,14 @@ def _spectral_op(frm, batch, scalar, line):
 
 def _sum_costs(ops, r):
     c = dict.fromkeys(FIELDS, 0.0)
-    c["pointwise_bytes"] = 0.0
+    c["pointwise_bytes"] = c["gpu_fft_bytes"] = 0.0
     for o in ops:
         fl, mem, net = o.cost(r)
         c["flops"] += fl
         c["exchange_bytes"] += net
         if o.kind == "fft":
             c["fft_bytes"] += mem
+            c["gpu_fft_bytes"] += mem * o.dims
             c["fft_passes"] += 1
         else:
             c["move_bytes"] += mem
@@ -531,7 +536,7 @@ def fft_plan(size, P, precision="float", type="c2c", arrays="device", variant="n
             ob = _count(_slab(nout, 1 if moves == 1 else 0, P, r)) * out_elem * batch
             c = {"flops": (2.5 if r2c else 5.0) * N * math.log2(N) * batch / P,
                  "fft_bytes": ib + 3.0 * ob, "move_bytes": 4.0 * ob if resident else 0.0,
-                 "pointwise_bytes": 0.0,
+                 "pointwise_bytes": 0.0, "gpu_fft_bytes": 2.0 * (ib + ob) + 2.0 * ob,
                  "exchange_bytes": moves * ob * (P - 1) / P, "exchanges": moves,
                  "fft_passes": 2}
             fwd = (ib + (0 if resident else ob), ob + (0 if resident else ob))
@@ -772,7 +777,8 @@ def predict(op, size, P, rates=None, system=None, latency_us=None, exchange_kind
     local_rate = r.get("d2d") if gpu else r.get("host_copy")
     if not local_rate:
         return {"seconds": None, "plan": p, "terms": {"why": "no local copy rate measured"}}
-    t_local = (c["fft_bytes"] + c["pointwise_bytes"]) / (local_rate * 1e9)
+    t_local = (c["gpu_fft_bytes" if gpu else "fft_bytes"] + c["pointwise_bytes"]) / \
+        (local_rate * 1e9)
     rx = dict(r)
     if gpu and exchange_kind in ("a2av", "p2p") and not (rates or {}).get("exchange"):
         rx["exchange"] = DEFAULT_RATES["exchange_host"]
@@ -871,7 +877,7 @@ def incard_local_rates(rows):
                 str(row.get("ranks")) == "1" and row.get("arrays") == "device" and \
                 row.get("time"):
             c = plan(row["op"], row["size"], 1, **row_options(row)).counts
-            out[_case_key(row)] = (c["fft_bytes"] + c["pointwise_bytes"]) / \
+            out[_case_key(row)] = (c["gpu_fft_bytes"] + c["pointwise_bytes"]) / \
                 float(row["time"]) / 1e9
     return out
 
