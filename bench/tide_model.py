@@ -36,7 +36,9 @@ The model, per run on the busiest rank (predict() and docs/scaling.md say more):
                          G GPUs reads all of A and its share (n / G columns) of B and C, and
                          writes its share of C back
   stencil       time   = cells x steps / in-card GCell rate + ceil(steps / k) halo exchanges
-                         of k r planes per face (weak scaling: each rank keeps its grid)
+                         of k r planes per face (weak scaling: each rank keeps its grid), each
+                         at the MPI rate in host memory, plus its copies down and up over PCIe
+                         on the GPU
 
 Decompositions follow the library's automatic rule: slabs (one exchange with transposed
 output, two with natural output) while P <= n[0] and P <= n[1], pencils beyond (two or three
@@ -769,10 +771,16 @@ def predict(op, size, P, rates=None, system=None, latency_us=None, exchange_kind
             return {"seconds": None, "plan": p, "terms": {"why": "no in-card stencil rate"}}
         t_comp = c["cells"] / (rate * 1e9)
         lat = (latency_us if latency_us is not None else 0.0) * 1e-6
-        xr = (r.get("exchange") or DEFAULT_RATES["exchange"]) if P > 1 else 1.0
-        t_x = c["exchanges"] * (c["exchange_bytes"] / (xr * 1e9) + c["messages"] * lat)
+        # the halo travels by MPI in host memory (the rate the run measured, else the
+        # default's); on the GPU it is packed on the device and crosses PCIe down and up
+        xr = (float((rates or {}).get("exchange") or 0) or DEFAULT_RATES["exchange_host"]) \
+            if P > 1 else 1.0
+        b = c["exchange_bytes"]
+        pcie = b / (r["d2h"] * 1e9) + b / (r["h2d"] * 1e9) if gpu and P > 1 else 0.0
+        t_x = c["exchanges"] * (b / (xr * 1e9) + pcie + c["messages"] * lat)
         return {"seconds": t_comp + t_x, "plan": p,
-                "terms": {"compute_s": t_comp, "exchange_s": t_x, "gcells": rate}}
+                "terms": {"compute_s": t_comp, "exchange_s": t_x, "gcells": rate,
+                          "exchange_rate": xr}}
     # fft, poisson
     local_rate = r.get("d2d") if gpu else r.get("host_copy")
     if not local_rate:

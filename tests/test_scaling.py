@@ -287,6 +287,18 @@ class GpuRows(unittest.TestCase):
         self.assertAlmostEqual(c["h2d_bytes"], 2 * 1024 ** 3 * 8 / 4)  # two round trips
         self.assertAlmostEqual(p["seconds"], (c["h2d_bytes"] + c["d2h_bytes"]) / 50.3e9)
 
+    def test_stencil_halo_through_host(self):
+        # two ranks of a 64x48x40 float grid each, 10 steps, 4 per pass, radius 1: three
+        # exchanges of the 4 planes each rank receives from its one neighbour (Dirichlet x),
+        # at the measured MPI rate, each copied down and up over PCIe
+        r = self.row(op="stencil", size="64x48x40", ranks=2, gpus=2, arrays="device",
+                     precision="float", steps=10, fuse=4, time=0.01, d2d=3000, exchange=3.1,
+                     h2d=50, d2h=40, bc="ddd")
+        p = model.predict_row(r, gcells=200)
+        b = 4 * 48 * 40 * 4
+        want = 64 * 48 * 40 * 10 / 200e9 + 3 * (b / 3.1e9 + b / 40e9 + b / 50e9)
+        self.assertAlmostEqual(p["seconds"] / want, 1.0, places=12)
+
     def test_gemm(self):
         r = self.row(op="gemm", size=32768, ranks=1, gpus=2, arrays="host", precision="double",
                      time=0.7, h2d=53.5, d2h=41, both=46.75, gemm_gflops=53390)
