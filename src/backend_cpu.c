@@ -83,68 +83,33 @@ static double mean_weight(const tide_spectral *d, const int p[3], int skip)
     return w;
 }
 
-/* The diagonal operator (backend.h: tide_spectral without a line). */
+/* The diagonal operator (backend.h: tide_spectral without a line). The eigenvalue sum and
+ * the mean's weight of the two slower dimensions are worked out once per row. */
 static void cpu_diag(const tide_spectral *d, char *v)
 {
     const tide_box *b = &d->box;
     int o0 = b->order[0], o1 = b->order[1], o2 = b->order[2], nc = d->real ? 1 : 2;
     size_t elem = (size_t)nc * (d->dbl ? sizeof(double) : sizeof(float));
+    int p[3] = {0, 0, 0};
     for (int f = 0; f < d->batch; f++) {
         double sum[2] = {0, 0}, z[2];
-        for (int i = b->lo[o0]; i < b->hi[o0]; i++)
-            for (int j = b->lo[o1]; j < b->hi[o1]; j++)
+        for (p[o0] = b->lo[o0]; p[o0] < b->hi[o0]; p[o0]++)
+            for (p[o1] = b->lo[o1]; p[o1] < b->hi[o1]; p[o1]++) {
+                double l01 = d->lam[o0][p[o0]] + d->lam[o1][p[o1]] - d->alpha;
+                double w01 = mean_weight(d, p, o2);
                 for (int k = b->lo[o2]; k < b->hi[o2]; k++, v += elem) {
-                    int p[3];
-                    p[o0] = i, p[o1] = j, p[o2] = k;
-                    double den = d->lam[0][p[0]] + d->lam[1][p[1]] + d->lam[2][p[2]] - d->alpha;
-                    double w = mean_weight(d, p, -1);
+                    double den = l01 + d->lam[o2][k];
                     elem_load(d->dbl, nc, v, 0, 0, z);
-                    sum[0] += w * z[0], sum[1] += w * z[1];
+                    if (w01 != 0.0) {
+                        double w = w01 * (d->mean_w[o2] ? d->mean_w[o2][k] : k == 0);
+                        sum[0] += w * z[0], sum[1] += w * z[1];
+                    }
                     double s = den != 0.0 ? d->norm / den : 0.0; /* cleared, NaN or not */
                     z[0] = s != 0.0 ? z[0] * s : 0.0, z[1] = s != 0.0 ? z[1] * s : 0.0;
                     elem_store(d->dbl, nc, v, 0, 0, z);
                 }
+            }
         elem_store(d->dbl, 2, d->origin, 1, f, sum);
-    }
-}
-
-/* One line of n points at v (stride st) solved in place (backend.h: tide_spectral with a line),
- * in double precision throughout: cp holds the eliminated upper diagonal, u the right-hand
- * side, then the solution (2 n doubles). mean: receives the line's weighted mean when not
- * NULL. */
-static void solve_line(const tide_spectral *d, char *v, int64_t st, int n, double s,
-                       double *cp, double *u, double *mean_out)
-{
-    int pinned = d->pin && s == 0.0, m = pinned ? n - 1 : n, nc = d->real ? 1 : 2;
-    double mean[2] = {0, 0};
-    for (int k = 0; k < n; k++)
-        elem_load(d->dbl, nc, v, st, k, &u[2 * k]);
-    for (int k = 0; k < n && (mean_out || pinned); k++)
-        mean[0] += d->weight[k] * u[2 * k], mean[1] += d->weight[k] * u[2 * k + 1];
-    if (mean_out)
-        mean_out[0] = mean[0], mean_out[1] = mean[1];
-    for (int k = 0; k < n; k++) {
-        u[2 * k] = d->norm * (u[2 * k] - (pinned ? mean[0] : 0));
-        u[2 * k + 1] = d->norm * (u[2 * k + 1] - (pinned ? mean[1] : 0));
-    }
-    for (int k = 0; k < m; k++) {
-        double lo = k ? d->lower[k] : 0, den = d->diag[k] + s - (k ? lo * cp[k - 1] : 0);
-        cp[k] = d->upper[k] / den;
-        u[2 * k] = (u[2 * k] - (k ? lo * u[2 * k - 2] : 0)) / den;
-        u[2 * k + 1] = (u[2 * k + 1] - (k ? lo * u[2 * k - 1] : 0)) / den;
-    }
-    for (int k = m; k < n; k++)
-        u[2 * k] = u[2 * k + 1] = 0; /* the pinned point */
-    for (int k = m - 2; k >= 0; k--) {
-        u[2 * k] -= cp[k] * u[2 * k + 2];
-        u[2 * k + 1] -= cp[k] * u[2 * k + 3];
-    }
-    double shift[2] = {0, 0};
-    for (int k = 0; k < n && pinned; k++)
-        shift[0] += d->weight[k] * u[2 * k], shift[1] += d->weight[k] * u[2 * k + 1];
-    for (int k = 0; k < n; k++) {
-        double z[2] = {u[2 * k] - shift[0], u[2 * k + 1] - shift[1]};
-        elem_store(d->dbl, nc, v, st, k, z);
     }
 }
 
@@ -153,28 +118,32 @@ static void solve_line(const tide_spectral *d, char *v, int64_t st, int n, doubl
  * at a time, a stride of a whole plane apart. */
 enum { LINE_BLOCK = TIDE_LINE_BLOCK };
 
-/* Lines b < nb at v + b sc elements (stride st along them, n points, shifts s[b], none
- * pinned) solved in place as solve_line does, in double: u holds them point by point, each
+/* Lines b < nb at v + b sc elements (stride st along them, n points, shifts s[b]) solved in
+ * place (backend.h: tide_spectral with a line) in double: u holds them point by point, each
  * point's real parts of the nb lines, then their imaginary parts (2 n nb doubles), so the
  * inner loops run across the lines at unit stride and real data does one part only; cp the
- * eliminated upper diagonals (n nb); mean[2 b] receives line b's weighted mean where
- * want[b]. */
+ * eliminated upper diagonals (n nb). mean[2 b] receives line b's weighted mean where want[b].
+ * A pinned line (pin, s == 0) has that mean removed, its last point fixed at 0 (its last row
+ * eliminated as u = 0) and the solution shifted to zero weighted mean. */
 static void solve_block(const tide_spectral *d, char *v, int64_t st, int64_t sc, int n, int nb,
                         const double *s, const int *want, double *mean, double *cp, double *u)
 {
-    int nc = d->real ? 1 : 2;
-    double z[2], den[LINE_BLOCK];
+    int nc = d->real ? 1 : 2, pinned[LINE_BLOCK], any = 0;
+    double z[2], den[LINE_BLOCK], rm[2][LINE_BLOCK]; /* each pinned line's mean, removed */
     for (int k = 0; k < n; k++)
         for (int b = 0; b < nb; b++) {
             elem_load(d->dbl, nc, v, 1, k * st + b * sc, z);
             u[2 * k * nb + b] = z[0], u[(2 * k + 1) * nb + b] = z[1];
         }
     for (int b = 0; b < nb; b++) {
+        pinned[b] = d->pin && s[b] == 0.0;
+        any = any || pinned[b];
         mean[2 * b] = mean[2 * b + 1] = 0;
-        for (int k = 0; k < n && want[b]; k++) {
+        for (int k = 0; k < n && (want[b] || pinned[b]); k++) {
             mean[2 * b] += d->weight[k] * u[2 * k * nb + b];
             mean[2 * b + 1] += d->weight[k] * u[(2 * k + 1) * nb + b];
         }
+        rm[0][b] = pinned[b] ? mean[2 * b] : 0, rm[1][b] = pinned[b] ? mean[2 * b + 1] : 0;
     }
     for (int k = 0; k < n; k++) {
         double lo = k ? d->lower[k] : 0, *c = cp + k * nb;
@@ -182,10 +151,15 @@ static void solve_block(const tide_spectral *d, char *v, int64_t st, int64_t sc,
             den[b] = d->diag[k] + s[b] - (k ? lo * c[b - nb] : 0);
             c[b] = d->upper[k] / den[b];
         }
+        int fix = any && k == n - 1; /* the pinned lines' last row: u = 0 (singular as it was) */
+        for (int b = 0; b < nb && fix; b++)
+            den[b] = pinned[b] ? 1 : den[b], c[b] = pinned[b] ? 0 : c[b];
         for (int part = 0; part < nc; part++) {
             double *x = u + (2 * k + part) * nb;
             for (int b = 0; b < nb; b++)
-                x[b] = (d->norm * x[b] - (k ? lo * x[b - 2 * nb] : 0)) / den[b];
+                x[b] = (d->norm * (x[b] - rm[part][b]) - (k ? lo * x[b - 2 * nb] : 0)) / den[b];
+            for (int b = 0; b < nb && fix; b++)
+                x[b] = pinned[b] ? 0 : x[b];
         }
     }
     for (int k = n - 2; k >= 0; k--)
@@ -193,6 +167,14 @@ static void solve_block(const tide_spectral *d, char *v, int64_t st, int64_t sc,
             double *x = u + (2 * k + part) * nb, *c = cp + k * nb;
             for (int b = 0; b < nb; b++)
                 x[b] -= c[b] * x[b + 2 * nb];
+        }
+    for (int b = 0; b < nb && any; b++) /* the pinned lines to zero weighted mean */
+        for (int part = 0; part < nc && pinned[b]; part++) {
+            double shift = 0;
+            for (int k = 0; k < n; k++)
+                shift += d->weight[k] * u[(2 * k + part) * nb + b];
+            for (int k = 0; k < n; k++)
+                u[(2 * k + part) * nb + b] -= shift;
         }
     for (int k = 0; k < n; k++)
         for (int b = 0; b < nb; b++) {
@@ -203,7 +185,7 @@ static void solve_block(const tide_spectral *d, char *v, int64_t st, int64_t sc,
 
 /* The line solves (backend.h: tide_spectral with a line): every line along d->line of every
  * field, at (i, j) of the other two dimensions a and c, c the one stored faster, in blocks
- * of neighbours along c; a block with the pinned line solves its lines one by one. */
+ * of neighbours along c. */
 static void cpu_lines(const tide_spectral *d, char *v)
 {
     const tide_box *bx = &d->box;
@@ -219,7 +201,7 @@ static void cpu_lines(const tide_spectral *d, char *v)
         double sum[2] = {0, 0};
         for (int i = bx->lo[a]; i < bx->hi[a]; i++)
             for (int j0 = bx->lo[c]; j0 < bx->hi[c]; j0 += LINE_BLOCK) {
-                int nb = bx->hi[c] - j0 < LINE_BLOCK ? bx->hi[c] - j0 : LINE_BLOCK, pinned = 0;
+                int nb = bx->hi[c] - j0 < LINE_BLOCK ? bx->hi[c] - j0 : LINE_BLOCK;
                 int want[LINE_BLOCK];
                 double s[LINE_BLOCK], w[LINE_BLOCK], mean[2 * LINE_BLOCK];
                 char *line = v + (size_t)(f * count + (i - bx->lo[a]) * st[a] +
@@ -230,14 +212,8 @@ static void cpu_lines(const tide_spectral *d, char *v)
                     w[b] = mean_weight(d, p, L);
                     want[b] = w[b] != 0;
                     s[b] = d->lam[a][i] + d->lam[c][j0 + b] - d->alpha;
-                    pinned = pinned || (d->pin && s[b] == 0.0);
                 }
-                if (pinned)
-                    for (int b = 0; b < nb; b++)
-                        solve_line(d, line + (size_t)(b * st[c]) * elem, st[L], n, s[b], cp,
-                                   cp + n, want[b] ? &mean[2 * b] : NULL);
-                else
-                    solve_block(d, line, st[L], st[c], n, nb, s, want, mean, cp, u);
+                solve_block(d, line, st[L], st[c], n, nb, s, want, mean, cp, u);
                 for (int b = 0; b < nb; b++)
                     if (want[b])
                         sum[0] += w[b] * mean[2 * b], sum[1] += w[b] * mean[2 * b + 1];
