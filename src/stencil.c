@@ -305,23 +305,28 @@ static int tune_fuse(tide_stencil_plan *p, int *st)
     return best;
 }
 
+/* Bytes of one point of u. */
+static size_t elem_bytes(const tide_stencil_plan *p)
+{
+    return p->o.precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
+}
+
 /* Bytes of one array laid out as the grown box. */
 static size_t ext_bytes(const tide_stencil_plan *p)
 {
-    return (size_t)tide_box_count(&p->ext) *
-           (p->o.precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float));
+    return (size_t)tide_box_count(&p->ext) * elem_bytes(p);
 }
 
-/* Device memory a GPU plan holds: the work array, and for host arrays u and the source; on
- * several ranks the two arrays on the grown box (three with a source), the halo's staging, and
- * for host arrays u's box and the source's. */
-static size_t device_need(const tide_stencil_plan *p)
+/* Memory the plan holds in its backend's memory: the work array, or on several ranks the two
+ * arrays on the grown box (three with a source) and on the GPU the halo's device staging; on
+ * a GPU with host arrays also the device copies of u and the source. */
+static size_t backend_bytes(const tide_stencil_plan *p)
 {
-    int host = p->o.location == TIDE_LOCATION_HOST, src = p->o.source != NULL;
-    if (!p->halo)
-        return p->bytes * (1 + (host ? 1 + src : 0));
-    return ext_bytes(p) * (2 + src) + (host ? p->bytes * (1 + src) : 0) +
-           tide_halo_bytes(p->halo);
+    int gpu = p->env.be->gpu, src = p->o.source != NULL;
+    int copies = gpu && p->o.location == TIDE_LOCATION_HOST;
+    size_t own = !p->halo ? p->bytes
+                          : ext_bytes(p) * (2 + src) + (gpu ? tide_halo_bytes(p->halo) : 0);
+    return own + (copies ? p->bytes * (1 + src) : 0);
 }
 
 /* ---- several ranks ---------------------------------------------------------------------- */
@@ -456,7 +461,7 @@ static int plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_args *
     int periodic[3];
     for (int d = 0; d < 3; d++)
         periodic[d] = p->o.bc[d] == TIDE_BC_PERIODIC;
-    size_t elem = p->o.precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
+    size_t elem = elem_bytes(p);
     if (!st) {
         p->ext = ext[ctx->rank];
         st = tide_halo_create(ctx->comm, p->n, periodic, own, ext, elem, p->env.threads,
@@ -468,54 +473,41 @@ static int plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_args *
     return st;
 }
 
-/* Several ranks: the arrays on the grown box (on a GPU with host arrays, u's box and the
- * source's too) and the sweep with the agreed steps per pass. */
-static int build_ranks(tide_stencil_plan *p, char *err, size_t len)
-{
-    const tide_env *e = &p->env;
-    size_t bytes = ext_bytes(p);
-    int host_gpu = e->be->gpu && p->o.location == TIDE_LOCATION_HOST;
-    int st = e->be->alloc(bytes, &p->ea);
-    st = st ? st : e->be->alloc(bytes, &p->eb);
-    if (!st && p->o.source)
-        st = e->be->alloc(bytes, &p->esrc);
-    if (!st && host_gpu)
-        st = e->be->alloc(p->bytes, &p->dev_u);
-    if (!st && host_gpu && p->o.source)
-        st = e->be->alloc(p->bytes, &p->dev_source);
-    if (st)
-        return snprintf(err, len, "cannot allocate the plan's %.3g GB of %s memory: %s",
-                        (e->be->gpu ? device_need(p) : bytes * (p->o.source ? 3 : 2)) / 1e9,
-                        e->be->name, e->be->last_error()), st;
-    p->sweep.source = p->esrc;
-    if (tide_box_count(&p->box) > 0 && (st = e->be->sweep_create(e, &p->sweep, p->fuse, err,
-                                                                 len)))
-        return st;
-    tide_op_sweep(&p->op, &p->sweep, p->fuse);
-    return TIDE_SUCCESS;
-}
-
-/* The plan's memory, its sweep and its steps per pass (local; the reason in err). */
+/* The plan's memory, its sweep and its steps per pass (local; the reason in err): on a GPU
+ * with host arrays the device copies of u and the source; the work array, or on several ranks
+ * the arrays on the grown box, and the sweep with the agreed steps per pass. */
 static int build(tide_stencil_plan *p, const int (*off)[3], const double *w, char *err,
                  size_t len)
 {
     const tide_env *e = &p->env;
     make_sweep(p, off, w);
     int host_gpu = e->be->gpu && p->o.location == TIDE_LOCATION_HOST;
-    if (e->be->gpu && device_need(p) > p->ctx->dev.budget_bytes)
+    if (e->be->gpu && backend_bytes(p) > p->ctx->dev.budget_bytes)
         return snprintf(err, len, "the plan needs %.3g GB of device memory on GPU %d, more than "
-                        "the context's budget of %.3g GB", device_need(p) / 1e9,
+                        "the context's budget of %.3g GB", backend_bytes(p) / 1e9,
                         p->ctx->dev.device, p->ctx->dev.budget_bytes / 1e9), TIDE_ERR_NOMEM;
-    if (p->halo)
-        return build_ranks(p, err, len);
-    int st = e->be->alloc(p->bytes, &p->work);
-    if (!st && host_gpu)
-        st = e->be->alloc(p->bytes, &p->dev_u);
+    int st = host_gpu ? e->be->alloc(p->bytes, &p->dev_u) : TIDE_SUCCESS;
     if (!st && host_gpu && p->o.source)
         st = e->be->alloc(p->bytes, &p->dev_source);
+    if (!st && !p->halo)
+        st = e->be->alloc(p->bytes, &p->work);
+    if (!st && p->halo)
+        st = e->be->alloc(ext_bytes(p), &p->ea);
+    if (!st && p->halo)
+        st = e->be->alloc(ext_bytes(p), &p->eb);
+    if (!st && p->halo && p->o.source)
+        st = e->be->alloc(ext_bytes(p), &p->esrc);
     if (st)
         return snprintf(err, len, "cannot allocate the plan's %.3g GB of %s memory: %s",
-                        device_need(p) / 1e9, e->be->name, e->be->last_error()), st;
+                        backend_bytes(p) / 1e9, e->be->name, e->be->last_error()), st;
+    if (p->halo) { /* the agreed steps per pass, on the grown box */
+        p->sweep.source = p->esrc;
+        if (tide_box_count(&p->box) > 0 &&
+            (st = e->be->sweep_create(e, &p->sweep, p->fuse, err, len)))
+            return st;
+        tide_op_sweep(&p->op, &p->sweep, p->fuse);
+        return TIDE_SUCCESS;
+    }
     p->sweep.source = host_gpu ? p->dev_source : p->o.source;
     st = e->be->sweep_create(e, &p->sweep, p->o.fuse, err, len);
     if (st)
@@ -574,8 +566,7 @@ static int make_plan(tide_context *ctx, const int n[3], const tide_args *all,
     if (ctx->nranks > 1) /* collective: every rank, whatever its status */
         st = plan_ranks(ctx, p, all, off, w, st, err, sizeof err);
     if (p && !st) {
-        p->bytes = (size_t)tide_box_count(&p->box) *
-                   (o->precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float));
+        p->bytes = (size_t)tide_box_count(&p->box) * elem_bytes(p);
         st = build(p, off, w, err, sizeof err);
     }
     if (st)
@@ -636,12 +627,14 @@ int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
         return tide_fail(p ? p->ctx : NULL, TIDE_ERR_ARGUMENT,
                          "tide_stencil_plan_info: %s is NULL", p ? "info" : "plan");
     int gpu = p->env.be->gpu;
-    size_t elem = p->o.precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
+    size_t elem = elem_bytes(p);
     memset(info, 0, sizeof *info);
     info->count = tide_box_count(&p->box);
     info->bytes = p->bytes;
-    info->host_bytes = p->sweep.state_bytes + (gpu ? 0 : p->bytes);
-    info->device_bytes = gpu ? device_need(p) : 0;
+    /* the sweep's state and the halo's staging in host memory, the arrays where they live */
+    info->host_bytes = p->sweep.state_bytes + (gpu ? 0 : backend_bytes(p)) +
+                       (p->halo ? tide_halo_bytes(p->halo) : 0);
+    info->device_bytes = gpu ? backend_bytes(p) : 0;
     info->taps = p->taps;
     info->radius = p->radius;
     info->fuse = p->fuse;
@@ -651,12 +644,10 @@ int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
     info->location = p->o.location;
     info->box = p->box;
     memcpy(info->grid, p->grid, sizeof info->grid);
-    if (p->halo) { /* the grown arrays in the backend's memory, the halo's host staging */
+    if (p->halo) {
         info->halo_points = tide_halo_points(p->halo);
         info->exchanges = p->exchanges;
         info->halo_seconds = p->halo_seconds;
-        info->host_bytes = p->sweep.state_bytes + tide_halo_bytes(p->halo) +
-                           (gpu ? 0 : ext_bytes(p) * (p->esrc ? 3 : 2));
     }
     return TIDE_SUCCESS;
 }
@@ -732,7 +723,7 @@ static int passes(tide_stencil_plan *p, void *a, void *b, long long steps, int *
 static int run_ranks(tide_stencil_plan *p, void *u, long long steps)
 {
     const tide_env *e = &p->env;
-    size_t elem = p->sweep.dbl ? sizeof(double) : sizeof(float);
+    size_t elem = elem_bytes(p);
     int host_gpu = e->be->gpu && p->o.location == TIDE_LOCATION_HOST, in_b = 0;
     int any = tide_box_count(&p->box) > 0, st = TIDE_SUCCESS;
     void *ub = host_gpu ? p->dev_u : u; /* u's box in the backend's memory */
