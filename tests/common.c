@@ -268,6 +268,35 @@ void CUDART_CB tt_sleep_on_stream(void *ms)
     struct timespec t = {n / 1000, n % 1000 * 1000000L};
     nanosleep(&t, NULL);
 }
+
+int tt_stencil_run_device(tide_context *ctx, tide_stencil_plan *plan, void *u, size_t bytes,
+                          long long steps, cudaStream_t stream, int queued)
+{
+    void *d = NULL, *stage = NULL;
+    if (tide_device_alloc(ctx, bytes ? bytes : 1, &d) != 0) {
+        fprintf(stderr, "tt_stencil_run_device: tide_device_alloc: %s\n", tide_last_error(ctx));
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    TT_CU(cudaMemset(d, 0xff, bytes)); /* NaN in float and double */
+    TT_CU(cudaDeviceSynchronize());
+    if (queued || stream) {
+        TT_CU(cudaMalloc(&stage, bytes ? bytes : 1));
+        TT_CU(cudaMemcpy(stage, u, bytes, cudaMemcpyHostToDevice));
+        TT_CU(cudaLaunchHostFunc(stream, tt_sleep_on_stream, (void *)(intptr_t)5));
+        TT_CU(cudaMemcpyAsync(d, stage, bytes, cudaMemcpyDeviceToDevice, stream));
+    } else {
+        TT_CU(cudaMemcpy(d, u, bytes, cudaMemcpyHostToDevice));
+    }
+    int st = tide_stencil_run(plan, d, steps);
+    if (st != 0 || steps == 0) /* the run need not have waited for the copy */
+        TT_CU(cudaStreamSynchronize(stream));
+    TT_CU(cudaMemcpy(u, d, bytes, cudaMemcpyDeviceToHost));
+    TT_CU(cudaDeviceSynchronize());
+    if (stage)
+        TT_CU(cudaFree(stage));
+    tide_device_free(ctx, d);
+    return st;
+}
 #endif
 
 void tt_expect_error(tt_tally *t, MPI_Comm comm, const char *tag, const char *what, int st,

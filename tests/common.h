@@ -37,6 +37,13 @@ int tt_gpus_or_skip(void);
  * queued on the stream after it waits that long, so a copy queued behind it is still pending
  * when the library call under test starts. */
 void CUDART_CB tt_sleep_on_stream(void *ms);
+/* Runs steps of a stencil plan whose arrays are on the device the way a caller would: u (host
+ * memory, bytes; the result replaces it) goes into a device array of ctx poisoned with NaN
+ * bytes right before the run, by a device-to-device copy queued on stream behind a 5 ms delay
+ * (queued, or any non-NULL stream) or by a pageable cudaMemcpy on the legacy stream, and comes
+ * back by a plain cudaMemcpy. Returns the run's status. */
+int tt_stencil_run_device(tide_context *ctx, tide_stencil_plan *plan, void *u, size_t bytes,
+                          long long steps, cudaStream_t stream, int queued);
 #endif
 
 /* ---- RNG (splitmix64) ----------------------------------------------------------------------- */

@@ -121,39 +121,6 @@ static int run_gpu_host(tide_stencil_plan *plan, void *cur, size_t bytes, long l
     return st;
 }
 
-/* Device arrays (tide_device_alloc), poisoned, written right before the run: by a
- * device-to-device copy queued on the plan's stream behind a delay, or (legacy stream only) by
- * a pageable cudaMemcpy, which may return before the data has landed; read back by a plain
- * cudaMemcpy. */
-static int run_gpu_device(tide_stencil_plan *plan, void *cur, size_t bytes, long long steps,
-                          cudaStream_t stream, int queued)
-{
-    void *d = NULL, *stage = NULL;
-    int ast = tide_device_alloc(sctx, bytes, &d);
-    if (ast != 0) {
-        fprintf(stderr, "test_stencil: tide_device_alloc: %s\n", tide_last_error(sctx));
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    CU(cudaMemset(d, 0xff, bytes));
-    CU(cudaDeviceSynchronize());
-    if (queued || stream) {
-        CU(cudaMalloc(&stage, bytes));
-        CU(cudaMemcpy(stage, cur, bytes, cudaMemcpyHostToDevice));
-        CU(cudaLaunchHostFunc(stream, tt_sleep_on_stream, (void *)(intptr_t)DELAY_MS));
-        CU(cudaMemcpyAsync(d, stage, bytes, cudaMemcpyDeviceToDevice, stream));
-    } else {
-        CU(cudaMemcpy(d, cur, bytes, cudaMemcpyHostToDevice));
-    }
-    int st = tide_stencil_run(plan, d, steps);
-    if (st != 0 || steps == 0)
-        CU(cudaStreamSynchronize(stream));
-    CU(cudaMemcpy(cur, d, bytes, cudaMemcpyDeviceToHost));
-    CU(cudaDeviceSynchronize());
-    if (stage)
-        CU(cudaFree(stage));
-    tide_device_free(sctx, d);
-    return st;
-}
 #endif
 
 /* One run of `steps` on u (cur: this rank's array in the plan's box layout, host memory; the
@@ -164,7 +131,8 @@ static int run_steps(tide_stencil_plan *plan, void *cur, size_t bytes, long long
 {
 #if TIDE_HAVE_CUDA
     if (gpu)
-        return on_device ? run_gpu_device(plan, cur, bytes, steps, (cudaStream_t)stream, call % 2)
+        return on_device ? tt_stencil_run_device(sctx, plan, cur, bytes, steps,
+                                                 (cudaStream_t)stream, call % 2)
                          : run_gpu_host(plan, cur, bytes, steps, (cudaStream_t)stream, call % 2);
 #else
     (void)stream;

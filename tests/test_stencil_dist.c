@@ -117,26 +117,14 @@ static void source_free(void *given, void *src)
     (void)given, (void)src;
 }
 
-/* tide_stencil_run on u (bytes, host memory) as a caller would: device arrays uploaded from a
- * pinned copy by a cudaMemcpyAsync on the legacy default stream behind a delay, not waited for,
- * and the result downloaded by cudaMemcpy; host arrays passed as they are. */
+/* tide_stencil_run on u (bytes, host memory) as a caller would: device arrays written by a
+ * copy queued on the legacy default stream behind a delay, not waited for
+ * (tt_stencil_run_device); host arrays passed as they are. */
 static int run_steps(tide_stencil_plan *plan, void *u, size_t bytes, long long steps)
 {
 #if TIDE_HAVE_CUDA
-    if (on_device) {
-        void *d = NULL, *pin = NULL;
-        TT_CU(cudaMalloc(&d, bytes + 1));
-        TT_CU(cudaMallocHost(&pin, bytes + 1));
-        memcpy(pin, u, bytes);
-        TT_CU(cudaMemset(d, 0xff, bytes + 1)); /* NaN bytes until the copy lands */
-        TT_CU(cudaLaunchHostFunc(0, tt_sleep_on_stream, (void *)(intptr_t)5));
-        TT_CU(cudaMemcpyAsync(d, pin, bytes, cudaMemcpyHostToDevice, 0));
-        int st = tide_stencil_run(plan, d, steps);
-        TT_CU(cudaMemcpy(u, d, bytes, cudaMemcpyDeviceToHost));
-        TT_CU(cudaFree(d));
-        TT_CU(cudaFreeHost(pin));
-        return st;
-    }
+    if (on_device)
+        return tt_stencil_run_device(ctx, plan, u, bytes, steps, 0, 1);
 #endif
     (void)bytes;
     return tide_stencil_run(plan, u, steps);
