@@ -399,6 +399,66 @@ static void choose_grid(const tide_stencil_plan *p, int P, int h, int g[3])
         }
 }
 
+/* The most steps per pass the plan times over several ranks (the GPU's kernels fuse 8). */
+enum { TIMED_FUSE_MAX = 16 };
+
+/* Collective, several ranks on the GPU with the plan's own choice of steps per pass (own:
+ * every rank's box; kmax: the most the kernels fuse, thick enough for every box): times
+ * sweeps of k = 1 .. kmax steps on this rank's box grown by k r, each k whose grown boxes are
+ * thick enough on every rank, and keeps the k whose slowest rank does the most useful cell
+ * steps per second (the one-rank plan times its sweeps likewise). A rank with an empty box,
+ * or one that failed, does not vote; every rank takes part in the reduction. Returns the
+ * steps per pass; a local failure in *st. */
+static int time_fuse_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_box *own,
+                           int kmax, const int (*off)[3], const double *w, int *st,
+                           char *err, size_t len)
+{
+    const tide_env *e = &p->env;
+    int P = ctx->nranks, me = ctx->rank;
+    kmax = kmax < TIMED_FUSE_MAX ? kmax : TIMED_FUSE_MAX;
+    double rate[TIMED_FUSE_MAX + 1];
+    void *a = NULL, *b = NULL;
+    long long count = tide_box_count(&own[me]);
+    tide_box big = grown(p, &own[me], kmax * p->radius);
+    size_t bytes = (size_t)tide_box_count(&big) * (p->sweep.dbl ? sizeof(double)
+                                                                 : sizeof(float));
+    if (count > 0 && !*st && (e->be->alloc(bytes, &a) || e->be->alloc(bytes, &b)))
+        *st = TIDE_ERR_NOMEM, snprintf(err, len, "cannot allocate %.3g GB of %s memory to time "
+                                       "the sweeps", 2 * bytes / 1e9, e->be->name);
+    for (int k = 1; k <= kmax; k++) {
+        int thick = 1;
+        for (int r = 0; r < P && thick; r++) {
+            tide_box g = grown(p, &own[r], k * p->radius);
+            thick = too_thin(p, &g) < 0;
+        }
+        rate[k] = !thick ? 0 : INFINITY;
+        if (!thick || count == 0 || *st)
+            continue;
+        p->ext = grown(p, &own[me], k * p->radius);
+        make_sweep(p, off, w);
+        *st = e->be->sweep_create(e, &p->sweep, k, err, len);
+        double t = *st ? 0 : time_sweep(e, &p->sweep, a, b, k, st);
+        rate[k] = !*st && t > 0 ? k * (double)count / t : INFINITY;
+        tide_log(ctx, TIDE_LOG_DEBUG, "stencil: %d steps per sweep on the grown box: %.4g "
+                 "useful cell steps/s", k, rate[k]);
+        if (p->sweep.state)
+            e->be->sweep_destroy(e, &p->sweep);
+        p->sweep.state = NULL;
+    }
+    e->be->free(a);
+    e->be->free(b);
+    p->ext = p->box;
+    if (MPI_Allreduce(MPI_IN_PLACE, rate + 1, kmax, MPI_DOUBLE, MPI_MIN, ctx->comm) !=
+            MPI_SUCCESS && !*st)
+        *st = TIDE_ERR_MPI, snprintf(err, len, "MPI_Allreduce failed");
+    int best = kmax;
+    for (int k = kmax; k >= 1; k--) /* the fewest steps among the fastest */
+        if (rate[k] > 0 && rate[k] >= rate[best])
+            best = k;
+    p->tuned = 1;
+    return best;
+}
+
 /* Collective, on several ranks (st: this rank's status so far; every rank comes here): every
  * rank's box (the caller's or the plan's grid's), the steps per pass (option fuse, or the
  * fewest any rank's backend picks for its box), every rank's grown box and the halo
@@ -448,6 +508,14 @@ static int plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_args *
         if (thin < 0 || p->o.fuse || p->fuse >= 2)
             break;
         p->fuse++;
+    }
+    /* every rank times, or none: the statuses so far may differ */
+    int go = !st && thin < 0 && p->env.be->gpu && !p->o.fuse && p->fuse > 1, all_go = 0;
+    MPI_Allreduce(&go, &all_go, 1, MPI_INT, MPI_MIN, ctx->comm);
+    if (all_go) {
+        p->fuse = time_fuse_ranks(ctx, p, own, p->fuse, off, w, &st, err, len);
+        for (int r = 0; r < P; r++) /* thick enough: the timing only takes such counts */
+            ext[r] = grown(p, &own[r], p->fuse * p->radius);
     }
     if (!st && thin >= 0)
         st = TIDE_ERR_ARGUMENT,
