@@ -40,15 +40,80 @@ const char *cufft_name(cufftResult r)
 } // namespace
 
 struct tide_gpu_fft {
-    cufftHandle plan;
+    cufftHandle plan;     // the DFT (none for kind 3)
     int kind, dbl, sign;
     size_t ielem, oelem;  // bytes per input / output element
     int nloops;
     axis loop[2];         // looped at execution, outermost first
+    // Real-to-real dimensions (r2r.cu): after the DFT on its output, before it on a c2r's
+    // input; kind 3 has only these, the first from the input into the output
+    tide_gpu_r2r *r2r[3];
+    int nr2r;
+    void *stream;
 };
+
+namespace {
+
+// The DFT part of a transform: its plan over the dimensions r2r leaves to it.
+int create_dft(const tide_gpu_fft_desc *d, tide_gpu_fft *f, size_t *work_bytes, char *why,
+               size_t len);
+
+// The real-to-real passes of d into f, each needing at most *work of work area.
+int create_r2r(const tide_gpu_fft_desc *d, tide_gpu_fft *f, size_t *work, char *why,
+               size_t len)
+{
+    const tide_box *ia = d->iarr ? d->iarr : d->ibox, *oa = d->oarr ? d->oarr : d->obox;
+    for (int k = 0; k < d->ndims; k++) {
+        int dim = d->dims[k];
+        if (!d->r2r[dim])
+            continue;
+        const tide_box *box = d->obox, *sa = oa, *da = oa; // in place on the output
+        if (d->kind == 2)
+            box = d->ibox, sa = ia, da = ia;               // in place on c2r's input
+        if (d->kind == 3 && f->nr2r == 0)
+            box = d->ibox, sa = ia;                        // the input into the output
+        size_t need = 0;
+        int st = tide_gpu_r2r_create(d->dbl, d->r2r[dim], dim, box, sa, da, d->batch,
+                                     d->kind != 3 || d->complex_elems, &f->r2r[f->nr2r],
+                                     &need, why, len);
+        if (st)
+            return st;
+        f->nr2r++;
+        *work = need > *work ? need : *work;
+    }
+    return 0;
+}
+
+} // namespace
 
 extern "C" int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **out,
                                    size_t *work_bytes, char *why, size_t len)
+{
+    tide_gpu_fft *f = (tide_gpu_fft *)calloc(1, sizeof *f);
+    if (!f) {
+        snprintf(why, len, "out of memory");
+        return TIDE_ERR_NOMEM;
+    }
+    f->kind = d->kind;
+    f->dbl = d->dbl;
+    f->sign = d->sign;
+    size_t work = 0;
+    int st = d->kind == 3 ? 0 : create_dft(d, f, &work, why, len);
+    if (!st)
+        st = create_r2r(d, f, &work, why, len);
+    if (st) {
+        tide_gpu_fft_destroy(f);
+        return st;
+    }
+    *work_bytes = work;
+    *out = f;
+    return 0;
+}
+
+namespace {
+
+int create_dft(const tide_gpu_fft_desc *d, tide_gpu_fft *f, size_t *work_bytes, char *why,
+               size_t len)
 {
     int64_t is[3], os[3];
     const tide_box *ia = d->iarr ? d->iarr : d->ibox, *oa = d->oarr ? d->oarr : d->obox;
@@ -60,15 +125,19 @@ extern "C" int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **ou
     // Dimensions of length 1 transform nothing and are left out (their strides would tie with
     // a neighbour's), except z of a real transform and the last one standing.
     axis t[3];
-    int tdim[3], nt = 0, in_t[3] = {0, 0, 0}, hv = d->kind != 0 ? d->half : -1;
+    int tdim[3], nt = 0, in_t[3] = {0, 0, 0}, hv = d->kind != 0 ? d->half : -1, last = -1;
+    for (int k = 0; k < d->ndims; k++)
+        last = d->r2r[d->dims[k]] ? last : k;
     for (int k = 0; k < d->ndims; k++) {
         int dim = d->dims[k];
+        if (d->r2r[dim])
+            continue; // a loop dimension of the DFT
         in_t[dim] = 1;
         int64_t n = tide_ext(d->kind == 2 ? d->obox : d->ibox, dim);
         int halved = dim == hv;
         if (halved)
             n = d->real_n;
-        int keep = n > 1 || halved || (k == d->ndims - 1 && nt == 0);
+        int keep = n > 1 || halved || (k == last && nt == 0);
         if (keep) {
             tdim[nt] = dim;
             t[nt++] = axis{n, is[dim], os[dim]};
@@ -134,14 +203,6 @@ extern "C" int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **ou
             b = k;
     axis batch = ng ? g[b] : axis{1, 1, 1};
 
-    tide_gpu_fft *f = (tide_gpu_fft *)calloc(1, sizeof *f);
-    if (!f) {
-        snprintf(why, len, "out of memory");
-        return TIDE_ERR_NOMEM;
-    }
-    f->kind = d->kind;
-    f->dbl = d->dbl;
-    f->sign = d->sign;
     f->ielem = d->kind == 1 ? scalar : 2 * scalar;
     f->oelem = d->kind == 2 ? scalar : 2 * scalar;
     for (int k = ng - 1; k >= 0; k--)
@@ -159,20 +220,25 @@ extern "C" int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **ou
                                 batch.n, &work);
     if (r != CUFFT_SUCCESS) {
         snprintf(why, len, "cuFFT could not plan the transform: %s (%d)", cufft_name(r), (int)r);
-        cufftDestroy(f->plan);
-        free(f);
         return r == CUFFT_ALLOC_FAILED ? TIDE_ERR_NOMEM : TIDE_ERR_BACKEND;
     }
-    *work_bytes = work;
-    *out = f;
+    *work_bytes = work > *work_bytes ? work : *work_bytes;
     return 0;
 }
 
+} // namespace
+
 extern "C" int tide_gpu_fft_bind(tide_gpu_fft *f, void *work, void *stream)
 {
-    cufftResult r = cufftSetWorkArea(f->plan, work);
-    if (r == CUFFT_SUCCESS)
+    cufftResult r = CUFFT_SUCCESS;
+    if (f->kind != 3)
+        r = cufftSetWorkArea(f->plan, work);
+    if (r == CUFFT_SUCCESS && f->kind != 3)
         r = cufftSetStream(f->plan, (cudaStream_t)stream);
+    f->stream = stream;
+    for (int k = 0; k < f->nr2r && r == CUFFT_SUCCESS; k++)
+        if (tide_gpu_r2r_bind(f->r2r[k], work, stream))
+            r = CUFFT_EXEC_FAILED;
     return r == CUFFT_SUCCESS ? 0 : TIDE_ERR_BACKEND;
 }
 
@@ -194,7 +260,9 @@ cufftResult exec_one(const tide_gpu_fft *f, char *in, char *out)
 
 } // namespace
 
-extern "C" int tide_gpu_fft_execute(const tide_gpu_fft *f, void *in, void *out)
+namespace {
+
+int execute_dft(const tide_gpu_fft *f, void *in, void *out)
 {
     int64_t n0 = f->nloops > 0 ? f->loop[0].n : 1, n1 = f->nloops > 1 ? f->loop[1].n : 1;
     for (int64_t a = 0; a < n0; a++)
@@ -212,10 +280,31 @@ extern "C" int tide_gpu_fft_execute(const tide_gpu_fft *f, void *in, void *out)
     return 0;
 }
 
+} // namespace
+
+extern "C" int tide_gpu_fft_execute(const tide_gpu_fft *f, void *in, void *out)
+{
+    int st = 0;
+    if (f->kind == 3) { // real-to-real only: the first from in to out, the others in place
+        for (int k = 0; k < f->nr2r && !st; k++)
+            st = tide_gpu_r2r_execute(f->r2r[k], k ? out : in, out, f->stream);
+        return st;
+    }
+    for (int k = 0; k < f->nr2r && !st && f->kind == 2; k++) // c2r: on its complex input
+        st = tide_gpu_r2r_execute(f->r2r[k], in, in, f->stream);
+    st = st ? st : execute_dft(f, in, out);
+    for (int k = 0; k < f->nr2r && !st && f->kind != 2; k++) // on the complex output
+        st = tide_gpu_r2r_execute(f->r2r[k], out, out, f->stream);
+    return st;
+}
+
 extern "C" void tide_gpu_fft_destroy(tide_gpu_fft *f)
 {
     if (!f)
         return;
-    cufftDestroy(f->plan);
+    if (f->kind != 3)
+        cufftDestroy(f->plan);
+    for (int k = 0; k < f->nr2r; k++)
+        tide_gpu_r2r_destroy(f->r2r[k]);
     free(f);
 }

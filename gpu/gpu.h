@@ -160,6 +160,9 @@ typedef struct {
     int dims[3], ndims;     /* transformed dimensions, ascending */
     int half, real_n;       /* r2c/c2r: the halved dimension and its real length */
     int batch;              /* fields, count(box) elements apart */
+    int r2r[3];             /* tide_cpu_fft_desc's: per dimension a real-to-real kind, done by
+                             * tide_gpu_r2r passes (kind 3: only those) */
+    int complex_elems;      /* kind 3: the elements are complex */
 } tide_gpu_fft_desc;
 
 typedef struct tide_gpu_fft tide_gpu_fft;
@@ -169,6 +172,19 @@ int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **out, size_t *
                         char *why, size_t len);
 /* Attach the work area and the stream the transforms run on. */
 int tide_gpu_fft_bind(tide_gpu_fft *f, void *work, void *stream);
+
+/* A real-to-real transform (tide_r2r_kind: kind 1..6, FFTW's REDFT/RODFT scaling) along
+ * dimension dim of box, from an array laid out as sarr into one laid out as darr (the same
+ * array allowed: in place), batch fields, on real elements or on both parts of complex ones,
+ * by one batched complex FFT of length 2n with pre- and post-twiddles (r2r.cu). Needs
+ * work_bytes of work area (the gathered lines and cuFFT's). */
+typedef struct tide_gpu_r2r tide_gpu_r2r;
+int tide_gpu_r2r_create(int dbl, int kind, int dim, const tide_box *box, const tide_box *sarr,
+                        const tide_box *darr, int batch, int complex_elems, tide_gpu_r2r **out,
+                        size_t *work_bytes, char *why, size_t len);
+int tide_gpu_r2r_bind(tide_gpu_r2r *r, void *work, void *stream);
+int tide_gpu_r2r_execute(const tide_gpu_r2r *r, const void *src, void *dst, void *stream);
+void tide_gpu_r2r_destroy(tide_gpu_r2r *r);
 /* Enqueue the transform of in into out (in == out: in place). */
 int tide_gpu_fft_execute(const tide_gpu_fft *f, void *in, void *out);
 void tide_gpu_fft_destroy(tide_gpu_fft *f);

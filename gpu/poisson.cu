@@ -1,5 +1,6 @@
 // poisson.cu: the Poisson kernels of the CUDA backend (see gpu.h): the operator in spectral
-// space, the eigenvalue scaling or the tridiagonal solves along a bounded dimension.
+// space, the eigenvalue scaling or the tridiagonal solves along a bounded dimension, on
+// complex data or (every transformed dimension real-to-real) real data.
 #include <cstdint>
 #include <algorithm>
 #include <cuda_runtime.h>
@@ -11,53 +12,95 @@ extern "C" {
 
 namespace {
 
-// A box's points in storage order: extents and first global index, slowest first, and the
-// eigenvalue table of the dimension stored at each position.
+// Element i of data with NC parts (2: complex, 1: real), in double; the missing part is 0.
+template <typename T, int NC>
+__device__ inline void load(const T *data, int64_t i, double &re, double &im)
+{
+    re = data[NC * i], im = NC == 2 ? data[NC * i + 1] : 0.0;
+}
+
+template <typename T, int NC>
+__device__ inline void store(T *data, int64_t i, double re, double im)
+{
+    data[NC * i] = (T)re;
+    if (NC == 2)
+        data[NC * i + 1] = (T)im;
+}
+
+// The weight of global index k along a dimension in the mean's sum: the table's, or 1 at
+// index 0 alone where there is none (backend.h: tide_spectral's mean_w).
+__device__ inline double weight(const double *w, int k)
+{
+    return w ? __ldg(&w[k]) : (k == 0 ? 1.0 : 0.0);
+}
+
+// A box's points in storage order: extents and first global index, slowest first, the
+// eigenvalue table and the mean's weights of the dimension stored at each position.
 struct diag_geom {
     int64_t e[3];
     int lo[3];
-    const double *lam[3];
+    const double *lam[3], *w[3];
 };
 
 // Each point of each field is scaled by norm / (lam sum - alpha), or cleared where that is
-// 0; point (0,0,0)'s value before goes to origin[field]. A block takes whole rows along the
-// fastest dimension (its threads along the row, so loads coalesce), so the row's indices
-// and the sum of its two slower eigenvalues are worked out once per row, not per point: with
+// 0; the weighted sum of the values before goes to origin[field] (zeroed before the launch,
+// one atomic add per row that has a weight). A block takes whole rows along the fastest
+// dimension (its threads along the row, so loads coalesce), so the row's indices, the sum of
+// its two slower eigenvalues and its weight are worked out once per row, not per point: with
 // 64-bit divisions per point the kernel would be bound by integer arithmetic, not memory.
-template <typename C>
-__global__ void diag_kernel(C *data, diag_geom g, int64_t rows, double alpha, double norm,
-                            C *origin)
+template <typename T, int NC>
+__global__ void diag_kernel(T *data, diag_geom g, int64_t rows, double alpha, double norm,
+                            double *origin)
 {
+    __shared__ double part[2][32];
     for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) { /* r = (field, a, m) */
         int64_t m = r % g.e[1], s = r / g.e[1], a = s % g.e[0], field = s / g.e[0];
         double l01 = g.lam[0][g.lo[0] + a] + g.lam[1][g.lo[1] + m] - alpha;
-        int corner = g.lo[0] + a == 0 && g.lo[1] + m == 0;
+        double w01 = weight(g.w[0], g.lo[0] + (int)a) * weight(g.w[1], g.lo[1] + (int)m);
         const double *l2 = g.lam[2] + g.lo[2];
-        C *row = data + r * g.e[2];
+        T *row = data + NC * r * g.e[2];
+        double sr = 0, si = 0;
         for (int f = threadIdx.x; f < g.e[2]; f += blockDim.x) {
-            double den = l01 + __ldg(&l2[f]);
-            C v = row[f];
-            if (corner && g.lo[2] + f == 0)
-                origin[field] = v;
-            if (den == 0.0) {
-                v.x = 0, v.y = 0;
-            } else {
-                double k = norm / den;
-                v.x = (decltype(v.x))(v.x * k), v.y = (decltype(v.y))(v.y * k);
+            double den = l01 + __ldg(&l2[f]), re, im;
+            load<T, NC>(row, f, re, im);
+            if (w01 != 0.0) {
+                double w = w01 * weight(g.w[2], g.lo[2] + f);
+                sr += w * re, si += w * im;
             }
-            row[f] = v;
+            double k = den == 0.0 ? 0.0 : norm / den;
+            store<T, NC>(row, f, den == 0.0 ? 0.0 : re * k, den == 0.0 ? 0.0 : im * k);
         }
+        if (w01 == 0.0) /* the same for every thread of the block */
+            continue;
+        for (int o = 16; o > 0; o /= 2) {
+            sr += __shfl_down_sync(0xffffffffu, sr, o);
+            si += __shfl_down_sync(0xffffffffu, si, o);
+        }
+        int lane = threadIdx.x % 32, wid = threadIdx.x / 32, nw = blockDim.x / 32;
+        if (lane == 0)
+            part[0][wid] = sr, part[1][wid] = si;
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            for (int k = 1; k < nw; k++)
+                sr += part[0][k], si += part[1][k];
+            if (sr != 0.0 || si != 0.0) {
+                atomicAdd(&origin[2 * field], sr);
+                atomicAdd(&origin[2 * field + 1], si);
+            }
+        }
+        __syncthreads();
     }
 }
 
-template <typename C>
+template <typename T, int NC>
 cudaError_t launch_diag(void *data, const diag_geom &g, int batch, double alpha, double norm,
                         void *origin, cudaStream_t stream)
 {
     const int threads = g.e[2] >= 512 ? 256 : 128; /* few idle threads on the last lap */
     int64_t rows = g.e[0] * g.e[1] * batch;
     unsigned blocks = (unsigned)std::min<int64_t>(rows, 1 << 20);
-    diag_kernel<C><<<blocks, threads, 0, stream>>>((C *)data, g, rows, alpha, norm, (C *)origin);
+    diag_kernel<T, NC><<<blocks, threads, 0, stream>>>((T *)data, g, rows, alpha, norm,
+                                                       (double *)origin);
     return cudaGetLastError();
 }
 
@@ -69,87 +112,93 @@ cudaError_t diag(const tide_spectral *d, void *data, cudaStream_t stream)
         g.e[k] = d->box.hi[dim] - d->box.lo[dim];
         g.lo[k] = d->box.lo[dim];
         g.lam[k] = d->lam[dim];
+        g.w[k] = d->mean_w[dim];
     }
-    return d->dbl ? launch_diag<double2>(data, g, d->batch, d->alpha, d->norm, d->origin, stream)
-                  : launch_diag<float2>(data, g, d->batch, d->alpha, d->norm, d->origin, stream);
+    if (d->dbl)
+        return d->real ? launch_diag<double, 1>(data, g, d->batch, d->alpha, d->norm, d->origin,
+                                                stream)
+                       : launch_diag<double, 2>(data, g, d->batch, d->alpha, d->norm, d->origin,
+                                                stream);
+    return d->real ? launch_diag<float, 1>(data, g, d->batch, d->alpha, d->norm, d->origin,
+                                           stream)
+                   : launch_diag<float, 2>(data, g, d->batch, d->alpha, d->norm, d->origin,
+                                           stream);
 }
 
 // One field's lines along the bounded dimension: the two other dimensions (p slower, q faster
-// in storage) with their extents, first indices, strides and eigenvalue tables; the line's
-// length and stride. Strides in elements.
+// in storage) with their extents, first indices, strides, eigenvalue tables and the mean's
+// weights; the line's length and stride. Strides in elements.
 struct line_geom {
     int64_t ep, eq, sp, sq, sl, lines;
     int lop, loq, n;
-    const double *lamp, *lamq;
+    const double *lamp, *lamq, *wp, *wq;
 };
 
 // One thread per line (adjacent threads on adjacent q, so the scratch accesses coalesce, and
 // the data's too where the line dimension is not the fastest): Thomas' algorithm in double
 // precision, the eliminated upper diagonal kept in scratch (k-major) and the eliminated
 // right-hand side in the data, then back substitution in place (backend.h: tide_spectral).
-template <typename C>
-__global__ void line_kernel(C *data, line_geom g, tide_spectral d, C *origin)
+// A line with a weight adds its weighted mean times that weight to origin (zeroed before).
+template <typename T, int NC>
+__global__ void line_kernel(T *data, line_geom g, tide_spectral d, double *origin)
 {
     int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= g.lines)
         return;
     int64_t q = t % g.eq, p = t / g.eq;
     double s = g.lamp[g.lop + p] + g.lamq[g.loq + q] - d.alpha;
-    C *v = data + p * g.sp + q * g.sq;
+    T *v = data + NC * (p * g.sp + q * g.sq);
     int pinned = d.pin && s == 0.0, m = pinned ? g.n - 1 : g.n;
-    int corner = g.lop + p == 0 && g.loq + q == 0;
-    double mr = 0, mi = 0;
-    if (corner || pinned)
+    double wl = weight(g.wp, g.lop + (int)p) * weight(g.wq, g.loq + (int)q);
+    double mr = 0, mi = 0, xr, xi;
+    if (wl != 0.0 || pinned)
         for (int k = 0; k < g.n; k++) {
-            C x = v[k * g.sl];
-            mr += d.weight[k] * x.x, mi += d.weight[k] * x.y;
+            load<T, NC>(v, k * g.sl, xr, xi);
+            mr += d.weight[k] * xr, mi += d.weight[k] * xi;
         }
-    if (corner)
-        origin->x = (decltype(origin->x))mr, origin->y = (decltype(origin->y))mi;
+    if (wl != 0.0) {
+        atomicAdd(&origin[0], wl * mr);
+        atomicAdd(&origin[1], wl * mi);
+    }
     if (!pinned)
         mr = mi = 0;
     double cp = 0, ur = 0, ui = 0;
     for (int k = 0; k < m; k++) {
         double lo = k ? d.lower[k] : 0.0, den = d.diag[k] + s - lo * cp;
-        C x = v[k * g.sl];
-        ur = (d.norm * (x.x - mr) - lo * ur) / den;
-        ui = (d.norm * (x.y - mi) - lo * ui) / den;
+        load<T, NC>(v, k * g.sl, xr, xi);
+        ur = (d.norm * (xr - mr) - lo * ur) / den;
+        ui = (d.norm * (xi - mi) - lo * ui) / den;
         cp = d.upper[k] / den;
         d.scratch[k * g.lines + t] = cp;
-        x.x = (decltype(x.x))ur, x.y = (decltype(x.y))ui;
-        v[k * g.sl] = x;
+        store<T, NC>(v, k * g.sl, ur, ui);
     }
     if (pinned) {
-        C z;
-        z.x = 0, z.y = 0;
-        v[(g.n - 1) * g.sl] = z;
+        store<T, NC>(v, (g.n - 1) * g.sl, 0.0, 0.0);
         ur = ui = 0;
     }
     double nr = 0, ni = 0; // u at k + 1
     for (int k = m - 1; k >= 0; k--) {
-        C x = v[k * g.sl];
+        load<T, NC>(v, k * g.sl, xr, xi);
         double c = d.scratch[k * g.lines + t];
-        nr = (k == m - 1 && !pinned ? ur : x.x) - c * nr;
-        ni = (k == m - 1 && !pinned ? ui : x.y) - c * ni;
-        x.x = (decltype(x.x))nr, x.y = (decltype(x.y))ni;
-        v[k * g.sl] = x;
+        nr = (k == m - 1 && !pinned ? ur : xr) - c * nr;
+        ni = (k == m - 1 && !pinned ? ui : xi) - c * ni;
+        store<T, NC>(v, k * g.sl, nr, ni);
     }
     if (!pinned)
         return;
     double sr = 0, si = 0;
     for (int k = 0; k < g.n; k++) {
-        C x = v[k * g.sl];
-        sr += d.weight[k] * x.x, si += d.weight[k] * x.y;
+        load<T, NC>(v, k * g.sl, xr, xi);
+        sr += d.weight[k] * xr, si += d.weight[k] * xi;
     }
     for (int k = 0; k < g.n; k++) {
-        C x = v[k * g.sl];
-        x.x = (decltype(x.x))(x.x - sr), x.y = (decltype(x.y))(x.y - si);
-        v[k * g.sl] = x;
+        load<T, NC>(v, k * g.sl, xr, xi);
+        store<T, NC>(v, k * g.sl, xr - sr, xi - si);
     }
 }
 
 // The line solves, one launch per field (the fields share the scratch).
-template <typename C>
+template <typename T, int NC>
 cudaError_t lines(const tide_spectral *d, void *data, cudaStream_t stream)
 {
     const tide_box *b = &d->box;
@@ -166,18 +215,26 @@ cudaError_t lines(const tide_spectral *d, void *data, cudaStream_t stream)
     g.lop = b->lo[P], g.loq = b->lo[Q];
     g.n = b->hi[d->line] - b->lo[d->line];
     g.lamp = d->lam[P], g.lamq = d->lam[Q];
+    g.wp = d->mean_w[P], g.wq = d->mean_w[Q];
     g.lines = g.ep * g.eq;
     int64_t count = g.lines * g.n;
     const int threads = 128;
     unsigned blocks = (unsigned)((g.lines + threads - 1) / threads);
     for (int f = 0; f < d->batch; f++) {
-        line_kernel<C><<<blocks, threads, 0, stream>>>((C *)data + f * count, g, *d,
-                                                      (C *)d->origin + f);
+        line_kernel<T, NC><<<blocks, threads, 0, stream>>>((T *)data + NC * f * count, g, *d,
+                                                          (double *)d->origin + 2 * f);
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess)
             return e;
     }
     return cudaSuccess;
+}
+
+cudaError_t line_solves(const tide_spectral *d, void *data, cudaStream_t stream)
+{
+    if (d->dbl)
+        return d->real ? lines<double, 1>(d, data, stream) : lines<double, 2>(d, data, stream);
+    return d->real ? lines<float, 1>(d, data, stream) : lines<float, 2>(d, data, stream);
 }
 
 } // namespace
@@ -187,9 +244,9 @@ extern "C" int tide_gpu_spectral(const tide_spectral *d, void *data, void *strea
     if (tide_box_count(&d->box) <= 0)
         return 0;
     cudaStream_t st = (cudaStream_t)stream;
-    cudaError_t e = d->line < 0 ? diag(d, data, st)
-                    : d->dbl    ? lines<double2>(d, data, st)
-                                : lines<float2>(d, data, st);
+    cudaError_t e = cudaMemsetAsync(d->origin, 0, (size_t)d->batch * 2 * sizeof(double), st);
+    if (e == cudaSuccess)
+        e = d->line < 0 ? diag(d, data, st) : line_solves(d, data, st);
     return e == cudaSuccess ? 0
                             : tide_gpu_note_error(d->line < 0 ? "eigenvalue scaling kernel"
                                                               : "tridiagonal solve kernel",

@@ -30,7 +30,7 @@
  * mean (weights weight[k], summing to 1) is removed, the system solved with u fixed at its
  * last point, and u shifted to zero weighted mean.
  *
- * origin[f] (complex, the data's precision) receives, for field f, before the solve, the sum
+ * origin[f] (complex, in double) receives, for field f, before the solve, the sum
  * over this rank's box of mean_w[0][i] mean_w[1][j] mean_w[2][k] times the value (line >= 0:
  * over the other two dimensions, times the line's weighted mean); a NULL table weighs index 0
  * alone (a periodic dimension, or Neumann faces). norm times the sum over the ranks is the

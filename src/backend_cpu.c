@@ -109,7 +109,7 @@ static void cpu_diag(const tide_spectral *d, char *v)
                     elem_store(d->dbl, nc, v, 0, 0, z);
                 }
             }
-        elem_store(d->dbl, 2, d->origin, 1, f, sum);
+        elem_store(1, 2, d->origin, 1, f, sum); /* in double */
     }
 }
 
@@ -218,7 +218,7 @@ static void cpu_lines(const tide_spectral *d, char *v)
                     if (want[b])
                         sum[0] += w[b] * mean[2 * b], sum[1] += w[b] * mean[2 * b + 1];
             }
-        elem_store(d->dbl, 2, d->origin, 1, f, sum);
+        elem_store(1, 2, d->origin, 1, f, sum); /* in double */
     }
 }
 

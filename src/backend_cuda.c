@@ -2,7 +2,6 @@
  * reshapes over NCCL, CUDA-aware MPI or pinned host staging, all enqueued on the plan's stream
  * (see backend.h). In a build without CUDA, tide_backend_cuda() is NULL and the ordering calls
  * do nothing. */
-#include <stdio.h>
 #include <string.h>
 #include "backend.h"
 #include "tide_config.h"
@@ -55,8 +54,6 @@ static int cuda_scale(const tide_env *e, int dbl, void *data, long long count, d
 
 static int cuda_spectral(const tide_env *e, const tide_spectral *d, void *data)
 {
-    if (d->real || d->mean_w[0] || d->mean_w[1] || d->mean_w[2])
-        return TIDE_ERR_UNSUPPORTED; /* only with real-to-real transforms, which it lacks */
     return tide_gpu_spectral(d, data, e->stream);
 }
 
@@ -87,15 +84,13 @@ static int cuda_gemm(const tide_env *e, void *h, const tide_gemm_desc *d, double
 static int cuda_fft_create(const tide_cpu_fft_desc *d, void **f, size_t *work, char *err,
                            size_t len)
 {
-    for (int k = 0; k < 3; k++)
-        if (d->kind == TIDE_KIND_R2R || d->r2r[k] != TIDE_R2R_NONE)
-            return snprintf(err, len, "cuFFT has no real-to-real transforms: the GPU backend "
-                            "takes no cosine or sine transform"), TIDE_ERR_UNSUPPORTED;
     tide_gpu_fft_desc g = {.dbl = d->precision == TIDE_DOUBLE, .kind = (int)d->kind,
                            .sign = d->sign, .ibox = d->ibox, .obox = d->obox,
                            .iarr = d->iarr, .oarr = d->oarr, .ndims = d->ndims,
-                           .half = d->half, .real_n = d->real_n, .batch = d->batch};
+                           .half = d->half, .real_n = d->real_n, .batch = d->batch,
+                           .complex_elems = d->complex_elems};
     memcpy(g.dims, d->dims, sizeof g.dims);
+    memcpy(g.r2r, d->r2r, sizeof g.r2r);
     size_t need = 0;
     int st = tide_gpu_fft_create(&g, (tide_gpu_fft **)f, &need, err, len);
     if (!st && need > *work)

@@ -117,12 +117,12 @@ static void make_request(const int n[3], const tide_box *box, const tide_poisson
 }
 
 /* The verdict on the agreed request, the same on every rank: faces only along one bounded
- * dimension; two or more bounded ones only on the CPU. */
+ * dimension. */
 static int judge(tide_context *ctx, const tide_args *all)
 {
     const int *v = all[0].v;
     static const char *const names[] = {"periodic", "neumann", "dirichlet"};
-    int bounded = 0, faced = -1;
+    int faced = -1;
     for (int d = 0; d < 3; d++) {
         int lo = v[F_BC + 2 * d], hi = v[F_BC + 2 * d + 1];
         if ((lo == TIDE_BC_PERIODIC) != (hi == TIDE_BC_PERIODIC))
@@ -137,15 +137,7 @@ static int judge(tide_context *ctx, const tide_args *all)
                              "faces given for dimensions %d and %d; cells may be non-uniform "
                              "along one dimension only", faced, d);
         faced = v[F_FACES + d] ? d : faced;
-        bounded += lo != TIDE_BC_PERIODIC;
     }
-    int gpu = tide_wants_cuda(ctx, v[F_BACKEND]) && (v[F_BACKEND] == TIDE_BACKEND_CUDA ||
-                                                     v[F_LOCATION] == TIDE_LOCATION_DEVICE);
-    if (bounded > 1 && gpu)
-        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_poisson_plan_create: %d bounded "
-                         "dimensions take cosine and sine transforms, which run on the CPU "
-                         "(backend cpu or auto, host arrays); the GPU solves one bounded "
-                         "dimension", bounded);
     return all[0].has[0] ? tide_args_check_tiling(ctx, &spec, all, 0, v) : TIDE_SUCCESS;
 }
 
@@ -350,12 +342,11 @@ static int make_plan(tide_context *ctx, const int n[3], const tide_box *box,
         memcpy(p->n, n, sizeof p->n);
         /* The line: the dimension with faces, else the last bounded one; the other bounded
          * ones are transformed real-to-real. */
-        int bounded = 0, dirichlet = 0;
+        int dirichlet = 0;
         p->line = -1;
         for (int d = 0; d < 3; d++) {
             if (o->bc[d][0] == TIDE_BC_PERIODIC)
                 continue;
-            bounded++;
             dirichlet |= o->bc[d][0] == TIDE_BC_DIRICHLET || o->bc[d][1] == TIDE_BC_DIRICHLET;
             if (p->line < 0 || !o->faces[p->line])
                 p->line = d;
@@ -370,8 +361,6 @@ static int make_plan(tide_context *ctx, const int n[3], const tide_box *box,
         }
         tide_fft_options f;
         fft_options(o, &f);
-        if (bounded > 1) /* judge: not on the GPU */
-            f.backend = TIDE_BACKEND_CPU;
         int all = 7, bit = L >= 0 ? 1 << L : 0;
         p->mid = (tide_fft_middle){.call = "tide_poisson_solve", .make = make_spectral,
                                    .user = p, .transform = all & ~bit, .whole = bit,
@@ -491,7 +480,7 @@ int tide_poisson_plan_set_stream(tide_poisson_plan *p, void *stream)
 static int gather_mean(tide_poisson_plan *p)
 {
     tide_context *ctx = p->ctx;
-    int B = p->o.batch, dbl = p->o.precision == TIDE_DOUBLE, prev, st = TIDE_SUCCESS;
+    int B = p->o.batch, prev, st = TIDE_SUCCESS;
     double *origin = p->scratch, *mine = origin + 2 * B, *all = mine + B + 1;
     memset(mine, 0, (size_t)(B + 1) * sizeof *mine);
     if (p->has_origin) {
@@ -500,7 +489,7 @@ static int gather_mean(tide_poisson_plan *p)
         tide_device_leave(prev);
     }
     for (int f = 0; f < B && !st && p->has_origin; f++)
-        mine[f] = (dbl ? origin[2 * f] : ((float *)origin)[2 * f]) * p->norm;
+        mine[f] = origin[2 * f] * p->norm;
     if (st)
         tide_fail(ctx, st, "tide_poisson_solve: cannot read the mean of f (%s)",
                   p->env->be->last_error());

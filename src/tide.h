@@ -410,10 +410,9 @@ int tide_fft_plan_set_stream(tide_fft_plan *plan, void *stream);
  * the other bounded ones (uniform cells) the cosine or sine transform whose basis meets their
  * faces: DCT-II for Neumann-Neumann, DST-II for Dirichlet-Dirichlet, DCT-IV for Neumann low and
  * Dirichlet high, DST-IV for the reverse (inverses DCT-III, DST-III, and themselves). Faces given
- * for two dimensions are TIDE_ERR_UNSUPPORTED. With two or three bounded dimensions the solve
- * runs on the CPU (cuFFT has no real-to-real transforms): backend cpu, or auto with host arrays
- * (a GPU context then solves on its CPU); backend cuda or device arrays are
- * TIDE_ERR_UNSUPPORTED, on every rank.
+ * for two dimensions are TIDE_ERR_UNSUPPORTED. On the GPU (cuFFT has no real-to-real
+ * transforms) each cosine or sine transform is one batched complex FFT of twice the length
+ * with pre- and post-twiddles, through a work area of four times the data's scalars.
  *
  * Singular problems (alpha = 0 with no Dirichlet face: every dimension periodic or bounded by
  * Neumann faces): lap(u) = f has a solution only when f has zero mean, and then one up

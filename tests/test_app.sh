@@ -52,10 +52,10 @@ if "$mpiexec" -n 1 "$tide" info 2>&1 | grep -q 'backend cuda'; then
         has pcudadev 'Verification: passed'
     run pcudabc 0 2 poisson cuda double 16 12 10 -bc ppn -device -n 2 && \
         has pcudabc 'Verification: passed'
-    # two bounded dimensions take cosine transforms: the CPU's, refused on the GPU
-    run pcudabc2 nonzero 2 poisson cuda double 8 8 8 -bc pnn && \
-        has pcudabc2 '2 bounded dimensions take cosine and sine transforms, which run on the CPU'
-    run pautobc3 0 2 poisson auto double 12 10 8 -bc ndnnnd -n 1 && \
+    # two and three bounded dimensions: cosine and sine transforms on the GPU
+    run pcudabc2 0 2 poisson cuda double 16 12 10 -bc pnd -device -n 1 && \
+        has pcudabc2 'Verification: passed'
+    run pautobc3 0 2 poisson auto float 12 10 8 -bc ndnnnd -n 1 && \
         has pautobc3 'Verification: passed' && has pautobc3 '^Plan: r2r'
 else
     run cuda nonzero 2 fft c2c cuda double 8 8 8 && has cuda '(cuda|CUDA)'

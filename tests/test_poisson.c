@@ -9,10 +9,8 @@
  * usable. There the test moves its data with plain CUDA calls on the legacy default stream
  * right before each solve (a pinned f written by a device-to-host copy queued behind a delay,
  * or device arrays written by a pageable cudaMemcpy or by a delayed device-to-device copy), so
- * a solve not ordered after the caller's earlier work reads a poisoned f and fails. Problems
- * with two or three bounded dimensions solve on the CPU only: GPU runs skip them (the count
- * printed) but for one a) case solved through backend auto on host arrays, and e) checks that
- * backend cuda and device arrays refuse them.
+ * a solve not ordered after the caller's earlier work reads a poisoned f and fails. Every
+ * case runs on the GPU too, two or three bounded dimensions included.
  *
  *  a) the discrete equation, by the naive 7-point residual of the gathered f and u in double on
  *     rank 0 (tide_ref_poisson_residual, apps/reference.c): float and double, batches of 1 and
@@ -336,12 +334,6 @@ static const char bc_letter[] = "PND"; /* by tide_bc */
 
 static int is_bounded(const tide_bc bc[3][2], int d) { return bc[d][0] != TIDE_BC_PERIODIC; }
 
-/* The number of bounded dimensions (Neumann or Dirichlet faces). */
-static int bounded_count(const tide_bc bc[3][2])
-{
-    return is_bounded(bc, 0) + is_bounded(bc, 1) + is_bounded(bc, 2);
-}
-
 /* The line: the bounded dimension the solver solves by tridiagonal systems, the others it
  * transforms (DFT or real-to-real): the one with faces (non-uniform cells), else the last
  * bounded one; -1 when every dimension is periodic. */
@@ -355,10 +347,12 @@ static int line_dim(const tide_bc bc[3][2], int stretched)
     return -1;
 }
 
-/* Whether a problem's data goes through the GPU: on a GPU context, except with two or three
- * bounded dimensions, which solve on the CPU only; such cases run with host arrays and
- * backend AUTO, which resolves to the CPU there. */
-static int via_gpu(const tide_bc bc[3][2]) { return gpu && bounded_count(bc) < 2; }
+/* Whether a problem's data goes through the GPU: on a GPU context, whatever its faces. */
+static int via_gpu(const tide_bc bc[3][2])
+{
+    (void)bc;
+    return gpu;
+}
 
 /* The location a problem's arrays live in (see via_gpu). */
 static tide_location location_of(const tide_bc bc[3][2])
@@ -366,16 +360,6 @@ static tide_location location_of(const tide_bc bc[3][2])
     return via_gpu(bc) && on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
 }
 
-/* GPU runs (TIDE_TEST_BACKEND=cuda): whether to skip a problem with two or three bounded
- * dimensions, counted in multi_skipped (printed at the end); a) runs one of them anyway, on
- * host arrays, and e) checks that backend cuda and device arrays refuse them. */
-static int multi_skipped;
-static int skip_on_gpu(const tide_bc bc[3][2])
-{
-    int skip = gpu && bounded_count(bc) >= 2;
-    multi_skipped += skip;
-    return skip;
-}
 
 /* alpha = 0 and no Dirichlet face: lap(u) = f fixes u only up to a constant (tide.h). */
 static int is_singular(double alpha, const tide_bc bc[3][2])
@@ -671,10 +655,13 @@ static int check_plan(const pcase *c, const char *desc, tide_poisson_plan *plan,
              info.location == location_of(c->bc) &&
              info.backend == (via_gpu(c->bc) ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU) &&
              info.passes > 0 && info.flops > 0 && steps[0] != 0;
-    /* On the GPU a box not stored with the halved dimension fastest and the bounded one
-     * slowest is permuted locally first and back last (what cuFFT's real transforms want):
-     * two local reshapes. */
-    int cufft_ok = box->order[2] == top && (L < 0 || box->order[0] == L);
+    /* On the GPU a box not stored with the halved dimension (the highest periodic one, if
+     * any) fastest and the line slowest is permuted locally first and back last (what
+     * cuFFT's real transforms want): two local reshapes. */
+    int half = -1;
+    for (int d = 0; d < 3; d++)
+        half = is_bounded(c->bc, d) ? half : d;
+    int cufft_ok = (half < 0 || box->order[2] == half) && (L < 0 || box->order[0] == L);
     if (P == 1)
         ok = ok && (info.exchanges == 0 || (via_gpu(c->bc) && !cufft_ok && info.exchanges == 2));
     else if (!want && want_dec == TIDE_DECOMP_SLABS)
@@ -1015,9 +1002,7 @@ static pcase multi_case(int k)
     return k < NMULTI ? make_multi_case(k) : make_multi_fuzz_case(k - NMULTI);
 }
 
-/* Runs cases 0..count-1 of a group and prints its summary. On GPU runs the group's first case
- * always runs (a multi-bounded one on the CPU, see via_gpu), later multi-bounded ones are
- * skipped (skip_on_gpu). */
+/* Runs cases 0..count-1 of a group and prints its summary. */
 static void run_group(tide_context *ctx, const char *name, int count, pcase (*make)(int))
 {
     double t0 = MPI_Wtime();
@@ -1026,8 +1011,6 @@ static void run_group(tide_context *ctx, const char *name, int count, pcase (*ma
     worst_residual = worst_mean = 0;
     for (int k = 0; k < count; k++) {
         pcase c = make(k);
-        if (k > 0 && skip_on_gpu(c.bc))
-            continue;
         run_case(ctx, &c);
         ran++;
     }
@@ -1238,8 +1221,6 @@ static void convergence(tide_context *ctx)
             trig t = trig_make(n, cfg[i].alpha, cfg[i].pair, cfg[i].sd, cfg[i].stretch);
             tide_bc bc[3][2];
             trig_bc(&t, bc);
-            if (s == 0 && skip_on_gpu(bc))
-                break;
             bc_str(bc, t.sd, bcs, sizeof bcs);
             snprintf(desc, sizeof desc, "b) convergence n=%dx%dx%d alpha=%g box=%s%s", t.n[0],
                      t.n[1], t.n[2], t.alpha, lay_names[cfg[i].lay], bcs);
@@ -1289,8 +1270,6 @@ static void spectral(tide_context *ctx)
         trig t = trig_make(cfg[i].n, cfg[i].alpha, cfg[i].pair, -1, 0);
         tide_bc bc[3][2];
         trig_bc(&t, bc);
-        if (skip_on_gpu(bc))
-            continue;
         int L = line_dim(bc, -1);
         if (L >= 0) {
             double k = trig_k(&t, L), h = t.L[L] / t.n[L], s = sin(k * h / 2);
@@ -1367,8 +1346,6 @@ static void constant_rhs(tide_context *ctx)
         for (int d = 0; d < 3; d++)
             if (cfg[i].neumann >> d & 1)
                 set_bounded(&pc, d, 0, d == cfg[i].sd, &rng); /* Neumann-Neumann */
-        if (skip_on_gpu(pc.bc))
-            continue;
         char desc[200], bcs[48];
         bc_str(pc.bc, pc.stretched, bcs, sizeof bcs);
         snprintf(desc, sizeof desc, "d) constant f n=%dx%dx%d %s alpha=%g box=%s%s%s",
@@ -1562,22 +1539,6 @@ static void face_errors(tide_context *ctx)
     o.faces[2] = z[2];
     expect_create_error_naming(ctx, "faces[1] and faces[2] given, every dimension bounded", &box,
                                &o, UNSUP, "faces&1&2");
-    /* And only on the CPU: a GPU context refuses them on backend cuda or device arrays (a)
-     * solves one with host arrays and backend auto). */
-    if (gpu) {
-        base_options(&o, &box);
-        o.bc[1][0] = o.bc[1][1] = TIDE_BC_NEUMANN;
-        o.bc[2][0] = o.bc[2][1] = TIDE_BC_DIRICHLET;
-        o.backend = TIDE_BACKEND_CUDA;
-        expect_create_error_naming(ctx, "backend cuda, y Neumann and z Dirichlet", &box, &o,
-                                   UNSUP, "bounded&CPU");
-        base_options(&o, &box);
-        for (int d = 0; d < 3; d++)
-            o.bc[d][0] = o.bc[d][1] = TIDE_BC_NEUMANN;
-        o.location = TIDE_LOCATION_DEVICE;
-        expect_create_error_naming(ctx, "device arrays, Neumann on every face", &box, &o, UNSUP,
-                                   "bounded&CPU");
-    }
 
     if (nranks > 1) {
         char what[96];
@@ -1803,10 +1764,6 @@ int main(int argc, char **argv)
     face_errors(ctx);
     solve_errors(ctx);
 
-    if (rank == 0 && multi_skipped)
-        printf("SKIPPED on the GPU: %d a) to d) cases with two or three bounded dimensions, which "
-               "solve on the CPU only (one ran through backend auto on host arrays; e) checked "
-               "that backend cuda and device arrays refuse them)\n", multi_skipped);
     if (rank == 0)
         printf("(%d checks, %d failed, %.1f s)\n", tally.checks, tally.failed, MPI_Wtime() - t0);
     tide_context_destroy(ctx);
