@@ -176,8 +176,8 @@ int tide_gpu_fft_bind(tide_gpu_fft *f, void *work, void *stream);
 /* A real-to-real transform (tide_r2r_kind: kind 1..6, FFTW's REDFT/RODFT scaling) along
  * dimension dim of box, from an array laid out as sarr into one laid out as darr (the same
  * array allowed: in place), batch fields, on real elements or on both parts of complex ones,
- * by one batched complex FFT of length 2n with pre- and post-twiddles (r2r.cu). Needs
- * work_bytes of work area (the gathered lines and cuFFT's). */
+ * by one batched cuFFT transform between pre- and post-processing kernels (r2r.cu). Needs
+ * work_bytes of work area (the processed lines and cuFFT's). */
 typedef struct tide_gpu_r2r tide_gpu_r2r;
 int tide_gpu_r2r_create(int dbl, int kind, int dim, const tide_box *box, const tide_box *sarr,
                         const tide_box *darr, int batch, int complex_elems, tide_gpu_r2r **out,
