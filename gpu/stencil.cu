@@ -6,9 +6,10 @@
 // contract's order (backend.h) with explicit roundings, so the results are bitwise those of the
 // CPU loop however the steps are grouped:
 //
-//  - sweep_one: one step, the reference and the fallback. A thread per point of the (n[1], n[2])
-//    plane, marching along a piece of n[0]; the taps are read from global memory (L1), the
-//    neighbours' indices wrapped along periodic dimensions.
+//  - sweep_one<T, S>: one step, the reference and the fallback. A thread per point of the
+//    (n[1], n[2]) plane, marching along ONE_Z planes of n[0] (the planes it and its neighbours
+//    read stay in L1); the built-in stencils' taps are compiled in (S), any other list is read
+//    from device memory; the neighbours' indices wrapped along periodic dimensions.
 //
 //  - sweep_generic<T, R>: `steps` >= 2 steps in one pass over memory for any taps of radius R
 //    (in any order, up to 729), by the plane streaming of backend.h. A block owns an output
@@ -353,23 +354,64 @@ __device__ __forceinline__ T point_value(const sweep_args<T> &a, int kind, T acc
     return kind == PT_KEEP ? extra : T(0);
 }
 
+// Compile-time tap lists: off(i, d) is tap i's offset along storage dimension d (0: dz, the
+// streamed one; 1: dy; 2: dx). They are tide's built-in stencils as the C side lists them in
+// storage order for a C-order grid (dimension 0 slowest) and for the reversed order.
+struct taps_7c {  // centre, -d0, +d0, -d1, +d1, -d2, +d2
+    static constexpr int n = 7, radius = 1;
+    __host__ __device__ static constexpr int off(int i, int d)
+    {
+        return i == 0 || (i - 1) / 2 != d ? 0 : (i & 1) ? -1 : 1;
+    }
+};
+struct taps_7f {  // centre, -d2, +d2, -d1, +d1, -d0, +d0
+    static constexpr int n = 7, radius = 1;
+    __host__ __device__ static constexpr int off(int i, int d)
+    {
+        return i == 0 || 2 - (i - 1) / 2 != d ? 0 : (i & 1) ? -1 : 1;
+    }
+};
+struct taps_27c {  // the 3x3x3 box, d0 slowest: tap 9 (d0 + 1) + 3 (d1 + 1) + (d2 + 1)
+    static constexpr int n = 27, radius = 1;
+    __host__ __device__ static constexpr int off(int i, int d)
+    {
+        return d == 0 ? i / 9 - 1 : d == 1 ? i / 3 % 3 - 1 : i % 3 - 1;
+    }
+};
+struct taps_27f {  // the 3x3x3 box, d2 slowest: tap 9 (d2 + 1) + 3 (d1 + 1) + (d0 + 1)
+    static constexpr int n = 27, radius = 1;
+    __host__ __device__ static constexpr int off(int i, int d)
+    {
+        return d == 2 ? i / 9 - 1 : d == 1 ? i / 3 % 3 - 1 : i % 3 - 1;
+    }
+};
+struct taps_any { // any taps, read from device memory at run time (sweep_args' off and w)
+    static constexpr int n = 0;
+    __host__ __device__ static constexpr int off(int, int) { return 0; }
+};
+
 // ---- One step ---------------------------------------------------------------------------------
 
-constexpr int ONE_BX = 32, ONE_BY = 8, ONE_Z = 4;
+constexpr int ONE_BX = 32, ONE_BY = 8, ONE_Z = 16;
 
-template <typename T>
-__global__ void __launch_bounds__(ONE_BX *ONE_BY) sweep_one(const sweep_args<T> a)
+// S: a compile-time tap list (the weights in w, offsets folded into the loads), or taps_any.
+template <typename T, class S>
+__global__ void __launch_bounds__(ONE_BX *ONE_BY)
+    sweep_one(const sweep_args<T> a, const tap_weights<T, S::n ? S::n : 1> w)
 {
-    // The taps' linear offsets and weights, worked out once per block into shared memory: per
-    // point a tap is then a shared load, a global load and an fma, not 64-bit index arithmetic.
-    __shared__ int64_t delta[TIDE_SWEEP_MAX_TAPS];
-    __shared__ T wt[TIDE_SWEEP_MAX_TAPS];
-    for (int i = threadIdx.x; i < a.ntaps; i += blockDim.x) {
-        const int4 o = __ldg(a.off + i);
-        delta[i] = (int64_t)o.x * a.plane + (int64_t)o.y * a.n2 + o.z;
-        wt[i] = __ldg(a.w + i);
+    // Any taps: their linear offsets and weights, worked out once per block into shared
+    // memory: per point a tap is then a shared load, a global load and an fma, not 64-bit
+    // index arithmetic.
+    __shared__ int64_t delta[S::n ? 1 : TIDE_SWEEP_MAX_TAPS];
+    __shared__ T wt[S::n ? 1 : TIDE_SWEEP_MAX_TAPS];
+    if constexpr (S::n == 0) {
+        for (int i = threadIdx.x; i < a.ntaps; i += blockDim.x) {
+            const int4 o = __ldg(a.off + i);
+            delta[i] = (int64_t)o.x * a.plane + (int64_t)o.y * a.n2 + o.z;
+            wt[i] = __ldg(a.w + i);
+        }
+        __syncthreads();
     }
-    __syncthreads();
     const int R = a.radius;
     const int x = blockIdx.x * ONE_BX + threadIdx.x % ONE_BX;
     if (x >= a.n2)
@@ -388,7 +430,14 @@ __global__ void __launch_bounds__(ONE_BX *ONE_BY) sweep_one(const sweep_args<T> 
                 const bool inner = z >= R && z < a.n0 - R && y >= R && y < a.n1 - R && x >= R &&
                                    x < a.n2 - R;
                 T acc = T(0);
-                if (inner) {
+                if (inner && S::n) {
+                    const T *p = a.src + idx;
+                    static_for<S::n>([&](auto i) {
+                        const T v = __ldg(p + S::off(i, 0) * a.plane + S::off(i, 1) * a.n2 +
+                                          S::off(i, 2));
+                        acc = i == 0 ? mul_rn(w.w[i], v) : fma_rn(w.w[i], v, acc);
+                    });
+                } else if (inner) {
                     const T *p = a.src + idx;
                     acc = mul_rn(wt[0], __ldg(p + delta[0]));
                     for (int i = 1; i < a.ntaps; i++)
@@ -403,7 +452,8 @@ __global__ void __launch_bounds__(ONE_BX *ONE_BY) sweep_one(const sweep_args<T> 
                         yy += yy < 0 ? a.n1 : yy >= a.n1 ? -a.n1 : 0;
                         xx += xx < 0 ? a.n2 : xx >= a.n2 ? -a.n2 : 0;
                         const T v = __ldg(a.src + (((int64_t)zz * a.n1 + yy) * a.n2 + xx));
-                        acc = i == 0 ? mul_rn(wt[i], v) : fma_rn(wt[i], v, acc);
+                        const T wi = S::n ? __ldg(a.w + i) : wt[i];
+                        acc = i == 0 ? mul_rn(wi, v) : fma_rn(wi, v, acc);
                     }
                 }
                 if (a.source)
@@ -530,38 +580,6 @@ __global__ void __launch_bounds__(GEN_NT, 2) sweep_generic(const sweep_args<T> a
 }
 
 // ---- Fused steps, compile-time taps -------------------------------------------------------------
-
-// Compile-time tap lists: off(i, d) is tap i's offset along storage dimension d (0: dz, the
-// streamed one; 1: dy; 2: dx). They are tide's built-in stencils as the C side lists them in
-// storage order for a C-order grid (dimension 0 slowest) and for the reversed order.
-struct taps_7c {  // centre, -d0, +d0, -d1, +d1, -d2, +d2
-    static constexpr int n = 7, radius = 1;
-    __host__ __device__ static constexpr int off(int i, int d)
-    {
-        return i == 0 || (i - 1) / 2 != d ? 0 : (i & 1) ? -1 : 1;
-    }
-};
-struct taps_7f {  // centre, -d2, +d2, -d1, +d1, -d0, +d0
-    static constexpr int n = 7, radius = 1;
-    __host__ __device__ static constexpr int off(int i, int d)
-    {
-        return i == 0 || 2 - (i - 1) / 2 != d ? 0 : (i & 1) ? -1 : 1;
-    }
-};
-struct taps_27c {  // the 3x3x3 box, d0 slowest: tap 9 (d0 + 1) + 3 (d1 + 1) + (d2 + 1)
-    static constexpr int n = 27, radius = 1;
-    __host__ __device__ static constexpr int off(int i, int d)
-    {
-        return d == 0 ? i / 9 - 1 : d == 1 ? i / 3 % 3 - 1 : i % 3 - 1;
-    }
-};
-struct taps_27f {  // the 3x3x3 box, d2 slowest: tap 9 (d2 + 1) + 3 (d1 + 1) + (d0 + 1)
-    static constexpr int n = 27, radius = 1;
-    __host__ __device__ static constexpr int off(int i, int d)
-    {
-        return d == 2 ? i / 9 - 1 : d == 1 ? i / 3 % 3 - 1 : i % 3 - 1;
-    }
-};
 
 // The streaming schedule of a tap list. Level t's plane p arriving (from level t - 1) is the
 // last plane the update of plane q needs for taps 0 .. i when p = q + arrive(i), arrive(i) the
@@ -935,16 +953,33 @@ sweep_args<T> make_args(const tide_sweep *s, const sweep_state *st, const fused_
     return a;
 }
 
-template <typename T>
+template <typename T, class S>
 cudaError_t launch_one(const tide_sweep *s, const sweep_state *st, const void *src, void *dst,
                        cudaStream_t stream)
 {
     const sweep_args<T> a = make_args<T>(s, st, st->cfg[0], src, dst, 1);
+    tap_weights<T, S::n ? S::n : 1> w = {};
+    for (int i = 0; i < S::n; i++)
+        w.w[i] = (T)st->wh[i];
     const dim3 grid((unsigned)((a.n2 + ONE_BX - 1) / ONE_BX),
                     (unsigned)imin((a.n1 + ONE_BY - 1) / ONE_BY, 65535),
                     (unsigned)imin((a.n0 + ONE_Z - 1) / ONE_Z, 65535));
-    sweep_one<T><<<grid, ONE_BX * ONE_BY, 0, stream>>>(a);
+    sweep_one<T, S><<<grid, ONE_BX * ONE_BY, 0, stream>>>(a, w);
     return cudaGetLastError();
+}
+
+// The one-step kernel for the plan's taps: compiled for them when they are a built-in shape.
+template <typename T>
+cudaError_t launch_one(const tide_sweep *s, const sweep_state *st, const void *src, void *dst,
+                       cudaStream_t stream)
+{
+    switch (st->shape) {
+    case SHAPE_7C: return launch_one<T, taps_7c>(s, st, src, dst, stream);
+    case SHAPE_7F: return launch_one<T, taps_7f>(s, st, src, dst, stream);
+    case SHAPE_27C: return launch_one<T, taps_27c>(s, st, src, dst, stream);
+    case SHAPE_27F: return launch_one<T, taps_27f>(s, st, src, dst, stream);
+    default: return launch_one<T, taps_any>(s, st, src, dst, stream);
+    }
 }
 
 template <typename T, int R>

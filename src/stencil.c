@@ -297,7 +297,8 @@ static int tune_fuse(tide_stencil_plan *p, int *st)
     double best_rate = 0;
     for (int k = 1; k <= p->sweep.max_fuse && !*st; k++) {
         double rate = k / time_sweep(&p->env, &t, a, a + half, k, st);
-        tide_log(p->ctx, TIDE_LOG_DEBUG, "stencil: %d steps per sweep: %.4g steps/s", k, rate);
+        tide_log(p->ctx, TIDE_LOG_DEBUG, "stencil: %d steps per sweep: %.4g GCell/s (on half "
+                 "the grid)", k, rate * (double)t.n[0] * t.n[1] * t.n[2] / 1e9);
         if (rate > best_rate)
             best = k, best_rate = rate;
     }
