@@ -48,6 +48,8 @@ struct diag_geom {
 // dimension (its threads along the row, so loads coalesce), so the row's indices, the sum of
 // its two slower eigenvalues and its weight are worked out once per row, not per point: with
 // 64-bit divisions per point the kernel would be bound by integer arithmetic, not memory.
+constexpr int DIAG_ILP = 4;
+
 template <typename T, int NC>
 __global__ void diag_kernel(T *data, diag_geom g, int64_t rows, double alpha, double norm,
                             double *origin)
@@ -60,15 +62,30 @@ __global__ void diag_kernel(T *data, diag_geom g, int64_t rows, double alpha, do
         const double *l2 = g.lam[2] + g.lo[2];
         T *row = data + NC * r * g.e[2];
         double sr = 0, si = 0;
-        for (int f = threadIdx.x; f < g.e[2]; f += blockDim.x) {
-            double den = l01 + __ldg(&l2[f]), re, im;
-            load<T, NC>(row, f, re, im);
-            if (w01 != 0.0) {
-                double w = w01 * weight(g.w[2], g.lo[2] + f);
-                sr += w * re, si += w * im;
+        /* DIAG_ILP points per thread loaded before any is scaled: more bytes in flight than
+         * one load, wait, store at a time */
+        for (int f0 = threadIdx.x; f0 < g.e[2]; f0 += DIAG_ILP * blockDim.x) {
+            double re[DIAG_ILP], im[DIAG_ILP];
+#pragma unroll
+            for (int u = 0; u < DIAG_ILP; u++) {
+                int f = f0 + u * blockDim.x;
+                re[u] = im[u] = 0.0;
+                if (f < g.e[2])
+                    load<T, NC>(row, f, re[u], im[u]);
             }
-            double k = den == 0.0 ? 0.0 : norm / den;
-            store<T, NC>(row, f, den == 0.0 ? 0.0 : re * k, den == 0.0 ? 0.0 : im * k);
+#pragma unroll
+            for (int u = 0; u < DIAG_ILP; u++) {
+                int f = f0 + u * blockDim.x;
+                if (f >= g.e[2])
+                    break;
+                double den = l01 + __ldg(&l2[f]);
+                if (w01 != 0.0) {
+                    double w = w01 * weight(g.w[2], g.lo[2] + f);
+                    sr += w * re[u], si += w * im[u];
+                }
+                double k = den == 0.0 ? 0.0 : norm / den;
+                store<T, NC>(row, f, den == 0.0 ? 0.0 : re[u] * k, den == 0.0 ? 0.0 : im[u] * k);
+            }
         }
         if (w01 == 0.0) /* the same for every thread of the block */
             continue;
