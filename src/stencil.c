@@ -401,11 +401,44 @@ static void choose_grid(const tide_stencil_plan *p, int P, int h, int g[3])
 /* The most steps per pass the plan times over several ranks (the GPU's kernels fuse 8). */
 enum { TIMED_FUSE_MAX = 16 };
 
+/* Collective over every rank (st: this rank's status; a failed rank still takes part):
+ * seconds one exchange of the halo of k steps per pass takes on this rank, a laid out as its
+ * box grown by that halo (the mean of three after a warm-up, on the GPU to the end of the
+ * unpacks); INFINITY on every rank where any rank could not set the exchange up. */
+static double time_halo(tide_context *ctx, tide_stencil_plan *p, const tide_box *own, int k,
+                        void *a, int st)
+{
+    const tide_env *e = &p->env;
+    int P = ctx->nranks, periodic[3], ok = !st, all_ok = 0, x = 0;
+    tide_box *ext = malloc(sizeof *ext * (size_t)P);
+    tide_halo *h = NULL;
+    char why[256];
+    for (int d = 0; d < 3; d++)
+        periodic[d] = p->o.bc[d] == TIDE_BC_PERIODIC;
+    for (int r = 0; r < P && ext; r++)
+        ext[r] = grown(p, &own[r], k * p->radius);
+    ok = ok && ext && !tide_halo_create(ctx->comm, p->n, periodic, own, ext, elem_bytes(p),
+                                        e->threads, e->be->gpu, &h, why, sizeof why);
+    double t0 = 0, t = INFINITY;
+    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctx->comm) == MPI_SUCCESS && all_ok) {
+        for (int rep = 0; rep < 4; rep++) {
+            t0 = rep == 1 ? MPI_Wtime() : t0;
+            x = x ? x : e->be->halo(e, h, a);
+            x = x ? x : e->be->gpu ? e->be->sync(e) : 0;
+        }
+        t = x ? INFINITY : (MPI_Wtime() - t0) / 3;
+    }
+    tide_halo_destroy(h);
+    free(ext);
+    return t;
+}
+
 /* Collective, several ranks on the GPU with the plan's own choice of steps per pass (own:
  * every rank's box; kmax: the most the kernels fuse, thick enough for every box): times
- * sweeps of k = 1 .. kmax steps on this rank's box grown by k r, each k whose grown boxes are
- * thick enough on every rank, and keeps the k whose slowest rank does the most useful cell
- * steps per second (the one-rank plan times its sweeps likewise). A rank with an empty box,
+ * sweeps of k = 1 .. kmax steps on this rank's box grown by k r and the exchange of that
+ * halo, each k whose grown boxes are thick enough on every rank, and keeps the k whose slowest
+ * rank does the most useful cell steps per second over a pass (the one-rank plan times its
+ * sweeps likewise). A rank with an empty box,
  * or one that failed, does not vote; every rank takes part in the reduction. Returns the
  * steps per pass; a local failure in *st. */
 static int time_fuse_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_box *own,
@@ -435,18 +468,24 @@ static int time_fuse_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_b
             thick = too_thin(p, &g) < 0;
         }
         rate[k] = !thick ? 0 : INFINITY;
-        if (!thick || count == 0 || *st)
+        if (!thick)
             continue;
-        p->ext = grown(p, &own[me], k * p->radius);
-        make_sweep(p, off, w);
-        *st = e->be->sweep_create(e, &p->sweep, k, err, len);
-        double t = *st ? 0 : time_sweep(e, &p->sweep, a, b, k, st);
-        rate[k] = !*st && t > 0 ? k * (double)count / t : INFINITY;
-        tide_log(ctx, TIDE_LOG_DEBUG, "stencil: %d steps per sweep on the grown box: %.4g "
-                 "useful cell steps/s", k, rate[k]);
-        if (p->sweep.state)
-            e->be->sweep_destroy(e, &p->sweep);
-        p->sweep.state = NULL;
+        double t = 0;
+        if (count > 0 && !*st) {
+            p->ext = grown(p, &own[me], k * p->radius);
+            make_sweep(p, off, w);
+            *st = e->be->sweep_create(e, &p->sweep, k, err, len);
+            t = *st ? 0 : time_sweep(e, &p->sweep, a, b, k, st);
+            if (p->sweep.state)
+                e->be->sweep_destroy(e, &p->sweep);
+            p->sweep.state = NULL;
+        }
+        /* and the exchange before each pass, which the k steps share */
+        double th = time_halo(ctx, p, own, k, a, *st);
+        if (count > 0 && !*st && t > 0 && th < INFINITY)
+            rate[k] = k * (double)count / (t + th);
+        tide_log(ctx, TIDE_LOG_DEBUG, "stencil: %d steps per pass: sweep %.3g ms, exchange "
+                 "%.3g ms: %.4g useful cell steps/s", k, 1e3 * t, 1e3 * th, rate[k]);
     }
     e->be->free(a);
     e->be->free(b);
