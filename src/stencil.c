@@ -438,9 +438,9 @@ static double time_halo(tide_context *ctx, tide_stencil_plan *p, const tide_box 
  * sweeps of k = 1 .. kmax steps on this rank's box grown by k r and the exchange of that
  * halo, each k whose grown boxes are thick enough on every rank, and keeps the k whose slowest
  * rank does the most useful cell steps per second over a pass (the one-rank plan times its
- * sweeps likewise). A rank with an empty box,
- * or one that failed, does not vote; every rank takes part in the reduction. Returns the
- * steps per pass; a local failure in *st. */
+ * sweeps likewise). A rank with an empty box, or one that failed, does not vote; every rank
+ * takes part in the exchanges and the reduction. Returns the steps per pass; a local failure
+ * in *st. */
 static int time_fuse_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_box *own,
                            int kmax, const int (*off)[3], const double *w, int *st,
                            char *err, size_t len)
