@@ -347,17 +347,11 @@ static int line_dim(const tide_bc bc[3][2], int stretched)
     return -1;
 }
 
-/* Whether a problem's data goes through the GPU: on a GPU context, whatever its faces. */
-static int via_gpu(const tide_bc bc[3][2])
+/* The location every problem's arrays live in (on a GPU context the data goes through the
+ * GPU, whatever the faces). */
+static tide_location arrays_location(void)
 {
-    (void)bc;
-    return gpu;
-}
-
-/* The location a problem's arrays live in (see via_gpu). */
-static tide_location location_of(const tide_bc bc[3][2])
-{
-    return via_gpu(bc) && on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
+    return on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
 }
 
 
@@ -652,8 +646,8 @@ static int check_plan(const pcase *c, const char *desc, tide_poisson_plan *plan,
     int singular = is_singular(c->alpha, c->bc);
     int ok = info.count == count && info.bytes == (size_t)count * (size_t)c->batch * rsize &&
              info.singular == singular &&
-             info.location == location_of(c->bc) &&
-             info.backend == (via_gpu(c->bc) ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU) &&
+             info.location == arrays_location() &&
+             info.backend == (gpu ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU) &&
              info.passes > 0 && info.flops > 0 && steps[0] != 0;
     /* On the GPU a box not stored with the halved dimension (the highest periodic one, if
      * any) fastest and the line slowest is permuted locally first and back last (what
@@ -663,7 +657,7 @@ static int check_plan(const pcase *c, const char *desc, tide_poisson_plan *plan,
         half = is_bounded(c->bc, d) ? half : d;
     int cufft_ok = (half < 0 || box->order[2] == half) && (L < 0 || box->order[0] == L);
     if (P == 1)
-        ok = ok && (info.exchanges == 0 || (via_gpu(c->bc) && !cufft_ok && info.exchanges == 2));
+        ok = ok && (info.exchanges == 0 || (gpu && !cufft_ok && info.exchanges == 2));
     else if (!want && want_dec == TIDE_DECOMP_SLABS)
         ok = ok && info.exchanges == 2 && info.decomposition == TIDE_DECOMP_SLABS;
     else if (!want)
@@ -672,7 +666,7 @@ static int check_plan(const pcase *c, const char *desc, tide_poisson_plan *plan,
         ok = ok && info.exchanges >= 2;
     if (c->decomp != TIDE_DECOMP_AUTO && P > 1)
         ok = ok && info.decomposition == c->decomp;
-    if (c->exch != TIDE_EXCHANGE_AUTO && info.exchanges > 0 && !via_gpu(c->bc))
+    if (c->exch != TIDE_EXCHANGE_AUTO && info.exchanges > 0 && !gpu)
         ok = ok && info.exchange == c->exch;
     /* A rank may hold points and still transform none (they all go to other ranks), so
      * only the sum of the ranks' flops must be positive (every grid here has a dimension of
@@ -712,7 +706,7 @@ static void run_case(tide_context *ctx, const pcase *c)
     memcpy(o.h, c->h, sizeof o.h);
     memcpy(o.bc, c->bc, sizeof o.bc);
     case_faces(c, o.faces);
-    o.location = location_of(c->bc);
+    o.location = arrays_location();
     tide_poisson_plan *plan = NULL;
     int st = tide_poisson_plan_create(ctx, c->n, c->lay == LAY_NULL ? NULL : &want, &o, &plan);
     if (!tt_check(&tally, comm, st == 0, "%s: plan_create: %s: %s", desc, tide_strerror(st),
@@ -1139,7 +1133,7 @@ static double trig_solve(tide_context *ctx, const trig *t, int batch, tide_eigen
     memcpy(pc.z, t->z, sizeof pc.z);
     memcpy(o.bc, pc.bc, sizeof o.bc);
     case_faces(&pc, o.faces);
-    o.location = location_of(pc.bc);
+    o.location = arrays_location();
     tide_poisson_plan *plan = NULL;
     int st = tide_poisson_plan_create(ctx, t->n, lay == LAY_NULL ? NULL : &want, &o, &plan);
     if (!tt_check(&tally, comm, st == 0, "%s: plan_create: %s: %s", desc, tide_strerror(st),
@@ -1361,7 +1355,7 @@ static void constant_rhs(tide_context *ctx)
         o.alpha = cfg[i].alpha;
         memcpy(o.bc, pc.bc, sizeof o.bc);
         case_faces(&pc, o.faces);
-        o.location = location_of(pc.bc);
+        o.location = arrays_location();
         tide_poisson_plan *plan = NULL;
         int st = tide_poisson_plan_create(ctx, cfg[i].n, cfg[i].lay == LAY_NULL ? NULL : &want,
                                           &o, &plan);

@@ -70,7 +70,7 @@ static int on_device;      /* TIDE_TEST_LOCATION=device: u and the source in dev
 /* ---- moving the data: plain C on the CPU, plain CUDA calls for device arrays ---------------- */
 
 /* Where the plan reads the source: src itself, or for device arrays a device copy of its bytes
- * (zeroed; source_set fills it). */
+ * (zeroed; source_copy fills it). */
 static void *source_for_plan(void *src, size_t bytes)
 {
 #if TIDE_HAVE_CUDA
@@ -85,27 +85,18 @@ static void *source_for_plan(void *src, size_t bytes)
     return src;
 }
 
-/* The plan's source `given` (source_for_plan's) made to hold src's bytes, and back. */
-static void source_set(void *given, const void *src, size_t bytes)
+/* Bytes from one to the other of the caller's source and the plan's `given`
+ * (source_for_plan's: the same array in host memory, a device copy for device arrays). */
+static void source_copy(void *dst, const void *from, size_t bytes)
 {
 #if TIDE_HAVE_CUDA
     if (on_device) {
-        TT_CU(cudaMemcpy(given, src, bytes, cudaMemcpyHostToDevice));
+        TT_CU(cudaMemcpy(dst, from, bytes, cudaMemcpyDefault));
         return;
     }
 #endif
-    (void)given, (void)src, (void)bytes;
-}
-
-static void source_get(void *dst, const void *given, size_t bytes)
-{
-#if TIDE_HAVE_CUDA
-    if (on_device) {
-        TT_CU(cudaMemcpy(dst, given, bytes, cudaMemcpyDeviceToHost));
-        return;
-    }
-#endif
-    memcpy(dst, given, bytes);
+    if (dst != from)
+        memcpy(dst, from, bytes);
 }
 
 static void source_free(void *given, void *src)
@@ -545,7 +536,7 @@ static void check_and_run(const char *name, const stencil *s, tide_stencil_plan 
     if (gsrc) {
         tt_fill_random(gsrc, gcount, s->dbl, 0.1, &rng);
         global_to_box(src, gsrc, s->n, &mine, es);
-        source_set(given_src, src, (size_t)count * es);
+        source_copy(given_src, src, (size_t)count * es);
     }
     size_t bytes = (size_t)count * es;
     void *u = tt_xmalloc(bytes), *want = tt_xmalloc(bytes), *before = tt_xmalloc(bytes);
@@ -583,7 +574,7 @@ static void check_and_run(const char *name, const stencil *s, tide_stencil_plan 
     }
     if (gsrc) {
         global_to_box(want, gsrc, s->n, &mine, es);
-        source_get(src, given_src, bytes);
+        source_copy(src, given_src, bytes);
         tt_check(&tally, world, !memcmp(src, want, bytes), "c) %s: the source was written",
                  name);
     }
