@@ -41,6 +41,7 @@ const char *cufft_name(cufftResult r)
 
 struct tide_gpu_fft {
     cufftHandle plan;     // the DFT (none for kind 3)
+    int planned;          // plan was created (a failure before cufftCreate leaves none)
     int kind, dbl, sign;
     size_t ielem, oelem;  // bytes per input / output element
     int nloops;
@@ -212,6 +213,7 @@ int create_dft(const tide_gpu_fft_desc *d, tide_gpu_fft *f, size_t *work_bytes, 
                                           {CUFFT_Z2Z, CUFFT_D2Z, CUFFT_Z2D}};
     size_t work = 0;
     cufftResult r = cufftCreate(&f->plan);
+    f->planned = r == CUFFT_SUCCESS;
     if (r == CUFFT_SUCCESS)
         r = cufftSetAutoAllocation(f->plan, 0);
     if (r == CUFFT_SUCCESS)
@@ -231,9 +233,9 @@ int create_dft(const tide_gpu_fft_desc *d, tide_gpu_fft *f, size_t *work_bytes, 
 extern "C" int tide_gpu_fft_bind(tide_gpu_fft *f, void *work, void *stream)
 {
     cufftResult r = CUFFT_SUCCESS;
-    if (f->kind != 3)
+    if (f->planned)
         r = cufftSetWorkArea(f->plan, work);
-    if (r == CUFFT_SUCCESS && f->kind != 3)
+    if (r == CUFFT_SUCCESS && f->planned)
         r = cufftSetStream(f->plan, (cudaStream_t)stream);
     f->stream = stream;
     for (int k = 0; k < f->nr2r && r == CUFFT_SUCCESS; k++)
@@ -302,7 +304,7 @@ extern "C" void tide_gpu_fft_destroy(tide_gpu_fft *f)
 {
     if (!f)
         return;
-    if (f->kind != 3)
+    if (f->planned)
         cufftDestroy(f->plan);
     for (int k = 0; k < f->nr2r; k++)
         tide_gpu_r2r_destroy(f->r2r[k]);
