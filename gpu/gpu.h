@@ -152,7 +152,7 @@ int tide_nccl_check(tide_nccl *c);
  * gives one of at least work_bytes (shared by every transform of a plan). */
 typedef struct {
     int dbl;                /* double precision */
-    int kind;               /* 0 c2c, 1 r2c, 2 c2r (the values of tide_fft_kind) */
+    int kind;               /* 0 c2c, 1 r2c, 2 c2r, 3 real-to-real only (tide_fft_kind) */
     int sign;               /* -1 forward, +1 backward (c2c) */
     const tide_box *ibox, *obox;
     const tide_box *iarr, *oarr; /* the arrays' layouts, of which ibox and obox are parts

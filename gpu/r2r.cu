@@ -9,13 +9,16 @@
 //   DCT-III the inverse of DCT-II's steps: V_k = e^{i pi k / 2n} (x_k - i x_{n-k}), k <= n/2
 //           (x_n = 0); inverse real FFT v of length n; X_{2j} = v_j, X_{2j+1} = v_{n-1-j}
 //   DST-III (-1)^k DCT-III of x reversed
-//   DCT-IV  n even: u_p = (x'_{2p} + i x'_{n-1-2p}) e^{-i pi p / n}, complex FFT Z of length
-//           n/2, c_p = e^{-i pi (4p + 1) / 4n} Z_p:  X_{2p} = 2 Re c_p, X_{n-1-2p} = -2 Im c_p
-//           n odd: z_j = x_j e^{-i pi j / 2n} (j < n), 0 above, complex FFT Z of length 2n:
-//                                                    X_k = 2 Re(e^{-i pi (k + 1/2) / 2n} Z_k)
-//   DST-IV  n even: (-1)^k DCT-IV of x reversed; n odd: the same Z, X_k = -2 Im(...)
-// Every transform but the odd-length DCT-IV and DST-IV moves the data about as often as a
-// real FFT of length n does; those take a complex FFT of length 2n, four times the work.
+//   DCT-IV  n even, 4 or more: u_p = (x'_{2p} + i x'_{n-1-2p}) e^{-i pi p / n}, complex FFT Z
+//           of length n/2, c_p = e^{-i pi (4p + 1) / 4n} Z_p: X_{2p} = 2 Re c_p,
+//           X_{n-1-2p} = -2 Im c_p
+//           n odd or 2: z_j = x_j e^{-i pi j / 2n} (j < n), 0 above, complex FFT Z of length
+//           2n:                                      X_k = 2 Re(e^{-i pi (k + 1/2) / 2n} Z_k)
+//   DST-IV  n even, 4 or more: (-1)^k DCT-IV of x reversed; else the same Z,
+//                                                    X_k = -2 Im(e^{-i pi (k + 1/2) / 2n} Z_k)
+//   n = 1   a factor: 2 for the II kinds, 1 for the III kinds, 2 cos(pi / 4) for the IV kinds
+// Every transform but DCT-IV and DST-IV of odd length (or 2) moves the data about as often as
+// a real FFT of length n does; those take a complex FFT of length 2n, four times the work.
 //
 // The work buffer holds each line's values with the lines interleaved (value j of line l at
 // j L + l, L lines) unless the line is the array's fastest dimension (then line after line):
@@ -28,15 +31,14 @@
 #include <cuda_runtime.h>
 #include "gpu.h"
 extern "C" {
+#include "cpu_fft.h"
 #include "region.h"
 }
-
-enum { K_DCT2 = 1, K_DCT3, K_DST2, K_DST3, K_DCT4, K_DST4 }; // tide_r2r_kind's values
 enum {
     A_NONE,   // n = 1: a scale factor
     A_REAL,   // DCT/DST-II and -III: a real FFT of length n
     A_HALF,   // DCT/DST-IV, n even: a complex FFT of length n / 2
-    A_DOUBLE, // DCT/DST-IV, n odd: a complex FFT of length 2n
+    A_DOUBLE, // DCT/DST-IV, n odd or 2: a complex FFT of length 2n
 };
 
 struct tide_gpu_r2r {
@@ -134,16 +136,16 @@ __global__ void gather(tide_gpu_r2r r, const T *x, T *wr, typename cpx<T>::t *wc
             T s, c;
             C z;
             switch (r.kind) {
-            case K_DCT2:
-            case K_DST2: { // v_j: x_{2j}, or x_{2(n-1-j)+1} in the upper part
+            case TIDE_R2R_DCT2:
+            case TIDE_R2R_DST2: { // v_j: x_{2j}, or x_{2(n-1-j)+1} in the upper part
                 int64_t i = 2 * j < n ? 2 * j : 2 * (n - 1 - j) + 1;
                 T v = x[o + st * i];
-                wr[wat(r, l, j, len)] = r.kind == K_DST2 && (i & 1) ? -v : v;
+                wr[wat(r, l, j, len)] = r.kind == TIDE_R2R_DST2 && (i & 1) ? -v : v;
                 continue;
             }
-            case K_DCT3:
-            case K_DST3: { // V_j = e^{i pi j / 2n} (x'_j - i x'_{n-j})
-                int rev = r.kind == K_DST3;
+            case TIDE_R2R_DCT3:
+            case TIDE_R2R_DST3: { // V_j = e^{i pi j / 2n} (x'_j - i x'_{n-j})
+                int rev = r.kind == TIDE_R2R_DST3;
                 T a = x[o + st * (rev ? n - 1 - j : j)];
                 T b = j ? x[o + st * (rev ? j - 1 : n - j)] : (T)0;
                 sc_pi((T)j / (T)(2 * n), &s, &c);
@@ -152,7 +154,7 @@ __global__ void gather(tide_gpu_r2r r, const T *x, T *wr, typename cpx<T>::t *wc
             }
             default:
                 if (r.alg == A_HALF) { // u_j = (x'_{2j} + i x'_{n-1-2j}) e^{-i pi j / n}
-                    int rev = r.kind == K_DST4;
+                    int rev = r.kind == TIDE_R2R_DST4;
                     T a = x[o + st * (rev ? n - 1 - 2 * j : 2 * j)];
                     T b = x[o + st * (rev ? 2 * j : n - 1 - 2 * j)];
                     sc_pi((T)j / (T)n, &s, &c);
@@ -183,30 +185,30 @@ __global__ void scatter(tide_gpu_r2r r, const T *wr, const typename cpx<T>::t *w
             row_value(r, w, idx, &l, &k, &from, &to);
             T v, s, c;
             if (r.alg == A_NONE) { // n = 1: II doubles, III keeps, IV scales by 2 cos(pi / 4)
-                int two = r.kind == K_DCT2 || r.kind == K_DST2, iv = r.kind >= K_DCT4;
+                int two = r.kind == TIDE_R2R_DCT2 || r.kind == TIDE_R2R_DST2, iv = r.kind >= TIDE_R2R_DCT4;
                 v = src[from] * (two ? (T)2 : iv ? (T)1.4142135623730950488 : (T)1);
-            } else if (r.kind == K_DCT2 || r.kind == K_DST2) { // 2 Re(e^{-i pi q / 2n} V_q)
-                int64_t q = r.kind == K_DST2 ? n - 1 - k : k, h = q <= n / 2 ? q : n - q;
+            } else if (r.kind == TIDE_R2R_DCT2 || r.kind == TIDE_R2R_DST2) { // 2 Re(e^{-i pi q / 2n} V_q)
+                int64_t q = r.kind == TIDE_R2R_DST2 ? n - 1 - k : k, h = q <= n / 2 ? q : n - q;
                 C y = wc[wat(r, l, h, r.clen)];
                 if (h != q)
                     y.y = -y.y; // V_{n-q} conjugated
                 sc_pi((T)q / (T)(2 * n), &s, &c);
                 v = 2 * (y.x * c + y.y * s);
-            } else if (r.kind == K_DCT3 || r.kind == K_DST3) { // X_2j = v_j, X_2j+1 = v_n-1-j
+            } else if (r.kind == TIDE_R2R_DCT3 || r.kind == TIDE_R2R_DST3) { // X_2j = v_j, X_2j+1 = v_n-1-j
                 v = wr[wat(r, l, k & 1 ? n - 1 - k / 2 : k / 2, r.rlen)];
-                if (r.kind == K_DST3 && (k & 1))
+                if (r.kind == TIDE_R2R_DST3 && (k & 1))
                     v = -v;
             } else if (r.alg == A_HALF) { // 2 Re c_p at 2p, -2 Im c_p at n-1-2p
                 int64_t p = k & 1 ? (n - 1 - k) / 2 : k / 2;
                 C y = wc[wat(r, l, p, r.clen)];
                 sc_pi((T)(4 * p + 1) / (T)(4 * n), &s, &c);
                 v = k & 1 ? -2 * (y.y * c - y.x * s) : 2 * (y.x * c + y.y * s);
-                if (r.kind == K_DST4 && (k & 1))
+                if (r.kind == TIDE_R2R_DST4 && (k & 1))
                     v = -v;
             } else { // A_DOUBLE
                 C y = wc[wat(r, l, k, r.clen)];
                 sc_pi((T)(2 * k + 1) / (T)(4 * n), &s, &c);
-                v = r.kind == K_DCT4 ? 2 * (y.x * c + y.y * s) : -2 * (y.y * c - y.x * s);
+                v = r.kind == TIDE_R2R_DCT4 ? 2 * (y.x * c + y.y * s) : -2 * (y.y * c - y.x * s);
             }
             x[to + r.ds[0] * k] = v;
         }
@@ -227,7 +229,7 @@ int run(const tide_gpu_r2r *r, const T *src, T *dst, cudaStream_t s)
     typedef typename cpx<T>::t C;
     T *wr = (T *)r->w;
     C *wc = (C *)((char *)r->w + r->rbytes);
-    int forward = r->kind == K_DCT2 || r->kind == K_DST2;
+    int forward = r->kind == TIDE_R2R_DCT2 || r->kind == TIDE_R2R_DST2;
     unsigned blocks, threads;
     cufftResult e = CUFFT_SUCCESS;
     if (r->alg != A_NONE) {
@@ -259,8 +261,7 @@ int run(const tide_gpu_r2r *r, const T *src, T *dst, cudaStream_t s)
 cufftResult make_plan(tide_gpu_r2r *r, size_t *work)
 {
     long long n = r->n, L = r->lines, rl = r->rlen, cl = r->clen;
-    long long rst = r->inter ? L : 1, rdist = r->inter ? 1 : rl;
-    long long cst = r->inter ? L : 1, cdist = r->inter ? 1 : cl;
+    long long st = r->inter ? L : 1, rdist = r->inter ? 1 : rl, cdist = r->inter ? 1 : cl;
     cufftResult e = cufftCreate(&r->plan);
     if (e != CUFFT_SUCCESS)
         return e;
@@ -268,13 +269,13 @@ cufftResult make_plan(tide_gpu_r2r *r, size_t *work)
     e = cufftSetAutoAllocation(r->plan, 0);
     if (e != CUFFT_SUCCESS)
         return e;
-    if (r->alg == A_REAL && (r->kind == K_DCT2 || r->kind == K_DST2))
-        return cufftMakePlanMany64(r->plan, 1, &n, &rl, rst, rdist, &cl, cst, cdist,
+    if (r->alg == A_REAL && (r->kind == TIDE_R2R_DCT2 || r->kind == TIDE_R2R_DST2))
+        return cufftMakePlanMany64(r->plan, 1, &n, &rl, st, rdist, &cl, st, cdist,
                                    r->dbl ? CUFFT_D2Z : CUFFT_R2C, L, work);
     if (r->alg == A_REAL)
-        return cufftMakePlanMany64(r->plan, 1, &n, &cl, cst, cdist, &rl, rst, rdist,
+        return cufftMakePlanMany64(r->plan, 1, &n, &cl, st, cdist, &rl, st, rdist,
                                    r->dbl ? CUFFT_Z2D : CUFFT_C2R, L, work);
-    return cufftMakePlanMany64(r->plan, 1, &cl, &cl, cst, cdist, &cl, cst, cdist,
+    return cufftMakePlanMany64(r->plan, 1, &cl, &cl, st, cdist, &cl, st, cdist,
                                r->dbl ? CUFFT_Z2Z : CUFFT_C2C, L, work);
 }
 
@@ -309,7 +310,7 @@ extern "C" int tide_gpu_r2r_create(int dbl, int kind, int dim, const tide_box *b
     r->sfield = r->parts * tide_box_count(sarr), r->dfield = r->parts * tide_box_count(darr);
     r->lines = (int64_t)batch * r->e[0] * r->e[1] * r->parts;
     r->inter = ss[dim] != 1;
-    int n = r->n, iv = kind == K_DCT4 || kind == K_DST4;
+    int n = r->n, iv = kind == TIDE_R2R_DCT4 || kind == TIDE_R2R_DST4;
     r->alg = n <= 1 ? A_NONE : !iv ? A_REAL : n % 2 == 0 && n >= 4 ? A_HALF : A_DOUBLE;
     r->rlen = r->alg == A_REAL ? n : 0;
     r->clen = r->alg == A_REAL ? n / 2 + 1 : r->alg == A_HALF ? n / 2 : 2 * n;
