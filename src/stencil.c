@@ -304,6 +304,13 @@ static int tune_fuse(tide_stencil_plan *p, int *st)
     return best;
 }
 
+/* The dimensions the grid wraps around. */
+static void periodic_dims(const tide_stencil_plan *p, int periodic[3])
+{
+    for (int d = 0; d < 3; d++)
+        periodic[d] = p->o.bc[d] == TIDE_BC_PERIODIC;
+}
+
 /* Bytes of one point of u. */
 static size_t elem_bytes(const tide_stencil_plan *p)
 {
@@ -413,18 +420,17 @@ static double time_halo(tide_context *ctx, tide_stencil_plan *p, const tide_box 
     tide_box *ext = malloc(sizeof *ext * (size_t)P);
     tide_halo *h = NULL;
     char why[256];
-    for (int d = 0; d < 3; d++)
-        periodic[d] = p->o.bc[d] == TIDE_BC_PERIODIC;
+    periodic_dims(p, periodic);
     for (int r = 0; r < P && ext; r++)
         ext[r] = grown(p, &own[r], k * p->radius);
     ok = ok && ext && !tide_halo_create(ctx->comm, p->n, periodic, own, ext, elem_bytes(p),
                                         e->threads, e->be->gpu, &h, why, sizeof why);
     double t0 = 0, t = INFINITY;
     if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctx->comm) == MPI_SUCCESS && all_ok) {
-        for (int rep = 0; rep < 4; rep++) {
+        for (int rep = 0; rep < 4; rep++) { /* every exchange on every rank, failed or not */
             t0 = rep == 1 ? MPI_Wtime() : t0;
-            x = x ? x : e->be->halo(e, h, a);
-            x = x ? x : e->be->gpu ? e->be->sync(e) : 0;
+            int y = e->be->halo(e, h, a);
+            x = x ? x : y ? y : e->be->sync(e);
         }
         t = x ? INFINITY : (MPI_Wtime() - t0) / 3;
     }
@@ -452,8 +458,7 @@ static int time_fuse_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_b
     void *a = NULL, *b = NULL;
     long long count = tide_box_count(&own[me]);
     tide_box big = grown(p, &own[me], kmax * p->radius);
-    size_t bytes = (size_t)tide_box_count(&big) * (p->sweep.dbl ? sizeof(double)
-                                                                 : sizeof(float));
+    size_t bytes = (size_t)tide_box_count(&big) * elem_bytes(p);
     if (count > 0 && !*st && (e->be->alloc(bytes, &a) || e->be->alloc(bytes, &b)))
         *st = TIDE_ERR_NOMEM, snprintf(err, len, "cannot allocate %.3g GB of %s memory to time "
                                        "the sweeps", 2 * bytes / 1e9, e->be->name);
@@ -502,9 +507,10 @@ static int time_fuse_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_b
 }
 
 /* Collective, on several ranks (st: this rank's status so far; every rank comes here): every
- * rank's box (the caller's or the plan's grid's), the steps per pass (option fuse, or the
- * fewest any rank's backend picks for its box), every rank's grown box and the halo
- * exchange. A box too thin for its halo fails on every rank alike. */
+ * rank's box (the caller's or the plan's grid's), the steps per pass (option fuse; else on the
+ * GPU the count time_fuse_ranks keeps, on the CPU the fewest any rank's backend picks for its
+ * box), every rank's grown box and the halo exchange. A box too thin for its halo fails on
+ * every rank alike. */
 static int plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_args *all,
                       const int (*off)[3], const double *w, int st, char *err, size_t len)
 {
@@ -569,8 +575,7 @@ static int plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_args *
                  (long long)tide_ext(&ext[at], thin), tide_ext(&ext[at], thin) > 1 ? "s" : "",
                  thin, 2 * p->radius + 1);
     int periodic[3];
-    for (int d = 0; d < 3; d++)
-        periodic[d] = p->o.bc[d] == TIDE_BC_PERIODIC;
+    periodic_dims(p, periodic);
     size_t elem = elem_bytes(p);
     if (!st) {
         p->ext = ext[ctx->rank];
@@ -793,7 +798,7 @@ int tide_stencil_plan_set_stream(tide_stencil_plan *p, void *stream)
 static int exchange(tide_stencil_plan *p, void *a)
 {
     const tide_env *e = &p->env;
-    int st = e->be->gpu ? e->be->sync(e) : TIDE_SUCCESS;
+    int st = e->be->sync(e);
     double t0 = MPI_Wtime();
     int x = e->be->halo(e, p->halo, a);
     p->halo_seconds += MPI_Wtime() - t0;
