@@ -37,8 +37,7 @@
  * mean of f. Tables, origin and scratch live in the backend's memory; scratch holds one double
  * per point of the box, and at least three per point of TIDE_LINE_BLOCK lines (the GPU keeps
  * the eliminated upper diagonal there, the CPU the elimination of a block of neighbouring
- * lines in double). The GPU takes neither
- * real data nor mean_w tables. */
+ * lines in double). */
 enum { TIDE_LINE_BLOCK = 32 };
 
 typedef struct tide_spectral {

@@ -202,7 +202,7 @@ static void eigenvalues(const tide_poisson_plan *p, int d, int g, double *lam)
     }
 }
 
-/* The weights w[k] of the modes of dimension d transformed by r (not DCT-II, whose mode 0
+/* The weights w[k] of the n modes of a dimension transformed by r (not DCT-II, whose mode 0
  * alone holds the sum) with which sum_k w[k] X[k] / (2 n) is the mean of the n values whose
  * transform X is: the sums over the cells of the inverse transform's basis functions, over
  * n. FFTW's inverses: DST-III x_i = sum_k c_k X_k sin(pi (k+1)(i+1/2)/n), c_k = 2 but 1 for
@@ -211,13 +211,11 @@ static void eigenvalues(const tide_poisson_plan *p, int d, int g, double *lam)
  * sin(n t) / (2 sin(t / 2)). */
 static void mean_weights(int r, int n, double *w)
 {
-    for (int k = 0; k < n; k++) {
-        double q = sin(pi * (2 * k + 1) / (4.0 * n)) * n; /* DCT-IV, DST-IV */
+    for (int k = 0; k < n; k++)
         if (r == TIDE_R2R_DST2)
             w[k] = k % 2 ? 0 : (k < n - 1 ? 2 : 1) / (sin(pi * (k + 1) / (2.0 * n)) * n);
-        else
-            w[k] = (r == TIDE_R2R_DCT4 && k % 2 ? -1 : 1) / q;
-    }
+        else /* DCT-IV, DST-IV */
+            w[k] = (r == TIDE_R2R_DCT4 && k % 2 ? -1 : 1) / (sin(pi * (2 * k + 1) / (4.0 * n)) * n);
 }
 
 /* The rows of the bounded dimension d (n cells): lower, diag, upper and the cell weights
@@ -474,7 +472,8 @@ int tide_poisson_plan_set_stream(tide_poisson_plan *p, void *stream)
 /* ---- solving --------------------------------------------------------------------------- */
 
 /* Collective, after a successful solve: every field's mean from the spectral op's origin,
- * which the rank holding it read before the solve. One reduction carries the means and
+ * the weighted sum of the transformed values that each rank with a weight (has_origin) adds
+ * before the solve, summed over the ranks. One reduction carries the means and
  * whether reading them failed anywhere; only then does a second, tide_agree, spread the
  * message. */
 static int gather_mean(tide_poisson_plan *p)

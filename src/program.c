@@ -138,17 +138,13 @@ void tide_op_scale(tide_op *op, int dbl, long long count, double factor)
 
 /* ---- spectral operator ----------------------------------------------------------------- */
 
-/* The data's element, and the origin's (complex, in double). */
+/* The data's element; the origin's is a complex double. */
 static size_t spec_elem(const tide_spectral *d)
 {
     return (d->real ? 1 : 2) * (d->dbl ? sizeof(double) : sizeof(float));
 }
 
-static size_t origin_elem(const tide_spectral *d)
-{
-    (void)d;
-    return 2 * sizeof(double);
-}
+enum { ORIGIN_ELEM = 2 * sizeof(double) };
 
 static int spectral_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
 {
@@ -200,7 +196,7 @@ static const tide_op_class spectral_class = {spectral_execute, spectral_destroy}
 static int spectral_tables(const tide_env *e, const tide_spectral *src, tide_spectral *x,
                            const int n[3])
 {
-    size_t zb = (size_t)src->batch * origin_elem(src);
+    size_t zb = (size_t)src->batch * ORIGIN_ELEM;
     int st = e->be->alloc(zb, &x->origin);
     void *zeros = st ? NULL : calloc(1, zb);
     st = st || !zeros ? TIDE_ERR_NOMEM : e->be->copy(e, x->origin, zeros, zb);
@@ -263,7 +259,7 @@ int tide_op_spectral(tide_op *op, const tide_env *e, const tide_spectral *d, con
 int tide_op_spectral_origin(const tide_op *op, const tide_env *e, void *dst)
 {
     int st = e->be->copy(e, dst, op->spec->origin,
-                         (size_t)op->spec->batch * origin_elem(op->spec));
+                         (size_t)op->spec->batch * ORIGIN_ELEM);
     return st ? st : e->be->sync(e);
 }
 

@@ -83,12 +83,12 @@ int tide_op_fft(tide_op *op, const tide_env *e, const tide_cpu_fft_desc *d, size
                 char *err, size_t len);
 void tide_op_scale(tide_op *op, int dbl, long long count, double factor);
 /* The spectral operator of a Poisson solve (backend.h), in place: d with its tables (host
- * memory; lam[k] of n[k] doubles, the line's rows of n[d->line]) copied into the backend's
- * memory, a zeroed origin of d->batch complex elements and the scratch there. A pointwise op
- * without a line, a line solve with one. */
+ * memory; lam[k] and mean_w[k] of n[k] doubles, the line's rows and weights of n[d->line])
+ * copied into the backend's memory, a zeroed origin of d->batch complex doubles and the
+ * scratch there. A pointwise op without a line, a line solve with one. */
 int tide_op_spectral(tide_op *op, const tide_env *e, const tide_spectral *d, const int n[3],
                      char *err, size_t len);
-/* Copies the spectral op's origin (d->batch complex elements) into host memory at dst, after
+/* Copies the spectral op's origin (d->batch complex doubles) into host memory at dst, after
  * the work enqueued before (synchronizes the plan's work). */
 int tide_op_spectral_origin(const tide_op *op, const tide_env *e, void *dst);
 
