@@ -8,7 +8,8 @@
  * TIDE_TEST_BACKEND=cuda the same cases on a context on the GPU (the ranks may share it): host
  * arrays, or with TIDE_TEST_LOCATION=device device arrays, each u uploaded by a cudaMemcpyAsync
  * on the legacy default stream queued behind a delay and not waited for (a run not ordered
- * after the caller's work reads stale data), the source likewise, and the result downloaded
+ * after the caller's work reads stale data), the source copied to its device array once per
+ * case by a plain cudaMemcpy, and the result downloaded
  * by a plain cudaMemcpy; on one rank there is nothing distributed to check (SKIPPED, exit 77),
  * nor where no GPU is usable (77).
  *
@@ -432,8 +433,9 @@ static void report_mismatch(const char *name, const stencil *s, const tide_box *
 }
 
 /* Collective: info of a created plan, then runs of 1, 0, 5 and 7 steps compared with the
- * oracle. boxes: the user's (NULL: the library's choice, read from info); src: the source
- * buffer given at creation (large enough for any box; filled here, once the box is known). */
+ * oracle. boxes: the user's (NULL: the library's choice, read from info); src: the host copy of
+ * the source and given_src the plan's (source_for_plan's; both large enough for any box,
+ * filled here once the box is known). */
 static void check_and_run(const char *name, const stencil *s, tide_stencil_plan *plan,
                           const tide_box *boxes, int fuse, void *src, void *given_src)
 {
