@@ -55,6 +55,12 @@ typedef struct tide_spectral {
     double *scratch;
 } tide_spectral;
 
+/* Bytes of one element of d's data (real or complex, float or double). */
+static inline size_t tide_spectral_elem(const tide_spectral *d)
+{
+    return (d->real ? 1 : 2) * (d->dbl ? sizeof(double) : sizeof(float));
+}
+
 /* A stencil sweep (stencil.c): `steps` time steps of the stencil from src into dst, two
  * distinct arrays holding the whole grid (src is not changed). The grid is seen in storage
  * order: n[0] the slowest dimension, n[2] the fastest (contiguous), and the taps' offsets are

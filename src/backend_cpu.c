@@ -72,14 +72,20 @@ static void elem_store(int dbl, int nc, char *v, int64_t st, int64_t k, const do
             ((float *)v)[nc * st * k + c] = (float)z[c];
 }
 
-/* The weight of point p in the origin's sum (backend.h), over the dimensions other than skip
- * (the line; -1: none): mean_w where given, else 1 at index 0 alone. */
+/* The weight of global index i of dimension k in the origin's sum (backend.h): mean_w where
+ * given, else 1 at index 0 alone. */
+static double dim_weight(const tide_spectral *d, int k, int i)
+{
+    return d->mean_w[k] ? d->mean_w[k][i] : i == 0;
+}
+
+/* The weight of point p, over the dimensions other than skip (the line; -1: none). */
 static double mean_weight(const tide_spectral *d, const int p[3], int skip)
 {
     double w = 1;
     for (int k = 0; k < 3; k++)
         if (k != skip)
-            w *= d->mean_w[k] ? d->mean_w[k][p[k]] : p[k] == 0;
+            w *= dim_weight(d, k, p[k]);
     return w;
 }
 
@@ -89,7 +95,7 @@ static void cpu_diag(const tide_spectral *d, char *v)
 {
     const tide_box *b = &d->box;
     int o0 = b->order[0], o1 = b->order[1], o2 = b->order[2], nc = d->real ? 1 : 2;
-    size_t elem = (size_t)nc * (d->dbl ? sizeof(double) : sizeof(float));
+    size_t elem = tide_spectral_elem(d);
     int p[3] = {0, 0, 0};
     for (int f = 0; f < d->batch; f++) {
         double sum[2] = {0, 0}, z[2];
@@ -101,7 +107,7 @@ static void cpu_diag(const tide_spectral *d, char *v)
                     double den = l01 + d->lam[o2][k];
                     elem_load(d->dbl, nc, v, 0, 0, z);
                     if (w01 != 0.0) {
-                        double w = w01 * (d->mean_w[o2] ? d->mean_w[o2][k] : k == 0);
+                        double w = w01 * dim_weight(d, o2, k);
                         sum[0] += w * z[0], sum[1] += w * z[1];
                     }
                     double s = den != 0.0 ? d->norm / den : 0.0; /* cleared, NaN or not */
@@ -113,23 +119,22 @@ static void cpu_diag(const tide_spectral *d, char *v)
     }
 }
 
-/* Up to LINE_BLOCK neighbouring lines solved together, so that the elimination's inner loops
- * run across them (unit stride where they are neighbours in memory) instead of down one line
- * at a time, a stride of a whole plane apart. */
-enum { LINE_BLOCK = TIDE_LINE_BLOCK };
-
-/* Lines b < nb at v + b sc elements (stride st along them, n points, shifts s[b]) solved in
- * place (backend.h: tide_spectral with a line) in double: u holds them point by point, each
- * point's real parts of the nb lines, then their imaginary parts (2 n nb doubles), so the
- * inner loops run across the lines at unit stride and real data does one part only; cp the
- * eliminated upper diagonals (n nb). mean[2 b] receives line b's weighted mean where want[b].
- * A pinned line (pin, s == 0) has that mean removed, its last point fixed at 0 (its last row
- * eliminated as u = 0) and the solution shifted to zero weighted mean. */
+/* Lines b < nb (up to TIDE_LINE_BLOCK neighbours, solved together so that the elimination's
+ * inner loops run across them, at unit stride where they are neighbours in memory, instead of
+ * down one line at a time, a stride of a whole plane apart) at v + b sc elements (stride st
+ * along them, n points, shifts s[b]) solved in place (backend.h: tide_spectral with a line)
+ * in double: u holds them point by point, each point's real parts of the nb lines, then their
+ * imaginary parts (2 n nb doubles), so the inner loops run across the lines at unit stride
+ * and real data does one part only; cp the eliminated upper diagonals (n nb). Each line with a
+ * weight w[b] adds w[b] times its weighted mean to sum. A pinned line (pin, s == 0) has that
+ * mean removed, its last point fixed at 0 (its last row eliminated as u = 0) and the solution
+ * shifted to zero weighted mean. */
 static void solve_block(const tide_spectral *d, char *v, int64_t st, int64_t sc, int n, int nb,
-                        const double *s, const int *want, double *mean, double *cp, double *u)
+                        const double *s, const double *w, double sum[2], double *cp, double *u)
 {
-    int nc = d->real ? 1 : 2, pinned[LINE_BLOCK], any = 0;
-    double z[2], den[LINE_BLOCK], rm[2][LINE_BLOCK]; /* each pinned line's mean, removed */
+    int nc = d->real ? 1 : 2, pinned[TIDE_LINE_BLOCK], any = 0;
+    /* rm: each pinned line's mean, removed */
+    double z[2], den[TIDE_LINE_BLOCK], rm[2][TIDE_LINE_BLOCK];
     for (int k = 0; k < n; k++)
         for (int b = 0; b < nb; b++) {
             elem_load(d->dbl, nc, v, 1, k * st + b * sc, z);
@@ -138,12 +143,14 @@ static void solve_block(const tide_spectral *d, char *v, int64_t st, int64_t sc,
     for (int b = 0; b < nb; b++) {
         pinned[b] = d->pin && s[b] == 0.0;
         any = any || pinned[b];
-        mean[2 * b] = mean[2 * b + 1] = 0;
-        for (int k = 0; k < n && (want[b] || pinned[b]); k++) {
-            mean[2 * b] += d->weight[k] * u[2 * k * nb + b];
-            mean[2 * b + 1] += d->weight[k] * u[(2 * k + 1) * nb + b];
+        double mean[2] = {0, 0};
+        for (int k = 0; k < n && (w[b] != 0 || pinned[b]); k++) {
+            mean[0] += d->weight[k] * u[2 * k * nb + b];
+            mean[1] += d->weight[k] * u[(2 * k + 1) * nb + b];
         }
-        rm[0][b] = pinned[b] ? mean[2 * b] : 0, rm[1][b] = pinned[b] ? mean[2 * b + 1] : 0;
+        if (w[b] != 0)
+            sum[0] += w[b] * mean[0], sum[1] += w[b] * mean[1];
+        rm[0][b] = pinned[b] ? mean[0] : 0, rm[1][b] = pinned[b] ? mean[1] : 0;
     }
     for (int k = 0; k < n; k++) {
         double lo = k ? d->lower[k] : 0, *c = cp + k * nb;
@@ -192,31 +199,28 @@ static void cpu_lines(const tide_spectral *d, char *v)
     int L = d->line, a = L == 0 ? 1 : 0, c = L == 2 ? 1 : 2, n = tide_ext(bx, L);
     int64_t st[3];
     tide_box_strides(bx, st);
-    if (st[a] < st[c])
-        a ^= c, c ^= a, a ^= c;
-    double *cp = d->scratch, *u = cp + (size_t)n * LINE_BLOCK;
-    size_t elem = (d->real ? 1 : 2) * (d->dbl ? sizeof(double) : sizeof(float));
+    if (st[a] < st[c]) {
+        int t = a;
+        a = c, c = t;
+    }
+    double *cp = d->scratch, *u = cp + (size_t)n * TIDE_LINE_BLOCK;
+    size_t elem = tide_spectral_elem(d);
     int64_t count = tide_box_count(bx);
     for (int f = 0; f < d->batch; f++) {
         double sum[2] = {0, 0};
         for (int i = bx->lo[a]; i < bx->hi[a]; i++)
-            for (int j0 = bx->lo[c]; j0 < bx->hi[c]; j0 += LINE_BLOCK) {
-                int nb = bx->hi[c] - j0 < LINE_BLOCK ? bx->hi[c] - j0 : LINE_BLOCK;
-                int want[LINE_BLOCK];
-                double s[LINE_BLOCK], w[LINE_BLOCK], mean[2 * LINE_BLOCK];
+            for (int j0 = bx->lo[c]; j0 < bx->hi[c]; j0 += TIDE_LINE_BLOCK) {
+                int nb = bx->hi[c] - j0 < TIDE_LINE_BLOCK ? bx->hi[c] - j0 : TIDE_LINE_BLOCK;
+                double s[TIDE_LINE_BLOCK], w[TIDE_LINE_BLOCK];
                 char *line = v + (size_t)(f * count + (i - bx->lo[a]) * st[a] +
                                           (j0 - bx->lo[c]) * st[c]) * elem;
                 for (int b = 0; b < nb; b++) {
                     int p[3] = {0, 0, 0};
                     p[a] = i, p[c] = j0 + b;
                     w[b] = mean_weight(d, p, L);
-                    want[b] = w[b] != 0;
                     s[b] = d->lam[a][i] + d->lam[c][j0 + b] - d->alpha;
                 }
-                solve_block(d, line, st[L], st[c], n, nb, s, want, mean, cp, u);
-                for (int b = 0; b < nb; b++)
-                    if (want[b])
-                        sum[0] += w[b] * mean[2 * b], sum[1] += w[b] * mean[2 * b + 1];
+                solve_block(d, line, st[L], st[c], n, nb, s, w, sum, cp, u);
             }
         elem_store(1, 2, d->origin, 1, f, sum); /* in double */
     }

@@ -38,7 +38,6 @@ struct tide_poisson_plan {
     int n[3];
     int singular;
     int line;              /* the bounded dimension solved along lines, or -1 (none) */
-    int r2r[3];            /* per dimension: its forward real-to-real transform, or NONE */
     double norm;           /* 1 / the factor a forward and an inverse transform multiply by */
     tide_fft_plan *fft;
     tide_fft_middle mid;   /* fft's middle op (make_spectral) */
@@ -186,7 +185,7 @@ static double r2r_shift(int r)
 /* The eigenvalues of dimension d at spectral indices 0..g-1 (g: n, or n/2+1 halved). */
 static void eigenvalues(const tide_poisson_plan *p, int d, int g, double *lam)
 {
-    int n = p->n[d], r = p->r2r[d];
+    int n = p->n[d], r = p->mid.r2r[d];
     double h = p->o.h[d];
     for (int k = 0; k < g; k++) {
         if (r != TIDE_R2R_NONE) {
@@ -264,18 +263,17 @@ static int make_spectral(tide_op *op, const tide_env *e, const tide_box *box, co
         if (k == L)
             continue;
         eigenvalues(p, k, grid[k], lam[k]);
-        periodic += p->r2r[k] == TIDE_R2R_NONE;
-        if (p->r2r[k] != TIDE_R2R_NONE && p->r2r[k] != TIDE_R2R_DCT2) {
-            mean_weights(p->r2r[k], grid[k], lam[k] + all);
+        periodic += p->mid.r2r[k] == TIDE_R2R_NONE;
+        if (p->mid.r2r[k] != TIDE_R2R_NONE && p->mid.r2r[k] != TIDE_R2R_DCT2) {
+            mean_weights(p->mid.r2r[k], grid[k], lam[k] + all);
             d.mean_w[k] = lam[k] + all;
         }
         p->has_origin = p->has_origin && (d.mean_w[k] || box->lo[k] == 0);
     }
     d.real = !periodic;
-    if (L >= 0)
-        line_rows(&p->o, L, grid[L], rows);
     if (L >= 0) {
         int n = grid[L];
+        line_rows(&p->o, L, grid[L], rows);
         d.lower = rows, d.diag = rows + n, d.upper = rows + 2 * n, d.weight = rows + 3 * n;
         d.pin = p->o.bc[L][0] == TIDE_BC_NEUMANN && p->o.bc[L][1] == TIDE_BC_NEUMANN;
     }
@@ -352,17 +350,16 @@ static int make_plan(tide_context *ctx, const int n[3], const tide_box *box,
         int L = p->line;
         p->singular = o->alpha == 0.0 && !dirichlet;
         p->norm = 1.0;
-        for (int d = 0; d < 3; d++) {
+        int all = 7, bit = L >= 0 ? 1 << L : 0;
+        p->mid = (tide_fft_middle){.call = "tide_poisson_solve", .make = make_spectral,
+                                   .user = p, .transform = all & ~bit, .whole = bit};
+        for (int d = 0; d < 3; d++) { /* the middle's r2r: per dimension its forward kind */
             int bc = d != L && o->bc[d][0] != TIDE_BC_PERIODIC;
-            p->r2r[d] = bc ? r2r_kind(o->bc[d][0], o->bc[d][1]) : TIDE_R2R_NONE;
+            p->mid.r2r[d] = bc ? r2r_kind(o->bc[d][0], o->bc[d][1]) : TIDE_R2R_NONE;
             p->norm /= d == L ? 1.0 : (bc ? 2.0 : 1.0) * n[d];
         }
         tide_fft_options f;
         fft_options(o, &f);
-        int all = 7, bit = L >= 0 ? 1 << L : 0;
-        p->mid = (tide_fft_middle){.call = "tide_poisson_solve", .make = make_spectral,
-                                   .user = p, .transform = all & ~bit, .whole = bit,
-                                   .r2r = {p->r2r[0], p->r2r[1], p->r2r[2]}};
         st = tide_fft_solver_create(ctx, n, box, &f, &p->mid, &p->fft);
     }
     if (st) {

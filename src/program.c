@@ -138,18 +138,13 @@ void tide_op_scale(tide_op *op, int dbl, long long count, double factor)
 
 /* ---- spectral operator ----------------------------------------------------------------- */
 
-/* The data's element; the origin's is a complex double. */
-static size_t spec_elem(const tide_spectral *d)
-{
-    return (d->real ? 1 : 2) * (d->dbl ? sizeof(double) : sizeof(float));
-}
-
+/* The origin's element: a complex double. */
 enum { ORIGIN_ELEM = 2 * sizeof(double) };
 
 static int spectral_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
 {
     const tide_spectral *d = op->spec;
-    size_t bytes = (size_t)tide_box_count(&d->box) * (size_t)d->batch * spec_elem(d);
+    size_t bytes = (size_t)tide_box_count(&d->box) * (size_t)d->batch * tide_spectral_elem(d);
     int st = src == dst ? TIDE_SUCCESS : e->be->copy(e, dst, src, bytes);
     return st || !bytes ? st : e->be->spectral(e, d, dst);
 }
@@ -238,7 +233,7 @@ int tide_op_spectral(tide_op *op, const tide_env *e, const tide_spectral *d, con
     /* Diagonal: the sum, one division, two products. Thomas: 8 flops per point on each of the
      * real and imaginary parts, with the eliminated diagonal written and read back. */
     op->cost.flops = (line ? 16 : 6) * points;
-    op->cost.mem_bytes = 2 * points * (double)spec_elem(d) * (line ? 2 : 1) +
+    op->cost.mem_bytes = 2 * points * (double)tide_spectral_elem(d) * (line ? 2 : 1) +
                          (line ? 2 * points * sizeof(double) : 0);
     tide_spectral *x = calloc(1, sizeof *x);
     if (!x)
