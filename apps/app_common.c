@@ -267,34 +267,53 @@ size_t app_rate_bytes(double data)
     return (size_t)(most < lo ? lo : most > hi ? hi : most);
 }
 
+int app_node_peers(int device, double value, app_node *nd)
+{
+    MPI_Comm node;
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &nd->n);
+    MPI_Comm_rank(node, &nd->me);
+    nd->device = malloc(sizeof(int) * (size_t)nd->n);
+    nd->value = malloc(sizeof(double) * (size_t)nd->n);
+    int ok = nd->device && nd->value, all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, node);
+    if (all) {
+        MPI_Allgather(&device, 1, MPI_INT, nd->device, 1, MPI_INT, node);
+        MPI_Allgather(&value, 1, MPI_DOUBLE, nd->value, 1, MPI_DOUBLE, node);
+    }
+    MPI_Comm_free(&node);
+    if (!all)
+        app_node_free(nd);
+    return all;
+}
+
+void app_node_free(app_node *nd)
+{
+    free(nd->device);
+    free(nd->value);
+    nd->device = NULL, nd->value = NULL;
+}
+
 double app_sum_rates(tide_context *ctx, double rate, int gpu)
 {
     tide_device_info dev = {.device = -1};
     if (gpu)
         tide_context_device(ctx, &dev);
-    MPI_Comm node;
-    int rank, n, first = 1;
+    int first = 1;
     double mine = rate, sum = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-    MPI_Comm_size(node, &n);
-    MPI_Comm_rank(node, &rank);
-    int *devs = malloc(sizeof(int) * (size_t)n);
-    double *rates = malloc(sizeof(double) * (size_t)n);
-    if (devs && rates && dev.device >= 0) {
-        MPI_Allgather(&dev.device, 1, MPI_INT, devs, 1, MPI_INT, node);
-        MPI_Allgather(&rate, 1, MPI_DOUBLE, rates, 1, MPI_DOUBLE, node);
-        for (int i = 0; i < n; i++)
-            if (devs[i] == dev.device) {
-                first = first && i >= rank; /* the node's first rank on this GPU speaks */
-                mine = rates[i] > mine ? rates[i] : mine;
+    app_node nd;
+    if (app_node_peers(dev.device, rate, &nd)) {
+        for (int i = 0; i < nd.n && dev.device >= 0; i++)
+            if (nd.device[i] == dev.device) {
+                first = first && i >= nd.me; /* the node's first rank on this GPU speaks */
+                mine = nd.value[i] > mine ? nd.value[i] : mine;
             }
+        app_node_free(&nd);
     }
     double part = first ? mine : 0;
     MPI_Allreduce(&part, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    free(devs);
-    free(rates);
-    MPI_Comm_free(&node);
     return sum;
 }
 

@@ -123,6 +123,19 @@ int app_measure_rates(tide_context *ctx, size_t bytes, tide_rates *r);
  * rank. */
 size_t app_rate_bytes(double data);
 
+/* The ranks of this rank's node: their GPU indices (-1: none) and one value each, in node
+ * rank order, me this rank's place. */
+typedef struct {
+    int n, me;
+    int *device;
+    double *value;
+} app_node;
+
+/* Collective over MPI_COMM_WORLD: *nd for this rank's device and value; 0 (nothing held) where
+ * a rank of the node could not allocate. app_node_free releases it. */
+int app_node_peers(int device, double value, app_node *nd);
+void app_node_free(app_node *nd);
+
 /* Collective: the sum over the ranks of rate, a rate of this rank's GPU when gpu (each GPU
  * counted once: ranks of a node sharing one time-slice it, each measuring the card alone, so
  * the largest of theirs stands for it), else of memory the ranks load at once. */

@@ -6,6 +6,7 @@
 #include <fftw3.h>
 #include <hwloc.h>
 #include "tide.h"
+#include "app_common.h"
 #include "tide_app.h"
 
 /* This rank's CPU binding as a list like "0-3" (or "unbound"), and its NUMA nodes. */
@@ -30,21 +31,15 @@ static void binding(char *cpus, size_t clen, char *numa, size_t nlen)
 /* Collective: whether two ranks of one node use the same GPU. */
 static int gpus_shared(int device)
 {
-    MPI_Comm node;
-    int rank, n, shared = 0, any = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-    MPI_Comm_size(node, &n);
-    int *devs = malloc(sizeof(int) * (size_t)n);
-    if (devs) {
-        MPI_Allgather(&device, 1, MPI_INT, devs, 1, MPI_INT, node);
-        for (int i = 0; i < n; i++)
+    int shared = 0, any = 0;
+    app_node nd;
+    if (app_node_peers(device, 0, &nd)) {
+        for (int i = 0; i < nd.n; i++)
             for (int j = 0; j < i; j++)
-                shared |= devs[i] >= 0 && devs[i] == devs[j];
+                shared |= nd.device[i] >= 0 && nd.device[i] == nd.device[j];
+        app_node_free(&nd);
     }
     MPI_Allreduce(&shared, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    free(devs);
-    MPI_Comm_free(&node);
     return any;
 }
 
