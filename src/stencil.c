@@ -31,6 +31,28 @@
 #include "program.h"
 #include "region.h"
 
+/* Several GPU ranks whose halo lies along the slowest storage dimension alone (the others held
+ * whole): a pass sweeps its own planes while the halo travels (the exchange on a stream of
+ * its own, this thread driving MPI as the GPU sweeps), then, the halo in, sweeps the planes
+ * next to each halo into scratch and copies back those it gets right. A sweep of k steps
+ * spoils k r planes inward from a face that is not the grid's, so the own planes' sweep is
+ * right but for `band` = fuse r planes at each side with a halo, and the sweep over that side's
+ * halo, those band planes and band more (3 band planes where the halo is whole) is right on
+ * them. The points are computed from the same values in the same order as by the sweep of the
+ * whole grown box: bitwise the same result. */
+typedef struct {
+    int on;
+    long long below, above; /* halo planes below and above the own box (0 at a grid face) */
+    long long band;         /* fuse r */
+    size_t plane;           /* bytes of one plane */
+    tide_sweep inner;       /* over the own planes */
+    tide_sweep side[2];     /* below, above (n[0] 0: no halo there) */
+    long long first[2];     /* the planes side[i] starts at, in the grown box */
+    void *scratch;          /* side's planes (backend memory) */
+    void *stream;           /* the exchange's */
+    void *ev_in, *ev_out;   /* the exchange after the pass before; the sides after it */
+} split_pass;
+
 struct tide_stencil_plan {
     tide_context *ctx;
     tide_stencil_options o;
@@ -56,6 +78,7 @@ struct tide_stencil_plan {
     void *dev_source;      /* ... and the source, uploaded at each run */
     void *entry;           /* orders runs after the caller's CUDA work */
     int tuned;             /* fuse chosen by timing sweeps */
+    split_pass split;      /* several GPU ranks: passes that hide the exchange (below) */
 };
 
 static const char *const shape_names[] = {"7pt", "27pt", "star", "box"};
@@ -207,6 +230,22 @@ void tide_stencil_options_init(tide_stencil_options *o)
 
 /* ---- the plan -------------------------------------------------------------------------- */
 
+static void split_destroy(tide_stencil_plan *p)
+{
+    split_pass *x = &p->split;
+    const tide_env *e = &p->env;
+    tide_sweep *all[3] = {&x->inner, &x->side[0], &x->side[1]};
+    for (int i = 0; i < 3; i++)
+        if (all[i]->state)
+            e->be->sweep_destroy(e, all[i]);
+    e->be->free(x->scratch);
+    if (x->stream)
+        e->be->stream_destroy(x->stream);
+    tide_order_destroy(x->ev_in);
+    tide_order_destroy(x->ev_out);
+    memset(x, 0, sizeof *x);
+}
+
 int tide_stencil_plan_destroy(tide_stencil_plan *p)
 {
     if (!p)
@@ -217,6 +256,7 @@ int tide_stencil_plan_destroy(tide_stencil_plan *p)
     if (e->be) {
         if (p->sweep.state)
             e->be->sweep_destroy(e, &p->sweep);
+        split_destroy(p);
         e->be->free(p->work);
         e->be->free(p->ea);
         e->be->free(p->eb);
@@ -323,15 +363,45 @@ static size_t ext_bytes(const tide_stencil_plan *p)
     return (size_t)tide_box_count(&p->ext) * elem_bytes(p);
 }
 
+/* Whether this rank's passes split (split_pass): several GPU ranks, a box of its own, a halo
+ * along the slowest storage dimension alone, and own planes enough for the sides' sweeps to
+ * stay a small part (3 band at least). *below and *above: the halo planes on each side. */
+static int split_geometry(const tide_stencil_plan *p, long long *below, long long *above)
+{
+    const int *ord = p->box.order;
+    *below = p->box.lo[ord[0]] - p->ext.lo[ord[0]];
+    *above = p->ext.hi[ord[0]] - p->box.hi[ord[0]];
+    if (!p->halo || !p->env.be->gpu || tide_box_count(&p->box) == 0 || (!*below && !*above))
+        return 0;
+    for (int k = 1; k < 3; k++)
+        if (p->ext.lo[ord[k]] != p->box.lo[ord[k]] || p->ext.hi[ord[k]] != p->box.hi[ord[k]])
+            return 0;
+    return tide_ext(&p->box, ord[0]) >= 3LL * p->fuse * p->radius;
+}
+
+/* Bytes of the split passes' scratch: the larger side's planes (0 where passes do not split). */
+static size_t split_bytes(const tide_stencil_plan *p)
+{
+    long long below, above, band = (long long)p->fuse * p->radius;
+    if (!split_geometry(p, &below, &above))
+        return 0;
+    long long most = (below > above ? below : above) + 2 * band;
+    const int *ord = p->box.order;
+    return (size_t)most * (size_t)tide_ext(&p->ext, ord[1]) * (size_t)tide_ext(&p->ext, ord[2]) *
+           elem_bytes(p);
+}
+
 /* Memory the plan holds in its backend's memory: the work array, or on several ranks the two
- * arrays on the grown box (three with a source) and on the GPU the halo's device staging; on
+ * arrays on the grown box (three with a source), on the GPU the halo's device staging and the
+ * split passes' scratch; on
  * a GPU with host arrays also the device copies of u and the source. */
 static size_t backend_bytes(const tide_stencil_plan *p)
 {
     int gpu = p->env.be->gpu, src = p->o.source != NULL;
     int copies = gpu && p->o.location == TIDE_LOCATION_HOST;
     size_t own = !p->halo ? p->bytes
-                          : ext_bytes(p) * (2 + src) + (gpu ? tide_halo_bytes(p->halo) : 0);
+                          : ext_bytes(p) * (2 + src) + (gpu ? tide_halo_bytes(p->halo) : 0) +
+                                split_bytes(p);
     return own + (copies ? p->bytes * (1 + src) : 0);
 }
 
@@ -588,6 +658,52 @@ static int plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_args *
     return st;
 }
 
+/* The split passes' sweeps, scratch, stream and events, where this rank's passes split
+ * (local; the reason in err). */
+static int split_setup(tide_stencil_plan *p, char *err, size_t len)
+{
+    split_pass *x = &p->split;
+    const tide_env *e = &p->env;
+    long long below, above;
+    if (!split_geometry(p, &below, &above))
+        return TIDE_SUCCESS;
+    long long n0 = tide_ext(&p->ext, p->box.order[0]), band = (long long)p->fuse * p->radius;
+    x->below = below, x->above = above, x->band = band;
+    x->plane = ext_bytes(p) / (size_t)n0;
+    x->first[0] = 0, x->first[1] = n0 - above - 2 * band;
+    long long at[3] = {below, x->first[0], x->first[1]};
+    long long planes[3] = {n0 - below - above, below ? below + 2 * band : 0,
+                           above ? above + 2 * band : 0};
+    int st = TIDE_SUCCESS;
+    for (int i = 0; i < 3 && !st; i++) {
+        tide_sweep *t = i == 0 ? &x->inner : &x->side[i - 1];
+        *t = p->sweep;
+        t->state = NULL;
+        t->n[0] = (int)planes[i];
+        if (t->source)
+            t->source = (const char *)t->source + at[i] * (long long)x->plane;
+        if (planes[i])
+            st = e->be->sweep_create(e, t, p->fuse, err, len);
+    }
+    if (!st && (st = e->be->alloc(split_bytes(p), &x->scratch)))
+        snprintf(err, len, "cannot allocate the split passes' %.3g MB: %s", split_bytes(p) / 1e6,
+                 e->be->last_error());
+    if (!st && e->be->gpu && (st = e->be->stream_create(&x->stream)))
+        snprintf(err, len, "cannot create the exchange's stream: %s", e->be->last_error());
+    if (!st && ((st = tide_order_create(p->ctx, &x->ev_in)) ||
+                (st = tide_order_create(p->ctx, &x->ev_out))))
+        snprintf(err, len, "cannot create the exchange's events: %s", e->be->last_error());
+    if (st) {
+        split_destroy(p);
+        return st;
+    }
+    x->on = 1;
+    tide_log(p->ctx, TIDE_LOG_DEBUG, "stencil: passes split: the own planes swept while the "
+             "halo travels, %lld halo planes below, %lld above, %lld-plane bands", below, above,
+             band);
+    return TIDE_SUCCESS;
+}
+
 /* The plan's memory, its sweep and its steps per pass (local; the reason in err): on a GPU
  * with host arrays the device copies of u and the source; the work array, or on several ranks
  * the arrays on the grown box, and the sweep with the agreed steps per pass. */
@@ -621,7 +737,7 @@ static int build(tide_stencil_plan *p, const int (*off)[3], const double *w, cha
             (st = e->be->sweep_create(e, &p->sweep, p->fuse, err, len)))
             return st;
         tide_op_sweep(&p->op, &p->sweep, p->fuse);
-        return TIDE_SUCCESS;
+        return split_setup(p, err, len);
     }
     p->sweep.source = host_gpu ? p->dev_source : p->o.source;
     st = e->be->sweep_create(e, &p->sweep, p->o.fuse, err, len);
@@ -808,6 +924,38 @@ static int exchange(tide_stencil_plan *p, void *a)
     return st ? st : x;
 }
 
+/* One split pass of count steps from `from` into `to` (split_pass; failed: skip the sweeps),
+ * the exchange filling from's halo as the own planes are swept. Every rank takes part in the
+ * exchange whatever failed. */
+static int split_run(tide_stencil_plan *p, void *from, void *to, int count, int failed)
+{
+    split_pass *x = &p->split;
+    const tide_env *e = &p->env;
+    tide_env he = *e;
+    he.stream = x->stream;
+    char *f = from, *t = to;
+    size_t pl = x->plane;
+    /* the exchange reads planes the pass before wrote */
+    int st = failed ? failed : tide_order_after(x->ev_in, e->stream, x->stream);
+    if (!st)
+        st = e->be->sweep(e, &x->inner, f + x->below * pl, t + x->below * pl, count);
+    double t0 = MPI_Wtime();
+    int h = e->be->halo(&he, p->halo, from);
+    p->halo_seconds += MPI_Wtime() - t0;
+    p->exchanges++;
+    st = st ? st : h ? h : tide_order_after(x->ev_out, x->stream, e->stream);
+    for (int i = 0; i < 2 && !st; i++) {
+        if (!x->side[i].state)
+            continue;
+        long long good = i == 0 ? x->below : x->band; /* its right planes, from its first */
+        st = e->be->sweep(e, &x->side[i], f + x->first[i] * pl, x->scratch, count);
+        if (!st)
+            st = e->be->copy(e, t + (x->first[i] + good) * pl, (char *)x->scratch + good * pl,
+                             (size_t)x->band * pl);
+    }
+    return st;
+}
+
 /* The passes of a run from a to b and back, `steps` >= 1 split as evenly as the passes allow;
  * on one rank an even number of them where there are steps enough, so the result ends where
  * it began. On
@@ -822,11 +970,15 @@ static int passes(tide_stencil_plan *p, void *a, void *b, long long steps, int *
     void *from = a, *to = b;
     int st = TIDE_SUCCESS, sweep = tide_box_count(&p->box) > 0;
     for (long long i = 0; i < n && (!st || p->halo); i++) {
-        int x = p->halo ? exchange(p, from) : TIDE_SUCCESS;
-        st = st ? st : x;
         p->op.count = steps / n + (i < steps % n);
-        if (!st && sweep)
-            st = p->op.cls->execute(&p->op, &p->env, from, to);
+        if (p->split.on) {
+            st = split_run(p, from, to, p->op.count, st);
+        } else {
+            int x = p->halo ? exchange(p, from) : TIDE_SUCCESS;
+            st = st ? st : x;
+            if (!st && sweep)
+                st = p->op.cls->execute(&p->op, &p->env, from, to);
+        }
         void *t = from;
         from = to, to = t;
     }
