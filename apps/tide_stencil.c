@@ -536,6 +536,7 @@ int tide_cmd_stencil(int argc, char **argv)
      * now with that many bytes per rank */
     CHECK(tide_stencil_plan_info(plan, &info));
     double halo_s = app_max(info.halo_seconds), halo_bytes = halo_most * (double)es, xrate = 0;
+    int overlapped = app_max(info.overlapped) > 0;
     if (P > 1)
         CHECK(tide_measure_exchange(ctx, TIDE_EXCHANGE_P2P, (size_t)halo_bytes + 1, &xrate));
     double halo_bound = P > 1 && xrate > 0 ? info.exchanges * app_seconds(halo_bytes, xrate)
@@ -605,10 +606,12 @@ int tide_cmd_stencil(int argc, char **argv)
                                                                  : "no bytes per step");
     }
     if (P > 1)
-        tide_say("Halo: %lld exchanges per run, %.4g s in them on the slowest rank (%.3g of the "
-                 "run); at most %.4g MB received per exchange: %.4g s at the measured "
+        tide_say("Halo: %lld exchanges per run%s, %.4g s in them on the slowest rank (%.3g of "
+                 "the run); at most %.4g MB received per exchange: %.4g s at the measured "
                  "exchange rate %.4g GB/s (MPI_Isend/Irecv, every pair of ranks), exchange time "
-                 "/ that %.3g\n", info.exchanges, halo_s, ts.median > 0 ? halo_s / ts.median : 0,
+                 "/ that %.3g\n", info.exchanges,
+                 overlapped ? " beside the sweeps of the own planes" : "", halo_s,
+                 ts.median > 0 ? halo_s / ts.median : 0,
                  halo_bytes / 1e6, halo_bound, xrate, halo_s / halo_bound);
 
     if (c->json && rank == 0) {
@@ -623,8 +626,8 @@ int tide_cmd_stencil(int argc, char **argv)
                     a.shape_name, info.radius, info.taps, a.bc, a.steps, info.fuse,
                     dev ? "device" : "host", a.source ? "true" : "false");
             fprintf(f, " \"grid\": [%d, %d, %d], \"halo_points_max\": %.0f, \"exchanges\": %lld, "
-                    "\"halo_seconds\": %.6g, ", grid[0], grid[1], grid[2], halo_most,
-                    info.exchanges, halo_s);
+                    "\"halo_seconds\": %.6g, \"overlapped\": %s, ", grid[0], grid[1], grid[2],
+                    halo_most, info.exchanges, halo_s, overlapped ? "true" : "false");
             app_json_real(f, "exchange_rate_gbps", P > 1 ? xrate : NAN, ", ");
             app_json_real(f, "halo_bound_seconds", halo_bound, ",\n");
             app_json_timing(f, tplan_max, &ts, info.flops * cells, mem);

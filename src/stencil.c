@@ -881,6 +881,7 @@ int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
         info->halo_points = tide_halo_points(p->halo);
         info->exchanges = p->exchanges;
         info->halo_seconds = p->halo_seconds;
+        info->overlapped = p->split.on;
     }
     return TIDE_SUCCESS;
 }
@@ -893,7 +894,8 @@ int tide_stencil_plan_describe(const tide_stencil_plan *p, char *buf, size_t len
     int host_gpu = p->env.be->gpu && p->o.location == TIDE_LOCATION_HOST;
     char ranks[96] = "";
     if (p->halo)
-        snprintf(ranks, sizeof ranks, "halo %d > ", p->fuse * p->radius);
+        snprintf(ranks, sizeof ranks, "halo %d %s ", p->fuse * p->radius,
+                 p->split.on ? "beside" : ">");
     snprintf(buf, len, "stencil %s r%d %d taps %s %s: %s%s%s%s", shape_names[p->o.shape],
              p->radius, p->taps, p->o.precision == TIDE_DOUBLE ? "double" : "float",
              p->env.be->name, host_gpu ? "upload > " : "", ranks, p->op.what,

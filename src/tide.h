@@ -627,6 +627,9 @@ typedef struct {
                               * per pass, one more for the source's halo) */
     double halo_seconds;     /* ... and the seconds this rank spent in them (packing, waiting
                               * for its peers, unpacking) */
+    int overlapped;          /* several GPU ranks: 1 where each pass sweeps this rank's own
+                              * planes while its halo travels (halo_seconds then run beside
+                              * that sweep) */
 } tide_stencil_info;
 
 int tide_stencil_plan_info(const tide_stencil_plan *plan, tide_stencil_info *info);

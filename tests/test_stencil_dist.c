@@ -513,14 +513,24 @@ static void check_and_run(const char *name, const stencil *s, tide_stencil_plan 
      * some for the built-in shapes (a tap along every axis) on a box that does not span the
      * grid. */
     long long extra = 0;
-    int spans = 1;
+    int spans = 1, slab = 0;
     if (count > 0) {
         int ext[3];
         grown_extents(&mine, s->n, s->bc, plan_fuse * s->r, ext);
         extra = (long long)ext[0] * ext[1] * ext[2] - count;
         for (int d = 0; d < 3; d++)
             spans = spans && mine.lo[d] == 0 && mine.hi[d] == s->n[d];
+        /* a halo along the slowest storage dimension alone, at least 3 fuse r own planes */
+        const int *o = mine.order;
+        int own0 = mine.hi[o[0]] - mine.lo[o[0]];
+        slab = ext[o[0]] > own0 && own0 >= 3 * plan_fuse * s->r;
+        for (int k = 1; k < 3; k++)
+            slab = slab && ext[o[k]] == mine.hi[o[k]] - mine.lo[o[k]];
     }
+    /* overlapped: exactly the GPU ranks whose halo is such a slab's */
+    tt_check(&tally, world, info.overlapped == (gpu && nranks > 1 && slab),
+             "d) %s: info.overlapped %d on rank %d's box %s (GPU %d, %d ranks, slab halo %d)",
+             name, info.overlapped, rank, bs, gpu, nranks, slab);
     int need = count > 0 && !spans && s->shape <= S27;
     long long hp = info.halo_points;
     tt_check(&tally, world,
