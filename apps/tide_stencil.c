@@ -595,7 +595,20 @@ int tide_cmd_stencil(int argc, char **argv)
                  ratio > 1 ? " (above 1: the fused passes beat one pass per step)" : "",
                  fused_gcells, info.fuse, info.fuse == 1 ? "" : "s",
                  info.bytes_per_step / (info.fuse > 0 ? info.fuse : 1), fused_ratio);
-        if (gpu && !dev)
+        if (gpu && !dev && info.slabs > 0) {
+            /* out of card: each pass sends u up (the source too) and back down once */
+            long long passes = (a.steps + info.fuse - 1) / info.fuse;
+            double up = (double)bytes * (a.source ? 2 : 1), down = (double)bytes;
+            double pass_s = fmax(fmax(app_seconds(up, rates.h2d), app_seconds(down, rates.d2h)),
+                                 app_seconds(up + down, rates.both));
+            double pcie_gcells = pass_s > 0 ? cells / (passes * pass_s) * 1e-9 : 0;
+            tide_say("Out of card: %d slabs per pass through the GPU, %d steps per pass, %lld "
+                     "passes; PCIe bound %.4g GCell/s (each pass moves u%s up and u down: %.3g "
+                     "s at the measured rates %.3g GB/s up, %.3g down, %.3g both ways), figure "
+                     "/ PCIe bound %.3g\n", info.slabs, info.fuse, passes, pcie_gcells,
+                     a.source ? " and the source" : "", pass_s, rates.h2d, rates.d2h,
+                     rates.both, pcie_gcells > 0 ? gcells / pcie_gcells : 0);
+        } else if (gpu && !dev)
             tide_say("Host arrays: each run also copies u up and down%s over PCIe, %.3g s at "
                      "the measured one-direction rates (%.3g GB/s up, %.3g GB/s down), not in "
                      "the bounds\n", a.source ? " and the source up" : "",
@@ -622,8 +635,9 @@ int tide_cmd_stencil(int argc, char **argv)
         } else {
             app_json_head(f, "stencil", c, P, threads, info.backend, desc, 0);
             fprintf(f, "\"shape\": \"%s\", \"radius\": %d, \"taps\": %d, \"bc\": \"%s\", "
-                    "\"steps\": %d, \"fuse\": %d, \"location\": \"%s\", \"source\": %s,\n",
-                    a.shape_name, info.radius, info.taps, a.bc, a.steps, info.fuse,
+                    "\"steps\": %d, \"fuse\": %d, \"slabs\": %d, \"location\": \"%s\", "
+                    "\"source\": %s,\n",
+                    a.shape_name, info.radius, info.taps, a.bc, a.steps, info.fuse, info.slabs,
                     dev ? "device" : "host", a.source ? "true" : "false");
             fprintf(f, " \"grid\": [%d, %d, %d], \"halo_points_max\": %.0f, \"exchanges\": %lld, "
                     "\"halo_seconds\": %.6g, \"overlapped\": %s, ", grid[0], grid[1], grid[2],

@@ -30,6 +30,7 @@
 #include "halo.h"
 #include "program.h"
 #include "region.h"
+#include "stencil_stream.h"
 
 /* Several GPU ranks whose halo lies along the slowest storage dimension alone (the others held
  * whole): a pass sweeps its own planes while the halo travels (the exchange on a stream of
@@ -79,6 +80,8 @@ struct tide_stencil_plan {
     void *entry;           /* orders runs after the caller's CUDA work */
     int tuned;             /* fuse chosen by timing sweeps */
     split_pass split;      /* several GPU ranks: passes that hide the exchange (below) */
+    tide_stencil_stream *oc; /* one GPU rank, host arrays beyond the device budget: slabs
+                              * through the GPU (stencil_stream.h) */
 };
 
 static const char *const shape_names[] = {"7pt", "27pt", "star", "box"};
@@ -257,6 +260,7 @@ int tide_stencil_plan_destroy(tide_stencil_plan *p)
         if (p->sweep.state)
             e->be->sweep_destroy(e, &p->sweep);
         split_destroy(p);
+        tide_stencil_stream_destroy(p->oc);
         e->be->free(p->work);
         e->be->free(p->ea);
         e->be->free(p->eb);
@@ -303,11 +307,11 @@ static void make_sweep(tide_stencil_plan *p, const int (*off)[3], const double *
     s->w = p->w;
 }
 
-/* Seconds one sweep of k steps takes on the grid of s from src to dst: the mean of three
- * after a warm-up. The mean, not the best: ranks that share a GPU take turns on it, and the
- * best of a rank's sweeps is one that happened to run while the others' did not. */
-static double time_sweep(const tide_env *e, const tide_sweep *s, const void *src, void *dst,
-                         int k, int *st)
+/* The mean of three sweeps after a warm-up, not the best: ranks that share a GPU take turns
+ * on it, and the best of a rank's sweeps is one that happened to run while the others' did
+ * not. */
+double tide_stencil_time_sweep(const tide_env *e, const tide_sweep *s, const void *src,
+                               void *dst, int k, int *st)
 {
     double t0 = 0;
     for (int rep = 0; rep < 4 && !*st; rep++) {
@@ -334,7 +338,7 @@ static int tune_fuse(tide_stencil_plan *p, int *st)
     int best = 1;
     double best_rate = 0;
     for (int k = 1; k <= p->sweep.max_fuse && !*st; k++) {
-        double rate = k / time_sweep(&p->env, &t, a, a + half, k, st);
+        double rate = k / tide_stencil_time_sweep(&p->env, &t, a, a + half, k, st);
         tide_log(p->ctx, TIDE_LOG_DEBUG, "stencil: %d steps per sweep: %.4g GCell/s (on half "
                  "the grid)", k, rate * (double)t.n[0] * t.n[1] * t.n[2] / 1e9);
         if (rate > best_rate)
@@ -550,7 +554,7 @@ static int time_fuse_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_b
             p->ext = grown(p, &own[me], k * p->radius);
             make_sweep(p, off, w);
             *st = e->be->sweep_create(e, &p->sweep, k, err, len);
-            t = *st ? 0 : time_sweep(e, &p->sweep, a, b, k, st);
+            t = *st ? 0 : tide_stencil_time_sweep(e, &p->sweep, a, b, k, st);
             if (p->sweep.state)
                 e->be->sweep_destroy(e, &p->sweep);
             p->sweep.state = NULL;
@@ -704,15 +708,45 @@ static int split_setup(tide_stencil_plan *p, char *err, size_t len)
     return TIDE_SUCCESS;
 }
 
+/* One GPU rank whose host arrays are beyond the device budget (local; the reason in err):
+ * the slabs through the GPU (stencil_stream.h), the whole grid's sweep serving them, and the
+ * steps per pass they take. */
+static int build_streamed(tide_stencil_plan *p, char *err, size_t len)
+{
+    const tide_env *e = &p->env;
+    tide_rates rates;
+    int st = e->be->sweep_create(e, &p->sweep, 0, err, len);
+    if (!st)
+        st = tide_context_pcie(p->ctx, &rates, err, len);
+    tide_stencil_stream_desc d = {.env = e, .sweep = &p->sweep, .box = p->box,
+                                  .source = p->o.source != NULL,
+                                  .budget = p->ctx->dev.budget_bytes, .fuse = p->o.fuse,
+                                  .pcie = rates};
+    if (st || (st = tide_stencil_stream_create(&d, &p->oc, err, len)))
+        return st;
+    tide_stencil_stream_shape sh;
+    tide_stencil_stream_shape_of(p->oc, &sh);
+    p->fuse = sh.fuse;
+    p->tuned = !p->o.fuse;
+    tide_op_sweep(&p->op, &p->sweep, sh.sweep_fuse);
+    tide_log(p->ctx, TIDE_LOG_DEBUG, "stencil: out of card: %d slabs of at most %d planes, %d "
+             "steps per pass in sweeps of %d; the model expects %.4g GCell/s", sh.slabs,
+             sh.planes, sh.fuse, sh.sweep_fuse, sh.model_rate / 1e9);
+    return TIDE_SUCCESS;
+}
+
 /* The plan's memory, its sweep and its steps per pass (local; the reason in err): on a GPU
- * with host arrays the device copies of u and the source; the work array, or on several ranks
- * the arrays on the grown box, and the sweep with the agreed steps per pass. */
+ * with host arrays the device copies of u and the source (or, beyond the budget on one rank,
+ * the slabs through the GPU); the work array, or on several ranks the arrays on the grown
+ * box, and the sweep with the agreed steps per pass. */
 static int build(tide_stencil_plan *p, const int (*off)[3], const double *w, char *err,
                  size_t len)
 {
     const tide_env *e = &p->env;
     make_sweep(p, off, w);
     int host_gpu = e->be->gpu && p->o.location == TIDE_LOCATION_HOST;
+    if (host_gpu && !p->halo && backend_bytes(p) > p->ctx->dev.budget_bytes)
+        return build_streamed(p, err, len);
     if (e->be->gpu && backend_bytes(p) > p->ctx->dev.budget_bytes)
         return snprintf(err, len, "the plan needs %.3g GB of device memory on GPU %d, more than "
                         "the context's budget of %.3g GB", backend_bytes(p) / 1e9,
@@ -868,6 +902,13 @@ int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
     info->host_bytes = p->sweep.state_bytes + (gpu ? 0 : backend_bytes(p) + staging);
     info->pinned_bytes = gpu ? staging : 0;
     info->device_bytes = gpu ? backend_bytes(p) : 0;
+    if (p->oc) {
+        tide_stencil_stream_shape sh;
+        tide_stencil_stream_shape_of(p->oc, &sh);
+        info->pinned_bytes = sh.pinned_bytes;
+        info->device_bytes = sh.device_bytes;
+        info->slabs = sh.slabs;
+    }
     info->taps = p->taps;
     info->radius = p->radius;
     info->fuse = p->fuse;
@@ -896,6 +937,12 @@ int tide_stencil_plan_describe(const tide_stencil_plan *p, char *buf, size_t len
     if (p->halo)
         snprintf(ranks, sizeof ranks, "halo %d %s ", p->fuse * p->radius,
                  p->split.on ? "beside" : ">");
+    if (p->oc) { /* each slab: up, the pass's sweeps, down */
+        tide_stencil_stream_shape sh;
+        tide_stencil_stream_shape_of(p->oc, &sh);
+        snprintf(ranks, sizeof ranks, "%d slabs of <= %d planes, %d steps per pass: ", sh.slabs,
+                 sh.planes, sh.fuse);
+    }
     snprintf(buf, len, "stencil %s r%d %d taps %s %s: %s%s%s%s", shape_names[p->o.shape],
              p->radius, p->taps, p->o.precision == TIDE_DOUBLE ? "double" : "float",
              p->env.be->name, host_gpu ? "upload > " : "", ranks, p->op.what,
@@ -1061,6 +1108,16 @@ static int run(tide_stencil_plan *p, void *u, long long steps, int enter_st)
         if (st)
             tide_fail(p->ctx, st, "failure during tide_stencil_run: %s",
                       st == TIDE_ERR_MPI ? "a halo exchange failed" : e->be->last_error());
+        return tide_agree(p->ctx, st);
+    }
+    if (p->oc) {
+        char err[TIDE_MSG_LEN] = "";
+        long long n = (steps + p->fuse - 1) / p->fuse;
+        for (long long i = 0; i < n && !st; i++)
+            st = tide_stencil_stream_pass(p->oc, u, p->o.source, (int)(steps / n + (i < steps % n)),
+                                          err, sizeof err);
+        if (st)
+            tide_fail(p->ctx, st, "failure during tide_stencil_run: %s", err);
         return tide_agree(p->ctx, st);
     }
     int host_gpu = e->be->gpu && p->o.location == TIDE_LOCATION_HOST, in_b = 0;

@@ -627,6 +627,8 @@ typedef struct {
                               * per pass, one more for the source's halo) */
     double halo_seconds;     /* ... and the seconds this rank spent in them (packing, waiting
                               * for its peers, unpacking) */
+    int slabs;               /* one GPU rank whose host arrays exceed the device budget: the
+                              * slabs each pass sends through the GPU; 0 in card */
     int overlapped;          /* several GPU ranks: 1 where each pass sweeps this rank's own
                               * planes while its halo travels (halo_seconds then run beside
                               * that sweep) */

@@ -34,7 +34,13 @@
  *     (count, bytes, taps, radius, fuse, flops, bytes per step, backend, location) and
  *     describe (non-empty, never past its buffer); the source never written;
  *  d) bad input, every rank making the same calls: the same code and message on every rank,
- *     messages naming the offending value, the plan pointer or u left alone.
+ *     messages naming the offending value, the plan pointer or u left alone;
+ *  e) on the GPU with host arrays, out of card: cases of c) on contexts whose device budget is
+ *     below what the grid needs in card (a fraction of it), so the grid streams through the
+ *     GPU in slabs: 3 to 23 slabs, periodic and Dirichlet along the slabs' dimension, radius 1
+ *     to 3, a source, storage orders, steps per pass from 1 to 12 (several sweeps per pass) and
+ *     the plan's choice; info.slabs at least 2 and the device memory within the budget, each
+ *     run compared bitwise as in c). In card, info.slabs is 0.
  */
 #include <ctype.h>
 #include <math.h>
@@ -60,7 +66,8 @@ static int lchecks, lfailed; /* this rank's local checks (its own cases) */
 static int gpu;              /* TIDE_TEST_BACKEND=cuda: the contexts run on the GPU */
 static int on_device;        /* TIDE_TEST_LOCATION=device: u (and the source) in device memory */
 static int verbose;          /* TIDE_TEST_VERBOSE=1: name each case as it starts */
-static tide_context *sctx;   /* this rank's context on MPI_COMM_SELF */
+static tide_context *sctx;   /* this rank's context on MPI_COMM_SELF (the cases run on it) */
+static size_t oc_budget;     /* e): its device budget, which the case's grid exceeds; 0: c) */
 static tide_backend sbackend;
 
 /* A local check (this rank's own cases): printed by the rank that fails it. */
@@ -488,6 +495,25 @@ static const spec specs[] = {
 };
 enum { NSPECS = (int)(sizeof specs / sizeof specs[0]), NFUZZ = 96 };
 
+/* e) out of card: a case and the fraction of its in-card device memory (u, the work array and
+ * the source) the budget allows. The slowest storage dimension is the long one. */
+typedef struct {
+    spec s;
+    double frac;
+} oc_spec;
+
+static const oc_spec oc_specs[] = {
+    {{S7, 1, 0, {61, 29, 23}, 0, "DDD", 0, -1, 0, 0}, 0.9},
+    {{S7, 1, 0, {64, 19, 17}, 1, "PPP", 1, 3, O012, 1}, 0.9},
+    {{S27, 1, 0, {17, 19, 71}, 0, "PDP", 0, 2, O210, 1}, 0.9},
+    {{SS, 2, 0, {90, 13, 11}, 1, "PPD", 1, 2, 0, 0}, 0.95},
+    {{SB, 1, 0, {200, 17, 23}, 0, "DPP", 0, 12, 0, 0}, 0.95},
+    {{SS, 3, 0, {151, 7, 9}, 0, "PPP", 1, 5, 0, 0}, 0.99},
+    {{S7, 1, 0, {200, 9, 7}, 0, "PDD", 0, 8, 0, 1}, 0.5},
+    {{S27, 1, 0, {97, 12, 10}, 1, "PPP", 1, -1, O012, 0}, 0.7},
+};
+enum { NOC = (int)(sizeof oc_specs / sizeof oc_specs[0]) };
+
 static tide_bc bc_of(char c) { return c == 'P' ? TIDE_BC_PERIODIC : TIDE_BC_DIRICHLET; }
 
 static void name_case(scase *c, const char *kind)
@@ -726,6 +752,14 @@ static void run_case(const scase *c, int index)
            c->name, st, info.count, count, info.bytes, bytes, info.taps, ntaps, info.radius,
            c->radius, info.fuse, fuse, info.flops, flops, info.bytes_per_step, bps,
            (int)info.backend, (int)sbackend, (int)info.location, (int)loc);
+    /* in card, or out of card (e): slabs through the GPU within the budget */
+    if (oc_budget)
+        lcheck(st == 0 && info.slabs >= 2 && info.device_bytes <= oc_budget,
+               "e) %s: info: %d slabs (want 2 or more), %zu device bytes (budget %zu)",
+               c->name, info.slabs, info.device_bytes, oc_budget);
+    else
+        lcheck(st == 0 && info.slabs == 0, "c) %s: info: %d slabs in card", c->name,
+               info.slabs);
     int plan_fuse = st == 0 && info.fuse >= 1 && info.fuse < 1000 ? info.fuse : 1;
     char desc[512], tiny[16];
     memset(desc, 0, sizeof desc);
@@ -1354,6 +1388,31 @@ int main(int argc, char **argv)
         printf("  c) %d cases (%d structured, %d random) over %d ranks: %d failed checks (%.1f s "
                "on rank 0)\n",
                ncases, NSPECS, NFUZZ, nranks, allfails, tc);
+
+    /* e) out of card: this rank's share, each case on a context with its own budget */
+    if (gpu && !on_device) {
+        tide_context *own = sctx;
+        scase *e = tt_xmalloc(sizeof *e);
+        for (int k = rank; k < NOC; k += nranks) {
+            build_case(&oc_specs[k].s, 5000u + 13u * (unsigned)k, "out of card", e);
+            size_t need = (size_t)e->n[0] * e->n[1] * e->n[2] * (e->dbl ? 8 : 4) *
+                          (2 + (e->source ? 1 : 0));
+            tide_context_options o = copts;
+            o.device_budget = (size_t)(oc_specs[k].frac * (double)need);
+            st = tide_context_create(MPI_COMM_SELF, &o, &sctx);
+            if (lcheck(st == 0, "e) %s: a context with a budget of %zu bytes: %s: %s", e->name,
+                       o.device_budget, tide_strerror(st), tide_last_error(NULL))) {
+                oc_budget = o.device_budget;
+                run_case(e, k);
+                oc_budget = 0;
+                tide_context_destroy(sctx);
+            }
+            sctx = own;
+        }
+        free(e);
+        if (rank == 0)
+            printf("  e) %d out-of-card cases over %d ranks\n", NOC, nranks);
+    }
 
     create_errors();
     run_errors();
