@@ -715,7 +715,7 @@ static int build_streamed(tide_stencil_plan *p, char *err, size_t len)
 {
     const tide_env *e = &p->env;
     tide_rates rates;
-    int st = e->be->sweep_create(e, &p->sweep, 0, err, len);
+    int st = e->be->sweep_create(e, &p->sweep, 1, err, len); /* one level at a time */
     if (!st)
         st = tide_context_pcie(p->ctx, &rates, err, len);
     tide_stencil_stream_desc d = {.env = e, .sweep = &p->sweep, .box = p->box,
@@ -728,10 +728,10 @@ static int build_streamed(tide_stencil_plan *p, char *err, size_t len)
     tide_stencil_stream_shape_of(p->oc, &sh);
     p->fuse = sh.fuse;
     p->tuned = !p->o.fuse;
-    tide_op_sweep(&p->op, &p->sweep, sh.sweep_fuse);
+    tide_op_sweep(&p->op, &p->sweep, 1);
     tide_log(p->ctx, TIDE_LOG_DEBUG, "stencil: out of card: %d slabs of at most %d planes, %d "
-             "steps per pass in sweeps of %d; the model expects %.4g GCell/s", sh.slabs,
-             sh.planes, sh.fuse, sh.sweep_fuse, sh.model_rate / 1e9);
+             "steps per pass; the model expects %.4g GCell/s", sh.slabs, sh.planes, sh.fuse,
+             sh.model_rate / 1e9);
     return TIDE_SUCCESS;
 }
 

@@ -1,27 +1,34 @@
 /*
  * stencil_stream.c: stencil passes over a host grid larger than the GPU (stencil_stream.h).
  *
- * Slab i owns planes [o0, o1) of the nz along the slowest storage dimension and is swept on
- * the device grown by g = K r ghost planes: [o0 - g, o1 + g), clipped at Dirichlet faces and
- * wrapping past periodic ones. Its device buffers (one pipeline slot's): A and B, the two
- * time levels the sweeps alternate between, and the source's planes. Resident buffers: SAVE,
- * the g own planes at the top of the slab before (the planes below this slab, which that slab
- * has written back by now), and WRAP, slab 0's first g planes (above the last slab on a
- * periodic grid). The work of slab i:
- *   1. the planes below from SAVE (i > 0), then its own top g planes into SAVE (i < last);
- *      slab 0 of a periodic grid saves its first g planes into WRAP, the last slab takes them
- *      above its own;
- *   2. the pass's steps in sweeps of up to f steps, A to B and back, the slab's faces kept as
- *      boundaries: its own planes are right, g planes from any ghost face at most K r deep.
- * Uploads: the planes from the slab's first own one (slab 0: its first) to its top, and a
- * periodic slab 0's planes below from the grid's top; the source's planes all from the host
- * (never written). Download: the own planes from whichever of A and B holds the result.
+ * Jin 2014's 1D-TBM with buffer copy. Slab i owns planes [o0, o1) of the nz along the slowest
+ * storage dimension. A pass of L steps computes, on the device, each time level l = 1 .. L of
+ * the slab one after another, level l on planes [o0 - l r, o1 - l r): every level lags the one
+ * before by r planes, so it needs only level l - 1 on [o0 - (l + 1) r, o1 - (l - 1) r), the
+ * slab's own level l - 1 planes and the 2 r below them, which the slab before computed and
+ * left in resident buffer BORDER (one 2 r plane band per level). Each plane goes up once at
+ * level 0 and comes back once at level L; no plane is computed twice. At the grid's faces:
+ *   - Dirichlet: slab 0 computes every level from plane 0 and the last slab up to nz, the
+ *     grid's faces being the sweeps' faces;
+ *   - periodic: slab 0 also takes the grid's last L r planes at level 0 from the host and
+ *     computes the levels on them it can (a triangle: level l from -(L - l) r), and saves
+ *     levels 0 .. L - 1 of its first r planes in resident buffer HEAD; the last slab computes
+ *     every level up to nz with HEAD's planes above it.
+ * Each level is one one-step sweep over the planes it reads, whose faces are kept as
+ * boundaries: a face that is not the grid's spoils exactly the r planes the sweep keeps.
+ * Device buffers of a slot: X and Y, the levels alternating between them (level l in X when
+ * l is even), laid out from global plane o0 - (K + 1) r up to o1 + r; the source's planes, the
+ * same. Downloads: level L on [o0 - L r, o1 - L r) (slab 0 from 0, the last slab up to nz), so
+ * a plane is written back after the slab that uploaded it has swept it, and never read from
+ * the host again. The job is ordered (slab i's work after slab i-1's): uploads overlap the
+ * sweeps and the downloads in both directions at once.
  *
- * The model (Jin 2014's: the slowest of the transfers and the kernel sets each slab's time):
- * a pass takes slabs x max(up / h2d, down / d2h, (up + down) / both, sweeps) plus one slab's
- * upload and download (the pipeline filling and draining), with the sweeps' times per plane
- * measured at plan time for each count f the kernels fuse; K, f and the slab count are those
- * that give the most cell steps per second within the budget.
+ * The model (Jin 2014's: the slowest of the transfers and the sweeps sets each slab's time):
+ * a pass takes slabs x max(up / h2d, down / d2h, (up + down) / both, K one-step sweeps) plus
+ * one slab's upload and download (the pipeline filling and draining), the one-step sweep's
+ * time per plane measured at plan time; K and the slab count are those that give the most
+ * cell steps per second within the budget (the smallest K within 2 per cent of the best:
+ * past the point where the sweeps bound the pass, a larger K only costs memory).
  */
 #include <math.h>
 #include <stdio.h>
@@ -35,39 +42,32 @@
 
 enum {
     SLOTS = 3,        /* upload, sweeps and download of three slabs at once */
-    KMAX = 64,        /* the most steps per pass the model considers */
-    FMAX = 16,        /* the most steps per sweep timed */
-    TIMED_PLANES = 64 /* planes of the box the sweeps are timed on (fewer on a thin grid) */
+    KMAX = 256,       /* the most steps per pass the model considers */
+    TIMED_PLANES = 64 /* planes of the box the sweep is timed on (fewer on a thin grid) */
 };
-enum { SAVE = 0, WRAP = 1 }; /* resident buffers */
+enum { BORDER = 0, HEAD = 1 }; /* resident buffers */
 
 struct tide_stencil_stream {
     tide_stencil_stream_desc d;
-    tide_sweep sweep;         /* the whole grid's, copied: slabs change n[0] and the source */
+    tide_sweep sweep;         /* the whole grid's, copied: windows change n[0] and the source */
     long long nz;             /* planes along the slowest storage dimension */
     size_t plane;             /* bytes of one plane */
-    int r, K, f, ns, smax, nbufs, periodic;
+    int r, K, ns, smax, nbufs, periodic;
     double rate;              /* the model's cell steps per second */
     tide_pipeline *pipe;
     tide_pipeline_job job;
     void *u;                  /* the pass in flight */
     const void *src;
-    int steps;
+    int steps;                /* L */
 };
 
-/* Slab i's own planes [*o0, *o1) and its grown ones [*lo, *hi) (below 0 or past nz where the
- * grid wraps). */
+/* Slab i's own planes [*o0, *o1); *lo: the global plane its device buffers start at. */
 static void slab(const tide_stencil_stream *s, int i, long long *o0, long long *o1,
-                 long long *lo, long long *hi)
+                 long long *lo)
 {
-    long long g = (long long)s->K * s->r;
     *o0 = s->nz * i / s->ns;
     *o1 = s->nz * (i + 1) / s->ns;
-    *lo = *o0 - g, *hi = *o1 + g;
-    if (!s->periodic) {
-        *lo = *lo > 0 ? *lo : 0;
-        *hi = *hi < s->nz ? *hi : s->nz;
-    }
+    *lo = *o0 - (long long)(s->K + 1) * s->r;
 }
 
 /* u's box with planes [a, b) of the slowest storage dimension (a may lie below 0, b past
@@ -81,32 +81,32 @@ static tide_box planes(const tide_stencil_stream *s, long long a, long long b)
     return x;
 }
 
-/* Sweeps of the pass: how many, so whether the result lands in B (odd) or A. */
-static int sweeps(const tide_stencil_stream *s) { return (s->steps + s->f - 1) / s->f; }
-
 static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down, int *ndown)
 {
     const tide_stencil_stream *s = user;
-    long long o0, o1, lo, hi, nz = s->nz;
-    slab(s, i, &o0, &o1, &lo, &hi);
+    long long o0, o1, lo, nz = s->nz, L = s->steps, r = s->r;
+    slab(s, i, &o0, &o1, &lo);
+    long long hi = o1 + r, last = i == s->ns - 1;
     const tide_box *h = &s->d.box;
     tide_box dev = planes(s, lo, hi), below = planes(s, lo + nz, hi + nz),
              above = planes(s, lo - nz, hi - nz);
-    long long top = hi < nz ? hi : nz, bottom = lo > 0 ? lo : 0;
     int n = 0;
-    /* u: the planes below come from SAVE past slab 0; a periodic slab 0's from the top */
-    up[n++] = (tide_xfer){s->u, *h, planes(s, i ? o0 : bottom, top), 0, 0, dev};
-    if (lo < 0)
-        up[n++] = (tide_xfer){s->u, *h, planes(s, nz + lo, nz), 0, 0, below};
-    if (s->src) {
-        up[n++] = (tide_xfer){(void *)s->src, *h, planes(s, bottom, top), 2, 0, dev};
-        if (lo < 0)
-            up[n++] = (tide_xfer){(void *)s->src, *h, planes(s, nz + lo, nz), 2, 0, below};
-        if (hi > nz)
-            up[n++] = (tide_xfer){(void *)s->src, *h, planes(s, 0, hi - nz), 2, 0, above};
+    /* u at level 0: the own planes; a periodic slab 0 also the grid's last L r */
+    up[n++] = (tide_xfer){s->u, *h, planes(s, o0, o1), 0, 0, dev};
+    if (s->periodic && i == 0)
+        up[n++] = (tide_xfer){s->u, *h, planes(s, nz - L * r, nz), 0, 0, below};
+    if (s->src) { /* every plane of the buffers that lies in the grid, wrapped where periodic */
+        void *src = (void *)s->src;
+        up[n++] = (tide_xfer){src, *h, planes(s, lo > 0 ? lo : 0, hi < nz ? hi : nz), 2, 0, dev};
+        if (s->periodic && lo < 0)
+            up[n++] = (tide_xfer){src, *h, planes(s, nz + lo, nz), 2, 0, below};
+        if (s->periodic && hi > nz)
+            up[n++] = (tide_xfer){src, *h, planes(s, 0, hi - nz), 2, 0, above};
     }
     *nup = n;
-    down[0] = (tide_xfer){s->u, *h, planes(s, o0, o1), sweeps(s) % 2, 0, dev};
+    /* level L, from X or Y */
+    down[0] = (tide_xfer){s->u, *h, planes(s, i ? o0 - L * r : 0, last ? nz : o1 - L * r),
+                          (int)(L % 2), 0, dev};
     *ndown = 1;
     return TIDE_SUCCESS;
 }
@@ -117,47 +117,55 @@ static int work(void *user, int i, void *const *buf, void *stream)
     tide_env e = *s->d.env;
     e.stream = stream;
     const tide_backend_ops *be = e.be;
-    long long o0, o1, lo, hi, nz = s->nz;
-    slab(s, i, &o0, &o1, &lo, &hi);
-    size_t pl = s->plane, gb = (size_t)s->K * (size_t)s->r * pl;
-    char *a = buf[0], *save = buf[s->nbufs + SAVE], *wrap = buf[s->nbufs + WRAP];
-    int st = TIDE_SUCCESS;
-    if (i > 0)
-        st = be->copy(&e, a, save, gb);
-    if (!st && i < s->ns - 1)
-        st = be->copy(&e, save, a + (size_t)(o1 - lo) * pl - gb, gb);
-    if (!st && s->periodic && i == 0)
-        st = be->copy(&e, wrap, a + (size_t)(0 - lo) * pl, gb);
-    if (!st && s->periodic && i == s->ns - 1)
-        st = be->copy(&e, a + (size_t)(nz - lo) * pl, wrap, gb);
+    long long o0, o1, lo, nz = s->nz, L = s->steps, r = s->r;
+    slab(s, i, &o0, &o1, &lo);
+    int first = i == 0, last = i == s->ns - 1;
+    size_t pl = s->plane;
+#define AT(b, g) ((char *)(b) + (size_t)((g) - lo) * pl) /* global plane g in buffer b */
+    char *border = buf[s->nbufs + BORDER], *head = buf[s->nbufs + HEAD];
     tide_sweep t = s->sweep;
-    t.n[0] = (int)(hi - lo);
     t.periodic[0] = 0;
-    t.source = s->src ? buf[2] : NULL;
-    void *from = buf[0], *to = buf[1];
-    for (int left = s->steps; left > 0 && !st;) {
-        int k = left < s->f ? left : s->f;
-        st = be->sweep(&e, &t, from, to, k);
-        left -= k;
-        void *x = from;
-        from = to, to = x;
+    int st = TIDE_SUCCESS;
+    for (long long l = 1; l <= L && !st; l++) {
+        char *from = buf[(l - 1) % 2], *to = buf[l % 2];
+        char *band = border + (size_t)(l - 1) * 2 * (size_t)r * pl, *hl = head + (l - 1) * r * pl;
+        /* level l - 1: the band below from the slab before, the band on top for the next */
+        if (!first)
+            st = be->copy(&e, AT(from, o0 - (l + 1) * r), band, 2 * r * pl);
+        if (!st && !last)
+            st = be->copy(&e, band, AT(from, o1 - (l + 1) * r), 2 * r * pl);
+        if (!st && s->periodic && first)
+            st = be->copy(&e, hl, AT(from, 0), r * pl);
+        if (!st && s->periodic && last)
+            st = be->copy(&e, AT(from, nz), hl, r * pl);
+        /* the planes level l reads: at the grid's faces from the face, or (periodic slab 0)
+         * from the first one the triangle still has */
+        long long a = !first ? o0 - (l + 1) * r : s->periodic ? -(L - l + 1) * r : 0;
+        long long b = !last ? o1 - (l - 1) * r : s->periodic ? nz + r : nz;
+        t.n[0] = (int)(b - a);
+        t.source = s->src ? AT(buf[2], a) : NULL;
+        if (!st)
+            st = be->sweep(&e, &t, AT(from, a), AT(to, a), 1);
     }
+#undef AT
     return st;
 }
 
-/* Device bytes of the pipeline for slabs of at most smax own planes and K steps per pass. */
+/* Device bytes for slabs of at most smax own planes and K steps per pass: the slots' buffers,
+ * BORDER and HEAD. */
 static double pipeline_bytes(const tide_stencil_stream *s, int K, long long smax)
 {
-    double g = (double)K * s->r;
-    return ((double)SLOTS * s->nbufs * ((double)smax + 2 * g) + 2 * g) * (double)s->plane;
+    double r = s->r;
+    return ((double)SLOTS * s->nbufs * ((double)smax + (K + 2) * r) + 3.0 * K * r) *
+           (double)s->plane;
 }
 
-/* Seconds per plane of one sweep of f steps (f = 1 .. fmost), timed on a few planes from one
- * device buffer into another. */
-static int time_sweeps(tide_stencil_stream *s, int fmost, double *tf, char *err, size_t len)
+/* Seconds per plane of a one-step sweep, timed on a few planes from one device buffer into
+ * another. */
+static int time_sweep(tide_stencil_stream *s, double *t1, char *err, size_t len)
 {
     const tide_env *e = s->d.env;
-    /* within the budget (which holds 2 r + 1 planes' slabs: see create) */
+    /* within the budget (which holds the thinnest slabs: see create) */
     long long n0 = s->nz < TIMED_PLANES ? s->nz : TIMED_PLANES;
     long long fit = (long long)(s->d.budget / 2 / s->plane);
     n0 = n0 < fit ? n0 : fit;
@@ -173,8 +181,7 @@ static int time_sweeps(tide_stencil_stream *s, int fmost, double *tf, char *err,
     t.periodic[0] = 0;
     t.source = NULL;
     int st = TIDE_SUCCESS;
-    for (int f = 1; f <= fmost && !st; f++)
-        tf[f] = tide_stencil_time_sweep(e, &t, a, b, f, &st) / (double)n0;
+    *t1 = tide_stencil_time_sweep(e, &t, a, b, 1, &st) / (double)n0;
     e->be->free(a);
     e->be->free(b);
     if (st)
@@ -182,33 +189,26 @@ static int time_sweeps(tide_stencil_stream *s, int fmost, double *tf, char *err,
     return st;
 }
 
-/* The sweeps of K steps with the least time per plane: *f steps each (the last fewer). */
-static double sweep_time(const double *tf, int fmost, int K, int *f)
+/* The thinnest slab for K steps per pass: slab 0's own planes hold level K - 1's band for
+ * slab 1, so K + 1 radii, and a sweep's 2 r + 1 planes. */
+static long long thinnest(const tide_stencil_stream *s, int K)
 {
-    double best = INFINITY;
-    for (int k = 1; k <= fmost; k++) {
-        double t = (K / k) * tf[k] + (K % k ? tf[K % k] : 0);
-        if (t < best)
-            best = t, *f = k;
-    }
-    return best;
+    long long a = (long long)(K + 1) * s->r, b = 2LL * s->r + 1;
+    return a > b ? a : b;
 }
 
-/* The model's seconds for one pass of K steps in ns slabs (the thickest smax own planes), f
- * steps per sweep; INFINITY where the slabs do not fit the budget or are thinner than their
- * ghosts or a sweep's 2 r + 1 planes. */
-static double pass_time(const tide_stencil_stream *s, const double *tf, int fmost, int K,
-                        long long ns, int *f)
+/* The model's seconds for one pass of K steps in ns slabs; INFINITY where the slabs are too
+ * thin or do not fit the budget. */
+static double pass_time(const tide_stencil_stream *s, double t1, int K, long long ns)
 {
-    long long g = (long long)K * s->r, smin = s->nz / ns, smax = (s->nz + ns - 1) / ns;
-    if (ns < 2 || smin < g || smin < 2LL * s->r + 1 ||
-        pipeline_bytes(s, K, smax) > (double)s->d.budget)
+    long long smin = s->nz / ns, smax = (s->nz + ns - 1) / ns;
+    if (ns < 2 || smin < thinnest(s, K) || pipeline_bytes(s, K, smax) > (double)s->d.budget)
         return INFINITY;
     const tide_rates *x = &s->d.pcie;
-    double pl = (double)s->plane, rows = (double)(smax + 2 * g);
-    double up = ((double)(smax + g) + (s->d.source ? rows : 0)) * pl, down = (double)smax * pl;
+    double pl = (double)s->plane, S = (double)smax, r = s->r;
+    double up = (S + (s->d.source ? S + (K + 2) * r : 0)) * pl, down = S * pl;
     double t_up = up / (x->h2d * 1e9), t_down = down / (x->d2h * 1e9);
-    double t_both = (up + down) / (x->both * 1e9), t_dev = rows * sweep_time(tf, fmost, K, f);
+    double t_both = (up + down) / (x->both * 1e9), t_dev = K * (S + 2 * r) * t1;
     double t = fmax(fmax(t_up, t_down), fmax(t_both, t_dev));
     return (double)ns * t + t_up + t_down;
 }
@@ -234,45 +234,50 @@ int tide_stencil_stream_create(const tide_stencil_stream_desc *d, tide_stencil_s
         return snprintf(err, len, "no measured PCIe rates"), TIDE_ERR_BACKEND;
     }
 
-    /* the budget must hold three slots of slabs one plane thick with one step's ghosts */
-    int fmost = d->sweep->max_fuse < FMAX ? d->sweep->max_fuse : FMAX, st = TIDE_SUCCESS;
-    long long thinnest = 2LL * s->r + 1;
-    if (pipeline_bytes(s, 1, thinnest) > (double)d->budget || s->nz < 2 * thinnest) {
+    /* the budget must hold two of the thinnest slabs for one step per pass */
+    int st = TIDE_SUCCESS;
+    long long thin = thinnest(s, 1);
+    if (pipeline_bytes(s, 1, thin) > (double)d->budget || s->nz < 2 * thin) {
         st = TIDE_ERR_NOMEM;
         snprintf(err, len, "the grid streams through the GPU in slabs along its slowest "
                  "storage dimension (%lld planes of %.3g MB), which needs at least two slabs "
                  "of %lld planes and %.3g MB of device memory; the budget is %.3g MB", s->nz,
-                 s->plane / 1e6, thinnest, pipeline_bytes(s, 1, thinnest) / 1e6,
-                 d->budget / 1e6);
+                 s->plane / 1e6, thin, pipeline_bytes(s, 1, thin) / 1e6, d->budget / 1e6);
     }
-    double tf[FMAX + 1];
+    double t1 = 0;
     if (!st)
-        st = time_sweeps(s, fmost, tf, err, len);
+        st = time_sweep(s, &t1, err, len);
 
-    /* K (the given one, or each up to KMAX) and the slabs: the fewest thick enough to fit,
-     * and a few more (more slabs overlap better but grow the ghosts' share) */
-    double best = 0;
-    for (int K = d->fuse ? d->fuse : 1; !st && K <= (d->fuse ? d->fuse : KMAX); K++) {
-        double fit = (double)d->budget / (double)s->plane;
-        long long g = (long long)K * s->r;
-        long long smax = (long long)((fit - 2.0 * g) / (SLOTS * s->nbufs)) - 2 * g;
-        if (smax < 1)
+    /* For each K (the given one, or each up to KMAX) the slabs: the fewest that fit, and a
+     * few more (more slabs overlap better); then the smallest K within 2 per cent of the
+     * best rate. */
+    double best = 0, rate[KMAX + 1] = {0};
+    int ns_of[KMAX + 1] = {0}, k0 = d->fuse ? d->fuse : 1, k1 = d->fuse ? d->fuse : KMAX;
+    if (!st && (k0 < 1 || k1 > KMAX))
+        st = TIDE_ERR_ARGUMENT, snprintf(err, len, "fuse %d: out of card a pass takes 1 .. %d "
+                                         "steps", d->fuse, KMAX);
+    for (int K = k0; !st && K <= k1; K++) {
+        double fit = (double)d->budget / (double)s->plane - 3.0 * K * s->r;
+        long long smax = (long long)(fit / (SLOTS * s->nbufs) - (K + 2) * s->r);
+        if (smax < thinnest(s, K))
             break;
         long long ns0 = (s->nz + smax - 1) / smax;
         for (long long ns = ns0 > 2 ? ns0 : 2; ns <= ns0 + 8 && ns <= s->nz; ns++) {
-            int f = 1;
-            double t = pass_time(s, tf, fmost, K, ns, &f);
-            /* cell steps per second, so K is compared fairly */
-            if (t < INFINITY && (double)K / t > best * (1 + 1e-9))
-                best = (double)K / t, s->K = K, s->f = f, s->ns = (int)ns;
+            double t = pass_time(s, t1, K, ns);
+            if (t < INFINITY && (double)K / t > rate[K])
+                rate[K] = (double)K / t, ns_of[K] = (int)ns;
         }
+        best = fmax(best, rate[K]);
     }
+    for (int K = k0; !st && K <= k1 && !s->K; K++)
+        if (rate[K] > 0 && rate[K] >= 0.98 * best)
+            s->K = K, s->ns = ns_of[K], best = rate[K];
     if (!st && !s->K) {
         st = d->fuse ? TIDE_ERR_ARGUMENT : TIDE_ERR_NOMEM;
         if (d->fuse)
-            snprintf(err, len, "fuse %d: the slabs of the %lld-plane grid cannot hold %d ghost "
-                     "planes on each side within the device budget of %.3g MB", d->fuse, s->nz,
-                     d->fuse * s->r, d->budget / 1e6);
+            snprintf(err, len, "fuse %d: the grid's %lld planes in slabs of at least %lld (for "
+                     "%d steps per pass) do not fit the device budget of %.3g MB", d->fuse,
+                     s->nz, thinnest(s, d->fuse), d->fuse, d->budget / 1e6);
         else
             snprintf(err, len, "no slabs of the %lld-plane grid fit the device budget of %.3g "
                      "MB", s->nz, d->budget / 1e6);
@@ -283,10 +288,10 @@ int tide_stencil_stream_create(const tide_stencil_stream_desc *d, tide_stencil_s
     }
     s->rate = best * (double)s->nz * (double)s->plane / (double)elem;
     s->smax = (int)((s->nz + s->ns - 1) / s->ns);
-    size_t g = (size_t)s->K * (size_t)s->r;
-    size_t buf[3], res[2] = {g * s->plane, g * s->plane};
+    size_t kr = (size_t)s->K * (size_t)s->r;
+    size_t buf[3], res[2] = {2 * kr * s->plane, kr * s->plane};
     for (int b = 0; b < s->nbufs; b++)
-        buf[b] = ((size_t)s->smax + 2 * g) * s->plane;
+        buf[b] = ((size_t)s->smax + kr + 2 * (size_t)s->r) * s->plane;
     tide_pipeline_config pc = {.nslots = SLOTS, .nbufs = s->nbufs, .buf_bytes = buf,
                                .nresident = 2, .resident_bytes = res};
     st = tide_pipeline_create_config(&pc, &s->pipe, err, len);
@@ -323,7 +328,7 @@ int tide_stencil_stream_pass(tide_stencil_stream *s, void *u, const void *source
 
 void tide_stencil_stream_shape_of(const tide_stencil_stream *s, tide_stencil_stream_shape *sh)
 {
-    *sh = (tide_stencil_stream_shape){s->K, s->f, s->ns, s->smax,
+    *sh = (tide_stencil_stream_shape){s->K, s->ns, s->smax,
                                       tide_pipeline_device_bytes(s->pipe),
                                       tide_pipeline_pinned_bytes(s->pipe), s->rate};
 }

@@ -3,18 +3,12 @@
  *
  * The grid is cut into slabs along its slowest storage dimension. A pass of K steps sends
  * every slab through the GPU once, in order, on the out-of-card pipeline engine
- * (gpu/pipeline.h): the slab's own planes and K r planes on each side go up, K steps are swept
- * on the device (in sweeps of up to the kernels' fused count), and the own planes come back
- * into the host grid in place. This is the slab scheme of Jin 2014 (1D-TBM) with each slab
- * grown by its K r ghost planes, whose K steps are computed again on the device (a sweep of K
- * steps spoils K r planes inward from a face that is not the grid's, so the own planes are
- * right); the own planes are the same values computed in the same order as in card, bitwise.
- *
- * No point is read from the host after another slab has written it: the planes below a
- * slab, already written back by the slab before, come from a resident device buffer that slab
- * filled; a periodic grid's first planes, which the last slab reads above it, likewise. The
- * job is ordered (slab i's work after slab i-1's), so uploads overlap the sweeps and the
- * downloads in both directions at once.
+ * (gpu/pipeline.h): the slab's planes go up, K time levels are computed on the device one
+ * after another, each lagging the one before by r planes, and the finished planes come back
+ * into the host grid in place. The 2 r planes of every intermediate level that the next slab
+ * needs stay on the device between slabs (Jin 2014's 1D-TBM with buffer copy): no plane
+ * crosses PCIe twice or is computed twice, and every point is computed from the same values
+ * in the same order as in card, so the result is bitwise the same.
  */
 #ifndef TIDE_STENCIL_STREAM_H
 #define TIDE_STENCIL_STREAM_H
@@ -34,8 +28,8 @@ typedef struct {
 
 typedef struct tide_stencil_stream tide_stencil_stream;
 
-/* Local: times the sweeps on a few slab-sized planes, chooses K (desc fuse, else the model in
- * stencil_stream.c) and the slab thickness the budget allows, and makes the pipeline.
+/* Local: times a one-step sweep on a few planes, chooses K (desc fuse, else the model in
+ * stencil_stream.c) and the slabs the budget allows, and makes the pipeline.
  * Returns 0 or a code with the reason in err. */
 int tide_stencil_stream_create(const tide_stencil_stream_desc *d, tide_stencil_stream **out,
                                char *err, size_t len);
@@ -49,8 +43,6 @@ int tide_stencil_stream_pass(tide_stencil_stream *s, void *u, const void *source
 
 typedef struct {
     int fuse;                 /* K: steps per pass */
-    int sweep_fuse;           /* steps per sweep on the device (K's are done in sweeps of
-                               * this many, the last fewer) */
     int slabs;                /* per pass */
     int planes;               /* own planes of the thickest slab */
     size_t device_bytes, pinned_bytes;
