@@ -4,31 +4,35 @@
  * Jin 2014's 1D-TBM with buffer copy. Slab i owns planes [o0, o1) of the nz along the slowest
  * storage dimension. A pass of L steps computes, on the device, each time level l = 1 .. L of
  * the slab one after another, level l on planes [o0 - l r, o1 - l r): every level lags the one
- * before by r planes, so it needs only level l - 1 on [o0 - (l + 1) r, o1 - (l - 1) r), the
+ * before by r planes, so it reads only level l - 1 on [o0 - (l + 1) r, o1 - (l - 1) r), the
  * slab's own level l - 1 planes and the 2 r below them, which the slab before computed and
- * left in resident buffer BORDER (one 2 r plane band per level). Each plane goes up once at
- * level 0 and comes back once at level L; no plane is computed twice. At the grid's faces:
- *   - Dirichlet: slab 0 computes every level from plane 0 and the last slab up to nz, the
- *     grid's faces being the sweeps' faces;
- *   - periodic: slab 0 also takes the grid's last L r planes at level 0 from the host and
- *     computes the levels on them it can (a triangle: level l from -(L - l) r), and saves
- *     levels 0 .. L - 1 of its first r planes in resident buffer HEAD; the last slab computes
- *     every level up to nz with HEAD's planes above it.
- * Each level is one one-step sweep over the planes it reads, whose faces are kept as
- * boundaries: a face that is not the grid's spoils exactly the r planes the sweep keeps.
- * Device buffers of a slot: X and Y, the levels alternating between them (level l in X when
- * l is even), laid out from global plane o0 - (K + 1) r up to o1 + r; the source's planes, the
- * same. Downloads: level L on [o0 - L r, o1 - L r) (slab 0 from 0, the last slab up to nz), so
- * a plane is written back after the slab that uploaded it has swept it, and never read from
- * the host again. The job is ordered (slab i's work after slab i-1's): uploads overlap the
- * sweeps and the downloads in both directions at once.
+ * left in resident buffer BORDER (one band of 2 r planes per level). Each plane goes up once
+ * at level 0 and comes back once at level L; no point is computed twice.
+ *
+ * The device buffers of a slot, X and Y, hold the levels alternately (level l in X when l is
+ * even), each level in the window it is read from: planes [o0 - (l + 1) r, ...) from position
+ * 0, so a sweep that reads level l - 1 at position p writes level l at position p + r (its
+ * output pointer r planes on), and every level fits S + 3 r planes, whatever L. The source's
+ * planes lie in a buffer of their own from plane o0 - (K + 1) r.
+ *
+ * The grid's faces along the slabs: slab 0 starts from the face (Dirichlet, the face a sweep
+ * boundary) or, periodic, from what it has (level l from plane l r: a cold start), keeping
+ * levels 0 .. L - 1 of its planes [(l - 1) r, (l + 1) r) in resident buffer HEAD. One more
+ * chunk after the slabs, the seam, finishes the levels the lag left: Dirichlet, level l on
+ * [nz - l r, nz) from the last slab's bands and the face; periodic, level l on [-l r, l r)
+ * (wrapped) from the last slab's bands and HEAD. Each level is one one-step sweep over the
+ * planes it reads, whose faces are kept as boundaries: a face that is not the grid's spoils
+ * exactly the r planes the sweep keeps. Downloads write each plane after the slab that
+ * uploaded it has read it, and nothing is read from the host again, so the job, ordered (slab
+ * i's work after slab i-1's), overlaps uploads, sweeps and downloads in both directions.
  *
  * The model (Jin 2014's: the slowest of the transfers and the sweeps sets each slab's time):
  * a pass takes slabs x max(up / h2d, down / d2h, (up + down) / both, K one-step sweeps) plus
- * one slab's upload and download (the pipeline filling and draining), the one-step sweep's
- * time per plane measured at plan time; K and the slab count are those that give the most
- * cell steps per second within the budget (the smallest K within 2 per cent of the best:
- * past the point where the sweeps bound the pass, a larger K only costs memory).
+ * one slab's upload and download (the pipeline filling and draining) and the seam's sweeps,
+ * the one-step sweep's time per plane measured at plan time; K and the slab count are those
+ * that give the most cell steps per second within the budget, the largest K within 2 per
+ * cent of the best: once the sweeps bound a pass, its rate no longer grows with K, but a run
+ * of many steps makes fewer passes, each moving the whole grid over PCIe.
  */
 #include <math.h>
 #include <stdio.h>
@@ -53,6 +57,7 @@ struct tide_stencil_stream {
     long long nz;             /* planes along the slowest storage dimension */
     size_t plane;             /* bytes of one plane */
     int r, K, ns, smax, nbufs, periodic;
+    long long levels, sources; /* planes of X and Y, and of the source's buffer */
     double rate;              /* the model's cell steps per second */
     tide_pipeline *pipe;
     tide_pipeline_job job;
@@ -61,13 +66,25 @@ struct tide_stencil_stream {
     int steps;                /* L */
 };
 
-/* Slab i's own planes [*o0, *o1); *lo: the global plane its device buffers start at. */
-static void slab(const tide_stencil_stream *s, int i, long long *o0, long long *o1,
-                 long long *lo)
+/* Planes of X and Y, and of the source's buffer, for slabs of at most smax own planes and K
+ * steps per pass (the seam's windows grow to (K + 1) r planes, twice that periodic). */
+static long long level_planes(const tide_stencil_stream *s, int K, long long smax)
+{
+    long long slab = smax + 3LL * s->r, seam = (s->periodic ? 2LL : 1LL) * (K + 1) * s->r;
+    return slab > seam ? slab : seam;
+}
+
+static long long source_planes(const tide_stencil_stream *s, int K, long long smax)
+{
+    long long slab = smax + (long long)(K + 1) * s->r, seam = 2LL * (K + 1) * s->r;
+    return slab > seam ? slab : seam;
+}
+
+/* Slab i's own planes [*o0, *o1). */
+static void slab(const tide_stencil_stream *s, int i, long long *o0, long long *o1)
 {
     *o0 = s->nz * i / s->ns;
     *o1 = s->nz * (i + 1) / s->ns;
-    *lo = *o0 - (long long)(s->K + 1) * s->r;
 }
 
 /* u's box with planes [a, b) of the slowest storage dimension (a may lie below 0, b past
@@ -84,31 +101,56 @@ static tide_box planes(const tide_stencil_stream *s, long long a, long long b)
 static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down, int *ndown)
 {
     const tide_stencil_stream *s = user;
-    long long o0, o1, lo, nz = s->nz, L = s->steps, r = s->r;
-    slab(s, i, &o0, &o1, &lo);
-    long long hi = o1 + r, last = i == s->ns - 1;
+    long long nz = s->nz, L = s->steps, r = s->r, B = s->levels, SB = s->sources;
     const tide_box *h = &s->d.box;
-    tide_box dev = planes(s, lo, hi), below = planes(s, lo + nz, hi + nz),
-             above = planes(s, lo - nz, hi - nz);
-    int n = 0;
-    /* u at level 0: the own planes; a periodic slab 0 also the grid's last L r */
-    up[n++] = (tide_xfer){s->u, *h, planes(s, o0, o1), 0, 0, dev};
-    if (s->periodic && i == 0)
-        up[n++] = (tide_xfer){s->u, *h, planes(s, nz - L * r, nz), 0, 0, below};
-    if (s->src) { /* every plane of the buffers that lies in the grid, wrapped where periodic */
-        void *src = (void *)s->src;
-        up[n++] = (tide_xfer){src, *h, planes(s, lo > 0 ? lo : 0, hi < nz ? hi : nz), 2, 0, dev};
-        if (s->periodic && lo < 0)
-            up[n++] = (tide_xfer){src, *h, planes(s, nz + lo, nz), 2, 0, below};
-        if (s->periodic && hi > nz)
-            up[n++] = (tide_xfer){src, *h, planes(s, 0, hi - nz), 2, 0, above};
+    void *src = (void *)s->src;
+    int n = 0, m = 0;
+    if (i < s->ns) {
+        long long o0, o1;
+        slab(s, i, &o0, &o1);
+        long long sbase = o0 - (long long)(s->K + 1) * r, lo = o0 - (L + 1) * r;
+        /* level 0 at its window's positions (from o0 - 2 r), the source from sbase */
+        up[n++] = (tide_xfer){s->u, *h, planes(s, o0, o1), 0, 0,
+                              planes(s, o0 - 2 * r, o0 - 2 * r + B)};
+        if (src)
+            up[n++] = (tide_xfer){src, *h, planes(s, lo > 0 ? lo : 0, o1), 2, 0,
+                                  planes(s, sbase, sbase + SB)};
+        /* level L: from o0 - L r (slab 0 from the face, or past the cold start) */
+        long long d0 = i ? o0 - L * r : s->periodic ? L * r : 0, b0 = o0 - (L + 2) * r;
+        down[m++] = (tide_xfer){s->u, *h, planes(s, d0, o1 - L * r), (int)(L % 2), 0,
+                                planes(s, b0, b0 + B)};
+    } else { /* the seam: sources up, level L down, below nz (and wrapped above 0) */
+        long long P0 = (long long)(s->K + 1) * r; /* the position of plane nz, or periodic 0 */
+        tide_box top = planes(s, nz - P0, nz - P0 + B), bottom = planes(s, -P0, -P0 + B);
+        if (src) {
+            up[n++] = (tide_xfer){src, *h, planes(s, nz - (L + 1) * r, nz), 2, 0,
+                                  planes(s, nz - P0, nz - P0 + SB)};
+            if (s->periodic)
+                up[n++] = (tide_xfer){src, *h, planes(s, 0, (L + 1) * r), 2, 0,
+                                      planes(s, -P0, -P0 + SB)};
+        }
+        down[m++] = (tide_xfer){s->u, *h, planes(s, nz - L * r, nz), (int)(L % 2), 0, top};
+        if (s->periodic)
+            down[m++] = (tide_xfer){s->u, *h, planes(s, 0, L * r), (int)(L % 2), 0, bottom};
     }
     *nup = n;
-    /* level L, from X or Y */
-    down[0] = (tide_xfer){s->u, *h, planes(s, i ? o0 - L * r : 0, last ? nz : o1 - L * r),
-                          (int)(L % 2), 0, dev};
-    *ndown = 1;
+    *ndown = m;
     return TIDE_SUCCESS;
+}
+
+/* Level l from level l - 1 over the window of n planes at from (into to, at the same or a
+ * later position), the source's planes at sb: one sweep, or, thinner than a sweep's 2 r + 1
+ * planes (the seam's first level at a Dirichlet face), all of them kept. */
+static int level(const tide_stencil_stream *s, const tide_env *e, const char *from, char *to,
+                 long long n, const char *sb)
+{
+    if (n < 2LL * s->r + 1)
+        return e->be->copy(e, to, from, (size_t)n * s->plane);
+    tide_sweep t = s->sweep;
+    t.periodic[0] = 0;
+    t.n[0] = (int)n;
+    t.source = s->src ? sb : NULL;
+    return e->be->sweep(e, &t, from, to, 1);
 }
 
 static int work(void *user, int i, void *const *buf, void *stream)
@@ -117,47 +159,58 @@ static int work(void *user, int i, void *const *buf, void *stream)
     tide_env e = *s->d.env;
     e.stream = stream;
     const tide_backend_ops *be = e.be;
-    long long o0, o1, lo, nz = s->nz, L = s->steps, r = s->r;
-    slab(s, i, &o0, &o1, &lo);
-    int first = i == 0, last = i == s->ns - 1;
-    size_t pl = s->plane;
-#define AT(b, g) ((char *)(b) + (size_t)((g) - lo) * pl) /* global plane g in buffer b */
+    long long L = s->steps, r = s->r;
+    size_t pl = s->plane, band = 2 * (size_t)r * pl;
     char *border = buf[s->nbufs + BORDER], *head = buf[s->nbufs + HEAD];
-    tide_sweep t = s->sweep;
-    t.periodic[0] = 0;
+    char *sb = s->src ? buf[2] : NULL;
     int st = TIDE_SUCCESS;
-    for (long long l = 1; l <= L && !st; l++) {
-        char *from = buf[(l - 1) % 2], *to = buf[l % 2];
-        char *band = border + (size_t)(l - 1) * 2 * (size_t)r * pl, *hl = head + (l - 1) * r * pl;
-        /* level l - 1: the band below from the slab before, the band on top for the next */
-        if (!first)
-            st = be->copy(&e, AT(from, o0 - (l + 1) * r), band, 2 * r * pl);
-        if (!st && !last)
-            st = be->copy(&e, band, AT(from, o1 - (l + 1) * r), 2 * r * pl);
-        if (!st && s->periodic && first)
-            st = be->copy(&e, hl, AT(from, 0), r * pl);
-        if (!st && s->periodic && last)
-            st = be->copy(&e, AT(from, nz), hl, r * pl);
-        /* the planes level l reads: at the grid's faces from the face, or (periodic slab 0)
-         * from the first one the triangle still has */
-        long long a = !first ? o0 - (l + 1) * r : s->periodic ? -(L - l + 1) * r : 0;
-        long long b = !last ? o1 - (l - 1) * r : s->periodic ? nz + r : nz;
-        t.n[0] = (int)(b - a);
-        t.source = s->src ? AT(buf[2], a) : NULL;
-        if (!st)
-            st = be->sweep(&e, &t, AT(from, a), AT(to, a), 1);
+#define AT(b, p) ((b) + (size_t)(p) * pl) /* position p of buffer b */
+    if (i < s->ns) {
+        long long o0, o1;
+        slab(s, i, &o0, &o1);
+        long long own = o1 - o0, sbase = o0 - (long long)(s->K + 1) * r;
+        int first = i == 0;
+        for (long long l = 1; l <= L && !st; l++) {
+            char *from = buf[(l - 1) % 2], *to = buf[l % 2];
+            char *bl = border + (size_t)(l - 1) * band, *hl = head + (size_t)(l - 1) * band;
+            long long base = o0 - (l + 1) * r; /* the global plane at from's position 0 */
+            /* level l - 1: the band below from the slab before, its own top band for the next
+             * (and the seam), a periodic slab 0's planes [(l - 1) r, (l + 1) r) for the seam */
+            if (!first)
+                st = be->copy(&e, from, bl, band);
+            if (!st)
+                st = be->copy(&e, bl, AT(from, own), band);
+            if (!st && s->periodic && first)
+                st = be->copy(&e, hl, AT(from, (l - 1) * r - base), band);
+            long long a = !first ? base : s->periodic ? (l - 1) * r : 0, b = o1 - (l - 1) * r;
+            if (!st)
+                st = level(s, &e, AT(from, a - base), AT(to, a - base + r), b - a,
+                           sb ? AT(sb, a - sbase) : NULL);
+        }
+    } else {
+        long long P0 = (long long)(s->K + 1) * r;
+        for (long long l = 1; l <= L && !st; l++) {
+            char *from = buf[(l - 1) % 2], *to = buf[l % 2];
+            char *bl = border + (size_t)(l - 1) * band, *hl = head + (size_t)(l - 1) * band;
+            st = be->copy(&e, AT(from, P0 - (l + 1) * r), bl, band);
+            if (!st && s->periodic)
+                st = be->copy(&e, AT(from, P0 + (l - 1) * r), hl, band);
+            long long a = P0 - (l + 1) * r, b = s->periodic ? P0 + (l + 1) * r : P0;
+            if (!st)
+                st = level(s, &e, AT(from, a), AT(to, a), b - a, sb ? AT(sb, a) : NULL);
+        }
     }
 #undef AT
     return st;
 }
 
 /* Device bytes for slabs of at most smax own planes and K steps per pass: the slots' buffers,
- * BORDER and HEAD. */
+ * BORDER and (periodic) HEAD. */
 static double pipeline_bytes(const tide_stencil_stream *s, int K, long long smax)
 {
-    double r = s->r;
-    return ((double)SLOTS * s->nbufs * ((double)smax + (K + 2) * r) + 3.0 * K * r) *
-           (double)s->plane;
+    double per_slot = 2.0 * level_planes(s, K, smax) +
+                      (s->d.source ? (double)source_planes(s, K, smax) : 0);
+    return (SLOTS * per_slot + (s->periodic ? 4.0 : 2.0) * K * s->r) * (double)s->plane;
 }
 
 /* Seconds per plane of a one-step sweep, timed on a few planes from one device buffer into
@@ -189,12 +242,12 @@ static int time_sweep(tide_stencil_stream *s, double *t1, char *err, size_t len)
     return st;
 }
 
-/* The thinnest slab for K steps per pass: slab 0's own planes hold level K - 1's band for
- * slab 1, so K + 1 radii, and a sweep's 2 r + 1 planes. */
+/* The thinnest slab for K steps per pass: slab 0 holds level K - 1's band for slab 1 above
+ * what it computes from (the face: K + 1 radii; a cold start: 2 K) and a sweep's 2 r + 1
+ * planes at its last level. */
 static long long thinnest(const tide_stencil_stream *s, int K)
 {
-    long long a = (long long)(K + 1) * s->r, b = 2LL * s->r + 1;
-    return a > b ? a : b;
+    return (s->periodic ? 2LL * K : K + 1LL) * s->r + 1;
 }
 
 /* The model's seconds for one pass of K steps in ns slabs; INFINITY where the slabs are too
@@ -206,11 +259,12 @@ static double pass_time(const tide_stencil_stream *s, double t1, int K, long lon
         return INFINITY;
     const tide_rates *x = &s->d.pcie;
     double pl = (double)s->plane, S = (double)smax, r = s->r;
-    double up = (S + (s->d.source ? S + (K + 2) * r : 0)) * pl, down = S * pl;
+    double up = (S + (s->d.source ? S + (K + 1) * r : 0)) * pl, down = S * pl;
     double t_up = up / (x->h2d * 1e9), t_down = down / (x->d2h * 1e9);
     double t_both = (up + down) / (x->both * 1e9), t_dev = K * (S + 2 * r) * t1;
+    double seam = (double)K * (K + 3) * r * t1 * (s->periodic ? 2 : 1) / 2;
     double t = fmax(fmax(t_up, t_down), fmax(t_both, t_dev));
-    return (double)ns * t + t_up + t_down;
+    return (double)ns * t + t_up + t_down + seam;
 }
 
 int tide_stencil_stream_create(const tide_stencil_stream_desc *d, tide_stencil_stream **out,
@@ -249,16 +303,20 @@ int tide_stencil_stream_create(const tide_stencil_stream_desc *d, tide_stencil_s
         st = time_sweep(s, &t1, err, len);
 
     /* For each K (the given one, or each up to KMAX) the slabs: the fewest that fit, and a
-     * few more (more slabs overlap better); then the smallest K within 2 per cent of the
-     * best rate. */
+     * few more (more slabs overlap better); then the largest K within 2 per cent of the best
+     * rate. */
     double best = 0, rate[KMAX + 1] = {0};
     int ns_of[KMAX + 1] = {0}, k0 = d->fuse ? d->fuse : 1, k1 = d->fuse ? d->fuse : KMAX;
     if (!st && (k0 < 1 || k1 > KMAX))
         st = TIDE_ERR_ARGUMENT, snprintf(err, len, "fuse %d: out of card a pass takes 1 .. %d "
                                          "steps", d->fuse, KMAX);
     for (int K = k0; !st && K <= k1; K++) {
-        double fit = (double)d->budget / (double)s->plane - 3.0 * K * s->r;
-        long long smax = (long long)(fit / (SLOTS * s->nbufs) - (K + 2) * s->r);
+        /* the thickest slab that fits (the bytes grow with it): a bisection */
+        long long smax = 0, hi = s->nz + 1;
+        while (hi - smax > 1) {
+            long long mid = (smax + hi) / 2;
+            *(pipeline_bytes(s, K, mid) <= (double)d->budget ? &smax : &hi) = mid;
+        }
         if (smax < thinnest(s, K))
             break;
         long long ns0 = (s->nz + smax - 1) / smax;
@@ -269,7 +327,7 @@ int tide_stencil_stream_create(const tide_stencil_stream_desc *d, tide_stencil_s
         }
         best = fmax(best, rate[K]);
     }
-    for (int K = k0; !st && K <= k1 && !s->K; K++)
+    for (int K = k1; !st && K >= k0 && !s->K; K--)
         if (rate[K] > 0 && rate[K] >= 0.98 * best)
             s->K = K, s->ns = ns_of[K], best = rate[K];
     if (!st && !s->K) {
@@ -288,10 +346,12 @@ int tide_stencil_stream_create(const tide_stencil_stream_desc *d, tide_stencil_s
     }
     s->rate = best * (double)s->nz * (double)s->plane / (double)elem;
     s->smax = (int)((s->nz + s->ns - 1) / s->ns);
+    s->levels = level_planes(s, s->K, s->smax);
+    s->sources = source_planes(s, s->K, s->smax);
     size_t kr = (size_t)s->K * (size_t)s->r;
-    size_t buf[3], res[2] = {2 * kr * s->plane, kr * s->plane};
-    for (int b = 0; b < s->nbufs; b++)
-        buf[b] = ((size_t)s->smax + kr + 2 * (size_t)s->r) * s->plane;
+    size_t buf[3] = {(size_t)s->levels * s->plane, (size_t)s->levels * s->plane,
+                     (size_t)s->sources * s->plane};
+    size_t res[2] = {2 * kr * s->plane, s->periodic ? 2 * kr * s->plane : 1};
     tide_pipeline_config pc = {.nslots = SLOTS, .nbufs = s->nbufs, .buf_bytes = buf,
                                .nresident = 2, .resident_bytes = res};
     st = tide_pipeline_create_config(&pc, &s->pipe, err, len);
@@ -318,8 +378,8 @@ int tide_stencil_stream_pass(tide_stencil_stream *s, void *u, const void *source
         return snprintf(err, len, "a pass of %d steps (1 .. %d)", steps, s->K),
                TIDE_ERR_ARGUMENT;
     s->u = u, s->src = source, s->steps = steps;
-    s->job = (tide_pipeline_job){.nchunks = s->ns, .elem = s->sweep.dbl ? 8 : 4, .batch = 1,
-                                 .max_up = 5, .max_down = 1, .describe = describe,
+    s->job = (tide_pipeline_job){.nchunks = s->ns + 1, .elem = s->sweep.dbl ? 8 : 4,
+                                 .batch = 1, .max_up = 2, .max_down = 2, .describe = describe,
                                  .work = work, .user = s, .pageable = TIDE_PAGEABLE_STAGE,
                                  .ordered = 1, .after_caller = 1,
                                  .caller_stream = s->d.env->stream};
