@@ -288,9 +288,10 @@ int tide_halo_execute(const tide_halo *h, void *a)
     return TIDE_SUCCESS;
 }
 
-int tide_halo_execute_device(const tide_halo *h, void *a, void *stream)
-{
 #if TIDE_HAVE_CUDA
+/* A device halo's sends packed from a into the device staging, kernels on stream. */
+static int device_pack(const tide_halo *h, const void *a, void *stream)
+{
     int st = TIDE_SUCCESS;
     for (int j = 0; j < h->send.np && !st; j++) {
         const piece *p = &h->send.p[j];
@@ -298,6 +299,27 @@ int tide_halo_execute_device(const tide_halo *h, void *a, void *stream)
         st = tide_gpu_copy_region_async(h->elem, 1, &p->region, a, &h->ext,
                                         h->dsbuf + p->at * h->elem, &to, stream);
     }
+    return st;
+}
+
+/* ... and its receives unpacked from the device staging into a. */
+static int device_unpack(const tide_halo *h, void *a, void *stream)
+{
+    int st = TIDE_SUCCESS;
+    for (int j = 0; j < h->recv.np && !st; j++) {
+        const piece *p = &h->recv.p[j];
+        tide_box from = dense(p);
+        st = tide_gpu_copy_region_async(h->elem, 1, &p->region, h->drbuf + p->at * h->elem,
+                                        &from, a, &h->ext, stream);
+    }
+    return st;
+}
+#endif
+
+int tide_halo_execute_device(const tide_halo *h, void *a, void *stream)
+{
+#if TIDE_HAVE_CUDA
+    int st = device_pack(h, a, stream);
     size_t sb = h->elem * h->send.elements, rb = h->elem * h->recv.elements;
     if (!st && sb)
         st = tide_gpu_memcpy_async(h->sbuf, h->dsbuf, sb, stream);
@@ -310,15 +332,37 @@ int tide_halo_execute_device(const tide_halo *h, void *a, void *stream)
         return TIDE_ERR_MPI;
     if (!st && rb)
         st = tide_gpu_memcpy_async(h->drbuf, h->rbuf, rb, stream);
-    for (int j = 0; j < h->recv.np && !st; j++) {
-        const piece *p = &h->recv.p[j];
-        tide_box from = dense(p);
-        st = tide_gpu_copy_region_async(h->elem, 1, &p->region, h->drbuf + p->at * h->elem,
-                                        &from, a, &h->ext, stream);
-    }
-    return st;
+    return st ? st : device_unpack(h, a, stream);
 #else
     (void)h, (void)a, (void)stream;
+    return TIDE_ERR_UNSUPPORTED;
+#endif
+}
+
+int tide_halo_execute_nccl(const tide_halo *h, void *a, void *nccl, void *stream)
+{
+#if TIDE_HAVE_CUDA
+    int st = device_pack(h, a, stream);
+    /* every rank posts its whole group whatever failed, so that no peer waits (a failed
+     * pack sends what the staging held, and this rank reports the failure) */
+    int g = tide_nccl_group_start();
+    for (int i = 0; i < h->recv.nm; i++) {
+        const message *x = &h->recv.m[i];
+        int e = tide_nccl_recv(nccl, h->drbuf + x->at * h->elem, x->count * h->elem, x->peer,
+                               stream);
+        g = g ? g : e;
+    }
+    for (int i = 0; i < h->send.nm; i++) {
+        const message *x = &h->send.m[i];
+        int e = tide_nccl_send(nccl, h->dsbuf + x->at * h->elem, x->count * h->elem, x->peer,
+                               stream);
+        g = g ? g : e;
+    }
+    int e = tide_nccl_group_end();
+    st = st ? st : g ? g : e;
+    return st ? st : device_unpack(h, a, stream);
+#else
+    (void)h, (void)a, (void)nccl, (void)stream;
     return TIDE_ERR_UNSUPPORTED;
 #endif
 }

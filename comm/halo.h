@@ -48,4 +48,11 @@ int tide_halo_execute(const tide_halo *h, void *a);
  * whatever fails. */
 int tide_halo_execute_device(const tide_halo *h, void *a, void *stream);
 
+/* The same over NCCL (nccl: a tide_nccl * over the halo's communicator, each rank with a GPU
+ * of its own): the packs, one group of ncclSend/ncclRecv between the device stagings and the
+ * unpacks, all enqueued on stream; nothing crosses PCIe and the host waits for nothing. Every
+ * rank posts its whole group whatever fails. Returns 0 or TIDE_ERR_BACKEND (NCCL's
+ * asynchronous errors show at the stream's synchronization: tide_nccl_check). */
+int tide_halo_execute_nccl(const tide_halo *h, void *a, void *nccl, void *stream);
+
 #endif

@@ -828,6 +828,14 @@ static int make_plan(tide_context *ctx, const int n[3], const tide_args *all,
         if (!st)
             st = check_source(p, err, sizeof err);
     }
+    if (ctx->nranks > 1 && cuda && ctx->nccl_usable) { /* collective, agreed: the halos over
+                                                        * NCCL, GPU to GPU */
+        void *nccl = NULL;
+        int x = tide_context_nccl(ctx, &nccl);
+        st = st ? st : x;
+        if (p)
+            p->env.nccl = nccl;
+    }
     if (ctx->nranks > 1) /* collective: every rank, whatever its status */
         st = plan_ranks(ctx, p, all, off, w, st, err, sizeof err);
     if (p && !st) {
