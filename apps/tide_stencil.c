@@ -537,8 +537,9 @@ int tide_cmd_stencil(int argc, char **argv)
     CHECK(tide_stencil_plan_info(plan, &info));
     double halo_s = app_max(info.halo_seconds), halo_bytes = halo_most * (double)es, xrate = 0;
     int overlapped = app_max(info.overlapped) > 0;
+    int nccl = info.halo_exchange == TIDE_EXCHANGE_NCCL;
     if (P > 1)
-        CHECK(tide_measure_exchange(ctx, TIDE_EXCHANGE_P2P, (size_t)halo_bytes + 1, &xrate));
+        CHECK(tide_measure_exchange(ctx, info.halo_exchange, (size_t)halo_bytes + 1, &xrate));
     double halo_bound = P > 1 && xrate > 0 ? info.exchanges * app_seconds(halo_bytes, xrate)
                                            : NAN; /* JSON null on one rank */
     /* Memory usage: what the plan holds anywhere, and u and the source wherever they live
@@ -621,11 +622,12 @@ int tide_cmd_stencil(int argc, char **argv)
     if (P > 1)
         tide_say("Halo: %lld exchanges per run%s, %.4g s in them on the slowest rank (%.3g of "
                  "the run); at most %.4g MB received per exchange: %.4g s at the measured "
-                 "exchange rate %.4g GB/s (MPI_Isend/Irecv, every pair of ranks), exchange time "
-                 "/ that %.3g\n", info.exchanges,
+                 "exchange rate %.4g GB/s (%s, every pair of ranks), exchange time / that "
+                 "%.3g\n", info.exchanges,
                  overlapped ? " beside the sweeps of the own planes" : "", halo_s,
                  ts.median > 0 ? halo_s / ts.median : 0,
-                 halo_bytes / 1e6, halo_bound, xrate, halo_s / halo_bound);
+                 halo_bytes / 1e6, halo_bound, xrate,
+                 nccl ? "NCCL send/recv, GPU to GPU" : "MPI_Isend/Irecv", halo_s / halo_bound);
 
     if (c->json && rank == 0) {
         FILE *f = fopen(c->json, "w");

@@ -931,6 +931,7 @@ int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
         info->exchanges = p->exchanges;
         info->halo_seconds = p->halo_seconds;
         info->overlapped = p->split.on;
+        info->halo_exchange = p->env.nccl ? TIDE_EXCHANGE_NCCL : TIDE_EXCHANGE_P2P;
     }
     return TIDE_SUCCESS;
 }

@@ -629,6 +629,9 @@ typedef struct {
                               * for its peers, unpacking) */
     int slabs;               /* one GPU rank whose host arrays exceed the device budget: the
                               * slabs each pass sends through the GPU; 0 in card */
+    tide_exchange halo_exchange; /* several ranks: how halos move, TIDE_EXCHANGE_NCCL (GPU
+                              * to GPU, every rank a GPU of its own) or _P2P (MPI_Isend/Irecv,
+                              * on the GPU through pinned host memory); _AUTO on one rank */
     int overlapped;          /* several GPU ranks: 1 where each pass sweeps this rank's own
                               * planes while its halo travels (halo_seconds then run beside
                               * that sweep) */

@@ -531,6 +531,12 @@ static void check_and_run(const char *name, const stencil *s, tide_stencil_plan 
     tt_check(&tally, world, info.overlapped == (gpu && nranks > 1 && slab),
              "d) %s: info.overlapped %d on rank %d's box %s (GPU %d, %d ranks, slab halo %d)",
              name, info.overlapped, rank, bs, gpu, nranks, slab);
+    /* halos over MPI, or on GPUs of their own over NCCL */
+    tide_exchange hx = info.halo_exchange;
+    tt_check(&tally, world,
+             nranks == 1 ? hx == TIDE_EXCHANGE_AUTO
+                         : hx == TIDE_EXCHANGE_P2P || (gpu && hx == TIDE_EXCHANGE_NCCL),
+             "d) %s: info.halo_exchange %d on %d ranks (GPU %d)", name, (int)hx, nranks, gpu);
     int need = count > 0 && !spans && s->shape <= S27;
     long long hp = info.halo_points;
     tt_check(&tally, world,
