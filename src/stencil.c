@@ -80,8 +80,10 @@ struct tide_stencil_plan {
     void *entry;           /* orders runs after the caller's CUDA work */
     int tuned;             /* fuse chosen by timing sweeps */
     split_pass split;      /* several GPU ranks: passes that hide the exchange (below) */
-    tide_stencil_stream *oc; /* one GPU rank, host arrays beyond the device budget: slabs
-                              * through the GPU (stencil_stream.h) */
+    tide_stencil_stream *oc; /* GPU, host arrays beyond the device budget: slabs through the
+                              * GPU (stencil_stream.h) */
+    int ooc;               /* several GPU ranks out of core: ea and esrc in pinned host
+                            * memory, each pass exchanged there and streamed through the GPU */
 };
 
 static const char *const shape_names[] = {"7pt", "27pt", "star", "box"};
@@ -262,9 +264,14 @@ int tide_stencil_plan_destroy(tide_stencil_plan *p)
         split_destroy(p);
         tide_stencil_stream_destroy(p->oc);
         e->be->free(p->work);
-        e->be->free(p->ea);
+        if (p->ooc) {
+            e->be->host_free(p->ea);
+            e->be->host_free(p->esrc);
+        } else {
+            e->be->free(p->ea);
+            e->be->free(p->esrc);
+        }
         e->be->free(p->eb);
-        e->be->free(p->esrc);
         e->be->free(p->dev_u);
         e->be->free(p->dev_source);
         if (e->stream)
@@ -580,6 +587,25 @@ static int time_fuse_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_b
     return best;
 }
 
+/* Out of core on several ranks, fuse 0: the steps per pass the out-of-card model chooses for
+ * this rank's box alone (p->sweep made for it; local, a failure in *st). */
+static int ooc_fuse(tide_stencil_plan *p, int *st, char *err, size_t len)
+{
+    tide_rates rates;
+    tide_stencil_stream *x = NULL;
+    *st = tide_context_pcie(p->ctx, &rates, err, len);
+    tide_stencil_stream_desc d = {.env = &p->env, .sweep = &p->sweep, .box = p->box,
+                                  .source = p->o.source != NULL,
+                                  .budget = p->ctx->dev.budget_bytes, .pcie = rates};
+    if (!*st)
+        *st = tide_stencil_stream_create(&d, &x, err, len);
+    tide_stencil_stream_shape sh = {0};
+    if (!*st)
+        tide_stencil_stream_shape_of(x, &sh);
+    tide_stencil_stream_destroy(x);
+    return sh.fuse > 0 ? sh.fuse : 1;
+}
+
 /* Collective, on several ranks (st: this rank's status so far; every rank comes here): every
  * rank's box (the caller's or the plan's grid's), the steps per pass (option fuse; else on the
  * GPU the count time_fuse_ranks keeps, on the CPU the fewest any rank's backend picks for its
@@ -596,23 +622,42 @@ static int plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_args *
         p->box = given ? all[ctx->rank].box[0] : grid_box(p->n, p->grid, ctx->rank);
         p->ext = p->box;
     }
+    /* out of core where any GPU rank's in-card plan could exceed its budget at the widest
+     * halo its kernels fuse (backend_bytes: u's and the source's copies, the grown arrays,
+     * the halo's device staging, about the halo's points twice): every rank alike */
+    int ooc = 0, any_ooc = 0;
+    if (p && !st && p->env.be->gpu && p->o.location == TIDE_LOCATION_HOST) {
+        int src = p->o.source != NULL;
+        tide_box wide = grown(p, &p->box, TIMED_FUSE_MAX * p->radius);
+        double own = (double)tide_box_count(&p->box), ext = (double)tide_box_count(&wide);
+        ooc = (own * (1 + src) + ext * (2 + src) + 2 * (ext - own)) * (double)elem_bytes(p) >
+              (double)ctx->dev.budget_bytes;
+    }
+    if (MPI_Allreduce(&ooc, &any_ooc, 1, MPI_INT, MPI_MAX, ctx->comm) != MPI_SUCCESS && !st)
+        st = TIDE_ERR_MPI, snprintf(err, len, "MPI_Allreduce failed");
+    if (p)
+        p->ooc = any_ooc;
     if (p && !st && tide_box_count(&p->box) > 0) { /* the backend's choice on this box */
         make_sweep(p, off, w);
         for (int k = 0; k < 3; k++) /* at least a stencil's width: the GPU's sweeps need it,
                                      * and the grown box will have it */
             if (p->sweep.n[k] < 2 * p->radius + 1)
                 p->sweep.n[k] = 2 * p->radius + 1;
-        st = p->env.be->sweep_create(&p->env, &p->sweep, p->o.fuse, err, len);
+        st = p->env.be->sweep_create(&p->env, &p->sweep, p->ooc ? 1 : p->o.fuse, err, len);
         if (!st)
-            mine = p->sweep.max_fuse;
+            mine = !p->ooc ? p->sweep.max_fuse : p->o.fuse ? p->o.fuse : ooc_fuse(p, &st, err, len);
         if (p->sweep.state)
             p->env.be->sweep_destroy(&p->env, &p->sweep);
         p->sweep.state = NULL;
     }
     if (MPI_Allreduce(&mine, &fuse, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS && !st)
         st = TIDE_ERR_MPI, snprintf(err, len, "MPI_Allreduce failed");
-    if (!p || st)
+    if (!p || st) { /* a local failure (another rank's box may have failed otherwise): still
+                     * in the vote on timing below, against it */
+        int no = 0, any = 0;
+        MPI_Allreduce(&no, &any, 1, MPI_INT, MPI_MIN, ctx->comm);
         return st;
+    }
     p->fuse = fuse == INT_MAX ? 1 : fuse;
     tide_box *own = malloc(sizeof *own * (size_t)P), *ext = malloc(sizeof *ext * (size_t)P);
     if (!own || !ext)
@@ -632,7 +677,8 @@ static int plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_args *
         p->fuse++;
     }
     /* every rank times, or none: the statuses so far may differ */
-    int go = !st && thin < 0 && p->env.be->gpu && !p->o.fuse && p->fuse > 1, all_go = 0;
+    int go = !st && thin < 0 && p->env.be->gpu && !p->ooc && !p->o.fuse && p->fuse > 1;
+    int all_go = 0;
     MPI_Allreduce(&go, &all_go, 1, MPI_INT, MPI_MIN, ctx->comm);
     if (all_go) {
         p->fuse = time_fuse_ranks(ctx, p, own, p->fuse, off, w, &st, err, len);
@@ -654,8 +700,7 @@ static int plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_args *
     if (!st) {
         p->ext = ext[ctx->rank];
         st = tide_halo_create(ctx->comm, p->n, periodic, own, ext, elem, p->env.threads,
-                              p->env.be->gpu,
-                              &p->halo, err, len);
+                              p->env.be->gpu && !p->ooc, &p->halo, err, len);
     }
     free(own);
     free(ext);
@@ -735,6 +780,36 @@ static int build_streamed(tide_stencil_plan *p, char *err, size_t len)
     return TIDE_SUCCESS;
 }
 
+/* Several GPU ranks out of core (local; the reason in err): the grown arrays of u and the
+ * source in pinned host memory, and this rank's grown box streamed through the GPU with the
+ * agreed steps per pass (its faces other than the grid's are boundaries to the slabs' sweeps,
+ * as to the in-card sweep of the grown box). */
+static int build_out_of_core(tide_stencil_plan *p, char *err, size_t len)
+{
+    const tide_env *e = &p->env;
+    if (tide_box_count(&p->box) == 0)
+        return TIDE_SUCCESS;
+    int st = e->be->host_alloc(ext_bytes(p), &p->ea);
+    if (!st && p->o.source)
+        st = e->be->host_alloc(ext_bytes(p), &p->esrc);
+    if (st)
+        return snprintf(err, len, "cannot allocate the plan's %.3g GB of pinned host memory: "
+                        "%s", ext_bytes(p) * (1 + (p->o.source != NULL)) / 1e9,
+                        e->be->last_error()), st;
+    tide_rates rates;
+    st = e->be->sweep_create(e, &p->sweep, 1, err, len);
+    if (!st)
+        st = tide_context_pcie(p->ctx, &rates, err, len);
+    tide_stencil_stream_desc d = {.env = e, .sweep = &p->sweep, .box = p->ext,
+                                  .source = p->o.source != NULL,
+                                  .budget = p->ctx->dev.budget_bytes, .fuse = p->fuse,
+                                  .pcie = rates};
+    if (st || (st = tide_stencil_stream_create(&d, &p->oc, err, len)))
+        return st;
+    tide_op_sweep(&p->op, &p->sweep, 1);
+    return TIDE_SUCCESS;
+}
+
 /* The plan's memory, its sweep and its steps per pass (local; the reason in err): on a GPU
  * with host arrays the device copies of u and the source (or, beyond the budget on one rank,
  * the slabs through the GPU); the work array, or on several ranks the arrays on the grown
@@ -747,6 +822,8 @@ static int build(tide_stencil_plan *p, const int (*off)[3], const double *w, cha
     int host_gpu = e->be->gpu && p->o.location == TIDE_LOCATION_HOST;
     if (host_gpu && !p->halo && backend_bytes(p) > p->ctx->dev.budget_bytes)
         return build_streamed(p, err, len);
+    if (p->ooc)
+        return build_out_of_core(p, err, len);
     if (e->be->gpu && backend_bytes(p) > p->ctx->dev.budget_bytes)
         return snprintf(err, len, "the plan needs %.3g GB of device memory on GPU %d, more than "
                         "the context's budget of %.3g GB", backend_bytes(p) / 1e9,
@@ -910,12 +987,17 @@ int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
     info->host_bytes = p->sweep.state_bytes + (gpu ? 0 : backend_bytes(p) + staging);
     info->pinned_bytes = gpu ? staging : 0;
     info->device_bytes = gpu ? backend_bytes(p) : 0;
-    if (p->oc) {
+    if (p->oc) { /* the pipeline's buffers; out of core also the grown host arrays */
         tide_stencil_stream_shape sh;
         tide_stencil_stream_shape_of(p->oc, &sh);
         info->pinned_bytes = sh.pinned_bytes;
         info->device_bytes = sh.device_bytes;
         info->slabs = sh.slabs;
+    }
+    if (p->ooc) {
+        info->host_bytes += staging;
+        info->pinned_bytes += (p->ea ? ext_bytes(p) : 0) * (1 + (p->esrc != NULL));
+        info->device_bytes = info->slabs ? info->device_bytes : 0;
     }
     info->taps = p->taps;
     info->radius = p->radius;
@@ -931,7 +1013,7 @@ int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
         info->exchanges = p->exchanges;
         info->halo_seconds = p->halo_seconds;
         info->overlapped = p->split.on;
-        info->halo_exchange = p->env.nccl ? TIDE_EXCHANGE_NCCL : TIDE_EXCHANGE_P2P;
+        info->halo_exchange = p->env.nccl && !p->ooc ? TIDE_EXCHANGE_NCCL : TIDE_EXCHANGE_P2P;
     }
     return TIDE_SUCCESS;
 }
@@ -942,20 +1024,21 @@ int tide_stencil_plan_describe(const tide_stencil_plan *p, char *buf, size_t len
         return tide_fail(p ? p->ctx : NULL, TIDE_ERR_ARGUMENT,
                          "tide_stencil_plan_describe: %s", p ? "no buffer" : "plan is NULL");
     int host_gpu = p->env.be->gpu && p->o.location == TIDE_LOCATION_HOST;
-    char ranks[96] = "";
+    char halo[48] = "", slabs[96] = "";
     if (p->halo)
-        snprintf(ranks, sizeof ranks, "halo %d %s ", p->fuse * p->radius,
+        snprintf(halo, sizeof halo, "halo %d %s ", p->fuse * p->radius,
                  p->split.on ? "beside" : ">");
     if (p->oc) { /* each slab: up, the pass's sweeps, down */
         tide_stencil_stream_shape sh;
         tide_stencil_stream_shape_of(p->oc, &sh);
-        snprintf(ranks, sizeof ranks, "%d slabs of <= %d planes, %d steps per pass: ", sh.slabs,
-                 sh.planes, sh.fuse);
+        snprintf(slabs, sizeof slabs, "%d slabs of <= %d planes, %d steps per pass: ",
+                 sh.slabs, sh.planes, sh.fuse);
     }
-    snprintf(buf, len, "stencil %s r%d %d taps %s %s: %s%s%s%s", shape_names[p->o.shape],
+    /* out of core the exchange comes first, in host memory; in card after the upload */
+    snprintf(buf, len, "stencil %s r%d %d taps %s %s: %s%s%s%s%s%s", shape_names[p->o.shape],
              p->radius, p->taps, p->o.precision == TIDE_DOUBLE ? "double" : "float",
-             p->env.be->name, host_gpu ? "upload > " : "", ranks, p->op.what,
-             host_gpu ? " > download" : "");
+             p->env.be->name, p->ooc ? halo : "", host_gpu ? "upload > " : "",
+             p->ooc ? "" : halo, slabs, p->op.what, host_gpu ? " > download" : "");
     return TIDE_SUCCESS;
 }
 
@@ -976,7 +1059,7 @@ static int exchange(tide_stencil_plan *p, void *a)
     const tide_env *e = &p->env;
     int st = e->be->sync(e);
     double t0 = MPI_Wtime();
-    int x = e->be->halo(e, p->halo, a);
+    int x = p->ooc ? tide_halo_execute(p->halo, a) : e->be->halo(e, p->halo, a);
     p->halo_seconds += MPI_Wtime() - t0;
     p->exchanges++;
     return st ? st : x;
@@ -1041,6 +1124,41 @@ static int passes(tide_stencil_plan *p, void *a, void *b, long long steps, int *
         from = to, to = t;
     }
     *in_b = n % 2;
+    return st;
+}
+
+/* Several ranks out of core: u and the source into the grown host arrays (the source's halo
+ * filled once), then each pass: the halo exchanged in host memory, the grown box streamed
+ * through the GPU in place; the box of the result back into u. Every rank takes part in every
+ * exchange whatever failed before. */
+static int run_out_of_core(tide_stencil_plan *p, void *u, long long steps)
+{
+    tide_env h = {.ctx = p->ctx, .be = &tide_backend_cpu, .threads = p->env.threads};
+    size_t elem = elem_bytes(p);
+    int any = tide_box_count(&p->box) > 0, st = TIDE_SUCCESS;
+    char err[TIDE_MSG_LEN] = "";
+    if (any)
+        st = h.be->copy_region(&h, elem, &p->box, u, &p->box, p->ea, &p->ext);
+    if (p->esrc && any && !st)
+        st = h.be->copy_region(&h, elem, &p->box, p->o.source, &p->box, p->esrc, &p->ext);
+    if (p->o.source) {
+        int x = exchange(p, p->esrc);
+        st = st ? st : x;
+    }
+    long long n = (steps + p->fuse - 1) / p->fuse;
+    for (long long i = 0; i < n; i++) {
+        int x = exchange(p, p->ea);
+        st = st ? st : x;
+        if (!st && any)
+            st = tide_stencil_stream_pass(p->oc, p->ea, p->esrc,
+                                          (int)(steps / n + (i < steps % n)), err, sizeof err);
+    }
+    if (any && !st)
+        st = h.be->copy_region(&h, elem, &p->box, p->ea, &p->ext, u, &p->box);
+    if (st)
+        tide_fail(p->ctx, st, "failure during tide_stencil_run: %s",
+                  *err ? err : st == TIDE_ERR_MPI ? "a halo exchange failed"
+                                                  : "copying between u and the grown array");
     return st;
 }
 
@@ -1113,8 +1231,8 @@ static int run(tide_stencil_plan *p, void *u, long long steps, int enter_st)
         return st;
     const tide_env *e = &p->env;
     if (p->halo) {
-        st = run_ranks(p, u, steps);
-        if (st)
+        st = p->ooc ? run_out_of_core(p, u, steps) : run_ranks(p, u, steps);
+        if (st && !p->ooc) /* out of core says why itself */
             tide_fail(p->ctx, st, "failure during tide_stencil_run: %s",
                       st == TIDE_ERR_MPI ? "a halo exchange failed" : e->be->last_error());
         return tide_agree(p->ctx, st);

@@ -46,7 +46,13 @@
  *     code tide.h gives them), box NULL on rank 0 only, a box one point wide along a split
  *     Dirichlet dimension (radius 2, fuse 1), fuse or the source given differently between
  *     ranks, location device on the CPU backend, backend cuda on the CPU context, a run of -1
- *     steps; then a plan still works.
+ *     steps; then a plan still works;
+ *  f) on the GPU with host arrays, out of core: a context whose device budget is below what
+ *     every rank's box needs in card (0.9 of u, the grown arrays and the source's copies), so
+ *     each pass exchanges the halo in host memory and streams the grown box through the GPU
+ *     in slabs: slabs along z over P ranks, 7pt, 27pt (a source, double) and a radius-2 star,
+ *     periodic and Dirichlet along z, fuse 2 and 3 and the plan's choice, the checks of c)
+ *     and d) (bitwise against the oracle), info.slabs at least 2 on every non-empty box.
  */
 #include <ctype.h>
 #include <stdarg.h>
@@ -65,6 +71,7 @@ static tt_tally tally;     /* collective checks over MPI_COMM_WORLD */
 static int verbose;        /* TIDE_TEST_VERBOSE=1: name each case as it starts */
 static tide_context *ctx;  /* the context of every rank */
 static int ncases, nthin, nrefused; /* cases run; too thin refused; runnable with no fuse */
+static int out_of_core;    /* f): the cases run on a context whose budget forces it */
 static int gpu;            /* TIDE_TEST_BACKEND=cuda: the context runs on the GPU */
 static int on_device;      /* TIDE_TEST_LOCATION=device: u and the source in device memory */
 
@@ -527,10 +534,14 @@ static void check_and_run(const char *name, const stencil *s, tide_stencil_plan 
         for (int k = 1; k < 3; k++)
             slab = slab && ext[o[k]] == mine.hi[o[k]] - mine.lo[o[k]];
     }
-    /* overlapped: exactly the GPU ranks whose halo is such a slab's */
-    tt_check(&tally, world, info.overlapped == (gpu && nranks > 1 && slab),
-             "d) %s: info.overlapped %d on rank %d's box %s (GPU %d, %d ranks, slab halo %d)",
-             name, info.overlapped, rank, bs, gpu, nranks, slab);
+    /* overlapped: exactly the GPU ranks in card whose halo is such a slab's; out of core,
+     * slabs through the GPU on every non-empty box */
+    tt_check(&tally, world,
+             info.overlapped == (gpu && nranks > 1 && slab && !out_of_core) &&
+                 (out_of_core ? count == 0 || info.slabs >= 2 : info.slabs == 0),
+             "d) %s: info.overlapped %d, slabs %d on rank %d's box %s (GPU %d, %d ranks, slab "
+             "halo %d, out of core %d)", name, info.overlapped, info.slabs, rank, bs, gpu, nranks,
+             slab, out_of_core);
     /* halos over MPI, or on GPUs of their own over NCCL */
     tide_exchange hx = info.halo_exchange;
     tt_check(&tally, world,
@@ -728,6 +739,46 @@ static void decompositions(void)
     free(boxes);
 }
 
+/* ---- f) out of core ------------------------------------------------------------------------ */
+
+static void out_of_core_cases(void)
+{
+    static const dspec oc[] = {
+        {S7, 1, 0, {240, 9, 8}, 0, "DPP", 0, 3, 0},
+        {S27, 1, 0, {240, 7, 9}, 1, "PDD", 1, 2, 1},
+        {SS, 2, 5, {240, 8, 7}, 0, "PPP", 0, 2, 0},
+        {S7, 1, 0, {240, 9, 8}, 1, "PPP", 0, 0, 1},
+    };
+    tide_context *all = ctx;
+    tide_box *boxes = tt_xmalloc((size_t)nranks * sizeof *boxes);
+    stencil *s = tt_xmalloc(sizeof *s);
+    const int g[3] = {nranks, 1, 1};
+    for (int c = 0; c < (int)(sizeof oc / sizeof oc[0]); c++) {
+        build_stencil(&oc[c], 13000u + 7u * (unsigned)c, s);
+        balanced_boxes(s->n, g, boxes);
+        long long most = 0;
+        for (int q = 0; q < nranks; q++)
+            most = tt_box_count(&boxes[q]) > most ? tt_box_count(&boxes[q]) : most;
+        tide_context_options o;
+        tide_context_options_init(&o);
+        o.device_budget = (size_t)(0.9 * (double)most * (s->dbl ? 8 : 4) * (3 + 2 * s->source));
+        int st = tide_context_create(world, &o, &ctx);
+        if (!tt_check(&tally, world, st == 0, "f) %s: a context with a budget of %zu bytes: "
+                      "%s: %s", s->name, o.device_budget, tide_strerror(st),
+                      tide_last_error(NULL))) {
+            ctx = all;
+            continue;
+        }
+        out_of_core = 1;
+        dist_case(s, boxes, "out of core, slabs along z");
+        out_of_core = 0;
+        tide_context_destroy(ctx);
+        ctx = all;
+    }
+    free(s);
+    free(boxes);
+}
+
 /* ---- e) bad input --------------------------------------------------------------------------- */
 
 static const int EN[3] = {9, 8, 7};
@@ -916,6 +967,11 @@ int main(int argc, char **argv)
         printf("  a)-d) %d cases run on %d ranks, %d refused as too thin (%d of them then "
                "without a thick enough fuse) (%.1f s)\n",
                ncases, nranks, nthin, nrefused, MPI_Wtime() - t0);
+    if (gpu && !on_device) {
+        out_of_core_cases();
+        if (rank == 0)
+            printf("  f) out of core: 4 cases (%.1f s)\n", MPI_Wtime() - t0);
+    }
     bad_input();
     if (rank == 0)
         printf("(%d checks, %d failed, %.1f s)\n", tally.checks, tally.failed,
