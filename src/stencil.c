@@ -587,18 +587,27 @@ static int time_fuse_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_b
     return best;
 }
 
+/* The slabs through the GPU of host array b (its layout; p->sweep made for it, created) with
+ * fuse steps per pass (0: the model's choice), at the measured PCIe rates (local; the reason
+ * in err). */
+static int make_stream(tide_stencil_plan *p, const tide_box *b, int fuse,
+                       tide_stencil_stream **out, char *err, size_t len)
+{
+    tide_rates rates;
+    int st = tide_context_pcie(p->ctx, &rates, err, len);
+    tide_stencil_stream_desc d = {.env = &p->env, .sweep = &p->sweep, .box = *b,
+                                  .source = p->o.source != NULL,
+                                  .budget = p->ctx->dev.budget_bytes, .fuse = fuse,
+                                  .pcie = rates};
+    return st ? st : tide_stencil_stream_create(&d, out, err, len);
+}
+
 /* Out of core on several ranks, fuse 0: the steps per pass the out-of-card model chooses for
  * this rank's box alone (p->sweep made for it; local, a failure in *st). */
 static int ooc_fuse(tide_stencil_plan *p, int *st, char *err, size_t len)
 {
-    tide_rates rates;
     tide_stencil_stream *x = NULL;
-    *st = tide_context_pcie(p->ctx, &rates, err, len);
-    tide_stencil_stream_desc d = {.env = &p->env, .sweep = &p->sweep, .box = p->box,
-                                  .source = p->o.source != NULL,
-                                  .budget = p->ctx->dev.budget_bytes, .pcie = rates};
-    if (!*st)
-        *st = tide_stencil_stream_create(&d, &x, err, len);
+    *st = make_stream(p, &p->box, 0, &x, err, len);
     tide_stencil_stream_shape sh = {0};
     if (!*st)
         tide_stencil_stream_shape_of(x, &sh);
@@ -644,8 +653,10 @@ static int plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_args *
             if (p->sweep.n[k] < 2 * p->radius + 1)
                 p->sweep.n[k] = 2 * p->radius + 1;
         st = p->env.be->sweep_create(&p->env, &p->sweep, p->ooc ? 1 : p->o.fuse, err, len);
-        if (!st)
-            mine = !p->ooc ? p->sweep.max_fuse : p->o.fuse ? p->o.fuse : ooc_fuse(p, &st, err, len);
+        if (!st && !p->ooc)
+            mine = p->sweep.max_fuse;
+        else if (!st) /* out of core: not bound by the kernels, one level at a time */
+            mine = p->o.fuse ? p->o.fuse : ooc_fuse(p, &st, err, len);
         if (p->sweep.state)
             p->env.be->sweep_destroy(&p->env, &p->sweep);
         p->sweep.state = NULL;
@@ -759,15 +770,8 @@ static int split_setup(tide_stencil_plan *p, char *err, size_t len)
 static int build_streamed(tide_stencil_plan *p, char *err, size_t len)
 {
     const tide_env *e = &p->env;
-    tide_rates rates;
     int st = e->be->sweep_create(e, &p->sweep, 1, err, len); /* one level at a time */
-    if (!st)
-        st = tide_context_pcie(p->ctx, &rates, err, len);
-    tide_stencil_stream_desc d = {.env = e, .sweep = &p->sweep, .box = p->box,
-                                  .source = p->o.source != NULL,
-                                  .budget = p->ctx->dev.budget_bytes, .fuse = p->o.fuse,
-                                  .pcie = rates};
-    if (st || (st = tide_stencil_stream_create(&d, &p->oc, err, len)))
+    if (st || (st = make_stream(p, &p->box, p->o.fuse, &p->oc, err, len)))
         return st;
     tide_stencil_stream_shape sh;
     tide_stencil_stream_shape_of(p->oc, &sh);
@@ -796,15 +800,8 @@ static int build_out_of_core(tide_stencil_plan *p, char *err, size_t len)
         return snprintf(err, len, "cannot allocate the plan's %.3g GB of pinned host memory: "
                         "%s", ext_bytes(p) * (1 + (p->o.source != NULL)) / 1e9,
                         e->be->last_error()), st;
-    tide_rates rates;
     st = e->be->sweep_create(e, &p->sweep, 1, err, len);
-    if (!st)
-        st = tide_context_pcie(p->ctx, &rates, err, len);
-    tide_stencil_stream_desc d = {.env = e, .sweep = &p->sweep, .box = p->ext,
-                                  .source = p->o.source != NULL,
-                                  .budget = p->ctx->dev.budget_bytes, .fuse = p->fuse,
-                                  .pcie = rates};
-    if (st || (st = tide_stencil_stream_create(&d, &p->oc, err, len)))
+    if (st || (st = make_stream(p, &p->ext, p->fuse, &p->oc, err, len)))
         return st;
     tide_op_sweep(&p->op, &p->sweep, 1);
     return TIDE_SUCCESS;
