@@ -38,7 +38,11 @@
  * Host-side ordering: the engine orders nothing between chunks of different slots on the host
  * side. A host point that one chunk downloads must not be uploaded or downloaded by another
  * chunk of the same run (chunks own disjoint destination points; in-place jobs are fine when
- * each chunk reads and writes back its own points).
+ * each chunk reads and writes back its own points), with one exception: in an ordered job a
+ * chunk may download points an earlier chunk uploaded. Its downloads follow its work, which
+ * follows the earlier chunk's work, which follows that chunk's uploads on its stream, and a
+ * staged upload is packed before it is enqueued (chunks are enqueued in order), so the host
+ * has read those points before they are written.
  */
 #ifndef TIDE_GPU_PIPELINE_H
 #define TIDE_GPU_PIPELINE_H

@@ -22,9 +22,11 @@
  * [nz - l r, nz) from the last slab's bands and the face; periodic, level l on [-l r, l r)
  * (wrapped) from the last slab's bands and HEAD. Each level is one one-step sweep over the
  * planes it reads, whose faces are kept as boundaries: a face that is not the grid's spoils
- * exactly the r planes the sweep keeps. Downloads write each plane after the slab that
- * uploaded it has read it, and nothing is read from the host again, so the job, ordered (slab
- * i's work after slab i-1's), overlaps uploads, sweeps and downloads in both directions.
+ * exactly the r planes the sweep keeps. A slab downloads planes the slab before uploaded (and
+ * the seam planes of the last slab and of slab 0): the job is ordered (slab i's work after
+ * slab i-1's), which the pipeline engine guarantees orders those downloads after the uploads
+ * (gpu/pipeline.h, host-side ordering); nothing is read from the host after it was written,
+ * and uploads, sweeps and downloads of neighbouring slabs overlap in both directions.
  *
  * The model (Jin 2014's: the slowest of the transfers and the sweeps sets each slab's time):
  * a pass takes slabs x max(up / h2d, down / d2h, (up + down) / both, K one-step sweeps) plus
