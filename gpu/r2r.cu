@@ -185,16 +185,19 @@ __global__ void scatter(tide_gpu_r2r r, const T *wr, const typename cpx<T>::t *w
             row_value(r, w, idx, &l, &k, &from, &to);
             T v, s, c;
             if (r.alg == A_NONE) { // n = 1: II doubles, III keeps, IV scales by 2 cos(pi / 4)
-                int two = r.kind == TIDE_R2R_DCT2 || r.kind == TIDE_R2R_DST2, iv = r.kind >= TIDE_R2R_DCT4;
+                int two = r.kind == TIDE_R2R_DCT2 || r.kind == TIDE_R2R_DST2;
+                int iv = r.kind >= TIDE_R2R_DCT4;
                 v = src[from] * (two ? (T)2 : iv ? (T)1.4142135623730950488 : (T)1);
-            } else if (r.kind == TIDE_R2R_DCT2 || r.kind == TIDE_R2R_DST2) { // 2 Re(e^{-i pi q / 2n} V_q)
+            } else if (r.kind == TIDE_R2R_DCT2 || r.kind == TIDE_R2R_DST2) {
+                // 2 Re(e^{-i pi q / 2n} V_q)
                 int64_t q = r.kind == TIDE_R2R_DST2 ? n - 1 - k : k, h = q <= n / 2 ? q : n - q;
                 C y = wc[wat(r, l, h, r.clen)];
                 if (h != q)
                     y.y = -y.y; // V_{n-q} conjugated
                 sc_pi((T)q / (T)(2 * n), &s, &c);
                 v = 2 * (y.x * c + y.y * s);
-            } else if (r.kind == TIDE_R2R_DCT3 || r.kind == TIDE_R2R_DST3) { // X_2j = v_j, X_2j+1 = v_n-1-j
+            } else if (r.kind == TIDE_R2R_DCT3 || r.kind == TIDE_R2R_DST3) {
+                // X_2j = v_j, X_2j+1 = v_n-1-j
                 v = wr[wat(r, l, k & 1 ? n - 1 - k / 2 : k / 2, r.rlen)];
                 if (r.kind == TIDE_R2R_DST3 && (k & 1))
                     v = -v;
