@@ -984,17 +984,17 @@ int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
     info->host_bytes = p->sweep.state_bytes + (gpu ? 0 : backend_bytes(p) + staging);
     info->pinned_bytes = gpu ? staging : 0;
     info->device_bytes = gpu ? backend_bytes(p) : 0;
-    if (p->oc) { /* the pipeline's buffers; out of core also the grown host arrays */
+    if (p->ooc) { /* the grown arrays in pinned host memory, the halo's staging in host memory */
+        info->host_bytes += staging;
+        info->pinned_bytes = p->ea ? ext_bytes(p) * (1 + (p->esrc != NULL)) : 0;
+        info->device_bytes = 0;
+    }
+    if (p->oc) { /* the pipeline's buffers (one rank: the plan's only pinned and device ones) */
         tide_stencil_stream_shape sh;
         tide_stencil_stream_shape_of(p->oc, &sh);
-        info->pinned_bytes = sh.pinned_bytes;
+        info->pinned_bytes += sh.pinned_bytes;
         info->device_bytes = sh.device_bytes;
         info->slabs = sh.slabs;
-    }
-    if (p->ooc) {
-        info->host_bytes += staging;
-        info->pinned_bytes += (p->ea ? ext_bytes(p) : 0) * (1 + (p->esrc != NULL));
-        info->device_bytes = info->slabs ? info->device_bytes : 0;
     }
     info->taps = p->taps;
     info->radius = p->radius;
@@ -1130,14 +1130,13 @@ static int passes(tide_stencil_plan *p, void *a, void *b, long long steps, int *
  * exchange whatever failed before. */
 static int run_out_of_core(tide_stencil_plan *p, void *u, long long steps)
 {
-    tide_env h = {.ctx = p->ctx, .be = &tide_backend_cpu, .threads = p->env.threads};
     size_t elem = elem_bytes(p);
-    int any = tide_box_count(&p->box) > 0, st = TIDE_SUCCESS;
+    int any = tide_box_count(&p->box) > 0, st = TIDE_SUCCESS, threads = p->env.threads;
     char err[TIDE_MSG_LEN] = "";
     if (any)
-        st = h.be->copy_region(&h, elem, &p->box, u, &p->box, p->ea, &p->ext);
-    if (p->esrc && any && !st)
-        st = h.be->copy_region(&h, elem, &p->box, p->o.source, &p->box, p->esrc, &p->ext);
+        tide_copy_region(elem, 1, &p->box, u, &p->box, p->ea, &p->ext, threads);
+    if (p->esrc && any)
+        tide_copy_region(elem, 1, &p->box, p->o.source, &p->box, p->esrc, &p->ext, threads);
     if (p->o.source) {
         int x = exchange(p, p->esrc);
         st = st ? st : x;
@@ -1151,11 +1150,10 @@ static int run_out_of_core(tide_stencil_plan *p, void *u, long long steps)
                                           (int)(steps / n + (i < steps % n)), err, sizeof err);
     }
     if (any && !st)
-        st = h.be->copy_region(&h, elem, &p->box, p->ea, &p->ext, u, &p->box);
+        tide_copy_region(elem, 1, &p->box, p->ea, &p->ext, u, &p->box, threads);
     if (st)
         tide_fail(p->ctx, st, "failure during tide_stencil_run: %s",
-                  *err ? err : st == TIDE_ERR_MPI ? "a halo exchange failed"
-                                                  : "copying between u and the grown array");
+                  *err ? err : "a halo exchange failed");
     return st;
 }
 

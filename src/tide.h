@@ -411,8 +411,9 @@ int tide_fft_plan_set_stream(tide_fft_plan *plan, void *stream);
  * faces: DCT-II for Neumann-Neumann, DST-II for Dirichlet-Dirichlet, DCT-IV for Neumann low and
  * Dirichlet high, DST-IV for the reverse (inverses DCT-III, DST-III, and themselves). Faces given
  * for two dimensions are TIDE_ERR_UNSUPPORTED. On the GPU (cuFFT has no real-to-real
- * transforms) each cosine or sine transform is one batched complex FFT of twice the length
- * with pre- and post-twiddles, through a work area of four times the data's scalars.
+ * transforms) each cosine or sine transform is one batched cuFFT transform between pre- and
+ * post-processing kernels: a real FFT of the same length for types II and III (Makhoul), a
+ * complex FFT of half the length for type IV of even length, of twice the length otherwise.
  *
  * Singular problems (alpha = 0 with no Dirichlet face: every dimension periodic or bounded by
  * Neumann faces): lap(u) = f has a solution only when f has zero mean, and then one up
@@ -627,8 +628,9 @@ typedef struct {
                               * per pass, one more for the source's halo) */
     double halo_seconds;     /* ... and the seconds this rank spent in them (packing, waiting
                               * for its peers, unpacking) */
-    int slabs;               /* one GPU rank whose host arrays exceed the device budget: the
-                              * slabs each pass sends through the GPU; 0 in card */
+    int slabs;               /* GPU, host arrays beyond the device budget (one rank, or each
+                              * rank out of core): the slabs each pass sends through the GPU;
+                              * 0 in card */
     tide_exchange halo_exchange; /* several ranks: how halos move, TIDE_EXCHANGE_NCCL (GPU
                               * to GPU, every rank a GPU of its own) or _P2P (MPI_Isend/Irecv,
                               * on the GPU through pinned host memory); _AUTO on one rank */
