@@ -602,17 +602,28 @@ static int make_stream(tide_stencil_plan *p, const tide_box *b, int fuse,
     return st ? st : tide_stencil_stream_create(&d, out, err, len);
 }
 
-/* Out of core on several ranks, fuse 0: the steps per pass the out-of-card model chooses for
- * this rank's box alone (p->sweep made for it; local, a failure in *st). */
-static int ooc_fuse(tide_stencil_plan *p, int *st, char *err, size_t len)
+/* Out of core on several ranks, fuse 0: this rank's vote on the steps per pass (INT_MAX: none).
+ * The out-of-card model's choice for its box alone, capped so that the halo of k r points
+ * adds at most a quarter to the planes swept along each dimension the box shares (k r at
+ * most an eighth of the box there): the model counts neither the halo's recomputation nor its
+ * exchange. A box the model cannot stream alone (thinner than two slabs: its grown box may
+ * still be thick enough) does not vote; the plan's own streaming then says what fails. */
+static int ooc_fuse(tide_stencil_plan *p, char *err, size_t len)
 {
     tide_stencil_stream *x = NULL;
-    *st = make_stream(p, &p->box, 0, &x, err, len);
     tide_stencil_stream_shape sh = {0};
-    if (!*st)
+    if (make_stream(p, &p->box, 0, &x, err, len) == TIDE_SUCCESS)
         tide_stencil_stream_shape_of(x, &sh);
     tide_stencil_stream_destroy(x);
-    return sh.fuse > 0 ? sh.fuse : 1;
+    if (sh.fuse < 1)
+        return INT_MAX;
+    int k = sh.fuse;
+    for (int d = 0; d < 3; d++) {
+        long long cap = tide_ext(&p->box, d) / (8LL * p->radius);
+        if (!whole_along(p, &p->box, d) && k > cap)
+            k = cap > 1 ? (int)cap : 1;
+    }
+    return k;
 }
 
 /* Collective, on several ranks (st: this rank's status so far; every rank comes here): every
@@ -656,7 +667,7 @@ static int plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_args *
         if (!st && !p->ooc)
             mine = p->sweep.max_fuse;
         else if (!st) /* out of core: not bound by the kernels, one level at a time */
-            mine = p->o.fuse ? p->o.fuse : ooc_fuse(p, &st, err, len);
+            mine = p->o.fuse ? p->o.fuse : ooc_fuse(p, err, len);
         if (p->sweep.state)
             p->env.be->sweep_destroy(&p->env, &p->sweep);
         p->sweep.state = NULL;
