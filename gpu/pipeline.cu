@@ -828,6 +828,8 @@ int Run::chunk(int i)
     if ((e = cudaEventRecord(s.up_done, s.stream)) != cudaSuccess ||
         (e = cudaEventRecord(t.e[1], s.stream)) != cudaSuccess)
         return cuda_fail(why, len, e, "cudaEventRecord");
+    if (job->uploaded && (st = job->uploaded(job->user, i, s.buf.data(), (void *)s.stream)))
+        return fail(why, len, st, "the uploaded callback of chunk %d failed with code %d", i, st);
     if ((st = do_work(s, i)))
         return st;
     if ((e = cudaEventRecord(t.e[2], s.stream)) != cudaSuccess)
@@ -986,6 +988,8 @@ void serve(tide_pipeline *p)
         w.job = nullptr;
         lk.unlock();
         const int st = execute(p, job, w.why, sizeof w.why);
+        if (job->ended)
+            job->ended(job->user, st);
         lk.lock();
         w.status = st;
         w.done = true;
@@ -1009,6 +1013,8 @@ int start(tide_pipeline *p, const tide_pipeline_job *job)
         }
     }
     w.busy = true;
+    if (st && job->ended)
+        job->ended(job->user, st);
     std::lock_guard<std::mutex> lk(w.mu);
     if (st) { // nothing runs; wait reports the failure
         w.status = st;

@@ -105,6 +105,18 @@ typedef struct {
      * joined back into `stream` (events) before returning. The buffers of a slot are reused by
      * chunks i, i + nslots, ...; nothing is cleared between them. */
     int (*work)(void *user, int i, void *const *buf, void *stream);
+    /* NULL, or called in chunk order just after chunk i's uploads were enqueued on `stream` and
+     * before anything else of the chunk (in an ordered job, before the wait for chunk i-1's
+     * work), with the buffers as work sees them: what needs only the uploads (a copy of them
+     * to another GPU, on a stream of the job's) waits for an event recorded here, not for the
+     * work before them. Returns 0 or a TIDE_ERR_* code that ends the run like a failing work
+     * callback. */
+    int (*uploaded)(void *user, int i, void *const *buf, void *stream);
+    /* NULL, or, for a run handed over by tide_pipeline_start, called once with the run's
+     * status when it has ended (from the pipeline's thread, or from start itself when the job
+     * is bad), before tide_pipeline_wait can return it: jobs whose callbacks wait for another
+     * pipeline's progress learn there that it will not come. */
+    void (*ended)(void *user, int status);
     void *user;
     tide_pageable_mode pageable;
     /* Nonzero: chunk i's work, and the downloads after it, start on the device only once chunk

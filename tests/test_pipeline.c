@@ -29,9 +29,13 @@
  *   k) host callbacks: before_upload producing each chunk's input (host input poisoned),
  *      after_download checking and rewriting each chunk's output; each called once, in chunk
  *      order, at most nslots + 1 chunks late, from the calling thread; a failing one's code;
+ *      uploaded called once per chunk in order, after before_upload, its stream holding the
+ *      chunk's uploads (it copies the slot buffer out on that stream: the copies equal the
+ *      input); no ended call from tide_pipeline_run;
  *   l) start and wait: two pipelines (on two GPUs where there are two) started back to back,
  *      callbacks on the pipelines' threads and devices; a second start, a run in flight, a bad
- *      job, destroy while running;
+ *      job, destroy while running; ended called once per started run, before wait returns,
+ *      with its status (0, a bad job's from start itself, a failing callback's code);
  *   m) after_caller: inputs written on the caller's stream behind a 50 ms sleep (pinned, by a
  *      copy on the legacy default stream; pageable staged, by a host function on a stream).
  * For information only, it times a 1 GiB pinned round trip against tide_gpu_measure's rate of
@@ -1221,6 +1225,10 @@ typedef struct {
     int device, wrong_device;      /* the pipeline's device; callbacks that found another */
     atomic_int *gate;              /* before_upload(0) waits (at most 5 s) until it is 1 */
     int gate_seen;
+    int befores;                   /* before_upload calls */
+    unsigned char *snap;           /* pinned; uploaded(i) copies slot buffer 0's chunk here */
+    int uploads, uploaded_bad;     /* uploaded calls; those out of order or on another device */
+    int ended, ended_status, ended_on_main; /* ended calls, the last one's status, on main */
 } cbjob;
 
 enum { FLIP = 0x5a }; /* after_download xors chunk i's output with this */
@@ -1243,6 +1251,7 @@ static int cb_before(void *user, int i)
 {
     cbjob *c = user;
     cb_note(c, i + 1);
+    c->befores++;
     if (i == 0 && c->gate) {
         double t0 = now();
         while (!atomic_load(c->gate) && now() - t0 < 5)
@@ -1269,14 +1278,40 @@ static int cb_after(void *user, int i)
     return i == c->fail_after ? c->fail_code : 0;
 }
 
-/* A round trip of in to out in nchunks chunks with both callbacks; the input starts poisoned
- * when before_upload produces it. */
+/* After chunk i's uploads on its stream: slot buffer 0 holds the chunk (build_roundtrip puts
+ * it there densely); copy it out behind them. */
+static int cb_uploaded(void *user, int i, void *const *buf, void *stream)
+{
+    cbjob *c = user;
+    int d = -1;
+    if (i != c->uploads++ || c->befores != i + 1 || cudaGetDevice(&d) != cudaSuccess ||
+        d != c->device)
+        c->uploaded_bad++;
+    if (c->snap && cudaMemcpyAsync(c->snap + c->off[i], buf[0], c->bytes[i],
+                                   cudaMemcpyDeviceToHost, (cudaStream_t)stream) != cudaSuccess)
+        return TIDE_ERR_BACKEND;
+    return 0;
+}
+
+static void cb_ended(void *user, int status)
+{
+    cbjob *c = user;
+    c->ended++;
+    c->ended_status = status;
+    c->ended_on_main += pthread_equal(pthread_self(), c->main) != 0;
+}
+
+/* A round trip of in to out in nchunks chunks with every callback (uploaded copying into snap
+ * when given); the input starts poisoned when before_upload produces it. */
 static tide_pipeline_job cb_setup(cbjob *c, const unsigned char *ref, unsigned char *in,
                                   unsigned char *out, const tide_box *box, int nchunks,
-                                  tide_pageable_mode mode, int produce)
+                                  tide_pageable_mode mode, int produce, unsigned char *snap)
 {
     const size_t n = nbytes(box, 8, 1);
     memset(c, 0, sizeof *c);
+    c->snap = snap;
+    if (snap)
+        memset(snap, POISON, n);
     build_roundtrip(&c->p, in, out, box, nchunks);
     chunk_ranges(&c->p, box, 8, c->off, c->bytes);
     c->ref = ref;
@@ -1293,6 +1328,8 @@ static tide_pipeline_job cb_setup(cbjob *c, const unsigned char *ref, unsigned c
     job.user = c;
     job.before_upload = cb_before;
     job.after_download = cb_after;
+    job.uploaded = cb_uploaded;
+    job.ended = cb_ended;
     return job;
 }
 
@@ -1330,8 +1367,10 @@ static void test_callbacks(void)
     unsigned char *ref = malloc(n);
     fill_random(ref, n);
     cbjob *c = malloc(sizeof *c);
+    unsigned char *snap = NULL;
     char why[512];
-    for (int m = 0; m < NKINDS; m++)
+    CHECK(cudaMallocHost((void **)&snap, n) == cudaSuccess, "k) cudaMallocHost");
+    for (int m = 0; m < NKINDS && snap; m++)
         for (int s = 0; s < 2; s++) {
             char what[160];
             snprintf(what, sizeof what, "k) callbacks, %s, %d slots", kinds[m].name, slots[s]);
@@ -1345,24 +1384,30 @@ static void test_callbacks(void)
                 arr_free(&as);
                 continue;
             }
-            tide_pipeline_job job = cb_setup(c, ref, in, out, &box, 8, kinds[m].mode, 1);
+            tide_pipeline_job job = cb_setup(c, ref, in, out, &box, 8, kinds[m].mode, 1, snap);
             st = tide_pipeline_run(pl, &job, why, sizeof why);
             CHECK(st == 0, "%s: run: %d %s", what, st, why);
             if (!st)
                 cb_ok(what, c, 8, slots[s], n);
+            CHECK(c->uploads == 8 && !c->uploaded_bad && !memcmp(snap, ref, n),
+                  "%s: uploaded: %d calls, %d out of order or on another device, its copies "
+                  "%s the input", what, c->uploads, c->uploaded_bad,
+                  memcmp(snap, ref, n) ? "differ from" : "equal");
+            CHECK(c->ended == 0, "%s: tide_pipeline_run called ended", what);
             CHECK(c->off_main == 0 && c->wrong_device == 0,
                   "%s: tide_pipeline_run called %d callbacks off the calling thread, %d on "
                   "another device", what, c->off_main, c->wrong_device);
 
             /* A failing callback: its code comes back, no callback after it. */
-            job = cb_setup(c, ref, in, out, &box, 8, kinds[m].mode, 1);
+            job = cb_setup(c, ref, in, out, &box, 8, kinds[m].mode, 1, NULL);
             c->fail_before = 3;
             c->fail_code = TIDE_ERR_MISMATCH;
             st = tide_pipeline_run(pl, &job, why, sizeof why);
-            CHECK(st == TIDE_ERR_MISMATCH && c->nlog > 0 && c->log[c->nlog - 1] == 4,
-                  "%s: before_upload failing at chunk 3: status %d, last callback %d", what, st,
-                  c->nlog ? c->log[c->nlog - 1] : 0);
-            job = cb_setup(c, ref, in, out, &box, 8, kinds[m].mode, 1);
+            CHECK(st == TIDE_ERR_MISMATCH && c->nlog > 0 && c->log[c->nlog - 1] == 4 &&
+                      c->uploads == 3,
+                  "%s: before_upload failing at chunk 3: status %d, last callback %d, %d "
+                  "uploaded calls", what, st, c->nlog ? c->log[c->nlog - 1] : 0, c->uploads);
+            job = cb_setup(c, ref, in, out, &box, 8, kinds[m].mode, 1, NULL);
             c->fail_after = 2;
             c->fail_code = TIDE_ERR_BACKEND;
             st = tide_pipeline_run(pl, &job, why, sizeof why);
@@ -1372,6 +1417,7 @@ static void test_callbacks(void)
             tide_pipeline_destroy(pl);
             arr_free(&as);
         }
+    cudaFreeHost(snap);
     free(c);
     free(ref);
 }
@@ -1405,7 +1451,7 @@ static void test_start_wait(int ngpus)
     CHECK(ok, "l) creating two pipelines: %s", why);
     tide_pipeline_job job[2];
     for (int k = 0; k < 2 && ok; k++) {
-        job[k] = cb_setup(c[k], ref, in[k], out[k], &box, 8, TIDE_PAGEABLE_STAGE, 1);
+        job[k] = cb_setup(c[k], ref, in[k], out[k], &box, 8, TIDE_PAGEABLE_STAGE, 1, NULL);
         c[k]->device = ngpus > 1 ? k : 0;
     }
     if (ok) {
@@ -1428,24 +1474,44 @@ static void test_start_wait(int ngpus)
             CHECK(c[k]->on_main == 0 && c[k]->wrong_device == 0,
                   "%s: %d callbacks on the starting thread, %d on the wrong device", what,
                   c[k]->on_main, c[k]->wrong_device);
+            CHECK(c[k]->ended == 1 && c[k]->ended_status == 0 && c[k]->ended_on_main == 0 &&
+                      c[k]->uploads == 8 && c[k]->uploaded_bad == 0,
+                  "%s: ended called %d times (status %d, %d on the starting thread), uploaded "
+                  "%d times (%d out of order or on another device)", what, c[k]->ended,
+                  c[k]->ended_status, c[k]->ended_on_main, c[k]->uploads, c[k]->uploaded_bad);
         }
         CHECK(c[0]->gate_seen, "l) start returned only after the run had ended");
         CHECK(tide_pipeline_wait(pl[0], why, sizeof why) == TIDE_ERR_ARGUMENT,
               "l) a second wait was accepted");
 
-        /* A bad job: start accepts it, wait reports it. */
+        /* A bad job: start accepts it (and says so to ended), wait reports it. */
         job[0].elem = 0;
+        c[0]->ended = 0;
         int st = tide_pipeline_start(pl[0], &job[0]);
         why[0] = '\0';
         int sw = tide_pipeline_wait(pl[0], why, sizeof why);
         CHECK(st == 0 && sw == TIDE_ERR_ARGUMENT && why[0], "l) bad job: start %d, wait %d '%s'",
               st, sw, why);
+        CHECK(c[0]->ended == 1 && c[0]->ended_status == TIDE_ERR_ARGUMENT,
+              "l) bad job: ended called %d times, status %d", c[0]->ended, c[0]->ended_status);
+
+        /* A started run whose callback fails: ended has its code before wait returns. */
+        job[0] = cb_setup(c[0], ref, in[0], out[0], &box, 8, TIDE_PAGEABLE_STAGE, 1, NULL);
+        c[0]->device = 0;
+        c[0]->fail_before = 3;
+        c[0]->fail_code = TIDE_ERR_MISMATCH;
+        st = tide_pipeline_start(pl[0], &job[0]);
+        sw = tide_pipeline_wait(pl[0], why, sizeof why);
+        CHECK(st == 0 && sw == TIDE_ERR_MISMATCH && c[0]->ended == 1 &&
+                  c[0]->ended_status == TIDE_ERR_MISMATCH,
+              "l) failing started run: start %d, wait %d, ended called %d times with %d", st,
+              sw, c[0]->ended, c[0]->ended_status);
         CHECK(tide_pipeline_start(NULL, &job[0]) == TIDE_ERR_ARGUMENT &&
                   tide_pipeline_start(pl[0], NULL) == TIDE_ERR_ARGUMENT,
               "l) start with NULL arguments");
 
         /* Destroy while a run is in flight: it waits for the run first. */
-        job[1] = cb_setup(c[1], ref, in[1], out[1], &box, 8, TIDE_PAGEABLE_STAGE, 1);
+        job[1] = cb_setup(c[1], ref, in[1], out[1], &box, 8, TIDE_PAGEABLE_STAGE, 1, NULL);
         c[1]->device = ngpus > 1 ? 1 : 0;
         st = tide_pipeline_start(pl[1], &job[1]);
         tide_pipeline_destroy(pl[1]);
@@ -1528,7 +1594,7 @@ static void test_after_caller(void)
               sw ? why : "the run read the input before the caller's stream wrote it");
 
         delayed d = {Ap, ref, n};
-        job = cb_setup(c, ref, Ap, Bp, &box, 5, TIDE_PAGEABLE_STAGE, 0);
+        job = cb_setup(c, ref, Ap, Bp, &box, 5, TIDE_PAGEABLE_STAGE, 0, NULL);
         job.after_caller = 1;
         job.caller_stream = cs;
         st = cudaLaunchHostFunc(cs, sleep_then_copy, &d) == cudaSuccess
