@@ -214,6 +214,52 @@ extern "C" void tide_gpu_event_destroy(void *event)
         cudaEventDestroy((cudaEvent_t)event);
 }
 
+extern "C" int tide_gpu_event_record(void *event, void *stream)
+{
+    cudaError_t e = cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream);
+    return e == cudaSuccess ? 0 : fail(e, "cudaEventRecord");
+}
+
+extern "C" int tide_gpu_stream_wait(void *stream, void *event)
+{
+    cudaError_t e = cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0);
+    return e == cudaSuccess ? 0 : fail(e, "cudaStreamWaitEvent");
+}
+
+extern "C" int tide_gpu_enable_peer(int device, int peer)
+{
+    int can = 0, prev = -1;
+    cudaError_t e = cudaDeviceCanAccessPeer(&can, device, peer);
+    if (e != cudaSuccess)
+        return fail(e, "cudaDeviceCanAccessPeer");
+    if (!can)
+        return TIDE_ERR_UNSUPPORTED;
+    if (tide_gpu_device_enter(device, &prev))
+        return TIDE_ERR_BACKEND;
+    e = cudaDeviceEnablePeerAccess(peer, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled) {
+        cudaGetLastError(); // not an error: clear it
+        e = cudaSuccess;
+    }
+    tide_gpu_device_leave(prev);
+    return e == cudaSuccess ? 0 : fail(e, "cudaDeviceEnablePeerAccess");
+}
+
+extern "C" int tide_gpu_copy_peer_2d(void *dst, int dst_device, const void *src, int src_device,
+                                     size_t pitch, size_t width, size_t rows, void *stream)
+{
+    if (!width || !rows)
+        return 0;
+    cudaMemcpy3DPeerParms m = {};
+    m.srcPtr = make_cudaPitchedPtr((void *)src, pitch, width, rows);
+    m.srcDevice = src_device;
+    m.dstPtr = make_cudaPitchedPtr(dst, pitch, width, rows);
+    m.dstDevice = dst_device;
+    m.extent = make_cudaExtent(width, rows, 1);
+    cudaError_t e = cudaMemcpy3DPeerAsync(&m, (cudaStream_t)stream);
+    return e == cudaSuccess ? 0 : fail(e, "cudaMemcpy3DPeerAsync");
+}
+
 extern "C" int tide_gpu_after(void *caller, void *event, void *stream)
 {
     // cudaStreamLegacy names the legacy default stream whatever default-stream mode the

@@ -88,6 +88,18 @@ void tide_gpu_event_destroy(void *event);
  * default stream) before this call: event is recorded there, then `stream` waits for it on the
  * device, or, with stream NULL, the calling thread waits for it. */
 int tide_gpu_after(void *caller, void *event, void *stream);
+/* Record event on stream; make stream wait for the work before event's last record (the
+ * event may be another device's). */
+int tide_gpu_event_record(void *event, void *stream);
+int tide_gpu_stream_wait(void *stream, void *event);
+/* Let device read and write peer's memory directly (NVLink or PCIe peer to peer), for every
+ * thread of the process from now on. Returns 0 (also when already enabled),
+ * TIDE_ERR_UNSUPPORTED when the two cannot access each other, or TIDE_ERR_BACKEND. */
+int tide_gpu_enable_peer(int device, int peer);
+/* Copy `rows` rows of `width` bytes, `pitch` bytes apart on both sides, from src on
+ * src_device to dst on dst_device, enqueued on stream (a stream of either device). */
+int tide_gpu_copy_peer_2d(void *dst, int dst_device, const void *src, int src_device,
+                          size_t pitch, size_t width, size_t rows, void *stream);
 /* Make device current, remembering the current one in *prev; and make prev current again. */
 int tide_gpu_device_enter(int device, int *prev);
 void tide_gpu_device_leave(int prev);

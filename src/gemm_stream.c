@@ -24,12 +24,20 @@
  * takes, among the shapes that fit the budget, the one the model of predict() says ends first.
  *
  * Several GPUs driven by one rank share C's columns, one equal part each, with their own
- * streams, cuBLAS handles, rates, shapes and pipelines, run at once (tide_pipeline_start, then
- * wait). Each reads all of A and its columns of B and C straight from the caller's matrices:
- * one rank per node keeps the matrices in one address space, where a rank per GPU would first
- * copy panels between ranks' host memories at the speed of a memcpy, as slow as the PCIe
- * traffic itself.
+ * streams, cuBLAS handles, rates and pipelines, run at once (tide_pipeline_start, then wait).
+ * Each reads its columns of B and C straight from the caller's matrices: one rank per node keeps
+ * the matrices in one address space, where a rank per GPU would first copy panels between
+ * ranks' host memories at the speed of a memcpy, as slow as the PCIe traffic itself. Every part
+ * needs all of A. Where the GPUs reach each other's memory (NVLink, peer to peer) and A is kept
+ * whole on each, A crosses PCIe once in all, not once per GPU: the parts take part 0's tiles
+ * and panels, block (ti, p) of A (tile row ti, panel p) is uploaded by one GPU, its owner
+ * (blocks dealt round robin), which copies it from its copy of A into the others' on a push
+ * stream as soon as it has landed; a part's first chunk that needs a block it does not own waits
+ * (on the host) until the owner has enqueued that copy, then (on the device) for the copy. Four
+ * GPUs loading host memory at once share its bandwidth (about 180 GB/s in all on a node of four
+ * H200), so reading A four times held them up; NVLink moves the copies at several times that.
  */
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +49,7 @@
 #include "gpu.h"
 #include "pipeline.h"
 
-enum { SLOTS = 4, MAX_CHUNKS = 1 << 16, PROBE = 2048, FINALISTS = 6 };
+enum { SLOTS = 4, MAX_CHUNKS = 1 << 16, PROBE = 2048, FINALISTS = 6, MAX_BLOCKS = 4096 };
 
 /* Tiles and panels: the largest of each, how many, and which operands are kept whole on the
  * device: A and B (each block uploaded once per run, by the first tile that needs it, instead
@@ -54,6 +62,7 @@ typedef struct {
 } shape;
 
 typedef struct engine engine;
+typedef struct tide_gemm_stream gemm_stream;
 
 /* What one execution works on (the job's user data): the part's multiply with the run's k
 (at most the planned) and leading dimensions of A and B, and its panels per tile. */
@@ -62,6 +71,7 @@ typedef struct {
     tide_gemm_desc g;
     int np;
     int load, store;        /* C kept: this run uploads C first, downloads it at the end */
+    int gen;                /* A shared: the run's number (sharing.gen) */
     double alpha, beta;
     const void *a, *b;
     void *c;
@@ -81,12 +91,31 @@ struct engine {
     void *blas;             /* ... and cuBLAS handle */
     run_t run;              /* the execution in flight */
     tide_pipeline_job job;
+    int index;              /* its place among the parts */
+    int sharers;            /* GPUs the model spreads A's uploads over (1: none) */
+    gemm_stream *all;
+    void *push;             /* A shared: the stream its blocks of A go to the other GPUs on ... */
+    void **pushed;          /* ... and per block, an event recorded there after their copies */
 };
+
+/* A shared among the parts: which blocks' copies have been enqueued in the run in flight. */
+typedef struct {
+    int on;
+    int nblocks;            /* tm x np of the planned multiply */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int made;               /* lock and cond initialized */
+    int gen;                /* the run in flight */
+    int *ready;             /* per block: the last run whose owner has enqueued its copies */
+    int stopped;            /* a part's run has ended in failure: its copies may not come */
+    int first_failed;       /* the part whose run failed first, or -1 */
+} sharing;
 
 struct tide_gemm_stream {
     int n;
     engine *e[TIDE_GEMM_MAX_GPUS];
     int started;            /* parts of the run in flight */
+    sharing share;
 };
 
 /* Block i of blocks of `size` along 0..n (the last one shorter): [*lo, *hi). */
@@ -168,6 +197,18 @@ static void add_xfer(tide_xfer *x, int *n, const void *host, long long ld, store
 /* Buffers of a pipeline slot, then the resident ones. */
 enum { BUF_A, BUF_B, BUF_C, RES_C, RES_A, RES_B };
 
+/* A shared: block (ti, p) of A, its number and the part that uploads it (the only part, when
+ * A is not shared). */
+static int a_block(const engine *s, int ti, int p) { return ti * s->sh.np + p; }
+
+static int owner(const engine *s, int ti, int p)
+{
+    return s->all->share.on ? a_block(s, ti, p) % s->all->n : s->index;
+}
+
+/* The device address of another part's copy of A. */
+static void *copy_of_a(const engine *s) { return tide_pipeline_resident(s->pipe, RES_A - RES_C); }
+
 static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down, int *ndown)
 {
     const run_t *r = user;
@@ -182,7 +223,7 @@ static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down,
         stored b = operand(g, x, q);
         if (!s->sh.keep[x])
             add_xfer(up, nup, host[x], ld[x], b, BUF_A + x, 0);
-        else if (first_use(x, ti, tj))
+        else if (first_use(x, ti, tj) && (x || owner(s, ti, p) == s->index))
             add_xfer(up, nup, host[x], ld[x], b, RES_A + x, 1);
     }
     stored c = {g->m, g->n, q[0], q[1], q[2], q[3]};
@@ -207,6 +248,78 @@ static const void *on_device(const run_t *r, int x, const long long q[6], void *
     return (const char *)buf[RES_A + x] + s->elem * (size_t)(b.c0 * *ld + b.r0);
 }
 
+/* Stops the parts' waits for blocks of A: part `part`'s run has failed or did not start. */
+static void stop_sharing(gemm_stream *all, int part)
+{
+    sharing *sh = &all->share;
+    pthread_mutex_lock(&sh->lock);
+    if (!sh->stopped)
+        sh->first_failed = part;
+    sh->stopped = 1;
+    pthread_cond_broadcast(&sh->cond);
+    pthread_mutex_unlock(&sh->lock);
+}
+
+static void ended(void *user, int status)
+{
+    const run_t *r = user;
+    if (status)
+        stop_sharing(r->s->all, r->s->index);
+}
+
+/* A shared, just after chunk i's uploads: a block of A that this part owns and has just
+ * uploaded (its first tile column's chunks upload them) goes, on the push stream once it has
+ * landed, into the same place of every other part's copy of A; the block is then marked
+ * ready for this run. */
+static int uploaded(void *user, int i, void *const *buf, void *stream)
+{
+    const run_t *r = user;
+    const engine *s = r->s;
+    gemm_stream *all = s->all;
+    long long q[6];
+    int ti, tj, p;
+    chunk_ranges(r, i, q, &ti, &tj, &p);
+    if (tj != 0 || owner(s, ti, p) != s->index)
+        return TIDE_SUCCESS;
+    int b = a_block(s, ti, p);
+    stored a = operand(&r->g, 0, q);
+    size_t ld = (size_t)dev_ld(a.rows), off = s->elem * ((size_t)a.c0 * ld + (size_t)a.r0);
+    const char *src = (const char *)buf[RES_A] + off;
+    int st = tide_gpu_event_record(s->pushed[b], stream);
+    st = st ? st : tide_gpu_stream_wait(s->push, s->pushed[b]);
+    for (int o = 0; o < all->n && !st; o++)
+        if (o != s->index)
+            st = tide_gpu_copy_peer_2d((char *)copy_of_a(all->e[o]) + off,
+                                       all->e[o]->device, src, s->device, s->elem * ld,
+                                       s->elem * (size_t)(a.r1 - a.r0), (size_t)(a.c1 - a.c0),
+                                       s->push);
+    st = st ? st : tide_gpu_event_record(s->pushed[b], s->push);
+    if (st)
+        return st;
+    pthread_mutex_lock(&all->share.lock);
+    all->share.ready[b] = r->gen;
+    pthread_cond_broadcast(&all->share.cond);
+    pthread_mutex_unlock(&all->share.lock);
+    return TIDE_SUCCESS;
+}
+
+/* A shared: before the first chunk that reads block b of A, which another part owns, wait
+ * until the owner has enqueued the block's copies in this run (on the host), then for them (on
+ * the device). TIDE_ERR_BACKEND when a part's run has failed first. */
+static int await_block(const run_t *r, int b, void *stream)
+{
+    gemm_stream *all = r->s->all;
+    sharing *sh = &all->share;
+    pthread_mutex_lock(&sh->lock);
+    while (sh->ready[b] != r->gen && !sh->stopped)
+        pthread_cond_wait(&sh->cond, &sh->lock);
+    int ok = sh->ready[b] == r->gen;
+    pthread_mutex_unlock(&sh->lock);
+    if (!ok)
+        return TIDE_ERR_BACKEND;
+    return tide_gpu_stream_wait(stream, all->e[b % all->n]->pushed[b]);
+}
+
 static int work(void *user, int i, void *const *buf, void *stream)
 {
     const run_t *r = user;
@@ -217,6 +330,9 @@ static int work(void *user, int i, void *const *buf, void *stream)
     long long q[6];
     int ti, tj, p, st = TIDE_SUCCESS;
     chunk_ranges(r, i, q, &ti, &tj, &p);
+    if (tj == 0 && owner(s, ti, p) != s->index &&
+        (st = await_block(r, a_block(s, ti, p), stream)))
+        return st;
     tide_gemm_desc c = {g->dbl, g->transa, g->transb, q[1] - q[0], q[3] - q[2], q[5] - q[4],
                         0, 0, dev_ld(q[1] - q[0])};
     const void *a = on_device(r, 0, q, buf, &c.lda), *b = on_device(r, 1, q, buf, &c.ldb);
@@ -246,13 +362,15 @@ static int start_part(engine *s, const tide_gemm_desc *run, int which, double al
     if (run)
         g.k = run->k, g.lda = run->lda, g.ldb = run->ldb;
     size_t ob = s->elem * (size_t)(g.transb ? s->col0 : s->col0 * g.ldb);
+    int shared = s->all->share.on;
     s->run = (run_t){s, g, (int)ceil_div(at_least_1(g.k), s->sh.kb),
-                     !!(which & TIDE_GEMM_RUN_FIRST), !!(which & TIDE_GEMM_RUN_LAST), alpha,
-                     beta, a, b ? (const char *)b + ob : NULL,
+                     !!(which & TIDE_GEMM_RUN_FIRST), !!(which & TIDE_GEMM_RUN_LAST),
+                     s->all->share.gen, alpha, beta, a, b ? (const char *)b + ob : NULL,
                      (char *)c + s->elem * (size_t)(s->col0 * g.ldc)};
     s->job = (tide_pipeline_job){.nchunks = s->sh.tm * s->sh.tn * s->run.np, .elem = s->elem,
                                  .batch = 1, .max_up = 3, .max_down = 1, .describe = describe,
-                                 .work = work, .user = &s->run,
+                                 .work = work, .uploaded = shared ? uploaded : NULL,
+                                 .ended = shared ? ended : NULL, .user = &s->run,
                                  .pageable = TIDE_PAGEABLE_STAGE, .ordered = 1,
                                  .after_caller = after, .caller_stream = caller};
     return tide_pipeline_start(s->pipe, &s->job);
@@ -268,6 +386,14 @@ int tide_gemm_stream_start(tide_gemm_stream *s, const tide_gemm_desc *run, int w
     if (s->n > 1 && tide_gpu_sync(caller))
         return snprintf(err, len, "could not wait for the caller's earlier CUDA work: %s",
                         tide_gpu_last_error()), TIDE_ERR_BACKEND;
+    sharing *sh = &s->share;
+    if (sh->on) { /* a new run: no block of A is ready */
+        pthread_mutex_lock(&sh->lock);
+        sh->gen++;
+        sh->stopped = 0;
+        sh->first_failed = -1;
+        pthread_mutex_unlock(&sh->lock);
+    }
     int st = TIDE_SUCCESS;
     for (int i = 0; i < s->n && !st; i++) {
         st = start_part(s->e[i], run, which, alpha, a, b, beta, c, caller, s->n == 1);
@@ -278,20 +404,33 @@ int tide_gemm_stream_start(tide_gemm_stream *s, const tide_gemm_desc *run, int w
     }
     if (st) {
         char why[TIDE_MSG_LEN];
+        if (sh->on) /* the parts started wait for no block from those that did not */
+            stop_sharing(s, s->started);
         tide_gemm_stream_wait(s, why, sizeof why);
     }
     return st;
 }
 
+/* Waits for every part; the failure reported is that of the part whose run failed first (a
+ * part waiting for a block of A that will not come fails after it). */
 int tide_gemm_stream_wait(tide_gemm_stream *s, char *err, size_t len)
 {
-    int st = TIDE_SUCCESS;
+    int st = TIDE_SUCCESS, w[TIDE_GEMM_MAX_GPUS] = {0}, first = -1;
+    char why[TIDE_GEMM_MAX_GPUS][TIDE_MSG_LEN];
     for (int i = 0; i < s->started; i++) {
-        char why[TIDE_MSG_LEN];
-        int w = tide_pipeline_wait(s->e[i]->pipe, why, sizeof why);
-        if (w && !st)
-            st = w, snprintf(err, len, "GPU %d: %s", s->e[i]->device, why);
+        w[i] = tide_pipeline_wait(s->e[i]->pipe, why[i], sizeof why[i]);
+        /* the copies of A a failed run may have left in flight */
+        if (s->share.on && tide_gpu_sync(s->e[i]->push) && !w[i])
+            w[i] = TIDE_ERR_BACKEND, snprintf(why[i], sizeof why[i], "copying blocks of A to "
+                                              "the other GPUs: %s", tide_gpu_last_error());
+        if (w[i] && first < 0)
+            first = i;
     }
+    int f = s->share.on ? s->share.first_failed : -1;
+    if (f >= 0 && f < s->started && w[f])
+        first = f;
+    if (first >= 0)
+        st = w[first], snprintf(err, len, "GPU %d: %s", s->e[first]->device, why[first]);
     s->started = 0;
     return st;
 }
@@ -329,7 +468,8 @@ static size_t device_need(const engine *s, const shape *h)
 }
 
 /* Bytes moved up (C included: beta != 0) and down by `runs` runs whose k add up to k (one
- * planned multiply: its k, 1). A panel of op(A) goes up once per tile column (once when kept),
+ * planned multiply: its k, 1). A panel of op(A) goes up once per tile column (once when kept;
+ * a share of it when A is kept and shared: the GPU uploads its blocks, the others copy them),
  * a panel of op(B) once per tile row, C's tiles up and down once per run (once when kept). */
 static void traffic(const engine *s, const shape *h, double k, double runs, double *up,
                     double *down)
@@ -337,7 +477,7 @@ static void traffic(const engine *s, const shape *h, double k, double runs, doub
     const tide_gemm_desc *g = &s->d.d;
     double e = (double)s->elem, a = (double)g->m * k, b = k * (double)g->n;
     double cs = h->keep[2] ? 1 : runs;
-    *up = e * ((h->keep[0] ? 1 : h->tn) * a + (h->keep[1] ? 1 : h->tm) * b +
+    *up = e * ((h->keep[0] ? 1.0 / s->sharers : h->tn) * a + (h->keep[1] ? 1 : h->tm) * b +
                cs * (double)g->m * g->n);
     *down = e * cs * (double)g->m * g->n;
 }
@@ -577,6 +717,13 @@ static void destroy_part(engine *s)
     if (!s)
         return;
     int prev = -1, entered = tide_gpu_device_enter(s->device, &prev) == 0;
+    if (s->push) {
+        tide_gpu_sync(s->push);
+        tide_gpu_stream_destroy(s->push);
+    }
+    for (int b = 0; s->pushed && b < s->all->share.nblocks; b++)
+        tide_gpu_event_destroy(s->pushed[b]);
+    free(s->pushed);
     if (s->pipe)
         tide_pipeline_destroy(s->pipe);
     if (s->blas)
@@ -612,14 +759,33 @@ static int own_gpu(engine *s, char *err, size_t len)
     return tide_gpu_measure((size_t)64 << 20, NULL, NULL, &s->rates, err, len);
 }
 
-/* GPU part for columns c0..c1 of C on device dev: rates, the shape, the pipeline. */
-static int make_part(const tide_gemm_stream_desc *d, int dev, long long c0, long long c1,
-                     engine **out, char *err, size_t len)
+/* Part 0's tiles, panels and kept operands for part s (its tiles no wider than its columns),
+ * so that the parts' blocks of A match; 0 when they do not fit its budget. */
+static int adopt(engine *s, const engine *lead)
+{
+    const shape *l = &lead->sh;
+    long long nb = l->nb < s->d.d.n ? l->nb : at_least_1(s->d.d.n);
+    shape h = make_shape(&s->d.d, l->mb, nb, l->kb, l->keep[0] | l->keep[1] << 1 |
+                         l->keep[2] << 2);
+    if ((double)h.tm * h.tn * h.np > MAX_CHUNKS || device_need(s, &h) > s->d.budget)
+        return 0;
+    s->sh = h;
+    return 1;
+}
+
+/* GPU part `index` (of the parts of `all`), columns c0..c1 of C on device dev: rates, the
+ * shape (part 0's when lead is part 0 and it fits, else its own), the pipeline. The model
+ * spreads A's uploads over `sharers` GPUs. */
+static int make_part(const tide_gemm_stream_desc *d, gemm_stream *all, int index, int sharers,
+                     int dev, long long c0, long long c1, char *err, size_t len)
 {
     engine *s = calloc(1, sizeof *s);
     if (!s)
         return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
-    *out = s;
+    all->e[index] = s;
+    s->all = all;
+    s->index = index;
+    s->sharers = sharers;
     s->d = *d;
     s->d.d.n = c1 - c0;
     s->device = dev;
@@ -630,17 +796,75 @@ static int make_part(const tide_gemm_stream_desc *d, int dev, long long c0, long
         return snprintf(err, len, "could not make GPU %d current: %s", dev,
                         tide_gpu_last_error()), TIDE_ERR_BACKEND;
     const tide_gemm_desc *g = &s->d.d;
-    double probe = 0;
     int st = own_gpu(s, err, len);
-    long long pm = probe_size(s, g->m), pn = probe_size(s, g->n), pk = probe_size(s, g->k);
-    tide_gemm_desc pc = {g->dbl, 0, 0, pm, pn, pk, dev_ld(pm), dev_ld(pk), dev_ld(pm)};
-    if (!st)
+    if (!st && index > 0 && adopt(s, all->e[0])) {
+        tide_gemm_desc c = chunk_desc(s, &s->sh);
+        st = measure_gemm(s, &c, &s->rate_gemm, err, len);
+    } else if (!st) {
+        double probe = 0;
+        long long pm = probe_size(s, g->m), pn = probe_size(s, g->n), pk = probe_size(s, g->k);
+        tide_gemm_desc pc = {g->dbl, 0, 0, pm, pn, pk, dev_ld(pm), dev_ld(pk), dev_ld(pm)};
         st = measure_gemm(s, &pc, &probe, err, len);
-    if (!st)
-        st = choose(s, probe, err, len);
+        if (!st)
+            st = choose(s, probe, err, len);
+    }
     if (!st)
         st = make_pipeline(s, err, len);
     tide_gpu_device_leave(prev);
+    return st;
+}
+
+/* Whether the n GPUs of d reach each other's memory directly, enabling it where they can. */
+static int peers_reach(const tide_gemm_stream_desc *d, int n)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            if (i != j && tide_gpu_enable_peer(d->devices[i], d->devices[j]))
+                return 0;
+    return 1;
+}
+
+/* A is shared when the model spread it over the parts (their GPUs reach each other) and every
+ * part keeps it whole, with part 0's tile rows and panels: then each part gets its push stream
+ * and an event per block it owns. */
+static int make_sharing(gemm_stream *s, char *err, size_t len)
+{
+    const shape *h0 = &s->e[0]->sh;
+    sharing *sh = &s->share;
+    int on = s->e[0]->sharers > 1 && h0->keep[0] && (long long)h0->tm * h0->np <= MAX_BLOCKS;
+    for (int i = 1; i < s->n && on; i++)
+        on = s->e[i]->sh.keep[0] && s->e[i]->sh.mb == h0->mb && s->e[i]->sh.kb == h0->kb;
+    tide_log(s->e[0]->d.env->ctx, TIDE_LOG_DEBUG, "gemm: A %s", on ? "uploaded once, its blocks "
+             "copied between the GPUs" : "uploaded by every GPU");
+    if (!on) {
+        for (int i = 0; i < s->n; i++)
+            s->e[i]->sharers = 1;
+        return TIDE_SUCCESS;
+    }
+    sh->nblocks = h0->tm * h0->np;
+    sh->ready = calloc((size_t)sh->nblocks, sizeof *sh->ready);
+    if (!sh->ready)
+        return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
+    pthread_mutex_init(&sh->lock, NULL);
+    pthread_cond_init(&sh->cond, NULL);
+    sh->made = 1;
+    int st = TIDE_SUCCESS;
+    for (int i = 0; i < s->n && !st; i++) {
+        engine *e = s->e[i];
+        int prev;
+        if (tide_gpu_device_enter(e->device, &prev))
+            return snprintf(err, len, "could not make GPU %d current: %s", e->device,
+                            tide_gpu_last_error()), TIDE_ERR_BACKEND;
+        e->pushed = calloc((size_t)sh->nblocks, sizeof *e->pushed);
+        st = e->pushed ? tide_gpu_stream_create(&e->push) : TIDE_ERR_NOMEM;
+        for (int b = i; b < sh->nblocks && !st; b += s->n)
+            st = tide_gpu_event_create(&e->pushed[b]);
+        if (st)
+            snprintf(err, len, "GPU %d: %s", e->device,
+                     st == TIDE_ERR_NOMEM ? "out of memory" : tide_gpu_last_error());
+        tide_gpu_device_leave(prev);
+    }
+    sh->on = !st;
     return st;
 }
 
@@ -654,11 +878,15 @@ int tide_gemm_stream_create(const tide_gemm_stream_desc *d, tide_gemm_stream **o
     /* C's columns in equal parts, one per GPU, aligned as tiles are (candidates()) */
     long long n = d->d.n, w = ceil_div(n, d->ngpus);
     w = w >= 4096 ? ceil_div(w, 1024) * 1024 : w >= 1024 ? ceil_div(w, 256) * 256 : w;
+    int parts = (int)ceil_div(at_least_1(n), at_least_1(w));
+    int sharers = parts > 1 && peers_reach(d, parts) ? parts : 1;
     int st = TIDE_SUCCESS;
     for (long long c0 = 0; c0 < n && !st; c0 += w) {
         int i = s->n++;
-        st = make_part(d, d->devices[i], c0, c0 + w < n ? c0 + w : n, &s->e[i], err, len);
+        st = make_part(d, s, i, sharers, d->devices[i], c0, c0 + w < n ? c0 + w : n, err, len);
     }
+    if (!st && s->n > 1)
+        st = make_sharing(s, err, len);
     if (st) {
         tide_gemm_stream_destroy(s);
         return st;
@@ -673,6 +901,11 @@ void tide_gemm_stream_destroy(tide_gemm_stream *s)
         return;
     for (int i = 0; i < s->n; i++)
         destroy_part(s->e[i]);
+    if (s->share.made) {
+        pthread_mutex_destroy(&s->share.lock);
+        pthread_cond_destroy(&s->share.cond);
+    }
+    free(s->share.ready);
     free(s);
 }
 
@@ -714,9 +947,10 @@ void tide_gemm_stream_describe(const tide_gemm_stream *s, char *buf, size_t len)
     char gpus[64] = "";
     if (s->n > 1)
         snprintf(gpus, sizeof gpus, "%d GPUs, the first: ", s->n);
-    snprintf(buf, len, "%s%d tile%s of %lldx%lld, %d panel%s of %lld%s%s, %d slots", gpus,
+    snprintf(buf, len, "%s%d tile%s of %lldx%lld, %d panel%s of %lld%s%s%s, %d slots", gpus,
              h->tm * h->tn, h->tm * h->tn > 1 ? "s" : "", h->mb, h->nb, h->np,
              h->np > 1 ? "s" : "", h->kb, kept[h->keep[0] + 2 * h->keep[1]],
+             s->share.on ? " (A uploaded once, copied between the GPUs)" : "",
              h->keep[2] ? ", C kept across the runs" : "", SLOTS);
 }
 
