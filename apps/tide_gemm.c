@@ -87,6 +87,8 @@ static const char *usage =
     "                         most per broadcast (default 0: the plan's)\n"
     "  -gpus G                GPUs the rank drives, C's columns shared among them (cuda on\n"
     "                         host matrices; default 0: the node's GPUs dealt among its ranks)\n"
+    "  -share-a S             on several GPUs, A uploaded once and copied between them: auto\n"
+    "                         (default: where the plan's model predicts it faster), on, off\n"
     "  -pageable              host matrices from malloc (pageable) instead of tide_host_alloc\n"
     "                         (pinned), which the plan stages through pinned buffers\n"
     "  -device                the matrices in device memory (backend cuda or auto with a GPU)\n"
@@ -107,7 +109,7 @@ typedef struct {
     tide_transpose ta, tb;
     tide_matrix_order order;
     double alpha, beta;
-    int tile, panel, pageable, check, gpus;
+    int tile, panel, pageable, check, gpus, share_a;
     int grid[2];            /* -grid R C; {0, 0}: the library's choice */
 } args;
 
@@ -184,6 +186,11 @@ static int parse_options(int argc, char **argv, args *a)
         } else if (!strcmp(o, "-tile") || !strcmp(o, "-panel") || !strcmp(o, "-gpus")) {
             int *to = o[1] == 't' ? &a->tile : o[1] == 'p' ? &a->panel : &a->gpus;
             bad = more < 1 || app_to_int(argv[++i], 0, to);
+        } else if (!strcmp(o, "-share-a")) {
+            static const char *const modes[] = {"off", "auto", "on"};
+            int k = more < 1 ? -1 : app_pick(argv[++i], modes, 3);
+            bad = k < 0;
+            a->share_a = k - 1;
         } else if (!strcmp(o, "-pageable")) {
             a->pageable = 1;
         } else if (!strcmp(o, "-no-check")) {
@@ -931,6 +938,7 @@ static int plan_make(tide_context *ctx, const args *a, tide_gemm_plan **plan, do
     o.tile = a->tile;
     o.panel = a->panel;
     o.gpus = a->gpus;
+    o.share_a = a->share_a;
     o.grid[0] = a->grid[0];
     o.grid[1] = a->grid[1];
     MPI_Barrier(MPI_COMM_WORLD);

@@ -56,6 +56,12 @@ int tide_gpu_select(int local_rank, int device, int bind, tide_device_info *info
 int tide_gpu_measure(size_t bytes, int (*align)(void *arg, int ok), void *arg,
                      tide_rates *rates, char *why, size_t len);
 
+/* PCIe rates of n GPUs (of this process) copying at once, summed over them (h2d, d2h, both;
+ * d2d is 0), with arrays of `bytes` per GPU: what host memory gives them together, which may
+ * be less than the sum of their rates alone. The current device is kept. Returns 0,
+ * TIDE_ERR_NOMEM or TIDE_ERR_BACKEND with the reason in why. */
+int tide_gpu_measure_gpus(const int *devices, int n, size_t bytes, tide_rates *rates, char *why,
+                          size_t len);
 /* Pinned host memory (cudaHostAlloc) and its release. Return 0 or TIDE_ERR_NOMEM. */
 int tide_gpu_host_alloc(size_t bytes, void **ptr);
 int tide_gpu_host_free(void *ptr);

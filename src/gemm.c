@@ -41,7 +41,7 @@ struct tide_gemm_plan {
 
 enum {
     F_M, F_N, F_K, F_PRECISION, F_BACKEND, F_LOCATION, F_ORDER, F_TRANSA, F_TRANSB, F_TILE,
-    F_PANEL, F_GRID0, F_GRID1, F_GPUS, F_BLOCKS, NFIELDS = F_BLOCKS + 4
+    F_PANEL, F_GRID0, F_GRID1, F_GPUS, F_SHARE, F_BLOCKS, NFIELDS = F_BLOCKS + 4
 };
 static const tide_arg_field fields[NFIELDS] = {
     {"m", 0, INT_MAX},
@@ -58,6 +58,7 @@ static const tide_arg_field fields[NFIELDS] = {
     {"option grid[0]", 0, INT_MAX},
     {"option grid[1]", 0, INT_MAX},
     {"option gpus", 0, TIDE_GEMM_MAX_GPUS},
+    {"option share_a", -1, 1},
     {"option blocks[0] given", 0, 1},
     {"option blocks[1] given", 0, 1},
     {"option blocks[2] given", 0, 1},
@@ -164,7 +165,7 @@ static void make_request(tide_context *ctx, long long m, long long n, long long 
     r->v[F_N] = field(r, "n", n);
     r->v[F_K] = field(r, "k", k);
     int v[] = {o->precision, o->backend, o->location, o->order, o->transa, o->transb, o->tile,
-               o->panel, o->grid[0], o->grid[1], o->gpus, o->blocks[0] != NULL,
+               o->panel, o->grid[0], o->grid[1], o->gpus, o->share_a, o->blocks[0] != NULL,
                o->blocks[1] != NULL, o->blocks[2] != NULL, o->blocks[3] != NULL};
     memcpy(r->v + F_PRECISION, v, sizeof v);
     tide_args_check_ranges(&spec, r);
@@ -380,7 +381,8 @@ static int build(tide_gemm_plan *p, char *err, size_t len)
     if (n < 0)
         return -n;
     tide_gemm_stream_desc d = {g, e, p->blas, p->ctx->dev.budget_bytes, p->o.tile,
-                               p->dist ? 0 : p->o.panel, n, devs, p->dist ? p->panels : 1};
+                               p->dist ? 0 : p->o.panel, n, devs, p->dist ? p->panels : 1,
+                               p->o.share_a};
     return tide_gemm_stream_create(&d, &p->stream, err, len);
 }
 

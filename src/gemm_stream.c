@@ -31,11 +31,14 @@
  * needs all of A. Where the GPUs reach each other's memory (NVLink, peer to peer) and A is kept
  * whole on each, A crosses PCIe once in all, not once per GPU: the parts take part 0's tiles
  * and panels, block (ti, p) of A (tile row ti, panel p) is uploaded by one GPU, its owner
- * (blocks dealt round robin), which copies it from its copy of A into the others' on a push
- * stream as soon as it has landed; a part's first chunk that needs a block it does not own waits
- * (on the host) until the owner has enqueued that copy, then (on the device) for the copy. Four
- * GPUs loading host memory at once share its bandwidth (about 180 GB/s in all on a node of four
- * H200), so reading A four times held them up; NVLink moves the copies at several times that.
+ * (blocks dealt round robin), a tile row before it is needed, and the owner copies it from its
+ * copy of A into the others' on a push stream as soon as it has landed; a part's first chunk
+ * that needs a block it does not own waits (on the host) until the owner has enqueued that
+ * copy, then (on the device) for the copy. Four GPUs loading host memory at once share its
+ * bandwidth (about 188 GB/s in all on a node of four H200), so reading A four times held them
+ * up; NVLink moves the copies at several times that. The parts' PCIe rates are scaled to what
+ * the GPUs measure copying all at once, and part 0 shares A where the model predicts that at
+ * least 2% faster than its best shape without (choose_sharing), or as share_a says.
  */
 #include <pthread.h>
 #include <math.h>
@@ -116,6 +119,8 @@ struct tide_gemm_stream {
     engine *e[TIDE_GEMM_MAX_GPUS];
     int started;            /* parts of the run in flight */
     sharing share;
+    double pcie[3];         /* what the parts' PCIe rates (up, down, both) alone are scaled by:
+                             * the share of them host memory gives all the GPUs at once */
 };
 
 /* Block i of blocks of `size` along 0..n (the last one shorter): [*lo, *hi). */
@@ -173,11 +178,6 @@ static stored operand(const tide_gemm_desc *g, int x, const long long q[6])
     return (stored){rows, cols, r[0], r[1], c[0], c[1]};
 }
 
-/* Whether the chunk at tile (ti, tj) uploads its block of a kept operand x: the first tile
- * that needs the block (tiles go row by row: A's blocks are first needed at column 0, B's at
- * row 0). */
-static int first_use(int x, int ti, int tj) { return x ? ti == 0 : tj == 0; }
-
 /* The upload of a block of a host matrix into buffer buf: densely (leading dimension dev_ld
  * of its rows) at the start of a slot's buffer, or with `whole` into a resident copy of the
  * whole matrix (leading dimension dev_ld of its rows) at the block's own place. An empty block
@@ -209,6 +209,30 @@ static int owner(const engine *s, int ti, int p)
 /* The device address of another part's copy of A. */
 static void *copy_of_a(const engine *s) { return tide_pipeline_resident(s->pipe, RES_A - RES_C); }
 
+/* A kept: the tile rows whose block of A (panel p) a chunk of tile (ti, tj) uploads, the k-th
+ * (k = 0, 1; -1: none). Tiles go row by row. Not shared: its own row's, at the row's first tile
+ * (column 0), where it is first needed. Shared: only the blocks this part owns, a row ahead (at
+ * the first tile of row ti those of row ti + 1, and row 0's there too), so that their copies
+ * to the other GPUs have landed when the row starts. */
+static int a_row(const engine *s, int ti, int tj, int p, int k)
+{
+    if (tj != 0)
+        return -1;
+    if (!s->all->share.on)
+        return k ? -1 : ti;
+    int row = k ? ti + 1 : ti == 0 ? 0 : -1;
+    return row >= 0 && row < s->sh.tm && owner(s, row, p) == s->index ? row : -1;
+}
+
+/* The block of A, as stored, of tile row `row` and the panel of chunk ranges q. */
+static stored a_of_row(const run_t *r, int row, const long long q[6])
+{
+    long long qr[6];
+    memcpy(qr, q, sizeof qr);
+    block_range(r->g.m, r->s->sh.mb, row, &qr[0], &qr[1]);
+    return operand(&r->g, 0, qr);
+}
+
 static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down, int *ndown)
 {
     const run_t *r = user;
@@ -219,13 +243,16 @@ static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down,
     int ti, tj, p;
     chunk_ranges(r, i, q, &ti, &tj, &p);
     *nup = *ndown = 0;
-    for (int x = 0; x < 2; x++) {
-        stored b = operand(g, x, q);
+    for (int x = 0; x < 2; x++)
         if (!s->sh.keep[x])
-            add_xfer(up, nup, host[x], ld[x], b, BUF_A + x, 0);
-        else if (first_use(x, ti, tj) && (x || owner(s, ti, p) == s->index))
-            add_xfer(up, nup, host[x], ld[x], b, RES_A + x, 1);
+            add_xfer(up, nup, host[x], ld[x], operand(g, x, q), BUF_A + x, 0);
+    for (int k = 0; k < 2 && s->sh.keep[0]; k++) {
+        int row = a_row(s, ti, tj, p, k);
+        if (row >= 0)
+            add_xfer(up, nup, r->a, g->lda, a_of_row(r, row, q), RES_A, 1);
     }
+    if (s->sh.keep[1] && ti == 0) /* B's blocks are first needed in tile row 0 */
+        add_xfer(up, nup, r->b, g->ldb, operand(g, 1, q), RES_B, 1);
     stored c = {g->m, g->n, q[0], q[1], q[2], q[3]};
     int kc = s->sh.keep[2];
     if (p == 0 && r->beta != 0 && (!kc || r->load))
@@ -267,40 +294,42 @@ static void ended(void *user, int status)
         stop_sharing(r->s->all, r->s->index);
 }
 
-/* A shared, just after chunk i's uploads: a block of A that this part owns and has just
- * uploaded (its first tile column's chunks upload them) goes, on the push stream once it has
- * landed, into the same place of every other part's copy of A; the block is then marked
- * ready for this run. */
+/* A shared, just after chunk i's uploads: each block of A it uploaded (a_row) goes, on the
+ * push stream once it has landed, into the same place of every other part's copy of A; the
+ * block is then marked ready for this run. */
 static int uploaded(void *user, int i, void *const *buf, void *stream)
 {
     const run_t *r = user;
     const engine *s = r->s;
     gemm_stream *all = s->all;
     long long q[6];
-    int ti, tj, p;
+    int ti, tj, p, st = TIDE_SUCCESS;
     chunk_ranges(r, i, q, &ti, &tj, &p);
-    if (tj != 0 || owner(s, ti, p) != s->index)
-        return TIDE_SUCCESS;
-    int b = a_block(s, ti, p);
-    stored a = operand(&r->g, 0, q);
-    size_t ld = (size_t)dev_ld(a.rows), off = s->elem * ((size_t)a.c0 * ld + (size_t)a.r0);
-    const char *src = (const char *)buf[RES_A] + off;
-    int st = tide_gpu_event_record(s->pushed[b], stream);
-    st = st ? st : tide_gpu_stream_wait(s->push, s->pushed[b]);
-    for (int o = 0; o < all->n && !st; o++)
-        if (o != s->index)
-            st = tide_gpu_copy_peer_2d((char *)copy_of_a(all->e[o]) + off,
-                                       all->e[o]->device, src, s->device, s->elem * ld,
-                                       s->elem * (size_t)(a.r1 - a.r0), (size_t)(a.c1 - a.c0),
-                                       s->push);
-    st = st ? st : tide_gpu_event_record(s->pushed[b], s->push);
-    if (st)
-        return st;
-    pthread_mutex_lock(&all->share.lock);
-    all->share.ready[b] = r->gen;
-    pthread_cond_broadcast(&all->share.cond);
-    pthread_mutex_unlock(&all->share.lock);
-    return TIDE_SUCCESS;
+    for (int k = 0; k < 2 && !st; k++) {
+        int row = a_row(s, ti, tj, p, k);
+        if (row < 0)
+            continue;
+        int b = a_block(s, row, p);
+        stored a = a_of_row(r, row, q);
+        size_t ld = (size_t)dev_ld(a.rows), off = s->elem * ((size_t)a.c0 * ld + (size_t)a.r0);
+        const char *src = (const char *)buf[RES_A] + off;
+        st = tide_gpu_event_record(s->pushed[b], stream);
+        st = st ? st : tide_gpu_stream_wait(s->push, s->pushed[b]);
+        for (int o = 0; o < all->n && !st; o++)
+            if (o != s->index)
+                st = tide_gpu_copy_peer_2d((char *)copy_of_a(all->e[o]) + off,
+                                           all->e[o]->device, src, s->device, s->elem * ld,
+                                           s->elem * (size_t)(a.r1 - a.r0),
+                                           (size_t)(a.c1 - a.c0), s->push);
+        st = st ? st : tide_gpu_event_record(s->pushed[b], s->push);
+        if (st)
+            break;
+        pthread_mutex_lock(&all->share.lock);
+        all->share.ready[b] = r->gen;
+        pthread_cond_broadcast(&all->share.cond);
+        pthread_mutex_unlock(&all->share.lock);
+    }
+    return st;
 }
 
 /* A shared: before the first chunk that reads block b of A, which another part owns, wait
@@ -368,7 +397,7 @@ static int start_part(engine *s, const tide_gemm_desc *run, int which, double al
                      s->all->share.gen, alpha, beta, a, b ? (const char *)b + ob : NULL,
                      (char *)c + s->elem * (size_t)(s->col0 * g.ldc)};
     s->job = (tide_pipeline_job){.nchunks = s->sh.tm * s->sh.tn * s->run.np, .elem = s->elem,
-                                 .batch = 1, .max_up = 3, .max_down = 1, .describe = describe,
+                                 .batch = 1, .max_up = 4, .max_down = 1, .describe = describe,
                                  .work = work, .uploaded = shared ? uploaded : NULL,
                                  .ended = shared ? ended : NULL, .user = &s->run,
                                  .pageable = TIDE_PAGEABLE_STAGE, .ordered = 1,
@@ -626,8 +655,8 @@ static tide_gemm_desc chunk_desc(const engine *s, const shape *h)
 
 /* The shape that fits the budget and is predicted to end first: the finalists of the model
  * with the probe's rate, each then predicted again at the rate measured for its own chunk
- * multiply. */
-static int choose(engine *s, double probe, char *err, size_t len)
+ * multiply; *predicted: its time. */
+static int choose(engine *s, double probe, double *predicted, char *err, size_t len)
 {
     shape fin[FINALISTS];
     double t[FINALISTS], best = INFINITY;
@@ -645,6 +674,7 @@ static int choose(engine *s, double probe, char *err, size_t len)
         if (v < best)
             best = v, s->sh = fin[i], s->rate_gemm = rate;
     }
+    *predicted = best;
     if (st || n > 0)
         return st;
     if (s->d.tile || s->d.panel)
@@ -706,7 +736,8 @@ static int make_pipeline(engine *s, char *err, size_t len)
     /* pageable matrices: a chunk's uploads packed densely (a kept operand's block is as large
      * as a panel, though it lands in a resident buffer) */
     const shape *h = &s->sh;
-    size_t stage = s->elem * (size_t)(h->mb * h->kb + h->kb * h->nb + h->mb * h->nb);
+    size_t stage = s->elem * (size_t)((s->sharers > 1 ? 2 : 1) * h->mb * h->kb + h->kb * h->nb +
+                                      h->mb * h->nb); /* A shared: two of its blocks (a_row) */
     tide_pipeline_config pc = {.nslots = SLOTS, .nbufs = 3, .buf_bytes = buf, .nresident = 3,
                                .resident_bytes = buf + RES_C, .stage_bytes = stage};
     return tide_pipeline_create_config(&pc, &s->pipe, err, len);
@@ -737,26 +768,58 @@ static void destroy_part(engine *s)
 
 /* The GPU of the plan's context: its stream, handle and rates (measured once per context). A
  * GPU of its own: its stream and handle, its rates measured now, and the plan's budget or, if
- * smaller, what the GPU has free less 1 GiB. The GPU is current. */
+ * smaller, what the GPU has free less 1 GiB. The PCIe rates are then scaled to what the GPU gets
+ * with the others copying too (tide_gemm_stream.pcie). The GPU is current. */
 static int own_gpu(engine *s, char *err, size_t len)
 {
     const tide_env *e = s->d.env;
-    if (s->device == e->ctx->dev.device)
-        return tide_context_pcie(e->ctx, &s->rates, err, len);
-    s->env = *e;
-    s->env.stream = NULL;
-    s->d.env = &s->env;
-    if (e->be->stream_create(&s->env.stream) || e->be->gemm_create(&s->blas))
-        return snprintf(err, len, "GPU %d: %s", s->device, e->be->last_error()),
-               TIDE_ERR_BACKEND;
-    s->d.blas = s->blas;
-    tide_gpu_props p;
-    const size_t margin = (size_t)1 << 30;
-    if (tide_gpu_properties(s->device, &p) == 0 && p.free_bytes) {
-        size_t avail = p.free_bytes > margin ? p.free_bytes - margin : p.free_bytes / 2;
-        s->d.budget = avail < s->d.budget ? avail : s->d.budget;
+    int st;
+    if (s->device == e->ctx->dev.device) {
+        st = tide_context_pcie(e->ctx, &s->rates, err, len);
+    } else {
+        s->env = *e;
+        s->env.stream = NULL;
+        s->d.env = &s->env;
+        if (e->be->stream_create(&s->env.stream) || e->be->gemm_create(&s->blas))
+            return snprintf(err, len, "GPU %d: %s", s->device, e->be->last_error()),
+                   TIDE_ERR_BACKEND;
+        s->d.blas = s->blas;
+        tide_gpu_props p;
+        const size_t margin = (size_t)1 << 30;
+        if (tide_gpu_properties(s->device, &p) == 0 && p.free_bytes) {
+            size_t avail = p.free_bytes > margin ? p.free_bytes - margin : p.free_bytes / 2;
+            s->d.budget = avail < s->d.budget ? avail : s->d.budget;
+        }
+        st = tide_gpu_measure((size_t)64 << 20, NULL, NULL, &s->rates, err, len);
     }
-    return tide_gpu_measure((size_t)64 << 20, NULL, NULL, &s->rates, err, len);
+    s->rates.h2d *= s->all->pcie[0];
+    s->rates.d2h *= s->all->pcie[1];
+    s->rates.both *= s->all->pcie[2];
+    return st;
+}
+
+/* The shape of a part that chooses its own, and, for part 0 when the GPUs reach each other
+ * (s->sharers > 1), whether A is shared (s->sharers left so) or not (set to 1): the best shape
+ * with A shared and the best without, sharing kept when the caller asks for it (share_a 1)
+ * or when the model predicts it at least 2% faster. A shared ties the GPUs' progress to each
+ * other's (a part waits for blocks of A from the others): on two H200, where PCIe kept up
+ * without it, it cost 5%. */
+static int choose_sharing(engine *s, double probe, char *err, size_t len)
+{
+    double shared, alone;
+    int n = s->sharers;
+    int st = choose(s, probe, &shared, err, len);
+    if (st || n == 1 || s->d.share_a > 0)
+        return st;
+    shape h = s->sh;
+    double rate = s->rate_gemm;
+    s->sharers = 1;
+    st = choose(s, probe, &alone, err, len);
+    if (!st && shared < 0.98 * alone)
+        s->sharers = n, s->sh = h, s->rate_gemm = rate;
+    tide_log(s->d.env->ctx, TIDE_LOG_DEBUG, "gemm: predicted %.4g s with A shared among %d "
+             "GPUs, %.4g s without: %s", shared, n, alone, s->sharers > 1 ? "shared" : "not");
+    return st;
 }
 
 /* Part 0's tiles, panels and kept operands for part s (its tiles no wider than its columns),
@@ -806,12 +869,36 @@ static int make_part(const tide_gemm_stream_desc *d, gemm_stream *all, int index
         tide_gemm_desc pc = {g->dbl, 0, 0, pm, pn, pk, dev_ld(pm), dev_ld(pk), dev_ld(pm)};
         st = measure_gemm(s, &pc, &probe, err, len);
         if (!st)
-            st = choose(s, probe, err, len);
+            st = choose_sharing(s, probe, err, len);
     }
     if (!st)
         st = make_pipeline(s, err, len);
     tide_gpu_device_leave(prev);
     return st;
+}
+
+/* The share of their PCIe rates alone (the plan's GPU's, times n) that host memory gives n GPUs
+ * copying at once, each direction and both, at most 1. */
+static int together(const tide_gemm_stream_desc *d, int n, double scale[3], char *err,
+                    size_t len)
+{
+    tide_rates alone, all;
+    char why[TIDE_MSG_LEN];
+    int st = tide_context_pcie(d->env->ctx, &alone, err, len);
+    if (!st && tide_gpu_measure_gpus(d->devices, n, (size_t)64 << 20, &all, why, sizeof why)) {
+        tide_log(d->env->ctx, TIDE_LOG_WARN, "gemm: the GPUs' PCIe rates together were not "
+                 "measured (%s): the model takes each GPU's alone", why);
+        all.h2d = n * alone.h2d, all.d2h = n * alone.d2h, all.both = n * alone.both;
+    }
+    if (st)
+        return st;
+    scale[0] = fmin(1, all.h2d / (n * alone.h2d));
+    scale[1] = fmin(1, all.d2h / (n * alone.d2h));
+    scale[2] = fmin(1, all.both / (n * alone.both));
+    tide_log(d->env->ctx, TIDE_LOG_DEBUG, "gemm: %d GPUs copying at once: %.4g GB/s up, %.4g "
+             "down, %.4g both ways in all (%.3g, %.3g, %.3g of %d times one GPU's alone)", n,
+             all.h2d, all.d2h, all.both, scale[0], scale[1], scale[2], n);
+    return TIDE_SUCCESS;
 }
 
 /* Whether the n GPUs of d reach each other's memory directly, enabling it where they can. */
@@ -879,11 +966,14 @@ int tide_gemm_stream_create(const tide_gemm_stream_desc *d, tide_gemm_stream **o
     long long n = d->d.n, w = ceil_div(n, d->ngpus);
     w = w >= 4096 ? ceil_div(w, 1024) * 1024 : w >= 1024 ? ceil_div(w, 256) * 256 : w;
     int parts = (int)ceil_div(at_least_1(n), at_least_1(w));
-    int sharers = parts > 1 && peers_reach(d, parts) ? parts : 1;
-    int st = TIDE_SUCCESS;
+    int sharers = parts > 1 && d->share_a >= 0 && peers_reach(d, parts) ? parts : 1;
+    int st = parts > 1 ? together(d, parts, s->pcie, err, len) : TIDE_SUCCESS;
+    if (parts == 1)
+        s->pcie[0] = s->pcie[1] = s->pcie[2] = 1;
     for (long long c0 = 0; c0 < n && !st; c0 += w) {
         int i = s->n++;
-        st = make_part(d, s, i, sharers, d->devices[i], c0, c0 + w < n ? c0 + w : n, err, len);
+        st = make_part(d, s, i, i ? s->e[0]->sharers : sharers, d->devices[i], c0,
+                       c0 + w < n ? c0 + w : n, err, len);
     }
     if (!st && s->n > 1)
         st = make_sharing(s, err, len);
@@ -918,6 +1008,7 @@ void tide_gemm_stream_info(const tide_gemm_stream *s, long long k, int runs,
     const engine *e0 = s->e[0];
     const shape *h = &e0->sh;
     info->gpus = s->n;
+    info->shared_a = s->share.on;
     info->tile_m = h->mb;
     info->tile_n = h->nb;
     info->panel = h->kb;

@@ -20,6 +20,7 @@ typedef struct {
     int runs;               /* runs each multiply comes in (0 or 1: one, tide_gemm_stream_
                              * execute; more: a sequence of starts into one C, first to last,
                              * which the plan may keep on the device in between) */
+    int share_a;            /* several GPUs: tide_gemm_options.share_a */
 } tide_gemm_stream_desc;
 
 enum { TIDE_GEMM_MAX_GPUS = 16 };

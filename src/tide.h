@@ -720,6 +720,12 @@ typedef struct {
                                  * context chose the GPUs, the node's GPUs dealt among its ranks
                                  * (one rank on a node of four drives all four), else the
                                  * rank's own one; more than that is TIDE_ERR_ARGUMENT */
+    int share_a;                /* several GPUs on host matrices: A uploaded once, each block by
+                                 * one GPU, and copied between the GPUs (peer to peer, NVLink)
+                                 * instead of read from host memory by each; 0 (default) where
+                                 * the plan's model predicts it faster, 1 wherever the GPUs
+                                 * reach each other and the plan keeps A whole on each, -1
+                                 * never */
 } tide_gemm_options;
 
 void tide_gemm_options_init(tide_gemm_options *opts);
@@ -755,6 +761,8 @@ typedef struct {
                               * several GPUs the slowest GPU's (rate_gemm and the bytes are
                               * then the GPUs' sums, the PCIe rates the first GPU's) */
     int gpus;                /* GPUs the multiply runs on (0 on the CPU) */
+    int shared_a;            /* 1 when A is uploaded once and copied between the GPUs (and
+                              * bytes_up counts it once) */
     int grid[2];             /* the process grid the blocks are dealt over ({1, 1} on one
                               * rank) */
     tide_backend backend;

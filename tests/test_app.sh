@@ -227,7 +227,7 @@ fi
 # 4 rows and 4 columns above; on one rank, and on several (2D blocks, SUMMA), where each rank
 # checks the entries of its block of C.
 run ghelp 0 1 gemm --help && has ghelp '-ta N\|T' && has ghelp '-order col\|row' && \
-    has ghelp '-pageable'
+    has ghelp '-pageable' && has ghelp '-share-a S'
 has help '^  gemm '
 run gd 0 1 gemm cpu double 300 200 100 -beta 0.5 -n 2
 for key in '^Time per run: [0-9.e-]+ \(s\)' '^Performance: ' '^Memory usage: ' \
@@ -237,7 +237,7 @@ for key in '^Time per run: [0-9.e-]+ \(s\)' '^Performance: ' '^Memory usage: ' \
     has gd "$key"
 done
 run gf 0 1 gemm cpu float 97 61 53 -ta T -tb T -order row -alpha -1.5 -beta 2 -pageable \
-    -n 1 && has gf 'op TT, row major' && has gf 'pageable host matrices' && \
+    -share-a on -n 1 && has gf 'op TT, row major' && has gf 'pageable host matrices' && \
     has gf '^Verification: passed'
 # above 2^27 multiply-adds: the sampled rows and columns
 run gbig 0 1 gemm auto float 600 520 440 -n 1 && \
@@ -256,6 +256,7 @@ fi
 # Bad input fails fast (each failing launch costs mpirun about 2 s: a few cases only).
 errs gneg 1 'bad positional arguments' gemm cpu double 8 -5 8
 errs gta 1 "-ta 'X': give N" gemm cpu double 8 8 8 -ta X
+errs gshare 1 'option -share-a needs a valid value' gemm cpu double 8 -share-a maybe
 errs gpagedev 1 '-pageable is about host matrices' gemm cpu double 8 -pageable -device
 # Several ranks: each fills its blocks of the 2D block distribution (the library's grid, or
 # -grid's), the library multiplies them by SUMMA, each rank checks its block of C.

@@ -43,9 +43,10 @@
  *  e) the one-shot tide_gemm, default options (NULL) and given ones;
  *  g) several GPUs (GPU host path, one rank): explicit gpus options from 1 to all the GPUs the
  *     rank may drive, C's columns shared among them (uneven parts, fewer columns than GPUs,
- *     tiles forced small), every op combination, info.gpus; more GPUs than the rank's share
- *     and beyond the limit fail TIDE_ERR_ARGUMENT. With gpus 0 (every other case) a rank
- *     alone on a node of several GPUs drives all of them;
+ *     tiles forced small), every op combination, info.gpus; on two GPUs or more A shared
+ *     between them (share_a 1, info.shared_a), not (-1) and as the model decides (0); more
+ *     GPUs than the rank's share and beyond the limit fail TIDE_ERR_ARGUMENT. With gpus 0
+ *     (every other case) a rank alone on a node of several GPUs drives all of them;
  *  f) bad input: negative sizes, leading dimensions below the minimum, unknown enums, options
  *     not from the init function, negative tile or panel, gpus negative or above 16, a device
  *     location on the CPU backend (the code tide_stencil_plan_create gives), NULL matrices
@@ -169,6 +170,7 @@ typedef struct {
     long long pad[3];  /* A, B, C: extra leading dimension; -1: the minimum, given as 0 */
     int tile, panel;   /* options; 0: the plan's choice */
     int gpus;          /* option gpus (GPU host path) */
+    int share_a;       /* option share_a */
     double alpha[2], beta[2]; /* of the two executions */
     int null_empty;    /* pass an empty matrix as NULL */
     int stream_mode;   /* GPU: 0 the legacy stream, 1 own stream as option, 2 by set_stream */
@@ -201,6 +203,7 @@ static void case_options(const gcase *g, const gmat x[3], tide_gemm_options *o)
     o->tile = g->tile;
     o->panel = g->panel;
     o->gpus = g->gpus;
+    o->share_a = g->share_a;
 }
 
 static void name_case(gcase *g, const char *kind)
@@ -629,13 +632,15 @@ static void small_budget(const tide_context_options *copts)
 
 static void expect(const char *tag, const char *what, int st, unsigned allowed, int untouched);
 
-/* GPUs a plan with option gpus = want runs on (-1 when the plan fails, its status in *st). */
-static int plan_gpus(int want, int *st)
+/* The info of a plan with options gpus = want and share_a (-1 for gpus when the plan fails,
+ * its status in *st). */
+static tide_gemm_info plan_gpus_info(int want, int share_a, int *st)
 {
     gcase g;
     static const long long s[3] = {64, 4096, 64};
     build_case(&g, s, 0, 7000, 0, 0, "gpus");
     g.gpus = want;
+    g.share_a = share_a;
     gmat x[3];
     case_mats(&g, x);
     tide_gemm_options o;
@@ -645,9 +650,13 @@ static int plan_gpus(int want, int *st)
     *st = tide_gemm_plan_create(ctx, g.m, g.n, g.k, &o, &plan);
     if (!*st)
         tide_gemm_plan_info(plan, &info);
+    else
+        info.gpus = -1;
     tide_gemm_plan_destroy(plan);
-    return *st ? -1 : info.gpus;
+    return info;
 }
+
+static int plan_gpus(int want, int *st) { return plan_gpus_info(want, 0, st).gpus; }
 
 static void several_gpus(void)
 {
@@ -668,12 +677,19 @@ static void several_gpus(void)
                 build_case(&g, s[c], combo, 7100 + count, c == 2 ? 64 : 0, c == 2 ? 32 : 0,
                            "gpus");
                 g.gpus = want;
-                snprintf(g.name + strlen(g.name), sizeof g.name - strlen(g.name), " gpus %d",
-                         want);
+                /* A shared (forced) in two of the four combinations, never, as the model says */
+                g.share_a = combo == 5 ? 0 : combo == 15 ? -1 : 1;
+                snprintf(g.name + strlen(g.name), sizeof g.name - strlen(g.name), " gpus %d "
+                         "share_a %d", want, g.share_a);
                 run_case(ctx, &g, 7100 + count, 0);
             }
     int got = plan_gpus(share, &st);
     tt_check(&tally, world, got == share, "g) plan with gpus %d runs on %d GPUs", share, got);
+    for (int v = -1; v <= 1 && share > 1; v += 2) { /* A (64 x 64) fits every GPU whole */
+        tide_gemm_info in = plan_gpus_info(share, v, &st);
+        tt_check(&tally, world, !st && in.shared_a == (v > 0), "g) gpus %d share_a %d: %s, "
+                 "info.shared_a %d", share, v, tide_strerror(st), in.shared_a);
+    }
     if (share + 1 <= 16) {
         plan_gpus(share + 1, &st);
         expect("g", "gpus beyond the rank's share", st, ARG, 1);
@@ -1122,6 +1138,11 @@ static void create_errors(void)
     base_options(&o);
     o.gpus = 17;
     expect_create("f", "gpus 17 (more than 16)", EM, EN, EK, &o, ARG);
+    for (int v = -2; v <= 2; v += 4) {
+        base_options(&o);
+        o.share_a = v;
+        expect_create("f", v < 0 ? "share_a -2" : "share_a 2", EM, EN, EK, &o, ARG);
+    }
     base_options(&o);
     o.size = 0;
     expect_create("f", "options size 0", EM, EN, EK, &o, ARG);
