@@ -483,7 +483,7 @@ int tide_gemm_plan_describe(const tide_gemm_plan *p, char *buf, size_t len)
     if (!p || !buf || !len)
         return tide_fail(p ? p->ctx : NULL, TIDE_ERR_ARGUMENT,
                          "tide_gemm_plan_describe: %s", p ? "no buffer" : "plan is NULL");
-    char how[200], local[96] = "", summa[96] = "";
+    char how[260], local[160] = "", summa[96] = "";
     if (p->stream)
         tide_gemm_stream_describe(p->stream, local, sizeof local);
     else

@@ -1041,7 +1041,7 @@ void tide_gemm_stream_describe(const tide_gemm_stream *s, char *buf, size_t len)
     snprintf(buf, len, "%s%d tile%s of %lldx%lld, %d panel%s of %lld%s%s%s, %d slots", gpus,
              h->tm * h->tn, h->tm * h->tn > 1 ? "s" : "", h->mb, h->nb, h->np,
              h->np > 1 ? "s" : "", h->kb, kept[h->keep[0] + 2 * h->keep[1]],
-             s->share.on ? " (A uploaded once, copied between the GPUs)" : "",
+             s->share.on ? " (A shared between the GPUs)" : "",
              h->keep[2] ? ", C kept across the runs" : "", SLOTS);
 }
 
