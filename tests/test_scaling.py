@@ -182,6 +182,24 @@ class FailingRun(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+class NodePreset(unittest.TestCase):
+    def test_node_preset_lists_every_operation(self):
+        """The node preset's commands for four GPUs (a dry run: nothing is launched)."""
+        if load_script().gpu_count():
+            self.skipTest("this machine's GPUs (nvidia-smi) set the preset's GPU count")
+        p = run_script("run", "--preset", "node", "--gpus", "4", "--no-large", "--dry-run",
+                       "--tide", os.path.join(BUILD, "apps", "tide"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        cmds = [ln for ln in p.stdout.splitlines() if " -json " in ln]
+        for op in ("fft", "poisson", "gemm", "stencil"):
+            self.assertTrue(any("tide %s " % op in c for c in cmds), op)
+        # stencils weak: four ranks keep 4 x 512 planes, in card and out of core per rank
+        self.assertTrue(any("-np 4 " in c and "stencil cuda float 2048 512 512" in c and
+                            " -device" in c for c in cmds))
+        self.assertTrue(any("-np 4 " in c and "stencil cuda float 2048 512 512" in c and
+                            "-budget 0.2" in c for c in cmds))
+
+
 class ModelProperties(unittest.TestCase):
     LADDER = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
     CASES = [("fft", {"type": t, "variant": v}) for t in ("c2c", "r2c")
