@@ -389,6 +389,11 @@ void app_json_figures(FILE *f, tide_location loc, tide_exchange x, const tide_ff
             "\"exchanges\": %d, \"fft_passes\": %d},\n", c->flops, c->fft_bytes,
             c->move_bytes, c->exchange_bytes, c->h2d_bytes, c->d2h_bytes, c->exchanges,
             c->fft_passes);
+    app_json_rates(f, r, xrate);
+}
+
+void app_json_rates(FILE *f, const tide_rates *r, double xrate)
+{
     tide_rates none = {0, 0, 0, 0, 0};
     const tide_rates *q = r ? r : &none;
     fprintf(f, " \"rates\": {");

@@ -178,5 +178,8 @@ void app_cost_of(const tide_fft_cost *a, const tide_fft_cost *b, tide_fft_cost *
  * not measured). */
 void app_json_figures(FILE *f, tide_location loc, tide_exchange x, const tide_fft_cost *c,
                       const tide_rates *r, double xrate, double bound, double time);
+/* ... its "rates" object alone: r's rates (NULL: none) and the exchange rate xrate (GB/s;
+ * null where not measured), then ",\n". */
+void app_json_rates(FILE *f, const tide_rates *r, double xrate);
 
 #endif

@@ -648,10 +648,13 @@ int tide_cmd_stencil(int argc, char **argv)
                     a.shape_name, info.radius, info.taps, a.bc, a.steps, info.fuse, info.slabs,
                     dev ? "device" : "host", a.source ? "true" : "false");
             fprintf(f, " \"grid\": [%d, %d, %d], \"halo_points_max\": %.0f, \"exchanges\": %lld, "
-                    "\"halo_seconds\": %.6g, \"overlapped\": %s, ", grid[0], grid[1], grid[2],
-                    halo_most, info.exchanges, halo_s, overlapped ? "true" : "false");
+                    "\"halo_seconds\": %.6g, \"overlapped\": %s, \"halo_exchange\": \"%s\", ",
+                    grid[0], grid[1], grid[2], halo_most, info.exchanges, halo_s,
+                    overlapped ? "true" : "false",
+                    P > 1 ? app_exchange_name(info.halo_exchange) : "none");
             app_json_real(f, "exchange_rate_gbps", P > 1 ? xrate : NAN, ", ");
             app_json_real(f, "halo_bound_seconds", halo_bound, ",\n");
+            app_json_rates(f, &rates, P > 1 ? xrate : 0);
             app_json_timing(f, tplan_max, &ts, info.flops * cells, mem);
             fprintf(f, " \"gcells\": %.6g, \"bytes_per_step\": %.6g, \"copy_rate_gbps\": %.6g, "
                     "\"bound_gcells\": %.6g, \"bound_ratio\": %.6g, \"fused_bound_gcells\": "

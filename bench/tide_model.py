@@ -37,8 +37,15 @@ The model, per run on the busiest rank (predict() and docs/scaling.md say more):
                          writes its share of C back
   stencil       time   = cells x steps / in-card GCell rate + ceil(steps / k) halo exchanges
                          of k r planes per face (weak scaling: each rank keeps its grid), each
-                         at the MPI rate in host memory, plus its copies down and up over PCIe
-                         on the GPU
+                         at the measured rate of the halos' transport: NCCL between the GPUs,
+                         or MPI in host memory plus the halo's copies down and up over PCIe
+                         on the GPU. Host arrays on the GPU (out of card, and out of core per
+                         rank): max(compute, passes x the grid up and down at the PCIe rates),
+                         passes = ceil(steps / k), plus on several ranks the halo exchanges at
+                         the MPI rate in host memory; not counted: each rank's copies of its
+                         grid into its array grown by the halo and back, once per run, on all
+                         its threads (a rate no run measures: tide info's host copy is one
+                         thread's memcpy)
 
 Decompositions follow the library's automatic rule: slabs (one exchange with transposed
 output, two with natural output) while P <= n[0] and P <= n[1], pencils beyond (two or three
@@ -622,11 +629,13 @@ def gemm_plan(size, gpus=1, precision="double", beta=1.0):
     return Plan("gemm", (m, n, k), 1, counts, [], {})
 
 
-def stencil_plan(size, P, precision="float", steps=20, fuse=1, radius=1, bc="ddd"):
+def stencil_plan(size, P, precision="float", steps=20, fuse=1, radius=1, bc="ddd",
+                 arrays="device"):
     """The model of a weak-scaling stencil run: each of P ranks keeps a size grid (the global
     grid is P times as long along x), advances it `steps` steps, `fuse` per pass, and every
     fuse steps exchanges fuse * radius planes with each neighbour along x (two for an
-    interior rank or a periodic x, the largest counted)."""
+    interior rank or a periodic x, the largest counted). Host arrays (on the GPU: out of card)
+    count the passes and the grid's bytes."""
     n = _parse_size(size)
     s = _scalar(precision)
     k = max(1, int(fuse))
@@ -635,7 +644,8 @@ def stencil_plan(size, P, precision="float", steps=20, fuse=1, radius=1, bc="ddd
     counts = {"cells": float(n[0] * n[1] * n[2] * steps),
               "exchanges": 0 if P == 1 else -(-steps // k),
               "exchange_bytes": float(neighbours * k * radius * plane),
-              "messages": neighbours, "fuse": k}
+              "messages": neighbours, "fuse": k, "host": arrays == "host",
+              "passes": -(-steps // k), "grid_bytes": float(n[0] * plane)}
     return Plan("stencil", n, P, counts, [], {})
 
 
@@ -652,7 +662,7 @@ def plan(op, size, P, **opts):
         keys = ("precision", "beta")
         return gemm_plan(size, P, **{k: opts[k] for k in keys if opts.get(k) is not None})
     if op == "stencil":
-        keys = ("precision", "steps", "fuse", "radius", "bc")
+        keys = ("precision", "steps", "fuse", "radius", "bc", "arrays")
         return stencil_plan(size, P, **{k: opts[k] for k in keys if opts.get(k) is not None})
     raise ValueError("unknown op %r" % op)
 
@@ -771,16 +781,25 @@ def predict(op, size, P, rates=None, system=None, latency_us=None, exchange_kind
             return {"seconds": None, "plan": p, "terms": {"why": "no in-card stencil rate"}}
         t_comp = c["cells"] / (rate * 1e9)
         lat = (latency_us if latency_us is not None else 0.0) * 1e-6
-        # the halo travels by MPI in host memory (the rate the run measured, else the
-        # default's); on the GPU it is packed on the device and crosses PCIe down and up
-        xr = (float((rates or {}).get("exchange") or 0) or DEFAULT_RATES["exchange_host"]) \
+        # the halo's transport: NCCL between the GPUs of device arrays, else MPI in host memory
+        # (the rate the run measured, else the defaults'); device data then crosses PCIe down
+        # and up (out of core the halo is exchanged in host memory)
+        nccl = gpu and exchange_kind in (None, "nccl") and not c["host"]
+        measured = float((rates or {}).get("exchange") or 0)
+        xr = (measured or DEFAULT_RATES["exchange" if nccl else "exchange_host"]) \
             if P > 1 else 1.0
         b = c["exchange_bytes"]
-        pcie = b / (r["d2h"] * 1e9) + b / (r["h2d"] * 1e9) if gpu and P > 1 else 0.0
+        pcie = b / (r["d2h"] * 1e9) + b / (r["h2d"] * 1e9) \
+            if gpu and P > 1 and not nccl and not c["host"] else 0.0
         t_x = c["exchanges"] * (b / (xr * 1e9) + pcie + c["messages"] * lat)
-        return {"seconds": t_comp + t_x, "plan": p,
-                "terms": {"compute_s": t_comp, "exchange_s": t_x, "gcells": rate,
-                          "exchange_rate": xr}}
+        terms = {"compute_s": t_comp, "exchange_s": t_x, "gcells": rate, "exchange_rate": xr}
+        if not (gpu and c["host"]):
+            return {"seconds": t_comp + t_x, "plan": p, "terms": terms}
+        g = c["grid_bytes"]
+        t_pcie = c["passes"] * max(g / (r["h2d"] * 1e9), g / (r["d2h"] * 1e9),
+                                   2 * g / (r["both"] * 1e9))
+        terms.update(pcie_s=t_pcie)
+        return {"seconds": max(t_comp, t_pcie) + t_x, "plan": p, "terms": terms}
     # fft, poisson
     local_rate = r.get("d2d") if gpu else r.get("host_copy")
     if not local_rate:
@@ -839,7 +858,8 @@ def row_options(row):
     elif op == "gemm":
         opts.update(beta=float(get("beta", 1.0)))
     elif op == "stencil":
-        opts.update(steps=int(get("steps", 20)), fuse=int(get("fuse", 1) or 1))
+        opts.update(steps=int(get("steps", 20)), fuse=int(get("fuse", 1) or 1),
+                    arrays=get("arrays", "device"))
     return opts
 
 
@@ -893,8 +913,9 @@ def incard_local_rates(rows):
 def validate(rows, tolerance=0.20, local="d2d"):
     """Prediction against measured time_per_run for each row that ran: a list of dicts with
     the row, measured, predicted, ratio (predicted / measured) and flag (|ratio - 1| >
-    tolerance; the issue's 20%). Stencil rows on several ranks take the in-card rate of a
-    one-rank row of the same size and precision when there is one.
+    tolerance; the issue's 20%). Stencil rows on several ranks, and those of host arrays,
+    take the in-card rate of a one-rank device-array row of the same size and precision when
+    there is one.
 
     local: 'd2d' (the model as documented: local passes at the device copy rate measured in
     the run), or 'incard': device-array fft and poisson rows take the local-pass rate of the
@@ -904,7 +925,8 @@ def validate(rows, tolerance=0.20, local="d2d"):
     incard = {}
     for row in rows:
         if row.get("op") == "stencil" and row.get("status") == "ok" and \
-                str(row.get("ranks")) == "1" and row.get("time"):
+                str(row.get("ranks")) == "1" and row.get("time") and \
+                row.get("arrays", "device") != "host":
             cells = plan("stencil", row["size"], 1, **row_options(row)).counts["cells"]
             incard[(row["size"], row["precision"])] = cells / float(row["time"]) / 1e9
     local_rates = incard_local_rates(rows) if local == "incard" else {}
@@ -913,7 +935,8 @@ def validate(rows, tolerance=0.20, local="d2d"):
             continue
         measured = float(row["time"])
         g = None
-        if row["op"] == "stencil" and str(row.get("ranks")) != "1":
+        if row["op"] == "stencil" and (str(row.get("ranks")) != "1" or
+                                       row.get("arrays") == "host"):
             g = incard.get((row["size"], row["precision"]))
         lr = local_rates.get(_case_key(row)) if row.get("arrays") == "device" else None
         try:

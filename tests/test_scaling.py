@@ -90,7 +90,7 @@ class Sweep(unittest.TestCase):
     def test_sweep_rows(self):
         self.assertEqual(self.proc.returncode, 0, self.proc.stderr)
         self.assertEqual(self.header, load_script().COLUMNS)
-        self.assertEqual(len(self.rows), 11)
+        self.assertEqual(len(self.rows), 13)
         for r in self.rows:
             with self.subTest(command=r["command"]):
                 self.assertEqual(r["status"], "ok", r["stderr_tail"])
@@ -101,11 +101,26 @@ class Sweep(unittest.TestCase):
                 for k in ("machine", "date", "op", "size", "precision", "ranks", "json"):
                     self.assertTrue(r[k], k)
         self.assertEqual({r["ranks"] for r in self.rows}, {"1", "2"})
-        self.assertEqual({r["op"] for r in self.rows}, {"fft", "poisson"})
+        self.assertEqual({r["op"] for r in self.rows}, {"fft", "poisson", "stencil"})
+
+    def test_stencil_rows(self):
+        """The stencil rows carry the run's steps per pass, rates and halo transport."""
+        rows = [r for r in self.rows if r["op"] == "stencil"]
+        self.assertEqual(sorted(r["ranks"] for r in rows), ["1", "2"])
+        for r in rows:
+            with self.subTest(ranks=r["ranks"]):
+                self.assertEqual((r["steps"], r["arrays"]), ("6", "host"))
+                self.assertGreaterEqual(int(r["fuse"]), 1)
+                self.assertGreater(float(r["host_copy"]), 0)
+                self.assertEqual(r["exchange_kind"], "none" if r["ranks"] == "1" else "p2p")
+                if r["ranks"] == "2":
+                    self.assertGreater(float(r["exchange"]), 0)
 
     def test_counts_equal_the_plans(self):
         """The model's counts are the library's formulas: equal to each plan's own cost."""
         for r in self.rows:
+            if r["op"] == "stencil":  # its JSON has no cost object: the counts are the model's
+                continue
             with self.subTest(command=r["command"]):
                 with open(r["json"]) as f:
                     d = json.load(f)
@@ -128,7 +143,7 @@ class Sweep(unittest.TestCase):
     def test_validate(self):
         p = run_script("validate", self.csv)
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertIn("11 rows:", p.stdout)
+        self.assertIn("13 rows:", p.stdout)
         self.assertIn("without a prediction", p.stdout)
 
     def test_plot_without_matplotlib(self):
@@ -311,11 +326,34 @@ class GpuRows(unittest.TestCase):
         # at the measured MPI rate, each copied down and up over PCIe
         r = self.row(op="stencil", size="64x48x40", ranks=2, gpus=2, arrays="device",
                      precision="float", steps=10, fuse=4, time=0.01, d2d=3000, exchange=3.1,
-                     h2d=50, d2h=40, bc="ddd")
+                     h2d=50, d2h=40, bc="ddd", exchange_kind="p2p")
         p = model.predict_row(r, gcells=200)
         b = 4 * 48 * 40 * 4
         want = 64 * 48 * 40 * 10 / 200e9 + 3 * (b / 3.1e9 + b / 40e9 + b / 50e9)
         self.assertAlmostEqual(p["seconds"] / want, 1.0, places=12)
+
+    def test_stencil_halo_over_nccl(self):
+        # four H200, 512^3 float per rank, 20 steps of one: the interior ranks' two 1 MB
+        # planes at the NCCL rate the run measured for them (docs/performance.md), no PCIe
+        r = self.row(op="stencil", size=512, ranks=4, gpus=4, arrays="device", steps=20,
+                     fuse=1, time=0.0113, exchange=44.8, h2d=47, d2h=37, exchange_kind="nccl")
+        p = model.predict_row(r, gcells=294.3)
+        want = 512 ** 3 * 20 / 294.3e9 + 20 * 2 * 512 * 512 * 4 / 44.8e9
+        self.assertAlmostEqual(p["seconds"] / want, 1.0, places=12)
+
+    def test_stencil_out_of_card(self):
+        # host arrays through the GPU: 20 steps of 8 per pass are 3 passes, each sending the
+        # grid up and down at the PCIe rates, against the in-card compute; on two ranks (out
+        # of core per rank) the halo goes by MPI in host memory, not over PCIe
+        g = 256 * 128 * 64 * 4
+        pcie = 3 * max(g / 50e9, g / 40e9, 2 * g / 80e9)
+        for P, want in ((1, pcie), (2, pcie + 3 * 8 * 128 * 64 * 4 / 3.1e9)):
+            r = self.row(op="stencil", size="256x128x64", ranks=P, gpus=P, arrays="host",
+                         steps=20, fuse=8, time=0.05, h2d=50, d2h=40, both=80, exchange=3.1,
+                         exchange_kind="p2p" if P > 1 else "none")
+            p = model.predict_row(r, gcells=300)
+            self.assertGreater(pcie, 256 * 128 * 64 * 20 / 300e9)  # PCIe bound
+            self.assertAlmostEqual(p["seconds"] / want, 1.0, places=12)
 
     def test_gemm(self):
         r = self.row(op="gemm", size=32768, ranks=1, gpus=2, arrays="host", precision="double",
