@@ -887,10 +887,10 @@ static int write_json(const args *a, const matrices *mx, const tide_gemm_info *i
             a->c.n[0], a->c.n[1], a->c.n[2], trans_name(a->ta), trans_name(a->tb),
             a->order == TIDE_COL_MAJOR ? "col" : "row", a->alpha, a->beta,
             where(a, info->backend));
-    fprintf(f, " \"gpus\": %d, \"tiles\": %d, \"tile_m\": %lld, \"tile_n\": %lld, "
-            "\"panels\": %d, \"panel\": %lld, \"slots\": %d, \"grid\": [%d, %d],", info->gpus,
-            info->tiles, info->tile_m, info->tile_n, info->panels, info->panel, info->slots,
-            mx->grid[0], mx->grid[1]);
+    fprintf(f, " \"gpus\": %d, \"shared_a\": %s, \"tiles\": %d, \"tile_m\": %lld, "
+            "\"tile_n\": %lld, \"panels\": %d, \"panel\": %lld, \"slots\": %d, \"grid\": [%d, "
+            "%d],", info->gpus, info->shared_a ? "true" : "false", info->tiles, info->tile_m,
+            info->tile_n, info->panels, info->panel, info->slots, mx->grid[0], mx->grid[1]);
     app_json_timing(f, plan_s, ts, info->flops, mem);
     fprintf(f, " \"tflops\": %.6g, \"bytes_up\": %.17g, \"bytes_down\": %.17g, "
             "\"rate_up_gbps\": %.6g, \"rate_down_gbps\": %.6g, \"rate_both_gbps\": %.6g, "

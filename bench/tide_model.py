@@ -33,8 +33,9 @@ The model, per run on the busiest rank (predict() and docs/scaling.md say more):
                          whole), max(pcie, local + exch) (host arrays streamed, NCCL inside the
                          pipeline), pcie + exch (streamed, MPI in host memory)
   gemm          time   = max(flops / (G x in-card GEMM rate), per-GPU PCIe time); each of the
-                         G GPUs reads all of A and its share (n / G columns) of B and C, and
-                         writes its share of C back
+                         G GPUs reads all of A (with A shared between the GPUs, its share of
+                         A's blocks) and its share (n / G columns) of B and C, and writes its
+                         share of C back
   stencil       time   = cells x steps / in-card GCell rate + ceil(steps / k) halo exchanges
                          of k r planes per face (weak scaling: each rank keeps its grid), each
                          at the measured rate of the halos' transport: NCCL between the GPUs,
@@ -610,11 +611,13 @@ def poisson_plan(size, P, precision="float", bc="ppp", arrays="device", batch=1,
     return Plan("poisson", n, P, counts, [prog], {"chain": ch})
 
 
-def gemm_plan(size, gpus=1, precision="double", beta=1.0):
+def gemm_plan(size, gpus=1, precision="double", beta=1.0, shared_a=False):
     """The model of `tide gemm cuda PRECISION M [N K] -gpus G` on host matrices: G GPUs each
-    computing n / G columns of C (the largest share counted), each reading all of A (m x k)
-    and its share of B (k x n/G) and, with beta != 0, of C, and writing its share of C back;
-    A and B kept on the device, so each of their blocks crosses PCIe once."""
+    computing n / G columns of C (the largest share counted), each reading all of A (m x k),
+    or with A shared between the GPUs (tide gemm -share-a) its share of A's blocks (the others
+    reach it over NVLink, not counted), and its share of B (k x n/G) and, with beta != 0, of
+    C, and writing its share of C back; A and B kept on the device, so each of their blocks
+    crosses PCIe once."""
     if isinstance(size, (tuple, list)) or "x" in str(size):
         m, n, k = _parse_size(size)
     else:
@@ -622,7 +625,8 @@ def gemm_plan(size, gpus=1, precision="double", beta=1.0):
     s = _scalar(precision)
     G = max(1, int(gpus))
     ng = -(-n // G)
-    up = (m * k + k * ng + (m * ng if beta != 0 else 0)) * s
+    up = ((m * k / G if shared_a and G > 1 else m * k) + k * ng +
+          (m * ng if beta != 0 else 0)) * s
     down = m * ng * s
     counts = {"flops": 2.0 * m * n * k, "gpu_flops": 2.0 * m * ng * k, "h2d_bytes": float(up),
               "d2h_bytes": float(down), "gpus": G}
@@ -659,7 +663,7 @@ def plan(op, size, P, **opts):
         keys = ("precision", "bc", "arrays", "batch", "backend", "decomposition")
         return poisson_plan(size, P, **{k: opts[k] for k in keys if opts.get(k) is not None})
     if op == "gemm":
-        keys = ("precision", "beta")
+        keys = ("precision", "beta", "shared_a")
         return gemm_plan(size, P, **{k: opts[k] for k in keys if opts.get(k) is not None})
     if op == "stencil":
         keys = ("precision", "steps", "fuse", "radius", "bc", "arrays")
@@ -856,7 +860,7 @@ def row_options(row):
         opts.update(bc=get("bc", "ppp"), arrays=get("arrays", "device"),
                     decomposition=get("decomposition", "auto"))
     elif op == "gemm":
-        opts.update(beta=float(get("beta", 1.0)))
+        opts.update(beta=float(get("beta", 1.0)), shared_a=get("shared_a") == "true")
     elif op == "stencil":
         opts.update(steps=int(get("steps", 20)), fuse=int(get("fuse", 1) or 1),
                     arrays=get("arrays", "device"))

@@ -364,6 +364,18 @@ class GpuRows(unittest.TestCase):
         want = max(2.0 * n ** 3 / 2 / 53390e9, up / 53.5e9, down / 41e9, (up + down) / 46.75e9)
         self.assertAlmostEqual(p["seconds"], want)
 
+    def test_gemm_shared_a(self):
+        # four GPUs, A shared: each uploads a quarter of A's blocks, the others reach them
+        r = self.row(op="gemm", size=32768, ranks=1, gpus=4, arrays="host", precision="double",
+                     time=0.401, h2d=47, d2h=37.4, both=47.8, gemm_gflops=52340,
+                     shared_a="true")
+        p = model.predict_row(r)
+        n = 32768
+        up, down = (n * n / 4 + 2 * n * n / 4) * 8, n * n / 4 * 8
+        self.assertAlmostEqual(p["plan"].counts["h2d_bytes"], up)
+        want = max(2.0 * n ** 3 / 4 / 52340e9, up / 47e9, down / 37.4e9, (up + down) / 47.8e9)
+        self.assertAlmostEqual(p["seconds"], want)
+
     def test_validate_incard_calibrates_one_gpu_rows(self):
         rows = [self.row(op="fft", size=512, ranks=1, gpus=1, arrays="device", time=0.00183,
                          d2d=4106, exchange_kind="none"),
