@@ -712,7 +712,7 @@ extern "C" int tide_gpu_measure_gpus(const int *devices, int n, size_t bytes, ti
         r->h2d = gb / time_all(true, false);
         r->d2h = gb / time_all(false, true);
         r->both = 2 * gb / time_all(true, true);
-        r->d2d = 0;
+        r->d2d = r->host_copy = 0;
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) {
             snprintf(why, len, "measuring the GPUs' rates together failed: %s",

@@ -57,8 +57,8 @@ int tide_gpu_measure(size_t bytes, int (*align)(void *arg, int ok), void *arg,
                      tide_rates *rates, char *why, size_t len);
 
 /* PCIe rates of n GPUs (of this process) copying at once, summed over them (h2d, d2h, both;
- * d2d is 0), with arrays of `bytes` per GPU: what host memory gives them together, which may
- * be less than the sum of their rates alone. The current device is kept. Returns 0,
+ * d2d and host_copy 0), with arrays of `bytes` per GPU: what host memory gives them together,
+ * which may be less than the sum of their rates alone. The current device is kept. Returns 0,
  * TIDE_ERR_NOMEM or TIDE_ERR_BACKEND with the reason in why. */
 int tide_gpu_measure_gpus(const int *devices, int n, size_t bytes, tide_rates *rates, char *why,
                           size_t len);
