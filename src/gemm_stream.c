@@ -105,9 +105,8 @@ struct engine {
 typedef struct {
     int on;
     int nblocks;            /* tm x np of the planned multiply */
-    pthread_mutex_t lock;
+    pthread_mutex_t lock;   /* lock and cond initialized when ready is allocated */
     pthread_cond_t cond;
-    int made;               /* lock and cond initialized */
     int gen;                /* the run in flight */
     int *ready;             /* per block: the last run whose owner has enqueued its copies */
     int stopped;            /* a part's run has ended in failure: its copies may not come */
@@ -296,7 +295,9 @@ static void ended(void *user, int status)
 
 /* A shared, just after chunk i's uploads: each block of A it uploaded (a_row) goes, on the
  * push stream once it has landed, into the same place of every other part's copy of A; the
- * block is then marked ready for this run. */
+ * block is then marked ready for this run. The block's event is recorded twice: where the
+ * upload lands (the push stream waits for that record) and after the copies (the other parts
+ * wait for that one: a wait takes the last record before it). */
 static int uploaded(void *user, int i, void *const *buf, void *stream)
 {
     const run_t *r = user;
@@ -332,13 +333,14 @@ static int uploaded(void *user, int i, void *const *buf, void *stream)
     return st;
 }
 
-/* A shared: before the first chunk that reads block b of A, which another part owns, wait
- * until the owner has enqueued the block's copies in this run (on the host), then for them (on
- * the device). TIDE_ERR_BACKEND when a part's run has failed first. */
-static int await_block(const run_t *r, int b, void *stream)
+/* A shared: before the first chunk that reads block (ti, p) of A, which another part owns,
+ * wait until the owner has enqueued the block's copies in this run (on the host), then for
+ * them (on the device). TIDE_ERR_BACKEND when a part's run has failed first. */
+static int await_block(const run_t *r, int ti, int p, void *stream)
 {
     gemm_stream *all = r->s->all;
     sharing *sh = &all->share;
+    int b = a_block(r->s, ti, p);
     pthread_mutex_lock(&sh->lock);
     while (sh->ready[b] != r->gen && !sh->stopped)
         pthread_cond_wait(&sh->cond, &sh->lock);
@@ -346,7 +348,7 @@ static int await_block(const run_t *r, int b, void *stream)
     pthread_mutex_unlock(&sh->lock);
     if (!ok)
         return TIDE_ERR_BACKEND;
-    return tide_gpu_stream_wait(stream, all->e[b % all->n]->pushed[b]);
+    return tide_gpu_stream_wait(stream, all->e[owner(r->s, ti, p)]->pushed[b]);
 }
 
 static int work(void *user, int i, void *const *buf, void *stream)
@@ -359,8 +361,7 @@ static int work(void *user, int i, void *const *buf, void *stream)
     long long q[6];
     int ti, tj, p, st = TIDE_SUCCESS;
     chunk_ranges(r, i, q, &ti, &tj, &p);
-    if (tj == 0 && owner(s, ti, p) != s->index &&
-        (st = await_block(r, a_block(s, ti, p), stream)))
+    if (tj == 0 && owner(s, ti, p) != s->index && (st = await_block(r, ti, p, stream)))
         return st;
     tide_gemm_desc c = {g->dbl, g->transa, g->transb, q[1] - q[0], q[3] - q[2], q[5] - q[4],
                         0, 0, dev_ld(q[1] - q[0])};
@@ -934,7 +935,6 @@ static int make_sharing(gemm_stream *s, char *err, size_t len)
         return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
     pthread_mutex_init(&sh->lock, NULL);
     pthread_cond_init(&sh->cond, NULL);
-    sh->made = 1;
     int st = TIDE_SUCCESS;
     for (int i = 0; i < s->n && !st; i++) {
         engine *e = s->e[i];
@@ -991,7 +991,7 @@ void tide_gemm_stream_destroy(tide_gemm_stream *s)
         return;
     for (int i = 0; i < s->n; i++)
         destroy_part(s->e[i]);
-    if (s->share.made) {
+    if (s->share.ready) {
         pthread_mutex_destroy(&s->share.lock);
         pthread_cond_destroy(&s->share.cond);
     }

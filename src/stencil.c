@@ -404,8 +404,8 @@ static size_t split_bytes(const tide_stencil_plan *p)
 
 /* Memory the plan holds in its backend's memory: the work array, or on several ranks the two
  * arrays on the grown box (three with a source), on the GPU the halo's device staging and the
- * split passes' scratch; on
- * a GPU with host arrays also the device copies of u and the source. */
+ * split passes' scratch; on a GPU with host arrays also the device copies of u and the
+ * source. */
 static size_t backend_bytes(const tide_stencil_plan *p)
 {
     int gpu = p->env.be->gpu, src = p->o.source != NULL;
@@ -1105,21 +1105,32 @@ static int split_run(tide_stencil_plan *p, void *from, void *to, int count, int 
     return st;
 }
 
+/* The passes `steps` steps take at most p->fuse per pass, and the steps of pass i of n: as
+ * even as they go, the first steps % n passes one more. */
+static long long pass_count(const tide_stencil_plan *p, long long steps)
+{
+    return (steps + p->fuse - 1) / p->fuse;
+}
+
+static int pass_steps(long long steps, long long n, long long i)
+{
+    return (int)(steps / n + (i < steps % n));
+}
+
 /* The passes of a run from a to b and back, `steps` >= 1 split as evenly as the passes allow;
  * on one rank an even number of them where there are steps enough, so the result ends where
- * it began. On
- * several ranks each pass starts by filling the halo of its input, and every rank takes part
- * in every exchange even after a failure of its own. Returns 0, a backend failure or
- * TIDE_ERR_MPI; *in_b: the result is in b. */
+ * it began. On several ranks each pass starts by filling the halo of its input, and every
+ * rank takes part in every exchange even after a failure of its own. Returns 0, a backend
+ * failure or TIDE_ERR_MPI; *in_b: the result is in b. */
 static int passes(tide_stencil_plan *p, void *a, void *b, long long steps, int *in_b)
 {
-    long long n = (steps + p->fuse - 1) / p->fuse;
+    long long n = pass_count(p, steps);
     if (n % 2 && steps > n && !p->halo) /* several ranks copy the result back anyway */
         n++;
     void *from = a, *to = b;
     int st = TIDE_SUCCESS, sweep = tide_box_count(&p->box) > 0;
     for (long long i = 0; i < n && (!st || p->halo); i++) {
-        p->op.count = steps / n + (i < steps % n);
+        p->op.count = pass_steps(steps, n, i);
         if (p->split.on) {
             st = split_run(p, from, to, p->op.count, st);
         } else {
@@ -1152,13 +1163,13 @@ static int run_out_of_core(tide_stencil_plan *p, void *u, long long steps)
         int x = exchange(p, p->esrc);
         st = st ? st : x;
     }
-    long long n = (steps + p->fuse - 1) / p->fuse;
+    long long n = pass_count(p, steps);
     for (long long i = 0; i < n; i++) {
         int x = exchange(p, p->ea);
         st = st ? st : x;
         if (!st && any)
-            st = tide_stencil_stream_pass(p->oc, p->ea, p->esrc,
-                                          (int)(steps / n + (i < steps % n)), err, sizeof err);
+            st = tide_stencil_stream_pass(p->oc, p->ea, p->esrc, pass_steps(steps, n, i), err,
+                                          sizeof err);
     }
     if (any && !st)
         tide_copy_region(elem, 1, &p->box, p->ea, &p->ext, u, &p->box, threads);
@@ -1245,10 +1256,10 @@ static int run(tide_stencil_plan *p, void *u, long long steps, int enter_st)
     }
     if (p->oc) {
         char err[TIDE_MSG_LEN] = "";
-        long long n = (steps + p->fuse - 1) / p->fuse;
+        long long n = pass_count(p, steps);
         for (long long i = 0; i < n && !st; i++)
-            st = tide_stencil_stream_pass(p->oc, u, p->o.source, (int)(steps / n + (i < steps % n)),
-                                          err, sizeof err);
+            st = tide_stencil_stream_pass(p->oc, u, p->o.source, pass_steps(steps, n, i), err,
+                                          sizeof err);
         if (st)
             tide_fail(p->ctx, st, "failure during tide_stencil_run: %s", err);
         return tide_agree(p->ctx, st);

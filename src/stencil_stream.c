@@ -62,7 +62,6 @@ struct tide_stencil_stream {
     long long levels, sources; /* planes of X and Y, and of the source's buffer */
     double rate;              /* the model's cell steps per second */
     tide_pipeline *pipe;
-    tide_pipeline_job job;
     void *u;                  /* the pass in flight */
     const void *src;
     int steps;                /* L */
@@ -151,7 +150,7 @@ static int level(const tide_stencil_stream *s, const tide_env *e, const char *fr
     tide_sweep t = s->sweep;
     t.periodic[0] = 0;
     t.n[0] = (int)n;
-    t.source = s->src ? sb : NULL;
+    t.source = sb; /* NULL without a source (work's sb) */
     return e->be->sweep(e, &t, from, to, 1);
 }
 
@@ -380,12 +379,11 @@ int tide_stencil_stream_pass(tide_stencil_stream *s, void *u, const void *source
         return snprintf(err, len, "a pass of %d steps (1 .. %d)", steps, s->K),
                TIDE_ERR_ARGUMENT;
     s->u = u, s->src = source, s->steps = steps;
-    s->job = (tide_pipeline_job){.nchunks = s->ns + 1, .elem = s->sweep.dbl ? 8 : 4,
-                                 .batch = 1, .max_up = 2, .max_down = 2, .describe = describe,
-                                 .work = work, .user = s, .pageable = TIDE_PAGEABLE_STAGE,
-                                 .ordered = 1, .after_caller = 1,
-                                 .caller_stream = s->d.env->stream};
-    return tide_pipeline_run(s->pipe, &s->job, err, len);
+    tide_pipeline_job job = {.nchunks = s->ns + 1, .elem = s->sweep.dbl ? 8 : 4, .batch = 1,
+                             .max_up = 2, .max_down = 2, .describe = describe, .work = work,
+                             .user = s, .pageable = TIDE_PAGEABLE_STAGE, .ordered = 1,
+                             .after_caller = 1, .caller_stream = s->d.env->stream};
+    return tide_pipeline_run(s->pipe, &job, err, len);
 }
 
 void tide_stencil_stream_shape_of(const tide_stencil_stream *s, tide_stencil_stream_shape *sh)
