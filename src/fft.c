@@ -152,6 +152,8 @@ typedef struct {
     int rstage;                /* R2C: the stage of the real transform (its grids up to it are
                                 * real; a solver with no DFT: past the last) */
     int r2r[3];                /* a solver's real-to-real dimensions (tide_fft_middle) */
+    int solver;                /* the chain has a solver's middle op */
+    int gpu;                   /* the backend runs on the GPU */
     /* Per stage: the transformed dimensions, as bits (0: a solver's middle op), and which of
      * the decomposition's layouts it runs in by default (default_layout). */
     int dims[TIDE_CHAIN_STAGES], lay[TIDE_CHAIN_STAGES];
@@ -181,7 +183,14 @@ static int layouts(const fft_chain *f, int whole[3], int group[3])
  * packs copy whole z rows, and y-slabs receive each peer's block as one contiguous run. A
  * solver's layouts store the untransformed (bounded) dimension slowest instead, then the
  * others in order, the halved one last: cuFFT's real transforms want that (tide_stage's
- * gpu_real), and the line solves then read neighbouring lines from neighbouring addresses. */
+ * gpu_real), and the line solves then read neighbouring lines from neighbouring addresses.
+ * On the GPU, in a solver's second slab layout x, which it transforms there, is stored fastest
+ * when it would lie between the other two (a bounded z): its lines then form one batch of
+ * contiguous lines, where between the others the batch spans two strides that do not merge
+ * and cuFFT, which takes one batch stride, is launched once per plane of z (nine times the time
+ * per point of the transform along y on two H200). The exchange into that layout permutes as
+ * it packs. FFTW takes both strides in one plan, and on the CPU the permuting pack cost more
+ * than the transform gained (128^3, two ranks), so the CPU keeps the order. */
 static tide_layout default_layout(tide_chain *c, int s, const int g[3])
 {
     const fft_chain *f = c->user;
@@ -202,6 +211,9 @@ static tide_layout default_layout(tide_chain *c, int s, const int g[3])
         for (int d = 0; d < 3; d++)
             if ((!(f->transform & (1 << d)) ? 0 : f->r2r[d] ? 1 : 2) == pass)
                 order[k++] = d;
+    if (f->solver && f->gpu && f->mode == TIDE_DECOMP_SLABS && ds == 1 && order[1] == 0 &&
+        (f->transform & 1) && f->r2r[0] == TIDE_R2R_NONE)
+        order[1] = order[2], order[2] = 0;
     for (int r = 0; r < c->P; r++) {
         tide_box_in_grid(g, grid, r, &l[r]);
         memcpy(l[r].order, order, sizeof order);
@@ -219,6 +231,8 @@ static void set_stages(tide_chain *c, fft_chain *f, const tide_fft_plan *p)
         f->r2r[d] = p->mid ? p->mid->r2r[d] : TIDE_R2R_NONE;
     f->rstage = !r2c ? -1 : p->half < 0 ? TIDE_CHAIN_STAGES : 0;
     f->cut2 = p->mid && (p->mid->whole & 2) && c->P <= p->nout[2] ? 2 : 1;
+    f->solver = p->mid != NULL;
+    f->gpu = p->env.be->gpu;
     int whole[3], group[3], nl = layouts(f, whole, group);
     c->nstages = 0;
     for (int ds = 0; ds < nl; ds++) {
