@@ -12,9 +12,16 @@
 #include <cufft.h>
 #include <cuda_runtime.h>
 #include "gpu.h"
+#include "tide_config.h"
 extern "C" {
+#include "backend.h"
 #include "region.h"
 }
+#if TIDE_HAVE_FFT_CALLBACKS
+#include <cufftXt.h>
+#include "fft_callbacks.h"
+#include "fft_callbacks_fatbin.h"
+#endif
 
 namespace {
 
@@ -51,6 +58,7 @@ struct tide_gpu_fft {
     tide_gpu_r2r *r2r[3];
     int nr2r;
     void *stream;
+    void *scale_info;     // the store callback's tide_fft_scale_info (device memory), or NULL
 };
 
 namespace {
@@ -95,6 +103,8 @@ extern "C" int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **ou
         snprintf(why, len, "out of memory");
         return TIDE_ERR_NOMEM;
     }
+    if (d->fused)
+        *d->fused = 0;
     f->kind = d->kind;
     f->dbl = d->dbl;
     f->sign = d->sign;
@@ -112,6 +122,84 @@ extern "C" int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **ou
 }
 
 namespace {
+
+bool same_box(const tide_box *a, const tide_box *b)
+{
+    for (int k = 0; k < 3; k++)
+        if (a->lo[k] != b->lo[k] || a->hi[k] != b->hi[k] || a->order[k] != b->order[k])
+            return false;
+    return true;
+}
+
+#if TIDE_HAVE_FFT_CALLBACKS
+// n / d as umulhi(n, mul) >> shr for every n < 2^31: mul = ceil(2^(31 + l) / d), l = ceil(log2
+// d), shr = l - 1; the quotient's error is below n / 2^(31 + l) < 1 / d (fft_callbacks.h).
+void divisor(unsigned d, unsigned *mul, unsigned *shr)
+{
+    *mul = *shr = 0; // d 1: n itself
+    if (d <= 1)
+        return;
+    unsigned l = 0;
+    while ((1ull << l) < d)
+        l++;
+    *mul = (unsigned)(((1ull << (31 + l)) + d - 1) / d);
+    *shr = l - 1;
+}
+#endif
+
+// The store callback's description of d->then over the output (fft_callbacks.h), in device
+// memory at f->scale_info; false where the callback cannot take it (gpu.h: then).
+bool scale_info(const tide_gpu_fft_desc *d, tide_gpu_fft *f)
+{
+#if TIDE_HAVE_FFT_CALLBACKS
+    const tide_spectral *s = d->then;
+    const tide_box *b = d->obox;
+    bool ok = (d->kind == 1 || (d->kind == 0 && d->sign < 0)) && s->line < 0 && !s->real &&
+              !s->mean_w[0] && !s->mean_w[1] && !s->mean_w[2] && s->dbl == d->dbl &&
+              s->batch == d->batch && same_box(&s->box, b) &&
+              (!d->oarr || same_box(d->oarr, b)) && tide_box_count(b) < (1ll << 31);
+    for (int k = 0; k < d->ndims; k++)
+        ok = ok && !d->r2r[d->dims[k]];
+    if (!ok)
+        return false;
+    int64_t st[3];
+    tide_box_strides(b, st);
+    tide_fft_scale_info x = {};
+    x.field = d->batch > 1 ? (unsigned long long)tide_box_count(b) : 0;
+    for (int k = 0; k < 2; k++) {
+        x.stride[k] = (unsigned)st[b->order[k]];
+        divisor(x.stride[k], &x.mul[k], &x.shr[k]);
+    }
+    for (int k = 0; k < 3; k++)
+        x.lam[k] = s->lam[b->order[k]] + b->lo[b->order[k]];
+    x.alpha = s->alpha;
+    x.norm = s->norm;
+    x.origin = b->lo[0] == 0 && b->lo[1] == 0 && b->lo[2] == 0 ? 0 : ~0ull;
+    x.sum = (double *)s->origin;
+    if (cudaMalloc(&f->scale_info, sizeof x) != cudaSuccess) {
+        (void)cudaGetLastError();
+        f->scale_info = NULL;
+        return false;
+    }
+    return cudaMemcpy(f->scale_info, &x, sizeof x, cudaMemcpyHostToDevice) == cudaSuccess;
+#else
+    (void)d, (void)f;
+    return false;
+#endif
+}
+
+cufftResult set_scale_callback(tide_gpu_fft *f, int dbl)
+{
+#if TIDE_HAVE_FFT_CALLBACKS
+    return cufftXtSetJITCallback(f->plan, dbl ? TIDE_FFT_SCALE_STORE_Z : TIDE_FFT_SCALE_STORE_C,
+                                 tide_fft_callbacks_fatbin, sizeof tide_fft_callbacks_fatbin,
+                                 dbl ? CUFFT_CB_ST_COMPLEX_DOUBLE : CUFFT_CB_ST_COMPLEX,
+                                 &f->scale_info);
+#else
+    (void)f, (void)dbl;
+    return CUFFT_NOT_SUPPORTED;
+#endif
+}
 
 int create_dft(const tide_gpu_fft_desc *d, tide_gpu_fft *f, size_t *work_bytes, char *why,
                size_t len)
@@ -212,14 +300,26 @@ int create_dft(const tide_gpu_fft_desc *d, tide_gpu_fft *f, size_t *work_bytes, 
     static const cufftType types[2][3] = {{CUFFT_C2C, CUFFT_R2C, CUFFT_C2R},
                                           {CUFFT_Z2Z, CUFFT_D2Z, CUFFT_Z2D}};
     size_t work = 0;
-    cufftResult r = cufftCreate(&f->plan);
-    f->planned = r == CUFFT_SUCCESS;
-    if (r == CUFFT_SUCCESS)
-        r = cufftSetAutoAllocation(f->plan, 0);
-    if (r == CUFFT_SUCCESS)
-        r = cufftMakePlanMany64(f->plan, nt, n, inembed, t[nt - 1].is, batch.is, onembed,
-                                t[nt - 1].os, batch.os, types[d->dbl ? 1 : 0][d->kind],
-                                batch.n, &work);
+    cufftResult r = CUFFT_SUCCESS;
+    for (int cb = d->then && f->nloops == 0 && scale_info(d, f); cb >= 0; cb--) {
+        if (f->planned)
+            cufftDestroy(f->plan); // a callback, once set, stays: plan anew without it
+        r = cufftCreate(&f->plan);
+        f->planned = r == CUFFT_SUCCESS;
+        if (r == CUFFT_SUCCESS)
+            r = cufftSetAutoAllocation(f->plan, 0);
+        if (r == CUFFT_SUCCESS && cb)
+            r = set_scale_callback(f, d->dbl);
+        if (r == CUFFT_SUCCESS)
+            r = cufftMakePlanMany64(f->plan, nt, n, inembed, t[nt - 1].is, batch.is, onembed,
+                                    t[nt - 1].os, batch.os, types[d->dbl ? 1 : 0][d->kind],
+                                    batch.n, &work);
+        if (r == CUFFT_SUCCESS) {
+            if (d->fused)
+                *d->fused = cb;
+            break;
+        }
+    }
     if (r != CUFFT_SUCCESS) {
         snprintf(why, len, "cuFFT could not plan the transform: %s (%d)", cufft_name(r), (int)r);
         return r == CUFFT_ALLOC_FAILED ? TIDE_ERR_NOMEM : TIDE_ERR_BACKEND;
@@ -306,6 +406,7 @@ extern "C" void tide_gpu_fft_destroy(tide_gpu_fft *f)
         return;
     if (f->planned)
         cufftDestroy(f->plan);
+    cudaFree(f->scale_info);
     for (int k = 0; k < f->nr2r; k++)
         tide_gpu_r2r_destroy(f->r2r[k]);
     free(f);

@@ -181,6 +181,13 @@ typedef struct {
     int r2r[3];             /* tide_cpu_fft_desc's: per dimension a real-to-real kind, done by
                              * tide_gpu_r2r passes (kind 3: only those) */
     int complex_elems;      /* kind 3: the elements are complex */
+    /* A forward c2c or an r2c: the diagonal spectral operator (backend.h's tide_spectral, in
+     * device memory) to apply to the output as cuFFT stores it (a store callback, linked in
+     * when the plan is made), or NULL. *fused says whether the plan does: only for one batch
+     * over a dense output laid out as then->box, complex, without mean weights, and where
+     * cuFFT takes the callback. */
+    const struct tide_spectral *then;
+    int *fused;
 } tide_gpu_fft_desc;
 
 typedef struct tide_gpu_fft tide_gpu_fft;

@@ -55,6 +55,12 @@ typedef struct {
     int user_memory;        /* also plan an unaligned variant: in or out may be a user array */
     void *in, *out;         /* arrays to plan with (overwritten when measuring); in == out plans
                              * an in-place transform */
+    /* A forward C2C or an R2C: a diagonal spectral operator (backend.h, its tables in the
+     * backend's memory) that the backend may apply to the output as the transform stores it,
+     * in the same pass, or NULL. The caller zeroes *fused; a backend that does it sets it to
+     * 1 (the GPU, through cuFFT's store callbacks; FFTW has none). */
+    const struct tide_spectral *then;
+    int *fused;
 } tide_cpu_fft_desc;
 
 /* Returns 0, TIDE_ERR_BACKEND (FFTW returned no plan) or TIDE_ERR_NOMEM. */

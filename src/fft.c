@@ -353,7 +353,8 @@ static int program_steps(const tide_chain *c, int dir, tide_chain_step *steps, i
 /* Step i's local FFT: its transformed dimensions, direction and kind, planned on the buffers
  * its placement says. */
 static int make_fft(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
-                    const tide_chain_step *s, int reverse, tide_op *o, char *err, size_t len)
+                    const tide_chain_step *s, int reverse, tide_op *o, tide_op *then,
+                    char *err, size_t len)
 {
     int real = p->o.type == TIDE_R2C && s->stage == f->rstage, me = p->ctx->rank, dft = 0;
     for (int k = 0; k < 3; k++)
@@ -370,6 +371,11 @@ static int make_fft(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
         .batch = p->o.batch, .measure = p->o.planning == TIDE_PLAN_MEASURE,
         .threads = p->env.threads,
         .user_memory = o->src == TIDE_LOC_IN || o->dst == TIDE_LOC_OUT};
+    int fused = 0;
+    if (then) {
+        d.then = then->spec;
+        d.fused = &fused;
+    }
     for (int k = 0; k < 3; k++)
         if (f->dims[s->stage] & (1 << k)) {
             d.dims[d.ndims++] = k;
@@ -382,7 +388,10 @@ static int make_fft(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
         d.in = tide_program_stand_in(p->w, o->src, o->dst);
         d.out = o->dst == o->src ? d.in : tide_program_stand_in(p->w, o->dst, o->src);
     }
-    return tide_op_fft(o, &p->env, &d, &p->env.fft_work_bytes, err, len);
+    int st = tide_op_fft(o, &p->env, &d, &p->env.fft_work_bytes, err, len);
+    if (!st && fused)
+        tide_op_spectral_fused(then);
+    return st;
 }
 
 /* The ops of a program (program_steps): step shapes first (kind, in place), then placement,
@@ -414,19 +423,32 @@ static int make_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *
                       count * (dir > 0 && r2c ? 1 : 2), scale);
     }
     tide_program_place(prog, p->env.be->gpu);
+    /* The middle op first: the local FFT right before it may apply it as it stores its
+     * output (a diagonal op in place; make_fft's then), and then it runs as nothing. */
+    tide_op *then = NULL;
+    if (mid >= 0) {
+        const tide_chain_step *s = &steps[mid];
+        tide_op *o = &prog->ops[mid];
+        int st = p->mid->make(o, &p->env, &s->from[p->ctx->rank], c->grid[s->from_grid],
+                              p->mid->user, err, len);
+        if (st)
+            return st;
+        if (mid > 0 && steps[mid - 1].stage >= 0 && o->kind == TIDE_OP_POINTWISE &&
+            o->src == o->dst)
+            then = o;
+    }
     for (int i = 0; i < ns; i++) {
         const tide_chain_step *s = &steps[i];
         tide_op *o = &prog->ops[i];
         int st;
-        if (i == mid) {
-            st = p->mid->make(o, &p->env, &s->from[p->ctx->rank], c->grid[s->from_grid],
-                              p->mid->user, err, len);
-        } else if (s->stage < 0) {
+        if (i == mid)
+            continue;
+        if (s->stage < 0) {
             int real = grid_real(p, f, s->from_grid);
             st = tide_op_reshape(o, &p->env, s->from, s->to, real ? p->in_elem : p->out_elem,
                                  p->o.batch, err, len);
         } else {
-            st = make_fft(p, c, f, s, i >= back, o, err, len);
+            st = make_fft(p, c, f, s, i >= back, o, i == mid - 1 ? then : NULL, err, len);
         }
         if (st)
             return st;

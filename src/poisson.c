@@ -440,7 +440,8 @@ int tide_poisson_plan_info(const tide_poisson_plan *p, tide_poisson_info *info)
     info->pinned_bytes = fi.pinned_bytes;
     info->device_bytes = fi.device_bytes;
     info->exchanges = c.exchanges;
-    info->passes = c.fft_passes + 1;
+    info->fused_scaling = p->spec && tide_op_spectral_is_fused(p->spec);
+    info->passes = c.fft_passes + !info->fused_scaling;
     info->singular = p->singular;
     double N = (double)p->n[0] * p->n[1] * p->n[2], M = p->line < 0 ? N : N / p->n[p->line];
     info->flops = (5 * N * log2(M) + (p->line < 0 ? 0 : 8 * N)) * p->o.batch;

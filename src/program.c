@@ -251,6 +251,23 @@ int tide_op_spectral(tide_op *op, const tide_env *e, const tide_spectral *d, con
     return st;
 }
 
+static int fused_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
+{
+    (void)op, (void)e, (void)src, (void)dst; /* in place: the FFT before it did the work */
+    return TIDE_SUCCESS;
+}
+
+static const tide_op_class spectral_fused_class = {fused_execute, spectral_destroy};
+
+void tide_op_spectral_fused(tide_op *op)
+{
+    op->cls = &spectral_fused_class;
+    op->cost.mem_bytes = 0;
+    snprintf(op->what, sizeof op->what, "eigen(in fft)");
+}
+
+int tide_op_spectral_is_fused(const tide_op *op) { return op->cls == &spectral_fused_class; }
+
 int tide_op_spectral_origin(const tide_op *op, const tide_env *e, void *dst)
 {
     int st = e->be->copy(e, dst, op->spec->origin,

@@ -88,6 +88,10 @@ void tide_op_scale(tide_op *op, int dbl, long long count, double factor);
  * scratch there. A pointwise op without a line, a line solve with one. */
 int tide_op_spectral(tide_op *op, const tide_env *e, const tide_spectral *d, const int n[3],
                      char *err, size_t len);
+/* The spectral op (diagonal, in place) that the FFT before it applies as it stores its output
+ * (tide_cpu_fft_desc's then): it keeps its tables and origin, and runs as nothing. */
+void tide_op_spectral_fused(tide_op *op);
+int tide_op_spectral_is_fused(const tide_op *op);
 /* Copies the spectral op's origin (d->batch complex doubles) into host memory at dst, after
  * the work enqueued before (synchronizes the plan's work). */
 int tide_op_spectral_origin(const tide_op *op, const tide_env *e, void *dst);

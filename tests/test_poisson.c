@@ -48,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "tide_config.h"
 #include <time.h>
 
 #include "tide_config.h"
@@ -668,6 +669,16 @@ static int check_plan(const pcase *c, const char *desc, tide_poisson_plan *plan,
         ok = ok && info.decomposition == c->decomp;
     if (c->exch != TIDE_EXCHANGE_AUTO && info.exchanges > 0 && !gpu)
         ok = ok && info.exchange == c->exch;
+    /* The eigenvalue scaling inside the forward transform's store: never on the CPU; on one
+     * GPU rank with every dimension periodic (one cuFFT call over the whole grid) always,
+     * in a build with cuFFT's callbacks. The steps say so, and it is no pass of its own. */
+    int periodic = half >= 0 && !is_bounded(c->bc, 0) && !is_bounded(c->bc, 1) &&
+                   !is_bounded(c->bc, 2);
+    if (!gpu)
+        ok = ok && !info.fused_scaling;
+    else if (P == 1 && periodic && TIDE_HAVE_FFT_CALLBACKS)
+        ok = ok && info.fused_scaling;
+    ok = ok && info.fused_scaling == (strstr(steps, "eigen(in fft)") != NULL);
     /* A rank may hold points and still transform none (they all go to other ranks), so
      * only the sum of the ranks' flops must be positive (every grid here has a dimension of
      * more than one point). */
