@@ -29,7 +29,9 @@ struct axis {
     int64_t n, is, os; // length, input and output element strides
 };
 
-const char *cufft_name(cufftResult r)
+} // namespace
+
+extern "C" const char *tide_cufft_name(int r)
 {
     switch (r) {
     case CUFFT_SUCCESS: return "success";
@@ -40,11 +42,10 @@ const char *cufft_name(cufftResult r)
     case CUFFT_EXEC_FAILED: return "execution failed";
     case CUFFT_SETUP_FAILED: return "setup failed";
     case CUFFT_INVALID_SIZE: return "invalid size";
+    case CUFFT_NOT_SUPPORTED: return "not supported";
     default: return "error";
     }
 }
-
-} // namespace
 
 struct tide_gpu_fft {
     cufftHandle plan;     // the DFT (none for kind 3)
@@ -321,7 +322,8 @@ int create_dft(const tide_gpu_fft_desc *d, tide_gpu_fft *f, size_t *work_bytes, 
         }
     }
     if (r != CUFFT_SUCCESS) {
-        snprintf(why, len, "cuFFT could not plan the transform: %s (%d)", cufft_name(r), (int)r);
+        snprintf(why, len, "cuFFT could not plan the transform: %s (%d)", tide_cufft_name(r),
+                 (int)r);
         return r == CUFFT_ALLOC_FAILED ? TIDE_ERR_NOMEM : TIDE_ERR_BACKEND;
     }
     *work_bytes = work > *work_bytes ? work : *work_bytes;
@@ -377,7 +379,7 @@ int execute_dft(const tide_gpu_fft *f, void *in, void *out)
             cufftResult r = exec_one(f, (char *)in + ioff * (int64_t)f->ielem,
                                      (char *)out + ooff * (int64_t)f->oelem);
             if (r != CUFFT_SUCCESS)
-                return tide_gpu_note_error("cufftExec", cufft_name(r), (int)r);
+                return tide_gpu_note_error("cufftExec", tide_cufft_name(r), (int)r);
         }
     return 0;
 }

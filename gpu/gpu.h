@@ -136,6 +136,8 @@ int tide_gpu_gemm_create(void **handle);
 int tide_gpu_gemm(void *handle, const struct tide_gemm_desc *d, double alpha, const void *a,
                   const void *b, double beta, void *c, void *stream);
 void tide_gpu_gemm_destroy(void *handle);
+/* cuFFT's status r in words. */
+const char *tide_cufft_name(int r);
 /* A message for the last CUDA failure seen by the calls above (thread-local). */
 const char *tide_gpu_last_error(void);
 /* Record a failure of a CUDA library call for tide_gpu_last_error; returns TIDE_ERR_BACKEND. */

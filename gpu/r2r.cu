@@ -251,7 +251,8 @@ int run(const tide_gpu_r2r *r, const T *src, T *dst, cudaStream_t s)
                                       CUFFT_FORWARD);
     }
     if (e != CUFFT_SUCCESS)
-        return tide_gpu_note_error("cufftExec (cosine or sine transform)", "failed", (int)e);
+        return tide_gpu_note_error("cufftExec (cosine or sine transform)", tide_cufft_name(e),
+                                   (int)e);
     shape(r, r->n, &blocks, &threads);
     scatter<T><<<blocks, threads, 0, s>>>(*r, wr, wc, src, dst);
     cudaError_t c = cudaGetLastError();
@@ -330,7 +331,7 @@ extern "C" int tide_gpu_r2r_create(int dbl, int kind, int dim, const tide_box *b
     cufftResult e = r->alg == A_NONE || r->lines == 0 ? CUFFT_SUCCESS : make_plan(r, &work);
     if (e != CUFFT_SUCCESS) {
         snprintf(why, len, "cuFFT could not plan the transforms of a cosine or sine transform "
-                 "of length %d (%d)", n, (int)e);
+                 "of length %d: %s (%d)", n, tide_cufft_name(e), (int)e);
         tide_gpu_r2r_destroy(r);
         return e == CUFFT_ALLOC_FAILED ? TIDE_ERR_NOMEM : TIDE_ERR_BACKEND;
     }
