@@ -151,6 +151,16 @@ struct tap_weights {
     T w[N];
 };
 
+// A compile-time tap list's weights from the plan's (in double) rounded to the data's precision.
+template <typename T, int N>
+tap_weights<T, N> weights_of(const double *wh, int n)
+{
+    tap_weights<T, N> w = {};
+    for (int i = 0; i < n; i++)
+        w.w[i] = (T)wh[i];
+    return w;
+}
+
 __device__ __forceinline__ int zkind(int q, int n0, int per0, int R)
 {
     if (per0)
@@ -958,9 +968,7 @@ cudaError_t launch_one(const tide_sweep *s, const sweep_state *st, const void *s
                        cudaStream_t stream)
 {
     const sweep_args<T> a = make_args<T>(s, st, st->cfg[0], src, dst, 1);
-    tap_weights<T, S::n ? S::n : 1> w = {};
-    for (int i = 0; i < S::n; i++)
-        w.w[i] = (T)st->wh[i];
+    const tap_weights<T, S::n ? S::n : 1> w = weights_of<T, S::n ? S::n : 1>(st->wh, S::n);
     const dim3 grid((unsigned)((a.n2 + ONE_BX - 1) / ONE_BX),
                     (unsigned)imin((a.n1 + ONE_BY - 1) / ONE_BY, 65535),
                     (unsigned)imin((a.n0 + ONE_Z - 1) / ONE_Z, 65535));
@@ -995,11 +1003,8 @@ template <typename T, class S, int K, int TY, int MY>
 cudaError_t launch_fast(const tide_sweep *s, const sweep_state *st, const fused_cfg &f, int k,
                         const void *src, void *dst, cudaStream_t stream)
 {
-    tap_weights<T, S::n> w;
-    for (int i = 0; i < S::n; i++)
-        w.w[i] = (T)st->wh[i];
     sweep_fast<T, S, K, TY, MY><<<f.blocks, f.nt, f.smem, stream>>>(
-        make_args<T>(s, st, f, src, dst, k), w);
+        make_args<T>(s, st, f, src, dst, k), weights_of<T, S::n>(st->wh, S::n));
     return cudaGetLastError();
 }
 
