@@ -149,20 +149,28 @@ void divisor(unsigned d, unsigned *mul, unsigned *shr)
 #endif
 
 // The store callback's description of d->then over the output (fft_callbacks.h), in device
-// memory at f->scale_info; false where the callback cannot take it (gpu.h: then).
+// memory at f->scale_info; false where the callback cannot take it (gpu.h: then), with the
+// reason for tide_gpu_last_error.
 bool scale_info(const tide_gpu_fft_desc *d, tide_gpu_fft *f)
 {
 #if TIDE_HAVE_FFT_CALLBACKS
     const tide_spectral *s = d->then;
     const tide_box *b = d->obox;
-    bool ok = (d->kind == 1 || (d->kind == 0 && d->sign < 0)) && s->line < 0 && !s->real &&
-              !s->mean_w[0] && !s->mean_w[1] && !s->mean_w[2] && s->dbl == d->dbl &&
-              s->batch == d->batch && same_box(&s->box, b) &&
-              (!d->oarr || same_box(d->oarr, b)) && tide_box_count(b) < (1ll << 31);
+    bool ok = s->line < 0 && !s->real && !s->mean_w[0] && !s->mean_w[1] && !s->mean_w[2] &&
+              s->dbl == d->dbl && s->batch == d->batch;
+    if (!ok)
+        return tide_gpu_note_error("store callback", "not a diagonal operator on complex data "
+                                   "without mean weights", 0), false;
+    ok = (d->kind == 1 || (d->kind == 0 && d->sign < 0)) && f->nloops == 0;
     for (int k = 0; k < d->ndims; k++)
         ok = ok && !d->r2r[d->dims[k]];
     if (!ok)
-        return false;
+        return tide_gpu_note_error("store callback", "the transform is no forward DFT done "
+                                   "in one cuFFT call", 0), false;
+    if (!same_box(&s->box, b) || (d->oarr && !same_box(d->oarr, b)) ||
+        tide_box_count(b) >= (1ll << 31))
+        return tide_gpu_note_error("store callback", "the output is not the operator's box "
+                                   "(or 2^31 points or more)", 0), false;
     int64_t st[3];
     tide_box_strides(b, st);
     tide_fft_scale_info x = {};
@@ -177,15 +185,18 @@ bool scale_info(const tide_gpu_fft_desc *d, tide_gpu_fft *f)
     x.norm = s->norm;
     x.origin = b->lo[0] == 0 && b->lo[1] == 0 && b->lo[2] == 0 ? 0 : ~0ull;
     x.sum = (double *)s->origin;
-    if (cudaMalloc(&f->scale_info, sizeof x) != cudaSuccess) {
+    cudaError_t e = cudaMalloc(&f->scale_info, sizeof x);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(f->scale_info, &x, sizeof x, cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        f->scale_info = NULL;
-        return false;
+        return tide_gpu_note_error("store callback's description", cudaGetErrorString(e),
+                                   (int)e), false;
     }
-    return cudaMemcpy(f->scale_info, &x, sizeof x, cudaMemcpyHostToDevice) == cudaSuccess;
+    return true;
 #else
     (void)d, (void)f;
-    return false;
+    return tide_gpu_note_error("store callback", "this build has no cuFFT callbacks", 0), false;
 #endif
 }
 
@@ -302,24 +313,31 @@ int create_dft(const tide_gpu_fft_desc *d, tide_gpu_fft *f, size_t *work_bytes, 
                                           {CUFFT_Z2Z, CUFFT_D2Z, CUFFT_Z2D}};
     size_t work = 0;
     cufftResult r = CUFFT_SUCCESS;
-    for (int cb = d->then && f->nloops == 0 && scale_info(d, f); cb >= 0; cb--) {
+    for (int cb = d->then && scale_info(d, f); cb >= 0; cb--) {
         if (f->planned)
             cufftDestroy(f->plan); // a callback, once set, stays: plan anew without it
+        const char *step = "cufftCreate";
         r = cufftCreate(&f->plan);
         f->planned = r == CUFFT_SUCCESS;
         if (r == CUFFT_SUCCESS)
             r = cufftSetAutoAllocation(f->plan, 0);
-        if (r == CUFFT_SUCCESS && cb)
+        if (r == CUFFT_SUCCESS && cb) {
+            step = "cufftXtSetJITCallback";
             r = set_scale_callback(f, d->dbl);
-        if (r == CUFFT_SUCCESS)
+        }
+        if (r == CUFFT_SUCCESS) {
+            step = "cufftMakePlanMany64 with a store callback";
             r = cufftMakePlanMany64(f->plan, nt, n, inembed, t[nt - 1].is, batch.is, onembed,
                                     t[nt - 1].os, batch.os, types[d->dbl ? 1 : 0][d->kind],
                                     batch.n, &work);
+        }
         if (r == CUFFT_SUCCESS) {
             if (d->fused)
                 *d->fused = cb;
             break;
         }
+        if (cb) // the reason the plan goes without it
+            tide_gpu_note_error(step, tide_cufft_name(r), (int)r);
     }
     if (r != CUFFT_SUCCESS) {
         snprintf(why, len, "cuFFT could not plan the transform: %s (%d)", tide_cufft_name(r),

@@ -391,6 +391,9 @@ static int make_fft(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
     int st = tide_op_fft(o, &p->env, &d, &p->env.fft_work_bytes, err, len);
     if (!st && fused)
         tide_op_spectral_fused(then);
+    else if (!st && then && p->env.be->gpu && tide_box_count(d.ibox) > 0)
+        tide_log(p->ctx, TIDE_LOG_DEBUG, "%s > %s: the scaling stays a pass of its own: %s",
+                 o->what, then->what, p->env.be->last_error());
     return st;
 }
 
