@@ -1,6 +1,7 @@
 // fft_callbacks.cu: cuFFT store callbacks, compiled to LTO-IR (not into the library's own
-// objects): cuFFT links them into its kernels when a plan is made (gpu/fft.cu). What they
-// compute: fft_callbacks.h.
+// objects): cuFFT links them into its kernels when a plan is made (gpu/fft.cu), finding them
+// by name as C++ functions of its callback signatures (so no extern "C"). What they compute:
+// fft_callbacks.h.
 #include <cufftXt.h>
 #include "fft_callbacks.h"
 
@@ -33,16 +34,15 @@ __device__ inline C scale(unsigned long long off, C v, const tide_fft_scale_info
 
 } // namespace
 
-extern "C" __device__ void tide_fft_scale_store_c(void *out, unsigned long long off,
-                                                  cufftComplex v, void *info, void *shared)
+__device__ void tide_fft_scale_store_c(void *out, unsigned long long off, cufftComplex v,
+                                       void *info, void *shared)
 {
     (void)shared;
     ((cufftComplex *)out)[off] = scale(off, v, (const tide_fft_scale_info *)info);
 }
 
-extern "C" __device__ void tide_fft_scale_store_z(void *out, unsigned long long off,
-                                                  cufftDoubleComplex v, void *info,
-                                                  void *shared)
+__device__ void tide_fft_scale_store_z(void *out, unsigned long long off,
+                                       cufftDoubleComplex v, void *info, void *shared)
 {
     (void)shared;
     ((cufftDoubleComplex *)out)[off] = scale(off, v, (const tide_fft_scale_info *)info);
