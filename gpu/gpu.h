@@ -190,6 +190,7 @@ typedef struct {
      * cuFFT takes the callback. */
     const struct tide_spectral *then;
     int *fused;
+    size_t *held;           /* device memory the plan holds for then (float: its factors) */
 } tide_gpu_fft_desc;
 
 typedef struct tide_gpu_fft tide_gpu_fft;
