@@ -186,6 +186,7 @@ bool scale_info(const tide_gpu_fft_desc *d, tide_gpu_fft *f)
     tide_box_strides(b, st);
     tide_fft_scale_info x = {};
     x.field = d->batch > 1 ? (unsigned long long)tide_box_count(b) : 0;
+    x.inv_field = x.field ? 1.0 / (double)x.field : 0.0;
     for (int k = 0; k < 2; k++) {
         x.stride[k] = (unsigned)st[b->order[k]];
         divisor(x.stride[k], &x.mul[k], &x.shr[k]);

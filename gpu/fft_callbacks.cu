@@ -8,12 +8,21 @@
 namespace {
 
 // The field of the element at offset off and its offset *r within the field; the origin's
-// value kept when it is that element.
+// value kept when it is that element. The field is off / s->field by a product in double
+// (exact for off < 2^53) corrected by one either way: a 64-bit division is a subroutine whose
+// registers cuFFT's kernels cannot spare.
 template <typename C>
 __device__ inline void locate(unsigned long long off, C v, const tide_fft_scale_info *s,
                               unsigned *r)
 {
-    unsigned long long field = s->field ? off / s->field : 0;
+    unsigned long long field = 0;
+    if (s->field) {
+        field = (unsigned long long)((double)off * s->inv_field);
+        if (field * s->field > off)
+            field--;
+        else if ((field + 1) * s->field <= off)
+            field++;
+    }
     *r = (unsigned)(off - field * s->field);
     if (*r == s->origin) {
         s->sum[2 * field] = v.x;
@@ -30,7 +39,7 @@ __device__ void tide_fft_scale_store_c(void *out, unsigned long long off, cufftC
     const tide_fft_scale_info *s = (const tide_fft_scale_info *)info;
     unsigned r;
     locate(off, v, s, &r);
-    float k = s->factor[r];
+    float k = __ldg(&s->factor[r]);
     ((cufftComplex *)out)[off] = make_cuComplex(v.x * k, v.y * k);
 }
 

@@ -29,6 +29,7 @@
 
 struct tide_fft_scale_info {
     unsigned long long field;  /* elements of one field; 0: one field */
+    double inv_field;          /* 1 / field */
     unsigned stride[2];        /* of storage positions 0 and 1 (position 2: 1) */
     unsigned mul[2], shr[2];   /* n / stride[k] = umulhi(n, mul[k]) >> shr[k] (mul 0: n) */
     const double *lam[3];      /* eigenvalue tables by storage position, from the box's first
@@ -56,7 +57,7 @@ __device__ inline double tide_scale_factor(unsigned r, const tide_fft_scale_info
 {
     unsigned i0 = tide_quotient(r, s->mul[0], s->shr[0]), r1 = r - i0 * s->stride[0];
     unsigned i1 = tide_quotient(r1, s->mul[1], s->shr[1]), i2 = r1 - i1 * s->stride[1];
-    double den = s->lam[0][i0] + s->lam[1][i1] - s->alpha + s->lam[2][i2];
+    double den = __ldg(&s->lam[0][i0]) + __ldg(&s->lam[1][i1]) - s->alpha + __ldg(&s->lam[2][i2]);
     return den == 0.0 ? 0.0 : s->norm / den;
 }
 #endif
