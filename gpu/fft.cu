@@ -60,7 +60,6 @@ struct tide_gpu_fft {
     int nr2r;
     void *stream;
     void *scale_info;     // the store callback's tide_fft_scale_info (device memory), or NULL
-    float *factor;        // ... and for float data its factors (device memory), or NULL
 };
 
 namespace {
@@ -107,8 +106,6 @@ extern "C" int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **ou
     }
     if (d->fused)
         *d->fused = 0;
-    if (d->held)
-        *d->held = 0;
     f->kind = d->kind;
     f->dbl = d->dbl;
     f->sign = d->sign;
@@ -136,14 +133,6 @@ bool same_box(const tide_box *a, const tide_box *b)
 }
 
 #if TIDE_HAVE_FFT_CALLBACKS
-// Each point's factor of the store callback s, rounded to float (fft_callbacks.h).
-__global__ void scale_factors(tide_fft_scale_info s, unsigned count, float *factor)
-{
-    for (unsigned r = blockIdx.x * blockDim.x + threadIdx.x; r < count;
-         r += gridDim.x * blockDim.x)
-        factor[r] = (float)tide_scale_factor(r, &s);
-}
-
 // n / d as umulhi(n, mul) >> shr for every n < 2^31: mul = ceil(2^(31 + l) / d), l = ceil(log2
 // d), shr = l - 1; the quotient's error is below n / 2^(31 + l) < 1 / d (fft_callbacks.h).
 void divisor(unsigned d, unsigned *mul, unsigned *shr)
@@ -167,6 +156,10 @@ bool scale_info(const tide_gpu_fft_desc *d, tide_gpu_fft *f)
 #if TIDE_HAVE_FFT_CALLBACKS
     const tide_spectral *s = d->then;
     const tide_box *b = d->obox;
+    if (!d->dbl)
+        return tide_gpu_note_error("store callback", "float data: cuFFT's float kernels run "
+                                   "slower with it than the separate kernel (fft_callbacks.h)",
+                                   0), false;
     bool ok = s->line < 0 && !s->real && !s->mean_w[0] && !s->mean_w[1] && !s->mean_w[2] &&
               s->dbl == d->dbl && s->batch == d->batch;
     if (!ok)
@@ -197,18 +190,7 @@ bool scale_info(const tide_gpu_fft_desc *d, tide_gpu_fft *f)
     x.norm = s->norm;
     x.origin = b->lo[0] == 0 && b->lo[1] == 0 && b->lo[2] == 0 ? 0 : ~0ull;
     x.sum = (double *)s->origin;
-    unsigned count = (unsigned)tide_box_count(b);
-    cudaError_t e = d->dbl ? cudaSuccess : cudaMalloc(&f->factor, count * sizeof(float));
-    if (e == cudaSuccess && !d->dbl) {
-        x.factor = f->factor;
-        scale_factors<<<(count + 255) / 256 < 4096 ? (count + 255) / 256 : 4096, 256>>>(
-            x, count, f->factor);
-        e = cudaGetLastError();
-        if (d->held && e == cudaSuccess)
-            *d->held = count * sizeof(float);
-    }
-    if (e == cudaSuccess)
-        e = cudaMalloc(&f->scale_info, sizeof x);
+    cudaError_t e = cudaMalloc(&f->scale_info, sizeof x);
     if (e == cudaSuccess)
         e = cudaMemcpy(f->scale_info, &x, sizeof x, cudaMemcpyHostToDevice);
     if (e != cudaSuccess) {
@@ -223,15 +205,14 @@ bool scale_info(const tide_gpu_fft_desc *d, tide_gpu_fft *f)
 #endif
 }
 
-cufftResult set_scale_callback(tide_gpu_fft *f, int dbl)
+cufftResult set_scale_callback(tide_gpu_fft *f)
 {
 #if TIDE_HAVE_FFT_CALLBACKS
-    return cufftXtSetJITCallback(f->plan, dbl ? TIDE_FFT_SCALE_STORE_Z : TIDE_FFT_SCALE_STORE_C,
-                                 tide_fft_callbacks_fatbin, sizeof tide_fft_callbacks_fatbin,
-                                 dbl ? CUFFT_CB_ST_COMPLEX_DOUBLE : CUFFT_CB_ST_COMPLEX,
+    return cufftXtSetJITCallback(f->plan, TIDE_FFT_SCALE_STORE_Z, tide_fft_callbacks_fatbin,
+                                 sizeof tide_fft_callbacks_fatbin, CUFFT_CB_ST_COMPLEX_DOUBLE,
                                  &f->scale_info);
 #else
-    (void)f, (void)dbl;
+    (void)f;
     return CUFFT_NOT_SUPPORTED;
 #endif
 }
@@ -346,7 +327,7 @@ int create_dft(const tide_gpu_fft_desc *d, tide_gpu_fft *f, size_t *work_bytes, 
             r = cufftSetAutoAllocation(f->plan, 0);
         if (r == CUFFT_SUCCESS && cb) {
             step = "cufftXtSetJITCallback";
-            r = set_scale_callback(f, d->dbl);
+            r = set_scale_callback(f);
         }
         if (r == CUFFT_SUCCESS) {
             step = "cufftMakePlanMany64 with a store callback";
@@ -450,7 +431,6 @@ extern "C" void tide_gpu_fft_destroy(tide_gpu_fft *f)
     if (f->planned)
         cufftDestroy(f->plan);
     cudaFree(f->scale_info);
-    cudaFree(f->factor);
     for (int k = 0; k < f->nr2r; k++)
         tide_gpu_r2r_destroy(f->r2r[k]);
     free(f);

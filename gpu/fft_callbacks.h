@@ -1,12 +1,13 @@
 /*
- * fft_callbacks.h: what cuFFT's store callbacks of gpu/fft_callbacks.cu read, and the index
- * arithmetic they share with gpu/fft.cu (private).
+ * fft_callbacks.h: what cuFFT's store callback of gpu/fft_callbacks.cu reads, and the index
+ * arithmetic it uses (private; shared with gpu/fft.cu, which fills it in device memory).
  *
  * The diagonal spectral operator of a Poisson solve (backend.h's tide_spectral, line < 0, on
- * complex data, no mean weights) applied inside the forward transform's store: each output
- * element is multiplied by norm / (lam sum - alpha), or cleared where that sum is 0, and the
- * value at the global origin (0, 0, 0) of each field, before the scaling, goes to sum[field]
- * (complex, double): that is the mean of f, up to norm.
+ * complex double data, no mean weights) applied inside the forward transform's store: each
+ * output element is multiplied by norm / (lam sum - alpha), or cleared where that sum is 0, in
+ * the double arithmetic of gpu/poisson.cu's kernel (bitwise the same results), and the value at
+ * the global origin (0, 0, 0) of each field, before the scaling, goes to sum[field] (complex):
+ * that is the mean of f, up to norm.
  *
  * cuFFT gives the callback the output element's offset from the output pointer of the
  * execution; the output array is dense and laid out as the transform's output box, so the
@@ -16,13 +17,14 @@
  * Montgomery's division by invariant integers), exact for dividends below 2^31, which the plan
  * checks for the elements of one field.
  *
- * Double data: the callback decomposes r and sums the eigenvalues in double as gpu/poisson.cu's
- * kernel does (bitwise the same results); inside cuFFT's double kernels that costs nothing
- * measurable (512^3 on one H200: 1.893 against 1.888 ms for the bare forward transform).
- * Float data: the same arithmetic in the store costs cuFFT's float kernels 0.9 ms of their
- * 1.08 (the index work and the three table loads per element, not the store: a bare scaling
- * callback costs 0.04 ms), so the plan computes each point's factor once, in double, rounded to
- * float (factor[r], one field's count of them), and the callback multiplies by it in float.
+ * Double data only. Measured on one H200, the forward R2C of 512^3 alone: in double the
+ * callback costs nothing measurable (1.893 against 1.888 ms bare), and the solve drops from
+ * 4.22 to 3.76 ms. In float every variant tried made cuFFT's kernels slower than the separate
+ * kernel pass they replace (0.47 ms): the offset decomposed and three table loads 1.87 ms against
+ * 1.08 bare; a precomputed factor per point, one coalesced load, 1.63 ms; only a callback that
+ * loads nothing (a constant factor) stays at 1.12 ms. A per-element load in the store of
+ * cuFFT's float kernels is what costs, so a float callback would have to compute the eigenvalues
+ * (cosines of the indices) rather than read them.
  */
 #ifndef TIDE_FFT_CALLBACKS_H
 #define TIDE_FFT_CALLBACKS_H
@@ -37,29 +39,9 @@ struct tide_fft_scale_info {
     double alpha, norm;
     unsigned long long origin; /* offset in a field of the global origin; ~0: not in the box */
     double *sum;               /* per field the origin's value, complex (device memory) */
-    const float *factor;       /* float data: each point's factor (device memory) */
 };
 
-/* The symbols of the callbacks in the fatbin (float and double complex output). */
-#define TIDE_FFT_SCALE_STORE_C "tide_fft_scale_store_c"
+/* The symbol of the callback in the fatbin (double complex output). */
 #define TIDE_FFT_SCALE_STORE_Z "tide_fft_scale_store_z"
-
-#ifdef __CUDACC__
-/* n / d for n < 2^31, d given by mul and shr (above). */
-__device__ inline unsigned tide_quotient(unsigned n, unsigned mul, unsigned shr)
-{
-    return mul ? __umulhi(n, mul) >> shr : n;
-}
-
-/* The factor of the point at offset r of a field: norm / (lam sum - alpha), 0 where the sum
- * is 0. */
-__device__ inline double tide_scale_factor(unsigned r, const tide_fft_scale_info *s)
-{
-    unsigned i0 = tide_quotient(r, s->mul[0], s->shr[0]), r1 = r - i0 * s->stride[0];
-    unsigned i1 = tide_quotient(r1, s->mul[1], s->shr[1]), i2 = r1 - i1 * s->stride[1];
-    double den = __ldg(&s->lam[0][i0]) + __ldg(&s->lam[1][i1]) - s->alpha + __ldg(&s->lam[2][i2]);
-    return den == 0.0 ? 0.0 : s->norm / den;
-}
-#endif
 
 #endif

@@ -185,12 +185,11 @@ typedef struct {
     int complex_elems;      /* kind 3: the elements are complex */
     /* A forward c2c or an r2c: the diagonal spectral operator (backend.h's tide_spectral, in
      * device memory) to apply to the output as cuFFT stores it (a store callback, linked in
-     * when the plan is made), or NULL. *fused says whether the plan does: only for one batch
-     * over a dense output laid out as then->box, complex, without mean weights, and where
-     * cuFFT takes the callback. */
+     * when the plan is made), or NULL. *fused says whether the plan does: only for double
+     * data (fft_callbacks.h says why), one batch over a dense output laid out as then->box,
+     * complex, without mean weights, and where cuFFT takes the callback. */
     const struct tide_spectral *then;
     int *fused;
-    size_t *held;           /* device memory the plan holds for then (float: its factors) */
 } tide_gpu_fft_desc;
 
 typedef struct tide_gpu_fft tide_gpu_fft;

@@ -61,8 +61,6 @@ typedef struct {
      * 1 (the GPU, through cuFFT's store callbacks; FFTW has none). */
     const struct tide_spectral *then;
     int *fused;
-    size_t *held;           /* the backend's memory the transform holds for then (the caller
-                             * zeroes it) */
 } tide_cpu_fft_desc;
 
 /* Returns 0, TIDE_ERR_BACKEND (FFTW returned no plan) or TIDE_ERR_NOMEM. */

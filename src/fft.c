@@ -43,7 +43,6 @@ struct tide_fft_plan {
     void *entry;          /* event: execution waits for the caller's earlier CUDA work */
     void *din, *dout;     /* host arrays on the GPU: their device copies */
     size_t dio_bytes;
-    size_t held_bytes;    /* backend memory the local FFTs hold (a fused operator's factors) */
     /* Host arrays streamed through the GPU in chunks instead of the program. */
     tide_stream *streamed;
     char stream_what[160];
@@ -373,11 +372,9 @@ static int make_fft(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
         .threads = p->env.threads,
         .user_memory = o->src == TIDE_LOC_IN || o->dst == TIDE_LOC_OUT};
     int fused = 0;
-    size_t held = 0;
     if (then) {
         d.then = then->spec;
         d.fused = &fused;
-        d.held = &held;
     }
     for (int k = 0; k < 3; k++)
         if (f->dims[s->stage] & (1 << k)) {
@@ -392,7 +389,6 @@ static int make_fft(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
         d.out = o->dst == o->src ? d.in : tide_program_stand_in(p->w, o->dst, o->src);
     }
     int st = tide_op_fft(o, &p->env, &d, &p->env.fft_work_bytes, err, len);
-    p->held_bytes += held;
     if (!st && fused)
         tide_op_spectral_fused(then);
     else if (!st && then && p->env.be->gpu && tide_box_count(d.ibox) > 0)
@@ -485,7 +481,7 @@ static int alloc_work(tide_fft_plan *p, char *err, size_t len)
 static size_t device_need(const tide_fft_plan *p)
 {
     return 2 * p->wbytes + p->env.sbytes + p->env.rbytes + p->env.fft_work_bytes +
-           2 * p->dio_bytes + p->held_bytes;
+           2 * p->dio_bytes;
 }
 
 /* The exchange staging (and, on the GPU, the FFT work area, the device copies of host arrays

@@ -482,9 +482,9 @@ typedef struct {
     int passes;              /* local passes over the data per solve: transforms and the
                               * spectral scaling where it is a pass of its own */
     int fused_scaling;       /* 1: the eigenvalue scaling runs inside the forward transform,
-                              * as it stores its output (the GPU: cuFFT's store callbacks,
-                              * where the plan's last forward transform is one cuFFT call
-                              * over its box), not as a pass of its own */
+                              * as it stores its output (the GPU, double precision: cuFFT's
+                              * store callback, where the plan's last forward transform is one
+                              * cuFFT call over its box), not as a pass of its own */
     int singular;            /* 1: alpha = 0 with every dimension periodic or Neumann on
                               * both faces (see above) */
     double flops;            /* nominal flops of one solve of all fields: the forward and

@@ -670,13 +670,14 @@ static int check_plan(const pcase *c, const char *desc, tide_poisson_plan *plan,
     if (c->exch != TIDE_EXCHANGE_AUTO && info.exchanges > 0 && !gpu)
         ok = ok && info.exchange == c->exch;
     /* The eigenvalue scaling inside the forward transform's store: never on the CPU; on one
-     * GPU rank with every dimension periodic (one cuFFT call over the whole grid) always,
-     * in a build with cuFFT's callbacks. The steps say so, and it is no pass of its own. */
+     * GPU rank with every dimension periodic (one cuFFT call over the whole grid) always for
+     * double data, in a build with cuFFT's callbacks (float keeps its kernel: gpu/fft_callbacks.h
+     * says why). The steps say so, and it is no pass of its own. */
     int periodic = half >= 0 && !is_bounded(c->bc, 0) && !is_bounded(c->bc, 1) &&
                    !is_bounded(c->bc, 2);
     if (!gpu)
         ok = ok && !info.fused_scaling;
-    else if (P == 1 && periodic && TIDE_HAVE_FFT_CALLBACKS)
+    else if (P == 1 && periodic && c->prec == TIDE_DOUBLE && TIDE_HAVE_FFT_CALLBACKS)
         ok = ok && info.fused_scaling;
     ok = ok && info.fused_scaling == (strstr(steps, "eigen(in fft)") != NULL);
     /* A rank may hold points and still transform none (they all go to other ranks), so
