@@ -358,9 +358,11 @@ class _Op:
         self.dims = dims
 
 
-def _program(ch, direction, r2c, scalar, batch, real_n, mid=None, scale=1.0):
+def _program(ch, direction, r2c, scalar, batch, real_n, mid=None, scale=1.0, fuse_mid=False):
     """make_program: the ops of the forward (-1), backward (+1) or solve (0) program, each
-    with a function rank -> (flops, mem_bytes, net_bytes)."""
+    with a function rank -> (flops, mem_bytes, net_bytes). fuse_mid: a diagonal middle op
+    runs inside the local FFT right before it (cuFFT's store callback: the GPU, double data,
+    every transformed dimension a DFT), costing no pass of its own."""
     in_elem = scalar if r2c else 2 * scalar
     out_elem = 2 * scalar
     fwd = ch.steps(False) if direction <= 0 else []
@@ -373,7 +375,8 @@ def _program(ch, direction, r2c, scalar, batch, real_n, mid=None, scale=1.0):
     ops = []
     for i, (stage, frm, to, fg, tg) in enumerate(steps):
         if i == mid_at:
-            ops.append(_spectral_op(frm, batch, scalar, mid))
+            fused = fuse_mid and mid is None and i > 0 and steps[i - 1][0] >= 0
+            ops.append(_spectral_op(frm, batch, scalar, mid, fused))
         elif stage < 0:
             elem = in_elem if (r2c and fg == 0) else out_elem
             ops.append(_reshape_op(frm, to, elem * batch))
@@ -425,17 +428,18 @@ def _fft_op(ch, stage, frm, to, reverse, r2c, scalar, batch, real_n):
     return _Op("fft", "fft(%s)" % ",".join("xyz"[d] for d in dims), cost, dims=len(dims))
 
 
-def _spectral_op(frm, batch, scalar, line):
+def _spectral_op(frm, batch, scalar, line, fused=False):
     """The Poisson solve's middle op: eigenvalue scaling (line None), or tridiagonal solves
-    along dimension `line` (tide_op_spectral's cost)."""
+    along dimension `line` (tide_op_spectral's cost); fused: the scaling inside the FFT before
+    it (tide_op_spectral_fused: no bytes of its own)."""
     def cost(r):
         pts = _count(frm[r]) * batch
         e = 2 * scalar
         if line is not None:
             return (16.0 * pts, 2.0 * pts * e * 2 + 2.0 * pts * 8, 0.0)
-        return (6.0 * pts, 2.0 * pts * e, 0.0)
-    return _Op("pointwise" if line is None else "line",
-               "eigen" if line is None else "tridiag(%s)" % "xyz"[line], cost)
+        return (6.0 * pts, 0.0 if fused else 2.0 * pts * e, 0.0)
+    name = "eigen(in fft)" if fused else "eigen" if line is None else "tridiag(%s)" % "xyz"[line]
+    return _Op("pointwise" if line is None else "line", name, cost)
 
 
 def _sum_costs(ops, r):
@@ -597,7 +601,8 @@ def poisson_plan(size, P, precision="float", bc="ppp", arrays="device", batch=1,
     gpu = backend != "cpu"
     mode = _decomp(P, n, decomposition)
     ch = _Chain(n, P, mode, True, half, transform, bit, gpu, True)
-    prog = _program(ch, 0, True, s, batch, n[half], mid=L if L >= 0 else None)
+    prog = _program(ch, 0, True, s, batch, n[half], mid=L if L >= 0 else None,
+                    fuse_mid=gpu and precision == "double" and not bounded)
     host_gpu = gpu and arrays == "host"
     per = []
     for r in range(P):
