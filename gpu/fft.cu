@@ -124,6 +124,7 @@ extern "C" int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **ou
 
 namespace {
 
+#if TIDE_HAVE_FFT_CALLBACKS
 bool same_box(const tide_box *a, const tide_box *b)
 {
     for (int k = 0; k < 3; k++)
@@ -132,7 +133,6 @@ bool same_box(const tide_box *a, const tide_box *b)
     return true;
 }
 
-#if TIDE_HAVE_FFT_CALLBACKS
 // n / d as umulhi(n, mul) >> shr for every n < 2^31: mul = ceil(2^(31 + l) / d), l = ceil(log2
 // d), shr = l - 1; the quotient's error is below n / 2^(31 + l) < 1 / d (fft_callbacks.h).
 void divisor(unsigned d, unsigned *mul, unsigned *shr)

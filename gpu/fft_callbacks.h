@@ -1,6 +1,6 @@
 /*
- * fft_callbacks.h: what cuFFT's store callback of gpu/fft_callbacks.cu reads, and the index
- * arithmetic it uses (private; shared with gpu/fft.cu, which fills it in device memory).
+ * fft_callbacks.h: what cuFFT's store callback of gpu/fft_callbacks.cu reads (private;
+ * gpu/fft.cu fills it in device memory when it plans the transform).
  *
  * The diagonal spectral operator of a Poisson solve (backend.h's tide_spectral, line < 0, on
  * complex double data, no mean weights) applied inside the forward transform's store: each
