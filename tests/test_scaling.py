@@ -248,6 +248,19 @@ class ModelProperties(unittest.TestCase):
             self.assertEqual((f["exchanges"], t["exchanges"], s["exchanges"]), (nat, tr, solve))
         self.assertEqual(model.plan("fft", 64, 1).counts["exchanges"], 0)
 
+    def test_double_gpu_solve_scales_inside_the_transform(self):
+        """The GPU's double periodic solve scales inside cuFFT's store (no bytes of its own);
+        float, the CPU and a bounded dimension keep the pass."""
+        def mid(**kw):
+            p = model.plan("poisson", 64, 1, **kw)
+            return [o.what for o in p.programs[0]][1], p.counts["move_bytes"]
+        self.assertEqual(mid(precision="double"), ("eigen(in fft)", 0.0))
+        for kw in ({"precision": "float"}, {"precision": "double", "backend": "cpu"}):
+            what, moved = mid(**kw)
+            self.assertEqual(what, "eigen")
+            self.assertGreater(moved, 0)
+        self.assertNotIn("in fft", mid(precision="double", bc="ppn")[0])
+
     def test_gemm_halves_with_two_gpus_when_compute_bound(self):
         one, two = model.predict("gemm", 32768, 1), model.predict("gemm", 32768, 2)
         for p in (one, two):
