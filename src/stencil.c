@@ -590,15 +590,20 @@ static int time_fuse_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_b
 /* The slabs through the GPU of host array b (its layout; p->sweep made for it, created) with
  * fuse steps per pass (0: the model's choice), at the measured PCIe rates (local; the reason
  * in err). */
+static int stream_desc(tide_stencil_plan *p, const tide_box *b, int fuse,
+                       tide_stencil_stream_desc *d, char *err, size_t len)
+{
+    *d = (tide_stencil_stream_desc){.env = &p->env, .sweep = &p->sweep, .box = *b,
+                                    .source = p->o.source != NULL,
+                                    .budget = p->ctx->dev.budget_bytes, .fuse = fuse};
+    return tide_context_pcie(p->ctx, &d->pcie, err, len);
+}
+
 static int make_stream(tide_stencil_plan *p, const tide_box *b, int fuse,
                        tide_stencil_stream **out, char *err, size_t len)
 {
-    tide_rates rates;
-    int st = tide_context_pcie(p->ctx, &rates, err, len);
-    tide_stencil_stream_desc d = {.env = &p->env, .sweep = &p->sweep, .box = *b,
-                                  .source = p->o.source != NULL,
-                                  .budget = p->ctx->dev.budget_bytes, .fuse = fuse,
-                                  .pcie = rates};
+    tide_stencil_stream_desc d;
+    int st = stream_desc(p, b, fuse, &d, err, len);
     return st ? st : tide_stencil_stream_create(&d, out, err, len);
 }
 
@@ -610,14 +615,12 @@ static int make_stream(tide_stencil_plan *p, const tide_box *b, int fuse,
  * still be thick enough) does not vote; the plan's own streaming then says what fails. */
 static int ooc_fuse(tide_stencil_plan *p, char *err, size_t len)
 {
-    tide_stencil_stream *x = NULL;
-    tide_stencil_stream_shape sh = {0};
-    if (make_stream(p, &p->box, 0, &x, err, len) == TIDE_SUCCESS)
-        tide_stencil_stream_shape_of(x, &sh);
-    tide_stencil_stream_destroy(x);
-    if (sh.fuse < 1)
+    tide_stencil_stream_desc d;
+    int k = 0;
+    if (stream_desc(p, &p->box, 0, &d, err, len) == TIDE_SUCCESS)
+        tide_stencil_stream_fuse(&d, &k, err, len);
+    if (k < 1)
         return INT_MAX;
-    int k = sh.fuse;
     for (int d = 0; d < 3; d++) {
         long long cap = tide_ext(&p->box, d) / (8LL * p->radius);
         if (!whole_along(p, &p->box, d) && k > cap)

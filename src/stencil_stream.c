@@ -268,8 +268,10 @@ static double pass_time(const tide_stencil_stream *s, double t1, int K, long lon
     return (double)ns * t + t_up + t_down + seam;
 }
 
-int tide_stencil_stream_create(const tide_stencil_stream_desc *d, tide_stencil_stream **out,
-                               char *err, size_t len)
+/* The stream of d without its pipeline: the sweep timed, K and the slabs chosen (freed on a
+ * failure). */
+static int choose(const tide_stencil_stream_desc *d, tide_stencil_stream **out, char *err,
+                  size_t len)
 {
     *out = NULL;
     tide_stencil_stream *s = calloc(1, sizeof *s);
@@ -349,6 +351,28 @@ int tide_stencil_stream_create(const tide_stencil_stream_desc *d, tide_stencil_s
     s->smax = (int)((s->nz + s->ns - 1) / s->ns);
     s->levels = level_planes(s, s->K, s->smax);
     s->sources = source_planes(s, s->K, s->smax);
+    *out = s;
+    return TIDE_SUCCESS;
+}
+
+int tide_stencil_stream_fuse(const tide_stencil_stream_desc *d, int *fuse, char *err,
+                             size_t len)
+{
+    tide_stencil_stream *s;
+    int st = choose(d, &s, err, len);
+    *fuse = st ? 0 : s->K;
+    free(s);
+    return st;
+}
+
+int tide_stencil_stream_create(const tide_stencil_stream_desc *d, tide_stencil_stream **out,
+                               char *err, size_t len)
+{
+    tide_stencil_stream *s;
+    int st = choose(d, &s, err, len);
+    *out = NULL;
+    if (st)
+        return st;
     size_t kr = (size_t)s->K * (size_t)s->r;
     size_t buf[3] = {(size_t)s->levels * s->plane, (size_t)s->levels * s->plane,
                      (size_t)s->sources * s->plane};
@@ -402,6 +426,14 @@ int tide_stencil_stream_create(const tide_stencil_stream_desc *d, tide_stencil_s
     *out = NULL;
     snprintf(err, len, "this build has no CUDA");
     return TIDE_ERR_UNSUPPORTED;
+}
+
+int tide_stencil_stream_fuse(const tide_stencil_stream_desc *d, int *fuse, char *err,
+                             size_t len)
+{
+    tide_stencil_stream *s;
+    *fuse = 0;
+    return tide_stencil_stream_create(d, &s, err, len);
 }
 
 void tide_stencil_stream_destroy(tide_stencil_stream *s) { (void)s; }

@@ -34,6 +34,10 @@ typedef struct tide_stencil_stream tide_stencil_stream;
 int tide_stencil_stream_create(const tide_stencil_stream_desc *d, tide_stencil_stream **out,
                                char *err, size_t len);
 void tide_stencil_stream_destroy(tide_stencil_stream *s);
+/* Local: the K that create would choose for d (the sweep timed, the model run; no pipeline
+ * made) in *fuse. Returns 0 or a code with the reason in err. */
+int tide_stencil_stream_fuse(const tide_stencil_stream_desc *d, int *fuse, char *err,
+                             size_t len);
 
 /* One pass: `steps` (1 .. K) steps on host grid u in place, source (a host array laid out
  * like u, or NULL when the plan has none) added at each. Complete on return. Returns 0 or a
