@@ -52,9 +52,10 @@ struct tide_halo {
     int threads;
     tide_box ext;     /* this rank's array */
     side send, recv;
-    char *sbuf, *rbuf; /* the staging: host memory (pinned for a device halo) */
+    char *sbuf, *rbuf; /* the staging in host memory (pinned for STAGED; none for NCCL) */
     char *dsbuf, *drbuf; /* a device halo's staging on the device */
-    int device;
+    tide_halo_transport transport;
+    int device;        /* the arrays live in GPU memory (STAGED, NCCL) */
     MPI_Request *req;
 };
 
@@ -178,9 +179,10 @@ static int make_side(side *x, int me, int P, const int n[3], const int m[3],
 
 int tide_halo_create(MPI_Comm comm, const int n[3], const int periodic[3],
                      const tide_box *own, const tide_box *ext, size_t elem, int threads,
-                     int device, tide_halo **out, char *err, size_t len)
+                     tide_halo_transport transport, tide_halo **out, char *err, size_t len)
 {
     *out = NULL;
+    int device = transport != TIDE_HALO_HOST, host = transport != TIDE_HALO_NCCL;
     if (device && !TIDE_HAVE_CUDA)
         return snprintf(err, len, "a halo on the device needs a build with CUDA"),
                TIDE_ERR_UNSUPPORTED;
@@ -194,6 +196,7 @@ int tide_halo_create(MPI_Comm comm, const int n[3], const int periodic[3],
     h->type = MPI_DATATYPE_NULL;
     h->elem = elem;
     h->threads = threads;
+    h->transport = transport;
     h->device = device;
     h->ext = ext[me];
     int m[3];
@@ -204,15 +207,16 @@ int tide_halo_create(MPI_Comm comm, const int n[3], const int periodic[3],
         st = make_side(&h->recv, me, P, n, m, own, ext, 0, err, len);
     if (!st) {
         size_t sb = elem * h->send.elements, rb = elem * h->recv.elements;
-        h->sbuf = stage_alloc(device, 0, sb);
-        h->rbuf = stage_alloc(device, 0, rb);
+        h->sbuf = host ? stage_alloc(device, 0, sb) : NULL;
+        h->rbuf = host ? stage_alloc(device, 0, rb) : NULL;
         h->dsbuf = device ? stage_alloc(device, 1, sb) : NULL;
         h->drbuf = device ? stage_alloc(device, 1, rb) : NULL;
         h->req = malloc(sizeof *h->req * (size_t)(h->send.nm + h->recv.nm + 1));
-        if (!h->sbuf || !h->rbuf || !h->req || (device && (!h->dsbuf || !h->drbuf)))
+        if ((host && (!h->sbuf || !h->rbuf)) || !h->req || (device && (!h->dsbuf || !h->drbuf)))
             st = TIDE_ERR_NOMEM, snprintf(err, len, "out of memory for the halo staging "
                                           "(%zu bytes%s)", sb + rb,
-                                          device ? ", pinned and on the device" : "");
+                                          transport == TIDE_HALO_STAGED ? ", pinned and on the "
+                                          "device" : device ? " on the device" : "");
     }
     if (!st && (MPI_Type_contiguous((int)elem, MPI_BYTE, &h->type) != MPI_SUCCESS ||
                 MPI_Type_commit(&h->type) != MPI_SUCCESS))
@@ -227,9 +231,21 @@ int tide_halo_create(MPI_Comm comm, const int n[3], const int periodic[3],
 
 long long tide_halo_points(const tide_halo *h) { return (long long)h->recv.elements; }
 
-size_t tide_halo_bytes(const tide_halo *h)
+size_t tide_halo_bytes(const tide_halo *h, int on_device)
 {
-    return h->elem * (h->send.elements + h->recv.elements);
+    int held = on_device ? h->device : h->transport != TIDE_HALO_NCCL;
+    return held ? h->elem * (h->send.elements + h->recv.elements) : 0;
+}
+
+tide_halo_transport tide_halo_transport_of(const tide_halo *h) { return h->transport; }
+
+int tide_halo_run(const tide_halo *h, void *a, void *nccl, void *stream)
+{
+    switch (h->transport) {
+    case TIDE_HALO_STAGED: return tide_halo_execute_device(h, a, stream);
+    case TIDE_HALO_NCCL: return tide_halo_execute_nccl(h, a, nccl, stream);
+    default: return tide_halo_execute(h, a);
+    }
 }
 
 /* A piece's dense layout in the staging: its region in the receiver's order. */

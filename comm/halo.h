@@ -18,21 +18,32 @@
 
 typedef struct tide_halo tide_halo;
 
+/* How a halo moves: arrays in host memory, MPI (tide_halo_execute); arrays in GPU memory,
+ * packed on the device and sent by MPI through pinned host staging
+ * (tide_halo_execute_device); or packed on the device and sent GPU to GPU by NCCL
+ * (tide_halo_execute_nccl). */
+typedef enum { TIDE_HALO_HOST, TIDE_HALO_STAGED, TIDE_HALO_NCCL } tide_halo_transport;
+
 /* Local (no communication): own[r] and ext[r] for every rank r of comm, own[r] inside ext[r]
  * (an empty own box has an empty extended box); n, periodic: the grid and the dimensions that
- * wrap around. elem: bytes per element. device: the arrays live in GPU memory (CUDA builds;
- * tide_halo_execute_device), the staging then pinned host memory and the same again on the
- * device. Returns 0 or a TIDE_ERR_* code with the reason in err (a message over INT_MAX
- * elements: TIDE_ERR_TOO_LARGE; device in a build without CUDA: TIDE_ERR_UNSUPPORTED). */
+ * wrap around. elem: bytes per element. The staging: host memory (HOST), pinned host memory
+ * and the same again on the device (STAGED), on the device only (NCCL). Returns 0 or a
+ * TIDE_ERR_* code with the reason in err (a message over INT_MAX elements:
+ * TIDE_ERR_TOO_LARGE; a device transport in a build without CUDA: TIDE_ERR_UNSUPPORTED). */
 int tide_halo_create(MPI_Comm comm, const int n[3], const int periodic[3],
                      const tide_box *own, const tide_box *ext, size_t elem, int threads,
-                     int device, tide_halo **out, char *err, size_t len);
+                     tide_halo_transport transport, tide_halo **out, char *err, size_t len);
 void tide_halo_destroy(tide_halo *h);
 
-/* Points this rank receives per exchange, and the bytes of host staging it holds (as many
- * again on the device for a device halo). */
+/* Points this rank receives per exchange; the bytes of staging it holds in host memory
+ * (pinned for STAGED), or with on_device on the device. */
 long long tide_halo_points(const tide_halo *h);
-size_t tide_halo_bytes(const tide_halo *h);
+size_t tide_halo_bytes(const tide_halo *h, int on_device);
+tide_halo_transport tide_halo_transport_of(const tide_halo *h);
+
+/* Collective: one exchange by the halo's transport (nccl: the tide_nccl * of NCCL halos,
+ * stream: the cudaStream_t of device ones; tide_halo_execute*). */
+int tide_halo_run(const tide_halo *h, void *a, void *nccl, void *stream);
 
 /* Collective: fills the halo of a (this rank's array, laid out as its extended box) from the
  * owners' arrays (laid out as theirs); the points of a's own box are only read. Every rank

@@ -44,8 +44,7 @@ static int cuda_copy_region(const tide_env *e, size_t elem, const tide_box *regi
 
 static int cuda_halo(const tide_env *e, const tide_halo *h, void *a)
 {
-    return e->nccl ? tide_halo_execute_nccl(h, a, e->nccl, e->stream)
-                   : tide_halo_execute_device(h, a, e->stream);
+    return tide_halo_run(h, a, e->nccl, e->stream);
 }
 
 static int cuda_scale(const tide_env *e, int dbl, void *data, long long count, double s)

@@ -411,7 +411,7 @@ static size_t backend_bytes(const tide_stencil_plan *p)
     int gpu = p->env.be->gpu, src = p->o.source != NULL;
     int copies = gpu && p->o.location == TIDE_LOCATION_HOST;
     size_t own = !p->halo ? p->bytes
-                          : ext_bytes(p) * (2 + src) + (gpu ? tide_halo_bytes(p->halo) : 0) +
+                          : ext_bytes(p) * (2 + src) + tide_halo_bytes(p->halo, 1) +
                                 split_bytes(p);
     return own + (copies ? p->bytes * (1 + src) : 0);
 }
@@ -489,6 +489,16 @@ static void choose_grid(const tide_stencil_plan *p, int P, int h, int g[3])
 /* The most steps per pass the plan times over several ranks (the GPU's kernels fuse 8). */
 enum { TIMED_FUSE_MAX = 16 };
 
+/* How the plan's halos move: in host memory on the CPU and out of core (the grown arrays live
+ * there); on the GPU over NCCL where the context has it for the plan (make_plan), else staged
+ * through pinned host memory. */
+static tide_halo_transport halo_transport(const tide_stencil_plan *p)
+{
+    if (!p->env.be->gpu || p->ooc)
+        return TIDE_HALO_HOST;
+    return p->env.nccl ? TIDE_HALO_NCCL : TIDE_HALO_STAGED;
+}
+
 /* Collective over every rank (st: this rank's status; a failed rank still takes part):
  * seconds one exchange of the halo of k steps per pass takes on this rank, a laid out as its
  * box grown by that halo (the mean of three after a warm-up, on the GPU to the end of the
@@ -505,7 +515,7 @@ static double time_halo(tide_context *ctx, tide_stencil_plan *p, const tide_box 
     for (int r = 0; r < P && ext; r++)
         ext[r] = grown(p, &own[r], k * p->radius);
     ok = ok && ext && !tide_halo_create(ctx->comm, p->n, periodic, own, ext, elem_bytes(p),
-                                        e->threads, e->be->gpu, &h, why, sizeof why);
+                                        e->threads, halo_transport(p), &h, why, sizeof why);
     double t0 = 0, t = INFINITY;
     if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctx->comm) == MPI_SUCCESS && all_ok) {
         for (int rep = 0; rep < 4; rep++) { /* every exchange on every rank, failed or not */
@@ -725,7 +735,7 @@ static int plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_args *
     if (!st) {
         p->ext = ext[ctx->rank];
         st = tide_halo_create(ctx->comm, p->n, periodic, own, ext, elem, p->env.threads,
-                              p->env.be->gpu && !p->ooc, &p->halo, err, len);
+                              halo_transport(p), &p->halo, err, len);
     }
     free(own);
     free(ext);
@@ -994,7 +1004,7 @@ int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
     info->bytes = p->bytes;
     /* the sweep's state and the halo's host staging (pinned on the GPU), the arrays where
      * they live */
-    size_t staging = p->halo ? tide_halo_bytes(p->halo) : 0;
+    size_t staging = p->halo ? tide_halo_bytes(p->halo, 0) : 0;
     info->host_bytes = p->sweep.state_bytes + (gpu ? 0 : backend_bytes(p) + staging);
     info->pinned_bytes = gpu ? staging : 0;
     info->device_bytes = gpu ? backend_bytes(p) : 0;
@@ -1024,7 +1034,9 @@ int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
         info->exchanges = p->exchanges;
         info->halo_seconds = p->halo_seconds;
         info->overlapped = p->split.on;
-        info->halo_exchange = p->env.nccl && !p->ooc ? TIDE_EXCHANGE_NCCL : TIDE_EXCHANGE_P2P;
+        info->halo_exchange = tide_halo_transport_of(p->halo) == TIDE_HALO_NCCL
+                                  ? TIDE_EXCHANGE_NCCL
+                                  : TIDE_EXCHANGE_P2P;
     }
     return TIDE_SUCCESS;
 }
@@ -1070,7 +1082,7 @@ static int exchange(tide_stencil_plan *p, void *a)
     const tide_env *e = &p->env;
     int st = e->be->sync(e);
     double t0 = MPI_Wtime();
-    int x = p->ooc ? tide_halo_execute(p->halo, a) : e->be->halo(e, p->halo, a);
+    int x = e->be->halo(e, p->halo, a);
     p->halo_seconds += MPI_Wtime() - t0;
     p->exchanges++;
     return st ? st : x;
