@@ -402,18 +402,25 @@ static size_t split_bytes(const tide_stencil_plan *p)
            elem_bytes(p);
 }
 
-/* Memory the plan holds in its backend's memory: the work array, or on several ranks the two
- * arrays on the grown box (three with a source), on the GPU the halo's device staging and the
- * split passes' scratch; on a GPU with host arrays also the device copies of u and the
- * source. */
+/* Bytes in the backend's memory of a plan whose box has own points: on one rank the work
+ * array; on several (ranks) the two arrays on the grown box of ext points (three with a
+ * source) and `extra` (the halo's device staging and the split passes' scratch); on a GPU
+ * with host arrays also the device copies of u and the source. */
+static double arrays_bytes(const tide_stencil_plan *p, int ranks, double own, double ext,
+                           double extra)
+{
+    int src = p->o.source != NULL;
+    int copies = p->env.be->gpu && p->o.location == TIDE_LOCATION_HOST;
+    double e = (double)elem_bytes(p);
+    return (ranks ? ext * e * (2 + src) + extra : own * e) + (copies ? own * e * (1 + src) : 0);
+}
+
+/* What the plan holds in its backend's memory (arrays_bytes). */
 static size_t backend_bytes(const tide_stencil_plan *p)
 {
-    int gpu = p->env.be->gpu, src = p->o.source != NULL;
-    int copies = gpu && p->o.location == TIDE_LOCATION_HOST;
-    size_t own = !p->halo ? p->bytes
-                          : ext_bytes(p) * (2 + src) + tide_halo_bytes(p->halo, 1) +
-                                split_bytes(p);
-    return own + (copies ? p->bytes * (1 + src) : 0);
+    double extra = p->halo ? (double)(tide_halo_bytes(p->halo, 1) + split_bytes(p)) : 0;
+    return (size_t)arrays_bytes(p, p->halo != NULL, (double)tide_box_count(&p->box),
+                                (double)tide_box_count(&p->ext), extra);
 }
 
 /* ---- several ranks ---------------------------------------------------------------------- */
@@ -656,14 +663,13 @@ static int plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_args *
         p->ext = p->box;
     }
     /* out of core where any GPU rank's in-card plan could exceed its budget at the widest
-     * halo its kernels fuse (backend_bytes: u's and the source's copies, the grown arrays,
-     * the halo's device staging, about the halo's points twice): every rank alike */
+     * halo its kernels fuse (arrays_bytes, the halo's device staging about its points twice):
+     * every rank alike */
     int ooc = 0, any_ooc = 0;
     if (p && !st && p->env.be->gpu && p->o.location == TIDE_LOCATION_HOST) {
-        int src = p->o.source != NULL;
         tide_box wide = grown(p, &p->box, TIMED_FUSE_MAX * p->radius);
         double own = (double)tide_box_count(&p->box), ext = (double)tide_box_count(&wide);
-        ooc = (own * (1 + src) + ext * (2 + src) + 2 * (ext - own)) * (double)elem_bytes(p) >
+        ooc = arrays_bytes(p, 1, own, ext, 2 * (ext - own) * (double)elem_bytes(p)) >
               (double)ctx->dev.budget_bytes;
     }
     if (MPI_Allreduce(&ooc, &any_ooc, 1, MPI_INT, MPI_MAX, ctx->comm) != MPI_SUCCESS && !st)
