@@ -98,8 +98,8 @@ static const char *usage =
     "  -no-check              skip the check\n"
     "  -json FILE             also write the results as JSON\n"
     "\n"
-    "The multiply over several ranks takes host matrices in this version: -device on P > 1\n"
-    "ranks stops with the library's error on every rank.\n"
+    "With -device on P > 1 ranks each rank's blocks are in device memory: SUMMA with\n"
+    "cuBLAS updates, the panels broadcast through pinned host memory.\n"
     "\n"
     "Exit status: 0 verified (or -no-check), 1 a failure or a failed check, 2 bad arguments\n"
     "(also when the library refuses an argument, e.g. a grid that is not P ranks).\n";
@@ -681,8 +681,8 @@ static int incard_measure(tide_context *ctx, const args *a, matrices *mx, int th
     int st = tide_context_device(ctx, &di);
     double need = (double)mx->bytes[0] + (double)mx->bytes[1] + (double)mx->bytes[2];
     if (mx->ranks > 1)
-        snprintf(in->why, sizeof in->why, "several ranks: the library multiplies device "
-                 "matrices on one rank; run -np 1 for it");
+        snprintf(in->why, sizeof in->why, "several ranks: the in-card figure is taken on "
+                 "one rank; run -np 1 for it");
     else if (st)
         snprintf(in->why, sizeof in->why, "tide_context_device: %s", tide_strerror(st));
     else if (need > (double)di.budget_bytes)

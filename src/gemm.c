@@ -220,10 +220,6 @@ static int judge(tide_context *ctx, const tide_args *all, const tide_gemm_option
     st = tide_args_backend(ctx, v[F_BACKEND], v[F_LOCATION]);
     if (st || ctx->nranks == 1)
         return st;
-    if (tide_wants_cuda(ctx, v[F_BACKEND]) && v[F_LOCATION] == TIDE_LOCATION_DEVICE)
-        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_gemm_plan_create: the multiply over "
-                         "%d ranks takes host matrices in this version (option location)",
-                         ctx->nranks);
     return TIDE_SUCCESS;
 }
 
@@ -334,8 +330,10 @@ static int stream_end(void *user, char *err, size_t len)
 /* The broadcast panels' default width: on the GPU wide enough that a panel's multiply hides
  * the upload and download of C's tiles it costs (the PCIe inequality of Wu 2014 with C moved
  * once per panel: 2 w flops per element at ~50 TFLOP/s against 16 bytes at ~50 GB/s each way
- * need w above ~4000); on the CPU narrow, the BLAS at full rate already. */
-static int default_panel(const tide_gemm_plan *p) { return host_gpu(p) ? 4096 : 256; }
+ * need w above ~4000), and with device blocks wide enough for cuBLAS's full rate and few
+ * round trips of the panels through host memory; on the CPU narrow, the BLAS at full rate
+ * already. */
+static int default_panel(const tide_gemm_plan *p) { return p->env.be->gpu ? 4096 : 256; }
 
 /* Several ranks: SUMMA on the column-major multiply, whose process grid is the caller's
  * transposed when the operands swapped (local; the reason in err). */
@@ -353,7 +351,8 @@ static int build_dist(tide_gemm_plan *p, char *err, size_t len)
                               p->swap ? b[3] : b[2], p->swap ? b[2] : b[3]},
                              {p->swap ? col : row, p->swap ? row : col}, p->g.lda, p->g.ldb,
                              p->g.ldc, p->o.panel ? p->o.panel : default_panel(p), &p->env,
-                             p->blas, {NULL, NULL, NULL}};
+                             p->env.be->gpu && p->o.location == TIDE_LOCATION_DEVICE, p->blas,
+                             {NULL, NULL, NULL}};
     if (host_gpu(p))
         d.update = (tide_gemm_update){stream_begin, stream_end, p};
     return tide_gemm_dist_create(&d, &p->dist, err, len);
@@ -473,6 +472,8 @@ int tide_gemm_plan_info(const tide_gemm_plan *p, tide_gemm_info *info)
         info->pinned_bytes += tide_gemm_dist_panel_bytes(p->dist);
     else if (p->dist)
         info->host_bytes += tide_gemm_dist_panel_bytes(p->dist);
+    if (p->dist && p->env.be->gpu && p->o.location == TIDE_LOCATION_DEVICE)
+        info->device_bytes += tide_gemm_dist_panel_bytes(p->dist);
     info->backend = p->o.backend;
     info->location = p->o.location;
     return TIDE_SUCCESS;
@@ -555,8 +556,14 @@ static int multiply(tide_gemm_plan *p, double alpha, const void *a, const void *
     if (st)
         return snprintf(err, len, "could not wait for the caller's earlier CUDA work: %s",
                         e->be->last_error()), TIDE_ERR_BACKEND;
-    if (p->dist)
-        return tide_gemm_dist_execute(p->dist, alpha, ga, gb, beta, c, err, len);
+    if (p->dist) {
+        st = tide_gemm_dist_execute(p->dist, alpha, ga, gb, beta, c, err, len);
+        /* device blocks: the updates ran on the plan's stream */
+        int sync = e->be->gpu && p->o.location == TIDE_LOCATION_DEVICE ? e->be->sync(e) : 0;
+        if (!st && sync)
+            snprintf(err, len, "%s", e->be->last_error());
+        return st ? st : sync;
+    }
     st = e->be->gemm(e, p->blas, &p->g, alpha, ga, gb, beta, c);
     int sync = e->be->sync(e);
     st = st ? st : sync;

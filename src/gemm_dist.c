@@ -14,6 +14,13 @@
  * A transposed operand's block is stored transposed: its panel is sent as stored (rows of
  * A^T's storage, columns of B^T's) and the local multiply reads it transposed. Every rank
  * takes part in every broadcast, empty blocks included.
+ *
+ * Blocks in device memory (desc's device): the broadcasts go through the pinned host panels
+ * (MPI here is not CUDA-aware): an owner packs its panel on the device where it is not
+ * contiguous, copies it down and broadcasts it; the others receive it in host memory and copy
+ * it up into a device panel of the pair before the update, which the backend runs on the
+ * plan's stream (cuBLAS). A pair's buffers are reused two panels later, after the stream has
+ * finished with them (start_panel waits for it).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -30,12 +37,15 @@ struct tide_gemm_dist {
     MPI_Comm row, col;          /* its process row (ranked by column), and column */
     void *pa[2], *pb[2];        /* two panels of op(A) (rows x panel), of op(B) (panel x cols),
                                  * pinned where the backend has pinned memory */
-    size_t panel_bytes;         /* all four */
+    void *da[2], *db[2];        /* device blocks: the same panels in device memory */
+    size_t panel_bytes;         /* all four (host), and as much on the device when device */
     struct {
         const void *at;
         long long ld;
+        size_t land;            /* device blocks: bytes to copy up from the host panel */
     } use[2][2];                /* where the update of each pair reads op(A)'s and op(B)'s
                                  * panels: in place in the owner's block, or the pair's buffer */
+    int copy_failed;            /* device blocks: a copy of a panel failed (the run goes on) */
 };
 
 void tide_gemm_block(long long n, int p, int i, long long *lo, long long *hi)
@@ -92,6 +102,8 @@ void tide_gemm_dist_destroy(tide_gemm_dist *s)
     for (int i = 0; i < 2; i++) {
         panel_free(s->d.env, s->pa[i]);
         panel_free(s->d.env, s->pb[i]);
+        s->d.env->be->free(s->da[i]);
+        s->d.env->be->free(s->db[i]);
     }
     free(s);
 }
@@ -145,6 +157,8 @@ int tide_gemm_dist_create(const tide_gemm_dist_desc *d, tide_gemm_dist **out, ch
         s->pa[i] = panel_alloc(d->env, ab);
         s->pb[i] = panel_alloc(d->env, bb);
         ok = ok && s->pa[i] && s->pb[i];
+        if (d->device)
+            ok = ok && !d->env->be->alloc(ab, &s->da[i]) && !d->env->be->alloc(bb, &s->db[i]);
     }
     s->panel_bytes = 2 * (ab + bb);
     if (!ok) {
@@ -213,19 +227,50 @@ tide_gemm_desc tide_gemm_dist_local(const tide_gemm_dist *s, int *panels)
     return panel_desc(s, widest);
 }
 
+/* Columns 0..cols of a column-major block at `at` (rows used, leading dimension ld) densely
+ * into dst, both in device memory. */
+static int pack_device(const tide_gemm_dist *s, const void *at, long long ld, long long rows,
+                       long long cols, void *dst)
+{
+    tide_box sb = {{0, 0, 0}, {1, (int)cols, (int)ld}, {0, 1, 2}}, db = sb;
+    db.hi[2] = (int)rows;
+    return s->d.env->be->copy_region(s->d.env, s->elem, &db, at, &sb, dst, &db);
+}
+
+/* Device blocks: the owner's panel into the host panel buf, packed on the device into dev
+ * first where it is not contiguous; complete on return. */
+static void send_down(tide_gemm_dist *s, const char *at, long long ld, long long rows,
+                      long long cols, void *dev, void *buf)
+{
+    const tide_env *e = s->d.env;
+    const void *from = at;
+    if (ld != rows && cols > 1) {
+        s->copy_failed |= pack_device(s, at, ld, rows, cols, dev) != 0;
+        from = dev;
+    }
+    s->copy_failed |= e->be->copy(e, buf, from, s->elem * (size_t)(rows * cols)) != 0 ||
+                      e->be->sync(e) != 0;
+}
+
 /* One operand's panel, rows x cols as stored, at `at` in its owner's block (leading dimension
  * ld; NULL on an empty block): the owner (mine) reads it there, the others receive it into buf
- * from rank `root` of comm (of `ranks` ranks). Returns nonzero when MPI fails. */
+ * from rank `root` of comm (of `ranks` ranks), with device blocks to be copied up into the
+ * pair's device panel (land). Returns nonzero when MPI fails. */
 static int share(tide_gemm_dist *s, int b, int x, const char *at, long long ld, long long rows,
                  long long cols, int mine, int root, int ranks, MPI_Comm comm, void *buf,
                  MPI_Request *req)
 {
-    s->use[b][x].at = mine ? (const void *)at : buf;
+    void *dev = x ? s->db[b] : s->da[b];
+    size_t bytes = s->elem * (size_t)(rows * cols);
+    s->use[b][x].at = mine ? (const void *)at : s->d.device ? dev : buf;
     s->use[b][x].ld = mine ? ld : rows > 1 ? rows : 1;
+    s->use[b][x].land = !mine && s->d.device && ranks > 1 ? bytes : 0;
     if (ranks == 1)
         return 0;
     void *send = buf;
-    if (mine && at && (ld == rows || cols == 1))
+    if (mine && at && s->d.device && bytes)
+        send_down(s, at, ld, rows, cols, dev, buf);
+    else if (mine && at && (ld == rows || cols == 1))
         send = (void *)at; /* read only: the root's buffer of a broadcast */
     else if (mine)
         pack(at, ld, rows, 0, 0, cols, buf, s->elem);
@@ -234,11 +279,14 @@ static int share(tide_gemm_dist *s, int b, int x, const char *at, long long ld, 
 }
 
 /* The owners of panel p send it and every rank starts its two broadcasts into buffer pair b
- * (last read by the update two panels back, ended by then). */
+ * (last read by the update two panels back, ended by then; device blocks: that update and the
+ * copies before it are waited for here). */
 static int start_panel(tide_gemm_dist *s, const panel_t *p, int b, const void *a,
                        const void *bm, MPI_Request req[2])
 {
     const tide_gemm_dist_desc *d = &s->d;
+    if (d->device)
+        s->copy_failed |= d->env->be->sync(d->env) != 0;
     long long m = span(s->rows), n = span(s->cols), w = p->k1 - p->k0;
     long long ra = p->k0 - s->ka[0], rb = p->k0 - s->kb[0];
     /* op(A)'s columns k0..k1 (m x w), or A^T's rows k0..k1 of each column (w x m) */
@@ -264,11 +312,17 @@ int tide_gemm_dist_execute(tide_gemm_dist *s, double alpha, const void *a, const
     MPI_Request req[2][2] = {{MPI_REQUEST_NULL, MPI_REQUEST_NULL},
                              {MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
     panel_t p = panel_at(s, 0);
+    s->copy_failed = 0;
     int st = TIDE_SUCCESS, mpi = start_panel(s, &p, 0, a, b, req[0]);
     for (int i = 0; !mpi; i++) {
         int cur = i % 2, last = p.k1 >= d->k;
         panel_t next = last ? p : panel_at(s, p.k1);
         mpi = MPI_Waitall(2, req[cur], MPI_STATUSES_IGNORE) != MPI_SUCCESS;
+        for (int x = 0; x < 2 && !mpi; x++) /* device blocks: the received panels up */
+            if (s->use[cur][x].land)
+                s->copy_failed |= d->env->be->copy(d->env, (void *)s->use[cur][x].at,
+                                                   x ? s->pb[cur] : s->pa[cur],
+                                                   s->use[cur][x].land) != 0;
         /* an update on this thread goes after the next panel's broadcasts have started, one
          * on threads of its own before the next panel is packed (the GPU need not wait) */
         int async = u->end != NULL, began = 0;
@@ -296,5 +350,8 @@ int tide_gemm_dist_execute(tide_gemm_dist *s, double alpha, const void *a, const
     MPI_Waitall(4, &req[0][0], MPI_STATUSES_IGNORE);
     if (mpi)
         return snprintf(err, len, "a panel broadcast failed"), TIDE_ERR_MPI;
+    if (!st && s->copy_failed)
+        return snprintf(err, len, "a panel's copy between device and host memory failed: %s",
+                        d->env->be->last_error()), TIDE_ERR_BACKEND;
     return st;
 }

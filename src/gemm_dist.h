@@ -43,6 +43,8 @@ typedef struct {
     long long lda, ldb, ldc;    /* of this rank's blocks (column major) */
     int panel;                  /* most columns of A broadcast at once */
     const tide_env *env;        /* the plan's; panels in pinned memory where its backend has it */
+    int device;                 /* the blocks are in env's device memory (the update then runs
+                                 * on env's stream: complete after env's sync) */
     void *blas;
     tide_gemm_update update;    /* begin NULL: env's gemm entry on blas, complete on return */
 } tide_gemm_dist_desc;
@@ -55,14 +57,16 @@ int tide_gemm_dist_create(const tide_gemm_dist_desc *d, tide_gemm_dist **out, ch
                           size_t len);
 void tide_gemm_dist_destroy(tide_gemm_dist *s);
 
-/* Host memory the panels hold (pinned where the backend has it). */
+/* Host memory the panels hold (pinned where the backend has it); with device blocks the device
+ * panels hold as much again in device memory. */
 size_t tide_gemm_dist_panel_bytes(const tide_gemm_dist *s);
 
 /* The local update of this rank's widest panel (k its width; 0 when k = 0), and how many
  * panels there are: what an update (desc's) must be able to run. */
 tide_gemm_desc tide_gemm_dist_local(const tide_gemm_dist *s, int *panels);
 
-/* Collective: C = alpha op(A) op(B) + beta C on this rank's blocks a, b, c (host memory). For
+/* Collective: C = alpha op(A) op(B) + beta C on this rank's blocks a, b, c (host memory, or
+ * device memory with desc's device: then complete after env's sync). For
  * each panel of k, the rank column owning op(A)'s columns broadcasts them along each process
  * row, the rank row owning op(B)'s rows broadcasts them along each process column, and every
  * rank adds the product of the two panels to its block of C. Returns 0 or a code with the

@@ -679,9 +679,9 @@ int tide_stencil_plan_set_stream(tide_stencil_plan *plan, void *stream);
  * SUMMA: panels of op(A) broadcast along process rows, panels of op(B) along process columns,
  * each rank's update a local multiply (the CPU BLAS, or on the cuda backend the out-of-card
  * multiply of the broadcast panels through the rank's GPU or GPUs, while the next panels'
- * broadcasts travel); a transposed operand's blocks are those of op(X) stored transposed. In
- * this version the distributed multiply takes host matrices (TIDE_LOCATION_DEVICE on several
- * ranks: TIDE_ERR_UNSUPPORTED on every rank).
+ * broadcasts travel); a transposed operand's blocks are those of op(X) stored transposed.
+ * Blocks in device memory (TIDE_LOCATION_DEVICE) are multiplied in card by cuBLAS, the panels
+ * broadcast through pinned host memory (MPI; device memory is not handed to MPI).
  * ------------------------------------------------------------------------------------------- */
 typedef struct tide_gemm_plan tide_gemm_plan;
 

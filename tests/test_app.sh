@@ -297,8 +297,10 @@ if "$mpiexec" -n 1 "$tide" info 2>&1 | grep -q 'backend cuda'; then
         has gcuda2 'summa on 1x2 ranks, 4 panels of up to 100' && has gcuda2 '^PCIe: ' && \
         has gcuda2 '^Bound: ' && has gcuda2 'not measured \(several ranks' && \
         has gcuda2 '^Verification: passed'
-    run gcudadev2 nonzero 2 gemm cuda double 64 -device -n 1 && \
-        has gcudadev2 'takes host matrices in this version'
+    # ... and device blocks: cuBLAS updates, the panels through host memory
+    run gcudadev2 0 2 gemm cuda double 90 70 50 -device -ta T -panel 16 -n 1 && \
+        has gcudadev2 'summa on 1x2 ranks' && has gcudadev2 'updates: cublas' && \
+        has gcudadev2 '^Verification: passed'
 else
     run gcudadev nonzero 1 gemm cpu double 8 8 8 -device && has gcudadev 'device'
     run gdev2 2 2 gemm cpu double 8 -device && has gdev2 '-device needs GPU memory'

@@ -22,8 +22,9 @@
  *     the oracle on the global matrices; on the CPU backend, or on the GPU with host matrices
  *     the cuda backend (the ranks sharing the GPU, each update streamed through it, tiles of 8
  *     in some cases; pinned blocks written by copies queued on the plan's stream behind a
- *     delay, or pageable ones); device matrices over several ranks TIDE_ERR_UNSUPPORTED; the
- *     user's blocks (random boundaries, empty blocks among them) on
+ *     delay, or pageable ones), or with TIDE_TEST_LOCATION=device device blocks (cuBLAS
+ *     updates, the panels through host memory; written by copies queued behind a delay, or by
+ *     plain cudaMemcpy); the user's blocks (random boundaries, empty blocks among them) on
  *     every grid; bad input (a grid of the wrong size, a negative size, k or transb differing
  *     on one rank, a leading dimension too small on one rank, blocks that do not tile the
  *     matrix, that differ between ranks or are given on one rank alone) the same error on
@@ -871,7 +872,8 @@ static void *local_block(const gmat *g, const void *ga, long long r0, long long 
  * blocks, multiplies, and checks its block of C against the oracle on the global matrices.
  * on_gpu: the cuda backend on host matrices, every rank's updates through the GPU; with an
  * odd seed the blocks pinned and A and C written by copies queued behind a delay on the
- * legacy stream (the plan's), else pageable; C tiles of 8 when the seed is a multiple of 3. */
+ * legacy stream (the plan's), else pageable; C tiles of 8 when the seed is a multiple of 3.
+ * With on_device, device blocks instead, written by queued copies (odd seed) or plain ones. */
 static void dist_case(long long m, long long n, long long k, int dbl, tide_matrix_order order,
                       int ta, int tb, const int grid[2], const long long *const blocks[4],
                       double alpha, double beta, uint64_t seed, int on_gpu)
@@ -920,19 +922,20 @@ static void dist_case(long long m, long long n, long long k, int dbl, tide_matri
     for (int x = 0; x < 4; x++)
         o.blocks[x] = blocks[x];
     o.lda = lx[0].ld, o.ldb = lx[1].ld, o.ldc = lx[2].ld;
+    o.location = on_gpu && on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
     o.panel = 5; /* several panels per owner's block */
-    o.tile = on_gpu && seed % 3 == 0 ? 8 : 0;
+    o.tile = on_gpu && !on_device && seed % 3 == 0 ? 8 : 0;
     tide_gemm_plan *plan = NULL;
     int st = tide_gemm_plan_create(ctx, m, n, k, &o, &plan);
     char desc[400] = "";
     if (!st && on_gpu && !tide_gemm_plan_describe(plan, desc, sizeof desc) &&
         strstr(desc, "updates: cublas") == NULL && strstr(desc, "tile"))
         c_kept[strstr(desc, "C kept across the runs") != NULL]++;
-    if (!st && on_gpu && seed % 2) {
+    if (!st && on_gpu && (seed % 2 || on_device)) {
 #if TIDE_HAVE_CUDA
         garrays arr = {{la, lb, lc}, {gmat_bytes(&lx[0]), gmat_bytes(&lx[1]),
                                       gmat_bytes(&lx[2])}, {0, 0, 0}};
-        st = execute_gpu(plan, alpha, beta, &arr, NULL, 1, m == 0 || n == 0);
+        st = execute_gpu(plan, alpha, beta, &arr, NULL, (int)(seed % 2), m == 0 || n == 0);
 #endif
     } else if (!st) {
         st = tide_gemm_execute(plan, alpha, la, lb, beta, lc);
@@ -952,12 +955,13 @@ static void dist_case(long long m, long long n, long long k, int dbl, tide_matri
     for (size_t e = 0; e < gmat_count(&lx[2]); e++)
         pad_ok = pad_ok && (!is_padding(&lx[2], e) || isnan(get(lc, dbl, e)));
     tt_check(&tally, world, st == 0 && err <= 1 && pad_ok,
-             "b) %lldx%lldx%lld %s %s %c%c grid %dx%d%s alpha %g beta %g on %d ranks (%s): "
+             "b) %lldx%lldx%lld %s %s %c%c grid %dx%d%s alpha %g beta %g on %d ranks (%s%s): "
              "status %d (%s), rank %d's block [%lld,%lld)x[%lld,%lld) error %g bounds, "
              "padding %s", m, n, k, dbl ? "double" : "float",
              order == TIDE_COL_MAJOR ? "col" : "row", ta ? 'T' : 'N', tb ? 'T' : 'N', gr[0],
              gr[1], blocks[0] ? " user blocks" : "", alpha, beta, nranks,
-             !on_gpu ? "cpu" : seed % 2 ? "cuda, pinned, queued writes" : "cuda, pageable", st,
+             !on_gpu ? "cpu" : on_device ? "cuda, device" : "cuda, host",
+             !on_gpu ? "" : seed % 2 ? ", queued writes" : on_device ? "" : ", pageable", st,
              st ? tide_last_error(ctx) : "", rank, rm[0], rm[1], cn[0], cn[1], err,
              pad_ok ? "intact" : "written");
     free(ref), free(scale), free(la), free(lb), free(lc);
@@ -1027,16 +1031,12 @@ static void dist_cases(int on_gpu)
                on_gpu ? "cuda" : "cpu", tally.failed - before);
 }
 
-/* b) more than one rank: the distributed cases (on the GPU with host matrices: through it),
- * what this version refuses, bad input. */
+/* b) more than one rank: the distributed cases (on the GPU, host matrices through it or device
+ * matrices), bad input. */
 static void many_ranks(void)
 {
-    dist_cases(gpu && !on_device);
+    dist_cases(gpu);
     tide_gemm_options o;
-    if (on_device) {
-        base_options(&o);
-        expect_create("b", "plan over the ranks on device matrices", EM, EN, EK, &o, UNSUP);
-    }
     base_options(&o);
     o.backend = TIDE_BACKEND_CPU;
     o.grid[0] = nranks + 1, o.grid[1] = 1;
