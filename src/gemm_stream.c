@@ -109,8 +109,8 @@ typedef struct {
     pthread_cond_t cond;
     int gen;                /* the run in flight */
     int *ready;             /* per block: the last run whose owner has enqueued its copies */
-    int stopped;            /* a part's run has ended in failure: its copies may not come */
-    int first_failed;       /* the part whose run failed first, or -1 */
+    int first_failed;       /* the part whose run failed first (its copies may not come), or
+                             * -1 */
 } sharing;
 
 struct tide_gemm_stream {
@@ -279,9 +279,8 @@ static void stop_sharing(gemm_stream *all, int part)
 {
     sharing *sh = &all->share;
     pthread_mutex_lock(&sh->lock);
-    if (!sh->stopped)
+    if (sh->first_failed < 0)
         sh->first_failed = part;
-    sh->stopped = 1;
     pthread_cond_broadcast(&sh->cond);
     pthread_mutex_unlock(&sh->lock);
 }
@@ -342,7 +341,7 @@ static int await_block(const run_t *r, int ti, int p, void *stream)
     sharing *sh = &all->share;
     int b = a_block(r->s, ti, p);
     pthread_mutex_lock(&sh->lock);
-    while (sh->ready[b] != r->gen && !sh->stopped)
+    while (sh->ready[b] != r->gen && sh->first_failed < 0)
         pthread_cond_wait(&sh->cond, &sh->lock);
     int ok = sh->ready[b] == r->gen;
     pthread_mutex_unlock(&sh->lock);
@@ -420,7 +419,6 @@ int tide_gemm_stream_start(tide_gemm_stream *s, const tide_gemm_desc *run, int w
     if (sh->on) { /* a new run: no block of A is ready */
         pthread_mutex_lock(&sh->lock);
         sh->gen++;
-        sh->stopped = 0;
         sh->first_failed = -1;
         pthread_mutex_unlock(&sh->lock);
     }
@@ -919,9 +917,11 @@ static int make_sharing(gemm_stream *s, char *err, size_t len)
 {
     const shape *h0 = &s->e[0]->sh;
     sharing *sh = &s->share;
-    int on = s->e[0]->sharers > 1 && h0->keep[0] && (long long)h0->tm * h0->np <= MAX_BLOCKS;
-    for (int i = 1; i < s->n && on; i++)
-        on = s->e[i]->sh.keep[0] && s->e[i]->sh.mb == h0->mb && s->e[i]->sh.kb == h0->kb;
+    int on = h0->keep[0] && (long long)h0->tm * h0->np <= MAX_BLOCKS;
+    /* every part planned for it (its pipeline stages two blocks of A: make_pipeline) */
+    for (int i = 0; i < s->n && on; i++)
+        on = s->e[i]->sharers > 1 && s->e[i]->sh.keep[0] && s->e[i]->sh.mb == h0->mb &&
+             s->e[i]->sh.kb == h0->kb;
     tide_log(s->e[0]->d.env->ctx, TIDE_LOG_DEBUG, "gemm: A %s", on ? "uploaded once, its blocks "
              "copied between the GPUs" : "uploaded by every GPU");
     if (!on) {
@@ -1001,7 +1001,7 @@ void tide_gemm_stream_destroy(tide_gemm_stream *s)
 
 /* The parts' figures: the first part's shape and rates; tiles, bytes and memory summed; the
  * GEMM rate summed (the GPUs run at once); the bound, the slowest part's (each part's PCIe
- * rates measured alone: GPUs that share host memory bandwidth may not reach them together). */
+ * rates scaled to what the GPUs reached copying together: together()). */
 void tide_gemm_stream_info(const tide_gemm_stream *s, long long k, int runs,
                            tide_gemm_info *info)
 {
