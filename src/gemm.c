@@ -308,6 +308,11 @@ static int host_gpu(const tide_gemm_plan *p)
     return p->env.be->gpu && p->o.location == TIDE_LOCATION_HOST;
 }
 
+static int device_gpu(const tide_gemm_plan *p)
+{
+    return p->env.be->gpu && p->o.location == TIDE_LOCATION_DEVICE;
+}
+
 /* The GPU's update of a broadcast panel pair: the out-of-card multiply, started on the
  * pipelines' threads (nothing on a rank whose block of C is empty). */
 static int stream_begin(void *user, const tide_gemm_desc *g, int first, int last,
@@ -351,8 +356,7 @@ static int build_dist(tide_gemm_plan *p, char *err, size_t len)
                               p->swap ? b[3] : b[2], p->swap ? b[2] : b[3]},
                              {p->swap ? col : row, p->swap ? row : col}, p->g.lda, p->g.ldb,
                              p->g.ldc, p->o.panel ? p->o.panel : default_panel(p), &p->env,
-                             p->env.be->gpu && p->o.location == TIDE_LOCATION_DEVICE, p->blas,
-                             {NULL, NULL, NULL}};
+                             device_gpu(p), p->blas, {NULL, NULL, NULL}};
     if (host_gpu(p))
         d.update = (tide_gemm_update){stream_begin, stream_end, p};
     return tide_gemm_dist_create(&d, &p->dist, err, len);
@@ -472,7 +476,7 @@ int tide_gemm_plan_info(const tide_gemm_plan *p, tide_gemm_info *info)
         info->pinned_bytes += tide_gemm_dist_panel_bytes(p->dist);
     else if (p->dist)
         info->host_bytes += tide_gemm_dist_panel_bytes(p->dist);
-    if (p->dist && p->env.be->gpu && p->o.location == TIDE_LOCATION_DEVICE)
+    if (p->dist && device_gpu(p))
         info->device_bytes += tide_gemm_dist_panel_bytes(p->dist);
     info->backend = p->o.backend;
     info->location = p->o.location;
@@ -556,14 +560,8 @@ static int multiply(tide_gemm_plan *p, double alpha, const void *a, const void *
     if (st)
         return snprintf(err, len, "could not wait for the caller's earlier CUDA work: %s",
                         e->be->last_error()), TIDE_ERR_BACKEND;
-    if (p->dist) {
-        st = tide_gemm_dist_execute(p->dist, alpha, ga, gb, beta, c, err, len);
-        /* device blocks: the updates ran on the plan's stream */
-        int sync = e->be->gpu && p->o.location == TIDE_LOCATION_DEVICE ? e->be->sync(e) : 0;
-        if (!st && sync)
-            snprintf(err, len, "%s", e->be->last_error());
-        return st ? st : sync;
-    }
+    if (p->dist)
+        return tide_gemm_dist_execute(p->dist, alpha, ga, gb, beta, c, err, len);
     st = e->be->gemm(e, p->blas, &p->g, alpha, ga, gb, beta, c);
     int sync = e->be->sync(e);
     st = st ? st : sync;

@@ -318,16 +318,18 @@ int tide_gemm_dist_execute(tide_gemm_dist *s, double alpha, const void *a, const
         int cur = i % 2, last = p.k1 >= d->k;
         panel_t next = last ? p : panel_at(s, p.k1);
         mpi = MPI_Waitall(2, req[cur], MPI_STATUSES_IGNORE) != MPI_SUCCESS;
-        for (int x = 0; x < 2 && !mpi; x++) /* device blocks: the received panels up */
-            if (s->use[cur][x].land)
-                s->copy_failed |= d->env->be->copy(d->env, (void *)s->use[cur][x].at,
-                                                   x ? s->pb[cur] : s->pa[cur],
-                                                   s->use[cur][x].land) != 0;
         /* an update on this thread goes after the next panel's broadcasts have started, one
          * on threads of its own before the next panel is packed (the GPU need not wait) */
         int async = u->end != NULL, began = 0;
         if (!async)
             mpi = mpi || (!last && start_panel(s, &next, 1 - cur, a, b, req[1 - cur]));
+        /* device blocks: the received panels up, on the stream before the update (after the
+         * next panel's start, whose sync need not wait for them) */
+        for (int x = 0; x < 2 && !mpi; x++)
+            if (s->use[cur][x].land)
+                s->copy_failed |= d->env->be->copy(d->env, (void *)s->use[cur][x].at,
+                                                   x ? s->pb[cur] : s->pa[cur],
+                                                   s->use[cur][x].land) != 0;
         /* after a failed update the rank still takes part in every broadcast, so that no
          * other rank waits for it */
         if (!mpi && !st) {
@@ -353,5 +355,7 @@ int tide_gemm_dist_execute(tide_gemm_dist *s, double alpha, const void *a, const
     if (!st && s->copy_failed)
         return snprintf(err, len, "a panel's copy between device and host memory failed: %s",
                         d->env->be->last_error()), TIDE_ERR_BACKEND;
+    if (!st && d->device && d->env->be->sync(d->env)) /* the updates on the plan's stream */
+        return snprintf(err, len, "%s", d->env->be->last_error()), TIDE_ERR_BACKEND;
     return st;
 }

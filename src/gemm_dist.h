@@ -43,8 +43,8 @@ typedef struct {
     long long lda, ldb, ldc;    /* of this rank's blocks (column major) */
     int panel;                  /* most columns of A broadcast at once */
     const tide_env *env;        /* the plan's; panels in pinned memory where its backend has it */
-    int device;                 /* the blocks are in env's device memory (the update then runs
-                                 * on env's stream: complete after env's sync) */
+    int device;                 /* the blocks are in env's device memory (the updates run on
+                                 * env's stream) */
     void *blas;
     tide_gemm_update update;    /* begin NULL: env's gemm entry on blas, complete on return */
 } tide_gemm_dist_desc;
@@ -66,7 +66,7 @@ size_t tide_gemm_dist_panel_bytes(const tide_gemm_dist *s);
 tide_gemm_desc tide_gemm_dist_local(const tide_gemm_dist *s, int *panels);
 
 /* Collective: C = alpha op(A) op(B) + beta C on this rank's blocks a, b, c (host memory, or
- * device memory with desc's device: then complete after env's sync). For
+ * device memory with desc's device), complete on return. For
  * each panel of k, the rank column owning op(A)'s columns broadcasts them along each process
  * row, the rank row owning op(B)'s rows broadcasts them along each process column, and every
  * rank adds the product of the two panels to its block of C. Returns 0 or a code with the
