@@ -125,14 +125,6 @@ extern "C" int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **ou
 namespace {
 
 #if TIDE_HAVE_FFT_CALLBACKS
-bool same_box(const tide_box *a, const tide_box *b)
-{
-    for (int k = 0; k < 3; k++)
-        if (a->lo[k] != b->lo[k] || a->hi[k] != b->hi[k] || a->order[k] != b->order[k])
-            return false;
-    return true;
-}
-
 // n / d as umulhi(n, mul) >> shr for every n < 2^31: mul = ceil(2^(31 + l) / d), l = ceil(log2
 // d), shr = l - 1; the quotient's error is below n / 2^(31 + l) < 1 / d (fft_callbacks.h).
 void divisor(unsigned d, unsigned *mul, unsigned *shr)
@@ -171,7 +163,7 @@ bool scale_info(const tide_gpu_fft_desc *d, tide_gpu_fft *f)
     if (!ok)
         return tide_gpu_note_error("store callback", "the transform is no forward DFT done "
                                    "in one cuFFT call", 0), false;
-    if (!same_box(&s->box, b) || (d->oarr && !same_box(d->oarr, b)) ||
+    if (!tide_box_equal(&s->box, b) || (d->oarr && !tide_box_equal(d->oarr, b)) ||
         tide_box_count(b) >= (1ll << 31))
         return tide_gpu_note_error("store callback", "the output is not the operator's box "
                                    "(or 2^31 points or more)", 0), false;
@@ -320,6 +312,10 @@ int create_dft(const tide_gpu_fft_desc *d, tide_gpu_fft *f, size_t *work_bytes, 
     for (int cb = d->then && scale_info(d, f); cb >= 0; cb--) {
         if (f->planned)
             cufftDestroy(f->plan); // a callback, once set, stays: plan anew without it
+        if (!cb && f->scale_info) { // ... and without its description
+            cudaFree(f->scale_info);
+            f->scale_info = NULL;
+        }
         const char *step = "cufftCreate";
         r = cufftCreate(&f->plan);
         f->planned = r == CUFFT_SUCCESS;

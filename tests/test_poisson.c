@@ -48,7 +48,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "tide_config.h"
 #include <time.h>
 
 #include "tide_config.h"
