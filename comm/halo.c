@@ -55,7 +55,6 @@ struct tide_halo {
     char *sbuf, *rbuf; /* the staging in host memory (pinned for STAGED; none for NCCL) */
     char *dsbuf, *drbuf; /* a device halo's staging on the device */
     tide_halo_transport transport;
-    int device;        /* the arrays live in GPU memory (STAGED, NCCL) */
     MPI_Request *req;
 };
 
@@ -96,8 +95,9 @@ void tide_halo_destroy(tide_halo *h)
     if (h->type != MPI_DATATYPE_NULL)
         MPI_Type_free(&h->type);
     free(h->send.p), free(h->send.m), free(h->recv.p), free(h->recv.m);
-    stage_free(h->device, 0, h->sbuf), stage_free(h->device, 0, h->rbuf);
-    stage_free(h->device, 1, h->dsbuf), stage_free(h->device, 1, h->drbuf);
+    int device = h->transport != TIDE_HALO_HOST; /* the arrays live in GPU memory */
+    stage_free(device, 0, h->sbuf), stage_free(device, 0, h->rbuf);
+    stage_free(device, 1, h->dsbuf), stage_free(device, 1, h->drbuf);
     free(h->req);
     free(h);
 }
@@ -197,7 +197,6 @@ int tide_halo_create(MPI_Comm comm, const int n[3], const int periodic[3],
     h->elem = elem;
     h->threads = threads;
     h->transport = transport;
-    h->device = device;
     h->ext = ext[me];
     int m[3];
     for (int d = 0; d < 3; d++)
@@ -233,20 +232,11 @@ long long tide_halo_points(const tide_halo *h) { return (long long)h->recv.eleme
 
 size_t tide_halo_bytes(const tide_halo *h, int on_device)
 {
-    int held = on_device ? h->device : h->transport != TIDE_HALO_NCCL;
+    int held = on_device ? h->transport != TIDE_HALO_HOST : h->transport != TIDE_HALO_NCCL;
     return held ? h->elem * (h->send.elements + h->recv.elements) : 0;
 }
 
 tide_halo_transport tide_halo_transport_of(const tide_halo *h) { return h->transport; }
-
-int tide_halo_run(const tide_halo *h, void *a, void *nccl, void *stream)
-{
-    switch (h->transport) {
-    case TIDE_HALO_STAGED: return tide_halo_execute_device(h, a, stream);
-    case TIDE_HALO_NCCL: return tide_halo_execute_nccl(h, a, nccl, stream);
-    default: return tide_halo_execute(h, a);
-    }
-}
 
 /* A piece's dense layout in the staging: its region in the receiver's order. */
 static tide_box dense(const piece *p)
@@ -291,7 +281,8 @@ static int exchange(const tide_halo *h, const void *a)
     return rc == MPI_SUCCESS ? w : rc;
 }
 
-int tide_halo_execute(const tide_halo *h, void *a)
+/* The HOST transport (halo.h: tide_halo_run). */
+static int execute_host(const tide_halo *h, void *a)
 {
     if (exchange(h, a) != MPI_SUCCESS)
         return TIDE_ERR_MPI;
@@ -332,7 +323,8 @@ static int device_unpack(const tide_halo *h, void *a, void *stream)
 }
 #endif
 
-int tide_halo_execute_device(const tide_halo *h, void *a, void *stream)
+/* The STAGED transport (halo.h: tide_halo_run). */
+static int execute_staged(const tide_halo *h, void *a, void *stream)
 {
 #if TIDE_HAVE_CUDA
     int st = device_pack(h, a, stream);
@@ -355,7 +347,8 @@ int tide_halo_execute_device(const tide_halo *h, void *a, void *stream)
 #endif
 }
 
-int tide_halo_execute_nccl(const tide_halo *h, void *a, void *nccl, void *stream)
+/* The NCCL transport (halo.h: tide_halo_run). */
+static int execute_nccl(const tide_halo *h, void *a, void *nccl, void *stream)
 {
 #if TIDE_HAVE_CUDA
     int st = device_pack(h, a, stream);
@@ -381,4 +374,13 @@ int tide_halo_execute_nccl(const tide_halo *h, void *a, void *nccl, void *stream
     (void)h, (void)a, (void)nccl, (void)stream;
     return TIDE_ERR_UNSUPPORTED;
 #endif
+}
+
+int tide_halo_run(const tide_halo *h, void *a, void *nccl, void *stream)
+{
+    switch (h->transport) {
+    case TIDE_HALO_STAGED: return execute_staged(h, a, stream);
+    case TIDE_HALO_NCCL: return execute_nccl(h, a, nccl, stream);
+    default: return execute_host(h, a);
+    }
 }

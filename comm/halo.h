@@ -18,10 +18,9 @@
 
 typedef struct tide_halo tide_halo;
 
-/* How a halo moves: arrays in host memory, MPI (tide_halo_execute); arrays in GPU memory,
- * packed on the device and sent by MPI through pinned host staging
- * (tide_halo_execute_device); or packed on the device and sent GPU to GPU by NCCL
- * (tide_halo_execute_nccl). */
+/* How a halo moves: arrays in host memory, MPI; arrays in GPU memory, packed on the device and
+ * sent by MPI through pinned host staging; or packed on the device and sent GPU to GPU by NCCL
+ * (tide_halo_run says more). */
 typedef enum { TIDE_HALO_HOST, TIDE_HALO_STAGED, TIDE_HALO_NCCL } tide_halo_transport;
 
 /* Local (no communication): own[r] and ext[r] for every rank r of comm, own[r] inside ext[r]
@@ -41,29 +40,20 @@ long long tide_halo_points(const tide_halo *h);
 size_t tide_halo_bytes(const tide_halo *h, int on_device);
 tide_halo_transport tide_halo_transport_of(const tide_halo *h);
 
-/* Collective: one exchange by the halo's transport (nccl: the tide_nccl * of NCCL halos,
- * stream: the cudaStream_t of device ones; tide_halo_execute*). */
-int tide_halo_run(const tide_halo *h, void *a, void *nccl, void *stream);
-
 /* Collective: fills the halo of a (this rank's array, laid out as its extended box) from the
- * owners' arrays (laid out as theirs); the points of a's own box are only read. Every rank
- * posts every message whatever fails (tide_comm_post's stand-ins), so none waits forever.
- * Returns 0 or TIDE_ERR_MPI. */
-int tide_halo_execute(const tide_halo *h, void *a);
-
-/* The same for a device halo, a in GPU memory: the regions it sends packed by kernels on
- * stream (a cudaStream_t) into the device staging, copied to the pinned host staging in one
- * copy, exchanged by MPI, copied back up in one and unpacked by kernels on stream, so only the
- * halo's points cross PCIe. Returns once the messages have arrived, the unpacks enqueued on
- * stream. Returns 0, TIDE_ERR_MPI or TIDE_ERR_BACKEND; every rank posts every message
- * whatever fails. */
-int tide_halo_execute_device(const tide_halo *h, void *a, void *stream);
-
-/* The same over NCCL (nccl: a tide_nccl * over the halo's communicator, each rank with a GPU
- * of its own): the packs, one group of ncclSend/ncclRecv between the device stagings and the
- * unpacks, all enqueued on stream; nothing crosses PCIe and the host waits for nothing. Every
- * rank posts its whole group whatever fails. Returns 0 or TIDE_ERR_BACKEND (NCCL's
- * asynchronous errors show at the stream's synchronization: tide_nccl_check). */
-int tide_halo_execute_nccl(const tide_halo *h, void *a, void *nccl, void *stream);
+ * owners' arrays (laid out as theirs), by the halo's transport; the points of a's own box are
+ * only read. Every rank posts every message whatever fails, so none waits forever.
+ *   HOST: a in host memory, MPI. Returns 0 or TIDE_ERR_MPI.
+ *   STAGED: a in GPU memory; the regions sent packed by kernels on stream (a cudaStream_t)
+ *     into the device staging, copied to the pinned host staging in one copy, exchanged by
+ *     MPI, copied back up in one and unpacked by kernels on stream, so only the halo's points
+ *     cross PCIe. Returns once the messages have arrived, the unpacks enqueued on stream: 0,
+ *     TIDE_ERR_MPI or TIDE_ERR_BACKEND.
+ *   NCCL: a in GPU memory, nccl a tide_nccl * over the halo's communicator (each rank with a
+ *     GPU of its own): the packs, one group of ncclSend/ncclRecv between the device stagings
+ *     and the unpacks, all enqueued on stream; nothing crosses PCIe and the host waits for
+ *     nothing. Returns 0 or TIDE_ERR_BACKEND (NCCL's asynchronous errors show at the stream's
+ *     synchronization: tide_nccl_check). */
+int tide_halo_run(const tide_halo *h, void *a, void *nccl, void *stream);
 
 #endif

@@ -36,7 +36,7 @@ static int cpu_copy_region(const tide_env *e, size_t elem, const tide_box *regio
 static int cpu_halo(const tide_env *e, const tide_halo *h, void *a)
 {
     (void)e;
-    return tide_halo_execute(h, a);
+    return tide_halo_run(h, a, NULL, NULL);
 }
 
 static int cpu_scale(const tide_env *e, int dbl, void *data, long long count, double s)
