@@ -654,7 +654,7 @@ int tide_cmd_stencil(int argc, char **argv)
                     P > 1 ? app_exchange_name(info.halo_exchange) : "none");
             app_json_real(f, "exchange_rate_gbps", P > 1 ? xrate : NAN, ", ");
             app_json_real(f, "halo_bound_seconds", halo_bound, ",\n");
-            app_json_rates(f, &rates, 0); /* the halos' rate is exchange_rate_gbps */
+            app_json_rates(f, &rates, P > 1 ? xrate : 0); /* the halos' transport's rate */
             app_json_timing(f, tplan_max, &ts, info.flops * cells, mem);
             fprintf(f, " \"gcells\": %.6g, \"bytes_per_step\": %.6g, \"copy_rate_gbps\": %.6g, "
                     "\"bound_gcells\": %.6g, \"bound_ratio\": %.6g, \"fused_bound_gcells\": "

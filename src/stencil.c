@@ -604,9 +604,8 @@ static int time_fuse_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_b
     return best;
 }
 
-/* The slabs through the GPU of host array b (its layout; p->sweep made for it, created) with
- * fuse steps per pass (0: the model's choice), at the measured PCIe rates (local; the reason
- * in err). */
+/* The description of the slabs of host array b through the GPU with fuse steps per pass (0:
+ * the model's choice), at the measured PCIe rates (local; the reason in err). */
 static int stream_desc(tide_stencil_plan *p, const tide_box *b, int fuse,
                        tide_stencil_stream_desc *d, char *err, size_t len)
 {
@@ -616,6 +615,8 @@ static int stream_desc(tide_stencil_plan *p, const tide_box *b, int fuse,
     return tide_context_pcie(p->ctx, &d->pcie, err, len);
 }
 
+/* The slabs through the GPU of host array b (its layout; p->sweep made for it, created) with
+ * fuse steps per pass (local; the reason in err). */
 static int make_stream(tide_stencil_plan *p, const tide_box *b, int fuse,
                        tide_stencil_stream **out, char *err, size_t len)
 {
@@ -638,9 +639,9 @@ static int ooc_fuse(tide_stencil_plan *p, char *err, size_t len)
         tide_stencil_stream_fuse(&d, &k, err, len);
     if (k < 1)
         return INT_MAX;
-    for (int d = 0; d < 3; d++) {
-        long long cap = tide_ext(&p->box, d) / (8LL * p->radius);
-        if (!whole_along(p, &p->box, d) && k > cap)
+    for (int dim = 0; dim < 3; dim++) {
+        long long cap = tide_ext(&p->box, dim) / (8LL * p->radius);
+        if (!whole_along(p, &p->box, dim) && k > cap)
             k = cap > 1 ? (int)cap : 1;
     }
     return k;
