@@ -35,19 +35,22 @@ __device__ inline double weight(const double *w, int k)
 }
 
 // A box's points in storage order: extents and first global index, slowest first, the
-// eigenvalue table and the mean's weights of the dimension stored at each position.
+// eigenvalue table and the mean's weights of the dimension stored at each position; the
+// array's strides of the two slower positions (the fastest is contiguous: tide_box_strides)
+// and the distance between fields, in elements (backend.h: tide_spectral's arr).
 struct diag_geom {
-    int64_t e[3];
+    int64_t e[3], st[2], fs;
     int lo[3];
     const double *lam[3], *w[3];
 };
 
 // Each point of each field is scaled by norm / (lam sum - alpha), or cleared where that is
-// 0; the weighted sum of the values before goes to origin[field] (zeroed before the launch,
-// one atomic add per row that has a weight). A block takes whole rows along the fastest
-// dimension (its threads along the row, so loads coalesce), so the row's indices, the sum of
-// its two slower eigenvalues and its weight are worked out once per row, not per point: with
-// 64-bit divisions per point the kernel would be bound by integer arithmetic, not memory.
+// 0; the weighted sum of the values before adds to origin[field] (one atomic add per row
+// that has a weight; tide_gpu_spectral clears it first unless keep). A block takes whole rows
+// along the fastest dimension (its threads along the row, so loads coalesce), so the row's
+// indices, its base in the array, the sum of its two slower eigenvalues and its weight are
+// worked out once per row, not per point: with 64-bit divisions per point the kernel would be
+// bound by integer arithmetic, not memory. data: the box's first point.
 constexpr int DIAG_ILP = 4;
 
 template <typename T, int NC>
@@ -60,7 +63,7 @@ __global__ void diag_kernel(T *data, diag_geom g, int64_t rows, double alpha, do
         double l01 = g.lam[0][g.lo[0] + a] + g.lam[1][g.lo[1] + m] - alpha;
         double w01 = weight(g.w[0], g.lo[0] + (int)a) * weight(g.w[1], g.lo[1] + (int)m);
         const double *l2 = g.lam[2] + g.lo[2];
-        T *row = data + NC * r * g.e[2];
+        T *row = data + NC * (field * g.fs + a * g.st[0] + m * g.st[1]);
         double sr = 0, si = 0;
         /* DIAG_ILP points per thread loaded before any is scaled: more bytes in flight than
          * one load, wait, store at a time */
@@ -121,8 +124,12 @@ cudaError_t launch_diag(void *data, const diag_geom &g, int batch, double alpha,
     return cudaGetLastError();
 }
 
-cudaError_t diag(const tide_spectral *d, void *data, cudaStream_t stream)
+// origin: the entry of d's first field.
+cudaError_t diag(const tide_spectral *d, void *data, double *origin, cudaStream_t stream)
 {
+    const tide_box *arr = tide_spectral_arr(d);
+    int64_t st[3];
+    tide_box_strides(arr, st);
     diag_geom g;
     for (int k = 0; k < 3; k++) {
         int dim = d->box.order[k];
@@ -130,16 +137,17 @@ cudaError_t diag(const tide_spectral *d, void *data, cudaStream_t stream)
         g.lo[k] = d->box.lo[dim];
         g.lam[k] = d->lam[dim];
         g.w[k] = d->mean_w[dim];
+        if (k < 2)
+            g.st[k] = st[dim];
     }
+    g.fs = tide_box_count(arr);
+    size_t at = (size_t)tide_box_offset(arr, &d->box) * tide_spectral_elem(d);
+    void *v = (char *)data + at;
     if (d->dbl)
-        return d->real ? launch_diag<double, 1>(data, g, d->batch, d->alpha, d->norm, d->origin,
-                                                stream)
-                       : launch_diag<double, 2>(data, g, d->batch, d->alpha, d->norm, d->origin,
-                                                stream);
-    return d->real ? launch_diag<float, 1>(data, g, d->batch, d->alpha, d->norm, d->origin,
-                                           stream)
-                   : launch_diag<float, 2>(data, g, d->batch, d->alpha, d->norm, d->origin,
-                                           stream);
+        return d->real ? launch_diag<double, 1>(v, g, d->batch, d->alpha, d->norm, origin, stream)
+                       : launch_diag<double, 2>(v, g, d->batch, d->alpha, d->norm, origin, stream);
+    return d->real ? launch_diag<float, 1>(v, g, d->batch, d->alpha, d->norm, origin, stream)
+                   : launch_diag<float, 2>(v, g, d->batch, d->alpha, d->norm, origin, stream);
 }
 
 // One field's lines along the bounded dimension: the two other dimensions (p slower, q faster
@@ -155,7 +163,8 @@ struct line_geom {
 // the data's too where the line dimension is not the fastest): Thomas' algorithm in double
 // precision, the eliminated upper diagonal kept in scratch (k-major) and the eliminated
 // right-hand side in the data, then back substitution in place (backend.h: tide_spectral).
-// A line with a weight adds its weighted mean times that weight to origin (zeroed before).
+// A line with a weight adds its weighted mean times that weight to origin (cleared before
+// unless keep).
 template <typename T, int NC>
 __global__ void line_kernel(T *data, line_geom g, tide_spectral d, double *origin)
 {
@@ -214,13 +223,14 @@ __global__ void line_kernel(T *data, line_geom g, tide_spectral d, double *origi
     }
 }
 
-// The line solves, one launch per field (the fields share the scratch).
+// The line solves, one launch per field (the fields share the scratch), on the box within
+// d's array (its strides, its distance between fields); origin: the entry of d's first field.
 template <typename T, int NC>
-cudaError_t lines(const tide_spectral *d, void *data, cudaStream_t stream)
+cudaError_t lines(const tide_spectral *d, void *data, double *origin, cudaStream_t stream)
 {
-    const tide_box *b = &d->box;
+    const tide_box *b = &d->box, *arr = tide_spectral_arr(d);
     int64_t st[3];
-    tide_box_strides(b, st);
+    tide_box_strides(arr, st);
     int other[2], k = 0;
     for (int i = 0; i < 3; i++) // the other two dimensions, slower first
         if (b->order[i] != d->line)
@@ -234,12 +244,12 @@ cudaError_t lines(const tide_spectral *d, void *data, cudaStream_t stream)
     g.lamp = d->lam[P], g.lamq = d->lam[Q];
     g.wp = d->mean_w[P], g.wq = d->mean_w[Q];
     g.lines = g.ep * g.eq;
-    int64_t count = g.lines * g.n;
+    int64_t count = tide_box_count(arr), at = tide_box_offset(arr, b);
     const int threads = 128;
     unsigned blocks = (unsigned)((g.lines + threads - 1) / threads);
     for (int f = 0; f < d->batch; f++) {
-        line_kernel<T, NC><<<blocks, threads, 0, stream>>>((T *)data + NC * f * count, g, *d,
-                                                          (double *)d->origin + 2 * f);
+        line_kernel<T, NC><<<blocks, threads, 0, stream>>>((T *)data + NC * (f * count + at), g,
+                                                          *d, origin + 2 * f);
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess)
             return e;
@@ -247,23 +257,31 @@ cudaError_t lines(const tide_spectral *d, void *data, cudaStream_t stream)
     return cudaSuccess;
 }
 
-cudaError_t line_solves(const tide_spectral *d, void *data, cudaStream_t stream)
+cudaError_t line_solves(const tide_spectral *d, void *data, double *origin,
+                        cudaStream_t stream)
 {
     if (d->dbl)
-        return d->real ? lines<double, 1>(d, data, stream) : lines<double, 2>(d, data, stream);
-    return d->real ? lines<float, 1>(d, data, stream) : lines<float, 2>(d, data, stream);
+        return d->real ? lines<double, 1>(d, data, origin, stream)
+                       : lines<double, 2>(d, data, origin, stream);
+    return d->real ? lines<float, 1>(d, data, origin, stream)
+                   : lines<float, 2>(d, data, origin, stream);
 }
 
 } // namespace
 
+// The kernels add to the origin entries of the fields processed, cleared first unless keep
+// (an empty box clears them too, and adds nothing: its sums are 0).
 extern "C" int tide_gpu_spectral(const tide_spectral *d, void *data, void *stream)
 {
-    if (tide_box_count(&d->box) <= 0)
-        return 0;
     cudaStream_t st = (cudaStream_t)stream;
-    cudaError_t e = cudaMemsetAsync(d->origin, 0, (size_t)d->batch * 2 * sizeof(double), st);
+    double *origin = (double *)d->origin + 2 * (size_t)d->field;
+    cudaError_t e = cudaSuccess;
+    if (!d->keep)
+        e = cudaMemsetAsync(origin, 0, (size_t)d->batch * 2 * sizeof(double), st);
+    if (e == cudaSuccess && tide_box_count(&d->box) <= 0)
+        return 0;
     if (e == cudaSuccess)
-        e = d->line < 0 ? diag(d, data, st) : line_solves(d, data, st);
+        e = d->line < 0 ? diag(d, data, origin, st) : line_solves(d, data, origin, st);
     return e == cudaSuccess ? 0
                             : tide_gpu_note_error(d->line < 0 ? "eigenvalue scaling kernel"
                                                               : "tridiagonal solve kernel",

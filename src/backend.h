@@ -16,10 +16,11 @@
 
 /* The operator of a Poisson solve in spectral space, applied to batch fields of complex data
  * (real data when `real`: every transformed dimension was transformed real-to-real) laid out
- * as this rank's box (global indices (i,j,k), the box's storage order). Along the transformed
- * dimensions it is diagonal, with tables lam[d] over each one's whole grid; along the bounded
- * dimension `line` (-1: none) it is the tridiagonal matrix of rows lower, diag, upper
- * (lower[0] and upper[n-1] zero), and the box holds that dimension whole.
+ * as this rank's box (global indices (i,j,k), the box's storage order) within the array arr
+ * (below). Along the transformed dimensions it is diagonal, with tables lam[d] over each
+ * one's whole grid; along the bounded dimension `line` (-1: none) it is the tridiagonal
+ * matrix of rows lower, diag, upper (lower[0] and upper[n-1] zero), and the box holds that
+ * dimension whole.
  *
  * line < 0: each point is multiplied by norm / (lam[0][i] + lam[1][j] + lam[2][k] - alpha),
  * or cleared where that sum is exactly 0 (the singular mode).
@@ -30,19 +31,36 @@
  * mean (weights weight[k], summing to 1) is removed, the system solved with u fixed at its
  * last point, and u shifted to zero weighted mean.
  *
- * origin[f] (complex, in double) receives, for field f, before the solve, the sum
- * over this rank's box of mean_w[0][i] mean_w[1][j] mean_w[2][k] times the value (line >= 0:
+ * origin[field + f] (complex, in double) receives, for field f, before the solve, the sum
+ * over the box of mean_w[0][i] mean_w[1][j] mean_w[2][k] times the value (line >= 0:
  * over the other two dimensions, times the line's weighted mean); a NULL table weighs index 0
  * alone (a periodic dimension, or Neumann faces). norm times the sum over the ranks is the
  * mean of f. Tables, origin and scratch live in the backend's memory; scratch holds one double
  * per point of the box, and at least three per point of TIDE_LINE_BLOCK lines (the GPU keeps
  * the eliminated upper diagonal there, the CPU the elimination of a block of neighbouring
- * lines in double). */
+ * lines in double).
+ *
+ * The data lies in an array of layout arr (same order as box, box inside it), of which box is
+ * the part processed: a streamed solve's chunk buffer is laid out for a fixed chunk thickness,
+ * and its last chunk holds fewer planes. The strides are arr's (tide_box_strides: the fastest
+ * storage dimension at stride 1), box's first point is (box.lo[k] - arr.lo[k]) strides along
+ * each dimension k in, and field f of the data tide_box_count(arr) points after field 0.
+ * An arr of no points (all zeros) means box itself. The tables stay indexed by the global
+ * indices of box.
+ *
+ * field: the origin entry of the first field processed; origin holds room for every field of
+ * every execution. keep == 0: the entries of the fields processed take their sums (the GPU
+ * clears them, then adds; an empty box gives 0). keep != 0: the sums add to what they hold,
+ * so that the chunks of a streamed solve each add their part (the caller clears origin before
+ * the solve). */
 enum { TIDE_LINE_BLOCK = 32 };
 
 typedef struct tide_spectral {
     int dbl;
     tide_box box;
+    tide_box arr;
+    int field;
+    int keep;
     int batch;
     const double *lam[3];
     double alpha, norm;
@@ -54,6 +72,12 @@ typedef struct tide_spectral {
     int real;
     double *scratch;
 } tide_spectral;
+
+/* The layout of the array d's data lies in: arr, or box where arr has no points. */
+static inline const tide_box *tide_spectral_arr(const tide_spectral *d)
+{
+    return tide_box_count(&d->arr) > 0 ? &d->arr : &d->box;
+}
 
 /* Bytes of one element of d's data (real or complex, float or double). */
 static inline size_t tide_spectral_elem(const tide_spectral *d)

@@ -89,13 +89,24 @@ static double mean_weight(const tide_spectral *d, const int p[3], int skip)
     return w;
 }
 
-/* The diagonal operator (backend.h: tide_spectral without a line). The eigenvalue sum and
- * the mean's weight of the two slower dimensions are worked out once per row. */
-static void cpu_diag(const tide_spectral *d, char *v)
+/* Field f's sum into d's origin (backend.h: field, keep): added to its entry, or stored. */
+static void origin_put(const tide_spectral *d, int f, const double sum[2])
 {
-    const tide_box *b = &d->box;
+    double *o = (double *)d->origin + 2 * ((size_t)d->field + f);
+    o[0] = d->keep ? o[0] + sum[0] : sum[0];
+    o[1] = d->keep ? o[1] + sum[1] : sum[1];
+}
+
+/* The diagonal operator (backend.h: tide_spectral without a line) on the box within d's array
+ * (data: the array). Each row's place in the array, the eigenvalue sum and the mean's weight
+ * of the two slower dimensions are worked out once per row; the row is contiguous. */
+static void cpu_diag(const tide_spectral *d, char *data)
+{
+    const tide_box *b = &d->box, *arr = tide_spectral_arr(d);
     int o0 = b->order[0], o1 = b->order[1], o2 = b->order[2], nc = d->real ? 1 : 2;
     size_t elem = tide_spectral_elem(d);
+    int64_t st[3], fs = tide_box_count(arr), at = tide_box_offset(arr, b);
+    tide_box_strides(arr, st);
     int p[3] = {0, 0, 0};
     for (int f = 0; f < d->batch; f++) {
         double sum[2] = {0, 0}, z[2];
@@ -103,6 +114,8 @@ static void cpu_diag(const tide_spectral *d, char *v)
             for (p[o1] = b->lo[o1]; p[o1] < b->hi[o1]; p[o1]++) {
                 double l01 = d->lam[o0][p[o0]] + d->lam[o1][p[o1]] - d->alpha;
                 double w01 = mean_weight(d, p, o2);
+                char *v = data + (size_t)(f * fs + at + (p[o0] - b->lo[o0]) * st[o0] +
+                                          (p[o1] - b->lo[o1]) * st[o1]) * elem;
                 for (int k = b->lo[o2]; k < b->hi[o2]; k++, v += elem) {
                     double den = l01 + d->lam[o2][k];
                     elem_load(d->dbl, nc, v, 0, 0, z);
@@ -115,7 +128,7 @@ static void cpu_diag(const tide_spectral *d, char *v)
                     elem_store(d->dbl, nc, v, 0, 0, z);
                 }
             }
-        elem_store(1, 2, d->origin, 1, f, sum); /* in double */
+        origin_put(d, f, sum);
     }
 }
 
@@ -192,27 +205,27 @@ static void solve_block(const tide_spectral *d, char *v, int64_t st, int64_t sc,
 
 /* The line solves (backend.h: tide_spectral with a line): every line along d->line of every
  * field, at (i, j) of the other two dimensions a and c, c the one stored faster, in blocks
- * of neighbours along c. */
+ * of neighbours along c, on the box within d's array (v: the array). */
 static void cpu_lines(const tide_spectral *d, char *v)
 {
-    const tide_box *bx = &d->box;
+    const tide_box *bx = &d->box, *arr = tide_spectral_arr(d);
     int L = d->line, a = L == 0 ? 1 : 0, c = L == 2 ? 1 : 2, n = tide_ext(bx, L);
     int64_t st[3];
-    tide_box_strides(bx, st);
+    tide_box_strides(arr, st);
     if (st[a] < st[c]) {
         int t = a;
         a = c, c = t;
     }
     double *cp = d->scratch, *u = cp + (size_t)n * TIDE_LINE_BLOCK;
     size_t elem = tide_spectral_elem(d);
-    int64_t count = tide_box_count(bx);
+    int64_t count = tide_box_count(arr), at = tide_box_offset(arr, bx);
     for (int f = 0; f < d->batch; f++) {
         double sum[2] = {0, 0};
         for (int i = bx->lo[a]; i < bx->hi[a]; i++)
             for (int j0 = bx->lo[c]; j0 < bx->hi[c]; j0 += TIDE_LINE_BLOCK) {
                 int nb = bx->hi[c] - j0 < TIDE_LINE_BLOCK ? bx->hi[c] - j0 : TIDE_LINE_BLOCK;
                 double s[TIDE_LINE_BLOCK], w[TIDE_LINE_BLOCK];
-                char *line = v + (size_t)(f * count + (i - bx->lo[a]) * st[a] +
+                char *line = v + (size_t)(f * count + at + (i - bx->lo[a]) * st[a] +
                                           (j0 - bx->lo[c]) * st[c]) * elem;
                 for (int b = 0; b < nb; b++) {
                     int p[3] = {0, 0, 0};
@@ -222,15 +235,18 @@ static void cpu_lines(const tide_spectral *d, char *v)
                 }
                 solve_block(d, line, st[L], st[c], n, nb, s, w, sum, cp, u);
             }
-        elem_store(1, 2, d->origin, 1, f, sum); /* in double */
+        origin_put(d, f, sum);
     }
 }
 
 static int cpu_spectral(const tide_env *e, const tide_spectral *d, void *data)
 {
     (void)e;
-    if (tide_box_count(&d->box) == 0)
+    if (tide_box_count(&d->box) == 0) { /* sums of 0: stored as the GPU's clear does */
+        for (int f = 0; f < d->batch; f++)
+            origin_put(d, f, (const double[2]){0, 0});
         return TIDE_SUCCESS;
+    }
     if (d->line >= 0)
         cpu_lines(d, data);
     else

@@ -144,9 +144,10 @@ enum { ORIGIN_ELEM = 2 * sizeof(double) };
 static int spectral_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
 {
     const tide_spectral *d = op->spec;
-    size_t bytes = (size_t)tide_box_count(&d->box) * (size_t)d->batch * tide_spectral_elem(d);
+    size_t bytes = (size_t)tide_box_count(tide_spectral_arr(d)) * (size_t)d->batch *
+                   tide_spectral_elem(d);
     int st = src == dst ? TIDE_SUCCESS : e->be->copy(e, dst, src, bytes);
-    return st || !bytes ? st : e->be->spectral(e, d, dst);
+    return st || !tide_box_count(&d->box) || !d->batch ? st : e->be->spectral(e, d, dst);
 }
 
 /* The tables of d in the order spectral_tables fills them. */
@@ -235,6 +236,7 @@ int tide_op_spectral(tide_op *op, const tide_env *e, const tide_spectral *d, con
     op->cost.flops = (line ? 16 : 6) * points;
     op->cost.mem_bytes = 2 * points * (double)tide_spectral_elem(d) * (line ? 2 : 1) +
                          (line ? 2 * points * sizeof(double) : 0);
+    op->count = d->batch; /* the fields origin holds, whatever batch a chunk runs with */
     tide_spectral *x = calloc(1, sizeof *x);
     if (!x)
         return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
@@ -270,9 +272,31 @@ int tide_op_spectral_is_fused(const tide_op *op) { return op->cls == &spectral_f
 
 int tide_op_spectral_origin(const tide_op *op, const tide_env *e, void *dst)
 {
-    int st = e->be->copy(e, dst, op->spec->origin,
-                         (size_t)op->spec->batch * ORIGIN_ELEM);
+    int st = e->be->copy(e, dst, op->spec->origin, (size_t)op->count * ORIGIN_ELEM);
     return st ? st : e->be->sync(e);
+}
+
+int tide_op_spectral_clear(const tide_op *op, const tide_env *e)
+{
+    size_t bytes = (size_t)op->count * ORIGIN_ELEM;
+    void *zeros = calloc(1, bytes ? bytes : 1);
+    if (!zeros)
+        return TIDE_ERR_NOMEM;
+    int st = e->be->copy(e, op->spec->origin, zeros, bytes);
+    st = st ? st : e->be->sync(e); /* the zeros go when this returns */
+    free(zeros);
+    return st;
+}
+
+void tide_op_spectral_chunk(const tide_op *op, const tide_box *box, const tide_box *arr,
+                            int field)
+{
+    tide_spectral *d = op->spec;
+    d->box = *box;
+    d->arr = *arr;
+    d->field = field;
+    d->batch = 1;
+    d->keep = 1;
 }
 
 /* ---- stencil sweep --------------------------------------------------------------------- */

@@ -59,7 +59,7 @@ struct tide_op {
     tide_reshape *reshape;
     void *fft;
     int dbl;
-    long long count;      /* pointwise: scalars */
+    long long count;      /* pointwise: scalars; spectral: the fields its origin holds */
     double factor;        /* pointwise: the scale factor */
     tide_spectral *spec;  /* spectral operator: its tables in the backend's memory */
     tide_sweep *sweep;    /* stencil sweep (the plan's): count is the steps of a pass */
@@ -92,9 +92,19 @@ int tide_op_spectral(tide_op *op, const tide_env *e, const tide_spectral *d, con
  * (tide_cpu_fft_desc's then): it keeps its tables and origin, and runs as nothing. */
 void tide_op_spectral_fused(tide_op *op);
 int tide_op_spectral_is_fused(const tide_op *op);
-/* Copies the spectral op's origin (d->batch complex doubles) into host memory at dst, after
- * the work enqueued before (synchronizes the plan's work). */
+/* Copies the spectral op's origin (the d->batch complex doubles it was made with) into host
+ * memory at dst, after the work enqueued before (synchronizes the plan's work). */
 int tide_op_spectral_origin(const tide_op *op, const tide_env *e, void *dst);
+/* Zeroes the spectral op's whole origin (every field it was made with), after the work
+ * enqueued before (synchronizes the plan's work). Returns 0 or a code. */
+int tide_op_spectral_clear(const tide_op *op, const tide_env *e);
+/* A streamed solve's middle op (made for a chunk's layout, with origin room for every field)
+ * runs on one chunk of one field at a time: box the chunk's points (global indices, no more
+ * than the op was made for: the scratch), arr the chunk buffer's layout (backend.h), field
+ * the field whose origin entry its sums add to. Sets batch 1 and keep; the op stays const,
+ * its spectral operator is not. Its cost stays the one it was made with. */
+void tide_op_spectral_chunk(const tide_op *op, const tide_box *box, const tide_box *arr,
+                            int field);
 
 /* A stencil sweep of s (backend.h; prepared by the backend's sweep_create, owned by the
  * caller) from its source to its destination, op->count steps per execution (the caller sets
