@@ -294,9 +294,16 @@ int create_dft(const tide_gpu_fft_desc *d, tide_gpu_fft *f, size_t *work_bytes, 
         else
             g[ng++] = l[k];
     }
-    int b = 0; // the largest group is cuFFT's batch
+    // The largest group is cuFFT's batch, the others looped over at execution. cuFFT wants
+    // the real side of a real transform aligned like complex data (cufftExecR2C), so there a
+    // group whose real stride is odd (a loop over it would start rows at odd scalars) is the
+    // batch, if one is.
+    int b = 0, real_in = d->kind == 1, real_out = d->kind == 2;
     for (int k = 1; k < ng; k++)
         if (g[k].n > g[b].n)
+            b = k;
+    for (int k = 0; k < ng; k++)
+        if ((real_in && g[k].is % 2) || (real_out && g[k].os % 2))
             b = k;
     axis batch = ng ? g[b] : axis{1, 1, 1};
 

@@ -52,9 +52,11 @@ static int add_fft(const fft_user *u, const tide_env *e, const tide_box *cbox, i
 }
 
 /* The ops of pass k of direction dir (see the top of the file). */
-static int make_ops(void *user, int dir, int k, const tide_env *e, const tide_box *cbox,
-                    tide_op *ops, int *nops, size_t *work, char *err, size_t len)
+static int make_ops(void *user, int dir, int k, int slot, const tide_env *e,
+                    const tide_box *cbox, const tide_box *out, tide_op *ops, int *nops,
+                    size_t *work, char *err, size_t len)
 {
+    (void)slot, (void)out; /* in place: cbox */
     const fft_user *u = user;
     const tide_fft_stream_desc *d = u->d;
     int n = 0, st, xrows = pass_dim(d, dir, k) == 1;
@@ -96,14 +98,14 @@ int tide_fft_stream_create(const tide_env *env, const tide_fft_stream_desc *d,
     size_t scalar = d->dbl ? sizeof(double) : sizeof(float);
     tide_stream_desc sd = {.env = env, .layout = {lay, lay + P},
                            .elem = d->r2c ? scalar : 2 * scalar, .batch = d->batch,
-                           .make_ops = make_ops, .user = &u, .budget = d->budget,
+                           .ndirs = 2, .npasses = 2, .make_ops = make_ops, .user = &u, .budget = d->budget,
                            .resident = d->resident};
     for (int dir = 0; dir < 2; dir++) {
         int first = pass_dim(d, dir, 0), second = 1 - first;
         sd.pass[dir][0] = (tide_pass_desc){first, P > 1 ? second : first, first,
-                                           dir ? u.zc : zreal, u.zc};
+                                           dir ? u.zc : zreal, u.zc, -1};
         sd.pass[dir][1] = (tide_pass_desc){second, P > 1 && !T ? first : second, second, u.zc,
-                                           dir ? zreal : u.zc};
+                                           dir ? zreal : u.zc, -1};
     }
     int st = tide_stream_create(&sd, out, err, len);
     free(lay);

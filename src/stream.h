@@ -3,47 +3,69 @@
  * the GPU: each pass cuts this rank's box of one layout into chunks along one dimension, and
  * the out-of-card pipeline engine (gpu/pipeline.h) uploads each chunk, runs the pass's ops on
  * it in device memory, and downloads the result, overlapping the three. A pass may move the
- * data to the other layout on the way (comm/chunked.h: over NCCL inside the pipeline, or over
- * MPI in host memory after it). Between passes the data waits in a pinned host array W, or,
- * when it fits the device budget (one rank), in device memory, so it crosses PCIe once each
- * way. The ops are the plan core's (program.h), one copy per pipeline slot, each bound to its
- * slot's stream; the operation says which ops a pass runs, the runner does the rest.
+ * data to another layout on the way (comm/chunked.h: over NCCL inside the pipeline, or over
+ * MPI in host memory after it). Between passes the data waits in pinned host arrays W, or,
+ * when it fits the device budget (one rank, two passes), in device memory, so it crosses PCIe
+ * once each way. The ops are the plan core's (program.h), one copy per pipeline slot, each
+ * bound to its slot's stream; the operation says which ops a pass runs, the runner does the
+ * rest. A direction of a program has two passes (a transform) or three (a solve: the outer
+ * transforms, the middle pass with the operator between them, the outer inverses).
  */
 #ifndef TIDE_STREAM_H
 #define TIDE_STREAM_H
 
 #include "program.h"
 
-enum { TIDE_STREAM_SLOTS = 3, TIDE_STREAM_PASSES = 2, TIDE_PASS_OPS = 4 };
+enum { TIDE_STREAM_SLOTS = 3, TIDE_STREAM_PASSES = 3, TIDE_STREAM_LAYOUTS = 4, TIDE_PASS_OPS = 4 };
 
 /* One pass. Its chunks have the full extent of layout `from` in every dimension but d, and
  * dimension 2 at its full extent (the complex rows of a real transform, real rows landing
- * padded); zin and zout say how much of dimension 2 the data it reads and writes has. */
+ * padded); zin and zout say how much of dimension 2 the data it reads and writes has. An
+ * in-place pass (src < 0) reads layout `from` too, its chunks in one device buffer. An
+ * out-of-place pass reads layout src (cut along d like `from`, its chunks in a buffer of their
+ * own) and its ops write the chunk of `from` in a second buffer: a real transform along a
+ * dimension other than the fastest changes the data's shape. */
 typedef struct {
-    int from, to;  /* the layouts it reads and writes (0 or 1); different: it moves the data */
+    int from, to;  /* the layouts its results have and go to; different: it moves the data */
     int d;         /* the dimension its chunks cut */
     int zin, zout;
+    int src;       /* the layout it reads, or -1: `from` (in place) */
 } tide_pass_desc;
 
-/* Makes the ops pass k of direction dir runs on every chunk, in place in device memory laid out
- * as cbox (a chunk's shape; the ops see only its extents), for one slot whose environment is e
- * (its stream): ops[0..*nops), at most TIDE_PASS_OPS. Raises *work to the FFT work area they
- * need. Returns 0 or a code with the reason in err. */
-typedef int (*tide_pass_ops)(void *user, int dir, int k, const tide_env *e,
-                             const tide_box *cbox, tide_op *ops, int *nops, size_t *work,
-                             char *err, size_t len);
+/* Makes the ops pass k of direction dir runs on every chunk, in device memory laid out as in
+ * (the chunk it reads) and out (the chunk of its results; the same box and buffer in place):
+ * chunk shapes at the rank's first chunk; FFTs see only their extents. An op reads and writes
+ * the chunk buffers its src and dst say: 0 the input chunk, 1 the output chunk (both 0 in
+ * place). For pipeline slot `slot` (slot 0 first) whose environment is e (its stream):
+ * ops[0..*nops), at most TIDE_PASS_OPS. Raises *work to the FFT work area they need. Returns
+ * 0 or a code with the reason in err. */
+typedef int (*tide_pass_ops)(void *user, int dir, int k, int slot, const tide_env *e,
+                             const tide_box *in, const tide_box *out, tide_op *ops, int *nops,
+                             size_t *work, char *err, size_t len);
+
+/* NULL, or called before the ops of every chunk that has points, with the chunk's points
+ * (region, global indices on layout `from`'s grid), its buffer's layout (chunk) and the field,
+ * for ops whose work depends on where the chunk lies (a solve's operator, whose tables are
+ * indexed by global indices). It may change what the ops point to, not the ops. */
+typedef void (*tide_pass_chunk)(void *user, int dir, int k, int field, const tide_box *region,
+                                const tide_box *chunk, const tide_op *ops, int nops);
 
 typedef struct {
     const tide_env *env;       /* the plan's: context, the CUDA backend, nccl (NULL: MPI) */
-    const tide_box *layout[2]; /* every rank's boxes of the two layouts (C order), dimension 2
-                                * at the chunks' extent */
+    const tide_box *layout[TIDE_STREAM_LAYOUTS]; /* every rank's boxes of each layout (C
+                                * order), dimension 2 at the chunks' extent */
     size_t elem;               /* bytes per transferred element */
     int batch;                 /* fields, one after the other on each side */
-    tide_pass_desc pass[2][TIDE_STREAM_PASSES]; /* [0 forward, 1 backward][k] */
+    int ndirs, npasses;        /* directions (1 or 2) and passes per direction (2 or 3) */
+    tide_pass_desc pass[2][TIDE_STREAM_PASSES]; /* [direction][k] */
     tide_pass_ops make_ops;
-    void *user;
+    tide_pass_chunk chunk;
+    void *user;                /* passed to both; user_bytes of it are copied into the stream
+                                * (0: passed as is, to make_ops alone) */
+    size_t user_bytes;
     size_t budget;             /* device bytes the runner may hold */
-    int resident;              /* keep the data on the device between passes when it fits */
+    int resident;              /* keep the data on the device between passes when it fits
+                                * (two passes) */
 } tide_stream_desc;
 
 typedef struct tide_stream tide_stream;
@@ -61,7 +83,10 @@ typedef struct {
 } tide_stream_shape;
 void tide_stream_shape_of(const tide_stream *s, tide_stream_shape *sh);
 
-/* Collective: direction dir (0 or 1) from in (laid out as the first pass's `from` layout) to
+/* The ops of pass k of direction dir, as "fft(x) > eigen > fft(x)". */
+void tide_stream_describe_pass(const tide_stream *s, int dir, int k, char *buf, size_t len);
+
+/* Collective: direction dir (0 or 1) from in (laid out as the layout the first pass reads) to
  * out (the last pass's `to`); field f at f * (one field's count) on each side; in == out
  * allowed. After a failure it still takes part in every exchange. Returns 0 or a code with the
  * reason in err. Writes nothing but the arrays and the engine's scratch. */
