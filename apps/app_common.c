@@ -329,7 +329,7 @@ double app_bound_local(double fft_bytes, int device, const tide_rates *r)
 
 double app_bound_pcie(double up, double down, int batch, int trips, const tide_rates *r)
 {
-    if (trips == 2)
+    if (trips >= 2)
         return (up + down) / (r->both * 1e9);
     return (up + down) * (batch - 1) / batch / (r->both * 1e9) + up / batch / (r->h2d * 1e9) +
            down / batch / (r->d2h * 1e9);

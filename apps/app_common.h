@@ -152,8 +152,8 @@ double app_bound_local(double fft_bytes, int device, const tide_rates *r);
 /* Seconds of host arrays crossing PCIe: up and down bytes per run, batch fields. One round
  * trip (trips 1) cannot overlap a field's two directions: the first field's upload and the
  * last one's download run alone at the one-direction rates, the rest beside another field's
- * transfer at the both-directions rate. Two round trips overlap one pass's download with the
- * next one's upload: all at the both-directions rate. */
+ * transfer at the both-directions rate. Two or more round trips overlap one pass's download
+ * with the next one's upload: all at the both-directions rate. */
 double app_bound_pcie(double up, double down, int batch, int trips, const tide_rates *r);
 
 /* Collective: seconds of exchanges that do not overlap the local work: bytes leaving the rank

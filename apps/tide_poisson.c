@@ -70,7 +70,11 @@ static const char *usage =
     "  -a2av | -p2p           exchange: MPI_Alltoallv or pipelined Isend/Irecv (default: auto)\n"
     "  -nccl | -cuda-mpi      GPU data: NCCL send/recv, or MPI on device pointers\n"
     "  -device                f and u in GPU memory (backend cuda or auto with GPUs)\n"
-    "  -budget GB             device memory the plan may use (default: free less 1 GiB)\n"
+    "  -budget GB             device memory the plan may use (default: free less 1 GiB;\n"
+    "                         host arrays of a solve that does not fit stream through the\n"
+    "                         GPU in chunks)\n"
+    "  -stream                host arrays stream through the GPU in chunks whatever the\n"
+    "                         budget (three passes, every transform on the GPU)\n"
     "  -grid A B C            boxes from an A x B x C process grid (A*B*C = P; default: the\n"
     "                         solver's choice)\n"
     "  -batch B               solve B right-hand sides per call (default 1)\n"
@@ -86,7 +90,7 @@ static const char *usage =
 typedef struct {
     app_args c;      /* backend, precision, grid and the options every subcommand takes */
     char bc[7];      /* per dimension its low and high face, each p, n or d ("pp" or n/d) */
-    int has_h, spectral, has_grid, grid[3];
+    int has_h, spectral, has_grid, grid[3], stream;
     int stretched;   /* the dimension -stretch applies to, or -1 */
     double h[3], alpha, stretch;
 } args;
@@ -144,6 +148,8 @@ static int parse(int argc, char **argv, args *a)
             bad = common < 0;
         } else if (!strcmp(o, "-spectral")) {
             a->spectral = 1;
+        } else if (!strcmp(o, "-stream")) {
+            a->stream = 1;
         } else if (!strcmp(o, "-grid")) {
             bad = app_parse_triple(argc, argv, &i, a->grid);
             a->has_grid = 1;
@@ -459,17 +465,27 @@ static int bound_of(tide_context *ctx, tide_poisson_plan *plan, const tide_poiss
     fig->rates = r;
     fig->xrate = 0;
     app_cost_of(&c, NULL, &fig->cost);
+    /* Host arrays streamed through the GPU: the device work overlaps the transfers, every
+     * pass's upload beside another's download (tide_poisson_info: three round trips). */
     int gpu = info->backend == TIDE_BACKEND_CUDA, host = info->location == TIDE_LOCATION_HOST;
-    double b = app_bound_local(c.fft_bytes, gpu, &r);
-    char pcie[160] = "";
-    if (gpu && host) {
-        b += app_bound_pcie(c.h2d_bytes, c.d2h_bytes, 1, 1, &r);
+    int streamed = gpu && host && info->round_trips > 1;
+    double b = streamed ? 0 : app_bound_local(c.fft_bytes, gpu, &r);
+    char pcie[200] = "";
+    if (gpu && host)
+        b += app_bound_pcie(c.h2d_bytes, c.d2h_bytes, 1, info->round_trips, &r);
+    if (streamed)
+        snprintf(pcie, sizeof pcie, "%d PCIe round trips of the rank's data (%.3g GB up, %.3g "
+                 "GB down) at the measured both-directions rate (%.3g GB/s), the device work "
+                 "overlapping them", info->round_trips, c.h2d_bytes / 1e9, c.d2h_bytes / 1e9,
+                 r.both);
+    else if (gpu && host)
         snprintf(pcie, sizeof pcie, "f up and u down over PCIe at the measured one-direction "
                  "rates (%.3g, %.3g GB/s), then ", r.h2d, r.d2h);
-    }
     tide_exchange x = info->exchange;
+    /* exchanges inside the streamed passes (NCCL) overlap them; over MPI they follow */
     int counted = info->exchanges > 0 &&
-                  (!gpu || x == TIDE_EXCHANGE_NCCL || x == TIDE_EXCHANGE_CUDA_MPI);
+                  (streamed ? x == TIDE_EXCHANGE_P2P
+                            : !gpu || x == TIDE_EXCHANGE_NCCL || x == TIDE_EXCHANGE_CUDA_MPI);
     char xpart[200] = "";
     if (counted) {
         double xs = 0, xrate = 0;
@@ -484,9 +500,12 @@ static int bound_of(tide_context *ctx, tide_poisson_plan *plan, const tide_poiss
     } else if (info->exchanges > 0) {
         snprintf(xpart, sizeof xpart, "; exchanges through pinned host buffers not counted");
     }
-    snprintf(what, len, "%seach local pass reading and writing the rank's data once at the "
-             "measured %s copy rate (%.3g GB/s)%s", pcie, gpu ? "device" : "host",
-             gpu ? r.d2d : r.host_copy, xpart);
+    if (streamed)
+        snprintf(what, len, "%s%s", pcie, xpart);
+    else
+        snprintf(what, len, "%seach local pass reading and writing the rank's data once at the "
+                 "measured %s copy rate (%.3g GB/s)%s", pcie, gpu ? "device" : "host",
+                 gpu ? r.d2d : r.host_copy, xpart);
     *bound = app_max(b);
     return 0;
 }
@@ -539,6 +558,7 @@ int tide_cmd_poisson(int argc, char **argv)
     }
     o.alpha = a.alpha;
     o.eigen = a.spectral ? TIDE_EIGEN_SPECTRAL : TIDE_EIGEN_FD2;
+    o.out_of_card = a.stream ? TIDE_OOC_STREAM : TIDE_OOC_AUTO;
     tide_box box;
     if (a.has_grid)
         tide_box_in_grid(c->n, a.grid, rank, &box);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include "args.h"
 #include "fft_stream.h"
+#include "solver_stream.h"
 #include "layout.h"
 #include "program.h"
 #include "region.h"
@@ -45,7 +46,7 @@ struct tide_fft_plan {
     size_t dio_bytes;
     /* Host arrays streamed through the GPU in chunks instead of the program. */
     tide_stream *streamed;
-    char stream_what[160];
+    char stream_what[384];
     int stream_exchanges; /* per transform: 0 (one rank), 1 (transposed) or 2 */
     double fwd_scale, bwd_scale;
 };
@@ -432,7 +433,7 @@ static int make_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *
     if (mid >= 0) {
         const tide_chain_step *s = &steps[mid];
         tide_op *o = &prog->ops[mid];
-        int st = p->mid->make(o, &p->env, &s->from[p->ctx->rank], c->grid[s->from_grid],
+        int st = p->mid->make(o, &p->env, &s->from[p->ctx->rank], c->grid[s->from_grid], 0,
                               p->mid->user, err, len);
         if (st)
             return st;
@@ -577,22 +578,40 @@ static int is_slab(const int n[3], int P, int r, int d, const tide_box *b)
  * tide_box_slab's on every rank), slabs that fit, and between several ranks NCCL or MPI point
  * to point in host memory. *transposed: the output is y-slabs. The same answer on every
  * rank (all holds every rank's request). */
+/* Whether the options let host arrays stream: host location, slabs, and between several ranks
+ * NCCL or MPI point to point in host memory. */
+static int stream_options_ok(const tide_context *ctx, const tide_fft_options *o)
+{
+    tide_exchange e = o->exchange;
+    return o->location == TIDE_LOCATION_HOST &&
+           (o->decomposition == TIDE_DECOMP_AUTO || o->decomposition == TIDE_DECOMP_SLABS) &&
+           (ctx->nranks == 1 || e == TIDE_EXCHANGE_AUTO || e == TIDE_EXCHANGE_P2P ||
+            (e == TIDE_EXCHANGE_NCCL && ctx->nccl_usable));
+}
+
 static int streams_ok(const tide_context *ctx, const int n[3], const int nout[3],
                       const tide_args *all, const tide_fft_options *o, int *transposed)
 {
     int P = ctx->nranks, xs_out = 1, ys_out = 1, xs_in = 1;
-    tide_exchange e = o->exchange;
     for (int r = 0; r < P; r++) {
         xs_in = xs_in && (!all[r].has[BOX_IN] || is_slab(n, P, r, 0, &all[r].box[BOX_IN]));
         xs_out = xs_out && (!all[r].has[BOX_OUT] || is_slab(nout, P, r, 0, &all[r].box[BOX_OUT]));
         ys_out = ys_out && all[r].has[BOX_OUT] && is_slab(nout, P, r, 1, &all[r].box[BOX_OUT]);
     }
     *transposed = all[0].has[BOX_OUT] ? !xs_out && ys_out : o->transposed_out;
-    return o->location == TIDE_LOCATION_HOST && xs_in &&
-           (xs_out || ys_out) && P <= n[0] && P <= n[1] &&
-           (o->decomposition == TIDE_DECOMP_AUTO || o->decomposition == TIDE_DECOMP_SLABS) &&
-           (P == 1 || e == TIDE_EXCHANGE_AUTO || e == TIDE_EXCHANGE_P2P ||
-            (e == TIDE_EXCHANGE_NCCL && ctx->nccl_usable));
+    return xs_in && (xs_out || ys_out) && P <= n[0] && P <= n[1] && stream_options_ok(ctx, o);
+}
+
+/* Whether a solver's host arrays too large for the device budget can stream through the GPU
+ * in chunks (solver_stream.c): slabs along its outer dimension (NULL boxes, or tide_box_slab's
+ * on every rank). The same answer on every rank. */
+static int solver_streams_ok(const tide_context *ctx, const int n[3], const tide_args *all,
+                             const tide_fft_options *o, const tide_fft_middle *mid)
+{
+    int P = ctx->nranks, d = tide_solver_stream_outer(mid, n, P), ok = d >= 0;
+    for (int r = 0; r < P && ok; r++)
+        ok = !all[r].has[BOX_IN] || is_slab(n, P, r, d, &all[r].box[BOX_IN]);
+    return ok && stream_options_ok(ctx, o);
 }
 
 /* A plan with what every plan has: the request, its backend, the grid and element sizes, the
@@ -689,6 +708,47 @@ static int make_stream_plan(tide_context *ctx, const int n[3], const tide_fft_op
         snprintf(p->stream_what, sizeof p->stream_what, "stream[%d chunks, %d slots%s] "
                  "fft(y,z)%s > stream fft(x)%s", sh.chunks, sh.slots,
                  sh.resident ? ", resident" : "", x, moves == 2 ? x : "");
+    }
+    return agree_plan(ctx, st, err, p, out);
+}
+
+/* Collective: the streamed solver plan (see solver_streams_ok), exchanges as for
+ * make_stream_plan. */
+static int make_solver_stream_plan(tide_context *ctx, const int n[3],
+                                   const tide_fft_options *opts, const tide_fft_middle *mid,
+                                   tide_fft_plan **out)
+{
+    *out = NULL;
+    int P = ctx->nranks, o = tide_solver_stream_outer(mid, n, P);
+    int nccl_on = P > 1 && ctx->nccl_usable && opts->exchange != TIDE_EXCHANGE_P2P;
+    void *nccl = NULL;
+    int st = nccl_on ? tide_context_nccl(ctx, &nccl) : TIDE_SUCCESS;
+    if (st)
+        return st;
+    char err[TIDE_MSG_LEN] = "";
+    tide_fft_plan *p = new_plan(ctx, n, opts, 1, mid, err, sizeof err);
+    st = p ? TIDE_SUCCESS : TIDE_ERR_NOMEM;
+    if (p) {
+        tide_box_slab(n, o, P, ctx->rank, &p->inbox);
+        tide_box_slab(p->nout, 1 - o, P, ctx->rank, &p->outbox);
+        p->decomp = P > 1 ? TIDE_DECOMP_SLABS : TIDE_DECOMP_AUTO;
+        p->exchange = P == 1 ? TIDE_EXCHANGE_AUTO : nccl ? TIDE_EXCHANGE_NCCL : TIDE_EXCHANGE_P2P;
+        p->env.transport = p->exchange;
+        p->stream_exchanges = P > 1 ? 2 : 0;
+        p->env.nccl = nccl;
+        tide_solver_stream_desc d = {{n[0], n[1], n[2]}, opts->precision == TIDE_DOUBLE,
+                                     opts->batch, mid, ctx->dev.budget_bytes};
+        st = tide_solver_stream_create(&p->env, &d, &p->streamed, err, sizeof err);
+    }
+    if (!st) {
+        tide_stream_shape sh;
+        tide_stream_shape_of(p->streamed, &sh);
+        char w[3][64];
+        for (int k = 0; k < 3; k++)
+            tide_stream_describe_pass(p->streamed, 0, k, w[k], sizeof w[k]);
+        const char *x = P == 1 ? "" : nccl ? " > nccl" : " > p2p";
+        snprintf(p->stream_what, sizeof p->stream_what, "stream[%d chunks, %d slots] %s%s > "
+                 "stream %s%s > stream %s", sh.chunks, sh.slots, w[0], x, w[1], x, w[2]);
     }
     return agree_plan(ctx, st, err, p, out);
 }
@@ -1039,9 +1099,9 @@ int tide_fft_plan_info(const tide_fft_plan *p, tide_fft_info *info)
         info->streams = info->slots = sh.slots;
         info->device_bytes = sh.device_bytes;
         info->pinned_bytes = sh.pinned_bytes;
-        info->round_trips = sh.resident ? 1 : 2;
+        info->round_trips = sh.resident ? 1 : p->mid ? 3 : 2;
         info->exchanges = p->stream_exchanges;
-        info->local_transforms = 2;
+        info->local_transforms = p->mid ? 4 : 2;
     }
     double N = (double)p->n[0] * p->n[1] * p->n[2];
     info->flops = (p->o.type == TIDE_R2C ? 2.5 : 5.0) * N * log2(N) * p->o.batch;
@@ -1057,7 +1117,10 @@ int tide_fft_plan_info(const tide_fft_plan *p, tide_fft_info *info)
  * input and writes an output-sized slab, the second reads and writes output-sized data (going
  * back the reverse); each moving pass sends the part of it that belongs to other ranks. Data
  * resident between the passes crosses PCIe once each way, and is copied into and out of its
- * device array (read and written each time). */
+ * device array (read and written each time). A solve (direction 0): three passes, the first
+ * from the real input to the spectral data (out), the second over the spectral data (two
+ * transforms and the middle op), the third back to the real output; the middle op's memory
+ * traffic is the solver's to add. */
 static void stream_cost(const tide_fft_plan *p, int direction, tide_fft_cost *c)
 {
     tide_fft_info info;
@@ -1065,6 +1128,15 @@ static void stream_cost(const tide_fft_plan *p, int direction, tide_fft_cost *c)
     double in = (double)info.in_bytes, out = (double)info.out_bytes, P = p->ctx->nranks;
     double src = direction < 0 ? in : out, dst = direction < 0 ? out : in;
     int resident = info.round_trips == 1;
+    if (p->mid) {
+        c->flops = 2 * info.flops / P;
+        c->h2d_bytes = c->d2h_bytes = in + 2 * out;
+        c->fft_bytes = 2 * in + 6 * out;
+        c->exchanges = p->stream_exchanges;
+        c->exchange_bytes = p->stream_exchanges * out * (P - 1) / P;
+        c->fft_passes = 4;
+        return;
+    }
     c->flops = info.flops / P;
     c->h2d_bytes = src + (resident ? 0 : out);
     c->d2h_bytes = dst + (resident ? 0 : out);
@@ -1224,7 +1296,7 @@ static int run(tide_fft_plan *p, int dir, const void *in, void *out, int enter_s
         return st;
     if (p->streamed) {
         char err[TIDE_MSG_LEN] = "";
-        int rc = tide_stream_execute(p->streamed, dir < 0 ? 0 : 1, in, out, err, sizeof err);
+        int rc = tide_stream_execute(p->streamed, dir > 0, in, out, err, sizeof err);
         if (rc)
             tide_fail(ctx, rc, "streaming %s through the GPU: %s", fn, err);
         return tide_agree(ctx, rc);
@@ -1293,11 +1365,14 @@ int tide_fft_solver_run(tide_fft_plan *p, const void *in, void *out)
 
 void tide_fft_solver_cost(const tide_fft_plan *p, tide_fft_cost *cost)
 {
-    program_cost(p, &p->solve, cost);
+    if (p->streamed)
+        stream_cost(p, 0, cost);
+    else
+        program_cost(p, &p->solve, cost);
 }
 
 int tide_fft_solver_create(tide_context *ctx, const int n[3], const tide_box *box,
-                           const tide_fft_options *opts, const tide_fft_middle *mid,
+                           const tide_fft_options *opts, const tide_fft_middle *mid, int stream,
                            tide_fft_plan **plan)
 {
     tide_fft_options o = *opts;
@@ -1309,9 +1384,25 @@ int tide_fft_solver_create(tide_context *ctx, const int n[3], const tide_box *bo
     tide_args *all = NULL;
     int cuda = tide_wants_cuda(ctx, o.backend);
     int st = agree_request(ctx, n, box, NULL, &o, plan, enter_st, 1, &all);
-    if (!st)
-        st = or_on_cpu(ctx, make_measured(ctx, n, all, &o, cuda, mid, plan), n, all, &o, cuda,
-                       mid, plan);
+    if (!st && stream) {
+        int d = tide_solver_stream_outer(mid, n, ctx->nranks);
+        if (!cuda || !solver_streams_ok(ctx, n, all, &o, mid))
+            st = tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "the plan of %s: host arrays stream "
+                           "through the GPU only on the CUDA backend, as slabs along %s (NULL "
+                           "boxes or tide_box_slab's), with decomposition auto or slabs and "
+                           "exchange auto, p2p or nccl", mid->call,
+                           d == 0 ? "x" : d == 1 ? "y" : "x or y, no more ranks than planes");
+        else
+            st = make_solver_stream_plan(ctx, n, &o, mid, plan);
+    } else if (!st) {
+        st = make_measured(ctx, n, all, &o, cuda, mid, plan);
+        if (st == TIDE_ERR_NOMEM && cuda && solver_streams_ok(ctx, n, all, &o, mid)) {
+            tide_log(ctx, TIDE_LOG_INFO, "%s streams host arrays through the GPU: %s",
+                     mid->call, ctx->errmsg);
+            st = make_solver_stream_plan(ctx, n, &o, mid, plan);
+        }
+        st = or_on_cpu(ctx, st, n, all, &o, cuda, mid, plan);
+    }
     free(all);
     tide_device_leave(prev);
     return st;

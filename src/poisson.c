@@ -31,6 +31,7 @@
 #include "args.h"
 #include "backend.h"
 #include "solver.h"
+#include "stream.h"
 
 struct tide_poisson_plan {
     tide_context *ctx;
@@ -41,8 +42,10 @@ struct tide_poisson_plan {
     double norm;           /* 1 / the factor a forward and an inverse transform multiply by */
     tide_fft_plan *fft;
     tide_fft_middle mid;   /* fft's middle op (make_spectral) */
-    const tide_op *spec;   /* the spectral op inside fft's program, and what it runs with */
-    const tide_env *env;
+    int nspec;             /* the spectral op's copies inside fft's plan (several: streamed,
+                            * their sums added over the chunks, cleared before each solve) */
+    const tide_op *spec[TIDE_STREAM_SLOTS]; /* and what each runs with */
+    const tide_env *env[TIDE_STREAM_SLOTS];
     int has_origin;        /* this rank's spectral box adds to the mean (tide_spectral) */
     double *mean;          /* of each field of f in the last solve */
     double *scratch;       /* gather_mean's, after mean in its allocation: the origin of
@@ -53,7 +56,7 @@ struct tide_poisson_plan {
 
 enum {
     F_N0, F_N1, F_N2, F_PRECISION, F_BACKEND, F_LOCATION, F_DECOMP, F_EXCHANGE, F_PLANNING,
-    F_BATCH, F_BC, F_EIGEN = F_BC + 6, F_FACES, NFIELDS = F_FACES + 3
+    F_BATCH, F_BC, F_EIGEN = F_BC + 6, F_FACES, F_OOC = F_FACES + 3, NFIELDS
 };
 static const tide_arg_field fields[NFIELDS] = {
     {"n[0]", 1, INT_MAX},
@@ -76,6 +79,7 @@ static const tide_arg_field fields[NFIELDS] = {
     {"option faces[0] given", 0, 1},
     {"option faces[1] given", 0, 1},
     {"option faces[2] given", 0, 1},
+    {"option out_of_card", TIDE_OOC_AUTO, TIDE_OOC_STREAM},
 };
 enum { X_H0, X_H1, X_H2, X_ALPHA, NREALS };
 static const tide_arg_real reals[NREALS] = {
@@ -107,6 +111,7 @@ static void make_request(const int n[3], const tide_box *box, const tide_poisson
     r->v[F_EIGEN] = o->eigen;
     for (int d = 0; d < 3; d++)
         r->v[F_FACES + d] = o->faces[d] != NULL;
+    r->v[F_OOC] = o->out_of_card;
     memcpy(r->x, o->h, sizeof o->h);
     r->x[X_ALPHA] = o->alpha;
     tide_args_check_ranges(&spec, r);
@@ -137,6 +142,9 @@ static int judge(tide_context *ctx, const tide_args *all)
                              "along one dimension only", faced, d);
         faced = v[F_FACES + d] ? d : faced;
     }
+    if (v[F_OOC] == TIDE_OOC_STREAM && v[F_LOCATION] != TIDE_LOCATION_HOST)
+        return tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_poisson_plan_create: option out_of_card "
+                         "TIDE_OOC_STREAM streams host arrays; the arrays are in device memory");
     return all[0].has[0] ? tide_args_check_tiling(ctx, &spec, all, 0, v) : TIDE_SUCCESS;
 }
 
@@ -246,7 +254,7 @@ static void line_rows(const tide_poisson_options *o, int d, int n, double *rows)
  * spectral grid: the eigenvalue tables of the transformed dimensions (zeros along the line),
  * the line's rows, and the weights of the mean along the dimensions that need them. */
 static int make_spectral(tide_op *op, const tide_env *e, const tide_box *box, const int grid[3],
-                         void *user, char *err, size_t len)
+                         int copy, void *user, char *err, size_t len)
 {
     tide_poisson_plan *p = user;
     int L = p->line, periodic = 0;
@@ -279,8 +287,9 @@ static int make_spectral(tide_op *op, const tide_env *e, const tide_box *box, co
     }
     int st = tide_op_spectral(op, e, &d, grid, err, len);
     free(t);
-    p->spec = op;
-    p->env = e;
+    p->spec[copy] = op;
+    p->env[copy] = e;
+    p->nspec = copy + 1;
     return st;
 }
 
@@ -305,6 +314,7 @@ void tide_poisson_options_init(tide_poisson_options *o)
     }
     o->alpha = 0.0;
     o->eigen = TIDE_EIGEN_FD2;
+    o->out_of_card = TIDE_OOC_AUTO;
 }
 
 /* The FFT options of the solver plan. */
@@ -360,7 +370,8 @@ static int make_plan(tide_context *ctx, const int n[3], const tide_box *box,
         }
         tide_fft_options f;
         fft_options(o, &f);
-        st = tide_fft_solver_create(ctx, n, box, &f, &p->mid, &p->fft);
+        st = tide_fft_solver_create(ctx, n, box, &f, &p->mid,
+                                    o->out_of_card == TIDE_OOC_STREAM, &p->fft);
     }
     if (st) {
         free(mean);
@@ -440,7 +451,7 @@ int tide_poisson_plan_info(const tide_poisson_plan *p, tide_poisson_info *info)
     info->pinned_bytes = fi.pinned_bytes;
     info->device_bytes = fi.device_bytes;
     info->exchanges = c.exchanges;
-    info->fused_scaling = p->spec && tide_op_spectral_is_fused(p->spec);
+    info->fused_scaling = p->nspec && tide_op_spectral_is_fused(p->spec[0]);
     info->passes = c.fft_passes + !info->fused_scaling;
     info->singular = p->singular;
     double N = (double)p->n[0] * p->n[1] * p->n[2], M = p->line < 0 ? N : N / p->n[p->line];
@@ -449,6 +460,8 @@ int tide_poisson_plan_info(const tide_poisson_plan *p, tide_poisson_info *info)
     info->decomposition = fi.decomposition;
     info->exchange = fi.exchange;
     info->location = fi.location;
+    info->round_trips = fi.round_trips;
+    info->chunks = fi.round_trips ? fi.chunks : 0;
     return TIDE_SUCCESS;
 }
 
@@ -480,16 +493,16 @@ static int gather_mean(tide_poisson_plan *p)
     int B = p->o.batch, prev, st = TIDE_SUCCESS;
     double *origin = p->scratch, *mine = origin + 2 * B, *all = mine + B + 1;
     memset(mine, 0, (size_t)(B + 1) * sizeof *mine);
-    if (p->has_origin) {
-        tide_device_enter(ctx, &prev); /* tide_fft_solver_run made it current and gave it back */
-        st = tide_op_spectral_origin(p->spec, p->env, origin);
-        tide_device_leave(prev);
+    tide_device_enter(ctx, &prev); /* tide_fft_solver_run made it current and gave it back */
+    for (int c = 0; c < p->nspec && p->has_origin && !st; c++) {
+        st = tide_op_spectral_origin(p->spec[c], p->env[c], origin);
+        for (int f = 0; f < B && !st; f++)
+            mine[f] += origin[2 * f] * p->norm;
     }
-    for (int f = 0; f < B && !st && p->has_origin; f++)
-        mine[f] = origin[2 * f] * p->norm;
+    tide_device_leave(prev);
     if (st)
         tide_fail(ctx, st, "tide_poisson_solve: cannot read the mean of f (%s)",
-                  p->env->be->last_error());
+                  p->env[0]->be->last_error());
     mine[B] = st != TIDE_SUCCESS;
     if (MPI_Allreduce(mine, all, B + 1, MPI_DOUBLE, MPI_SUM, ctx->comm) != MPI_SUCCESS)
         return tide_fail(ctx, TIDE_ERR_MPI, "tide_poisson_solve: MPI_Allreduce of the mean "
@@ -500,11 +513,29 @@ static int gather_mean(tide_poisson_plan *p)
     return TIDE_SUCCESS;
 }
 
+/* Collective: a streamed solve's copies of the spectral op add their sums over the chunks:
+ * cleared before it, or the same error on every rank. */
+static int clear_means(tide_poisson_plan *p)
+{
+    int prev, st = TIDE_SUCCESS;
+    if (p->nspec < 2)
+        return st;
+    tide_device_enter(p->ctx, &prev);
+    for (int c = 0; c < p->nspec && !st; c++)
+        st = tide_op_spectral_clear(p->spec[c], p->env[c]);
+    tide_device_leave(prev);
+    if (st)
+        tide_fail(p->ctx, st, "tide_poisson_solve: cannot clear the sums of the mean of f (%s)",
+                  p->env[0]->be->last_error());
+    return tide_agree(p->ctx, st);
+}
+
 int tide_poisson_solve(tide_poisson_plan *p, const void *f, void *u)
 {
     if (!p)
         return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_poisson_solve: plan is NULL");
-    int st = tide_fft_solver_run(p->fft, f, u);
+    int st = clear_means(p);
+    st = st ? st : tide_fft_solver_run(p->fft, f, u);
     return st ? st : gather_mean(p);
 }
 

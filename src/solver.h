@@ -16,10 +16,12 @@ typedef struct {
     const char *call; /* the public solve call, for messages ("tide_poisson_solve") */
     /* Builds the op between the transforms, on this rank's box of the spectral grid `grid`
      * (stored as box says), with the op's placement (src, dst) already set: keep it. Called
-     * once on every rank while the plan is made; the op lives as long as the plan and runs
-     * with env e. Returns 0 or a code with the reason in err. */
+     * on every rank while the plan is made, once, or (a streamed solve, solver_stream.h) for
+     * copies 0, 1, ... of it, one per pipeline slot, each made for the rank's first chunk and
+     * run chunk by chunk (tide_op_spectral_chunk), copy 0 first; the op lives as long as the
+     * plan and runs with env e. Returns 0 or a code with the reason in err. */
     int (*make)(tide_op *op, const tide_env *e, const tide_box *box, const int grid[3],
-                void *user, char *err, size_t len);
+                int copy, void *user, char *err, size_t len);
     void *user;
     int transform; /* the transformed dimensions, as bits (7: all three); the real transform
                     * halves the highest of them that r2r leaves to a DFT */
@@ -32,10 +34,12 @@ typedef struct {
 /* Collective, like tide_fft_plan_create with type r2c over mid's transformed dimensions (the
  * request already validated by the caller): box is this rank's box of the real data (NULL on
  * every rank: the decomposition's first layout); opts' type, transposed_out, scaling and
- * async are set here. Host arrays on a GPU are copied to the device whole (a budget too small
- * for that falls back to the CPU with backend auto). */
+ * async are set here. Host arrays on a GPU are copied to the device whole, or, when that does
+ * not fit the budget or with stream set, streamed through it (solver_stream.h; a plan that
+ * cannot stream falls back to the CPU with backend auto, or with stream set is
+ * TIDE_ERR_UNSUPPORTED). */
 int tide_fft_solver_create(tide_context *ctx, const int n[3], const tide_box *box,
-                           const tide_fft_options *opts, const tide_fft_middle *mid,
+                           const tide_fft_options *opts, const tide_fft_middle *mid, int stream,
                            tide_fft_plan **plan);
 
 /* Collective: one solve from in to out (both real, this rank's box; in == out allowed). */

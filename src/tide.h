@@ -435,6 +435,19 @@ typedef enum {
     TIDE_EIGEN_SPECTRAL = 1 /* the continuous Laplacian's eigenvalues */
 } tide_eigen;
 
+/* Host arrays on the GPU backend. Copied whole, they cross PCIe once each way and the solve
+ * runs in device memory; streamed, chunks of them pass through the GPU while the next ones
+ * travel, three passes, so the data crosses PCIe three times each way (the outer transforms,
+ * the middle pass with the operator between the inner transforms, the inverse outer ones) and
+ * needs no more device memory than the budget. Ranks then hold slabs along x (y when y is the
+ * dimension solved along lines, or when x is the only periodic one) in C order. */
+typedef enum {
+    TIDE_OOC_AUTO = 0,  /* copied whole when the solve fits the context's device budget, else
+                         * streamed */
+    TIDE_OOC_STREAM = 1 /* streamed whatever the budget (needs the GPU backend, host arrays,
+                         * slabs) */
+} tide_out_of_card;
+
 typedef struct {
     size_t size;                      /* sizeof the struct: set by the init function */
     tide_precision precision;         /* default TIDE_DOUBLE */
@@ -453,6 +466,7 @@ typedef struct {
     const double *faces[3];           /* a non-uniform bounded dimension d: its n[d] + 1 face
                                        * positions, increasing (h[d] is then unused); NULL:
                                        * uniform (the default). The same values on every rank */
+    tide_out_of_card out_of_card;     /* host arrays on the GPU: default AUTO */
 } tide_poisson_options;
 
 void tide_poisson_options_init(tide_poisson_options *opts);
@@ -495,6 +509,10 @@ typedef struct {
     tide_decomposition decomposition;
     tide_exchange exchange;
     tide_location location;
+    int round_trips;         /* GPU, host arrays: times the data crosses PCIe each way per
+                              * solve (1 copied whole, 3 streamed; 0 otherwise) */
+    int chunks;              /* GPU, host arrays: chunks per pass (streamed: the most of any
+                              * pass; 1 copied whole), else 0 */
 } tide_poisson_info;
 
 int tide_poisson_plan_info(const tide_poisson_plan *plan, tide_poisson_info *info);

@@ -38,7 +38,14 @@
  *  e) bad input: the same code and the same message on every rank, no hang, outputs left alone;
  *     bad faces (on a periodic dimension, not increasing, not finite, different between ranks,
  *     given on two dimensions) with a message naming the problem; on a GPU context, two or
- *     three bounded dimensions on backend cuda or device arrays.
+ *     three bounded dimensions on backend cuda or device arrays; a streamed solve asked for
+ *     device arrays, on the CPU backend or on boxes that are not its slabs;
+ *  f) on the GPU with host arrays: solves streamed through it in chunks (tide_out_of_card),
+ *     every shape of the streamed solve (periodic; z, y or x solved along lines; x the only
+ *     periodic dimension; no periodic one; singular, Helmholtz, non-uniform cells), float and
+ *     double, batches of 1 and 3, in and out of place, the plan's slabs or given ones, each on
+ *     a context with a budget forcing one chunk per pass, about two, or (backend choosing by
+ *     itself) many; the plan's box and info, then the checks of a).
  */
 #include <ctype.h>
 #include <float.h>
@@ -695,6 +702,10 @@ static int check_plan(const pcase *c, const char *desc, tide_poisson_plan *plan,
                     (int)info.exchange, info.passes, info.flops, cost.flops, steps);
 }
 
+static void check_solve(tide_context *ctx, const pcase *c, const char *desc,
+                        tide_poisson_plan *plan, const tide_box *bp,
+                        const tide_poisson_options *op);
+
 static void run_case(tide_context *ctx, const pcase *c)
 {
     char desc[320];
@@ -724,17 +735,25 @@ static void run_case(tide_context *ctx, const pcase *c)
                   tide_last_error(ctx)))
         return;
     tide_box box;
-    if (!check_plan(c, desc, plan, c->lay == LAY_NULL ? NULL : &want, &box)) {
-        tide_poisson_plan_destroy(plan);
-        return;
-    }
+    if (check_plan(c, desc, plan, c->lay == LAY_NULL ? NULL : &want, &box))
+        check_solve(ctx, c, desc, plan, &box, &o);
+    tide_poisson_plan_destroy(plan);
+}
 
+/* One solve of plan (this rank's box, options o) on case c's random f: the naive residual, f
+ * left alone out of place, the reported mean of f and (singular) the zero mean of u. */
+static void check_solve(tide_context *ctx, const pcase *c, const char *desc,
+                        tide_poisson_plan *plan, const tide_box *bp,
+                        const tide_poisson_options *op)
+{
+    tide_box box = *bp;
+    tide_poisson_options o = *op;
     long long count = tt_box_count(&box);
     size_t bytes = (size_t)count * (size_t)c->batch *
                    (c->prec == TIDE_FLOAT ? sizeof(float) : sizeof(double));
     void *f0 = tt_xmalloc(bytes), *u = tt_xmalloc(bytes), *fa = tt_xmalloc(bytes);
     tide_ref_fill(f0, &box, c->batch, 0, c->prec, c->n, c->seed);
-    st = run_solve(plan, f0, bytes, c->inplace, u, fa);
+    int st = run_solve(plan, f0, bytes, c->inplace, u, fa);
     if (!tt_check(&tally, comm, st == 0, "%s: solve: %s: %s", desc, tide_strerror(st),
                   tide_last_error(ctx)))
         goto done;
@@ -789,7 +808,6 @@ done:
     free(f0);
     free(u);
     free(fa);
-    tide_poisson_plan_destroy(plan);
 }
 
 /* Odd, even and prime extents, dimensions of 1 and 2, grids with fewer planes than ranks. */
@@ -1023,6 +1041,190 @@ static void run_group(tide_context *ctx, const char *name, int count, pcase (*ma
         printf("  a) %d %s residual cases (%d with empty boxes): %d failed checks (%.1f s); "
                "largest residual %.2g and mean error %.2g of their tolerances\n",
                ran, name, empty_cases, tally.failed - before, MPI_Wtime() - t0, worst_residual,
+               worst_mean);
+}
+
+/* ---- f) host arrays streamed through the GPU ------------------------------------------------ */
+
+/* Streamed cases (host arrays on the GPU): boundary sets that exercise every shape of the
+ * streamed solve: periodic (z halved), z the line (y halved), y the line and x the only
+ * periodic dimension (slabs along y), x the line, no periodic dimension at all (real data
+ * throughout), singular and Helmholtz problems, uniform and non-uniform cells. */
+static const struct {
+    const char *bc;  /* per dimension P, or the two faces' letters, e.g. "PPNN" is x and y
+                      * periodic, z Neumann-Neumann */
+    int stretched;   /* the non-uniform dimension, -1: none */
+    double alpha;
+} streamed_sets[] = {
+    {"PPP", -1, 0},     {"PPNN", -1, 0},    {"PPDD", 2, 0},    {"PNNP", -1, 0.75},
+    {"NDPP", -1, 0},    {"PDNDD", -1, 0},   {"NNDDNN", -1, 0}, {"NNNNNN", -1, 0},
+    {"PPP", -1, 3.0},   {"DDPND", 2, 0},
+};
+static const int streamed_sizes[][3] = {{17, 19, 23}, {16, 12, 10}, {7, 9, 11}, {24, 8, 33},
+                                        {13, 7, 8},   {31, 7, 20},  {9, 17, 5}, {12, 12, 12}};
+/* Grids whose planes are small beside a rank's share of them (x and y long), so that a
+ * quarter of the memory of one chunk per pass still holds the pipeline's slots of a plane. */
+static const int auto_sizes[][3] = {{48, 48, 10}, {40, 44, 12}, {45, 47, 9}};
+enum { NSETS = sizeof streamed_sets / sizeof streamed_sets[0], NSTREAMED = 3 * NSETS };
+
+/* The budgets of the streamed cases: every boundary set meets each of them. */
+enum { BUDGET_ALL, BUDGET_TWO, BUDGET_SMALL };
+
+/* Streamed case i: boundary set i % NSETS, budget (i / NSETS) % 3, the sizes, precision,
+ * batch, placement and boxes rotating with i. */
+static pcase make_streamed_case(int i, int *budget)
+{
+    pcase c;
+    memset(&c, 0, sizeof c);
+    *budget = (i / NSETS) % 3;
+    memcpy(c.n, *budget == BUDGET_SMALL ? auto_sizes[i % 3] : streamed_sizes[i % 8],
+           sizeof c.n);
+    c.prec = (i / 2) % 2 ? TIDE_FLOAT : TIDE_DOUBLE;
+    c.batch = i % 7 == 3 ? 3 : 1;
+    c.inplace = (i / 3) % 2;
+    c.lay = i % 4 == 1 ? LAY_SLAB : LAY_NULL;
+    memcpy(c.h, spacings[i % 4], sizeof c.h);
+    c.seed = 7000u + (unsigned)i;
+    c.stretched = -1;
+    const char *b = streamed_sets[i % NSETS].bc;
+    tt_rng rng;
+    tt_rng_seed(&rng, c.seed);
+    for (int d = 0; d < 3; d++) {
+        if (*b == 'P') {
+            b++;
+            continue;
+        }
+        c.bc[d][0] = *b++ == 'N' ? TIDE_BC_NEUMANN : TIDE_BC_DIRICHLET;
+        c.bc[d][1] = *b++ == 'N' ? TIDE_BC_NEUMANN : TIDE_BC_DIRICHLET;
+        if (d == streamed_sets[i % NSETS].stretched) {
+            c.stretched = d;
+            random_faces(c.z, c.n[d], c.h[d], &rng);
+        }
+    }
+    c.alpha = streamed_sets[i % NSETS].alpha;
+    return c;
+}
+
+/* The dimension whose slabs a streamed solve takes (tide.h: tide_out_of_card): y when y is the
+ * line or x the only periodic dimension, else x. */
+static int streamed_outer(const pcase *c)
+{
+    int L = line_dim(c->bc, c->stretched), half = -1;
+    for (int d = 0; d < 3; d++)
+        half = is_bounded(c->bc, d) ? half : d;
+    return L == 1 || (L != 0 && half == 0) ? 1 : 0;
+}
+
+/* Case c's options, streamed as mode says. */
+static void streamed_options(const pcase *c, tide_out_of_card mode, tide_poisson_options *o)
+{
+    tide_poisson_options_init(o);
+    o->precision = c->prec;
+    o->batch = c->batch;
+    o->alpha = c->alpha;
+    memcpy(o->h, c->h, sizeof o->h);
+    memcpy(o->bc, c->bc, sizeof o->bc);
+    case_faces(c, o->faces);
+    o->out_of_card = mode;
+}
+
+/* The device memory case c's solve takes forced to stream on ctx (the default budget: one
+ * chunk per pass), the largest of the ranks' (0: no plan). */
+static size_t one_chunk_bytes(tide_context *ctx, const pcase *c)
+{
+    tide_poisson_options o;
+    streamed_options(c, TIDE_OOC_STREAM, &o);
+    tide_poisson_plan *plan = NULL;
+    unsigned long long b = 0;
+    if (tide_poisson_plan_create(ctx, c->n, NULL, &o, &plan) == 0) {
+        tide_poisson_info info;
+        tide_poisson_plan_info(plan, &info);
+        b = info.device_bytes;
+        tide_poisson_plan_destroy(plan);
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &b, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm);
+    return (size_t)b;
+}
+
+/* f) Streamed solves, each on a context of its own device budget: the whole solve forced to
+ * stream with the default budget (one chunk per pass), with three quarters of what that takes
+ * (two chunks or more), and with backend auto and a quarter of it, too small for the solve in
+ * device memory, which then streams by itself in many chunks. The plan's box is the slabs,
+ * its info says streamed; then the checks of a). */
+static void streamed(tide_context *main_ctx)
+{
+    double t0 = MPI_Wtime();
+    int before = tally.failed, fewest = 1 << 30, most = 0;
+    worst_residual = worst_mean = 0;
+    for (int i = 0; i < NSTREAMED; i++) {
+        int budget;
+        pcase c = make_streamed_case(i, &budget);
+        char desc[320];
+        case_str(&c, desc, sizeof desc);
+        static const char *const bname[] = {"forced, default budget", "forced, two chunks",
+                                            "auto, a small budget"};
+        snprintf(desc + strlen(desc), sizeof desc - strlen(desc), " streamed (%s)",
+                 bname[budget]);
+        if (verbose && rank == 0) {
+            printf("case: %s\n", desc);
+            fflush(stdout);
+        }
+        size_t one = budget == BUDGET_ALL ? 0 : one_chunk_bytes(main_ctx, &c);
+        tide_context_options copts;
+        tide_context_options_init(&copts);
+        copts.backend = TIDE_BACKEND_AUTO;
+        copts.device_budget = budget == BUDGET_TWO ? one / 4 * 3 : one / 4;
+        tide_context *ctx = NULL;
+        int st = tide_context_create(comm, &copts, &ctx);
+        if (!tt_check(&tally, comm, st == 0, "%s: context: %s", desc, tide_strerror(st)))
+            continue;
+        int o = streamed_outer(&c);
+        tide_box *all = tt_xmalloc((size_t)nranks * sizeof *all), want;
+        tt_tiling_slabs(c.n, o, nranks, all);
+        want = all[rank];
+        free(all);
+        tide_poisson_options opts;
+        streamed_options(&c, budget == BUDGET_SMALL ? TIDE_OOC_AUTO : TIDE_OOC_STREAM, &opts);
+        tide_poisson_plan *plan = NULL;
+        st = tide_poisson_plan_create(ctx, c.n, c.lay == LAY_NULL ? NULL : &want, &opts, &plan);
+        if (tt_check(&tally, comm, st == 0, "%s: plan_create: %s: %s", desc, tide_strerror(st),
+                     tide_last_error(ctx))) {
+            tide_box box;
+            tide_poisson_info info;
+            char steps[512] = "";
+            tide_poisson_plan_box(plan, &box);
+            tide_poisson_plan_info(plan, &info);
+            tide_poisson_plan_describe(plan, steps, sizeof steps);
+            if (verbose && rank == 0)
+                printf("    rank 0: %s (%d chunks, %zu device bytes, budget %zu)\n", steps,
+                       info.chunks, info.device_bytes, copts.device_budget);
+            int ok = same_box(&box, &want) && info.backend == TIDE_BACKEND_CUDA &&
+                     info.location == TIDE_LOCATION_HOST && info.round_trips == 3 &&
+                     info.exchanges == (nranks > 1 ? 2 : 0) &&
+                     (budget == BUDGET_ALL ? info.chunks == 1 : info.chunks >= 2) &&
+                     strncmp(steps, "stream[", 7) == 0;
+            char bs[96];
+            if (check_local(ok, "%s: streamed plan: box %s (slabs along %c wanted), backend %d, "
+                            "location %d, %d round trips, %d exchanges, %d chunks, steps \"%s\"",
+                            desc, tt_box_str(&box, bs, sizeof bs), "xy"[o], (int)info.backend,
+                            (int)info.location, info.round_trips, info.exchanges, info.chunks,
+                            steps)) {
+                fewest = info.chunks < fewest ? info.chunks : fewest;
+                most = info.chunks > most ? info.chunks : most;
+                check_solve(ctx, &c, desc, plan, &box, &opts);
+            }
+        }
+        tide_poisson_plan_destroy(plan);
+        tide_context_destroy(ctx);
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &fewest, 1, MPI_INT, MPI_MIN, comm);
+    MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT, MPI_MAX, comm);
+    tt_check(&tally, comm, fewest == 1 && most >= 4, "f) streamed solves ran with %d to %d "
+             "chunks per pass; one and at least four wanted", fewest, most);
+    if (rank == 0)
+        printf("  f) %d streamed cases, %d to %d chunks per pass: %d failed checks (%.1f s); "
+               "largest residual %.2g and mean error %.2g of their tolerances\n", NSTREAMED,
+               fewest, most, tally.failed - before, MPI_Wtime() - t0, worst_residual,
                worst_mean);
 }
 
@@ -1615,6 +1817,26 @@ static void create_errors(tide_context *ctx)
     o.location = TIDE_LOCATION_DEVICE;
     o.backend = TIDE_BACKEND_CPU;
     expect_create_error(ctx, "location device on the CPU backend", &box, &o, UNSUP);
+    base_options(&o, &box);
+    o.out_of_card = (tide_out_of_card)4;
+    expect_create_error(ctx, "out_of_card 4 (no such mode)", &box, &o, ARG);
+    base_options(&o, &box);
+    o.out_of_card = TIDE_OOC_STREAM;
+    o.location = TIDE_LOCATION_DEVICE;
+    expect_create_error(ctx, "out_of_card stream with device arrays", &box, &o, ARG);
+    base_options(&o, &box);
+    o.out_of_card = TIDE_OOC_STREAM;
+    o.backend = TIDE_BACKEND_CPU;
+    expect_create_error(ctx, "out_of_card stream on the CPU backend", &box, &o, UNSUP);
+    if (nranks > 1) { /* z-slabs: a streamed solve takes x-slabs */
+        base_options(&o, &box);
+        o.out_of_card = TIDE_OOC_STREAM;
+        tide_box *all = tt_xmalloc((size_t)nranks * sizeof *all);
+        tt_tiling_slabs(EN, 2, nranks, all);
+        box = all[rank];
+        free(all);
+        expect_create_error(ctx, "out_of_card stream with z-slabs", &box, &o, UNSUP);
+    }
 
     if (nranks > 1) {
         char what[96];
@@ -1759,6 +1981,8 @@ int main(int argc, char **argv)
 #endif
 
     double t0 = MPI_Wtime();
+    if (argc > 1 && !strcmp(argv[1], "streamed")) /* f) alone (`test_poisson streamed`) */
+        goto streamed_only;
     run_group(ctx, "periodic", NSIZES * NCOMBOS + NFUZZ, periodic_case);
     run_group(ctx, "one-bounded", NBOUNDED + NBFUZZ, bounded_case);
     run_group(ctx, "multi-bounded", NMULTI + NMFUZZ, multi_case);
@@ -1768,6 +1992,12 @@ int main(int argc, char **argv)
     create_errors(ctx);
     face_errors(ctx);
     solve_errors(ctx);
+streamed_only:
+    if (gpu && !on_device)
+        streamed(ctx);
+    else if (rank == 0)
+        printf("  f) streamed solves: skipped (%s)\n",
+               gpu ? "device arrays" : "no GPU backend: TIDE_TEST_BACKEND=cuda runs them");
 
     if (rank == 0)
         printf("(%d checks, %d failed, %.1f s)\n", tally.checks, tally.failed, MPI_Wtime() - t0);
