@@ -1061,7 +1061,7 @@ static const struct {
     {"PPP", -1, 3.0},   {"DDPND", 2, 0},
 };
 static const int streamed_sizes[][3] = {{17, 19, 23}, {16, 12, 10}, {7, 9, 11}, {24, 8, 33},
-                                        {13, 7, 8},   {31, 7, 20},  {9, 17, 5}, {12, 12, 12}};
+                                        {13, 9, 8},   {31, 7, 20},  {9, 17, 5}, {12, 12, 12}};
 /* Grids whose planes are small beside a rank's share of them (x and y long), so that a
  * quarter of the memory of one chunk per pass still holds the pipeline's slots of a plane. */
 static const int auto_sizes[][3] = {{48, 48, 10}, {40, 44, 12}, {45, 47, 9}};
