@@ -355,14 +355,15 @@ void app_say_bound(double bound, const char *what, double time)
 void app_cost_of(const tide_fft_cost *a, const tide_fft_cost *b, tide_fft_cost *out)
 {
     const tide_fft_cost *c = b ? b : a;
-    double v[8] = {(a->flops + c->flops) / 2, (a->fft_bytes + c->fft_bytes) / 2,
+    double v[9] = {(a->flops + c->flops) / 2, (a->fft_bytes + c->fft_bytes) / 2,
                    (a->move_bytes + c->move_bytes) / 2,
                    (a->exchange_bytes + c->exchange_bytes) / 2,
                    (a->h2d_bytes + c->h2d_bytes) / 2, (a->d2h_bytes + c->d2h_bytes) / 2,
-                   (a->exchanges + c->exchanges) / 2.0, (a->fft_passes + c->fft_passes) / 2.0};
-    double m[8];
-    MPI_Allreduce(v, m, 8, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    *out = (tide_fft_cost){m[0], m[1], m[2], m[3], m[4], m[5], (int)m[6], (int)m[7]};
+                   (a->exchanges + c->exchanges) / 2.0, (a->fft_passes + c->fft_passes) / 2.0,
+                   (a->cpu_seconds + c->cpu_seconds) / 2};
+    double m[9];
+    MPI_Allreduce(v, m, 9, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    *out = (tide_fft_cost){m[0], m[1], m[2], m[3], m[4], m[5], (int)m[6], (int)m[7], m[8]};
 }
 
 void app_json_real(FILE *f, const char *name, double v, const char *sep)

@@ -73,8 +73,11 @@ static const char *usage =
     "  -budget GB             device memory the plan may use (default: free less 1 GiB;\n"
     "                         host arrays of a solve that does not fit stream through the\n"
     "                         GPU in chunks)\n"
-    "  -stream                host arrays stream through the GPU in chunks whatever the\n"
-    "                         budget (three passes, every transform on the GPU)\n"
+    "  -stream gpu|cpu-x      host arrays stream through the GPU in chunks whatever the\n"
+    "                         budget: three passes, every transform on the GPU; or (one\n"
+    "                         rank, x periodic) the CPU doing the x transforms around one\n"
+    "                         pass (default: streamed only beyond the budget, by the scheme\n"
+    "                         predicted faster)\n"
     "  -grid A B C            boxes from an A x B x C process grid (A*B*C = P; default: the\n"
     "                         solver's choice)\n"
     "  -batch B               solve B right-hand sides per call (default 1)\n"
@@ -149,7 +152,10 @@ static int parse(int argc, char **argv, args *a)
         } else if (!strcmp(o, "-spectral")) {
             a->spectral = 1;
         } else if (!strcmp(o, "-stream")) {
-            a->stream = 1;
+            const char *v = more < 1 ? "" : argv[++i];
+            a->stream = !strcmp(v, "gpu") ? TIDE_OOC_STREAM
+                        : !strcmp(v, "cpu-x") ? TIDE_OOC_STREAM_CPU_X : -1;
+            bad = a->stream < 0;
         } else if (!strcmp(o, "-grid")) {
             bad = app_parse_triple(argc, argv, &i, a->grid);
             a->has_grid = 1;
@@ -465,15 +471,24 @@ static int bound_of(tide_context *ctx, tide_poisson_plan *plan, const tide_poiss
     fig->rates = r;
     fig->xrate = 0;
     app_cost_of(&c, NULL, &fig->cost);
-    /* Host arrays streamed through the GPU: the device work overlaps the transfers, every
-     * pass's upload beside another's download (tide_poisson_info: three round trips). */
+    /* Host arrays streamed through the GPU: the device work overlaps the transfers, a chunk's
+     * upload beside another's download (the both-directions rate); with the CPU's x transforms
+     * their time adds. Copied whole: f up and u down at the one-direction rates around the
+     * local passes in device memory. */
     int gpu = info->backend == TIDE_BACKEND_CUDA, host = info->location == TIDE_LOCATION_HOST;
-    int streamed = gpu && host && info->round_trips > 1;
-    double b = streamed ? 0 : app_bound_local(c.fft_bytes, gpu, &r);
-    char pcie[200] = "";
-    if (gpu && host)
-        b += app_bound_pcie(c.h2d_bytes, c.d2h_bytes, 1, info->round_trips, &r);
-    if (streamed)
+    int streamed = gpu && host && (info->round_trips > 1 || info->cpu_transforms);
+    double b = streamed ? app_bound_pcie(c.h2d_bytes, c.d2h_bytes, 1, 2, &r) + c.cpu_seconds
+                        : app_bound_local(c.fft_bytes, gpu, &r);
+    char pcie[320] = "";
+    if (gpu && host && !streamed)
+        b += app_bound_pcie(c.h2d_bytes, c.d2h_bytes, 1, 1, &r);
+    if (streamed && info->cpu_transforms)
+        snprintf(pcie, sizeof pcie, "the CPU's x transforms (%.3g s, measured on a few planes "
+                 "when the plan was made) + one PCIe round trip of the spectral data (%.3g GB "
+                 "up, %.3g GB down) at the measured both-directions rate (%.3g GB/s), the "
+                 "device work overlapping it", c.cpu_seconds, c.h2d_bytes / 1e9,
+                 c.d2h_bytes / 1e9, r.both);
+    else if (streamed)
         snprintf(pcie, sizeof pcie, "%d PCIe round trips of the rank's data (%.3g GB up, %.3g "
                  "GB down) at the measured both-directions rate (%.3g GB/s), the device work "
                  "overlapping them", info->round_trips, c.h2d_bytes / 1e9, c.d2h_bytes / 1e9,
@@ -558,7 +573,7 @@ int tide_cmd_poisson(int argc, char **argv)
     }
     o.alpha = a.alpha;
     o.eigen = a.spectral ? TIDE_EIGEN_SPECTRAL : TIDE_EIGEN_FD2;
-    o.out_of_card = a.stream ? TIDE_OOC_STREAM : TIDE_OOC_AUTO;
+    o.out_of_card = (tide_out_of_card)a.stream;
     tide_box box;
     if (a.has_grid)
         tide_box_in_grid(c->n, a.grid, rank, &box);

@@ -48,6 +48,8 @@ struct tide_fft_plan {
     tide_stream *streamed;
     char stream_what[384];
     int stream_exchanges; /* per transform: 0 (one rank), 1 (transposed) or 2 */
+    int cpu_x;            /* a streamed solve: the CPU does the x transforms ... */
+    double cpu_seconds;   /* ... in this time (tide_solver_stream_cpu_seconds) */
     double fwd_scale, bwd_scale;
 };
 
@@ -626,10 +628,7 @@ static tide_fft_plan *new_plan(tide_context *ctx, const int n[3], const tide_fft
     p->ctx = ctx;
     p->o = *opts;
     p->mid = mid;
-    p->half = 2;
-    while (mid && p->half >= 0 &&
-           (!(mid->transform & (1 << p->half)) || mid->r2r[p->half] != TIDE_R2R_NONE))
-        p->half--; /* the highest dimension a DFT transforms */
+    p->half = mid ? tide_middle_halved(mid) : 2;
     p->o.backend = cuda ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU;
     p->env.ctx = ctx;
     p->env.be = cuda ? tide_backend_cuda() : &tide_backend_cpu;
@@ -712,14 +711,14 @@ static int make_stream_plan(tide_context *ctx, const int n[3], const tide_fft_op
     return agree_plan(ctx, st, err, p, out);
 }
 
-/* Collective: the streamed solver plan (see solver_streams_ok), exchanges as for
- * make_stream_plan. */
+/* Collective: the streamed solver plan (see solver_streams_ok), by the scheme cpu_x says,
+ * exchanges as for make_stream_plan. */
 static int make_solver_stream_plan(tide_context *ctx, const int n[3],
                                    const tide_fft_options *opts, const tide_fft_middle *mid,
-                                   tide_fft_plan **out)
+                                   int cpu_x, tide_fft_plan **out)
 {
     *out = NULL;
-    int P = ctx->nranks, o = tide_solver_stream_outer(mid, n, P);
+    int P = ctx->nranks, o = cpu_x ? 0 : tide_solver_stream_outer(mid, n, P);
     int nccl_on = P > 1 && ctx->nccl_usable && opts->exchange != TIDE_EXCHANGE_P2P;
     void *nccl = NULL;
     int st = nccl_on ? tide_context_nccl(ctx, &nccl) : TIDE_SUCCESS;
@@ -736,9 +735,11 @@ static int make_solver_stream_plan(tide_context *ctx, const int n[3],
         p->env.transport = p->exchange;
         p->stream_exchanges = P > 1 ? 2 : 0;
         p->env.nccl = nccl;
+        p->cpu_x = cpu_x;
         tide_solver_stream_desc d = {{n[0], n[1], n[2]}, opts->precision == TIDE_DOUBLE,
-                                     opts->batch, mid, ctx->dev.budget_bytes};
+                                     opts->batch, mid, ctx->dev.budget_bytes, cpu_x};
         st = tide_solver_stream_create(&p->env, &d, &p->streamed, err, sizeof err);
+        p->cpu_seconds = !st && cpu_x ? tide_solver_stream_cpu_seconds(&p->env, &d) : 0;
     }
     if (!st) {
         tide_stream_shape sh;
@@ -747,10 +748,43 @@ static int make_solver_stream_plan(tide_context *ctx, const int n[3],
         for (int k = 0; k < 3; k++)
             tide_stream_describe_pass(p->streamed, 0, k, w[k], sizeof w[k]);
         const char *x = P == 1 ? "" : nccl ? " > nccl" : " > p2p";
-        snprintf(p->stream_what, sizeof p->stream_what, "stream[%d chunks, %d slots] %s%s > "
-                 "stream %s%s > stream %s", sh.chunks, sh.slots, w[0], x, w[1], x, w[2]);
+        if (cpu_x)
+            snprintf(p->stream_what, sizeof p->stream_what, "cpu %s > stream[%d chunks, %d "
+                     "slots] %s > cpu %s", w[0], sh.chunks, sh.slots, w[1], w[2]);
+        else
+            snprintf(p->stream_what, sizeof p->stream_what, "stream[%d chunks, %d slots] %s%s "
+                     "> stream %s%s > stream %s", sh.chunks, sh.slots, w[0], x, w[1], x, w[2]);
     }
     return agree_plan(ctx, st, err, p, out);
+}
+
+/* Collective: whether a solve streamed with the CPU's x transforms is predicted faster than
+ * one with every transform on the GPU: the CPU's transforms (measured on a few planes) plus
+ * the spectral data up and down once, against the three passes' transfers, both at the
+ * both-directions PCIe rate measured now. The slowest rank's figures decide (one rank). */
+static int cpu_x_faster(tide_context *ctx, const int n[3], const tide_fft_options *opts,
+                        const tide_fft_middle *mid)
+{
+    if (!tide_solver_stream_cpu_x(mid, ctx->nranks))
+        return 0;
+    tide_env e = {.ctx = ctx};
+    tide_solver_stream_desc d = {{n[0], n[1], n[2]}, opts->precision == TIDE_DOUBLE,
+                                 opts->batch, mid, ctx->dev.budget_bytes, 1};
+    tide_rates r;
+    double cpu = tide_solver_stream_cpu_seconds(&e, &d);
+    if (tide_measure_rates(ctx, (size_t)64 << 20, &r) || !(r.both > 0) || !isfinite(cpu))
+        return 0;
+    double scalar = d.dbl ? sizeof(double) : sizeof(float), N = (double)n[0] * n[1] * n[2];
+    int h = tide_middle_halved(mid); /* the GPU's halved dimension */
+    double real = N * scalar * d.batch;
+    double gpu_spec = h < 0 ? real : real / n[h] * 2 * (n[h] / 2 + 1);
+    double cpu_spec = real / n[0] * 2 * (n[0] / 2 + 1);
+    double t_gpu = 2 * (real + 2 * gpu_spec) / (r.both * 1e9);
+    double t_cpu = cpu + 2 * cpu_spec / (r.both * 1e9);
+    tide_log(ctx, TIDE_LOG_INFO, "%s streams host arrays: predicted %.3g s with every transform "
+             "on the GPU, %.3g s with the CPU's x transforms (%.3g s of them)", mid->call,
+             t_gpu, t_cpu, cpu);
+    return t_cpu < t_gpu;
 }
 
 /* Every rank's box k from the gathered requests, or NULL when not given. */
@@ -1099,7 +1133,7 @@ int tide_fft_plan_info(const tide_fft_plan *p, tide_fft_info *info)
         info->streams = info->slots = sh.slots;
         info->device_bytes = sh.device_bytes;
         info->pinned_bytes = sh.pinned_bytes;
-        info->round_trips = sh.resident ? 1 : p->mid ? 3 : 2;
+        info->round_trips = sh.trips;
         info->exchanges = p->stream_exchanges;
         info->local_transforms = p->mid ? 4 : 2;
     }
@@ -1117,10 +1151,10 @@ int tide_fft_plan_info(const tide_fft_plan *p, tide_fft_info *info)
  * input and writes an output-sized slab, the second reads and writes output-sized data (going
  * back the reverse); each moving pass sends the part of it that belongs to other ranks. Data
  * resident between the passes crosses PCIe once each way, and is copied into and out of its
- * device array (read and written each time). A solve (direction 0): three passes, the first
- * from the real input to the spectral data (out), the second over the spectral data (two
- * transforms and the middle op), the third back to the real output; the middle op's memory
- * traffic is the solver's to add. */
+ * device array (read and written each time). A solve (direction 0): the passes of its scheme
+ * (solver_stream.h), three through the GPU, or one with the CPU's two before and after it;
+ * the transforms read and write the real data twice and the spectral data six times (the
+ * CPU's count too); the middle op's memory traffic is the solver's to add. */
 static void stream_cost(const tide_fft_plan *p, int direction, tide_fft_cost *c)
 {
     tide_fft_info info;
@@ -1128,9 +1162,10 @@ static void stream_cost(const tide_fft_plan *p, int direction, tide_fft_cost *c)
     double in = (double)info.in_bytes, out = (double)info.out_bytes, P = p->ctx->nranks;
     double src = direction < 0 ? in : out, dst = direction < 0 ? out : in;
     int resident = info.round_trips == 1;
-    if (p->mid) {
+    if (p->mid) { /* the transfers of its passes through the GPU, as they are */
+        tide_stream_transfers(p->streamed, 0, &c->h2d_bytes, &c->d2h_bytes);
+        c->cpu_seconds = p->cpu_seconds;
         c->flops = 2 * info.flops / P;
-        c->h2d_bytes = c->d2h_bytes = in + 2 * out;
         c->fft_bytes = 2 * in + 6 * out;
         c->exchanges = p->stream_exchanges;
         c->exchange_bytes = p->stream_exchanges * out * (P - 1) / P;
@@ -1371,9 +1406,11 @@ void tide_fft_solver_cost(const tide_fft_plan *p, tide_fft_cost *cost)
         program_cost(p, &p->solve, cost);
 }
 
+int tide_fft_solver_cpu_x(const tide_fft_plan *p) { return p->streamed && p->cpu_x; }
+
 int tide_fft_solver_create(tide_context *ctx, const int n[3], const tide_box *box,
-                           const tide_fft_options *opts, const tide_fft_middle *mid, int stream,
-                           tide_fft_plan **plan)
+                           const tide_fft_options *opts, const tide_fft_middle *mid,
+                           tide_out_of_card ooc, tide_fft_plan **plan)
 {
     tide_fft_options o = *opts;
     o.type = TIDE_R2C;
@@ -1384,22 +1421,28 @@ int tide_fft_solver_create(tide_context *ctx, const int n[3], const tide_box *bo
     tide_args *all = NULL;
     int cuda = tide_wants_cuda(ctx, o.backend);
     int st = agree_request(ctx, n, box, NULL, &o, plan, enter_st, 1, &all);
-    if (!st && stream) {
-        int d = tide_solver_stream_outer(mid, n, ctx->nranks);
+    int cpu_x = ooc == TIDE_OOC_STREAM_CPU_X;
+    if (!st && ooc != TIDE_OOC_AUTO) {
+        int d = cpu_x ? 0 : tide_solver_stream_outer(mid, n, ctx->nranks);
         if (!cuda || !solver_streams_ok(ctx, n, all, &o, mid))
             st = tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "the plan of %s: host arrays stream "
                            "through the GPU only on the CUDA backend, as slabs along %s (NULL "
                            "boxes or tide_box_slab's), with decomposition auto or slabs and "
                            "exchange auto, p2p or nccl", mid->call,
                            d == 0 ? "x" : d == 1 ? "y" : "x or y, no more ranks than planes");
+        else if (cpu_x && !tide_solver_stream_cpu_x(mid, ctx->nranks))
+            st = tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "the plan of %s: the CPU does the x "
+                           "transforms of a streamed solve on one rank with x periodic (%d "
+                           "ranks, x %s)", mid->call, ctx->nranks,
+                           (mid->transform & 1) && !mid->r2r[0] ? "periodic" : "bounded");
         else
-            st = make_solver_stream_plan(ctx, n, &o, mid, plan);
+            st = make_solver_stream_plan(ctx, n, &o, mid, cpu_x, plan);
     } else if (!st) {
         st = make_measured(ctx, n, all, &o, cuda, mid, plan);
         if (st == TIDE_ERR_NOMEM && cuda && solver_streams_ok(ctx, n, all, &o, mid)) {
             tide_log(ctx, TIDE_LOG_INFO, "%s streams host arrays through the GPU: %s",
                      mid->call, ctx->errmsg);
-            st = make_solver_stream_plan(ctx, n, &o, mid, plan);
+            st = make_solver_stream_plan(ctx, n, &o, mid, cpu_x_faster(ctx, n, &o, mid), plan);
         }
         st = or_on_cpu(ctx, st, n, all, &o, cuda, mid, plan);
     }

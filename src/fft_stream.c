@@ -103,9 +103,9 @@ int tide_fft_stream_create(const tide_env *env, const tide_fft_stream_desc *d,
     for (int dir = 0; dir < 2; dir++) {
         int first = pass_dim(d, dir, 0), second = 1 - first;
         sd.pass[dir][0] = (tide_pass_desc){first, P > 1 ? second : first, first,
-                                           dir ? u.zc : zreal, u.zc, -1};
+                                           dir ? u.zc : zreal, u.zc, -1, 0};
         sd.pass[dir][1] = (tide_pass_desc){second, P > 1 && !T ? first : second, second, u.zc,
-                                           dir ? zreal : u.zc, -1};
+                                           dir ? zreal : u.zc, -1, 0};
     }
     int st = tide_stream_create(&sd, out, err, len);
     free(lay);

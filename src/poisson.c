@@ -79,7 +79,7 @@ static const tide_arg_field fields[NFIELDS] = {
     {"option faces[0] given", 0, 1},
     {"option faces[1] given", 0, 1},
     {"option faces[2] given", 0, 1},
-    {"option out_of_card", TIDE_OOC_AUTO, TIDE_OOC_STREAM},
+    {"option out_of_card", TIDE_OOC_AUTO, TIDE_OOC_STREAM_CPU_X},
 };
 enum { X_H0, X_H1, X_H2, X_ALPHA, NREALS };
 static const tide_arg_real reals[NREALS] = {
@@ -142,9 +142,11 @@ static int judge(tide_context *ctx, const tide_args *all)
                              "along one dimension only", faced, d);
         faced = v[F_FACES + d] ? d : faced;
     }
-    if (v[F_OOC] == TIDE_OOC_STREAM && v[F_LOCATION] != TIDE_LOCATION_HOST)
+    if (v[F_OOC] != TIDE_OOC_AUTO && v[F_LOCATION] != TIDE_LOCATION_HOST)
         return tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_poisson_plan_create: option out_of_card "
-                         "TIDE_OOC_STREAM streams host arrays; the arrays are in device memory");
+                         "%s streams host arrays; the arrays are in device memory",
+                         v[F_OOC] == TIDE_OOC_STREAM ? "TIDE_OOC_STREAM"
+                                                     : "TIDE_OOC_STREAM_CPU_X");
     return all[0].has[0] ? tide_args_check_tiling(ctx, &spec, all, 0, v) : TIDE_SUCCESS;
 }
 
@@ -370,8 +372,7 @@ static int make_plan(tide_context *ctx, const int n[3], const tide_box *box,
         }
         tide_fft_options f;
         fft_options(o, &f);
-        st = tide_fft_solver_create(ctx, n, box, &f, &p->mid,
-                                    o->out_of_card == TIDE_OOC_STREAM, &p->fft);
+        st = tide_fft_solver_create(ctx, n, box, &f, &p->mid, o->out_of_card, &p->fft);
     }
     if (st) {
         free(mean);
@@ -462,6 +463,7 @@ int tide_poisson_plan_info(const tide_poisson_plan *p, tide_poisson_info *info)
     info->location = fi.location;
     info->round_trips = fi.round_trips;
     info->chunks = fi.round_trips ? fi.chunks : 0;
+    info->cpu_transforms = tide_fft_solver_cpu_x(p->fft);
     return TIDE_SUCCESS;
 }
 

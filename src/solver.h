@@ -31,16 +31,29 @@ typedef struct {
     int whole;     /* the dimensions the op needs whole on a rank, as bits */
 } tide_fft_middle;
 
+/* The dimension mid's real transform halves: the highest one a DFT transforms, -1 when
+ * every transformed one is real-to-real. */
+static inline int tide_middle_halved(const tide_fft_middle *mid)
+{
+    int h = 2;
+    while (h >= 0 && (!(mid->transform & (1 << h)) || mid->r2r[h] != TIDE_R2R_NONE))
+        h--;
+    return h;
+}
+
 /* Collective, like tide_fft_plan_create with type r2c over mid's transformed dimensions (the
  * request already validated by the caller): box is this rank's box of the real data (NULL on
  * every rank: the decomposition's first layout); opts' type, transposed_out, scaling and
- * async are set here. Host arrays on a GPU are copied to the device whole, or, when that does
- * not fit the budget or with stream set, streamed through it (solver_stream.h; a plan that
- * cannot stream falls back to the CPU with backend auto, or with stream set is
- * TIDE_ERR_UNSUPPORTED). */
+ * async are set here. Host arrays on a GPU are copied to the device whole, or streamed through
+ * it (solver_stream.h) as ooc says (tide_out_of_card; AUTO: when copying does not fit the
+ * budget, by the scheme predicted faster). A plan that cannot stream falls back to the CPU
+ * with ooc and backend auto, and is TIDE_ERR_UNSUPPORTED with a scheme named. */
 int tide_fft_solver_create(tide_context *ctx, const int n[3], const tide_box *box,
-                           const tide_fft_options *opts, const tide_fft_middle *mid, int stream,
-                           tide_fft_plan **plan);
+                           const tide_fft_options *opts, const tide_fft_middle *mid,
+                           tide_out_of_card ooc, tide_fft_plan **plan);
+
+/* Whether the plan streams with the CPU doing the x transforms. */
+int tide_fft_solver_cpu_x(const tide_fft_plan *p);
 
 /* Collective: one solve from in to out (both real, this rank's box; in == out allowed). */
 int tide_fft_solver_run(tide_fft_plan *p, const void *in, void *out);

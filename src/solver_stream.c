@@ -1,6 +1,8 @@
 /*
  * solver_stream.c: FFT solves (solver.h) of host arrays streamed through the GPU, for data
- * beyond the device budget: three passes (stream.h), each crossing PCIe once each way.
+ * beyond the device budget, by one of two schemes (stream.h's passes).
+ *
+ * Every transform on the GPU: three passes, each crossing PCIe once each way.
  *
  * The ranks hold slabs along the outer dimension o (x or y) of the real data; m is the other
  * of the two. The passes cut o, m, o:
@@ -15,9 +17,16 @@
  * exchanges. o is chosen so that the middle op has its line whole in B (x or z; y when o is
  * y) and the halved dimension is transformed in A (h is never o).
  *
+ * The CPU's x transforms (Wu 2014's scheme, one rank, x periodic): the CPU transforms x (a
+ * real transform, halving x, FFTW on all cores) from f into pinned host memory; one pass over
+ * chunks of x-planes does the rest on the GPU in place (the transforms of y and z, the middle
+ * op, their inverses), so the data crosses PCIe once each way; the CPU's inverse x transform
+ * writes u.
+ *
  * Units: the runner counts real scalars; complex data has twice as many along z. The passes
  * see the spectral grid as complex (or real, with no DFT at all) elements.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,20 +35,18 @@
 typedef struct {
     tide_solver_stream_desc d;
     int o, m, h;
+    int threads;
 } solver_user;
 
-/* The highest dimension a DFT transforms (the real transform halves it), or -1. */
-static int halved(const tide_fft_middle *mid)
+int tide_solver_stream_cpu_x(const tide_fft_middle *mid, int P)
 {
-    int h = 2;
-    while (h >= 0 && (!(mid->transform & (1 << h)) || mid->r2r[h] != TIDE_R2R_NONE))
-        h--;
-    return h;
+    return P == 1 && (mid->transform & 1) && mid->r2r[0] == TIDE_R2R_NONE;
 }
 
 int tide_solver_stream_outer(const tide_fft_middle *mid, const int n[3], int P)
 {
-    int w = mid->whole, h = halved(mid), o = w & 2 ? 1 : w & 1 ? 0 : h == 0 ? 1 : 0;
+    int w = mid->whole, h = tide_middle_halved(mid);
+    int o = w & 2 ? 1 : w & 1 ? 0 : h == 0 ? 1 : 0;
     for (int k = 0; k < 2; k++)
         if (P > (k == h ? n[k] / 2 + 1 : n[k]))
             return -1;
@@ -67,7 +74,8 @@ static int add_fft(const solver_user *u, const tide_env *e, int bits, int invers
     tide_cpu_fft_desc f = {.precision = u->d.dbl ? TIDE_DOUBLE : TIDE_FLOAT,
                            .sign = inverse ? +1 : -1, .ibox = i, .obox = o, .iarr = ia,
                            .oarr = oa, .half = u->h, .real_n = u->h >= 0 ? u->d.n[u->h] : 0,
-                           .batch = 1, .complex_elems = u->h >= 0};
+                           .batch = 1, .complex_elems = u->h >= 0, .threads = u->threads,
+                           .user_memory = 1};
     for (int k = 0; k < 3; k++)
         if (bits & (1 << k)) {
             f.dims[f.ndims++] = k;
@@ -79,7 +87,22 @@ static int add_fft(const solver_user *u, const tide_env *e, int bits, int invers
     if (!dft)
         f.complex_elems = u->h >= 0 && !real;
     op->src = src, op->dst = dst;
-    return tide_op_fft(op, e, &f, work, err, len);
+    /* FFTW plans on arrays: ones of the right size, untouched by FFTW_ESTIMATE (user_memory
+     * plans the variant for the solve's arrays too) */
+    size_t scalar = u->d.dbl ? sizeof(double) : sizeof(float);
+    int host = !e->be->gpu;
+    if (host) {
+        f.in = malloc((size_t)tide_box_count(ia ? ia : i) * scalar * (real && !inverse ? 1 : 2));
+        f.out = malloc((size_t)tide_box_count(oa ? oa : o) * scalar * (real && inverse ? 1 : 2));
+    }
+    int st = host && (!f.in || !f.out)
+                 ? (snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM)
+                 : tide_op_fft(op, e, &f, work, err, len);
+    if (host) {
+        free(f.in);
+        free(f.out);
+    }
+    return st;
 }
 
 /* The ops of pass k (see the top of the file). */
@@ -91,6 +114,8 @@ static int make_ops(void *user, int dir, int k, int slot, const tide_env *e, con
     const solver_user *u = user;
     const tide_fft_middle *mid = u->d.mid;
     int n = 0, st = 0, outer = mid->transform & ~(1 << u->o) & 7, ob = 1 << u->o;
+    if (u->d.cpu_x) /* the CPU's x transforms around the GPU's pass over x-planes */
+        outer = 1, ob = mid->transform & 6;
     if (k != 1) { /* A and C: the real data's chunk (z padded to even), the spectral one */
         tide_box ra = k ? *out : *in, r = ra, c = elements(u, k ? *in : *out);
         r.hi[2] = u->d.n[2];
@@ -130,17 +155,57 @@ static void at_chunk(void *user, int dir, int k, int field, const tide_box *regi
         }
 }
 
+double tide_solver_stream_cpu_seconds(const tide_env *env, const tide_solver_stream_desc *d)
+{
+    /* The x transforms of a few planes of y (every x and z), forward and inverse, the best of
+     * three after a warm-up, scaled to all of them */
+    int ns = d->n[1] < 8 ? d->n[1] : 8, n0 = d->n[0], sx = n0 / 2 + 1;
+    size_t scalar = d->dbl ? sizeof(double) : sizeof(float);
+    tide_box r = {{0, 0, 0}, {n0, ns, d->n[2]}, {0, 1, 2}}, c = r;
+    c.hi[0] = sx;
+    tide_env cpu = {.ctx = env->ctx, .be = &tide_backend_cpu, .threads = env->ctx->threads};
+    solver_user u = {*d, 0, 1, 0, env->ctx->threads};
+    tide_op op[2];
+    memset(op, 0, sizeof op);
+    char err[TIDE_MSG_LEN];
+    size_t none = 0;
+    void *a = calloc((size_t)tide_box_count(&r), scalar);
+    void *b = calloc((size_t)tide_box_count(&c), 2 * scalar);
+    int st = !a || !b ? TIDE_ERR_NOMEM
+                      : add_fft(&u, &cpu, 1, 0, 1, &r, NULL, &c, NULL, 0, 1, &op[0], &none, err,
+                                sizeof err);
+    st = st ? st : add_fft(&u, &cpu, 1, 1, 1, &c, NULL, &r, NULL, 0, 1, &op[1], &none, err,
+                           sizeof err);
+    double best = INFINITY;
+    for (int rep = 0; rep < 4 && !st; rep++) {
+        double t = MPI_Wtime();
+        st = op[0].cls->execute(&op[0], &cpu, a, b);
+        st = st ? st : op[1].cls->execute(&op[1], &cpu, b, a);
+        t = MPI_Wtime() - t;
+        best = rep && t < best ? t : best;
+    }
+    for (int k = 0; k < 2; k++)
+        if (op[k].cls)
+            op[k].cls->destroy(&op[k], &cpu);
+    free(a);
+    free(b);
+    return st ? INFINITY : best * d->n[1] / ns * d->batch;
+}
+
 int tide_solver_stream_create(const tide_env *env, const tide_solver_stream_desc *d,
                               tide_stream **out, char *err, size_t len)
 {
-    int P = env->ctx->nranks, o = tide_solver_stream_outer(d->mid, d->n, P);
-    solver_user u = {*d, o, 1 - o, halved(d->mid)};
-    if (o < 0)
-        return snprintf(err, len, "no streamed solve for this middle op on %d ranks", P),
-               TIDE_ERR_UNSUPPORTED;
+    int P = env->ctx->nranks, cpu = d->cpu_x;
+    int o = cpu ? 0 : tide_solver_stream_outer(d->mid, d->n, P);
+    solver_user u = {*d, o, 1 - o, cpu ? 0 : tide_middle_halved(d->mid), env->ctx->threads};
+    if (o < 0 || (cpu && !tide_solver_stream_cpu_x(d->mid, P)))
+        return snprintf(err, len, "no streamed solve %sfor this problem on %d ranks",
+                        cpu ? "with the CPU's x transforms " : "", P), TIDE_ERR_UNSUPPORTED;
     /* R: the real data's grid on the device, z padded to even so that a chunk's z rows start
-     * aligned like complex data, as cuFFT's real transforms want them (gpu/fft.cu) */
-    int R[3] = {d->n[0], d->n[1], d->n[2] + d->n[2] % 2}, S[3] = {d->n[0], d->n[1], d->n[2]};
+     * aligned like complex data, as cuFFT's real transforms want them (gpu/fft.cu); the CPU's
+     * transforms read and write it as it is */
+    int R[3] = {d->n[0], d->n[1], d->n[2] + (cpu ? 0 : d->n[2] % 2)};
+    int S[3] = {d->n[0], d->n[1], d->n[2]};
     if (u.h >= 0) {
         S[u.h] = S[u.h] / 2 + 1;
         S[2] *= 2;
@@ -158,9 +223,10 @@ int tide_solver_stream_create(const tide_env *env, const tide_solver_stream_desc
                            .batch = d->batch, .ndirs = 1, .npasses = 3, .make_ops = make_ops,
                            .chunk = at_chunk, .user = &u, .user_bytes = sizeof u,
                            .budget = d->budget};
-    sd.pass[0][0] = (tide_pass_desc){1, 2, o, d->n[2], S[2], 0};
-    sd.pass[0][1] = (tide_pass_desc){2, 1, 1 - o, S[2], S[2], -1};
-    sd.pass[0][2] = (tide_pass_desc){0, 0, o, S[2], d->n[2], 1};
+    sd.pass[0][0] = (tide_pass_desc){1, 2, o, d->n[2], S[2], 0, cpu};
+    sd.pass[0][1] = cpu ? (tide_pass_desc){1, 1, 0, S[2], S[2], -1, 0}
+                        : (tide_pass_desc){2, 1, 1 - o, S[2], S[2], -1, 0};
+    sd.pass[0][2] = (tide_pass_desc){0, 0, o, S[2], d->n[2], 1, cpu};
     int st = tide_stream_create(&sd, out, err, len);
     free(lay);
     return st;

@@ -13,11 +13,21 @@ typedef struct {
     int dbl, batch;
     const tide_fft_middle *mid; /* the transforms and the op between them */
     size_t budget;
+    int cpu_x;                  /* the CPU does the x transforms (tide_solver_stream_cpu_x) */
 } tide_solver_stream_desc;
+
+/* Whether the CPU can do the x transforms, one pass through the GPU doing the rest (see
+ * solver_stream.c): one rank, x periodic. */
+int tide_solver_stream_cpu_x(const tide_fft_middle *mid, int P);
+
+/* Local: the seconds the CPU takes for the x transforms of one solve of d, forward and
+ * inverse, every field, measured on a few of the planes and scaled (INFINITY when that
+ * fails). */
+double tide_solver_stream_cpu_seconds(const tide_env *env, const tide_solver_stream_desc *d);
 
 /* The dimension (0 or 1) whose slabs the ranks hold the data in, the one the outer passes
  * cut, for grid n on P ranks; -1 when the middle op needs dimensions whole that no pass has
- * whole, or P exceeds the length of x or y on the spectral grid. */
+ * whole, or P exceeds the length of x or y on the spectral grid. (The CPU's scheme: x.) */
 int tide_solver_stream_outer(const tide_fft_middle *mid, const int n[3], int P);
 
 /* Local: the streamed solve of env's ranks (env: the CUDA backend, nccl or NULL). Ranks hold

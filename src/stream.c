@@ -42,6 +42,7 @@ struct tide_stream {
     int nops[NDIRS][TIDE_STREAM_PASSES];
     int wat[NDIRS][TIDE_STREAM_PASSES]; /* the W array pass k writes (-1: the output) */
     tide_env slot[TIDE_STREAM_SLOTS];           /* each slot's stream and FFT work area */
+    tide_env host_env;                          /* host passes: the CPU backend */
     size_t work_bytes;
     size_t buf_bytes[4];
     int nbufs, obuf;         /* slot buffers; the out-of-place passes' results (-1: none) */
@@ -250,9 +251,27 @@ static int run_parts(const tide_stream *s, const pass_run *part, int nparts, int
     return st;
 }
 
+/* A host pass: its ops, in order, from src to dst on the CPU (nothing collective). */
+static int host_pass(const tide_stream *s, int dir, int k, const void *src, void *dst, int st,
+                     char *err, size_t len)
+{
+    void *arr[2] = {(void *)src, dst};
+    const tide_op *ops = s->ops[dir][k][0];
+    double t = MPI_Wtime();
+    for (int j = 0; j < s->nops[dir][k] && !st; j++)
+        if ((st = ops[j].cls->execute(&ops[j], &s->host_env, arr[ops[j].src ? 1 : 0],
+                                      arr[ops[j].dst ? 1 : 0])))
+            snprintf(err, len, "%s on the CPU failed", ops[j].what);
+    if (!st && s->ctx->log_level >= TIDE_LOG_DEBUG)
+        tide_log(s->ctx, TIDE_LOG_DEBUG, "host pass %d: %.3g ms", k, (MPI_Wtime() - t) * 1e3);
+    return st;
+}
+
 static int pass(const tide_stream *s, int dir, int k, int f, const void *src, void *dst, int st,
                 char *err, size_t len)
 {
+    if (s->d.pass[dir][k].host)
+        return host_pass(s, dir, k, src, dst, st, err, len);
     pass_run pr = part_of(s, dir, k, f, src, dst, 0);
     return run_parts(s, &pr, 1, st, err, len);
 }
@@ -350,9 +369,11 @@ static void free_ops(tide_stream *s)
 {
     for (int g = 0; g < s->d.ndirs; g++)
         for (int k = 0; k < s->d.npasses; k++) {
-            for (int sl = 0; sl < TIDE_STREAM_SLOTS; sl++)
+            int host = s->d.pass[g][k].host;
+            for (int sl = 0; sl < (host ? 1 : TIDE_STREAM_SLOTS); sl++)
                 for (int j = 0; j < s->nops[g][k]; j++)
-                    s->ops[g][k][sl][j].cls->destroy(&s->ops[g][k][sl][j], &s->slot[sl]);
+                    s->ops[g][k][sl][j].cls->destroy(&s->ops[g][k][sl][j],
+                                                     host ? &s->host_env : &s->slot[sl]);
             s->nops[g][k] = 0;
             tide_chunked_destroy(s->x[g][k]);
             s->x[g][k] = NULL;
@@ -392,6 +413,14 @@ static int make_passes(tide_stream *s, char *err, size_t len)
     for (int g = 0; g < s->d.ndirs && !st; g++)
         for (int k = 0; k < s->d.npasses && !st; k++) {
             const tide_pass_desc *pd = &s->d.pass[g][k];
+            if (pd->host) { /* the whole arrays, once */
+                tide_box in = zcut(s->lay[input_layout(pd)][s->me], pd->zin);
+                tide_box out = zcut(s->lay[pd->from][s->me], pd->zout);
+                size_t none = 0;
+                st = s->d.make_ops(s->d.user, g, k, 0, &s->host_env, &in, &out,
+                                   s->ops[g][k][0], &s->nops[g][k], &none, err, len);
+                continue;
+            }
             int lo = s->lay[pd->from][s->me].lo[pd->d];
             tide_box cin = chunk_box(s, input_layout(pd), pd->d, lo);
             tide_box cout = chunk_box(s, pd->from, pd->d, lo);
@@ -449,7 +478,7 @@ static int fit(tide_stream *s, size_t budget, char *err, size_t len)
     for (int g = 0; g < s->d.ndirs; g++)
         for (int k = 0; k < s->d.npasses; k++) {
             const tide_pass_desc *pd = &s->d.pass[g][k];
-            for (int r = 0; r < s->P; r++)
+            for (int r = 0; r < s->P && !pd->host; r++)
                 for (int side = 0; side < 2; side++) {
                     const tide_box *b = &s->lay[side ? input_layout(pd) : pd->from][r];
                     int t = b->hi[pd->d] - b->lo[pd->d];
@@ -563,7 +592,7 @@ static int make_engine(tide_stream *s, char *err, size_t len)
         e->fft_work_bytes = s->work_bytes;
         for (int g = 0; g < s->d.ndirs && !st; g++)
             for (int k = 0; k < s->d.npasses && !st; k++)
-                for (int j = 0; j < s->nops[g][k] && !st; j++) {
+                for (int j = 0; j < s->nops[g][k] && !st && !s->d.pass[g][k].host; j++) {
                     const tide_op *op = &s->ops[g][k][sl][j];
                     if (op->kind == TIDE_OP_FFT && op->fft && e->be->fft_bind(e, op->fft))
                         st = TIDE_ERR_BACKEND, snprintf(err, len, "cannot bind %s to its "
@@ -586,7 +615,12 @@ static int try_resident(tide_stream *s, char *err, size_t len)
     }
     int overlap = s->d.batch > 1;
     size_t wall = most * (size_t)(1 + overlap), budget = s->d.budget;
-    if (!s->d.resident || s->P > 1 || s->d.npasses != 2 || s->obuf >= 0 || wall >= budget / 2)
+    int host = 0;
+    for (int g = 0; g < s->d.ndirs; g++)
+        for (int k = 0; k < s->d.npasses; k++)
+            host |= s->d.pass[g][k].host;
+    if (!s->d.resident || s->P > 1 || s->d.npasses != 2 || s->obuf >= 0 || host ||
+        wall >= budget / 2)
         return 1;
     s->resident = 1;
     s->overlap = overlap;
@@ -614,12 +648,14 @@ static int check_desc(const tide_stream_desc *d, int P, char *err, size_t len)
                 int x = l == 0 ? pd->from : l == 1 ? pd->to : in;
                 bad |= x < 0 || x >= TIDE_STREAM_LAYOUTS || !d->layout[x];
             }
-            for (int r = 0; r < P && !bad; r++)
+            for (int r = 0; r < P && !bad && !pd->host; r++)
                 bad |= d->layout[in][r].lo[pd->d] != d->layout[pd->from][r].lo[pd->d] ||
                        d->layout[in][r].hi[pd->d] != d->layout[pd->from][r].hi[pd->d];
+            bad |= pd->host && P > 1;
             if (bad)
-                return snprintf(err, len, "pass %d of direction %d names a missing layout or "
-                                "reads chunks its results do not match", k, g),
+                return snprintf(err, len, "pass %d of direction %d names a missing layout, "
+                                "reads chunks its results do not match or runs on the host "
+                                "of one rank among %d", k, g, P),
                        TIDE_ERR_ARGUMENT;
         }
     return TIDE_SUCCESS;
@@ -656,6 +692,8 @@ int tide_stream_create(const tide_stream_desc *d, tide_stream **out, char *err, 
         if (d->layout[l])
             memcpy(s->lay[l], d->layout[l], (size_t)P * sizeof(tide_box));
     }
+    s->host_env = (tide_env){.ctx = d->env->ctx, .be = &tide_backend_cpu,
+                             .threads = d->env->ctx->threads};
     for (int sl = 0; sl < TIDE_STREAM_SLOTS; sl++) { /* stream and work area: make_engine */
         s->slot[sl] = *d->env;
         s->slot[sl].fft_work = NULL;
@@ -664,7 +702,7 @@ int tide_stream_create(const tide_stream_desc *d, tide_stream **out, char *err, 
     int oop = 0;
     for (int g = 0; g < d->ndirs; g++)
         for (int k = 0; k < d->npasses; k++)
-            oop |= d->pass[g][k].src >= 0;
+            oop |= d->pass[g][k].src >= 0 && !d->pass[g][k].host;
     s->nbufs = d->env->nccl && P > 1 ? 3 : 1;
     s->obuf = oop ? s->nbufs++ : -1;
     st = try_resident(s, err, len) ? fit(s, d->budget, err, len) : TIDE_SUCCESS;
@@ -678,6 +716,19 @@ int tide_stream_create(const tide_stream_desc *d, tide_stream **out, char *err, 
     }
     *out = s;
     return TIDE_SUCCESS;
+}
+
+void tide_stream_transfers(const tide_stream *s, int dir, double *up, double *down)
+{
+    *up = *down = 0;
+    for (int k = 0; k < s->d.npasses; k++) {
+        const tide_pass_desc *pd = &s->d.pass[dir][k];
+        tide_box i = zcut(s->lay[input_layout(pd)][s->me], pd->zin);
+        tide_box o = zcut(s->lay[pd->from][s->me], pd->zout);
+        double B = s->d.batch * (double)s->d.elem;
+        *up += pd->host || (s->resident && k > 0) ? 0 : (double)tide_box_count(&i) * B;
+        *down += pd->host || (s->resident && k == 0) ? 0 : (double)tide_box_count(&o) * B;
+    }
 }
 
 void tide_stream_describe_pass(const tide_stream *s, int dir, int k, char *buf, size_t len)
@@ -697,6 +748,10 @@ void tide_stream_shape_of(const tide_stream *s, tide_stream_shape *sh)
             sh->chunks = s->nchunks[g][k] > sh->chunks ? s->nchunks[g][k] : sh->chunks;
     sh->slots = TIDE_STREAM_SLOTS;
     sh->resident = s->resident;
+    sh->trips = 0;
+    for (int k = 0; k < s->d.npasses; k++)
+        sh->trips += !s->d.pass[0][k].host;
+    sh->trips = s->resident ? 1 : sh->trips;
     size_t wall = s->wbytes * (size_t)s->wfields * (size_t)s->nw;
     sh->device_bytes = slots_bytes(s) + (s->resident ? wall : 0);
     sh->pinned_bytes = (s->resident ? 0 : wall) + s->sbytes +
@@ -725,6 +780,12 @@ void tide_stream_describe_pass(const tide_stream *s, int dir, int k, char *buf, 
 {
     (void)s, (void)dir, (void)k;
     snprintf(buf, len, "%s", "");
+}
+
+void tide_stream_transfers(const tide_stream *s, int dir, double *up, double *down)
+{
+    (void)s, (void)dir;
+    *up = *down = 0;
 }
 
 int tide_stream_execute(const tide_stream *s, int dir, const void *in, void *out, char *err,

@@ -30,6 +30,8 @@ typedef struct {
     int d;         /* the dimension its chunks cut */
     int zin, zout;
     int src;       /* the layout it reads, or -1: `from` (in place) */
+    int host;      /* the CPU runs it over the rank's whole box, no chunks, with the CPU
+                    * backend's ops (the pipeline idle); one rank */
 } tide_pass_desc;
 
 /* Makes the ops pass k of direction dir runs on every chunk, in device memory laid out as in
@@ -37,8 +39,10 @@ typedef struct {
  * chunk shapes at the rank's first chunk; FFTs see only their extents. An op reads and writes
  * the chunk buffers its src and dst say: 0 the input chunk, 1 the output chunk (both 0 in
  * place). For pipeline slot `slot` (slot 0 first) whose environment is e (its stream):
- * ops[0..*nops), at most TIDE_PASS_OPS. Raises *work to the FFT work area they need. Returns
- * 0 or a code with the reason in err. */
+ * ops[0..*nops), at most TIDE_PASS_OPS. Raises *work to the FFT work area they need. A host
+ * pass's ops: made once (slot 0) with the CPU backend's environment, on the rank's whole
+ * boxes of its arrays (in, out), src and dst 0 the pass's input array, 1 its output array;
+ * FFTs planned for any arrays (user_memory). Returns 0 or a code with the reason in err. */
 typedef int (*tide_pass_ops)(void *user, int dir, int k, int slot, const tide_env *e,
                              const tide_box *in, const tide_box *out, tide_op *ops, int *nops,
                              size_t *work, char *err, size_t len);
@@ -79,9 +83,16 @@ typedef struct {
     int chunks;             /* per pass, the larger pass */
     int slots;
     int resident;           /* the data stays on the device between passes */
+    int trips;              /* times the data crosses PCIe each way: the passes through the
+                             * GPU (1 resident) */
     size_t device_bytes, pinned_bytes;
 } tide_stream_shape;
 void tide_stream_shape_of(const tide_stream *s, tide_stream_shape *sh);
+
+/* Bytes one execution of direction dir moves over PCIe on this rank, every field: each pass
+ * through the GPU uploads its input and downloads its results (resident: the first only up,
+ * the last only down). */
+void tide_stream_transfers(const tide_stream *s, int dir, double *up, double *down);
 
 /* The ops of pass k of direction dir, as "fft(x) > eigen > fft(x)". */
 void tide_stream_describe_pass(const tide_stream *s, int dir, int k, char *buf, size_t len);

@@ -341,6 +341,8 @@ typedef struct {
     double d2h_bytes;      /* ... device to host */
     int exchanges;         /* reshapes (all-to-all exchanges) */
     int fft_passes;        /* local transform passes over the data */
+    double cpu_seconds;    /* a solve streamed with the CPU's x transforms: their time,
+                            * measured on a few planes when the plan was made; else 0 */
 } tide_fft_cost;
 
 /* Local. direction: -1 forward, +1 backward. */
@@ -436,16 +438,22 @@ typedef enum {
 } tide_eigen;
 
 /* Host arrays on the GPU backend. Copied whole, they cross PCIe once each way and the solve
- * runs in device memory; streamed, chunks of them pass through the GPU while the next ones
- * travel, three passes, so the data crosses PCIe three times each way (the outer transforms,
- * the middle pass with the operator between the inner transforms, the inverse outer ones) and
- * needs no more device memory than the budget. Ranks then hold slabs along x (y when y is the
- * dimension solved along lines, or when x is the only periodic one) in C order. */
+ * runs in device memory. Streamed, chunks of them pass through the GPU while the next ones
+ * travel, needing no more device memory than the budget, by one of two schemes: every
+ * transform on the GPU in three passes, so the data crosses PCIe three times each way (the
+ * outer transforms, the middle pass with the operator between the inner transforms, the
+ * inverse outer ones), ranks holding slabs along x (y when y is the dimension solved along
+ * lines, or when x is the only periodic one) in C order; or (one rank, x periodic) the CPU
+ * doing the x transforms before and after one pass through the GPU, so the data crosses PCIe
+ * once each way while the CPU transforms it twice. */
 typedef enum {
-    TIDE_OOC_AUTO = 0,  /* copied whole when the solve fits the context's device budget, else
-                         * streamed */
-    TIDE_OOC_STREAM = 1 /* streamed whatever the budget (needs the GPU backend, host arrays,
-                         * slabs) */
+    TIDE_OOC_AUTO = 0,        /* copied whole when the solve fits the context's device
+                               * budget, else streamed by the scheme predicted faster from the
+                               * CPU's x transform time and the PCIe rate, measured then */
+    TIDE_OOC_STREAM = 1,      /* streamed, every transform on the GPU, whatever the budget
+                               * (needs the GPU backend, host arrays, slabs) */
+    TIDE_OOC_STREAM_CPU_X = 2 /* streamed, the CPU doing the x transforms (needs as much, one
+                               * rank and x periodic) */
 } tide_out_of_card;
 
 typedef struct {
@@ -510,7 +518,9 @@ typedef struct {
     tide_exchange exchange;
     tide_location location;
     int round_trips;         /* GPU, host arrays: times the data crosses PCIe each way per
-                              * solve (1 copied whole, 3 streamed; 0 otherwise) */
+                              * solve (1 copied whole or streamed with the CPU's x
+                              * transforms, 3 streamed; 0 otherwise) */
+    int cpu_transforms;      /* streamed: the CPU does the x transforms (tide_out_of_card) */
     int chunks;              /* GPU, host arrays: chunks per pass (streamed: the most of any
                               * pass; 1 copied whole), else 0 */
 } tide_poisson_info;

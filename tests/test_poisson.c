@@ -1146,6 +1146,85 @@ static size_t one_chunk_bytes(tide_context *ctx, const pcase *c)
     return (size_t)b;
 }
 
+/* f) The CPU's x transforms around one pass through the GPU (TIDE_OOC_STREAM_CPU_X): each
+ * boundary set with the default budget and with a quarter of what one chunk per pass takes
+ * (many chunks); on one rank with x periodic the plan's info and the checks of a), else
+ * TIDE_ERR_UNSUPPORTED on every rank. Returns the solves that ran. */
+static int streamed_cpu_x(tide_context *main_ctx)
+{
+    int ran = 0;
+    for (int i = 0; i < 2 * NSETS; i++) {
+        int budget;
+        pcase c = make_streamed_case(i % NSETS + NSETS * (i / NSETS ? BUDGET_SMALL : 0),
+                                     &budget);
+        char desc[320];
+        case_str(&c, desc, sizeof desc);
+        snprintf(desc + strlen(desc), sizeof desc - strlen(desc), " streamed, the CPU's x "
+                 "transforms (%s)", budget ? "a quarter budget" : "default budget");
+        if (verbose && rank == 0) {
+            printf("case: %s\n", desc);
+            fflush(stdout);
+        }
+        int able = nranks == 1 && !is_bounded(c.bc, 0) && c.stretched != 0;
+        size_t one = 0;
+        tide_poisson_options opts;
+        streamed_options(&c, TIDE_OOC_STREAM_CPU_X, &opts);
+        if (budget && able) {
+            tide_poisson_plan *probe = NULL;
+            if (tide_poisson_plan_create(main_ctx, c.n, NULL, &opts, &probe) == 0) {
+                tide_poisson_info pi;
+                tide_poisson_plan_info(probe, &pi);
+                one = pi.device_bytes / 4;
+            }
+            tide_poisson_plan_destroy(probe);
+        }
+        tide_context_options copts;
+        tide_context_options_init(&copts);
+        copts.device_budget = one;
+        tide_context *ctx = NULL;
+        int st = tide_context_create(comm, &copts, &ctx);
+        if (!tt_check(&tally, comm, st == 0, "%s: context: %s", desc, tide_strerror(st)))
+            continue;
+        tide_poisson_plan *plan = NULL;
+        st = tide_poisson_plan_create(ctx, c.n, NULL, &opts, &plan);
+        if (!able) {
+            const char *msg = tide_last_error(ctx);
+            tt_check(&tally, comm, st == TIDE_ERR_UNSUPPORTED && strstr(msg, "x transforms"),
+                     "%s: wanted TIDE_ERR_UNSUPPORTED (%d ranks, x %s), got %s: %s", desc,
+                     nranks, is_bounded(c.bc, 0) ? "bounded" : "periodic", tide_strerror(st),
+                     msg);
+        } else if (tt_check(&tally, comm, st == 0, "%s: plan_create: %s: %s", desc,
+                            tide_strerror(st), tide_last_error(ctx))) {
+            tide_box box;
+            tide_poisson_info info;
+            tide_fft_cost cost;
+            char steps[512] = "";
+            tide_poisson_plan_box(plan, &box);
+            tide_poisson_plan_info(plan, &info);
+            tide_poisson_plan_cost(plan, &cost);
+            tide_poisson_plan_describe(plan, steps, sizeof steps);
+            if (verbose && rank == 0)
+                printf("    rank 0: %s (%d chunks, CPU %.3g s)\n", steps, info.chunks,
+                       cost.cpu_seconds);
+            int ok = info.cpu_transforms == 1 && info.round_trips == 1 &&
+                     info.backend == TIDE_BACKEND_CUDA && info.exchanges == 0 &&
+                     (budget ? info.chunks >= 2 : info.chunks == 1) &&
+                     cost.cpu_seconds > 0 && strncmp(steps, "cpu ", 4) == 0 &&
+                     tt_box_count(&box) == (long long)c.n[0] * c.n[1] * c.n[2];
+            if (check_local(ok, "%s: plan: cpu_transforms %d, %d round trips, backend %d, %d "
+                            "exchanges, %d chunks, CPU %.3g s, steps \"%s\"", desc,
+                            info.cpu_transforms, info.round_trips, (int)info.backend,
+                            info.exchanges, info.chunks, cost.cpu_seconds, steps)) {
+                check_solve(ctx, &c, desc, plan, &box, &opts);
+                ran++;
+            }
+        }
+        tide_poisson_plan_destroy(plan);
+        tide_context_destroy(ctx);
+    }
+    return ran;
+}
+
 /* f) Streamed solves, each on a context of its own device budget: the whole solve forced to
  * stream with the default budget (one chunk per pass), with three quarters of what that takes
  * (two chunks or more), and with backend auto and a quarter of it, too small for the solve in
@@ -1221,11 +1300,12 @@ static void streamed(tide_context *main_ctx)
     MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_INT, MPI_MAX, comm);
     tt_check(&tally, comm, fewest == 1 && most >= 4, "f) streamed solves ran with %d to %d "
              "chunks per pass; one and at least four wanted", fewest, most);
+    int cpu_x = streamed_cpu_x(main_ctx);
     if (rank == 0)
-        printf("  f) %d streamed cases, %d to %d chunks per pass: %d failed checks (%.1f s); "
-               "largest residual %.2g and mean error %.2g of their tolerances\n", NSTREAMED,
-               fewest, most, tally.failed - before, MPI_Wtime() - t0, worst_residual,
-               worst_mean);
+        printf("  f) %d streamed cases, %d to %d chunks per pass, %d with the CPU's x "
+               "transforms: %d failed checks (%.1f s); largest residual %.2g and mean error "
+               "%.2g of their tolerances\n", NSTREAMED + 2 * NSETS, fewest, most, cpu_x,
+               tally.failed - before, MPI_Wtime() - t0, worst_residual, worst_mean);
 }
 
 /* ---- b), c) an analytic solution ------------------------------------------------------------ */
@@ -1828,6 +1908,10 @@ static void create_errors(tide_context *ctx)
     o.out_of_card = TIDE_OOC_STREAM;
     o.backend = TIDE_BACKEND_CPU;
     expect_create_error(ctx, "out_of_card stream on the CPU backend", &box, &o, UNSUP);
+    base_options(&o, &box);
+    o.out_of_card = TIDE_OOC_STREAM_CPU_X;
+    o.location = TIDE_LOCATION_DEVICE;
+    expect_create_error(ctx, "out_of_card stream cpu-x with device arrays", &box, &o, ARG);
     if (nranks > 1) { /* z-slabs: a streamed solve takes x-slabs */
         base_options(&o, &box);
         o.out_of_card = TIDE_OOC_STREAM;
