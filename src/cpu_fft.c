@@ -13,6 +13,9 @@ struct tide_cpu_fft {
     void *aligned, *unaligned;
     /* A DFT with real-to-real dimensions too: their transform, in place on the complex side. */
     void *pass_aligned, *pass_unaligned;
+    /* by_planes: the planes, and the bytes from one to the next in the input and output */
+    int planes, threads;
+    size_t istep, ostep;
 };
 
 tide_r2r_kind tide_r2r_inverse(tide_r2r_kind k)
@@ -146,11 +149,42 @@ static int plan_pair(const tide_cpu_fft_desc *d, tide_fft_kind kind, const guru_
     return *aligned && (!d->user_memory || *unaligned);
 }
 
-int tide_cpu_fft_create(const tide_cpu_fft_desc *d, tide_cpu_fft **out)
+/* The bytes of one element of the input (in) or output of d. */
+static size_t elem_bytes(const tide_cpu_fft_desc *d, int in)
+{
+    size_t scalar = d->precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
+    int real = d->kind == TIDE_KIND_R2R ? !d->complex_elems
+                                        : d->kind == (in ? TIDE_KIND_R2C : TIDE_KIND_C2R);
+    return real ? scalar : 2 * scalar;
+}
+
+int tide_cpu_fft_create(const tide_cpu_fft_desc *desc, tide_cpu_fft **out)
 {
     tide_cpu_fft *f = calloc(1, sizeof *f);
     if (!f)
         return TIDE_ERR_NOMEM;
+    /* by planes: the plan of the first plane, one thread, measured (a plane is small) */
+    tide_cpu_fft_desc one = *desc;
+    tide_box ib = *desc->ibox, ob = *desc->obox;
+    const tide_cpu_fft_desc *d = desc;
+    f->planes = 1;
+    if (desc->by_planes) {
+        int k = desc->plane_dim;
+        int64_t is[3], os[3];
+        tide_box_strides(desc->iarr ? desc->iarr : desc->ibox, is);
+        tide_box_strides(desc->oarr ? desc->oarr : desc->obox, os);
+        f->planes = tide_ext(desc->ibox, k);
+        f->threads = desc->threads;
+        f->istep = (size_t)is[k] * elem_bytes(desc, 1);
+        f->ostep = (size_t)os[k] * elem_bytes(desc, 0);
+        ib.hi[k] = ib.lo[k] + 1, ob.hi[k] = ob.lo[k] + 1;
+        one.ibox = &ib, one.obox = &ob;
+        one.iarr = desc->iarr ? desc->iarr : desc->ibox;
+        one.oarr = desc->oarr ? desc->oarr : desc->obox;
+        one.threads = 1;
+        one.measure = 1;
+        d = &one;
+    }
     f->precision = d->precision;
     f->kind = d->kind;
     int all = 0, r2r = 0; /* the transformed and the real-to-real dimensions, as bits */
@@ -228,7 +262,8 @@ static void execute_one(tide_precision precision, tide_fft_kind kind, void *alig
     }
 }
 
-void tide_cpu_fft_execute(const tide_cpu_fft *f, void *in, void *out)
+/* The transform of one plane, or of the whole box. */
+static void execute_plane(const tide_cpu_fft *f, void *in, void *out)
 {
     int c2r = f->kind == TIDE_KIND_C2R;
     if (f->pass_aligned && c2r)
@@ -236,4 +271,16 @@ void tide_cpu_fft_execute(const tide_cpu_fft *f, void *in, void *out)
     execute_one(f->precision, f->kind, f->aligned, f->unaligned, in, out);
     if (f->pass_aligned && !c2r)
         execute_one(f->precision, TIDE_KIND_R2R, f->pass_aligned, f->pass_unaligned, out, out);
+}
+
+void tide_cpu_fft_execute(const tide_cpu_fft *f, void *in, void *out)
+{
+    if (f->planes <= 1) {
+        execute_plane(f, in, out);
+        return;
+    }
+    /* new-array execution is thread safe: each thread its planes */
+#pragma omp parallel for num_threads(f->threads) schedule(static)
+    for (int p = 0; p < f->planes; p++)
+        execute_plane(f, (char *)in + (size_t)p * f->istep, (char *)out + (size_t)p * f->ostep);
 }

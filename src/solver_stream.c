@@ -87,11 +87,13 @@ static int add_fft(const solver_user *u, const tide_env *e, int bits, int invers
     if (!dft)
         f.complex_elems = u->h >= 0 && !real;
     op->src = src, op->dst = dst;
-    /* FFTW plans on arrays: ones of the right size, untouched by FFTW_ESTIMATE (user_memory
-     * plans the variant for the solve's arrays too) */
+    /* FFTW plans on arrays: scratch ones of the right size (a plane of them measured;
+     * user_memory plans the variant for the solve's arrays too) */
     size_t scalar = u->d.dbl ? sizeof(double) : sizeof(float);
     int host = !e->be->gpu;
-    if (host) {
+    if (host) { /* x, plane by plane of y (cpu_fft.h) */
+        f.by_planes = 1;
+        f.plane_dim = 1;
         f.in = malloc((size_t)tide_box_count(ia ? ia : i) * scalar * (real && !inverse ? 1 : 2));
         f.out = malloc((size_t)tide_box_count(oa ? oa : o) * scalar * (real && inverse ? 1 : 2));
     }
@@ -157,9 +159,9 @@ static void at_chunk(void *user, int dir, int k, int field, const tide_box *regi
 
 double tide_solver_stream_cpu_seconds(const tide_env *env, const tide_solver_stream_desc *d)
 {
-    /* The x transforms of a few planes of y (every x and z), forward and inverse, the best of
-     * three after a warm-up, scaled to all of them */
-    int ns = d->n[1] < 8 ? d->n[1] : 8, n0 = d->n[0], sx = n0 / 2 + 1;
+    /* The x transforms of a plane of y per thread (every x and z), forward and inverse, the
+     * best of three after a warm-up, scaled to all of them */
+    int T = env->ctx->threads, ns = d->n[1] < T ? d->n[1] : T, n0 = d->n[0], sx = n0 / 2 + 1;
     size_t scalar = d->dbl ? sizeof(double) : sizeof(float);
     tide_box r = {{0, 0, 0}, {n0, ns, d->n[2]}, {0, 1, 2}}, c = r;
     c.hi[0] = sx;
