@@ -670,30 +670,55 @@ static int agree_plan(tide_context *ctx, int st, const char *err, tide_fft_plan 
     return TIDE_SUCCESS;
 }
 
-/* Collective: the streamed plan (see streams_ok). The exchange is NCCL where the GPUs reach
- * each other (unless P2P was asked for), else MPI point to point in host memory. resident:
- * the data may stay on the device between the passes (one rank, when it fits). */
-static int make_stream_plan(tide_context *ctx, const int n[3], const tide_fft_options *opts,
-                            int transposed, int resident, tide_fft_plan **out)
+/* Collective start of a streamed plan that moves the data `moves` times: the exchange (NCCL
+ * where the GPUs reach each other, unless P2P was asked for, else MPI point to point in host
+ * memory), and the plan with this rank's slab of the input along din and of the output along
+ * dout. Returns 0 with *out set, or a code with *out NULL: NCCL's, agreed already (err
+ * empty), or a local failure's with its reason in err, to be agreed. */
+static int stream_plan_base(tide_context *ctx, const int n[3], const tide_fft_options *opts,
+                            const tide_fft_middle *mid, int moves, int din, int dout,
+                            tide_fft_plan **out, char *err, size_t len)
 {
     *out = NULL;
-    int P = ctx->nranks, moves = P > 1 ? (transposed ? 1 : 2) : 0;
+    int P = ctx->nranks;
     int nccl_on = P > 1 && ctx->nccl_usable && opts->exchange != TIDE_EXCHANGE_P2P;
     void *nccl = NULL;
     int st = nccl_on ? tide_context_nccl(ctx, &nccl) : TIDE_SUCCESS;
     if (st)
         return st;
+    tide_fft_plan *p = new_plan(ctx, n, opts, 1, mid, err, len);
+    if (!p)
+        return TIDE_ERR_NOMEM;
+    tide_box_slab(n, din, P, ctx->rank, &p->inbox);
+    tide_box_slab(p->nout, dout, P, ctx->rank, &p->outbox);
+    p->decomp = P > 1 ? TIDE_DECOMP_SLABS : TIDE_DECOMP_AUTO;
+    p->exchange = !moves ? TIDE_EXCHANGE_AUTO : nccl ? TIDE_EXCHANGE_NCCL : TIDE_EXCHANGE_P2P;
+    p->env.transport = p->exchange;
+    p->stream_exchanges = moves;
+    p->env.nccl = nccl;
+    *out = p;
+    return TIDE_SUCCESS;
+}
+
+/* The exchange a streamed plan's description shows after a moving pass. */
+static const char *stream_exchange_name(const tide_fft_plan *p)
+{
+    return !p->stream_exchanges ? "" : p->env.nccl ? " > nccl" : " > p2p";
+}
+
+/* Collective: the streamed plan (see streams_ok). resident: the data may stay on the device
+ * between the passes (one rank, when it fits). */
+static int make_stream_plan(tide_context *ctx, const int n[3], const tide_fft_options *opts,
+                            int transposed, int resident, tide_fft_plan **out)
+{
+    int P = ctx->nranks, moves = P > 1 ? (transposed ? 1 : 2) : 0;
     char err[TIDE_MSG_LEN] = "";
-    tide_fft_plan *p = new_plan(ctx, n, opts, 1, NULL, err, sizeof err);
-    st = p ? TIDE_SUCCESS : TIDE_ERR_NOMEM;
-    if (p) {
-        tide_box_slab(n, 0, P, ctx->rank, &p->inbox);
-        tide_box_slab(p->nout, moves == 1 ? 1 : 0, P, ctx->rank, &p->outbox);
-        p->decomp = P > 1 ? TIDE_DECOMP_SLABS : TIDE_DECOMP_AUTO;
-        p->exchange = !moves ? TIDE_EXCHANGE_AUTO : nccl ? TIDE_EXCHANGE_NCCL : TIDE_EXCHANGE_P2P;
-        p->env.transport = p->exchange;
-        p->stream_exchanges = moves;
-        p->env.nccl = nccl;
+    tide_fft_plan *p;
+    int st = stream_plan_base(ctx, n, opts, NULL, moves, 0, moves == 1 ? 1 : 0, &p, err,
+                              sizeof err);
+    if (st && !*err)
+        return st; /* NCCL's failure, agreed already */
+    if (!st) {
         tide_fft_stream_desc d = {{n[0], n[1], n[2]}, opts->precision == TIDE_DOUBLE,
                                   opts->type == TIDE_R2C, opts->batch, transposed,
                                   {p->fwd_scale, p->bwd_scale}, ctx->dev.budget_bytes,
@@ -703,7 +728,7 @@ static int make_stream_plan(tide_context *ctx, const int n[3], const tide_fft_op
     if (!st) {
         tide_stream_shape sh;
         tide_stream_shape_of(p->streamed, &sh);
-        const char *x = !moves ? "" : nccl ? " > nccl" : " > p2p";
+        const char *x = stream_exchange_name(p);
         snprintf(p->stream_what, sizeof p->stream_what, "stream[%d chunks, %d slots%s] "
                  "fft(y,z)%s > stream fft(x)%s", sh.chunks, sh.slots,
                  sh.resident ? ", resident" : "", x, moves == 2 ? x : "");
@@ -717,24 +742,13 @@ static int make_solver_stream_plan(tide_context *ctx, const int n[3],
                                    const tide_fft_options *opts, const tide_fft_middle *mid,
                                    int cpu_x, tide_fft_plan **out)
 {
-    *out = NULL;
     int P = ctx->nranks, o = cpu_x ? 0 : tide_solver_stream_outer(mid, n, P);
-    int nccl_on = P > 1 && ctx->nccl_usable && opts->exchange != TIDE_EXCHANGE_P2P;
-    void *nccl = NULL;
-    int st = nccl_on ? tide_context_nccl(ctx, &nccl) : TIDE_SUCCESS;
-    if (st)
-        return st;
     char err[TIDE_MSG_LEN] = "";
-    tide_fft_plan *p = new_plan(ctx, n, opts, 1, mid, err, sizeof err);
-    st = p ? TIDE_SUCCESS : TIDE_ERR_NOMEM;
-    if (p) {
-        tide_box_slab(n, o, P, ctx->rank, &p->inbox);
-        tide_box_slab(p->nout, 1 - o, P, ctx->rank, &p->outbox);
-        p->decomp = P > 1 ? TIDE_DECOMP_SLABS : TIDE_DECOMP_AUTO;
-        p->exchange = P == 1 ? TIDE_EXCHANGE_AUTO : nccl ? TIDE_EXCHANGE_NCCL : TIDE_EXCHANGE_P2P;
-        p->env.transport = p->exchange;
-        p->stream_exchanges = P > 1 ? 2 : 0;
-        p->env.nccl = nccl;
+    tide_fft_plan *p;
+    int st = stream_plan_base(ctx, n, opts, mid, P > 1 ? 2 : 0, o, 1 - o, &p, err, sizeof err);
+    if (st && !*err)
+        return st;
+    if (!st) {
         p->cpu_x = cpu_x;
         tide_solver_stream_desc d = {{n[0], n[1], n[2]}, opts->precision == TIDE_DOUBLE,
                                      opts->batch, mid, ctx->dev.budget_bytes, cpu_x};
@@ -747,7 +761,7 @@ static int make_solver_stream_plan(tide_context *ctx, const int n[3],
         char w[3][64];
         for (int k = 0; k < 3; k++)
             tide_stream_describe_pass(p->streamed, 0, k, w[k], sizeof w[k]);
-        const char *x = P == 1 ? "" : nccl ? " > nccl" : " > p2p";
+        const char *x = stream_exchange_name(p);
         if (cpu_x)
             snprintf(p->stream_what, sizeof p->stream_what, "cpu %s > stream[%d chunks, %d "
                      "slots] %s > cpu %s", w[0], sh.chunks, sh.slots, w[1], w[2]);

@@ -34,8 +34,8 @@
 
 typedef struct {
     tide_solver_stream_desc d;
-    int o, m, h;
-    int threads;
+    int o, h;    /* the outer dimension, the halved one (-1: none) */
+    int threads; /* the CPU's (host passes) */
 } solver_user;
 
 int tide_solver_stream_cpu_x(const tide_fft_middle *mid, int P)
@@ -61,7 +61,7 @@ static tide_box elements(const solver_user *u, tide_box b)
     return b;
 }
 
-/* The transforms of the dimensions in bits, forward or inverse (dir), from box i in chunk
+/* The transforms of the dimensions in bits, forward or inverse, from box i in chunk
  * buffer src (laid out as ia) to box o in buffer dst (laid out as oa): a real transform when
  * real (R2C or C2R on the real side i or o), else complex ones or real-to-real ones alone. */
 static int add_fft(const solver_user *u, const tide_env *e, int bits, int inverse, int real,
@@ -166,7 +166,7 @@ double tide_solver_stream_cpu_seconds(const tide_env *env, const tide_solver_str
     tide_box r = {{0, 0, 0}, {n0, ns, d->n[2]}, {0, 1, 2}}, c = r;
     c.hi[0] = sx;
     tide_env cpu = {.ctx = env->ctx, .be = &tide_backend_cpu, .threads = env->ctx->threads};
-    solver_user u = {*d, 0, 1, 0, env->ctx->threads};
+    solver_user u = {*d, 0, 0, env->ctx->threads};
     tide_op op[2];
     memset(op, 0, sizeof op);
     char err[TIDE_MSG_LEN];
@@ -199,7 +199,7 @@ int tide_solver_stream_create(const tide_env *env, const tide_solver_stream_desc
 {
     int P = env->ctx->nranks, cpu = d->cpu_x;
     int o = cpu ? 0 : tide_solver_stream_outer(d->mid, d->n, P);
-    solver_user u = {*d, o, 1 - o, cpu ? 0 : tide_middle_halved(d->mid), env->ctx->threads};
+    solver_user u = {*d, o, cpu ? 0 : tide_middle_halved(d->mid), env->ctx->threads};
     if (o < 0 || (cpu && !tide_solver_stream_cpu_x(d->mid, P)))
         return snprintf(err, len, "no streamed solve %sfor this problem on %d ranks",
                         cpu ? "with the CPU's x transforms " : "", P), TIDE_ERR_UNSUPPORTED;
