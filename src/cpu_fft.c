@@ -1,5 +1,8 @@
 /* cpu_fft.c: FFTW guru plans for the local transforms of the CPU backend. */
+#include <omp.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <fftw3.h>
 #include "cpu_fft.h"
 #include "tide_internal.h"
@@ -13,9 +16,14 @@ struct tide_cpu_fft {
     void *aligned, *unaligned;
     /* A DFT with real-to-real dimensions too: their transform, in place on the complex side. */
     void *pass_aligned, *pass_unaligned;
-    /* by_planes: the planes, and the bytes from one to the next in the input and output */
-    int planes, threads;
-    size_t istep, ostep;
+    /* by_planes (tide_cpu_fft_desc): the planes and the bytes from one to the next in the
+     * input and output; each plane's lines along the transformed dimension t (len elements on
+     * each side) at `rows` places along the third dimension r (strides in elements); per
+     * thread a staging block of the rows transposed (input, then output) */
+    int planes, threads, rows, ilen, olen;
+    size_t istep, ostep, ielem, oelem, block;
+    int64_t ist, isr, ost, osr;
+    char *stage;
 };
 
 tide_r2r_kind tide_r2r_inverse(tide_r2r_kind k)
@@ -158,35 +166,57 @@ static size_t elem_bytes(const tide_cpu_fft_desc *d, int in)
     return real ? scalar : 2 * scalar;
 }
 
-int tide_cpu_fft_create(const tide_cpu_fft_desc *desc, tide_cpu_fft **out)
+/* by_planes: the plane staging of d into f and the plan of one plane's contiguous rows. */
+static int create_by_planes(const tide_cpu_fft_desc *d, tide_cpu_fft *f)
+{
+    int t = d->dims[0], p = d->plane_dim, r = 3 - t - p;
+    if (d->ndims != 1 || p == t || p < 0 || p > 2 || d->r2r[t] != TIDE_R2R_NONE ||
+        d->batch > 1)
+        return TIDE_ERR_ARGUMENT;
+    const tide_box *ia = d->iarr ? d->iarr : d->ibox, *oa = d->oarr ? d->oarr : d->obox;
+    int64_t is[3], os[3];
+    tide_box_strides(ia, is);
+    tide_box_strides(oa, os);
+    f->planes = tide_ext(d->ibox, p);
+    f->threads = d->threads > 0 ? d->threads : 1;
+    f->rows = tide_ext(d->ibox, r);
+    f->ilen = tide_ext(d->ibox, t), f->olen = tide_ext(d->obox, t);
+    f->ielem = elem_bytes(d, 1), f->oelem = elem_bytes(d, 0);
+    f->istep = (size_t)is[p] * f->ielem, f->ostep = (size_t)os[p] * f->oelem;
+    f->ist = is[t], f->isr = is[r], f->ost = os[t], f->osr = os[r];
+    size_t ib = (size_t)f->rows * f->ilen * f->ielem, ob = (size_t)f->rows * f->olen * f->oelem;
+    ib = (ib + 63) / 64 * 64, ob = (ob + 63) / 64 * 64; /* every block SIMD aligned */
+    f->block = ib + ob;
+    f->stage = fftw_malloc(f->block * (size_t)f->threads);
+    if (!f->stage)
+        return TIDE_ERR_NOMEM;
+    int n = d->kind == TIDE_KIND_C2C ? f->ilen : d->real_n;
+    guru_shape g = {.rank = 1, .howmany_rank = 1};
+    g.dims[0] = (fftw_iodim64){.n = n, .is = 1, .os = 1};
+    g.howmany[0] = (fftw_iodim64){.n = f->rows, .is = f->ilen, .os = f->olen};
+    tide_cpu_fft_desc one = *d;
+    one.threads = 1;
+    tide_fftw_lock();
+    f->aligned = plan_one(&one, d->kind, &g, f->stage, f->stage + ib, FFTW_MEASURE);
+    tide_fftw_unlock();
+    return f->aligned ? TIDE_SUCCESS : TIDE_ERR_BACKEND;
+}
+
+int tide_cpu_fft_create(const tide_cpu_fft_desc *d, tide_cpu_fft **out)
 {
     tide_cpu_fft *f = calloc(1, sizeof *f);
     if (!f)
         return TIDE_ERR_NOMEM;
-    /* by planes: the plan of the first plane, one thread, measured (a plane is small) */
-    tide_cpu_fft_desc one = *desc;
-    tide_box ib = *desc->ibox, ob = *desc->obox;
-    const tide_cpu_fft_desc *d = desc;
-    f->planes = 1;
-    if (desc->by_planes) {
-        int k = desc->plane_dim;
-        int64_t is[3], os[3];
-        tide_box_strides(desc->iarr ? desc->iarr : desc->ibox, is);
-        tide_box_strides(desc->oarr ? desc->oarr : desc->obox, os);
-        f->planes = tide_ext(desc->ibox, k);
-        f->threads = desc->threads;
-        f->istep = (size_t)is[k] * elem_bytes(desc, 1);
-        f->ostep = (size_t)os[k] * elem_bytes(desc, 0);
-        ib.hi[k] = ib.lo[k] + 1, ob.hi[k] = ob.lo[k] + 1;
-        one.ibox = &ib, one.obox = &ob;
-        one.iarr = desc->iarr ? desc->iarr : desc->ibox;
-        one.oarr = desc->oarr ? desc->oarr : desc->obox;
-        one.threads = 1;
-        one.measure = 1;
-        d = &one;
-    }
     f->precision = d->precision;
     f->kind = d->kind;
+    if (d->by_planes) {
+        int st = create_by_planes(d, f);
+        if (st)
+            tide_cpu_fft_destroy(f);
+        else
+            *out = f;
+        return st;
+    }
     int all = 0, r2r = 0; /* the transformed and the real-to-real dimensions, as bits */
     for (int k = 0; k < d->ndims; k++) {
         all |= 1 << d->dims[k];
@@ -229,6 +259,7 @@ void tide_cpu_fft_destroy(tide_cpu_fft *f)
     void *plans[] = {f->aligned, f->unaligned, f->pass_aligned, f->pass_unaligned};
     for (int k = 0; k < 4; k++)
         destroy_one(f->precision, plans[k]);
+    fftw_free(f->stage);
     free(f);
 }
 
@@ -262,8 +293,8 @@ static void execute_one(tide_precision precision, tide_fft_kind kind, void *alig
     }
 }
 
-/* The transform of one plane, or of the whole box. */
-static void execute_plane(const tide_cpu_fft *f, void *in, void *out)
+/* The transform of the whole box (and the real-to-real pass of a DFT with some). */
+static void execute_box(const tide_cpu_fft *f, void *in, void *out)
 {
     int c2r = f->kind == TIDE_KIND_C2R;
     if (f->pass_aligned && c2r)
@@ -273,14 +304,64 @@ static void execute_plane(const tide_cpu_fft *f, void *in, void *out)
         execute_one(f->precision, TIDE_KIND_R2R, f->pass_aligned, f->pass_unaligned, out, out);
 }
 
+/* Copies n elements of `size` bytes (4, 8 or 16) from src at stride ss to dst at stride ds
+ * (strides in elements). */
+static inline void copy_elems(char *dst, int64_t ds, const char *src, int64_t ss, int n,
+                              size_t size)
+{
+    switch (size) {
+    case 4:
+        for (int i = 0; i < n; i++)
+            ((uint32_t *)dst)[i * ds] = ((const uint32_t *)src)[i * ss];
+        break;
+    case 8:
+        for (int i = 0; i < n; i++)
+            ((uint64_t *)dst)[i * ds] = ((const uint64_t *)src)[i * ss];
+        break;
+    default:
+        for (int i = 0; i < n; i++) {
+            ((uint64_t *)dst)[2 * i * ds] = ((const uint64_t *)src)[2 * i * ss];
+            ((uint64_t *)dst)[2 * i * ds + 1] = ((const uint64_t *)src)[2 * i * ss + 1];
+        }
+    }
+}
+
+enum { TILE = 32 }; /* the transposing copies go by tiles of TILE x TILE elements */
+
+/* One plane: its rows gathered transposed into the thread's block, transformed there, and
+ * scattered back transposed. */
+static void execute_staged(const tide_cpu_fft *f, const char *in, char *out, char *block)
+{
+    size_t ib = f->block - ((size_t)f->rows * f->olen * f->oelem + 63) / 64 * 64;
+    char *si = block, *so = block + ib;
+    for (int t0 = 0; t0 < f->ilen; t0 += TILE) /* along r in memory, t in the block */
+        for (int r0 = 0; r0 < f->rows; r0 += TILE)
+            for (int t = t0; t < t0 + TILE && t < f->ilen; t++) {
+                int n = f->rows - r0 < TILE ? f->rows - r0 : TILE;
+                copy_elems(si + ((size_t)r0 * f->ilen + t) * f->ielem, f->ilen,
+                           in + (size_t)(t * f->ist + r0 * f->isr) * f->ielem, f->isr, n,
+                           f->ielem);
+            }
+    execute_one(f->precision, f->kind, f->aligned, NULL, si, so);
+    for (int t0 = 0; t0 < f->olen; t0 += TILE)
+        for (int r0 = 0; r0 < f->rows; r0 += TILE)
+            for (int t = t0; t < t0 + TILE && t < f->olen; t++) {
+                int n = f->rows - r0 < TILE ? f->rows - r0 : TILE;
+                copy_elems(out + (size_t)(t * f->ost + r0 * f->osr) * f->oelem, f->osr,
+                           so + ((size_t)r0 * f->olen + t) * f->oelem, f->olen, n, f->oelem);
+            }
+}
+
 void tide_cpu_fft_execute(const tide_cpu_fft *f, void *in, void *out)
 {
-    if (f->planes <= 1) {
-        execute_plane(f, in, out);
+    if (!f->stage) {
+        execute_box(f, in, out);
         return;
     }
-    /* new-array execution is thread safe: each thread its planes */
+    /* each thread its planes, through its own block */
 #pragma omp parallel for num_threads(f->threads) schedule(static)
     for (int p = 0; p < f->planes; p++)
-        execute_plane(f, (char *)in + (size_t)p * f->istep, (char *)out + (size_t)p * f->ostep);
+        execute_staged(f, (const char *)in + (size_t)p * f->istep,
+                       (char *)out + (size_t)p * f->ostep,
+                       f->stage + (size_t)omp_get_thread_num() * f->block);
 }

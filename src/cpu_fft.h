@@ -53,11 +53,13 @@ typedef struct {
     int measure;            /* FFTW_MEASURE instead of FFTW_ESTIMATE */
     int threads;
     int user_memory;        /* also plan an unaligned variant: in or out may be a user array */
-    int by_planes;          /* transform the planes of dimension plane_dim (not transformed)
-                             * one at a time, in parallel over `threads` threads, each plane
-                             * with a plan of its own measured for one thread: where the
-                             * transformed dimension is strided far apart, a plane's lines stay
-                             * in cache (FFTW's estimated plan over the whole box does not) */
+    int by_planes;          /* one transformed dimension, no real-to-real one, one field:
+                             * transform the planes of dimension plane_dim one at a time, in
+                             * parallel over `threads` threads, each plane staged transposed
+                             * in a buffer of its thread so that its lines are contiguous
+                             * there (a plan measured for one thread): where the transformed
+                             * dimension is strided far apart in memory, FFTW's plan over the
+                             * whole box reads its lines a cache line per element */
     int plane_dim;
     void *in, *out;         /* arrays to plan with (overwritten when measuring); in == out plans
                              * an in-place transform */
