@@ -159,10 +159,13 @@ static void at_chunk(void *user, int dir, int k, int field, const tide_box *regi
 
 double tide_solver_stream_cpu_seconds(const tide_env *env, const tide_solver_stream_desc *d)
 {
-    /* The x transforms of a plane of y per thread (every x and z), forward and inverse, the
-     * best of three after a warm-up, scaled to all of them */
-    int T = env->ctx->threads, ns = d->n[1] < T ? d->n[1] : T, n0 = d->n[0], sx = n0 / 2 + 1;
+    /* The x transforms of four planes of y per thread (every x and z; so that the threads'
+     * imbalance and sharing of cores shows as in the whole pass), at most 1 GiB of them,
+     * forward and inverse, the best of three after a warm-up, scaled to all of them */
+    int T = env->ctx->threads, n0 = d->n[0], sx = n0 / 2 + 1;
     size_t scalar = d->dbl ? sizeof(double) : sizeof(float);
+    double plane = (double)sx * 2 * d->n[2] * scalar * 2, most = fmax(T, (1 << 30) / plane);
+    int ns = (int)fmin(fmin(d->n[1], 4.0 * T), most);
     tide_box r = {{0, 0, 0}, {n0, ns, d->n[2]}, {0, 1, 2}}, c = r;
     c.hi[0] = sx;
     tide_env cpu = {.ctx = env->ctx, .be = &tide_backend_cpu, .threads = env->ctx->threads};
