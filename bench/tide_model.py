@@ -583,12 +583,64 @@ def fft_plan(size, P, precision="float", type="c2c", arrays="device", variant="n
     return Plan("fft", n, P, counts, [fwd, bwd], {"chain": ch})
 
 
+def _poisson_streamed(n, P, s, batch, half, L):
+    """The counts of a Poisson solve of host arrays streamed through the GPU with every
+    transform there (src/solver_stream.c; the CPU's x transforms, which the plan takes only
+    where it measures them faster than the link, are not modelled): three passes over o-, m-
+    and o-planes, each uploading its input and downloading its results in real scalars (complex
+    data twice as many along z), two exchanges of the spectral data across ranks; the costs as
+    src/fft.c's stream_cost reports them. None when the solve cannot stream (src/solver_stream.c:
+    tide_solver_stream_outer)."""
+    o = 1 if L == 1 or (L != 0 and half == 0) else 0
+    S = list(n)
+    if half >= 0:
+        S[half] = n[half] // 2 + 1
+    if any(P > S[k] or P > n[k] for k in (0, 1)):
+        return None
+    zr = 2 * S[2] if half >= 0 else S[2]   # the spectral grid in real scalars along z
+    celem = 2 * s if half >= 0 else s
+    N = n[0] * n[1] * n[2]
+    per = []
+    for r in range(P):
+        R_o = _count(_slab(n, o, P, r))
+        S_o = _count(_slab((S[0], S[1], zr), o, P, r))
+        S_m = _count(_slab((S[0], S[1], zr), 1 - o, P, r))
+        ib = R_o * s * batch
+        ob = _count(_slab(tuple(S), 1 - o, P, r)) * celem * batch  # the plan's outbox
+        moves = 2 if P > 1 else 0
+        c = {"flops": 2 * 2.5 * N * math.log2(N) * batch / P, "fft_bytes": 2 * ib + 6 * ob,
+             "move_bytes": 0.0, "pointwise_bytes": 2.0 * ob, "gpu_fft_bytes": 2 * ib + 6 * ob,
+             "exchange_bytes": moves * ob * (P - 1) / P, "exchanges": moves, "fft_passes": 4,
+             "h2d_bytes": float((R_o + S_m + S_o) * s * batch),
+             "d2h_bytes": float((S_o + S_m + R_o) * s * batch)}
+        per.append(c)
+    counts = _max_counts(per)
+    counts.update(decomposition="slabs" if P > 1 else "one rank", streamed=True, round_trips=3)
+    return counts, o
+
+
+def _fft_what(dims, letters):
+    """An FFT op's name as the library gives it (src/program.c): the DFT's dimensions, then
+    the real-to-real ones, e.g. "fft(y)+r2r(x)"."""
+    dft = [d for d in dims if letters[d] == "p"]
+    r2r = [d for d in dims if letters[d] != "p"]
+    parts = []
+    if dft:
+        parts.append("fft(" + ",".join("xyz"[d] for d in dft) + ")")
+    if r2r:
+        parts.append("r2r(" + ",".join("xyz"[d] for d in r2r) + ")")
+    return "+".join(parts)
+
+
 def poisson_plan(size, P, precision="float", bc="ppp", arrays="device", batch=1,
-                 backend="cuda", decomposition="auto"):
+                 backend="cuda", decomposition="auto", budget_gb=None):
     """The model of `tide poisson BACKEND PRECISION N N N -bc BC` on P ranks: a real forward
     transform of the periodic dimensions, the spectral op (eigenvalue scaling, or tridiagonal
     solves along the bounded dimension) and the inverse transform as one program, the middle
-    op where the last forward stage leaves the data (two exchanges on slabs, not four)."""
+    op where the last forward stage leaves the data (two exchanges on slabs, not four). Host
+    arrays on the GPU are copied whole unless the solve would exceed the device budget
+    (estimated as 4 times the rank's largest slab: its input and output copies and two work
+    arrays), in which case they stream (_poisson_streamed)."""
     n = _parse_size(size)
     s = _scalar(precision)
     bc = bc.lower()
@@ -600,6 +652,23 @@ def poisson_plan(size, P, precision="float", bc="ppp", arrays="device", batch=1,
     half = max(d for d in range(3) if (transform >> d) & 1)
     gpu = backend != "cpu"
     mode = _decomp(P, n, decomposition)
+    budget = budget_gb * 1e9 if budget_gb else None
+    if gpu and arrays == "host" and budget is not None and mode in ("one rank", "slabs"):
+        data = -(-n[0] // P) * n[1] * n[2] * 2 * s  # a slab of the spectral data, about
+        dft = [d for d in range(3) if (transform >> d) & 1 and letters[d] == "p"]
+        h = max(dft) if dft else -1  # the halved dimension (r2r ones are not)
+        streamed = _poisson_streamed(n, P, s, batch, h, L) if 4 * data * batch > budget \
+            else None
+        if streamed:
+            counts, o = streamed
+            outer = [d for d in (0, 1, 2) if d != o and d != L]
+            mid = "tridiag(%s)" % "xyz"[L] if L >= 0 else "eigen"
+            if o != L:
+                x = _fft_what([o], letters)
+                mid = "%s > %s > %s" % (x, mid, x)
+            what = _fft_what(outer, letters)
+            desc = "stream %s > stream %s > stream %s" % (what, mid, what)
+            return Plan("poisson", n, P, counts, [], {"describe": desc})
     ch = _Chain(n, P, mode, True, half, transform, bit, gpu, True)
     prog = _program(ch, 0, True, s, batch, n[half], mid=L if L >= 0 else None,
                     fuse_mid=gpu and precision == "double" and not bounded)
@@ -665,7 +734,7 @@ def plan(op, size, P, **opts):
                 "backend", "budget_gb")
         return fft_plan(size, P, **{k: opts[k] for k in keys if opts.get(k) is not None})
     if op == "poisson":
-        keys = ("precision", "bc", "arrays", "batch", "backend", "decomposition")
+        keys = ("precision", "bc", "arrays", "batch", "backend", "decomposition", "budget_gb")
         return poisson_plan(size, P, **{k: opts[k] for k in keys if opts.get(k) is not None})
     if op == "gemm":
         keys = ("precision", "beta", "shared_a")
@@ -826,7 +895,7 @@ def predict(op, size, P, rates=None, system=None, latency_us=None, exchange_kind
         if c["exchanges"]:
             t_x = c["exchange_bytes"] / (rx["exchange"] * 1e9)
             xt = {"exchange_rate": rx["exchange"]}
-        if c["round_trips"] == 2:
+        if c["round_trips"] >= 2:
             t_pcie = (c["h2d_bytes"] + c["d2h_bytes"]) / (r["both"] * 1e9)
         else:
             t_pcie = c["h2d_bytes"] / (r["h2d"] * 1e9) + c["d2h_bytes"] / (r["d2h"] * 1e9)
@@ -863,7 +932,8 @@ def row_options(row):
                     budget_gb=float(get("budget_gb")) if get("budget_gb") else None)
     elif op == "poisson":
         opts.update(bc=get("bc", "ppp"), arrays=get("arrays", "device"),
-                    decomposition=get("decomposition", "auto"))
+                    decomposition=get("decomposition", "auto"),
+                    budget_gb=float(get("budget_gb")) if get("budget_gb") else None)
     elif op == "gemm":
         opts.update(beta=float(get("beta", 1.0)), shared_a=get("shared_a") == "true")
     elif op == "stencil":
