@@ -98,8 +98,8 @@ int tide_fft_stream_create(const tide_env *env, const tide_fft_stream_desc *d,
     size_t scalar = d->dbl ? sizeof(double) : sizeof(float);
     tide_stream_desc sd = {.env = env, .layout = {lay, lay + P},
                            .elem = d->r2c ? scalar : 2 * scalar, .batch = d->batch,
-                           .ndirs = 2, .npasses = 2, .make_ops = make_ops, .user = &u, .budget = d->budget,
-                           .resident = d->resident};
+                           .ndirs = 2, .npasses = 2, .make_ops = make_ops, .user = &u,
+                           .budget = d->budget, .resident = d->resident};
     for (int dir = 0; dir < 2; dir++) {
         int first = pass_dim(d, dir, 0), second = 1 - first;
         sd.pass[dir][0] = (tide_pass_desc){first, P > 1 ? second : first, first,
