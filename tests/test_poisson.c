@@ -45,7 +45,10 @@
  *     periodic dimension; no periodic one; singular, Helmholtz, non-uniform cells), float and
  *     double, batches of 1 and 3, in and out of place, the plan's slabs or given ones, each on
  *     a context with a budget forcing one chunk per pass, about two, or (backend choosing by
- *     itself) many; the plan's box and info, then the checks of a).
+ *     itself) many; the plan's box and info, then the checks of a). Then the CPU's x
+ *     transforms around one pass (TIDE_OOC_STREAM_CPU_X) for every boundary set, with the
+ *     default budget and a quarter of what one chunk takes: solved on one rank with x
+ *     periodic, TIDE_ERR_UNSUPPORTED elsewhere. `test_poisson streamed` runs f) alone.
  */
 #include <ctype.h>
 #include <float.h>
