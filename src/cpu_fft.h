@@ -59,7 +59,8 @@ typedef struct {
                              * in a buffer of its thread so that its lines are contiguous
                              * there (a plan measured for one thread): where the transformed
                              * dimension is strided far apart in memory, FFTW's plan over the
-                             * whole box reads its lines a cache line per element */
+                             * whole box reads its lines a cache line per element. The plan is
+                             * made on the thread buffers: in, out and user_memory unused */
     int plane_dim;
     void *in, *out;         /* arrays to plan with (overwritten when measuring); in == out plans
                              * an in-place transform */

@@ -737,10 +737,11 @@ static int make_stream_plan(tide_context *ctx, const int n[3], const tide_fft_op
 }
 
 /* Collective: the streamed solver plan (see solver_streams_ok), by the scheme cpu_x says,
- * exchanges as for make_stream_plan. */
+ * exchanges as for make_stream_plan; the CPU's x transforms take cpu_seconds (negative: not
+ * measured yet). */
 static int make_solver_stream_plan(tide_context *ctx, const int n[3],
                                    const tide_fft_options *opts, const tide_fft_middle *mid,
-                                   int cpu_x, tide_fft_plan **out)
+                                   int cpu_x, double cpu_seconds, tide_fft_plan **out)
 {
     int P = ctx->nranks, o = cpu_x ? 0 : tide_solver_stream_outer(mid, n, P);
     char err[TIDE_MSG_LEN] = "";
@@ -753,7 +754,10 @@ static int make_solver_stream_plan(tide_context *ctx, const int n[3],
         tide_solver_stream_desc d = {{n[0], n[1], n[2]}, opts->precision == TIDE_DOUBLE,
                                      opts->batch, mid, ctx->dev.budget_bytes, cpu_x};
         st = tide_solver_stream_create(&p->env, &d, &p->streamed, err, sizeof err);
-        p->cpu_seconds = !st && cpu_x ? tide_solver_stream_cpu_seconds(&p->env, &d) : 0;
+        p->cpu_seconds = !st && cpu_x ? cpu_seconds >= 0
+                                             ? cpu_seconds
+                                             : tide_solver_stream_cpu_seconds(&p->env, &d)
+                                      : 0;
     }
     if (!st) {
         tide_stream_shape sh;
@@ -773,19 +777,20 @@ static int make_solver_stream_plan(tide_context *ctx, const int n[3],
 }
 
 /* Collective: whether a solve streamed with the CPU's x transforms is predicted faster than
- * one with every transform on the GPU: the CPU's transforms (measured on a few planes) plus
- * the spectral data up and down once, against the three passes' transfers, both at the
- * both-directions PCIe rate measured now. The slowest rank's figures decide (one rank). */
+ * one with every transform on the GPU: the CPU's transforms (measured on a few planes, into
+ * *cpu) plus the spectral data up and down once, against the three passes' transfers, both
+ * at the both-directions PCIe rate measured now. One rank. */
 static int cpu_x_faster(tide_context *ctx, const int n[3], const tide_fft_options *opts,
-                        const tide_fft_middle *mid)
+                        const tide_fft_middle *mid, double *cpu_seconds)
 {
+    *cpu_seconds = -1;
     if (!tide_solver_stream_cpu_x(mid, ctx->nranks))
         return 0;
     tide_env e = {.ctx = ctx};
     tide_solver_stream_desc d = {{n[0], n[1], n[2]}, opts->precision == TIDE_DOUBLE,
                                  opts->batch, mid, ctx->dev.budget_bytes, 1};
     tide_rates r;
-    double cpu = tide_solver_stream_cpu_seconds(&e, &d);
+    double cpu = *cpu_seconds = tide_solver_stream_cpu_seconds(&e, &d);
     if (tide_measure_rates(ctx, (size_t)64 << 20, &r) || !(r.both > 0) || !isfinite(cpu))
         return 0;
     double scalar = d.dbl ? sizeof(double) : sizeof(float), N = (double)n[0] * n[1] * n[2];
@@ -1448,15 +1453,17 @@ int tide_fft_solver_create(tide_context *ctx, const int n[3], const tide_box *bo
             st = tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "the plan of %s: the CPU does the x "
                            "transforms of a streamed solve on one rank with x periodic (%d "
                            "ranks, x %s)", mid->call, ctx->nranks,
-                           (mid->transform & 1) && !mid->r2r[0] ? "periodic" : "bounded");
+                           tide_solver_stream_cpu_x(mid, 1) ? "periodic" : "bounded");
         else
-            st = make_solver_stream_plan(ctx, n, &o, mid, cpu_x, plan);
+            st = make_solver_stream_plan(ctx, n, &o, mid, cpu_x, -1, plan);
     } else if (!st) {
         st = make_measured(ctx, n, all, &o, cuda, mid, plan);
         if (st == TIDE_ERR_NOMEM && cuda && solver_streams_ok(ctx, n, all, &o, mid)) {
             tide_log(ctx, TIDE_LOG_INFO, "%s streams host arrays through the GPU: %s",
                      mid->call, ctx->errmsg);
-            st = make_solver_stream_plan(ctx, n, &o, mid, cpu_x_faster(ctx, n, &o, mid), plan);
+            double cpu;
+            int faster = cpu_x_faster(ctx, n, &o, mid, &cpu);
+            st = make_solver_stream_plan(ctx, n, &o, mid, faster, cpu, plan);
         }
         st = or_on_cpu(ctx, st, n, all, &o, cuda, mid, plan);
     }

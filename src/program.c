@@ -278,14 +278,14 @@ int tide_op_spectral_origin(const tide_op *op, const tide_env *e, void *dst)
 
 int tide_op_spectral_clear(const tide_op *op, const tide_env *e)
 {
+    static const double zeros[512]; /* copied over the origin a block at a time, no allocation
+                                     * per solve */
     size_t bytes = (size_t)op->count * ORIGIN_ELEM;
-    void *zeros = calloc(1, bytes ? bytes : 1);
-    if (!zeros)
-        return TIDE_ERR_NOMEM;
-    int st = e->be->copy(e, op->spec->origin, zeros, bytes);
-    st = st ? st : e->be->sync(e); /* the zeros go when this returns */
-    free(zeros);
-    return st;
+    int st = TIDE_SUCCESS;
+    for (size_t at = 0; at < bytes && !st; at += sizeof zeros)
+        st = e->be->copy(e, (char *)op->spec->origin + at, zeros,
+                         bytes - at < sizeof zeros ? bytes - at : sizeof zeros);
+    return st ? st : e->be->sync(e);
 }
 
 void tide_op_spectral_chunk(const tide_op *op, const tide_box *box, const tide_box *arr,

@@ -74,8 +74,7 @@ static int add_fft(const solver_user *u, const tide_env *e, int bits, int invers
     tide_cpu_fft_desc f = {.precision = u->d.dbl ? TIDE_DOUBLE : TIDE_FLOAT,
                            .sign = inverse ? +1 : -1, .ibox = i, .obox = o, .iarr = ia,
                            .oarr = oa, .half = u->h, .real_n = u->h >= 0 ? u->d.n[u->h] : 0,
-                           .batch = 1, .complex_elems = u->h >= 0, .threads = u->threads,
-                           .user_memory = 1};
+                           .batch = 1, .complex_elems = u->h >= 0, .threads = u->threads};
     for (int k = 0; k < 3; k++)
         if (bits & (1 << k)) {
             f.dims[f.ndims++] = k;
@@ -87,24 +86,9 @@ static int add_fft(const solver_user *u, const tide_env *e, int bits, int invers
     if (!dft)
         f.complex_elems = u->h >= 0 && !real;
     op->src = src, op->dst = dst;
-    /* FFTW plans on arrays: scratch ones of the right size (a plane of them measured;
-     * user_memory plans the variant for the solve's arrays too) */
-    size_t scalar = u->d.dbl ? sizeof(double) : sizeof(float);
-    int host = !e->be->gpu;
-    if (host) { /* x, plane by plane of y (cpu_fft.h) */
-        f.by_planes = 1;
-        f.plane_dim = 1;
-        f.in = malloc((size_t)tide_box_count(ia ? ia : i) * scalar * (real && !inverse ? 1 : 2));
-        f.out = malloc((size_t)tide_box_count(oa ? oa : o) * scalar * (real && inverse ? 1 : 2));
-    }
-    int st = host && (!f.in || !f.out)
-                 ? (snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM)
-                 : tide_op_fft(op, e, &f, work, err, len);
-    if (host) {
-        free(f.in);
-        free(f.out);
-    }
-    return st;
+    f.by_planes = !e->be->gpu; /* the CPU's x, plane by plane of y (cpu_fft.h) */
+    f.plane_dim = 1;
+    return tide_op_fft(op, e, &f, work, err, len);
 }
 
 /* The ops of pass k (see the top of the file). */

@@ -365,27 +365,31 @@ int tide_stream_execute(const tide_stream *s, int dir, const void *in, void *out
 
 /* ---- creation -------------------------------------------------------------------------- */
 
-static void free_ops(tide_stream *s)
+/* Frees the ops (and exchanges) of the passes through the GPU, and with host those of the
+ * host passes too: they do not depend on the chunk sizes, so fit() keeps them. */
+static void free_ops(tide_stream *s, int host)
 {
     for (int g = 0; g < s->d.ndirs; g++)
         for (int k = 0; k < s->d.npasses; k++) {
-            int host = s->d.pass[g][k].host;
-            for (int sl = 0; sl < (host ? 1 : TIDE_STREAM_SLOTS); sl++)
+            int h = s->d.pass[g][k].host;
+            if (h && !host)
+                continue;
+            for (int sl = 0; sl < (h ? 1 : TIDE_STREAM_SLOTS); sl++)
                 for (int j = 0; j < s->nops[g][k]; j++)
                     s->ops[g][k][sl][j].cls->destroy(&s->ops[g][k][sl][j],
-                                                     host ? &s->host_env : &s->slot[sl]);
+                                                     h ? &s->host_env : &s->slot[sl]);
             s->nops[g][k] = 0;
+            memset(s->ops[g][k], 0, sizeof s->ops[g][k]);
             tide_chunked_destroy(s->x[g][k]);
             s->x[g][k] = NULL;
         }
-    memset(s->ops, 0, sizeof s->ops);
 }
 
 void tide_stream_destroy(tide_stream *s)
 {
     if (!s)
         return;
-    free_ops(s);
+    free_ops(s, 1);
     for (int sl = 0; sl < TIDE_STREAM_SLOTS; sl++)
         tide_gpu_free(s->slot[sl].fft_work);
     tide_pipeline_destroy(s->pipe);
@@ -403,8 +407,26 @@ void tide_stream_destroy(tide_stream *s)
 
 static void raise_to(size_t *x, size_t v) { *x = v > *x ? v : *x; }
 
-/* The ops of every pass and slot, the moving passes' exchanges and the buffer sizes, at the
- * current chunk thicknesses. */
+/* The ops of the host passes, on the whole arrays, once. */
+static int make_host_passes(tide_stream *s, char *err, size_t len)
+{
+    int st = TIDE_SUCCESS;
+    for (int g = 0; g < s->d.ndirs && !st; g++)
+        for (int k = 0; k < s->d.npasses && !st; k++) {
+            const tide_pass_desc *pd = &s->d.pass[g][k];
+            if (!pd->host)
+                continue;
+            tide_box in = zcut(s->lay[input_layout(pd)][s->me], pd->zin);
+            tide_box out = zcut(s->lay[pd->from][s->me], pd->zout);
+            size_t none = 0;
+            st = s->d.make_ops(s->d.user, g, k, 0, &s->host_env, &in, &out, s->ops[g][k][0],
+                               &s->nops[g][k], &none, err, len);
+        }
+    return st;
+}
+
+/* The ops of every pass through the GPU and slot, the moving passes' exchanges and the buffer
+ * sizes, at the current chunk thicknesses. */
 static int make_passes(tide_stream *s, char *err, size_t len)
 {
     s->work_bytes = 0;
@@ -413,14 +435,8 @@ static int make_passes(tide_stream *s, char *err, size_t len)
     for (int g = 0; g < s->d.ndirs && !st; g++)
         for (int k = 0; k < s->d.npasses && !st; k++) {
             const tide_pass_desc *pd = &s->d.pass[g][k];
-            if (pd->host) { /* the whole arrays, once */
-                tide_box in = zcut(s->lay[input_layout(pd)][s->me], pd->zin);
-                tide_box out = zcut(s->lay[pd->from][s->me], pd->zout);
-                size_t none = 0;
-                st = s->d.make_ops(s->d.user, g, k, 0, &s->host_env, &in, &out,
-                                   s->ops[g][k][0], &s->nops[g][k], &none, err, len);
+            if (pd->host) /* make_host_passes */
                 continue;
-            }
             int lo = s->lay[pd->from][s->me].lo[pd->d];
             tide_box cin = chunk_box(s, input_layout(pd), pd->d, lo);
             tide_box cout = chunk_box(s, pd->from, pd->d, lo);
@@ -500,7 +516,7 @@ static int fit(tide_stream *s, size_t budget, char *err, size_t len)
         size_t need = slots_bytes(s);
         if (need <= budget)
             return TIDE_SUCCESS;
-        free_ops(s);
+        free_ops(s, 0);
         double ratio = (double)budget / (double)need, most = 0;
         int fewer = 0;
         for (int d = 0; d < 3; d++) /* fewer planes each time, one at the least */
@@ -629,7 +645,7 @@ static int try_resident(tide_stream *s, char *err, size_t len)
         return 0;
     s->resident = s->overlap = 0;
     s->nbufs = 1;
-    free_ops(s);
+    free_ops(s, 0);
     return 1;
 }
 
@@ -705,7 +721,9 @@ int tide_stream_create(const tide_stream_desc *d, tide_stream **out, char *err, 
             oop |= d->pass[g][k].src >= 0 && !d->pass[g][k].host;
     s->nbufs = d->env->nccl && P > 1 ? 3 : 1;
     s->obuf = oop ? s->nbufs++ : -1;
-    st = try_resident(s, err, len) ? fit(s, d->budget, err, len) : TIDE_SUCCESS;
+    st = make_host_passes(s, err, len);
+    if (!st)
+        st = try_resident(s, err, len) ? fit(s, d->budget, err, len) : TIDE_SUCCESS;
     if (!st)
         st = alloc_mid(s, err, len);
     if (!st)

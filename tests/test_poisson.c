@@ -1131,12 +1131,12 @@ static void streamed_options(const pcase *c, tide_out_of_card mode, tide_poisson
     o->out_of_card = mode;
 }
 
-/* The device memory case c's solve takes forced to stream on ctx (the default budget: one
- * chunk per pass), the largest of the ranks' (0: no plan). */
-static size_t one_chunk_bytes(tide_context *ctx, const pcase *c)
+/* The device memory case c's solve takes streamed by scheme mode on ctx (the default budget:
+ * one chunk per pass), the largest of the ranks' (0: no plan). */
+static size_t one_chunk_bytes(tide_context *ctx, const pcase *c, tide_out_of_card mode)
 {
     tide_poisson_options o;
-    streamed_options(c, TIDE_OOC_STREAM, &o);
+    streamed_options(c, mode, &o);
     tide_poisson_plan *plan = NULL;
     unsigned long long b = 0;
     if (tide_poisson_plan_create(ctx, c->n, NULL, &o, &plan) == 0) {
@@ -1169,21 +1169,12 @@ static int streamed_cpu_x(tide_context *main_ctx)
             fflush(stdout);
         }
         int able = nranks == 1 && !is_bounded(c.bc, 0) && c.stretched != 0;
-        size_t one = 0;
         tide_poisson_options opts;
         streamed_options(&c, TIDE_OOC_STREAM_CPU_X, &opts);
-        if (budget && able) {
-            tide_poisson_plan *probe = NULL;
-            if (tide_poisson_plan_create(main_ctx, c.n, NULL, &opts, &probe) == 0) {
-                tide_poisson_info pi;
-                tide_poisson_plan_info(probe, &pi);
-                one = pi.device_bytes / 4;
-            }
-            tide_poisson_plan_destroy(probe);
-        }
         tide_context_options copts;
         tide_context_options_init(&copts);
-        copts.device_budget = one;
+        copts.device_budget =
+            budget && able ? one_chunk_bytes(main_ctx, &c, TIDE_OOC_STREAM_CPU_X) / 4 : 0;
         tide_context *ctx = NULL;
         int st = tide_context_create(comm, &copts, &ctx);
         if (!tt_check(&tally, comm, st == 0, "%s: context: %s", desc, tide_strerror(st)))
@@ -1251,7 +1242,7 @@ static void streamed(tide_context *main_ctx)
             printf("case: %s\n", desc);
             fflush(stdout);
         }
-        size_t one = budget == BUDGET_ALL ? 0 : one_chunk_bytes(main_ctx, &c);
+        size_t one = budget == BUDGET_ALL ? 0 : one_chunk_bytes(main_ctx, &c, TIDE_OOC_STREAM);
         tide_context_options copts;
         tide_context_options_init(&copts);
         copts.backend = TIDE_BACKEND_AUTO;
