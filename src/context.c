@@ -1,4 +1,5 @@
 /* context.c: one per communicator: communicators, threads, backend choice, logging level. */
+#include <limits.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -52,21 +53,54 @@ static int log_level_from_env(void)
     return TIDE_LOG_WARN;
 }
 
-/* Physical cores of this node (hwloc), or 1 when the topology cannot be read. */
-static int node_cores(void)
+/* Physical cores of this node, and of them those this process is bound to (hwloc; PUs where
+ * no whole core is: a binding to one hardware thread); 1 and 1 when the topology cannot be
+ * read, node's count when the binding cannot. */
+static void node_cores(int *node, int *bound)
 {
     hwloc_topology_t topo;
-    int cores = 1;
+    *node = *bound = 1;
     if (hwloc_topology_init(&topo) != 0)
-        return 1;
+        return;
     if (hwloc_topology_load(topo) == 0) {
         int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
         if (n <= 0)
             n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
-        cores = n > 0 ? n : 1;
+        *node = *bound = n > 0 ? n : 1;
+        hwloc_bitmap_t set = hwloc_bitmap_alloc();
+        if (set && hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0) {
+            int b = hwloc_get_nbobjs_inside_cpuset_by_type(topo, set, HWLOC_OBJ_CORE);
+            if (b <= 0)
+                b = hwloc_get_nbobjs_inside_cpuset_by_type(topo, set, HWLOC_OBJ_PU);
+            if (b > 0 && b < *bound)
+                *bound = b;
+        }
+        hwloc_bitmap_free(set);
     }
     hwloc_topology_destroy(topo);
-    return cores;
+}
+
+/* The threads of the rank (collective): `given`, or where 0 its share of the node's cores
+ * within the cores it is bound to (after select_gpu, which may bind it). More threads than
+ * cores only time-slice one another, every parallel region then waiting for the slowest; a
+ * binding narrower than the share is most often the launcher's default (Open MPI binds one or
+ * two ranks to one core each), so rank 0 says so. */
+static void set_threads(tide_context *ctx, int given)
+{
+    int node, bound;
+    node_cores(&node, &bound);
+    int share = node / ctx->local_size > 0 ? node / ctx->local_size : 1;
+    ctx->threads = given ? given : bound < share ? bound : share;
+    int n = ctx->threads < share && !given; /* narrowed by the binding */
+    int narrow[2] = {n ? share : 0, n ? -bound : INT_MIN}, most[2];
+    if (MPI_Allreduce(narrow, most, 2, MPI_INT, MPI_MAX, ctx->comm) == MPI_SUCCESS && most[0] &&
+        ctx->rank == 0)
+        tide_log(ctx, TIDE_LOG_WARN, "a rank is bound to %d core%s, fewer than its share of the "
+                 "node (%d): its host-side work (copies, staging, CPU transforms) runs on that "
+                 "many threads. Open MPI binds one or two ranks to a core each by default: "
+                 "mpirun --bind-to none lets Tide bind each rank near its GPU, --map-by "
+                 "slot:PE=N gives each rank N cores, option threads sets the count",
+                 -most[1], -most[1] > 1 ? "s" : "", most[0]);
 }
 
 /* FFTW's planner (making and destroying plans, in either precision) is not reentrant, and
@@ -304,12 +338,6 @@ int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_co
     if (!st) {
         MPI_Comm_rank(ctx->node_comm, &ctx->local_rank);
         MPI_Comm_size(ctx->node_comm, &ctx->local_size);
-        ctx->threads = opts->threads;
-        if (ctx->threads == 0) {
-            ctx->threads = node_cores() / ctx->local_size;
-            if (ctx->threads < 1)
-                ctx->threads = 1;
-        }
         /* A GPU is looked for only when one may be used; CUDA only when every rank has one. */
         int gpu = 0, all_gpu = 0;
         ctx->dev.device = -1;
@@ -330,6 +358,7 @@ int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_co
             st = tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "backend cuda requested but %s",
                            ctx->backend_reason);
         ctx->backend = all_gpu ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU;
+        set_threads(ctx, opts->threads);
         /* agreed first: exchange_caps is collective, and a rank that failed must not skip it
          * while the others run it */
         st = tide_agree(ctx, st);
