@@ -1177,10 +1177,12 @@ static int run_out_of_core(tide_stencil_plan *p, void *u, long long steps)
     size_t elem = elem_bytes(p);
     int any = tide_box_count(&p->box) > 0, st = TIDE_SUCCESS, threads = p->env.threads;
     char err[TIDE_MSG_LEN] = "";
+    double t0 = MPI_Wtime(), t_pass = 0;
     if (any)
         tide_copy_region(elem, 1, &p->box, u, &p->box, p->ea, &p->ext, threads);
     if (p->esrc && any)
         tide_copy_region(elem, 1, &p->box, p->o.source, &p->box, p->esrc, &p->ext, threads);
+    double t_in = MPI_Wtime() - t0;
     if (p->o.source) {
         int x = exchange(p, p->esrc);
         st = st ? st : x;
@@ -1189,12 +1191,19 @@ static int run_out_of_core(tide_stencil_plan *p, void *u, long long steps)
     for (long long i = 0; i < n; i++) {
         int x = exchange(p, p->ea);
         st = st ? st : x;
+        double t1 = MPI_Wtime();
         if (!st && any)
             st = tide_stencil_stream_pass(p->oc, p->ea, p->esrc, pass_steps(steps, n, i), err,
                                           sizeof err);
+        t_pass += MPI_Wtime() - t1;
     }
+    t0 = MPI_Wtime();
     if (any && !st)
         tide_copy_region(elem, 1, &p->box, p->ea, &p->ext, u, &p->box, threads);
+    tide_log(p->ctx, TIDE_LOG_DEBUG, "stencil: out of core, %lld steps: copies in %.3g ms, %lld "
+             "exchanges %.3g ms, %lld passes %.3g ms, copy out %.3g ms (%d threads)", steps,
+             1e3 * t_in, p->exchanges, 1e3 * p->halo_seconds, n, 1e3 * t_pass,
+             1e3 * (MPI_Wtime() - t0), threads);
     if (st)
         tide_fail(p->ctx, st, "failure during tide_stencil_run: %s",
                   *err ? err : "a halo exchange failed");
