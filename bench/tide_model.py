@@ -43,10 +43,8 @@ The model, per run on the busiest rank (predict() and docs/scaling.md say more):
                          on the GPU. Host arrays on the GPU (out of card, and out of core per
                          rank): max(compute, passes x the grid up and down at the PCIe rates),
                          passes = ceil(steps / k), plus on several ranks the halo exchanges at
-                         the MPI rate in host memory; not counted: each rank's copies of its
-                         grid into its array grown by the halo and back, once per run, on all
-                         its threads (a rate no run measures: tide info's host copy is one
-                         thread's memcpy)
+                         the MPI rate in host memory (each rank's points stream straight
+                         from its array, its halo from an array of its own: no copy)
 
 Decompositions follow the library's automatic rule: slabs (one exchange with transposed
 output, two with natural output) while P <= n[0] and P <= n[1], pencils beyond (two or three

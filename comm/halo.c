@@ -246,21 +246,23 @@ static tide_box dense(const piece *p)
     return b;
 }
 
-/* The pieces of message x of the send side packed from a into staging buf (host), each
- * dense at its offset. */
-static void pack_message(const tide_halo *h, const message *x, const void *a, char *buf)
+/* The pieces of message x of the send side packed from a (laid out as abox) into staging buf
+ * (host), each dense at its offset. */
+static void pack_message(const tide_halo *h, const message *x, const void *a,
+                         const tide_box *abox, char *buf)
 {
     for (int j = x->first; j < x->first + x->n; j++) {
         const piece *p = &h->send.p[j];
         tide_box to = dense(p);
-        tide_copy_region(h->elem, 1, &p->region, a, &h->ext, buf + p->at * h->elem, &to,
+        tide_copy_region(h->elem, 1, &p->region, a, abox, buf + p->at * h->elem, &to,
                          h->threads);
     }
 }
 
 /* The messages between the host staging: receives posted, each send posted once packed from
- * a (NULL: the staging is filled already), all waited for. Returns an MPI code. */
-static int exchange(const tide_halo *h, const void *a)
+ * a laid out as abox (NULL: the staging is filled already), all waited for. Returns an MPI
+ * code. */
+static int exchange(const tide_halo *h, const void *a, const tide_box *abox)
 {
     int rc = MPI_SUCCESS, k = 0;
     for (int i = 0; i < h->recv.nm; i++) {
@@ -272,7 +274,7 @@ static int exchange(const tide_halo *h, const void *a)
     for (int i = 0; i < h->send.nm; i++) {
         const message *x = &h->send.m[i];
         if (a)
-            pack_message(h, x, a, h->sbuf);
+            pack_message(h, x, a, abox, h->sbuf);
         int e = tide_comm_post(1, h->sbuf + x->at * h->elem, (int)x->count, h->type, x->peer,
                                HALO_TAG, h->comm, &h->req[k++]);
         rc = rc == MPI_SUCCESS ? e : rc;
@@ -281,10 +283,11 @@ static int exchange(const tide_halo *h, const void *a)
     return rc == MPI_SUCCESS ? w : rc;
 }
 
-/* The HOST transport (halo.h: tide_halo_run). */
-static int execute_host(const tide_halo *h, void *a)
+/* The HOST transport (halo.h: tide_halo_run, tide_halo_run_from): sent from `from` laid out
+ * as fbox, received into a. */
+static int execute_host(const tide_halo *h, const void *from, const tide_box *fbox, void *a)
 {
-    if (exchange(h, a) != MPI_SUCCESS)
+    if (exchange(h, from, fbox) != MPI_SUCCESS)
         return TIDE_ERR_MPI;
     for (int j = 0; j < h->recv.np; j++) {
         const piece *p = &h->recv.p[j];
@@ -335,7 +338,7 @@ static int execute_staged(const tide_halo *h, void *a, void *stream)
     st = st ? st : synced;
     /* a failed pack still takes part in the exchange (its peers then get what the staging
      * held, and this rank reports the failure) */
-    int rc = exchange(h, NULL);
+    int rc = exchange(h, NULL, NULL);
     if (rc != MPI_SUCCESS)
         return TIDE_ERR_MPI;
     if (!st && rb)
@@ -381,6 +384,12 @@ int tide_halo_run(const tide_halo *h, void *a, void *nccl, void *stream)
     switch (h->transport) {
     case TIDE_HALO_STAGED: return execute_staged(h, a, stream);
     case TIDE_HALO_NCCL: return execute_nccl(h, a, nccl, stream);
-    default: return execute_host(h, a);
+    default: return execute_host(h, a, &h->ext, a);
     }
+}
+
+int tide_halo_run_from(const tide_halo *h, const void *from, const tide_box *from_box, void *a)
+{
+    return h->transport == TIDE_HALO_HOST ? execute_host(h, from, from_box, a)
+                                          : TIDE_ERR_UNSUPPORTED;
 }

@@ -56,4 +56,10 @@ tide_halo_transport tide_halo_transport_of(const tide_halo *h);
  *     synchronization: tide_nccl_check). */
 int tide_halo_run(const tide_halo *h, void *a, void *nccl, void *stream);
 
+/* Collective, the HOST transport: as tide_halo_run, the points sent read from `from` (host
+ * memory laid out as from_box, which holds this rank's own box) instead of a's own box, so a
+ * rank may keep its own points apart from the array that holds its halo. Returns 0,
+ * TIDE_ERR_MPI, or TIDE_ERR_UNSUPPORTED for another transport. */
+int tide_halo_run_from(const tide_halo *h, const void *from, const tide_box *from_box, void *a);
+
 #endif

@@ -604,12 +604,13 @@ static int time_fuse_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_b
     return best;
 }
 
-/* The description of the slabs of host array b through the GPU with fuse steps per pass (0:
- * the model's choice), at the measured PCIe rates (local; the reason in err). */
+/* The description of the slabs of host grid b (this rank's box, or the box grown by its halo,
+ * of which u holds the box) through the GPU with fuse steps per pass (0: the model's choice),
+ * at the measured PCIe rates (local; the reason in err). */
 static int stream_desc(tide_stencil_plan *p, const tide_box *b, int fuse,
                        tide_stencil_stream_desc *d, char *err, size_t len)
 {
-    *d = (tide_stencil_stream_desc){.env = &p->env, .sweep = &p->sweep, .box = *b,
+    *d = (tide_stencil_stream_desc){.env = &p->env, .sweep = &p->sweep, .box = *b, .own = p->box,
                                     .source = p->o.source != NULL,
                                     .budget = p->ctx->dev.budget_bytes, .fuse = fuse};
     return tide_context_pcie(p->ctx, &d->pcie, err, len);
@@ -1082,14 +1083,15 @@ int tide_stencil_plan_set_stream(tide_stencil_plan *p, void *stream)
 
 /* ---- running --------------------------------------------------------------------------- */
 
-/* One halo exchange of a (laid out as ext), counted and timed (on the GPU from the end of
+/* One halo exchange into a (laid out as ext), the points sent read from `from` (a itself, or
+ * out of core u, laid out as the rank's box), counted and timed (on the GPU from the end of
  * the work before it). */
-static int exchange(tide_stencil_plan *p, void *a)
+static int exchange(tide_stencil_plan *p, const void *from, void *a)
 {
     const tide_env *e = &p->env;
     int st = e->be->sync(e);
     double t0 = MPI_Wtime();
-    int x = e->be->halo(e, p->halo, a);
+    int x = from == a ? e->be->halo(e, p->halo, a) : tide_halo_run_from(p->halo, from, &p->box, a);
     p->halo_seconds += MPI_Wtime() - t0;
     p->exchanges++;
     return st ? st : x;
@@ -1156,7 +1158,7 @@ static int passes(tide_stencil_plan *p, void *a, void *b, long long steps, int *
         if (p->split.on) {
             st = split_run(p, from, to, p->op.count, st);
         } else {
-            int x = p->halo ? exchange(p, from) : TIDE_SUCCESS;
+            int x = p->halo ? exchange(p, from, from) : TIDE_SUCCESS;
             st = st ? st : x;
             if (!st && sweep)
                 st = p->op.cls->execute(&p->op, &p->env, from, to);
@@ -1168,42 +1170,36 @@ static int passes(tide_stencil_plan *p, void *a, void *b, long long steps, int *
     return st;
 }
 
-/* Several ranks out of core: u and the source into the grown host arrays (the source's halo
- * filled once), then each pass: the halo exchanged in host memory, the grown box streamed
- * through the GPU in place; the box of the result back into u. Every rank takes part in every
- * exchange whatever failed before. */
+/* Several ranks out of core: the source into its grown host array (its halo filled once),
+ * then each pass: the halo of u exchanged into the grown array ea (sent from u), and the grown
+ * box streamed through the GPU, its own points read from and written back into u, its halo
+ * read from ea. Every rank takes part in every exchange whatever failed before. */
 static int run_out_of_core(tide_stencil_plan *p, void *u, long long steps)
 {
-    size_t elem = elem_bytes(p);
-    int any = tide_box_count(&p->box) > 0, st = TIDE_SUCCESS, threads = p->env.threads;
+    int any = tide_box_count(&p->box) > 0, st = TIDE_SUCCESS;
     char err[TIDE_MSG_LEN] = "";
     double t0 = MPI_Wtime(), t_pass = 0;
-    if (any)
-        tide_copy_region(elem, 1, &p->box, u, &p->box, p->ea, &p->ext, threads);
     if (p->esrc && any)
-        tide_copy_region(elem, 1, &p->box, p->o.source, &p->box, p->esrc, &p->ext, threads);
-    double t_in = MPI_Wtime() - t0;
+        tide_copy_region(elem_bytes(p), 1, &p->box, p->o.source, &p->box, p->esrc, &p->ext,
+                         p->env.threads);
+    double t_src = MPI_Wtime() - t0;
     if (p->o.source) {
-        int x = exchange(p, p->esrc);
+        int x = exchange(p, p->esrc, p->esrc);
         st = st ? st : x;
     }
     long long n = pass_count(p, steps);
     for (long long i = 0; i < n; i++) {
-        int x = exchange(p, p->ea);
+        int x = exchange(p, u, p->ea);
         st = st ? st : x;
         double t1 = MPI_Wtime();
         if (!st && any)
-            st = tide_stencil_stream_pass(p->oc, p->ea, p->esrc, pass_steps(steps, n, i), err,
-                                          sizeof err);
+            st = tide_stencil_stream_pass(p->oc, u, p->ea, p->esrc, pass_steps(steps, n, i),
+                                          err, sizeof err);
         t_pass += MPI_Wtime() - t1;
     }
-    t0 = MPI_Wtime();
-    if (any && !st)
-        tide_copy_region(elem, 1, &p->box, p->ea, &p->ext, u, &p->box, threads);
-    tide_log(p->ctx, TIDE_LOG_DEBUG, "stencil: out of core, %lld steps: copies in %.3g ms, %lld "
-             "exchanges %.3g ms, %lld passes %.3g ms, copy out %.3g ms (%d threads)", steps,
-             1e3 * t_in, p->exchanges, 1e3 * p->halo_seconds, n, 1e3 * t_pass,
-             1e3 * (MPI_Wtime() - t0), threads);
+    tide_log(p->ctx, TIDE_LOG_DEBUG, "stencil: out of core, %lld steps: the source's copy %.3g "
+             "ms, %lld exchanges %.3g ms, %lld passes %.3g ms", steps, 1e3 * t_src,
+             p->exchanges, 1e3 * p->halo_seconds, n, 1e3 * t_pass);
     if (st)
         tide_fail(p->ctx, st, "failure during tide_stencil_run: %s",
                   *err ? err : "a halo exchange failed");
@@ -1230,7 +1226,7 @@ static int run_ranks(tide_stencil_plan *p, void *u, long long steps)
             st = e->be->copy(e, p->dev_source, p->o.source, p->bytes);
         if (any && !st)
             st = e->be->copy_region(e, elem, &p->box, sb, &p->box, p->esrc, &p->ext);
-        int x = exchange(p, p->esrc);
+        int x = exchange(p, p->esrc, p->esrc);
         st = st ? st : x;
     }
     int x = passes(p, p->ea, p->eb, steps, &in_b);
@@ -1289,8 +1285,8 @@ static int run(tide_stencil_plan *p, void *u, long long steps, int enter_st)
         char err[TIDE_MSG_LEN] = "";
         long long n = pass_count(p, steps);
         for (long long i = 0; i < n && !st; i++)
-            st = tide_stencil_stream_pass(p->oc, u, p->o.source, pass_steps(steps, n, i), err,
-                                          sizeof err);
+            st = tide_stencil_stream_pass(p->oc, u, NULL, p->o.source, pass_steps(steps, n, i),
+                                          err, sizeof err);
         if (st)
             tide_fail(p->ctx, st, "failure during tide_stencil_run: %s", err);
         return tide_agree(p->ctx, st);

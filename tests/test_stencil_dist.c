@@ -50,9 +50,12 @@
  *  f) on the GPU with host arrays, out of core: a context whose device budget is below what
  *     every rank's box needs in card (0.9 of u, the grown arrays and the source's copies), so
  *     each pass exchanges the halo in host memory and streams the grown box through the GPU
- *     in slabs: slabs along z over P ranks, 7pt, 27pt (a source, double) and a radius-2 star,
- *     periodic and Dirichlet along z, fuse 2 and 3 and the plan's choice, the checks of c)
- *     and d) (bitwise against the oracle), info.slabs at least 2 on every non-empty box.
+ *     in slabs, its own points read from and written to u, its halo read from the plan's
+ *     halo array: the boxes cut along z (the slabs' dimension) over P ranks, 7pt, 27pt (a
+ *     source, double) and a radius-2 star, periodic and Dirichlet along z, fuse 2 and 3 and
+ *     the plan's choice; then cut along y and along x (the halo a frame around each plane's
+ *     own points); the checks of c) and d) (bitwise against the oracle), info.slabs at least 2
+ *     on every non-empty box.
  */
 #include <ctype.h>
 #include <stdarg.h>
@@ -743,17 +746,25 @@ static void decompositions(void)
 
 static void out_of_core_cases(void)
 {
+    /* the ranks' boxes cut along the dimension the slabs cross (the halo whole planes of the
+     * grown box), then along the other two (the halo a frame around each plane's own points,
+     * which the streamed pass uploads from the halo array in pieces beside u's) */
     static const dspec oc[] = {
         {S7, 1, 0, {240, 9, 8}, 0, "DPP", 0, 3, 0},
         {S27, 1, 0, {240, 7, 9}, 1, "PDD", 1, 2, 1},
         {SS, 2, 5, {240, 8, 7}, 0, "PPP", 0, 2, 0},
         {S7, 1, 0, {240, 9, 8}, 1, "PPP", 0, 0, 1},
+        {S7, 1, 0, {240, 24, 9}, 0, "DPD", 1, 0, 0},
+        {S27, 1, 0, {240, 8, 24}, 1, "PDP", 0, 2, 1},
     };
+    static const char *how[] = {"out of core, slabs along z", "out of core, boxes cut along y",
+                                "out of core, boxes cut along x"};
     tide_context *all = ctx;
     tide_box *boxes = tt_xmalloc((size_t)nranks * sizeof *boxes);
     stencil *s = tt_xmalloc(sizeof *s);
-    const int g[3] = {nranks, 1, 1};
     for (int c = 0; c < (int)(sizeof oc / sizeof oc[0]); c++) {
+        int cut = c < 4 ? 0 : c - 3, g[3] = {1, 1, 1};
+        g[cut] = nranks;
         build_stencil(&oc[c], 13000u + 7u * (unsigned)c, s);
         balanced_boxes(s->n, g, boxes);
         long long most = 0;
@@ -770,7 +781,7 @@ static void out_of_core_cases(void)
             continue;
         }
         out_of_core = 1;
-        dist_case(s, boxes, "out of core, slabs along z");
+        dist_case(s, boxes, how[cut]);
         out_of_core = 0;
         tide_context_destroy(ctx);
         ctx = all;
@@ -970,7 +981,7 @@ int main(int argc, char **argv)
     if (gpu && !on_device) {
         out_of_core_cases();
         if (rank == 0)
-            printf("  f) out of core: 4 cases (%.1f s)\n", MPI_Wtime() - t0);
+            printf("  f) out of core: 6 cases (%.1f s)\n", MPI_Wtime() - t0);
     }
     bad_input();
     if (rank == 0)
