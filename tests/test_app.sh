@@ -15,6 +15,28 @@ run info 0 2 info && has info '^rank 1: host'
 run infomeasure 0 2 info --measure && has infomeasure 'rates \(GB/s\): host copy [0-9]' && \
     has infomeasure '^Aggregate rates' && has infomeasure '^Exchange rate .*: [0-9]+\.[0-9]+$'
 
+# Threads within the rank's binding (Open MPI's --bind-to): bound to one core, one thread, and
+# where the node has more cores than that, rank 0 says so; unbound, no such warning.
+if "$mpiexec" --version 2>&1 | grep -q 'Open MPI'; then
+    for b in core none; do
+        if timeout 30 "$mpiexec" --bind-to $b -n 1 "$tide" info > "$tmp/bind$b.out" 2>&1; then
+            ok
+        else
+            bad "bind$b: tide info under --bind-to $b failed"
+        fi
+    done
+    has bindcore '^rank 0: .* 1 threads,'
+    free=$(sed -n 's/^rank 0: .* \([0-9]*\) threads,.*/\1/p' "$tmp/bindnone.out")
+    if [ "${free:-1}" -gt 1 ]; then
+        has bindcore 'warn\] a rank is bound to 1 core, fewer than its share of the node'
+    fi
+    if grep -q 'a rank is bound to' "$tmp/bindnone.out"; then
+        bad "bindnone: the binding warning on an unbound rank"
+    else
+        ok
+    fi
+fi
+
 # A verified run with every key heFFTe's parsers read.
 run c2c 0 4 fft c2c auto double 24 20 18 -n 2
 for key in '^Time per run: [0-9.e-]+ \(s\)' '^Performance: ' '^Memory usage: ' '^Max error: ' \
