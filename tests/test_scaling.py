@@ -213,6 +213,25 @@ class NodePreset(unittest.TestCase):
                             " -device" in c for c in cmds))
         self.assertTrue(any("-np 4 " in c and "stencil cuda float 2048 512 512" in c and
                             "-budget 0.2" in c for c in cmds))
+        # every case unbound; the FFTs of 1024^3 checked by their round trip
+        self.assertTrue(all("--bind-to none" in c for c in cmds))
+        self.assertTrue(all(("-roundtrip" in c) == ("fft" in c and "1024 1024 1024" in c)
+                            for c in cmds))
+
+    def test_op_and_budget_given(self):
+        """--op picks a preset's runs; a budget given reaches every operation's command."""
+        tide = os.path.join(BUILD, "apps", "tide")
+        p = run_script("run", "--preset", "node", "--gpus", "2", "--op", "poisson", "--dry-run",
+                       "--tide", tide)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        cmds = [ln for ln in p.stdout.splitlines() if " -json " in ln]
+        self.assertTrue(cmds and all("tide poisson " in c for c in cmds))
+        for op in ("stencil", "fft", "poisson"):
+            p = run_script("run", "--op", op, "--sizes", "16", "--gpus", "1,2", "--arrays", "host",
+                           "--budget", "0.2", "--dry-run", "--tide", tide)
+            cmds = [ln for ln in p.stdout.splitlines() if " -json " in ln]
+            self.assertEqual(len(cmds), 2, op)
+            self.assertTrue(all("-budget 0.2" in c for c in cmds), op)
 
 
 class ModelProperties(unittest.TestCase):
