@@ -81,17 +81,17 @@ static void node_cores(int *node, int *bound)
 }
 
 /* The threads of the rank (collective): `given`, or where 0 its share of the node's cores
- * within the cores it is bound to (after select_gpu, which may bind it). More threads than
- * cores only time-slice one another, every parallel region then waiting for the slowest; a
- * binding narrower than the share is most often the launcher's default (Open MPI binds one or
- * two ranks to one core each), so rank 0 says so. */
+ * within the cores it is bound to (after select_gpu, which may bind it near its GPU). More
+ * threads than cores only time-slice one another, every parallel region then waiting for the
+ * slowest; a launcher's binding narrower than the share is most often its default (Open MPI
+ * binds one or two ranks to one core each), so rank 0 says so. */
 static void set_threads(tide_context *ctx, int given)
 {
     int node, bound;
     node_cores(&node, &bound);
     int share = node / ctx->local_size > 0 ? node / ctx->local_size : 1;
     ctx->threads = given ? given : bound < share ? bound : share;
-    int n = ctx->threads < share && !given; /* narrowed by the binding */
+    int n = ctx->threads < share && !given && !ctx->bound_near; /* by the launcher's binding */
     int narrow[2] = {n ? share : 0, n ? -bound : INT_MIN}, most[2];
     if (MPI_Allreduce(narrow, most, 2, MPI_INT, MPI_MAX, ctx->comm) == MPI_SUCCESS && most[0] &&
         ctx->rank == 0)
@@ -172,6 +172,7 @@ static int select_gpu(tide_context *ctx, const tide_context_options *opts, int *
         return 0;
     }
     log_binding(ctx, binding);
+    ctx->bound_near = binding == TIDE_BIND_NEAR;
     ctx->dev_auto = opts->device == TIDE_DEVICE_AUTO;
     return 1;
 #else

@@ -22,6 +22,7 @@ struct tide_context {
     int dev_sharers;       /* ranks of this node (this context) using the same GPU, this one
                             * included; 0 without a GPU */
     int dev_auto;          /* the GPU was the library's choice (device option AUTO) */
+    int bound_near;        /* the library bound the process near its GPU (not the launcher) */
     int nccl_usable;       /* CUDA, NCCL built in, and every rank has a GPU of its own */
     int cuda_aware_mpi;    /* every rank's MPI library takes device pointers */
     void *nccl;            /* tide_nccl *, made by the first plan that needs it */
