@@ -91,9 +91,11 @@ static void set_threads(tide_context *ctx, int given)
     node_cores(&node, &bound);
     int share = node / ctx->local_size > 0 ? node / ctx->local_size : 1;
     ctx->threads = given ? given : bound < share ? bound : share;
-    int n = ctx->threads < share && !given && !ctx->bound_near; /* by the launcher's binding */
-    int narrow[2] = {n ? share : 0, n ? -bound : INT_MIN}, most[2];
-    if (MPI_Allreduce(narrow, most, 2, MPI_INT, MPI_MAX, ctx->comm) == MPI_SUCCESS && most[0] &&
+    int narrowed = ctx->threads < share && !given && !ctx->bound_near; /* by the launcher */
+    /* for rank 0's line, in one reduction: the largest share narrowed, the fewest cores
+     * (negated, so MAX finds it) */
+    int mine[2] = {narrowed ? share : 0, narrowed ? -bound : INT_MIN}, most[2];
+    if (MPI_Allreduce(mine, most, 2, MPI_INT, MPI_MAX, ctx->comm) == MPI_SUCCESS && most[0] &&
         ctx->rank == 0)
         tide_log(ctx, TIDE_LOG_WARN, "a rank is bound to %d core%s, fewer than its share of the "
                  "node (%d): its host-side work (copies, staging, CPU transforms) runs on that "

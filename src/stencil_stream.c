@@ -116,10 +116,12 @@ static void split(const tide_stencil_stream *s, tide_xfer x, int upload, tide_xf
     t.hbox = *own;
     if (tide_box_intersect(&x.region, own, &t.region) > 0)
         xs[(*n)++] = t;
+    if (!upload)
+        return;
     t.host = (void *)s->halo;
     t.hbox = s->d.box;
     tide_box rest = x.region;
-    for (int d = 0; d < 3 && upload && tide_box_count(&rest) > 0; d++) {
+    for (int d = 0; d < 3 && tide_box_count(&rest) > 0; d++) {
         t.region = rest;
         if (rest.lo[d] < own->lo[d]) { /* below the own box along d */
             t.region.hi[d] = rest.hi[d] < own->lo[d] ? rest.hi[d] : own->lo[d];
