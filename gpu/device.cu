@@ -228,7 +228,7 @@ extern "C" int tide_gpu_stream_wait(void *stream, void *event)
     return e == cudaSuccess ? 0 : fail(e, "cudaStreamWaitEvent");
 }
 
-extern "C" int tide_gpu_enable_peer(int device, int peer)
+extern "C" int tide_gpu_peer(int device, int peer, int enable)
 {
     int can = 0, prev = -1;
     cudaError_t e = cudaDeviceCanAccessPeer(&can, device, peer);
@@ -236,6 +236,8 @@ extern "C" int tide_gpu_enable_peer(int device, int peer)
         return fail(e, "cudaDeviceCanAccessPeer");
     if (!can)
         return TIDE_ERR_UNSUPPORTED;
+    if (!enable)
+        return 0;
     if (tide_gpu_device_enter(device, &prev))
         return TIDE_ERR_BACKEND;
     e = cudaDeviceEnablePeerAccess(peer, 0);

@@ -98,10 +98,11 @@ int tide_gpu_after(void *caller, void *event, void *stream);
  * event may be another device's). */
 int tide_gpu_event_record(void *event, void *stream);
 int tide_gpu_stream_wait(void *stream, void *event);
-/* Let device read and write peer's memory directly (NVLink or PCIe peer to peer), for every
- * thread of the process from now on. Returns 0 (also when already enabled),
- * TIDE_ERR_UNSUPPORTED when the two cannot access each other, or TIDE_ERR_BACKEND. */
-int tide_gpu_enable_peer(int device, int peer);
+/* Whether device can read and write peer's memory directly (NVLink or PCIe peer to peer),
+ * and with enable, let it from now on, for every thread of the process. Returns 0 (also when
+ * already enabled), TIDE_ERR_UNSUPPORTED when the two cannot access each other, or
+ * TIDE_ERR_BACKEND. */
+int tide_gpu_peer(int device, int peer, int enable);
 /* Copy `rows` rows of `width` bytes, `pitch` bytes apart on both sides, from src on
  * src_device to dst on dst_device, enqueued on stream (a stream of either device). */
 int tide_gpu_copy_peer_2d(void *dst, int dst_device, const void *src, int src_device,

@@ -89,6 +89,9 @@ struct engine {
     size_t elem;
     tide_rates rates;
     double rate_gemm;       /* flop/s of one chunk's multiply on the device, measured */
+    tide_gemm_desc timed[2 * FINALISTS]; /* the chunk multiplies choose has measured ... */
+    double timed_rate[2 * FINALISTS];    /* ... and their rates (choose_sharing asks twice) */
+    int ntimed;
     tide_pipeline *pipe;
     tide_env env;           /* a GPU other than the plan's: its own stream ... */
     void *blas;             /* ... and cuBLAS handle */
@@ -637,6 +640,8 @@ static void rank_shapes(const engine *s, double rate, shape *fin, double *t, int
 
 static int measure_gemm(engine *s, const tide_gemm_desc *c, double *rate, char *err,
                         size_t len);
+static int measure_chunk(engine *s, const tide_gemm_desc *c, double *rate, char *err,
+                         size_t len);
 
 /* The multiply of a chunk of shape h as it runs: the largest blocks, transposed as the plan's,
  * with the leading dimensions they have on the device (a kept operand's: its whole matrix's). */
@@ -664,7 +669,7 @@ static int choose(engine *s, double probe, double *predicted, char *err, size_t 
     for (int i = 0; i < n && !st; i++) {
         double rate;
         tide_gemm_desc c = chunk_desc(s, &fin[i]);
-        st = measure_gemm(s, &c, &rate, err, len);
+        st = measure_chunk(s, &c, &rate, err, len);
         double v = st ? INFINITY : predict(s, &fin[i], rate);
         tide_log(s->d.env->ctx, TIDE_LOG_DEBUG, "gemm: tiles %lldx%lld, panels %lld, kept "
                  "%d%d%d: %.4g TFLOP/s, predicted %.4g s (%.4g s at the probe's rate)",
@@ -716,6 +721,26 @@ static int measure_gemm(engine *s, const tide_gemm_desc *c, double *rate, char *
     return TIDE_SUCCESS;
 }
 
+/* The rate of chunk multiply c, measured once per plan: the candidates with A shared and
+ * without are mostly the same shapes. */
+static int measure_chunk(engine *s, const tide_gemm_desc *c, double *rate, char *err,
+                         size_t len)
+{
+    for (int i = 0; i < s->ntimed; i++) {
+        const tide_gemm_desc *t = &s->timed[i];
+        if (t->dbl == c->dbl && t->transa == c->transa && t->transb == c->transb &&
+            t->m == c->m && t->n == c->n && t->k == c->k && t->lda == c->lda &&
+            t->ldb == c->ldb && t->ldc == c->ldc) {
+            *rate = s->timed_rate[i];
+            return TIDE_SUCCESS;
+        }
+    }
+    int st = measure_gemm(s, c, rate, err, len);
+    if (!st && s->ntimed < 2 * FINALISTS)
+        s->timed[s->ntimed] = *c, s->timed_rate[s->ntimed++] = *rate;
+    return st;
+}
+
 /* A probe multiply no larger than PROBE along any dimension nor than a third of the budget. */
 static long long probe_size(const engine *s, long long n)
 {
@@ -740,6 +765,19 @@ static int make_pipeline(engine *s, char *err, size_t len)
     tide_pipeline_config pc = {.nslots = SLOTS, .nbufs = 3, .buf_bytes = buf, .nresident = 3,
                                .resident_bytes = buf + RES_C, .stage_bytes = stage};
     return tide_pipeline_create_config(&pc, &s->pipe, err, len);
+}
+
+/* Part s's pipeline, made on its GPU once make_sharing has decided (a second staged block of
+ * A only where A is shared). */
+static int part_pipeline(engine *s, char *err, size_t len)
+{
+    int prev;
+    if (tide_gpu_device_enter(s->device, &prev))
+        return snprintf(err, len, "could not make GPU %d current: %s", s->device,
+                        tide_gpu_last_error()), TIDE_ERR_BACKEND;
+    int st = make_pipeline(s, err, len);
+    tide_gpu_device_leave(prev);
+    return st;
 }
 
 static void destroy_part(engine *s)
@@ -835,9 +873,9 @@ static int adopt(engine *s, const engine *lead)
     return 1;
 }
 
-/* GPU part `index` (of the parts of `all`), columns c0..c1 of C on device dev: rates, the
- * shape (part 0's when lead is part 0 and it fits, else its own), the pipeline. The model
- * spreads A's uploads over `sharers` GPUs. */
+/* GPU part `index` (of the parts of `all`), columns c0..c1 of C on device dev: rates and the
+ * shape (part 0's when lead is part 0 and it fits, else its own); its pipeline comes later
+ * (part_pipeline). The model spreads A's uploads over `sharers` GPUs. */
 static int make_part(const tide_gemm_stream_desc *d, gemm_stream *all, int index, int sharers,
                      int dev, long long c0, long long c1, char *err, size_t len)
 {
@@ -870,8 +908,6 @@ static int make_part(const tide_gemm_stream_desc *d, gemm_stream *all, int index
         if (!st)
             st = choose_sharing(s, probe, err, len);
     }
-    if (!st)
-        st = make_pipeline(s, err, len);
     tide_gpu_device_leave(prev);
     return st;
 }
@@ -900,12 +936,13 @@ static int together(const tide_gemm_stream_desc *d, int n, double scale[3], char
     return TIDE_SUCCESS;
 }
 
-/* Whether the n GPUs of d reach each other's memory directly, enabling it where they can. */
-static int peers_reach(const tide_gemm_stream_desc *d, int n)
+/* Whether the n GPUs devices[] can reach each other's memory directly; with enable, also
+ * enables it (only once A is shared: make_sharing). */
+static int peers_reach(const int *devices, int n, int enable)
 {
     for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++)
-            if (i != j && tide_gpu_enable_peer(d->devices[i], d->devices[j]))
+            if (i != j && tide_gpu_peer(devices[i], devices[j], enable))
                 return 0;
     return 1;
 }
@@ -918,10 +955,11 @@ static int make_sharing(gemm_stream *s, char *err, size_t len)
     const shape *h0 = &s->e[0]->sh;
     sharing *sh = &s->share;
     int on = h0->keep[0] && (long long)h0->tm * h0->np <= MAX_BLOCKS;
-    /* every part planned for it (its pipeline stages two blocks of A: make_pipeline) */
+    /* every part planned for it, and the GPUs enabled to reach each other */
     for (int i = 0; i < s->n && on; i++)
         on = s->e[i]->sharers > 1 && s->e[i]->sh.keep[0] && s->e[i]->sh.mb == h0->mb &&
              s->e[i]->sh.kb == h0->kb;
+    on = on && peers_reach(s->e[0]->d.devices, s->n, 1);
     tide_log(s->e[0]->d.env->ctx, TIDE_LOG_DEBUG, "gemm: A %s", on ? "uploaded once, its blocks "
              "copied between the GPUs" : "uploaded by every GPU");
     if (!on) {
@@ -966,7 +1004,7 @@ int tide_gemm_stream_create(const tide_gemm_stream_desc *d, tide_gemm_stream **o
     long long n = d->d.n, w = ceil_div(n, d->ngpus);
     w = w >= 4096 ? ceil_div(w, 1024) * 1024 : w >= 1024 ? ceil_div(w, 256) * 256 : w;
     int parts = (int)ceil_div(at_least_1(n), at_least_1(w));
-    int sharers = parts > 1 && d->share_a >= 0 && peers_reach(d, parts) ? parts : 1;
+    int sharers = parts > 1 && d->share_a >= 0 && peers_reach(d->devices, parts, 0) ? parts : 1;
     int st = parts > 1 ? together(d, parts, s->pcie, err, len) : TIDE_SUCCESS;
     if (parts == 1)
         s->pcie[0] = s->pcie[1] = s->pcie[2] = 1;
@@ -977,6 +1015,8 @@ int tide_gemm_stream_create(const tide_gemm_stream_desc *d, tide_gemm_stream **o
     }
     if (!st && s->n > 1)
         st = make_sharing(s, err, len);
+    for (int i = 0; i < s->n && !st; i++)
+        st = part_pipeline(s->e[i], err, len);
     if (st) {
         tide_gemm_stream_destroy(s);
         return st;
