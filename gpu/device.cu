@@ -587,19 +587,43 @@ template <typename F> float median_ms(cudaStream_t s, int (*align)(void *, int),
     return t[reps / 2];
 }
 
+// What a rate measurement copies between on one GPU (the current one when made): two pinned
+// host buffers (portable), two device buffers and two streams of `bytes`, the host buffers
+// filled with a pattern (never measure on zeros).
+struct Buffers {
+    void *h[2] = {nullptr, nullptr}, *d[2] = {nullptr, nullptr};
+    cudaStream_t s[2] = {nullptr, nullptr};
+    bool make(size_t bytes)
+    {
+        for (int k = 0; k < 2; k++)
+            if (cudaHostAlloc(&h[k], bytes, cudaHostAllocPortable) != cudaSuccess ||
+                cudaMalloc(&d[k], bytes) != cudaSuccess ||
+                cudaStreamCreateWithFlags(&s[k], cudaStreamNonBlocking) != cudaSuccess)
+                return false;
+        memset(h[0], 0x5a, bytes);
+        memset(h[1], 0xa5, bytes);
+        return true;
+    }
+    // On the GPU they were made on.
+    void release()
+    {
+        for (int k = 0; k < 2; k++) {
+            if (s[k])
+                cudaStreamDestroy(s[k]);
+            cudaFree(d[k]);
+            cudaFreeHost(h[k]);
+        }
+    }
+};
+
 } // namespace
 
 extern "C" int tide_gpu_measure(size_t bytes, int (*align)(void *, int), void *arg,
                                 tide_rates *r, char *why, size_t len)
 {
-    void *h0 = nullptr, *h1 = nullptr, *d0 = nullptr, *d1 = nullptr;
-    cudaStream_t s0 = nullptr, s1 = nullptr;
+    Buffers x;
     int st = 0;
-    if (cudaHostAlloc(&h0, bytes, cudaHostAllocDefault) != cudaSuccess ||
-        cudaHostAlloc(&h1, bytes, cudaHostAllocDefault) != cudaSuccess ||
-        cudaMalloc(&d0, bytes) != cudaSuccess || cudaMalloc(&d1, bytes) != cudaSuccess ||
-        cudaStreamCreateWithFlags(&s0, cudaStreamNonBlocking) != cudaSuccess ||
-        cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking) != cudaSuccess) {
+    if (!x.make(bytes)) {
         snprintf(why, len, "cannot allocate 2 x %zu bytes pinned and on the device: %s", bytes,
                  cudaGetErrorString(cudaGetLastError()));
         st = TIDE_ERR_NOMEM;
@@ -608,10 +632,9 @@ extern "C" int tide_gpu_measure(size_t bytes, int (*align)(void *, int), void *a
         snprintf(why, len, "another rank could not allocate its arrays");
         st = TIDE_ERR_NOMEM;
     }
+    void *h0 = x.h[0], *h1 = x.h[1], *d0 = x.d[0], *d1 = x.d[1];
+    cudaStream_t s0 = x.s[0], s1 = x.s[1];
     if (!st) {
-        // Never measure on zeros: fill with a pattern.
-        memset(h0, 0x5a, bytes);
-        memset(h1, 0xa5, bytes);
         cudaMemcpy(d0, h0, bytes, cudaMemcpyHostToDevice);
         cudaMemcpy(d1, h1, bytes, cudaMemcpyHostToDevice);
         double gb = (double)bytes / 1e9;
@@ -650,41 +673,21 @@ extern "C" int tide_gpu_measure(size_t bytes, int (*align)(void *, int), void *a
             st = TIDE_ERR_BACKEND;
         }
     }
-    if (s0)
-        cudaStreamDestroy(s0);
-    if (s1)
-        cudaStreamDestroy(s1);
-    cudaFree(d0);
-    cudaFree(d1);
-    cudaFreeHost(h0);
-    cudaFreeHost(h1);
+    x.release();
     return st;
 }
 
 extern "C" int tide_gpu_measure_gpus(const int *devices, int n, size_t bytes, tide_rates *r,
                                      char *why, size_t len)
 {
-    struct Side {
-        void *h[2] = {nullptr, nullptr}, *d[2] = {nullptr, nullptr};
-        cudaStream_t s[2] = {nullptr, nullptr};
-    };
-    std::vector<Side> g((size_t)n);
+    std::vector<Buffers> g((size_t)n);
     int prev = -1, st = 0;
     cudaGetDevice(&prev);
     for (int i = 0; i < n && !st; i++) {
-        Side &x = g[(size_t)i];
-        bool ok = cudaSetDevice(devices[i]) == cudaSuccess;
-        for (int k = 0; k < 2 && ok; k++)
-            ok = cudaHostAlloc(&x.h[k], bytes, cudaHostAllocPortable) == cudaSuccess &&
-                 cudaMalloc(&x.d[k], bytes) == cudaSuccess &&
-                 cudaStreamCreateWithFlags(&x.s[k], cudaStreamNonBlocking) == cudaSuccess;
-        if (!ok) {
+        if (cudaSetDevice(devices[i]) != cudaSuccess || !g[(size_t)i].make(bytes)) {
             snprintf(why, len, "GPU %d: cannot allocate 2 x %zu bytes pinned and on the device: "
                      "%s", devices[i], bytes, cudaGetErrorString(cudaGetLastError()));
             st = TIDE_ERR_NOMEM;
-        } else {
-            memset(x.h[0], 0x5a, bytes); // never measure on zeros
-            memset(x.h[1], 0xa5, bytes);
         }
     }
     // Seconds of the fastest of three repetitions after a warm-up, every GPU copying at once:
@@ -693,13 +696,13 @@ extern "C" int tide_gpu_measure_gpus(const int *devices, int n, size_t bytes, ti
         double best = 1e30;
         for (int rep = 0; rep < 4; rep++) {
             auto t0 = std::chrono::steady_clock::now();
-            for (Side &x : g) {
+            for (Buffers &x : g) {
                 if (up)
                     cudaMemcpyAsync(x.d[0], x.h[0], bytes, cudaMemcpyHostToDevice, x.s[0]);
                 if (down)
                     cudaMemcpyAsync(x.h[1], x.d[1], bytes, cudaMemcpyDeviceToHost, x.s[1]);
             }
-            for (Side &x : g)
+            for (Buffers &x : g)
                 for (cudaStream_t s : x.s)
                     cudaStreamSynchronize(s);
             double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
@@ -723,14 +726,8 @@ extern "C" int tide_gpu_measure_gpus(const int *devices, int n, size_t bytes, ti
         }
     }
     for (int i = 0; i < n; i++) {
-        Side &x = g[(size_t)i];
         cudaSetDevice(devices[i]);
-        for (int k = 0; k < 2; k++) {
-            if (x.s[k])
-                cudaStreamDestroy(x.s[k]);
-            cudaFree(x.d[k]);
-            cudaFreeHost(x.h[k]);
-        }
+        g[(size_t)i].release();
     }
     if (prev >= 0)
         cudaSetDevice(prev);
