@@ -284,16 +284,19 @@ static int exchange(const tide_halo *h, const void *a, const tide_box *abox)
 }
 
 /* The HOST transport (halo.h: tide_halo_run, tide_halo_run_from): sent from `from` laid out
- * as fbox, received into a. */
-static int execute_host(const tide_halo *h, const void *from, const tide_box *fbox, void *a)
+ * as fbox, each piece received unpacked into the parts of `to` it meets. */
+static int execute_host(const tide_halo *h, const void *from, const tide_box *fbox,
+                        const tide_parts *to)
 {
     if (exchange(h, from, fbox) != MPI_SUCCESS)
         return TIDE_ERR_MPI;
     for (int j = 0; j < h->recv.np; j++) {
         const piece *p = &h->recv.p[j];
-        tide_box from = dense(p);
-        tide_copy_region(h->elem, 1, &p->region, h->rbuf + p->at * h->elem, &from, a, &h->ext,
-                         h->threads);
+        tide_box from = dense(p), r;
+        for (int i = 0; i < to->n; i++)
+            if (tide_box_intersect(&p->region, &to->box[i], &r) > 0)
+                tide_copy_region(h->elem, 1, &r, h->rbuf + p->at * h->elem, &from,
+                                 to->data[i], &to->box[i], h->threads);
     }
     return TIDE_SUCCESS;
 }
@@ -384,12 +387,16 @@ int tide_halo_run(const tide_halo *h, void *a, void *nccl, void *stream)
     switch (h->transport) {
     case TIDE_HALO_STAGED: return execute_staged(h, a, stream);
     case TIDE_HALO_NCCL: return execute_nccl(h, a, nccl, stream);
-    default: return execute_host(h, a, &h->ext, a);
+    default: {
+        const tide_parts whole = {1, {h->ext}, {a}};
+        return execute_host(h, a, &h->ext, &whole);
+    }
     }
 }
 
-int tide_halo_run_from(const tide_halo *h, const void *from, const tide_box *from_box, void *a)
+int tide_halo_run_from(const tide_halo *h, const void *from, const tide_box *from_box,
+                       const tide_parts *to)
 {
-    return h->transport == TIDE_HALO_HOST ? execute_host(h, from, from_box, a)
+    return h->transport == TIDE_HALO_HOST ? execute_host(h, from, from_box, to)
                                           : TIDE_ERR_UNSUPPORTED;
 }

@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <mpi.h>
+#include "region.h"
 #include "tide.h"
 
 typedef struct tide_halo tide_halo;
@@ -57,9 +58,11 @@ tide_halo_transport tide_halo_transport_of(const tide_halo *h);
 int tide_halo_run(const tide_halo *h, void *a, void *nccl, void *stream);
 
 /* Collective, the HOST transport: as tide_halo_run, the points sent read from `from` (host
- * memory laid out as from_box, which holds this rank's own box) instead of a's own box, so a
- * rank may keep its own points apart from the array that holds its halo. Returns 0,
- * TIDE_ERR_MPI, or TIDE_ERR_UNSUPPORTED for another transport. */
-int tide_halo_run_from(const tide_halo *h, const void *from, const tide_box *from_box, void *a);
+ * memory laid out as from_box, which holds this rank's own box) and the halo received into
+ * the parts of `to` (host memory; together they hold the extended box less the own box, or
+ * more), so a rank keeps its own points and its halo apart and holds no array of its
+ * extended box. Returns 0, TIDE_ERR_MPI, or TIDE_ERR_UNSUPPORTED for another transport. */
+int tide_halo_run_from(const tide_halo *h, const void *from, const tide_box *from_box,
+                       const tide_parts *to);
 
 #endif

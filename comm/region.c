@@ -34,6 +34,25 @@ int64_t tide_box_intersect(const tide_box *a, const tide_box *b, tide_box *out)
     return count;
 }
 
+int tide_box_subtract(const tide_box *e, const tide_box *o, tide_box out[TIDE_PARTS_MAX])
+{
+    tide_box rest = *e;
+    int n = 0;
+    for (int d = 0; d < 3 && tide_box_count(&rest) > 0; d++) {
+        if (rest.lo[d] < o->lo[d]) { /* below o along d */
+            out[n] = rest;
+            out[n].hi[d] = rest.hi[d] < o->lo[d] ? rest.hi[d] : o->lo[d];
+            rest.lo[d] = out[n++].hi[d];
+        }
+        if (rest.hi[d] > o->hi[d] && rest.lo[d] < rest.hi[d]) { /* above it */
+            out[n] = rest;
+            out[n].lo[d] = rest.lo[d] > o->hi[d] ? rest.lo[d] : o->hi[d];
+            rest.hi[d] = out[n++].lo[d];
+        }
+    }
+    return n;
+}
+
 int tide_box_equal(const tide_box *a, const tide_box *b)
 {
     for (int d = 0; d < 3; d++)

@@ -20,6 +20,20 @@ void tide_box_strides(const tide_box *b, int64_t stride[3]);
 /* Intersection of a and b (lo/hi), with a's order. Returns its point count (0: empty). */
 int64_t tide_box_intersect(const tide_box *a, const tide_box *b, tide_box *out);
 
+/* The points of e outside o as disjoint boxes with e's order: along each dimension in turn, the
+ * part of what is left below o, then above it (at most six). Returns their count (0: e lies
+ * inside o). */
+enum { TIDE_PARTS_MAX = 6 };
+int tide_box_subtract(const tide_box *e, const tide_box *o, tide_box out[TIDE_PARTS_MAX]);
+
+/* A region held in parts, each a box dense in its storage order: the halo of a rank's grown
+ * box without the own box inside it (tide_box_subtract), where the own points live apart. */
+typedef struct {
+    int n;
+    tide_box box[TIDE_PARTS_MAX];
+    void *data[TIDE_PARTS_MAX];
+} tide_parts;
+
 /* Same lo, hi and order. */
 int tide_box_equal(const tide_box *a, const tide_box *b);
 

@@ -82,8 +82,10 @@ struct tide_stencil_plan {
     split_pass split;      /* several GPU ranks: passes that hide the exchange (below) */
     tide_stencil_stream *oc; /* GPU, host arrays beyond the device budget: slabs through the
                               * GPU (stencil_stream.h) */
-    int ooc;               /* several GPU ranks out of core: ea and esrc in pinned host
-                            * memory, each pass exchanged there and streamed through the GPU */
+    int ooc;               /* several GPU ranks out of core: each pass's halo exchanged into
+                            * halo_u (and the source's once into halo_src) and this rank's
+                            * grown box streamed through the GPU from u, the source and them */
+    tide_parts halo_u, halo_src; /* ... the parts of the halo alone, pinned host memory */
 };
 
 static const char *const shape_names[] = {"7pt", "27pt", "star", "box"};
@@ -264,13 +266,12 @@ int tide_stencil_plan_destroy(tide_stencil_plan *p)
         split_destroy(p);
         tide_stencil_stream_destroy(p->oc);
         e->be->free(p->work);
-        if (p->ooc) {
-            e->be->host_free(p->ea);
-            e->be->host_free(p->esrc);
-        } else {
-            e->be->free(p->ea);
-            e->be->free(p->esrc);
-        }
+        for (int i = 0; i < p->halo_u.n; i++) /* out of core (the GPU backend's pinned) */
+            e->be->host_free(p->halo_u.data[i]);
+        for (int i = 0; i < p->halo_src.n; i++)
+            e->be->host_free(p->halo_src.data[i]);
+        e->be->free(p->ea);
+        e->be->free(p->esrc);
         e->be->free(p->eb);
         e->be->free(p->dev_u);
         e->be->free(p->dev_source);
@@ -816,21 +817,32 @@ static int build_streamed(tide_stencil_plan *p, char *err, size_t len)
     return TIDE_SUCCESS;
 }
 
-/* Several GPU ranks out of core (local; the reason in err): the grown arrays of u and the
- * source in pinned host memory, and this rank's grown box streamed through the GPU with the
- * agreed steps per pass (its faces other than the grid's are boundaries to the slabs' sweeps,
- * as to the in-card sweep of the grown box). */
+/* Bytes of the parts of this rank's halo (its grown box less its box), of u or the source. */
+static size_t halo_bytes(const tide_stencil_plan *p)
+{
+    return (size_t)(tide_box_count(&p->ext) - tide_box_count(&p->box)) * elem_bytes(p);
+}
+
+/* Several GPU ranks out of core (local; the reason in err): the halo of u and that of the
+ * source in parts of pinned host memory (the grown box less the own box), and this rank's
+ * grown box streamed through the GPU with the agreed steps per pass (its faces other than the
+ * grid's are boundaries to the slabs' sweeps, as to the in-card sweep of the grown box). */
 static int build_out_of_core(tide_stencil_plan *p, char *err, size_t len)
 {
     const tide_env *e = &p->env;
     if (tide_box_count(&p->box) == 0)
         return TIDE_SUCCESS;
-    int st = e->be->host_alloc(ext_bytes(p), &p->ea);
-    if (!st && p->o.source)
-        st = e->be->host_alloc(ext_bytes(p), &p->esrc);
+    int st = TIDE_SUCCESS;
+    tide_parts *halo[2] = {&p->halo_u, p->o.source ? &p->halo_src : NULL};
+    for (int k = 0; k < 2 && halo[k]; k++) {
+        halo[k]->n = tide_box_subtract(&p->ext, &p->box, halo[k]->box);
+        for (int i = 0; i < halo[k]->n && !st; i++)
+            st = e->be->host_alloc((size_t)tide_box_count(&halo[k]->box[i]) * elem_bytes(p),
+                                   &halo[k]->data[i]);
+    }
     if (st)
         return snprintf(err, len, "cannot allocate the plan's %.3g GB of pinned host memory: "
-                        "%s", ext_bytes(p) * (1 + (p->o.source != NULL)) / 1e9,
+                        "%s", halo_bytes(p) * (1 + (p->o.source != NULL)) / 1e9,
                         e->be->last_error()), st;
     st = e->be->sweep_create(e, &p->sweep, 1, err, len);
     if (st || (st = make_stream(p, &p->ext, p->fuse, &p->oc, err, len)))
@@ -1016,9 +1028,9 @@ int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
     info->host_bytes = p->sweep.state_bytes + (gpu ? 0 : backend_bytes(p) + staging);
     info->pinned_bytes = gpu ? staging : 0;
     info->device_bytes = gpu ? backend_bytes(p) : 0;
-    if (p->ooc) { /* the grown arrays in pinned host memory, the halo's staging in host memory */
+    if (p->ooc) { /* the halo's parts in pinned host memory, its staging in host memory */
         info->host_bytes += staging;
-        info->pinned_bytes = p->ea ? ext_bytes(p) * (1 + (p->esrc != NULL)) : 0;
+        info->pinned_bytes = p->halo_u.n ? halo_bytes(p) * (1 + (p->halo_src.n > 0)) : 0;
         info->device_bytes = 0;
     }
     if (p->oc) { /* the pipeline's buffers (one rank: the plan's only pinned and device ones) */
@@ -1086,12 +1098,12 @@ int tide_stencil_plan_set_stream(tide_stencil_plan *p, void *stream)
 /* One halo exchange into a (laid out as ext), the points sent read from `from` (a itself, or
  * out of core u, laid out as the rank's box), counted and timed (on the GPU from the end of
  * the work before it). */
-static int exchange(tide_stencil_plan *p, const void *from, void *a)
+static int exchange(tide_stencil_plan *p, void *a, const void *from, const tide_parts *to)
 {
     const tide_env *e = &p->env;
     int st = e->be->sync(e);
     double t0 = MPI_Wtime();
-    int x = from == a ? e->be->halo(e, p->halo, a) : tide_halo_run_from(p->halo, from, &p->box, a);
+    int x = to ? tide_halo_run_from(p->halo, from, &p->box, to) : e->be->halo(e, p->halo, a);
     p->halo_seconds += MPI_Wtime() - t0;
     p->exchanges++;
     return st ? st : x;
@@ -1158,7 +1170,7 @@ static int passes(tide_stencil_plan *p, void *a, void *b, long long steps, int *
         if (p->split.on) {
             st = split_run(p, from, to, p->op.count, st);
         } else {
-            int x = p->halo ? exchange(p, from, from) : TIDE_SUCCESS;
+            int x = p->halo ? exchange(p, from, NULL, NULL) : TIDE_SUCCESS;
             st = st ? st : x;
             if (!st && sweep)
                 st = p->op.cls->execute(&p->op, &p->env, from, to);
@@ -1170,36 +1182,32 @@ static int passes(tide_stencil_plan *p, void *a, void *b, long long steps, int *
     return st;
 }
 
-/* Several ranks out of core: the source into its grown host array (its halo filled once),
- * then each pass: the halo of u exchanged into the grown array ea (sent from u), and the grown
- * box streamed through the GPU, its own points read from and written back into u, its halo
- * read from ea. Every rank takes part in every exchange whatever failed before. */
+/* Several ranks out of core: the source's halo exchanged into its parts, then each pass: the
+ * halo of u exchanged into its parts (sent from u), and the grown box streamed through the
+ * GPU, its own points read from and written back into u (the source's from the caller's), its
+ * halo read from the parts. Every rank takes part in every exchange whatever failed before. */
 static int run_out_of_core(tide_stencil_plan *p, void *u, long long steps)
 {
     int any = tide_box_count(&p->box) > 0, st = TIDE_SUCCESS;
     char err[TIDE_MSG_LEN] = "";
-    double t0 = MPI_Wtime(), t_pass = 0;
-    if (p->esrc && any)
-        tide_copy_region(elem_bytes(p), 1, &p->box, p->o.source, &p->box, p->esrc, &p->ext,
-                         p->env.threads);
-    double t_src = MPI_Wtime() - t0;
+    double t_pass = 0;
     if (p->o.source) {
-        int x = exchange(p, p->esrc, p->esrc);
+        int x = exchange(p, NULL, p->o.source, &p->halo_src);
         st = st ? st : x;
     }
     long long n = pass_count(p, steps);
     for (long long i = 0; i < n; i++) {
-        int x = exchange(p, u, p->ea);
+        int x = exchange(p, NULL, u, &p->halo_u);
         st = st ? st : x;
         double t1 = MPI_Wtime();
         if (!st && any)
-            st = tide_stencil_stream_pass(p->oc, u, p->ea, p->esrc, pass_steps(steps, n, i),
-                                          err, sizeof err);
+            st = tide_stencil_stream_pass(p->oc, u, &p->halo_u, p->o.source, &p->halo_src,
+                                          pass_steps(steps, n, i), err, sizeof err);
         t_pass += MPI_Wtime() - t1;
     }
-    tide_log(p->ctx, TIDE_LOG_DEBUG, "stencil: out of core, %lld steps: the source's copy %.3g "
-             "ms, %lld exchanges %.3g ms, %lld passes %.3g ms", steps, 1e3 * t_src,
-             p->exchanges, 1e3 * p->halo_seconds, n, 1e3 * t_pass);
+    tide_log(p->ctx, TIDE_LOG_DEBUG, "stencil: out of core, %lld steps: %lld exchanges %.3g ms, "
+             "%lld passes %.3g ms", steps, p->exchanges, 1e3 * p->halo_seconds, n,
+             1e3 * t_pass);
     if (st)
         tide_fail(p->ctx, st, "failure during tide_stencil_run: %s",
                   *err ? err : "a halo exchange failed");
@@ -1226,7 +1234,7 @@ static int run_ranks(tide_stencil_plan *p, void *u, long long steps)
             st = e->be->copy(e, p->dev_source, p->o.source, p->bytes);
         if (any && !st)
             st = e->be->copy_region(e, elem, &p->box, sb, &p->box, p->esrc, &p->ext);
-        int x = exchange(p, p->esrc, p->esrc);
+        int x = exchange(p, p->esrc, NULL, NULL);
         st = st ? st : x;
     }
     int x = passes(p, p->ea, p->eb, steps, &in_b);
@@ -1285,8 +1293,8 @@ static int run(tide_stencil_plan *p, void *u, long long steps, int enter_st)
         char err[TIDE_MSG_LEN] = "";
         long long n = pass_count(p, steps);
         for (long long i = 0; i < n && !st; i++)
-            st = tide_stencil_stream_pass(p->oc, u, NULL, p->o.source, pass_steps(steps, n, i),
-                                          err, sizeof err);
+            st = tide_stencil_stream_pass(p->oc, u, NULL, p->o.source, NULL,
+                                          pass_steps(steps, n, i), err, sizeof err);
         if (st)
             tide_fail(p->ctx, st, "failure during tide_stencil_run: %s", err);
         return tide_agree(p->ctx, st);

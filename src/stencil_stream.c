@@ -63,8 +63,8 @@ struct tide_stencil_stream {
     long long levels, sources; /* planes of X and Y, and of the source's buffer */
     double rate;              /* the model's cell steps per second */
     tide_pipeline *pipe;
-    void *u;                  /* the pass in flight */
-    const void *halo, *src;
+    void *u, *src;            /* the pass in flight: u and the source (laid out as own) ... */
+    const tide_parts *halo, *src_halo; /* ... and their halos (NULL where own is box) */
     int steps;                /* L */
 };
 
@@ -100,40 +100,23 @@ static tide_box planes(const tide_stencil_stream *s, long long a, long long b)
     return x;
 }
 
-/* Transfer x of the grid (its host side u laid out as box) appended to xs at *n as the
- * pipeline moves it: where u holds only the own box, the part of x's region inside it from or
- * into u, and, for an upload, the rest (at most six boxes) from the halo array; downloads
+/* Transfer x of the grid appended to xs at *n as the pipeline moves it: the part of its
+ * region inside the own box from or into host (laid out as own), and, for an upload, the
+ * parts of the halo it meets from theirs (at most six; none where own is box); downloads
  * leave the halo's results on the device. */
-static void split(const tide_stencil_stream *s, tide_xfer x, int upload, tide_xfer *xs, int *n)
+static void split(const tide_stencil_stream *s, tide_xfer x, void *host,
+                  const tide_parts *halo, int upload, tide_xfer *xs, int *n)
 {
-    if (!s->halo) {
-        xs[(*n)++] = x;
-        return;
-    }
-    const tide_box *own = &s->d.own;
     tide_xfer t = x;
-    t.host = s->u;
-    t.hbox = *own;
-    if (tide_box_intersect(&x.region, own, &t.region) > 0)
+    t.host = host;
+    t.hbox = s->d.own;
+    if (tide_box_intersect(&x.region, &s->d.own, &t.region) > 0)
         xs[(*n)++] = t;
-    if (!upload)
-        return;
-    t.host = (void *)s->halo;
-    t.hbox = s->d.box;
-    tide_box rest = x.region;
-    for (int d = 0; d < 3 && tide_box_count(&rest) > 0; d++) {
-        t.region = rest;
-        if (rest.lo[d] < own->lo[d]) { /* below the own box along d */
-            t.region.hi[d] = rest.hi[d] < own->lo[d] ? rest.hi[d] : own->lo[d];
+    for (int i = 0; upload && halo && i < halo->n; i++) {
+        t.host = halo->data[i];
+        t.hbox = halo->box[i];
+        if (tide_box_intersect(&x.region, &halo->box[i], &t.region) > 0)
             xs[(*n)++] = t;
-            rest.lo[d] = t.region.hi[d];
-        }
-        t.region = rest;
-        if (rest.hi[d] > own->hi[d] && rest.lo[d] < rest.hi[d]) { /* above it */
-            t.region.lo[d] = rest.lo[d] > own->hi[d] ? rest.lo[d] : own->hi[d];
-            xs[(*n)++] = t;
-            rest.hi[d] = t.region.lo[d];
-        }
     }
 }
 
@@ -142,7 +125,7 @@ static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down,
     const tide_stencil_stream *s = user;
     long long nz = s->nz, L = s->steps, r = s->r, B = s->levels, SB = s->sources;
     const tide_box *h = &s->d.box;
-    void *src = (void *)s->src;
+    void *src = s->src;
     int n = 0, m = 0;
     if (i < s->ns) {
         long long o0, o1;
@@ -150,29 +133,29 @@ static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down,
         long long sbase = o0 - (long long)(s->K + 1) * r, lo = o0 - (L + 1) * r;
         /* level 0 at its window's positions (from o0 - 2 r), the source from sbase */
         split(s, (tide_xfer){s->u, *h, planes(s, o0, o1), 0, 0,
-                             planes(s, o0 - 2 * r, o0 - 2 * r + B)}, 1, up, &n);
+                             planes(s, o0 - 2 * r, o0 - 2 * r + B)}, s->u, s->halo, 1, up, &n);
         if (src)
-            up[n++] = (tide_xfer){src, *h, planes(s, lo > 0 ? lo : 0, o1), 2, 0,
-                                  planes(s, sbase, sbase + SB)};
+            split(s, (tide_xfer){src, *h, planes(s, lo > 0 ? lo : 0, o1), 2, 0,
+                                 planes(s, sbase, sbase + SB)}, src, s->src_halo, 1, up, &n);
         /* level L: from o0 - L r (slab 0 from the face, or past the cold start) */
         long long d0 = i ? o0 - L * r : s->periodic ? L * r : 0, b0 = o0 - (L + 2) * r;
         split(s, (tide_xfer){s->u, *h, planes(s, d0, o1 - L * r), (int)(L % 2), 0,
-                             planes(s, b0, b0 + B)}, 0, down, &m);
+                             planes(s, b0, b0 + B)}, s->u, s->halo, 0, down, &m);
     } else { /* the seam: sources up, level L down, below nz (and wrapped above 0) */
         long long P0 = (long long)(s->K + 1) * r; /* the position of plane nz, or periodic 0 */
         tide_box top = planes(s, nz - P0, nz - P0 + B), bottom = planes(s, -P0, -P0 + B);
         if (src) {
-            up[n++] = (tide_xfer){src, *h, planes(s, nz - (L + 1) * r, nz), 2, 0,
-                                  planes(s, nz - P0, nz - P0 + SB)};
+            split(s, (tide_xfer){src, *h, planes(s, nz - (L + 1) * r, nz), 2, 0,
+                                 planes(s, nz - P0, nz - P0 + SB)}, src, s->src_halo, 1, up, &n);
             if (s->periodic)
-                up[n++] = (tide_xfer){src, *h, planes(s, 0, (L + 1) * r), 2, 0,
-                                      planes(s, -P0, -P0 + SB)};
+                split(s, (tide_xfer){src, *h, planes(s, 0, (L + 1) * r), 2, 0,
+                                     planes(s, -P0, -P0 + SB)}, src, s->src_halo, 1, up, &n);
         }
-        split(s, (tide_xfer){s->u, *h, planes(s, nz - L * r, nz), (int)(L % 2), 0, top}, 0,
-              down, &m);
+        split(s, (tide_xfer){s->u, *h, planes(s, nz - L * r, nz), (int)(L % 2), 0, top}, s->u,
+              s->halo, 0, down, &m);
         if (s->periodic)
-            split(s, (tide_xfer){s->u, *h, planes(s, 0, L * r), (int)(L % 2), 0, bottom}, 0,
-                  down, &m);
+            split(s, (tide_xfer){s->u, *h, planes(s, 0, L * r), (int)(L % 2), 0, bottom}, s->u,
+                  s->halo, 0, down, &m);
     }
     *nup = n;
     *ndown = m;
@@ -436,19 +419,21 @@ void tide_stencil_stream_destroy(tide_stencil_stream *s)
     free(s);
 }
 
-int tide_stencil_stream_pass(tide_stencil_stream *s, void *u, const void *halo,
-                             const void *source, int steps, char *err, size_t len)
+int tide_stencil_stream_pass(tide_stencil_stream *s, void *u, const tide_parts *halo,
+                             const void *source, const tide_parts *source_halo, int steps,
+                             char *err, size_t len)
 {
     if (steps < 1 || steps > s->K)
         return snprintf(err, len, "a pass of %d steps (1 .. %d)", steps, s->K),
                TIDE_ERR_ARGUMENT;
-    if (!halo && !tide_box_equal(&s->d.own, &s->d.box))
-        return snprintf(err, len, "u holds part of the grid: a halo array is needed"),
+    if ((!halo || (source && !source_halo)) && !tide_box_equal(&s->d.own, &s->d.box))
+        return snprintf(err, len, "u holds part of the grid: halo parts are needed"),
                TIDE_ERR_ARGUMENT;
-    s->u = u, s->halo = halo, s->src = source, s->steps = steps;
-    /* up: u's level 0 in at most seven pieces (split) and the source; down: into u */
+    s->u = u, s->halo = halo, s->src = (void *)source, s->src_halo = source_halo;
+    s->steps = steps;
+    /* up: u's level 0 and the source, each in at most seven pieces (split); down: into u */
     tide_pipeline_job job = {.nchunks = s->ns + 1, .elem = s->sweep.dbl ? 8 : 4, .batch = 1,
-                             .max_up = 8, .max_down = 2, .describe = describe, .work = work,
+                             .max_up = 2 * (1 + TIDE_PARTS_MAX), .max_down = 2, .describe = describe, .work = work,
                              .user = s, .pageable = TIDE_PAGEABLE_STAGE, .ordered = 1,
                              .after_caller = 1, .caller_stream = s->d.env->stream};
     return tide_pipeline_run(s->pipe, &job, err, len);
@@ -482,10 +467,11 @@ int tide_stencil_stream_fuse(const tide_stencil_stream_desc *d, int *fuse, char 
 
 void tide_stencil_stream_destroy(tide_stencil_stream *s) { (void)s; }
 
-int tide_stencil_stream_pass(tide_stencil_stream *s, void *u, const void *halo,
-                             const void *source, int steps, char *err, size_t len)
+int tide_stencil_stream_pass(tide_stencil_stream *s, void *u, const tide_parts *halo,
+                             const void *source, const tide_parts *source_halo, int steps,
+                             char *err, size_t len)
 {
-    (void)s, (void)u, (void)halo, (void)source, (void)steps;
+    (void)s, (void)u, (void)halo, (void)source, (void)source_halo, (void)steps;
     snprintf(err, len, "this build has no CUDA");
     return TIDE_ERR_UNSUPPORTED;
 }

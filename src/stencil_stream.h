@@ -14,15 +14,16 @@
 #define TIDE_STENCIL_STREAM_H
 
 #include "backend.h"
+#include "region.h"
 
 typedef struct {
     const tide_env *env;      /* the plan's (CUDA backend); runs follow work on its stream */
     const tide_sweep *sweep;  /* the whole grid's (storage order), its state created: every
                                * slab's sweeps use it */
-    tide_box box;             /* the host grid the passes run on; the source and the pass's
-                               * halo array are laid out as it */
-    tide_box own;             /* the part of box that u holds, laid out as own (box when u
-                               * holds it all); the rest comes from the halo array */
+    tide_box box;             /* the host grid the passes run on */
+    tide_box own;             /* the part of box that u and the source hold, laid out as own
+                               * (box when they hold it all); the rest, a halo, comes from
+                               * parts of its own (comm/region.h) */
     int source;               /* a source is added: its planes go up with each slab */
     size_t budget;            /* device bytes the pipeline may hold */
     int fuse;                 /* steps per pass (K, at least 1); 0: the model's choice */
@@ -43,12 +44,13 @@ int tide_stencil_stream_fuse(const tide_stencil_stream_desc *d, int *fuse, char 
                              size_t len);
 
 /* One pass: `steps` (1 .. K) steps on the host grid in place: the points of the own box in u,
- * the rest of box (a halo) read from `halo` (laid out as box; NULL where own is box), source
- * (laid out as box, or NULL when the plan has none) added at each. Only u is written: the
- * halo's results are not brought back. Complete on return. Returns 0 or a code with the
- * reason in err; after a failure u holds a partial result. */
-int tide_stencil_stream_pass(tide_stencil_stream *s, void *u, const void *halo,
-                             const void *source, int steps, char *err, size_t len);
+ * the rest of box (a halo) read from the parts of `halo` (NULL where own is box), source
+ * (laid out as own, its halo in source_halo; NULL when the plan has none) added at each.
+ * Only u is written: the halo's results are not brought back. Complete on return. Returns 0
+ * or a code with the reason in err; after a failure u holds a partial result. */
+int tide_stencil_stream_pass(tide_stencil_stream *s, void *u, const tide_parts *halo,
+                             const void *source, const tide_parts *source_halo, int steps,
+                             char *err, size_t len);
 
 typedef struct {
     int fuse;                 /* K: steps per pass */

@@ -3,14 +3,17 @@
  * bring. Every rank's box holds f(global point); after an exchange every halo point of its
  * grown box holds f of the point it stands for (wrapped along the periodic dimensions), by
  * tide_halo_run (the own points inside the grown array, left as they were) and by
- * tide_halo_run_from (the own points in an array of their own, the grown array's own part
- * left untouched). Random tilings (some boxes empty), random storage orders, halos of 1 to 3
- * points, each dimension periodic or not, on 1 to 6 ranks.
+ * tide_halo_run_from, the own points in an array of their own and the halo received into
+ * the grown array as one part (its own part left untouched) or into the parts of
+ * tide_box_subtract, each an array of its own (checked against the grown box less the own one
+ * point by point: disjoint, covering it). Random tilings (some boxes empty), random storage
+ * orders, halos of 1 to 3 points, each dimension periodic or not, on 1 to 6 ranks.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include "common.h"
 #include "halo.h"
+#include "region.h"
 
 enum { CASES = 40 };
 
@@ -73,6 +76,34 @@ static long long wrong(const double *a, const tide_box *e, const tide_box *own, 
     return bad;
 }
 
+/* Points of grown box e wrong in the parts x of e less own: a halo point in no part or in
+ * several, a part's point inside own or outside e, or a value other than f of the wrapped
+ * point. */
+static long long wrong_parts(const tide_parts *x, const tide_box *e, const tide_box *own,
+                             const int n[3])
+{
+    long long bad = 0;
+    int p[3], w[3];
+    for (p[0] = e->lo[0]; p[0] < e->hi[0]; p[0]++)
+        for (p[1] = e->lo[1]; p[1] < e->hi[1]; p[1]++)
+            for (p[2] = e->lo[2]; p[2] < e->hi[2]; p[2]++) {
+                int in = 0;
+                for (int d = 0; d < 3; d++)
+                    w[d] = ((p[d] % n[d]) + n[d]) % n[d];
+                for (int i = 0; i < x->n; i++)
+                    if (inside(&x->box[i], p)) {
+                        in++;
+                        bad += ((double *)x->data[i])[tt_offset(&x->box[i], p)] != f(w);
+                    }
+                bad += in != !inside(own, p);
+            }
+    long long held = 0;
+    for (int i = 0; i < x->n; i++)
+        held += tt_box_count(&x->box[i]);
+    long long halo = tt_box_count(e) - (tt_box_count(own) > 0 ? tt_box_count(own) : 0);
+    return bad + (held != halo);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -116,10 +147,24 @@ int main(int argc, char **argv)
         /* the own points apart: the grown array's own part holds -3 and must keep it */
         fill(a, e, e, 0, -3);
         fill(u, o, o, 1, 0);
-        st = tide_halo_run_from(halo, u, o, a);
+        tide_parts whole = {1, {*e}, {a}};
+        st = tide_halo_run_from(halo, u, o, &whole);
         bad = st ? -1 : wrong(a, e, o, n, 0, -3);
         tt_check(&tally, MPI_COMM_WORLD, st == 0 && bad == 0, "%s: tide_halo_run_from: status "
                  "%d, %lld wrong points on rank %d", name, st, bad, rank);
+        /* ... into the parts of the halo alone, poisoned */
+        tide_parts x = {0};
+        x.n = tide_box_subtract(e, o, x.box);
+        for (int i = 0; i < x.n; i++) {
+            x.data[i] = tt_xmalloc(sizeof(double) * (size_t)tt_box_count(&x.box[i]));
+            fill(x.data[i], &x.box[i], &x.box[i], 0, -5);
+        }
+        st = tide_halo_run_from(halo, u, o, &x);
+        bad = st ? -1 : wrong_parts(&x, e, o, n);
+        tt_check(&tally, MPI_COMM_WORLD, st == 0 && bad == 0, "%s: tide_halo_run_from into %d "
+                 "parts: status %d, %lld wrong points on rank %d", name, x.n, st, bad, rank);
+        for (int i = 0; i < x.n; i++)
+            free(x.data[i]);
         free(a);
         free(u);
         tide_halo_destroy(halo);

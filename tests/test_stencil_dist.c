@@ -50,8 +50,8 @@
  *  f) on the GPU with host arrays, out of core: a context whose device budget is below what
  *     every rank's box needs in card (0.9 of u, the grown arrays and the source's copies), so
  *     each pass exchanges the halo in host memory and streams the grown box through the GPU
- *     in slabs, its own points read from and written to u, its halo read from the plan's
- *     halo array: the boxes cut along z (the slabs' dimension) over P ranks, 7pt, 27pt (a
+ *     in slabs, its own points read from and written to u (the source's from the caller's),
+ *     its halo from the plan's parts that hold the halo alone: the boxes cut along z (the slabs' dimension) over P ranks, 7pt, 27pt (a
  *     source, double) and a radius-2 star, periodic and Dirichlet along z, fuse 2 and 3 and
  *     the plan's choice; then cut along y and along x (the halo a frame around each plane's
  *     own points); the checks of c) and d) (bitwise against the oracle), info.slabs at least 2
