@@ -5,7 +5,8 @@
  * multiple of the grid's extent along each periodic dimension, as many as E reaches past the
  * faces), the points of E inside O + s come from the sender's points of that region less s.
  * Both sides list them in the same order (senders by rank, shifts from the lowest), so a
- * message is the concatenation of its regions, each dense in the receiver's storage order.
+ * message of the staging is the concatenation of its regions, each dense in the receiver's
+ * storage order, and MPI matches the host transport's messages of one region each in order.
  * The receiver's own box with no shift is not a halo and is skipped; every other region lies
  * in the halo, since the boxes tile the grid and a shifted box lies outside it.
  */
@@ -210,7 +211,7 @@ int tide_halo_create(MPI_Comm comm, const int n[3], const int periodic[3],
         h->rbuf = host ? stage_alloc(device, 0, rb) : NULL;
         h->dsbuf = device ? stage_alloc(device, 1, sb) : NULL;
         h->drbuf = device ? stage_alloc(device, 1, rb) : NULL;
-        h->req = malloc(sizeof *h->req * (size_t)(h->send.nm + h->recv.nm + 1));
+        h->req = malloc(sizeof *h->req * (size_t)(h->send.np + h->recv.np + 1));
         if ((host && (!h->sbuf || !h->rbuf)) || !h->req || (device && (!h->dsbuf || !h->drbuf)))
             st = TIDE_ERR_NOMEM, snprintf(err, len, "out of memory for the halo staging "
                                           "(%zu bytes%s)", sb + rb,
@@ -246,59 +247,86 @@ static tide_box dense(const piece *p)
     return b;
 }
 
-/* The pieces of message x of the send side packed from a (laid out as abox) into staging buf
- * (host), each dense at its offset. */
-static void pack_message(const tide_halo *h, const message *x, const void *a,
-                         const tide_box *abox, char *buf)
+/* The element offset in layout b of piece p's region when the region lies inside b as one run
+ * in the receiver's order (region.h: tide_region_is_run), so that MPI can send it from there or
+ * receive it there without a copy through the staging; else -1. */
+static int64_t direct(const piece *p, const tide_box *b)
 {
-    for (int j = x->first; j < x->first + x->n; j++) {
-        const piece *p = &h->send.p[j];
-        tide_box to = dense(p);
-        tide_copy_region(h->elem, 1, &p->region, a, abox, buf + p->at * h->elem, &to,
-                         h->threads);
-    }
+    tide_box r;
+    if (tide_box_intersect(&p->region, b, &r) != tide_box_count(&p->region) ||
+        !tide_region_is_run(&p->region, b, p->order, 1))
+        return -1;
+    return tide_box_offset(b, &p->region);
 }
 
-/* The messages between the host staging: receives posted, each send posted once packed from
- * a laid out as abox (NULL: the staging is filled already), all waited for. Returns an MPI
- * code. */
-static int exchange(const tide_halo *h, const void *a, const tide_box *abox)
+/* Where piece p of the receive side lands directly: in the part of `to` that holds its region
+ * as one run, or NULL (through the staging). */
+static char *direct_in(const tide_halo *h, const piece *p, const tide_parts *to)
+{
+    for (int i = 0; to && i < to->n; i++) {
+        int64_t at = direct(p, &to->box[i]);
+        if (at >= 0)
+            return (char *)to->data[i] + (size_t)at * h->elem;
+    }
+    return NULL;
+}
+
+/* The messages between this rank and its peers, one per piece (both sides list the pieces in
+ * the same order, so MPI's ordering matches them): each receive posted into its part of `to`
+ * where it lands there as one run, else into the staging; each send posted from `a` (laid
+ * out as abox) where its region is one run of it, else packed into the staging first (a NULL:
+ * the staging is filled already); all waited for, then the pieces that arrived in the staging
+ * unpacked into the parts of `to` they meet. Returns an MPI code. */
+static int exchange(const tide_halo *h, const void *a, const tide_box *abox,
+                    const tide_parts *to)
 {
     int rc = MPI_SUCCESS, k = 0;
     for (int i = 0; i < h->recv.nm; i++) {
         const message *x = &h->recv.m[i];
-        int e = tide_comm_post(0, h->rbuf + x->at * h->elem, (int)x->count, h->type, x->peer,
-                               HALO_TAG, h->comm, &h->req[k++]);
-        rc = rc == MPI_SUCCESS ? e : rc;
+        for (int j = x->first; j < x->first + x->n; j++) {
+            const piece *p = &h->recv.p[j];
+            char *in = direct_in(h, p, to);
+            int e = tide_comm_post(0, in ? in : h->rbuf + p->at * h->elem,
+                                   (int)tide_box_count(&p->region), h->type, x->peer, HALO_TAG,
+                                   h->comm, &h->req[k++]);
+            rc = rc == MPI_SUCCESS ? e : rc;
+        }
     }
     for (int i = 0; i < h->send.nm; i++) {
         const message *x = &h->send.m[i];
-        if (a)
-            pack_message(h, x, a, abox, h->sbuf);
-        int e = tide_comm_post(1, h->sbuf + x->at * h->elem, (int)x->count, h->type, x->peer,
-                               HALO_TAG, h->comm, &h->req[k++]);
-        rc = rc == MPI_SUCCESS ? e : rc;
+        for (int j = x->first; j < x->first + x->n; j++) {
+            const piece *p = &h->send.p[j];
+            int64_t at = a ? direct(p, abox) : -1;
+            const char *out = at >= 0 ? (const char *)a + (size_t)at * h->elem
+                                      : h->sbuf + p->at * h->elem;
+            if (a && at < 0) {
+                tide_box dst = dense(p);
+                tide_copy_region(h->elem, 1, &p->region, a, abox, h->sbuf + p->at * h->elem,
+                                 &dst, h->threads);
+            }
+            int e = tide_comm_post(1, (void *)out, (int)tide_box_count(&p->region), h->type,
+                                   x->peer, HALO_TAG, h->comm, &h->req[k++]);
+            rc = rc == MPI_SUCCESS ? e : rc;
+        }
     }
     int w = MPI_Waitall(k, h->req, MPI_STATUSES_IGNORE);
-    return rc == MPI_SUCCESS ? w : rc;
-}
-
-/* The HOST transport (halo.h: tide_halo_run, tide_halo_run_from): sent from `from` laid out
- * as fbox, each piece received unpacked into the parts of `to` it meets. */
-static int execute_host(const tide_halo *h, const void *from, const tide_box *fbox,
-                        const tide_parts *to)
-{
-    if (exchange(h, from, fbox) != MPI_SUCCESS)
-        return TIDE_ERR_MPI;
-    for (int j = 0; j < h->recv.np; j++) {
+    for (int j = 0; to && j < h->recv.np; j++) {
         const piece *p = &h->recv.p[j];
         tide_box from = dense(p), r;
-        for (int i = 0; i < to->n; i++)
+        for (int i = 0; !direct_in(h, p, to) && i < to->n; i++)
             if (tide_box_intersect(&p->region, &to->box[i], &r) > 0)
                 tide_copy_region(h->elem, 1, &r, h->rbuf + p->at * h->elem, &from,
                                  to->data[i], &to->box[i], h->threads);
     }
-    return TIDE_SUCCESS;
+    return rc == MPI_SUCCESS ? w : rc;
+}
+
+/* The HOST transport (halo.h: tide_halo_run, tide_halo_run_from): sent from `from` laid out
+ * as fbox, received into the parts of `to`. */
+static int execute_host(const tide_halo *h, const void *from, const tide_box *fbox,
+                        const tide_parts *to)
+{
+    return exchange(h, from, fbox, to) == MPI_SUCCESS ? TIDE_SUCCESS : TIDE_ERR_MPI;
 }
 
 #if TIDE_HAVE_CUDA
@@ -341,7 +369,7 @@ static int execute_staged(const tide_halo *h, void *a, void *stream)
     st = st ? st : synced;
     /* a failed pack still takes part in the exchange (its peers then get what the staging
      * held, and this rank reports the failure) */
-    int rc = exchange(h, NULL, NULL);
+    int rc = exchange(h, NULL, NULL, NULL);
     if (rc != MPI_SUCCESS)
         return TIDE_ERR_MPI;
     if (!st && rb)

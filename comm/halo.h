@@ -6,8 +6,10 @@
  * dimensions). An exchange gives every halo point the value that the point it stands for
  * (the same point, or its periodic image) has in its owner's array. Made once from every
  * rank's boxes; says, for each peer, which regions of its own box it sends and which regions
- * of its halo it receives, in one message per peer each way, each region packed in the
- * receiver's storage order (the same region and copy geometry as the reshapes, region.h).
+ * of its halo it receives, each region dense in the receiver's storage order (the same region
+ * and copy geometry as the reshapes, region.h): in host memory one MPI message per region,
+ * sent from the array and received into it without a copy where the region is one run of
+ * both, else through a staging; on the device one message per peer, packed by kernels.
  */
 #ifndef TIDE_COMM_HALO_H
 #define TIDE_COMM_HALO_H
