@@ -711,7 +711,8 @@ def stencil_plan(size, P, precision="float", steps=20, fuse=1, radius=1, bc="ddd
     grid is P times as long along x), advances it `steps` steps, `fuse` per pass, and every
     fuse steps exchanges fuse * radius planes with each neighbour along x (two for an
     interior rank or a periodic x, the largest counted). Host arrays (on the GPU: out of card)
-    count the passes and the grid's bytes."""
+    count the passes and the bytes each moves over PCIe: up the grid and its halo (the box
+    grown by the planes it receives), down the grid."""
     n = _parse_size(size)
     s = _scalar(precision)
     k = max(1, int(fuse))
@@ -721,7 +722,8 @@ def stencil_plan(size, P, precision="float", steps=20, fuse=1, radius=1, bc="ddd
               "exchanges": 0 if P == 1 else -(-steps // k),
               "exchange_bytes": float(neighbours * k * radius * plane),
               "messages": neighbours, "fuse": k, "host": arrays == "host",
-              "passes": -(-steps // k), "grid_bytes": float(n[0] * plane)}
+              "passes": -(-steps // k), "grid_bytes": float(n[0] * plane),
+              "grown_bytes": float((n[0] + (neighbours * k * radius if P > 1 else 0)) * plane)}
     return Plan("stencil", n, P, counts, [], {})
 
 
@@ -871,9 +873,9 @@ def predict(op, size, P, rates=None, system=None, latency_us=None, exchange_kind
         terms = {"compute_s": t_comp, "exchange_s": t_x, "gcells": rate, "exchange_rate": xr}
         if not (gpu and c["host"]):
             return {"seconds": t_comp + t_x, "plan": p, "terms": terms}
-        g = c["grid_bytes"]
-        t_pcie = c["passes"] * max(g / (r["h2d"] * 1e9), g / (r["d2h"] * 1e9),
-                                   2 * g / (r["both"] * 1e9))
+        g, gu = c["grid_bytes"], c["grown_bytes"]
+        t_pcie = c["passes"] * max(gu / (r["h2d"] * 1e9), g / (r["d2h"] * 1e9),
+                                   (gu + g) / (r["both"] * 1e9))
         terms.update(pcie_s=t_pcie)
         return {"seconds": max(t_comp, t_pcie) + t_x, "plan": p, "terms": terms}
     # fft, poisson
