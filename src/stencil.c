@@ -646,7 +646,19 @@ static int ooc_fuse(tide_stencil_plan *p, char *err, size_t len)
         if (!whole_along(p, &p->box, dim) && k > cap)
             k = cap > 1 ? (int)cap : 1;
     }
-    return k;
+    /* the ranks take the least vote, so this rank's box grown by the halo of every count up
+     * to k must stream (its planes may not cut into slabs that fit where the box's do) */
+    for (int j = 1; j <= k; j++) {
+        tide_box g = grown(p, &p->box, j * p->radius);
+        tide_sweep t = p->sweep;
+        for (int q = 0; q < 3; q++)
+            t.n[q] = (int)tide_ext(&g, g.order[q]);
+        d.sweep = &t;
+        d.box = g;
+        if (!tide_stencil_stream_fits(&d, j))
+            k = j - 1;
+    }
+    return k >= 1 ? k : INT_MAX;
 }
 
 /* Collective, on several ranks (st: this rank's status so far; every rank comes here): every

@@ -291,15 +291,10 @@ static double pass_time(const tide_stencil_stream *s, double t1, int K, long lon
     return (double)ns * t + t_up + t_down + seam;
 }
 
-/* The stream of d without its pipeline: the sweep timed, K and the slabs chosen (freed on a
- * failure). */
-static int choose(const tide_stencil_stream_desc *d, tide_stencil_stream **out, char *err,
-                  size_t len)
+/* s's geometry from d, no timing (the reason in err). */
+static int stream_init(const tide_stencil_stream_desc *d, tide_stencil_stream *s, char *err,
+                       size_t len)
 {
-    *out = NULL;
-    tide_stencil_stream *s = calloc(1, sizeof *s);
-    if (!s)
-        return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
     s->d = *d;
     s->sweep = *d->sweep;
     s->nz = d->sweep->n[0];
@@ -309,15 +304,48 @@ static int choose(const tide_stencil_stream_desc *d, tide_stencil_stream **out, 
     size_t elem = d->sweep->dbl ? sizeof(double) : sizeof(float);
     s->plane = (size_t)d->sweep->n[1] * (size_t)d->sweep->n[2] * elem;
     const tide_rates *x = &d->pcie;
-    if (!(x->h2d > 0 && x->d2h > 0 && x->both > 0)) {
-        free(s);
+    if (!(x->h2d > 0 && x->d2h > 0 && x->both > 0))
         return snprintf(err, len, "no measured PCIe rates"), TIDE_ERR_BACKEND;
+    return TIDE_SUCCESS;
+}
+
+/* The slabs for K steps per pass: the fewest that fit the budget, and a few more (more slabs
+ * overlap better), the count with the most cell steps per second (*rate, at t1 seconds per
+ * plane of a one-step sweep); 0 where none fit. */
+static int slabs_for(const tide_stencil_stream *s, double t1, int K, double *rate)
+{
+    *rate = 0;
+    long long smax = 0, hi = s->nz + 1; /* the thickest slab that fits: a bisection */
+    while (hi - smax > 1) {
+        long long mid = (smax + hi) / 2;
+        *(pipeline_bytes(s, K, mid) <= (double)s->d.budget ? &smax : &hi) = mid;
     }
+    if (smax < thinnest(s, K))
+        return 0;
+    long long ns0 = (s->nz + smax - 1) / smax;
+    int best = 0;
+    for (long long ns = ns0 > 2 ? ns0 : 2; ns <= ns0 + 8 && ns <= s->nz; ns++) {
+        double t = pass_time(s, t1, K, ns);
+        if (t < INFINITY && (double)K / t > *rate)
+            *rate = (double)K / t, best = (int)ns;
+    }
+    return best;
+}
+
+/* The stream of d without its pipeline: the sweep timed, K and the slabs chosen (freed on a
+ * failure). */
+static int choose(const tide_stencil_stream_desc *d, tide_stencil_stream **out, char *err,
+                  size_t len)
+{
+    *out = NULL;
+    tide_stencil_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
+    int st = stream_init(d, s, err, len);
 
     /* the budget must hold two of the thinnest slabs for one step per pass */
-    int st = TIDE_SUCCESS;
     long long thin = thinnest(s, 1);
-    if (pipeline_bytes(s, 1, thin) > (double)d->budget || s->nz < 2 * thin) {
+    if (!st && (pipeline_bytes(s, 1, thin) > (double)d->budget || s->nz < 2 * thin)) {
         st = TIDE_ERR_NOMEM;
         snprintf(err, len, "the grid streams through the GPU in slabs along its slowest "
                  "storage dimension (%lld planes of %.3g MB), which needs at least two slabs "
@@ -328,29 +356,15 @@ static int choose(const tide_stencil_stream_desc *d, tide_stencil_stream **out, 
     if (!st)
         st = time_sweep(s, &t1, err, len);
 
-    /* For each K (the given one, or each up to KMAX) the slabs: the fewest that fit, and a
-     * few more (more slabs overlap better); then the largest K within 2 per cent of the best
-     * rate. */
+    /* For each K (the given one, or each up to KMAX) the slabs, then the largest K within 2
+     * per cent of the best rate. */
     double best = 0, rate[KMAX + 1] = {0};
     int ns_of[KMAX + 1] = {0}, k0 = d->fuse ? d->fuse : 1, k1 = d->fuse ? d->fuse : KMAX;
     if (!st && (k0 < 1 || k1 > KMAX))
         st = TIDE_ERR_ARGUMENT, snprintf(err, len, "fuse %d: out of card a pass takes 1 .. %d "
                                          "steps", d->fuse, KMAX);
     for (int K = k0; !st && K <= k1; K++) {
-        /* the thickest slab that fits (the bytes grow with it): a bisection */
-        long long smax = 0, hi = s->nz + 1;
-        while (hi - smax > 1) {
-            long long mid = (smax + hi) / 2;
-            *(pipeline_bytes(s, K, mid) <= (double)d->budget ? &smax : &hi) = mid;
-        }
-        if (smax < thinnest(s, K))
-            break;
-        long long ns0 = (s->nz + smax - 1) / smax;
-        for (long long ns = ns0 > 2 ? ns0 : 2; ns <= ns0 + 8 && ns <= s->nz; ns++) {
-            double t = pass_time(s, t1, K, ns);
-            if (t < INFINITY && (double)K / t > rate[K])
-                rate[K] = (double)K / t, ns_of[K] = (int)ns;
-        }
+        ns_of[K] = slabs_for(s, t1, K, &rate[K]);
         best = fmax(best, rate[K]);
     }
     for (int K = k1; !st && K >= k0 && !s->K; K--)
@@ -359,9 +373,9 @@ static int choose(const tide_stencil_stream_desc *d, tide_stencil_stream **out, 
     if (!st && !s->K) {
         st = d->fuse ? TIDE_ERR_ARGUMENT : TIDE_ERR_NOMEM;
         if (d->fuse)
-            snprintf(err, len, "fuse %d: the grid's %lld planes in slabs of at least %lld (for "
-                     "%d steps per pass) do not fit the device budget of %.3g MB", d->fuse,
-                     s->nz, thinnest(s, d->fuse), d->fuse, d->budget / 1e6);
+            snprintf(err, len, "fuse %d: the grid's %lld planes do not cut into slabs of at "
+                     "least %lld (for %d steps per pass) that fit the device budget of %.3g "
+                     "MB", d->fuse, s->nz, thinnest(s, d->fuse), d->fuse, d->budget / 1e6);
         else
             snprintf(err, len, "no slabs of the %lld-plane grid fit the device budget of %.3g "
                      "MB", s->nz, d->budget / 1e6);
@@ -370,12 +384,22 @@ static int choose(const tide_stencil_stream_desc *d, tide_stencil_stream **out, 
         free(s);
         return st;
     }
+    size_t elem = d->sweep->dbl ? sizeof(double) : sizeof(float);
     s->rate = best * (double)s->nz * (double)s->plane / (double)elem;
     s->smax = (int)((s->nz + s->ns - 1) / s->ns);
     s->levels = level_planes(s, s->K, s->smax);
     s->sources = source_planes(s, s->K, s->smax);
     *out = s;
     return TIDE_SUCCESS;
+}
+
+int tide_stencil_stream_fits(const tide_stencil_stream_desc *d, int K)
+{
+    tide_stencil_stream s = {0};
+    char err[64];
+    double rate;
+    return K >= 1 && K <= KMAX && !stream_init(d, &s, err, sizeof err) &&
+           slabs_for(&s, 1.0, K, &rate) > 0;
 }
 
 int tide_stencil_stream_fuse(const tide_stencil_stream_desc *d, int *fuse, char *err,
@@ -455,6 +479,12 @@ int tide_stencil_stream_create(const tide_stencil_stream_desc *d, tide_stencil_s
     *out = NULL;
     snprintf(err, len, "this build has no CUDA");
     return TIDE_ERR_UNSUPPORTED;
+}
+
+int tide_stencil_stream_fits(const tide_stencil_stream_desc *d, int K)
+{
+    (void)d, (void)K;
+    return 0;
 }
 
 int tide_stencil_stream_fuse(const tide_stencil_stream_desc *d, int *fuse, char *err,

@@ -43,6 +43,10 @@ void tide_stencil_stream_destroy(tide_stencil_stream *s);
 int tide_stencil_stream_fuse(const tide_stencil_stream_desc *d, int *fuse, char *err,
                              size_t len);
 
+/* Local, no timing: whether the grid of d streams with K steps per pass (slabs that fit d's
+ * budget, each thick enough for K). */
+int tide_stencil_stream_fits(const tide_stencil_stream_desc *d, int K);
+
 /* One pass: `steps` (1 .. K) steps on the host grid in place: the points of the own box in u,
  * the rest of box (a halo) read from the parts of `halo` (NULL where own is box), source
  * (laid out as own, its halo in source_halo; NULL when the plan has none) added at each.
