@@ -312,8 +312,10 @@ static int exchange(const tide_halo *h, const void *a, const tide_box *abox,
     int w = MPI_Waitall(k, h->req, MPI_STATUSES_IGNORE);
     for (int j = 0; to && j < h->recv.np; j++) {
         const piece *p = &h->recv.p[j];
+        if (direct_in(h, p, to)) /* arrived in place */
+            continue;
         tide_box from = dense(p), r;
-        for (int i = 0; !direct_in(h, p, to) && i < to->n; i++)
+        for (int i = 0; i < to->n; i++)
             if (tide_box_intersect(&p->region, &to->box[i], &r) > 0)
                 tide_copy_region(h->elem, 1, &r, h->rbuf + p->at * h->elem, &from,
                                  to->data[i], &to->box[i], h->threads);

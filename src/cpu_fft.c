@@ -21,7 +21,7 @@ struct tide_cpu_fft {
      * each side) at `rows` places along the third dimension r (strides in elements); per
      * thread a staging block of the rows transposed (input, then output) */
     int planes, threads, rows, ilen, olen;
-    size_t istep, ostep, ielem, oelem, block;
+    size_t istep, ostep, ielem, oelem, iblock, block; /* iblock: the input's part of block */
     int64_t ist, isr, ost, osr;
     char *stage;
 };
@@ -186,6 +186,7 @@ static int create_by_planes(const tide_cpu_fft_desc *d, tide_cpu_fft *f)
     f->ist = is[t], f->isr = is[r], f->ost = os[t], f->osr = os[r];
     size_t ib = (size_t)f->rows * f->ilen * f->ielem, ob = (size_t)f->rows * f->olen * f->oelem;
     ib = (ib + 63) / 64 * 64, ob = (ob + 63) / 64 * 64; /* every block SIMD aligned */
+    f->iblock = ib;
     f->block = ib + ob;
     f->stage = fftw_malloc(f->block * (size_t)f->threads);
     if (!f->stage)
@@ -332,8 +333,7 @@ enum { TILE = 32 }; /* the transposing copies go by tiles of TILE x TILE element
  * scattered back transposed. */
 static void execute_staged(const tide_cpu_fft *f, const char *in, char *out, char *block)
 {
-    size_t ib = f->block - ((size_t)f->rows * f->olen * f->oelem + 63) / 64 * 64;
-    char *si = block, *so = block + ib;
+    char *si = block, *so = block + f->iblock;
     for (int t0 = 0; t0 < f->ilen; t0 += TILE) /* along r in memory, t in the block */
         for (int r0 = 0; r0 < f->rows; r0 += TILE)
             for (int t = t0; t < t0 + TILE && t < f->ilen; t++) {
