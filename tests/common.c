@@ -66,6 +66,14 @@ long long tt_box_count(const tide_box *b)
     return c;
 }
 
+int tt_inside(const tide_box *b, const int p[3])
+{
+    for (int d = 0; d < 3; d++)
+        if (p[d] < b->lo[d] || p[d] >= b->hi[d])
+            return 0;
+    return 1;
+}
+
 long long tt_offset(const tide_box *b, const int p[3])
 {
     /* Horner over the dimensions from slowest to fastest: the definition of the layout. */

@@ -73,6 +73,8 @@ const char *tt_order_name(const int order[3]);
 /* ---- geometry ------------------------------------------------------------------------------- */
 /* Points in the box (0 when empty). */
 long long tt_box_count(const tide_box *b);
+/* Whether global point p lies inside box b. */
+int tt_inside(const tide_box *b, const int p[3]);
 /* Element offset of global point p inside box b (b's storage order). */
 long long tt_offset(const tide_box *b, const int p[3]);
 /* A box from its corners; order NULL means C order {0,1,2}. */

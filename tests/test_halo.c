@@ -40,14 +40,6 @@ static tide_box grow(const tide_box *b, const int n[3], const int periodic[3], i
     return e;
 }
 
-static int inside(const tide_box *b, const int p[3])
-{
-    for (int d = 0; d < 3; d++)
-        if (p[d] < b->lo[d] || p[d] >= b->hi[d])
-            return 0;
-    return 1;
-}
-
 /* Fills the points of box b in array a (laid out as layout) with f, or with v where f_of is 0. */
 static void fill(double *a, const tide_box *layout, const tide_box *b, int f_of, double v)
 {
@@ -70,7 +62,7 @@ static long long wrong(const double *a, const tide_box *e, const tide_box *own, 
             for (p[2] = e->lo[2]; p[2] < e->hi[2]; p[2]++) {
                 for (int d = 0; d < 3; d++)
                     w[d] = ((p[d] % n[d]) + n[d]) % n[d];
-                double want = inside(own, p) && !own_f ? v : f(w);
+                double want = tt_inside(own, p) && !own_f ? v : f(w);
                 bad += a[tt_offset(e, p)] != want;
             }
     return bad;
@@ -91,11 +83,11 @@ static long long wrong_parts(const tide_parts *x, const tide_box *e, const tide_
                 for (int d = 0; d < 3; d++)
                     w[d] = ((p[d] % n[d]) + n[d]) % n[d];
                 for (int i = 0; i < x->n; i++)
-                    if (inside(&x->box[i], p)) {
+                    if (tt_inside(&x->box[i], p)) {
                         in++;
                         bad += ((double *)x->data[i])[tt_offset(&x->box[i], p)] != f(w);
                     }
-                bad += in != !inside(own, p);
+                bad += in != !tt_inside(own, p);
             }
     long long held = 0;
     for (int i = 0; i < x->n; i++)

@@ -304,14 +304,6 @@ static int64_t naive_index(const tide_box *b, int f, const int pt[3])
     return idx;
 }
 
-static int inside(const tide_box *b, const int pt[3])
-{
-    for (int d = 0; d < 3; d++)
-        if (pt[d] < b->lo[d] || pt[d] >= b->hi[d])
-            return 0;
-    return 1;
-}
-
 typedef struct {
     const unsigned char *data;
     tide_box box;
@@ -330,9 +322,9 @@ static int naive_check(size_t elem, int batch, const unsigned char *dst, const t
                 for (pt[2] = dbox->lo[2]; pt[2] < dbox->hi[2]; pt[2]++) {
                     const unsigned char *d = dst + naive_index(dbox, f, pt) * (int64_t)elem;
                     int ok = 1;
-                    if (inside(cov, pt)) {
+                    if (tt_inside(cov, pt)) {
                         int s = 0;
-                        while (s < nsrc && !inside(&src[s].box, pt))
+                        while (s < nsrc && !tt_inside(&src[s].box, pt))
                             s++;
                         ok = s < nsrc &&
                              memcmp(d, src[s].data + naive_index(&src[s].box, f, pt) * (int64_t)elem,
@@ -343,7 +335,7 @@ static int naive_check(size_t elem, int batch, const unsigned char *dst, const t
                     }
                     if (!ok && bad++ == 0)
                         printf("  first wrong point (%d,%d,%d) field %d%s\n", pt[0], pt[1],
-                               pt[2], f, inside(cov, pt) ? "" : " (should be untouched)");
+                               pt[2], f, tt_inside(cov, pt) ? "" : " (should be untouched)");
                 }
     return bad == 0;
 }
