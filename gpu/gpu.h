@@ -119,6 +119,9 @@ int tide_gpu_scale(int dbl, void *data, long long count, double s, void *stream)
  * d's tables, origin and scratch in device memory. */
 struct tide_spectral;
 int tide_gpu_spectral(const struct tide_spectral *d, void *data, void *stream);
+/* Whether tide_gpu_spectral transforms a periodic line of n points itself (line_fft): float
+ * data, n a power of two from 8 to 1024 (the line's columns in shared memory). */
+int tide_gpu_line_fft_ok(int n, int dbl);
 /* Stencil sweeps (backend.h's tide_sweep; gpu/stencil.cu): create prepares s for sweeps of up
  * to fuse steps (0: as many as the kernels can fuse for its radius and precision) with the
  * taps in device memory (s->state) and sets s->max_fuse; a fuse beyond the kernels' limit is

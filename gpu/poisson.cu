@@ -150,14 +150,39 @@ cudaError_t diag(const tide_spectral *d, void *data, double *origin, cudaStream_
                    : launch_diag<float, 2>(v, g, d->batch, d->alpha, d->norm, origin, stream);
 }
 
-// One field's lines along the bounded dimension: the two other dimensions (p slower, q faster
-// in storage) with their extents, first indices, strides, eigenvalue tables and the mean's
-// weights; the line's length and stride. Strides in elements.
+// The lines along d->line: the two other dimensions (p slower, q faster in storage) with
+// their extents, first indices, strides, eigenvalue tables and the mean's weights; the line's
+// length and stride; line (p, q) is number p eq + q of `lines`. Strides in elements.
 struct line_geom {
     int64_t ep, eq, sp, sq, sl, lines;
     int lop, loq, n;
     const double *lamp, *lamq, *wp, *wq;
+    const double *laml; // the line's eigenvalues (a periodic line: line_fft)
+    int64_t fs, at;     // the distance between fields; the box's first point in the array
 };
+
+// The geometry of the lines of d's box within its array.
+line_geom line_geometry(const tide_spectral *d)
+{
+    const tide_box *b = &d->box, *arr = tide_spectral_arr(d);
+    int64_t st[3];
+    tide_box_strides(arr, st);
+    int other[2], k = 0;
+    for (int i = 0; i < 3; i++) // the other two dimensions, slower first
+        if (b->order[i] != d->line)
+            other[k++] = b->order[i];
+    int P = other[0], Q = other[1], L = d->line;
+    line_geom g;
+    g.ep = b->hi[P] - b->lo[P], g.eq = b->hi[Q] - b->lo[Q];
+    g.sp = st[P], g.sq = st[Q], g.sl = st[L];
+    g.lop = b->lo[P], g.loq = b->lo[Q];
+    g.n = b->hi[L] - b->lo[L];
+    g.lamp = d->lam[P], g.lamq = d->lam[Q], g.laml = d->lam[L];
+    g.wp = d->mean_w[P], g.wq = d->mean_w[Q];
+    g.lines = g.ep * g.eq;
+    g.fs = tide_box_count(arr), g.at = tide_box_offset(arr, b);
+    return g;
+}
 
 // One thread per line (adjacent threads on adjacent q, so the scratch accesses coalesce, and
 // the data's too where the line dimension is not the fastest): Thomas' algorithm in double
@@ -228,27 +253,11 @@ __global__ void line_kernel(T *data, line_geom g, tide_spectral d, double *origi
 template <typename T, int NC>
 cudaError_t lines(const tide_spectral *d, void *data, double *origin, cudaStream_t stream)
 {
-    const tide_box *b = &d->box, *arr = tide_spectral_arr(d);
-    int64_t st[3];
-    tide_box_strides(arr, st);
-    int other[2], k = 0;
-    for (int i = 0; i < 3; i++) // the other two dimensions, slower first
-        if (b->order[i] != d->line)
-            other[k++] = b->order[i];
-    int P = other[0], Q = other[1];
-    line_geom g;
-    g.ep = b->hi[P] - b->lo[P], g.eq = b->hi[Q] - b->lo[Q];
-    g.sp = st[P], g.sq = st[Q], g.sl = st[d->line];
-    g.lop = b->lo[P], g.loq = b->lo[Q];
-    g.n = b->hi[d->line] - b->lo[d->line];
-    g.lamp = d->lam[P], g.lamq = d->lam[Q];
-    g.wp = d->mean_w[P], g.wq = d->mean_w[Q];
-    g.lines = g.ep * g.eq;
-    int64_t count = tide_box_count(arr), at = tide_box_offset(arr, b);
+    line_geom g = line_geometry(d);
     const int threads = 128;
     unsigned blocks = (unsigned)((g.lines + threads - 1) / threads);
     for (int f = 0; f < d->batch; f++) {
-        line_kernel<T, NC><<<blocks, threads, 0, stream>>>((T *)data + NC * (f * count + at), g,
+        line_kernel<T, NC><<<blocks, threads, 0, stream>>>((T *)data + NC * (f * g.fs + g.at), g,
                                                           *d, origin + 2 * f);
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess)
@@ -267,6 +276,243 @@ cudaError_t line_solves(const tide_spectral *d, void *data, double *origin,
                    : lines<float, 2>(d, data, origin, stream);
 }
 
+// ---- a periodic line transformed inside the op (tide_spectral's line_fft) ----
+//
+// A block loads COLS whole lines (columns) of one field into shared memory, runs a Stockham
+// FFT along each (radix-8 stages, then one radix-2 or radix-4 stage where log2 n is not a
+// multiple of 3), scales each point as the diagonal operator does, runs the inverse FFT and
+// stores the columns back: one pass over the data in place of the line's two cuFFT passes and
+// the scaling's. N / 8 threads work on a column, each on one radix-8 butterfly of a stage; a
+// block of 512 threads holds 4096 / N columns. Neighbouring threads load
+// neighbouring columns (lines that are neighbours along the faster other dimension), so each
+// plane's loads coalesce, and each thread has its 8 loads in flight at once. A column is
+// padded by one slot every 8 points, which spreads the butterflies' strided reads and writes
+// over the banks.
+
+constexpr int LF_THREADS = 512; // a block's, two blocks an SM (at most 64 registers a thread)
+
+__device__ __forceinline__ int lf_pad(int i) { return i + (i >> 3); }
+__device__ __forceinline__ float2 cmul(float2 a, float2 b)
+{
+    return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+__device__ __forceinline__ float2 cadd(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
+__device__ __forceinline__ float2 csub(float2 a, float2 b) { return make_float2(a.x - b.x, a.y - b.y); }
+// a times S i (S = -1: forward, +1: inverse)
+template <int S> __device__ __forceinline__ float2 times_i(float2 a) { return make_float2(-S * a.y, S * a.x); }
+
+// The DFT of R points in registers, natural order out, exp(S 2 pi i j k / R).
+template <int R, int S> struct dft;
+template <int S> struct dft<2, S> {
+    static __device__ __forceinline__ void run(float2 *v)
+    {
+        float2 a = v[0];
+        v[0] = cadd(a, v[1]), v[1] = csub(a, v[1]);
+    }
+};
+template <int S> struct dft<4, S> {
+    static __device__ __forceinline__ void run(float2 *v)
+    {
+        float2 a0 = cadd(v[0], v[2]), a1 = csub(v[0], v[2]), a2 = cadd(v[1], v[3]);
+        float2 b3 = times_i<S>(csub(v[1], v[3]));
+        v[0] = cadd(a0, a2), v[2] = csub(a0, a2), v[1] = cadd(a1, b3), v[3] = csub(a1, b3);
+    }
+};
+template <int S> struct dft<8, S> { // radix 2 x 2 x 2, decimation in frequency
+    static __device__ __forceinline__ void run(float2 *v)
+    {
+        const float h = 0.70710678118654752f;
+        const float2 w1 = make_float2(h, S * h), w3 = make_float2(-h, S * h);
+        float2 a[8], b[8];
+#pragma unroll
+        for (int r = 0; r < 4; r++)
+            a[r] = cadd(v[r], v[r + 4]), a[r + 4] = csub(v[r], v[r + 4]);
+        a[5] = cmul(a[5], w1), a[6] = times_i<S>(a[6]), a[7] = cmul(a[7], w3);
+#pragma unroll
+        for (int h4 = 0; h4 < 8; h4 += 4) {
+            b[h4] = cadd(a[h4], a[h4 + 2]), b[h4 + 1] = cadd(a[h4 + 1], a[h4 + 3]);
+            b[h4 + 2] = csub(a[h4], a[h4 + 2]);
+            b[h4 + 3] = times_i<S>(csub(a[h4 + 1], a[h4 + 3]));
+        }
+        v[0] = cadd(b[0], b[1]), v[4] = csub(b[0], b[1]), v[2] = cadd(b[2], b[3]);
+        v[6] = csub(b[2], b[3]), v[1] = cadd(b[4], b[5]), v[5] = csub(b[4], b[5]);
+        v[3] = cadd(b[6], b[7]), v[7] = csub(b[6], b[7]);
+    }
+};
+
+// A column's scaling: norm / (exy + lam[z]) (0 where that is 0), applied in double as the
+// diagonal operator does; exy: the other two eigenvalues less alpha.
+struct lf_scale {
+    const double *lam;
+    double exy, norm;
+};
+
+// One radix-R stage of a column of N points in shared memory (in place: read, barrier,
+// write, barrier); Ns: the product of the earlier stages' radices. This thread's butterflies
+// j = jt, jt + TPC, ...; SC: each point scaled by sc before its twiddle (the inverse's first
+// stage).
+template <int N, int R, int S, int TPC, bool SC>
+__device__ __forceinline__ void lf_stage(float2 *col, const float2 *tw, int jt, int Ns,
+                                         const lf_scale &sc)
+{
+    constexpr int NB = N / R, BF = NB / TPC;
+    float2 v[BF][R];
+#pragma unroll
+    for (int b = 0; b < BF; b++) {
+        int j = jt + b * TPC, k = j & (Ns - 1);
+        // point r's twiddle w^r, w = exp(S 2 pi i k / (Ns R)): one table read (the table
+        // padded as the columns are, so the reads of a stage's k = j mod 8 spread over the
+        // banks), its powers by products (at most four deep)
+        float2 w[R];
+        w[0] = make_float2(1.f, 0.f);
+        w[1] = tw[lf_pad(k * (N / (Ns * R)))];
+        w[1].y = S < 0 ? w[1].y : -w[1].y;
+#pragma unroll
+        for (int r = 2; r < R; r++)
+            w[r] = r % 2 ? cmul(w[r - 1], w[1]) : cmul(w[r / 2], w[r / 2]);
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            int z = j + r * NB;
+            float2 x = col[lf_pad(z)];
+            if (SC) {
+                double den = sc.exy + sc.lam[z], f = den == 0.0 ? 0.0 : sc.norm / den;
+                x = make_float2((float)(x.x * f), (float)(x.y * f));
+            }
+            v[b][r] = r ? cmul(x, w[r]) : x;
+        }
+        dft<R, S>::run(v[b]);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int b = 0; b < BF; b++) {
+        int j = jt + b * TPC, k = j & (Ns - 1), d = (j - k) * R + k;
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            col[lf_pad(d + r * Ns)] = v[b][r];
+    }
+    __syncthreads();
+}
+
+__host__ __device__ constexpr int lf_log2(int n) { return n > 1 ? 1 + lf_log2(n / 2) : 0; }
+
+// The FFT of a column of N points (S: the sign), the inverse scaling first (SC).
+template <int N, int S, bool SC>
+__device__ __forceinline__ void lf_fft(float2 *col, const float2 *tw, int jt, const lf_scale &sc)
+{
+    constexpr int TPC = N / 8, A = lf_log2(N) / 3, B = lf_log2(N) % 3;
+    lf_stage<N, 8, S, TPC, SC>(col, tw, jt, 1, sc);
+    int Ns = 8;
+    for (int s = 1; s < A; s++, Ns *= 8)
+        lf_stage<N, 8, S, TPC, false>(col, tw, jt, Ns, sc);
+    if (B == 1)
+        lf_stage<N, 2, S, TPC, false>(col, tw, jt, Ns, sc);
+    if (B == 2)
+        lf_stage<N, 4, S, TPC, false>(col, tw, jt, Ns, sc);
+}
+
+// A block: COLS columns of N points, TPC threads each; a column's padded points PADN, and
+// the distance between columns CS, which puts the 16 threads of a half warp that store or
+// load one plane's points of COLS columns in 16 different banks (8-byte words: 16 banks of
+// two; COLS >= 16: 16 columns of one plane; 8: two planes of 8 columns; 4: four of 4).
+template <int N> struct lf_shape {
+    static constexpr int TPC = N / 8, COLS = TPC >= LF_THREADS ? 1 : LF_THREADS / TPC,
+                         PADN = N + N / 8,
+                         CS = (PADN + 15) / 16 * 16 + (COLS >= 16 ? 1 : 16 / COLS);
+    static size_t smem()
+    {
+        return (size_t)(COLS * CS + PADN) * sizeof(float2) + N * sizeof(double);
+    }
+};
+
+// Field blockIdx.y of data (its origin entry 2 blockIdx.y on), columns COLS blockIdx.x on.
+template <int N>
+__global__ void __launch_bounds__(LF_THREADS, 2)
+    line_fft_kernel(float2 *data, line_geom g, double alpha, double norm, double *origin)
+{
+    using sh = lf_shape<N>;
+    constexpr int TPC = sh::TPC, COLS = sh::COLS, CS = sh::CS, LOADS = N / TPC;
+    extern __shared__ double lf_dyn[];
+    double *lam = lf_dyn;
+    float2 *tw = (float2 *)(lam + N), *s = tw + sh::PADN;
+    int t = threadIdx.x;
+    for (int i = t; i < N; i += blockDim.x) {
+        float sn, cs;
+        sincospif(-2.0f * i / N, &sn, &cs);
+        tw[lf_pad(i)] = make_float2(cs, sn);
+        lam[i] = __ldg(&g.laml[i]);
+    }
+    float2 *field = data + blockIdx.y * g.fs;
+    int64_t c0 = (int64_t)blockIdx.x * COLS;
+    // load: thread t takes column c0 + t % COLS, points t / COLS + i TPC, all in flight at once
+    int lc = t % COLS, lz = t / COLS;
+    int64_t c = c0 + lc;
+    bool ok = c < g.lines;
+    const float2 *at = field + (ok ? (c / g.eq) * g.sp + (c % g.eq) * g.sq : 0);
+    float2 v[LOADS];
+#pragma unroll
+    for (int i = 0; i < LOADS; i++)
+        v[i] = ok ? at[(int64_t)(lz + i * TPC) * g.sl] : make_float2(0.f, 0.f);
+#pragma unroll
+    for (int i = 0; i < LOADS; i++)
+        s[lc * CS + lf_pad(lz + i * TPC)] = v[i];
+    __syncthreads();
+    int col = t / TPC, jt = t % TPC;
+    int64_t cc = c0 + col, p = cc / g.eq, q = cc % g.eq;
+    bool mine = cc < g.lines;
+    float2 *cp = s + col * CS;
+    lf_scale sc = {lam, mine ? g.lamp[g.lop + p] + g.lamq[g.loq + q] - alpha : 1.0, norm};
+    lf_fft<N, -1, false>(cp, tw, jt, sc);
+    if (jt == 0 && mine) { // the mean's sum: the column's mode 0 along the line
+        double w = weight(g.wp, g.lop + (int)p) * weight(g.wq, g.loq + (int)q);
+        if (w != 0.0) {
+            atomicAdd(&origin[2 * blockIdx.y], w * cp[0].x);
+            atomicAdd(&origin[2 * blockIdx.y + 1], w * cp[0].y);
+        }
+    }
+    lf_fft<N, 1, true>(cp, tw, jt, sc);
+    float2 *to = (float2 *)at;
+#pragma unroll
+    for (int i = 0; i < LOADS; i++)
+        if (ok)
+            to[(int64_t)(lz + i * TPC) * g.sl] = s[lc * CS + lf_pad(lz + i * TPC)];
+}
+
+template <int N>
+cudaError_t launch_line_fft(float2 *data, const line_geom &g, int batch, double alpha,
+                            double norm, double *origin, cudaStream_t stream)
+{
+    using sh = lf_shape<N>;
+    cudaError_t e = cudaFuncSetAttribute(line_fft_kernel<N>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)sh::smem());
+    int64_t blocks = (g.lines + sh::COLS - 1) / sh::COLS;
+    for (int f0 = 0; f0 < batch && e == cudaSuccess; f0 += 65535) {
+        dim3 grid((unsigned)blocks, (unsigned)std::min(batch - f0, 65535));
+        line_fft_kernel<N><<<grid, sh::COLS * sh::TPC, sh::smem(), stream>>>(
+            data + f0 * g.fs, g, alpha, norm, origin + 2 * (size_t)f0);
+        e = cudaGetLastError();
+    }
+    return e;
+}
+
+// The line transforms on the box within d's array; origin: the entry of d's first field.
+cudaError_t line_ffts(const tide_spectral *d, void *data, double *origin, cudaStream_t stream)
+{
+    line_geom g = line_geometry(d);
+    float2 *v = (float2 *)data + g.at;
+    switch (g.n) {
+    case 8: return launch_line_fft<8>(v, g, d->batch, d->alpha, d->norm, origin, stream);
+    case 16: return launch_line_fft<16>(v, g, d->batch, d->alpha, d->norm, origin, stream);
+    case 32: return launch_line_fft<32>(v, g, d->batch, d->alpha, d->norm, origin, stream);
+    case 64: return launch_line_fft<64>(v, g, d->batch, d->alpha, d->norm, origin, stream);
+    case 128: return launch_line_fft<128>(v, g, d->batch, d->alpha, d->norm, origin, stream);
+    case 256: return launch_line_fft<256>(v, g, d->batch, d->alpha, d->norm, origin, stream);
+    case 512: return launch_line_fft<512>(v, g, d->batch, d->alpha, d->norm, origin, stream);
+    case 1024: return launch_line_fft<1024>(v, g, d->batch, d->alpha, d->norm, origin, stream);
+    }
+    return cudaErrorInvalidValue; // tide_gpu_line_fft_ok said no
+}
+
 } // namespace
 
 // The kernels add to the origin entries of the fields processed, cleared first unless keep
@@ -281,9 +527,17 @@ extern "C" int tide_gpu_spectral(const tide_spectral *d, void *data, void *strea
     if (e == cudaSuccess && tide_box_count(&d->box) <= 0)
         return 0;
     if (e == cudaSuccess)
-        e = d->line < 0 ? diag(d, data, origin, st) : line_solves(d, data, origin, st);
+        e = d->line < 0  ? diag(d, data, origin, st)
+            : d->line_fft ? line_ffts(d, data, origin, st)
+                          : line_solves(d, data, origin, st);
     return e == cudaSuccess ? 0
-                            : tide_gpu_note_error(d->line < 0 ? "eigenvalue scaling kernel"
-                                                              : "tridiagonal solve kernel",
+                            : tide_gpu_note_error(d->line < 0    ? "eigenvalue scaling kernel"
+                                                  : d->line_fft ? "line transform kernel"
+                                                                : "tridiagonal solve kernel",
                                                   cudaGetErrorString(e), (int)e);
+}
+
+extern "C" int tide_gpu_line_fft_ok(int n, int dbl)
+{
+    return !dbl && n >= 8 && n <= 1024 && (n & (n - 1)) == 0;
 }

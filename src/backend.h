@@ -18,27 +18,33 @@
  * (real data when `real`: every transformed dimension was transformed real-to-real) laid out
  * as this rank's box (global indices (i,j,k), the box's storage order) within the array arr
  * (below). Along the transformed dimensions it is diagonal, with tables lam[d] over each
- * one's whole grid; along the bounded dimension `line` (-1: none) it is the tridiagonal
- * matrix of rows lower, diag, upper (lower[0] and upper[n-1] zero), and the box holds that
- * dimension whole.
+ * one's whole grid; along the dimension `line` (-1: none), which the box holds whole, it is
+ * the tridiagonal matrix of rows lower, diag, upper (lower[0] and upper[n-1] zero) of a
+ * bounded dimension, or (line_fft) diagonal after a transform the op does itself.
  *
  * line < 0: each point is multiplied by norm / (lam[0][i] + lam[1][j] + lam[2][k] - alpha),
  * or cleared where that sum is exactly 0 (the singular mode).
- * line >= 0: each line along it, at (i,j) of the other two dimensions a and b, is replaced by
- * the solution u of (T + s I) u = norm d, s = lam[a][i] + lam[b][j] - alpha, by Thomas'
+ * line >= 0 with line_fft (a periodic line, complex data): each line is transformed along
+ * it by an unnormalized forward DFT, multiplied as by the diagonal operator (lam[line] the
+ * line's table), and transformed back by an unnormalized inverse DFT, in one pass over the
+ * data (norm includes 1 / the line's length); the backend's spectral_line_fft says for which
+ * lengths it can.
+ * line >= 0 otherwise: each line along it, at (i,j) of the other two dimensions a and b, is
+ * replaced by the solution u of (T + s I) u = norm d, s = lam[a][i] + lam[b][j] - alpha, by Thomas'
  * algorithm with its pivots in double precision. When `pin` is set (T singular: Neumann on
  * both faces) the line with s == 0 has a solution only for data of zero weighted mean: that
  * mean (weights weight[k], summing to 1) is removed, the system solved with u fixed at its
  * last point, and u shifted to zero weighted mean.
  *
  * origin[field + f] (complex, in double) receives, for field f, before the solve, the sum
- * over the box of mean_w[0][i] mean_w[1][j] mean_w[2][k] times the value (line >= 0:
- * over the other two dimensions, times the line's weighted mean); a NULL table weighs index 0
- * alone (a periodic dimension, or Neumann faces). norm times the sum over the ranks is the
- * mean of f. Tables, origin and scratch live in the backend's memory; scratch holds one double
- * per point of the box, and at least three per point of TIDE_LINE_BLOCK lines (the GPU keeps
- * the eliminated upper diagonal there, the CPU the elimination of a block of neighbouring
- * lines in double).
+ * over the box of mean_w[0][i] mean_w[1][j] mean_w[2][k] times the value (a tridiagonal
+ * line: over the other two dimensions, times the line's weighted mean; line_fft: the value
+ * after the line's forward transform); a NULL table weighs index 0 alone (a periodic
+ * dimension, or Neumann faces). norm times the sum over the ranks is the mean of f. Tables,
+ * origin and scratch live in the backend's memory; scratch (a tridiagonal line only) holds
+ * one double per point of the box, and at least three per point of TIDE_LINE_BLOCK lines (the
+ * GPU keeps the eliminated upper diagonal there, the CPU the elimination of a block of
+ * neighbouring lines in double).
  *
  * The data lies in an array of layout arr (same order as box, box inside it), of which box is
  * the part processed: a streamed solve's chunk buffer is laid out for a fixed chunk thickness,
@@ -66,6 +72,7 @@ typedef struct tide_spectral {
     double alpha, norm;
     void *origin;
     int line;
+    int line_fft;
     const double *lower, *diag, *upper, *weight;
     const double *mean_w[3];
     int pin;
@@ -178,6 +185,9 @@ typedef struct tide_backend_ops {
     /* Apply the spectral operator d to data (in place): the diagonal scaling, or the line
      * solves. */
     int (*spectral)(const tide_env *e, const tide_spectral *d, void *data);
+    /* Whether spectral transforms a periodic line of n points itself (tide_spectral's
+     * line_fft), in double precision when dbl; NULL: never. */
+    int (*spectral_line_fft)(int n, int dbl);
     /* Stencil sweeps (tide_sweep). sweep_create prepares s (its tables and work memory in
      * s->state) for sweeps of up to `fuse` steps, or with fuse 0 up to as many as the backend
      * chooses, and sets s->max_fuse to that count; a fuse beyond what the backend can do is

@@ -242,6 +242,8 @@ static void cpu_lines(const tide_spectral *d, char *v)
 static int cpu_spectral(const tide_env *e, const tide_spectral *d, void *data)
 {
     (void)e;
+    if (d->line_fft) /* spectral_line_fft is NULL: plans transform the line with FFTW */
+        return TIDE_ERR_UNSUPPORTED;
     if (tide_box_count(&d->box) == 0) { /* sums of 0: stored as the GPU's clear does */
         for (int f = 0; f < d->batch; f++)
             origin_put(d, f, (const double[2]){0, 0});

@@ -148,6 +148,7 @@ static const tide_backend_ops cuda_ops = {
     .halo = cuda_halo,
     .scale = cuda_scale,
     .spectral = cuda_spectral,
+    .spectral_line_fft = tide_gpu_line_fft_ok,
     .sweep_create = cuda_sweep_create,
     .sweep = cuda_sweep,
     .sweep_destroy = cuda_sweep_destroy,

@@ -3,7 +3,8 @@
  * solver plan (solver.h): the forward real transform of the periodic dimensions and the
  * cosine or sine transforms of all bounded dimensions but one, the spectral operator
  * (program.h: the eigenvalue scaling, or tridiagonal solves along that remaining bounded
- * dimension, the line) and the inverse transforms, as one program; this file validates the
+ * dimension, the line, or on the GPU the transforms of one periodic dimension with the
+ * scaling between them) and the inverse transforms, as one program; this file validates the
  * request, builds the tables of the discrete operator and reports the mean of f.
  *
  * Periodic dimension d of n points and spacing h: mode k of the 7-point operator has the
@@ -39,6 +40,8 @@ struct tide_poisson_plan {
     int n[3];
     int singular;
     int line;              /* the bounded dimension solved along lines, or -1 (none) */
+    int fft_line;          /* the periodic dimension the spectral op transforms itself
+                            * (tide_spectral's line_fft), or -1 (none) */
     double norm;           /* 1 / the factor a forward and an inverse transform multiply by */
     tide_fft_plan *fft;
     tide_fft_middle mid;   /* fft's middle op (make_spectral) */
@@ -259,7 +262,7 @@ static int make_spectral(tide_op *op, const tide_env *e, const tide_box *box, co
                          int copy, void *user, char *err, size_t len)
 {
     tide_poisson_plan *p = user;
-    int L = p->line, periodic = 0;
+    int L = p->line, F = p->fft_line, periodic = 0;
     size_t all = (size_t)grid[0] + grid[1] + grid[2];
     double *t = calloc(2 * all + (L >= 0 ? 4 * (size_t)grid[L] : 0), sizeof *t);
     if (!t)
@@ -267,7 +270,7 @@ static int make_spectral(tide_op *op, const tide_env *e, const tide_box *box, co
     double *lam[3] = {t, t + grid[0], t + grid[0] + grid[1]}, *rows = t + 2 * all;
     tide_spectral d = {.dbl = p->o.precision == TIDE_DOUBLE, .box = *box, .batch = p->o.batch,
                        .lam = {lam[0], lam[1], lam[2]}, .alpha = p->o.alpha, .norm = p->norm,
-                       .line = L};
+                       .line = L >= 0 ? L : F, .line_fft = F >= 0};
     p->has_origin = tide_box_count(box) > 0;
     for (int k = 0; k < 3; k++) {
         if (k == L)
@@ -333,6 +336,25 @@ static void fft_options(const tide_poisson_options *o, tide_fft_options *f)
     f->stream = o->stream;
 }
 
+/* The periodic dimension whose transforms the spectral op runs itself, between the other two
+ * dimensions' (tide_spectral's line_fft), or -1: where the backend can, on one GPU with device
+ * arrays and every dimension periodic. Dimension 0, the slowest in the plan's layout: the 2D
+ * transforms of y and z run over whole contiguous planes, and neighbouring x lines are
+ * neighbours in memory. The solve then reads and writes the data three times (2D forward, the
+ * lines, 2D inverse) where with cuFFT's 3D transforms and a scaling it takes at least four. */
+static int choose_fft_line(const tide_context *ctx, const int n[3],
+                           const tide_poisson_options *o)
+{
+    const tide_backend_ops *be = tide_wants_cuda(ctx, o->backend) ? tide_backend_cuda() : NULL;
+    if (!be || !be->spectral_line_fft || ctx->nranks != 1 ||
+        o->location != TIDE_LOCATION_DEVICE)
+        return -1;
+    for (int d = 0; d < 3; d++)
+        if (o->bc[d][0] != TIDE_BC_PERIODIC)
+            return -1;
+    return be->spectral_line_fft(n[0], o->precision == TIDE_DOUBLE) ? 0 : -1;
+}
+
 /* Collective, with the request agreed. */
 static int make_plan(tide_context *ctx, const int n[3], const tide_box *box,
                      const tide_poisson_options *o, tide_poisson_plan **out)
@@ -360,9 +382,10 @@ static int make_plan(tide_context *ctx, const int n[3], const tide_box *box,
                 p->line = d;
         }
         int L = p->line;
+        p->fft_line = choose_fft_line(ctx, n, o);
         p->singular = o->alpha == 0.0 && !dirichlet;
         p->norm = 1.0;
-        int all = 7, bit = L >= 0 ? 1 << L : 0;
+        int all = 7, bit = L >= 0 ? 1 << L : p->fft_line >= 0 ? 1 << p->fft_line : 0;
         p->mid = (tide_fft_middle){.call = "tide_poisson_solve", .make = make_spectral,
                                    .user = p, .transform = all & ~bit, .whole = bit};
         for (int d = 0; d < 3; d++) { /* the middle's r2r: per dimension its forward kind */

@@ -167,7 +167,7 @@ static int spec_table_len(const tide_spectral *d, int k, const int n[3])
     if (k < 3)
         return n[k];
     if (k < 7)
-        return d->line >= 0 ? n[d->line] : 0;
+        return d->line >= 0 && !d->line_fft ? n[d->line] : 0;
     return d->mean_w[k - 7] ? n[k - 7] : 0;
 }
 
@@ -187,8 +187,8 @@ static void spectral_destroy(tide_op *op, const tide_env *e)
 static const tide_op_class spectral_class = {spectral_execute, spectral_destroy};
 
 /* Copies d's tables (host memory, src) into the backend's memory (x), the lam tables of n[k]
- * doubles, with a line its four of n[line], and the mean weights given; zeroes the origin and
- * allocates the scratch. */
+ * doubles, with a tridiagonal line its four of n[line], and the mean weights given; zeroes
+ * the origin and allocates the scratch (a tridiagonal line's). */
 static int spectral_tables(const tide_env *e, const tide_spectral *src, tide_spectral *x,
                            const int n[3])
 {
@@ -207,7 +207,7 @@ static int spectral_tables(const tide_env *e, const tide_spectral *src, tide_spe
         if (!st)
             st = e->be->copy(e, t, *spec_table((tide_spectral *)src, k), bytes);
     }
-    if (!st && src->line >= 0) { /* a double per point (GPU), three per point of a block of
+    if (!st && src->line >= 0 && !src->line_fft) { /* a double per point (GPU), three per point of a block of
                                   * lines (CPU) */
         void *s = NULL;
         size_t count = (size_t)tide_box_count(&src->box);
@@ -224,16 +224,21 @@ int tide_op_spectral(tide_op *op, const tide_env *e, const tide_spectral *d, con
     op->cls = &spectral_class;
     op->in_place_ok = 1;
     op->dbl = d->dbl;
-    int line = d->line >= 0;
-    op->kind = line ? TIDE_OP_LINE_SOLVE : TIDE_OP_POINTWISE;
+    int line = d->line >= 0 && !d->line_fft;
+    op->kind = d->line >= 0 ? TIDE_OP_LINE_SOLVE : TIDE_OP_POINTWISE;
     if (line)
         snprintf(op->what, sizeof op->what, "tridiag(%c)", "xyz"[d->line]);
+    else if (d->line_fft)
+        snprintf(op->what, sizeof op->what, "fft+eigen(%c)", "xyz"[d->line]);
     else
         snprintf(op->what, sizeof op->what, "eigen");
     double points = (double)tide_box_count(&d->box) * d->batch;
-    /* Diagonal: the sum, one division, two products. Thomas: 8 flops per point on each of the
-     * real and imaginary parts, with the eliminated diagonal written and read back. */
+    /* Diagonal: the sum, one division, two products; with the line's two transforms, 5 log2 n
+     * flops per point each. Thomas: 8 flops per point on each of the real and imaginary
+     * parts, with the eliminated diagonal written and read back. */
     op->cost.flops = (line ? 16 : 6) * points;
+    if (d->line_fft)
+        op->cost.flops += 10 * log2((double)tide_ext(&d->box, d->line)) * points;
     op->cost.mem_bytes = 2 * points * (double)tide_spectral_elem(d) * (line ? 2 : 1) +
                          (line ? 2 * points * sizeof(double) : 0);
     op->count = d->batch; /* the fields origin holds, whatever batch a chunk runs with */

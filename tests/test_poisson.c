@@ -25,7 +25,9 @@
  *     Neumann-Neumann problem against f less its volume-weighted mean (the weighted mean of u
  *     checked too); two or three bounded dimensions: every face pair on each of them, sizes
  *     of 1, 2, odd and prime along them, one of them non-uniform in some cases, Neumann on
- *     every face (singular), and random ones;
+ *     every face (singular), and random ones; and periodic grids with x a power of two from 8
+ *     to 1024, whose x transforms one GPU rank with device arrays runs inside the spectral op
+ *     in float (the plan checked to say so, and not to elsewhere);
  *  b) second-order convergence on analytic trigonometric solutions (error ratio ~4 from n to
  *     2n): periodic, and along each bounded dimension a cosine or sine mode fitting its face
  *     pair, with one, two and three bounded dimensions, on uniform and tanh-stretched cells;
@@ -587,6 +589,17 @@ static double residual_tol(const pcase *c, int singular)
     return round_tol(c->prec, c->n) * kappa(c, singular);
 }
 
+/* Whether the solve transforms x inside its spectral op, between the transforms of y and z
+ * (the GPU's line transforms, gpu/poisson.cu): on one rank with device arrays, every dimension
+ * periodic, float, n[0] a power of two from 8 to 1024. The plan says fft+eigen(x). */
+static int fused_line(const pcase *c)
+{
+    int n = c->n[0];
+    return gpu && on_device && nranks == 1 && c->prec == TIDE_FLOAT && !is_bounded(c->bc, 0) &&
+           !is_bounded(c->bc, 1) && !is_bounded(c->bc, 2) && n >= 8 && n <= 1024 &&
+           (n & (n - 1)) == 0;
+}
+
 /* The plan's box, info, cost and description, against what the case asked for. */
 static int check_plan(const pcase *c, const char *desc, tide_poisson_plan *plan,
                       const tide_box *want, tide_box *box)
@@ -660,12 +673,13 @@ static int check_plan(const pcase *c, const char *desc, tide_poisson_plan *plan,
              info.backend == (gpu ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU) &&
              info.passes > 0 && info.flops > 0 && steps[0] != 0;
     /* On the GPU a box not stored with the halved dimension (the highest periodic one, if
-     * any) fastest and the line slowest is permuted locally first and back last (what
-     * cuFFT's real transforms want): two local reshapes. */
-    int half = -1;
+     * any) fastest and the line (bounded, or transformed inside the spectral op) slowest is
+     * permuted locally first and back last (what cuFFT's real transforms want): two local
+     * reshapes. */
+    int half = -1, line = L >= 0 ? L : fused_line(c) ? 0 : -1;
     for (int d = 0; d < 3; d++)
         half = is_bounded(c->bc, d) ? half : d;
-    int cufft_ok = (half < 0 || box->order[2] == half) && (L < 0 || box->order[0] == L);
+    int cufft_ok = (half < 0 || box->order[2] == half) && (line < 0 || box->order[0] == line);
     if (P == 1)
         ok = ok && (info.exchanges == 0 || (gpu && !cufft_ok && info.exchanges == 2));
     else if (!want && want_dec == TIDE_DECOMP_SLABS)
@@ -689,6 +703,7 @@ static int check_plan(const pcase *c, const char *desc, tide_poisson_plan *plan,
     else if (P == 1 && periodic && c->prec == TIDE_DOUBLE && TIDE_HAVE_FFT_CALLBACKS)
         ok = ok && info.fused_scaling;
     ok = ok && info.fused_scaling == (strstr(steps, "eigen(in fft)") != NULL);
+    ok = ok && fused_line(c) == (strstr(steps, "fft+eigen(x)") != NULL);
     /* A rank may hold points and still transform none (they all go to other ranks), so
      * only the sum of the ranks' flops must be positive (every grid here has a dimension of
      * more than one point). */
@@ -1008,6 +1023,26 @@ static pcase make_multi_fuzz_case(int i)
     for (int d = 0, j = 0; d < 3; d++)
         if (d != periodic)
             set_bounded(&c, d, singular ? 0 : tt_rng_below(&rng, 4), j++ == stretch, &rng);
+    return c;
+}
+
+/* Periodic grids with x a power of two from 8 to 1024 beside odd, prime and unit extents,
+ * two cases a size, float in three of four: on one GPU with device arrays the plan transforms
+ * x inside its spectral op (fused_line); elsewhere they are periodic cases like the others.
+ * Layouts, batches, alpha, spacings and in or out of place as make_case's. */
+static const int line_sizes[][3] = {{8, 7, 5},    {16, 9, 13}, {32, 5, 1},  {64, 3, 7},
+                                    {128, 6, 2},  {256, 1, 3}, {512, 2, 3}, {1024, 3, 1},
+                                    {8, 1, 1},    {16, 17, 4}};
+enum { NLINES = 2 * sizeof line_sizes / sizeof line_sizes[0] };
+
+static pcase line_case(int k)
+{
+    pcase c = make_case(k % NSIZES, k % NCOMBOS);
+    memcpy(c.n, line_sizes[k / 2], sizeof c.n);
+    c.prec = k % 4 == 3 ? TIDE_DOUBLE : TIDE_FLOAT;
+    c.seed = 7000u + (unsigned)k;
+    if (c.decomp == TIDE_DECOMP_SLABS && (nranks > c.n[0] || nranks > c.n[1]))
+        c.decomp = TIDE_DECOMP_AUTO;
     return c;
 }
 
@@ -2062,6 +2097,7 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "streamed")) /* f) alone (`test_poisson streamed`) */
         goto streamed_only;
     run_group(ctx, "periodic", NSIZES * NCOMBOS + NFUZZ, periodic_case);
+    run_group(ctx, "periodic-line", NLINES, line_case);
     run_group(ctx, "one-bounded", NBOUNDED + NBFUZZ, bounded_case);
     run_group(ctx, "multi-bounded", NMULTI + NMFUZZ, multi_case);
     convergence(ctx);
