@@ -99,7 +99,8 @@ static const char *usage =
     "  -json FILE             also write the results as JSON\n"
     "\n"
     "With -device on P > 1 ranks each rank's blocks are in device memory: SUMMA with\n"
-    "cuBLAS updates, the panels broadcast through pinned host memory.\n"
+    "cuBLAS updates, the panels over NCCL where every rank has a GPU of its own, else\n"
+    "broadcast through pinned host memory.\n"
     "\n"
     "Exit status: 0 verified (or -no-check), 1 a failure or a failed check, 2 bad arguments\n"
     "(also when the library refuses an argument, e.g. a grid that is not P ranks).\n";

@@ -356,7 +356,8 @@ static int build_dist(tide_gemm_plan *p, char *err, size_t len)
                               p->swap ? b[3] : b[2], p->swap ? b[2] : b[3]},
                              {p->swap ? col : row, p->swap ? row : col}, p->g.lda, p->g.ldb,
                              p->g.ldc, p->o.panel ? p->o.panel : default_panel(p), &p->env,
-                             device_gpu(p), p->blas, {NULL, NULL, NULL}};
+                             device_gpu(p), p->blas, {NULL, NULL, NULL},
+                             device_gpu(p) ? p->env.nccl : NULL};
     if (host_gpu(p))
         d.update = (tide_gemm_update){stream_begin, stream_end, p};
     return tide_gemm_dist_create(&d, &p->dist, err, len);
@@ -395,6 +396,12 @@ static int make_plan(tide_context *ctx, const tide_args *all, const tide_gemm_op
 {
     char err[TIDE_MSG_LEN] = "";
     int st = TIDE_SUCCESS, cuda = tide_wants_cuda(ctx, o->backend);
+    /* device matrices over ranks with a GPU each: SUMMA's panels over NCCL (the context's
+     * communicator, made here by every rank alike: the request is agreed) */
+    void *nccl = NULL;
+    if (cuda && ctx->nranks > 1 && ctx->nccl_usable && o->location == TIDE_LOCATION_DEVICE &&
+        (st = tide_context_nccl(ctx, &nccl)))
+        return st;
     tide_gemm_plan *p = calloc(1, sizeof *p);
     if (!p)
         st = TIDE_ERR_NOMEM, snprintf(err, sizeof err, "out of memory creating the plan");
@@ -407,6 +414,7 @@ static int make_plan(tide_context *ctx, const tide_args *all, const tide_gemm_op
         p->env.ctx = ctx;
         p->env.be = cuda ? tide_backend_cuda() : &tide_backend_cpu;
         p->env.threads = ctx->threads;
+        p->env.nccl = nccl;
         if ((st = make_desc(p, v, ld, o)))
             snprintf(err, sizeof err, "out of memory creating the plan");
         else if (tide_order_create(ctx, &p->entry) ||
@@ -473,11 +481,11 @@ int tide_gemm_plan_info(const tide_gemm_plan *p, tide_gemm_info *info)
     if (p->stream) /* this rank's: several ranks, its updates' sum over k */
         tide_gemm_stream_info(p->stream, p->k, p->dist ? p->panels : 1, info);
     if (p->dist && p->env.be->host_alloc)
-        info->pinned_bytes += tide_gemm_dist_panel_bytes(p->dist);
+        info->pinned_bytes += tide_gemm_dist_panel_bytes(p->dist, 0);
     else if (p->dist)
-        info->host_bytes += tide_gemm_dist_panel_bytes(p->dist);
-    if (p->dist && device_gpu(p))
-        info->device_bytes += tide_gemm_dist_panel_bytes(p->dist);
+        info->host_bytes += tide_gemm_dist_panel_bytes(p->dist, 0);
+    if (p->dist)
+        info->device_bytes += tide_gemm_dist_panel_bytes(p->dist, 1);
     info->backend = p->o.backend;
     info->location = p->o.location;
     return TIDE_SUCCESS;
@@ -494,8 +502,9 @@ int tide_gemm_plan_describe(const tide_gemm_plan *p, char *buf, size_t len)
     else
         snprintf(local, sizeof local, "%s", p->env.be->gpu ? "cublas" : "cblas");
     if (p->dist)
-        snprintf(summa, sizeof summa, "summa on %dx%d ranks, %d panels of up to %lld; "
-                 "this rank's updates: ", p->grid[0], p->grid[1], p->panels, p->widest);
+        snprintf(summa, sizeof summa, "summa on %dx%d ranks, %d panels of up to %lld%s; "
+                 "this rank's updates: ", p->grid[0], p->grid[1], p->panels, p->widest,
+                 device_gpu(p) && p->env.nccl ? " over nccl" : "");
     snprintf(how, sizeof how, "%s%s", summa, local);
     snprintf(buf, len, "gemm %lldx%lldx%lld %s %c%c %s %s %s: %s", p->m, p->n, p->k,
              p->o.precision == TIDE_DOUBLE ? "double" : "float", "NT"[p->o.transa],

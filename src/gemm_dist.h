@@ -47,6 +47,9 @@ typedef struct {
                                  * env's stream) */
     void *blas;
     tide_gemm_update update;    /* begin NULL: env's gemm entry on blas, complete on return */
+    void *nccl;                 /* device blocks, every rank a GPU of its own: the context's
+                                 * tide_nccl, the panels then sent GPU to GPU; NULL: through
+                                 * pinned host memory by MPI */
 } tide_gemm_dist_desc;
 
 typedef struct tide_gemm_dist tide_gemm_dist;
@@ -57,9 +60,9 @@ int tide_gemm_dist_create(const tide_gemm_dist_desc *d, tide_gemm_dist **out, ch
                           size_t len);
 void tide_gemm_dist_destroy(tide_gemm_dist *s);
 
-/* Host memory the panels hold (pinned where the backend has it); with device blocks the device
- * panels hold as much again in device memory. */
-size_t tide_gemm_dist_panel_bytes(const tide_gemm_dist *s);
+/* Memory the panels hold: in host memory (pinned where the backend has it; none when they
+ * move over NCCL), or with on_device in device memory (device blocks). */
+size_t tide_gemm_dist_panel_bytes(const tide_gemm_dist *s, int on_device);
 
 /* The local update of this rank's widest panel (k its width; 0 when k = 0), and how many
  * panels there are: what an update (desc's) must be able to run. */

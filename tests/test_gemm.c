@@ -23,8 +23,9 @@
  *     the cuda backend (the ranks sharing the GPU, each update streamed through it, tiles of 8
  *     in some cases; pinned blocks written by copies queued on the plan's stream behind a
  *     delay, or pageable ones), or with TIDE_TEST_LOCATION=device device blocks (cuBLAS
- *     updates, the panels through host memory; written by copies queued behind a delay, or by
- *     plain cudaMemcpy); the user's blocks (random boundaries, empty blocks among them) on
+ *     updates, the panels through host memory, or over NCCL where every rank has a GPU of its
+ *     own, which the plan's description must say; written by copies queued behind a delay,
+ *     or by plain cudaMemcpy); the user's blocks (random boundaries, empty blocks among them) on
  *     every grid; bad input (a grid of the wrong size, a negative size, k or transb differing
  *     on one rank, a leading dimension too small on one rank, blocks that do not tile the
  *     matrix, that differ between ranks or are given on one rank alone) the same error on
@@ -78,6 +79,8 @@ static int gpu;            /* TIDE_TEST_BACKEND=cuda: the context runs on the GP
 static int on_device;      /* TIDE_TEST_LOCATION=device: A, B and C in device memory */
 static int verbose;        /* TIDE_TEST_VERBOSE=1: name each case as it starts */
 static tide_context *ctx;  /* the context of the cases (every rank of MPI_COMM_WORLD) */
+static int nccl_panels;    /* device blocks on several ranks, each with a GPU of its own, in a
+                            * build with NCCL: the plans must move their panels over NCCL */
 static int c_kept[2];      /* distributed plans on the GPU that keep C on the device across
                             * the updates (1) or stream it in each (0), by their description */
 static tide_backend backend;
@@ -951,6 +954,10 @@ static void dist_case(long long m, long long n, long long k, int dbl, tide_matri
         err = bm > 0 && bn > 0 ? tide_ref_gemm_error(dbl, order, k, lc, lx[2].ld, 0, bm, 0, bn,
                                                      ref, scale)
                                : 0;
+    if (!st && on_gpu && on_device)
+        tt_check(&tally, world, (strstr(desc, " over nccl") != NULL) == nccl_panels, "b) %lldx"
+                 "%lldx%lld on %d ranks: the panels %s NCCL, but the plan is %s", m, n, k,
+                 nranks, nccl_panels ? "go over" : "do not go over", desc);
     int pad_ok = 1; /* C's padding (NaN) untouched */
     for (size_t e = 0; e < gmat_count(&lx[2]); e++)
         pad_ok = pad_ok && (!is_padding(&lx[2], e) || isnan(get(lc, dbl, e)));
@@ -1337,6 +1344,22 @@ static int make_context(const tide_context_options *copts, int cuda)
     return 0;
 }
 
+/* Whether every rank has a GPU of its own (their PCI bus ids distinct) in a build with NCCL. */
+static int own_gpus(void)
+{
+    tide_device_info info;
+    tide_context_device(ctx, &info);
+    enum { ID = sizeof info.pci_bus_id };
+    char *ids = tt_xmalloc((size_t)nranks * ID);
+    MPI_Allgather(info.pci_bus_id, ID, MPI_CHAR, ids, ID, MPI_CHAR, world);
+    int mine = info.nccl_version > 0 && info.pci_bus_id[0], all = 0;
+    for (int r = 0; r < nranks; r++)
+        mine = mine && (r == rank || strncmp(ids + (size_t)r * ID, info.pci_bus_id, ID) != 0);
+    free(ids);
+    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, world);
+    return all;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -1363,6 +1386,7 @@ int main(int argc, char **argv)
         return rc;
     }
     on_device = gpu && loc && !strcmp(loc, "device");
+    nccl_panels = on_device && nranks > 1 && own_gpus();
     if (rank == 0)
         printf("backend %s, matrices in %s memory\n", gpu ? "cuda" : "cpu",
                on_device ? "device" : "host");
