@@ -360,7 +360,7 @@ static int share(tide_gemm_dist *s, int b, int x, const char *at, long long ld, 
  * it to the other ranks of its process row (op(A)) or column (op(B)), which receive it into
  * the pair's device panel; one NCCL group; `landed` recorded after it. at[x], ld[x], rows[x],
  * cols[x]: each operand as share takes it; root[x], me[x], ranks[x]: in its row or column.
- * Every rank posts its part whatever failed (nccl_failed remembers it). */
+ * Every rank posts its part whatever failed (copy_failed remembers it). */
 static void nccl_panel(tide_gemm_dist *s, int b, const char *const at[2], const long long ld[2],
                        const long long rows[2], const long long cols[2], const int root[2],
                        const int me[2], const int ranks[2])
