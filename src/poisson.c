@@ -337,17 +337,17 @@ static void fft_options(const tide_poisson_options *o, tide_fft_options *f)
 }
 
 /* The periodic dimension whose transforms the spectral op runs itself, between the other two
- * dimensions' (tide_spectral's line_fft), or -1: where the backend can, on one GPU with device
- * arrays and every dimension periodic. Dimension 0, the slowest in the plan's layout: the 2D
- * transforms of y and z run over whole contiguous planes, and neighbouring x lines are
- * neighbours in memory. The solve then reads and writes the data three times (2D forward, the
- * lines, 2D inverse) where with cuFFT's 3D transforms and a scaling it takes at least four. */
+ * dimensions' (tide_spectral's line_fft), or -1: where the backend can, on GPUs with device
+ * arrays and every dimension periodic. Dimension 0: on one rank the slowest in the plan's
+ * layout, so the 2D transforms of y and z run over whole contiguous planes and neighbouring x
+ * lines are neighbours in memory; on slabs the x-whole layout is the one the transforms of x
+ * ran in. The data is then read and written once around the scaling, where transforms of x
+ * and a scaling of their own take two passes (the scaling in cuFFT's store) or three. */
 static int choose_fft_line(const tide_context *ctx, const int n[3],
                            const tide_poisson_options *o)
 {
     const tide_backend_ops *be = tide_wants_cuda(ctx, o->backend) ? tide_backend_cuda() : NULL;
-    if (!be || !be->spectral_line_fft || ctx->nranks != 1 ||
-        o->location != TIDE_LOCATION_DEVICE)
+    if (!be || !be->spectral_line_fft || o->location != TIDE_LOCATION_DEVICE)
         return -1;
     for (int d = 0; d < 3; d++)
         if (o->bc[d][0] != TIDE_BC_PERIODIC)

@@ -26,8 +26,8 @@
  *     checked too); two or three bounded dimensions: every face pair on each of them, sizes
  *     of 1, 2, odd and prime along them, one of them non-uniform in some cases, Neumann on
  *     every face (singular), and random ones; and periodic grids with x a power of two from 8
- *     to 1024, whose x transforms one GPU rank with device arrays runs inside the spectral op
- *     in float (the plan checked to say so, and not to elsewhere);
+ *     to 1024, whose x transforms the GPU runs inside the spectral op with device arrays in
+ *     float (the plan checked to say so, and not to elsewhere);
  *  b) second-order convergence on analytic trigonometric solutions (error ratio ~4 from n to
  *     2n): periodic, and along each bounded dimension a cosine or sine mode fitting its face
  *     pair, with one, two and three bounded dimensions, on uniform and tanh-stretched cells;
@@ -590,12 +590,13 @@ static double residual_tol(const pcase *c, int singular)
 }
 
 /* Whether the solve transforms x inside its spectral op, between the transforms of y and z
- * (the GPU's line transforms, gpu/poisson.cu): on one rank with device arrays, every dimension
- * periodic, float, n[0] a power of two from 8 to 1024. The plan says fft+eigen(x). */
+ * (the GPU's line transforms, gpu/poisson.cu): with device arrays, every dimension periodic,
+ * float, n[0] a power of two from 8 to 1024, on any ranks and boxes. The plan says
+ * fft+eigen(x). */
 static int fused_line(const pcase *c)
 {
     int n = c->n[0];
-    return gpu && on_device && nranks == 1 && c->prec == TIDE_FLOAT && !is_bounded(c->bc, 0) &&
+    return gpu && on_device && c->prec == TIDE_FLOAT && !is_bounded(c->bc, 0) &&
            !is_bounded(c->bc, 1) && !is_bounded(c->bc, 2) && n >= 8 && n <= 1024 &&
            (n & (n - 1)) == 0;
 }
@@ -1027,7 +1028,7 @@ static pcase make_multi_fuzz_case(int i)
 }
 
 /* Periodic grids with x a power of two from 8 to 1024 beside odd, prime and unit extents,
- * two cases a size, float in three of four: on one GPU with device arrays the plan transforms
+ * two cases a size, float in three of four: on the GPU with device arrays the plan transforms
  * x inside its spectral op (fused_line); elsewhere they are periodic cases like the others.
  * Layouts, batches, alpha, spacings and in or out of place as make_case's. */
 static const int line_sizes[][3] = {{8, 7, 5},    {16, 9, 13}, {32, 5, 1},  {64, 3, 7},
