@@ -296,10 +296,19 @@ __device__ __forceinline__ float2 cmul(float2 a, float2 b)
 {
     return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
 }
-__device__ __forceinline__ float2 cadd(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
-__device__ __forceinline__ float2 csub(float2 a, float2 b) { return make_float2(a.x - b.x, a.y - b.y); }
+__device__ __forceinline__ float2 cadd(float2 a, float2 b)
+{
+    return make_float2(a.x + b.x, a.y + b.y);
+}
+__device__ __forceinline__ float2 csub(float2 a, float2 b)
+{
+    return make_float2(a.x - b.x, a.y - b.y);
+}
 // a times S i (S = -1: forward, +1: inverse)
-template <int S> __device__ __forceinline__ float2 times_i(float2 a) { return make_float2(-S * a.y, S * a.x); }
+template <int S> __device__ __forceinline__ float2 times_i(float2 a)
+{
+    return make_float2(-S * a.y, S * a.x);
+}
 
 // The DFT of R points in registers, natural order out, exp(S 2 pi i j k / R).
 template <int R, int S> struct dft;
@@ -414,9 +423,8 @@ __device__ __forceinline__ void lf_fft(float2 *col, const float2 *tw, int jt, co
 // the distance between columns CS, which puts the 16 threads of a half warp that store or
 // load one plane's points of COLS columns in 16 different banks (8-byte words: 16 banks of
 // two; COLS >= 16: 16 columns of one plane; 8: two planes of 8 columns; 4: four of 4).
-template <int N> struct lf_shape {
-    static constexpr int TPC = N / 8, COLS = TPC >= LF_THREADS ? 1 : LF_THREADS / TPC,
-                         PADN = N + N / 8,
+template <int N> struct lf_shape { // N: 8 .. 1024 (tide_gpu_line_fft_ok)
+    static constexpr int TPC = N / 8, COLS = LF_THREADS / TPC, PADN = N + N / 8,
                          CS = (PADN + 15) / 16 * 16 + (COLS >= 16 ? 1 : 16 / COLS);
     static size_t smem()
     {
@@ -447,7 +455,7 @@ __global__ void __launch_bounds__(LF_THREADS, 2)
     int lc = t % COLS, lz = t / COLS;
     int64_t c = c0 + lc;
     bool ok = c < g.lines;
-    const float2 *at = field + (ok ? (c / g.eq) * g.sp + (c % g.eq) * g.sq : 0);
+    float2 *at = field + (ok ? (c / g.eq) * g.sp + (c % g.eq) * g.sq : 0);
     float2 v[LOADS];
 #pragma unroll
     for (int i = 0; i < LOADS; i++)
@@ -470,11 +478,10 @@ __global__ void __launch_bounds__(LF_THREADS, 2)
         }
     }
     lf_fft<N, 1, true>(cp, tw, jt, sc);
-    float2 *to = (float2 *)at;
 #pragma unroll
     for (int i = 0; i < LOADS; i++)
         if (ok)
-            to[(int64_t)(lz + i * TPC) * g.sl] = s[lc * CS + lf_pad(lz + i * TPC)];
+            at[(int64_t)(lz + i * TPC) * g.sl] = s[lc * CS + lf_pad(lz + i * TPC)];
 }
 
 template <int N>

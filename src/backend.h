@@ -30,8 +30,8 @@
  * data (norm includes 1 / the line's length); the backend's spectral_line_fft says for which
  * lengths it can.
  * line >= 0 otherwise: each line along it, at (i,j) of the other two dimensions a and b, is
- * replaced by the solution u of (T + s I) u = norm d, s = lam[a][i] + lam[b][j] - alpha, by Thomas'
- * algorithm with its pivots in double precision. When `pin` is set (T singular: Neumann on
+ * replaced by the solution u of (T + s I) u = norm d, s = lam[a][i] + lam[b][j] - alpha, by
+ * Thomas' algorithm with its pivots in double precision. When `pin` is set (T singular: Neumann on
  * both faces) the line with s == 0 has a solution only for data of zero weighted mean: that
  * mean (weights weight[k], summing to 1) is removed, the system solved with u fixed at its
  * last point, and u shifted to zero weighted mean.

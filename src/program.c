@@ -207,8 +207,8 @@ static int spectral_tables(const tide_env *e, const tide_spectral *src, tide_spe
         if (!st)
             st = e->be->copy(e, t, *spec_table((tide_spectral *)src, k), bytes);
     }
-    if (!st && src->line >= 0 && !src->line_fft) { /* a double per point (GPU), three per point of a block of
-                                  * lines (CPU) */
+    if (!st && src->line >= 0 && !src->line_fft) { /* a double per point (GPU), three per
+                                                    * point of a block of lines (CPU) */
         void *s = NULL;
         size_t count = (size_t)tide_box_count(&src->box);
         size_t row = 3 * (size_t)n[src->line] * TIDE_LINE_BLOCK;
