@@ -356,11 +356,13 @@ class _Op:
         self.dims = dims
 
 
-def _program(ch, direction, r2c, scalar, batch, real_n, mid=None, scale=1.0, fuse_mid=False):
+def _program(ch, direction, r2c, scalar, batch, real_n, mid=None, scale=1.0, fuse_mid=False,
+             fft_line=False):
     """make_program: the ops of the forward (-1), backward (+1) or solve (0) program, each
     with a function rank -> (flops, mem_bytes, net_bytes). fuse_mid: a diagonal middle op
     runs inside the local FFT right before it (cuFFT's store callback: the GPU, double data,
-    every transformed dimension a DFT), costing no pass of its own."""
+    every transformed dimension a DFT), costing no pass of its own. fft_line: the middle op
+    transforms the periodic dimension mid itself (_spectral_op)."""
     in_elem = scalar if r2c else 2 * scalar
     out_elem = 2 * scalar
     fwd = ch.steps(False) if direction <= 0 else []
@@ -374,7 +376,7 @@ def _program(ch, direction, r2c, scalar, batch, real_n, mid=None, scale=1.0, fus
     for i, (stage, frm, to, fg, tg) in enumerate(steps):
         if i == mid_at:
             fused = fuse_mid and mid is None and i > 0 and steps[i - 1][0] >= 0
-            ops.append(_spectral_op(frm, batch, scalar, mid, fused))
+            ops.append(_spectral_op(frm, batch, scalar, mid, fused, fft_line))
         elif stage < 0:
             elem = in_elem if (r2c and fg == 0) else out_elem
             ops.append(_reshape_op(frm, to, elem * batch))
@@ -426,17 +428,23 @@ def _fft_op(ch, stage, frm, to, reverse, r2c, scalar, batch, real_n):
     return _Op("fft", "fft(%s)" % ",".join("xyz"[d] for d in dims), cost, dims=len(dims))
 
 
-def _spectral_op(frm, batch, scalar, line, fused=False):
+def _spectral_op(frm, batch, scalar, line, fused=False, fft_line=False):
     """The Poisson solve's middle op: eigenvalue scaling (line None), or tridiagonal solves
-    along dimension `line` (tide_op_spectral's cost); fused: the scaling inside the FFT before
-    it (tide_op_spectral_fused: no bytes of its own)."""
+    along dimension `line`, or (fft_line) the scaling between the transforms of the periodic
+    dimension `line`, done by the op itself (tide_op_spectral's cost); fused: the scaling
+    inside the FFT before it (tide_op_spectral_fused: no bytes of its own)."""
     def cost(r):
         pts = _count(frm[r]) * batch
         e = 2 * scalar
+        if fft_line:
+            n = frm[r][1][line] - frm[r][0][line]
+            return (6.0 * pts + (10.0 * math.log2(n) * pts if n > 1 else 0.0),
+                    2.0 * pts * e, 0.0)
         if line is not None:
             return (16.0 * pts, 2.0 * pts * e * 2 + 2.0 * pts * 8, 0.0)
         return (6.0 * pts, 0.0 if fused else 2.0 * pts * e, 0.0)
-    name = "eigen(in fft)" if fused else "eigen" if line is None else "tridiag(%s)" % "xyz"[line]
+    name = ("eigen(in fft)" if fused else "eigen" if line is None else
+            "fft+eigen(%s)" % "xyz"[line] if fft_line else "tridiag(%s)" % "xyz"[line])
     return _Op("pointwise" if line is None else "line", name, cost)
 
 
@@ -645,10 +653,16 @@ def poisson_plan(size, P, precision="float", bc="ppp", arrays="device", batch=1,
     letters = bc if len(bc) == 3 else bc[0::2]
     bounded = [d for d in range(3) if letters[d] != "p"]
     L = bounded[-1] if bounded else -1
-    bit = (1 << L) if L >= 0 else 0
+    gpu = backend != "cpu"
+    # every dimension periodic: x transformed inside the spectral op (poisson.c's
+    # choose_fft_line) on the CPU, and on the GPU with device arrays in float where the
+    # backend's kernel takes the line (gpu/poisson.cu: a power of two from 8 to 1024)
+    nx = n[0]
+    F = 0 if not bounded and (not gpu or (arrays == "device" and precision == "float" and
+                                          8 <= nx <= 1024 and nx & (nx - 1) == 0)) else -1
+    bit = (1 << L) if L >= 0 else (1 << F) if F >= 0 else 0
     transform = 7 & ~bit
     half = max(d for d in range(3) if (transform >> d) & 1)
-    gpu = backend != "cpu"
     mode = _decomp(P, n, decomposition)
     budget = budget_gb * 1e9 if budget_gb else None
     if gpu and arrays == "host" and budget is not None and mode in ("one rank", "slabs"):
@@ -668,8 +682,9 @@ def poisson_plan(size, P, precision="float", bc="ppp", arrays="device", batch=1,
             desc = "stream %s > stream %s > stream %s" % (what, mid, what)
             return Plan("poisson", n, P, counts, [], {"describe": desc})
     ch = _Chain(n, P, mode, True, half, transform, bit, gpu, True)
-    prog = _program(ch, 0, True, s, batch, n[half], mid=L if L >= 0 else None,
-                    fuse_mid=gpu and precision == "double" and not bounded)
+    prog = _program(ch, 0, True, s, batch, n[half],
+                    mid=L if L >= 0 else F if F >= 0 else None,
+                    fuse_mid=gpu and precision == "double" and not bounded, fft_line=F >= 0)
     host_gpu = gpu and arrays == "host"
     per = []
     for r in range(P):

@@ -2,6 +2,7 @@
  * MPI exchanges in host memory (see backend.h). */
 #include <string.h>
 #include <fftw3.h>
+#include <omp.h>
 #include "backend.h"
 #include "region.h"
 #include "tide_config.h"
@@ -239,16 +240,97 @@ static void cpu_lines(const tide_spectral *d, char *v)
     }
 }
 
+/* The periodic lines transformed inside the op (backend.h: tide_spectral with line_fft), a
+ * plane of the slower other dimension a at a time, the planes shared out over `threads`
+ * threads: the plane's lines gathered into the thread's buffer, each contiguous, transformed
+ * forward by FFTW, scaled as the diagonal operator does (the mean's sum taken from their
+ * modes 0), transformed back and scattered, so the data is read and written once. Returns 0,
+ * TIDE_ERR_NOMEM or TIDE_ERR_BACKEND. */
+static int cpu_line_ffts(const tide_spectral *d, char *v, int threads)
+{
+    const tide_box *bx = &d->box, *arr = tide_spectral_arr(d);
+    int L = d->line, a = L == 0 ? 1 : 0, c = L == 2 ? 1 : 2;
+    int64_t st[3];
+    tide_box_strides(arr, st);
+    if (st[a] < st[c]) {
+        int t = a;
+        a = c, c = t;
+    }
+    int n = (int)tide_ext(bx, L), nq = (int)tide_ext(bx, c), na = (int)tide_ext(bx, a);
+    int T = threads < 1 ? 1 : threads > na ? na : threads;
+    size_t elem = tide_spectral_elem(d), pb = ((size_t)n * (size_t)nq * elem + 63) / 64 * 64;
+    char *bufs = fftw_malloc(pb * (size_t)T); /* a buffer a thread, each as aligned as the first */
+    tide_box lines = {{0, 0, 0}, {1, nq, n}, {0, 1, 2}}; /* a buffer: nq lines of n */
+    tide_cpu_fft *fw = NULL, *bw = NULL;
+    tide_cpu_fft_desc fd = {.precision = d->dbl ? TIDE_DOUBLE : TIDE_FLOAT,
+                            .kind = TIDE_KIND_C2C, .sign = -1, .ibox = &lines, .obox = &lines,
+                            .dims = {2}, .ndims = 1, .batch = 1, .threads = 1, .in = bufs,
+                            .out = bufs};
+    int st0 = bufs ? tide_cpu_fft_create(&fd, &fw) : TIDE_ERR_NOMEM;
+    fd.sign = 1;
+    if (!st0)
+        st0 = tide_cpu_fft_create(&fd, &bw);
+    int64_t count = tide_box_count(arr), at = tide_box_offset(arr, bx);
+    for (int f = 0; f < d->batch && !st0; f++) {
+        double sr = 0, si = 0;
+        #pragma omp parallel for num_threads(T) reduction(+ : sr, si) schedule(static)
+        for (int i = bx->lo[a]; i < bx->hi[a]; i++) {
+            char *buf = bufs + pb * (size_t)omp_get_thread_num();
+            char *plane = v + (size_t)(f * count + at + (i - bx->lo[a]) * st[a]) * elem;
+            double z[2];
+            for (int k = 0; k < n; k++) /* gather: along c in memory order, into line j */
+                for (int j = 0; j < nq; j++) {
+                    elem_load(d->dbl, 2, plane, 1, k * st[L] + j * st[c], z);
+                    elem_store(d->dbl, 2, buf, 1, (int64_t)j * n + k, z);
+                }
+            tide_cpu_fft_execute(fw, buf, buf);
+            for (int j = 0; j < nq; j++) {
+                int p[3] = {0, 0, 0}, q = bx->lo[c] + j;
+                p[a] = i, p[c] = q;
+                double w = mean_weight(d, p, L) * dim_weight(d, L, bx->lo[L]);
+                double l01 = d->lam[a][i] + d->lam[c][q] - d->alpha;
+                char *line = buf + (size_t)j * n * elem;
+                for (int k = 0; k < n; k++) {
+                    elem_load(d->dbl, 2, line, 1, k, z);
+                    if (k == 0 && w != 0.0)
+                        sr += w * z[0], si += w * z[1];
+                    double den = l01 + d->lam[L][bx->lo[L] + k];
+                    double s = den != 0.0 ? d->norm / den : 0.0;
+                    z[0] = s != 0.0 ? z[0] * s : 0.0, z[1] = s != 0.0 ? z[1] * s : 0.0;
+                    elem_store(d->dbl, 2, line, 1, k, z);
+                }
+            }
+            tide_cpu_fft_execute(bw, buf, buf);
+            for (int k = 0; k < n; k++) /* scatter */
+                for (int j = 0; j < nq; j++) {
+                    elem_load(d->dbl, 2, buf, 1, (int64_t)j * n + k, z);
+                    elem_store(d->dbl, 2, plane, 1, k * st[L] + j * st[c], z);
+                }
+        }
+        origin_put(d, f, (const double[2]){sr, si});
+    }
+    tide_cpu_fft_destroy(fw);
+    tide_cpu_fft_destroy(bw);
+    fftw_free(bufs);
+    return st0;
+}
+
+/* Any line length: FFTW transforms it. */
+static int cpu_line_fft_ok(int n, int dbl)
+{
+    (void)dbl;
+    return n >= 1;
+}
+
 static int cpu_spectral(const tide_env *e, const tide_spectral *d, void *data)
 {
-    (void)e;
-    if (d->line_fft) /* spectral_line_fft is NULL: plans transform the line with FFTW */
-        return TIDE_ERR_UNSUPPORTED;
     if (tide_box_count(&d->box) == 0) { /* sums of 0: stored as the GPU's clear does */
         for (int f = 0; f < d->batch; f++)
             origin_put(d, f, (const double[2]){0, 0});
         return TIDE_SUCCESS;
     }
+    if (d->line_fft)
+        return cpu_line_ffts(d, data, e->threads);
     if (d->line >= 0)
         cpu_lines(d, data);
     else
@@ -351,6 +433,7 @@ const tide_backend_ops tide_backend_cpu = {
     .halo = cpu_halo,
     .scale = cpu_scale,
     .spectral = cpu_spectral,
+    .spectral_line_fft = cpu_line_fft_ok,
     .sweep_create = tide_cpu_sweep_create,
     .sweep = tide_cpu_sweep,
     .sweep_destroy = cpu_sweep_destroy,

@@ -3,8 +3,8 @@
  * solver plan (solver.h): the forward real transform of the periodic dimensions and the
  * cosine or sine transforms of all bounded dimensions but one, the spectral operator
  * (program.h: the eigenvalue scaling, or tridiagonal solves along that remaining bounded
- * dimension, the line, or on the GPU the transforms of one periodic dimension with the
- * scaling between them) and the inverse transforms, as one program; this file validates the
+ * dimension, the line, or the transforms of one periodic dimension with the scaling between
+ * them) and the inverse transforms, as one program; this file validates the
  * request, builds the tables of the discrete operator and reports the mean of f.
  *
  * Periodic dimension d of n points and spacing h: mode k of the 7-point operator has the
@@ -337,17 +337,20 @@ static void fft_options(const tide_poisson_options *o, tide_fft_options *f)
 }
 
 /* The periodic dimension whose transforms the spectral op runs itself, between the other two
- * dimensions' (tide_spectral's line_fft), or -1: where the backend can, on GPUs with device
- * arrays and every dimension periodic. Dimension 0: on one rank the slowest in the plan's
- * layout, so the 2D transforms of y and z run over whole contiguous planes and neighbouring x
- * lines are neighbours in memory; on slabs the x-whole layout is the one the transforms of x
- * ran in. The data is then read and written once around the scaling, where transforms of x
- * and a scaling of their own take two passes (the scaling in cuFFT's store) or three. */
+ * dimensions' (tide_spectral's line_fft), or -1: with every dimension periodic, where the
+ * backend can: the CPU (FFTW on a plane of lines at a time, in a buffer of its thread), and
+ * the GPU with device arrays (host arrays cross PCIe, which the solve's passes do not
+ * change). Dimension 0: on one rank the slowest in the plan's layout, so the transforms of y
+ * and z run over whole contiguous planes and neighbouring x lines are neighbours in memory;
+ * on slabs the x-whole layout is the one the transforms of x ran in. The data is then read
+ * and written once around the scaling, where transforms of x and a scaling of their own
+ * take two passes (the scaling in cuFFT's store) or three. */
 static int choose_fft_line(const tide_context *ctx, const int n[3],
                            const tide_poisson_options *o)
 {
-    const tide_backend_ops *be = tide_wants_cuda(ctx, o->backend) ? tide_backend_cuda() : NULL;
-    if (!be || !be->spectral_line_fft || o->location != TIDE_LOCATION_DEVICE)
+    int cuda = tide_wants_cuda(ctx, o->backend);
+    const tide_backend_ops *be = cuda ? tide_backend_cuda() : &tide_backend_cpu;
+    if (!be || !be->spectral_line_fft || (cuda && o->location != TIDE_LOCATION_DEVICE))
         return -1;
     for (int d = 0; d < 3; d++)
         if (o->bc[d][0] != TIDE_BC_PERIODIC)

@@ -237,7 +237,7 @@ int tide_op_spectral(tide_op *op, const tide_env *e, const tide_spectral *d, con
      * flops per point each. Thomas: 8 flops per point on each of the real and imaginary
      * parts, with the eliminated diagonal written and read back. */
     op->cost.flops = (line ? 16 : 6) * points;
-    if (d->line_fft)
+    if (d->line_fft && tide_ext(&d->box, d->line) > 1) /* (an empty box has no lines) */
         op->cost.flops += 10 * log2((double)tide_ext(&d->box, d->line)) * points;
     op->cost.mem_bytes = 2 * points * (double)tide_spectral_elem(d) * (line ? 2 : 1) +
                          (line ? 2 * points * sizeof(double) : 0);

@@ -269,12 +269,19 @@ class ModelProperties(unittest.TestCase):
 
     def test_double_gpu_solve_scales_inside_the_transform(self):
         """The GPU's double periodic solve scales inside cuFFT's store (no bytes of its own);
-        float, the CPU and a bounded dimension keep the pass."""
-        def mid(**kw):
-            p = model.plan("poisson", 64, 1, **kw)
+        the float one with device arrays and x a power of two, and the CPU's, transform x
+        inside the spectral op (a pass of its own); float with another x or host arrays keeps
+        the scaling pass; a bounded dimension the line solves."""
+        def mid(size=64, **kw):
+            p = model.plan("poisson", size, 1, **kw)
             return [o.what for o in p.programs[0]][1], p.counts["move_bytes"]
         self.assertEqual(mid(precision="double"), ("eigen(in fft)", 0.0))
         for kw in ({"precision": "float"}, {"precision": "double", "backend": "cpu"}):
+            what, moved = mid(**kw)
+            self.assertEqual(what, "fft+eigen(x)")
+            self.assertGreater(moved, 0)
+        for kw in ({"size": 60, "precision": "float"},
+                   {"precision": "float", "arrays": "host"}):
             what, moved = mid(**kw)
             self.assertEqual(what, "eigen")
             self.assertGreater(moved, 0)
