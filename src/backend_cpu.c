@@ -242,7 +242,8 @@ static void cpu_lines(const tide_spectral *d, char *v)
 
 /* The periodic lines transformed inside the op (backend.h: tide_spectral with line_fft), a
  * plane of the slower other dimension a at a time, the planes shared out over `threads`
- * threads: the plane's lines gathered into the thread's buffer, each contiguous, transformed
+ * threads: the plane's lines gathered into the thread's buffer, each contiguous (the
+ * permuting copy of comm/region.h, tiled where the line is not the fastest), transformed
  * forward by FFTW, scaled as the diagonal operator does (the mean's sum taken from their
  * modes 0), transformed back and scattered, so the data is read and written once. Returns 0,
  * TIDE_ERR_NOMEM or TIDE_ERR_BACKEND. */
@@ -261,6 +262,7 @@ static int cpu_line_ffts(const tide_spectral *d, char *v, int threads)
     size_t elem = tide_spectral_elem(d), pb = ((size_t)n * (size_t)nq * elem + 63) / 64 * 64;
     char *bufs = fftw_malloc(pb * (size_t)T); /* a buffer a thread, each as aligned as the first */
     tide_box lines = {{0, 0, 0}, {1, nq, n}, {0, 1, 2}}; /* a buffer: nq lines of n */
+    int64_t count = tide_box_count(arr);
     tide_cpu_fft *fw = NULL, *bw = NULL;
     tide_cpu_fft_desc fd = {.precision = d->dbl ? TIDE_DOUBLE : TIDE_FLOAT,
                             .kind = TIDE_KIND_C2C, .sign = -1, .ibox = &lines, .obox = &lines,
@@ -270,19 +272,19 @@ static int cpu_line_ffts(const tide_spectral *d, char *v, int threads)
     fd.sign = 1;
     if (!st0)
         st0 = tide_cpu_fft_create(&fd, &bw);
-    int64_t count = tide_box_count(arr), at = tide_box_offset(arr, bx);
     for (int f = 0; f < d->batch && !st0; f++) {
         double sr = 0, si = 0;
         #pragma omp parallel for num_threads(T) reduction(+ : sr, si) schedule(static)
         for (int i = bx->lo[a]; i < bx->hi[a]; i++) {
             char *buf = bufs + pb * (size_t)omp_get_thread_num();
-            char *plane = v + (size_t)(f * count + at + (i - bx->lo[a]) * st[a]) * elem;
+            char *field = v + (size_t)(f * count) * elem;
+            /* the plane, and the buffer: the same points with the line fastest */
+            tide_box plane = *bx;
+            plane.lo[a] = i, plane.hi[a] = i + 1;
+            tide_box dense = plane;
+            dense.order[0] = a, dense.order[1] = c, dense.order[2] = L;
             double z[2];
-            for (int k = 0; k < n; k++) /* gather: along c in memory order, into line j */
-                for (int j = 0; j < nq; j++) {
-                    elem_load(d->dbl, 2, plane, 1, k * st[L] + j * st[c], z);
-                    elem_store(d->dbl, 2, buf, 1, (int64_t)j * n + k, z);
-                }
+            tide_copy_region(elem, 1, &plane, field, arr, buf, &dense, 1);
             tide_cpu_fft_execute(fw, buf, buf);
             for (int j = 0; j < nq; j++) {
                 int p[3] = {0, 0, 0}, q = bx->lo[c] + j;
@@ -301,11 +303,7 @@ static int cpu_line_ffts(const tide_spectral *d, char *v, int threads)
                 }
             }
             tide_cpu_fft_execute(bw, buf, buf);
-            for (int k = 0; k < n; k++) /* scatter */
-                for (int j = 0; j < nq; j++) {
-                    elem_load(d->dbl, 2, buf, 1, (int64_t)j * n + k, z);
-                    elem_store(d->dbl, 2, plane, 1, k * st[L] + j * st[c], z);
-                }
+            tide_copy_region(elem, 1, &plane, buf, &dense, field, arr, 1);
         }
         origin_put(d, f, (const double[2]){sr, si});
     }

@@ -457,7 +457,8 @@ int tide_stencil_stream_pass(tide_stencil_stream *s, void *u, const tide_parts *
     s->steps = steps;
     /* up: u's level 0 and the source, each in at most seven pieces (split); down: into u */
     tide_pipeline_job job = {.nchunks = s->ns + 1, .elem = s->sweep.dbl ? 8 : 4, .batch = 1,
-                             .max_up = 2 * (1 + TIDE_PARTS_MAX), .max_down = 2, .describe = describe, .work = work,
+                             .max_up = 2 * (1 + TIDE_PARTS_MAX), .max_down = 2,
+                             .describe = describe, .work = work,
                              .user = s, .pageable = TIDE_PAGEABLE_STAGE, .ordered = 1,
                              .after_caller = 1, .caller_stream = s->d.env->stream};
     return tide_pipeline_run(s->pipe, &job, err, len);
