@@ -789,26 +789,37 @@ int tide_ref_stencil_taps(tide_stencil_shape shape, const double *w, int (*off)[
 /* ---- the matrix multiply --------------------------------------------------------------------- */
 
 /* Written from tide.h's contract alone: element (i, j) of a column-major matrix at i + j ld, of
- * a row-major one at i ld + j; op(X) = X^T reads X(j, i) for (i, j). Products and sums in long
- * double, in the order of p, whatever the loop order around them. */
+ * a row-major one at i ld + j (complex elements: two values, the real part first); op(X) = X^T
+ * reads X(j, i) for (i, j), op(X) = X^H the same conjugated. Products and sums in long double,
+ * in the order of p, whatever the loop order around them. */
 
-/* op(X) as strides: element (r, c) at r * rs + c * cs. */
+/* op(X) as strides: element (r, c) at r * rs + c * cs, its imaginary part times conj. */
 typedef struct {
     const void *x;
     long long rs, cs;
+    double conj;
 } ref_mat;
 
 static ref_mat ref_mat_of(const void *x, tide_matrix_order order, tide_transpose t, long long ld)
 {
     long long rs = order == TIDE_COL_MAJOR ? 1 : ld, cs = order == TIDE_COL_MAJOR ? ld : 1;
-    return t == TIDE_TRANS ? (ref_mat){x, cs, rs} : (ref_mat){x, rs, cs};
+    double conj = t == TIDE_CONJTRANS ? -1 : 1;
+    return t != TIDE_NOTRANS ? (ref_mat){x, cs, rs, conj} : (ref_mat){x, rs, cs, conj};
 }
 
-static ref_mat ref_mat_t(ref_mat a) { return (ref_mat){a.x, a.cs, a.rs}; }
+static ref_mat ref_mat_t(ref_mat a) { return (ref_mat){a.x, a.cs, a.rs, a.conj}; }
 
 static double ref_get(const void *x, int dbl, long long i)
 {
     return dbl ? ((const double *)x)[i] : (double)((const float *)x)[i];
+}
+
+/* Element e of a real (cplx 0) or complex matrix into v[0] (real part) and v[1] (imaginary
+ * part, 0 for a real one), the imaginary part times conj. */
+static void ref_elem(const void *x, int dbl, int cplx, long long e, double conj, double v[2])
+{
+    v[0] = ref_get(x, dbl, cplx ? 2 * e : e);
+    v[1] = cplx ? conj * ref_get(x, dbl, 2 * e + 1) : 0;
 }
 
 /* Rows of G per pass: long enough that the accumulators are loaded rarely, short enough that
@@ -816,39 +827,65 @@ static double ref_get(const void *x, int dbl, long long i)
 #define REF_PASS 64
 
 /*
- * The sums for rows [s0, s1) of S times columns [g0, g1) of G (S r x k, G k x c): acc gets
- * sum_p S_rp G_pc and mag sum_p |S_rp G_pc| at (r - s0) ors + (c - g0) ocs, each in the order
- * of p (acc and mag zeroed by the caller). S, the small side, is gathered into sbuf (rows of k)
- * in its storage order; G is then read once, REF_PASS rows at a time, column after column, each
- * piece used for every row of S while it is in cache.
+ * The sums for rows [s0, s1) of S times columns [g0, g1) of G (S r x k, G k x c), an entry's
+ * values at w = 1 + cplx times (r - s0) ors + (c - g0) ocs (acc and mag zeroed by the caller):
+ * acc gets sum_p S_rp G_pc (real, or its real and imaginary parts), mag the magnitudes of the
+ * real products it sums: sum_p |S_rp G_pc| (real), or sum_p |Re S Re G| + |Im S Im G| (the
+ * products making the real part) and sum_p |Re S Im G| + |Im S Re G| (the imaginary part's),
+ * each in the order of p. S, the small side, is gathered into sbuf (rows of k, w values per
+ * element) in its storage order; G is then read once, REF_PASS rows at a time, column after
+ * column, each piece used for every row of S while it is in cache.
  */
-static void ref_sums(int dbl, long long k, ref_mat s, long long s0, long long s1, ref_mat g,
-                     long long g0, long long g1, long long ors, long long ocs, double *sbuf,
-                     long double *acc, long double *mag)
+static void ref_sums(int dbl, int cplx, long long k, ref_mat s, long long s0, long long s1,
+                     ref_mat g, long long g0, long long g1, long long ors, long long ocs,
+                     double *sbuf, long double *acc, long double *mag)
 {
-    long long h = s1 - s0;
-    if (s.rs < s.cs)
-        for (long long p = 0; p < k; p++)
-            for (long long r = 0; r < h; r++)
-                sbuf[r * k + p] = ref_get(s.x, dbl, (s0 + r) * s.rs + p * s.cs);
-    else
-        for (long long r = 0; r < h; r++)
-            for (long long p = 0; p < k; p++)
-                sbuf[r * k + p] = ref_get(s.x, dbl, (s0 + r) * s.rs + p * s.cs);
+    long long h = s1 - s0, w = 1 + cplx;
+    int rows_inner = s.rs < s.cs; /* gather in storage order: S's rows are contiguous */
+    for (long long o = 0; o < (rows_inner ? k : h); o++)
+        for (long long q = 0; q < (rows_inner ? h : k); q++) {
+            long long r = rows_inner ? q : o, p = rows_inner ? o : q;
+            double v[2];
+            ref_elem(s.x, dbl, cplx, (s0 + r) * s.rs + p * s.cs, s.conj, v);
+            memcpy(sbuf + (r * k + p) * w, v, sizeof(double) * (size_t)w);
+        }
     for (long long p0 = 0; p0 < k; p0 += REF_PASS) {
         long long p1 = p0 + REF_PASS < k ? p0 + REF_PASS : k;
         for (long long c = g0; c < g1; c++)
             for (long long r = 0; r < h; r++) {
-                long long e = r * ors + (c - g0) * ocs;
-                long double d = acc[e], t = mag[e];
-                for (long long p = p0; p < p1; p++) {
-                    long double x = (long double)sbuf[r * k + p] *
-                                    ref_get(g.x, dbl, p * g.rs + c * g.cs);
-                    d += x;
-                    t += fabsl(x);
+                long long e = (r * ors + (c - g0) * ocs) * w;
+                const double *sr = sbuf + r * k * w;
+                if (!cplx) {
+                    long double d = acc[e], t = mag[e];
+                    for (long long p = p0; p < p1; p++) {
+                        long double x = (long double)sr[p] *
+                                        ref_get(g.x, dbl, p * g.rs + c * g.cs);
+                        d += x;
+                        t += fabsl(x);
+                    }
+                    acc[e] = d;
+                    mag[e] = t;
+                    continue;
                 }
-                acc[e] = d;
-                mag[e] = t;
+                /* complex: the sums, then the magnitudes over the same piece of G (in cache):
+                 * fewer long doubles live in each loop (x86: the x87 has eight registers) */
+                long double re = acc[e], im = acc[e + 1], mre = mag[e], mim = mag[e + 1];
+                for (long long p = p0; p < p1; p++) {
+                    double y[2];
+                    ref_elem(g.x, dbl, 1, p * g.rs + c * g.cs, g.conj, y);
+                    long double xr = sr[2 * p], xi = sr[2 * p + 1];
+                    re += xr * y[0] - xi * y[1];
+                    im += xr * y[1] + xi * y[0];
+                }
+                for (long long p = p0; p < p1; p++) {
+                    double y[2];
+                    ref_elem(g.x, dbl, 1, p * g.rs + c * g.cs, 1, y);
+                    long double xr = fabs(sr[2 * p]), xi = fabs(sr[2 * p + 1]);
+                    mre += xr * fabs(y[0]) + xi * fabs(y[1]);
+                    mim += xr * fabs(y[1]) + xi * fabs(y[0]);
+                }
+                acc[e] = re, acc[e + 1] = im;
+                mag[e] = mre, mag[e + 1] = mim;
             }
     }
 }
@@ -856,7 +893,7 @@ static void ref_sums(int dbl, long long k, ref_mat s, long long s0, long long s1
 /* Stored rows and columns of a matrix used as an r x c op(X) with transpose t. */
 static long long ref_min_ld(tide_matrix_order order, tide_transpose t, long long r, long long c)
 {
-    long long rows = t == TIDE_TRANS ? c : r, cols = t == TIDE_TRANS ? r : c;
+    long long rows = t != TIDE_NOTRANS ? c : r, cols = t != TIDE_NOTRANS ? r : c;
     long long need = order == TIDE_COL_MAJOR ? rows : cols;
     return need > 1 ? need : 1;
 }
@@ -869,54 +906,83 @@ static long long ref_ld(long long ld, tide_matrix_order order, tide_transpose t,
     return ld == 0 ? need : ld >= need ? ld : 0;
 }
 
-int tide_ref_gemm(int dbl, tide_matrix_order order, tide_transpose ta, tide_transpose tb,
-                  long long m, long long n, long long k, double alpha, const void *a,
-                  long long lda, const void *b, long long ldb, double beta, const void *c0,
-                  long long ldc, long long i0, long long i1, long long j0, long long j1,
-                  double *ref, double *scale)
+static int ref_trans_ok(tide_transpose t)
 {
-    if ((order != TIDE_COL_MAJOR && order != TIDE_ROW_MAJOR) ||
-        (ta != TIDE_NOTRANS && ta != TIDE_TRANS) || (tb != TIDE_NOTRANS && tb != TIDE_TRANS) ||
-        m < 0 || n < 0 || k < 0 || i0 < 0 || i0 > i1 || i1 > m || j0 < 0 || j0 > j1 || j1 > n)
+    return t == TIDE_NOTRANS || t == TIDE_TRANS || t == TIDE_CONJTRANS;
+}
+
+int tide_ref_gemm(int dbl, int cplx, tide_matrix_order order, tide_transpose ta,
+                  tide_transpose tb, long long m, long long n, long long k,
+                  const double alpha[2], const void *a, long long lda, const void *b,
+                  long long ldb, const double beta[2], const void *c0, long long ldc,
+                  long long i0, long long i1, long long j0, long long j1, double *ref,
+                  double *scale)
+{
+    if ((order != TIDE_COL_MAJOR && order != TIDE_ROW_MAJOR) || !ref_trans_ok(ta) ||
+        !ref_trans_ok(tb) || (cplx != 0 && cplx != 1) || !alpha || !beta ||
+        (!cplx && (alpha[1] != 0 || beta[1] != 0)) || m < 0 || n < 0 || k < 0 || i0 < 0 ||
+        i0 > i1 || i1 > m || j0 < 0 || j0 > j1 || j1 > n)
         return TIDE_ERR_ARGUMENT;
     lda = ref_ld(lda, order, ta, m, k);
     ldb = ref_ld(ldb, order, tb, k, n);
     ldc = ref_ld(ldc, order, TIDE_NOTRANS, m, n);
     if (!lda || !ldb || !ldc)
         return TIDE_ERR_ARGUMENT;
-    long long h = i1 - i0, w = j1 - j0;
-    if (!dbl) {
-        alpha = (float)alpha; /* the plan's precision */
-        beta = (float)beta;
+    long long h = i1 - i0, w = j1 - j0, vals = 1 + cplx;
+    /* the plan's precision */
+    double al[2] = {alpha[0], alpha[1]}, be[2] = {beta[0], beta[1]};
+    for (int q = 0; q < 2 && !dbl; q++) {
+        al[q] = (float)al[q];
+        be[q] = (float)be[q];
     }
-    int products = alpha != 0 && k > 0 && h > 0 && w > 0;
-    if ((products && (!a || !b)) || (beta != 0 && h && w && !c0) || (h && w && (!ref || !scale)))
+    int use_c = be[0] != 0 || be[1] != 0;
+    int products = (al[0] != 0 || al[1] != 0) && k > 0 && h > 0 && w > 0;
+    if ((products && (!a || !b)) || (use_c && h && w && !c0) || (h && w && (!ref || !scale)))
         return TIDE_ERR_ARGUMENT;
-    size_t entries = (size_t)h * (size_t)w;
-    long double *acc = calloc(entries ? entries : 1, sizeof *acc);
-    long double *mag = calloc(entries ? entries : 1, sizeof *mag);
-    double *sbuf = products ? malloc((size_t)(h < w ? h : w) * (size_t)k * sizeof *sbuf) : NULL;
+    size_t values = (size_t)h * (size_t)w * (size_t)vals;
+    long double *acc = calloc(values ? values : 1, sizeof *acc);
+    long double *mag = calloc(values ? values : 1, sizeof *mag);
+    size_t side = (size_t)(h < w ? h : w) * (size_t)k * (size_t)vals;
+    double *sbuf = products ? malloc(side * sizeof *sbuf) : NULL;
     int status = acc && mag && (sbuf || !products) ? 0 : TIDE_ERR_NOMEM;
     ref_mat ma = ref_mat_of(a, order, ta, lda), mb = ref_mat_of(b, order, tb, ldb);
     /* The block's smaller side is gathered: rows of op(A), or columns of op(B) (rows of
      * op(B)^T, with op(A)^T streamed and the results transposed back). */
     if (!status && products && h <= w)
-        ref_sums(dbl, k, ma, i0, i1, mb, j0, j1, w, 1, sbuf, acc, mag);
+        ref_sums(dbl, cplx, k, ma, i0, i1, mb, j0, j1, w, 1, sbuf, acc, mag);
     else if (!status && products)
-        ref_sums(dbl, k, ref_mat_t(mb), j0, j1, ref_mat_t(ma), i0, i1, 1, w, sbuf, acc, mag);
+        ref_sums(dbl, cplx, k, ref_mat_t(mb), j0, j1, ref_mat_t(ma), i0, i1, 1, w, sbuf, acc,
+                 mag);
+    /* alpha s + beta C0 with s = acc: a complex product in each (real: imaginary parts 0). The
+     * real part's real products sum to |ar| mag_re + |ai| mag_im + |br cr| + |bi ci|, the
+     * imaginary part's to |ar| mag_im + |ai| mag_re + |br ci| + |bi cr|. */
     for (long long i = 0; i < h && !status; i++)
         for (long long j = 0; j < w; j++) {
-            long long e = i * w + j;
-            long double v = alpha * acc[e], s = fabs(alpha) * mag[e];
-            if (beta != 0) {
+            long long e = (i * w + j) * vals;
+            long double s[2] = {acc[e], cplx ? acc[e + 1] : 0};
+            long double u[2] = {mag[e], cplx ? mag[e + 1] : 0};
+            long double v[2], t[2];
+            for (int q = 0; q < 2; q++) { /* q 0 the real part, 1 the imaginary */
+                v[q] = q ? (long double)al[0] * s[1] + (long double)al[1] * s[0]
+                         : (long double)al[0] * s[0] - (long double)al[1] * s[1];
+                t[q] = fabs(al[0]) * u[q] + fabs(al[1]) * u[1 - q];
+            }
+            if (use_c) {
                 long long at = order == TIDE_COL_MAJOR ? (i0 + i) + (j0 + j) * ldc
                                                        : (i0 + i) * ldc + (j0 + j);
-                long double c = (long double)beta * ref_get(c0, dbl, at);
-                v += c;
-                s += fabsl(c);
+                double c[2];
+                ref_elem(c0, dbl, cplx, at, 1, c);
+                long double rr = (long double)be[0] * c[0], ii = (long double)be[1] * c[1];
+                long double ri = (long double)be[0] * c[1], ir = (long double)be[1] * c[0];
+                v[0] += rr - ii;
+                v[1] += ri + ir;
+                t[0] += fabsl(rr) + fabsl(ii);
+                t[1] += fabsl(ri) + fabsl(ir);
             }
-            ref[e] = (double)v;
-            scale[e] = (double)s;
+            for (int q = 0; q < vals; q++) {
+                ref[e + q] = (double)v[q];
+                scale[e + q] = (double)t[q];
+            }
         }
     free(acc);
     free(mag);
@@ -924,28 +990,35 @@ int tide_ref_gemm(int dbl, tide_matrix_order order, tide_transpose ta, tide_tran
     return status;
 }
 
-double tide_ref_gemm_error(int dbl, tide_matrix_order order, long long k, const void *c,
-                           long long ldc, long long i0, long long i1, long long j0, long long j1,
-                           const double *ref, const double *scale)
+double tide_ref_gemm_error(int dbl, int cplx, tide_matrix_order order, long long k,
+                           const void *c, long long ldc, long long i0, long long i1,
+                           long long j0, long long j1, const double *ref, const double *scale)
 {
-    long long h = i1 - i0, w = j1 - j0;
-    if ((order != TIDE_COL_MAJOR && order != TIDE_ROW_MAJOR) || k < 0 || ldc < 1 || i0 < 0 ||
-        h < 0 || j0 < 0 || w < 0 || (h && w && (!c || !ref || !scale)))
+    long long h = i1 - i0, w = j1 - j0, vals = 1 + cplx;
+    if ((order != TIDE_COL_MAJOR && order != TIDE_ROW_MAJOR) || (cplx != 0 && cplx != 1) ||
+        k < 0 || ldc < 1 || i0 < 0 || h < 0 || j0 < 0 || w < 0 || (h && w && (!c || !ref ||
+        !scale)))
         return NAN;
+    /* roundings on the path of one real product: real, 1 product, k additions (the dot
+     * product's k - 1 and beta C's), 1 for alpha; complex, one more for each complex product
+     * (x y's and alpha's real part a difference, its imaginary part a sum of two products) */
+    double depth = (double)k + (cplx ? 4 : 2);
     double u = dbl ? 0x1p-53 : 0x1p-24, u_ref = dbl ? 0x1p-53 : 0;
     double worst = 0;
     for (long long i = 0; i < h; i++)
-        for (long long j = 0; j < w; j++) {
-            long long at = order == TIDE_COL_MAJOR ? (i0 + i) + (j0 + j) * ldc
-                                                   : (i0 + i) * ldc + (j0 + j);
-            double got = ref_get(c, dbl, at), want = ref[i * w + j];
-            if (got == want)
-                continue;
-            double bound = (double)(k + 2) * u * scale[i * w + j] + u_ref * fabs(want);
-            double diff = fabs(got - want); /* NaN when got or want is NaN */
-            if (isnan(diff) || bound == 0)
-                return INFINITY;
-            worst = diff / bound > worst ? diff / bound : worst;
-        }
+        for (long long j = 0; j < w; j++)
+            for (long long q = 0; q < vals; q++) {
+                long long at = order == TIDE_COL_MAJOR ? (i0 + i) + (j0 + j) * ldc
+                                                       : (i0 + i) * ldc + (j0 + j);
+                long long e = (i * w + j) * vals + q;
+                double got = ref_get(c, dbl, at * vals + q), want = ref[e];
+                if (got == want)
+                    continue;
+                double bound = depth * u * scale[e] + u_ref * fabs(want);
+                double diff = fabs(got - want); /* NaN when got or want is NaN */
+                if (isnan(diff) || bound == 0)
+                    return INFINITY;
+                worst = diff / bound > worst ? diff / bound : worst;
+            }
     return worst;
 }

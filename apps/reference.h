@@ -98,34 +98,51 @@ int tide_ref_stencil_taps(tide_stencil_shape shape, const double *w, int (*off)[
 
 /*
  * Local. Naive reference for C = alpha op(A) op(B) + beta C0 on the block of rows [i0, i1) and
- * columns [j0, j1) of C: ref[(i - i0) * (j1 - j0) + (j - j0)] gets the entry, each a dot
- * product in index order accumulated in long double; scale (same indexing) gets
- * |alpha| sum_p |op(A)_ip| |op(B)_pj| + |beta| |C0_ij| (0 for beta == 0: C0 is then not read, it
- * may hold NaN; nor are A and B for alpha == 0). alpha and beta are first rounded to the
- * precision, as tide_gemm_execute does. Matrices of precision dbl (1 double, 0 float) stored in
- * `order` with leading dimensions lda, ldb, ldc as tide_gemm_options defines them (0: the
- * minimum). Cost: the smaller side of the block times k values gathered, then one streaming
- * pass over the other matrix, so a few full rows or columns of a large product are cheap.
- * Returns 0, TIDE_ERR_ARGUMENT for a bad block (or size, enum, leading dimension, NULL array)
- * or TIDE_ERR_NOMEM.
+ * columns [j0, j1) of C, real (cplx 0) or complex (cplx 1: elements (real, imaginary) pairs,
+ * interleaved) matrices of precision dbl (1 double, 0 float) stored in `order` with leading
+ * dimensions lda, ldb, ldc (in elements) as tide_gemm_options defines them (0: the minimum);
+ * op(X) = X, X^T or X^H (TIDE_CONJTRANS: the conjugate transpose; on real matrices X^T).
+ * alpha and beta are {real, imaginary} (on real matrices the imaginary parts must be 0), first
+ * rounded to the precision, as tide_gemm_execute(_complex) does. Each entry is a dot product
+ * in index order accumulated in long double; entry (i, j) at e = (i - i0) * (j1 - j0) + (j - j0):
+ * real, ref[e] gets the entry and scale[e] |alpha| sum_p |op(A)_ip op(B)_pj| + |beta C0_ij|;
+ * complex, ref[2 e] and ref[2 e + 1] its real and imaginary parts and scale[2 e], scale[2 e + 1]
+ * a bound for each: the sum of the magnitudes of the real products that make that part when
+ * every complex product is expanded (with alpha = ar + i ai and beta = br + i bi, the real
+ * part of alpha sum_p x_p y_p + beta c sums ar xr yr, -ar xi yi, -ai xr yi and -ai xi yr over
+ * p, br cr and -bi ci). C0 is not read for beta == 0 (it may hold NaN), nor are A and B for
+ * alpha == 0. Cost: the smaller side of the block times k values gathered, then one streaming
+ * pass over the other matrix, so a few full rows or columns of a large product are cheap
+ * (complex: about three times the real cost). Returns 0, TIDE_ERR_ARGUMENT for a bad block
+ * (or size, enum, leading dimension, NULL array or scalar, a real problem with complex
+ * scalars) or TIDE_ERR_NOMEM.
  */
-int tide_ref_gemm(int dbl, tide_matrix_order order, tide_transpose ta, tide_transpose tb,
-                  long long m, long long n, long long k, double alpha, const void *a,
-                  long long lda, const void *b, long long ldb, double beta, const void *c0,
-                  long long ldc, long long i0, long long i1, long long j0, long long j1,
-                  double *ref, double *scale);
+int tide_ref_gemm(int dbl, int cplx, tide_matrix_order order, tide_transpose ta,
+                  tide_transpose tb, long long m, long long n, long long k,
+                  const double alpha[2], const void *a, long long lda, const void *b,
+                  long long ldb, const double beta[2], const void *c0, long long ldc,
+                  long long i0, long long i1, long long j0, long long j1, double *ref,
+                  double *scale);
 
 /*
- * Local. The largest |C_ij - ref| / ((k + 2) u scale + u_ref |ref|) over the block, C being the
- * computed matrix laid out as above (ldc its actual leading dimension, at least 1), u the unit
- * roundoff of the precision (2^-53 or 2^-24) and u_ref the reference's own rounding to double
- * (2^-53 for double, 0 for float, whose reference is exact to far below u): Higham's
- * deterministic first-order bound for a dot product of length k plus the scaling, so a correct
- * result gives at most 1. An entry with scale 0 must be exactly equal (else the result is +inf).
- * NaN in C gives +inf; bad arguments give NaN.
+ * Local. The largest |C_ij - ref| / (d u scale + u_ref |ref|) over the block, per real value
+ * (complex: the real and imaginary parts each against its own scale), C being the computed
+ * matrix laid out as above (ldc its actual leading dimension, at least 1), u the unit roundoff
+ * of the precision (2^-53 or 2^-24) and u_ref the reference's own rounding to double (2^-53 for
+ * double, 0 for float, whose reference is exact to far below u). d is the most roundings on
+ * the path of one real product into the entry, whatever the order of the sums (the dot
+ * product's, the BLAS's blocking, the panels added into C): real, d = k + 2 (the product, k
+ * additions, alpha), Higham's deterministic first-order bound for a dot product of length k
+ * plus the scaling; complex, d = k + 4, as each of the two complex products (x y and alpha
+ * times the sum) adds the difference or sum of two real products. The bound per part holds
+ * for the textbook complex multiply-add and for kernels that accumulate the real products
+ * separately and combine them at the end alike (Higham's bound on the modulus, gamma_{k+2}
+ * sum_p |x_p| |y_p|, assumes the former). A correct result gives at most 1. A value with
+ * scale 0 must be exactly equal (else the result is +inf). NaN in C gives +inf; bad
+ * arguments give NaN.
  */
-double tide_ref_gemm_error(int dbl, tide_matrix_order order, long long k, const void *c,
-                           long long ldc, long long i0, long long i1, long long j0, long long j1,
-                           const double *ref, const double *scale);
+double tide_ref_gemm_error(int dbl, int cplx, tide_matrix_order order, long long k,
+                           const void *c, long long ldc, long long i0, long long i1,
+                           long long j0, long long j1, const double *ref, const double *scale);
 
 #endif

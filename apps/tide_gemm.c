@@ -5,8 +5,9 @@
  * in-card cuBLAS rate measured in the same run: the figure an out-of-card multiply is judged
  * against.
  *
- * On P ranks the matrices are tide.h's 2D blocks over a process grid (one rank: a 1 x 1 grid,
- * the whole matrices); every entry is a hash of its matrix, global row and column and the seed,
+ * Real or complex (-complex) matrices. On P ranks the matrices are tide.h's 2D blocks over a
+ * process grid (one rank: a 1 x 1 grid, the whole matrices); every entry (each part of a
+ * complex one) is a hash of its matrix, global row and column, the part and the seed,
  * so each rank fills its own blocks, and regenerates whatever the check needs, without
  * communication. The check is the naive oracle (tide_ref_gemm, no Tide code): every entry of C
  * for small products, else 4 rows and 4 columns of it, each rank checking those in its block of
@@ -38,18 +39,19 @@ static const char *usage =
     "usage: mpirun -np P tide gemm <auto|cpu|cuda> <float|double> M [N K] [options]\n"
     "\n"
     "Plans C = alpha op(A) op(B) + beta C with op(A) M x K, op(B) K x N and C M x N (one\n"
-    "size: M = N = K), fills A, B and C with deterministic random values in [-1, 1) (a hash\n"
-    "of the matrix, the entry's global row and column and the seed), then times RUNS\n"
-    "multiplies after one warm-up. On P > 1 ranks the matrices are distributed in 2D blocks\n"
-    "over an R x C process grid (-grid; rank r at row r / C, column r % C), as tide.h's\n"
-    "tide_gemm_plan_create describes: C's block rows of M over R and columns of N over C, A's\n"
-    "the same rows and K over C, B's K over R and C's columns (a transposed operand's block\n"
-    "is op(X)'s block stored transposed). Each rank allocates and fills only its blocks, and\n"
-    "the library multiplies them by SUMMA (on backend cuda each rank's updates streamed\n"
-    "through its GPU as on one rank). Every multiply\n"
-    "starts from the same C: it is restored from a saved copy before each one, outside the\n"
-    "timed region, so each does the same work on the same data (also with beta 0, where a\n"
-    "multiply that left C alone would keep the random values and fail the check). Time per run\n"
+    "size: M = N = K) of real or, with -complex, complex elements of the precision, fills A,\n"
+    "B and C with deterministic random values in [-1, 1) (each part of a complex entry: a\n"
+    "hash of the matrix, the entry's global row and column, the part and the seed), then\n"
+    "times RUNS multiplies after one warm-up. On P > 1 ranks the matrices are distributed\n"
+    "in 2D blocks over an R x C process grid (-grid; rank r at row r / C, column r % C), as\n"
+    "tide.h's tide_gemm_plan_create describes: C's block rows of M over R and columns of N\n"
+    "over C, A's the same rows and K over C, B's K over R and C's columns (a transposed\n"
+    "operand's block is op(X)'s block stored transposed). Each rank allocates and fills only\n"
+    "its blocks, and the library multiplies them by SUMMA (on backend cuda each rank's\n"
+    "updates streamed through its GPU as on one rank). Every multiply starts from the same C:\n"
+    "it is restored from a saved copy before each one, outside the timed region, so each does\n"
+    "the same work on the same data (also with beta 0, where a multiply that left C alone\n"
+    "would keep the random values and fail the check). Time per run\n"
     "is the median over the runs of the slowest rank's time; the library call is complete on\n"
     "return. The result of the last timed multiply is checked against the naive serial oracle\n"
     "(tide_ref_gemm, long double dot products): every entry when M N K <= 2^27 (\"full\"),\n"
@@ -57,28 +59,32 @@ static const char *usage =
     "every rank (\"sampled\"). Each rank checks the entries of its block of C, regenerating\n"
     "the rows of op(A) and columns of op(B) they need from the fill. Max error is the largest\n"
     "error of an entry over the ranks in units of a rigorous bound of its rounding\n"
-    "(tide_ref_gemm_error): at most 1 passes.\n"
+    "(tide_ref_gemm_error; complex: each part against its own bound): at most 1 passes.\n"
     "\n"
-    "Figures: Performance = 2 M N K / time per run, also in TFLOP/s; Memory usage is the\n"
-    "largest rank's. With backend cuda on host matrices the plan streams them through the\n"
-    "GPU (C tiles kept on the device, panels of A and B streamed in) and reports the bytes it\n"
-    "moves over PCIe each way, the rates it measured and its bound: the largest of its flops\n"
-    "at the in-card GEMM rate and its bytes at the PCIe rates (up, down, both ways at once);\n"
-    "printed with the term that dominates and bound / time. On P > 1 ranks these are each\n"
-    "rank's, for its updates (its block of C times K), and each term of the bound the\n"
-    "largest rank's: a bound for ranks with a GPU each (ranks sharing a GPU share its rate,\n"
-    "which the bound does not count). With backend cuda on one rank\n"
-    "the in-card cuBLAS rate is measured in the same run: a device-resident plan on device\n"
-    "copies of the matrices (when the three fit the device budget), timed and checked the same\n"
-    "way, and the out-of-card rate is given as a fraction of it (with -device the run itself\n"
-    "is in card).\n"
+    "Figures: Performance = 2 M N K (complex: 8 M N K) / time per run, also in TFLOP/s;\n"
+    "Memory usage is the largest rank's. With backend cuda on host matrices the plan streams\n"
+    "them through the GPU (C tiles kept on the device, panels of A and B streamed in) and\n"
+    "reports the bytes it moves over PCIe each way, the rates it measured and its bound: the\n"
+    "largest of its flops at the in-card GEMM rate and its bytes at the PCIe rates (up, down,\n"
+    "both ways at once); printed with the term that dominates and bound / time. On P > 1\n"
+    "ranks these are each rank's, for its updates (its block of C times K), and each term of\n"
+    "the bound the largest rank's: a bound for ranks with a GPU each (ranks sharing a GPU\n"
+    "share its rate, which the bound does not count). With backend cuda on one rank the\n"
+    "in-card cuBLAS rate is measured in the same run: a device-resident plan on device copies\n"
+    "of the matrices (when the three fit the device budget), timed and checked the same way,\n"
+    "and the out-of-card rate is given as a fraction of it (with -device the run itself is in\n"
+    "card).\n"
     "\n"
     "options:\n"
-    "  -ta N|T                op(A) = A (N, the default) or its transpose (T)\n"
-    "  -tb N|T                op(B) likewise\n"
+    "  -complex               complex elements, (real, imaginary) pairs of the precision\n"
+    "                         (CGEMM, ZGEMM); multiplied by tide_gemm_execute_complex\n"
+    "  -ta N|T|C              op(A) = A (N, the default), its transpose (T) or its conjugate\n"
+    "                         transpose (C; on real matrices the transpose)\n"
+    "  -tb N|T|C              op(B) likewise\n"
     "  -order col|row         storage of all three matrices: column major (the default, the\n"
     "                         BLAS's) or row major (C's)\n"
-    "  -alpha A, -beta B      the scalars (default 1 and 0)\n"
+    "  -alpha A[,I]           the scalars (default 1 and 0); with -complex ,I gives an\n"
+    "  -beta B[,I]            imaginary part (e.g. -alpha 0.5,-2)\n"
     "  -grid R C              the process grid, R x C = P (default: the library's choice, the\n"
     "                         most square grid with R <= C)\n"
     "  -tile T                rows and columns of the C tiles kept on the device (cuda on\n"
@@ -109,7 +115,8 @@ typedef struct {
     app_args c;             /* backend, precision, sizes (n[] = M N K), the common options */
     tide_transpose ta, tb;
     tide_matrix_order order;
-    double alpha, beta;
+    double alpha[2], beta[2]; /* {real, imaginary} */
+    int cplx;               /* -complex */
     int tile, panel, pageable, check, gpus, share_a;
     int grid[2];            /* -grid R C; {0, 0}: the library's choice */
 } args;
@@ -142,13 +149,28 @@ static char **expand_size(int argc, char **argv, int *argc2)
     return v;
 }
 
-/* -ta/-tb's value: N or T (either case) into *t: 0, else -1. */
+/* -ta/-tb's value: N, T or C (either case) into *t: 0, else -1. */
 static int parse_trans(const char *s, tide_transpose *t)
 {
-    if (strlen(s) != 1 || !strchr("NnTt", s[0]))
+    const char *at = strlen(s) == 1 && s[0] ? strchr("NTCntc", s[0]) : NULL;
+    if (!at)
         return -1;
-    *t = s[0] == 'N' || s[0] == 'n' ? TIDE_NOTRANS : TIDE_TRANS;
+    *t = (tide_transpose)((at - "NTCntc") % 3);
     return 0;
+}
+
+/* -alpha/-beta's value: A or A,I into v (the imaginary part 0 without ,I): 0, else -1. */
+static int parse_scalar(const char *s, double v[2])
+{
+    char buf[128];
+    if (strlen(s) >= sizeof buf)
+        return -1;
+    strcpy(buf, s);
+    char *comma = strchr(buf, ',');
+    if (comma)
+        *comma = 0;
+    v[1] = 0;
+    return app_to_real(buf, &v[0]) || (comma && app_to_real(comma + 1, &v[1])) ? -1 : 0;
 }
 
 /* The options after the positional arguments: 0, else why on rank 0 and 2. */
@@ -165,8 +187,8 @@ static int parse_options(int argc, char **argv, args *a)
             bad = more < 1 || app_to_int(argv[++i], 1, &a->c.runs);
         } else if (!strcmp(o, "-ta") || !strcmp(o, "-tb")) {
             if (parse_trans(v, o[2] == 'a' ? &a->ta : &a->tb)) {
-                tide_warn("tide gemm: %s '%s': give N (op = the matrix) or T (op = its "
-                          "transpose)\n", o, v);
+                tide_warn("tide gemm: %s '%s': give N (op = the matrix), T (op = its "
+                          "transpose) or C (its conjugate transpose)\n", o, v);
                 return 2;
             }
             i++;
@@ -175,7 +197,9 @@ static int parse_options(int argc, char **argv, args *a)
             bad = k < 0;
             a->order = k == 1 ? TIDE_ROW_MAJOR : TIDE_COL_MAJOR;
         } else if (!strcmp(o, "-alpha") || !strcmp(o, "-beta")) {
-            bad = more < 1 || app_to_real(argv[++i], o[1] == 'a' ? &a->alpha : &a->beta);
+            bad = more < 1 || parse_scalar(argv[++i], o[1] == 'a' ? a->alpha : a->beta);
+        } else if (!strcmp(o, "-complex")) {
+            a->cplx = 1;
         } else if (!strcmp(o, "-grid")) {
             if (more < 2 || app_to_int(argv[i + 1], 1, &a->grid[0]) ||
                 app_to_int(argv[i + 2], 1, &a->grid[1])) {
@@ -214,7 +238,7 @@ static int parse(int argc, char **argv, args *a)
 {
     memset(a, 0, sizeof *a);
     app_args_init(&a->c);
-    a->alpha = 1;
+    a->alpha[0] = 1;
     a->check = 1;
     int n;
     char **v = expand_size(argc, argv, &n);
@@ -225,6 +249,11 @@ static int parse(int argc, char **argv, args *a)
     int rc = app_parse_head(n, v, "gemm", usage, 1, 0, 0, &a->c);
     if (!rc)
         rc = parse_options(n, v, a);
+    if (!rc && !a->cplx && (a->alpha[1] != 0 || a->beta[1] != 0)) {
+        tide_warn("tide gemm: an imaginary part of -alpha or -beta needs -complex (complex "
+                  "matrices)\n");
+        rc = 2;
+    }
     if (!rc && a->pageable && a->c.device) {
         tide_warn("tide gemm: -pageable is about host matrices, -device puts them in device "
                   "memory: give one of them\n");
@@ -266,7 +295,7 @@ static int agree(int st)
 /* Whether X (0 A, 1 B, 2 C) is stored transposed: op(X) = X^T. */
 static int transposed(const args *a, int x)
 {
-    return x == 0 ? a->ta == TIDE_TRANS : x == 1 ? a->tb == TIDE_TRANS : 0;
+    return x == 0 ? a->ta != TIDE_NOTRANS : x == 1 ? a->tb != TIDE_NOTRANS : 0;
 }
 
 /* The block of op(X) (op(C) = C) that the rank at (row, col) of the grid holds: global rows
@@ -308,9 +337,12 @@ typedef struct {
     int pageable;
 } matrices;
 
+/* Values (float or double) per element: 1, complex 2. */
+static int elem_vals(const args *a) { return a->cplx ? 2 : 1; }
+
 static size_t elem_size(const args *a)
 {
-    return a->c.prec == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
+    return (size_t)elem_vals(a) * (a->c.prec == TIDE_DOUBLE ? sizeof(double) : sizeof(float));
 }
 
 /* This rank's blocks of op(A), op(B) and C on the plan's process grid (tide.h's rule), as
@@ -347,21 +379,25 @@ static indices sub_indices(indices l, long long t0, long long n)
     return l.at ? (indices){n, 0, l.at + t0} : (indices){n, l.lo + t0, NULL};
 }
 
-/* Entry (i, j) of the global op(X) (x: 0 A, 1 B, 2 C), in [-1, 1): a hash of the seed, the
- * matrix and the global indices (tide_ref_value), so any rank makes any entry. */
-static double entry(unsigned seed, int x, long long i, long long j)
+/* Part part (0 real, 1 imaginary) of entry (i, j) of the global op(X) (x: 0 A, 1 B, 2 C), in
+ * [-1, 1): a hash of the seed, the matrix, the global indices and the part (tide_ref_value),
+ * so any rank makes any entry. */
+static double entry(unsigned seed, int x, long long i, long long j, int part)
 {
     static const int unused[3] = {0, 0, 0};
-    return tide_ref_value(seed, x, unused, (int)i, (int)j, 0, 0);
+    return tide_ref_value(seed, x, unused, (int)i, (int)j, 0, part);
 }
 
 /* Writes the entries of op(X) at global rows `rows` and columns `cols` into p as X is stored:
- * in the run's order with leading dimension ld (0: the least), transposed when op(X) = X^T; on
- * the context's threads. The one fill: of the rank's blocks and of the check's operands. */
+ * in the run's order with leading dimension ld (0: the least), transposed when op(X) = X^T,
+ * also conjugated when op(X) = X^H; on the context's threads. The one fill: of the rank's
+ * blocks and of the check's operands. */
 static void fill(void *p, const args *a, int x, indices rows, indices cols, long long ld,
                  int threads)
 {
-    int t = transposed(a, x), colmajor = a->order == TIDE_COL_MAJOR;
+    int t = transposed(a, x), colmajor = a->order == TIDE_COL_MAJOR, w = elem_vals(a);
+    tide_transpose op = x == 0 ? a->ta : x == 1 ? a->tb : TIDE_NOTRANS;
+    double conj = op == TIDE_CONJTRANS ? -1 : 1; /* the stored imaginary parts' sign */
     long long sr, sc;
     stored(a, x, rows.n, cols.n, &sr, &sc);
     long long outer = colmajor ? sc : sr, inner = colmajor ? sr : sc, count = outer * inner;
@@ -373,12 +409,15 @@ static void fill(void *p, const args *a, int x, indices rows, indices cols, long
     for (long long e = 0; e < count; e++) {
         long long o = e / inner, q = e % inner;
         long long r = colmajor ? q : o, c = colmajor ? o : q; /* stored row and column */
-        double v = entry(seed, x, index_at(&rows, t ? c : r), index_at(&cols, t ? r : c));
-        size_t at = (size_t)(o * ld + q);
-        if (dbl)
-            ((double *)p)[at] = v;
-        else
-            ((float *)p)[at] = (float)v;
+        long long i = index_at(&rows, t ? c : r), j = index_at(&cols, t ? r : c);
+        for (int part = 0; part < w; part++) {
+            double v = entry(seed, x, i, j, part) * (part ? conj : 1);
+            size_t at = (size_t)(o * ld + q) * (size_t)w + (size_t)part;
+            if (dbl)
+                ((double *)p)[at] = v;
+            else
+                ((float *)p)[at] = (float)v;
+        }
     }
 }
 
@@ -437,7 +476,8 @@ static void matrices_free(tide_context *ctx, matrices *mx)
 typedef struct {
     tide_context *ctx;
     tide_gemm_plan *plan;
-    double alpha, beta;
+    const double *alpha, *beta; /* {real, imaginary} */
+    int cplx;                   /* through tide_gemm_execute_complex */
     const void *a, *b, *c0;
     void *c;
     size_t cbytes;
@@ -452,7 +492,9 @@ static int restore(void *p)
 static int multiply(void *p)
 {
     run_arg *r = p;
-    return tide_gemm_execute(r->plan, r->alpha, r->a, r->b, r->beta, r->c);
+    if (r->cplx)
+        return tide_gemm_execute_complex(r->plan, r->alpha, r->a, r->b, r->beta, r->c);
+    return tide_gemm_execute(r->plan, r->alpha[0], r->a, r->b, r->beta[0], r->c);
 }
 
 /* Collective: a warm-up, then runs timed multiplies into times (the slowest rank's); C's
@@ -461,7 +503,8 @@ static int time_plan(tide_context *ctx, tide_gemm_plan *plan, const args *a,
                      const matrices *mx, int dev, double *times)
 {
     void *const *x = dev ? mx->dev : mx->host;
-    run_arg r = {ctx, plan, a->alpha, a->beta, x[0], x[1], mx->c0, x[2], mx->bytes[2]};
+    run_arg r = {ctx,  plan,    a->alpha, a->beta, a->cplx,
+                 x[0], x[1],    mx->c0,   x[2],    mx->bytes[2]};
     int st;
     if ((st = restore(&r)) || (st = multiply(&r)) ||
         (st = app_time_runs(a->c.runs, restore, multiply, &r, 1, times)))
@@ -515,10 +558,10 @@ static int check_part(const args *a, const matrices *mx, const void *c, indices 
     long long k = a->c.n[2], per = CHECK_OPERAND / k > 0 ? CHECK_OPERAND / k : 1;
     long long tw = min_ll(cols.n, per);
     long long th = min_ll(min_ll(rows.n, per), CHECK_BLOCK / tw > 0 ? CHECK_BLOCK / tw : 1);
-    size_t es = elem_size(a), tile = (size_t)th * (size_t)tw;
+    size_t es = elem_size(a), tile = (size_t)th * (size_t)tw, vals = tile * (size_t)elem_vals(a);
     char *ap = malloc((size_t)th * (size_t)k * es), *bp = malloc((size_t)k * (size_t)tw * es);
     char *cp = malloc(tile * es), *got = malloc(tile * es);
-    double *ref = malloc(sizeof(double) * tile), *scale = malloc(sizeof(double) * tile);
+    double *ref = malloc(sizeof(double) * vals), *scale = malloc(sizeof(double) * vals);
     int st = ap && bp && cp && got && ref && scale ? 0 : -1;
     if (st)
         rank_warn("out of memory for the check (%lld x %lld entries, k %lld)\n", th, tw, k);
@@ -531,8 +574,8 @@ static int check_part(const args *a, const matrices *mx, const void *c, indices 
             fill(ap, a, 0, r, all_k, 0, threads);
             fill(bp, a, 1, all_k, cl, 0, threads);
             fill(cp, a, 2, r, cl, 0, threads);
-            int ost = tide_ref_gemm(dbl, a->order, a->ta, a->tb, h, w, k, a->alpha, ap, 0, bp, 0,
-                                    a->beta, cp, 0, 0, h, 0, w, ref, scale);
+            int ost = tide_ref_gemm(dbl, a->cplx, a->order, a->ta, a->tb, h, w, k, a->alpha, ap,
+                                    0, bp, 0, a->beta, cp, 0, 0, h, 0, w, ref, scale);
             if (ost) {
                 rank_warn("the oracle failed: %s\n", tide_strerror(ost));
                 *worst = NAN;
@@ -546,8 +589,9 @@ static int check_part(const args *a, const matrices *mx, const void *c, indices 
                     long long to = colmajor ? i + j * h : i * w + j;
                     memcpy(got + (size_t)to * es, cb + (size_t)from * es, es);
                 }
-            *worst = worse(*worst, tide_ref_gemm_error(dbl, a->order, k, got, colmajor ? h : w,
-                                                       0, h, 0, w, ref, scale));
+            *worst = worse(*worst, tide_ref_gemm_error(dbl, a->cplx, a->order, k, got,
+                                                       colmajor ? h : w, 0, h, 0, w, ref,
+                                                       scale));
         }
     free(ap);
     free(bp);
@@ -694,6 +738,7 @@ static int incard_measure(tide_context *ctx, const args *a, matrices *mx, int th
     tide_gemm_options o;
     tide_gemm_options_init(&o);
     o.precision = a->c.prec;
+    o.domain = a->cplx ? TIDE_COMPLEX : TIDE_REAL;
     o.backend = TIDE_BACKEND_CUDA;
     o.location = TIDE_LOCATION_DEVICE;
     o.order = a->order;
@@ -725,7 +770,24 @@ static int incard_measure(tide_context *ctx, const args *a, matrices *mx, int th
 
 static const char *trans_name(tide_transpose t)
 {
-    return t == TIDE_TRANS ? "T" : "N";
+    return t == TIDE_CONJTRANS ? "C" : t == TIDE_TRANS ? "T" : "N";
+}
+
+/* The elements: "double", "complex float", ... */
+static const char *elem_name(const args *a)
+{
+    int dbl = a->c.prec == TIDE_DOUBLE;
+    return a->cplx ? (dbl ? "complex double" : "complex float") : dbl ? "double" : "float";
+}
+
+/* A scalar for the report: "1.5", complex "1.5-2i". */
+static const char *scalar_name(const args *a, const double v[2], char *buf, size_t len)
+{
+    if (a->cplx)
+        snprintf(buf, len, "%g%+gi", v[0], v[1]);
+    else
+        snprintf(buf, len, "%g", v[0]);
+    return buf;
 }
 
 /* Where the matrices live: tide_host_alloc pins host memory on a CUDA context only. */
@@ -774,12 +836,13 @@ static void say_setup(const args *a, const matrices *mx, const tide_gemm_info *i
     const app_args *c = &a->c;
     int gpu = info->backend == TIDE_BACKEND_CUDA;
     const char *at = where(a, info->backend);
+    char al[64], be[64];
     tide_say("Tide %s: gemm %s %dx%dx%d (M N K), C = alpha op(A) op(B) + beta C, op %s%s, "
-             "%s major, alpha %g, beta %g, %d rank%s x %d threads, backend %s, %s matrices\n",
-             tide_version(), c->prec == TIDE_DOUBLE ? "double" : "float", c->n[0], c->n[1],
-             c->n[2], trans_name(a->ta), trans_name(a->tb),
-             a->order == TIDE_COL_MAJOR ? "column" : "row", a->alpha, a->beta, mx->ranks,
-             mx->ranks > 1 ? "s" : "", threads, gpu ? "cuda" : "cpu", at);
+             "%s major, alpha %s, beta %s, %d rank%s x %d threads, backend %s, %s matrices\n",
+             tide_version(), elem_name(a), c->n[0], c->n[1], c->n[2], trans_name(a->ta),
+             trans_name(a->tb), a->order == TIDE_COL_MAJOR ? "column" : "row",
+             scalar_name(a, a->alpha, al, sizeof al), scalar_name(a, a->beta, be, sizeof be),
+             mx->ranks, mx->ranks > 1 ? "s" : "", threads, gpu ? "cuda" : "cpu", at);
     tide_say("Plan: %s\n", desc);
     long long sr[3], sc[3], n[3][2] = {{c->n[0], c->n[2]}, {c->n[2], c->n[1]},
                                        {c->n[0], c->n[1]}};
@@ -827,7 +890,8 @@ static void say_figures(const args *a, const matrices *mx, const tide_gemm_info 
                         const app_stats *ts, const check_result *cr, const bound_terms *b,
                         const incard *in)
 {
-    tide_say("Rate: %.4g TFLOP/s (2 M N K / time per run)\n", info->flops / ts->median * 1e-12);
+    tide_say("Rate: %.4g TFLOP/s (%d M N K / time per run)\n", info->flops / ts->median * 1e-12,
+             a->cplx ? 8 : 2);
     if (!a->check) {
         tide_say("Verification: skipped (-no-check)\n");
     } else {
@@ -883,11 +947,12 @@ static int write_json(const args *a, const matrices *mx, const tide_gemm_info *i
         return 1;
     }
     app_json_head(f, "gemm", &a->c, mx->ranks, threads, info->backend, desc, 0);
-    fprintf(f, "\"m\": %d, \"n\": %d, \"k\": %d, \"transa\": \"%s\", \"transb\": \"%s\", "
-            "\"order\": \"%s\", \"alpha\": %.17g, \"beta\": %.17g, \"location\": \"%s\",\n",
-            a->c.n[0], a->c.n[1], a->c.n[2], trans_name(a->ta), trans_name(a->tb),
-            a->order == TIDE_COL_MAJOR ? "col" : "row", a->alpha, a->beta,
-            where(a, info->backend));
+    fprintf(f, "\"m\": %d, \"n\": %d, \"k\": %d, \"domain\": \"%s\", \"transa\": \"%s\", "
+            "\"transb\": \"%s\", \"order\": \"%s\", \"alpha\": %.17g, \"alpha_im\": %.17g, "
+            "\"beta\": %.17g, \"beta_im\": %.17g, \"location\": \"%s\",\n", a->c.n[0], a->c.n[1],
+            a->c.n[2], a->cplx ? "complex" : "real", trans_name(a->ta), trans_name(a->tb),
+            a->order == TIDE_COL_MAJOR ? "col" : "row", a->alpha[0], a->alpha[1], a->beta[0],
+            a->beta[1], where(a, info->backend));
     fprintf(f, " \"gpus\": %d, \"shared_a\": %s, \"tiles\": %d, \"tile_m\": %lld, "
             "\"tile_n\": %lld, \"panels\": %d, \"panel\": %lld, \"slots\": %d, \"grid\": [%d, "
             "%d],", info->gpus, info->shared_a ? "true" : "false", info->tiles, info->tile_m,
@@ -931,6 +996,7 @@ static int plan_make(tide_context *ctx, const args *a, tide_gemm_plan **plan, do
     tide_gemm_options o;
     tide_gemm_options_init(&o);
     o.precision = a->c.prec;
+    o.domain = a->cplx ? TIDE_COMPLEX : TIDE_REAL;
     o.backend = a->c.backend;
     o.location = a->c.device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
     o.order = a->order;
@@ -1020,7 +1086,7 @@ int tide_cmd_gemm(int argc, char **argv)
     bound_terms b;
     double gpus = info.gpus > 1 ? info.gpus : 1; /* the in-card plan runs on one GPU */
     /* several ranks: each rank's updates, its block of C times k, at its plan's rate */
-    double flops = 2.0 * (double)(mx.hi[2][0] - mx.lo[2][0]) *
+    double flops = (a.cplx ? 8.0 : 2.0) * (double)(mx.hi[2][0] - mx.lo[2][0]) *
                    (double)(mx.hi[2][1] - mx.lo[2][1]) * (double)a.c.n[2];
     bound_of(&info, flops, in.measured ? gpus * info.flops / in.ts.median / 1e9 : info.rate_gemm,
              &b);

@@ -1,15 +1,16 @@
 /*
- * cublasxt_peer.c: the peer of `tide gemm` with host matrices on one GPU: cuBLASXt's DGEMM,
- * NVIDIA's out-of-card GEMM, on devices 0..G-1 (G = 1 by default), the matrices in pinned
- * host memory (cudaMallocHost), swept over cuBLASXt's block sizes.
+ * cublasxt_peer.c: the peer of `tide gemm` with host matrices on one GPU: cuBLASXt's DGEMM
+ * (ZGEMM with -complex), NVIDIA's out-of-card GEMM, on devices 0..G-1 (G = 1 by default), the
+ * matrices in pinned host memory (cudaMallocHost), swept over cuBLASXt's block sizes.
  *
- *   cublasxt_peer [N | M N K] [-block B] [-gpus G] [-n RUNS]
+ *   cublasxt_peer [N | M N K] [-block B] [-gpus G] [-n RUNS] [-complex]
  *
  * C = A B (alpha 1, beta 0, column major, no transposes) with A M x K and B K x N; default
  * N = 32768 (M = N = K), block sizes 1024, 2048, 4096 and 8192 (-block B: that one alone),
  * 5 runs. Per block size: one warm-up, then RUNS runs, each timed with a device synchronize
  * on both sides (cuBLASXt's calls return once the product is in C); the median counts. Prints
- * each block size's time and TFLOP/s (2 M N K / time) and the best last, in a line
+ * each block size's time and TFLOP/s (2 M N K / time; complex 8 M N K) and the best last, in a
+ * line
  *   cublasXt best: block B, T TFLOP/s
  * The inputs are uniform in [-0.5, 0.5) (peer.h); 8 entries of the last C are compared with
  * dot products on the CPU, so a misconfigured call cannot post a figure.
@@ -27,14 +28,15 @@
 #define CHECKED_ENTRIES 8
 
 static const char *usage =
-    "usage: cublasxt_peer [N | M N K] [-block B] [-gpus G] [-n RUNS]\n"
-    "  cuBLASXt DGEMM C = A B on GPUs 0..G-1 (default G = 1), A M x K, B K x N in pinned\n"
-    "  host memory (default N = 32768 for all three); block sizes 1024 2048 4096 8192, or B\n"
-    "  alone; median of RUNS runs (default 5) after a warm-up per block size\n";
+    "usage: cublasxt_peer [N | M N K] [-block B] [-gpus G] [-n RUNS] [-complex]\n"
+    "  cuBLASXt DGEMM (ZGEMM with -complex) C = A B on GPUs 0..G-1 (default G = 1), A M x K,\n"
+    "  B K x N in pinned host memory (default N = 32768 for all three); block sizes 1024 2048\n"
+    "  4096 8192, or B alone; median of RUNS runs (default 5) after a warm-up per block size\n";
 
 typedef struct {
     size_t m, n, k;
     int blocks[MAX_BLOCKS], nblocks, runs, gpus;
+    int cplx; /* ZGEMM: each element two doubles (re, im) */
 } params;
 
 /* A whole decimal in [lo, hi] into *out: 0, else -1. */
@@ -56,12 +58,15 @@ static int parse(int argc, char **argv, params *p)
     p->runs = 5;
     p->gpus = 1;
     p->nblocks = 0;
+    p->cplx = 0;
     for (int i = 1; i < argc; i++) {
         int more = argc - i - 1;
         if (!strcmp(argv[i], "-block") && more && !to_long(argv[i + 1], 1, 1L << 20, &v))
             p->blocks[0] = (int)v, p->nblocks = 1, i++;
         else if (!strcmp(argv[i], "-n") && more && !to_long(argv[i + 1], 1, 1000, &v))
             p->runs = (int)v, i++;
+        else if (!strcmp(argv[i], "-complex"))
+            p->cplx = 1;
         else if (!strcmp(argv[i], "-gpus") && more && !to_long(argv[i + 1], 1, 16, &v))
             p->gpus = (int)v, i++;
         else if (nsizes < 3 && !to_long(argv[i], 1, 1L << 30, &v))
@@ -119,6 +124,12 @@ static int multiply(cublasXtHandle_t h, const params *p, const double *a, const 
                     double *c)
 {
     const double one = 1, zero = 0;
+    const cuDoubleComplex zone = {1, 0}, zzero = {0, 0};
+    if (p->cplx)
+        return xt_ok(cublasXtZgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, p->m, p->n, p->k, &zone,
+                                   (const cuDoubleComplex *)a, p->m, (const cuDoubleComplex *)b,
+                                   p->k, &zzero, (cuDoubleComplex *)c, p->m),
+                     "cublasXtZgemm");
     return xt_ok(cublasXtDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, p->m, p->n, p->k, &one, a, p->m, b,
                                p->k, &zero, c, p->m),
                  "cublasXtDgemm");
@@ -145,21 +156,28 @@ static int time_block(cublasXtHandle_t h, const params *p, int block, const doub
 }
 
 /* CHECKED_ENTRIES entries of C against dot products in long double: the largest error
- * relative to sum |a_il b_lj| of its entry, which rounding keeps below about k 2^-53. */
+ * relative to sum |a_il| |b_lj| of its entry (complex: each part's error, the moduli summed),
+ * which rounding keeps below about k 2^-53 (complex: sqrt(2) times that). */
 static double spot_check(const params *p, const double *a, const double *b, const double *c)
 {
     unsigned long long x = PEER_SEED ^ 0x5bd1e995u;
     double worst = 0;
+    size_t w = p->cplx ? 2 : 1; /* doubles per element */
     for (int e = 0; e < CHECKED_ENTRIES; e++) {
         size_t i = peer_rand(&x) % p->m, j = peer_rand(&x) % p->n;
-        long double dot = 0, mag = 0;
+        long double re = 0, im = 0, mag = 0;
         for (size_t l = 0; l < p->k; l++) {
-            long double t = (long double)a[i + l * p->m] * b[l + j * p->k];
-            dot += t;
-            mag += fabsl(t);
+            const double *ai = a + w * (i + l * p->m), *bj = b + w * (l + j * p->k);
+            long double ar = ai[0], br = bj[0], ai_ = p->cplx ? ai[1] : 0,
+                        bi = p->cplx ? bj[1] : 0;
+            re += ar * br - ai_ * bi;
+            im += ar * bi + ai_ * br;
+            mag += sqrtl(ar * ar + ai_ * ai_) * sqrtl(br * br + bi * bi);
         }
-        double err = mag > 0 ? (double)(fabsl(c[i + j * p->m] - dot) / mag) : 0;
-        worst = fmax(worst, isnan(c[i + j * p->m]) ? INFINITY : err);
+        const double *cij = c + w * (i + j * p->m);
+        long double d = fmaxl(fabsl(cij[0] - re), p->cplx ? fabsl(cij[1] - im) : 0);
+        double err = mag > 0 ? (double)(d / mag) : 0;
+        worst = fmax(worst, isnan(cij[0]) || (p->cplx && isnan(cij[1])) ? INFINITY : err);
     }
     return worst;
 }
@@ -172,7 +190,7 @@ static int sweep(cublasXtHandle_t h, const params *p, const double *a, const dou
     int best_block = 0;
     if (!times)
         return fprintf(stderr, "cublasxt_peer: out of memory\n"), 1;
-    double flops = 2.0 * (double)p->m * (double)p->n * (double)p->k;
+    double flops = (p->cplx ? 8.0 : 2.0) * (double)p->m * (double)p->n * (double)p->k;
     for (int i = 0; i < p->nblocks; i++) {
         double median;
         if (time_block(h, p, p->blocks[i], a, b, c, times, &median)) {
@@ -198,8 +216,8 @@ static int bench(const params *p)
 {
     if (gpu_ready())
         return 1;
-    size_t bytes[3] = {p->m * p->k * sizeof(double), p->k * p->n * sizeof(double),
-                       p->m * p->n * sizeof(double)};
+    size_t e = (p->cplx ? 2 : 1) * sizeof(double);
+    size_t bytes[3] = {p->m * p->k * e, p->k * p->n * e, p->m * p->n * e};
     double *mat[3] = {NULL, NULL, NULL};
     cublasXtHandle_t h = NULL;
     int rc = 1, devices[16];
@@ -213,8 +231,9 @@ static int bench(const params *p)
     unsigned long long x = PEER_SEED;
     for (int i = 0; i < 3; i++)
         peer_fill(mat[i], bytes[i] / sizeof(double), 1, &x);
-    printf("cublasxt_peer: DGEMM %zux%zux%zu (M N K), NN, column major, pinned host matrices "
-           "%.3g GB in all, %d GPU%s, %d runs per block size\n", p->m, p->n, p->k,
+    printf("cublasxt_peer: %s %zux%zux%zu (M N K), NN, column major, pinned host matrices "
+           "%.3g GB in all, %d GPU%s, %d runs per block size\n", p->cplx ? "ZGEMM" : "DGEMM",
+           p->m, p->n, p->k,
            (double)(bytes[0] + bytes[1] + bytes[2]) / 1e9, p->gpus, p->gpus > 1 ? "s" : "",
            p->runs);
     if (xt_ok(cublasXtCreate(&h), "cublasXtCreate") ||

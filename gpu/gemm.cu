@@ -29,7 +29,10 @@ int check(cublasStatus_t r, const char *call)
     return r == CUBLAS_STATUS_SUCCESS ? 0 : tide_gpu_note_error(call, cublas_name(r), (int)r);
 }
 
-cublasOperation_t op(int trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP_N; }
+cublasOperation_t op(int trans)
+{
+    return trans == TIDE_CONJTRANS ? CUBLAS_OP_C : trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+}
 
 extern "C" int tide_gpu_gemm_create(void **handle)
 {
@@ -49,31 +52,48 @@ extern "C" void tide_gpu_gemm_destroy(void *handle)
 
 // C = beta C of a multiply with k = 0, which the BLAS defines (C zeroed without being read
 // when beta = 0) and cuBLAS's GEMM does not promise: a 2D memset, or an in-place geam.
-int scale_only(cublasHandle_t h, const tide_gemm_desc *d, double beta, void *c,
+int scale_only(cublasHandle_t h, const tide_gemm_desc *d, tide_scalar beta, void *c,
                cudaStream_t stream)
 {
-    size_t elem = d->dbl ? sizeof(double) : sizeof(float);
+    size_t elem = tide_gemm_elem(d);
     int m = (int)d->m, n = (int)d->n, ldc = (int)d->ldc;
-    if (beta == 0) {
+    if (beta.re == 0 && beta.im == 0) {
         cudaError_t e = cudaMemset2DAsync(c, elem * (size_t)ldc, 0, elem * (size_t)m,
                                           (size_t)n, stream);
         return e == cudaSuccess ? 0 : tide_gpu_note_error("cudaMemset2DAsync",
                                                           cudaGetErrorString(e), (int)e);
     }
-    double zero = 0;
-    float fb = (float)beta, fzero = 0;
-    if (d->dbl)
-        return check(cublasDgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, &beta, (double *)c, ldc,
-                                 &zero, (double *)c, ldc, (double *)c, ldc), "cublasDgeam");
-    return check(cublasSgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, &fb, (float *)c, ldc, &fzero,
-                             (float *)c, ldc, (float *)c, ldc), "cublasSgeam");
+    cublasOperation_t N = CUBLAS_OP_N;
+    if (d->cplx && d->dbl) {
+        cuDoubleComplex b = make_cuDoubleComplex(beta.re, beta.im), zero = {0, 0};
+        auto *z = (cuDoubleComplex *)c;
+        return check(cublasZgeam(h, N, N, m, n, &b, z, ldc, &zero, z, ldc, z, ldc),
+                     "cublasZgeam");
+    }
+    if (d->cplx) {
+        cuComplex b = make_cuComplex((float)beta.re, (float)beta.im), zero = {0, 0};
+        auto *z = (cuComplex *)c;
+        return check(cublasCgeam(h, N, N, m, n, &b, z, ldc, &zero, z, ldc, z, ldc),
+                     "cublasCgeam");
+    }
+    if (d->dbl) {
+        double b = beta.re, zero = 0;
+        auto *z = (double *)c;
+        return check(cublasDgeam(h, N, N, m, n, &b, z, ldc, &zero, z, ldc, z, ldc),
+                     "cublasDgeam");
+    }
+    float b = (float)beta.re, zero = 0;
+    auto *z = (float *)c;
+    return check(cublasSgeam(h, N, N, m, n, &b, z, ldc, &zero, z, ldc, z, ldc), "cublasSgeam");
 }
 
 } // namespace
 
-extern "C" int tide_gpu_gemm(void *handle, const tide_gemm_desc *d, double alpha, const void *a,
-                             const void *b, double beta, void *c, void *stream)
+extern "C" int tide_gpu_gemm(void *handle, const tide_gemm_desc *d, const tide_scalar *pa,
+                             const void *a, const void *b, const tide_scalar *pb, void *c,
+                             void *stream)
 {
+    tide_scalar alpha = *pa, beta = *pb;
     cublasHandle_t h = (cublasHandle_t)handle;
     int st = check(cublasSetStream(h, (cudaStream_t)stream), "cublasSetStream");
     if (st || d->m == 0 || d->n == 0)
@@ -83,11 +103,26 @@ extern "C" int tide_gpu_gemm(void *handle, const tide_gemm_desc *d, double alpha
     // cuBLAS takes int sizes; the plan keeps every dimension within INT_MAX.
     int m = (int)d->m, n = (int)d->n, k = (int)d->k;
     int lda = (int)d->lda, ldb = (int)d->ldb, ldc = (int)d->ldc;
+    cublasOperation_t ta = op(d->transa), tb = op(d->transb);
+    if (d->cplx && d->dbl) {
+        cuDoubleComplex za = make_cuDoubleComplex(alpha.re, alpha.im),
+                        zb = make_cuDoubleComplex(beta.re, beta.im);
+        return check(cublasZgemm(h, ta, tb, m, n, k, &za, (const cuDoubleComplex *)a, lda,
+                                 (const cuDoubleComplex *)b, ldb, &zb, (cuDoubleComplex *)c,
+                                 ldc), "cublasZgemm");
+    }
+    if (d->cplx) {
+        cuComplex ca = make_cuComplex((float)alpha.re, (float)alpha.im),
+                  cb = make_cuComplex((float)beta.re, (float)beta.im);
+        return check(cublasCgemm(h, ta, tb, m, n, k, &ca, (const cuComplex *)a, lda,
+                                 (const cuComplex *)b, ldb, &cb, (cuComplex *)c, ldc),
+                     "cublasCgemm");
+    }
     if (d->dbl)
-        return check(cublasDgemm(h, op(d->transa), op(d->transb), m, n, k, &alpha,
-                                 (const double *)a, lda, (const double *)b, ldb, &beta,
-                                 (double *)c, ldc), "cublasDgemm");
-    float fa = (float)alpha, fb = (float)beta;
-    return check(cublasSgemm(h, op(d->transa), op(d->transb), m, n, k, &fa, (const float *)a,
-                             lda, (const float *)b, ldb, &fb, (float *)c, ldc), "cublasSgemm");
+        return check(cublasDgemm(h, ta, tb, m, n, k, &alpha.re, (const double *)a, lda,
+                                 (const double *)b, ldb, &beta.re, (double *)c, ldc),
+                     "cublasDgemm");
+    float fa = (float)alpha.re, fb = (float)beta.re;
+    return check(cublasSgemm(h, ta, tb, m, n, k, &fa, (const float *)a, lda, (const float *)b,
+                             ldb, &fb, (float *)c, ldc), "cublasSgemm");
 }

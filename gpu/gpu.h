@@ -133,12 +133,14 @@ int tide_gpu_sweep_create(struct tide_sweep *s, int fuse, char *err, size_t len)
 int tide_gpu_sweep(const struct tide_sweep *s, const void *src, void *dst, int steps,
                    void *stream);
 void tide_gpu_sweep_destroy(struct tide_sweep *s);
-/* Matrix multiplies with cuBLAS (backend.h's tide_gemm_desc; gpu/gemm.cu): a handle, and one
- * multiply of device matrices enqueued on stream. */
+/* Matrix multiplies with cuBLAS (backend.h's tide_gemm_desc and tide_scalar; gpu/gemm.cu): a
+ * handle, and one multiply of device matrices enqueued on stream. */
 struct tide_gemm_desc;
+struct tide_scalar;
 int tide_gpu_gemm_create(void **handle);
-int tide_gpu_gemm(void *handle, const struct tide_gemm_desc *d, double alpha, const void *a,
-                  const void *b, double beta, void *c, void *stream);
+int tide_gpu_gemm(void *handle, const struct tide_gemm_desc *d, const struct tide_scalar *alpha,
+                  const void *a, const void *b, const struct tide_scalar *beta, void *c,
+                  void *stream);
 void tide_gpu_gemm_destroy(void *handle);
 /* cuFFT's status r in words. */
 const char *tide_cufft_name(int r);

@@ -133,14 +133,32 @@ typedef struct tide_sweep {
 } tide_sweep;
 
 /* A matrix multiply in the backend's memory, column major as the BLAS has it: C = alpha op(A)
- * op(B) + beta C with op(A) m x k, op(B) k x n, C m x n; trans: op(X) = X^T; ld: leading
- * dimensions (at least 1 and the rows of the matrix as stored). beta = 0 does not read C. */
+ * op(B) + beta C with op(A) m x k, op(B) k x n, C m x n; trans: tide_transpose (op(X) = X, X^T
+ * or X^H); ld: leading dimensions in elements (at least 1 and the rows of the matrix as
+ * stored). cplx: complex elements, (re, im) pairs of the precision. beta = 0 does not read C. */
 typedef struct tide_gemm_desc {
-    int dbl;
+    int dbl, cplx;
     int transa, transb;
     long long m, n, k;
     long long lda, ldb, ldc;
 } tide_gemm_desc;
+
+/* A multiply's alpha or beta (im 0 on real matrices). */
+typedef struct tide_scalar {
+    double re, im;
+} tide_scalar;
+
+static inline tide_scalar tide_scalar_real(double x) { return (tide_scalar){x, 0}; }
+static inline int tide_scalar_is_zero(tide_scalar x) { return x.re == 0 && x.im == 0; }
+
+/* Bytes of one element of d's matrices. */
+static inline size_t tide_gemm_elem(const tide_gemm_desc *d)
+{
+    return (d->dbl ? sizeof(double) : sizeof(float)) * (d->cplx ? 2 : 1);
+}
+
+/* Real operations per term of op(A) op(B) (one multiply and one add): 2, complex 8. */
+static inline double tide_gemm_ops(const tide_gemm_desc *d) { return d->cplx ? 8.0 : 2.0; }
 
 /* What a plan's ops run with, made at plan creation; execution only reads it. */
 typedef struct {
@@ -200,8 +218,8 @@ typedef struct tide_backend_ops {
      * cuBLAS handle; the CPU: nothing), gemm enqueues one on e's stream (the CPU: runs it with
      * e's threads), gemm_destroy frees h (NULL accepted). */
     int (*gemm_create)(void **h);
-    int (*gemm)(const tide_env *e, void *h, const tide_gemm_desc *d, double alpha,
-                const void *a, const void *b, double beta, void *c);
+    int (*gemm)(const tide_env *e, void *h, const tide_gemm_desc *d, tide_scalar alpha,
+                const void *a, const void *b, tide_scalar beta, void *c);
     void (*gemm_destroy)(void *h);
     /* Local FFTs: plan (the work area the transform needs is added to *work), attach the
      * plan's work area and stream (GPU), run, free. */

@@ -386,8 +386,15 @@ static int cpu_gemm_create(void **h)
     return TIDE_HAVE_CBLAS ? TIDE_SUCCESS : TIDE_ERR_UNSUPPORTED;
 }
 
-static int cpu_gemm(const tide_env *e, void *h, const tide_gemm_desc *d, double alpha,
-                    const void *a, const void *b, double beta, void *c)
+#if TIDE_HAVE_CBLAS
+static enum CBLAS_TRANSPOSE cblas_op(int trans)
+{
+    return trans == TIDE_CONJTRANS ? CblasConjTrans : trans ? CblasTrans : CblasNoTrans;
+}
+#endif
+
+static int cpu_gemm(const tide_env *e, void *h, const tide_gemm_desc *d, tide_scalar alpha,
+                    const void *a, const void *b, tide_scalar beta, void *c)
 {
     (void)h;
 #if TIDE_HAVE_CBLAS
@@ -398,14 +405,22 @@ static int cpu_gemm(const tide_env *e, void *h, const tide_gemm_desc *d, double 
 #endif
     if (d->m == 0 || d->n == 0)
         return TIDE_SUCCESS;
-    enum CBLAS_TRANSPOSE ta = d->transa ? CblasTrans : CblasNoTrans;
-    enum CBLAS_TRANSPOSE tb = d->transb ? CblasTrans : CblasNoTrans;
-    if (d->dbl)
-        cblas_dgemm(CblasColMajor, ta, tb, d->m, d->n, d->k, alpha, a, d->lda, b, d->ldb, beta,
-                    c, d->ldc);
-    else
-        cblas_sgemm(CblasColMajor, ta, tb, d->m, d->n, d->k, (float)alpha, a, d->lda, b,
-                    d->ldb, (float)beta, c, d->ldc);
+    enum CBLAS_TRANSPOSE ta = cblas_op(d->transa), tb = cblas_op(d->transb);
+    int m = (int)d->m, n = (int)d->n, k = (int)d->k;
+    int lda = (int)d->lda, ldb = (int)d->ldb, ldc = (int)d->ldc;
+    if (d->cplx && d->dbl) {
+        double za[2] = {alpha.re, alpha.im}, zb[2] = {beta.re, beta.im};
+        cblas_zgemm(CblasColMajor, ta, tb, m, n, k, za, a, lda, b, ldb, zb, c, ldc);
+    } else if (d->cplx) {
+        float ca[2] = {(float)alpha.re, (float)alpha.im}, cb[2] = {(float)beta.re,
+                                                                   (float)beta.im};
+        cblas_cgemm(CblasColMajor, ta, tb, m, n, k, ca, a, lda, b, ldb, cb, c, ldc);
+    } else if (d->dbl) {
+        cblas_dgemm(CblasColMajor, ta, tb, m, n, k, alpha.re, a, lda, b, ldb, beta.re, c, ldc);
+    } else {
+        cblas_sgemm(CblasColMajor, ta, tb, m, n, k, (float)alpha.re, a, lda, b, ldb,
+                    (float)beta.re, c, ldc);
+    }
     return TIDE_SUCCESS;
 #else
     (void)e, (void)d, (void)alpha, (void)a, (void)b, (void)beta, (void)c;

@@ -75,10 +75,10 @@ static void cuda_sweep_destroy(const tide_env *e, tide_sweep *s)
     tide_gpu_sweep_destroy(s);
 }
 
-static int cuda_gemm(const tide_env *e, void *h, const tide_gemm_desc *d, double alpha,
-                     const void *a, const void *b, double beta, void *c)
+static int cuda_gemm(const tide_env *e, void *h, const tide_gemm_desc *d, tide_scalar alpha,
+                     const void *a, const void *b, tide_scalar beta, void *c)
 {
-    return tide_gpu_gemm(h, d, alpha, a, b, beta, c, e->stream);
+    return tide_gpu_gemm(h, d, &alpha, a, b, &beta, c, e->stream);
 }
 
 static int cuda_fft_create(const tide_cpu_fft_desc *d, void **f, size_t *work, char *err,

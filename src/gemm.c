@@ -41,7 +41,7 @@ struct tide_gemm_plan {
 
 enum {
     F_M, F_N, F_K, F_PRECISION, F_BACKEND, F_LOCATION, F_ORDER, F_TRANSA, F_TRANSB, F_TILE,
-    F_PANEL, F_GRID0, F_GRID1, F_GPUS, F_SHARE, F_BLOCKS, NFIELDS = F_BLOCKS + 4
+    F_PANEL, F_GRID0, F_GRID1, F_GPUS, F_SHARE, F_DOMAIN, F_BLOCKS, NFIELDS = F_BLOCKS + 4
 };
 static const tide_arg_field fields[NFIELDS] = {
     {"m", 0, INT_MAX},
@@ -51,14 +51,15 @@ static const tide_arg_field fields[NFIELDS] = {
     {"option backend", TIDE_BACKEND_AUTO, TIDE_BACKEND_CUDA},
     {"option location", TIDE_LOCATION_HOST, TIDE_LOCATION_DEVICE},
     {"option order", TIDE_COL_MAJOR, TIDE_ROW_MAJOR},
-    {"option transa", TIDE_NOTRANS, TIDE_TRANS},
-    {"option transb", TIDE_NOTRANS, TIDE_TRANS},
+    {"option transa", TIDE_NOTRANS, TIDE_CONJTRANS},
+    {"option transb", TIDE_NOTRANS, TIDE_CONJTRANS},
     {"option tile", 0, INT_MAX},
     {"option panel", 0, INT_MAX},
     {"option grid[0]", 0, INT_MAX},
     {"option grid[1]", 0, INT_MAX},
     {"option gpus", 0, TIDE_GEMM_MAX_GPUS},
     {"option share_a", -1, 1},
+    {"option domain", TIDE_REAL, TIDE_COMPLEX},
     {"option blocks[0] given", 0, 1},
     {"option blocks[1] given", 0, 1},
     {"option blocks[2] given", 0, 1},
@@ -165,7 +166,8 @@ static void make_request(tide_context *ctx, long long m, long long n, long long 
     r->v[F_N] = field(r, "n", n);
     r->v[F_K] = field(r, "k", k);
     int v[] = {o->precision, o->backend, o->location, o->order, o->transa, o->transb, o->tile,
-               o->panel, o->grid[0], o->grid[1], o->gpus, o->share_a, o->blocks[0] != NULL,
+               o->panel, o->grid[0], o->grid[1], o->gpus, o->share_a, o->domain,
+               o->blocks[0] != NULL,
                o->blocks[1] != NULL, o->blocks[2] != NULL, o->blocks[3] != NULL};
     memcpy(r->v + F_PRECISION, v, sizeof v);
     tide_args_check_ranges(&spec, r);
@@ -181,7 +183,7 @@ static void make_request(tide_context *ctx, long long m, long long n, long long 
     int row = ctx->rank / g[1], col = ctx->rank % g[1];
     long long lm = part(o->blocks[0], m, g[0], row), ln = part(o->blocks[1], n, g[1], col);
     long long lka = part(o->blocks[2], k, g[1], col), lkb = part(o->blocks[3], k, g[0], row);
-    int ord = o->order, ta = o->transa == TIDE_TRANS, tb = o->transb == TIDE_TRANS;
+    int ord = o->order, ta = o->transa != TIDE_NOTRANS, tb = o->transb != TIDE_NOTRANS;
     ld[0] = leading(r, "a", o->lda, ord, ta ? lka : lm, ta ? lm : lka);
     ld[1] = leading(r, "b", o->ldb, ord, tb ? ln : lkb, tb ? lkb : ln);
     ld[2] = leading(r, "c", o->ldc, ord, lm, ln);
@@ -271,16 +273,19 @@ static void split_arrays(const tide_gemm_plan *p, const long long *b[4])
 
 /* The column-major multiply of the agreed request (global sizes, this rank's leading
  * dimensions ld), the process grid and its block boundaries, and this rank's element counts
- * (TIDE_ERR_NOMEM when the boundaries cannot be stored). */
+ * (TIDE_ERR_NOMEM when the boundaries cannot be stored). On real matrices the conjugate
+ * transpose is the transpose, and the backends see it as that. */
 static int make_desc(tide_gemm_plan *p, const int *v, const long long ld[3],
                      const tide_gemm_options *o)
 {
-    int ta = v[F_TRANSA], tb = v[F_TRANSB], P = p->ctx->nranks;
-    p->swap = v[F_ORDER] == TIDE_ROW_MAJOR;
-    p->g = p->swap ? (tide_gemm_desc){v[F_PRECISION] == TIDE_DOUBLE, tb, ta, v[F_N], v[F_M],
-                                      v[F_K], ld[1], ld[0], ld[2]}
-                   : (tide_gemm_desc){v[F_PRECISION] == TIDE_DOUBLE, ta, tb, v[F_M], v[F_N],
-                                      v[F_K], ld[0], ld[1], ld[2]};
+    int cplx = v[F_DOMAIN] == TIDE_COMPLEX, P = p->ctx->nranks;
+    int ta = cplx || v[F_TRANSA] != TIDE_CONJTRANS ? v[F_TRANSA] : TIDE_TRANS;
+    int tb = cplx || v[F_TRANSB] != TIDE_CONJTRANS ? v[F_TRANSB] : TIDE_TRANS;
+    int sw = p->swap = v[F_ORDER] == TIDE_ROW_MAJOR;
+    p->g = (tide_gemm_desc){.dbl = v[F_PRECISION] == TIDE_DOUBLE, .cplx = cplx,
+                            .transa = sw ? tb : ta, .transb = sw ? ta : tb,
+                            .m = v[sw ? F_N : F_M], .n = v[sw ? F_M : F_N], .k = v[F_K],
+                            .lda = ld[sw], .ldb = ld[!sw], .ldc = ld[2]};
     int want[2] = {v[F_GRID0], v[F_GRID1]};
     process_grid(P, want, p->grid);
     p->split = malloc(sizeof(long long) * (size_t)(2 * (p->grid[0] + p->grid[1]) + 4));
@@ -316,8 +321,8 @@ static int device_gpu(const tide_gemm_plan *p)
 /* The GPU's update of a broadcast panel pair: the out-of-card multiply, started on the
  * pipelines' threads (nothing on a rank whose block of C is empty). */
 static int stream_begin(void *user, const tide_gemm_desc *g, int first, int last,
-                        double alpha, const void *a, const void *b, double beta, void *c,
-                        char *err, size_t len)
+                        tide_scalar alpha, const void *a, const void *b, tide_scalar beta,
+                        void *c, char *err, size_t len)
 {
     tide_gemm_plan *p = user;
     int which = (first ? TIDE_GEMM_RUN_FIRST : 0) | (last ? TIDE_GEMM_RUN_LAST : 0);
@@ -347,7 +352,8 @@ static int build_dist(tide_gemm_plan *p, char *err, size_t len)
     int row = p->ctx->rank / p->grid[1], col = p->ctx->rank % p->grid[1];
     const long long *b[4];
     split_arrays(p, b);
-    tide_gemm_dist_desc d = {p->g.dbl, p->g.transa, p->g.transb, p->g.m, p->g.n, p->g.k,
+    tide_gemm_dist_desc d = {p->g.dbl, p->g.cplx, p->g.transa, p->g.transb, p->g.m, p->g.n,
+                             p->g.k,
                              {p->swap ? p->grid[1] : p->grid[0],
                               p->swap ? p->grid[0] : p->grid[1]},
                              /* swapped: B^T A^T's rows are the caller's columns, and A^T's
@@ -476,7 +482,7 @@ int tide_gemm_plan_info(const tide_gemm_plan *p, tide_gemm_info *info)
                          "tide_gemm_plan_info: %s is NULL", p ? "info" : "plan");
     memset(info, 0, sizeof *info);
     info->m = p->m, info->n = p->n, info->k = p->k;
-    info->flops = 2.0 * p->m * p->n * p->k;
+    info->flops = tide_gemm_ops(&p->g) * p->m * p->n * p->k;
     info->grid[0] = p->grid[0], info->grid[1] = p->grid[1];
     if (p->stream) /* this rank's: several ranks, its updates' sum over k */
         tide_gemm_stream_info(p->stream, p->k, p->dist ? p->panels : 1, info);
@@ -506,9 +512,10 @@ int tide_gemm_plan_describe(const tide_gemm_plan *p, char *buf, size_t len)
                  "this rank's updates: ", p->grid[0], p->grid[1], p->panels, p->widest,
                  device_gpu(p) && p->env.nccl ? " over nccl" : "");
     snprintf(how, sizeof how, "%s%s", summa, local);
-    snprintf(buf, len, "gemm %lldx%lldx%lld %s %c%c %s %s %s: %s", p->m, p->n, p->k,
-             p->o.precision == TIDE_DOUBLE ? "double" : "float", "NT"[p->o.transa],
-             "NT"[p->o.transb], p->o.order == TIDE_COL_MAJOR ? "col" : "row", p->env.be->name,
+    snprintf(buf, len, "gemm %lldx%lldx%lld %s%s %c%c %s %s %s: %s", p->m, p->n, p->k,
+             p->g.cplx ? "complex " : "", p->o.precision == TIDE_DOUBLE ? "double" : "float",
+             "NTC"[p->o.transa], "NTC"[p->o.transb],
+             p->o.order == TIDE_COL_MAJOR ? "col" : "row", p->env.be->name,
              p->o.location == TIDE_LOCATION_HOST ? "host" : "device", how);
     return TIDE_SUCCESS;
 }
@@ -552,8 +559,8 @@ static int start(const tide_gemm_plan *p, const void *a, const void *b, void *c,
 }
 
 /* The multiply on the backend: on the plan's stream after the caller's work, or streamed. */
-static int multiply(tide_gemm_plan *p, double alpha, const void *a, const void *b, double beta,
-                    void *c, char *err, size_t len)
+static int multiply(tide_gemm_plan *p, tide_scalar alpha, const void *a, const void *b,
+                    tide_scalar beta, void *c, char *err, size_t len)
 {
     const tide_env *e = &p->env;
     if (p->g.m == 0 || p->g.n == 0)
@@ -579,26 +586,53 @@ static int multiply(tide_gemm_plan *p, double alpha, const void *a, const void *
     return st;
 }
 
+/* Collective: the checks, then the multiply, each verdict agreed; call names the entry point
+ * in messages. */
+static int execute(tide_gemm_plan *p, const char *call, tide_scalar alpha, const void *a,
+                   const void *b, tide_scalar beta, void *c)
+{
+    int prev, enter_st = tide_device_enter(p->ctx, &prev);
+    char why[TIDE_MSG_LEN] = "";
+    int st = start(p, a, b, c, enter_st, why, sizeof why);
+    if (!st && !p->g.cplx && (alpha.im != 0 || beta.im != 0))
+        st = TIDE_ERR_ARGUMENT, snprintf(why, sizeof why, "passed alpha = %g%+gi and beta = "
+                                         "%g%+gi, not real, for real matrices to", alpha.re,
+                                         alpha.im, beta.re, beta.im);
+    if (st)
+        tide_fail(p->ctx, st, "%s %s", why, call);
+    st = tide_agree(p->ctx, st);
+    if (!st) {
+        st = multiply(p, alpha, a, b, beta, c, why, sizeof why);
+        if (st)
+            tide_fail(p->ctx, st, "%s failure during %s: %s", p->env.be->name, call, why);
+        st = tide_agree(p->ctx, st);
+    }
+    tide_device_leave(prev);
+    return st;
+}
+
 int tide_gemm_execute(tide_gemm_plan *p, double alpha, const void *a, const void *b,
                       double beta, void *c)
 {
     if (!p)
         return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_gemm_execute: plan is NULL");
-    int prev, enter_st = tide_device_enter(p->ctx, &prev);
-    char why[TIDE_MSG_LEN] = "";
-    int st = start(p, a, b, c, enter_st, why, sizeof why);
+    return execute(p, "tide_gemm_execute", tide_scalar_real(alpha), a, b,
+                   tide_scalar_real(beta), c);
+}
+
+int tide_gemm_execute_complex(tide_gemm_plan *p, const double alpha[2], const void *a,
+                              const void *b, const double beta[2], void *c)
+{
+    if (!p)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_gemm_execute_complex: plan is NULL");
+    if (!alpha || !beta) /* local; agreed below, so that every rank returns the same code */
+        tide_fail(p->ctx, TIDE_ERR_ARGUMENT, "passed NULL for %s to tide_gemm_execute_complex",
+                  alpha ? "beta" : "alpha");
+    int st = tide_agree(p->ctx, !alpha || !beta ? TIDE_ERR_ARGUMENT : TIDE_SUCCESS);
     if (st)
-        tide_fail(p->ctx, st, "%s tide_gemm_execute", why);
-    st = tide_agree(p->ctx, st);
-    if (!st) {
-        st = multiply(p, alpha, a, b, beta, c, why, sizeof why);
-        if (st)
-            tide_fail(p->ctx, st, "%s failure during tide_gemm_execute: %s",
-                      p->env.be->name, why);
-        st = tide_agree(p->ctx, st);
-    }
-    tide_device_leave(prev);
-    return st;
+        return st;
+    return execute(p, "tide_gemm_execute_complex", (tide_scalar){alpha[0], alpha[1]}, a, b,
+                   (tide_scalar){beta[0], beta[1]}, c);
 }
 
 int tide_gemm(tide_context *ctx, long long m, long long n, long long k, double alpha,

@@ -178,8 +178,8 @@ static int nccl_setup(tide_gemm_dist *s, char *err, size_t len)
 
 /* The default update: the backend's gemm entry on the plan's handle, complete on return. */
 static int backend_update(void *user, const tide_gemm_desc *g, int first, int last,
-                          double alpha, const void *a, const void *b, double beta, void *c,
-                          char *err, size_t len)
+                          tide_scalar alpha, const void *a, const void *b, tide_scalar beta,
+                          void *c, char *err, size_t len)
 {
     const tide_gemm_dist_desc *d = user;
     (void)first, (void)last;
@@ -201,7 +201,7 @@ int tide_gemm_dist_create(const tide_gemm_dist_desc *d, tide_gemm_dist **out, ch
     if (!d->update.begin)
         s->d.update = (tide_gemm_update){backend_update, NULL, &s->d};
     s->row = s->col = MPI_COMM_NULL;
-    s->elem = d->dbl ? sizeof(double) : sizeof(float);
+    s->elem = tide_gemm_elem(&(tide_gemm_desc){.dbl = d->dbl, .cplx = d->cplx});
     long long *mine[4] = {s->rows, s->cols, s->ka, s->kb};
     for (int x = 0; x < 4; x++) {
         int at = d->me[tide_gemm_split_dim(x)];
@@ -282,7 +282,7 @@ static tide_gemm_desc panel_desc(const tide_gemm_dist *s, long long w)
     const tide_gemm_dist_desc *d = &s->d;
     long long m = span(s->rows), n = span(s->cols), la = d->transa ? w : m,
               lb = d->transb ? n : w;
-    return (tide_gemm_desc){d->dbl, d->transa, d->transb, m, n, w, la > 1 ? la : 1,
+    return (tide_gemm_desc){d->dbl, d->cplx, d->transa, d->transb, m, n, w, la > 1 ? la : 1,
                             lb > 1 ? lb : 1, d->ldc};
 }
 
@@ -351,7 +351,8 @@ static int share(tide_gemm_dist *s, int b, int x, const char *at, long long ld, 
         send = (void *)at; /* read only: the root's buffer of a broadcast */
     else if (mine)
         pack(at, ld, rows, 0, 0, cols, buf, s->elem);
-    MPI_Datatype type = s->d.dbl ? MPI_DOUBLE : MPI_FLOAT;
+    MPI_Datatype type = s->d.cplx ? (s->d.dbl ? MPI_C_DOUBLE_COMPLEX : MPI_C_FLOAT_COMPLEX)
+                                  : (s->d.dbl ? MPI_DOUBLE : MPI_FLOAT);
     return MPI_Ibcast(send, (int)(rows * cols), type, root, comm, req) != MPI_SUCCESS;
 }
 
@@ -451,8 +452,8 @@ static void order_streams(tide_gemm_dist *s, int b, int after)
 /* Panels go through two buffer pairs: panel i + 1 is packed and its broadcasts started
  * before panel i's update, and waited for while it runs (as far as the MPI library progresses
  * them meanwhile when the update runs on this thread). */
-int tide_gemm_dist_execute(tide_gemm_dist *s, double alpha, const void *a, const void *b,
-                           double beta, void *c, char *err, size_t len)
+int tide_gemm_dist_execute(tide_gemm_dist *s, tide_scalar alpha, const void *a, const void *b,
+                           tide_scalar beta, void *c, char *err, size_t len)
 {
     const tide_gemm_dist_desc *d = &s->d;
     const tide_gemm_update *u = &d->update;
@@ -484,7 +485,7 @@ int tide_gemm_dist_execute(tide_gemm_dist *s, double alpha, const void *a, const
             tide_gemm_desc g = panel_desc(s, p.k1 - p.k0);
             g.lda = s->use[cur][0].ld, g.ldb = s->use[cur][1].ld;
             st = u->begin(u->user, &g, i == 0, last, alpha, s->use[cur][0].at,
-                          s->use[cur][1].at, i ? 1.0 : beta, c, err, len);
+                          s->use[cur][1].at, i ? tide_scalar_real(1) : beta, c, err, len);
             began = !st;
         }
         order_streams(s, cur, 1);

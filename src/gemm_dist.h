@@ -24,15 +24,17 @@ static inline int tide_gemm_split_dim(int x) { return x == 0 || x == 3 ? 0 : 1; 
  * memory only after the last update's end); end waits for it. Each returns 0 or a code with
  * the reason in err. */
 typedef struct {
-    int (*begin)(void *user, const tide_gemm_desc *g, int first, int last, double alpha,
-                 const void *a, const void *b, double beta, void *c, char *err, size_t len);
+    int (*begin)(void *user, const tide_gemm_desc *g, int first, int last, tide_scalar alpha,
+                 const void *a, const void *b, tide_scalar beta, void *c, char *err,
+                 size_t len);
     int (*end)(void *user, char *err, size_t len);
     void *user;
 } tide_gemm_update;
 
 typedef struct {
-    int dbl;
-    int transa, transb;         /* op(A) = A^T, op(B) = B^T: their blocks stored transposed */
+    int dbl, cplx;              /* the elements (tide_gemm_desc) */
+    int transa, transb;         /* op(A) = A^T or A^H, op(B) = B^T or B^H: their blocks stored
+                                 * transposed */
     long long m, n, k;          /* the global column-major multiply */
     int grid[2];                /* process rows and columns of the column-major multiply */
     /* block boundaries (tide_gemm_splits): of C's and A's rows (m, grid[0] + 1 of them), of
@@ -74,7 +76,7 @@ tide_gemm_desc tide_gemm_dist_local(const tide_gemm_dist *s, int *panels);
  * row, the rank row owning op(B)'s rows broadcasts them along each process column, and every
  * rank adds the product of the two panels to its block of C. Returns 0 or a code with the
  * reason in err. */
-int tide_gemm_dist_execute(tide_gemm_dist *s, double alpha, const void *a, const void *b,
-                           double beta, void *c, char *err, size_t len);
+int tide_gemm_dist_execute(tide_gemm_dist *s, tide_scalar alpha, const void *a, const void *b,
+                           tide_scalar beta, void *c, char *err, size_t len);
 
 #endif

@@ -75,7 +75,7 @@ typedef struct {
     int np;
     int load, store;        /* C kept: this run uploads C first, downloads it at the end */
     int gen;                /* A shared: the run's number (sharing.gen) */
-    double alpha, beta;
+    tide_scalar alpha, beta;
     const void *a, *b;
     void *c;
 } run_t;
@@ -257,7 +257,7 @@ static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down,
         add_xfer(up, nup, r->b, g->ldb, operand(g, 1, q), RES_B, 1);
     stored c = {g->m, g->n, q[0], q[1], q[2], q[3]};
     int kc = s->sh.keep[2];
-    if (p == 0 && r->beta != 0 && (!kc || r->load))
+    if (p == 0 && !tide_scalar_is_zero(r->beta) && (!kc || r->load))
         add_xfer(up, nup, r->c, g->ldc, c, kc ? RES_C : BUF_C, kc);
     if (p == r->np - 1 && (!kc || r->store))
         add_xfer(down, ndown, r->c, g->ldc, c, kc ? RES_C : BUF_C, kc);
@@ -365,19 +365,20 @@ static int work(void *user, int i, void *const *buf, void *stream)
     chunk_ranges(r, i, q, &ti, &tj, &p);
     if (tj == 0 && owner(s, ti, p) != s->index && (st = await_block(r, ti, p, stream)))
         return st;
-    tide_gemm_desc c = {g->dbl, g->transa, g->transb, q[1] - q[0], q[3] - q[2], q[5] - q[4],
-                        0, 0, dev_ld(q[1] - q[0])};
+    tide_gemm_desc c = *g;
+    c.m = q[1] - q[0], c.n = q[3] - q[2], c.k = q[5] - q[4], c.ldc = dev_ld(c.m);
+    tide_scalar beta = p ? tide_scalar_real(1) : r->beta;
     const void *a = on_device(r, 0, q, buf, &c.lda), *b = on_device(r, 1, q, buf, &c.ldb);
     if (s->sh.keep[2]) { /* the tile in place in the whole of C */
         c.ldc = dev_ld(g->m);
         void *at = (char *)buf[RES_C] + s->elem * (size_t)(q[2] * c.ldc + q[0]);
-        return e.be->gemm(&e, s->d.blas, &c, r->alpha, a, b, p ? 1.0 : r->beta, at);
+        return e.be->gemm(&e, s->d.blas, &c, r->alpha, a, b, beta, at);
     }
     size_t tile = s->elem * (size_t)(c.ldc * c.n);
-    if (p == 0 && r->beta != 0)
+    if (p == 0 && !tide_scalar_is_zero(r->beta))
         st = e.be->copy(&e, buf[RES_C], buf[BUF_C], tile);
     if (!st)
-        st = e.be->gemm(&e, s->d.blas, &c, r->alpha, a, b, p ? 1.0 : r->beta, buf[RES_C]);
+        st = e.be->gemm(&e, s->d.blas, &c, r->alpha, a, b, beta, buf[RES_C]);
     if (!st && p == r->np - 1)
         st = e.be->copy(&e, buf[BUF_C], buf[RES_C], tile);
     return st;
@@ -386,8 +387,8 @@ static int work(void *user, int i, void *const *buf, void *stream)
 /* Starts GPU part s of C = alpha op(A) op(B) + beta C with k, lda and ldb of the run (the
  * planned ones when run is NULL): its columns of op(B) and of C, after the caller's work when
  * `after`. */
-static int start_part(engine *s, const tide_gemm_desc *run, int which, double alpha,
-                      const void *a, const void *b, double beta, void *c, void *caller,
+static int start_part(engine *s, const tide_gemm_desc *run, int which, tide_scalar alpha,
+                      const void *a, const void *b, tide_scalar beta, void *c, void *caller,
                       int after)
 {
     tide_gemm_desc g = s->d.d;
@@ -409,8 +410,8 @@ static int start_part(engine *s, const tide_gemm_desc *run, int which, double al
 }
 
 int tide_gemm_stream_start(tide_gemm_stream *s, const tide_gemm_desc *run, int which,
-                           double alpha, const void *a, const void *b, double beta, void *c,
-                           void *caller, char *err, size_t len)
+                           tide_scalar alpha, const void *a, const void *b, tide_scalar beta,
+                           void *c, void *caller, char *err, size_t len)
 {
     s->started = 0;
     /* Another GPU's streams cannot wait for an event recorded on the caller's stream, so with
@@ -466,8 +467,9 @@ int tide_gemm_stream_wait(tide_gemm_stream *s, char *err, size_t len)
     return st;
 }
 
-int tide_gemm_stream_execute(tide_gemm_stream *s, double alpha, const void *a, const void *b,
-                             double beta, void *c, void *caller, char *err, size_t len)
+int tide_gemm_stream_execute(tide_gemm_stream *s, tide_scalar alpha, const void *a,
+                             const void *b, tide_scalar beta, void *c, void *caller, char *err,
+                             size_t len)
 {
     int st = tide_gemm_stream_start(s, NULL, TIDE_GEMM_RUN_FIRST | TIDE_GEMM_RUN_LAST, alpha, a,
                                     b, beta, c, caller, err, len);
@@ -522,7 +524,7 @@ static double busiest(const engine *s, const shape *h, double k, double runs, do
     const tide_rates *r = &s->rates;
     double up, down;
     traffic(s, h, k, runs, &up, &down);
-    double t = 2.0 * g->m * g->n * k / rate;
+    double t = tide_gemm_ops(g) * g->m * g->n * k / rate;
     t = fmax(t, up / (pcie * r->h2d * 1e9));
     t = fmax(t, down / (pcie * r->d2h * 1e9));
     return fmax(t, (up + down) / (pcie * r->both * 1e9));
@@ -555,7 +557,7 @@ static double predict(const engine *s, const shape *h, double rate)
         tiles = 1;
     double panels = e * (double)h->kb * (h->mb + h->nb) / (s->rates.h2d * 1e9);
     double up = panels + tile / (s->rates.h2d * 1e9), down = tile / (s->rates.d2h * 1e9);
-    double chunk = 2.0 * h->mb * h->nb * h->kb / rate;
+    double chunk = tide_gemm_ops(&s->d.d) * h->mb * h->nb * h->kb / rate;
     double stall = fmax(0, up - (SLOTS - 1) * chunk) * h->tm * h->tn * R;
     traffic(s, h, k, R, &bytes_up, &bytes_down);
     return busiest(s, h, k, R, rate, 0.9) + R * panels + tiles * (up - panels + down) + stall +
@@ -653,8 +655,9 @@ static tide_gemm_desc chunk_desc(const engine *s, const shape *h)
         stored b = operand(g, x, q);
         ld[x] = dev_ld(h->keep[x] ? b.rows : b.r1 - b.r0);
     }
-    return (tide_gemm_desc){g->dbl, g->transa, g->transb, h->mb, h->nb, q[5], ld[0], ld[1],
-                            dev_ld(h->mb)};
+    tide_gemm_desc c = *g;
+    c.m = h->mb, c.n = h->nb, c.k = q[5], c.lda = ld[0], c.ldb = ld[1], c.ldc = dev_ld(h->mb);
+    return c;
 }
 
 /* The shape that fits the budget and is predicted to end first: the finalists of the model
@@ -705,7 +708,7 @@ static int measure_gemm(engine *s, const tide_gemm_desc *c, double *rate, char *
     double best = INFINITY;
     for (int rep = 0; rep < 4 && !st; rep++) {
         double t0 = MPI_Wtime();
-        st = e->be->gemm(e, s->d.blas, c, 1.0, a, b, 0.0, cc);
+        st = e->be->gemm(e, s->d.blas, c, tide_scalar_real(1), a, b, tide_scalar_real(0), cc);
         st = st ? st : e->be->sync(e);
         double t = MPI_Wtime() - t0;
         if (rep && t < best)
@@ -717,7 +720,7 @@ static int measure_gemm(engine *s, const tide_gemm_desc *c, double *rate, char *
     if (st)
         return snprintf(err, len, "timing a %lldx%lldx%lld multiply on the device failed: %s",
                         c->m, c->n, c->k, e->be->last_error()), st;
-    *rate = 2.0 * c->m * c->n * c->k / best;
+    *rate = tide_gemm_ops(c) * c->m * c->n * c->k / best;
     return TIDE_SUCCESS;
 }
 
@@ -728,7 +731,8 @@ static int measure_chunk(engine *s, const tide_gemm_desc *c, double *rate, char 
 {
     for (int i = 0; i < s->ntimed; i++) {
         const tide_gemm_desc *t = &s->timed[i];
-        if (t->dbl == c->dbl && t->transa == c->transa && t->transb == c->transb &&
+        if (t->dbl == c->dbl && t->cplx == c->cplx && t->transa == c->transa &&
+            t->transb == c->transb &&
             t->m == c->m && t->n == c->n && t->k == c->k && t->lda == c->lda &&
             t->ldb == c->ldb && t->ldc == c->ldc) {
             *rate = s->timed_rate[i];
@@ -890,7 +894,7 @@ static int make_part(const tide_gemm_stream_desc *d, gemm_stream *all, int index
     s->d.d.n = c1 - c0;
     s->device = dev;
     s->col0 = c0;
-    s->elem = d->d.dbl ? sizeof(double) : sizeof(float);
+    s->elem = tide_gemm_elem(&d->d);
     int prev;
     if (tide_gpu_device_enter(dev, &prev))
         return snprintf(err, len, "could not make GPU %d current: %s", dev,
@@ -903,7 +907,8 @@ static int make_part(const tide_gemm_stream_desc *d, gemm_stream *all, int index
     } else if (!st) {
         double probe = 0;
         long long pm = probe_size(s, g->m), pn = probe_size(s, g->n), pk = probe_size(s, g->k);
-        tide_gemm_desc pc = {g->dbl, 0, 0, pm, pn, pk, dev_ld(pm), dev_ld(pk), dev_ld(pm)};
+        tide_gemm_desc pc = {g->dbl, g->cplx, 0, 0, pm, pn, pk, dev_ld(pm), dev_ld(pk),
+                             dev_ld(pm)};
         st = measure_gemm(s, &pc, &probe, err, len);
         if (!st)
             st = choose_sharing(s, probe, err, len);
@@ -1099,8 +1104,8 @@ int tide_gemm_stream_create(const tide_gemm_stream_desc *d, tide_gemm_stream **o
 void tide_gemm_stream_destroy(tide_gemm_stream *s) { (void)s; }
 
 int tide_gemm_stream_start(tide_gemm_stream *s, const tide_gemm_desc *run, int which,
-                           double alpha, const void *a, const void *b, double beta, void *c,
-                           void *caller, char *err, size_t len)
+                           tide_scalar alpha, const void *a, const void *b, tide_scalar beta,
+                           void *c, void *caller, char *err, size_t len)
 {
     (void)s, (void)run, (void)which, (void)alpha, (void)a, (void)b, (void)beta, (void)c;
     (void)caller;
@@ -1114,8 +1119,9 @@ int tide_gemm_stream_wait(tide_gemm_stream *s, char *err, size_t len)
     return TIDE_SUCCESS;
 }
 
-int tide_gemm_stream_execute(tide_gemm_stream *s, double alpha, const void *a, const void *b,
-                             double beta, void *c, void *caller, char *err, size_t len)
+int tide_gemm_stream_execute(tide_gemm_stream *s, tide_scalar alpha, const void *a,
+                             const void *b, tide_scalar beta, void *c, void *caller, char *err,
+                             size_t len)
 {
     return tide_gemm_stream_start(s, NULL, 0, alpha, a, b, beta, c, caller, err, len);
 }

@@ -41,8 +41,9 @@ void tide_gemm_stream_destroy(tide_gemm_stream *s);
 /* C = alpha op(A) op(B) + beta C for host arrays a, b, c, after the work enqueued on caller (a
  * cudaStream_t; NULL: the legacy default stream) and complete on return. Returns 0 or a code
  * with the reason in err. */
-int tide_gemm_stream_execute(tide_gemm_stream *s, double alpha, const void *a, const void *b,
-                             double beta, void *c, void *caller, char *err, size_t len);
+int tide_gemm_stream_execute(tide_gemm_stream *s, tide_scalar alpha, const void *a,
+                             const void *b, tide_scalar beta, void *c, void *caller, char *err,
+                             size_t len);
 
 /* The same in two halves: start returns once the multiply runs on the pipelines' own threads
  * (the arrays must stay untouched until wait returns), wait waits for it (after a failed start
@@ -51,8 +52,8 @@ int tide_gemm_stream_execute(tide_gemm_stream *s, double alpha, const void *a, c
  * in a sequence (TIDE_GEMM_RUN_* bits; both for a multiply of one run); the runs of a sequence
  * after the first add to C (beta 1), and C's host copy is complete only after the last. */
 int tide_gemm_stream_start(tide_gemm_stream *s, const tide_gemm_desc *run, int which,
-                           double alpha, const void *a, const void *b, double beta, void *c,
-                           void *caller, char *err, size_t len);
+                           tide_scalar alpha, const void *a, const void *b, tide_scalar beta,
+                           void *c, void *caller, char *err, size_t len);
 int tide_gemm_stream_wait(tide_gemm_stream *s, char *err, size_t len);
 
 /* Its part of tide_gemm_info over `runs` runs whose k add up to k (one planned multiply: its

@@ -686,9 +686,11 @@ int tide_stencil_plan_set_stream(tide_stencil_plan *plan, void *stream);
 
 /* ---------------------------------------------------------------------------------------------
  * Matrix multiply: C = alpha op(A) op(B) + beta C, with op(A) m x k, op(B) k x n and C m x n,
- * real matrices (float or double) in host or device memory, as the BLAS's xGEMM defines it:
- * beta = 0 sets C to alpha op(A) op(B) without reading C (NaN in C is ignored); k = 0 scales C
- * by beta; m = 0 or n = 0 does nothing.
+ * real or complex matrices (float or double) in host or device memory, as the BLAS's xGEMM
+ * defines it (SGEMM, DGEMM, CGEMM, ZGEMM): beta = 0 sets C to alpha op(A) op(B) without reading
+ * C (NaN in C is ignored); k = 0 scales C by beta; m = 0 or n = 0 does nothing. Complex
+ * elements are (real, imaginary) pairs of the precision, interleaved: C99's double complex,
+ * C++'s std::complex<double>, Fortran's COMPLEX*16; op may then be the conjugate transpose.
  *
  * With the cuda backend on host matrices the product is computed out of card (Wu's scheme):
  * C is cut into tiles that stay on the device across the whole k loop, and the panels of A and
@@ -713,7 +715,9 @@ int tide_stencil_plan_set_stream(tide_stencil_plan *plan, void *stream);
  * ------------------------------------------------------------------------------------------- */
 typedef struct tide_gemm_plan tide_gemm_plan;
 
-typedef enum { TIDE_NOTRANS = 0, TIDE_TRANS = 1 } tide_transpose;
+/* op(X): X, X^T, or X^H (the conjugate transpose; on real matrices the same as X^T) */
+typedef enum { TIDE_NOTRANS = 0, TIDE_TRANS = 1, TIDE_CONJTRANS = 2 } tide_transpose;
+typedef enum { TIDE_REAL = 0, TIDE_COMPLEX = 1 } tide_domain;
 typedef enum {
     TIDE_COL_MAJOR = 0, /* element (i, j) at i + j * ld (Fortran, the BLAS) */
     TIDE_ROW_MAJOR = 1  /* element (i, j) at i * ld + j (C) */
@@ -758,6 +762,7 @@ typedef struct {
                                  * the plan's model predicts it faster, 1 wherever the GPUs
                                  * reach each other and the plan keeps A whole on each, -1
                                  * never */
+    tide_domain domain;         /* TIDE_REAL (default) or TIDE_COMPLEX elements */
 } tide_gemm_options;
 
 void tide_gemm_options_init(tide_gemm_options *opts);
@@ -773,7 +778,8 @@ int tide_gemm_plan_destroy(tide_gemm_plan *plan);
 
 typedef struct {
     long long m, n, k;
-    double flops;            /* of one multiply: 2 m n k */
+    double flops;            /* of one multiply: 2 m n k, complex 8 m n k (a complex multiply
+                              * and add being 8 real operations) */
     size_t host_bytes;       /* work memory the plan holds in host memory */
     size_t pinned_bytes;     /* ... in pinned host memory (staging for pageable matrices,
                               * allocated by the first run that needs it) */
@@ -787,7 +793,8 @@ typedef struct {
     double bytes_up;         /* host to device bytes of one multiply (beta != 0: C included) */
     double bytes_down;       /* device to host bytes of one multiply */
     double rate_up, rate_down, rate_both; /* measured PCIe rates, GB/s (tide_rates) */
-    double rate_gemm;        /* measured in-card GEMM rate the tiles were sized with, GFLOP/s */
+    double rate_gemm;        /* measured in-card GEMM rate the tiles were sized with, GFLOP/s
+                              * (of the plan's precision and domain) */
     double bound;            /* seconds: the largest of flops at rate_gemm, bytes_up at
                               * rate_up, bytes_down at rate_down and both at rate_both; with
                               * several GPUs the slowest GPU's (rate_gemm and the bytes are
@@ -804,7 +811,8 @@ typedef struct {
 int tide_gemm_plan_info(const tide_gemm_plan *plan, tide_gemm_info *info);
 
 /* A one-line description, e.g. "gemm 1000x900x800 double NT col cuda host: 4 tiles of
- * 512x512, 2 panels of 512, 3 slots". */
+ * 512x512, 2 panels of 512, 3 slots" ("complex double NC ..." for a complex plan whose op(B)
+ * is the conjugate transpose). */
 int tide_gemm_plan_describe(const tide_gemm_plan *plan, char *buf, size_t len);
 
 /* Collective. C = alpha op(A) op(B) + beta C with the plan's shapes and leading dimensions
@@ -814,6 +822,12 @@ int tide_gemm_plan_describe(const tide_gemm_plan *plan, char *buf, size_t len);
  * complete on return. */
 int tide_gemm_execute(tide_gemm_plan *plan, double alpha, const void *a, const void *b,
                       double beta, void *c);
+
+/* Collective. The same with complex alpha and beta, {real, imaginary}: for a TIDE_COMPLEX plan
+ * (tide_gemm_execute gives one real scalars); on a real plan their imaginary parts must be 0,
+ * else TIDE_ERR_ARGUMENT on every rank. NULL alpha or beta is TIDE_ERR_ARGUMENT. */
+int tide_gemm_execute_complex(tide_gemm_plan *plan, const double alpha[2], const void *a,
+                              const void *b, const double beta[2], void *c);
 
 /* Local: the stream later runs order themselves after; NULL: the legacy default stream. */
 int tide_gemm_plan_set_stream(tide_gemm_plan *plan, void *stream);

@@ -248,8 +248,8 @@ fi
 # each entry's error in units of a rigorous rounding bound; every entry up to M N K = 2^27,
 # 4 rows and 4 columns above; on one rank, and on several (2D blocks, SUMMA), where each rank
 # checks the entries of its block of C.
-run ghelp 0 1 gemm --help && has ghelp '-ta N\|T' && has ghelp '-order col\|row' && \
-    has ghelp '-pageable' && has ghelp '-share-a S'
+run ghelp 0 1 gemm --help && has ghelp '-ta N\|T\|C' && has ghelp '-order col\|row' && \
+    has ghelp '-pageable' && has ghelp '-share-a S' && has ghelp '-complex'
 has help '^  gemm '
 run gd 0 1 gemm cpu double 300 200 100 -beta 0.5 -n 2
 for key in '^Time per run: [0-9.e-]+ \(s\)' '^Performance: ' '^Memory usage: ' \
@@ -275,11 +275,28 @@ sys.exit(not (d["verified"] is True and d["command"] == "gemm" and d["size"] == 
 else
     bad "gjson: JSON file missing, not parsable or not verified"
 fi
+# complex elements (ZGEMM): the conjugate transpose, complex alpha and beta, 8 M N K flops
+run gz 0 1 gemm cpu double 41 37 29 -complex -ta C -tb T -alpha 0.5,-1 -beta 1,0.25 \
+    -json "$tmp/gz.json" -n 2 && \
+    has gz '^Tide .*: gemm complex double 41x37x29 .*op CT, .*alpha 0.5-1i, beta 1\+0.25i' && \
+    has gz '^Plan: gemm 41x37x29 complex double CT col cpu host' && \
+    has gz '^Rate: [0-9.e+-]+ TFLOP/s \(8 M N K' && \
+    has gz '^Reference: .*, full: 1517 of 1517 entries' && has gz '^Verification: passed'
+if python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+sys.exit(not (d["verified"] is True and d["domain"] == "complex" and d["transa"] == "C"
+              and d["alpha_im"] == -1 and d["beta_im"] == 0.25 and d["checked_entries"] == 1517
+              and abs(d["gflops"] * 1e9 * d["time_per_run"] / (8 * 41 * 37 * 29) - 1) < 1e-3))' \
+        "$tmp/gz.json" 2>/dev/null; then
+    ok
+else
+    bad "gz: JSON file missing, not parsable, not verified or not complex (8 M N K flops)"
+fi
 # Bad input fails fast (each failing launch costs mpirun about 2 s: a few cases only).
 errs gneg 1 'bad positional arguments' gemm cpu double 8 -5 8
 errs gta 1 "-ta 'X': give N" gemm cpu double 8 8 8 -ta X
 errs gshare 1 'option -share-a needs a valid value' gemm cpu double 8 -share-a maybe
 errs gpagedev 1 '-pageable is about host matrices' gemm cpu double 8 -pageable -device
+errs gzreal 1 'imaginary part of -alpha or -beta needs -complex' gemm cpu double 8 -alpha 1,2
 # Several ranks: each fills its blocks of the 2D block distribution (the library's grid, or
 # -grid's), the library multiplies them by SUMMA, each rank checks its block of C.
 run gnp3 0 3 gemm cpu double 37 29 41 -n 1 && \
@@ -291,6 +308,9 @@ run ggrid 0 4 gemm cpu double 37 29 41 -grid 2 2 -ta T -tb T -order row -beta 0.
     has ggrid '^Verification: passed'
 run gf6 0 6 gemm cpu float 53 47 61 -ta T -alpha -1.5 -beta 2 -pageable -n 1 && \
     has gf6 'summa on 2x3 ranks' && has gf6 '^Verification: passed'
+run gz4 0 4 gemm cpu float 37 29 41 -complex -grid 2 2 -tb C -order row -beta 0.5,-0.5 -n 1 && \
+    has gz4 '^Plan: gemm 37x29x41 complex float NC row cpu host: summa on 2x2 ranks' && \
+    has gz4 '^Verification: passed'
 run gbig2 0 2 gemm cpu double 600 600 600 -n 1 && \
     has gbig2 '^Reference: .*, sampled: 4784 of 360000 entries \(rows 599, .* and columns 599' \
     && has gbig2 '^Verification: passed'

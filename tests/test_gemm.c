@@ -1,8 +1,8 @@
 /*
- * test_gemm.c: matrix multiply (tide_gemm_*), checked against the naive oracle (tide_ref_gemm,
- * apps/reference.c: every entry a dot product in long double, no Tide code and no BLAS
- * involved): a result passes when every entry lies within Higham's bound for a dot product
- * (tide_ref_gemm_error <= 1).
+ * test_gemm.c: matrix multiply (tide_gemm_*), real and complex, checked against the naive
+ * oracle (tide_ref_gemm, apps/reference.c: every entry a dot product in long double, no Tide
+ * code and no BLAS involved): a result passes when every entry (each part of a complex one)
+ * lies within the rounding bound of its dot product (tide_ref_gemm_error <= 1).
  *
  * Run under mpiexec with 1 to 6 ranks; with TIDE_TEST_BACKEND=cuda on the GPU (host matrices
  * streamed through it, or with TIDE_TEST_LOCATION=device device matrices from
@@ -14,47 +14,70 @@
  * legacy default stream or the test's own non-blocking one (given as the stream option or by
  * tide_gemm_plan_set_stream). A multiply not ordered after that work reads NaN and fails.
  *
- *  a) the oracle's own conventions on products worked by hand;
+ * Complex cases (domain TIDE_COMPLEX, interleaved (re, im) elements) run beside the real ones
+ * in every group below, fewer of them where the oracle's cost matters (its complex dot
+ * products cost four times the real ones); their scalars are complex (alpha or beta imaginary,
+ * beta 0 on NaN, alpha 0 among them), given by tide_gemm_execute_complex, or as real ones by
+ * tide_gemm_execute where their imaginary parts are 0; real plans too are multiplied by
+ * tide_gemm_execute_complex at times (imaginary parts 0). op is N, T or C (the conjugate
+ * transpose) on complex and on real matrices (where C must equal T).
+ *
+ *  a) the oracle's own conventions on products worked by hand, real and complex (op C, complex
+ *     alpha and beta); its bounds at their edges (a real and a complex entry a few ulps
+ *     within and beyond them), and far beyond them for a complex result whose conjugation was
+ *     forgotten or whose parts were swapped;
  *  b) more than one rank: the distributed multiply over every process grid of the ranks (the
  *     library's and each p x P/p), odd, prime and tiny shapes with blocks empty on some ranks,
- *     every op combination, both orders and precisions, leading dimensions that differ between
- *     ranks with NaN padding left alone, panels of 5; each rank's block of C checked against
- *     the oracle on the global matrices; on the CPU backend, or on the GPU with host matrices
+ *     every op combination (N, T, C), both orders and precisions, real and complex (per grid
+ *     the 16 real combinations of each shape, and 6 complex ones per shape, all 36 of op,
+ *     order and precision over the shapes), leading dimensions that differ between ranks
+ *     with NaN padding left alone, panels of 5; each rank's block of C checked against the
+ *     oracle on the global matrices; on the CPU backend, or on the GPU with host matrices
  *     the cuda backend (the ranks sharing the GPU, each update streamed through it, tiles of 8
  *     in some cases; pinned blocks written by copies queued on the plan's stream behind a
  *     delay, or pageable ones), or with TIDE_TEST_LOCATION=device device blocks (cuBLAS
  *     updates, the panels through host memory, or over NCCL where every rank has a GPU of its
  *     own, which the plan's description must say; written by copies queued behind a delay,
- *     or by plain cudaMemcpy); the user's blocks (random boundaries, empty blocks among them) on
- *     every grid; bad input (a grid of the wrong size, a negative size, k or transb differing
- *     on one rank, a leading dimension too small on one rank, blocks that do not tile the
- *     matrix, that differ between ranks or are given on one rank alone) the same error on
- *     every rank; the test stops there;
+ *     or by plain cudaMemcpy); the user's blocks (random boundaries, empty blocks among them,
+ *     every third case complex) on every grid; bad input (a grid of the wrong size, a negative
+ *     size, k or transb differing on one rank, complex on one rank alone, a leading dimension
+ *     too small on one rank, blocks that do not tile the matrix, that differ between ranks or
+ *     are given on one rank alone; a real plan given a complex alpha, or NULL for beta) the
+ *     same error on every rank, C left alone; the test stops there;
  *  c) one rank: odd, prime, tall-skinny and empty shapes (k = 0, m = 0, n = 0), every transa and
- *     transb, both orders, float and double, leading dimensions at the minimum (given as 0 or
+ *     transb (N, T, C), both orders, float and double, real (16 combinations per shape, a
+ *     transposed operand's op T or C in turn) and complex (all 36 combinations of op, order
+ *     and precision over each two small shapes, over each four medium ones, 2 on a 3.2M
+ *     multiply-add shape, none on 257^3), leading dimensions at the minimum (given as 0 or
  *     explicitly) and beyond it with the padding full of NaN that must be neither read nor
  *     written, alpha and beta edge cases (alpha 0, beta 0 with C full of NaN, beta 1, negative
- *     values), empty matrices passed as NULL; each plan executed twice with fresh data and
- *     other alpha and beta, each result compared over the whole matrix; info (shape, flops,
- *     backend, location, the tiling fields) and describe; small tile and panel options forcing
- *     many tiles, partial edge tiles and several panels on the GPU host path;
+ *     values, complex ones), empty matrices passed as NULL; each plan executed twice with
+ *     fresh data and other alpha and beta, each result compared over the whole matrix; info
+ *     (shape, flops 2 m n k or complex 8 m n k, backend, location, the tiling fields) and
+ *     describe (its head: the shape, "[complex ]double|float", the op letters of NTC, the
+ *     order); small tile and panel options forcing many tiles, partial edge tiles and several
+ *     panels on the GPU host path (real and complex);
  *  d) a context with a device budget of 1 MiB, far below the matrices: many tiles and panels
- *     (GPU host path only); on several ranks two distributed cases whose blocks of C exceed
- *     it, so that each update streams C through the GPU, and a check that the plans of b)
- *     kept C on the device across their updates (their descriptions say which);
- *  e) the one-shot tide_gemm, default options (NULL) and given ones;
+ *     (GPU host path only; a complex case among them); on several ranks three distributed
+ *     cases (one complex) whose blocks of C exceed it, so that each update streams C through
+ *     the GPU, and a check that the plans of b) kept C on the device across their updates
+ *     (their descriptions say which);
+ *  e) the one-shot tide_gemm, default options (NULL) and given ones, a complex plan among them;
  *  g) several GPUs (GPU host path, one rank): explicit gpus options from 1 to all the GPUs the
  *     rank may drive, C's columns shared among them (uneven parts, fewer columns than GPUs,
- *     tiles forced small), every op combination, info.gpus; on two GPUs or more A shared
- *     between them (share_a 1, info.shared_a), not (-1) and as the model decides (0); more
- *     GPUs than the rank's share and beyond the limit fail TIDE_ERR_ARGUMENT. With gpus 0
- *     (every other case) a rank alone on a node of several GPUs drives all of them;
- *  f) bad input: negative sizes, leading dimensions below the minimum, unknown enums, options
- *     not from the init function, negative tile or panel, gpus negative or above 16, a device
- *     location on the CPU backend (the code tide_stencil_plan_create gives), NULL matrices
- *     with elements, a host matrix given to a device plan and the reverse: the same code on
- *     every rank, a message, outputs left alone; then the plan still multiplies right; empty
- *     matrices accepted as NULL.
+ *     tiles forced small), every op combination (one of four complex, op(B) = B^H),
+ *     info.gpus; on two GPUs or more A shared between them (share_a 1, info.shared_a), not
+ *     (-1) and as the model decides (0); more GPUs than the rank's share and beyond the limit
+ *     fail TIDE_ERR_ARGUMENT. With gpus 0 (every other case) a rank alone on a node of several
+ *     GPUs drives all of them;
+ *  f) bad input: negative sizes, leading dimensions below the minimum, unknown enums (transa 3,
+ *     domain -1 and 2 among them), options not from the init function, negative tile or panel,
+ *     gpus negative or above 16, a device location on the CPU backend (the code
+ *     tide_stencil_plan_create gives), NULL matrices with elements, NULL alpha or beta, a
+ *     real plan given a complex alpha or beta, a host matrix given to a device plan and the
+ *     reverse: the same code on every rank, a message, outputs left alone; then the plan
+ *     (real, and a complex one with op(B) = B^H) still multiplies right; empty matrices
+ *     accepted as NULL (a complex k = 0 multiply too, C times i exactly).
  */
 #include <math.h>
 #include <stdarg.h>
@@ -105,12 +128,22 @@ static double rnd(tt_rng *rng)
 
 /* ---- matrices ------------------------------------------------------------------------------- */
 
-/* One matrix as stored: rows x cols in `order` with leading dimension ld. */
+/* One matrix as stored: rows x cols in `order` with leading dimension ld (in elements);
+ * complex elements (cplx) are two values, the real part first. */
 typedef struct {
     long long rows, cols, ld;
     tide_matrix_order order;
-    int dbl;
+    int dbl, cplx;
 } gmat;
+
+/* Values (float or double) per element. */
+static int gmat_vals(const gmat *x) { return x->cplx ? 2 : 1; }
+
+/* Bytes of one element. */
+static size_t gmat_elem(const gmat *x)
+{
+    return (size_t)gmat_vals(x) * (x->dbl ? sizeof(double) : sizeof(float));
+}
 
 static long long min_ld(const gmat *x)
 {
@@ -128,7 +161,7 @@ static size_t gmat_count(const gmat *x)
 static size_t gmat_bytes(const gmat *x)
 {
     size_t n = gmat_count(x);
-    return (n ? n : 1) * (x->dbl ? sizeof(double) : sizeof(float));
+    return (n ? n : 1) * gmat_elem(x);
 }
 
 static int is_padding(const gmat *x, size_t e)
@@ -145,19 +178,27 @@ static void put(void *a, int dbl, size_t e, double v)
         ((float *)a)[e] = (float)v;
 }
 
-/* Random values in [-1, 1) in the matrix, NaN in the padding (and everywhere with nan_all). */
+static double get(const void *a, int dbl, size_t e)
+{
+    return dbl ? ((const double *)a)[e] : ((const float *)a)[e];
+}
+
+/* Random values in [-1, 1) in the matrix (both parts of a complex element), NaN in the
+ * padding (and everywhere with nan_all). */
 static void gmat_fill(const gmat *x, void *a, int nan_all, tt_rng *rng)
 {
-    size_t n = gmat_count(x);
-    put(a, x->dbl, 0, NAN); /* the spare element of an empty matrix */
+    size_t n = gmat_count(x), w = (size_t)gmat_vals(x);
+    for (size_t q = 0; q < w; q++)
+        put(a, x->dbl, q, NAN); /* the spare element of an empty matrix */
     for (size_t e = 0; e < n; e++)
-        put(a, x->dbl, e, nan_all || is_padding(x, e) ? NAN : rnd(rng));
+        for (size_t q = 0; q < w; q++)
+            put(a, x->dbl, e * w + q, nan_all || is_padding(x, e) ? NAN : rnd(rng));
 }
 
 /* Whether the padding of got is bitwise the padding of want. */
 static int padding_intact(const gmat *x, const void *got, const void *want)
 {
-    size_t es = x->dbl ? sizeof(double) : sizeof(float), n = gmat_count(x);
+    size_t es = gmat_elem(x), n = gmat_count(x);
     for (size_t e = 0; e < n; e++)
         if (is_padding(x, e) && memcmp((const char *)got + e * es, (const char *)want + e * es, es))
             return 0;
@@ -168,18 +209,20 @@ static int padding_intact(const gmat *x, const void *got, const void *want)
 
 typedef struct {
     long long m, n, k;
-    int dbl;
+    int dbl, cplx;     /* double; complex elements (domain TIDE_COMPLEX) */
     tide_matrix_order order;
     tide_transpose ta, tb;
     long long pad[3];  /* A, B, C: extra leading dimension; -1: the minimum, given as 0 */
     int tile, panel;   /* options; 0: the plan's choice */
     int gpus;          /* option gpus (GPU host path) */
     int share_a;       /* option share_a */
-    double alpha[2], beta[2]; /* of the two executions */
+    double alpha[2][2], beta[2][2]; /* of the two executions, {real, imaginary} */
+    int cplx_call;     /* tide_gemm_execute_complex also where the imaginary parts are 0 (it
+                        * must be where they are not) */
     int null_empty;    /* pass an empty matrix as NULL */
     int stream_mode;   /* GPU: 0 the legacy stream, 1 own stream as option, 2 by set_stream */
     unsigned seed;
-    char name[200];
+    char name[320];
 } gcase;
 
 /* The three matrices of a case: A stored m x k (k x m transposed), B k x n (n x k), C m x n. */
@@ -188,7 +231,7 @@ static void case_mats(const gcase *g, gmat x[3])
     long long r[3] = {g->ta ? g->k : g->m, g->tb ? g->n : g->k, g->m};
     long long c[3] = {g->ta ? g->m : g->k, g->tb ? g->k : g->n, g->n};
     for (int i = 0; i < 3; i++) {
-        x[i] = (gmat){r[i], c[i], 1, g->order, g->dbl};
+        x[i] = (gmat){r[i], c[i], 1, g->order, g->dbl, g->cplx};
         x[i].ld = min_ld(&x[i]) + (g->pad[i] > 0 ? g->pad[i] : 0);
     }
 }
@@ -197,6 +240,7 @@ static void case_options(const gcase *g, const gmat x[3], tide_gemm_options *o)
 {
     tide_gemm_options_init(o);
     o->precision = g->dbl ? TIDE_DOUBLE : TIDE_FLOAT;
+    o->domain = g->cplx ? TIDE_COMPLEX : TIDE_REAL;
     o->location = on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
     o->order = g->order;
     o->transa = g->ta;
@@ -210,34 +254,82 @@ static void case_options(const gcase *g, const gmat x[3], tide_gemm_options *o)
     o->share_a = g->share_a;
 }
 
+/* A scalar for a message: "1.5", complex "1.5-2i". */
+static const char *scalar_str(const double v[2], int cplx, char *buf, size_t len)
+{
+    if (cplx)
+        snprintf(buf, len, "%g%+gi", v[0], v[1]);
+    else
+        snprintf(buf, len, "%g", v[0]);
+    return buf;
+}
+
+/* "double", "complex float", ...; and op(X)'s letter: N, T or C (the conjugate transpose). */
+static const char *elem_name(int dbl, int cplx)
+{
+    return cplx ? (dbl ? "complex double" : "complex float") : dbl ? "double" : "float";
+}
+
+static char op_letter(tide_transpose t) { return "NTC"[t]; }
+
 static void name_case(gcase *g, const char *kind)
 {
     gmat x[3];
     case_mats(g, x);
+    char sc[4][48];
     snprintf(g->name, sizeof g->name,
-             "%s %lldx%lldx%lld %s %s %c%c ld %lld,%lld,%lld%s tile %d panel %d alpha %g,%g "
-             "beta %g,%g seed %u",
-             kind, g->m, g->n, g->k, g->dbl ? "double" : "float",
-             g->order == TIDE_COL_MAJOR ? "col" : "row", g->ta ? 'T' : 'N', g->tb ? 'T' : 'N',
+             "%s %lldx%lldx%lld %s %s %c%c ld %lld,%lld,%lld%s tile %d panel %d alpha %s,%s "
+             "beta %s,%s%s seed %u",
+             kind, g->m, g->n, g->k, elem_name(g->dbl, g->cplx),
+             g->order == TIDE_COL_MAJOR ? "col" : "row", op_letter(g->ta), op_letter(g->tb),
              x[0].ld, x[1].ld, x[2].ld, g->pad[0] < 0 ? " (A's as 0)" : "", g->tile, g->panel,
-             g->alpha[0], g->alpha[1], g->beta[0], g->beta[1], g->seed);
+             scalar_str(g->alpha[0], g->cplx, sc[0], 48),
+             scalar_str(g->alpha[1], g->cplx, sc[1], 48),
+             scalar_str(g->beta[0], g->cplx, sc[2], 48), scalar_str(g->beta[1], g->cplx, sc[3], 48),
+             g->cplx_call ? " execute_complex" : "", g->seed);
 }
 
-/* alpha, beta pairs: beta 0 fills C with NaN, which must be ignored. */
-static const double AB[][2] = {{1, 0},   {1, 1},  {-0.75, 0.5}, {0, 1.5}, {0, 0},
-                               {2.5, -1}, {-1, 0}, {0.3, -2.25}, {1, -1}, {0, -1}};
-enum { NAB = (int)(sizeof AB / sizeof AB[0]) };
+/* alpha and beta {re, im, re, im}: beta 0 fills C with NaN, which must be ignored. The real
+ * cases' pairs, then the complex cases': alpha or beta imaginary, one of them 0, both
+ * complex. */
+static const double AB[][4] = {{1, 0, 0, 0},  {1, 0, 1, 0},       {-0.75, 0, 0.5, 0},
+                               {0, 0, 1.5, 0}, {0, 0, 0, 0},       {2.5, 0, -1, 0},
+                               {-1, 0, 0, 0},  {0.3, 0, -2.25, 0}, {1, 0, -1, 0},
+                               {0, 0, -1, 0}};
+static const double ABZ[][4] = {{1, 0, 0, 0},    {0, 1, 1, 0},        {-0.75, 0.5, 0, 0},
+                                {0, 0, 1.5, -1}, {0, 0, 0, 0},        {2.5, -1, 0.5, 0.25},
+                                {1, 0, 0, 1},    {0.3, -2.25, -1, 0}, {0, -1, 0, 0},
+                                {1, 1, 1, -1},   {-1, 0, 1, 0}};
+enum { NAB = (int)(sizeof AB / sizeof AB[0]), NABZ = (int)(sizeof ABZ / sizeof ABZ[0]) };
 
-/* Case number idx of a shape with combination combo (bits: transa, transb, order, double). */
+/* A case's combination: bits transa, transb (each op(X) = X^T), order, double, complex, and
+ * whether a transposed A or B is the conjugate transpose (on real matrices the same). */
+enum { C_TA = 1, C_TB = 2, C_ROW = 4, C_DBL = 8, C_CPLX = 16, C_CA = 32, C_CB = 64 };
+
+/* Combination q of the 36 of every transa and transb (N, T, C), order and precision. */
+static int combo_of(int q)
+{
+    int ta = q % 3, tb = q / 3 % 3;
+    return (ta ? C_TA : 0) | (ta == 2 ? C_CA : 0) | (tb ? C_TB : 0) | (tb == 2 ? C_CB : 0) |
+           (q / 9 % 2 ? C_ROW : 0) | (q / 18 % 2 ? C_DBL : 0);
+}
+
+static tide_transpose trans_of(int combo, int t, int c)
+{
+    return !(combo & t) ? TIDE_NOTRANS : combo & c ? TIDE_CONJTRANS : TIDE_TRANS;
+}
+
+/* Case number idx of a shape with combination combo (C_* bits). */
 static void build_case(gcase *g, const long long s[3], int combo, int idx, int tile, int panel,
                        const char *kind)
 {
     memset(g, 0, sizeof *g);
     g->m = s[0], g->n = s[1], g->k = s[2];
-    g->ta = combo & 1 ? TIDE_TRANS : TIDE_NOTRANS;
-    g->tb = combo & 2 ? TIDE_TRANS : TIDE_NOTRANS;
-    g->order = combo & 4 ? TIDE_ROW_MAJOR : TIDE_COL_MAJOR;
-    g->dbl = (combo & 8) != 0;
+    g->ta = trans_of(combo, C_TA, C_CA);
+    g->tb = trans_of(combo, C_TB, C_CB);
+    g->order = combo & C_ROW ? TIDE_ROW_MAJOR : TIDE_COL_MAJOR;
+    g->dbl = (combo & C_DBL) != 0;
+    g->cplx = (combo & C_CPLX) != 0;
     g->seed = 7000u + 131u * (unsigned)idx;
     tt_rng rng;
     tt_rng_seed(&rng, g->seed);
@@ -246,10 +338,13 @@ static void build_case(gcase *g, const long long s[3], int combo, int idx, int t
         g->pad[i] = pick == 0 ? -1 : pick == 1 ? 0 : 1 + tt_rng_below(&rng, 5);
     }
     for (int r = 0; r < 2; r++) {
-        int p = (idx * 3 + r * 7) % NAB;
-        g->alpha[r] = AB[p][0];
-        g->beta[r] = AB[p][1];
+        int p = idx * 3 + r * 7;
+        const double *ab = g->cplx ? ABZ[p % NABZ] : AB[p % NAB];
+        g->alpha[r][0] = ab[0], g->alpha[r][1] = ab[1];
+        g->beta[r][0] = ab[2], g->beta[r][1] = ab[3];
     }
+    /* complex plans mostly through tide_gemm_execute_complex, real ones at times */
+    g->cplx_call = g->cplx ? idx % 3 != 0 : idx % 5 == 2;
     g->tile = tile;
     g->panel = panel;
     g->null_empty = idx % 2;
@@ -272,10 +367,21 @@ static void *arg_of(const garrays *g, void *const p[3], int i)
     return g->pass_null[i] ? NULL : p[i];
 }
 
-static int execute_host(tide_gemm_plan *plan, double alpha, double beta, garrays *g)
+/* The multiply: tide_gemm_execute_complex with cx or where an imaginary part is not 0, else
+ * tide_gemm_execute with the real parts. */
+static int gemm_call(tide_gemm_plan *plan, const double alpha[2], const void *a, const void *b,
+                     const double beta[2], void *c, int cx)
 {
-    return tide_gemm_execute(plan, alpha, arg_of(g, g->h, 0), arg_of(g, g->h, 1), beta,
-                             arg_of(g, g->h, 2));
+    if (cx || alpha[1] != 0 || beta[1] != 0)
+        return tide_gemm_execute_complex(plan, alpha, a, b, beta, c);
+    return tide_gemm_execute(plan, alpha[0], a, b, beta[0], c);
+}
+
+static int execute_host(tide_gemm_plan *plan, const double alpha[2], const double beta[2],
+                        int cx, garrays *g)
+{
+    return gemm_call(plan, alpha, arg_of(g, g->h, 0), arg_of(g, g->h, 1), beta,
+                     arg_of(g, g->h, 2), cx);
 }
 
 #if TIDE_HAVE_CUDA
@@ -319,8 +425,8 @@ static void xalloc(int device, size_t bytes, void **p)
  * (device matrices with `queued` 0 on the legacy stream: by pageable cudaMemcpy, which may
  * return before the data has landed). empty: the multiply has nothing to do, so it need not
  * wait for the copies. */
-static int execute_gpu(tide_gemm_plan *plan, double alpha, double beta, garrays *g,
-                       cudaStream_t stream, int queued, int empty)
+static int execute_gpu(tide_gemm_plan *plan, const double alpha[2], const double beta[2],
+                       int cx, garrays *g, cudaStream_t stream, int queued, int empty)
 {
     void *p[3], *stage[3] = {NULL, NULL, NULL};
     for (int i = 0; i < 3; i++)
@@ -331,8 +437,8 @@ static int execute_gpu(tide_gemm_plan *plan, double alpha, double beta, garrays 
     else
         for (int i = 0; i < 3; i += 2)
             CU(cudaMemcpy(p[i], g->h[i], g->bytes[i], cudaMemcpyHostToDevice));
-    int st = tide_gemm_execute(plan, alpha, arg_of(g, p, 0), arg_of(g, p, 1), beta,
-                               arg_of(g, p, 2));
+    int st = gemm_call(plan, alpha, arg_of(g, p, 0), arg_of(g, p, 1), beta, arg_of(g, p, 2),
+                       cx);
     if (st != 0 || empty)
         CU(cudaStreamSynchronize(stream));
     for (int i = 0; i < 3; i++)
@@ -351,19 +457,19 @@ static int execute_gpu(tide_gemm_plan *plan, double alpha, double beta, garrays 
 #endif
 
 /* One execution the way the mode under test moves data. call: a counter picking the variant
- * (GPU host: pageable or pinned; device: queued or plain copies). */
-static int execute(tide_gemm_plan *plan, double alpha, double beta, garrays *g, void *stream,
-                   int call, int empty)
+ * (GPU host: pageable or pinned; device: queued or plain copies); cx: gemm_call's. */
+static int execute(tide_gemm_plan *plan, const double alpha[2], const double beta[2], int cx,
+                   garrays *g, void *stream, int call, int empty)
 {
 #if TIDE_HAVE_CUDA
     if (gpu && (on_device || call % 2))
-        return execute_gpu(plan, alpha, beta, g, (cudaStream_t)stream, call % 2, empty);
+        return execute_gpu(plan, alpha, beta, cx, g, (cudaStream_t)stream, call % 2, empty);
 #else
     (void)stream;
     (void)call;
     (void)empty;
 #endif
-    return execute_host(plan, alpha, beta, g);
+    return execute_host(plan, alpha, beta, cx, g);
 }
 
 /* ---- checking a result ---------------------------------------------------------------------- */
@@ -373,17 +479,22 @@ static void first_bad(const gcase *g, const gmat *xc, const void *c, const doubl
                       const double *scale, char *out, size_t len)
 {
     snprintf(out, len, "no entry beyond the bound");
+    int w = gmat_vals(xc);
     for (long long i = 0; i < g->m; i++)
         for (long long j = 0; j < g->n; j++) {
-            long long e = i * g->n + j;
-            double err = tide_ref_gemm_error(g->dbl, g->order, g->k, c, xc->ld, i, i + 1, j,
-                                             j + 1, ref + e, scale + e);
+            long long e = (i * g->n + j) * w;
+            double err = tide_ref_gemm_error(g->dbl, g->cplx, g->order, g->k, c, xc->ld, i,
+                                             i + 1, j, j + 1, ref + e, scale + e);
             if (!(err <= 1)) {
                 size_t at = g->order == TIDE_COL_MAJOR ? (size_t)(i + j * xc->ld)
                                                        : (size_t)(i * xc->ld + j);
-                double got = g->dbl ? ((const double *)c)[at] : ((const float *)c)[at];
-                snprintf(out, len, "first at (%lld,%lld): got %.17g want %.17g scale %.3g "
-                         "(error %.3g bounds)", i, j, got, ref[e], scale[e], err);
+                double got[2] = {get(c, g->dbl, at * (size_t)w), 0};
+                got[1] = g->cplx ? get(c, g->dbl, at * 2 + 1) : 0;
+                char gs[64], ws[64], ss[64];
+                snprintf(out, len, "first at (%lld,%lld): got %s want %s scale %s (error %.3g "
+                         "bounds)", i, j, scalar_str(got, g->cplx, gs, sizeof gs),
+                         scalar_str(ref + e, g->cplx, ws, sizeof ws),
+                         scalar_str(scale + e, g->cplx, ss, sizeof ss), err);
                 return;
             }
         }
@@ -394,15 +505,14 @@ static void first_bad(const gcase *g, const gmat *xc, const void *c, const doubl
 static double check_result(const gcase *g, int run, const gmat x[3], void *const in[3],
                            const garrays *out)
 {
-    size_t mn = (size_t)(g->m * g->n);
+    size_t mn = (size_t)(g->m * g->n) * (size_t)gmat_vals(&x[2]);
     double *ref = tt_xmalloc(mn * sizeof *ref), *scale = tt_xmalloc(mn * sizeof *scale);
-    double alpha = g->alpha[run], beta = g->beta[run];
-    int rst = tide_ref_gemm(g->dbl, g->order, g->ta, g->tb, g->m, g->n, g->k, alpha, in[0],
-                            x[0].ld, in[1], x[1].ld, beta, in[2], x[2].ld, 0, g->m, 0, g->n,
-                            ref, scale);
-    double err = rst ? NAN : tide_ref_gemm_error(g->dbl, g->order, g->k, out->h[2], x[2].ld, 0,
-                                                  g->m, 0, g->n, ref, scale);
-    char bad[256] = "";
+    int rst = tide_ref_gemm(g->dbl, g->cplx, g->order, g->ta, g->tb, g->m, g->n, g->k,
+                            g->alpha[run], in[0], x[0].ld, in[1], x[1].ld, g->beta[run], in[2],
+                            x[2].ld, 0, g->m, 0, g->n, ref, scale);
+    double err = rst ? NAN : tide_ref_gemm_error(g->dbl, g->cplx, g->order, g->k, out->h[2],
+                                                  x[2].ld, 0, g->m, 0, g->n, ref, scale);
+    char bad[320] = "";
     if (!(err <= 1))
         first_bad(g, &x[2], out->h[2], ref, scale, bad, sizeof bad);
     tt_check(&tally, world, rst == 0 && err <= 1,
@@ -429,7 +539,7 @@ static void check_info(const gcase *g, tide_gemm_plan *plan, int many)
     tide_gemm_info info;
     memset(&info, 0xab, sizeof info);
     int st = tide_gemm_plan_info(plan, &info);
-    double flops = 2.0 * (double)g->m * (double)g->n * (double)g->k;
+    double flops = (g->cplx ? 8.0 : 2.0) * (double)g->m * (double)g->n * (double)g->k;
     tide_location loc = on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
     tt_check(&tally, world, st == 0 && info.m == g->m && info.n == g->n && info.k == g->k &&
                                 info.flops == flops && info.backend == backend &&
@@ -461,8 +571,15 @@ static void check_info(const gcase *g, tide_gemm_plan *plan, int many)
     char desc[512], tiny[16];
     memset(desc, 0, sizeof desc);
     st = tide_gemm_plan_describe(plan, desc, sizeof desc);
-    tt_check(&tally, world, st == 0 && desc[0] && memchr(desc, 0, sizeof desc),
-             "c) %s: describe: status %d, \"%s\"", g->name, st, desc);
+    /* it begins with the shape, the elements, the ops and the order */
+    char head[160];
+    snprintf(head, sizeof head, "gemm %lldx%lldx%lld %s %c%c %s ", g->m, g->n, g->k,
+             elem_name(g->dbl, g->cplx), op_letter(g->ta), op_letter(g->tb),
+             g->order == TIDE_COL_MAJOR ? "col" : "row");
+    tt_check(&tally, world, st == 0 && memchr(desc, 0, sizeof desc) &&
+                                !strncmp(desc, head, strlen(head)),
+             "c) %s: describe: status %d, \"%s\" (want it to begin \"%s\")", g->name, st, desc,
+             head);
     if (verbose)
         printf("  describe: %s\n", desc);
     memset(tiny, 'Z', sizeof tiny);
@@ -521,12 +638,12 @@ static double run_case(tide_context *c, const gcase *g, int index, int many)
             for (int i = 0; i < 3; i++) {
                 a.bytes[i] = gmat_bytes(&x[i]);
                 in[i] = tt_xmalloc(a.bytes[i]);
-                gmat_fill(&x[i], in[i], i == 2 && g->beta[run] == 0, &rng);
+                gmat_fill(&x[i], in[i], i == 2 && !g->beta[run][0] && !g->beta[run][1], &rng);
                 a.h[i] = xdup(in[i], a.bytes[i]);
                 a.pass_null[i] = g->null_empty && elems[i] == 0;
             }
-            st = execute(plan, g->alpha[run], g->beta[run], &a, stream, index + run,
-                         elems[2] == 0);
+            st = execute(plan, g->alpha[run], g->beta[run], g->cplx_call, &a, stream,
+                         index + run, elems[2] == 0);
             if (tt_check(&tally, world, st == 0, "c) %s: run %d: %s: %s", g->name, run + 1,
                          tide_strerror(st), tide_last_error(c))) {
                 double e = check_result(g, run, x, in, &a);
@@ -561,34 +678,60 @@ static const struct {
              {{129, 257, 64}, 64, 16}};
 enum { NTILED = (int)(sizeof TILED / sizeof TILED[0]) };
 
+/* The real cases of a shape take the 16 combinations of transa, transb, order and precision,
+ * a transposed A or B the conjugate transpose in turn (shape after shape: every op of N, T and
+ * C); the complex cases one of every `stride` of the 36 (combo_of), from the shape's number
+ * on, so that neighbouring shapes take every op, order and precision between them; fewer on
+ * larger shapes, none (0) on 257^3, whose one complex case would cost the oracle as much as
+ * a fifth of all the others (its complex dot products cost four times the real ones). */
+static int complex_stride(const long long s[3])
+{
+    double mnk = (double)s[0] * (double)s[1] * (double)s[2];
+    return mnk <= 6e4 ? 2 : mnk <= 5e5 ? 4 : mnk <= 4e6 ? 18 : 0;
+}
+
+/* The cases of one shape (sn its number); worst[cplx] gets the largest error in bounds. */
+static void shape_cases(const long long s[3], int sn, int tile, int panel, const char *kind,
+                        int many, int *count, double worst[2])
+{
+    int stride = complex_stride(s);
+    for (int c = 0; c < 16 + 36; c++) {
+        int combo;
+        if (c < 16) {
+            int conj = (sn + c) % 4;
+            combo = c | (conj & 1 ? C_CA : 0) | (conj & 2 ? C_CB : 0);
+        } else if (stride && (c - 16) % stride == sn % stride) {
+            combo = combo_of(c - 16) | C_CPLX;
+        } else {
+            continue;
+        }
+        gcase g;
+        build_case(&g, s, combo, *count, tile, panel, kind);
+        double e = run_case(ctx, &g, *count, many);
+        worst[g.cplx] = e > worst[g.cplx] || isnan(e) ? e : worst[g.cplx];
+        ++*count;
+    }
+}
+
 static void cases(void)
 {
-    double t0 = MPI_Wtime(), worst = 0;
+    double t0 = MPI_Wtime(), worst[2] = {0, 0};
     int before = tally.failed, count = 0;
     for (int s = 0; s < NSHAPES; s++)
-        for (int combo = 0; combo < 16; combo++, count++) {
-            gcase g;
-            build_case(&g, SHAPES[s], combo, count, 0, 0, "case");
-            double e = run_case(ctx, &g, count, 0);
-            worst = e > worst || isnan(e) ? e : worst;
-        }
+        shape_cases(SHAPES[s], s, 0, 0, "case", 0, &count, worst);
     for (int t = 0; t < NTILED; t++)
-        for (int combo = 0; combo < 16; combo++, count++) {
-            gcase g;
-            build_case(&g, TILED[t].s, combo, count, TILED[t].tile, TILED[t].panel, "tiled");
-            double e = run_case(ctx, &g, count, 1);
-            worst = e > worst || isnan(e) ? e : worst;
-        }
+        shape_cases(TILED[t].s, t, TILED[t].tile, TILED[t].panel, "tiled", 1, &count, worst);
     if (rank == 0)
-        printf("  c) %d cases, 2 runs each: %d failed checks, largest error %.3g bounds "
-               "(%.1f s)\n", count, tally.failed - before, worst, MPI_Wtime() - t0);
+        printf("  c) %d cases, 2 runs each: %d failed checks, largest error %.3g bounds real, "
+               "%.3g complex (%.1f s)\n", count, tally.failed - before, worst[0], worst[1],
+               MPI_Wtime() - t0);
 }
 
 /* ---- d) a small device budget --------------------------------------------------------------- */
 
-static void dist_case(long long m, long long n, long long k, int dbl, tide_matrix_order order,
-                      int ta, int tb, const int grid[2], const long long *const blocks[4],
-                      double alpha, double beta, uint64_t seed, int on_gpu);
+static void dist_case(long long m, long long n, long long k, int combo, const int grid[2],
+                      const long long *const blocks[4], const double alpha[2],
+                      const double beta[2], uint64_t seed, int on_gpu);
 
 static void small_budget(const tide_context_options *copts)
 {
@@ -604,17 +747,19 @@ static void small_budget(const tide_context_options *copts)
     if (!tt_check(&tally, world, st == 0, "d) context with a 1 MiB budget: %s: %s",
                   tide_strerror(st), tide_last_error(NULL)))
         return;
-    static const long long s[2][3] = {{600, 500, 700}, {611, 487, 703}};
-    static const int combos[2] = {8, 5}; /* double col NN; float row TN */
+    static const long long s[3][3] = {{600, 500, 700}, {611, 487, 703}, {301, 250, 349}};
+    /* double col NN; float row TN; complex double col NC */
+    static const int combos[3] = {C_DBL, C_ROW | C_TA, C_CPLX | C_DBL | C_TB | C_CB};
+    static const double ab[3][4] = {{1.5, 0, -1, 0}, {1.5, 0, 0, 0}, {1.5, -0.5, 0.5, 1}};
     const long long *balanced[4] = {NULL, NULL, NULL, NULL};
     const int lib_grid[2] = {0, 0};
-    for (int c = 0; c < 2; c++) {
+    for (int c = 0; c < 3; c++) {
         if (nranks > 1) { /* each rank's block of C (above 1.8 MB on up to 3 ranks) beyond the
                            * budget: streamed in each update */
             tide_context *keep = ctx;
             ctx = small;
-            dist_case(900 + c, 800 - c, 70, 1 - c, c ? TIDE_ROW_MAJOR : TIDE_COL_MAJOR, c, 0,
-                      lib_grid, balanced, 1.5, c ? 0 : -1, 5100 + (uint64_t)c, 1);
+            dist_case(900 + c, 800 - c, 70, combos[c], lib_grid, balanced, ab[c], ab[c] + 2,
+                      5100 + (uint64_t)c, 1);
             ctx = keep;
             continue;
         }
@@ -678,8 +823,9 @@ static void several_gpus(void)
         for (int c = 0; c < 4; c++)
             for (int combo = 0; combo < 16; combo += 5, count++) {
                 gcase g;
-                build_case(&g, s[c], combo, 7100 + count, c == 2 ? 64 : 0, c == 2 ? 32 : 0,
-                           "gpus");
+                /* combination 10 (double col NT) complex, op(B) = B^H */
+                build_case(&g, s[c], combo == 10 ? combo | C_CPLX | C_CB : combo, 7100 + count,
+                           c == 2 ? 64 : 0, c == 2 ? 32 : 0, "gpus");
                 g.gpus = want;
                 /* A shared (forced) in two of the four combinations, never, as the model says */
                 g.share_a = combo == 5 ? 0 : combo == 15 ? -1 : 1;
@@ -706,19 +852,23 @@ static void several_gpus(void)
 
 /* ---- e) the one-shot call ------------------------------------------------------------------- */
 
-/* tide_gemm with opts NULL (double, column major, no transposes, host) and with a case's. */
+/* tide_gemm with opts NULL (double, column major, no transposes, host) and with a case's,
+ * a complex one among them (tide_gemm's alpha and beta are real). */
 static void one_shot(void)
 {
     int before = tally.failed;
-    for (int c = 0; c < 3; c++) {
-        static const long long s[3][3] = {{97, 31, 129}, {31, 257, 7}, {1, 1, 1}};
+    for (int c = 0; c < 4; c++) {
+        static const long long s[4][3] = {{97, 31, 129}, {31, 257, 7}, {1, 1, 1}, {37, 23, 41}};
+        static const int combos[4] = {C_DBL, C_ROW | C_TB, C_ROW | C_TA | C_TB,
+                                      C_CPLX | C_ROW | C_TA | C_CA};
         gcase g;
-        build_case(&g, s[c], c == 0 ? 8 : 5 + c, 6000 + c, 0, 0, "one-shot");
+        build_case(&g, s[c], combos[c], 6000 + c, 0, 0, "one-shot");
+        g.alpha[0][1] = g.beta[0][1] = 0;
+        g.cplx_call = 0;
         int defaults = c == 0 && !on_device;
-        if (defaults) {
+        if (defaults)
             g.pad[0] = g.pad[1] = g.pad[2] = -1;
-            name_case(&g, "one-shot");
-        }
+        name_case(&g, "one-shot");
         gmat x[3];
         case_mats(&g, x);
         tide_gemm_options o;
@@ -730,7 +880,7 @@ static void one_shot(void)
         for (int i = 0; i < 3; i++) {
             bytes[i] = gmat_bytes(&x[i]);
             in[i] = tt_xmalloc(bytes[i]);
-            gmat_fill(&x[i], in[i], i == 2 && g.beta[0] == 0, &rng);
+            gmat_fill(&x[i], in[i], i == 2 && g.beta[0][0] == 0, &rng);
             h[i] = xdup(in[i], bytes[i]);
         }
         void *p[3] = {h[0], h[1], h[2]};
@@ -740,7 +890,7 @@ static void one_shot(void)
             CU(cudaMemcpy(p[i], h[i], bytes[i], cudaMemcpyHostToDevice));
         }
 #endif
-        int st = tide_gemm(ctx, g.m, g.n, g.k, g.alpha[0], p[0], p[1], g.beta[0], p[2],
+        int st = tide_gemm(ctx, g.m, g.n, g.k, g.alpha[0][0], p[0], p[1], g.beta[0][0], p[2],
                            defaults ? NULL : &o);
 #if TIDE_HAVE_CUDA
         for (int i = 0; on_device && i < 3; i++) {
@@ -764,6 +914,63 @@ static void one_shot(void)
 
 /* ---- a) the oracle -------------------------------------------------------------------------- */
 
+/* The complex oracle on products worked by hand: A = [1+2i 3-i; i 2] (2 x 2), B = [2-i; 1+3i]
+ * (2 x 1): A B = [10+11i; 3+8i], the real products' magnitudes [10; 3] for the real parts
+ * (|1 2| + |2 -1| + |3 1| + |-1 3|, ...) and [15; 8] for the imaginary ones. Given as A^H and
+ * B^H stored, op = C; with alpha i, beta 1-i and C0 = [1+i; 2]: [-9+10i; -6+i], magnitudes
+ * [17 12; 10 5]. Returns whether all held. */
+static int oracle_complex(void)
+{
+    const double a[8] = {1, 2, 0, 1, 3, -1, 2, 0};   /* A column major */
+    const double ah[8] = {1, -2, 3, 1, 0, -1, 2, 0}; /* A^H column major */
+    const double b[4] = {2, -1, 1, 3}, bh[4] = {2, 1, 1, -3}; /* B, B^H (1 x 2) */
+    const double c0[4] = {1, 1, 2, 0};
+    const double one[2] = {1, 0}, zero[2] = {0, 0}, ai[2] = {0, 1}, b1[2] = {1, -1};
+    double ref[4], scale[4];
+    int ok = 1;
+    int st = tide_ref_gemm(1, 1, TIDE_COL_MAJOR, TIDE_NOTRANS, TIDE_NOTRANS, 2, 1, 2, one, a, 2,
+                           b, 2, zero, NULL, 2, 0, 2, 0, 1, ref, scale);
+    ok = ok && st == 0 && ref[0] == 10 && ref[1] == 11 && ref[2] == 3 && ref[3] == 8;
+    ok = ok && scale[0] == 10 && scale[1] == 15 && scale[2] == 3 && scale[3] == 8;
+    /* row major: B (2 x 1) stores the same; A transposed */
+    const double a_row[8] = {1, 2, 3, -1, 0, 1, 2, 0};
+    st = tide_ref_gemm(1, 1, TIDE_ROW_MAJOR, TIDE_NOTRANS, TIDE_NOTRANS, 2, 1, 2, one, a_row, 2,
+                       b, 1, zero, NULL, 1, 1, 2, 0, 1, ref, scale);
+    ok = ok && st == 0 && ref[0] == 3 && ref[1] == 8;
+    st = tide_ref_gemm(1, 1, TIDE_COL_MAJOR, TIDE_CONJTRANS, TIDE_CONJTRANS, 2, 1, 2, ai, ah, 2,
+                       bh, 1, b1, c0, 2, 0, 2, 0, 1, ref, scale);
+    ok = ok && st == 0 && ref[0] == -9 && ref[1] == 10 && ref[2] == -6 && ref[3] == 1;
+    ok = ok && scale[0] == 17 && scale[1] == 12 && scale[2] == 10 && scale[3] == 5;
+    tt_check(&tally, world, ok, "a) oracle: complex products worked by hand (op N, and C with "
+             "complex alpha and beta)");
+    /* the bound per part, (k + 4) u scale + u |ref| for complex: with k 2, ref 10 + 11i and
+     * scale [10, 15], 4 ulps of 10 (64 u) are within 70 u, 5 are not; 6 ulps of 11 (96 u)
+     * within 101 u, 7 not */
+    const double r2[2] = {10, 11}, s2[2] = {10, 15}, ulp = 0x1p-49;
+    double c1[2] = {10 + 4 * ulp, 11 - 6 * ulp}, c2[2] = {10 - 5 * ulp, 11}, c3[2] = {10,
+                                                                               11 + 7 * ulp};
+    double e1 = tide_ref_gemm_error(1, 1, TIDE_COL_MAJOR, 2, c1, 1, 0, 1, 0, 1, r2, s2);
+    double e2 = tide_ref_gemm_error(1, 1, TIDE_COL_MAJOR, 2, c2, 1, 0, 1, 0, 1, r2, s2);
+    double e3 = tide_ref_gemm_error(1, 1, TIDE_COL_MAJOR, 2, c3, 1, 0, 1, 0, 1, r2, s2);
+    /* ... and the real one, (k + 2) u scale + u |ref|: 4 ulps of 10 beyond 50 u */
+    double e4 = tide_ref_gemm_error(1, 0, TIDE_COL_MAJOR, 2, c1, 1, 0, 1, 0, 1, r2, s2);
+    tt_check(&tally, world, e1 > 0.9 && e1 <= 1 && e2 > 1 && e3 > 1 && e4 > 1,
+             "a) oracle: errors %g (want within the complex bound), %g, %g (want beyond), real "
+             "%g (want beyond)", e1, e2, e3, e4);
+    /* wrong results far beyond: the conjugation forgotten (op T for C), or the parts swapped */
+    const double want[4] = {10, 11, 3, 8}, swapped[4] = {11, 10, 8, 3};
+    st = tide_ref_gemm(1, 1, TIDE_COL_MAJOR, TIDE_TRANS, TIDE_NOTRANS, 2, 1, 2, one, ah, 2, b,
+                       2, zero, NULL, 2, 0, 2, 0, 1, ref, scale);
+    double e5 = tide_ref_gemm_error(1, 1, TIDE_COL_MAJOR, 2, want, 2, 0, 2, 0, 1, ref, scale);
+    int st2 = tide_ref_gemm(1, 1, TIDE_COL_MAJOR, TIDE_NOTRANS, TIDE_NOTRANS, 2, 1, 2, one, a, 2,
+                            b, 2, zero, NULL, 2, 0, 2, 0, 1, ref, scale);
+    double e6 = tide_ref_gemm_error(1, 1, TIDE_COL_MAJOR, 2, swapped, 2, 0, 2, 0, 1, ref, scale);
+    tt_check(&tally, world, st == 0 && st2 == 0 && e5 > 1e6 && e6 > 1e6,
+             "a) oracle: conjugation forgotten %g bounds, parts swapped %g (want far beyond 1)",
+             e5, e6);
+    return ok;
+}
+
 static void oracle_selftest(void)
 {
     /* A = [1 2 3; 4 5 6] (2 x 3), B = [1 0; 0 1; 2 -1] (3 x 2): A B = [7 -1; 16 -1]. */
@@ -771,36 +978,48 @@ static void oracle_selftest(void)
     const double a_row[6] = {1, 2, 3, 4, 5, 6}, b_row[6] = {1, 0, 0, 1, 2, -1};
     const double at_col[6] = {1, 2, 3, 4, 5, 6}; /* A^T (3 x 2) column major = A row major */
     const double c0[4] = {1, NAN, 2, 3};         /* column major, padded: ldc 2 */
+    const double one[2] = {1, 0}, zero[2] = {0, 0}, two[2] = {2, 0}, minus1[2] = {-1, 0};
     double ref[4], scale[4];
     int ok = 1;
-    int st = tide_ref_gemm(1, TIDE_COL_MAJOR, TIDE_NOTRANS, TIDE_NOTRANS, 2, 2, 3, 1, a_col, 2,
-                           b_col, 3, 0, NULL, 2, 0, 2, 0, 2, ref, scale);
+    int st = tide_ref_gemm(1, 0, TIDE_COL_MAJOR, TIDE_NOTRANS, TIDE_NOTRANS, 2, 2, 3, one, a_col,
+                           2, b_col, 3, zero, NULL, 2, 0, 2, 0, 2, ref, scale);
     ok = ok && st == 0 && ref[0] == 7 && ref[1] == -1 && ref[2] == 16 && ref[3] == -1;
     ok = ok && scale[0] == 7 && scale[1] == 5 && scale[2] == 16 && scale[3] == 11;
-    st = tide_ref_gemm(1, TIDE_ROW_MAJOR, TIDE_NOTRANS, TIDE_NOTRANS, 2, 2, 3, 1, a_row, 3,
-                       b_row, 2, 0, NULL, 2, 1, 2, 0, 2, ref, scale);
+    st = tide_ref_gemm(1, 0, TIDE_ROW_MAJOR, TIDE_NOTRANS, TIDE_NOTRANS, 2, 2, 3, one, a_row, 3,
+                       b_row, 2, zero, NULL, 2, 1, 2, 0, 2, ref, scale);
     ok = ok && st == 0 && ref[0] == 16 && ref[1] == -1;
-    /* op(A) = (A^T)^T, op(B) = (B^T)^T with B^T column major = B row major; beta C0. */
-    st = tide_ref_gemm(1, TIDE_COL_MAJOR, TIDE_TRANS, TIDE_TRANS, 2, 2, 3, 2, at_col, 3, b_row,
-                       2, -1, c0, 2, 0, 2, 1, 2, ref, scale);
-    ok = ok && st == 0 && ref[0] == 2 * -1 - 2 && ref[1] == 2 * -1 - 3 && scale[0] == 2 * 5 + 2 &&
-         scale[1] == 2 * 11 + 3;
+    /* op(A) = (A^T)^T, op(B) = (B^T)^T with B^T column major = B row major; beta C0; on real
+     * matrices the conjugate transpose is the transpose */
+    for (int t = TIDE_TRANS; t <= TIDE_CONJTRANS; t++) {
+        st = tide_ref_gemm(1, 0, TIDE_COL_MAJOR, (tide_transpose)t, (tide_transpose)t, 2, 2, 3,
+                           two, at_col, 3, b_row, 2, minus1, c0, 2, 0, 2, 1, 2, ref, scale);
+        ok = ok && st == 0 && ref[0] == 2 * -1 - 2 && ref[1] == 2 * -1 - 3 &&
+             scale[0] == 2 * 5 + 2 && scale[1] == 2 * 11 + 3;
+    }
     tt_check(&tally, world, ok, "a) oracle: products worked by hand");
     float cf[4] = {7, NAN, -1, 0}; /* 2 x 1, ldc 2 */
     double rf[2] = {7, -1}, sf[2] = {1, 0};
-    double e0 = tide_ref_gemm_error(0, TIDE_COL_MAJOR, 3, cf, 2, 0, 1, 0, 1, rf, sf);
-    double e1 = tide_ref_gemm_error(0, TIDE_COL_MAJOR, 3, cf, 2, 0, 2, 0, 1, rf, sf);
+    double e0 = tide_ref_gemm_error(0, 0, TIDE_COL_MAJOR, 3, cf, 2, 0, 1, 0, 1, rf, sf);
+    double e1 = tide_ref_gemm_error(0, 0, TIDE_COL_MAJOR, 3, cf, 2, 0, 2, 0, 1, rf, sf);
     cf[2] = -1.5f;
-    double e2 = tide_ref_gemm_error(0, TIDE_ROW_MAJOR, 3, cf, 2, 1, 2, 0, 1, rf + 1, sf + 1);
+    double e2 = tide_ref_gemm_error(0, 0, TIDE_ROW_MAJOR, 3, cf, 2, 1, 2, 0, 1, rf + 1, sf + 1);
     tt_check(&tally, world, e0 == 0 && isinf(e1) && isinf(e2),
              "a) oracle: error %g (want 0), NaN in C %g, scale 0 differing %g (want inf)", e0,
              e1, e2);
-    st = tide_ref_gemm(1, TIDE_COL_MAJOR, TIDE_NOTRANS, TIDE_NOTRANS, 2, 2, 3, 1, a_col, 2,
-                       b_col, 3, 0, NULL, 2, 0, 3, 0, 2, ref, scale);
-    int st2 = tide_ref_gemm(1, TIDE_COL_MAJOR, TIDE_NOTRANS, TIDE_NOTRANS, 2, 2, 3, 1, a_col, 1,
-                            b_col, 3, 0, NULL, 2, 0, 2, 0, 2, ref, scale);
-    tt_check(&tally, world, st == TIDE_ERR_ARGUMENT && st2 == TIDE_ERR_ARGUMENT,
-             "a) oracle: rows [0,3) of 2, or lda 1 < 2, accepted: %d, %d", st, st2);
+    st = tide_ref_gemm(1, 0, TIDE_COL_MAJOR, TIDE_NOTRANS, TIDE_NOTRANS, 2, 2, 3, one, a_col, 2,
+                       b_col, 3, zero, NULL, 2, 0, 3, 0, 2, ref, scale);
+    int st2 = tide_ref_gemm(1, 0, TIDE_COL_MAJOR, TIDE_NOTRANS, TIDE_NOTRANS, 2, 2, 3, one, a_col,
+                            1, b_col, 3, zero, NULL, 2, 0, 2, 0, 2, ref, scale);
+    const double ai[2] = {1, 0.5};
+    int st3 = tide_ref_gemm(1, 0, TIDE_COL_MAJOR, TIDE_NOTRANS, TIDE_NOTRANS, 2, 2, 3, ai, a_col,
+                            2, b_col, 3, zero, NULL, 2, 0, 2, 0, 2, ref, scale);
+    int st4 = tide_ref_gemm(1, 1, TIDE_COL_MAJOR, (tide_transpose)3, TIDE_NOTRANS, 1, 1, 1, one,
+                            a_col, 1, b_col, 1, zero, NULL, 1, 0, 1, 0, 1, ref, scale);
+    tt_check(&tally, world, st == TIDE_ERR_ARGUMENT && st2 == TIDE_ERR_ARGUMENT &&
+                                st3 == TIDE_ERR_ARGUMENT && st4 == TIDE_ERR_ARGUMENT,
+             "a) oracle: rows [0,3) of 2, lda 1 < 2, a complex alpha on real matrices or transa "
+             "3 accepted: %d, %d, %d, %d", st, st2, st3, st4);
+    oracle_complex();
     if (rank == 0)
         printf("  a) the oracle on products worked by hand: %d failed checks\n", tally.failed);
 }
@@ -839,11 +1058,6 @@ static size_t at(const gmat *x, long long i, long long j)
     return (size_t)(x->order == TIDE_COL_MAJOR ? i + j * x->ld : i * x->ld + j);
 }
 
-static double get(const void *a, int dbl, size_t e)
-{
-    return dbl ? ((const double *)a)[e] : ((const float *)a)[e];
-}
-
 /* Block i of n over p, as tide.h defines the distribution: the user's boundaries, or
  * balanced. */
 static void dist_block(const long long *given, long long n, int p, int i, long long *lo,
@@ -858,16 +1072,17 @@ static void dist_block(const long long *given, long long n, int p, int i, long l
 static void *local_block(const gmat *g, const void *ga, long long r0, long long r1,
                          long long c0, long long c1, long long pad, gmat *lx)
 {
-    *lx = (gmat){r1 - r0, c1 - c0, 0, g->order, g->dbl};
+    *lx = (gmat){r1 - r0, c1 - c0, 0, g->order, g->dbl, g->cplx};
     lx->ld = min_ld(lx) + pad;
     void *la = tt_xmalloc(gmat_bytes(lx));
-    size_t n = gmat_count(lx);
-    put(la, lx->dbl, 0, NAN); /* the spare element of an empty block */
-    for (size_t e = 0; e < n; e++)
+    size_t n = gmat_count(lx), w = (size_t)gmat_vals(lx);
+    for (size_t e = 0; e < (n ? n : 1) * w; e++) /* the spare element of an empty block */
         put(la, lx->dbl, e, NAN);
     for (long long i = 0; i < lx->rows; i++)
         for (long long j = 0; j < lx->cols; j++)
-            put(la, lx->dbl, at(lx, i, j), get(ga, g->dbl, at(g, r0 + i, c0 + j)));
+            for (size_t q = 0; q < w; q++)
+                put(la, lx->dbl, at(lx, i, j) * w + q,
+                    get(ga, g->dbl, at(g, r0 + i, c0 + j) * w + q));
     return la;
 }
 
@@ -877,20 +1092,23 @@ static void *local_block(const gmat *g, const void *ga, long long r0, long long 
  * odd seed the blocks pinned and A and C written by copies queued behind a delay on the
  * legacy stream (the plan's), else pageable; C tiles of 8 when the seed is a multiple of 3.
  * With on_device, device blocks instead, written by queued copies (odd seed) or plain ones. */
-static void dist_case(long long m, long long n, long long k, int dbl, tide_matrix_order order,
-                      int ta, int tb, const int grid[2], const long long *const blocks[4],
-                      double alpha, double beta, uint64_t seed, int on_gpu)
+static void dist_case(long long m, long long n, long long k, int combo, const int grid[2],
+                      const long long *const blocks[4], const double alpha[2],
+                      const double beta[2], uint64_t seed, int on_gpu)
 {
+    int dbl = (combo & C_DBL) != 0, cplx = (combo & C_CPLX) != 0;
+    tide_matrix_order order = combo & C_ROW ? TIDE_ROW_MAJOR : TIDE_COL_MAJOR;
+    tide_transpose ta = trans_of(combo, C_TA, C_CA), tb = trans_of(combo, C_TB, C_CB);
     /* A stored m x k (k x m transposed), B k x n (n x k) */
-    gmat g[3] = {{ta ? k : m, ta ? m : k, 0, order, dbl}, {tb ? n : k, tb ? k : n, 0, order, dbl},
-                 {m, n, 0, order, dbl}};
+    gmat g[3] = {{ta ? k : m, ta ? m : k, 0, order, dbl, cplx},
+                 {tb ? n : k, tb ? k : n, 0, order, dbl, cplx}, {m, n, 0, order, dbl, cplx}};
     void *ga[3];
     tt_rng rng;
     tt_rng_seed(&rng, seed);
     for (int i = 0; i < 3; i++) {
         g[i].ld = min_ld(&g[i]);
         ga[i] = tt_xmalloc(gmat_bytes(&g[i]));
-        gmat_fill(&g[i], ga[i], i == 2 && beta == 0, &rng);
+        gmat_fill(&g[i], ga[i], i == 2 && !beta[0] && !beta[1], &rng);
     }
     int gr[2] = {grid[0], grid[1]};
     if (!gr[0]) { /* the most square grid, as the library picks it */
@@ -918,9 +1136,10 @@ static void dist_case(long long m, long long n, long long k, int dbl, tide_matri
     tide_gemm_options_init(&o);
     o.backend = on_gpu ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU;
     o.precision = dbl ? TIDE_DOUBLE : TIDE_FLOAT;
+    o.domain = cplx ? TIDE_COMPLEX : TIDE_REAL;
     o.order = order;
-    o.transa = ta ? TIDE_TRANS : TIDE_NOTRANS;
-    o.transb = tb ? TIDE_TRANS : TIDE_NOTRANS;
+    o.transa = ta;
+    o.transb = tb;
     o.grid[0] = grid[0], o.grid[1] = grid[1];
     for (int x = 0; x < 4; x++)
         o.blocks[x] = blocks[x];
@@ -934,39 +1153,43 @@ static void dist_case(long long m, long long n, long long k, int dbl, tide_matri
     if (!st && on_gpu && !tide_gemm_plan_describe(plan, desc, sizeof desc) &&
         strstr(desc, "updates: cublas") == NULL && strstr(desc, "tile"))
         c_kept[strstr(desc, "C kept across the runs") != NULL]++;
+    int cx = cplx ? seed % 3 != 0 : seed % 4 == 1; /* gemm_call's */
     if (!st && on_gpu && (seed % 2 || on_device)) {
 #if TIDE_HAVE_CUDA
         garrays arr = {{la, lb, lc}, {gmat_bytes(&lx[0]), gmat_bytes(&lx[1]),
                                       gmat_bytes(&lx[2])}, {0, 0, 0}};
-        st = execute_gpu(plan, alpha, beta, &arr, NULL, (int)(seed % 2), m == 0 || n == 0);
+        st = execute_gpu(plan, alpha, beta, cx, &arr, NULL, (int)(seed % 2), m == 0 || n == 0);
 #endif
     } else if (!st) {
-        st = tide_gemm_execute(plan, alpha, la, lb, beta, lc);
+        st = gemm_call(plan, alpha, la, lb, beta, lc, cx);
     }
     tide_gemm_plan_destroy(plan);
     long long bm = rm[1] - rm[0], bn = cn[1] - cn[0];
-    double *ref = tt_xmalloc(sizeof(double) * (size_t)(bm * bn));
-    double *scale = tt_xmalloc(sizeof(double) * (size_t)(bm * bn));
+    size_t vals = (size_t)(bm * bn) * (size_t)gmat_vals(&g[2]);
+    double *ref = tt_xmalloc(sizeof(double) * vals), *scale = tt_xmalloc(sizeof(double) * vals);
     double err = INFINITY;
-    if (!st && !tide_ref_gemm(dbl, order, o.transa, o.transb, m, n, k, alpha, ga[0],
-                              g[0].ld, ga[1], g[1].ld, beta, ga[2], g[2].ld, rm[0], rm[1],
-                              cn[0], cn[1], ref, scale))
-        err = bm > 0 && bn > 0 ? tide_ref_gemm_error(dbl, order, k, lc, lx[2].ld, 0, bm, 0, bn,
-                                                     ref, scale)
+    if (!st && !tide_ref_gemm(dbl, cplx, order, ta, tb, m, n, k, alpha, ga[0], g[0].ld, ga[1],
+                              g[1].ld, beta, ga[2], g[2].ld, rm[0], rm[1], cn[0], cn[1], ref,
+                              scale))
+        err = bm > 0 && bn > 0 ? tide_ref_gemm_error(dbl, cplx, order, k, lc, lx[2].ld, 0, bm, 0,
+                                                     bn, ref, scale)
                                : 0;
     if (!st && on_gpu && on_device)
         tt_check(&tally, world, (strstr(desc, " over nccl") != NULL) == nccl_panels, "b) %lldx"
                  "%lldx%lld on %d ranks: the panels %s NCCL, but the plan is %s", m, n, k,
                  nranks, nccl_panels ? "go over" : "do not go over", desc);
     int pad_ok = 1; /* C's padding (NaN) untouched */
-    for (size_t e = 0; e < gmat_count(&lx[2]); e++)
-        pad_ok = pad_ok && (!is_padding(&lx[2], e) || isnan(get(lc, dbl, e)));
+    size_t w = (size_t)gmat_vals(&lx[2]);
+    for (size_t e = 0; e < gmat_count(&lx[2]) * w; e++)
+        pad_ok = pad_ok && (!is_padding(&lx[2], e / w) || isnan(get(lc, dbl, e)));
+    char sa[48], sb[48];
     tt_check(&tally, world, st == 0 && err <= 1 && pad_ok,
-             "b) %lldx%lldx%lld %s %s %c%c grid %dx%d%s alpha %g beta %g on %d ranks (%s%s): "
+             "b) %lldx%lldx%lld %s %s %c%c grid %dx%d%s alpha %s beta %s%s on %d ranks (%s%s): "
              "status %d (%s), rank %d's block [%lld,%lld)x[%lld,%lld) error %g bounds, "
-             "padding %s", m, n, k, dbl ? "double" : "float",
-             order == TIDE_COL_MAJOR ? "col" : "row", ta ? 'T' : 'N', tb ? 'T' : 'N', gr[0],
-             gr[1], blocks[0] ? " user blocks" : "", alpha, beta, nranks,
+             "padding %s", m, n, k, elem_name(dbl, cplx),
+             order == TIDE_COL_MAJOR ? "col" : "row", op_letter(ta), op_letter(tb), gr[0],
+             gr[1], blocks[0] ? " user blocks" : "", scalar_str(alpha, cplx, sa, sizeof sa),
+             scalar_str(beta, cplx, sb, sizeof sb), cx ? " execute_complex" : "", nranks,
              !on_gpu ? "cpu" : on_device ? "cuda, device" : "cuda, host",
              !on_gpu ? "" : seed % 2 ? ", queued writes" : on_device ? "" : ", pageable", st,
              st ? tide_last_error(ctx) : "", rank, rm[0], rm[1], cn[0], cn[1], err,
@@ -996,20 +1219,29 @@ static void dist_cases(int on_gpu)
 {
     static const long long shapes[][3] = {{37, 29, 41}, {13, 17, 19}, {3, 5, 2},
                                           {1, 7, 11},   {20, 1, 9},   {8, 6, 0}};
-    static const double ab[][2] = {{1, 0}, {-0.75, 1.5}, {2.5, 1}};
+    enum { NSH = (int)(sizeof shapes / sizeof shapes[0]) };
+    static const double ab[][4] = {{1, 0, 0, 0}, {-0.75, 0, 1.5, 0}, {2.5, 0, 1, 0}};
+    static const double abz[][4] = {{1, 0, 0, 0}, {-0.75, 0.5, 1.5, -1}, {0, 1, 0, 0},
+                                    {2.5, -1, 1, 0.25}};
     const long long *balanced[4] = {NULL, NULL, NULL, NULL};
     int before = tally.failed, count = 0;
     for (int gi = 0; gi <= nranks; gi++) { /* gi 0: the library's grid, else gi x P / gi */
         if (gi && nranks % gi)
             continue;
         int grid[2] = {gi, gi ? nranks / gi : 0};
-        for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
-            for (int combo = 0; combo < 16; combo++, count++) {
-                const double *x = ab[(sh + (size_t)combo) % 3];
-                dist_case(shapes[sh][0], shapes[sh][1], shapes[sh][2], combo & 1,
-                          combo & 2 ? TIDE_ROW_MAJOR : TIDE_COL_MAJOR, combo >> 2 & 1,
-                          combo >> 3 & 1, grid, balanced, x[0], x[1], 1000 + (uint64_t)count,
-                          on_gpu);
+        /* per shape the 16 real combinations (a transposed operand's op T or C in turn) and 6
+         * complex ones: the shapes take the 36 of combo_of between them */
+        for (int sh = 0; sh < NSH; sh++)
+            for (int c = 0; c < 16 + 6; c++, count++) {
+                int conj = (sh + c + gi) % 4, combo;
+                if (c < 16)
+                    combo = (c & 1 ? C_DBL : 0) | (c & 2 ? C_ROW : 0) | (c & 4 ? C_TA : 0) |
+                            (c & 8 ? C_TB : 0) | (conj & 1 ? C_CA : 0) | (conj & 2 ? C_CB : 0);
+                else
+                    combo = combo_of((sh * 6 + c - 16) % 36) | C_CPLX;
+                const double *x = c < 16 ? ab[(sh + c) % 3] : abz[(sh + c) % 4];
+                dist_case(shapes[sh][0], shapes[sh][1], shapes[sh][2], combo, grid, balanced, x,
+                          x + 2, 1000 + (uint64_t)count, on_gpu);
             }
     }
     /* the user's blocks: random boundaries (the same on every rank), empty blocks among them */
@@ -1028,14 +1260,51 @@ static void dist_cases(int on_gpu)
                 random_splits(ext[x], parts, &rng, cuts[x]);
                 user[x] = cuts[x];
             }
-            dist_case(s3[0], s3[1], s3[2], c & 1, c & 2 ? TIDE_ROW_MAJOR : TIDE_COL_MAJOR,
-                      c >> 2 & 1, (c + 1) >> 1 & 1, grid, user, -0.5, c % 3 ? 1.25 : 0,
+            /* every third complex, its transposes conjugate */
+            int cplx = c % 3 == 1;
+            int combo = (c & 1 ? C_DBL : 0) | (c & 2 ? C_ROW : 0) | (c & 4 ? C_TA : 0) |
+                        ((c + 1) & 2 ? C_TB : 0) | (cplx ? C_CPLX | C_CA | C_CB : 0);
+            double alpha[2] = {-0.5, cplx ? 0.75 : 0}, beta[2] = {0, 0};
+            if (c % 3 && c != 4) /* beta 0 (C full of NaN) in real and complex cases */
+                beta[0] = 1.25, beta[1] = cplx ? -0.5 : 0;
+            dist_case(s3[0], s3[1], s3[2], combo, grid, user, alpha, beta,
                       3000 + (uint64_t)count, on_gpu);
         }
     }
     if (rank == 0)
         printf("  b) %d distributed cases on the %s backend: %d failed checks\n", count,
                on_gpu ? "cuda" : "cpu", tally.failed - before);
+}
+
+/* A real plan over the ranks (host matrices, cpu backend) given a complex alpha, or NULL for
+ * beta: refused on every rank, C left alone. */
+static void scalar_errors_over_ranks(void)
+{
+    tide_gemm_options o;
+    base_options(&o);
+    o.backend = TIDE_BACKEND_CPU;
+    o.location = TIDE_LOCATION_HOST;
+    tide_gemm_plan *plan = NULL;
+    int st = tide_gemm_plan_create(ctx, EM, EN, EK, &o, &plan);
+    if (tt_check(&tally, world, st == 0, "b) real plan over the ranks: %s: %s",
+                 tide_strerror(st), tide_last_error(ctx))) {
+        /* larger than any rank's blocks */
+        double a[EM * EK], b[EK * EN], c[EM * EN], c0[EM * EN];
+        tt_rng rng;
+        tt_rng_seed(&rng, 616);
+        for (int i = 0; i < EM * EN; i++)
+            c[i] = c0[i] = rnd(&rng);
+        for (int i = 0; i < EM * EK; i++)
+            a[i] = rnd(&rng);
+        for (int i = 0; i < EK * EN; i++)
+            b[i] = rnd(&rng);
+        const double alpha[2] = {1, 0.5}, one[2] = {1, 0};
+        st = tide_gemm_execute_complex(plan, alpha, a, b, one, c);
+        expect("b", "real plan over the ranks, alpha 1+0.5i", st, ARG, !memcmp(c, c0, sizeof c));
+        st = tide_gemm_execute_complex(plan, one, a, b, NULL, c);
+        expect("b", "plan over the ranks, beta NULL", st, ARG, !memcmp(c, c0, sizeof c));
+    }
+    tide_gemm_plan_destroy(plan);
 }
 
 /* b) more than one rank: the distributed cases (on the GPU, host matrices through it or device
@@ -1056,6 +1325,12 @@ static void many_ranks(void)
     if (rank == 0)
         o.transb = (tide_transpose)3;
     expect_create("b", "plan over the ranks, transb 3 on rank 0", EM, EN, EK, &o, ARG | MISM);
+    base_options(&o);
+    o.backend = TIDE_BACKEND_CPU;
+    if (rank == 0)
+        o.domain = TIDE_COMPLEX;
+    expect_create("b", "plan over the ranks, complex on rank 0 alone", EM, EN, EK, &o, MISM);
+    scalar_errors_over_ranks();
     base_options(&o);
     o.backend = TIDE_BACKEND_CPU;
     o.transa = TIDE_TRANS;
@@ -1122,8 +1397,13 @@ static void create_errors(void)
     o.ldc = EN - 1;
     expect_create("f", "ldc 7 < n 8 (row)", EM, EN, EK, &o, ARG);
     base_options(&o);
-    o.transa = (tide_transpose)2;
-    expect_create("f", "transa 2 (no such transpose)", EM, EN, EK, &o, ARG);
+    o.transa = (tide_transpose)3;
+    expect_create("f", "transa 3 (no such transpose)", EM, EN, EK, &o, ARG);
+    for (int d = -1; d <= 2; d += 3) {
+        base_options(&o);
+        o.domain = (tide_domain)d;
+        expect_create("f", d < 0 ? "domain -1" : "domain 2", EM, EN, EK, &o, ARG);
+    }
     base_options(&o);
     o.transb = (tide_transpose)-1;
     expect_create("f", "transb -1 (no such transpose)", EM, EN, EK, &o, ARG);
@@ -1177,8 +1457,8 @@ static void create_errors(void)
 /* The arrays of the execution error cases (double, column major, minimal leading dimensions):
  * host images, C's first values, and where the plan's matrices live. EM x EN is the largest. */
 typedef struct {
-    double h[3][EM * EN];
-    double c0[EM * EN];
+    double h[3][2 * EM * EN]; /* complex too */
+    double c0[2 * EM * EN];
     void *p[3];
 } earrays;
 
@@ -1187,7 +1467,7 @@ static void earrays_init(earrays *e)
     tt_rng rng;
     tt_rng_seed(&rng, 515);
     for (int i = 0; i < 3; i++)
-        for (int j = 0; j < EM * EN; j++)
+        for (int j = 0; j < 2 * EM * EN; j++)
             e->h[i][j] = rnd(&rng);
     memcpy(e->c0, e->h[2], sizeof e->c0);
     for (int i = 0; i < 3; i++)
@@ -1210,19 +1490,45 @@ static int c_intact(earrays *e)
     return !memcmp(e->h[2], e->c0, sizeof e->c0);
 }
 
-/* The plan still multiplies right (on fresh C). */
-static void still_right(tide_gemm_plan *plan, earrays *e)
+/* The plan (complex with cplx) still multiplies right (on fresh C). */
+static void still_right(tide_gemm_plan *plan, earrays *e, int cplx, tide_transpose tb)
 {
-    int st = tide_gemm_execute(plan, -1.5, e->p[0], e->p[1], 0.5, e->p[2]);
+    const double alpha[2] = {-1.5, cplx ? 0.25 : 0}, beta[2] = {0.5, cplx ? -1 : 0};
+    int st = gemm_call(plan, alpha, e->p[0], e->p[1], beta, e->p[2], 0);
     c_intact(e); /* reads C back */
-    double ref[EM * EN], scale[EM * EN];
-    int rst = tide_ref_gemm(1, TIDE_COL_MAJOR, TIDE_NOTRANS, TIDE_NOTRANS, EM, EN, EK, -1.5,
-                            e->h[0], EM, e->h[1], EK, 0.5, e->c0, EM, 0, EM, 0, EN, ref, scale);
-    double err = tide_ref_gemm_error(1, TIDE_COL_MAJOR, EK, e->h[2], EM, 0, EM, 0, EN, ref,
+    double ref[2 * EM * EN], scale[2 * EM * EN];
+    int rst = tide_ref_gemm(1, cplx, TIDE_COL_MAJOR, TIDE_NOTRANS, tb, EM, EN, EK, alpha,
+                            e->h[0], EM, e->h[1], tb ? EN : EK, beta, e->c0, EM, 0, EM, 0, EN,
+                            ref, scale);
+    double err = tide_ref_gemm_error(1, cplx, TIDE_COL_MAJOR, EK, e->h[2], EM, 0, EM, 0, EN, ref,
                                      scale);
+    memcpy(e->c0, e->h[2], sizeof e->c0); /* C's values from here on */
     tt_check(&tally, world, st == 0 && rst == 0 && err <= 1,
-             "f) a multiply after the failed ones: %s (%s), error %.3g bounds", tide_strerror(st),
-             tide_last_error(ctx), err);
+             "f) a %s multiply after the failed ones: %s (%s), error %.3g bounds",
+             cplx ? "complex" : "real", tide_strerror(st), tide_last_error(ctx), err);
+}
+
+/* A complex plan (op(B) = B^H) refuses NULL scalars and matrices, then multiplies right. */
+static void execute_errors_complex(earrays *e)
+{
+    tide_gemm_options o;
+    base_options(&o);
+    o.domain = TIDE_COMPLEX;
+    o.transb = TIDE_CONJTRANS;
+    tide_gemm_plan *plan = NULL;
+    int st = tide_gemm_plan_create(ctx, EM, EN, EK, &o, &plan);
+    if (!tt_check(&tally, world, st == 0, "f) complex plan for the execute errors: %s",
+                  tide_last_error(ctx)))
+        return;
+    const double one[2] = {1, 0}, ab[2] = {0.5, -2};
+    st = tide_gemm_execute_complex(plan, NULL, e->p[0], e->p[1], ab, e->p[2]);
+    expect("f", "complex plan, execute_complex with alpha NULL", st, ARG, c_intact(e));
+    st = tide_gemm_execute_complex(plan, ab, e->p[0], e->p[1], NULL, e->p[2]);
+    expect("f", "complex plan, execute_complex with beta NULL", st, ARG, c_intact(e));
+    st = tide_gemm_execute_complex(plan, one, NULL, e->p[1], ab, e->p[2]);
+    expect("f", "complex plan, execute_complex with A NULL", st, ARG, c_intact(e));
+    still_right(plan, e, 1, TIDE_CONJTRANS);
+    tide_gemm_plan_destroy(plan);
 }
 
 static void execute_errors(void)
@@ -1245,6 +1551,18 @@ static void execute_errors(void)
     st = tide_gemm_execute(NULL, 1, e->p[0], e->p[1], 1, e->p[2]);
     tt_check(&tally, world, st == TIDE_ERR_ARGUMENT && c_intact(e),
              "f) execute with plan NULL: status %d (%s)", st, tide_strerror(st));
+    const double one[2] = {1, 0}, ai[2] = {1, 0.5}, bi[2] = {0, -1};
+    st = tide_gemm_execute_complex(NULL, one, e->p[0], e->p[1], one, e->p[2]);
+    tt_check(&tally, world, st == TIDE_ERR_ARGUMENT && c_intact(e),
+             "f) execute_complex with plan NULL: status %d (%s)", st, tide_strerror(st));
+    st = tide_gemm_execute_complex(plan, ai, e->p[0], e->p[1], one, e->p[2]);
+    expect("f", "real plan, execute_complex with alpha 1+0.5i", st, ARG, c_intact(e));
+    st = tide_gemm_execute_complex(plan, one, e->p[0], e->p[1], bi, e->p[2]);
+    expect("f", "real plan, execute_complex with beta -i", st, ARG, c_intact(e));
+    st = tide_gemm_execute_complex(plan, NULL, e->p[0], e->p[1], one, e->p[2]);
+    expect("f", "real plan, execute_complex with alpha NULL", st, ARG, c_intact(e));
+    st = tide_gemm_execute_complex(plan, one, e->p[0], e->p[1], NULL, e->p[2]);
+    expect("f", "real plan, execute_complex with beta NULL", st, ARG, c_intact(e));
 #if TIDE_HAVE_CUDA
     if (gpu) {
         /* A matrix where the plan's location says it is not: a malloc'd host A given to a
@@ -1271,8 +1589,9 @@ static void execute_errors(void)
                                 tide_gemm_plan_destroy(NULL) == 0,
              "f) info, describe or set_stream on a NULL plan (or info NULL) not "
              "TIDE_ERR_ARGUMENT, or destroy(NULL) not 0");
-    still_right(plan, e);
+    still_right(plan, e, 0, TIDE_NOTRANS);
     tide_gemm_plan_destroy(plan);
+    execute_errors_complex(e);
 #if TIDE_HAVE_CUDA
     for (int i = 0; on_device && i < 3; i++)
         tide_device_free(ctx, e->p[i]);
@@ -1299,6 +1618,22 @@ static void empty_as_null(void)
              tide_last_error(ctx), st ? "" : ", C is not 0.5 C");
     tide_gemm_plan_destroy(plan);
     plan = NULL;
+    /* complex, beta i: C's parts (re, im) become (-im, re), exactly */
+    o.domain = TIDE_COMPLEX;
+    memcpy(e->c0, e->h[2], sizeof e->c0);
+    const double one[2] = {1, 0}, imag[2] = {0, 1};
+    st = tide_gemm_plan_create(ctx, EM, EN, 0, &o, &plan);
+    if (st == 0)
+        st = tide_gemm_execute_complex(plan, one, NULL, NULL, imag, e->p[2]);
+    c_intact(e);
+    ok = st == 0;
+    for (int i = 0; i < EM * EN; i++)
+        ok = ok && e->h[2][2 * i] == -e->c0[2 * i + 1] && e->h[2][2 * i + 1] == e->c0[2 * i];
+    tt_check(&tally, world, ok, "f) complex, k 0 with A and B NULL: %s (%s)%s",
+             tide_strerror(st), tide_last_error(ctx), st ? "" : ", C is not i C");
+    tide_gemm_plan_destroy(plan);
+    plan = NULL;
+    o.domain = TIDE_REAL;
     st = tide_gemm_plan_create(ctx, 0, EN, EK, &o, &plan);
     if (st == 0)
         st = tide_gemm_execute(plan, 1, NULL, e->p[1], 1, NULL);
