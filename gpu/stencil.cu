@@ -24,9 +24,8 @@
 //    the levels (K per pipeline step).
 //
 //  - sweep_fast<T, Taps, K, TY, MY>: the same pipeline, with the tap list known at compile time
-//    (the built-in 7-point and 27-point stencils in the storage orders that tide's C and
-//    Fortran layouts give) and K a template parameter, so each level's state lives in
-//    registers. A thread owns a column strip of MY rows at a fixed x in every level's tile and
+//    (the built-in 27-point stencils in the storage orders that tide's C and Fortran layouts
+//    give) and K a template parameter, so each level's state lives in registers. A thread owns a column strip of MY rows at a fixed x in every level's tile and
 //    keeps, across pipeline steps:
 //      * the values of level t - 1 in its own column for the planes still needed (so for a
 //        7-point update each plane of the own column is read from shared memory once, and of
@@ -37,6 +36,11 @@
 //        of level t - 1 is read once and feeds three updates, and the rings shrink to one plane.
 //    The schedule (which tap at which arrival, which value from registers, how deep the rings)
 //    is computed at compile time from the tap list (struct sched).
+//
+//  - sweep_star<T, Taps, K, RY, NW>: the same pipeline for the built-in 7-point stencils (both
+//    orders), one barrier per pipeline step instead of K: each level hands its plane to the
+//    next through a double-buffered shared plane, a lane owns four consecutive columns (moved
+//    as one vector) and the x neighbours come by warp shuffles (see its section).
 //
 // Tiles and chunks: a block's threads are 64 lanes along x (a warp reads 32 consecutive elements
 // of a row: no bank conflicts) times rows of strips of MY rows. Level 1's tile is 64 wide, so
@@ -138,6 +142,9 @@ struct sweep_args {
     // Fused kernels: steps, tile (TX along n2, TY along n1), tiles along n2 and n1, chunk
     // length along n0.
     int k, tx, ty, ntx, nty, zlen;
+    // sweep_star: n2 is a multiple of 4 and src, dst and source are 16-byte aligned, so a
+    // lane's four columns can move as vectors.
+    int vec;
     // sweep_one and sweep_generic: the taps in device memory, (dz, dy, dx, R - dz) and w.
     int ntaps;
     const int4 *off;
@@ -877,6 +884,277 @@ __global__ void __launch_bounds__(fast_cfg<T, S, K, TY, MY>::NT, 1)
     }
 }
 
+// ---- Fused steps, 7-point stars: one barrier per plane ---------------------------------------
+//
+// sweep_star<T, S, K, RY, NW>: K >= 2 steps of a 7-point star S (radius 1: the centre and the
+// six face neighbours, in S's order) in one pass by the same plane streaming, shaped so that a
+// pipeline step costs one barrier instead of K and an update few instructions besides its
+// seven multiply-adds. A block is NW warps over a region of W = 32 V columns by H0 = NW RY
+// rows, the same at every level, V = 4: lane l of warp g owns columns V l .. V l + V - 1 of
+// rows g RY .. g RY + RY - 1. Level t is valid on the
+// region less t points on each side; level K on the tile, TX = W - 2 KV columns (KV: K rounded
+// up to V, so that a lane's columns are 16-byte aligned in the grid) by TY = H0 - 2 K rows. At
+// pipeline step j level 0 receives plane j of the chunk's range [z0 - K, z1 + K) and level
+// t = 1 .. K computes plane p = j - t from
+//   * the own and y-neighbour rows of level t - 1's plane p in shared memory (written by
+//     level t - 1 at step j - 1 into its slot of that step's parity),
+//   * the x neighbours past the lane's V columns, by warp shuffles,
+//   * the own columns of level t - 1's planes p - 1 (kept in registers since step j - 1) and
+//     p + 1 (computed by level t - 1 earlier in this step),
+// and writes plane p into its slot of parity j: the levels of a step read one parity and write
+// the other, so one barrier ends a step. Points outside a level's valid part compute garbage
+// from the pad rows and the shuffles' ends, which no valid point reads. On rows of a multiple
+// of V points in 16-byte aligned arrays a lane's points move as vectors (wrapped along
+// periodic dimensions), else element by element. Points outside the grid are zeros at
+// level 0 and kept boundary points src's values, and both keep level t - 1's value at level t
+// (read with the centre, no load); the source term is read per level.
+
+// A lane's four consecutive elements, one 16-byte vector of floats or two of doubles: from
+// global memory (read-only path), to global memory, and from and to a shared row, where
+// doubles lie in two halves (elements 0, 1 at 2 l, 2 and 3 at 64 + 2 l) so that a warp's
+// 16-byte accesses are consecutive.
+__device__ __forceinline__ void ld4g(const float *p, float (&v)[4])
+{
+    const float4 q = __ldg(reinterpret_cast<const float4 *>(p));
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+}
+__device__ __forceinline__ void ld4g(const double *p, double (&v)[4])
+{
+    const double2 q = __ldg(reinterpret_cast<const double2 *>(p)),
+                  r = __ldg(reinterpret_cast<const double2 *>(p) + 1);
+    v[0] = q.x, v[1] = q.y, v[2] = r.x, v[3] = r.y;
+}
+__device__ __forceinline__ void st4g(float *p, const float (&v)[4])
+{
+    *reinterpret_cast<float4 *>(p) = make_float4(v[0], v[1], v[2], v[3]);
+}
+__device__ __forceinline__ void st4g(double *p, const double (&v)[4])
+{
+    reinterpret_cast<double2 *>(p)[0] = make_double2(v[0], v[1]);
+    reinterpret_cast<double2 *>(p)[1] = make_double2(v[2], v[3]);
+}
+__device__ __forceinline__ int lane_at(const float *, int lane) { return 4 * lane; }
+__device__ __forceinline__ int lane_at(const double *, int lane) { return 2 * lane; }
+__device__ __forceinline__ void ld4s(const float *p, float (&v)[4])
+{
+    const float4 q = *reinterpret_cast<const float4 *>(p);
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+}
+__device__ __forceinline__ void ld4s(const double *p, double (&v)[4])
+{
+    const double2 q = *reinterpret_cast<const double2 *>(p),
+                  r = *reinterpret_cast<const double2 *>(p + 64);
+    v[0] = q.x, v[1] = q.y, v[2] = r.x, v[3] = r.y;
+}
+__device__ __forceinline__ void st4s(float *p, const float (&v)[4]) { st4g(p, v); }
+__device__ __forceinline__ void st4s(double *p, const double (&v)[4])
+{
+    *reinterpret_cast<double2 *>(p) = make_double2(v[0], v[1]);
+    *reinterpret_cast<double2 *>(p + 64) = make_double2(v[2], v[3]);
+}
+
+// A region of W = 32 V columns (V = 4 a lane) by H0 = NW RY rows; KV: K rounded up to V, the
+// columns left of the tile, so that a lane's points are 16-byte aligned in the grid.
+template <typename T, int K, int RY, int NW>
+struct star_cfg {
+    static constexpr int V = 4, W = 32 * V, KV = (K + V - 1) / V * V;
+    static constexpr int H0 = NW * RY, NT = 32 * NW;
+    static constexpr int TX = W - 2 * KV, TY = H0 - 2 * K;
+    static constexpr int PL = (H0 + 2) * W; // a shared plane: H0 rows and a pad row above and
+                                            // below (zeros, read as the neighbours of the
+                                            // region's edge rows)
+    static constexpr size_t smem = (size_t)K * 2 * PL * sizeof(T); // K levels x 2 parities
+};
+
+// VEC: rows of a multiple of 4 points in 16-byte aligned arrays (sweep_args' vec): a lane's
+// four columns are all in the grid or all out (wrapped along a periodic n2, never straddling
+// the wrap), so they move as one vector; else element by element.
+template <typename T, class S, int K, int RY, int NW, bool VEC>
+__global__ void __launch_bounds__(32 * NW, 1)
+    sweep_star(const sweep_args<T> a, const tap_weights<T, 7> w)
+{
+    using C = star_cfg<T, K, RY, NW>;
+    constexpr int V = C::V, W = C::W, KV = C::KV, PL = C::PL;
+    static_assert(S::n == 7 && S::radius == 1, "sweep_star takes 7-point stars");
+    extern __shared__ __align__(16) unsigned char smem[];
+    T *const sm = (T *)smem; // [K][2][H0 + 2][W]: level t's planes by step parity
+    for (int i = threadIdx.x; i < K * 2 * PL; i += C::NT)
+        sm[i] = T(0); // the slots read before their first plane hold zeros, not garbage
+
+    const int tiles = a.ntx * a.nty, b = (int)blockIdx.x, chunk = b / tiles;
+    const int rest = b - chunk * tiles, by = rest / a.ntx, bx = rest - by * a.ntx;
+    const int tx0 = bx * C::TX, ty0 = by * C::TY;
+    const int z0 = chunk * a.zlen, z1 = imin(a.n0, z0 + a.zlen);
+    const int lane = (int)threadIdx.x & 31, row0 = ((int)threadIdx.x >> 5) * RY;
+    const int cx = tx0 - KV + V * lane, gy = ty0 - K + row0; // the thread's first point
+    // The thread's shared row row0 + r - 1 (r = 0 .. RY + 1) at the lane's columns: srow +
+    // r W (the pad rows serve r = 0 in the first warp and RY + 1 in the last).
+    const int srow = row0 * W + lane_at(sm, lane);
+
+    // The thread's rows and columns, and bit masks of its points kept (at a non-periodic face)
+    // or missing (outside the grid), apart from the plane: most threads have none. In-plane
+    // offsets are ints (sweep_create takes this kernel for planes of fewer than 2^31 points).
+    const int xcol = a.per2 ? wrap(cx, a.n2) : cx;
+    const bool xgone = !a.per2 && (cx + V - 1 < 0 || cx >= a.n2);
+    int roff[RY]; // row r's in-plane offset, wrapped along a periodic n1 (-1: outside)
+    unsigned keep = 0, gone = 0; // bit V r + c: point (r, c)
+#pragma unroll
+    for (int r = 0; r < RY; r++) {
+        const int y = gy + r;
+        const bool yg = !a.per1 && (y < 0 || y >= a.n1);
+        roff[r] = yg ? -1 : (a.per1 ? wrap(y, a.n1) : y) * a.n2;
+#pragma unroll
+        for (int c = 0; c < V; c++) {
+            const int x = cx + c;
+            const unsigned bit = 1u << (V * r + c);
+            if (yg || (!a.per2 && (x < 0 || x >= a.n2)))
+                gone |= bit;
+            else if ((!a.per1 && (y < 1 || y >= a.n1 - 1)) ||
+                     (!a.per2 && (x < 1 || x >= a.n2 - 1)))
+                keep |= bit;
+        }
+    }
+    // The thread's points of plane p of array s (src or the source; zeros outside the grid).
+    auto fetch = [&](const T *s, int p, T (&v)[RY][V]) {
+        const bool zin = a.per0 || (p >= 0 && p < a.n0);
+        const T *sp = s + zoffset(p, a.n0, a.per0, a.plane);
+#pragma unroll
+        for (int r = 0; r < RY; r++) {
+            if constexpr (VEC) {
+                if (zin && roff[r] >= 0 && !xgone)
+                    ld4g(sp + roff[r] + xcol, v[r]);
+                else
+                    for (int c = 0; c < V; c++)
+                        v[r][c] = T(0);
+            } else {
+#pragma unroll
+                for (int c = 0; c < V; c++)
+                    v[r][c] = zin && !(gone >> (V * r + c) & 1)
+                                  ? __ldg(sp + roff[r] + (a.per2 ? wrap(cx + c, a.n2) : cx + c))
+                                  : T(0);
+            }
+        }
+    };
+
+    T zm[K][RY][V]; // level t - 1's plane p - 1 in the own columns, for level t (zm[t - 1])
+    T pf[RY][V];    // level 0's next plane, loaded a step ahead
+#pragma unroll
+    for (int t = 0; t < K; t++)
+#pragma unroll
+        for (int r = 0; r < RY; r++)
+#pragma unroll
+            for (int c = 0; c < V; c++)
+                zm[t][r][c] = T(0);
+    const int j0 = z0 - K, j1 = z1 + K;
+    fetch(a.src, j0, pf);
+    __syncthreads();
+#pragma unroll 1
+    for (int j = j0; j < j1; j++) {
+        const int cur = (j & 1) * PL, prv = PL - cur;
+        T nx[RY][V]; // level t - 1's plane p + 1, for level t
+#pragma unroll
+        for (int r = 0; r < RY; r++) {
+#pragma unroll
+            for (int c = 0; c < V; c++)
+                nx[r][c] = pf[r][c];
+            st4s(sm + cur + srow + (r + 1) * W, pf[r]);
+        }
+        if (j + 1 < j1)
+            fetch(a.src, j + 1, pf);
+        static_for<K>([&](auto tc) {
+            constexpr int t = decltype(tc)::value + 1;
+            const int p = j - t;
+            const T *plane = sm + (t - 1) * 2 * PL + prv;
+            T rw[RY + 2][V], out[RY][V];
+#pragma unroll
+            for (int r = 0; r < RY + 2; r++)
+                ld4s(plane + srow + r * W, rw[r]);
+#pragma unroll
+            for (int r = 0; r < RY; r++) {
+                const T *ce = rw[r + 1];
+                const T xl = __shfl_up_sync(0xffffffffu, ce[V - 1], 1),
+                        xr = __shfl_down_sync(0xffffffffu, ce[0], 1);
+#pragma unroll
+                for (int c = 0; c < V; c++) {
+                    T acc = T(0);
+                    static_for<7>([&](auto i) {
+                        constexpr int dz = S::off(i, 0), dy = S::off(i, 1), dx = S::off(i, 2);
+                        T v;
+                        if constexpr (dz < 0)
+                            v = zm[t - 1][r][c];
+                        else if constexpr (dz > 0)
+                            v = nx[r][c];
+                        else if constexpr (dy != 0)
+                            v = rw[r + 1 + dy][c];
+                        else if constexpr (dx < 0)
+                            v = c > 0 ? ce[c - 1] : xl;
+                        else if constexpr (dx > 0)
+                            v = c < V - 1 ? ce[c + 1] : xr;
+                        else
+                            v = ce[c];
+                        acc = i == 0 ? mul_rn(w.w[i], v) : fma_rn(w.w[i], v, acc);
+                    });
+                    out[r][c] = acc;
+                    zm[t - 1][r][c] = ce[c];
+                }
+            }
+            // Kept and missing points (a plane outside the grid or kept, or the thread's points
+            // at a non-periodic face) keep level t - 1's value, which is src's (zero where
+            // missing) at every level, read with the centre: no load.
+            const int zk = zkind(p, a.n0, a.per0, 1);
+            const unsigned fixed = zk != PT_UPDATE ? ~0u : keep | gone;
+            if (fixed) {
+#pragma unroll
+                for (int r = 0; r < RY; r++)
+#pragma unroll
+                    for (int c = 0; c < V; c++)
+                        out[r][c] = fixed >> (V * r + c) & 1 ? rw[r + 1][c] : out[r][c];
+            }
+            if (a.source && zk == PT_UPDATE) {
+                T sv[RY][V];
+                fetch(a.source, p, sv);
+#pragma unroll
+                for (int r = 0; r < RY; r++)
+#pragma unroll
+                    for (int c = 0; c < V; c++)
+                        out[r][c] = fixed >> (V * r + c) & 1 ? out[r][c]
+                                                             : add_rn(out[r][c], sv[r][c]);
+            }
+            if constexpr (t < K) {
+#pragma unroll
+                for (int r = 0; r < RY; r++) {
+#pragma unroll
+                    for (int c = 0; c < V; c++)
+                        nx[r][c] = out[r][c];
+                    st4s(sm + t * 2 * PL + cur + srow + (r + 1) * W, out[r]);
+                }
+            } else if (p >= z0) { // level K: plane p of the chunk, the tile's points to dst
+                T *dp = a.dst + (int64_t)p * a.plane;
+#pragma unroll
+                for (int r = 0; r < RY; r++) {
+                    const int oy = row0 + r - K;
+                    if (oy < 0 || oy >= C::TY || ty0 + oy >= a.n1)
+                        continue;
+                    // the tile's points lie in the grid: roff[r] and cx unwrapped
+                    if constexpr (VEC) {
+                        const int ox = V * lane - KV;
+                        if (ox >= 0 && ox < C::TX && tx0 + ox < a.n2)
+                            st4g(dp + roff[r] + cx, out[r]);
+                    } else {
+#pragma unroll
+                        for (int c = 0; c < V; c++) {
+                            const int ox = V * lane + c - KV;
+                            if (ox >= 0 && ox < C::TX && tx0 + ox < a.n2)
+                                dp[roff[r] + cx + c] = out[r][c];
+                        }
+                    }
+                }
+            }
+        });
+        __syncthreads();
+    }
+}
+
 // ---- Host side: configurations and launches -------------------------------------------------
 
 constexpr int KMAX = 8;  // the most steps one fused sweep does
@@ -893,6 +1171,7 @@ typedef cudaError_t (*launch_fn)(const tide_sweep *s, const sweep_state *st,
 // tiles and chunks for the grid the plan was made for.
 struct fused_cfg {
     const void *func;
+    const void *alt;  // NULL, or another kernel launch may run instead, of the same shape
     launch_fn launch;
     int nt;
     size_t smem;
@@ -910,11 +1189,12 @@ struct sweep_state {
     fused_cfg cfg[KMAX + 1];
 };
 
-// The fast kernels' tiles (strip rows MY, tile height TY) per class of tap list (0: 7 points,
-// 1: 27 points in C order, 2: 27 points reversed), precision and steps k, and the most steps
-// instantiated (beyond, sweep_generic). A block has one thread per strip of level 1's 64 x H(1)
+// The most steps the fast kernels are instantiated for, per class of tap list (0: 7 points,
+// sweep_star; 1: 27 points in C order, 2: 27 points reversed, sweep_fast) and precision
+// (beyond, sweep_generic), and sweep_fast's tiles (strip rows MY, tile height TY) per class,
+// precision and steps k. A block has one thread per strip of level 1's 64 x H(1)
 // tile, NT = 64 ceil(H(1) / MY), and each thread carries, per level, MY values per kept plane of
-// its own column and per partial sum (7 points: 1 + 1; 27 C: 0 + 2; 27 reversed: 2 + 2), plus an
+// its own column and per partial sum (27 C: 0 + 2; 27 reversed: 2 + 2), plus an
 // arrival's window and the next plane's prefetch. ptxas gives a block of NT threads
 // 65536 / roundup(NT, 128) registers a thread; the tiles below are the tallest whose register
 // needs (measured with ptxas for sm_90) fit that without spilling: H(1) = 32 (NT 512, 128
@@ -924,14 +1204,10 @@ struct tile_choice {
 };
 __host__ __device__ constexpr int fast_kmax(int cls, bool dbl)
 {
-    return cls == 0 ? (dbl ? 6 : 8) : cls == 1 ? (dbl ? 4 : 6) : (dbl ? 2 : 4);
+    return cls == 0 ? (dbl ? 4 : 6) : cls == 1 ? (dbl ? 4 : 6) : (dbl ? 2 : 4);
 }
 __host__ __device__ constexpr tile_choice fast_tile(int cls, bool dbl, int k)
 {
-    if (cls == 0 && !dbl)  // H(1) = 32 up to 5 steps, then 24
-        return tile_choice{4, k <= 5 ? 34 - 2 * k : 26 - 2 * k};
-    if (cls == 0)          // H(1) = 24 up to 3 steps, then 16
-        return tile_choice{4, k <= 3 ? 26 - 2 * k : 18 - 2 * k};
     if (cls == 1 && !dbl)  // H(1) = 32 up to 4 steps, then 24
         return tile_choice{4, k <= 4 ? 34 - 2 * k : 26 - 2 * k};
     if (cls == 1)          // H(1) = 24 for 2 steps, then 16 rows in strips of 2 (NT 512)
@@ -959,6 +1235,8 @@ sweep_args<T> make_args(const tide_sweep *s, const sweep_state *st, const fused_
     a.radius = s->radius;
     a.plane = (int64_t)s->n[1] * s->n[2];
     a.k = k, a.tx = f.tx, a.ty = f.ty, a.ntx = f.ntx, a.nty = f.nty, a.zlen = f.zlen;
+    auto aligned = [](const void *p) { return ((uintptr_t)p & 15) == 0; };
+    a.vec = s->n[2] % 4 == 0 && aligned(src) && aligned(dst) && aligned(s->source);
     a.ntaps = s->ntaps, a.off = st->off, a.w = (const T *)st->w;
     return a;
 }
@@ -1008,11 +1286,47 @@ cudaError_t launch_fast(const tide_sweep *s, const sweep_state *st, const fused_
     return cudaGetLastError();
 }
 
+template <typename T, class S, int K, int RY, int NW>
+cudaError_t launch_star(const tide_sweep *s, const sweep_state *st, const fused_cfg &f, int k,
+                        const void *src, void *dst, cudaStream_t stream)
+{
+    const sweep_args<T> a = make_args<T>(s, st, f, src, dst, k);
+    const tap_weights<T, 7> w = weights_of<T, 7>(st->wh, 7);
+    if (a.vec)
+        sweep_star<T, S, K, RY, NW, true><<<f.blocks, f.nt, f.smem, stream>>>(a, w);
+    else
+        sweep_star<T, S, K, RY, NW, false><<<f.blocks, f.nt, f.smem, stream>>>(a, w);
+    return cudaGetLastError();
+}
+
+// sweep_star's rows per thread and warps per block for k steps: the tallest region whose
+// shared planes fit an SM (one block per SM, at most 227 KB) and whose thread state fits the
+// registers without spilling (ptxas for sm_90): float 48 rows of 3 a thread up to 4 steps
+// (98-124 registers of 128), then 32 rows of 2; double 24 rows of 2 (124-156 of 168; 32 rows
+// of 2 spill at 128). One H100, 512^3 double: 24 rows of 4 points a lane ran 300 GCell/s (3
+// steps, half the grid), 48 rows of 2 points a lane (one 16-byte vector) 103-115.
+struct star_choice {
+    int ry, nw;
+};
+__host__ __device__ constexpr star_choice star_shape(bool dbl, int k)
+{
+    return dbl ? star_choice{2, 12} : k <= 4 ? star_choice{3, 16} : star_choice{2, 16};
+}
+
 template <typename T, class S, int K>
 fused_cfg fast_entry()
 {
     fused_cfg f = {};
-    if constexpr (K >= 2 && K <= fast_shape<T, S>::kmax) {
+    if constexpr (S::n == 7) {
+        if constexpr (K >= 2 && K <= fast_kmax(0, sizeof(T) == 8)) {
+            constexpr star_choice sh = star_shape(sizeof(T) == 8, K);
+            using C = star_cfg<T, K, sh.ry, sh.nw>;
+            f.func = (const void *)sweep_star<T, S, K, sh.ry, sh.nw, true>;
+            f.alt = (const void *)sweep_star<T, S, K, sh.ry, sh.nw, false>;
+            f.launch = launch_star<T, S, K, sh.ry, sh.nw>;
+            f.nt = C::NT, f.smem = C::smem, f.tx = C::TX, f.ty = C::TY;
+        }
+    } else if constexpr (K >= 2 && K <= fast_shape<T, S>::kmax) {
         constexpr int TY = fast_shape<T, S>::ty(K), MY = fast_shape<T, S>::my(K);
         using C = fast_cfg<T, S, K, TY, MY>;
         f.func = (const void *)sweep_fast<T, S, K, TY, MY>;
@@ -1127,7 +1441,9 @@ fused_cfg generic_entry(const tide_sweep *s, int k, size_t smem_block, size_t sm
 fused_cfg entry_for(const tide_sweep *s, int shape, int k, size_t smem_block, size_t smem_sm)
 {
     fused_cfg f = {};
-    if (shape != SHAPE_GENERIC)
+    // sweep_star counts in-plane offsets in int
+    const bool star = shape == SHAPE_7C || shape == SHAPE_7F;
+    if (shape != SHAPE_GENERIC && (!star || (long long)s->n[1] * s->n[2] <= INT_MAX))
         f = s->dbl ? fast_entry<double>(shape, k) : fast_entry<float>(shape, k);
     if (f.func && f.smem <= smem_block)
         return f;
@@ -1276,7 +1592,10 @@ extern "C" int tide_gpu_sweep_create(tide_sweep *s, int fuse, char *err, size_t 
     for (int k = 2; k <= use && rc == 0; k++) {
         fused_cfg &f = st->cfg[k];
         if ((e = cudaFuncSetAttribute(f.func, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      optin)) != cudaSuccess)
+                                      optin)) != cudaSuccess ||
+            (f.alt && (e = cudaFuncSetAttribute(f.alt,
+                                                cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                optin)) != cudaSuccess))
             rc = cuda_fail("cudaFuncSetAttribute", e);
         else if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f.bps, f.func, f.nt,
                                                                     f.smem)) != cudaSuccess)
