@@ -25,8 +25,9 @@
 //
 //  - sweep_fast<T, Taps, K, TY, MY>: the same pipeline, with the tap list known at compile time
 //    (the built-in 27-point stencils in the storage orders that tide's C and Fortran layouts
-//    give) and K a template parameter, so each level's state lives in registers. A thread owns a column strip of MY rows at a fixed x in every level's tile and
-//    keeps, across pipeline steps:
+//    give) and K a template parameter, so each level's state lives in registers. A thread
+//    owns a column strip of MY rows at a fixed x in every level's tile and keeps, across
+//    pipeline steps:
 //      * the values of level t - 1 in its own column for the planes still needed (so for a
 //        7-point update each plane of the own column is read from shared memory once, and of
 //        the neighbours only the two along x and, at the strip's ends, those along y);
@@ -891,11 +892,11 @@ __global__ void __launch_bounds__(fast_cfg<T, S, K, TY, MY>::NT, 1)
 // pipeline step costs one barrier instead of K and an update few instructions besides its
 // seven multiply-adds. A block is NW warps over a region of W = 32 V columns by H0 = NW RY
 // rows, the same at every level, V = 4: lane l of warp g owns columns V l .. V l + V - 1 of
-// rows g RY .. g RY + RY - 1. Level t is valid on the
-// region less t points on each side; level K on the tile, TX = W - 2 KV columns (KV: K rounded
-// up to V, so that a lane's columns are 16-byte aligned in the grid) by TY = H0 - 2 K rows. At
-// pipeline step j level 0 receives plane j of the chunk's range [z0 - K, z1 + K) and level
-// t = 1 .. K computes plane p = j - t from
+// rows g RY .. g RY + RY - 1. Level t is valid on the region less t points on each side;
+// level K on the tile, TX = W - 2 KV columns (KV: K rounded up to V, so that a lane's columns
+// are 16-byte aligned in the grid) by TY = H0 - 2 K rows. At pipeline step j level 0 receives
+// plane j of the chunk's range [z0 - K, z1 + K) and level t = 1 .. K computes plane p = j - t
+// from
 //   * the own and y-neighbour rows of level t - 1's plane p in shared memory (written by
 //     level t - 1 at step j - 1 into its slot of that step's parity),
 //   * the x neighbours past the lane's V columns, by warp shuffles,
