@@ -586,23 +586,36 @@ static int multiply(tide_gemm_plan *p, tide_scalar alpha, const void *a, const v
     return st;
 }
 
-/* Collective: the checks, then the multiply, each verdict agreed; call names the entry point
- * in messages. */
-static int execute(tide_gemm_plan *p, const char *call, tide_scalar alpha, const void *a,
-                   const void *b, tide_scalar beta, void *c)
+/* Local: alpha and beta ({re, im}) present, and real for real matrices (the reason in why,
+ * worded to be followed by the call's name). */
+static int check_scalars(const tide_gemm_plan *p, const double *alpha, const double *beta,
+                         char *why, size_t len)
+{
+    if (!alpha || !beta)
+        return snprintf(why, len, "passed NULL for %s to", alpha ? "beta" : "alpha"),
+               TIDE_ERR_ARGUMENT;
+    if (!p->g.cplx && (alpha[1] != 0 || beta[1] != 0))
+        return snprintf(why, len, "passed alpha = %g%+gi and beta = %g%+gi, not real, for real "
+                        "matrices to", alpha[0], alpha[1], beta[0], beta[1]),
+               TIDE_ERR_ARGUMENT;
+    return TIDE_SUCCESS;
+}
+
+/* Collective: the checks of the arrays and scalars ({re, im} each, NULL refused), then the
+ * multiply, each verdict agreed; call names the entry point in messages. */
+static int execute(tide_gemm_plan *p, const char *call, const double *alpha, const void *a,
+                   const void *b, const double *beta, void *c)
 {
     int prev, enter_st = tide_device_enter(p->ctx, &prev);
     char why[TIDE_MSG_LEN] = "";
     int st = start(p, a, b, c, enter_st, why, sizeof why);
-    if (!st && !p->g.cplx && (alpha.im != 0 || beta.im != 0))
-        st = TIDE_ERR_ARGUMENT, snprintf(why, sizeof why, "passed alpha = %g%+gi and beta = "
-                                         "%g%+gi, not real, for real matrices to", alpha.re,
-                                         alpha.im, beta.re, beta.im);
+    st = st ? st : check_scalars(p, alpha, beta, why, sizeof why);
     if (st)
         tide_fail(p->ctx, st, "%s %s", why, call);
     st = tide_agree(p->ctx, st);
     if (!st) {
-        st = multiply(p, alpha, a, b, beta, c, why, sizeof why);
+        st = multiply(p, (tide_scalar){alpha[0], alpha[1]}, a, b,
+                      (tide_scalar){beta[0], beta[1]}, c, why, sizeof why);
         if (st)
             tide_fail(p->ctx, st, "%s failure during %s: %s", p->env.be->name, call, why);
         st = tide_agree(p->ctx, st);
@@ -616,8 +629,8 @@ int tide_gemm_execute(tide_gemm_plan *p, double alpha, const void *a, const void
 {
     if (!p)
         return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_gemm_execute: plan is NULL");
-    return execute(p, "tide_gemm_execute", tide_scalar_real(alpha), a, b,
-                   tide_scalar_real(beta), c);
+    const double al[2] = {alpha, 0}, be[2] = {beta, 0};
+    return execute(p, "tide_gemm_execute", al, a, b, be, c);
 }
 
 int tide_gemm_execute_complex(tide_gemm_plan *p, const double alpha[2], const void *a,
@@ -625,14 +638,7 @@ int tide_gemm_execute_complex(tide_gemm_plan *p, const double alpha[2], const vo
 {
     if (!p)
         return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_gemm_execute_complex: plan is NULL");
-    if (!alpha || !beta) /* local; agreed below, so that every rank returns the same code */
-        tide_fail(p->ctx, TIDE_ERR_ARGUMENT, "passed NULL for %s to tide_gemm_execute_complex",
-                  alpha ? "beta" : "alpha");
-    int st = tide_agree(p->ctx, !alpha || !beta ? TIDE_ERR_ARGUMENT : TIDE_SUCCESS);
-    if (st)
-        return st;
-    return execute(p, "tide_gemm_execute_complex", (tide_scalar){alpha[0], alpha[1]}, a, b,
-                   (tide_scalar){beta[0], beta[1]}, c);
+    return execute(p, "tide_gemm_execute_complex", alpha, a, b, beta, c);
 }
 
 int tide_gemm(tide_context *ctx, long long m, long long n, long long k, double alpha,
