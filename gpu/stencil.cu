@@ -2,7 +2,7 @@
 //
 // A sweep does `steps` time steps of a constant-coefficient stencil from src into dst (two
 // distinct arrays holding the whole grid, in storage order: n[0] the slowest dimension, whose
-// planes we stream, n[2] the fastest). Three kernels, all computing every update in the
+// planes we stream, n[2] the fastest). Four kernels, all computing every update in the
 // contract's order (backend.h) with explicit roundings, so the results are bitwise those of the
 // CPU loop however the steps are grouped:
 //
@@ -24,8 +24,8 @@
 //    the levels (K per pipeline step).
 //
 //  - sweep_fast<T, Taps, K, TY, MY>: the same pipeline, with the tap list known at compile time
-//    (the built-in 27-point stencils in the storage orders that tide's C and Fortran layouts
-//    give) and K a template parameter, so each level's state lives in registers. A thread
+//    (the built-in 27-point stencil in the storage order of tide's Fortran layout, its taps
+//    not sorted by dz) and K a template parameter, so each level's state lives in registers. A thread
 //    owns a column strip of MY rows at a fixed x in every level's tile and keeps, across
 //    pipeline steps:
 //      * the values of level t - 1 in its own column for the planes still needed (so for a
@@ -33,15 +33,16 @@
 //        the neighbours only the two along x and, at the strip's ends, those along y);
 //      * the partial sums of the updates in progress: the taps of an update are applied as soon
 //        as every tap before them in the list can be (each at the arrival of the plane of the
-//        largest dz so far), so for the 27-point stencil in C order (taps sorted by dz) a plane
-//        of level t - 1 is read once and feeds three updates, and the rings shrink to one plane.
+//        largest dz so far).
 //    The schedule (which tap at which arrival, which value from registers, how deep the rings)
 //    is computed at compile time from the tap list (struct sched).
 //
-//  - sweep_star<T, Taps, K, RY, NW>: the same pipeline for the built-in 7-point stencils (both
-//    orders), one barrier per pipeline step instead of K: each level hands its plane to the
-//    next through a double-buffered shared plane, a lane owns four consecutive columns (moved
-//    as one vector) and the x neighbours come by warp shuffles (see its section).
+//  - sweep_relay<T, Taps, K, RY, NW, VEC>: the same pipeline for the built-in 7-point stencils
+//    (both orders) and the 27-point stencil in C order (taps sorted by dz), one barrier per
+//    pipeline step instead of K: each level hands its plane to the next through a
+//    double-buffered shared plane, a lane owns four consecutive columns (moved as one vector)
+//    and the x neighbours come by warp shuffles; the 27-point update is three groups of nine
+//    taps, one per plane, carried as partial sums from plane to plane (see its section).
 //
 // Tiles and chunks: a block's threads are 64 lanes along x (a warp reads 32 consecutive elements
 // of a row: no bank conflicts) times rows of strips of MY rows. Level 1's tile is 64 wide, so
@@ -143,7 +144,7 @@ struct sweep_args {
     // Fused kernels: steps, tile (TX along n2, TY along n1), tiles along n2 and n1, chunk
     // length along n0.
     int k, tx, ty, ntx, nty, zlen;
-    // sweep_star: n2 is a multiple of 4 and src, dst and source are 16-byte aligned, so a
+    // sweep_relay: n2 is a multiple of 4 and src, dst and source are 16-byte aligned, so a
     // lane's four columns can move as vectors.
     int vec;
     // sweep_one and sweep_generic: the taps in device memory, (dz, dy, dx, R - dz) and w.
@@ -885,30 +886,38 @@ __global__ void __launch_bounds__(fast_cfg<T, S, K, TY, MY>::NT, 1)
     }
 }
 
-// ---- Fused steps, 7-point stars: one barrier per plane ---------------------------------------
+// ---- Fused steps, one barrier per plane: 7-point stars and the 27-point box -----------------
 //
-// sweep_star<T, S, K, RY, NW>: K >= 2 steps of a 7-point star S (radius 1: the centre and the
-// six face neighbours, in S's order) in one pass by the same plane streaming, shaped so that a
-// pipeline step costs one barrier instead of K and an update few instructions besides its
-// seven multiply-adds. A block is NW warps over a region of W = 32 V columns by H0 = NW RY
-// rows, the same at every level, V = 4: lane l of warp g owns columns V l .. V l + V - 1 of
-// rows g RY .. g RY + RY - 1. Level t is valid on the region less t points on each side;
-// level K on the tile, TX = W - 2 KV columns (KV: K rounded up to V, so that a lane's columns
-// are 16-byte aligned in the grid) by TY = H0 - 2 K rows. At pipeline step j level 0 receives
-// plane j of the chunk's range [z0 - K, z1 + K) and level t = 1 .. K computes plane p = j - t
-// from
-//   * the own and y-neighbour rows of level t - 1's plane p in shared memory (written by
-//     level t - 1 at step j - 1 into its slot of that step's parity),
-//   * the x neighbours past the lane's V columns, by warp shuffles,
-//   * the own columns of level t - 1's planes p - 1 (kept in registers since step j - 1) and
-//     p + 1 (computed by level t - 1 earlier in this step),
-// and writes plane p into its slot of parity j: the levels of a step read one parity and write
-// the other, so one barrier ends a step. Points outside a level's valid part compute garbage
-// from the pad rows and the shuffles' ends, which no valid point reads. On rows of a multiple
-// of V points in 16-byte aligned arrays a lane's points move as vectors (wrapped along
-// periodic dimensions), else element by element. Points outside the grid are zeros at
-// level 0 and kept boundary points src's values, and both keep level t - 1's value at level t
-// (read with the centre, no load); the source term is read per level.
+// sweep_relay<T, S, K, RY, NW, VEC>: K >= 2 steps of a radius-1 stencil S in one pass by the
+// same plane streaming, shaped so that a pipeline step costs one barrier instead of K and an
+// update few instructions besides its multiply-adds. S is a 7-point star (the centre and the
+// six face neighbours, in either order) or the 27-point box with its taps sorted by dz
+// (taps_27c). A block is NW warps over a region of W = 32 V columns by H0 = NW RY rows, the
+// same at every level, V = 4: lane l of warp g owns columns V l .. V l + V - 1 of rows g RY ..
+// g RY + RY - 1. Level t is valid on the region less t points on each side; level K on the
+// tile, TX = W - 2 KV columns (KV: K rounded up to V, so that a lane's columns are 16-byte
+// aligned in the grid) by TY = H0 - 2 K rows. At pipeline step j level 0 receives plane j of
+// the chunk's range [z0 - K, z1 + K) and each level t = 1 .. K reads one plane of level t - 1
+// from shared memory (written at step j - 1 into its slot of that step's parity: the own and
+// y-neighbour rows at the lane's columns, the x neighbours past them by warp shuffles), and
+// writes one plane into its slot of parity j. The levels of a step read one parity and write
+// the other, so one barrier ends a step.
+//
+//   * Star: level t computes plane p = j - t from level t - 1's plane p in shared memory and
+//     the own columns of its planes p - 1 (kept in registers since step j - 1) and p + 1
+//     (computed by level t - 1 earlier in this step).
+//   * Box: the taps come in three groups of nine by dz, so the plane q = j - 2 t + 1 of level
+//     t - 1 read at step j starts the update of plane q + 1 (taps 0 - 8, dz = -1), continues
+//     that of q (taps 9 - 17) and finishes that of p = q - 1 (taps 18 - 26): each update is its
+//     taps in the contract's order, two partial sums per point carried from step to step, and
+//     a plane of level t - 1 is read once. Level t lags two planes behind level t - 1.
+//
+// Points outside a level's valid part compute garbage from the pad rows and the shuffles' ends,
+// which no valid point reads. On rows of a multiple of V points in 16-byte aligned arrays a
+// lane's points move as vectors (wrapped along periodic dimensions), else element by element.
+// Points outside the grid are zeros at level 0 and kept boundary points src's values, and both
+// keep that value at every level (the star reads it with the centre, the box loads it from
+// src); the source term is read per level.
 
 // A lane's four consecutive elements, one 16-byte vector of floats or two of doubles: from
 // global memory (read-only path), to global memory, and from and to a shared row, where
@@ -954,10 +963,28 @@ __device__ __forceinline__ void st4s(double *p, const double (&v)[4])
     *reinterpret_cast<double2 *>(p + 64) = make_double2(v[2], v[3]);
 }
 
+// Which tap lists sweep_relay takes: a 7-point star of radius 1, or 27 taps of radius 1 whose
+// dz never decreases along the list and whose nine of each dz come together (the box in C
+// order).
+template <class S>
+struct relay_taps {
+    __host__ __device__ static constexpr bool by_dz()
+    {
+        for (int i = 0; i < S::n; i++)
+            if (S::off(i, 0) != i / 9 - 1)
+                return false;
+        return true;
+    }
+    static constexpr bool star = S::n == 7 && S::radius == 1;
+    static constexpr bool box = S::n == 27 && S::radius == 1 && by_dz();
+    static constexpr int lag = star ? 1 : 2; // planes level t lags behind level t - 1
+    static constexpr int carried = star ? 1 : 2; // planes of values a level keeps per point
+};
+
 // A region of W = 32 V columns (V = 4 a lane) by H0 = NW RY rows; KV: K rounded up to V, the
 // columns left of the tile, so that a lane's points are 16-byte aligned in the grid.
 template <typename T, int K, int RY, int NW>
-struct star_cfg {
+struct relay_cfg {
     static constexpr int V = 4, W = 32 * V, KV = (K + V - 1) / V * V;
     static constexpr int H0 = NW * RY, NT = 32 * NW;
     static constexpr int TX = W - 2 * KV, TY = H0 - 2 * K;
@@ -972,11 +999,12 @@ struct star_cfg {
 // the wrap), so they move as one vector; else element by element.
 template <typename T, class S, int K, int RY, int NW, bool VEC>
 __global__ void __launch_bounds__(32 * NW, 1)
-    sweep_star(const sweep_args<T> a, const tap_weights<T, 7> w)
+    sweep_relay(const sweep_args<T> a, const tap_weights<T, S::n> w)
 {
-    using C = star_cfg<T, K, RY, NW>;
-    constexpr int V = C::V, W = C::W, KV = C::KV, PL = C::PL;
-    static_assert(S::n == 7 && S::radius == 1, "sweep_star takes 7-point stars");
+    using C = relay_cfg<T, K, RY, NW>;
+    using Q = relay_taps<S>;
+    constexpr int V = C::V, W = C::W, KV = C::KV, PL = C::PL, LAG = Q::lag;
+    static_assert(Q::star || Q::box, "sweep_relay takes 7-point stars and the 27-point box");
     extern __shared__ __align__(16) unsigned char smem[];
     T *const sm = (T *)smem; // [K][2][H0 + 2][W]: level t's planes by step parity
     for (int i = threadIdx.x; i < K * 2 * PL; i += C::NT)
@@ -1037,22 +1065,26 @@ __global__ void __launch_bounds__(32 * NW, 1)
         }
     };
 
-    T zm[K][RY][V]; // level t - 1's plane p - 1 in the own columns, for level t (zm[t - 1])
-    T pf[RY][V];    // level 0's next plane, loaded a step ahead
+    // Carried from step to step, per level t (car[t - 1]): the star's level t - 1 plane p - 1
+    // in the own columns; the box's partial sums of the updates of planes q and q + 1.
+    T car[K][Q::carried][RY][V];
+    T pf[RY][V]; // level 0's next plane, loaded a step ahead
 #pragma unroll
     for (int t = 0; t < K; t++)
 #pragma unroll
-        for (int r = 0; r < RY; r++)
+        for (int h = 0; h < Q::carried; h++)
 #pragma unroll
-            for (int c = 0; c < V; c++)
-                zm[t][r][c] = T(0);
-    const int j0 = z0 - K, j1 = z1 + K;
+            for (int r = 0; r < RY; r++)
+#pragma unroll
+                for (int c = 0; c < V; c++)
+                    car[t][h][r][c] = T(0);
+    const int j0 = z0 - K, jf = z1 + K, j1 = z1 + LAG * K; // level 0's planes: [j0, jf)
     fetch(a.src, j0, pf);
     __syncthreads();
 #pragma unroll 1
     for (int j = j0; j < j1; j++) {
         const int cur = (j & 1) * PL, prv = PL - cur;
-        T nx[RY][V]; // level t - 1's plane p + 1, for level t
+        T nx[RY][V]; // the star's level t - 1 plane p + 1, for level t
 #pragma unroll
         for (int r = 0; r < RY; r++) {
 #pragma unroll
@@ -1060,56 +1092,104 @@ __global__ void __launch_bounds__(32 * NW, 1)
                 nx[r][c] = pf[r][c];
             st4s(sm + cur + srow + (r + 1) * W, pf[r]);
         }
-        if (j + 1 < j1)
+        if (j + 1 < jf)
             fetch(a.src, j + 1, pf);
         static_for<K>([&](auto tc) {
             constexpr int t = decltype(tc)::value + 1;
-            const int p = j - t;
+            const int p = j - LAG * t; // the plane level t finishes
             const T *plane = sm + (t - 1) * 2 * PL + prv;
             T rw[RY + 2][V], out[RY][V];
 #pragma unroll
             for (int r = 0; r < RY + 2; r++)
                 ld4s(plane + srow + r * W, rw[r]);
+            if constexpr (Q::star) {
 #pragma unroll
-            for (int r = 0; r < RY; r++) {
-                const T *ce = rw[r + 1];
-                const T xl = __shfl_up_sync(0xffffffffu, ce[V - 1], 1),
-                        xr = __shfl_down_sync(0xffffffffu, ce[0], 1);
+                for (int r = 0; r < RY; r++) {
+                    const T *ce = rw[r + 1];
+                    const T xl = __shfl_up_sync(0xffffffffu, ce[V - 1], 1),
+                            xr = __shfl_down_sync(0xffffffffu, ce[0], 1);
 #pragma unroll
-                for (int c = 0; c < V; c++) {
-                    T acc = T(0);
-                    static_for<7>([&](auto i) {
-                        constexpr int dz = S::off(i, 0), dy = S::off(i, 1), dx = S::off(i, 2);
-                        T v;
-                        if constexpr (dz < 0)
-                            v = zm[t - 1][r][c];
-                        else if constexpr (dz > 0)
-                            v = nx[r][c];
-                        else if constexpr (dy != 0)
-                            v = rw[r + 1 + dy][c];
-                        else if constexpr (dx < 0)
-                            v = c > 0 ? ce[c - 1] : xl;
-                        else if constexpr (dx > 0)
-                            v = c < V - 1 ? ce[c + 1] : xr;
-                        else
-                            v = ce[c];
-                        acc = i == 0 ? mul_rn(w.w[i], v) : fma_rn(w.w[i], v, acc);
-                    });
-                    out[r][c] = acc;
-                    zm[t - 1][r][c] = ce[c];
+                    for (int c = 0; c < V; c++) {
+                        T acc = T(0);
+                        static_for<7>([&](auto i) {
+                            constexpr int dz = S::off(i, 0), dy = S::off(i, 1),
+                                          dx = S::off(i, 2);
+                            T v;
+                            if constexpr (dz < 0)
+                                v = car[t - 1][0][r][c];
+                            else if constexpr (dz > 0)
+                                v = nx[r][c];
+                            else if constexpr (dy != 0)
+                                v = rw[r + 1 + dy][c];
+                            else if constexpr (dx < 0)
+                                v = c > 0 ? ce[c - 1] : xl;
+                            else if constexpr (dx > 0)
+                                v = c < V - 1 ? ce[c + 1] : xr;
+                            else
+                                v = ce[c];
+                            acc = i == 0 ? mul_rn(w.w[i], v) : fma_rn(w.w[i], v, acc);
+                        });
+                        out[r][c] = acc;
+                        car[t - 1][0][r][c] = ce[c];
+                    }
                 }
+            } else {
+                T xl[RY + 2], xr[RY + 2]; // the x neighbours past the lane's columns
+#pragma unroll
+                for (int r = 0; r < RY + 2; r++) {
+                    xl[r] = __shfl_up_sync(0xffffffffu, rw[r][V - 1], 1);
+                    xr[r] = __shfl_down_sync(0xffffffffu, rw[r][0], 1);
+                }
+                static_for<RY>([&](auto rc) {
+                    constexpr int r = decltype(rc)::value;
+                    static_for<V>([&](auto cc) {
+                        constexpr int c = decltype(cc)::value;
+                        T fin = car[t - 1][0][r][c], mid = car[t - 1][1][r][c], nw = T(0);
+                        static_for<27>([&](auto i) {
+                            constexpr int dz = S::off(i, 0), dy = S::off(i, 1),
+                                          dx = S::off(i, 2), y = r + 1 + dy, x = c + dx;
+                            T v;
+                            if constexpr (x < 0)
+                                v = xl[y];
+                            else if constexpr (x >= V)
+                                v = xr[y];
+                            else
+                                v = rw[y][x];
+                            if constexpr (i == 0)
+                                nw = mul_rn(w.w[i], v);
+                            else if constexpr (dz < 0)
+                                nw = fma_rn(w.w[i], v, nw);
+                            else if constexpr (dz == 0)
+                                mid = fma_rn(w.w[i], v, mid);
+                            else
+                                fin = fma_rn(w.w[i], v, fin);
+                        });
+                        out[r][c] = fin;
+                        car[t - 1][0][r][c] = mid;
+                        car[t - 1][1][r][c] = nw;
+                    });
+                });
             }
             // Kept and missing points (a plane outside the grid or kept, or the thread's points
-            // at a non-periodic face) keep level t - 1's value, which is src's (zero where
-            // missing) at every level, read with the centre: no load.
+            // at a non-periodic face) keep src's value (zero where missing).
             const int zk = zkind(p, a.n0, a.per0, 1);
             const unsigned fixed = zk != PT_UPDATE ? ~0u : keep | gone;
             if (fixed) {
+                T kv[RY][V];
+                if constexpr (Q::star) { // level t - 1's value, read with the centre
+#pragma unroll
+                    for (int r = 0; r < RY; r++)
+#pragma unroll
+                        for (int c = 0; c < V; c++)
+                            kv[r][c] = rw[r + 1][c];
+                } else {
+                    fetch(a.src, p, kv);
+                }
 #pragma unroll
                 for (int r = 0; r < RY; r++)
 #pragma unroll
                     for (int c = 0; c < V; c++)
-                        out[r][c] = fixed >> (V * r + c) & 1 ? rw[r + 1][c] : out[r][c];
+                        out[r][c] = fixed >> (V * r + c) & 1 ? kv[r][c] : out[r][c];
             }
             if (a.source && zk == PT_UPDATE) {
                 T sv[RY][V];
@@ -1191,28 +1271,23 @@ struct sweep_state {
 };
 
 // The most steps the fast kernels are instantiated for, per class of tap list (0: 7 points,
-// sweep_star; 1: 27 points in C order, 2: 27 points reversed, sweep_fast) and precision
-// (beyond, sweep_generic), and sweep_fast's tiles (strip rows MY, tile height TY) per class,
-// precision and steps k. A block has one thread per strip of level 1's 64 x H(1)
-// tile, NT = 64 ceil(H(1) / MY), and each thread carries, per level, MY values per kept plane of
-// its own column and per partial sum (27 C: 0 + 2; 27 reversed: 2 + 2), plus an
-// arrival's window and the next plane's prefetch. ptxas gives a block of NT threads
-// 65536 / roundup(NT, 128) registers a thread; the tiles below are the tallest whose register
-// needs (measured with ptxas for sm_90) fit that without spilling: H(1) = 32 (NT 512, 128
-// registers), 24 (NT 384, 168) or 16 (NT 256, 255) rows for MY = 4.
+// 1: 27 points in C order, both sweep_relay; 2: 27 points reversed, sweep_fast) and precision
+// (beyond, sweep_generic), and sweep_fast's tiles (strip rows MY, tile height TY) per
+// precision and steps k. A block has one thread per strip of level 1's 64 x H(1) tile, NT =
+// 64 ceil(H(1) / MY), and each thread carries, per level, MY values per kept plane of its own
+// column and per partial sum (2 + 2), plus an arrival's window and the next plane's prefetch.
+// ptxas gives a block of NT threads 65536 / roundup(NT, 128) registers a thread; the tiles
+// below are the tallest whose register needs (measured with ptxas for sm_90) fit that without
+// spilling: H(1) = 24 (NT 384, 168 registers) or 16 (NT 256, 255) rows for MY = 4.
 struct tile_choice {
     int my, ty;
 };
 __host__ __device__ constexpr int fast_kmax(int cls, bool dbl)
 {
-    return cls == 0 ? (dbl ? 4 : 6) : cls == 1 ? (dbl ? 4 : 6) : (dbl ? 2 : 4);
+    return cls == 0 ? (dbl ? 4 : 6) : cls == 1 ? (dbl ? 3 : 4) : (dbl ? 2 : 4);
 }
-__host__ __device__ constexpr tile_choice fast_tile(int cls, bool dbl, int k)
+__host__ __device__ constexpr tile_choice fast_tile(bool dbl, int k)
 {
-    if (cls == 1 && !dbl)  // H(1) = 32 up to 4 steps, then 24
-        return tile_choice{4, k <= 4 ? 34 - 2 * k : 26 - 2 * k};
-    if (cls == 1)          // H(1) = 24 for 2 steps, then 16 rows in strips of 2 (NT 512)
-        return k == 2 ? tile_choice{4, 22} : tile_choice{2, 18 - 2 * k};
     if (!dbl)              // H(1) = 24 for 2 steps, then 16
         return tile_choice{4, k == 2 ? 22 : 18 - 2 * k};
     return tile_choice{2, 6};  // H(1) = 8 in strips of 2 (NT 256)
@@ -1221,8 +1296,8 @@ template <typename T, class S>
 struct fast_shape {
     static constexpr int cls = S::n == 7 ? 0 : sched<S>::od == 1 ? 1 : 2;
     static constexpr int kmax = fast_kmax(cls, sizeof(T) == 8);
-    static constexpr int my(int k) { return fast_tile(cls, sizeof(T) == 8, k).my; }
-    static constexpr int ty(int k) { return fast_tile(cls, sizeof(T) == 8, k).ty; }
+    static constexpr int my(int k) { return fast_tile(sizeof(T) == 8, k).my; }
+    static constexpr int ty(int k) { return fast_tile(sizeof(T) == 8, k).ty; }
 };
 
 template <typename T>
@@ -1288,43 +1363,47 @@ cudaError_t launch_fast(const tide_sweep *s, const sweep_state *st, const fused_
 }
 
 template <typename T, class S, int K, int RY, int NW>
-cudaError_t launch_star(const tide_sweep *s, const sweep_state *st, const fused_cfg &f, int k,
-                        const void *src, void *dst, cudaStream_t stream)
+cudaError_t launch_relay(const tide_sweep *s, const sweep_state *st, const fused_cfg &f, int k,
+                         const void *src, void *dst, cudaStream_t stream)
 {
     const sweep_args<T> a = make_args<T>(s, st, f, src, dst, k);
-    const tap_weights<T, 7> w = weights_of<T, 7>(st->wh, 7);
+    const tap_weights<T, S::n> w = weights_of<T, S::n>(st->wh, S::n);
     if (a.vec)
-        sweep_star<T, S, K, RY, NW, true><<<f.blocks, f.nt, f.smem, stream>>>(a, w);
+        sweep_relay<T, S, K, RY, NW, true><<<f.blocks, f.nt, f.smem, stream>>>(a, w);
     else
-        sweep_star<T, S, K, RY, NW, false><<<f.blocks, f.nt, f.smem, stream>>>(a, w);
+        sweep_relay<T, S, K, RY, NW, false><<<f.blocks, f.nt, f.smem, stream>>>(a, w);
     return cudaGetLastError();
 }
 
-// sweep_star's rows per thread and warps per block for k steps: the tallest region whose
+// sweep_relay's rows per thread and warps per block for k steps: the tallest region whose
 // shared planes fit an SM (one block per SM, at most 227 KB) and whose thread state fits the
-// registers without spilling (ptxas for sm_90): float 48 rows of 3 a thread up to 4 steps
-// (98-124 registers of 128), then 32 rows of 2; double 24 rows of 2 (124-156 of 168; 32 rows
-// of 2 spill at 128). One H100, 512^3 double: 24 rows of 4 points a lane ran 300 GCell/s (3
-// steps, half the grid), 48 rows of 2 points a lane (one 16-byte vector) 103-115.
-struct star_choice {
+// registers without spilling (ptxas for sm_90).
+//   * Star, float: 48 rows of 3 a thread up to 4 steps (98-124 registers of 128), then 32
+//     rows of 2; double: 24 rows of 2 (124-156 of 168; 32 rows of 2 spill at 128). One H100,
+//     512^3 double: 24 rows of 4 points a lane ran 300 GCell/s (3 steps, half the grid), 48
+//     rows of 2 points a lane (one 16-byte vector) 103-115.
+//   * Box: BOXSHAPE
+struct relay_choice {
     int ry, nw;
 };
-__host__ __device__ constexpr star_choice star_shape(bool dbl, int k)
+__host__ __device__ constexpr relay_choice relay_shape(bool box, bool dbl, int k)
 {
-    return dbl ? star_choice{2, 12} : k <= 4 ? star_choice{3, 16} : star_choice{2, 16};
+    if (box)
+        return !dbl ? relay_choice{2, 16} : k == 2 ? relay_choice{2, 12} : relay_choice{3, 8};
+    return dbl ? relay_choice{2, 12} : k <= 4 ? relay_choice{3, 16} : relay_choice{2, 16};
 }
 
 template <typename T, class S, int K>
 fused_cfg fast_entry()
 {
     fused_cfg f = {};
-    if constexpr (S::n == 7) {
-        if constexpr (K >= 2 && K <= fast_kmax(0, sizeof(T) == 8)) {
-            constexpr star_choice sh = star_shape(sizeof(T) == 8, K);
-            using C = star_cfg<T, K, sh.ry, sh.nw>;
-            f.func = (const void *)sweep_star<T, S, K, sh.ry, sh.nw, true>;
-            f.alt = (const void *)sweep_star<T, S, K, sh.ry, sh.nw, false>;
-            f.launch = launch_star<T, S, K, sh.ry, sh.nw>;
+    if constexpr (relay_taps<S>::star || relay_taps<S>::box) {
+        if constexpr (K >= 2 && K <= fast_shape<T, S>::kmax) {
+            constexpr relay_choice sh = relay_shape(relay_taps<S>::box, sizeof(T) == 8, K);
+            using C = relay_cfg<T, K, sh.ry, sh.nw>;
+            f.func = (const void *)sweep_relay<T, S, K, sh.ry, sh.nw, true>;
+            f.alt = (const void *)sweep_relay<T, S, K, sh.ry, sh.nw, false>;
+            f.launch = launch_relay<T, S, K, sh.ry, sh.nw>;
             f.nt = C::NT, f.smem = C::smem, f.tx = C::TX, f.ty = C::TY;
         }
     } else if constexpr (K >= 2 && K <= fast_shape<T, S>::kmax) {
@@ -1442,9 +1521,9 @@ fused_cfg generic_entry(const tide_sweep *s, int k, size_t smem_block, size_t sm
 fused_cfg entry_for(const tide_sweep *s, int shape, int k, size_t smem_block, size_t smem_sm)
 {
     fused_cfg f = {};
-    // sweep_star counts in-plane offsets in int
-    const bool star = shape == SHAPE_7C || shape == SHAPE_7F;
-    if (shape != SHAPE_GENERIC && (!star || (long long)s->n[1] * s->n[2] <= INT_MAX))
+    // sweep_relay counts in-plane offsets in int
+    const bool relay = shape == SHAPE_7C || shape == SHAPE_7F || shape == SHAPE_27C;
+    if (shape != SHAPE_GENERIC && (!relay || (long long)s->n[1] * s->n[2] <= INT_MAX))
         f = s->dbl ? fast_entry<double>(shape, k) : fast_entry<float>(shape, k);
     if (f.func && f.smem <= smem_block)
         return f;

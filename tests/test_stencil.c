@@ -487,6 +487,12 @@ static const spec specs[] = {
     {S7, 1, 0, {70, 67, 33}, 0, "PDP", 1, -1, O201, 1},
     {SS, 3, 0, {66, 35, 47}, 1, "DDD", 0, -1, O012, 0},
     {S27, 1, 0, {53, 71, 34}, 0, "PPP", 0, 3, 0, 0},
+    /* 27pt in C order on rows of a multiple of 4 points (the GPU's vector path), several tiles
+     * and chunks, every step count the GPU fuses */
+    {S27, 1, 0, {37, 61, 132}, 0, "DDD", 1, 4, O012, 1},
+    {S27, 1, 0, {29, 45, 128}, 1, "PDP", 1, 3, 0, 0},
+    {S27, 1, 0, {21, 50, 136}, 1, "PPP", 0, 2, O012, 1},
+    {S27, 1, 0, {19, 40, 124}, 0, "DPD", 0, -1, 0, 1},
     /* larger fuse counts (a GPU kernel limit below them is accepted, see run_case) */
     {S7, 1, 0, {23, 19, 29}, 0, "PPP", 0, 8, 0, 0},
     {S27, 1, 0, {17, 21, 13}, 1, "DPD", 1, 5, O210, 1},
