@@ -360,13 +360,18 @@ static int device_unpack(const tide_halo *h, void *a, void *stream)
 #endif
 
 /* The STAGED transport (halo.h: tide_halo_run). */
-static int execute_staged(const tide_halo *h, void *a, void *stream)
+static int execute_staged(const tide_halo *h, void *a, void *stream, tide_halo_part part)
 {
 #if TIDE_HAVE_CUDA
-    int st = device_pack(h, a, stream);
+    int st = TIDE_SUCCESS;
     size_t sb = h->elem * h->send.elements, rb = h->elem * h->recv.elements;
-    if (!st && sb)
-        st = tide_gpu_memcpy_async(h->sbuf, h->dsbuf, sb, stream);
+    if (part & TIDE_HALO_START) {
+        st = device_pack(h, a, stream);
+        if (!st && sb)
+            st = tide_gpu_memcpy_async(h->sbuf, h->dsbuf, sb, stream);
+    }
+    if (!(part & TIDE_HALO_FINISH))
+        return st;
     int synced = tide_gpu_sync(stream); /* the packs and the copy down, before the sends */
     st = st ? st : synced;
     /* a failed pack still takes part in the exchange (its peers then get what the staging
@@ -378,12 +383,12 @@ static int execute_staged(const tide_halo *h, void *a, void *stream)
         st = tide_gpu_memcpy_async(h->drbuf, h->rbuf, rb, stream);
     return st ? st : device_unpack(h, a, stream);
 #else
-    (void)h, (void)a, (void)stream;
+    (void)h, (void)a, (void)stream, (void)part;
     return TIDE_ERR_UNSUPPORTED;
 #endif
 }
 
-/* The NCCL transport (halo.h: tide_halo_run). */
+/* The NCCL transport (halo.h: tide_halo_run): all of it asynchronous, issued by START. */
 static int execute_nccl(const tide_halo *h, void *a, void *nccl, void *stream)
 {
 #if TIDE_HAVE_CUDA
@@ -412,14 +417,15 @@ static int execute_nccl(const tide_halo *h, void *a, void *nccl, void *stream)
 #endif
 }
 
-int tide_halo_run(const tide_halo *h, void *a, void *nccl, void *stream)
+int tide_halo_run(const tide_halo *h, void *a, void *nccl, void *stream, tide_halo_part part)
 {
     switch (h->transport) {
-    case TIDE_HALO_STAGED: return execute_staged(h, a, stream);
-    case TIDE_HALO_NCCL: return execute_nccl(h, a, nccl, stream);
+    case TIDE_HALO_STAGED: return execute_staged(h, a, stream, part);
+    case TIDE_HALO_NCCL:
+        return part & TIDE_HALO_START ? execute_nccl(h, a, nccl, stream) : TIDE_SUCCESS;
     default: {
         const tide_parts whole = {1, {h->ext}, {a}};
-        return execute_host(h, a, &h->ext, &whole);
+        return part & TIDE_HALO_FINISH ? execute_host(h, a, &h->ext, &whole) : TIDE_SUCCESS;
     }
     }
 }

@@ -195,9 +195,9 @@ typedef struct tide_backend_ops {
      * out as sbox) into dst (laid out as dbox), elements of elem bytes. */
     int (*copy_region)(const tide_env *e, size_t elem, const tide_box *region, const void *src,
                        const tide_box *sbox, void *dst, const tide_box *dbox);
-    /* Collective: fills the halo of a (comm/halo.h; in the backend's memory, the halo made
-     * with device = gpu). */
-    int (*halo)(const tide_env *e, const tide_halo *h, void *a);
+    /* Collective: fills the halo of a, or issues part of it (comm/halo.h; in the backend's
+     * memory, the halo made with device = gpu). */
+    int (*halo)(const tide_env *e, const tide_halo *h, void *a, tide_halo_part part);
     /* Multiply count scalars (double or float) by s. */
     int (*scale)(const tide_env *e, int dbl, void *data, long long count, double s);
     /* Apply the spectral operator d to data (in place): the diagonal scaling, or the line

@@ -34,10 +34,10 @@ static int cpu_copy_region(const tide_env *e, size_t elem, const tide_box *regio
     return TIDE_SUCCESS;
 }
 
-static int cpu_halo(const tide_env *e, const tide_halo *h, void *a)
+static int cpu_halo(const tide_env *e, const tide_halo *h, void *a, tide_halo_part part)
 {
     (void)e;
-    return tide_halo_run(h, a, NULL, NULL);
+    return tide_halo_run(h, a, NULL, NULL, part);
 }
 
 static int cpu_scale(const tide_env *e, int dbl, void *data, long long count, double s)

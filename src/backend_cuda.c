@@ -42,9 +42,9 @@ static int cuda_copy_region(const tide_env *e, size_t elem, const tide_box *regi
     return tide_gpu_copy_region_async(elem, 1, region, src, sbox, dst, dbox, e->stream);
 }
 
-static int cuda_halo(const tide_env *e, const tide_halo *h, void *a)
+static int cuda_halo(const tide_env *e, const tide_halo *h, void *a, tide_halo_part part)
 {
-    return tide_halo_run(h, a, e->nccl, e->stream);
+    return tide_halo_run(h, a, e->nccl, e->stream, part);
 }
 
 static int cuda_scale(const tide_env *e, int dbl, void *data, long long count, double s)

@@ -528,7 +528,7 @@ static double time_halo(tide_context *ctx, tide_stencil_plan *p, const tide_box 
     if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctx->comm) == MPI_SUCCESS && all_ok) {
         for (int rep = 0; rep < 4; rep++) { /* every exchange on every rank, failed or not */
             t0 = rep == 1 ? MPI_Wtime() : t0;
-            int y = e->be->halo(e, h, a);
+            int y = e->be->halo(e, h, a, TIDE_HALO_ALL);
             x = x ? x : y ? y : e->be->sync(e);
         }
         t = x ? INFINITY : (MPI_Wtime() - t0) / 3;
@@ -1115,16 +1115,21 @@ static int exchange(tide_stencil_plan *p, void *a, const void *from, const tide_
     const tide_env *e = &p->env;
     int st = e->be->sync(e);
     double t0 = MPI_Wtime();
-    int x = to ? tide_halo_run_from(p->halo, from, &p->box, to) : e->be->halo(e, p->halo, a);
+    int x = to ? tide_halo_run_from(p->halo, from, &p->box, to)
+               : e->be->halo(e, p->halo, a, TIDE_HALO_ALL);
     p->halo_seconds += MPI_Wtime() - t0;
     p->exchanges++;
     return st ? st : x;
 }
 
-/* One split pass of count steps from `from` into `to` (split_pass; failed: skip the sweeps),
- * the exchange filling from's halo as the own planes are swept. Every rank takes part in the
- * exchange whatever failed. */
-static int split_run(tide_stencil_plan *p, void *from, void *to, int count, int failed)
+/* One split pass of count steps (split_pass; failed: skip the sweeps) from `from` (laid out as
+ * ext) into `to` (laid out as ext, or as the own box where to_box), the own planes read from
+ * own (from's, or the same values laid out as the own box). The exchange fills from's halo as
+ * the own planes are swept; its first half (the packs; with NCCL all of it) is issued before
+ * the sweep, whose blocks hold every SM they can get until they end, so that it does not wait
+ * for the whole sweep. Every rank takes part in the exchange whatever failed. */
+static int split_run(tide_stencil_plan *p, void *from, const void *own, void *to, int to_box,
+                     int count, int failed)
 {
     split_pass *x = &p->split;
     const tide_env *e = &p->env;
@@ -1132,13 +1137,18 @@ static int split_run(tide_stencil_plan *p, void *from, void *to, int count, int 
     he.stream = x->stream;
     char *f = from, *t = to;
     size_t pl = x->plane;
+    long long t0p = to_box ? x->below : 0; /* ext's plane of to's first */
     /* the exchange reads planes the pass before wrote */
     int st = failed ? failed : tide_order_after(x->ev_in, e->stream, x->stream);
-    if (!st)
-        st = e->be->sweep(e, &x->inner, f + x->below * pl, t + x->below * pl, count);
     double t0 = MPI_Wtime();
-    int h = e->be->halo(&he, p->halo, from);
-    p->halo_seconds += MPI_Wtime() - t0;
+    int h = e->be->halo(&he, p->halo, from, TIDE_HALO_START);
+    double t1 = MPI_Wtime();
+    if (!st)
+        st = e->be->sweep(e, &x->inner, own, t + (x->below - t0p) * pl, count);
+    double t2 = MPI_Wtime();
+    int fin = e->be->halo(&he, p->halo, from, TIDE_HALO_FINISH);
+    h = h ? h : fin;
+    p->halo_seconds += t1 - t0 + MPI_Wtime() - t2;
     p->exchanges++;
     st = st ? st : h ? h : tide_order_after(x->ev_out, x->stream, e->stream);
     for (int i = 0; i < 2 && !st; i++) {
@@ -1147,9 +1157,27 @@ static int split_run(tide_stencil_plan *p, void *from, void *to, int count, int 
         long long good = i == 0 ? x->below : x->band; /* its right planes, from its first */
         st = e->be->sweep(e, &x->side[i], f + x->first[i] * pl, x->scratch, count);
         if (!st)
-            st = e->be->copy(e, t + (x->first[i] + good) * pl, (char *)x->scratch + good * pl,
-                             (size_t)x->band * pl);
+            st = e->be->copy(e, t + (x->first[i] + good - t0p) * pl,
+                             (char *)x->scratch + good * pl, (size_t)x->band * pl);
     }
+    return st;
+}
+
+/* Before split passes that read their first own planes from box (u's own box in the
+ * backend's memory): the own planes the first pass reads from the grown array a, the 2 band
+ * next to each halo (the exchange's sends and the sides' sweeps). */
+static int split_bands(tide_stencil_plan *p, const void *box, void *a)
+{
+    const split_pass *x = &p->split;
+    const tide_env *e = &p->env;
+    long long own = tide_ext(&p->box, p->box.order[0]), n = 2 * x->band;
+    size_t pl = x->plane;
+    int st = TIDE_SUCCESS;
+    if (x->below)
+        st = e->be->copy(e, (char *)a + x->below * pl, box, (size_t)n * pl);
+    if (!st && x->above)
+        st = e->be->copy(e, (char *)a + (x->below + own - n) * pl,
+                         (const char *)box + (own - n) * pl, (size_t)n * pl);
     return st;
 }
 
@@ -1168,9 +1196,12 @@ static int pass_steps(long long steps, long long n, long long i)
 /* The passes of a run from a to b and back, `steps` >= 1 split as evenly as the passes allow;
  * on one rank an even number of them where there are steps enough, so the result ends where
  * it began. On several ranks each pass starts by filling the halo of its input, and every
- * rank takes part in every exchange even after a failure of its own. Returns 0, a backend
- * failure or TIDE_ERR_MPI; *in_b: the result is in b. */
-static int passes(tide_stencil_plan *p, void *a, void *b, long long steps, int *in_b)
+ * rank takes part in every exchange even after a failure of its own. box: NULL, or for split
+ * passes of two or more (split_bands done) u's own box, which the first pass reads its own
+ * planes from and the last writes into, the result. Returns 0, a backend failure or
+ * TIDE_ERR_MPI; *in_b: the result is in b. */
+static int passes(tide_stencil_plan *p, void *a, void *b, void *box, long long steps,
+                  int *in_b)
 {
     long long n = pass_count(p, steps);
     if (n % 2 && steps > n && !p->halo) /* several ranks copy the result back anyway */
@@ -1180,7 +1211,10 @@ static int passes(tide_stencil_plan *p, void *a, void *b, long long steps, int *
     for (long long i = 0; i < n && (!st || p->halo); i++) {
         p->op.count = pass_steps(steps, n, i);
         if (p->split.on) {
-            st = split_run(p, from, to, p->op.count, st);
+            const split_pass *x = &p->split;
+            const void *own = box && i == 0 ? box : (char *)from + x->below * x->plane;
+            int last = box && i == n - 1;
+            st = split_run(p, from, own, last ? box : to, last, p->op.count, st);
         } else {
             int x = p->halo ? exchange(p, from, NULL, NULL) : TIDE_SUCCESS;
             st = st ? st : x;
@@ -1228,7 +1262,9 @@ static int run_out_of_core(tide_stencil_plan *p, void *u, long long steps)
 
 /* Several ranks: u (this rank's box; on a GPU with host arrays uploaded first) into the
  * grown array, the source likewise with its halo filled, the passes, and the box of the
- * result back into u. Every rank takes part in every exchange whatever failed before. */
+ * result back into u; split passes of two or more read u's box and write into it, so that
+ * only the planes next to the halos are copied. Every rank takes part in every exchange
+ * whatever failed before. */
 static int run_ranks(tide_stencil_plan *p, void *u, long long steps)
 {
     const tide_env *e = &p->env;
@@ -1238,8 +1274,11 @@ static int run_ranks(tide_stencil_plan *p, void *u, long long steps)
     void *ub = host_gpu ? p->dev_u : u; /* u's box in the backend's memory */
     if (any && host_gpu)
         st = e->be->copy(e, ub, u, p->bytes);
+    /* split passes of two or more read u's box and write the result into it */
+    int direct = p->split.on && pass_count(p, steps) >= 2;
     if (any && !st)
-        st = e->be->copy_region(e, elem, &p->box, ub, &p->box, p->ea, &p->ext);
+        st = direct ? split_bands(p, ub, p->ea)
+                    : e->be->copy_region(e, elem, &p->box, ub, &p->box, p->ea, &p->ext);
     if (p->esrc) {
         const void *sb = host_gpu ? p->dev_source : p->o.source;
         if (any && !st && host_gpu)
@@ -1249,9 +1288,9 @@ static int run_ranks(tide_stencil_plan *p, void *u, long long steps)
         int x = exchange(p, p->esrc, NULL, NULL);
         st = st ? st : x;
     }
-    int x = passes(p, p->ea, p->eb, steps, &in_b);
+    int x = passes(p, p->ea, p->eb, direct ? ub : NULL, steps, &in_b);
     st = st ? st : x;
-    if (any && !st)
+    if (any && !st && !direct)
         st = e->be->copy_region(e, elem, &p->box, in_b ? p->eb : p->ea, &p->ext, ub, &p->box);
     if (any && !st && host_gpu)
         st = e->be->copy(e, u, ub, p->bytes);
@@ -1317,7 +1356,7 @@ static int run(tide_stencil_plan *p, void *u, long long steps, int enter_st)
     if (!st && p->dev_source)
         st = e->be->copy(e, p->dev_source, p->o.source, p->bytes);
     if (!st)
-        st = passes(p, a, p->work, steps, &in_b);
+        st = passes(p, a, p->work, NULL, steps, &in_b);
     if (!st && in_b)
         st = e->be->copy(e, a, p->work, p->bytes);
     if (!st && host_gpu)
