@@ -1284,7 +1284,7 @@ struct tile_choice {
 };
 __host__ __device__ constexpr int fast_kmax(int cls, bool dbl)
 {
-    return cls == 0 ? (dbl ? 4 : 6) : cls == 1 ? (dbl ? 3 : 4) : (dbl ? 2 : 4);
+    return cls == 0 ? (dbl ? 4 : 6) : cls == 1 ? (dbl ? 2 : 4) : (dbl ? 2 : 4);
 }
 __host__ __device__ constexpr tile_choice fast_tile(bool dbl, int k)
 {
@@ -1382,14 +1382,16 @@ cudaError_t launch_relay(const tide_sweep *s, const sweep_state *st, const fused
 //     rows of 2; double: 24 rows of 2 (124-156 of 168; 32 rows of 2 spill at 128). One H100,
 //     512^3 double: 24 rows of 4 points a lane ran 300 GCell/s (3 steps, half the grid), 48
 //     rows of 2 points a lane (one 16-byte vector) 103-115.
-//   * Box: BOXSHAPE
+//   * Box: float 32 rows of 2 a thread, 16 warps, up to 4 steps (94-128 registers of 128);
+//     double 24 rows of 2, 12 warps, 2 steps (142-168 of 168; 3 steps in 24 rows of 3 and 8
+//     warps ran 143 GCell/s against 183 for 2 steps on an H200).
 struct relay_choice {
     int ry, nw;
 };
 __host__ __device__ constexpr relay_choice relay_shape(bool box, bool dbl, int k)
 {
     if (box)
-        return !dbl ? relay_choice{2, 16} : k == 2 ? relay_choice{2, 12} : relay_choice{3, 8};
+        return !dbl ? relay_choice{2, 16} : relay_choice{2, 12};
     return dbl ? relay_choice{2, 12} : k <= 4 ? relay_choice{3, 16} : relay_choice{2, 16};
 }
 
