@@ -25,9 +25,9 @@
 //
 //  - sweep_fast<T, Taps, K, TY, MY>: the same pipeline, with the tap list known at compile time
 //    (the built-in 27-point stencil in the storage order of tide's Fortran layout, its taps
-//    not sorted by dz) and K a template parameter, so each level's state lives in registers. A thread
-//    owns a column strip of MY rows at a fixed x in every level's tile and keeps, across
-//    pipeline steps:
+//    not sorted by dz) and K a template parameter, so each level's state lives in registers.
+//    A thread owns a column strip of MY rows at a fixed x in every level's tile and keeps,
+//    across pipeline steps:
 //      * the values of level t - 1 in its own column for the planes still needed (so for a
 //        7-point update each plane of the own column is read from shared memory once, and of
 //        the neighbours only the two along x and, at the strip's ends, those along y);

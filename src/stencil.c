@@ -1164,8 +1164,8 @@ static int split_run(tide_stencil_plan *p, void *from, const void *own, void *to
 }
 
 /* Before split passes that read their first own planes from box (u's own box in the
- * backend's memory): the own planes the first pass reads from the grown array a, the 2 band
- * next to each halo (the exchange's sends and the sides' sweeps). */
+ * backend's memory): into the grown array a, the own planes the first pass reads from it,
+ * 2 band planes next to each halo (the exchange's sends and the sides' sweeps). */
 static int split_bands(tide_stencil_plan *p, const void *box, void *a)
 {
     const split_pass *x = &p->split;

@@ -488,7 +488,7 @@ static const spec specs[] = {
     {SS, 3, 0, {66, 35, 47}, 1, "DDD", 0, -1, O012, 0},
     {S27, 1, 0, {53, 71, 34}, 0, "PPP", 0, 3, 0, 0},
     /* 27pt in C order on rows of a multiple of 4 points (the GPU's vector path), several tiles
-     * and chunks, every step count the GPU fuses */
+     * and chunks, 2 to 4 steps per pass (on the GPU double fuses 3 in the generic kernel) */
     {S27, 1, 0, {37, 61, 132}, 0, "DDD", 1, 4, O012, 1},
     {S27, 1, 0, {29, 45, 128}, 1, "PDP", 1, 3, 0, 0},
     {S27, 1, 0, {21, 50, 136}, 1, "PPP", 0, 2, O012, 1},
