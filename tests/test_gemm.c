@@ -1040,6 +1040,18 @@ static void base_options(tide_gemm_options *o)
     o->location = on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
 }
 
+/* An EM x EN x EK plan with options o that the error tests go on with (what: the check's
+ * name), or NULL with the failure counted. */
+static tide_gemm_plan *error_plan(const tide_gemm_options *o, const char *what)
+{
+    tide_gemm_plan *plan = NULL;
+    int st = tide_gemm_plan_create(ctx, EM, EN, EK, o, &plan);
+    return tt_check(&tally, world, st == 0, "%s: %s (%s)", what, tide_strerror(st),
+                    tide_last_error(ctx))
+               ? plan
+               : NULL;
+}
+
 static void expect_create(const char *tag, const char *what, long long m, long long n,
                           long long k, const tide_gemm_options *o, unsigned allowed)
 {
@@ -1284,10 +1296,8 @@ static void scalar_errors_over_ranks(void)
     base_options(&o);
     o.backend = TIDE_BACKEND_CPU;
     o.location = TIDE_LOCATION_HOST;
-    tide_gemm_plan *plan = NULL;
-    int st = tide_gemm_plan_create(ctx, EM, EN, EK, &o, &plan);
-    if (tt_check(&tally, world, st == 0, "b) real plan over the ranks: %s: %s",
-                 tide_strerror(st), tide_last_error(ctx))) {
+    tide_gemm_plan *plan = error_plan(&o, "b) real plan over the ranks");
+    if (plan) {
         /* larger than any rank's blocks */
         double a[EM * EK], b[EK * EN], c[EM * EN], c0[EM * EN];
         tt_rng rng;
@@ -1299,7 +1309,7 @@ static void scalar_errors_over_ranks(void)
         for (int i = 0; i < EK * EN; i++)
             b[i] = rnd(&rng);
         const double alpha[2] = {1, 0.5}, one[2] = {1, 0};
-        st = tide_gemm_execute_complex(plan, alpha, a, b, one, c);
+        int st = tide_gemm_execute_complex(plan, alpha, a, b, one, c);
         expect("b", "real plan over the ranks, alpha 1+0.5i", st, ARG, !memcmp(c, c0, sizeof c));
         st = tide_gemm_execute_complex(plan, one, a, b, NULL, c);
         expect("b", "plan over the ranks, beta NULL", st, ARG, !memcmp(c, c0, sizeof c));
@@ -1515,13 +1525,11 @@ static void execute_errors_complex(earrays *e)
     base_options(&o);
     o.domain = TIDE_COMPLEX;
     o.transb = TIDE_CONJTRANS;
-    tide_gemm_plan *plan = NULL;
-    int st = tide_gemm_plan_create(ctx, EM, EN, EK, &o, &plan);
-    if (!tt_check(&tally, world, st == 0, "f) complex plan for the execute errors: %s",
-                  tide_last_error(ctx)))
+    tide_gemm_plan *plan = error_plan(&o, "f) complex plan for the execute errors");
+    if (!plan)
         return;
     const double one[2] = {1, 0}, ab[2] = {0.5, -2};
-    st = tide_gemm_execute_complex(plan, NULL, e->p[0], e->p[1], ab, e->p[2]);
+    int st = tide_gemm_execute_complex(plan, NULL, e->p[0], e->p[1], ab, e->p[2]);
     expect("f", "complex plan, execute_complex with alpha NULL", st, ARG, c_intact(e));
     st = tide_gemm_execute_complex(plan, ab, e->p[0], e->p[1], NULL, e->p[2]);
     expect("f", "complex plan, execute_complex with beta NULL", st, ARG, c_intact(e));
@@ -1535,14 +1543,12 @@ static void execute_errors(void)
 {
     tide_gemm_options o;
     base_options(&o);
-    tide_gemm_plan *plan = NULL;
-    int st = tide_gemm_plan_create(ctx, EM, EN, EK, &o, &plan);
-    if (!tt_check(&tally, world, st == 0, "f) plan for the execute errors: %s",
-                  tide_last_error(ctx)))
+    tide_gemm_plan *plan = error_plan(&o, "f) plan for the execute errors");
+    if (!plan)
         return;
     earrays *e = tt_xmalloc(sizeof *e);
     earrays_init(e);
-    st = tide_gemm_execute(plan, 1, NULL, e->p[1], 1, e->p[2]);
+    int st = tide_gemm_execute(plan, 1, NULL, e->p[1], 1, e->p[2]);
     expect("f", "execute with A NULL (9 x 7)", st, ARG, c_intact(e));
     st = tide_gemm_execute(plan, 1, e->p[0], NULL, 0, e->p[2]);
     expect("f", "execute with B NULL (7 x 8)", st, ARG, c_intact(e));
