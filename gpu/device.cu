@@ -334,7 +334,8 @@ struct tide_nccl {
     int rank;
 };
 
-extern "C" int tide_nccl_create(MPI_Comm comm, tide_nccl **out, char *why, size_t len)
+extern "C" int tide_nccl_create(MPI_Comm comm, int max_ctas, tide_nccl **out, char *why,
+                                size_t len)
 {
 #if TIDE_HAVE_NCCL
     int rank = 0, size = 1;
@@ -361,16 +362,25 @@ extern "C" int tide_nccl_create(MPI_Comm comm, tide_nccl **out, char *why, size_
         return TIDE_ERR_NOMEM;
     }
     c->rank = rank;
+#if defined(NCCL_VERSION_CODE) && NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    if (max_ctas > 0)
+        config.minCTAs = 1, config.maxCTAs = max_ctas;
+    r = ncclCommInitRankConfig(&c->comm, size, id, rank, &config);
+#else // no configurations before NCCL 2.14: NCCL's own CTA counts
+    (void)max_ctas;
     r = ncclCommInitRank(&c->comm, size, id, rank);
+#endif
     if (r != ncclSuccess) {
-        snprintf(why, len, "ncclCommInitRank failed: %s", ncclGetErrorString(r));
+        snprintf(why, len, "NCCL's communicator initialization failed: %s",
+                 ncclGetErrorString(r));
         free(c);
         return TIDE_ERR_BACKEND;
     }
     *out = c;
     return 0;
 #else
-    (void)comm;
+    (void)comm, (void)max_ctas;
     *out = nullptr;
     snprintf(why, len, "this build has no NCCL");
     return TIDE_ERR_UNSUPPORTED;

@@ -154,10 +154,12 @@ enum { TIDE_MEM_PAGEABLE = 0, TIDE_MEM_PINNED = 1, TIDE_MEM_DEVICE = 2 };
 int tide_gpu_pointer_kind(const void *p);
 
 /* NCCL communicators over an MPI communicator (collective: ncclGetUniqueId on rank 0, sent to
- * all with MPI_Bcast). Each rank must use its own GPU. Returns 0, TIDE_ERR_UNSUPPORTED (no
- * NCCL in this build), TIDE_ERR_MPI or TIDE_ERR_BACKEND with the reason in why. */
+ * all with MPI_Bcast). Each rank must use its own GPU. max_ctas > 0: the communicator's
+ * kernels take at most that many thread blocks (SMs); 0: NCCL's choice. Returns 0,
+ * TIDE_ERR_UNSUPPORTED (no NCCL in this build), TIDE_ERR_MPI or TIDE_ERR_BACKEND with the
+ * reason in why. */
 typedef struct tide_nccl tide_nccl;
-int tide_nccl_create(MPI_Comm comm, tide_nccl **out, char *why, size_t len);
+int tide_nccl_create(MPI_Comm comm, int max_ctas, tide_nccl **out, char *why, size_t len);
 void tide_nccl_destroy(tide_nccl *c);
 /* One grouped exchange: the sends and receives between start and end form one NCCL group,
  * enqueued on stream. Byte counts. */

@@ -266,13 +266,15 @@ static int exchange_caps(tide_context *ctx)
     return TIDE_SUCCESS;
 }
 
-int tide_context_nccl(tide_context *ctx, void **nccl)
+int tide_context_nccl(tide_context *ctx, int beside, void **nccl)
 {
+    beside = !!beside;
 #if TIDE_HAVE_CUDA
-    if (!ctx->nccl && ctx->nccl_usable) {
+    if (!ctx->nccl[beside] && ctx->nccl_usable) {
         char why[TIDE_MSG_LEN] = "";
         tide_nccl *c = NULL;
-        int st = tide_nccl_create(ctx->comm, &c, why, sizeof why);
+        int st = tide_nccl_create(ctx->comm, beside ? TIDE_NCCL_BESIDE_CTAS : 0, &c, why,
+                                  sizeof why);
         if (st)
             tide_fail(ctx, st, "NCCL: %s", why);
         st = tide_agree(ctx, st);
@@ -280,11 +282,11 @@ int tide_context_nccl(tide_context *ctx, void **nccl)
             tide_nccl_destroy(c);
             return st;
         }
-        ctx->nccl = c;
+        ctx->nccl[beside] = c;
     }
 #endif
-    *nccl = ctx->nccl;
-    if (ctx->nccl)
+    *nccl = ctx->nccl[beside];
+    if (*nccl)
         return TIDE_SUCCESS;
     tide_device_info info;
     tide_context_device(ctx, &info);
@@ -388,7 +390,8 @@ int tide_context_destroy(tide_context *ctx)
     if (!ctx)
         return TIDE_SUCCESS;
 #if TIDE_HAVE_CUDA
-    tide_nccl_destroy(ctx->nccl);
+    for (int i = 0; i < 2; i++)
+        tide_nccl_destroy(ctx->nccl[i]);
 #endif
     if (ctx->node_comm != MPI_COMM_NULL)
         MPI_Comm_free(&ctx->node_comm);
@@ -769,7 +772,7 @@ int tide_measure_exchange(tide_context *ctx, tide_exchange how, size_t bytes, do
                        "exceed MPI's int counts", x.block);
     st = tide_agree(ctx, st);
     if (!st && x.how == TIDE_EXCHANGE_NCCL && P > 1)
-        st = tide_context_nccl(ctx, &x.nccl); /* collective, agreed */
+        st = tide_context_nccl(ctx, 0, &x.nccl); /* collective, agreed */
     if (!st)
         st = tide_agree(ctx, xtest_alloc(&x));
     double t[5];

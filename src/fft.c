@@ -683,7 +683,7 @@ static int stream_plan_base(tide_context *ctx, const int n[3], const tide_fft_op
     int P = ctx->nranks;
     int nccl_on = P > 1 && ctx->nccl_usable && opts->exchange != TIDE_EXCHANGE_P2P;
     void *nccl = NULL;
-    int st = nccl_on ? tide_context_nccl(ctx, &nccl) : TIDE_SUCCESS;
+    int st = nccl_on ? tide_context_nccl(ctx, 0, &nccl) : TIDE_SUCCESS;
     if (st)
         return st;
     tide_fft_plan *p = new_plan(ctx, n, opts, 1, mid, err, len);
@@ -837,7 +837,7 @@ static int make_plan(tide_context *ctx, const int n[3], const tide_args *all,
     /* Collective steps first, on every rank alike. */
     int st = tide_agree(ctx, p ? TIDE_SUCCESS : tide_fail(ctx, TIDE_ERR_NOMEM, "%s", err));
     if (!st && p->env.transport == TIDE_EXCHANGE_NCCL)
-        st = tide_context_nccl(ctx, &p->env.nccl);
+        st = tide_context_nccl(ctx, 0, &p->env.nccl);
     if (st) {
         tide_fft_plan_destroy(p);
         return st;

@@ -406,7 +406,7 @@ static int make_plan(tide_context *ctx, const tide_args *all, const tide_gemm_op
      * communicator, made here by every rank alike: the request is agreed) */
     void *nccl = NULL;
     if (cuda && ctx->nranks > 1 && ctx->nccl_usable && o->location == TIDE_LOCATION_DEVICE &&
-        (st = tide_context_nccl(ctx, &nccl)))
+        (st = tide_context_nccl(ctx, 0, &nccl)))
         return st;
     tide_gemm_plan *p = calloc(1, sizeof *p);
     if (!p)

@@ -961,7 +961,7 @@ static int make_plan(tide_context *ctx, const int n[3], const tide_args *all,
     if (ctx->nranks > 1 && cuda && ctx->nccl_usable) { /* collective, agreed: the halos over
                                                         * NCCL, GPU to GPU */
         void *nccl = NULL;
-        int x = tide_context_nccl(ctx, &nccl);
+        int x = tide_context_nccl(ctx, 1, &nccl);
         st = st ? st : x;
         if (p)
             p->env.nccl = nccl;

@@ -25,7 +25,8 @@ struct tide_context {
     int bound_near;        /* the library bound the process near its GPU (not the launcher) */
     int nccl_usable;       /* CUDA, NCCL built in, and every rank has a GPU of its own */
     int cuda_aware_mpi;    /* every rank's MPI library takes device pointers */
-    void *nccl;            /* tide_nccl *, made by the first plan that needs it */
+    void *nccl[2];         /* tide_nccl *, made by the first plan that needs it: NCCL's
+                            * choice of SMs, and the few of TIDE_NCCL_BESIDE_CTAS */
     tide_rates pcie;       /* this rank's GPU transfer rates, measured by the first plan that
                             * needs them (tide_context_pcie); pcie_known says it was */
     int pcie_known;
@@ -65,9 +66,14 @@ void tide_log(const tide_context *ctx, int level, const char *fmt, ...)
 void tide_fftw_lock(void);
 void tide_fftw_unlock(void);
 
-/* Collective: the context's NCCL communicator, created on first use. Returns 0 or a code
- * (with the message on ctx); the same on every rank. */
-int tide_context_nccl(tide_context *ctx, void **nccl);
+/* Collective: the context's NCCL communicator, created on first use. beside: for exchanges
+ * that run beside a kernel of the plan's own (the stencil's halos beside its sweep), whose
+ * kernels take at most TIDE_NCCL_BESIDE_CTAS SMs: NCCL's default takes up to 32 for a
+ * transfer of a few MB, which the kernel beside it needs more (measured on four H200: the
+ * 7-point stencil's weak-scaling efficiency 0.838 with NCCL's choice, 0.876 with 2). Returns 0
+ * or a code (with the message on ctx); the same on every rank. */
+enum { TIDE_NCCL_BESIDE_CTAS = 2 };
+int tide_context_nccl(tide_context *ctx, int beside, void **nccl);
 
 /* Names for messages and the command line. */
 const char *tide_backend_name(tide_backend b);

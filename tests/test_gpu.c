@@ -195,7 +195,7 @@ static void check_default_context(tt_tally *t, int n, int local_rank)
     tt_check(t, MPI_COMM_WORLD, tide_host_free(ctx, h) == 0, "tide_host_free");
     /* NCCL's asynchronous error check: nothing to report on a healthy communicator. */
     void *nccl = NULL;
-    st = tide_context_nccl(ctx, &nccl);
+    st = tide_context_nccl(ctx, 0, &nccl);
     if (st == 0)
         tt_check(t, MPI_COMM_WORLD, tide_nccl_check(nccl) == 0 && tide_nccl_check(NULL) == 0,
                  "tide_nccl_check on a healthy communicator: %s", tide_gpu_last_error());
