@@ -40,7 +40,8 @@
  * right but for `band` = fuse r planes at each side with a halo, and the sweep over that side's
  * halo, those band planes and band more (3 band planes where the halo is whole) is right on
  * them. The points are computed from the same values in the same order as by the sweep of the
- * whole grown box: bitwise the same result. */
+ * whole grown box: bitwise the same result. The sides' sweeps run on streams of their own,
+ * at once and beside the end of the own planes' sweep. */
 typedef struct {
     int on;
     long long below, above; /* halo planes below and above the own box (0 at a grid face) */
@@ -49,9 +50,9 @@ typedef struct {
     tide_sweep inner;       /* over the own planes */
     tide_sweep side[2];     /* below, above (n[0] 0: no halo there) */
     long long first[2];     /* the planes side[i] starts at, in the grown box */
-    void *scratch;          /* side's planes (backend memory) */
-    void *stream;           /* the exchange's */
-    void *ev_in, *ev_out;   /* the exchange after the pass before; the sides after it */
+    void *scratch;          /* the sides' planes, below's first (backend memory) */
+    void *stream[2];        /* below's side; above's, which is also the exchange's */
+    void *ev[2], *ev_plan;  /* recorded on stream[i], on the plan's stream */
 } split_pass;
 
 struct tide_stencil_plan {
@@ -246,10 +247,12 @@ static void split_destroy(tide_stencil_plan *p)
         if (all[i]->state)
             e->be->sweep_destroy(e, all[i]);
     e->be->free(x->scratch);
-    if (x->stream)
-        e->be->stream_destroy(x->stream);
-    tide_order_destroy(x->ev_in);
-    tide_order_destroy(x->ev_out);
+    for (int i = 0; i < 2; i++) {
+        if (x->stream[i])
+            e->be->stream_destroy(x->stream[i]);
+        tide_order_destroy(x->ev[i]);
+    }
+    tide_order_destroy(x->ev_plan);
     memset(x, 0, sizeof *x);
 }
 
@@ -391,16 +394,16 @@ static int split_geometry(const tide_stencil_plan *p, long long *below, long lon
     return tide_ext(&p->box, ord[0]) >= 3LL * p->fuse * p->radius;
 }
 
-/* Bytes of the split passes' scratch: the larger side's planes (0 where passes do not split). */
+/* Bytes of the split passes' scratch: both sides' planes (0 where passes do not split). */
 static size_t split_bytes(const tide_stencil_plan *p)
 {
     long long below, above, band = (long long)p->fuse * p->radius;
     if (!split_geometry(p, &below, &above))
         return 0;
-    long long most = (below > above ? below : above) + 2 * band;
+    long long planes = (below ? below + 2 * band : 0) + (above ? above + 2 * band : 0);
     const int *ord = p->box.order;
-    return (size_t)most * (size_t)tide_ext(&p->ext, ord[1]) * (size_t)tide_ext(&p->ext, ord[2]) *
-           elem_bytes(p);
+    return (size_t)planes * (size_t)tide_ext(&p->ext, ord[1]) *
+           (size_t)tide_ext(&p->ext, ord[2]) * elem_bytes(p);
 }
 
 /* Bytes in the backend's memory of a plan whose box has own points: on one rank the work
@@ -793,11 +796,13 @@ static int split_setup(tide_stencil_plan *p, char *err, size_t len)
     if (!st && (st = e->be->alloc(split_bytes(p), &x->scratch)))
         snprintf(err, len, "cannot allocate the split passes' %.3g MB: %s", split_bytes(p) / 1e6,
                  e->be->last_error());
-    if (!st && e->be->gpu && (st = e->be->stream_create(&x->stream)))
-        snprintf(err, len, "cannot create the exchange's stream: %s", e->be->last_error());
-    if (!st && ((st = tide_order_create(p->ctx, &x->ev_in)) ||
-                (st = tide_order_create(p->ctx, &x->ev_out))))
-        snprintf(err, len, "cannot create the exchange's events: %s", e->be->last_error());
+    for (int i = 0; i < 2 && !st; i++)
+        if ((st = e->be->stream_create(&x->stream[i])) ||
+            (st = tide_order_create(p->ctx, &x->ev[i])))
+            snprintf(err, len, "cannot create the split passes' streams: %s",
+                     e->be->last_error());
+    if (!st && (st = tide_order_create(p->ctx, &x->ev_plan)))
+        snprintf(err, len, "cannot create the split passes' events: %s", e->be->last_error());
     if (st) {
         split_destroy(p);
         return st;
@@ -1133,32 +1138,43 @@ static int split_run(tide_stencil_plan *p, void *from, const void *own, void *to
 {
     split_pass *x = &p->split;
     const tide_env *e = &p->env;
-    tide_env he = *e;
-    he.stream = x->stream;
+    tide_env se[2] = {*e, *e}; /* the sides' (se[1] the exchange's) */
+    se[0].stream = x->stream[0], se[1].stream = x->stream[1];
     char *f = from, *t = to;
     size_t pl = x->plane;
     long long t0p = to_box ? x->below : 0; /* ext's plane of to's first */
     /* the exchange reads planes the pass before wrote */
-    int st = failed ? failed : tide_order_after(x->ev_in, e->stream, x->stream);
+    int st = failed ? failed : tide_order_after(x->ev_plan, e->stream, x->stream[1]);
     double t0 = MPI_Wtime();
-    int h = e->be->halo(&he, p->halo, from, TIDE_HALO_START);
+    int h = e->be->halo(&se[1], p->halo, from, TIDE_HALO_START);
     double t1 = MPI_Wtime();
     if (!st)
         st = e->be->sweep(e, &x->inner, own, t + (x->below - t0p) * pl, count);
     double t2 = MPI_Wtime();
-    int fin = e->be->halo(&he, p->halo, from, TIDE_HALO_FINISH);
+    int fin = e->be->halo(&se[1], p->halo, from, TIDE_HALO_FINISH);
     h = h ? h : fin;
     p->halo_seconds += t1 - t0 + MPI_Wtime() - t2;
     p->exchanges++;
-    st = st ? st : h ? h : tide_order_after(x->ev_out, x->stream, e->stream);
+    /* the halo in, each side swept into scratch of its own on its stream (one side's sweep
+     * alone fills few SMs), as the SMs come free from the own planes' sweep; then the band
+     * planes that sweep wrote wrong written again, after it */
+    st = st ? st : h;
+    if (!st && x->side[0].state)
+        st = tide_order_after(x->ev[1], x->stream[1], x->stream[0]);
+    char *scratch[2] = {x->scratch, (char *)x->scratch + (size_t)x->side[0].n[0] * pl};
+    for (int i = 0; i < 2 && !st; i++)
+        if (x->side[i].state)
+            st = e->be->sweep(&se[i], &x->side[i], f + x->first[i] * pl, scratch[i], count);
     for (int i = 0; i < 2 && !st; i++) {
         if (!x->side[i].state)
             continue;
         long long good = i == 0 ? x->below : x->band; /* its right planes, from its first */
-        st = e->be->sweep(e, &x->side[i], f + x->first[i] * pl, x->scratch, count);
+        st = tide_order_after(x->ev_plan, e->stream, x->stream[i]);
         if (!st)
-            st = e->be->copy(e, t + (x->first[i] + good - t0p) * pl,
-                             (char *)x->scratch + good * pl, (size_t)x->band * pl);
+            st = e->be->copy(&se[i], t + (x->first[i] + good - t0p) * pl,
+                             scratch[i] + good * pl, (size_t)x->band * pl);
+        if (!st)
+            st = tide_order_after(x->ev[i], x->stream[i], e->stream);
     }
     return st;
 }
