@@ -1183,9 +1183,13 @@ static int split_run(tide_stencil_plan *p, void *from, const void *own, void *to
         if (!st)
             st = e->be->copy(&se[i], t + (x->first[i] + good - t0p) * pl,
                              scratch[i] + good * pl, (size_t)x->band * pl);
-        if (!st)
-            st = tide_order_after(x->ev[i], x->stream[i], e->stream);
     }
+    /* the plan's stream after the exchange and the sides, whatever failed */
+    for (int i = 0; i < 2; i++)
+        if (i == 1 || x->side[0].state) {
+            int o = tide_order_after(x->ev[i], x->stream[i], e->stream);
+            st = st ? st : o;
+        }
     return st;
 }
 
