@@ -57,7 +57,7 @@ int scale_only(cublasHandle_t h, const tide_gemm_desc *d, tide_scalar beta, void
 {
     size_t elem = tide_gemm_elem(d);
     int m = (int)d->m, n = (int)d->n, ldc = (int)d->ldc;
-    if (beta.re == 0 && beta.im == 0) {
+    if (tide_scalar_is_zero(beta)) {
         cudaError_t e = cudaMemset2DAsync(c, elem * (size_t)ldc, 0, elem * (size_t)m,
                                           (size_t)n, stream);
         return e == cudaSuccess ? 0 : tide_gpu_note_error("cudaMemset2DAsync",

@@ -977,8 +977,6 @@ struct relay_taps {
     }
     static constexpr bool star = S::n == 7 && S::radius == 1;
     static constexpr bool box = S::n == 27 && S::radius == 1 && by_dz();
-    static constexpr int lag = star ? 1 : 2; // planes level t lags behind level t - 1
-    static constexpr int carried = star ? 1 : 2; // planes of values a level keeps per point
 };
 
 // A region of W = 32 V columns (V = 4 a lane) by H0 = NW RY rows; KV: K rounded up to V, the
@@ -1003,7 +1001,9 @@ __global__ void __launch_bounds__(32 * NW, 1)
 {
     using C = relay_cfg<T, K, RY, NW>;
     using Q = relay_taps<S>;
-    constexpr int V = C::V, W = C::W, KV = C::KV, PL = C::PL, LAG = Q::lag;
+    constexpr int V = C::V, W = C::W, KV = C::KV, PL = C::PL;
+    constexpr int LAG = Q::star ? 1 : 2;     // planes level t lags behind level t - 1
+    constexpr int CARRIED = Q::star ? 1 : 2; // planes of values a level keeps per point
     static_assert(Q::star || Q::box, "sweep_relay takes 7-point stars and the 27-point box");
     extern __shared__ __align__(16) unsigned char smem[];
     T *const sm = (T *)smem; // [K][2][H0 + 2][W]: level t's planes by step parity
@@ -1067,12 +1067,12 @@ __global__ void __launch_bounds__(32 * NW, 1)
 
     // Carried from step to step, per level t (car[t - 1]): the star's level t - 1 plane p - 1
     // in the own columns; the box's partial sums of the updates of planes q and q + 1.
-    T car[K][Q::carried][RY][V];
+    T car[K][CARRIED][RY][V];
     T pf[RY][V]; // level 0's next plane, loaded a step ahead
 #pragma unroll
     for (int t = 0; t < K; t++)
 #pragma unroll
-        for (int h = 0; h < Q::carried; h++)
+        for (int h = 0; h < CARRIED; h++)
 #pragma unroll
             for (int r = 0; r < RY; r++)
 #pragma unroll
@@ -1270,9 +1270,9 @@ struct sweep_state {
     fused_cfg cfg[KMAX + 1];
 };
 
-// The most steps the fast kernels are instantiated for, per class of tap list (0: 7 points,
-// 1: 27 points in C order, both sweep_relay; 2: 27 points reversed, sweep_fast) and precision
-// (beyond, sweep_generic), and sweep_fast's tiles (strip rows MY, tile height TY) per
+// The most steps the fast kernels are instantiated for (beyond, sweep_generic), for the
+// 7-point stars (sweep_relay) and the 27-point box (sweep_relay in C order, sweep_fast
+// reversed) per precision, and sweep_fast's tiles (strip rows MY, tile height TY) per
 // precision and steps k. A block has one thread per strip of level 1's 64 x H(1) tile, NT =
 // 64 ceil(H(1) / MY), and each thread carries, per level, MY values per kept plane of its own
 // column and per partial sum (2 + 2), plus an arrival's window and the next plane's prefetch.
@@ -1282,9 +1282,9 @@ struct sweep_state {
 struct tile_choice {
     int my, ty;
 };
-__host__ __device__ constexpr int fast_kmax(int cls, bool dbl)
+__host__ __device__ constexpr int fast_kmax(bool star, bool dbl)
 {
-    return cls == 0 ? (dbl ? 4 : 6) : cls == 1 ? (dbl ? 2 : 4) : (dbl ? 2 : 4);
+    return star ? (dbl ? 4 : 6) : (dbl ? 2 : 4);
 }
 __host__ __device__ constexpr tile_choice fast_tile(bool dbl, int k)
 {
@@ -1294,8 +1294,7 @@ __host__ __device__ constexpr tile_choice fast_tile(bool dbl, int k)
 }
 template <typename T, class S>
 struct fast_shape {
-    static constexpr int cls = S::n == 7 ? 0 : sched<S>::od == 1 ? 1 : 2;
-    static constexpr int kmax = fast_kmax(cls, sizeof(T) == 8);
+    static constexpr int kmax = fast_kmax(S::n == 7, sizeof(T) == 8);
     static constexpr int my(int k) { return fast_tile(sizeof(T) == 8, k).my; }
     static constexpr int ty(int k) { return fast_tile(sizeof(T) == 8, k).ty; }
 };
