@@ -180,10 +180,13 @@ extern "C" int tide_gpu_malloc(size_t bytes, void **ptr)
 
 extern "C" void tide_gpu_free(void *ptr) { cudaFree(ptr); }
 
-extern "C" int tide_gpu_stream_create(void **stream)
+extern "C" int tide_gpu_stream_create(void **stream, int urgent)
 {
     cudaStream_t s;
-    cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    int least = 0, greatest = 0;
+    cudaError_t e = urgent ? cudaDeviceGetStreamPriorityRange(&least, &greatest) : cudaSuccess;
+    if (e == cudaSuccess)
+        e = cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, urgent ? greatest : least);
     *stream = e == cudaSuccess ? (void *)s : nullptr;
     return e == cudaSuccess ? 0 : fail(e, "cudaStreamCreate");
 }

@@ -83,7 +83,9 @@ int tide_gpu_copy_region_async(size_t elem, int batch, const tide_box *region, c
  * TIDE_ERR_NOMEM (allocation) or TIDE_ERR_BACKEND (any other CUDA failure). */
 int tide_gpu_malloc(size_t bytes, void **ptr);
 void tide_gpu_free(void *ptr);
-int tide_gpu_stream_create(void **stream);
+/* urgent: the device's greatest priority, whose kernels' blocks the GPU starts before those of
+ * other streams as SMs come free (a short kernel beside a long one need not wait for its end). */
+int tide_gpu_stream_create(void **stream, int urgent);
 void tide_gpu_stream_destroy(void *stream);
 /* Wait for everything enqueued on stream; reports any earlier asynchronous failure. */
 int tide_gpu_sync(void *stream);

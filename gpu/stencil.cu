@@ -144,6 +144,8 @@ struct sweep_args {
     // Fused kernels: steps, tile (TX along n2, TY along n1), tiles along n2 and n1, chunk
     // length along n0.
     int k, tx, ty, ntx, nty, zlen;
+    // The planes written, [zlo, zhi) along n0 (tide_sweep's out; chunks cover them).
+    int zlo, zhi;
     // sweep_relay: n2 is a multiple of 4 and src, dst and source are 16-byte aligned, so a
     // lane's four columns can move as vectors.
     int vec;
@@ -239,8 +241,8 @@ __device__ __forceinline__ tile_ctx tile_of(const sweep_args<T> &a, int TX, int 
     const int chunk = b / tiles, rest = b - chunk * tiles, by = rest / a.ntx;
     c.gx0 = (rest - by * a.ntx) * TX;
     c.gy0 = by * TY;
-    c.z0 = chunk * a.zlen;
-    c.z1 = imin(a.n0, c.z0 + a.zlen);
+    c.z0 = a.zlo + chunk * a.zlen;
+    c.z1 = imin(a.zhi, c.z0 + a.zlen);
     c.a0 = c.z0 - KR;
     const int R = a.radius;
     const int ylo = c.gy0 - KR, yhi = c.gy0 + TY + KR, xlo = c.gx0 - KR, xhi = c.gx0 + TX + KR;
@@ -438,8 +440,8 @@ __global__ void __launch_bounds__(ONE_BX *ONE_BY)
     const bool xk = !a.per2 && (x < R || x >= a.n2 - R);
     for (int y = blockIdx.y * ONE_BY + threadIdx.x / ONE_BX; y < a.n1; y += gridDim.y * ONE_BY) {
         const bool yk = !a.per1 && (y < R || y >= a.n1 - R);
-        for (int z0 = blockIdx.z * ONE_Z; z0 < a.n0; z0 += gridDim.z * ONE_Z) {
-            for (int z = z0; z < imin(z0 + ONE_Z, a.n0); z++) {
+        for (int z0 = a.zlo + blockIdx.z * ONE_Z; z0 < a.zhi; z0 += gridDim.z * ONE_Z) {
+            for (int z = z0; z < imin(z0 + ONE_Z, a.zhi); z++) {
                 const int64_t idx = ((int64_t)z * a.n1 + y) * a.n2 + x;
                 if (xk || yk || (!a.per0 && (z < R || z >= a.n0 - R))) {
                     a.dst[idx] = __ldg(a.src + idx);
@@ -1013,7 +1015,7 @@ __global__ void __launch_bounds__(32 * NW, 1)
     const int tiles = a.ntx * a.nty, b = (int)blockIdx.x, chunk = b / tiles;
     const int rest = b - chunk * tiles, by = rest / a.ntx, bx = rest - by * a.ntx;
     const int tx0 = bx * C::TX, ty0 = by * C::TY;
-    const int z0 = chunk * a.zlen, z1 = imin(a.n0, z0 + a.zlen);
+    const int z0 = a.zlo + chunk * a.zlen, z1 = imin(a.zhi, z0 + a.zlen);
     const int lane = (int)threadIdx.x & 31, row0 = ((int)threadIdx.x >> 5) * RY;
     const int cx = tx0 - KV + V * lane, gy = ty0 - K + row0; // the thread's first point
     // The thread's shared row row0 + r - 1 (r = 0 .. RY + 1) at the lane's columns: srow +
@@ -1263,7 +1265,7 @@ struct fused_cfg {
 struct sweep_state {
     int shape;
     int sms;              // multiprocessors of the device
-    int n[3];             // the grid the chunks were planned for
+    int n[3], out[2];     // the grid and the planes written the chunks were planned for
     int4 *off;            // device: (dz, dy, dx, R - dz) per tap
     void *w;              // device: the weights in the data's precision
     double wh[27];        // a fast shape's weights (kernel parameters)
@@ -1304,11 +1306,14 @@ sweep_args<T> make_args(const tide_sweep *s, const sweep_state *st, const fused_
                         const void *src, void *dst, int k)
 {
     sweep_args<T> a;
-    a.src = (const T *)src, a.dst = (T *)dst, a.source = (const T *)s->source;
     a.n0 = s->n[0], a.n1 = s->n[1], a.n2 = s->n[2];
+    a.plane = (int64_t)s->n[1] * s->n[2];
+    tide_sweep_out(s, &a.zlo, &a.zhi);
+    // dst holds planes zlo .. zhi - 1: the kernels index it as laid out like src
+    a.src = (const T *)src, a.source = (const T *)s->source;
+    a.dst = (T *)((uintptr_t)dst - (uintptr_t)a.zlo * (uintptr_t)a.plane * sizeof(T));
     a.per0 = s->periodic[0] != 0, a.per1 = s->periodic[1] != 0, a.per2 = s->periodic[2] != 0;
     a.radius = s->radius;
-    a.plane = (int64_t)s->n[1] * s->n[2];
     a.k = k, a.tx = f.tx, a.ty = f.ty, a.ntx = f.ntx, a.nty = f.nty, a.zlen = f.zlen;
     auto aligned = [](const void *p) { return ((uintptr_t)p & 15) == 0; };
     a.vec = s->n[2] % 4 == 0 && aligned(src) && aligned(dst) && aligned(s->source);
@@ -1324,7 +1329,7 @@ cudaError_t launch_one(const tide_sweep *s, const sweep_state *st, const void *s
     const tap_weights<T, S::n ? S::n : 1> w = weights_of<T, S::n ? S::n : 1>(st->wh, S::n);
     const dim3 grid((unsigned)((a.n2 + ONE_BX - 1) / ONE_BX),
                     (unsigned)imin((a.n1 + ONE_BY - 1) / ONE_BY, 65535),
-                    (unsigned)imin((a.n0 + ONE_Z - 1) / ONE_Z, 65535));
+                    (unsigned)imin((a.zhi - a.zlo + ONE_Z - 1) / ONE_Z, 65535));
     sweep_one<T, S><<<grid, ONE_BX * ONE_BY, 0, stream>>>(a, w);
     return cudaGetLastError();
 }
@@ -1531,14 +1536,18 @@ fused_cfg entry_for(const tide_sweep *s, int shape, int k, size_t smem_block, si
     return generic_entry(s, k, smem_block, smem_sm);
 }
 
-// Chunks along n0 for k steps: the count that minimises waves x (chunk + 2 k R), the halo planes
-// being the chunk's redundant work and a partial last wave idle SMs.
+// Chunks of the planes written along n0 for k steps: the count that minimises waves x (chunk +
+// 2 k R), the halo planes being the chunk's redundant work and a partial last wave idle SMs,
+// the waves counted on the sweep's share of the SMs (tide_sweep's beside).
 int plan_chunks(fused_cfg &f, const tide_sweep *s, int k, int sms)
 {
-    const int n0 = s->n[0], R = s->radius;
+    int lo, hi;
+    tide_sweep_out(s, &lo, &hi);
+    const int n0 = hi - lo, R = s->radius;
     f.ntx = (s->n[2] + f.tx - 1) / f.tx;
     f.nty = (s->n[1] + f.ty - 1) / f.ty;
-    const long long tiles = (long long)f.ntx * f.nty, conc = (long long)imax(1, sms * f.bps);
+    const long long tiles = (long long)f.ntx * f.nty,
+                    conc = imax(1, sms * f.bps / (1 + imax(0, s->beside)));
     if (tiles > INT_MAX)
         return TIDE_ERR_TOO_LARGE;
     long long best = LLONG_MAX;
@@ -1619,6 +1628,7 @@ extern "C" int tide_gpu_sweep_create(tide_sweep *s, int fuse, char *err, size_t 
     st->sms = sms;
     for (int d = 0; d < 3; d++)
         st->n[d] = s->n[d];
+    tide_sweep_out(s, &st->out[0], &st->out[1]);
     if (st->shape != SHAPE_GENERIC)
         for (int i = 0; i < s->ntaps; i++)
             st->wh[i] = s->w[i];
@@ -1712,10 +1722,13 @@ extern "C" int tide_gpu_sweep(const tide_sweep *s, const void *src, void *dst, i
     if (steps == 1) {
         e = s->dbl ? launch_one<double>(s, st, src, dst, cs) : launch_one<float>(s, st, src, dst, cs);
     } else {
-        // The tiles and chunks were planned for the grid of sweep_create; a sweep over other
-        // extents (the plan's tuning runs on half of n[0]) plans its own.
+        // The tiles and chunks were planned for the grid and planes written of sweep_create; a
+        // sweep over others (the plan's tuning runs on half of n[0]) plans its own.
         fused_cfg f = st->cfg[steps];
-        if (s->n[0] != st->n[0] || s->n[1] != st->n[1] || s->n[2] != st->n[2]) {
+        int lo, hi;
+        tide_sweep_out(s, &lo, &hi);
+        if (s->n[0] != st->n[0] || s->n[1] != st->n[1] || s->n[2] != st->n[2] ||
+            lo != st->out[0] || hi != st->out[1]) {
             for (int d = 0; d < 3; d++)
                 if (s->n[d] < 2 * s->radius + 1)
                     return TIDE_ERR_ARGUMENT;

@@ -105,7 +105,8 @@ static inline size_t tide_spectral_elem(const tide_spectral *d)
  * are bitwise equal everywhere.
  *
  * How a backend fuses steps (temporal blocking by plane streaming, which both backends share):
- * the slowest dimension is cut into chunks [z0, z1) worked on independently. For a chunk,
+ * the planes it writes along the slowest dimension (tide_sweep's out) are cut into chunks
+ * [z0, z1) worked on independently. For a chunk,
  * level t (the data after t steps) is needed on the planes [z0 - (k - t) r, z1 + (k - t) r)
  * (clipped to [0, n[0]) when that dimension is not periodic; plane indices modulo n[0] when
  * it is): level 0 is read from src, level k written to dst on [z0, z1). Planes enter in
@@ -127,10 +128,21 @@ typedef struct tide_sweep {
     const int (*off)[3];  /* host memory: offsets in storage order */
     const double *w;      /* host memory: weights */
     const void *source;   /* NULL, or an array laid out like the data (the backend's memory) */
+    int out[2];           /* the planes along n[0] a sweep writes, [out[0], out[1]) (out[1] 0:
+                           * all), dst holding those alone: plane q at dst + (q - out[0]) planes */
+    int beside;           /* sweeps running at the same time as this one: a GPU plans its
+                           * chunks for the 1 / (1 + beside) share of its SMs it may get */
     int max_fuse;         /* the most steps one sweep may do (set by sweep_create) */
     void *state;          /* the backend's: tables, rings (sweep_create) */
     size_t state_bytes;   /* host memory the state holds (set by sweep_create) */
 } tide_sweep;
+
+/* The planes [*lo, *hi) along n[0] that s writes (its out). */
+static inline void tide_sweep_out(const tide_sweep *s, int *lo, int *hi)
+{
+    *lo = s->out[1] ? s->out[0] : 0;
+    *hi = s->out[1] ? s->out[1] : s->n[0];
+}
 
 /* A matrix multiply in the backend's memory, column major as the BLAS has it: C = alpha op(A)
  * op(B) + beta C with op(A) m x k, op(B) k x n, C m x n; trans: tide_transpose (op(X) = X, X^T
@@ -186,7 +198,7 @@ typedef struct tide_backend_ops {
      * a caller's pointer points (1 device memory, 0 host memory, -1 unknown). */
     int (*host_alloc)(size_t bytes, void **ptr);
     void (*host_free)(void *ptr);
-    int (*stream_create)(void **stream);
+    int (*stream_create)(void **stream, int urgent); /* urgent: tide_gpu_stream_create's */
     void (*stream_destroy)(void *stream);
     int (*pointer_kind)(const void *ptr);
     /* Copy bytes within or into or out of the backend's memory, in the plan's order. */

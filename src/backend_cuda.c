@@ -20,7 +20,10 @@ static void cuda_host_free(void *ptr)
         tide_gpu_host_free(ptr);
 }
 
-static int cuda_stream_create(void **stream) { return tide_gpu_stream_create(stream); }
+static int cuda_stream_create(void **stream, int urgent)
+{
+    return tide_gpu_stream_create(stream, urgent);
+}
 
 static void cuda_stream_destroy(void *stream) { tide_gpu_stream_destroy(stream); }
 

@@ -732,7 +732,7 @@ static int xtest_alloc(xtest *x)
     if (st)
         return tide_fail(x->ctx, st, "tide_measure_exchange: cannot allocate 2 x %zu bytes on "
                          "the device", bytes);
-    if (x->how == TIDE_EXCHANGE_NCCL && tide_gpu_stream_create(&x->stream))
+    if (x->how == TIDE_EXCHANGE_NCCL && tide_gpu_stream_create(&x->stream, 0))
         return tide_fail(x->ctx, TIDE_ERR_BACKEND, "tide_measure_exchange: cannot create a "
                          "stream: %s", tide_gpu_last_error());
     return TIDE_SUCCESS;

@@ -846,7 +846,7 @@ static int make_plan(tide_context *ctx, const int n[3], const tide_args *all,
     tide_layout uin = user_layout(ctx, all, BOX_IN), uout = user_layout(ctx, all, BOX_OUT);
     if ((all[0].has[BOX_IN] && !uin) || (all[0].has[BOX_OUT] && !uout))
         st = TIDE_ERR_NOMEM, snprintf(err, sizeof err, "out of memory creating the plan");
-    else if (cuda && p->env.be->stream_create(&p->env.stream))
+    else if (cuda && p->env.be->stream_create(&p->env.stream, 0))
         st = TIDE_ERR_BACKEND, snprintf(err, sizeof err, "%s", p->env.be->last_error());
     else
         st = build_plan(p, uin, uout, err, sizeof err);

@@ -424,7 +424,7 @@ static int make_plan(tide_context *ctx, const tide_args *all, const tide_gemm_op
         if ((st = make_desc(p, v, ld, o)))
             snprintf(err, sizeof err, "out of memory creating the plan");
         else if (tide_order_create(ctx, &p->entry) ||
-                 (cuda && p->env.be->stream_create(&p->env.stream)))
+                 (cuda && p->env.be->stream_create(&p->env.stream, 0)))
             st = TIDE_ERR_BACKEND, snprintf(err, sizeof err, "%s", p->env.be->last_error());
         if (!st)
             st = build(p, err, sizeof err);

@@ -167,7 +167,7 @@ static int nccl_setup(tide_gemm_dist *s, char *err, size_t len)
                                   : "MPI could not name the ranks of the process grid"), bad;
     for (int i = 0; i < 2 && !bad; i++)
         bad = tide_gpu_event_create(&s->landed[i]) || tide_gpu_event_create(&s->done[i]);
-    if (bad || d->env->be->stream_create(&s->bstream))
+    if (bad || d->env->be->stream_create(&s->bstream, 0))
         return snprintf(err, len, "%s", d->env->be->last_error()), TIDE_ERR_BACKEND;
     return TIDE_SUCCESS;
 #else

@@ -821,7 +821,7 @@ static int own_gpu(engine *s, char *err, size_t len)
         s->env = *e;
         s->env.stream = NULL;
         s->d.env = &s->env;
-        if (e->be->stream_create(&s->env.stream) || e->be->gemm_create(&s->blas))
+        if (e->be->stream_create(&s->env.stream, 0) || e->be->gemm_create(&s->blas))
             return snprintf(err, len, "GPU %d: %s", s->device, e->be->last_error()),
                    TIDE_ERR_BACKEND;
         s->d.blas = s->blas;
@@ -986,7 +986,7 @@ static int make_sharing(gemm_stream *s, char *err, size_t len)
             return snprintf(err, len, "could not make GPU %d current: %s", e->device,
                             tide_gpu_last_error()), TIDE_ERR_BACKEND;
         e->pushed = calloc((size_t)sh->nblocks, sizeof *e->pushed);
-        st = e->pushed ? tide_gpu_stream_create(&e->push) : TIDE_ERR_NOMEM;
+        st = e->pushed ? tide_gpu_stream_create(&e->push, 0) : TIDE_ERR_NOMEM;
         for (int b = i; b < sh->nblocks && !st; b += s->n)
             st = tide_gpu_event_create(&e->pushed[b]);
         if (st)

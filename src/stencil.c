@@ -34,14 +34,17 @@
 
 /* Several GPU ranks whose halo lies along the slowest storage dimension alone (the others held
  * whole): a pass sweeps its own planes while the halo travels (the exchange on a stream of
- * its own, this thread driving MPI as the GPU sweeps), then, the halo in, sweeps the planes
- * next to each halo into scratch and copies back those it gets right. A sweep of k steps
- * spoils k r planes inward from a face that is not the grid's, so the own planes' sweep is
- * right but for `band` = fuse r planes at each side with a halo, and the sweep over that side's
- * halo, those band planes and band more (3 band planes where the halo is whole) is right on
- * them. The points are computed from the same values in the same order as by the sweep of the
- * whole grown box: bitwise the same result. The sides' sweeps run on streams of their own,
- * at once and beside the end of the own planes' sweep. */
+ * its own, this thread driving MPI as the GPU sweeps), then, the halo in, sweeps each side.
+ * A sweep of k steps spoils k r planes inward from a face that is not the grid's, so the own
+ * planes' sweep writes its right planes alone, all but `band` = fuse r planes at each side
+ * with a halo; each side's sweep reads that side's halo, those band planes and band more (3
+ * band planes where the halo is whole) and writes the band planes alone (tide_sweep's out),
+ * into the same array. The points are computed from the same values in the same order as by
+ * the sweep of the whole grown box: bitwise the same result. The two writes do not overlap,
+ * so nothing orders the sides after the own planes' sweep: they run on urgent streams of
+ * their own (tide_gpu_stream_create), each from when its halo is in, their blocks taking SMs
+ * as the own planes' sweep frees them; both sides' chunks are planned for half the SMs
+ * (tide_sweep's beside), as they run at once. */
 typedef struct {
     int on;
     long long below, above; /* halo planes below and above the own box (0 at a grid face) */
@@ -49,9 +52,8 @@ typedef struct {
     size_t plane;           /* bytes of one plane */
     tide_sweep inner;       /* over the own planes */
     tide_sweep side[2];     /* below, above (n[0] 0: no halo there) */
-    long long first[2];     /* the planes side[i] starts at, in the grown box */
-    void *scratch;          /* the sides' planes, below's first (backend memory) */
-    void *stream[2];        /* below's side; above's, which is also the exchange's */
+    long long at[3];        /* the grown box's plane each starts at: inner, side[0], side[1] */
+    void *stream[2];        /* below's side; above's, which is also the exchange's (urgent) */
     void *ev[2], *ev_plan;  /* recorded on stream[i], on the plan's stream */
 } split_pass;
 
@@ -246,7 +248,6 @@ static void split_destroy(tide_stencil_plan *p)
     for (int i = 0; i < 3; i++)
         if (all[i]->state)
             e->be->sweep_destroy(e, all[i]);
-    e->be->free(x->scratch);
     for (int i = 0; i < 2; i++) {
         if (x->stream[i])
             e->be->stream_destroy(x->stream[i]);
@@ -394,21 +395,9 @@ static int split_geometry(const tide_stencil_plan *p, long long *below, long lon
     return tide_ext(&p->box, ord[0]) >= 3LL * p->fuse * p->radius;
 }
 
-/* Bytes of the split passes' scratch: both sides' planes (0 where passes do not split). */
-static size_t split_bytes(const tide_stencil_plan *p)
-{
-    long long below, above, band = (long long)p->fuse * p->radius;
-    if (!split_geometry(p, &below, &above))
-        return 0;
-    long long planes = (below ? below + 2 * band : 0) + (above ? above + 2 * band : 0);
-    const int *ord = p->box.order;
-    return (size_t)planes * (size_t)tide_ext(&p->ext, ord[1]) *
-           (size_t)tide_ext(&p->ext, ord[2]) * elem_bytes(p);
-}
-
 /* Bytes in the backend's memory of a plan whose box has own points: on one rank the work
  * array; on several (ranks) the two arrays on the grown box of ext points (three with a
- * source) and `extra` (the halo's device staging and the split passes' scratch); on a GPU
+ * source) and `extra` (the halo's device staging); on a GPU
  * with host arrays also the device copies of u and the source. */
 static double arrays_bytes(const tide_stencil_plan *p, int ranks, double own, double ext,
                            double extra)
@@ -422,7 +411,7 @@ static double arrays_bytes(const tide_stencil_plan *p, int ranks, double own, do
 /* What the plan holds in its backend's memory (arrays_bytes). */
 static size_t backend_bytes(const tide_stencil_plan *p)
 {
-    double extra = p->halo ? (double)(tide_halo_bytes(p->halo, 1) + split_bytes(p)) : 0;
+    double extra = p->halo ? (double)tide_halo_bytes(p->halo, 1) : 0;
     return (size_t)arrays_bytes(p, p->halo != NULL, (double)tide_box_count(&p->box),
                                 (double)tide_box_count(&p->ext), extra);
 }
@@ -776,7 +765,7 @@ static int plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_args *
     return st;
 }
 
-/* The split passes' sweeps, scratch, stream and events, where this rank's passes split
+/* The split passes' sweeps, streams and events, where this rank's passes split
  * (local; the reason in err). */
 static int split_setup(tide_stencil_plan *p, char *err, size_t len)
 {
@@ -788,26 +777,28 @@ static int split_setup(tide_stencil_plan *p, char *err, size_t len)
     long long n0 = tide_ext(&p->ext, p->box.order[0]), band = (long long)p->fuse * p->radius;
     x->below = below, x->above = above, x->band = band;
     x->plane = ext_bytes(p) / (size_t)n0;
-    x->first[0] = 0, x->first[1] = n0 - above - 2 * band;
-    long long at[3] = {below, x->first[0], x->first[1]};
-    long long planes[3] = {n0 - below - above, below ? below + 2 * band : 0,
-                           above ? above + 2 * band : 0};
+    x->at[0] = below, x->at[1] = 0, x->at[2] = n0 - above - 2 * band;
+    long long own = n0 - below - above;
+    long long planes[3] = {own, below ? below + 2 * band : 0, above ? above + 2 * band : 0};
+    /* the planes each writes: the own ones right, the band next to each halo */
+    long long out[3][2] = {{below ? band : 0, own - (above ? band : 0)},
+                           {below, below + band},
+                           {band, 2 * band}};
     int st = TIDE_SUCCESS;
     for (int i = 0; i < 3 && !st; i++) {
         tide_sweep *t = i == 0 ? &x->inner : &x->side[i - 1];
         *t = p->sweep;
         t->state = NULL;
         t->n[0] = (int)planes[i];
+        t->out[0] = (int)out[i][0], t->out[1] = (int)out[i][1];
+        t->beside = i > 0 && below && above; /* the two sides run at once */
         if (t->source)
-            t->source = (const char *)t->source + at[i] * (long long)x->plane;
+            t->source = (const char *)t->source + x->at[i] * (long long)x->plane;
         if (planes[i])
             st = e->be->sweep_create(e, t, p->fuse, err, len);
     }
-    if (!st && (st = e->be->alloc(split_bytes(p), &x->scratch)))
-        snprintf(err, len, "cannot allocate the split passes' %.3g MB: %s", split_bytes(p) / 1e6,
-                 e->be->last_error());
     for (int i = 0; i < 2 && !st; i++)
-        if ((st = e->be->stream_create(&x->stream[i])) ||
+        if ((st = e->be->stream_create(&x->stream[i], 1)) ||
             (st = tide_order_create(p->ctx, &x->ev[i])))
             snprintf(err, len, "cannot create the split passes' streams: %s",
                      e->be->last_error());
@@ -968,7 +959,7 @@ static int make_plan(tide_context *ctx, const int n[3], const tide_args *all,
         if (!p->off || !p->w)
             st = TIDE_ERR_NOMEM, snprintf(err, sizeof err, "out of memory creating the plan");
         else if (tide_order_create(ctx, &p->entry) ||
-                 (cuda && p->env.be->stream_create(&p->env.stream)))
+                 (cuda && p->env.be->stream_create(&p->env.stream, 0)))
             st = TIDE_ERR_BACKEND, snprintf(err, sizeof err, "%s", p->env.be->last_error());
         if (!st)
             st = check_source(p, err, sizeof err);
@@ -1159,30 +1150,21 @@ static int split_run(tide_stencil_plan *p, void *from, const void *own, void *to
     int h = e->be->halo(&se[1], p->halo, from, TIDE_HALO_START);
     double t1 = MPI_Wtime();
     if (!st)
-        st = e->be->sweep(e, &x->inner, own, t + (x->below - t0p) * pl, count);
+        st = e->be->sweep(e, &x->inner, own, t + (x->at[0] + x->inner.out[0] - t0p) * pl, count);
     double t2 = MPI_Wtime();
     int fin = e->be->halo(&se[1], p->halo, from, TIDE_HALO_FINISH);
     h = h ? h : fin;
     p->halo_seconds += t1 - t0 + MPI_Wtime() - t2;
     p->exchanges++;
-    /* the halo in, each side swept into scratch of its own on its stream (one side's sweep
-     * alone fills few SMs), as the SMs come free from the own planes' sweep; then the band
-     * planes that sweep wrote wrong written again, after it */
+    /* the halo in, each side swept into its band planes on its urgent stream */
     st = st ? st : h;
     if (!st && x->side[0].state)
         st = tide_order_after(x->ev[1], x->stream[1], x->stream[0]);
-    char *scratch[2] = {x->scratch, (char *)x->scratch + (size_t)x->side[0].n[0] * pl};
-    for (int i = 0; i < 2 && !st; i++)
-        if (x->side[i].state)
-            st = e->be->sweep(&se[i], &x->side[i], f + x->first[i] * pl, scratch[i], count);
     for (int i = 0; i < 2 && !st; i++) {
-        if (!x->side[i].state)
-            continue;
-        long long good = i == 0 ? x->below : x->band; /* its right planes, from its first */
-        st = tide_order_after(x->ev_plan, e->stream, x->stream[i]);
-        if (!st)
-            st = e->be->copy(&se[i], t + (x->first[i] + good - t0p) * pl,
-                             scratch[i] + good * pl, (size_t)x->band * pl);
+        const tide_sweep *s = &x->side[i];
+        if (s->state)
+            st = e->be->sweep(&se[i], s, f + x->at[i + 1] * pl,
+                              t + (x->at[i + 1] + s->out[0] - t0p) * pl, count);
     }
     /* the plan's stream after the exchange and the sides, whatever failed */
     for (int i = 0; i < 2; i++)

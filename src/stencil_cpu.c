@@ -78,16 +78,18 @@ void tide_cpu_sweep_destroy(tide_sweep *s)
 }
 
 /* Where one level's planes are: src itself (level 0, any plane by its index modulo n[0]), or a
- * ring of 2 r + 1 planes indexed by the plane modulo 2 r + 1, or dst (the last level). */
+ * ring of 2 r + 1 planes indexed by the plane modulo 2 r + 1, or dst (the last level, the
+ * planes from out[0] on). */
 typedef struct {
     char *base;
     int ring;       /* 0: planes at their place in the grid (src, dst) */
+    int first;      /* not a ring: the plane at base */
 } level_at;
 
 static char *plane_at(const tide_sweep *s, const level_at *l, int q, size_t plane_bytes)
 {
     int m = l->ring ? 2 * s->radius + 1 : s->n[0];
-    int i = ((q % m) + m) % m;
+    int i = ((q % m) + m) % m - l->first;
     return l->base + (size_t)i * plane_bytes;
 }
 
@@ -194,10 +196,12 @@ static void sweep_chunk(const tide_sweep *s, const char *src, char *dst, int k, 
     size_t pb = c->plane * (s->dbl ? sizeof(double) : sizeof(float));
     char *acc = mem + (size_t)(c->fuse - 1) * (2 * s->radius + 1) * pb; /* after the rings */
     level_at lv[CPU_MAX_FUSE + 1];
-    lv[0] = (level_at){(char *)src, 0};
+    int out0, out1;
+    tide_sweep_out(s, &out0, &out1);
+    lv[0] = (level_at){(char *)src, 0, 0};
     for (int t = 1; t < k; t++)
-        lv[t] = (level_at){mem + (size_t)(t - 1) * (2 * s->radius + 1) * pb, 1};
-    lv[k] = (level_at){dst, 0};
+        lv[t] = (level_at){mem + (size_t)(t - 1) * (2 * s->radius + 1) * pb, 1, 0};
+    lv[k] = (level_at){dst, 0, out0};
     int lo1, hi1, lok, hik;
     level_range(s, z0, z1, k, 1, &lo1, &hi1);
     level_range(s, z0, z1, k, k, &lok, &hik);
@@ -215,10 +219,14 @@ int tide_cpu_sweep(const tide_env *e, const tide_sweep *s, const void *src, void
 {
     (void)e;
     const cpu_sweep *c = s->state;
-    int T = c->threads, n0 = s->n[0];
+    int T = c->threads, lo, hi;
+    tide_sweep_out(s, &lo, &hi);
 #pragma omp parallel for num_threads(T) schedule(static, 1)
-    for (int i = 0; i < T; i++)
-        sweep_chunk(s, src, dst, steps, (int)((int64_t)i * n0 / T),
-                    (int)((int64_t)(i + 1) * n0 / T), c->mem + (size_t)i * c->per_thread);
+    for (int i = 0; i < T; i++) {
+        int z0 = lo + (int)((int64_t)i * (hi - lo) / T);
+        int z1 = lo + (int)((int64_t)(i + 1) * (hi - lo) / T);
+        if (z0 < z1)
+            sweep_chunk(s, src, dst, steps, z0, z1, c->mem + (size_t)i * c->per_thread);
+    }
     return TIDE_SUCCESS;
 }
