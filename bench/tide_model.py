@@ -40,7 +40,10 @@ The model, per run on the busiest rank (predict() and docs/scaling.md say more):
                          of k r planes per face (weak scaling: each rank keeps its grid), each
                          at the measured rate of the halos' transport: NCCL between the GPUs,
                          or MPI in host memory plus the halo's copies down and up over PCIe
-                         on the GPU. Host arrays on the GPU (out of card, and out of core per
+                         on the GPU. Device arrays on several GPU ranks (split passes): the
+                         exchanges beside the sweep of the own planes, max(compute, exchanges),
+                         plus each side's sweep of 3 k r planes per pass at the in-card rate.
+                         Host arrays on the GPU (out of card, and out of core per
                          rank): max(compute, passes x the grid up and down at the PCIe rates),
                          passes = ceil(steps / k), plus on several ranks the halo exchanges at
                          the MPI rate in host memory (each rank's points stream straight
@@ -727,7 +730,8 @@ def stencil_plan(size, P, precision="float", steps=20, fuse=1, radius=1, bc="ddd
     fuse steps exchanges fuse * radius planes with each neighbour along x (two for an
     interior rank or a periodic x, the largest counted). Host arrays (on the GPU: out of card)
     count the passes and the bytes each moves over PCIe: up the grid and its halo (the box
-    grown by the planes it receives), down the grid."""
+    grown by the planes it receives), down the grid. side_cells: the cells the split passes'
+    side sweeps update (3 k r planes next to each neighbour, k steps a pass)."""
     n = _parse_size(size)
     s = _scalar(precision)
     k = max(1, int(fuse))
@@ -737,6 +741,7 @@ def stencil_plan(size, P, precision="float", steps=20, fuse=1, radius=1, bc="ddd
               "exchanges": 0 if P == 1 else -(-steps // k),
               "exchange_bytes": float(neighbours * k * radius * plane),
               "messages": neighbours, "fuse": k, "host": arrays == "host",
+              "side_cells": float(neighbours * 3 * k * radius * n[1] * n[2] * steps),
               "passes": -(-steps // k), "grid_bytes": float(n[0] * plane),
               "grown_bytes": float((n[0] + (neighbours * k * radius if P > 1 else 0)) * plane)}
     return Plan("stencil", n, P, counts, [], {})
@@ -886,6 +891,12 @@ def predict(op, size, P, rates=None, system=None, latency_us=None, exchange_kind
             if gpu and P > 1 and not nccl and not c["host"] else 0.0
         t_x = c["exchanges"] * (b / (xr * 1e9) + pcie + c["messages"] * lat)
         terms = {"compute_s": t_comp, "exchange_s": t_x, "gcells": rate, "exchange_rate": xr}
+        if gpu and P > 1 and not c["host"]:
+            # split passes (docs/design.md): the halo travels as the own planes are swept, then
+            # the sides, which write the planes next to the halo
+            t_side = c["side_cells"] / (rate * 1e9)
+            terms.update(side_s=t_side)
+            return {"seconds": max(t_comp, t_x) + t_side, "plan": p, "terms": terms}
         if not (gpu and c["host"]):
             return {"seconds": t_comp + t_x, "plan": p, "terms": terms}
         g, gu = c["grid_bytes"], c["grown_bytes"]
