@@ -69,6 +69,9 @@ static const char *usage =
     "  -fuse K                steps per pass over memory (default 0: the plan's choice;\n"
     "                         each backend has a limit, which it names when exceeded; out\n"
     "                         of card 1 to 256)\n"
+    "  -levels F              out of card: the steps each level of a pass takes in one\n"
+    "                         fused sweep, at most F, dividing the pass's steps (default 0:\n"
+    "                         the plan's choice)\n"
     "  -source                add a source term s (random values in [-1, 1)) at every step\n"
     "  -location host|device  where u lives (default host; device needs backend cuda)\n"
     "  -device                the same as -location device\n"
@@ -86,7 +89,7 @@ typedef struct {
     int shape, radius; /* tide_stencil_shape and R (1 for the built-in shapes) */
     char shape_name[16];
     char bc[4];        /* p or d per dimension */
-    int steps, fuse, source, check;
+    int steps, fuse, levels, source, check;
 } args;
 
 /* Reads -shape's value: 7pt, 27pt, star:R or box:R. Prints why on failure. */
@@ -151,12 +154,14 @@ static int parse(int argc, char **argv, args *a)
                 return 2;
             }
             strcpy(a->bc, v);
-        } else if (!strcmp(o, "-steps") || !strcmp(o, "-fuse")) {
+        } else if (!strcmp(o, "-steps") || !strcmp(o, "-fuse") || !strcmp(o, "-levels")) {
             const char *v = more < 1 ? "" : argv[++i];
-            if (app_to_int(v, 0, o[1] == 's' ? &a->steps : &a->fuse)) {
+            int *to = o[1] == 's' ? &a->steps : o[1] == 'f' ? &a->fuse : &a->levels;
+            if (app_to_int(v, 0, to)) {
                 tide_warn("tide stencil: %s '%s': give a whole number >= 0%s\n", o, v,
-                          o[1] == 's' ? " of time steps per run" : " of steps per pass (0: the "
-                          "plan's choice)");
+                          o[1] == 's'   ? " of time steps per run"
+                          : o[1] == 'f' ? " of steps per pass (0: the plan's choice)"
+                                        : " of steps a level (0: the plan's choice)");
                 return 2;
             }
         } else if (!strcmp(o, "-location")) {
@@ -354,6 +359,7 @@ int tide_cmd_stencil(int argc, char **argv)
     for (int d = 0; d < 3; d++)
         o.bc[d] = bc[d] = a.bc[d] == 'p' ? TIDE_BC_PERIODIC : TIDE_BC_DIRICHLET;
     o.fuse = a.fuse;
+    o.level_steps = a.levels;
     /* Several ranks: the plan's blocks. A first plan (no source yet) says this rank's box; the
      * timed plan is then made on the same boxes, with the source sized to the box. */
     int st = TIDE_SUCCESS, grid[3] = {1, 1, 1};

@@ -97,7 +97,7 @@ static const char *const shape_names[] = {"7pt", "27pt", "star", "box"};
 
 enum {
     F_N0, F_N1, F_N2, F_PRECISION, F_BACKEND, F_LOCATION, F_SHAPE, F_RADIUS, F_TAPS, F_BC,
-    F_FUSE = F_BC + 3, F_SOURCE, F_REACH, NFIELDS
+    F_FUSE = F_BC + 3, F_SOURCE, F_REACH, F_LEVELS, NFIELDS
 };
 static const tide_arg_field fields[NFIELDS] = {
     {"n[0]", 1, INT_MAX},
@@ -115,6 +115,7 @@ static const tide_arg_field fields[NFIELDS] = {
     {"option fuse", 0, INT_MAX},
     {"option source given", 0, 1},
     {"the stencil's radius", 0, TIDE_STENCIL_MAX_RADIUS},
+    {"option level_steps", 0, INT_MAX},
 };
 static const char *const box_names[] = {"data"};
 static const tide_args_spec spec = {"tide_stencil_plan_create", fields, NFIELDS, NULL, 0,
@@ -188,6 +189,7 @@ static void make_request(const int n[3], const tide_box *box, const tide_stencil
         r->v[F_BC + d] = o->bc[d];
     r->v[F_FUSE] = o->fuse;
     r->v[F_SOURCE] = o->source != NULL;
+    r->v[F_LEVELS] = o->level_steps;
     tide_args_check_ranges(&spec, r);
     if (!r->status)
         r->v[F_TAPS] = request_taps(o, r->v[F_RADIUS], off, w, r);
@@ -615,7 +617,8 @@ static int stream_desc(tide_stencil_plan *p, const tide_box *b, int fuse,
 {
     *d = (tide_stencil_stream_desc){.env = &p->env, .sweep = &p->sweep, .box = *b, .own = p->box,
                                     .source = p->o.source != NULL,
-                                    .budget = p->ctx->dev.budget_bytes, .fuse = fuse};
+                                    .budget = p->ctx->dev.budget_bytes, .fuse = fuse,
+                                    .level_steps = p->o.level_steps};
     return tide_context_pcie(p->ctx, &d->pcie, err, len);
 }
 
@@ -699,10 +702,10 @@ static int plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_args *
                                      * and the grown box will have it */
             if (p->sweep.n[k] < 2 * p->radius + 1)
                 p->sweep.n[k] = 2 * p->radius + 1;
-        st = p->env.be->sweep_create(&p->env, &p->sweep, p->ooc ? 1 : p->o.fuse, err, len);
+        st = p->env.be->sweep_create(&p->env, &p->sweep, p->ooc ? 0 : p->o.fuse, err, len);
         if (!st && !p->ooc)
             mine = p->sweep.max_fuse;
-        else if (!st) /* out of core: not bound by the kernels, one level at a time */
+        else if (!st) /* out of core: not bound by the kernels (levels of any steps) */
             mine = p->o.fuse ? p->o.fuse : ooc_fuse(p, err, len);
         if (p->sweep.state)
             p->env.be->sweep_destroy(&p->env, &p->sweep);
@@ -821,7 +824,7 @@ static int split_setup(tide_stencil_plan *p, char *err, size_t len)
 static int build_streamed(tide_stencil_plan *p, char *err, size_t len)
 {
     const tide_env *e = &p->env;
-    int st = e->be->sweep_create(e, &p->sweep, 1, err, len); /* one level at a time */
+    int st = e->be->sweep_create(e, &p->sweep, 0, err, len); /* every level_steps */
     if (st || (st = make_stream(p, &p->box, p->o.fuse, &p->oc, err, len)))
         return st;
     tide_stencil_stream_shape sh;
@@ -830,8 +833,8 @@ static int build_streamed(tide_stencil_plan *p, char *err, size_t len)
     p->tuned = !p->o.fuse;
     tide_op_sweep(&p->op, &p->sweep, 1);
     tide_log(p->ctx, TIDE_LOG_DEBUG, "stencil: out of card: %d slabs of at most %d planes, %d "
-             "steps per pass; the model expects %.4g GCell/s", sh.slabs, sh.planes, sh.fuse,
-             sh.model_rate / 1e9);
+             "steps per pass in levels of %d; the model expects %.4g GCell/s", sh.slabs,
+             sh.planes, sh.fuse, sh.level_steps, sh.model_rate / 1e9);
     return TIDE_SUCCESS;
 }
 
@@ -862,7 +865,7 @@ static int build_out_of_core(tide_stencil_plan *p, char *err, size_t len)
         return snprintf(err, len, "cannot allocate the plan's %.3g GB of pinned host memory: "
                         "%s", halo_bytes(p) * (1 + (p->o.source != NULL)) / 1e9,
                         e->be->last_error()), st;
-    st = e->be->sweep_create(e, &p->sweep, 1, err, len);
+    st = e->be->sweep_create(e, &p->sweep, 0, err, len); /* every level_steps */
     if (st || (st = make_stream(p, &p->ext, p->fuse, &p->oc, err, len)))
         return st;
     tide_op_sweep(&p->op, &p->sweep, 1);
@@ -1057,6 +1060,7 @@ int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
         info->pinned_bytes += sh.pinned_bytes;
         info->device_bytes = sh.device_bytes;
         info->slabs = sh.slabs;
+        info->level_steps = sh.level_steps;
     }
     info->taps = p->taps;
     info->radius = p->radius;
@@ -1092,8 +1096,8 @@ int tide_stencil_plan_describe(const tide_stencil_plan *p, char *buf, size_t len
     if (p->oc) { /* each slab: up, the pass's sweeps, down */
         tide_stencil_stream_shape sh;
         tide_stencil_stream_shape_of(p->oc, &sh);
-        snprintf(slabs, sizeof slabs, "%d slabs of <= %d planes, %d steps per pass: ",
-                 sh.slabs, sh.planes, sh.fuse);
+        snprintf(slabs, sizeof slabs, "%d slabs of <= %d planes, %d steps per pass in levels "
+                 "of %d: ", sh.slabs, sh.planes, sh.fuse, sh.level_steps);
     }
     /* out of core the exchange comes first, in host memory; in card after the upload */
     snprintf(buf, len, "stencil %s r%d %d taps %s %s: %s%s%s%s%s%s", shape_names[p->o.shape],

@@ -3,12 +3,13 @@
  *
  * The grid is cut into slabs along its slowest storage dimension. A pass of K steps sends
  * every slab through the GPU once, in order, on the out-of-card pipeline engine
- * (gpu/pipeline.h): the slab's planes go up, K time levels are computed on the device one
- * after another, each lagging the one before by r planes, and the finished planes come back
- * into the host grid in place. The 2 r planes of every intermediate level that the next slab
- * needs stay on the device between slabs (Jin 2014's 1D-TBM with buffer copy): no plane
- * crosses PCIe twice or is computed twice, and every point is computed from the same values
- * in the same order as in card, so the result is bitwise the same.
+ * (gpu/pipeline.h): the slab's planes go up, K / F levels of F steps each are computed on
+ * the device one after another (one fused sweep a level), each lagging the one before by F r
+ * planes, and the finished planes come back into the host grid in place. The 2 F r planes of
+ * every intermediate level that the next slab needs stay on the device between slabs (Jin
+ * 2014's 1D-TBM with buffer copy): no plane crosses PCIe twice, only a level's sweep
+ * recomputes points (its inner steps near the window's faces), and every point is computed
+ * from the same values in the same order as in card, so the result is bitwise the same.
  */
 #ifndef TIDE_STENCIL_STREAM_H
 #define TIDE_STENCIL_STREAM_H
@@ -27,13 +28,16 @@ typedef struct {
     int source;               /* a source is added: its planes go up with each slab */
     size_t budget;            /* device bytes the pipeline may hold */
     int fuse;                 /* steps per pass (K, at least 1); 0: the model's choice */
+    int level_steps;          /* steps of a level's sweep: the most up to it dividing K;
+                               * 0: the model's choice */
     tide_rates pcie;          /* the rank's measured transfer rates (the model's) */
 } tide_stencil_stream_desc;
 
 typedef struct tide_stencil_stream tide_stencil_stream;
 
-/* Local: times a one-step sweep on a few planes, chooses K (desc fuse, else the model in
- * stencil_stream.c) and the slabs the budget allows, and makes the pipeline.
+/* Local: times sweeps of each step count the kernels fuse on a few planes, chooses K and F
+ * (desc fuse and level_steps, else the model in stencil_stream.c) and the slabs the budget
+ * allows, and makes the pipeline. d's sweep must be created for every step count (fuse 0).
  * Returns 0 or a code with the reason in err. */
 int tide_stencil_stream_create(const tide_stencil_stream_desc *d, tide_stencil_stream **out,
                                char *err, size_t len);
@@ -58,6 +62,7 @@ int tide_stencil_stream_pass(tide_stencil_stream *s, void *u, const tide_parts *
 
 typedef struct {
     int fuse;                 /* K: steps per pass */
+    int level_steps;          /* F: steps of each level's sweep */
     int slabs;                /* per pass */
     int planes;               /* own planes of the thickest slab */
     size_t device_bytes, pinned_bytes;

@@ -620,6 +620,11 @@ typedef struct {
                                  * plan's choice (tide_stencil_plan_info tells) */
     void *stream;               /* GPU: the caller's cudaStream_t runs are ordered after
                                  * (tide_fft_options); per rank */
+    int level_steps;            /* GPU, host arrays beyond the device budget: the steps each
+                                 * level of a pass takes in one fused sweep, at most this many
+                                 * (the most up to it that divide the pass's steps; 1: one step
+                                 * a sweep, Jin 2014's scheme); 0 (default): the plan's choice
+                                 * (tide_stencil_plan_info tells); ignored in card */
 } tide_stencil_options;
 
 void tide_stencil_options_init(tide_stencil_options *opts);
@@ -663,6 +668,9 @@ typedef struct {
     int slabs;               /* GPU, host arrays beyond the device budget (one rank, or each
                               * rank out of core): the slabs each pass sends through the GPU;
                               * 0 in card */
+    int level_steps;         /* ... and the steps each level of a pass fuses (a pass whose
+                              * steps it does not divide: the most below it that do); 0 in
+                              * card */
     tide_exchange halo_exchange; /* several ranks: how halos move, TIDE_EXCHANGE_NCCL (GPU
                               * to GPU, every rank a GPU of its own) or _P2P (MPI_Isend/Irecv,
                               * on the GPU through pinned host memory); _AUTO on one rank */

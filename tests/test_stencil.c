@@ -38,9 +38,11 @@
  *  e) on the GPU with host arrays, out of card: cases of c) on contexts whose device budget is
  *     below what the grid needs in card (a fraction of it), so the grid streams through the
  *     GPU in slabs: 5 to 20 slabs, periodic and Dirichlet along the slabs' dimension, radius 1
- *     to 3, a source, storage orders, 2 to 40 steps per pass and the plan's choice; info.slabs
- *     at least 2 and the device memory within the budget, each run compared bitwise as in c).
- *     In card, info.slabs is 0.
+ *     to 3, a source, storage orders, 2 to 40 steps per pass and the plan's choice, levels of 1
+ *     to 6 steps a sweep (option level_steps, also not dividing the steps per pass) and the
+ *     plan's choice; info.slabs at least 2, the device memory within the budget and
+ *     info.level_steps the most up to level_steps dividing the steps per pass, each run
+ *     compared bitwise as in c). In card, info.slabs and info.level_steps are 0.
  */
 #include <ctype.h>
 #include <math.h>
@@ -68,6 +70,7 @@ static int on_device;        /* TIDE_TEST_LOCATION=device: u (and the source) in
 static int verbose;          /* TIDE_TEST_VERBOSE=1: name each case as it starts */
 static tide_context *sctx;   /* this rank's context on MPI_COMM_SELF (the cases run on it) */
 static size_t oc_budget;     /* e): its device budget, which the case's grid exceeds; 0: c) */
+static int oc_levels;        /* e): option level_steps */
 static tide_backend sbackend;
 
 /* A local check (this rank's own cases): printed by the rank that fails it. */
@@ -501,24 +504,28 @@ static const spec specs[] = {
 };
 enum { NSPECS = (int)(sizeof specs / sizeof specs[0]), NFUZZ = 96 };
 
-/* e) out of card: a case and the fraction of its in-card device memory (u, the work array and
- * the source) the budget allows. The slowest storage dimension is the long one. */
+/* e) out of card: a case, the fraction of its in-card device memory (u, the work array and
+ * the source) the budget allows, and option level_steps (0: the plan's choice). The slowest
+ * storage dimension is the long one. */
 typedef struct {
     spec s;
     double frac;
+    int levels;
 } oc_spec;
 
 static const oc_spec oc_specs[] = {
-    {{S7, 1, 0, {61, 29, 23}, 0, "DDD", 0, -1, 0, 0}, 0.9},
-    {{S7, 1, 0, {64, 19, 17}, 1, "PPP", 1, 3, O012, 1}, 0.9},
-    {{S27, 1, 0, {17, 19, 71}, 0, "PDP", 0, 2, O210, 1}, 0.9},
-    {{SS, 2, 0, {90, 13, 11}, 1, "PPD", 1, 2, 0, 0}, 0.95},
-    {{SB, 1, 0, {200, 17, 23}, 0, "DPP", 0, 12, 0, 0}, 0.95},
-    {{SS, 3, 0, {151, 7, 9}, 0, "PPP", 1, 4, 0, 0}, 0.99},
-    {{S7, 1, 0, {200, 9, 7}, 0, "PDD", 0, 8, 0, 1}, 0.5},
-    {{S27, 1, 0, {97, 12, 10}, 1, "PPP", 1, -1, O012, 0}, 0.7},
-    {{S7, 1, 0, {400, 5, 6}, 0, "DPD", 0, 40, 0, 1}, 0.95},
-    {{S7, 1, 0, {600, 4, 5}, 1, "PPD", 1, 40, O012, 1}, 0.95},
+    {{S7, 1, 0, {61, 29, 23}, 0, "DDD", 0, -1, 0, 0}, 0.9, 4},
+    {{S7, 1, 0, {64, 19, 17}, 1, "PPP", 1, 3, O012, 1}, 0.9, 3},
+    {{S27, 1, 0, {17, 19, 71}, 0, "PDP", 0, 2, O210, 1}, 0.9, 2},
+    {{SS, 2, 0, {90, 13, 11}, 1, "PPD", 1, 2, 0, 0}, 0.95, 0},
+    {{SB, 1, 0, {200, 17, 23}, 0, "DPP", 0, 12, 0, 0}, 0.95, 3},
+    {{SS, 3, 0, {151, 7, 9}, 0, "PPP", 1, 4, 0, 0}, 0.99, 0},
+    {{S7, 1, 0, {200, 9, 7}, 0, "PDD", 0, 8, 0, 1}, 0.5, 5},
+    {{S27, 1, 0, {97, 12, 10}, 1, "PPP", 1, -1, O012, 0}, 0.7, 2},
+    {{S7, 1, 0, {400, 5, 6}, 0, "DPD", 0, 40, 0, 1}, 0.95, 6},
+    {{S7, 1, 0, {600, 4, 5}, 1, "PPD", 1, 40, O012, 1}, 0.95, 4},
+    {{S7, 1, 0, {300, 6, 7}, 0, "PDD", 1, 24, 0, 1}, 0.9, 1},
+    {{S7, 1, 0, {300, 6, 7}, 0, "DDD", 1, 0, 0, 1}, 0.9, 0},
 };
 enum { NOC = (int)(sizeof oc_specs / sizeof oc_specs[0]) };
 
@@ -649,6 +656,7 @@ static int create_plan(const scase *c, int fuse, void *source, void *stream,
     o.source = source;
     o.fuse = fuse;
     o.stream = stream;
+    o.level_steps = oc_levels;
     tide_box box = whole(c->n, c->order);
     *plan = PLAN_NONE;
     return tide_stencil_plan_create(sctx, c->n, c->null_box ? NULL : &box, &o, plan);
@@ -760,14 +768,22 @@ static void run_case(const scase *c, int index)
            c->name, st, info.count, count, info.bytes, bytes, info.taps, ntaps, info.radius,
            c->radius, info.fuse, fuse, info.flops, flops, info.bytes_per_step, bps,
            (int)info.backend, (int)sbackend, (int)info.location, (int)loc);
-    /* in card, or out of card (e): slabs through the GPU within the budget */
+    /* in card, or out of card (e): slabs through the GPU within the budget, levels of the
+     * most steps up to level_steps that divide the steps per pass */
+    int levels = oc_levels;
+    while (levels > 1 && st == 0 && info.fuse % levels)
+        levels--;
     if (oc_budget)
-        lcheck(st == 0 && info.slabs >= 2 && info.device_bytes <= oc_budget,
-               "e) %s: info: %d slabs (want 2 or more), %zu device bytes (budget %zu)",
-               c->name, info.slabs, info.device_bytes, oc_budget);
+        lcheck(st == 0 && info.slabs >= 2 && info.device_bytes <= oc_budget &&
+                   info.level_steps >= 1 && info.fuse % info.level_steps == 0 &&
+                   (!oc_levels || info.level_steps == levels),
+               "e) %s: info: %d slabs (want 2 or more), %zu device bytes (budget %zu), levels "
+               "of %d steps (level_steps %d, want %d)", c->name, info.slabs, info.device_bytes,
+               oc_budget, info.level_steps, oc_levels, oc_levels ? levels : -1);
     else
-        lcheck(st == 0 && info.slabs == 0, "c) %s: info: %d slabs in card", c->name,
-               info.slabs);
+        lcheck(st == 0 && info.slabs == 0 && info.level_steps == 0,
+               "c) %s: info: %d slabs in card, levels of %d steps", c->name, info.slabs,
+               info.level_steps);
     int plan_fuse = st == 0 && info.fuse >= 1 && info.fuse < 1000 ? info.fuse : 1;
     char desc[512], tiny[16];
     memset(desc, 0, sizeof desc);
@@ -1115,6 +1131,9 @@ static void create_errors(void)
     o.fuse = -1;
     expect_create(sctx, "fuse -1", EN, NULL, &o, ARG, NULL, 1, -1);
     base_options(&o);
+    o.level_steps = -2;
+    expect_create(sctx, "level_steps -2", EN, NULL, &o, ARG, "level_steps", 1, -2);
+    base_options(&o);
     o.size = 0;
     expect_create(sctx, "options size 0", EN, NULL, &o, ARG, NULL, 0, 0);
     memset(&o, 0, sizeof o);
@@ -1411,8 +1430,10 @@ int main(int argc, char **argv)
             if (lcheck(st == 0, "e) %s: a context with a budget of %zu bytes: %s: %s", e->name,
                        o.device_budget, tide_strerror(st), tide_last_error(NULL))) {
                 oc_budget = o.device_budget;
+                oc_levels = oc_specs[k].levels;
                 run_case(e, k);
                 oc_budget = 0;
+                oc_levels = 0;
                 tide_context_destroy(sctx);
             }
             sctx = own;
