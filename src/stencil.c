@@ -831,7 +831,7 @@ static int build_streamed(tide_stencil_plan *p, char *err, size_t len)
     tide_stencil_stream_shape_of(p->oc, &sh);
     p->fuse = sh.fuse;
     p->tuned = !p->o.fuse;
-    tide_op_sweep(&p->op, &p->sweep, 1);
+    tide_op_sweep(&p->op, &p->sweep, sh.level_steps); /* a level's (describe) */
     tide_log(p->ctx, TIDE_LOG_DEBUG, "stencil: out of card: %d slabs of at most %d planes, %d "
              "steps per pass in levels of %d; the model expects %.4g GCell/s", sh.slabs,
              sh.planes, sh.fuse, sh.level_steps, sh.model_rate / 1e9);
@@ -868,7 +868,9 @@ static int build_out_of_core(tide_stencil_plan *p, char *err, size_t len)
     st = e->be->sweep_create(e, &p->sweep, 0, err, len); /* every level_steps */
     if (st || (st = make_stream(p, &p->ext, p->fuse, &p->oc, err, len)))
         return st;
-    tide_op_sweep(&p->op, &p->sweep, 1);
+    tide_stencil_stream_shape sh;
+    tide_stencil_stream_shape_of(p->oc, &sh);
+    tide_op_sweep(&p->op, &p->sweep, sh.level_steps); /* a level's (describe) */
     return TIDE_SUCCESS;
 }
 
@@ -1096,8 +1098,8 @@ int tide_stencil_plan_describe(const tide_stencil_plan *p, char *buf, size_t len
     if (p->oc) { /* each slab: up, the pass's sweeps, down */
         tide_stencil_stream_shape sh;
         tide_stencil_stream_shape_of(p->oc, &sh);
-        snprintf(slabs, sizeof slabs, "%d slabs of <= %d planes, %d steps per pass in levels "
-                 "of %d: ", sh.slabs, sh.planes, sh.fuse, sh.level_steps);
+        snprintf(slabs, sizeof slabs, "%d slabs of <= %d planes, %d steps per pass: ",
+                 sh.slabs, sh.planes, sh.fuse);
     }
     /* out of core the exchange comes first, in host memory; in card after the upload */
     snprintf(buf, len, "stencil %s r%d %d taps %s %s: %s%s%s%s%s%s", shape_names[p->o.shape],

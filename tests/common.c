@@ -222,6 +222,27 @@ int tt_all(MPI_Comm comm, int ok)
     return out;
 }
 
+void tt_vfail(const char *fmt, va_list ap)
+{
+    printf("FAIL: ");
+    vprintf(fmt, ap);
+    printf("\n");
+    fflush(stdout);
+}
+
+int tt_local(tt_tally *t, int ok, const char *fmt, ...)
+{
+    t->checks++;
+    if (!ok) {
+        t->failed++;
+        va_list ap;
+        va_start(ap, fmt);
+        tt_vfail(fmt, ap);
+        va_end(ap);
+    }
+    return ok;
+}
+
 int tt_check(tt_tally *t, MPI_Comm comm, int ok, const char *fmt, ...)
 {
     int all = tt_all(comm, ok), rank;
@@ -232,10 +253,7 @@ int tt_check(tt_tally *t, MPI_Comm comm, int ok, const char *fmt, ...)
         if (rank == 0) {
             va_list ap;
             va_start(ap, fmt);
-            printf("FAIL: ");
-            vprintf(fmt, ap);
-            printf("\n");
-            fflush(stdout);
+            tt_vfail(fmt, ap);
             va_end(ap);
         }
     }

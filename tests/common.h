@@ -6,6 +6,7 @@
 #ifndef TIDE_TESTS_COMMON_H
 #define TIDE_TESTS_COMMON_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <mpi.h>
@@ -102,6 +103,10 @@ typedef struct {
     int failed;
 } tt_tally;
 
+/* Prints "FAIL: " and the printf-style description on a line of its own, flushed. */
+void tt_vfail(const char *fmt, va_list ap);
+/* Local: counts one check in t, failed unless ok (then tt_vfail's line). Returns ok. */
+int tt_local(tt_tally *t, int ok, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Collective: counts one check, failed unless ok on every rank. Rank 0 prints the printf-style
  * description on failure. Returns the agreed outcome (1 passed). */
 int tt_check(tt_tally *t, MPI_Comm comm, int ok, const char *fmt, ...)

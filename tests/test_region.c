@@ -30,11 +30,8 @@ static void failf(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    printf("FAIL: ");
-    vprintf(fmt, ap);
-    printf("\n");
+    tt_vfail(fmt, ap);
     va_end(ap);
-    fflush(stdout);
     n_failed++;
 }
 

@@ -27,23 +27,7 @@
 #include <cuda_runtime.h>
 #endif
 
-static long long checks, failed;
-
-static void check(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int ok, const char *fmt, ...)
-{
-    checks++;
-    if (ok)
-        return;
-    failed++;
-    va_list ap;
-    va_start(ap, fmt);
-    printf("FAIL: ");
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    fflush(stdout);
-}
+static tt_tally tally;
 
 typedef struct {
     int n[3], dbl, ntaps, radius, periodic[3], k, out[2], beside, source;
@@ -156,7 +140,7 @@ static void run_case(const tide_backend_ops *be, int gpu, void *stream, int thre
         bc[d] = c->periodic[d] ? TIDE_BC_PERIODIC : TIDE_BC_DIRICHLET;
     int rs = tide_ref_stencil(c->n, c->dbl, c->ntaps, (const int(*)[3])c->off, c->w, bc, src,
                               want, c->k);
-    check(rs == 0, "%s: the reference failed (%d)", name, rs);
+    tt_local(&tally, rs == 0, "%s: the reference failed (%d)", name, rs);
     memset(got, 0xA5, dstn * es);
 
     tide_env env = {0};
@@ -176,7 +160,7 @@ static void run_case(const tide_backend_ops *be, int gpu, void *stream, int thre
         int e = cudaMalloc(&du, count * es) | cudaMalloc(&ddst, dstn * es);
         if (src)
             e |= cudaMalloc(&dsrc, count * es);
-        check(e == 0, "%s: cudaMalloc", name);
+        tt_local(&tally, e == 0, "%s: cudaMalloc", name);
         cudaMemcpyAsync(du, u, count * es, cudaMemcpyHostToDevice, cs);
         cudaMemcpyAsync(ddst, got, dstn * es, cudaMemcpyHostToDevice, cs);
         if (src)
@@ -194,7 +178,7 @@ static void run_case(const tide_backend_ops *be, int gpu, void *stream, int thre
         if (!st)
             snprintf(name + strlen(name), sizeof name - strlen(name), " (%d fused)", s.max_fuse);
     }
-    check(st == 0, "%s: sweep_create: %s", name, err);
+    tt_local(&tally, st == 0, "%s: sweep_create: %s", name, err);
     int k = st ? 0 : c->k < s.max_fuse ? c->k : s.max_fuse;
     if (!st && k < c->k) { /* the reference for the steps the sweep does */
         memcpy(want, u, count * es);
@@ -202,12 +186,12 @@ static void run_case(const tide_backend_ops *be, int gpu, void *stream, int thre
     }
     if (!st)
         st = be->sweep(&env, &s, du, (char *)ddst + guard * es, k);
-    check(st == 0, "%s: sweep failed (%d)", name, st);
+    tt_local(&tally, st == 0, "%s: sweep failed (%d)", name, st);
 #if TIDE_HAVE_CUDA
     if (gpu) {
         cudaMemcpyAsync(got, ddst, dstn * es, cudaMemcpyDeviceToHost, cs);
-        check(cudaStreamSynchronize(cs) == cudaSuccess, "%s: %s", name,
-              cudaGetErrorString(cudaGetLastError()));
+        tt_local(&tally, cudaStreamSynchronize(cs) == cudaSuccess, "%s: %s", name,
+                 cudaGetErrorString(cudaGetLastError()));
         cudaFree(du), cudaFree(ddst), cudaFree(dsrc);
     }
 #endif
@@ -218,13 +202,13 @@ static void run_case(const tide_backend_ops *be, int gpu, void *stream, int thre
         for (size_t i = 0; i < outn * es; i++)
             if (got[guard * es + i] != want[(size_t)lo * plane * es + i] && !bad++)
                 first = i / es;
-        check(bad == 0, "%s: %zu bytes differ from the reference, the first in point %zu of the "
-              "planes written", name, bad, first);
+        tt_local(&tally, bad == 0, "%s: %zu bytes differ from the reference, the first in "
+                 "point %zu of the planes written", name, bad, first);
         size_t spoilt = 0;
         for (size_t i = 0; i < guard * es; i++)
             spoilt += (got[i] != 0xA5) + (got[(guard + outn) * es + i] != 0xA5);
-        check(spoilt == 0, "%s: %zu bytes written outside planes [%d, %d)", name, spoilt, lo,
-              hi);
+        tt_local(&tally, spoilt == 0, "%s: %zu bytes written outside planes [%d, %d)", name,
+                 spoilt, lo, hi);
     }
     free(u), free(want), free(got), free(src);
 }
@@ -263,6 +247,6 @@ int main(void)
     if (stream)
         cudaStreamDestroy((cudaStream_t)stream);
 #endif
-    printf("test_sweep: %lld checks, %lld failed\n", checks, failed);
-    return failed ? 1 : 0;
+    printf("test_sweep: %d checks, %d failed\n", tally.checks, tally.failed);
+    return tally.failed ? 1 : 0;
 }
