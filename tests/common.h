@@ -62,6 +62,14 @@ double tt_rnd(tt_rng *rng);
 void tt_fill_random(void *a, size_t count, int dbl, double scale, tt_rng *rng);
 /* Element i of a float or double array, as a double. */
 double tt_elem(const void *a, int dbl, size_t i);
+/* Random stencil weights: ntaps values whose magnitudes sum to at most 1.5, so values neither
+ * vanish nor blow up over many steps. */
+void tt_stencil_weights(tt_rng *rng, int ntaps, double *w);
+/* Random taps (dx, dy, dz) of radius r, in random order, one of them at distance r: a
+ * non-empty subset of the 6 r + 1 axis offsets (star), or count of the (2 r + 1)^3 offsets of
+ * the box (count 0: a random count up to 40). Return the number of taps. */
+int tt_star_taps(tt_rng *rng, int r, int (*off)[3]);
+int tt_box_taps(tt_rng *rng, int r, int count, int (*off)[3]);
 /* Whether msg contains one of the '|'-separated words, ignoring case. */
 int tt_mentions(const char *msg, const char *words);
 

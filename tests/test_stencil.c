@@ -348,82 +348,6 @@ typedef struct {
 
 static const char *shape_name[] = {"7pt", "27pt", "star", "box"};
 
-/* Random weights: sum of magnitudes up to 1.5, so values neither vanish nor blow up. */
-static void random_weights(tt_rng *rng, int ntaps, double *w)
-{
-    for (int t = 0; t < ntaps; t++)
-        w[t] = tt_rnd(rng) * 1.5 / ntaps;
-}
-
-static int chebyshev(const int o[3])
-{
-    int r = 0;
-    for (int d = 0; d < 3; d++)
-        r = abs(o[d]) > r ? abs(o[d]) : r;
-    return r;
-}
-
-/* Shuffles the first `all` offsets, then makes sure one of the first `count` has radius r. */
-static void shuffle_taps(tt_rng *rng, int (*off)[3], int all, int count, int r)
-{
-    for (int i = all - 1; i > 0; i--) {
-        int j = tt_rng_below(rng, i + 1), t[3];
-        memcpy(t, off[i], sizeof t);
-        memcpy(off[i], off[j], sizeof t);
-        memcpy(off[j], t, sizeof t);
-    }
-    for (int i = 0; i < count; i++)
-        if (chebyshev(off[i]) == r)
-            return;
-    for (int i = count; i < all; i++)
-        if (chebyshev(off[i]) == r) {
-            int j = tt_rng_below(rng, count), t[3];
-            memcpy(t, off[i], sizeof t);
-            memcpy(off[i], off[j], sizeof t);
-            memcpy(off[j], t, sizeof t);
-            return;
-        }
-}
-
-/* STAR radius r: a random non-empty subset of the 6 r + 1 axis offsets, random order, one of
- * them at distance r. */
-static int star_taps(tt_rng *rng, int r, int (*off)[3])
-{
-    int all = 0;
-    off[all][0] = off[all][1] = off[all][2] = 0;
-    all++;
-    for (int d = 0; d < 3; d++)
-        for (int k = -r; k <= r; k++)
-            if (k) {
-                off[all][0] = off[all][1] = off[all][2] = 0;
-                off[all][d] = k;
-                all++;
-            }
-    int count = 1 + tt_rng_below(rng, all);
-    shuffle_taps(rng, off, all, count, r);
-    return count;
-}
-
-/* BOX radius r: count (0: random up to 40) of the (2 r + 1)^3 offsets, random order, one at
- * distance r. */
-static int box_taps(tt_rng *rng, int r, int count, int (*off)[3])
-{
-    int all = 0;
-    for (int x = -r; x <= r; x++)
-        for (int y = -r; y <= r; y++)
-            for (int z = -r; z <= r; z++) {
-                off[all][0] = x;
-                off[all][1] = y;
-                off[all][2] = z;
-                all++;
-            }
-    if (count <= 0)
-        count = 1 + tt_rng_below(rng, all < 40 ? all : 40);
-    if (count > all)
-        count = all;
-    shuffle_taps(rng, off, all, count, r);
-    return count;
-}
 
 typedef struct {
     int shape;    /* tide_stencil_shape */
@@ -567,12 +491,12 @@ static void build_case(const spec *s, unsigned seed, const char *kind, scase *c)
         double dummy[27];
         c->ntaps = tide_ref_stencil_taps(c->shape, NULL, c->off, dummy);
         if (s->rw)
-            random_weights(&rng, c->ntaps, c->w);
+            tt_stencil_weights(&rng, c->ntaps, c->w);
     } else {
         c->radius = s->r;
-        c->ntaps = c->shape == TIDE_STENCIL_STAR ? star_taps(&rng, s->r, c->off)
-                                                 : box_taps(&rng, s->r, s->count, c->off);
-        random_weights(&rng, c->ntaps, c->w);
+        c->ntaps = c->shape == TIDE_STENCIL_STAR ? tt_star_taps(&rng, s->r, c->off)
+                                                 : tt_box_taps(&rng, s->r, s->count, c->off);
+        tt_stencil_weights(&rng, c->ntaps, c->w);
     }
     name_case(c, kind);
 }

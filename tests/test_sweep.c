@@ -4,7 +4,7 @@
  * holding them alone, and a GPU sweep told that others run beside it (beside) plans its chunks
  * for its share of the SMs: the results must not change. Each case runs k steps of a random
  * stencil (the built-in 7- and 27-point taps, whose GPU kernels are the fast ones, and random
- * star and box taps of radius 1 to 3) on a random grid of odd and prime sizes with random
+ * star and box taps of radius 1 to 3, tests/common.c) on a random grid of odd and prime sizes with random
  * boundaries and source, over random planes, and compares them bitwise with k steps of the
  * naive reference (apps/reference.c) on the whole grid; the planes of dst's buffer before and
  * after the written ones must keep their poison.
@@ -36,29 +36,6 @@ typedef struct {
     char taps[32];
 } scase;
 
-/* Random taps: a star or a box of radius r, each tap kept with probability 1/2 (the centre
- * always), in random order. */
-static int random_taps(tt_rng *rng, int r, int star, int (*off)[3])
-{
-    int n = 0;
-    for (int a = -r; a <= r; a++)
-        for (int b = -r; b <= r; b++)
-            for (int c = -r; c <= r; c++) {
-                int axes = (a != 0) + (b != 0) + (c != 0);
-                if ((star && axes > 1) || (axes && tt_rng_below(rng, 2)))
-                    continue;
-                off[n][0] = a, off[n][1] = b, off[n][2] = c;
-                n++;
-            }
-    for (int i = n - 1; i > 0; i--) {
-        int j = tt_rng_below(rng, i + 1), t[3];
-        memcpy(t, off[i], sizeof t);
-        memcpy(off[i], off[j], sizeof t);
-        memcpy(off[j], t, sizeof t);
-    }
-    return n;
-}
-
 static const int sizes[] = {3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 64, 67, 97, 128, 131};
 
 static void make_case(tt_rng *rng, int gpu, int i, scase *c)
@@ -69,22 +46,15 @@ static void make_case(tt_rng *rng, int gpu, int i, scase *c)
     if (kind < 2) {
         tide_stencil_shape sh = kind == 0 ? TIDE_STENCIL_7PT : TIDE_STENCIL_27PT;
         c->ntaps = tide_ref_stencil_taps(sh, NULL, c->off, c->w);
-        for (int t = 0; t < c->ntaps; t++)
-            c->w[t] = (tt_rnd(rng) - 0.5) / c->ntaps * 2;
         c->radius = 1;
         snprintf(c->taps, sizeof c->taps, "%s", kind == 0 ? "7pt" : "27pt");
-    } else {
+    } else { /* one tap at distance radius: the reference's radius too */
         c->radius = 1 + tt_rng_below(rng, 3);
-        c->ntaps = random_taps(rng, c->radius, kind == 2, c->off);
-        for (int t = 0; t < c->ntaps; t++)
-            c->w[t] = (tt_rnd(rng) - 0.5) / c->ntaps * 2;
-        int reach = 1;
-        for (int t = 0; t < c->ntaps; t++)
-            for (int d = 0; d < 3; d++)
-                reach = abs(c->off[t][d]) > reach ? abs(c->off[t][d]) : reach;
-        c->radius = reach; /* the reference's radius: the largest offset */
-        snprintf(c->taps, sizeof c->taps, "%s r%d", kind == 2 ? "star" : "box", reach);
+        c->ntaps = kind == 2 ? tt_star_taps(rng, c->radius, c->off)
+                             : tt_box_taps(rng, c->radius, 0, c->off);
+        snprintf(c->taps, sizeof c->taps, "%s r%d", kind == 2 ? "star" : "box", c->radius);
     }
+    tt_stencil_weights(rng, c->ntaps, c->w);
     /* small grids on the CPU; on the GPU some wider than a tile, the first dimension deep
      * enough for several chunks */
     int top = gpu ? 16 : 11;
