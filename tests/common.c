@@ -432,8 +432,7 @@ static int chebyshev(const int o[3])
     return r;
 }
 
-/* Shuffles the first `all` offsets, then makes sure one of the first `count` has radius r. */
-static void shuffle_taps(tt_rng *rng, int (*off)[3], int all, int count, int r)
+void tt_pick_taps(tt_rng *rng, int (*off)[3], int all, int count, int r)
 {
     for (int i = all - 1; i > 0; i--) {
         int j = tt_rng_below(rng, i + 1), t[3];
@@ -469,7 +468,7 @@ int tt_star_taps(tt_rng *rng, int r, int (*off)[3])
                 all++;
             }
     int count = 1 + tt_rng_below(rng, all);
-    shuffle_taps(rng, off, all, count, r);
+    tt_pick_taps(rng, off, all, count, r);
     return count;
 }
 
@@ -490,6 +489,6 @@ int tt_box_taps(tt_rng *rng, int r, int count, int (*off)[3])
         count = 1 + tt_rng_below(rng, all < 40 ? all : 40);
     if (count > all)
         count = all;
-    shuffle_taps(rng, off, all, count, r);
+    tt_pick_taps(rng, off, all, count, r);
     return count;
 }

@@ -69,6 +69,9 @@ void tt_stencil_weights(tt_rng *rng, int ntaps, double *w);
  * non-empty subset of the 6 r + 1 axis offsets (star), or count of the (2 r + 1)^3 offsets of
  * the box (count 0: a random count up to 40). Return the number of taps. */
 int tt_star_taps(tt_rng *rng, int r, int (*off)[3]);
+/* Shuffles the first `all` offsets of radius at most r, then makes sure one of the first count
+ * lies at distance r. */
+void tt_pick_taps(tt_rng *rng, int (*off)[3], int all, int count, int r);
 int tt_box_taps(tt_rng *rng, int r, int count, int (*off)[3]);
 /* Whether msg contains one of the '|'-separated words, ignoring case. */
 int tt_mentions(const char *msg, const char *words);

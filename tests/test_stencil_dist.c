@@ -279,28 +279,6 @@ typedef struct {
 
 static const char *shape_name[] = {"7pt", "27pt", "star", "box"};
 
-/* count of the first `all` offsets, shuffled, one of the first count at distance r. */
-static void pick_taps(tt_rng *rng, int (*off)[3], int all, int count, int r)
-{
-    for (int i = all - 1; i > 0; i--) {
-        int j = tt_rng_below(rng, i + 1), t[3];
-        memcpy(t, off[i], sizeof t);
-        memcpy(off[i], off[j], sizeof t);
-        memcpy(off[j], t, sizeof t);
-    }
-    for (int i = 0; i < count; i++)
-        if (abs(off[i][0]) == r || abs(off[i][1]) == r || abs(off[i][2]) == r)
-            return;
-    for (int i = count; i < all; i++)
-        if (abs(off[i][0]) == r || abs(off[i][1]) == r || abs(off[i][2]) == r) {
-            int j = tt_rng_below(rng, count), t[3];
-            memcpy(t, off[i], sizeof t);
-            memcpy(off[i], off[j], sizeof t);
-            memcpy(off[j], t, sizeof t);
-            return;
-        }
-}
-
 static void build_stencil(const dspec *sp, unsigned seed, stencil *s)
 {
     tt_rng rng;
@@ -318,8 +296,7 @@ static void build_stencil(const dspec *sp, unsigned seed, stencil *s)
     if (s->shape == S7 || s->shape == S27) {
         s->r = 1;
         s->ntaps = s->shape == S7 ? 7 : 27;
-        for (int t = 0; t < s->ntaps; t++)
-            s->w[t] = tt_rnd(&rng) * 1.5 / s->ntaps;
+        tt_stencil_weights(&rng, s->ntaps, s->w);
         tide_ref_stencil_taps(s->shape, s->rw ? s->w : NULL, s->toff, s->tw);
     } else {
         int all = 0, r = sp->r;
@@ -332,10 +309,8 @@ static void build_stencil(const dspec *sp, unsigned seed, stencil *s)
                     }
         s->r = r;
         s->ntaps = sp->count < all ? sp->count : all;
-        pick_taps(&rng, s->off, all, s->ntaps, r);
-        /* Sum of magnitudes up to 1.5: values neither vanish nor blow up over 13 steps. */
-        for (int t = 0; t < s->ntaps; t++)
-            s->w[t] = tt_rnd(&rng) * 1.5 / s->ntaps;
+        tt_pick_taps(&rng, s->off, all, s->ntaps, r);
+        tt_stencil_weights(&rng, s->ntaps, s->w);
         memcpy(s->toff, s->off, sizeof s->toff);
         memcpy(s->tw, s->w, sizeof s->tw);
     }
