@@ -52,6 +52,11 @@
 // block streams), and blocks run chunk-major so that neighbouring tiles, which share halos,
 // are resident together and find them in L2.
 //
+// Views and windows (backend.h): the arrays are indexed with the sweep's pitches, so a sweep
+// may run on a box of a larger array, and its tiles and chunks cover its out window alone
+// (along n2 from the window's first column rounded down to a multiple of 4); level K's points
+// outside the window are computed with the tile but not written.
+//
 // Boundaries: a point within R of a face of a non-periodic dimension keeps its value (the value
 // in src, which the sweep never changes: kept points are copied from src); points of a halo
 // beyond a non-periodic face do not exist (zeros, never read into a result); along periodic
@@ -140,14 +145,16 @@ struct sweep_args {
     int n0, n1, n2;         // storage order, n0 slowest
     int per0, per1, per2;   // periodic flags
     int radius;
-    int64_t plane;          // n1 * n2
+    int64_t plane, row;     // elements from a plane to the next, a row to the next
     // Fused kernels: steps, tile (TX along n2, TY along n1), tiles along n2 and n1, chunk
     // length along n0.
     int k, tx, ty, ntx, nty, zlen;
-    // The planes written, [zlo, zhi) along n0 (tide_sweep's out; chunks cover them).
-    int zlo, zhi;
-    // sweep_relay: n2 is a multiple of 4 and src, dst and source are 16-byte aligned, so a
-    // lane's four columns can move as vectors.
+    // The points written (tide_sweep's out window): [zlo, zhi) along n0 (the chunks cover
+    // them), [ylo, yhi) along n1, [xlo, xhi) along n2. The tiles start at row ylo and column
+    // xb, xlo rounded down to a multiple of 4 (sweep_relay's vectors stay aligned).
+    int zlo, zhi, ylo, yhi, xlo, xhi, xb;
+    // sweep_relay: n2, the pitches and the window's columns are multiples of 4 and src, dst
+    // and source are 16-byte aligned, so a lane's four columns can move as vectors.
     int vec;
     // sweep_one and sweep_generic: the taps in device memory, (dz, dy, dx, R - dz) and w.
     int ntaps;
@@ -239,8 +246,8 @@ __device__ __forceinline__ tile_ctx tile_of(const sweep_args<T> &a, int TX, int 
     tile_ctx c;
     const int tiles = a.ntx * a.nty, b = (int)blockIdx.x;
     const int chunk = b / tiles, rest = b - chunk * tiles, by = rest / a.ntx;
-    c.gx0 = (rest - by * a.ntx) * TX;
-    c.gy0 = by * TY;
+    c.gx0 = a.xb + (rest - by * a.ntx) * TX;
+    c.gy0 = a.ylo + by * TY;
     c.z0 = a.zlo + chunk * a.zlen;
     c.z1 = imin(a.zhi, c.z0 + a.zlen);
     c.a0 = c.z0 - KR;
@@ -249,7 +256,7 @@ __device__ __forceinline__ tile_ctx tile_of(const sweep_args<T> &a, int TX, int 
     const bool fy = a.per1 ? ylo >= 0 && yhi <= a.n1 : ylo >= R && yhi <= a.n1 - R;
     const bool fx = a.per2 ? xlo >= 0 && xhi <= a.n2 : xlo >= R && xhi <= a.n2 - R;
     c.flat = fy && fx;
-    c.lin0 = (int64_t)ylo * a.n2 + xlo;
+    c.lin0 = (int64_t)ylo * a.row + xlo;
     return c;
 }
 
@@ -263,9 +270,9 @@ __device__ void build_tables(const sweep_args<T> &a, const tile_ctx &c, int KR, 
         int64_t off = -1;
         int k = PT_OUTSIDE;
         if (a.per1)
-            off = (int64_t)wrap(gy, a.n1) * a.n2, k = PT_UPDATE;
+            off = (int64_t)wrap(gy, a.n1) * a.row, k = PT_UPDATE;
         else if (gy >= 0 && gy < a.n1)
-            off = (int64_t)gy * a.n2, k = gy < R || gy >= a.n1 - R ? PT_KEEP : PT_UPDATE;
+            off = (int64_t)gy * a.row, k = gy < R || gy >= a.n1 - R ? PT_KEEP : PT_UPDATE;
         tb.rowoff[i] = off;
         tb.rowk[i] = (signed char)k;
     }
@@ -286,7 +293,7 @@ template <typename T>
 __device__ __forceinline__ int64_t goff(const sweep_args<T> &a, const tile_ctx &c,
                                         const tables &tb, int y0, int x0)
 {
-    return c.flat ? c.lin0 + (int64_t)y0 * a.n2 + x0 : tb.rowoff[y0] + tb.colidx[x0];
+    return c.flat ? c.lin0 + (int64_t)y0 * a.row + x0 : tb.rowoff[y0] + tb.colidx[x0];
 }
 
 // Level 0: one plane of the region (W0 x H0, stored with pitch W0) from src, EL elements per
@@ -319,7 +326,7 @@ struct plane_loader {
             T x = T(0);
             if (zin && (int)threadIdx.x + i * NT < count) {
                 if (c.flat) {
-                    x = __ldg(s + c.lin0 + (int64_t)r * a.n2 + col);
+                    x = __ldg(s + c.lin0 + (int64_t)r * a.row + col);
                 } else {
                     const int64_t ro = tb.rowoff[r];
                     const int ci = tb.colidx[col];
@@ -428,21 +435,22 @@ __global__ void __launch_bounds__(ONE_BX *ONE_BY)
     if constexpr (S::n == 0) {
         for (int i = threadIdx.x; i < a.ntaps; i += blockDim.x) {
             const int4 o = __ldg(a.off + i);
-            delta[i] = (int64_t)o.x * a.plane + (int64_t)o.y * a.n2 + o.z;
+            delta[i] = (int64_t)o.x * a.plane + (int64_t)o.y * a.row + o.z;
             wt[i] = __ldg(a.w + i);
         }
         __syncthreads();
     }
     const int R = a.radius;
-    const int x = blockIdx.x * ONE_BX + threadIdx.x % ONE_BX;
-    if (x >= a.n2)
+    const int x = a.xlo + blockIdx.x * ONE_BX + threadIdx.x % ONE_BX;
+    if (x >= a.xhi)
         return;
     const bool xk = !a.per2 && (x < R || x >= a.n2 - R);
-    for (int y = blockIdx.y * ONE_BY + threadIdx.x / ONE_BX; y < a.n1; y += gridDim.y * ONE_BY) {
+    for (int y = a.ylo + blockIdx.y * ONE_BY + threadIdx.x / ONE_BX; y < a.yhi;
+         y += gridDim.y * ONE_BY) {
         const bool yk = !a.per1 && (y < R || y >= a.n1 - R);
         for (int z0 = a.zlo + blockIdx.z * ONE_Z; z0 < a.zhi; z0 += gridDim.z * ONE_Z) {
             for (int z = z0; z < imin(z0 + ONE_Z, a.zhi); z++) {
-                const int64_t idx = ((int64_t)z * a.n1 + y) * a.n2 + x;
+                const int64_t idx = (int64_t)z * a.plane + (int64_t)y * a.row + x;
                 if (xk || yk || (!a.per0 && (z < R || z >= a.n0 - R))) {
                     a.dst[idx] = __ldg(a.src + idx);
                     continue;
@@ -454,7 +462,7 @@ __global__ void __launch_bounds__(ONE_BX *ONE_BY)
                 if (inner && S::n) {
                     const T *p = a.src + idx;
                     static_for<S::n>([&](auto i) {
-                        const T v = __ldg(p + S::off(i, 0) * a.plane + S::off(i, 1) * a.n2 +
+                        const T v = __ldg(p + S::off(i, 0) * a.plane + S::off(i, 1) * a.row +
                                           S::off(i, 2));
                         acc = i == 0 ? mul_rn(w.w[i], v) : fma_rn(w.w[i], v, acc);
                     });
@@ -472,7 +480,7 @@ __global__ void __launch_bounds__(ONE_BX *ONE_BY)
                         zz += zz < 0 ? a.n0 : zz >= a.n0 ? -a.n0 : 0;
                         yy += yy < 0 ? a.n1 : yy >= a.n1 ? -a.n1 : 0;
                         xx += xx < 0 ? a.n2 : xx >= a.n2 ? -a.n2 : 0;
-                        const T v = __ldg(a.src + (((int64_t)zz * a.n1 + yy) * a.n2 + xx));
+                        const T v = __ldg(a.src + ((int64_t)zz * a.plane + (int64_t)yy * a.row + xx));
                         const T wi = S::n ? __ldg(a.w + i) : wt[i];
                         acc = i == 0 ? mul_rn(wi, v) : fma_rn(wi, v, acc);
                     }
@@ -586,9 +594,10 @@ __global__ void __launch_bounds__(GEN_NT, 2) sweep_generic(const sweep_args<T> a
                         const int y = s * MY + m;
                         if (t < K) {
                             ring[toff_ring + jm * Wt * Ht + y * Wt + x] = v;
-                        } else if (j >= 2 * KR && c.gy0 + y < a.n1 && c.gx0 + x < a.n2) {
+                        } else if (j >= 2 * KR && c.gy0 + y < a.yhi && c.gx0 + x >= a.xlo &&
+                                   c.gx0 + x < a.xhi) {
                             // Level K is the tile itself: plane q in [z0, z1) from step 2 K R.
-                            a.dst[zoff + (int64_t)(c.gy0 + y) * a.n2 + c.gx0 + x] = v;
+                            a.dst[zoff + (int64_t)(c.gy0 + y) * a.row + c.gx0 + x] = v;
                         }
                     }
                 }
@@ -817,11 +826,11 @@ __device__ __forceinline__ void fast_level(const sweep_args<T> &a, const tap_wei
         for (int m = 0; m < MY; m++)
             out[m * Wt] = fin[m];
     } else if (j >= 2 * K * R) {
-        T *out = a.dst + zoff + (int64_t)(c.gy0 + g * MY) * a.n2 + c.gx0 + x;
+        T *out = a.dst + zoff + (int64_t)(c.gy0 + g * MY) * a.row + c.gx0 + x;
 #pragma unroll
         for (int m = 0; m < MY; m++)
             if (wr >> m & 1)
-                out[(int64_t)m * a.n2] = fin[m];
+                out[(int64_t)m * a.row] = fin[m];
     }
 }
 
@@ -844,7 +853,8 @@ __global__ void __launch_bounds__(fast_cfg<T, S, K, TY, MY>::NT, 1)
 #pragma unroll
     for (int m = 0; m < MY; m++) {
         const int y = g0 * MY + m;
-        if (x0 < C::TX && y < TY && c0.gx0 + x0 < a.n2 && c0.gy0 + y < a.n1)
+        if (x0 < C::TX && y < TY && c0.gx0 + x0 >= a.xlo && c0.gx0 + x0 < a.xhi &&
+            c0.gy0 + y < a.yhi)
             wr0 |= 1u << m;
     }
 
@@ -1014,7 +1024,7 @@ __global__ void __launch_bounds__(32 * NW, 1)
 
     const int tiles = a.ntx * a.nty, b = (int)blockIdx.x, chunk = b / tiles;
     const int rest = b - chunk * tiles, by = rest / a.ntx, bx = rest - by * a.ntx;
-    const int tx0 = bx * C::TX, ty0 = by * C::TY;
+    const int tx0 = a.xb + bx * C::TX, ty0 = a.ylo + by * C::TY;
     const int z0 = a.zlo + chunk * a.zlen, z1 = imin(a.zhi, z0 + a.zlen);
     const int lane = (int)threadIdx.x & 31, row0 = ((int)threadIdx.x >> 5) * RY;
     const int cx = tx0 - KV + V * lane, gy = ty0 - K + row0; // the thread's first point
@@ -1033,7 +1043,7 @@ __global__ void __launch_bounds__(32 * NW, 1)
     for (int r = 0; r < RY; r++) {
         const int y = gy + r;
         const bool yg = !a.per1 && (y < 0 || y >= a.n1);
-        roff[r] = yg ? -1 : (a.per1 ? wrap(y, a.n1) : y) * a.n2;
+        roff[r] = yg ? -1 : (a.per1 ? wrap(y, a.n1) : y) * (int)a.row;
 #pragma unroll
         for (int c = 0; c < V; c++) {
             const int x = cx + c;
@@ -1216,18 +1226,18 @@ __global__ void __launch_bounds__(32 * NW, 1)
 #pragma unroll
                 for (int r = 0; r < RY; r++) {
                     const int oy = row0 + r - K;
-                    if (oy < 0 || oy >= C::TY || ty0 + oy >= a.n1)
+                    if (oy < 0 || oy >= C::TY || ty0 + oy >= a.yhi)
                         continue;
                     // the tile's points lie in the grid: roff[r] and cx unwrapped
                     if constexpr (VEC) {
                         const int ox = V * lane - KV;
-                        if (ox >= 0 && ox < C::TX && tx0 + ox < a.n2)
+                        if (ox >= 0 && ox < C::TX && tx0 + ox >= a.xlo && tx0 + ox < a.xhi)
                             st4g(dp + roff[r] + cx, out[r]);
                     } else {
 #pragma unroll
                         for (int c = 0; c < V; c++) {
                             const int ox = V * lane + c - KV;
-                            if (ox >= 0 && ox < C::TX && tx0 + ox < a.n2)
+                            if (ox >= 0 && ox < C::TX && tx0 + ox >= a.xlo && tx0 + ox < a.xhi)
                                 dp[roff[r] + cx + c] = out[r][c];
                         }
                     }
@@ -1265,7 +1275,7 @@ struct fused_cfg {
 struct sweep_state {
     int shape;
     int sms;              // multiprocessors of the device
-    int n[3], out[2];     // the grid and the planes written the chunks were planned for
+    int n[3], out[3][2];  // the grid and the window written the chunks were planned for
     int4 *off;            // device: (dz, dy, dx, R - dz) per tap
     void *w;              // device: the weights in the data's precision
     double wh[27];        // a fast shape's weights (kernel parameters)
@@ -1307,8 +1317,13 @@ sweep_args<T> make_args(const tide_sweep *s, const sweep_state *st, const fused_
 {
     sweep_args<T> a;
     a.n0 = s->n[0], a.n1 = s->n[1], a.n2 = s->n[2];
-    a.plane = (int64_t)s->n[1] * s->n[2];
-    tide_sweep_out(s, &a.zlo, &a.zhi);
+    long long pitch[2];
+    tide_sweep_pitch(s, pitch);
+    a.plane = pitch[0], a.row = pitch[1];
+    tide_sweep_out(s, 0, &a.zlo, &a.zhi);
+    tide_sweep_out(s, 1, &a.ylo, &a.yhi);
+    tide_sweep_out(s, 2, &a.xlo, &a.xhi);
+    a.xb = a.xlo & ~3;
     // dst holds planes zlo .. zhi - 1: the kernels index it as laid out like src
     a.src = (const T *)src, a.source = (const T *)s->source;
     a.dst = (T *)((uintptr_t)dst - (uintptr_t)a.zlo * (uintptr_t)a.plane * sizeof(T));
@@ -1316,7 +1331,8 @@ sweep_args<T> make_args(const tide_sweep *s, const sweep_state *st, const fused_
     a.radius = s->radius;
     a.k = k, a.tx = f.tx, a.ty = f.ty, a.ntx = f.ntx, a.nty = f.nty, a.zlen = f.zlen;
     auto aligned = [](const void *p) { return ((uintptr_t)p & 15) == 0; };
-    a.vec = s->n[2] % 4 == 0 && aligned(src) && aligned(dst) && aligned(s->source);
+    a.vec = a.n2 % 4 == 0 && pitch[0] % 4 == 0 && pitch[1] % 4 == 0 && a.xlo % 4 == 0 &&
+            a.xhi % 4 == 0 && aligned(src) && aligned(dst) && aligned(s->source);
     a.ntaps = s->ntaps, a.off = st->off, a.w = (const T *)st->w;
     return a;
 }
@@ -1327,8 +1343,8 @@ cudaError_t launch_one(const tide_sweep *s, const sweep_state *st, const void *s
 {
     const sweep_args<T> a = make_args<T>(s, st, st->cfg[0], src, dst, 1);
     const tap_weights<T, S::n ? S::n : 1> w = weights_of<T, S::n ? S::n : 1>(st->wh, S::n);
-    const dim3 grid((unsigned)((a.n2 + ONE_BX - 1) / ONE_BX),
-                    (unsigned)imin((a.n1 + ONE_BY - 1) / ONE_BY, 65535),
+    const dim3 grid((unsigned)((a.xhi - a.xlo + ONE_BX - 1) / ONE_BX),
+                    (unsigned)imin((a.yhi - a.ylo + ONE_BY - 1) / ONE_BY, 65535),
                     (unsigned)imin((a.zhi - a.zlo + ONE_Z - 1) / ONE_Z, 65535));
     sweep_one<T, S><<<grid, ONE_BX * ONE_BY, 0, stream>>>(a, w);
     return cudaGetLastError();
@@ -1529,7 +1545,9 @@ fused_cfg entry_for(const tide_sweep *s, int shape, int k, size_t smem_block, si
     fused_cfg f = {};
     // sweep_relay counts in-plane offsets in int
     const bool relay = shape == SHAPE_7C || shape == SHAPE_7F || shape == SHAPE_27C;
-    if (shape != SHAPE_GENERIC && (!relay || (long long)s->n[1] * s->n[2] <= INT_MAX))
+    long long pitch[2];
+    tide_sweep_pitch(s, pitch);
+    if (shape != SHAPE_GENERIC && (!relay || pitch[0] <= INT_MAX))
         f = s->dbl ? fast_entry<double>(shape, k) : fast_entry<float>(shape, k);
     if (f.func && f.smem <= smem_block)
         return f;
@@ -1541,11 +1559,13 @@ fused_cfg entry_for(const tide_sweep *s, int shape, int k, size_t smem_block, si
 // the waves counted on the sweep's share of the SMs (tide_sweep's beside).
 int plan_chunks(fused_cfg &f, const tide_sweep *s, int k, int sms)
 {
-    int lo, hi;
-    tide_sweep_out(s, &lo, &hi);
+    int lo, hi, ylo, yhi, xlo, xhi;
+    tide_sweep_out(s, 0, &lo, &hi);
+    tide_sweep_out(s, 1, &ylo, &yhi);
+    tide_sweep_out(s, 2, &xlo, &xhi);
     const int n0 = hi - lo, R = s->radius;
-    f.ntx = (s->n[2] + f.tx - 1) / f.tx;
-    f.nty = (s->n[1] + f.ty - 1) / f.ty;
+    f.ntx = (xhi - (xlo & ~3) + f.tx - 1) / f.tx;  // from make_args's xb
+    f.nty = (yhi - ylo + f.ty - 1) / f.ty;
     const long long tiles = (long long)f.ntx * f.nty,
                     conc = imax(1, sms * f.bps / (1 + imax(0, s->beside)));
     if (tiles > INT_MAX)
@@ -1628,7 +1648,8 @@ extern "C" int tide_gpu_sweep_create(tide_sweep *s, int fuse, char *err, size_t 
     st->sms = sms;
     for (int d = 0; d < 3; d++)
         st->n[d] = s->n[d];
-    tide_sweep_out(s, &st->out[0], &st->out[1]);
+    for (int d = 0; d < 3; d++)
+        tide_sweep_out(s, d, &st->out[d][0], &st->out[d][1]);
     if (st->shape != SHAPE_GENERIC)
         for (int i = 0; i < s->ntaps; i++)
             st->wh[i] = s->w[i];
@@ -1725,10 +1746,13 @@ extern "C" int tide_gpu_sweep(const tide_sweep *s, const void *src, void *dst, i
         // The tiles and chunks were planned for the grid and planes written of sweep_create; a
         // sweep over others (the plan's tuning runs on half of n[0]) plans its own.
         fused_cfg f = st->cfg[steps];
-        int lo, hi;
-        tide_sweep_out(s, &lo, &hi);
-        if (s->n[0] != st->n[0] || s->n[1] != st->n[1] || s->n[2] != st->n[2] ||
-            lo != st->out[0] || hi != st->out[1]) {
+        bool same = true;
+        for (int d = 0; d < 3; d++) {
+            int lo, hi;
+            tide_sweep_out(s, d, &lo, &hi);
+            same = same && s->n[d] == st->n[d] && lo == st->out[d][0] && hi == st->out[d][1];
+        }
+        if (!same) {
             for (int d = 0; d < 3; d++)
                 if (s->n[d] < 2 * s->radius + 1)
                     return TIDE_ERR_ARGUMENT;

@@ -95,7 +95,11 @@ static inline size_t tide_spectral_elem(const tide_spectral *d)
 /* A stencil sweep (stencil.c): `steps` time steps of the stencil from src into dst, two
  * distinct arrays holding the whole grid (src is not changed). The grid is seen in storage
  * order: n[0] the slowest dimension, n[2] the fastest (contiguous), and the taps' offsets are
- * given in that order too. Point (a, b, c) is at element (a n[1] + b) n[2] + c.
+ * given in that order too. Point (a, b, c) is at element a pitch[0] + b pitch[1] + c of src
+ * and of the source (pitch 0: the dense layout, (a n[1] + b) n[2] + c), so a sweep may run on
+ * a box inside a larger array (a view: its faces are the sweep's). The sweep writes the points
+ * of its out window alone; dst is laid out as src, shifted so that it holds the window's
+ * planes from its first, l, on: point (a, b, c) at dst + (a - l) pitch[0] + b pitch[1] + c.
  *
  * One step at a point p: when p lies within `radius` of a face of a dimension that is not
  * periodic (a boundary point), the value stays; otherwise acc = w[0] u(p + off[0]) (a rounded
@@ -105,7 +109,7 @@ static inline size_t tide_spectral_elem(const tide_spectral *d)
  * are bitwise equal everywhere.
  *
  * How a backend fuses steps (temporal blocking by plane streaming, which both backends share):
- * the planes it writes along the slowest dimension (tide_sweep's out) are cut into chunks
+ * the planes it writes along the slowest dimension (its out window's) are cut into chunks
  * [z0, z1) worked on independently. For a chunk,
  * level t (the data after t steps) is needed on the planes [z0 - (k - t) r, z1 + (k - t) r)
  * (clipped to [0, n[0]) when that dimension is not periodic; plane indices modulo n[0] when
@@ -128,8 +132,10 @@ typedef struct tide_sweep {
     const int (*off)[3];  /* host memory: offsets in storage order */
     const double *w;      /* host memory: weights */
     const void *source;   /* NULL, or an array laid out like the data (the backend's memory) */
-    int out[2];           /* the planes along n[0] a sweep writes, [out[0], out[1]) (out[1] 0:
-                           * all), dst holding those alone: plane q at dst + (q - out[0]) planes */
+    int out[3][2];        /* the points a sweep writes: [out[d][0], out[d][1]) along storage
+                           * dimension d (out[d][1] 0: all n[d] of them) */
+    long long pitch[2];   /* elements from a plane to the next and from a row to the next in
+                           * src, dst and the source; 0: n[1] n[2] and n[2] */
     int beside;           /* sweeps running at the same time as this one: a GPU plans its
                            * chunks for the 1 / (1 + beside) share of its SMs it may get */
     int max_fuse;         /* the most steps one sweep may do (set by sweep_create) */
@@ -137,11 +143,19 @@ typedef struct tide_sweep {
     size_t state_bytes;   /* host memory the state holds (set by sweep_create) */
 } tide_sweep;
 
-/* The planes [*lo, *hi) along n[0] that s writes (its out). */
-static inline void tide_sweep_out(const tide_sweep *s, int *lo, int *hi)
+/* The points [*lo, *hi) along storage dimension d that s writes (its out window). */
+static inline void tide_sweep_out(const tide_sweep *s, int d, int *lo, int *hi)
 {
-    *lo = s->out[1] ? s->out[0] : 0;
-    *hi = s->out[1] ? s->out[1] : s->n[0];
+    *lo = s->out[d][1] ? s->out[d][0] : 0;
+    *hi = s->out[d][1] ? s->out[d][1] : s->n[d];
+}
+
+/* The elements from a plane of s's arrays to the next (p[0]) and from a row to the next
+ * (p[1]). */
+static inline void tide_sweep_pitch(const tide_sweep *s, long long p[2])
+{
+    p[0] = s->pitch[0] ? s->pitch[0] : (long long)s->n[1] * s->n[2];
+    p[1] = s->pitch[1] ? s->pitch[1] : s->n[2];
 }
 
 /* A matrix multiply in the backend's memory, column major as the BLAS has it: C = alpha op(A)

@@ -793,7 +793,7 @@ static int split_setup(tide_stencil_plan *p, char *err, size_t len)
         *t = p->sweep;
         t->state = NULL;
         t->n[0] = (int)planes[i];
-        t->out[0] = (int)out[i][0], t->out[1] = (int)out[i][1];
+        t->out[0][0] = (int)out[i][0], t->out[0][1] = (int)out[i][1];
         t->beside = i > 0 && below && above; /* the two sides run at once */
         if (t->source)
             t->source = (const char *)t->source + x->at[i] * (long long)x->plane;
@@ -1156,7 +1156,7 @@ static int split_run(tide_stencil_plan *p, void *from, const void *own, void *to
     int h = e->be->halo(&se[1], p->halo, from, TIDE_HALO_START);
     double t1 = MPI_Wtime();
     if (!st)
-        st = e->be->sweep(e, &x->inner, own, t + (x->at[0] + x->inner.out[0] - t0p) * pl, count);
+        st = e->be->sweep(e, &x->inner, own, t + (x->at[0] + x->inner.out[0][0] - t0p) * pl, count);
     double t2 = MPI_Wtime();
     int fin = e->be->halo(&se[1], p->halo, from, TIDE_HALO_FINISH);
     h = h ? h : fin;
@@ -1170,7 +1170,7 @@ static int split_run(tide_stencil_plan *p, void *from, const void *own, void *to
         const tide_sweep *s = &x->side[i];
         if (s->state)
             st = e->be->sweep(&se[i], s, f + x->at[i + 1] * pl,
-                              t + (x->at[i + 1] + s->out[0] - t0p) * pl, count);
+                              t + (x->at[i + 1] + s->out[0][0] - t0p) * pl, count);
     }
     /* the plan's stream after the exchange and the sides, whatever failed */
     for (int i = 0; i < 2; i++)

@@ -7,6 +7,7 @@
  * of src and one write of dst.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,46 +79,49 @@ void tide_cpu_sweep_destroy(tide_sweep *s)
 }
 
 /* Where one level's planes are: src itself (level 0, any plane by its index modulo n[0]), or a
- * ring of 2 r + 1 planes indexed by the plane modulo 2 r + 1, or dst (the last level, the
- * planes from out[0] on). */
+ * ring of 2 r + 1 dense planes indexed by the plane modulo 2 r + 1, or dst (the last level,
+ * the planes from the out window's first on); plane and row: their pitches in bytes. */
 typedef struct {
     char *base;
     int ring;       /* 0: planes at their place in the grid (src, dst) */
     int first;      /* not a ring: the plane at base */
+    size_t plane, row;
 } level_at;
 
-static char *plane_at(const tide_sweep *s, const level_at *l, int q, size_t plane_bytes)
+static char *plane_at(const tide_sweep *s, const level_at *l, int q)
 {
     int m = l->ring ? 2 * s->radius + 1 : s->n[0];
     int i = ((q % m) + m) % m - l->first;
-    return l->base + (size_t)i * plane_bytes;
+    return l->base + (ptrdiff_t)i * (ptrdiff_t)l->plane;
 }
 
 /* A point's wrapped index along a dimension of n points: |d| <= r < n, so one correction. */
 static inline int wrap(int i, int n) { return i < 0 ? i + n : i >= n ? i - n : i; }
 
-/* One output row b of plane q: the stencil from the 2 r + 1 planes `in` of the level below
- * (in[dz + r] the plane at q + dz) into row `out`, or the row copied where it is a boundary
- * row; src_row is the row in src (boundary values), srow the source's row or NULL. Each tap
- * runs along the whole row before the next (acc holds the row's sums), so the loops are
- * vector loops while every point still sees its taps in order, with one fma each (tide.h's
- * arithmetic). The points whose tap wraps around a periodic row are done one by one. Built
- * twice: with FMA instructions where the CPU has them (fmaf and fma then compile to one
- * instruction and the loops vectorize), and without (libm's fmaf and fma, the same results). */
+/* Columns [c0, c1) of output row b of plane q: the stencil from the 2 r + 1 planes `in` of the
+ * level below (in[dz + r] the plane at q + dz, rows rin bytes apart) into row `out`, or the
+ * row copied where it is a boundary row; src_row is the row in src (boundary values), srow
+ * the source's row or NULL. Each tap runs along the whole row before the next (acc holds the
+ * row's sums), so the loops are vector loops while every point still sees its taps in order,
+ * with one fma each (tide.h's arithmetic). The points whose tap wraps around a periodic row
+ * are done one by one. Built twice: with FMA instructions where the CPU has them (fmaf and
+ * fma then compile to one instruction and the loops vectorize), and without (libm's fmaf and
+ * fma, the same results). */
 #define SWEEP_ROW(NAME, T, FMA)                                                                  \
     __attribute__((target_clones("fma", "default"))) static void NAME(                           \
-        const tide_sweep *s, char *const *in, int b, T *out, const T *src_row, const T *srow,    \
-        int boundary_plane, T *acc)                                                              \
+        const tide_sweep *s, char *const *in, size_t rin, int b, T *out, const T *src_row,       \
+        const T *srow, int boundary_plane, T *acc, int c0, int c1)                               \
     {                                                                                            \
         int r = s->radius, n1 = s->n[1], n2 = s->n[2];                                           \
-        int lo = s->periodic[2] ? 0 : r, hi = s->periodic[2] ? n2 : n2 - r;                      \
+        int ulo = s->periodic[2] ? 0 : r, uhi = s->periodic[2] ? n2 : n2 - r;                    \
         if (boundary_plane || (!s->periodic[1] && (b < r || b >= n1 - r))) {                     \
-            memcpy(out, src_row, (size_t)n2 * sizeof(T));                                        \
+            memcpy(out + c0, src_row + c0, (size_t)(c1 - c0) * sizeof(T));                       \
             return;                                                                              \
         }                                                                                        \
-        for (int i = 0; i < s->ntaps; i++) {                                                     \
+        int lo = ulo > c0 ? ulo : c0, hi = uhi < c1 ? uhi : c1; /* the updates to make */        \
+        for (int i = 0; i < s->ntaps && lo < hi; i++) {                                          \
             const int *o = s->off[i];                                                            \
-            const T *row = (const T *)in[o[0] + r] + (size_t)wrap(b + o[1], n1) * n2;            \
+            const T *row = (const T *)(in[o[0] + r] + (size_t)wrap(b + o[1], n1) * rin);         \
             T w = (T)s->w[i];                                                                    \
             int dx = o[2], a = lo > -dx ? lo : -dx, e = hi < n2 - dx ? hi : n2 - dx;             \
             if (i == 0) {                                                                        \
@@ -136,41 +140,50 @@ static inline int wrap(int i, int n) { return i < 0 ? i + n : i >= n ? i - n : i
                     acc[c] = FMA(w, row[wrap(c + dx, n2)], acc[c]);                              \
             }                                                                                    \
         }                                                                                        \
-        for (int c = 0; c < lo; c++)                                                             \
+        for (int c = c0; c < ulo && c < c1; c++)                                                 \
             out[c] = src_row[c];                                                                 \
-        for (int c = hi; c < n2; c++)                                                            \
+        for (int c = uhi > c0 ? uhi : c0; c < c1; c++)                                           \
             out[c] = src_row[c];                                                                 \
         if (srow)                                                                                \
             for (int c = lo; c < hi; c++)                                                        \
                 out[c] = acc[c] + srow[c];                                                       \
-        else                                                                                     \
+        else if (lo < hi)                                                                        \
             memcpy(out + lo, acc + lo, (size_t)(hi - lo) * sizeof(T));                           \
     }
 SWEEP_ROW(row_f, float, fmaf)
 SWEEP_ROW(row_d, double, fma)
 
-/* Level t's plane q from level t - 1 (below), into `to`. */
+/* Level t's plane q from level t - 1 (below), into `to`: its rows and columns in the out
+ * window where `to` is dst (last), else all of them. */
 static void make_plane(const tide_sweep *s, const char *src, const level_at *below,
-                       const level_at *to, int q, size_t pb, void *acc)
+                       const level_at *to, int last, int q, void *acc)
 {
     int r = s->radius, n0 = s->n[0];
     char *in[2 * TIDE_STENCIL_MAX_RADIUS + 1];
     for (int dz = -r; dz <= r; dz++)
-        in[dz + r] = plane_at(s, below, q + dz, pb);
+        in[dz + r] = plane_at(s, below, q + dz);
     int qs = ((q % n0) + n0) % n0; /* the grid plane (periodic: q may lie outside) */
     int boundary = !s->periodic[0] && (q < r || q >= n0 - r);
-    size_t row = (size_t)s->n[2] * (s->dbl ? sizeof(double) : sizeof(float));
+    long long pitch[2];
+    tide_sweep_pitch(s, pitch);
+    size_t elem = s->dbl ? sizeof(double) : sizeof(float);
+    size_t pb = (size_t)pitch[0] * elem, rb = (size_t)pitch[1] * elem;
     const char *src_plane = src + (size_t)qs * pb;
     const char *spl = s->source ? (const char *)s->source + (size_t)qs * pb : NULL;
-    char *out = plane_at(s, to, q, pb);
-    for (int b = 0; b < s->n[1]; b++) {
-        size_t at = (size_t)b * row;
+    char *out = plane_at(s, to, q);
+    int b0 = 0, b1 = s->n[1], c0 = 0, c1 = s->n[2];
+    if (last) {
+        tide_sweep_out(s, 1, &b0, &b1);
+        tide_sweep_out(s, 2, &c0, &c1);
+    }
+    for (int b = b0; b < b1; b++) {
+        size_t at = (size_t)b * rb, ot = (size_t)b * to->row;
         if (s->dbl)
-            row_d(s, in, b, (double *)(out + at), (const double *)(src_plane + at),
-                  spl ? (const double *)(spl + at) : NULL, boundary, acc);
+            row_d(s, in, below->row, b, (double *)(out + ot), (const double *)(src_plane + at),
+                  spl ? (const double *)(spl + at) : NULL, boundary, acc, c0, c1);
         else
-            row_f(s, in, b, (float *)(out + at), (const float *)(src_plane + at),
-                  spl ? (const float *)(spl + at) : NULL, boundary, acc);
+            row_f(s, in, below->row, b, (float *)(out + ot), (const float *)(src_plane + at),
+                  spl ? (const float *)(spl + at) : NULL, boundary, acc, c0, c1);
     }
 }
 
@@ -193,15 +206,19 @@ static void sweep_chunk(const tide_sweep *s, const char *src, char *dst, int k, 
                         char *mem)
 {
     const cpu_sweep *c = s->state;
-    size_t pb = c->plane * (s->dbl ? sizeof(double) : sizeof(float));
+    size_t elem = s->dbl ? sizeof(double) : sizeof(float);
+    size_t pb = c->plane * elem, rb = (size_t)s->n[2] * elem; /* a ring's plane and row */
     char *acc = mem + (size_t)(c->fuse - 1) * (2 * s->radius + 1) * pb; /* after the rings */
+    long long pitch[2];
+    tide_sweep_pitch(s, pitch);
+    size_t gp = (size_t)pitch[0] * elem, gr = (size_t)pitch[1] * elem; /* src's and dst's */
     level_at lv[CPU_MAX_FUSE + 1];
     int out0, out1;
-    tide_sweep_out(s, &out0, &out1);
-    lv[0] = (level_at){(char *)src, 0, 0};
+    tide_sweep_out(s, 0, &out0, &out1);
+    lv[0] = (level_at){(char *)src, 0, 0, gp, gr};
     for (int t = 1; t < k; t++)
-        lv[t] = (level_at){mem + (size_t)(t - 1) * (2 * s->radius + 1) * pb, 1, 0};
-    lv[k] = (level_at){dst, 0, out0};
+        lv[t] = (level_at){mem + (size_t)(t - 1) * (2 * s->radius + 1) * pb, 1, 0, pb, rb};
+    lv[k] = (level_at){dst, 0, out0, gp, gr};
     int lo1, hi1, lok, hik;
     level_range(s, z0, z1, k, 1, &lo1, &hi1);
     level_range(s, z0, z1, k, k, &lok, &hik);
@@ -210,7 +227,7 @@ static void sweep_chunk(const tide_sweep *s, const char *src, char *dst, int k, 
             int q = w - (t - 1) * s->radius, lo, hi;
             level_range(s, z0, z1, k, t, &lo, &hi);
             if (q >= lo && q < hi)
-                make_plane(s, src, &lv[t - 1], &lv[t], q, pb, acc);
+                make_plane(s, src, &lv[t - 1], &lv[t], t == k, q, acc);
         }
 }
 
@@ -220,7 +237,7 @@ int tide_cpu_sweep(const tide_env *e, const tide_sweep *s, const void *src, void
     (void)e;
     const cpu_sweep *c = s->state;
     int T = c->threads, lo, hi;
-    tide_sweep_out(s, &lo, &hi);
+    tide_sweep_out(s, 0, &lo, &hi);
 #pragma omp parallel for num_threads(T) schedule(static, 1)
     for (int i = 0; i < T; i++) {
         int z0 = lo + (int)((int64_t)i * (hi - lo) / T);

@@ -1,13 +1,16 @@
 /*
- * test_sweep.c: the backends' stencil sweeps (backend.h: tide_sweep) writing part of the grid.
- * A sweep whose out names planes [lo, hi) along n[0] writes those planes alone into a dst
- * holding them alone, and a GPU sweep told that others run beside it (beside) plans its chunks
+ * test_sweep.c: the backends' stencil sweeps (backend.h: tide_sweep) on views, writing a
+ * window. A sweep runs on a box of a larger array (its pitches) whose faces are its own, and
+ * writes the points of its out window alone into a dst laid out as the array and holding the
+ * window's planes alone; a GPU sweep told that others run beside it (beside) plans its chunks
  * for its share of the SMs: the results must not change. Each case runs k steps of a random
  * stencil (the built-in 7- and 27-point taps, whose GPU kernels are the fast ones, and random
- * star and box taps of radius 1 to 3, tests/common.c) on a random grid of odd and prime sizes with random
- * boundaries and source, over random planes, and compares them bitwise with k steps of the
- * naive reference (apps/reference.c) on the whole grid; the planes of dst's buffer before and
- * after the written ones must keep their poison.
+ * star and box taps of radius 1 to 3, tests/common.c) on a random view of odd and prime sizes
+ * with random boundaries and source inside a random array (random values around the view,
+ * which must not matter), over a random window (often a thin band along one dimension), and
+ * compares it bitwise with k steps of the naive reference (apps/reference.c) on the view
+ * alone; every other point of dst's buffer (the rows and columns beside the window, the
+ * planes before and after it) must keep its poison.
  *
  * The CPU backend always; the CUDA backend when TIDE_TEST_BACKEND=cuda (exit 77, a visible
  * SKIP, without a GPU). On the GPU the test moves its data with plain CUDA calls on its own
@@ -30,13 +33,30 @@
 static tt_tally tally;
 
 typedef struct {
-    int n[3], dbl, ntaps, radius, periodic[3], k, out[2], beside, source;
+    int n[3], dbl, ntaps, radius, periodic[3], k, out[3][2], beside, source;
+    int at[3], big[3]; /* the view's first point in the array, and the array's extents */
     int off[TIDE_SWEEP_MAX_TAPS][3];
     double w[TIDE_SWEEP_MAX_TAPS];
     char taps[32];
 } scase;
 
 static const int sizes[] = {3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 64, 67, 97, 128, 131};
+
+/* A window along an extent of m points: all of it (out[1] 0) now and then, else random points
+ * (often a thin band, of 1 to 4), on the GPU's wide rows (align) half the time from and to
+ * multiples of 4 (the vector kernels' windows). */
+static void make_window(tt_rng *rng, int m, int align, int out[2])
+{
+    out[0] = out[1] = 0;
+    if (tt_rng_below(rng, 3) == 0)
+        return;
+    int lo = tt_rng_below(rng, m);
+    int width = 1 + tt_rng_below(rng, tt_rng_below(rng, 2) ? 4 : m);
+    int hi = lo + width > m ? m : lo + width;
+    if (align && tt_rng_below(rng, 2) && (hi + 3) / 4 * 4 <= m)
+        lo = lo / 4 * 4, hi = (hi + 3) / 4 * 4;
+    out[0] = lo, out[1] = hi;
+}
 
 static void make_case(tt_rng *rng, int gpu, int i, scase *c)
 {
@@ -65,22 +85,36 @@ static void make_case(tt_rng *rng, int gpu, int i, scase *c)
         while (m < 2 * c->radius + 1);
         c->n[d] = m;
     }
-    if (gpu && i % 3 == 0) /* planes of several tiles (the reference's time bounds n[0]) */
+    int wide = gpu && i % 3 == 0; /* planes of several tiles (the reference's time bounds
+                                   * n[0]), rows of a multiple of 4 points */
+    if (wide)
         c->n[0] = c->n[0] > 37 ? 37 : c->n[0], c->n[1] = 131,
         c->n[2] = 128 + 4 * tt_rng_below(rng, 2);
     for (int d = 0; d < 3; d++)
         c->periodic[d] = tt_rng_below(rng, 2);
     c->source = tt_rng_below(rng, 3) == 0;
     c->beside = tt_rng_below(rng, 2);
-    /* the whole grid now and then, else random planes (often a thin band) */
-    if (i % 5 == 0) {
-        c->out[0] = c->out[1] = 0;
-    } else {
-        int lo = tt_rng_below(rng, c->n[0]);
-        int width = 1 + tt_rng_below(rng, tt_rng_below(rng, 2) ? 4 : c->n[0]);
-        c->out[0] = lo;
-        c->out[1] = lo + width > c->n[0] ? c->n[0] : lo + width;
+    for (int d = 0; d < 3; d++)
+        make_window(rng, c->n[d], wide && d == 2, c->out[d]);
+    /* the whole array half the time (the default pitches), else a view with 0 to 5 points
+     * around it along each dimension (wide rows: multiples of 4) */
+    for (int d = 0; d < 3; d++) {
+        int view = tt_rng_below(rng, 2), q = wide && d == 2 ? 4 : 1;
+        c->at[d] = view ? q * tt_rng_below(rng, 6 / q + 1) : 0;
+        c->big[d] = c->n[d] + c->at[d] + (view ? q * tt_rng_below(rng, 6 / q + 1) : 0);
     }
+}
+
+/* Dense copy of the view of c out of array a (laid out as c->big). */
+static void view_of(const scase *c, size_t es, const unsigned char *a, unsigned char *v)
+{
+    for (int z = 0; z < c->n[0]; z++)
+        for (int y = 0; y < c->n[1]; y++) {
+            size_t from = (((size_t)(c->at[0] + z) * c->big[1] + c->at[1] + y) * c->big[2] +
+                           c->at[2]) * es;
+            size_t to = (((size_t)z * c->n[1] + y) * c->n[2]) * es;
+            memcpy(v + to, a + from, (size_t)c->n[2] * es);
+        }
 }
 
 /* One case on backend be (gpu: buffers in device memory, moved on stream). */
@@ -88,27 +122,39 @@ static void run_case(const tide_backend_ops *be, int gpu, void *stream, int thre
                      const scase *c, tt_rng *rng, int index)
 {
     size_t es = c->dbl ? sizeof(double) : sizeof(float);
-    size_t plane = (size_t)c->n[1] * c->n[2], count = plane * c->n[0];
-    int lo = c->out[1] ? c->out[0] : 0, hi = c->out[1] ? c->out[1] : c->n[0];
-    size_t guard = plane, outn = (size_t)(hi - lo) * plane, dstn = outn + 2 * guard;
-    char name[200];
-    snprintf(name, sizeof name, "case %d: %s %s %dx%dx%d periodic %d%d%d%s, %d steps, planes "
-             "[%d, %d), beside %d", index, c->taps, c->dbl ? "double" : "float", c->n[0],
-             c->n[1], c->n[2], c->periodic[0], c->periodic[1], c->periodic[2],
-             c->source ? ", source" : "", c->k, lo, hi, c->beside);
+    size_t plane = (size_t)c->big[1] * c->big[2], count = plane * c->big[0];
+    size_t vcount = (size_t)c->n[0] * c->n[1] * c->n[2];
+    int lo[3], hi[3];
+    for (int d = 0; d < 3; d++) {
+        lo[d] = c->out[d][1] ? c->out[d][0] : 0;
+        hi[d] = c->out[d][1] ? c->out[d][1] : c->n[d];
+    }
+    /* dst's buffer: the window's planes of the array and a plane of guard on each side */
+    size_t guard = plane, dstn = (size_t)(hi[0] - lo[0]) * plane + 2 * guard;
+    size_t origin = guard + (size_t)c->at[1] * c->big[2] + c->at[2]; /* dst: the view's point
+                                                                       * (lo[0], 0, 0) */
+    char name[240];
+    snprintf(name, sizeof name, "case %d: %s %s %dx%dx%d at (%d,%d,%d) of %dx%dx%d periodic "
+             "%d%d%d%s, %d steps, window [%d,%d)x[%d,%d)x[%d,%d), beside %d", index, c->taps,
+             c->dbl ? "double" : "float", c->n[0], c->n[1], c->n[2], c->at[0], c->at[1],
+             c->at[2], c->big[0], c->big[1], c->big[2], c->periodic[0], c->periodic[1],
+             c->periodic[2], c->source ? ", source" : "", c->k, lo[0], hi[0], lo[1], hi[1],
+             lo[2], hi[2], c->beside);
 
-    unsigned char *u = malloc(count * es), *want = malloc(count * es), *src = NULL;
-    unsigned char *got = malloc(dstn * es);
+    unsigned char *u = malloc(count * es), *want = malloc(vcount * es), *src = NULL;
+    unsigned char *vsrc = NULL, *got = malloc(dstn * es);
     if (c->source)
-        src = malloc(count * es);
+        src = malloc(count * es), vsrc = malloc(vcount * es);
     tt_fill_random(u, count, c->dbl, 1.0, rng);
     if (src)
         tt_fill_random(src, count, c->dbl, 0.01, rng);
-    memcpy(want, u, count * es);
+    view_of(c, es, u, want);
+    if (src)
+        view_of(c, es, src, vsrc);
     tide_bc bc[3];
     for (int d = 0; d < 3; d++)
         bc[d] = c->periodic[d] ? TIDE_BC_PERIODIC : TIDE_BC_DIRICHLET;
-    int rs = tide_ref_stencil(c->n, c->dbl, c->ntaps, (const int(*)[3])c->off, c->w, bc, src,
+    int rs = tide_ref_stencil(c->n, c->dbl, c->ntaps, (const int(*)[3])c->off, c->w, bc, vsrc,
                               want, c->k);
     tt_local(&tally, rs == 0, "%s: the reference failed (%d)", name, rs);
     memset(got, 0xA5, dstn * es);
@@ -118,9 +164,14 @@ static void run_case(const tide_backend_ops *be, int gpu, void *stream, int thre
     tide_sweep s = {0};
     s.dbl = c->dbl, s.radius = c->radius, s.ntaps = c->ntaps, s.off = (const int(*)[3])c->off;
     s.w = c->w;
-    for (int d = 0; d < 3; d++)
+    for (int d = 0; d < 3; d++) {
         s.n[d] = c->n[d], s.periodic[d] = c->periodic[d];
-    s.out[0] = c->out[0], s.out[1] = c->out[1], s.beside = c->beside;
+        s.out[d][0] = c->out[d][0], s.out[d][1] = c->out[d][1];
+    }
+    if (c->big[1] != c->n[1] || c->big[2] != c->n[2]) /* else the default pitches */
+        s.pitch[0] = (long long)plane, s.pitch[1] = c->big[2];
+    s.beside = c->beside;
+    size_t view0 = ((size_t)c->at[0] * c->big[1] + c->at[1]) * c->big[2] + c->at[2];
     void *du = u, *dsrc = src, *ddst = got;
 #if !TIDE_HAVE_CUDA
     (void)gpu;
@@ -137,7 +188,7 @@ static void run_case(const tide_backend_ops *be, int gpu, void *stream, int thre
             cudaMemcpyAsync(dsrc, src, count * es, cudaMemcpyHostToDevice, cs);
     }
 #endif
-    s.source = dsrc;
+    s.source = dsrc ? (char *)dsrc + view0 * es : NULL;
     char err[256] = "";
     int st = be->sweep_create(&env, &s, c->k, err, sizeof err);
     if (st == TIDE_ERR_ARGUMENT && c->k > 1) {
@@ -151,11 +202,12 @@ static void run_case(const tide_backend_ops *be, int gpu, void *stream, int thre
     tt_local(&tally, st == 0, "%s: sweep_create: %s", name, err);
     int k = st ? 0 : c->k < s.max_fuse ? c->k : s.max_fuse;
     if (!st && k < c->k) { /* the reference for the steps the sweep does */
-        memcpy(want, u, count * es);
-        tide_ref_stencil(c->n, c->dbl, c->ntaps, (const int(*)[3])c->off, c->w, bc, src, want, k);
+        view_of(c, es, u, want);
+        tide_ref_stencil(c->n, c->dbl, c->ntaps, (const int(*)[3])c->off, c->w, bc, vsrc, want,
+                         k);
     }
     if (!st)
-        st = be->sweep(&env, &s, du, (char *)ddst + guard * es, k);
+        st = be->sweep(&env, &s, (char *)du + view0 * es, (char *)ddst + origin * es, k);
     tt_local(&tally, st == 0, "%s: sweep failed (%d)", name, st);
 #if TIDE_HAVE_CUDA
     if (gpu) {
@@ -167,20 +219,31 @@ static void run_case(const tide_backend_ops *be, int gpu, void *stream, int thre
 #endif
     if (s.state)
         be->sweep_destroy(&env, &s);
-    if (!st) {
-        size_t bad = 0, first = 0;
-        for (size_t i = 0; i < outn * es; i++)
-            if (got[guard * es + i] != want[(size_t)lo * plane * es + i] && !bad++)
-                first = i / es;
-        tt_local(&tally, bad == 0, "%s: %zu bytes differ from the reference, the first in "
-                 "point %zu of the planes written", name, bad, first);
-        size_t spoilt = 0;
-        for (size_t i = 0; i < guard * es; i++)
-            spoilt += (got[i] != 0xA5) + (got[(guard + outn) * es + i] != 0xA5);
-        tt_local(&tally, spoilt == 0, "%s: %zu bytes written outside planes [%d, %d)", name,
-                 spoilt, lo, hi);
+    if (!st) { /* every element of dst's buffer: a window point's result, or the poison */
+        size_t bad = 0, spoilt = 0, first = 0;
+        for (size_t e = 0; e < dstn; e++) {
+            long long rel = (long long)e - (long long)guard;
+            long long a = rel >= 0 ? rel / (long long)plane + lo[0] : -1;
+            long long r = rel >= 0 ? rel % (long long)plane : 0;
+            long long b = r / c->big[2] - c->at[1], x = r % c->big[2] - c->at[2];
+            int in = rel >= 0 && a < hi[0] && b >= lo[1] && b < hi[1] && x >= lo[2] &&
+                     x < hi[2];
+            const unsigned char *g = got + e * es;
+            if (in) {
+                size_t v = ((size_t)a * c->n[1] + (size_t)b) * c->n[2] + (size_t)x;
+                if (memcmp(g, want + v * es, es) && !bad++)
+                    first = v;
+            } else {
+                for (size_t i = 0; i < es; i++)
+                    spoilt += g[i] != 0xA5;
+            }
+        }
+        tt_local(&tally, bad == 0, "%s: %zu points differ from the reference, the first "
+                 "point %zu of the view", name, bad, first);
+        tt_local(&tally, spoilt == 0, "%s: %zu bytes written outside the window", name,
+                 spoilt);
     }
-    free(u), free(want), free(got), free(src);
+    free(u), free(want), free(got), free(src), free(vsrc);
 }
 
 int main(void)
@@ -202,7 +265,7 @@ int main(void)
         stream = cs;
 #endif
     }
-    printf("test_sweep: backend %s: sweeps writing part of the grid against the reference\n",
+    printf("test_sweep: backend %s: sweeps on views writing windows against the reference\n",
            be->name);
     tt_rng rng;
     tt_rng_seed(&rng, 20261126);
