@@ -26,8 +26,8 @@ static const char *usage =
     "Plans STEPS explicit time steps u <- S u (+ s) of a constant-coefficient stencil S on an\n"
     "NX x NY x NZ grid, fills u with deterministic random values in [-1, 1) (a hash of each\n"
     "point's global indices), checks the result bitwise, then times RUNS runs of STEPS steps,\n"
-    "each from the same initial u. On P > 1 ranks each rank holds the block of the plan's\n"
-    "process grid that the plan gives it, and the plan exchanges a halo of fuse r points\n"
+    "each from the same initial u. On P > 1 ranks each rank holds its block of the process\n"
+    "grid (-grid, or the plan's choice), and the plan exchanges a halo of fuse r points\n"
     "before each pass. Time per run is the median of the slowest rank's; the library call\n"
     "is complete on return. The check: up to 2^21 points,\n"
     "the naive serial oracle (tide_ref_stencil) on the whole grid for the same steps, each\n"
@@ -72,6 +72,11 @@ static const char *usage =
     "  -levels F              out of card: the steps each level of a pass takes in one\n"
     "                         fused sweep, at most F, dividing the pass's steps (default 0:\n"
     "                         the plan's choice)\n"
+    "  -grid AxBxC            P > 1: the process grid, A B C = P (rank r the block at (r / (B\n"
+    "                         C), r / C mod B, r mod C), balanced blocks; default: the\n"
+    "                         plan's choice)\n"
+    "  -overlap -1|0|1        P > 1: sweep the points that need no halo while it travels:\n"
+    "                         1 always, -1 never, 0 (default) the plan's choice (on the GPU)\n"
     "  -source                add a source term s (random values in [-1, 1)) at every step\n"
     "  -location host|device  where u lives (default host; device needs backend cuda)\n"
     "  -device                the same as -location device\n"
@@ -90,6 +95,8 @@ typedef struct {
     char shape_name[16];
     char bc[4];        /* p or d per dimension */
     int steps, fuse, levels, source, check;
+    int grid[3];       /* -grid, or 0 0 0: the plan's */
+    int overlap;
 } args;
 
 /* Reads -shape's value: 7pt, 27pt, star:R or box:R. Prints why on failure. */
@@ -164,6 +171,19 @@ static int parse(int argc, char **argv, args *a)
                                         : " of steps a level (0: the plan's choice)");
                 return 2;
             }
+        } else if (!strcmp(o, "-grid")) {
+            const char *v = more < 1 ? "" : argv[++i];
+            int *g = a->grid, end = 0;
+            if (sscanf(v, "%dx%dx%d%n", &g[0], &g[1], &g[2], &end) != 3 || v[end] ||
+                g[0] < 1 || g[1] < 1 || g[2] < 1) {
+                tide_warn("tide stencil: -grid '%s': give the process grid as AxBxC, e.g. "
+                          "-grid 2x2x1\n", v);
+                return 2;
+            }
+        } else if (!strcmp(o, "-overlap")) {
+            const char *v = more < 1 ? "" : argv[++i];
+            bad = strcmp(v, "-1") && strcmp(v, "0") && strcmp(v, "1");
+            a->overlap = bad ? 0 : atoi(v);
         } else if (!strcmp(o, "-location")) {
             static const char *where[] = {"host", "device"};
             bad = more < 1 || (a->c.device = app_pick(argv[++i], where, 2)) < 0;
@@ -360,10 +380,25 @@ int tide_cmd_stencil(int argc, char **argv)
         o.bc[d] = bc[d] = a.bc[d] == 'p' ? TIDE_BC_PERIODIC : TIDE_BC_DIRICHLET;
     o.fuse = a.fuse;
     o.level_steps = a.levels;
-    /* Several ranks: the plan's blocks. A first plan (no source yet) says this rank's box; the
-     * timed plan is then made on the same boxes, with the source sized to the box. */
+    o.overlap = a.overlap;
+    /* Several ranks: the blocks of -grid, or the plan's: a first plan (no source yet) says this
+     * rank's box. The timed plan is then made on the same boxes, with the source sized to the
+     * box. */
     int st = TIDE_SUCCESS, grid[3] = {1, 1, 1};
-    if (P > 1) {
+    if (a.grid[0] && (long long)a.grid[0] * a.grid[1] * a.grid[2] != P) {
+        tide_warn("tide stencil: -grid %dx%dx%d has %lld blocks for %d ranks\n", a.grid[0],
+                  a.grid[1], a.grid[2], (long long)a.grid[0] * a.grid[1] * a.grid[2], P);
+        rc = 2;
+        goto done;
+    }
+    if (P > 1 && a.grid[0]) {
+        int *g = a.grid, at[3] = {rank / (g[1] * g[2]), rank / g[2] % g[1], rank % g[2]};
+        for (int d = 0; d < 3; d++) {
+            box.lo[d] = (int)((long long)c->n[d] * at[d] / g[d]);
+            box.hi[d] = (int)((long long)c->n[d] * (at[d] + 1) / g[d]);
+        }
+        memcpy(grid, g, sizeof grid);
+    } else if (P > 1) {
         tide_stencil_info pi;
         if (!(st = tide_stencil_plan_create(ctx, c->n, NULL, &o, &plan))) {
             CHECK(tide_stencil_plan_info(plan, &pi));
@@ -457,9 +492,10 @@ int tide_cmd_stencil(int argc, char **argv)
              info.fuse == 1 ? "" : "s", info.flops, info.bytes_per_step);
     double halo_most = app_max((double)info.halo_points);
     if (P > 1)
-        tide_say("Ranks: the plan's %dx%dx%d process grid, rank 0's block [%d,%d)x[%d,%d)x"
+        tide_say("Ranks: the %s%dx%dx%d process grid, rank 0's block [%d,%d)x[%d,%d)x"
                  "[%d,%d); a halo of %d points (fuse %d x radius %d) filled before each pass, "
-                 "at most %.0f points received per exchange\n", grid[0], grid[1], grid[2],
+                 "at most %.0f points received per exchange\n", a.grid[0] ? "" : "plan's ",
+                 grid[0], grid[1], grid[2],
                  box.lo[0], box.hi[0], box.lo[1], box.hi[1], box.lo[2],
                  box.hi[2], info.fuse * info.radius, info.fuse, info.radius, halo_most);
     char mu[32], mh[32], mp[32], md[32];
@@ -636,7 +672,7 @@ int tide_cmd_stencil(int argc, char **argv)
                  "the run); at most %.4g MB received per exchange: %.4g s at the measured "
                  "exchange rate %.4g GB/s (%s, every pair of ranks), exchange time / that "
                  "%.3g\n", info.exchanges,
-                 overlapped ? " beside the sweeps of the own planes" : "", halo_s,
+                 overlapped ? " beside the sweeps of the points that need no halo" : "", halo_s,
                  ts.median > 0 ? halo_s / ts.median : 0,
                  halo_bytes / 1e6, halo_bound, xrate,
                  nccl ? "NCCL send/recv, GPU to GPU" : "MPI_Isend/Irecv", halo_s / halo_bound);

@@ -272,13 +272,12 @@ static char *direct_in(const tide_halo *h, const piece *p, const tide_parts *to)
 }
 
 /* The messages between this rank and its peers, one per piece (both sides list the pieces in
- * the same order, so MPI's ordering matches them): each receive posted into its part of `to`
- * where it lands there as one run, else into the staging; each send posted from `a` (laid
- * out as abox) where its region is one run of it, else packed into the staging first (a NULL:
- * the staging is filled already); all waited for, then the pieces that arrived in the staging
- * unpacked into the parts of `to` they meet. Returns an MPI code. */
-static int exchange(const tide_halo *h, const void *a, const tide_box *abox,
-                    const tide_parts *to)
+ * the same order, so MPI's ordering matches them), posted: each receive into its part of `to`
+ * where it lands there as one run, else into the staging; each send from `a` (laid out as
+ * abox) where its region is one run of it, else packed into the staging first (a NULL: the
+ * staging is filled already). Every piece gets a request (complete waits for them all).
+ * Returns an MPI code. */
+static int post(const tide_halo *h, const void *a, const tide_box *abox, const tide_parts *to)
 {
     int rc = MPI_SUCCESS, k = 0;
     for (int i = 0; i < h->recv.nm; i++) {
@@ -309,7 +308,14 @@ static int exchange(const tide_halo *h, const void *a, const tide_box *abox,
             rc = rc == MPI_SUCCESS ? e : rc;
         }
     }
-    int w = MPI_Waitall(k, h->req, MPI_STATUSES_IGNORE);
+    return rc;
+}
+
+/* The posted messages waited for, then the pieces that arrived in the staging unpacked into
+ * the parts of `to` they meet. Returns an MPI code. */
+static int complete(const tide_halo *h, const tide_parts *to)
+{
+    int w = MPI_Waitall(h->recv.np + h->send.np, h->req, MPI_STATUSES_IGNORE);
     for (int j = 0; to && j < h->recv.np; j++) {
         const piece *p = &h->recv.p[j];
         if (direct_in(h, p, to)) /* arrived in place */
@@ -320,15 +326,17 @@ static int exchange(const tide_halo *h, const void *a, const tide_box *abox,
                 tide_copy_region(h->elem, 1, &r, h->rbuf + p->at * h->elem, &from,
                                  to->data[i], &to->box[i], h->threads);
     }
-    return rc == MPI_SUCCESS ? w : rc;
+    return w;
 }
 
 /* The HOST transport (halo.h: tide_halo_run, tide_halo_run_from): sent from `from` laid out
- * as fbox, received into the parts of `to`. */
+ * as fbox, received into the parts of `to`; part: the posts, the wait, or both. */
 static int execute_host(const tide_halo *h, const void *from, const tide_box *fbox,
-                        const tide_parts *to)
+                        const tide_parts *to, tide_halo_part part)
 {
-    return exchange(h, from, fbox, to) == MPI_SUCCESS ? TIDE_SUCCESS : TIDE_ERR_MPI;
+    int rc = part & TIDE_HALO_START ? post(h, from, fbox, to) : MPI_SUCCESS;
+    int w = part & TIDE_HALO_FINISH ? complete(h, to) : MPI_SUCCESS;
+    return rc == MPI_SUCCESS && w == MPI_SUCCESS ? TIDE_SUCCESS : TIDE_ERR_MPI;
 }
 
 #if TIDE_HAVE_CUDA
@@ -376,8 +384,7 @@ static int execute_staged(const tide_halo *h, void *a, void *stream, tide_halo_p
     st = st ? st : synced;
     /* a failed pack still takes part in the exchange (its peers then get what the staging
      * held, and this rank reports the failure) */
-    int rc = exchange(h, NULL, NULL, NULL);
-    if (rc != MPI_SUCCESS)
+    if (execute_host(h, NULL, NULL, NULL, TIDE_HALO_ALL))
         return TIDE_ERR_MPI;
     if (!st && rb)
         st = tide_gpu_memcpy_async(h->drbuf, h->rbuf, rb, stream);
@@ -425,7 +432,7 @@ int tide_halo_run(const tide_halo *h, void *a, void *nccl, void *stream, tide_ha
         return part & TIDE_HALO_START ? execute_nccl(h, a, nccl, stream) : TIDE_SUCCESS;
     default: {
         const tide_parts whole = {1, {h->ext}, {a}};
-        return part & TIDE_HALO_FINISH ? execute_host(h, a, &h->ext, &whole) : TIDE_SUCCESS;
+        return execute_host(h, a, &h->ext, &whole, part);
     }
     }
 }
@@ -433,6 +440,6 @@ int tide_halo_run(const tide_halo *h, void *a, void *nccl, void *stream, tide_ha
 int tide_halo_run_from(const tide_halo *h, const void *from, const tide_box *from_box,
                        const tide_parts *to)
 {
-    return h->transport == TIDE_HALO_HOST ? execute_host(h, from, from_box, to)
+    return h->transport == TIDE_HALO_HOST ? execute_host(h, from, from_box, to, TIDE_HALO_ALL)
                                           : TIDE_ERR_UNSUPPORTED;
 }

@@ -57,10 +57,12 @@ tide_halo_transport tide_halo_transport_of(const tide_halo *h);
  *     and the unpacks, all enqueued on stream; nothing crosses PCIe and the host waits for
  *     nothing. Returns 0 or TIDE_ERR_BACKEND (NCCL's asynchronous errors show at the stream's
  *     synchronization: tide_nccl_check).
- * part splits the exchange so that work on other streams can be issued between its halves
+ * part splits the exchange so that other work can be done or issued between its halves
  * (ALL: both). START issues what needs no peer: STAGED the packs and the copy down, NCCL the
- * whole exchange, HOST nothing. FINISH does the rest: STAGED waits for the packs, exchanges
- * by MPI and enqueues the copy up and the unpacks, HOST all of it, NCCL nothing. Every rank
+ * whole exchange, HOST the messages posted (the sends packed where they need it). FINISH
+ * does the rest: STAGED waits for the packs, exchanges by MPI and enqueues the copy up and
+ * the unpacks, HOST waits for the messages and unpacks, NCCL nothing. In between, a's own
+ * points may be read but not changed, and its halo neither read nor changed. Every rank
  * calls FINISH after START, whatever START returned. */
 typedef enum { TIDE_HALO_START = 1, TIDE_HALO_FINISH = 2, TIDE_HALO_ALL = 3 } tide_halo_part;
 int tide_halo_run(const tide_halo *h, void *a, void *nccl, void *stream,

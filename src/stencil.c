@@ -16,7 +16,8 @@
  * points of the rank's own box are exactly the single-rank plan's, bit for bit (the same
  * sweep, the same arithmetic on the same values), and the halo is filled again. The exchange
  * and the copies between u and the grown arrays go through the backend table, so on the GPU
- * the halo is packed and unpacked on the device and only its points cross PCIe.
+ * the halo is packed and unpacked on the device and only its points cross PCIe. Split passes
+ * (stencil_split.h; option overlap) sweep the own points that need no halo while it travels.
  */
 #include <limits.h>
 #include <math.h>
@@ -30,32 +31,8 @@
 #include "halo.h"
 #include "program.h"
 #include "region.h"
+#include "stencil_split.h"
 #include "stencil_stream.h"
-
-/* Several GPU ranks whose halo lies along the slowest storage dimension alone (the others held
- * whole): a pass sweeps its own planes while the halo travels (the exchange on a stream of
- * its own, this thread driving MPI as the GPU sweeps), then, the halo in, sweeps each side.
- * A sweep of k steps spoils k r planes inward from a face that is not the grid's, so the own
- * planes' sweep writes its right planes alone, all but `band` = fuse r planes at each side
- * with a halo; each side's sweep reads that side's halo, those band planes and band more (3
- * band planes where the halo is whole) and writes the band planes alone (tide_sweep's out),
- * into the same array. The points are computed from the same values in the same order as by
- * the sweep of the whole grown box: bitwise the same result. The two writes do not overlap,
- * so nothing orders the sides after the own planes' sweep: they run on urgent streams of
- * their own (tide_gpu_stream_create), each from when its halo is in, their blocks taking SMs
- * as the own planes' sweep frees them; both sides' chunks are planned for half the SMs
- * (tide_sweep's beside), as they run at once. */
-typedef struct {
-    int on;
-    long long below, above; /* halo planes below and above the own box (0 at a grid face) */
-    long long band;         /* fuse r */
-    size_t plane;           /* bytes of one plane */
-    tide_sweep inner;       /* over the own planes */
-    tide_sweep side[2];     /* below, above (n[0] 0: no halo there) */
-    long long at[3];        /* the grown box's plane each starts at: inner, side[0], side[1] */
-    void *stream[2];        /* below's side; above's, which is also the exchange's (urgent) */
-    void *ev[2], *ev_plan;  /* recorded on stream[i], on the plan's stream */
-} split_pass;
 
 struct tide_stencil_plan {
     tide_context *ctx;
@@ -82,7 +59,8 @@ struct tide_stencil_plan {
     void *dev_source;      /* ... and the source, uploaded at each run */
     void *entry;           /* orders runs after the caller's CUDA work */
     int tuned;             /* fuse chosen by timing sweeps */
-    split_pass split;      /* several GPU ranks: passes that hide the exchange (below) */
+    tide_stencil_split *split; /* several ranks: passes that hide the exchange
+                                * (stencil_split.h), or NULL */
     tide_stencil_stream *oc; /* GPU, host arrays beyond the device budget: slabs through the
                               * GPU (stencil_stream.h) */
     int ooc;               /* several GPU ranks out of core: each pass's halo exchanged into
@@ -97,7 +75,7 @@ static const char *const shape_names[] = {"7pt", "27pt", "star", "box"};
 
 enum {
     F_N0, F_N1, F_N2, F_PRECISION, F_BACKEND, F_LOCATION, F_SHAPE, F_RADIUS, F_TAPS, F_BC,
-    F_FUSE = F_BC + 3, F_SOURCE, F_REACH, F_LEVELS, NFIELDS
+    F_FUSE = F_BC + 3, F_SOURCE, F_REACH, F_LEVELS, F_OVERLAP, NFIELDS
 };
 static const tide_arg_field fields[NFIELDS] = {
     {"n[0]", 1, INT_MAX},
@@ -116,6 +94,7 @@ static const tide_arg_field fields[NFIELDS] = {
     {"option source given", 0, 1},
     {"the stencil's radius", 0, TIDE_STENCIL_MAX_RADIUS},
     {"option level_steps", 0, INT_MAX},
+    {"option overlap", -1, 1},
 };
 static const char *const box_names[] = {"data"};
 static const tide_args_spec spec = {"tide_stencil_plan_create", fields, NFIELDS, NULL, 0,
@@ -190,6 +169,7 @@ static void make_request(const int n[3], const tide_box *box, const tide_stencil
     r->v[F_FUSE] = o->fuse;
     r->v[F_SOURCE] = o->source != NULL;
     r->v[F_LEVELS] = o->level_steps;
+    r->v[F_OVERLAP] = o->overlap;
     tide_args_check_ranges(&spec, r);
     if (!r->status)
         r->v[F_TAPS] = request_taps(o, r->v[F_RADIUS], off, w, r);
@@ -242,23 +222,6 @@ void tide_stencil_options_init(tide_stencil_options *o)
 
 /* ---- the plan -------------------------------------------------------------------------- */
 
-static void split_destroy(tide_stencil_plan *p)
-{
-    split_pass *x = &p->split;
-    const tide_env *e = &p->env;
-    tide_sweep *all[3] = {&x->inner, &x->side[0], &x->side[1]};
-    for (int i = 0; i < 3; i++)
-        if (all[i]->state)
-            e->be->sweep_destroy(e, all[i]);
-    for (int i = 0; i < 2; i++) {
-        if (x->stream[i])
-            e->be->stream_destroy(x->stream[i]);
-        tide_order_destroy(x->ev[i]);
-    }
-    tide_order_destroy(x->ev_plan);
-    memset(x, 0, sizeof *x);
-}
-
 int tide_stencil_plan_destroy(tide_stencil_plan *p)
 {
     if (!p)
@@ -269,7 +232,7 @@ int tide_stencil_plan_destroy(tide_stencil_plan *p)
     if (e->be) {
         if (p->sweep.state)
             e->be->sweep_destroy(e, &p->sweep);
-        split_destroy(p);
+        tide_stencil_split_destroy(e, p->split);
         tide_stencil_stream_destroy(p->oc);
         e->be->free(p->work);
         for (int i = 0; i < p->halo_u.n; i++) /* out of core (the GPU backend's pinned) */
@@ -379,22 +342,6 @@ static size_t elem_bytes(const tide_stencil_plan *p)
 static size_t ext_bytes(const tide_stencil_plan *p)
 {
     return (size_t)tide_box_count(&p->ext) * elem_bytes(p);
-}
-
-/* Whether this rank's passes split (split_pass): several GPU ranks, a box of its own, a halo
- * along the slowest storage dimension alone, and own planes enough for the sides' sweeps to
- * stay a small part (3 band at least). *below and *above: the halo planes on each side. */
-static int split_geometry(const tide_stencil_plan *p, long long *below, long long *above)
-{
-    const int *ord = p->box.order;
-    *below = p->box.lo[ord[0]] - p->ext.lo[ord[0]];
-    *above = p->ext.hi[ord[0]] - p->box.hi[ord[0]];
-    if (!p->halo || !p->env.be->gpu || tide_box_count(&p->box) == 0 || (!*below && !*above))
-        return 0;
-    for (int k = 1; k < 3; k++)
-        if (p->ext.lo[ord[k]] != p->box.lo[ord[k]] || p->ext.hi[ord[k]] != p->box.hi[ord[k]])
-            return 0;
-    return tide_ext(&p->box, ord[0]) >= 3LL * p->fuse * p->radius;
 }
 
 /* Bytes in the backend's memory of a plan whose box has own points: on one rank the work
@@ -768,54 +715,16 @@ static int plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_args *
     return st;
 }
 
-/* The split passes' sweeps, streams and events, where this rank's passes split
- * (local; the reason in err). */
+/* The split passes (stencil_split.h) where the option overlap asks for them (by default on
+ * the GPU, where the exchange runs beside the sweep) and this rank's geometry allows (local;
+ * the reason in err). */
 static int split_setup(tide_stencil_plan *p, char *err, size_t len)
 {
-    split_pass *x = &p->split;
-    const tide_env *e = &p->env;
-    long long below, above;
-    if (!split_geometry(p, &below, &above))
+    int want = p->o.overlap > 0 || (p->o.overlap == 0 && p->env.be->gpu);
+    if (!want || tide_box_count(&p->box) == 0)
         return TIDE_SUCCESS;
-    long long n0 = tide_ext(&p->ext, p->box.order[0]), band = (long long)p->fuse * p->radius;
-    x->below = below, x->above = above, x->band = band;
-    x->plane = ext_bytes(p) / (size_t)n0;
-    x->at[0] = below, x->at[1] = 0, x->at[2] = n0 - above - 2 * band;
-    long long own = n0 - below - above;
-    long long planes[3] = {own, below ? below + 2 * band : 0, above ? above + 2 * band : 0};
-    /* the planes each writes: the own ones right, the band next to each halo */
-    long long out[3][2] = {{below ? band : 0, own - (above ? band : 0)},
-                           {below, below + band},
-                           {band, 2 * band}};
-    int st = TIDE_SUCCESS;
-    for (int i = 0; i < 3 && !st; i++) {
-        tide_sweep *t = i == 0 ? &x->inner : &x->side[i - 1];
-        *t = p->sweep;
-        t->state = NULL;
-        t->n[0] = (int)planes[i];
-        t->out[0][0] = (int)out[i][0], t->out[0][1] = (int)out[i][1];
-        t->beside = i > 0 && below && above; /* the two sides run at once */
-        if (t->source)
-            t->source = (const char *)t->source + x->at[i] * (long long)x->plane;
-        if (planes[i])
-            st = e->be->sweep_create(e, t, p->fuse, err, len);
-    }
-    for (int i = 0; i < 2 && !st; i++)
-        if ((st = e->be->stream_create(&x->stream[i], 1)) ||
-            (st = tide_order_create(p->ctx, &x->ev[i])))
-            snprintf(err, len, "cannot create the split passes' streams: %s",
-                     e->be->last_error());
-    if (!st && (st = tide_order_create(p->ctx, &x->ev_plan)))
-        snprintf(err, len, "cannot create the split passes' events: %s", e->be->last_error());
-    if (st) {
-        split_destroy(p);
-        return st;
-    }
-    x->on = 1;
-    tide_log(p->ctx, TIDE_LOG_DEBUG, "stencil: passes split: the own planes swept while the "
-             "halo travels, %lld halo planes below, %lld above, %lld-plane bands", below, above,
-             band);
-    return TIDE_SUCCESS;
+    return tide_stencil_split_create(&p->env, &p->sweep, &p->box, &p->ext, p->fuse, &p->split,
+                                     err, len);
 }
 
 /* One GPU rank whose host arrays are beyond the device budget (local; the reason in err):
@@ -1077,7 +986,7 @@ int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
         info->halo_points = tide_halo_points(p->halo);
         info->exchanges = p->exchanges;
         info->halo_seconds = p->halo_seconds;
-        info->overlapped = p->split.on;
+        info->overlapped = p->split != NULL;
         info->halo_exchange = tide_halo_transport_of(p->halo) == TIDE_HALO_NCCL
                                   ? TIDE_EXCHANGE_NCCL
                                   : TIDE_EXCHANGE_P2P;
@@ -1094,7 +1003,7 @@ int tide_stencil_plan_describe(const tide_stencil_plan *p, char *buf, size_t len
     char halo[48] = "", slabs[96] = "";
     if (p->halo)
         snprintf(halo, sizeof halo, "halo %d %s ", p->fuse * p->radius,
-                 p->split.on ? "beside" : ">");
+                 p->split ? "beside" : ">");
     if (p->oc) { /* each slab: up, the pass's sweeps, down */
         tide_stencil_stream_shape sh;
         tide_stencil_stream_shape_of(p->oc, &sh);
@@ -1134,71 +1043,6 @@ static int exchange(tide_stencil_plan *p, void *a, const void *from, const tide_
     return st ? st : x;
 }
 
-/* One split pass of count steps (split_pass; failed: skip the sweeps) from `from` (laid out as
- * ext) into `to` (laid out as ext, or as the own box where to_box), the own planes read from
- * own (from's, or the same values laid out as the own box). The exchange fills from's halo as
- * the own planes are swept; its first half (the packs; with NCCL all of it) is issued before
- * the sweep, whose blocks hold every SM they can get until they end, so that it does not wait
- * for the whole sweep. Every rank takes part in the exchange whatever failed. */
-static int split_run(tide_stencil_plan *p, void *from, const void *own, void *to, int to_box,
-                     int count, int failed)
-{
-    split_pass *x = &p->split;
-    const tide_env *e = &p->env;
-    tide_env se[2] = {*e, *e}; /* the sides' (se[1] the exchange's) */
-    se[0].stream = x->stream[0], se[1].stream = x->stream[1];
-    char *f = from, *t = to;
-    size_t pl = x->plane;
-    long long t0p = to_box ? x->below : 0; /* ext's plane of to's first */
-    /* the exchange reads planes the pass before wrote */
-    int st = failed ? failed : tide_order_after(x->ev_plan, e->stream, x->stream[1]);
-    double t0 = MPI_Wtime();
-    int h = e->be->halo(&se[1], p->halo, from, TIDE_HALO_START);
-    double t1 = MPI_Wtime();
-    if (!st)
-        st = e->be->sweep(e, &x->inner, own, t + (x->at[0] + x->inner.out[0][0] - t0p) * pl, count);
-    double t2 = MPI_Wtime();
-    int fin = e->be->halo(&se[1], p->halo, from, TIDE_HALO_FINISH);
-    h = h ? h : fin;
-    p->halo_seconds += t1 - t0 + MPI_Wtime() - t2;
-    p->exchanges++;
-    /* the halo in, each side swept into its band planes on its urgent stream */
-    st = st ? st : h;
-    if (!st && x->side[0].state)
-        st = tide_order_after(x->ev[1], x->stream[1], x->stream[0]);
-    for (int i = 0; i < 2 && !st; i++) {
-        const tide_sweep *s = &x->side[i];
-        if (s->state)
-            st = e->be->sweep(&se[i], s, f + x->at[i + 1] * pl,
-                              t + (x->at[i + 1] + s->out[0][0] - t0p) * pl, count);
-    }
-    /* the plan's stream after the exchange and the sides, whatever failed */
-    for (int i = 0; i < 2; i++)
-        if (i == 1 || x->side[0].state) {
-            int o = tide_order_after(x->ev[i], x->stream[i], e->stream);
-            st = st ? st : o;
-        }
-    return st;
-}
-
-/* Before split passes that read their first own planes from box (u's own box in the
- * backend's memory): into the grown array a, the own planes the first pass reads from it,
- * 2 band planes next to each halo (the exchange's sends and the sides' sweeps). */
-static int split_bands(tide_stencil_plan *p, const void *box, void *a)
-{
-    const split_pass *x = &p->split;
-    const tide_env *e = &p->env;
-    long long own = tide_ext(&p->box, p->box.order[0]), n = 2 * x->band;
-    size_t pl = x->plane;
-    int st = TIDE_SUCCESS;
-    if (x->below)
-        st = e->be->copy(e, (char *)a + x->below * pl, box, (size_t)n * pl);
-    if (!st && x->above)
-        st = e->be->copy(e, (char *)a + (x->below + own - n) * pl,
-                         (const char *)box + (own - n) * pl, (size_t)n * pl);
-    return st;
-}
-
 /* The passes `steps` steps take at most p->fuse per pass, and the steps of pass i of n: as
  * even as they go, the first steps % n passes one more. */
 static long long pass_count(const tide_stencil_plan *p, long long steps)
@@ -1228,11 +1072,12 @@ static int passes(tide_stencil_plan *p, void *a, void *b, void *box, long long s
     int st = TIDE_SUCCESS, sweep = tide_box_count(&p->box) > 0;
     for (long long i = 0; i < n && (!st || p->halo); i++) {
         p->op.count = pass_steps(steps, n, i);
-        if (p->split.on) {
-            const split_pass *x = &p->split;
-            const void *own = box && i == 0 ? box : (char *)from + x->below * x->plane;
+        if (p->split) {
             int last = box && i == n - 1;
-            st = split_run(p, from, own, last ? box : to, last, p->op.count, st);
+            st = tide_stencil_split_pass(&p->env, p->split, p->halo, from, box && i == 0 ? box
+                                         : NULL, last ? box : to, last, p->op.count, st,
+                                         &p->halo_seconds);
+            p->exchanges++;
         } else {
             int x = p->halo ? exchange(p, from, NULL, NULL) : TIDE_SUCCESS;
             st = st ? st : x;
@@ -1292,10 +1137,10 @@ static int run_ranks(tide_stencil_plan *p, void *u, long long steps)
     void *ub = host_gpu ? p->dev_u : u; /* u's box in the backend's memory */
     if (any && host_gpu)
         st = e->be->copy(e, ub, u, p->bytes);
-    /* split passes of two or more read u's box and write the result into it */
-    int direct = p->split.on && pass_count(p, steps) >= 2;
+    /* direct split passes of two or more read u's box and write the result into it */
+    int direct = p->split && tide_stencil_split_direct(p->split) && pass_count(p, steps) >= 2;
     if (any && !st)
-        st = direct ? split_bands(p, ub, p->ea)
+        st = direct ? tide_stencil_split_bands(e, p->split, ub, p->ea)
                     : e->be->copy_region(e, elem, &p->box, ub, &p->box, p->ea, &p->ext);
     if (p->esrc) {
         const void *sb = host_gpu ? p->dev_source : p->o.source;

@@ -625,6 +625,12 @@ typedef struct {
                                  * (the most up to it that divide the pass's steps; 1: one step
                                  * a sweep, Jin 2014's scheme); 0 (default): the plan's choice
                                  * (tide_stencil_plan_info tells); ignored in card */
+    int overlap;                /* several ranks: 1 where a pass sweeps the own points whose
+                                 * update needs no halo while the halo travels, then the
+                                 * points next to it (the messages posted before and waited for
+                                 * after on the CPU, in host memory); -1 never (each pass
+                                 * exchanges, then sweeps the grown box); 0 (default): on the
+                                 * GPU; not out of core. Either way the same results */
 } tide_stencil_options;
 
 void tide_stencil_options_init(tide_stencil_options *opts);
@@ -674,9 +680,9 @@ typedef struct {
     tide_exchange halo_exchange; /* several ranks: how halos move, TIDE_EXCHANGE_NCCL (GPU
                               * to GPU, every rank a GPU of its own) or _P2P (MPI_Isend/Irecv,
                               * on the GPU through pinned host memory); _AUTO on one rank */
-    int overlapped;          /* several GPU ranks: 1 where each pass sweeps this rank's own
-                              * planes while its halo travels (halo_seconds then run beside
-                              * that sweep) */
+    int overlapped;          /* several ranks: 1 where each pass sweeps this rank's own
+                              * points that need no halo while its halo travels (option
+                              * overlap; halo_seconds then run beside that sweep) */
 } tide_stencil_info;
 
 int tide_stencil_plan_info(const tide_stencil_plan *plan, tide_stencil_info *info);

@@ -33,11 +33,15 @@
  *     dimension is TIDE_ERR_ARGUMENT on every rank with a message naming the cause, the plan
  *     pointer untouched (the plan's own choice of fuse may then work or fail that way; with
  *     box NULL, wherever some process grid of P would be too thin); such a case then runs with
- *     the smallest fuse that is thick enough, so no case is skipped silently;
+ *     the smallest fuse that is thick enough, so no case is skipped silently. The cases take the option overlap -1, 0 and 1 in turn: passes that sweep the points
+ *     needing no halo while it travels (on the CPU with 1, on the GPU with 0 and 1) must give
+ *     the same bits, and some case must split;
  *  d) info: count and bytes of the rank's box, box, grid ({0,0,0} for user boxes), taps,
  *     radius, fuse (the one asked, the same on every rank, thick enough for every box),
  *     after each run exchanges (one per pass of fuse steps, one more for the source's halo; 0
  *     on one rank and after 0 steps) and halo_seconds (>= 0, 0 without exchanges);
+ *     overlapped exactly on the ranks the option asks it of whose box has a halo and at
+ *     least 3 fuse r points along each dimension with one;
  *     halo_points (0 on one rank and on an empty box, at most the points the grown box adds,
  *     more than 0 for the built-in shapes on a box that does not span the grid);
  *  e) bad input, the same status and message on every rank, the plan pointer or u left
@@ -78,6 +82,8 @@ static tt_tally tally;     /* collective checks over MPI_COMM_WORLD */
 static int verbose;        /* TIDE_TEST_VERBOSE=1: name each case as it starts */
 static tide_context *ctx;  /* the context of every rank */
 static int ncases, nthin, nrefused; /* cases run; too thin refused; runnable with no fuse */
+static int overlap;        /* the cases' option overlap: -1, 0, 1 in turn */
+static int nsplit;         /* cases whose plans split some rank's passes (info.overlapped) */
 static int out_of_core;    /* f): the cases run on a context whose budget forces it */
 static int gpu;            /* TIDE_TEST_BACKEND=cuda: the context runs on the GPU */
 static int on_device;      /* TIDE_TEST_LOCATION=device: u and the source in device memory */
@@ -340,6 +346,7 @@ static int create_plan(const stencil *s, const tide_box *mine, int fuse, const v
         o.bc[d] = s->bc[d];
     o.source = source;
     o.fuse = fuse;
+    o.overlap = overlap;
     o.location = on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
     return tide_stencil_plan_create(ctx, s->n, mine, &o, plan);
 }
@@ -524,28 +531,32 @@ static void check_and_run(const char *name, const stencil *s, tide_stencil_plan 
      * some for the built-in shapes (a tap along every axis) on a box that does not span the
      * grid. */
     long long extra = 0;
-    int spans = 1, slab = 0;
+    int spans = 1, thick = 0;
     if (count > 0) {
         int ext[3];
         grown_extents(&mine, s->n, s->bc, plan_fuse * s->r, ext);
         extra = (long long)ext[0] * ext[1] * ext[2] - count;
-        for (int d = 0; d < 3; d++)
+        /* a halo, and at least 3 fuse r own points along each dimension it lies along */
+        thick = 1;
+        for (int d = 0; d < 3; d++) {
+            int own = mine.hi[d] - mine.lo[d];
             spans = spans && mine.lo[d] == 0 && mine.hi[d] == s->n[d];
-        /* a halo along the slowest storage dimension alone, at least 3 fuse r own planes */
-        const int *o = mine.order;
-        int own0 = mine.hi[o[0]] - mine.lo[o[0]];
-        slab = ext[o[0]] > own0 && own0 >= 3 * plan_fuse * s->r;
-        for (int k = 1; k < 3; k++)
-            slab = slab && ext[o[k]] == mine.hi[o[k]] - mine.lo[o[k]];
+            thick = thick && (ext[d] == own || own >= 3 * plan_fuse * s->r);
+        }
+        thick = thick && !spans;
     }
-    /* overlapped: exactly the GPU ranks in card whose halo is such a slab's; out of core,
-     * slabs through the GPU on every non-empty box */
+    /* overlapped: exactly the ranks in card with such a box where option overlap asks (1, or
+     * 0 on the GPU); out of core, slabs through the GPU on every non-empty box */
+    int asked = overlap > 0 || (overlap == 0 && gpu);
     tt_check(&tally, world,
-             info.overlapped == (gpu && nranks > 1 && slab && !out_of_core) &&
+             info.overlapped == (asked && nranks > 1 && thick && !out_of_core) &&
                  (out_of_core ? count == 0 || info.slabs >= 2 : info.slabs == 0),
-             "d) %s: info.overlapped %d, slabs %d on rank %d's box %s (GPU %d, %d ranks, slab "
-             "halo %d, out of core %d)", name, info.overlapped, info.slabs, rank, bs, gpu, nranks,
-             slab, out_of_core);
+             "d) %s: info.overlapped %d, slabs %d on rank %d's box %s (option overlap %d, GPU "
+             "%d, %d ranks, thick enough %d, out of core %d)", name, info.overlapped,
+             info.slabs, rank, bs, overlap, gpu, nranks, thick, out_of_core);
+    int split = 0;
+    MPI_Allreduce(&info.overlapped, &split, 1, MPI_INT, MPI_MAX, world);
+    nsplit += split;
     /* halos over MPI, or on GPUs of their own over NCCL */
     tide_exchange hx = info.halo_exchange;
     tt_check(&tally, world,
@@ -623,7 +634,9 @@ static void check_and_run(const char *name, const stencil *s, tide_stencil_plan 
 static void dist_case(const stencil *s, const tide_box *boxes, const char *layout)
 {
     char name[320];
-    snprintf(name, sizeof name, "%s | %s", layout, s->name);
+    static int turn;
+    overlap = turn++ % 3 - 1;
+    snprintf(name, sizeof name, "%s | %s | overlap %d", layout, s->name, overlap);
     if (verbose && rank == 0) {
         printf("  case: %s\n", name);
         fflush(stdout);
@@ -977,8 +990,9 @@ int main(int argc, char **argv)
     decompositions();
     if (rank == 0)
         printf("  a)-d) %d cases run on %d ranks, %d refused as too thin (%d of them then "
-               "without a thick enough fuse) (%.1f s)\n",
-               ncases, nranks, nthin, nrefused, MPI_Wtime() - t0);
+               "without a thick enough fuse), %d with split passes (%.1f s)\n",
+               ncases, nranks, nthin, nrefused, nsplit, MPI_Wtime() - t0);
+    tt_check(&tally, world, nranks == 1 || nsplit > 0, "a)-d) no case split its passes");
     grid_choice();
     if (gpu && !on_device) {
         out_of_core_cases();
