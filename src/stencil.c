@@ -409,10 +409,12 @@ static int too_thin(const tide_stencil_plan *p, const tide_box *e)
 }
 
 /* What a grid pays for each dimension it cuts beyond the first, as a share of its largest
- * grown box: a halo along one dimension is contiguous and travels beside the sweep of the own
- * planes (split_pass); along several it is packed from strided planes and waited for. On
- * four H200, 1024 x 512 x 512 (7-point float, 4 steps per pass) cut 2 x 2 x 1, whose grown
- * boxes have 0.8% fewer points than the slabs', ran at 0.62 of one GPU, the slabs at 0.73. */
+ * grown box: the GPU's tiles fill its SMs worse on the smaller planes, and the split passes'
+ * shell is thin boxes (a halo along one dimension is two slabs of whole planes). On four
+ * H200, 1024 x 512 x 512 (7-point float) cut 2 x 2 x 1, whose grown boxes have 0.8% fewer
+ * points than the slabs', ran at 0.530 of one GPU per GPU with split passes (0.433
+ * without), the slabs at 0.808: its planes are 35 tiles, a wave of 105 blocks on 132 SMs,
+ * and its shell's band along the second dimension 15 rows through every plane. */
 #define CUT_COST 0.05
 
 /* The plan's process grid for halos of h points: of the grids g[0] g[1] g[2] = P with no more

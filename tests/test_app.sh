@@ -223,6 +223,18 @@ else
 fi
 run sdist2 0 2 stencil cpu float 130 130 128 -shape star:2 -bc ppd -steps 3 -n 1 && \
     has sdist2 '^Reference: a second plan with fuse 1' && has sdist2 '^Verification: passed'
+# -grid: the caller's process grid; -overlap 1: split passes on the CPU too (the inner box
+# swept between the halo's posts and its wait), the same bits
+run sgrid 0 4 stencil cpu float 40 36 34 -shape 27pt -bc pdp -steps 7 -fuse 2 -grid 2x2x1 \
+    -overlap 1 -n 1 && has sgrid '^Ranks: the 2x2x1 process grid' && \
+    has sgrid 'halo 2 beside sweep\[2 steps\]' && has sgrid '^Verification: passed' && \
+    has sgrid '^Halo: 4 exchanges per run beside the sweeps of the points that need no halo'
+run snogrid 0 4 stencil cpu float 40 36 34 -bc pdp -steps 7 -fuse 2 -grid 1x2x2 \
+    -overlap -1 -n 1 && has snogrid 'halo 2 > sweep\[2 steps\]' && \
+    has snogrid '^Verification: passed'
+errs sgridp 4 '-grid 2x2x2 has 8 blocks for 4 ranks' stencil cpu float 40 36 34 -grid 2x2x2
+errs sgridv 1 "-grid '2x2': give the process grid as AxBxC" stencil cpu float 40 36 34 -grid 2x2
+errs sover 1 'option -overlap needs a valid value' stencil cpu float 40 36 34 -overlap 2
 errs sthin 5 'is 3 points along dimension 0, fewer than the 5 a sweep needs' \
     stencil cpu double 5 5 5 -shape star:2 -fuse 1
 if "$mpiexec" -n 1 "$tide" info 2>&1 | grep -q 'backend cuda'; then
