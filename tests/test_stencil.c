@@ -42,7 +42,10 @@
  *     to 6 steps a sweep (option level_steps, also not dividing the steps per pass) and the
  *     plan's choice; info.slabs at least 2, the device memory within the budget and
  *     info.level_steps the most up to level_steps dividing the steps per pass, each run
- *     compared bitwise as in c). In card, info.slabs and info.level_steps are 0.
+ *     compared bitwise as in c). In card, info.slabs and info.level_steps are 0. The budget's
+ *     edge: a budget of exactly the in-card need runs in card (the whole grid one piece), one
+ *     byte less streams, in the fewest slabs that budget holds (never 2: two slabs' buffers,
+ *     in and out for each of the pipeline's three, hold more than the in-card arrays do).
  */
 #include <ctype.h>
 #include <math.h>
@@ -1344,17 +1347,23 @@ int main(int argc, char **argv)
     if (gpu && !on_device) {
         tide_context *own = sctx;
         scase *e = tt_xmalloc(sizeof *e);
-        for (int k = rank; k < NOC; k += nranks) {
-            build_case(&oc_specs[k].s, 5000u + 13u * (unsigned)k, "out of card", e);
+        /* the specs, then the budget's edge on the first spec: the in-card need exactly (in
+         * card), one byte less (the fewest slabs the budget allows) */
+        for (int k = rank; k < NOC + 2; k += nranks) {
+            int edge = k >= NOC;
+            const oc_spec *sp = &oc_specs[edge ? 0 : k];
+            build_case(&sp->s, 5000u + 13u * (unsigned)k,
+                       k == NOC ? "the in-card need" : k > NOC ? "a byte below the in-card need"
+                                                           : "out of card", e);
             size_t need = (size_t)e->n[0] * e->n[1] * e->n[2] * (e->dbl ? 8 : 4) *
                           (2 + (e->source ? 1 : 0));
             tide_context_options o = copts;
-            o.device_budget = (size_t)(oc_specs[k].frac * (double)need);
+            o.device_budget = edge ? need - (k > NOC) : (size_t)(sp->frac * (double)need);
             st = tide_context_create(MPI_COMM_SELF, &o, &sctx);
             if (lcheck(st == 0, "e) %s: a context with a budget of %zu bytes: %s: %s", e->name,
                        o.device_budget, tide_strerror(st), tide_last_error(NULL))) {
-                oc_budget = o.device_budget;
-                oc_levels = oc_specs[k].levels;
+                oc_budget = k == NOC ? 0 : o.device_budget; /* 0: in card */
+                oc_levels = sp->levels;
                 run_case(e, k);
                 oc_budget = 0;
                 oc_levels = 0;
@@ -1364,7 +1373,8 @@ int main(int argc, char **argv)
         }
         free(e);
         if (rank == 0)
-            printf("  e) %d out-of-card cases over %d ranks\n", NOC, nranks);
+            printf("  e) %d out-of-card cases and the budget's edge over %d ranks\n", NOC,
+                   nranks);
     }
 
     create_errors();
