@@ -53,8 +53,10 @@ struct tide_halo {
     int threads;
     tide_box ext;     /* this rank's array */
     side send, recv;
-    char *sbuf, *rbuf; /* the staging in host memory (pinned for STAGED; none for NCCL) */
+    char *sbuf, *rbuf; /* the staging in host memory (HOST; pinned for STAGED) */
     char *dsbuf, *drbuf; /* a device halo's staging on the device */
+    char *msend, *mrecv; /* the staging MPI sends from and receives into (sbuf and rbuf, or
+                          * with CUDA_MPI dsbuf and drbuf) */
     tide_halo_transport transport;
     MPI_Request *req;
 };
@@ -183,7 +185,8 @@ int tide_halo_create(MPI_Comm comm, const int n[3], const int periodic[3],
                      tide_halo_transport transport, tide_halo **out, char *err, size_t len)
 {
     *out = NULL;
-    int device = transport != TIDE_HALO_HOST, host = transport != TIDE_HALO_NCCL;
+    int device = transport != TIDE_HALO_HOST;
+    int host = transport == TIDE_HALO_HOST || transport == TIDE_HALO_STAGED;
     if (device && !TIDE_HAVE_CUDA)
         return snprintf(err, len, "a halo on the device needs a build with CUDA"),
                TIDE_ERR_UNSUPPORTED;
@@ -211,6 +214,8 @@ int tide_halo_create(MPI_Comm comm, const int n[3], const int periodic[3],
         h->rbuf = host ? stage_alloc(device, 0, rb) : NULL;
         h->dsbuf = device ? stage_alloc(device, 1, sb) : NULL;
         h->drbuf = device ? stage_alloc(device, 1, rb) : NULL;
+        h->msend = host ? h->sbuf : h->dsbuf;
+        h->mrecv = host ? h->rbuf : h->drbuf;
         h->req = malloc(sizeof *h->req * (size_t)(h->send.np + h->recv.np + 1));
         if ((host && (!h->sbuf || !h->rbuf)) || !h->req || (device && (!h->dsbuf || !h->drbuf)))
             st = TIDE_ERR_NOMEM, snprintf(err, len, "out of memory for the halo staging "
@@ -233,7 +238,8 @@ long long tide_halo_points(const tide_halo *h) { return (long long)h->recv.eleme
 
 size_t tide_halo_bytes(const tide_halo *h, int on_device)
 {
-    int held = on_device ? h->transport != TIDE_HALO_HOST : h->transport != TIDE_HALO_NCCL;
+    int held = on_device ? h->transport != TIDE_HALO_HOST
+                         : h->transport == TIDE_HALO_HOST || h->transport == TIDE_HALO_STAGED;
     return held ? h->elem * (h->send.elements + h->recv.elements) : 0;
 }
 
@@ -285,7 +291,7 @@ static int post(const tide_halo *h, const void *a, const tide_box *abox, const t
         for (int j = x->first; j < x->first + x->n; j++) {
             const piece *p = &h->recv.p[j];
             char *in = direct_in(h, p, to);
-            int e = tide_comm_post(0, in ? in : h->rbuf + p->at * h->elem,
+            int e = tide_comm_post(0, in ? in : h->mrecv + p->at * h->elem,
                                    (int)tide_box_count(&p->region), h->type, x->peer, HALO_TAG,
                                    h->comm, &h->req[k++]);
             rc = rc == MPI_SUCCESS ? e : rc;
@@ -297,10 +303,10 @@ static int post(const tide_halo *h, const void *a, const tide_box *abox, const t
             const piece *p = &h->send.p[j];
             int64_t at = a ? direct(p, abox) : -1;
             const char *out = at >= 0 ? (const char *)a + (size_t)at * h->elem
-                                      : h->sbuf + p->at * h->elem;
+                                      : h->msend + p->at * h->elem;
             if (a && at < 0) {
                 tide_box dst = dense(p);
-                tide_copy_region(h->elem, 1, &p->region, a, abox, h->sbuf + p->at * h->elem,
+                tide_copy_region(h->elem, 1, &p->region, a, abox, h->msend + p->at * h->elem,
                                  &dst, h->threads);
             }
             int e = tide_comm_post(1, (void *)out, (int)tide_box_count(&p->region), h->type,
@@ -323,7 +329,7 @@ static int complete(const tide_halo *h, const tide_parts *to)
         tide_box from = dense(p), r;
         for (int i = 0; i < to->n; i++)
             if (tide_box_intersect(&p->region, &to->box[i], &r) > 0)
-                tide_copy_region(h->elem, 1, &r, h->rbuf + p->at * h->elem, &from,
+                tide_copy_region(h->elem, 1, &r, h->mrecv + p->at * h->elem, &from,
                                  to->data[i], &to->box[i], h->threads);
     }
     return w;
@@ -367,26 +373,27 @@ static int device_unpack(const tide_halo *h, void *a, void *stream)
 }
 #endif
 
-/* The STAGED transport (halo.h: tide_halo_run). */
+/* The STAGED and CUDA_MPI transports (halo.h: tide_halo_run): CUDA_MPI without the copies
+ * through host memory. */
 static int execute_staged(const tide_halo *h, void *a, void *stream, tide_halo_part part)
 {
 #if TIDE_HAVE_CUDA
-    int st = TIDE_SUCCESS;
+    int st = TIDE_SUCCESS, host = h->transport == TIDE_HALO_STAGED;
     size_t sb = h->elem * h->send.elements, rb = h->elem * h->recv.elements;
     if (part & TIDE_HALO_START) {
         st = device_pack(h, a, stream);
-        if (!st && sb)
+        if (!st && sb && host)
             st = tide_gpu_memcpy_async(h->sbuf, h->dsbuf, sb, stream);
     }
     if (!(part & TIDE_HALO_FINISH))
         return st;
-    int synced = tide_gpu_sync(stream); /* the packs and the copy down, before the sends */
+    int synced = tide_gpu_sync(stream); /* the packs (and the copy down), before the sends */
     st = st ? st : synced;
     /* a failed pack still takes part in the exchange (its peers then get what the staging
      * held, and this rank reports the failure) */
     if (execute_host(h, NULL, NULL, NULL, TIDE_HALO_ALL))
         return TIDE_ERR_MPI;
-    if (!st && rb)
+    if (!st && rb && host)
         st = tide_gpu_memcpy_async(h->drbuf, h->rbuf, rb, stream);
     return st ? st : device_unpack(h, a, stream);
 #else
@@ -427,7 +434,8 @@ static int execute_nccl(const tide_halo *h, void *a, void *nccl, void *stream)
 int tide_halo_run(const tide_halo *h, void *a, void *nccl, void *stream, tide_halo_part part)
 {
     switch (h->transport) {
-    case TIDE_HALO_STAGED: return execute_staged(h, a, stream, part);
+    case TIDE_HALO_STAGED:
+    case TIDE_HALO_CUDA_MPI: return execute_staged(h, a, stream, part);
     case TIDE_HALO_NCCL:
         return part & TIDE_HALO_START ? execute_nccl(h, a, nccl, stream) : TIDE_SUCCESS;
     default: {

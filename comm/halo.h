@@ -22,15 +22,17 @@
 typedef struct tide_halo tide_halo;
 
 /* How a halo moves: arrays in host memory, MPI; arrays in GPU memory, packed on the device and
- * sent by MPI through pinned host staging; or packed on the device and sent GPU to GPU by NCCL
- * (tide_halo_run says more). */
-typedef enum { TIDE_HALO_HOST, TIDE_HALO_STAGED, TIDE_HALO_NCCL } tide_halo_transport;
+ * sent by MPI through pinned host staging, or sent GPU to GPU by NCCL, or sent by a CUDA-aware
+ * MPI straight from the device staging (tide_halo_run says more). */
+typedef enum {
+    TIDE_HALO_HOST, TIDE_HALO_STAGED, TIDE_HALO_NCCL, TIDE_HALO_CUDA_MPI
+} tide_halo_transport;
 
 /* Local (no communication): own[r] and ext[r] for every rank r of comm, own[r] inside ext[r]
  * (an empty own box has an empty extended box); n, periodic: the grid and the dimensions that
  * wrap around. elem: bytes per element. The staging: host memory (HOST), pinned host memory
- * and the same again on the device (STAGED), on the device only (NCCL). Returns 0 or a
- * TIDE_ERR_* code with the reason in err (a message over INT_MAX elements:
+ * and the same again on the device (STAGED), on the device only (NCCL, CUDA_MPI). Returns 0
+ * or a TIDE_ERR_* code with the reason in err (a message over INT_MAX elements:
  * TIDE_ERR_TOO_LARGE; a device transport in a build without CUDA: TIDE_ERR_UNSUPPORTED). */
 int tide_halo_create(MPI_Comm comm, const int n[3], const int periodic[3],
                      const tide_box *own, const tide_box *ext, size_t elem, int threads,
@@ -52,6 +54,8 @@ tide_halo_transport tide_halo_transport_of(const tide_halo *h);
  *     MPI, copied back up in one and unpacked by kernels on stream, so only the halo's points
  *     cross PCIe. Returns once the messages have arrived, the unpacks enqueued on stream: 0,
  *     TIDE_ERR_MPI or TIDE_ERR_BACKEND.
+ *   CUDA_MPI: as STAGED, MPI moving the device staging itself (an MPI library that takes
+ *     device pointers): nothing crosses PCIe.
  *   NCCL: a in GPU memory, nccl a tide_nccl * over the halo's communicator (each rank with a
  *     GPU of its own): the packs, one group of ncclSend/ncclRecv between the device stagings
  *     and the unpacks, all enqueued on stream; nothing crosses PCIe and the host waits for
@@ -60,8 +64,8 @@ tide_halo_transport tide_halo_transport_of(const tide_halo *h);
  * part splits the exchange so that other work can be done or issued between its halves
  * (ALL: both). START issues what needs no peer: STAGED the packs and the copy down, NCCL the
  * whole exchange, HOST the messages posted (the sends packed where they need it). FINISH
- * does the rest: STAGED waits for the packs, exchanges by MPI and enqueues the copy up and
- * the unpacks, HOST waits for the messages and unpacks, NCCL nothing. In between, a's own
+ * does the rest: STAGED (CUDA_MPI) waits for the packs, exchanges by MPI and enqueues the copy
+ * up and the unpacks, HOST waits for the messages and unpacks, NCCL nothing. In between, a's own
  * points may be read but not changed, and its halo neither read nor changed. Every rank
  * calls FINISH after START, whatever START returned. */
 typedef enum { TIDE_HALO_START = 1, TIDE_HALO_FINISH = 2, TIDE_HALO_ALL = 3 } tide_halo_part;

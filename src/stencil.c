@@ -451,13 +451,16 @@ static void choose_grid(const tide_stencil_plan *p, int P, int h, int g[3])
 enum { TIMED_FUSE_MAX = 16 };
 
 /* How the plan's halos move: in host memory on the CPU and out of core (the grown arrays live
- * there); on the GPU over NCCL where the context has it for the plan (make_plan), else staged
- * through pinned host memory. */
+ * there); on the GPU over NCCL where the context has it for the plan (make_plan), else by MPI
+ * on the device staging where the MPI library takes device pointers on every rank, else
+ * staged through pinned host memory. */
 static tide_halo_transport halo_transport(const tide_stencil_plan *p)
 {
     if (!p->env.be->gpu || p->ooc)
         return TIDE_HALO_HOST;
-    return p->env.nccl ? TIDE_HALO_NCCL : TIDE_HALO_STAGED;
+    return p->env.nccl            ? TIDE_HALO_NCCL
+           : p->ctx->cuda_aware_mpi ? TIDE_HALO_CUDA_MPI
+                                    : TIDE_HALO_STAGED;
 }
 
 /* Collective over every rank (st: this rank's status; a failed rank still takes part):
@@ -989,9 +992,10 @@ int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
         info->exchanges = p->exchanges;
         info->halo_seconds = p->halo_seconds;
         info->overlapped = p->split != NULL;
-        info->halo_exchange = tide_halo_transport_of(p->halo) == TIDE_HALO_NCCL
-                                  ? TIDE_EXCHANGE_NCCL
-                                  : TIDE_EXCHANGE_P2P;
+        tide_halo_transport t = tide_halo_transport_of(p->halo);
+        info->halo_exchange = t == TIDE_HALO_NCCL       ? TIDE_EXCHANGE_NCCL
+                              : t == TIDE_HALO_CUDA_MPI ? TIDE_EXCHANGE_CUDA_MPI
+                                                        : TIDE_EXCHANGE_P2P;
     }
     return TIDE_SUCCESS;
 }

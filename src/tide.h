@@ -678,8 +678,10 @@ typedef struct {
                               * steps it does not divide: the most below it that do); 0 in
                               * card */
     tide_exchange halo_exchange; /* several ranks: how halos move, TIDE_EXCHANGE_NCCL (GPU
-                              * to GPU, every rank a GPU of its own) or _P2P (MPI_Isend/Irecv,
-                              * on the GPU through pinned host memory); _AUTO on one rank */
+                              * to GPU, every rank a GPU of its own), _CUDA_MPI (MPI_Isend/
+                              * Irecv on device memory, where the MPI library takes it on every
+                              * rank) or _P2P (MPI_Isend/Irecv, on the GPU through pinned host
+                              * memory); _AUTO on one rank */
     int overlapped;          /* several ranks: 1 where each pass sweeps this rank's own
                               * points that need no halo while its halo travels (option
                               * overlap; halo_seconds then run beside that sweep) */

@@ -557,12 +557,16 @@ static void check_and_run(const char *name, const stencil *s, tide_stencil_plan 
     int split = 0;
     MPI_Allreduce(&info.overlapped, &split, 1, MPI_INT, MPI_MAX, world);
     nsplit += split;
-    /* halos over MPI, or on GPUs of their own over NCCL */
+    /* halos over MPI, on GPUs of their own over NCCL, or by an MPI that takes device memory */
     tide_exchange hx = info.halo_exchange;
+    tide_device_info di;
+    int aware = tide_context_device(ctx, &di) == 0 && di.cuda_aware_mpi;
     tt_check(&tally, world,
              nranks == 1 ? hx == TIDE_EXCHANGE_AUTO
-                         : hx == TIDE_EXCHANGE_P2P || (gpu && hx == TIDE_EXCHANGE_NCCL),
-             "d) %s: info.halo_exchange %d on %d ranks (GPU %d)", name, (int)hx, nranks, gpu);
+                         : hx == TIDE_EXCHANGE_P2P || (gpu && hx == TIDE_EXCHANGE_NCCL) ||
+                               (gpu && aware && hx == TIDE_EXCHANGE_CUDA_MPI),
+             "d) %s: info.halo_exchange %d on %d ranks (GPU %d, CUDA-aware MPI %d)", name,
+             (int)hx, nranks, gpu, aware);
     int need = count > 0 && !spans && s->shape <= S27;
     long long hp = info.halo_points;
     tt_check(&tally, world,
