@@ -480,7 +480,8 @@ __global__ void __launch_bounds__(ONE_BX *ONE_BY)
                         zz += zz < 0 ? a.n0 : zz >= a.n0 ? -a.n0 : 0;
                         yy += yy < 0 ? a.n1 : yy >= a.n1 ? -a.n1 : 0;
                         xx += xx < 0 ? a.n2 : xx >= a.n2 ? -a.n2 : 0;
-                        const T v = __ldg(a.src + ((int64_t)zz * a.plane + (int64_t)yy * a.row + xx));
+                        const T v =
+                            __ldg(a.src + ((int64_t)zz * a.plane + (int64_t)yy * a.row + xx));
                         const T wi = S::n ? __ldg(a.w + i) : wt[i];
                         acc = i == 0 ? mul_rn(wi, v) : fma_rn(wi, v, acc);
                     }

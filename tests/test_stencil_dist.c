@@ -33,9 +33,10 @@
  *     dimension is TIDE_ERR_ARGUMENT on every rank with a message naming the cause, the plan
  *     pointer untouched (the plan's own choice of fuse may then work or fail that way; with
  *     box NULL, wherever some process grid of P would be too thin); such a case then runs with
- *     the smallest fuse that is thick enough, so no case is skipped silently. The cases take the option overlap -1, 0 and 1 in turn: passes that sweep the points
- *     needing no halo while it travels (on the CPU with 1, on the GPU with 0 and 1) must give
- *     the same bits, and some case must split;
+ *     the smallest fuse that is thick enough, so no case is skipped silently. The cases take
+ *     the option overlap -1, 0 and 1 in turn: passes that sweep the points needing no halo
+ *     while it travels (on the CPU with 1, on the GPU with 0 and 1) must give the same bits,
+ *     and some case must split;
  *  d) info: count and bytes of the rank's box, box, grid ({0,0,0} for user boxes), taps,
  *     radius, fuse (the one asked, the same on every rank, thick enough for every box),
  *     after each run exchanges (one per pass of fuse steps, one more for the source's halo; 0
