@@ -959,10 +959,11 @@ int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
     memset(info, 0, sizeof *info);
     info->count = tide_box_count(&p->box);
     info->bytes = p->bytes;
-    /* the sweep's state and the halo's host staging (pinned on the GPU), the arrays where
-     * they live */
+    /* the sweeps' state (the split passes' too) and the halo's host staging (pinned on the
+     * GPU), the arrays where they live */
     size_t staging = p->halo ? tide_halo_bytes(p->halo, 0) : 0;
-    info->host_bytes = p->sweep.state_bytes + (gpu ? 0 : backend_bytes(p) + staging);
+    info->host_bytes = p->sweep.state_bytes + tide_stencil_split_host_bytes(p->split) +
+                       (gpu ? 0 : backend_bytes(p) + staging);
     info->pinned_bytes = gpu ? staging : 0;
     info->device_bytes = gpu ? backend_bytes(p) : 0;
     if (p->ooc) { /* the halo's parts in pinned host memory, its staging in host memory */

@@ -151,6 +151,14 @@ int tide_stencil_split_create(const tide_env *e, const tide_sweep *sweep, const 
     return TIDE_SUCCESS;
 }
 
+size_t tide_stencil_split_host_bytes(const tide_stencil_split *s)
+{
+    size_t b = 0;
+    for (int i = 0; s && i < SWEEPS; i++)
+        b += s->sweep[i].state ? s->sweep[i].state_bytes : 0;
+    return b;
+}
+
 int tide_stencil_split_direct(const tide_stencil_split *s) { return s->direct; }
 
 int tide_stencil_split_bands(const tide_env *e, const tide_stencil_split *s, const void *box,

@@ -34,6 +34,9 @@ int tide_stencil_split_create(const tide_env *e, const tide_sweep *sweep, const 
                               char *err, size_t len);
 void tide_stencil_split_destroy(const tide_env *e, tide_stencil_split *s);
 
+/* Host memory the split passes' sweeps hold (their state: on the CPU each one's rings). */
+size_t tide_stencil_split_host_bytes(const tide_stencil_split *s);
+
 /* Whether the halo lies along the slowest storage dimension alone, so that u's own box is laid
  * out as the grown array's own planes: a run's first pass may then read its own points from u
  * and its last write into u (tide_stencil_split_bands first). */
