@@ -200,6 +200,63 @@ const char *tide_array_location(const tide_context *ctx, int device, const void 
     return "";
 }
 
+tide_call_arg tide_call_int(const char *name, long long v)
+{
+    return (tide_call_arg){name, v, 0};
+}
+
+_Static_assert(sizeof(long long) == sizeof(double), "a real's bits fit a long long");
+
+tide_call_arg tide_call_real(const char *name, double x)
+{
+    tide_call_arg a = {name, 0, 1};
+    memcpy(&a.v, &x, sizeof x);
+    return a;
+}
+
+/* A value of an argument for a message: the integer, or the real its bits hold. */
+static void format_value(const tide_call_arg *a, long long v, char *buf, size_t len)
+{
+    double x;
+    memcpy(&x, &v, sizeof x);
+    if (a->real)
+        snprintf(buf, len, "%.17g", x);
+    else
+        snprintf(buf, len, "%lld", v);
+}
+
+int tide_agree_call(tide_context *ctx, const char *call, int status, const tide_call_arg *args,
+                    int n)
+{
+    /* MAX over the ranks of -(first failing rank), of each value and of its complement (the
+     * complement of its minimum: no overflow, unlike negation) */
+    long long mine[1 + 2 * TIDE_CALL_ARGS], most[1 + 2 * TIDE_CALL_ARGS];
+    if (n > TIDE_CALL_ARGS)
+        n = TIDE_CALL_ARGS;
+    mine[0] = -(long long)(status ? ctx->rank : ctx->nranks);
+    for (int i = 0; i < n; i++) {
+        mine[1 + 2 * i] = args[i].v;
+        mine[2 + 2 * i] = ~args[i].v;
+    }
+    if (MPI_Allreduce(mine, most, 1 + 2 * n, MPI_LONG_LONG, MPI_MAX, ctx->comm) != MPI_SUCCESS)
+        return tide_fail(ctx, TIDE_ERR_MPI, "%s: MPI_Allreduce failed while agreeing on the "
+                         "arguments", call);
+    int first = (int)-most[0];
+    if (first < ctx->nranks)
+        return tide_agree_from(ctx, first, status);
+    for (int i = 0; i < n; i++) {
+        long long hi = most[1 + 2 * i], lo = ~most[2 + 2 * i];
+        if (hi == lo)
+            continue;
+        char a[32], b[32];
+        format_value(&args[i], lo, a, sizeof a);
+        format_value(&args[i], hi, b, sizeof b);
+        return tide_fail(ctx, TIDE_ERR_MISMATCH, "%s%s%s differs between ranks: %s on some, %s "
+                         "on others", call ? call : "", call ? ": " : "", args[i].name, a, b);
+    }
+    return TIDE_SUCCESS;
+}
+
 int tide_args_first_difference(tide_context *ctx, const char *call, const void *a, int count,
                                MPI_Datatype type, size_t elem, int *at, void *lo, void *hi)
 {

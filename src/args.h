@@ -78,6 +78,27 @@ int tide_args_first_difference(tide_context *ctx, const char *call, const void *
 int tide_args_check_tiling(tide_context *ctx, const tide_args_spec *s, const tide_args *all,
                            int k, const int g[3]);
 
+/* A value among a call's arguments that every rank must give alike: an integer, or a real
+ * compared bit for bit (so 0 and -0 differ, and a NaN equals only the same NaN). */
+typedef struct {
+    const char *name;                /* as the caller wrote it, for messages: "steps", "alpha" */
+    long long v;                     /* the integer, or the real's bits */
+    int real;
+} tide_call_arg;
+
+enum { TIDE_CALL_ARGS = 8 };
+
+tide_call_arg tide_call_int(const char *name, long long v);
+tide_call_arg tide_call_real(const char *name, double x);
+
+/* Collective, the start of every execute, run and solve: one reduction carries this rank's
+ * status (a failure it found in its own arguments, the message on ctx) and the n <=
+ * TIDE_CALL_ARGS values args[] that must agree. Every rank returns the same verdict: the lowest
+ * failing rank's status and message (tide_agree), else TIDE_ERR_MISMATCH naming `call` (NULL:
+ * none) and the first value that differs between ranks with two of its values, else 0. */
+int tide_agree_call(tide_context *ctx, const char *call, int status, const tide_call_arg *args,
+                    int n);
+
 /* Collective, first in a create call (`call`, for the message): makes the context's GPU
  * current, its previous device in *prev (tide_device_enter). A failure is the agreed failure
  * on every rank, with the previous device given back. */

@@ -336,11 +336,14 @@ int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_co
     else if (opts->device < TIDE_DEVICE_CURRENT)
         st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "device must be TIDE_DEVICE_AUTO (-1), "
                        "TIDE_DEVICE_CURRENT (-2) or an index >= 0, got %d", opts->device);
-    st = tide_agree(ctx, st);
+    /* the backend is the one option every rank must give alike (threads, device, budget and
+     * binding are each rank's own) */
+    tide_call_arg backend = tide_call_int("option backend", opts->backend);
+    st = tide_agree_call(ctx, NULL, st, &backend, 1);
     if (!st && MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL,
                                    &ctx->node_comm) != MPI_SUCCESS)
         st = tide_fail(ctx, TIDE_ERR_MPI, "MPI_Comm_split_type failed");
-    if (!st) {
+    if (!st && !(st = tide_agree(ctx, st))) {
         MPI_Comm_rank(ctx->node_comm, &ctx->local_rank);
         MPI_Comm_size(ctx->node_comm, &ctx->local_size);
         /* A GPU is looked for only when one may be used; CUDA only when every rank has one. */
@@ -368,9 +371,8 @@ int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_co
          * while the others run it */
         st = tide_agree(ctx, st);
         if (!st)
-            st = exchange_caps(ctx);
+            st = tide_agree(ctx, exchange_caps(ctx));
     }
-    st = tide_agree(ctx, st);
     if (st != TIDE_SUCCESS) {
         tide_fail(NULL, st, "tide_context_create: %s", ctx->errmsg);
         tide_context_destroy(ctx);
@@ -385,10 +387,44 @@ int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_co
     return TIDE_SUCCESS;
 }
 
+void tide_context_hold(tide_context *ctx, int *held)
+{
+    atomic_fetch_add(&ctx->plans, 1);
+    *held = 1;
+}
+
+void tide_context_release(tide_context *ctx, int *held)
+{
+    if (ctx && *held)
+        atomic_fetch_sub(&ctx->plans, 1);
+    *held = 0;
+}
+
+/* Collective: TIDE_ERR_ARGUMENT on every rank where any rank's context still has plans. */
+static int refuse_live_plans(tide_context *ctx)
+{
+    struct {
+        int live, rank;
+    } mine = {atomic_load(&ctx->plans), ctx->rank}, most;
+    if (MPI_Allreduce(&mine, &most, 1, MPI_2INT, MPI_MAXLOC, ctx->comm) != MPI_SUCCESS)
+        return tide_fail(ctx, TIDE_ERR_MPI, "tide_context_destroy: MPI_Allreduce failed");
+    if (most.live > 0)
+        return tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_context_destroy: %d plan%s made from the "
+                         "context %s not destroyed (rank %d): destroy them first; the context "
+                         "stays usable", most.live, most.live > 1 ? "s" : "",
+                         most.live > 1 ? "are" : "is", most.rank);
+    return TIDE_SUCCESS;
+}
+
 int tide_context_destroy(tide_context *ctx)
 {
     if (!ctx)
         return TIDE_SUCCESS;
+    if (ctx->comm != MPI_COMM_NULL) {
+        int st = refuse_live_plans(ctx);
+        if (st)
+            return st;
+    }
 #if TIDE_HAVE_CUDA
     for (int i = 0; i < 2; i++)
         tide_nccl_destroy(ctx->nccl[i]);

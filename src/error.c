@@ -41,8 +41,11 @@ int tide_agree(tide_context *ctx, int status)
     int mine = status != TIDE_SUCCESS ? ctx->rank : ctx->nranks, first = mine;
     if (MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
         return tide_fail(ctx, TIDE_ERR_MPI, "MPI_Allreduce failed while agreeing on a status");
-    if (first == ctx->nranks)
-        return TIDE_SUCCESS;
+    return first == ctx->nranks ? TIDE_SUCCESS : tide_agree_from(ctx, first, status);
+}
+
+int tide_agree_from(tide_context *ctx, int first, int status)
+{
     struct {
         int code;
         char msg[TIDE_MSG_LEN];

@@ -27,6 +27,7 @@
 
 struct tide_fft_plan {
     tide_context *ctx;
+    int held;             /* counted on ctx (tide_context_hold) */
     int n[3], nout[3];    /* input (real for R2C) and output grid */
     int half;             /* R2C: the dimension halved (2; a solver's highest transformed by a
                            * DFT; -1 when it has none: real data throughout) */
@@ -1060,6 +1061,8 @@ int tide_fft_plan_create(tide_context *ctx, const int n[3], const tide_box *inbo
         return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_fft_plan_create: ctx is NULL");
     int prev, enter_st = tide_device_enter(ctx, &prev);
     int st = create(ctx, n, inbox, outbox, opts, plan, enter_st);
+    if (!st)
+        tide_context_hold(ctx, &(*plan)->held);
     tide_device_leave(prev);
     return st;
 }
@@ -1076,6 +1079,7 @@ int tide_fft_plan_destroy(tide_fft_plan *p)
 {
     if (!p)
         return TIDE_SUCCESS;
+    tide_context_release(p->ctx, &p->held);
     int prev;
     tide_device_enter(p->ctx, &prev); /* a failure here shows in the frees, which return none */
     tide_env *e = &p->env;
@@ -1306,36 +1310,27 @@ static int after_caller(const tide_fft_plan *p, char *why, size_t len)
     return TIDE_SUCCESS;
 }
 
-/* Collective: the arrays are right on every rank and the call is ordered after the caller's
- * work, or the same error on every rank. */
+/* Collective: the arrays are right on every rank, every rank made the same call, and the call
+ * is ordered after the caller's work, or the same error on every rank. */
 static int agree_start(tide_fft_plan *p, int dir, const void *in, void *out, const char *fn,
                        int enter_st)
 {
     tide_context *ctx = p->ctx;
-    struct {
-        int code;
-        char why[200];
-    } mine = {TIDE_SUCCESS, ""};
+    char why[200] = "";
     const char *bad = bad_array(p, dir, in, out);
+    int st = TIDE_SUCCESS;
     if (enter_st)
-        mine.code = enter_st, snprintf(mine.why, sizeof mine.why, "could not make GPU %d "
-                                      "current (%s) in", ctx->dev.device,
-                                      tide_backend_cuda()->last_error());
+        st = enter_st, snprintf(why, sizeof why, "could not make GPU %d current (%s) in",
+                                ctx->dev.device, tide_backend_cuda()->last_error());
     else if (*bad)
-        mine.code = TIDE_ERR_ARGUMENT, snprintf(mine.why, sizeof mine.why, "passed %s to", bad);
+        st = TIDE_ERR_ARGUMENT, snprintf(why, sizeof why, "passed %s to", bad);
     else
-        mine.code = after_caller(p, mine.why, sizeof mine.why);
-    int v[3] = {mine.code ? ctx->rank : ctx->nranks, dir, -dir}, agreed[3];
-    if (MPI_Allreduce(v, agreed, 3, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
-        return tide_fail(ctx, TIDE_ERR_MPI, "MPI_Allreduce failed at the start of a transform");
-    if (agreed[0] < ctx->nranks) {
-        MPI_Bcast(&mine, (int)sizeof mine, MPI_BYTE, agreed[0], ctx->comm);
-        return tide_fail(ctx, mine.code, "rank %d %s %s", agreed[0], mine.why, fn);
-    }
-    if (agreed[1] != -agreed[2])
-        return tide_fail(ctx, TIDE_ERR_MISMATCH,
-                         "some ranks called tide_fft_forward and others tide_fft_backward");
-    return TIDE_SUCCESS;
+        st = after_caller(p, why, sizeof why);
+    if (st)
+        tide_fail(ctx, st, "%s %s", why, fn);
+    /* the same words on every rank, whichever direction it asked for */
+    tide_call_arg way = tide_call_int("the direction (-1 forward, 1 backward)", dir);
+    return tide_agree_call(ctx, dir ? "tide_fft_forward/backward" : fn, st, &way, 1);
 }
 
 /* One transform (dir -1 forward, +1 backward) or solve (0), with the context's GPU current

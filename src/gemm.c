@@ -20,6 +20,7 @@
 
 struct tide_gemm_plan {
     tide_context *ctx;
+    int held;             /* counted on ctx (tide_context_hold) */
     tide_gemm_options o;
     long long m, n, k;      /* the caller's */
     tide_gemm_desc g;       /* the column-major multiply the plan runs */
@@ -244,6 +245,7 @@ int tide_gemm_plan_destroy(tide_gemm_plan *p)
 {
     if (!p)
         return TIDE_SUCCESS;
+    tide_context_release(p->ctx, &p->held);
     int prev;
     tide_device_enter(p->ctx, &prev);
     tide_gemm_stream_destroy(p->stream);
@@ -468,6 +470,8 @@ int tide_gemm_plan_create(tide_context *ctx, long long m, long long n, long long
         st = judge(ctx, all, &o);
     if (!st)
         st = make_plan(ctx, all, &o, ld, plan);
+    if (!st)
+        tide_context_hold(ctx, &(*plan)->held);
     free(all);
     tide_device_leave(prev);
     return st;
@@ -612,7 +616,12 @@ static int execute(tide_gemm_plan *p, const char *call, const double *alpha, con
     st = st ? st : check_scalars(p, alpha, beta, why, sizeof why);
     if (st)
         tide_fail(p->ctx, st, "%s %s", why, call);
-    st = tide_agree(p->ctx, st);
+    const double none[2] = {0, 0}, *al = alpha ? alpha : none, *be = beta ? beta : none;
+    const tide_call_arg agreed[] = {tide_call_real("alpha", al[0]),
+                                    tide_call_real("the imaginary part of alpha", al[1]),
+                                    tide_call_real("beta", be[0]),
+                                    tide_call_real("the imaginary part of beta", be[1])};
+    st = tide_agree_call(p->ctx, call, st, agreed, 4);
     if (!st) {
         st = multiply(p, (tide_scalar){alpha[0], alpha[1]}, a, b,
                       (tide_scalar){beta[0], beta[1]}, c, why, sizeof why);

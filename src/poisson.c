@@ -36,6 +36,7 @@
 
 struct tide_poisson_plan {
     tide_context *ctx;
+    int held;             /* counted on ctx (tide_context_hold) */
     tide_poisson_options o;
     int n[3];
     int singular;
@@ -430,13 +431,17 @@ int tide_poisson_plan_create(tide_context *ctx, const int n[3], const tide_box *
         if (all[0].v[F_FACES + d])
             st = agree_faces(ctx, d, all[0].v[F_N0 + d], o.faces[d]);
     free(all);
-    return st ? st : make_plan(ctx, n, box, &o, plan);
+    st = st ? st : make_plan(ctx, n, box, &o, plan);
+    if (!st)
+        tide_context_hold(ctx, &(*plan)->held);
+    return st;
 }
 
 int tide_poisson_plan_destroy(tide_poisson_plan *p)
 {
     if (!p)
         return TIDE_SUCCESS;
+    tide_context_release(p->ctx, &p->held);
     tide_fft_plan_destroy(p->fft);
     free(p->mean);
     free(p);

@@ -36,6 +36,7 @@
 
 struct tide_stencil_plan {
     tide_context *ctx;
+    int held;             /* counted on ctx (tide_context_hold) */
     tide_stencil_options o;
     int n[3];
     tide_box box;          /* this rank's of u */
@@ -90,10 +91,10 @@ static const tide_arg_field fields[NFIELDS] = {
     {"option bc[0]", TIDE_BC_PERIODIC, TIDE_BC_DIRICHLET},
     {"option bc[1]", TIDE_BC_PERIODIC, TIDE_BC_DIRICHLET},
     {"option bc[2]", TIDE_BC_PERIODIC, TIDE_BC_DIRICHLET},
-    {"option fuse", 0, INT_MAX},
+    {"option fuse", 0, TIDE_STENCIL_MAX_FUSE},
     {"option source given", 0, 1},
     {"the stencil's radius", 0, TIDE_STENCIL_MAX_RADIUS},
-    {"option level_steps", 0, INT_MAX},
+    {"option level_steps", 0, TIDE_STENCIL_MAX_FUSE},
     {"option overlap", -1, 1},
 };
 static const char *const box_names[] = {"data"};
@@ -206,6 +207,28 @@ static int judge(tide_context *ctx, const tide_args *all)
     return st;
 }
 
+/* Collective, after judge (the tap counts agreed): every rank gives the same offsets and,
+ * bit for bit, the same weights, else TIDE_ERR_MISMATCH on every rank naming the first that
+ * differs. */
+static int agree_taps(tide_context *ctx, int taps, const int (*off)[3], const double *w)
+{
+    static const char *call = "tide_stencil_plan_create";
+    int at, lo, hi;
+    int st = tide_args_first_difference(ctx, call, off, 3 * taps, MPI_INT, sizeof(int), &at,
+                                        &lo, &hi);
+    if (!st && at >= 0)
+        return tide_fail(ctx, TIDE_ERR_MISMATCH, "%s: component %d of offset %d of the stencil "
+                         "differs between ranks (%d and %d)", call, at % 3, at / 3, lo, hi);
+    double x, y; /* the weights compared as their bits */
+    if (!st)
+        st = tide_args_first_difference(ctx, call, w, taps, MPI_LONG_LONG, sizeof(double), &at,
+                                        &x, &y);
+    if (!st && at >= 0)
+        return tide_fail(ctx, TIDE_ERR_MISMATCH, "%s: weight %d of the stencil differs between "
+                         "ranks (%.17g and %.17g)", call, at, x, y);
+    return st;
+}
+
 void tide_stencil_options_init(tide_stencil_options *o)
 {
     if (!o)
@@ -226,6 +249,7 @@ int tide_stencil_plan_destroy(tide_stencil_plan *p)
 {
     if (!p)
         return TIDE_SUCCESS;
+    tide_context_release(p->ctx, &p->held);
     int prev;
     tide_device_enter(p->ctx, &prev);
     const tide_env *e = &p->env;
@@ -939,7 +963,11 @@ int tide_stencil_plan_create(tide_context *ctx, const int n[3], const tide_box *
     if (!st)
         st = judge(ctx, all);
     if (!st)
+        st = agree_taps(ctx, all[0].v[F_TAPS], (const int(*)[3])off, w);
+    if (!st)
         st = make_plan(ctx, n, all, &o, (const int(*)[3])off, w, plan);
+    if (!st)
+        tide_context_hold(ctx, &(*plan)->held);
     free(all);
     free(off);
     free(w);
@@ -1197,7 +1225,8 @@ static int run(tide_stencil_plan *p, void *u, long long steps, int enter_st)
     int st = start(p, u, steps, enter_st, why, sizeof why);
     if (st)
         tide_fail(p->ctx, st, "%s tide_stencil_run", why);
-    st = tide_agree(p->ctx, st);
+    tide_call_arg agreed = tide_call_int("steps", steps);
+    st = tide_agree_call(p->ctx, "tide_stencil_run", st, &agreed, 1);
     p->exchanges = 0;
     p->halo_seconds = 0;
     if (st || steps == 0)

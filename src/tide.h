@@ -83,7 +83,9 @@ void tide_context_options_init(tide_context_options *opts);
 /* Collective over comm. opts may be NULL for defaults; a struct not filled by
  * tide_context_options_init (its size unset) is TIDE_ERR_ARGUMENT on every rank. */
 int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_context **ctx);
-/* Collective. Plans made from ctx must be destroyed first. NULL is accepted. */
+/* Collective. Plans made from ctx must be destroyed first: while any lives on any rank, every
+ * rank returns TIDE_ERR_ARGUMENT naming their count and the context stays as it was. NULL is
+ * accepted. */
 int tide_context_destroy(tide_context *ctx);
 
 /* The backend the context resolved AUTO to. */
@@ -352,7 +354,8 @@ int tide_fft_plan_cost(const tide_fft_plan *plan, int direction, tide_fft_cost *
  * Writes at most len bytes including the terminating NUL. */
 int tide_fft_plan_describe(const tide_fft_plan *plan, char *buf, size_t len);
 
-/* Collective. Forward: in holds the input boxes' data, out receives the output boxes' data.
+/* Collective: every rank calls forward, or every rank backward (else TIDE_ERR_MISMATCH on
+ * every rank). Forward: in holds the input boxes' data, out receives the output boxes' data.
  * in == out is an in-place transform (the array needs inplace_bytes). Out of place, in is
  * never modified. A pointer may be NULL only where its count on this rank is 0. Host arrays
  * may have any address their element type allows (a complex double at 8 mod 16); device
@@ -594,7 +597,11 @@ typedef enum {
     TIDE_STENCIL_BOX = 3   /* user taps anywhere in the (2 r + 1)^3 box */
 } tide_stencil_shape;
 
-enum { TIDE_STENCIL_MAX_RADIUS = 4 };
+enum {
+    TIDE_STENCIL_MAX_RADIUS = 4,
+    TIDE_STENCIL_MAX_FUSE = 1 << 16 /* the most steps options fuse and level_steps may ask for
+                                     * (per pass: beyond it the halo alone outgrows any grid) */
+};
 
 typedef struct {
     size_t size;                /* sizeof the struct: set by the init function */
@@ -616,15 +623,17 @@ typedef struct {
     const void *source;         /* NULL (default), or s: an array like u (same box, location
                                  * and precision), added at every step; read during runs, so
                                  * it must stay valid while the plan runs */
-    int fuse;                   /* steps per pass over the array's memory; 0 (default): the
-                                 * plan's choice (tide_stencil_plan_info tells) */
+    int fuse;                   /* steps per pass over the array's memory, at most
+                                 * TIDE_STENCIL_MAX_FUSE; 0 (default): the plan's choice
+                                 * (tide_stencil_plan_info tells) */
     void *stream;               /* GPU: the caller's cudaStream_t runs are ordered after
                                  * (tide_fft_options); per rank */
     int level_steps;            /* GPU, host arrays beyond the device budget: the steps each
                                  * level of a pass takes in one fused sweep, at most this many
                                  * (the most up to it that divide the pass's steps; 1: one step
-                                 * a sweep, Jin 2014's scheme); 0 (default): the plan's choice
-                                 * (tide_stencil_plan_info tells); ignored in card */
+                                 * a sweep, Jin 2014's scheme; at most TIDE_STENCIL_MAX_FUSE);
+                                 * 0 (default): the plan's choice (tide_stencil_plan_info
+                                 * tells); ignored in card */
     int overlap;                /* several ranks: 1 where a pass sweeps the own points whose
                                  * update needs no halo while the halo travels, then the
                                  * points next to it (the messages posted before and waited for
@@ -692,7 +701,8 @@ int tide_stencil_plan_info(const tide_stencil_plan *plan, tide_stencil_info *inf
 /* A one-line description, e.g. "stencil 7pt r1 7 taps float cuda: sweep[4 steps]". */
 int tide_stencil_plan_describe(const tide_stencil_plan *plan, char *buf, size_t len);
 
-/* Collective. Advances u (this rank's box, in place) by steps >= 0 time steps. Arrays as for
+/* Collective. Advances u (this rank's box, in place) by steps >= 0 time steps, the same on
+ * every rank (else TIDE_ERR_MISMATCH on every rank, u unchanged). Arrays as for
  * tide_fft_forward (host or device memory as the plan's location says). Ordered after the
  * caller's earlier work on the plan's stream and complete on return. */
 int tide_stencil_run(tide_stencil_plan *plan, void *u, long long steps);
@@ -832,7 +842,8 @@ int tide_gemm_plan_info(const tide_gemm_plan *plan, tide_gemm_info *info);
 int tide_gemm_plan_describe(const tide_gemm_plan *plan, char *buf, size_t len);
 
 /* Collective. C = alpha op(A) op(B) + beta C with the plan's shapes and leading dimensions
- * (alpha and beta rounded to the plan's precision). A and B are only read; C may not overlap
+ * (alpha and beta rounded to the plan's precision; the same bits on every rank, else
+ * TIDE_ERR_MISMATCH on every rank, C unchanged). A and B are only read; C may not overlap
  * them. Arrays in host or device memory as the plan's location says; a matrix without
  * elements may be NULL. Ordered after the caller's earlier work on the plan's stream and
  * complete on return. */

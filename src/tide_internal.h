@@ -5,6 +5,7 @@
 #define TIDE_INTERNAL_H
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include "tide.h"
 
@@ -31,8 +32,15 @@ struct tide_context {
                             * needs them (tide_context_pcie); pcie_known says it was */
     int pcie_known;
     int log_level;
+    atomic_int plans;      /* plans made from the context and not destroyed yet */
     char errmsg[TIDE_MSG_LEN];
 };
+
+/* A plan counts on its context from its create's success to its destroy, so that
+ * tide_context_destroy refuses while any lives: hold sets *held, release undoes it where *held
+ * is set (a plan its failed create frees was never counted) and clears it. */
+void tide_context_hold(tide_context *ctx, int *held);
+void tide_context_release(tide_context *ctx, int *held);
 
 /* Record a failure (printf-style message) on ctx, or in the thread's context-free slot when
  * ctx is NULL, and return code. */
@@ -42,6 +50,10 @@ int tide_fail(tide_context *ctx, int code, const char *fmt, ...)
 /* Collective over ctx->comm: agree on a status. If any rank failed, every rank returns the
  * code of the lowest failing rank with its message, prefixed "rank R: ". */
 int tide_agree(tide_context *ctx, int status);
+
+/* Collective over ctx->comm, once every rank knows rank `first` (< nranks) failed: the status
+ * and message of that rank, "rank R: "-prefixed, returned on every rank (tide_agree's end). */
+int tide_agree_from(tide_context *ctx, int first, int status);
 
 /* Local: the rank's pinned-host/device transfer rates (tide_rates' h2d, d2h, both, d2d),
  * measured with 64 MiB transfers by the first call on a CUDA context and kept. Returns 0 or a

@@ -461,6 +461,18 @@ static void context_errors(void)
     expect_error("context_create with threads -2", st, tide_last_error(NULL), E_ARG, -1, -1,
                  ctx == (tide_context *)PLAN_SENTINEL);
 
+    if (nranks > 1) { /* a CPU context on rank 0 and one of its choice elsewhere */
+        tide_context_options_init(&co);
+        co.backend = rank == 0 ? TIDE_BACKEND_CPU : TIDE_BACKEND_AUTO;
+        ctx = (tide_context *)PLAN_SENTINEL;
+        st = tide_context_create(comm, &co, &ctx);
+        if (st == 0 && ctx != (tide_context *)PLAN_SENTINEL)
+            tide_context_destroy(ctx);
+        expect_error("context_create with backend cpu on rank 0, auto elsewhere", st,
+                     tide_last_error(NULL), E_MISMATCH, -1, -1,
+                     ctx == (tide_context *)PLAN_SENTINEL);
+    }
+
     /* Options the init function did not fill, on one rank only. */
     int bad = nranks > 1 ? 1 : 0;
     char what[96];
@@ -655,6 +667,173 @@ static void options_sizes(tide_context *ctx)
     free_run(&r);
 }
 
+/* A stencil plan over every rank on a periodic 16x12x10 grid (the plan's blocks), or NULL
+ * (the failure checked). taps/off/w: a user star of radius 1, or 0 for the 7-point default. */
+static tide_stencil_plan *stencil_plan(tide_context *ctx, int taps, const int (*off)[3],
+                                       const double *w, int *st)
+{
+    static const int n[3] = {16, 12, 10};
+    tide_stencil_options o;
+    tide_stencil_options_init(&o);
+    for (int d = 0; d < 3; d++)
+        o.bc[d] = TIDE_BC_PERIODIC;
+    if (taps) {
+        o.shape = TIDE_STENCIL_STAR;
+        o.radius = 1;
+        o.npoints = taps;
+        o.offsets = off;
+        o.weights = w;
+    }
+    tide_stencil_plan *plan = NULL;
+    *st = tide_stencil_plan_create(ctx, n, NULL, &o, &plan);
+    return *st ? NULL : plan;
+}
+
+/* Stencil arguments that differ between ranks: the weights, the offsets (same radius, same
+ * count), the steps of a run; each the same TIDE_ERR_MISMATCH on every rank, u untouched by
+ * the refused run, and the plan right afterwards. */
+static void stencil_agreement(tide_context *ctx)
+{
+    static const int star[3][3] = {{0, 0, 0}, {-1, 0, 0}, {1, 0, 0}};
+    static const int turned[3][3] = {{0, 0, 0}, {0, -1, 0}, {0, 1, 0}};
+    int last = nranks - 1, st;
+    tide_stencil_plan *plan = NULL;
+    if (nranks > 1) {
+        double w[3] = {0.5, 0.25, rank == last ? 0.1 : 0.25};
+        plan = stencil_plan(ctx, 3, star, w, &st);
+        expect_error("stencil weight 2 differing on the last rank", st, tide_last_error(ctx),
+                     E_MISMATCH, -1, -1, plan == NULL);
+        tide_stencil_plan_destroy(plan);
+        w[2] = 0.25;
+        plan = stencil_plan(ctx, 3, rank == last ? turned : star, w, &st);
+        expect_error("stencil offsets along y on the last rank, x elsewhere", st,
+                     tide_last_error(ctx), E_MISMATCH, -1, -1, plan == NULL);
+        tide_stencil_plan_destroy(plan);
+    }
+    tide_stencil_options o;
+    tide_stencil_options_init(&o);
+    o.fuse = 2147483647;
+    static const int n[3] = {16, 12, 10};
+    st = tide_stencil_plan_create(ctx, n, NULL, &o, &plan);
+    expect_error("stencil option fuse 2147483647", st, tide_last_error(ctx), E_ARG, -1, -1,
+                 plan == NULL);
+    tide_stencil_plan_destroy(plan);
+
+    plan = stencil_plan(ctx, 0, NULL, NULL, &st);
+    tide_stencil_info info;
+    if (!tt_check(&tally, comm, st == 0 && tide_stencil_plan_info(plan, &info) == 0,
+                  "stencil plan for the steps check: %s", tide_last_error(ctx)))
+        return;
+    double *u = tt_xmalloc((size_t)info.count * sizeof *u + 1);
+    double *u0 = tt_xmalloc((size_t)info.count * sizeof *u0 + 1);
+    tt_rng rng;
+    tt_rng_seed(&rng, 39 + (uint64_t)rank);
+    tt_fill_random(u, (size_t)info.count, 1, 1.0, &rng);
+    memcpy(u0, u, (size_t)info.count * sizeof *u);
+    if (nranks > 1) {
+        st = tide_stencil_run(plan, u, rank == 0 ? 4 : 5);
+        expect_error("stencil run of 4 steps on rank 0, 5 elsewhere", st, tide_last_error(ctx),
+                     E_MISMATCH, -1, -1, !memcmp(u, u0, (size_t)info.count * sizeof *u));
+    }
+    st = tide_stencil_run(plan, u, rank == last ? -1 : 3);
+    expect_error("stencil run of -1 steps on the last rank", st, tide_last_error(ctx), E_ARG,
+                 last, -1, !memcmp(u, u0, (size_t)info.count * sizeof *u));
+    st = tide_stencil_run(plan, u, 3);
+    tt_check(&tally, comm, st == 0, "stencil run after the refused ones: %s",
+             tide_last_error(ctx));
+    free(u);
+    free(u0);
+    tide_stencil_plan_destroy(plan);
+}
+
+/* A multiply whose scalars differ between ranks: TIDE_ERR_MISMATCH on every rank, C
+ * untouched; the same plan then multiplies. */
+static void gemm_agreement(tide_context *ctx)
+{
+    enum { M = 12, NN = 10, K = 8 };
+    tide_gemm_plan *plan = NULL;
+    int st = tide_gemm_plan_create(ctx, M, NN, K, NULL, &plan);
+    if (!tt_check(&tally, comm, st == 0, "gemm plan for the scalars check: %s",
+                  tide_last_error(ctx)))
+        return;
+    /* each rank's blocks fit the whole matrices' sizes */
+    size_t ca = (size_t)M * K, cb = (size_t)K * NN, cc = (size_t)M * NN;
+    double *a = tt_xmalloc(ca * sizeof *a + 1), *b = tt_xmalloc(cb * sizeof *b + 1);
+    double *c = tt_xmalloc(cc * sizeof *c + 1), *c0 = tt_xmalloc(cc * sizeof *c0 + 1);
+    tt_rng rng;
+    tt_rng_seed(&rng, 4039 + (uint64_t)rank);
+    tt_fill_random(a, ca, 1, 1.0, &rng);
+    tt_fill_random(b, cb, 1, 1.0, &rng);
+    tt_fill_random(c, cc, 1, 1.0, &rng);
+    memcpy(c0, c, cc * sizeof *c);
+    int last = nranks - 1;
+    if (nranks > 1) {
+        st = tide_gemm_execute(plan, rank == last ? 2.0 : 1.0, a, b, 0.5, c);
+        expect_error("gemm alpha 2 on the last rank, 1 elsewhere", st, tide_last_error(ctx),
+                     E_MISMATCH, -1, -1, !memcmp(c, c0, cc * sizeof *c));
+        st = tide_gemm_execute(plan, 1.0, a, b, rank == 0 ? -0.0 : 0.0, c);
+        expect_error("gemm beta -0 on rank 0, +0 elsewhere", st, tide_last_error(ctx),
+                     E_MISMATCH, -1, -1, !memcmp(c, c0, cc * sizeof *c));
+        const double al[2] = {1, 0}, be[2] = {0.5, rank == 0 ? 0.0 : 1.0};
+        st = tide_gemm_execute_complex(plan, al, a, b, be, c);
+        expect_error("gemm complex beta differing in its imaginary part", st,
+                     tide_last_error(ctx), E_ARG | E_MISMATCH, -1, -1,
+                     !memcmp(c, c0, cc * sizeof *c));
+    }
+    st = tide_gemm_execute(plan, 1.0, a, b, 0.5, c);
+    tt_check(&tally, comm, st == 0, "gemm after the refused ones: %s", tide_last_error(ctx));
+    free(a);
+    free(b);
+    free(c);
+    free(c0);
+    tide_gemm_plan_destroy(plan);
+}
+
+/* Some ranks calling forward and the others backward on one plan: refused on every rank. */
+static void direction_agreement(tide_context *ctx)
+{
+    if (nranks < 2)
+        return;
+    tide_fft_options o;
+    tide_fft_options_init(&o);
+    plan_run r;
+    if (make_run(ctx, &o, 5, "direction agreement", &r)) {
+        int st = rank == 0 ? tide_fft_backward(r.plan, r.out, r.in)
+                           : tide_fft_forward(r.plan, r.in, r.out);
+        expect_error("backward on rank 0, forward elsewhere", st, tide_last_error(ctx),
+                     E_MISMATCH, -1, -1, 1);
+        forward_checked(ctx, &r, "forward after the mixed calls");
+    }
+    free_run(&r);
+}
+
+/* A context with live plans refuses to be destroyed, on every rank alike (also where only the
+ * last rank still holds one), and stays usable; once they are destroyed, it goes. */
+static void context_lifetime(tide_context *ctx)
+{
+    tide_fft_options o;
+    tide_fft_options_init(&o);
+    plan_run r;
+    if (!make_run(ctx, &o, 3, "context lifetime", &r)) {
+        free_run(&r);
+        return;
+    }
+    int st = tide_context_destroy(ctx);
+    expect_error("context destroyed with a plan live", st, tide_last_error(ctx), E_ARG, -1, -1,
+                 1);
+    tt_check(&tally, comm, strstr(tide_last_error(ctx), "1 plan") != NULL,
+             "the refusal names the count: \"%s\"", tide_last_error(ctx));
+    forward_checked(ctx, &r, "forward after the refused destroy");
+    tide_fft_plan *kept = rank == nranks - 1 ? r.plan : NULL;
+    if (kept)
+        r.plan = NULL;
+    free_run(&r);
+    st = tide_context_destroy(ctx);
+    expect_error("context destroyed with a plan live on the last rank", st,
+                 tide_last_error(ctx), E_ARG, nranks - 1, -1, 1);
+    tide_fft_plan_destroy(kept);
+}
+
 /* Execution with a NULL array where this rank has data: every rank must fail, nobody hang. */
 static void execute_errors(tide_context *ctx)
 {
@@ -745,6 +924,29 @@ static void host_alloc_checks(tide_context *ctx)
              "h2d %g", st, r.host_copy, r.h2d);
 }
 
+/* Collective: the agreement checks on a context on the GPU; the exit status. */
+static int gpu_agreement(void)
+{
+    tide_context_options co;
+    tide_context_options_init(&co);
+    co.backend = TIDE_BACKEND_CUDA;
+    tide_context *ctx = NULL;
+    int st = tide_context_create(comm, &co, &ctx);
+    if (tt_check(&tally, comm, st == 0, "cuda context_create failed: %s: %s",
+                 tide_strerror(st), tide_last_error(NULL))) {
+        stencil_agreement(ctx);
+        gemm_agreement(ctx);
+        direction_agreement(ctx);
+        context_lifetime(ctx);
+        st = tide_context_destroy(ctx);
+        tt_check(&tally, comm, st == 0, "context destroy once its plans are gone: %s",
+                 tide_last_error(ctx));
+    }
+    int rc = tt_finish(&tally, comm, "test_errors (cuda)", "checks");
+    MPI_Finalize();
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -755,6 +957,16 @@ int main(int argc, char **argv)
         printf("test_errors on %d ranks (each line: the call, then the error every rank got)\n",
                nranks);
 
+    /* TIDE_TEST_BACKEND=cuda: the agreement of run and execute arguments on a context on the
+     * GPU (host arrays through it), whose paths differ from the CPU's after the agreement */
+    const char *be = getenv("TIDE_TEST_BACKEND");
+    if (be && !strcmp(be, "cuda")) {
+        if (!tt_all(comm, tt_gpus_or_skip() > 0)) {
+            MPI_Finalize();
+            return 77;
+        }
+        return gpu_agreement();
+    }
     context_errors();
     helper_errors();
 
@@ -769,8 +981,14 @@ int main(int argc, char **argv)
         execute_errors(ctx);
         options_sizes(ctx);
         host_alloc_checks(ctx);
+        stencil_agreement(ctx);
+        gemm_agreement(ctx);
+        direction_agreement(ctx);
+        context_lifetime(ctx);
         valid_run(ctx, "after all failures");
-        tide_context_destroy(ctx);
+        st = tide_context_destroy(ctx);
+        tt_check(&tally, comm, st == 0, "context destroy once its plans are gone: %s",
+                 tide_last_error(ctx));
     }
 
     int rc = tt_finish(&tally, comm, "test_errors", "checks");

@@ -330,7 +330,7 @@ static void expect_misaligned(tt_tally *t, tide_context *ctx, int st, int bad, c
 {
     const char *msg = tide_last_error(ctx);
     char who[32];
-    snprintf(who, sizeof who, "rank %d ", bad);
+    snprintf(who, sizeof who, "rank %d: ", bad);
     tt_check(t, MPI_COMM_WORLD,
              st == TIDE_ERR_ARGUMENT && strstr(msg, who) && strstr(msg, side) &&
                  strstr(msg, "not aligned to 16 bytes"),
