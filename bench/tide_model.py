@@ -599,7 +599,7 @@ def _poisson_streamed(n, P, s, batch, half, L):
     and o-planes, each uploading its input and downloading its results in real scalars (complex
     data twice as many along z), two exchanges of the spectral data across ranks; the costs as
     src/fft.c's stream_cost reports them. None when the solve cannot stream (src/solver_stream.c:
-    tide_solver_stream_outer)."""
+    tide_solver_streamed_outer)."""
     o = 1 if L == 1 or (L != 0 and half == 0) else 0
     S = list(n)
     if half >= 0:

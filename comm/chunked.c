@@ -3,11 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tide_config.h"
-#include "chunked.h"
-#include "region.h"
-#include "reshape.h"
+#include "comm/chunked.h"
+#include "comm/region.h"
+#include "comm/reshape.h"
 #if TIDE_HAVE_CUDA
-#include "gpu.h"
+#include "gpu/gpu.h"
 #endif
 
 enum { TAG = 7311 };

@@ -14,12 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "halo.h"
-#include "region.h"
-#include "reshape.h"
+#include "comm/halo.h"
+#include "comm/region.h"
+#include "comm/reshape.h"
 #include "tide_config.h"
 #if TIDE_HAVE_CUDA
-#include "gpu.h"
+#include "gpu/gpu.h"
 #endif
 
 enum { HALO_TAG = 7302 };

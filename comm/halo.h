@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 #include <mpi.h>
-#include "region.h"
+#include "comm/region.h"
 #include "tide.h"
 
 typedef struct tide_halo tide_halo;

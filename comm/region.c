@@ -8,7 +8,7 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-#include "region.h"
+#include "comm/region.h"
 
 void tide_box_strides(const tide_box *b, int64_t stride[3])
 {

@@ -12,10 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "tide_config.h"
-#include "region.h"
-#include "reshape.h"
+#include "comm/region.h"
+#include "comm/reshape.h"
 #if TIDE_HAVE_CUDA
-#include "gpu.h"
+#include "gpu/gpu.h"
 #endif
 
 typedef struct {

@@ -13,9 +13,9 @@
 #if TIDE_HAVE_NCCL
 #include <nccl.h>
 #endif
-#include "gpu.h"
+#include "gpu/gpu.h"
 extern "C" {
-#include "region.h"
+#include "comm/region.h"
 }
 
 // The devices CUDA lists, without opening any context (0 with the reason in why).

@@ -11,16 +11,16 @@
 #include <cstdlib>
 #include <cufft.h>
 #include <cuda_runtime.h>
-#include "gpu.h"
+#include "gpu/gpu.h"
 #include "tide_config.h"
 extern "C" {
-#include "backend.h"
-#include "region.h"
+#include "backend/backend.h"
+#include "comm/region.h"
 }
 #if TIDE_HAVE_FFT_CALLBACKS
 #include <cufftXt.h>
-#include "fft_callbacks.h"
-#include "fft_callbacks_fatbin.h"
+#include "gpu/fft_callbacks.h"
+#include "gpu/fft_callbacks_fatbin.h"
 #endif
 
 namespace {

@@ -3,9 +3,9 @@
 // multiplies are ordered one after another, never concurrent).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include "gpu.h"
+#include "gpu/gpu.h"
 extern "C" {
-#include "backend.h"
+#include "backend/backend.h"
 }
 
 namespace {

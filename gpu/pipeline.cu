@@ -47,9 +47,9 @@
 #define TIDE_NVTX 1
 #endif
 #endif
-#include "pipeline.h"
+#include "gpu/pipeline.h"
 extern "C" {
-#include "region.h"
+#include "comm/region.h"
 }
 
 namespace {

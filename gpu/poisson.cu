@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <algorithm>
 #include <cuda_runtime.h>
-#include "gpu.h"
+#include "gpu/gpu.h"
 extern "C" {
-#include "backend.h"
-#include "region.h"
+#include "backend/backend.h"
+#include "comm/region.h"
 }
 
 namespace {

@@ -29,10 +29,10 @@
 #include <cstdlib>
 #include <cufft.h>
 #include <cuda_runtime.h>
-#include "gpu.h"
+#include "gpu/gpu.h"
 extern "C" {
-#include "cpu_fft.h"
-#include "region.h"
+#include "backend/cpu_fft.h"
+#include "comm/region.h"
 }
 enum {
     A_NONE,   // n = 1: a scale factor

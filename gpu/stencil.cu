@@ -68,9 +68,9 @@
 #include <new>
 #include <utility>
 #include <cuda_runtime.h>
-#include "gpu.h"
+#include "gpu/gpu.h"
 extern "C" {
-#include "backend.h"
+#include "backend/backend.h"
 }
 
 namespace {

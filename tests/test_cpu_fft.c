@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "cpu_fft.h"
+#include "backend/cpu_fft.h"
 
 static long long n_checks, n_failed;
 

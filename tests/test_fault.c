@@ -28,7 +28,7 @@
 
 #include "common.h"
 #include "reference.h"
-#include "reshape.h"
+#include "comm/reshape.h"
 #include "tide_config.h"
 
 enum { ALARM_S = 240, LIMIT_S = 60, SPLIT = 7 };

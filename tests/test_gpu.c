@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tide_config.h"
-#include "region.h"
+#include "comm/region.h"
 
 #if !TIDE_HAVE_CUDA
 int main(void)
@@ -30,9 +30,9 @@ int main(void)
 #include <hwloc.h>
 #include <cuda_runtime.h>
 #include "common.h"
-#include "gpu.h"
+#include "gpu/gpu.h"
 #include "tide.h"
-#include "tide_internal.h"
+#include "core/core.h"
 
 static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
 static int rank, nranks;

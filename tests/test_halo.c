@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "common.h"
-#include "halo.h"
-#include "region.h"
+#include "comm/halo.h"
+#include "comm/region.h"
 
 enum { CASES = 40 };
 

@@ -60,9 +60,9 @@ int main(void)
 #include <omp.h>
 #include <cuda_runtime.h>
 #include "common.h"
-#include "gpu.h"
-#include "pipeline.h"
-#include "region.h"
+#include "gpu/gpu.h"
+#include "gpu/pipeline.h"
+#include "comm/region.h"
 #include "tide.h"
 
 enum { POISON = 0xdb };

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "region.h"
+#include "comm/region.h"
 
 static long long n_checks, n_failed;
 

@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "reshape.h"
+#include "comm/reshape.h"
 
 #define GUARD 64 /* bytes after each array that must stay untouched */
 #define GUARD_BYTE 0x5A

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "backend/backend.h"
 #include "common.h"
 #include "reference.h"
 #if TIDE_HAVE_CUDA

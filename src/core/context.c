@@ -1,0 +1,851 @@
+/* context.c: one per communicator: communicators, threads, backend choice, logging level. */
+#include <limits.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <hwloc.h>
+#include <fftw3.h>
+#include "core/args.h"
+#include "tide_config.h"
+#include "core/core.h"
+#if TIDE_HAVE_CUDA
+#include "gpu/gpu.h"
+#endif
+#if TIDE_HAVE_MPI_EXT
+#include <mpi-ext.h> /* MPIX_Query_cuda_support, where the MPI library has it */
+#endif
+
+const char *tide_version(void) { return TIDE_VERSION_STRING; }
+
+void tide_context_options_init(tide_context_options *opts)
+{
+    if (!opts)
+        return;
+    memset(opts, 0, sizeof *opts);
+    opts->size = sizeof *opts;
+    opts->backend = TIDE_BACKEND_AUTO;
+    opts->threads = 0;
+    opts->device_budget = 0;
+    opts->bind = 1;
+    opts->device = TIDE_DEVICE_AUTO;
+}
+
+/* The caller's options over the defaults (tide_options_read); 0 when opts was not filled by
+ * tide_context_options_init. */
+static int read_options(const tide_context_options *opts, tide_context_options *o)
+{
+    tide_context_options_init(o);
+    return tide_options_read(opts, o, sizeof *o, offsetof(tide_context_options, threads));
+}
+
+static int log_level_from_env(void)
+{
+    const char *v = getenv("TIDE_LOG");
+    if (!v || !*v)
+        return TIDE_LOG_WARN;
+    if (!strcasecmp(v, "debug"))
+        return TIDE_LOG_DEBUG;
+    if (!strcasecmp(v, "info"))
+        return TIDE_LOG_INFO;
+    return TIDE_LOG_WARN;
+}
+
+/* Physical cores of this node, and of them those this process is bound to (hwloc; PUs where
+ * no whole core is: a binding to one hardware thread); 1 and 1 when the topology cannot be
+ * read, node's count when the binding cannot. */
+static void node_cores(int *node, int *bound)
+{
+    hwloc_topology_t topo;
+    *node = *bound = 1;
+    if (hwloc_topology_init(&topo) != 0)
+        return;
+    if (hwloc_topology_load(topo) == 0) {
+        int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+        if (n <= 0)
+            n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+        *node = *bound = n > 0 ? n : 1;
+        hwloc_bitmap_t set = hwloc_bitmap_alloc();
+        if (set && hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0) {
+            int b = hwloc_get_nbobjs_inside_cpuset_by_type(topo, set, HWLOC_OBJ_CORE);
+            if (b <= 0)
+                b = hwloc_get_nbobjs_inside_cpuset_by_type(topo, set, HWLOC_OBJ_PU);
+            if (b > 0 && b < *bound)
+                *bound = b;
+        }
+        hwloc_bitmap_free(set);
+    }
+    hwloc_topology_destroy(topo);
+}
+
+/* The threads of the rank (collective): `given`, or where 0 its share of the node's cores
+ * within the cores it is bound to (after select_gpu, which may bind it near its GPU). More
+ * threads than cores only time-slice one another, every parallel region then waiting for the
+ * slowest; a launcher's binding narrower than the share is most often its default (Open MPI
+ * binds one or two ranks to one core each), so rank 0 says so. */
+static void set_threads(tide_context *ctx, int given)
+{
+    int node, bound;
+    node_cores(&node, &bound);
+    int share = node / ctx->local_size > 0 ? node / ctx->local_size : 1;
+    ctx->threads = given ? given : bound < share ? bound : share;
+    int narrowed = ctx->threads < share && !given && !ctx->bound_near; /* by the launcher */
+    /* for rank 0's line, in one reduction: the largest share narrowed, the fewest cores
+     * (negated, so MAX finds it) */
+    int mine[2] = {narrowed ? share : 0, narrowed ? -bound : INT_MIN}, most[2];
+    if (MPI_Allreduce(mine, most, 2, MPI_INT, MPI_MAX, ctx->comm) == MPI_SUCCESS && most[0] &&
+        ctx->rank == 0)
+        tide_log(ctx, TIDE_LOG_WARN, "a rank is bound to %d core%s, fewer than its share of the "
+                 "node (%d): its host-side work (copies, staging, CPU transforms) runs on that "
+                 "many threads. Open MPI binds one or two ranks to a core each by default: "
+                 "mpirun --bind-to none lets Tide bind each rank near its GPU, --map-by "
+                 "slot:PE=N gives each rank N cores, option threads sets the count",
+                 -most[1], -most[1] > 1 ? "s" : "", most[0]);
+}
+
+/* FFTW's planner (making and destroying plans, in either precision) is not reentrant, and
+ * fftw_plan_with_nthreads sets a count the planner itself reads and changes while it plans.
+ * FFTW calls a hook before and after each of those; Tide installs one recursive lock there,
+ * process-wide, so contexts on several threads, and the caller's own FFTW planning, may run at
+ * once, and tide_fftw_lock holds it around a thread count and the planning that uses it.
+ * fftw_make_planner_thread_safe installs such hooks in FFTW's pthreads library but does
+ * nothing in its OpenMP one, which Tide links; fftw_set_planner_hooks (FFTW >= 3.3.5, which it
+ * calls) is exported but not declared in fftw3.h. Set up once, before any planning. */
+void fftw_set_planner_hooks(void (*before)(void), void (*after)(void));
+void fftwf_set_planner_hooks(void (*before)(void), void (*after)(void));
+
+static pthread_once_t fftw_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t fftw_mutex;
+
+static void fftw_hook_lock(void) { pthread_mutex_lock(&fftw_mutex); }
+static void fftw_hook_unlock(void) { pthread_mutex_unlock(&fftw_mutex); }
+
+static void fftw_setup(void)
+{
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&fftw_mutex, &a);
+    pthread_mutexattr_destroy(&a);
+    fftw_init_threads();
+    fftwf_init_threads();
+    fftw_set_planner_hooks(fftw_hook_lock, fftw_hook_unlock);
+    fftwf_set_planner_hooks(fftw_hook_lock, fftw_hook_unlock);
+}
+
+void tide_fftw_lock(void)
+{
+    pthread_once(&fftw_once, fftw_setup);
+    pthread_mutex_lock(&fftw_mutex);
+}
+
+void tide_fftw_unlock(void) { pthread_mutex_unlock(&fftw_mutex); }
+
+#if TIDE_HAVE_CUDA
+/* Log how tide_gpu_select left the process's binding. */
+static void log_binding(const tide_context *ctx, int binding)
+{
+    const tide_device_info *d = &ctx->dev;
+    if (binding == TIDE_BIND_NEAR)
+        tide_log(ctx, TIDE_LOG_DEBUG, "bound to cpus %s, near GPU %d", d->cpuset, d->device);
+    else if (binding == TIDE_BIND_KEPT)
+        tide_log(ctx, TIDE_LOG_INFO, "already bound to cpus %s (by the launcher?): binding kept",
+                 d->cpuset);
+    else if (binding == TIDE_BIND_KEPT_FAR)
+        tide_log(ctx, TIDE_LOG_INFO, "already bound to cpus %s (by the launcher?): binding kept, "
+                 "although none of them is near GPU %d", d->cpuset, d->device);
+}
+#endif
+
+/* Choose this rank's GPU (and bind near it). Returns whether one is in use; a device that does
+ * not exist is an error (*st), whatever the backend, not a reason to fall back. */
+static int select_gpu(tide_context *ctx, const tide_context_options *opts, int *st)
+{
+#if TIDE_HAVE_CUDA
+    int binding = TIDE_BIND_NONE;
+    int rc = tide_gpu_select(ctx->local_rank, opts->device, opts->bind, &ctx->dev, &binding,
+                             ctx->backend_reason, sizeof ctx->backend_reason);
+    if (rc == TIDE_ERR_ARGUMENT)
+        *st = tide_fail(ctx, rc, "%s", ctx->backend_reason);
+    if (rc) {
+        ctx->dev.device = -1;
+        return 0;
+    }
+    log_binding(ctx, binding);
+    ctx->bound_near = binding == TIDE_BIND_NEAR;
+    ctx->dev_auto = opts->device == TIDE_DEVICE_AUTO;
+    return 1;
+#else
+    (void)opts;
+    (void)st;
+    snprintf(ctx->backend_reason, sizeof ctx->backend_reason,
+             "this build has no CUDA (configured with -Dcuda=disabled or no nvcc)");
+    return 0;
+#endif
+}
+
+#if TIDE_HAVE_CUDA
+/* Collective over the node: the ranks of this node using the same GPU as this one (same PCI
+ * bus id) and the device budget. The default budget splits the smallest free memory any of
+ * them saw (less 1 GiB) evenly between them, so that they agree and together fit; free memory
+ * is read after every rank of the node has opened its context. An explicit budget is this
+ * rank's and must fit its free memory. Ranks without a GPU take part with an empty id. */
+static int share_gpu(tide_context *ctx, int gpu, size_t budget)
+{
+    enum { ID = sizeof ctx->dev.pci_bus_id };
+    int L = ctx->local_size;
+    char *ids = malloc((size_t)L * ID), id[ID] = "";
+    unsigned long long *frees = malloc((size_t)L * sizeof *frees), mine = 0;
+    int have = ids && frees, all_have = 0;
+    if (gpu && ctx->dev.pci_bus_id[0])
+        memcpy(id, ctx->dev.pci_bus_id, ID);
+    else if (gpu) /* no bus id: the device index stands for it */
+        snprintf(id, ID, "device %d", ctx->dev.device);
+    /* Every step runs on every rank of the node, so no rank waits alone in a collective. The
+     * first gather also waits for every rank's context to be open before free memory is read. */
+    int ok = MPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, ctx->node_comm) == 0;
+    if (ok && !all_have) {
+        free(ids);
+        free(frees);
+        return tide_fail(ctx, TIDE_ERR_NOMEM, "out of memory");
+    }
+    ok = ok && MPI_Allgather(id, ID, MPI_CHAR, ids, ID, MPI_CHAR, ctx->node_comm) == 0;
+    tide_gpu_props p;
+    if (ok && gpu && tide_gpu_properties(ctx->dev.device, &p) == 0 && p.free_bytes)
+        ctx->dev.free_bytes = p.free_bytes;
+    mine = gpu ? ctx->dev.free_bytes : 0;
+    ok = ok && MPI_Allgather(&mine, 1, MPI_UNSIGNED_LONG_LONG, frees, 1, MPI_UNSIGNED_LONG_LONG,
+                             ctx->node_comm) == 0;
+    unsigned long long least = mine;
+    ctx->dev_sharers = 0;
+    for (int r = 0; ok && gpu && r < L; r++)
+        if (strncmp(ids + (size_t)r * ID, id, ID) == 0) {
+            ctx->dev_sharers++;
+            least = frees[r] < least ? frees[r] : least;
+        }
+    free(ids);
+    free(frees);
+    if (!ok)
+        return tide_fail(ctx, TIDE_ERR_MPI, "MPI over the node communicator failed");
+    if (!gpu)
+        return TIDE_SUCCESS;
+    if (budget > ctx->dev.free_bytes)
+        return tide_fail(ctx, TIDE_ERR_ARGUMENT, "device budget %zu bytes exceeds the %zu bytes "
+                         "free on GPU %d (%s)", budget, ctx->dev.free_bytes, ctx->dev.device,
+                         ctx->dev.name);
+    const unsigned long long margin = 1ull << 30;
+    unsigned long long avail = least > margin ? least - margin : least / 2;
+    ctx->dev.budget_bytes = budget ? budget : (size_t)(avail / (unsigned)ctx->dev_sharers);
+    if (!budget && ctx->dev_sharers > 1)
+        tide_log(ctx, TIDE_LOG_INFO, "GPU %d is shared by %d ranks of this node: device budget "
+                 "%.2f GiB each", ctx->dev.device, ctx->dev_sharers,
+                 ctx->dev.budget_bytes / 1073741824.0);
+    return TIDE_SUCCESS;
+}
+#endif
+
+/* What the GPU exchanges may use, the same on every rank: NCCL needs a GPU per rank (two
+ * ranks on one GPU cannot share an NCCL communicator); CUDA-aware MPI must be so everywhere. */
+static int exchange_caps(tide_context *ctx)
+{
+    int mine[2] = {0, 0}, all[2];
+#if TIDE_HAVE_CUDA
+    if (ctx->backend == TIDE_BACKEND_CUDA) {
+        mine[0] = tide_nccl_version() > 0 && ctx->dev_sharers == 1;
+#if TIDE_HAVE_MPI_EXT && defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+        mine[1] = MPIX_Query_cuda_support();
+#endif
+    }
+#endif
+    if (MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
+        return tide_fail(ctx, TIDE_ERR_MPI, "MPI_Allreduce failed");
+    ctx->nccl_usable = all[0];
+    ctx->cuda_aware_mpi = all[1];
+    return TIDE_SUCCESS;
+}
+
+int tide_context_nccl(tide_context *ctx, int beside, void **nccl)
+{
+    beside = !!beside;
+#if TIDE_HAVE_CUDA
+    if (!ctx->nccl[beside] && ctx->nccl_usable) {
+        char why[TIDE_MSG_LEN] = "";
+        tide_nccl *c = NULL;
+        int st = tide_nccl_create(ctx->comm, beside ? TIDE_NCCL_BESIDE_CTAS : 0, &c, why,
+                                  sizeof why);
+        if (st)
+            tide_fail(ctx, st, "NCCL: %s", why);
+        st = tide_agree(ctx, st);
+        if (st) {
+            tide_nccl_destroy(c);
+            return st;
+        }
+        ctx->nccl[beside] = c;
+    }
+#endif
+    *nccl = ctx->nccl[beside];
+    if (*nccl)
+        return TIDE_SUCCESS;
+    tide_device_info info;
+    tide_context_device(ctx, &info);
+    return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "NCCL is not usable: %s",
+                     ctx->backend != TIDE_BACKEND_CUDA ? "the context has no GPU"
+                     : info.nccl_version             ? "some ranks share a GPU"
+                                                     : "this build has no NCCL");
+}
+
+int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_context **out)
+{
+    /* Without an initialized MPI and a communicator nothing can be agreed: say so locally. */
+    int inited = 0;
+    MPI_Initialized(&inited);
+    if (!inited)
+        return tide_fail(NULL, TIDE_ERR_MPI, "tide_context_create: MPI is not initialized");
+    if (comm == MPI_COMM_NULL)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_context_create: communicator is NULL");
+    tide_context_options o;
+    int filled = read_options(opts, &o);
+    opts = &o;
+    /* Every later check is agreed over the duplicated communicator, so an error on one rank is
+     * the same error on all of them. Only an allocation failure here stays local. */
+    tide_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return tide_fail(NULL, TIDE_ERR_NOMEM, "tide_context_create: out of memory");
+    ctx->comm = ctx->node_comm = MPI_COMM_NULL;
+    if (MPI_Comm_dup(comm, &ctx->comm) != MPI_SUCCESS) {
+        free(ctx);
+        return tide_fail(NULL, TIDE_ERR_MPI, "tide_context_create: MPI_Comm_dup failed");
+    }
+    MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(ctx->comm, &ctx->rank);
+    MPI_Comm_size(ctx->comm, &ctx->nranks);
+    ctx->log_level = log_level_from_env();
+
+    int st = TIDE_SUCCESS;
+    if (!out)
+        st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "the context pointer is NULL");
+    else if (!filled)
+        st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_context_options not initialised: call "
+                       "tide_context_options_init");
+    else if (opts->backend < TIDE_BACKEND_AUTO || opts->backend > TIDE_BACKEND_CUDA)
+        st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "unknown backend %d", (int)opts->backend);
+    else if (opts->threads < 0)
+        st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "threads must be >= 0, got %d", opts->threads);
+    else if (opts->device < TIDE_DEVICE_CURRENT)
+        st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "device must be TIDE_DEVICE_AUTO (-1), "
+                       "TIDE_DEVICE_CURRENT (-2) or an index >= 0, got %d", opts->device);
+    /* the backend is the one option every rank must give alike (threads, device, budget and
+     * binding are each rank's own) */
+    tide_call_arg backend = tide_call_int("option backend", opts->backend);
+    st = tide_agree_call(ctx, NULL, st, &backend, 1);
+    if (!st && MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL,
+                                   &ctx->node_comm) != MPI_SUCCESS)
+        st = tide_fail(ctx, TIDE_ERR_MPI, "MPI_Comm_split_type failed");
+    if (!st && !(st = tide_agree(ctx, st))) {
+        MPI_Comm_rank(ctx->node_comm, &ctx->local_rank);
+        MPI_Comm_size(ctx->node_comm, &ctx->local_size);
+        /* A GPU is looked for only when one may be used; CUDA only when every rank has one. */
+        int gpu = 0, all_gpu = 0;
+        ctx->dev.device = -1;
+        if (opts->backend == TIDE_BACKEND_CPU)
+            snprintf(ctx->backend_reason, sizeof ctx->backend_reason, "backend cpu requested");
+        else
+            gpu = select_gpu(ctx, opts, &st);
+#if TIDE_HAVE_CUDA
+        int rc = share_gpu(ctx, gpu, opts->device_budget);
+        st = st ? st : rc;
+#endif
+        if (MPI_Allreduce(&gpu, &all_gpu, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
+            st = tide_fail(ctx, TIDE_ERR_MPI, "MPI_Allreduce failed");
+        else if (gpu && !all_gpu)
+            snprintf(ctx->backend_reason, sizeof ctx->backend_reason,
+                     "this rank has a GPU but another rank has none");
+        if (!st && opts->backend == TIDE_BACKEND_CUDA && !gpu)
+            st = tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "backend cuda requested but %s",
+                           ctx->backend_reason);
+        ctx->backend = all_gpu ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU;
+        set_threads(ctx, opts->threads);
+        /* agreed first: exchange_caps is collective, and a rank that failed must not skip it
+         * while the others run it */
+        st = tide_agree(ctx, st);
+        if (!st)
+            st = tide_agree(ctx, exchange_caps(ctx));
+    }
+    if (st != TIDE_SUCCESS) {
+        tide_fail(NULL, st, "tide_context_create: %s", ctx->errmsg);
+        tide_context_destroy(ctx);
+        return st;
+    }
+    pthread_once(&fftw_once, fftw_setup);
+    if (ctx->backend == TIDE_BACKEND_CPU && opts->backend == TIDE_BACKEND_AUTO)
+        tide_log(ctx, TIDE_LOG_INFO, "backend cpu: %s", ctx->backend_reason);
+    tide_log(ctx, TIDE_LOG_DEBUG, "context: %d ranks, %d on this node, %d threads per rank",
+             ctx->nranks, ctx->local_size, ctx->threads);
+    *out = ctx;
+    return TIDE_SUCCESS;
+}
+
+void tide_context_hold(tide_context *ctx, int *held)
+{
+    __atomic_fetch_add(&ctx->plans, 1, __ATOMIC_RELAXED);
+    *held = 1;
+}
+
+void tide_context_release(tide_context *ctx, int *held)
+{
+    if (ctx && *held)
+        __atomic_fetch_sub(&ctx->plans, 1, __ATOMIC_RELAXED);
+    *held = 0;
+}
+
+/* Collective: TIDE_ERR_ARGUMENT on every rank where any rank's context still has plans. */
+static int refuse_live_plans(tide_context *ctx)
+{
+    struct {
+        int live, rank;
+    } mine = {__atomic_load_n(&ctx->plans, __ATOMIC_RELAXED), ctx->rank}, most;
+    if (MPI_Allreduce(&mine, &most, 1, MPI_2INT, MPI_MAXLOC, ctx->comm) != MPI_SUCCESS)
+        return tide_fail(ctx, TIDE_ERR_MPI, "tide_context_destroy: MPI_Allreduce failed");
+    if (most.live > 0)
+        return tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_context_destroy: %d plan%s made from the "
+                         "context %s not destroyed (rank %d): destroy them first; the context "
+                         "stays usable", most.live, most.live > 1 ? "s" : "",
+                         most.live > 1 ? "are" : "is", most.rank);
+    return TIDE_SUCCESS;
+}
+
+int tide_context_destroy(tide_context *ctx)
+{
+    if (!ctx)
+        return TIDE_SUCCESS;
+    if (ctx->comm != MPI_COMM_NULL) {
+        int st = refuse_live_plans(ctx);
+        if (st)
+            return st;
+    }
+#if TIDE_HAVE_CUDA
+    for (int i = 0; i < 2; i++)
+        tide_nccl_destroy(ctx->nccl[i]);
+#endif
+    if (ctx->node_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&ctx->node_comm);
+    if (ctx->comm != MPI_COMM_NULL)
+        MPI_Comm_free(&ctx->comm);
+    free(ctx);
+    return TIDE_SUCCESS;
+}
+
+int tide_context_backend(const tide_context *ctx, tide_backend *backend)
+{
+    if (!ctx || !backend)
+        return tide_fail((tide_context *)ctx, TIDE_ERR_ARGUMENT, "tide_context_backend: NULL argument");
+    *backend = ctx->backend;
+    return TIDE_SUCCESS;
+}
+
+int tide_context_device(const tide_context *ctx, tide_device_info *info)
+{
+    if (!ctx || !info)
+        return tide_fail((tide_context *)ctx, TIDE_ERR_ARGUMENT,
+                         "tide_context_device: NULL argument");
+    *info = ctx->dev;
+    if (ctx->backend != TIDE_BACKEND_CUDA) {
+        memset(info, 0, sizeof *info);
+        info->device = -1;
+    }
+    info->cuda_aware_mpi = 0;
+#if TIDE_HAVE_MPI_EXT && defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+    info->cuda_aware_mpi = MPIX_Query_cuda_support();
+#endif
+#if TIDE_HAVE_CUDA
+    info->nccl_version = tide_nccl_version();
+#else
+    info->nccl_version = 0;
+#endif
+    return TIDE_SUCCESS;
+}
+
+int tide_host_alloc(tide_context *ctx, size_t bytes, void **ptr)
+{
+    if (!ctx || !ptr)
+        return tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_host_alloc: NULL argument");
+    void *p = NULL;
+    int st = TIDE_SUCCESS;
+#if TIDE_HAVE_CUDA
+    if (ctx->backend == TIDE_BACKEND_CUDA)
+        st = tide_gpu_host_alloc(bytes, &p);
+    else
+#endif
+        st = posix_memalign(&p, 64, bytes ? bytes : 1) ? TIDE_ERR_NOMEM : TIDE_SUCCESS;
+    if (st)
+        return tide_fail(ctx, TIDE_ERR_NOMEM, "tide_host_alloc: cannot allocate %zu bytes%s",
+                         bytes, ctx->backend == TIDE_BACKEND_CUDA ? " of pinned memory" : "");
+    memset(p, 0, bytes); /* first touch: the pages land on this rank's NUMA node */
+    *ptr = p;
+    return TIDE_SUCCESS;
+}
+
+int tide_host_free(tide_context *ctx, void *ptr)
+{
+    if (!ctx)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_host_free: ctx is NULL");
+    if (!ptr)
+        return TIDE_SUCCESS;
+#if TIDE_HAVE_CUDA
+    if (ctx->backend == TIDE_BACKEND_CUDA)
+        return tide_gpu_host_free(ptr) ? tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_host_free: "
+                                                   "not memory from tide_host_alloc") : 0;
+#endif
+    free(ptr);
+    return TIDE_SUCCESS;
+}
+
+int tide_device_alloc(tide_context *ctx, size_t bytes, void **ptr)
+{
+    if (!ctx || !ptr)
+        return tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_device_alloc: NULL argument");
+    if (ctx->backend != TIDE_BACKEND_CUDA)
+        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_device_alloc: the context has no "
+                         "GPU (%s)", ctx->backend_reason);
+#if TIDE_HAVE_CUDA
+    if (tide_gpu_malloc(bytes, ptr))
+        return tide_fail(ctx, TIDE_ERR_NOMEM, "tide_device_alloc: cannot allocate %zu bytes on "
+                         "GPU %d: %s", bytes, ctx->dev.device, tide_gpu_last_error());
+#else
+    (void)bytes;
+#endif
+    return TIDE_SUCCESS;
+}
+
+int tide_device_free(tide_context *ctx, void *ptr)
+{
+    if (!ctx)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_device_free: ctx is NULL");
+#if TIDE_HAVE_CUDA
+    if (ptr)
+        tide_gpu_free(ptr);
+#else
+    (void)ptr;
+#endif
+    return TIDE_SUCCESS;
+}
+
+int tide_copy(tide_context *ctx, void *dst, const void *src, size_t bytes)
+{
+    if (!ctx || ((!dst || !src) && bytes))
+        return tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_copy: NULL argument");
+#if TIDE_HAVE_CUDA
+    if (ctx->backend == TIDE_BACKEND_CUDA) {
+        if (tide_gpu_memcpy_async(dst, src, bytes, NULL) || tide_gpu_sync(NULL))
+            return tide_fail(ctx, TIDE_ERR_BACKEND, "tide_copy: %s", tide_gpu_last_error());
+        return TIDE_SUCCESS;
+    }
+#endif
+    if (bytes)
+        memcpy(dst, src, bytes);
+    return TIDE_SUCCESS;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+#if TIDE_HAVE_CUDA
+/* tide_gpu_measure's step with the other ranks: whether every rank is ok (a barrier). */
+static int barrier_agree(void *arg, int ok)
+{
+    tide_context *ctx = arg;
+    int all = 0;
+    if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
+        return 0;
+    return all;
+}
+#endif
+
+/* The rank's rates of tide_rates. together: collective, every repetition of every
+ * measurement started on all ranks at once (tide_measure_rates_together). */
+
+static int measure_rates(tide_context *ctx, size_t bytes, int together, tide_rates *rates,
+                         const char *fn)
+{
+    if (!ctx || !rates)
+        return tide_fail(ctx, TIDE_ERR_ARGUMENT, "%s: NULL argument", fn);
+    if (!bytes)
+        bytes = (size_t)256 << 20;
+    tide_rates r = {0, 0, 0, 0, 0};
+    char *a = malloc(bytes), *b = malloc(bytes);
+    int st = a && b ? TIDE_SUCCESS
+                    : tide_fail(ctx, TIDE_ERR_NOMEM, "%s: cannot allocate 2 x %zu bytes", fn,
+                                bytes);
+    if (together)
+        st = tide_agree(ctx, st);
+    double t[5];
+    if (!st) {
+        memset(a, 0x5a, bytes); /* never measure on untouched or zero pages */
+        memset(b, 0xa5, bytes);
+        for (int i = 0; i < 5; i++) {
+            if (together)
+                MPI_Barrier(ctx->comm);
+            double t0 = MPI_Wtime();
+            memcpy(i % 2 ? a : b, i % 2 ? b : a, bytes);
+            t[i] = MPI_Wtime() - t0;
+        }
+        qsort(t, 5, sizeof t[0], cmp_double);
+        r.host_copy = 2.0 * (double)bytes / 1e9 / t[2];
+    }
+    free(a);
+    free(b);
+#if TIDE_HAVE_CUDA
+    if (!st && ctx->backend == TIDE_BACKEND_CUDA) {
+        char why[TIDE_MSG_LEN];
+        st = tide_gpu_measure(bytes, together ? barrier_agree : NULL, ctx, &r, why, sizeof why);
+        if (st)
+            tide_fail(ctx, st, "%s: %s", fn, why);
+        if (together)
+            st = tide_agree(ctx, st);
+    }
+#endif
+    if (!st)
+        *rates = r;
+    return st;
+}
+
+int tide_context_pcie(tide_context *ctx, tide_rates *rates, char *err, size_t len)
+{
+#if TIDE_HAVE_CUDA
+    if (!ctx->pcie_known) {
+        int st = tide_gpu_measure((size_t)64 << 20, NULL, NULL, &ctx->pcie, err, len);
+        if (st)
+            return st;
+        ctx->pcie_known = 1;
+    }
+    *rates = ctx->pcie;
+    return TIDE_SUCCESS;
+#else
+    (void)ctx, (void)rates;
+    snprintf(err, len, "this build has no CUDA");
+    return TIDE_ERR_UNSUPPORTED;
+#endif
+}
+
+int tide_context_gpus(const tide_context *ctx, int want, int *devs, int max, char *err,
+                      size_t len)
+{
+    int own = ctx->dev.device, L = ctx->local_size, n = 1;
+    if (own < 0)
+        return snprintf(err, len, "this rank has no GPU"), -TIDE_ERR_UNSUPPORTED;
+#if TIDE_HAVE_CUDA
+    char why[TIDE_MSG_LEN];
+    int all = tide_gpu_count(why, sizeof why);
+    if (ctx->dev_auto && all > L && own == ctx->local_rank % all)
+        n = (all - own + L - 1) / L;
+#endif
+    n = n < max ? n : max;
+    if (want > n)
+        return snprintf(err, len, "option gpus = %d, but this rank drives at most %d GPU%s (%s)",
+                        want, n, n > 1 ? "s" : "", ctx->dev_auto ? "its share of the node's "
+                        "GPUs dealt among the node's ranks" : "the device option names one"),
+               -TIDE_ERR_ARGUMENT;
+    n = want ? want : n;
+    for (int i = 0; i < n; i++)
+        devs[i] = own + i * L;
+    return n;
+}
+
+int tide_measure_rates(tide_context *ctx, size_t bytes, tide_rates *rates)
+{
+    return measure_rates(ctx, bytes, 0, rates, "tide_measure_rates");
+}
+
+int tide_measure_rates_together(tide_context *ctx, size_t bytes, tide_rates *rates)
+{
+    if (!ctx)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_measure_rates_together: ctx is NULL");
+    int st = rates ? TIDE_SUCCESS
+                   : tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_measure_rates_together: rates is "
+                               "NULL");
+    st = tide_agree(ctx, st);
+    return st ? st : measure_rates(ctx, bytes, 1, rates, "tide_measure_rates_together");
+}
+
+/* Buffers and one all-to-all of tide_measure_exchange: in host memory from tide_host_alloc
+ * (pinned on a CUDA context, like the buffers plans exchange from), or on the GPU. */
+typedef struct {
+    tide_context *ctx;
+    tide_exchange how;
+    size_t block;
+    char *a, *b;
+    void *nccl, *stream;
+    MPI_Request *req;
+} xtest;
+
+static int on_host(const xtest *x)
+{
+    return x->how == TIDE_EXCHANGE_A2AV || x->how == TIDE_EXCHANGE_P2P;
+}
+
+static int xtest_once(const xtest *x)
+{
+    int P = x->ctx->nranks, me = x->ctx->rank;
+#if TIDE_HAVE_CUDA
+    if (x->how == TIDE_EXCHANGE_NCCL) {
+        int st = tide_nccl_group_start();
+        for (int q = 0; q < P && !st; q++) {
+            if (q == me)
+                continue;
+            st = tide_nccl_recv(x->nccl, x->b + (size_t)q * x->block, x->block, q, x->stream);
+            if (!st)
+                st = tide_nccl_send(x->nccl, x->a + (size_t)q * x->block, x->block, q,
+                                    x->stream);
+        }
+        int end = tide_nccl_group_end();
+        st = st ? st : end;
+        return st ? st : tide_gpu_sync(x->stream);
+    }
+#endif
+    if (x->how == TIDE_EXCHANGE_P2P) { /* every peer at once, as the streamed exchange does */
+        int n = 0, st = 0;
+        for (int q = 0; q < P && !st; q++)
+            if (q != me)
+                st = MPI_Irecv(x->b + (size_t)q * x->block, (int)x->block, MPI_BYTE, q, 7312,
+                               x->ctx->comm, &x->req[n++]);
+        for (int q = 0; q < P && !st; q++)
+            if (q != me)
+                st = MPI_Isend(x->a + (size_t)q * x->block, (int)x->block, MPI_BYTE, q, 7312,
+                               x->ctx->comm, &x->req[n++]);
+        int w = MPI_Waitall(n, x->req, MPI_STATUSES_IGNORE);
+        return st || w ? TIDE_ERR_MPI : 0;
+    }
+    return MPI_Alltoall(x->a, (int)x->block, MPI_BYTE, x->b, (int)x->block, MPI_BYTE,
+                        x->ctx->comm) ? TIDE_ERR_MPI : 0;
+}
+
+static void xtest_free(xtest *x)
+{
+    free(x->req);
+    if (on_host(x)) {
+        tide_host_free(x->ctx, x->a);
+        tide_host_free(x->ctx, x->b);
+        return;
+    }
+#if TIDE_HAVE_CUDA
+    tide_gpu_free(x->a);
+    tide_gpu_free(x->b);
+    if (x->stream)
+        tide_gpu_stream_destroy(x->stream);
+#endif
+}
+
+/* Local: the buffers (and for NCCL the stream) of x; 0 or a code recorded on ctx. */
+static int xtest_alloc(xtest *x)
+{
+    size_t bytes = x->block * (size_t)x->ctx->nranks;
+    x->req = malloc(2 * (size_t)x->ctx->nranks * sizeof *x->req);
+    if (!x->req)
+        return tide_fail(x->ctx, TIDE_ERR_NOMEM, "tide_measure_exchange: out of memory");
+    if (on_host(x)) {
+        void *a = NULL, *b = NULL;
+        int st = tide_host_alloc(x->ctx, bytes, &a);
+        if (!st)
+            st = tide_host_alloc(x->ctx, bytes, &b);
+        x->a = a, x->b = b;
+        if (st)
+            return st;
+        memset(x->a, 0x5a, bytes); /* never on zero pages */
+        memset(x->b, 0xa5, bytes);
+        return TIDE_SUCCESS;
+    }
+#if TIDE_HAVE_CUDA
+    void *a = NULL, *b = NULL;
+    int st = tide_gpu_malloc(bytes + 1, &a);
+    if (!st)
+        st = tide_gpu_malloc(bytes + 1, &b);
+    x->a = a, x->b = b;
+    if (st)
+        return tide_fail(x->ctx, st, "tide_measure_exchange: cannot allocate 2 x %zu bytes on "
+                         "the device", bytes);
+    if (x->how == TIDE_EXCHANGE_NCCL && tide_gpu_stream_create(&x->stream, 0))
+        return tide_fail(x->ctx, TIDE_ERR_BACKEND, "tide_measure_exchange: cannot create a "
+                         "stream: %s", tide_gpu_last_error());
+    return TIDE_SUCCESS;
+#else
+    return tide_fail(x->ctx, TIDE_ERR_UNSUPPORTED, "this build has no CUDA");
+#endif
+}
+
+int tide_measure_exchange(tide_context *ctx, tide_exchange how, size_t bytes, double *gbps)
+{
+    if (!ctx)
+        return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_measure_exchange: ctx is NULL");
+    int P = ctx->nranks;
+    xtest x = {ctx, how == TIDE_EXCHANGE_AUTO ? TIDE_EXCHANGE_A2AV : how,
+               (bytes ? bytes : (size_t)64 << 20) / (size_t)P, NULL, NULL, NULL, NULL, NULL};
+    /* every rank's bytes, largest and smallest (as the largest complement) */
+    unsigned long long b[2] = {bytes, ~(unsigned long long)bytes}, most[2];
+    int st = MPI_Allreduce(b, most, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, ctx->comm)
+                 ? tide_fail(ctx, TIDE_ERR_MPI, "tide_measure_exchange: MPI failed")
+                 : TIDE_SUCCESS;
+    if (!st && !gbps)
+        st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_measure_exchange: gbps is NULL");
+    if (!st && (x.how < TIDE_EXCHANGE_A2AV || x.how > TIDE_EXCHANGE_CUDA_MPI))
+        st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_measure_exchange: no exchange %d",
+                       (int)how);
+    if (!st && x.how == TIDE_EXCHANGE_CUDA_MPI && !ctx->cuda_aware_mpi)
+        st = tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_measure_exchange: the MPI library "
+                       "is not CUDA-aware");
+    if (!st && !on_host(&x) && ctx->backend != TIDE_BACKEND_CUDA)
+        st = tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_measure_exchange: %s needs a GPU",
+                       tide_exchange_name(x.how));
+    if (!st && most[0] != ~most[1])
+        st = tide_fail(ctx, TIDE_ERR_MISMATCH, "tide_measure_exchange: bytes differ between "
+                       "ranks (%llu to %llu)", ~most[1], most[0]);
+    if (!st && x.block > (size_t)1 << 30)
+        st = tide_fail(ctx, TIDE_ERR_TOO_LARGE, "tide_measure_exchange: %zu bytes per peer "
+                       "exceed MPI's int counts", x.block);
+    st = tide_agree(ctx, st);
+    if (!st && x.how == TIDE_EXCHANGE_NCCL && P > 1)
+        st = tide_context_nccl(ctx, 0, &x.nccl); /* collective, agreed */
+    if (!st)
+        st = tide_agree(ctx, xtest_alloc(&x));
+    double t[5];
+    /* a warm-up (connections, NCCL channels), then five barrier-aligned repetitions */
+    for (int i = -1; i < 5 && !st; i++) {
+        double t0 = 0, dt = 0;
+        int rc = MPI_Barrier(ctx->comm) ? TIDE_ERR_MPI : 0;
+        if (!rc) {
+            t0 = MPI_Wtime();
+            rc = xtest_once(&x);
+            dt = MPI_Wtime() - t0;
+        }
+        if (rc)
+            tide_fail(ctx, rc, "tide_measure_exchange: the %s exchange failed",
+                      tide_exchange_name(x.how));
+        st = tide_agree(ctx, rc);
+        if (!st && i >= 0 && MPI_Allreduce(&dt, &t[i], 1, MPI_DOUBLE, MPI_MAX, ctx->comm))
+            st = tide_fail(ctx, TIDE_ERR_MPI, "tide_measure_exchange: MPI failed");
+    }
+    xtest_free(&x);
+    if (st)
+        return st;
+    qsort(t, 5, sizeof t[0], cmp_double);
+    *gbps = P > 1 ? (double)x.block * (P - 1) / 1e9 / t[2] : 0;
+    return TIDE_SUCCESS;
+}
+
+const char *tide_context_gpu_status(const tide_context *ctx)
+{
+    return ctx ? ctx->backend_reason : "no context";
+}
+
+int tide_context_threads(const tide_context *ctx, int *threads)
+{
+    if (!ctx || !threads)
+        return tide_fail((tide_context *)ctx, TIDE_ERR_ARGUMENT, "tide_context_threads: NULL argument");
+    *threads = ctx->threads;
+    return TIDE_SUCCESS;
+}
+

@@ -1,0 +1,140 @@
+/*
+ * program.h: a plan's program of ops, and the one executor that runs it on any backend
+ * (private).
+ *
+ * An op reads a source and writes a destination, each named by location: the caller's input
+ * or output array, or one of two work buffers. Kinds: reshape (comm/: move the data to another
+ * layout), FFT (local transforms of whole lines), pointwise (scaling; eigenvalue scaling), and
+ * room for line solves, halo exchanges and stencil sweeps. Every op has the same small
+ * interface: created by its kind's constructor, run and destroyed through its class, described
+ * by `what`, and costed by `cost` (flops, and bytes over each link), so a plan reports its own
+ * bound. The executor runs the ops through the plan's backend table (backend.h): the same
+ * code for the CPU and the GPU.
+ */
+#ifndef TIDE_PROGRAM_H
+#define TIDE_PROGRAM_H
+
+#include "backend/backend.h"
+
+enum { TIDE_LOC_IN, TIDE_LOC_OUT, TIDE_LOC_W0, TIDE_LOC_W1 };
+
+typedef enum {
+    TIDE_OP_RESHAPE,
+    TIDE_OP_FFT,
+    TIDE_OP_POINTWISE,
+    TIDE_OP_LINE_SOLVE,
+    TIDE_OP_HALO,
+    TIDE_OP_STENCIL
+} tide_op_kind;
+
+/* One execution of an op on this rank. */
+typedef struct {
+    double flops;
+    double mem_bytes; /* read plus written in the memory the op runs in (host or device) */
+    double net_bytes; /* sent to other ranks */
+} tide_op_cost;
+
+typedef struct tide_op tide_op;
+
+typedef struct {
+    int (*execute)(const tide_op *op, const tide_env *e, void *src, void *dst);
+    void (*destroy)(tide_op *op, const tide_env *e);
+} tide_op_class;
+
+struct tide_op {
+    const tide_op_class *cls;
+    tide_op_kind kind;
+    /* Where it reads and writes (tide_program_place). */
+    int src, dst;
+    int in_place_ok;      /* runs with src == dst (c2c FFT, pointwise) */
+    int overwrites_input; /* destroys its source (c2r) */
+    int stage_input;      /* reads IN: copied to stage_loc first when IN and the destination
+                           * alias at run time, or always when it overwrites its input, so that
+                           * out-of-place inputs stay unmodified */
+    int stage_loc;
+    size_t stage_bytes;
+    tide_op_cost cost;
+    char what[40];
+    /* The kind's state. */
+    tide_reshape *reshape;
+    void *fft;
+    int dbl;
+    long long count;      /* pointwise: scalars; spectral: the fields its origin holds */
+    double factor;        /* pointwise: the scale factor */
+    tide_spectral *spec;  /* spectral operator: its tables in the backend's memory */
+    tide_sweep *sweep;    /* stencil sweep (the plan's): count is the steps of a pass */
+};
+
+enum { TIDE_PROGRAM_OPS = 20 };
+
+typedef struct {
+    tide_op ops[TIDE_PROGRAM_OPS];
+    int nops;
+} tide_program;
+
+/* Constructors, on an op whose placement is set (tide_program_place; an FFT is planned on the
+ * buffers it will use) and that is otherwise zero. A reshape moves this rank's part of
+ * layout from into layout to (every rank's boxes); an FFT runs d (whose in/out arrays say
+ * what to plan with); a pointwise op multiplies count scalars by factor. Return 0 or a code
+ * with the reason in err. */
+int tide_op_reshape(tide_op *op, const tide_env *e, const tide_box *from, const tide_box *to,
+                    size_t elem, int batch, char *err, size_t len);
+int tide_op_fft(tide_op *op, const tide_env *e, const tide_cpu_fft_desc *d, size_t *work,
+                char *err, size_t len);
+void tide_op_scale(tide_op *op, int dbl, long long count, double factor);
+/* The spectral operator of a Poisson solve (backend.h), in place: d with its tables (host
+ * memory; lam[k] and mean_w[k] of n[k] doubles, the line's rows and weights of n[d->line])
+ * copied into the backend's memory, a zeroed origin of d->batch complex doubles and the
+ * scratch there. A pointwise op without a line, a line solve with one. */
+int tide_op_spectral(tide_op *op, const tide_env *e, const tide_spectral *d, const int n[3],
+                     char *err, size_t len);
+/* The spectral op (diagonal, in place) that the FFT before it applies as it stores its output
+ * (tide_cpu_fft_desc's then): it keeps its tables and origin, and runs as nothing. */
+void tide_op_spectral_fused(tide_op *op);
+int tide_op_spectral_is_fused(const tide_op *op);
+/* Copies the spectral op's origin (the d->batch complex doubles it was made with) into host
+ * memory at dst, after the work enqueued before (synchronizes the plan's work). */
+int tide_op_spectral_origin(const tide_op *op, const tide_env *e, void *dst);
+/* Zeroes the spectral op's whole origin (every field it was made with), after the work
+ * enqueued before (synchronizes the plan's work). Returns 0 or a code. */
+int tide_op_spectral_clear(const tide_op *op, const tide_env *e);
+/* A streamed solve's middle op (made for a chunk's layout, with origin room for every field)
+ * runs on one chunk of one field at a time: box the chunk's points (global indices, no more
+ * than the op was made for: the scratch), arr the chunk buffer's layout (backend.h), field
+ * the field whose origin entry its sums add to. Sets batch 1 and keep; the op stays const,
+ * its spectral operator is not. Its cost stays the one it was made with. */
+void tide_op_spectral_chunk(const tide_op *op, const tide_box *box, const tide_box *arr,
+                            int field);
+
+/* A stencil sweep of s (backend.h; prepared by the backend's sweep_create, owned by the
+ * caller) from its source to its destination, op->count steps per execution (the caller sets
+ * it before each pass, 1 .. s->max_fuse). cost: one pass of `fuse` steps over the grid. */
+void tide_op_sweep(tide_op *op, tide_sweep *s, int fuse);
+
+/* Chooses where ops[0..n) of prog read and write. Normally every op writes the work buffer
+ * its source is not in and the last op writes OUT; ops that can run in place stay where their
+ * source is. When ops that run in place follow the last reshape, that reshape delivers into
+ * OUT and they run in OUT (the caller's output array is free work space, and FFTW's in-place
+ * transforms along strided dimensions are far faster than out-of-place ones), unless the
+ * reshape reads IN (in and out may be one array). Pointwise ops at the end run in place in
+ * OUT. Reads each op's kind, in_place_ok and overwrites_input; gpu: in-place ops run with
+ * in == out as they are (cuFFT), else a source that aliases its destination at run time is
+ * staged. */
+void tide_program_place(tide_program *prog, int gpu);
+
+/* The work buffer an op is planned with in place of loc (FFTW plans on real arrays): the work
+ * buffer itself, or for IN/OUT the work buffer the other side does not use. */
+void *tide_program_stand_in(void *const w[2], int loc, int other);
+
+/* Runs the program from in to out with work buffers w. After a local failure (status: the
+ * caller's so far) a rank skips its local ops but still takes part in every reshape, so that
+ * no peer waits for it; returns the first failure, with *failed_at naming its op ("" when it
+ * came before the program). times (when not NULL): each op's wall time,
+ * synchronizing after each (debug). */
+int tide_program_run(const tide_program *prog, const tide_env *e, void *const w[2],
+                     const void *in, void *out, int status, const char **failed_at,
+                     char *times, size_t tlen);
+
+void tide_program_destroy(tide_program *prog, const tide_env *e);
+
+#endif
