@@ -127,7 +127,7 @@ static int is_slab(const int n[3], int P, int r, int d, const tide_box *b)
  * rank (all holds every rank's request). */
 /* Whether the options let host arrays stream: host location, slabs, and between several ranks
  * NCCL or MPI point to point in host memory. */
-static int stream_options_ok(const tide_context *ctx, const tide_fft_options *o)
+static int streamed_options_ok(const tide_context *ctx, const tide_fft_options *o)
 {
     tide_exchange e = o->exchange;
     return o->location == TIDE_LOCATION_HOST &&
@@ -136,8 +136,8 @@ static int stream_options_ok(const tide_context *ctx, const tide_fft_options *o)
             (e == TIDE_EXCHANGE_NCCL && ctx->nccl_usable));
 }
 
-static int streams_ok(const tide_context *ctx, const int n[3], const int nout[3],
-                      const tide_args *all, const tide_fft_options *o, int *transposed)
+static int streamed_ok(const tide_context *ctx, const int n[3], const int nout[3],
+                       const tide_args *all, const tide_fft_options *o, int *transposed)
 {
     int P = ctx->nranks, xs_out = 1, ys_out = 1, xs_in = 1;
     for (int r = 0; r < P; r++) {
@@ -146,19 +146,19 @@ static int streams_ok(const tide_context *ctx, const int n[3], const int nout[3]
         ys_out = ys_out && all[r].has[BOX_OUT] && is_slab(nout, P, r, 1, &all[r].box[BOX_OUT]);
     }
     *transposed = all[0].has[BOX_OUT] ? !xs_out && ys_out : o->transposed_out;
-    return xs_in && (xs_out || ys_out) && P <= n[0] && P <= n[1] && stream_options_ok(ctx, o);
+    return xs_in && (xs_out || ys_out) && P <= n[0] && P <= n[1] && streamed_options_ok(ctx, o);
 }
 
 /* Whether a solver's host arrays too large for the device budget can stream through the GPU
  * in chunks (solver_streamed.c): slabs along its outer dimension (NULL boxes, or tide_box_slab's
  * on every rank). The same answer on every rank. */
-static int solver_streams_ok(const tide_context *ctx, const int n[3], const tide_args *all,
-                             const tide_fft_options *o, const tide_fft_middle *mid)
+static int solver_streamed_ok(const tide_context *ctx, const int n[3], const tide_args *all,
+                              const tide_fft_options *o, const tide_fft_middle *mid)
 {
     int P = ctx->nranks, d = tide_solver_streamed_outer(mid, n, P), ok = d >= 0;
     for (int r = 0; r < P && ok; r++)
         ok = !all[r].has[BOX_IN] || is_slab(n, P, r, d, &all[r].box[BOX_IN]);
-    return ok && stream_options_ok(ctx, o);
+    return ok && streamed_options_ok(ctx, o);
 }
 
 /* A plan with what every plan has: the request, its backend, the grid and element sizes, the
@@ -220,9 +220,9 @@ static int agree_plan(tide_context *ctx, int st, const char *err, tide_fft_plan 
  * memory), and the plan with this rank's slab of the input along din and of the output along
  * dout. Returns 0 with *out set, or a code with *out NULL: NCCL's, agreed already (err
  * empty), or a local failure's with its reason in err, to be agreed. */
-static int stream_plan_base(tide_context *ctx, const int n[3], const tide_fft_options *opts,
-                            const tide_fft_middle *mid, int moves, int din, int dout,
-                            tide_fft_plan **out, char *err, size_t len)
+static int streamed_plan_base(tide_context *ctx, const int n[3], const tide_fft_options *opts,
+                              const tide_fft_middle *mid, int moves, int din, int dout,
+                              tide_fft_plan **out, char *err, size_t len)
 {
     *out = NULL;
     int P = ctx->nranks;
@@ -239,27 +239,27 @@ static int stream_plan_base(tide_context *ctx, const int n[3], const tide_fft_op
     p->decomp = P > 1 ? TIDE_DECOMP_SLABS : TIDE_DECOMP_AUTO;
     p->exchange = !moves ? TIDE_EXCHANGE_AUTO : nccl ? TIDE_EXCHANGE_NCCL : TIDE_EXCHANGE_P2P;
     p->env.transport = p->exchange;
-    p->stream_exchanges = moves;
+    p->streamed_exchanges = moves;
     p->env.nccl = nccl;
     *out = p;
     return TIDE_SUCCESS;
 }
 
 /* The exchange a streamed plan's description shows after a moving pass. */
-static const char *stream_exchange_name(const tide_fft_plan *p)
+static const char *streamed_exchange_name(const tide_fft_plan *p)
 {
-    return !p->stream_exchanges ? "" : p->env.nccl ? " > nccl" : " > p2p";
+    return !p->streamed_exchanges ? "" : p->env.nccl ? " > nccl" : " > p2p";
 }
 
-/* Collective: the streamed plan (see streams_ok). resident: the data may stay on the device
+/* Collective: the streamed plan (see streamed_ok). resident: the data may stay on the device
  * between the passes (one rank, when it fits). */
-static int make_stream_plan(tide_context *ctx, const int n[3], const tide_fft_options *opts,
-                            int transposed, int resident, tide_fft_plan **out)
+static int make_streamed_plan(tide_context *ctx, const int n[3], const tide_fft_options *opts,
+                              int transposed, int resident, tide_fft_plan **out)
 {
     int P = ctx->nranks, moves = P > 1 ? (transposed ? 1 : 2) : 0;
     char err[TIDE_MSG_LEN] = "";
     tide_fft_plan *p;
-    int st = stream_plan_base(ctx, n, opts, NULL, moves, 0, moves == 1 ? 1 : 0, &p, err,
+    int st = streamed_plan_base(ctx, n, opts, NULL, moves, 0, moves == 1 ? 1 : 0, &p, err,
                               sizeof err);
     if (st && !*err)
         return st; /* NCCL's failure, agreed already */
@@ -273,25 +273,25 @@ static int make_stream_plan(tide_context *ctx, const int n[3], const tide_fft_op
     if (!st) {
         tide_streamed_shape sh;
         tide_streamed_shape_of(p->streamed, &sh);
-        const char *x = stream_exchange_name(p);
-        snprintf(p->stream_what, sizeof p->stream_what, "stream[%d chunks, %d slots%s] "
+        const char *x = streamed_exchange_name(p);
+        snprintf(p->streamed_what, sizeof p->streamed_what, "stream[%d chunks, %d slots%s] "
                  "fft(y,z)%s > stream fft(x)%s", sh.chunks, sh.slots,
                  sh.resident ? ", resident" : "", x, moves == 2 ? x : "");
     }
     return agree_plan(ctx, st, err, p, out);
 }
 
-/* Collective: the streamed solver plan (see solver_streams_ok), by the scheme cpu_x says,
- * exchanges as for make_stream_plan; the CPU's x transforms take cpu_seconds (negative: not
+/* Collective: the streamed solver plan (see solver_streamed_ok), by the scheme cpu_x says,
+ * exchanges as for make_streamed_plan; the CPU's x transforms take cpu_seconds (negative: not
  * measured yet). */
-static int make_solver_stream_plan(tide_context *ctx, const int n[3],
-                                   const tide_fft_options *opts, const tide_fft_middle *mid,
-                                   int cpu_x, double cpu_seconds, tide_fft_plan **out)
+static int make_solver_streamed_plan(tide_context *ctx, const int n[3],
+                                     const tide_fft_options *opts, const tide_fft_middle *mid,
+                                     int cpu_x, double cpu_seconds, tide_fft_plan **out)
 {
     int P = ctx->nranks, o = cpu_x ? 0 : tide_solver_streamed_outer(mid, n, P);
     char err[TIDE_MSG_LEN] = "";
     tide_fft_plan *p;
-    int st = stream_plan_base(ctx, n, opts, mid, P > 1 ? 2 : 0, o, 1 - o, &p, err, sizeof err);
+    int st = streamed_plan_base(ctx, n, opts, mid, P > 1 ? 2 : 0, o, 1 - o, &p, err, sizeof err);
     if (st && !*err)
         return st;
     if (!st) {
@@ -310,12 +310,12 @@ static int make_solver_stream_plan(tide_context *ctx, const int n[3],
         char w[3][64];
         for (int k = 0; k < 3; k++)
             tide_streamed_describe_pass(p->streamed, 0, k, w[k], sizeof w[k]);
-        const char *x = stream_exchange_name(p);
+        const char *x = streamed_exchange_name(p);
         if (cpu_x)
-            snprintf(p->stream_what, sizeof p->stream_what, "cpu %s > stream[%d chunks, %d "
+            snprintf(p->streamed_what, sizeof p->streamed_what, "cpu %s > stream[%d chunks, %d "
                      "slots] %s > cpu %s", w[0], sh.chunks, sh.slots, w[1], w[2]);
         else
-            snprintf(p->stream_what, sizeof p->stream_what, "stream[%d chunks, %d slots] %s%s "
+            snprintf(p->streamed_what, sizeof p->streamed_what, "stream[%d chunks, %d slots] %s%s "
                      "> stream %s%s > stream %s", sh.chunks, sh.slots, w[0], x, w[1], x, w[2]);
     }
     return agree_plan(ctx, st, err, p, out);
@@ -571,17 +571,17 @@ static int create(tide_context *ctx, const int n[3], const tide_box *inbox,
     int cuda = tide_wants_cuda(ctx, opts->backend);
     tide_fft_plan *p = NULL;
     int transposed = 0, nout[3] = {n[0], n[1], opts->type == TIDE_R2C ? n[2] / 2 + 1 : n[2]};
-    int streams = cuda && streams_ok(ctx, n, nout, all, opts, &transposed);
+    int streams = cuda && streamed_ok(ctx, n, nout, all, opts, &transposed);
     if (streams && ctx->nranks == 1) {
         /* One rank: streamed, so the transfers overlap the transforms; the data stays on the
          * device between the passes when it fits. */
-        st = make_stream_plan(ctx, n, opts, transposed, 1, &p);
+        st = make_streamed_plan(ctx, n, opts, transposed, 1, &p);
     } else {
         st = make_measured(ctx, n, all, opts, cuda, NULL, &p);
         if (st == TIDE_ERR_NOMEM && streams) {
             tide_log(ctx, TIDE_LOG_INFO, "fft plan streams host arrays through the GPU: %s",
                      ctx->errmsg);
-            st = make_stream_plan(ctx, n, opts, transposed, 0, &p);
+            st = make_streamed_plan(ctx, n, opts, transposed, 0, &p);
         }
     }
     st = or_on_cpu(ctx, st, n, all, opts, cuda, NULL, &p);
@@ -666,7 +666,7 @@ int tide_fft_solver_create(tide_context *ctx, const int n[3], const tide_box *bo
     int cpu_x = ooc == TIDE_OOC_STREAM_CPU_X;
     if (!st && ooc != TIDE_OOC_AUTO) {
         int d = cpu_x ? 0 : tide_solver_streamed_outer(mid, n, ctx->nranks);
-        if (!cuda || !solver_streams_ok(ctx, n, all, &o, mid))
+        if (!cuda || !solver_streamed_ok(ctx, n, all, &o, mid))
             st = tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "the plan of %s: host arrays stream "
                            "through the GPU only on the CUDA backend, as slabs along %s (NULL "
                            "boxes or tide_box_slab's), with decomposition auto or slabs and "
@@ -678,15 +678,15 @@ int tide_fft_solver_create(tide_context *ctx, const int n[3], const tide_box *bo
                            "ranks, x %s)", mid->call, ctx->nranks,
                            tide_solver_streamed_cpu_x(mid, 1) ? "periodic" : "bounded");
         else
-            st = make_solver_stream_plan(ctx, n, &o, mid, cpu_x, -1, plan);
+            st = make_solver_streamed_plan(ctx, n, &o, mid, cpu_x, -1, plan);
     } else if (!st) {
         st = make_measured(ctx, n, all, &o, cuda, mid, plan);
-        if (st == TIDE_ERR_NOMEM && cuda && solver_streams_ok(ctx, n, all, &o, mid)) {
+        if (st == TIDE_ERR_NOMEM && cuda && solver_streamed_ok(ctx, n, all, &o, mid)) {
             tide_log(ctx, TIDE_LOG_INFO, "%s streams host arrays through the GPU: %s",
                      mid->call, ctx->errmsg);
             double cpu;
             int faster = cpu_x_faster(ctx, n, &o, mid, &cpu);
-            st = make_solver_stream_plan(ctx, n, &o, mid, faster, cpu, plan);
+            st = make_solver_streamed_plan(ctx, n, &o, mid, faster, cpu, plan);
         }
         st = or_on_cpu(ctx, st, n, all, &o, cuda, mid, plan);
     }

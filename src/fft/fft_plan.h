@@ -34,8 +34,8 @@ struct tide_fft_plan {
     size_t dio_bytes;
     /* Host arrays streamed through the GPU in chunks instead of the program. */
     tide_streamed *streamed;
-    char stream_what[384];
-    int stream_exchanges; /* per transform: 0 (one rank), 1 (transposed) or 2 */
+    char streamed_what[384];
+    int streamed_exchanges; /* per transform: 0 (one rank), 1 (transposed) or 2 */
     int cpu_x;            /* a streamed solve: the CPU does the x transforms ... */
     double cpu_seconds;   /* ... in this time (tide_solver_streamed_cpu_seconds) */
     double fwd_scale, bwd_scale;

@@ -64,7 +64,7 @@ int tide_fft_plan_info(const tide_fft_plan *p, tide_fft_info *info)
         info->device_bytes = sh.device_bytes;
         info->pinned_bytes = sh.pinned_bytes;
         info->round_trips = sh.trips;
-        info->exchanges = p->stream_exchanges;
+        info->exchanges = p->streamed_exchanges;
         info->local_transforms = p->mid ? 4 : 2;
     }
     double N = (double)p->n[0] * p->n[1] * p->n[2];
@@ -85,7 +85,7 @@ int tide_fft_plan_info(const tide_fft_plan *p, tide_fft_info *info)
  * (solver_streamed.h), three through the GPU, or one with the CPU's two before and after it;
  * the transforms read and write the real data twice and the spectral data six times (the
  * CPU's count too); the middle op's memory traffic is the solver's to add. */
-static void stream_cost(const tide_fft_plan *p, int direction, tide_fft_cost *c)
+static void streamed_cost(const tide_fft_plan *p, int direction, tide_fft_cost *c)
 {
     tide_fft_info info;
     tide_fft_plan_info(p, &info);
@@ -97,8 +97,8 @@ static void stream_cost(const tide_fft_plan *p, int direction, tide_fft_cost *c)
         c->cpu_seconds = p->cpu_seconds;
         c->flops = 2 * info.flops / P;
         c->fft_bytes = 2 * in + 6 * out;
-        c->exchanges = p->stream_exchanges;
-        c->exchange_bytes = p->stream_exchanges * out * (P - 1) / P;
+        c->exchanges = p->streamed_exchanges;
+        c->exchange_bytes = p->streamed_exchanges * out * (P - 1) / P;
         c->fft_passes = 4;
         return;
     }
@@ -107,8 +107,8 @@ static void stream_cost(const tide_fft_plan *p, int direction, tide_fft_cost *c)
     c->d2h_bytes = dst + (resident ? 0 : out);
     c->fft_bytes = in + 3 * out; /* each pass's transforms read and write their chunks once */
     c->move_bytes = resident ? 4 * out : 0;
-    c->exchanges = p->stream_exchanges;
-    c->exchange_bytes = p->stream_exchanges * out * (P - 1) / P;
+    c->exchanges = p->streamed_exchanges;
+    c->exchange_bytes = p->streamed_exchanges * out * (P - 1) / P;
     c->fft_passes = 2;
 }
 
@@ -141,7 +141,7 @@ int tide_fft_plan_cost(const tide_fft_plan *p, int direction, tide_fft_cost *cos
     tide_fft_cost c;
     memset(&c, 0, sizeof c);
     if (p->streamed)
-        stream_cost(p, direction, &c);
+        streamed_cost(p, direction, &c);
     else
         program_cost(p, direction < 0 ? &p->fwd : &p->bwd, &c);
     *cost = c;
@@ -156,7 +156,7 @@ int tide_fft_plan_describe(const tide_fft_plan *p, char *buf, size_t len)
     size_t used = 0;
     buf[0] = '\0';
     if (p->streamed)
-        snprintf(buf, len, "%s", p->stream_what);
+        snprintf(buf, len, "%s", p->streamed_what);
     const tide_program *prog = p->mid ? &p->solve : &p->fwd;
     for (int i = 0; i < prog->nops && used < len; i++)
         used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? " > " : "",
@@ -324,7 +324,7 @@ int tide_fft_solver_run(tide_fft_plan *p, const void *in, void *out)
 void tide_fft_solver_cost(const tide_fft_plan *p, tide_fft_cost *cost)
 {
     if (p->streamed)
-        stream_cost(p, 0, cost);
+        streamed_cost(p, 0, cost);
     else
         program_cost(p, &p->solve, cost);
 }

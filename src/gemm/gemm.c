@@ -31,7 +31,7 @@ struct tide_gemm_plan {
                              * blocks[0..4), one after another) */
     tide_env env;
     void *blas;             /* the backend's gemm handle */
-    tide_gemm_streamed *stream; /* host matrices through the GPU (several ranks: the updates) */
+    tide_gemm_streamed *streamed; /* host matrices through the GPU (several ranks: the updates) */
     tide_gemm_dist *dist;   /* several ranks */
     int panels;             /* several ranks: the updates per multiply (the panels of k) */
     long long widest;       /* ... and the widest panel (the broadcast width the plan uses) */
@@ -248,7 +248,7 @@ int tide_gemm_plan_destroy(tide_gemm_plan *p)
     tide_context_release(p->ctx, &p->held);
     int prev;
     tide_device_enter(p->ctx, &prev);
-    tide_gemm_streamed_destroy(p->stream);
+    tide_gemm_streamed_destroy(p->streamed);
     tide_gemm_dist_destroy(p->dist);
     const tide_env *e = &p->env;
     if (e->be) {
@@ -328,7 +328,7 @@ static int stream_begin(void *user, const tide_gemm_desc *g, int first, int last
 {
     tide_gemm_plan *p = user;
     int which = (first ? TIDE_GEMM_RUN_FIRST : 0) | (last ? TIDE_GEMM_RUN_LAST : 0);
-    return p->stream ? tide_gemm_streamed_start(p->stream, g, which, alpha, a, b, beta, c,
+    return p->streamed ? tide_gemm_streamed_start(p->streamed, g, which, alpha, a, b, beta, c,
                                               p->o.stream, err, len)
                      : TIDE_SUCCESS;
 }
@@ -336,7 +336,7 @@ static int stream_begin(void *user, const tide_gemm_desc *g, int first, int last
 static int stream_end(void *user, char *err, size_t len)
 {
     tide_gemm_plan *p = user;
-    return p->stream ? tide_gemm_streamed_wait(p->stream, err, len) : TIDE_SUCCESS;
+    return p->streamed ? tide_gemm_streamed_wait(p->streamed, err, len) : TIDE_SUCCESS;
 }
 
 /* The broadcast panels' default width: on the GPU wide enough that a panel's multiply hides
@@ -395,7 +395,7 @@ static int build(tide_gemm_plan *p, char *err, size_t len)
     tide_gemm_streamed_desc d = {g, e, p->blas, p->ctx->dev.budget_bytes, p->o.tile,
                                p->dist ? 0 : p->o.panel, n, devs, p->dist ? p->panels : 1,
                                p->o.share_a};
-    return tide_gemm_streamed_create(&d, &p->stream, err, len);
+    return tide_gemm_streamed_create(&d, &p->streamed, err, len);
 }
 
 /* Collective: the plan of an agreed request; failures agreed. */
@@ -488,8 +488,8 @@ int tide_gemm_plan_info(const tide_gemm_plan *p, tide_gemm_info *info)
     info->m = p->m, info->n = p->n, info->k = p->k;
     info->flops = tide_gemm_ops(&p->g) * p->m * p->n * p->k;
     info->grid[0] = p->grid[0], info->grid[1] = p->grid[1];
-    if (p->stream) /* this rank's: several ranks, its updates' sum over k */
-        tide_gemm_streamed_info(p->stream, p->k, p->dist ? p->panels : 1, info);
+    if (p->streamed) /* this rank's: several ranks, its updates' sum over k */
+        tide_gemm_streamed_info(p->streamed, p->k, p->dist ? p->panels : 1, info);
     if (p->dist && p->env.be->host_alloc)
         info->pinned_bytes += tide_gemm_dist_panel_bytes(p->dist, 0);
     else if (p->dist)
@@ -507,8 +507,8 @@ int tide_gemm_plan_describe(const tide_gemm_plan *p, char *buf, size_t len)
         return tide_fail(p ? p->ctx : NULL, TIDE_ERR_ARGUMENT,
                          "tide_gemm_plan_describe: %s", p ? "no buffer" : "plan is NULL");
     char how[260], local[160] = "", summa[96] = "";
-    if (p->stream)
-        tide_gemm_streamed_describe(p->stream, local, sizeof local);
+    if (p->streamed)
+        tide_gemm_streamed_describe(p->streamed, local, sizeof local);
     else
         snprintf(local, sizeof local, "%s", p->env.be->gpu ? "cublas" : "cblas");
     if (p->dist)
@@ -570,8 +570,8 @@ static int multiply(tide_gemm_plan *p, tide_scalar alpha, const void *a, const v
     if (p->g.m == 0 || p->g.n == 0)
         return TIDE_SUCCESS;
     const void *ga = p->swap ? b : a, *gb = p->swap ? a : b;
-    if (p->stream && !p->dist)
-        return tide_gemm_streamed_execute(p->stream, alpha, ga, gb, beta, c, p->o.stream, err,
+    if (p->streamed && !p->dist)
+        return tide_gemm_streamed_execute(p->streamed, alpha, ga, gb, beta, c, p->o.stream, err,
                                         len);
     int st = tide_order_after(p->entry, p->o.stream, e->be->gpu ? e->stream : NULL);
     /* SUMMA packs panels on the CPU: the caller's work on the matrices must have finished */

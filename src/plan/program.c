@@ -114,9 +114,9 @@ int tide_op_fft(tide_op *op, const tide_env *e, const tide_cpu_fft_desc *d, size
 
 static int scale_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
 {
-    size_t bytes = (size_t)op->count * (op->dbl ? sizeof(double) : sizeof(float));
+    size_t bytes = (size_t)op->scalars * (op->dbl ? sizeof(double) : sizeof(float));
     int st = src == dst ? TIDE_SUCCESS : e->be->copy(e, dst, src, bytes);
-    return st ? st : e->be->scale(e, op->dbl, dst, op->count, op->factor);
+    return st ? st : e->be->scale(e, op->dbl, dst, op->scalars, op->factor);
 }
 
 static void scale_destroy(tide_op *op, const tide_env *e) { (void)op, (void)e; }
@@ -129,7 +129,7 @@ void tide_op_scale(tide_op *op, int dbl, long long count, double factor)
     op->kind = TIDE_OP_POINTWISE;
     op->in_place_ok = 1;
     op->dbl = dbl;
-    op->count = count;
+    op->scalars = count;
     op->factor = factor;
     op->cost.flops = (double)count;
     op->cost.mem_bytes = 2.0 * (double)count * (dbl ? sizeof(double) : sizeof(float));
@@ -241,7 +241,7 @@ int tide_op_spectral(tide_op *op, const tide_env *e, const tide_spectral *d, con
         op->cost.flops += 10 * log2((double)tide_ext(&d->box, d->line)) * points;
     op->cost.mem_bytes = 2 * points * (double)tide_spectral_elem(d) * (line ? 2 : 1) +
                          (line ? 2 * points * sizeof(double) : 0);
-    op->count = d->batch; /* the fields origin holds, whatever batch a chunk runs with */
+    op->fields = d->batch; /* the fields origin holds, whatever batch a chunk runs with */
     tide_spectral *x = calloc(1, sizeof *x);
     if (!x)
         return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
@@ -277,7 +277,7 @@ int tide_op_spectral_is_fused(const tide_op *op) { return op->cls == &spectral_f
 
 int tide_op_spectral_origin(const tide_op *op, const tide_env *e, void *dst)
 {
-    int st = e->be->copy(e, dst, op->spec->origin, (size_t)op->count * ORIGIN_ELEM);
+    int st = e->be->copy(e, dst, op->spec->origin, (size_t)op->fields * ORIGIN_ELEM);
     return st ? st : e->be->sync(e);
 }
 
@@ -285,7 +285,7 @@ int tide_op_spectral_clear(const tide_op *op, const tide_env *e)
 {
     static const double zeros[512]; /* copied over the origin a block at a time, no allocation
                                      * per solve */
-    size_t bytes = (size_t)op->count * ORIGIN_ELEM;
+    size_t bytes = (size_t)op->fields * ORIGIN_ELEM;
     int st = TIDE_SUCCESS;
     for (size_t at = 0; at < bytes && !st; at += sizeof zeros)
         st = e->be->copy(e, (char *)op->spec->origin + at, zeros,
@@ -308,7 +308,7 @@ void tide_op_spectral_chunk(const tide_op *op, const tide_box *box, const tide_b
 
 static int sweep_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
 {
-    return e->be->sweep(e, op->sweep, src, dst, (int)op->count);
+    return e->be->sweep(e, op->sweep, src, dst, op->steps);
 }
 
 static void sweep_destroy(tide_op *op, const tide_env *e) { (void)op, (void)e; }
@@ -321,7 +321,7 @@ void tide_op_sweep(tide_op *op, tide_sweep *s, int fuse)
     op->kind = TIDE_OP_STENCIL;
     op->sweep = s;
     op->dbl = s->dbl;
-    op->count = fuse;
+    op->steps = fuse;
     double points = (double)s->n[0] * s->n[1] * s->n[2];
     double words = s->source ? 3 : 2; /* read and write once per pass, the source read */
     op->cost.flops = (2.0 * s->ntaps - 1 + (s->source ? 1 : 0)) * points * fuse;

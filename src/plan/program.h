@@ -59,10 +59,12 @@ struct tide_op {
     tide_reshape *reshape;
     void *fft;
     int dbl;
-    long long count;      /* pointwise: scalars; spectral: the fields its origin holds */
+    long long scalars;    /* pointwise: the scalars it scales */
+    int fields;           /* spectral: the fields its origin holds */
+    int steps;            /* stencil sweep: the steps of one execution (a pass) */
     double factor;        /* pointwise: the scale factor */
     tide_spectral *spec;  /* spectral operator: its tables in the backend's memory */
-    tide_sweep *sweep;    /* stencil sweep (the plan's): count is the steps of a pass */
+    tide_sweep *sweep;    /* stencil sweep (the plan's) */
 };
 
 enum { TIDE_PROGRAM_OPS = 20 };
@@ -107,7 +109,7 @@ void tide_op_spectral_chunk(const tide_op *op, const tide_box *box, const tide_b
                             int field);
 
 /* A stencil sweep of s (backend.h; prepared by the backend's sweep_create, owned by the
- * caller) from its source to its destination, op->count steps per execution (the caller sets
+ * caller) from its source to its destination, op->steps steps per execution (the caller sets
  * it before each pass, 1 .. s->max_fuse). cost: one pass of `fuse` steps over the grid. */
 void tide_op_sweep(tide_op *op, tide_sweep *s, int fuse);
 

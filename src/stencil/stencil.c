@@ -219,7 +219,7 @@ int tide_stencil_plan_destroy(tide_stencil_plan *p)
         if (p->sweep.state)
             e->be->sweep_destroy(e, &p->sweep);
         tide_stencil_split_destroy(e, p->split);
-        tide_stencil_streamed_destroy(p->oc);
+        tide_stencil_streamed_destroy(p->streamed);
         e->be->free(p->work);
         for (int i = 0; i < p->halo_u.n; i++) /* out of core (the GPU backend's pinned) */
             e->be->host_free(p->halo_u.data[i]);
@@ -375,14 +375,15 @@ int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
                        (gpu ? 0 : tide_stencil_backend_bytes(p) + staging);
     info->pinned_bytes = gpu ? staging : 0;
     info->device_bytes = gpu ? tide_stencil_backend_bytes(p) : 0;
-    if (p->ooc) { /* the halo's parts in pinned host memory, its staging in host memory */
+    if (p->out_of_core) { /* the halo's parts in pinned host memory, its staging in host memory */
         info->host_bytes += staging;
         info->pinned_bytes = p->halo_u.n ? tide_stencil_halo_bytes(p) * (1 + (p->halo_src.n > 0)) : 0;
         info->device_bytes = 0;
     }
-    if (p->oc) { /* the pipeline's buffers (one rank: the plan's only pinned and device ones) */
+    if (p->streamed) { /* the pipeline's buffers (one rank: the plan's only pinned and device
+                        * ones) */
         tide_stencil_streamed_shape sh;
-        tide_stencil_streamed_shape_of(p->oc, &sh);
+        tide_stencil_streamed_shape_of(p->streamed, &sh);
         info->pinned_bytes += sh.pinned_bytes;
         info->device_bytes = sh.device_bytes;
         info->slabs = sh.slabs;
@@ -420,17 +421,17 @@ int tide_stencil_plan_describe(const tide_stencil_plan *p, char *buf, size_t len
     if (p->halo)
         snprintf(halo, sizeof halo, "halo %d %s ", p->fuse * p->radius,
                  p->split ? "beside" : ">");
-    if (p->oc) { /* each slab: up, the pass's sweeps, down */
+    if (p->streamed) { /* each slab: up, the pass's sweeps, down */
         tide_stencil_streamed_shape sh;
-        tide_stencil_streamed_shape_of(p->oc, &sh);
+        tide_stencil_streamed_shape_of(p->streamed, &sh);
         snprintf(slabs, sizeof slabs, "%d slabs of <= %d planes, %d steps per pass: ",
                  sh.slabs, sh.planes, sh.fuse);
     }
     /* out of core the exchange comes first, in host memory; in card after the upload */
     snprintf(buf, len, "stencil %s r%d %d taps %s %s: %s%s%s%s%s%s", shape_names[p->o.shape],
              p->radius, p->taps, p->o.precision == TIDE_DOUBLE ? "double" : "float",
-             p->env.be->name, p->ooc ? halo : "", host_gpu ? "upload > " : "",
-             p->ooc ? "" : halo, slabs, p->op.what, host_gpu ? " > download" : "");
+             p->env.be->name, p->out_of_core ? halo : "", host_gpu ? "upload > " : "",
+             p->out_of_core ? "" : halo, slabs, p->op.what, host_gpu ? " > download" : "");
     return TIDE_SUCCESS;
 }
 

@@ -213,7 +213,7 @@ enum { TIMED_FUSE_MAX = 16 };
  * staged through pinned host memory. */
 static tide_halo_transport halo_transport(const tide_stencil_plan *p)
 {
-    if (!p->env.be->gpu || p->ooc)
+    if (!p->env.be->gpu || p->out_of_core)
         return TIDE_HALO_HOST;
     return p->env.nccl            ? TIDE_HALO_NCCL
            : p->ctx->cuda_aware_mpi ? TIDE_HALO_CUDA_MPI
@@ -321,8 +321,8 @@ static int time_fuse_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_b
 /* The description of the slabs of host grid b (this rank's box, or the box grown by its halo,
  * of which u holds the box) through the GPU with fuse steps per pass (0: the model's choice),
  * at the measured PCIe rates (local; the reason in err). */
-static int stream_desc(tide_stencil_plan *p, const tide_box *b, int fuse,
-                       tide_stencil_streamed_desc *d, char *err, size_t len)
+static int streamed_desc(tide_stencil_plan *p, const tide_box *b, int fuse,
+                         tide_stencil_streamed_desc *d, char *err, size_t len)
 {
     *d = (tide_stencil_streamed_desc){.env = &p->env, .sweep = &p->sweep, .box = *b, .own = p->box,
                                     .source = p->o.source != NULL,
@@ -333,11 +333,11 @@ static int stream_desc(tide_stencil_plan *p, const tide_box *b, int fuse,
 
 /* The slabs through the GPU of host array b (its layout; p->sweep made for it, created) with
  * fuse steps per pass (local; the reason in err). */
-static int make_stream(tide_stencil_plan *p, const tide_box *b, int fuse,
-                       tide_stencil_streamed **out, char *err, size_t len)
+static int make_streamed(tide_stencil_plan *p, const tide_box *b, int fuse,
+                         tide_stencil_streamed **out, char *err, size_t len)
 {
     tide_stencil_streamed_desc d;
-    int st = stream_desc(p, b, fuse, &d, err, len);
+    int st = streamed_desc(p, b, fuse, &d, err, len);
     return st ? st : tide_stencil_streamed_create(&d, out, err, len);
 }
 
@@ -351,7 +351,7 @@ static int ooc_fuse(tide_stencil_plan *p, char *err, size_t len)
 {
     tide_stencil_streamed_desc d;
     int k = 0;
-    if (stream_desc(p, &p->box, 0, &d, err, len) == TIDE_SUCCESS)
+    if (streamed_desc(p, &p->box, 0, &d, err, len) == TIDE_SUCCESS)
         tide_stencil_streamed_fuse(&d, &k, err, len);
     if (k < 1)
         return INT_MAX;
@@ -405,15 +405,15 @@ int tide_stencil_plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_
     if (MPI_Allreduce(&ooc, &any_ooc, 1, MPI_INT, MPI_MAX, ctx->comm) != MPI_SUCCESS && !st)
         st = TIDE_ERR_MPI, snprintf(err, len, "MPI_Allreduce failed");
     if (p)
-        p->ooc = any_ooc;
+        p->out_of_core = any_ooc;
     if (p && !st && tide_box_count(&p->box) > 0) { /* the backend's choice on this box */
         make_sweep(p, off, w);
         for (int k = 0; k < 3; k++) /* at least a stencil's width: the GPU's sweeps need it,
                                      * and the grown box will have it */
             if (p->sweep.n[k] < 2 * p->radius + 1)
                 p->sweep.n[k] = 2 * p->radius + 1;
-        st = p->env.be->sweep_create(&p->env, &p->sweep, p->ooc ? 0 : p->o.fuse, err, len);
-        if (!st && !p->ooc)
+        st = p->env.be->sweep_create(&p->env, &p->sweep, p->out_of_core ? 0 : p->o.fuse, err, len);
+        if (!st && !p->out_of_core)
             mine = p->sweep.max_fuse;
         else if (!st) /* out of core: not bound by the kernels (levels of any steps) */
             mine = p->o.fuse ? p->o.fuse : ooc_fuse(p, err, len);
@@ -448,7 +448,7 @@ int tide_stencil_plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_
         p->fuse++;
     }
     /* every rank times, or none: the statuses so far may differ */
-    int go = !st && thin < 0 && p->env.be->gpu && !p->ooc && !p->o.fuse && p->fuse > 1;
+    int go = !st && thin < 0 && p->env.be->gpu && !p->out_of_core && !p->o.fuse && p->fuse > 1;
     int all_go = 0;
     MPI_Allreduce(&go, &all_go, 1, MPI_INT, MPI_MIN, ctx->comm);
     if (all_go) {
@@ -497,10 +497,10 @@ static int build_streamed(tide_stencil_plan *p, char *err, size_t len)
 {
     const tide_env *e = &p->env;
     int st = e->be->sweep_create(e, &p->sweep, 0, err, len); /* every level_steps */
-    if (st || (st = make_stream(p, &p->box, p->o.fuse, &p->oc, err, len)))
+    if (st || (st = make_streamed(p, &p->box, p->o.fuse, &p->streamed, err, len)))
         return st;
     tide_stencil_streamed_shape sh;
-    tide_stencil_streamed_shape_of(p->oc, &sh);
+    tide_stencil_streamed_shape_of(p->streamed, &sh);
     p->fuse = sh.fuse;
     p->tuned = !p->o.fuse;
     tide_op_sweep(&p->op, &p->sweep, sh.level_steps); /* a level's (describe) */
@@ -538,10 +538,10 @@ static int build_out_of_core(tide_stencil_plan *p, char *err, size_t len)
                         "%s", tide_stencil_halo_bytes(p) * (1 + (p->o.source != NULL)) / 1e9,
                         e->be->last_error()), st;
     st = e->be->sweep_create(e, &p->sweep, 0, err, len); /* every level_steps */
-    if (st || (st = make_stream(p, &p->ext, p->fuse, &p->oc, err, len)))
+    if (st || (st = make_streamed(p, &p->ext, p->fuse, &p->streamed, err, len)))
         return st;
     tide_stencil_streamed_shape sh;
-    tide_stencil_streamed_shape_of(p->oc, &sh);
+    tide_stencil_streamed_shape_of(p->streamed, &sh);
     tide_op_sweep(&p->op, &p->sweep, sh.level_steps); /* a level's (describe) */
     return TIDE_SUCCESS;
 }
@@ -558,7 +558,7 @@ int tide_stencil_build(tide_stencil_plan *p, const int (*off)[3], const double *
     int host_gpu = e->be->gpu && p->o.location == TIDE_LOCATION_HOST;
     if (host_gpu && !p->halo && tide_stencil_backend_bytes(p) > p->ctx->dev.budget_bytes)
         return build_streamed(p, err, len);
-    if (p->ooc)
+    if (p->out_of_core)
         return build_out_of_core(p, err, len);
     if (e->be->gpu && tide_stencil_backend_bytes(p) > p->ctx->dev.budget_bytes)
         return snprintf(err, len, "the plan needs %.3g GB of device memory on GPU %d, more than "

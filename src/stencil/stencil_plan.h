@@ -42,11 +42,12 @@ struct tide_stencil_plan {
     int tuned;             /* fuse chosen by timing sweeps */
     tide_stencil_split *split; /* several ranks: passes that hide the exchange
                                 * (stencil_split.h), or NULL */
-    tide_stencil_streamed *oc; /* GPU, host arrays beyond the device budget: slabs through the
-                              * GPU (stencil_streamed.h) */
-    int ooc;               /* several GPU ranks out of core: each pass's halo exchanged into
-                            * halo_u (and the source's once into halo_src) and this rank's
-                            * grown box streamed through the GPU from u, the source and them */
+    tide_stencil_streamed *streamed; /* GPU, host arrays beyond the device budget: slabs
+                                      * through the GPU (stencil_streamed.h) */
+    int out_of_core;       /* several GPU ranks, each streaming: each pass's halo exchanged
+                            * in host memory into halo_u (and the source's once into
+                            * halo_src) and this rank's grown box streamed through the GPU
+                            * from u, the source and them */
     tide_parts halo_u, halo_src; /* ... the parts of the halo alone, pinned host memory */
 };
 

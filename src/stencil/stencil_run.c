@@ -55,11 +55,11 @@ static int passes(tide_stencil_plan *p, void *a, void *b, void *box, long long s
     void *from = a, *to = b;
     int st = TIDE_SUCCESS, sweep = tide_box_count(&p->box) > 0;
     for (long long i = 0; i < n && (!st || p->halo); i++) {
-        p->op.count = pass_steps(steps, n, i);
+        p->op.steps = pass_steps(steps, n, i);
         if (p->split) {
             int last = box && i == n - 1;
             st = tide_stencil_split_pass(&p->env, p->split, p->halo, from, box && i == 0 ? box
-                                         : NULL, last ? box : to, last, p->op.count, st,
+                                         : NULL, last ? box : to, last, p->op.steps, st,
                                          &p->halo_seconds);
             p->exchanges++;
         } else {
@@ -94,7 +94,7 @@ static int run_out_of_core(tide_stencil_plan *p, void *u, long long steps)
         st = st ? st : x;
         double t1 = MPI_Wtime();
         if (!st && any)
-            st = tide_stencil_streamed_pass(p->oc, u, &p->halo_u, p->o.source, &p->halo_src,
+            st = tide_stencil_streamed_pass(p->streamed, u, &p->halo_u, p->o.source, &p->halo_src,
                                           pass_steps(steps, n, i), err, sizeof err);
         t_pass += MPI_Wtime() - t1;
     }
@@ -182,17 +182,17 @@ static int run(tide_stencil_plan *p, void *u, long long steps, int enter_st)
         return st;
     const tide_env *e = &p->env;
     if (p->halo) {
-        st = p->ooc ? run_out_of_core(p, u, steps) : run_ranks(p, u, steps);
-        if (st && !p->ooc) /* out of core says why itself */
+        st = p->out_of_core ? run_out_of_core(p, u, steps) : run_ranks(p, u, steps);
+        if (st && !p->out_of_core) /* out of core says why itself */
             tide_fail(p->ctx, st, "failure during tide_stencil_run: %s",
                       st == TIDE_ERR_MPI ? "a halo exchange failed" : e->be->last_error());
         return tide_agree(p->ctx, st);
     }
-    if (p->oc) {
+    if (p->streamed) {
         char err[TIDE_MSG_LEN] = "";
         long long n = pass_count(p, steps);
         for (long long i = 0; i < n && !st; i++)
-            st = tide_stencil_streamed_pass(p->oc, u, NULL, p->o.source, NULL,
+            st = tide_stencil_streamed_pass(p->streamed, u, NULL, p->o.source, NULL,
                                           pass_steps(steps, n, i), err, sizeof err);
         if (st)
             tide_fail(p->ctx, st, "failure during tide_stencil_run: %s", err);
