@@ -1,16 +1,11 @@
-/* chunked.c: the exchanges of streamed passes (see chunked.h). */
+/* chunked.c: the exchanges of streamed passes (see chunked.h), moved by the exchange
+ * (comm/exchange.h): one per chunk over NCCL, one after the pass over MPI. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "tide_config.h"
 #include "comm/chunked.h"
+#include "comm/exchange.h"
 #include "comm/region.h"
-#include "comm/reshape.h"
-#if TIDE_HAVE_CUDA
-#include "gpu/gpu.h"
-#endif
-
-enum { TAG = 7311 };
 
 struct tide_chunked {
     MPI_Comm comm;
@@ -19,24 +14,20 @@ struct tide_chunked {
     tide_box *A, *B;
     size_t *soff;          /* [q]: element offset of q's send block in the staging; [P]: all */
     long long most;
-    int *pieces;           /* [q]: messages of the block this rank sends q, [P + p]: receives */
-    int nreq;
-    MPI_Request *req;      /* scratch of tide_chunked_mpi */
-    MPI_Datatype *types;
-    MPI_Datatype etype;
+    tide_xchg **chunk;     /* per chunk: its parts over NCCL */
+    tide_xchg *pass;       /* the whole pass's blocks over MPI */
 };
 
 void tide_chunked_destroy(tide_chunked *x)
 {
     if (!x)
         return;
-    if (x->etype != MPI_DATATYPE_NULL)
-        MPI_Type_free(&x->etype);
+    for (int i = 0; x->chunk && i < x->nchunks; i++)
+        tide_xchg_destroy(x->chunk[i]);
+    tide_xchg_destroy(x->pass);
+    free(x->chunk);
     free(x->A);
     free(x->soff);
-    free(x->pieces);
-    free(x->req);
-    free(x->types);
     free(x);
 }
 
@@ -98,28 +89,8 @@ size_t tide_chunked_staging(const tide_chunked *x) { return x->soff[x->P]; }
 
 long long tide_chunked_most(const tide_chunked *x) { return x->most; }
 
-/* Planes of region r along d per MPI message, and the messages it takes (0: a plane alone is
- * over the limit). */
-static int thickness(const tide_chunked *x, const tide_box *r, int *messages)
-{
-    long long n = tide_box_count(r), ext = r->hi[x->d] - r->lo[x->d];
-    size_t plane = ext ? (size_t)(n / ext) * x->elem : 0;
-    if (!n) {
-        *messages = 0;
-        return 1;
-    }
-    if (plane > TIDE_CHUNKED_MAX_MESSAGE) {
-        *messages = 0;
-        return 0;
-    }
-    int t = (int)(TIDE_CHUNKED_MAX_MESSAGE / plane < (size_t)ext ? TIDE_CHUNKED_MAX_MESSAGE / plane
-                                                                  : (size_t)ext);
-    *messages = (int)((ext + t - 1) / t);
-    return t;
-}
-
-/* Chunk counts, send offsets, message counts and the scratch of the MPI exchange. */
-static int measure(tide_chunked *x, char *err, size_t len)
+/* Chunk counts, send offsets and the most one chunk moves. */
+static void measure(tide_chunked *x)
 {
     x->nchunks = tide_chunk_count(x->A, x->P, x->d, x->step);
     for (int i = 0; i < x->nchunks; i++) {
@@ -136,27 +107,36 @@ static int measure(tide_chunked *x, char *err, size_t len)
     for (int q = 0; q < x->P; q++) {
         tide_box b;
         size_t off;
-        long long n = tide_chunked_block(x, q, &b, &off);
-        x->soff[q + 1] = x->soff[q] + (size_t)n;
-        for (int side = 0; side < 2; side++) {
-            if (q == x->me)
-                continue;
-            int *m = &x->pieces[side * x->P + q];
-            whole(x, side ? q : x->me, side ? x->me : q, &b);
-            if (!thickness(x, &b, m))
-                return snprintf(err, len, "a plane of the block exchanged with rank %d is over "
-                                "the %zu-byte MPI message limit", q, TIDE_CHUNKED_MAX_MESSAGE),
-                       TIDE_ERR_TOO_LARGE;
-            x->nreq += *m;
-        }
+        x->soff[q + 1] = x->soff[q] + (size_t)tide_chunked_block(x, q, &b, &off);
     }
-    x->req = malloc(((size_t)x->nreq + 1) * sizeof *x->req);
-    x->types = malloc(((size_t)x->nreq + 1) * sizeof *x->types);
-    if (!x->req || !x->types)
-        return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
-    if (MPI_Type_contiguous((int)x->elem, MPI_BYTE, &x->etype) || MPI_Type_commit(&x->etype))
-        return snprintf(err, len, "cannot make an MPI element type"), TIDE_ERR_MPI;
-    return TIDE_SUCCESS;
+}
+
+/* The exchange of chunk i (i >= 0: its parts, each in the receiver's order, over NCCL on the
+ * device) or of the whole pass (i < 0: every block, in A's order, over MPI in host memory,
+ * received straight into the destination with subarray types). Local. */
+static int make_exchange(const tide_chunked *x, int i, tide_xchg **out, char *err, size_t len)
+{
+    tide_xchg_list *l = tide_xchg_list_new();
+    int st = l ? TIDE_SUCCESS : TIDE_ERR_NOMEM;
+    for (int q = 0; q < x->P && !st; q++) {
+        tide_box s, r;
+        long long ns = q == x->me ? 0 : i >= 0 ? tide_chunked_send(x, i, q, &s)
+                                               : tide_box_intersect(&x->A[x->me], &x->B[q], &s);
+        long long nr = q == x->me ? 0 : i >= 0 ? tide_chunked_recv(x, i, q, &r)
+                                               : tide_box_intersect(&x->A[q], &x->B[x->me], &r);
+        if (ns > 0)
+            st = tide_xchg_add(l, TIDE_XCHG_SEND, q, &s, s.order);
+        if (!st && nr > 0)
+            st = tide_xchg_add(l, TIDE_XCHG_RECV, q, &r, r.order);
+    }
+    if (st) {
+        tide_xchg_list_free(l);
+        return snprintf(err, len, "out of memory"), st;
+    }
+    tide_xchg_desc d = {.comm = x->comm, .elem = x->elem, .fields = 1,
+                        .how = i >= 0 ? TIDE_EXCHANGE_NCCL : TIDE_EXCHANGE_P2P,
+                        .device = i >= 0, .threads = 1, .typed = i < 0};
+    return tide_xchg_create(&d, &l, out, err, len);
 }
 
 int tide_chunked_create(MPI_Comm comm, const tide_box *A, const tide_box *B, int d, int step,
@@ -167,7 +147,6 @@ int tide_chunked_create(MPI_Comm comm, const tide_box *A, const tide_box *B, int
     int P;
     if (!x)
         return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
-    x->etype = MPI_DATATYPE_NULL;
     if (MPI_Comm_size(comm, &P) || MPI_Comm_rank(comm, &x->me)) {
         tide_chunked_destroy(x);
         return snprintf(err, len, "MPI_Comm_size failed"), TIDE_ERR_MPI;
@@ -179,15 +158,22 @@ int tide_chunked_create(MPI_Comm comm, const tide_box *A, const tide_box *B, int
     x->elem = elem;
     x->A = malloc(2 * (size_t)P * sizeof *x->A);
     x->soff = calloc((size_t)P + 1, sizeof *x->soff);
-    x->pieces = calloc(2 * (size_t)P, sizeof *x->pieces);
-    int st = !x->A || !x->soff || !x->pieces ? TIDE_ERR_NOMEM : TIDE_SUCCESS;
+    int st = !x->A || !x->soff ? TIDE_ERR_NOMEM : TIDE_SUCCESS;
     if (st)
         snprintf(err, len, "out of memory");
     if (!st) {
         x->B = x->A + P;
         memcpy(x->A, A, (size_t)P * sizeof *A);
         memcpy(x->B, B, (size_t)P * sizeof *B);
-        st = measure(x, err, len);
+        measure(x);
+        x->chunk = calloc((size_t)x->nchunks + 1, sizeof *x->chunk);
+        st = x->chunk ? TIDE_SUCCESS : TIDE_ERR_NOMEM;
+        if (st)
+            snprintf(err, len, "out of memory");
+    }
+    for (int i = -1; i < x->nchunks && !st; i++)
+        st = make_exchange(x, i, i < 0 ? &x->pass : &x->chunk[i], err, len);
+    if (!st) {
     }
     if (st) {
         tide_chunked_destroy(x);
@@ -200,106 +186,19 @@ int tide_chunked_create(MPI_Comm comm, const tide_box *A, const tide_box *B, int
 int tide_chunked_nccl(const tide_chunked *x, int i, const void *chunk, const tide_box *cbox,
                       void *sendbuf, void *recvbuf, void *nccl, void *stream)
 {
-#if TIDE_HAVE_CUDA
-    size_t soff = 0, roff = 0;
-    int st = 0;
-    tide_box r;
-    for (int q = 0; q < x->P && !st; q++) {
-        long long cnt = q == x->me ? 0 : tide_chunked_send(x, i, q, &r);
-        if (cnt == 0)
-            continue;
-        st = tide_gpu_copy_region_async(x->elem, 1, &r, chunk, cbox,
-                                        (char *)sendbuf + soff * x->elem, &r, stream);
-        soff += (size_t)cnt;
-    }
-    if (!st)
-        st = tide_nccl_group_start();
-    if (st)
-        return st;
-    soff = 0;
-    for (int q = 0; q < x->P && !st; q++) {
-        if (q == x->me)
-            continue;
-        long long sc = tide_chunked_send(x, i, q, &r), rc = tide_chunked_recv(x, i, q, &r);
-        if (rc > 0)
-            st = tide_nccl_recv(nccl, (char *)recvbuf + roff * x->elem, (size_t)rc * x->elem, q,
-                                stream);
-        if (!st && sc > 0)
-            st = tide_nccl_send(nccl, (char *)sendbuf + soff * x->elem, (size_t)sc * x->elem, q,
-                                stream);
-        soff += (size_t)sc;
-        roff += (size_t)rc;
-    }
-    int end = tide_nccl_group_end(); /* ends the group even after a failed call in it */
-    return st ? st : end;
-#else
-    (void)x, (void)i, (void)chunk, (void)cbox, (void)sendbuf, (void)recvbuf, (void)nccl;
-    (void)stream;
-    return TIDE_ERR_UNSUPPORTED;
-#endif
+    tide_xchg_io io = {.src = chunk, .src_box = cbox, .send = sendbuf, .recv = recvbuf,
+                       .nccl = nccl, .stream = stream};
+    int st = tide_xchg_start(x->chunk[i], &io, TIDE_SUCCESS);
+    return tide_xchg_finish(x->chunk[i], &io, st);
 }
 
-/* An MPI type for the planes [a, b) along d of region inside an array laid out as box. */
-static int piece_type(const tide_chunked *x, const tide_box *box, const tide_box *region, int a,
-                      int b, MPI_Datatype *t)
-{
-    int sizes[3], sub[3], starts[3];
-    tide_box r = *region;
-    r.lo[x->d] = a;
-    r.hi[x->d] = b;
-    for (int k = 0; k < 3; k++) { /* slowest first, as MPI_ORDER_C wants */
-        int dim = box->order[k];
-        sizes[k] = box->hi[dim] - box->lo[dim];
-        sub[k] = r.hi[dim] - r.lo[dim];
-        starts[k] = r.lo[dim] - box->lo[dim];
-    }
-    if (MPI_Type_create_subarray(3, sizes, sub, starts, MPI_ORDER_C, x->etype, t))
-        return TIDE_ERR_MPI;
-    return MPI_Type_commit(t) ? TIDE_ERR_MPI : TIDE_SUCCESS;
-}
-
-/* Posts the messages of region (inside an array laid out as box at base) to or from peer,
- * planes along d at a time (tide_comm_post: a failed one leaves a stand-in); *n counts the
- * requests and types made (MPI_DATATYPE_NULL for none). */
-static int post(tide_chunked *x, int recv, int peer, void *base, const tide_box *box,
-                const tide_box *region, int *n)
-{
-    int m, t = thickness(x, region, &m), st = TIDE_SUCCESS;
-    for (int a = region->lo[x->d]; a < region->hi[x->d]; a += t) {
-        int b = a + t < region->hi[x->d] ? a + t : region->hi[x->d];
-        MPI_Datatype *type = &x->types[*n];
-        if (piece_type(x, box, region, a, b, type))
-            *type = MPI_DATATYPE_NULL;
-        if (tide_comm_post(!recv, base, 1, *type, peer, TAG, x->comm, &x->req[*n]))
-            st = TIDE_ERR_MPI;
-        if (x->req[*n] != MPI_REQUEST_NULL || *type != MPI_DATATYPE_NULL)
-            (*n)++;
-    }
-    return st;
-}
-
-int tide_chunked_mpi(const tide_chunked *cx, const void *staging, void *dst, const tide_box *dl,
+int tide_chunked_mpi(const tide_chunked *x, const void *staging, void *dst, const tide_box *dl,
                      char *err, size_t len)
 {
-    tide_chunked *x = (tide_chunked *)cx; /* only the request scratch changes */
-    int n = 0, st = TIDE_SUCCESS;
-    for (int p = 0; p < x->P; p++) {
-        tide_box r;
-        if (p != x->me && whole(x, p, x->me, &r) > 0 && post(x, 1, p, dst, dl, &r, &n))
-            st = TIDE_ERR_MPI;
-    }
-    for (int q = 0; q < x->P; q++) {
-        tide_box r;
-        size_t off;
-        if (tide_chunked_block(x, q, &r, &off) > 0 &&
-            post(x, 0, q, (char *)staging + off * x->elem, &r, &r, &n))
-            st = TIDE_ERR_MPI;
-    }
-    if (MPI_Waitall(n, x->req, MPI_STATUSES_IGNORE))
-        st = TIDE_ERR_MPI;
-    for (int k = 0; k < n; k++)
-        if (x->types[k] != MPI_DATATYPE_NULL)
-            MPI_Type_free(&x->types[k]);
+    const tide_parts to = {1, {*dl}, {dst}};
+    tide_xchg_io io = {.dst = &to, .send = (void *)staging};
+    int st = tide_xchg_start(x->pass, &io, TIDE_SUCCESS);
+    st = tide_xchg_finish(x->pass, &io, st);
     if (st)
         snprintf(err, len, "the MPI exchange of a streamed pass failed");
     return st;

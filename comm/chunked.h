@@ -12,8 +12,10 @@
  *     gathered (by the caller, as the chunks' results are downloaded) into one send block per
  *     peer, the points of A[me] in B[q] stored densely in A's order, and one point-to-point
  *     exchange moves the blocks into the receivers' arrays with subarray types, so nothing is
- *     packed on the host. Types over TIDE_CHUNKED_MAX_MESSAGE bytes go as several messages.
- * The geometry is the reshape layer's: box intersections (region.h).
+ *     packed on the host (the blocks travel in A's order, which must be every rank's and the
+ *     destination's: C order). Blocks over the message cap go as several messages.
+ * The geometry is the reshape layer's: box intersections (region.h); the exchange
+ * (comm/exchange.h) moves the parts.
  */
 #ifndef TIDE_COMM_CHUNKED_H
 #define TIDE_COMM_CHUNKED_H
@@ -30,12 +32,9 @@ void tide_chunk_range(const tide_box *box, int d, int step, int i, int *a, int *
 /* Chunks a pass over the n boxes takes: the most any box has. */
 int tide_chunk_count(const tide_box *boxes, int n, int d, int step);
 
-/* Bytes one MPI message of tide_chunked_mpi carries at most. */
-#define TIDE_CHUNKED_MAX_MESSAGE ((size_t)1 << 30)
-
 /* A and B: every rank's boxes (comm's size of them, the grids' extents of the moved data);
  * chunks of step >= 1 points along d; elem bytes per element. Local; returns 0,
- * TIDE_ERR_NOMEM, TIDE_ERR_TOO_LARGE (a plane of a block over the message limit) or
+ * TIDE_ERR_NOMEM, TIDE_ERR_TOO_LARGE (more messages than MPI counts) or
  * TIDE_ERR_MPI, with the reason in err. */
 int tide_chunked_create(MPI_Comm comm, const tide_box *A, const tide_box *B, int d, int step,
                         size_t elem, tide_chunked **out, char *err, size_t len);

@@ -3,7 +3,7 @@
  * never a hang; blocks split into many messages move exactly the same data; blocks over
  * INT_MAX elements are split or refused at creation, never cut short.
  *
- * Faults: tide_reshape_inject_fault (comm/reshape.h, test-only) makes one post of one rank
+ * Faults: tide_exchange_inject_fault (comm/exchange.h, test-only) makes one post of one rank
  * fail: the first, a middle and the last post that rank makes in a forward transform. Every
  * rank's tide_fft_forward must then return TIDE_ERR_MPI, within LIMIT_S seconds, with a
  * message naming the reshape; the next transform must give the bytes the plan gave before the
@@ -11,7 +11,7 @@
  * slabs and pencils, P2P and A2AV. With one rank there is no exchange: the fault never fires
  * and the transform works.
  *
- * Splitting: with tide_reshape_set_max_message(7) every pairwise block travels as messages of
+ * Splitting: with tide_exchange_set_max_message(7) every pairwise block travels as messages of
  * at most 7 elements. Reshapes (every element holds its global index, checked exactly) and
  * FFTs must give the same bytes as without the cap.
  *
@@ -28,6 +28,7 @@
 
 #include "common.h"
 #include "reference.h"
+#include "comm/exchange.h"
 #include "comm/reshape.h"
 #include "tide_config.h"
 
@@ -94,12 +95,12 @@ static void inject_once(tide_context *ctx, const fft_case *c, tide_fft_plan *pla
                         long long k, const void *in, void *out, const void *base, size_t bytes)
 {
     if (me == victim)
-        tide_reshape_inject_fault(k);
+        tide_exchange_inject_fault(k);
     double t0 = MPI_Wtime();
     int st = tide_fft_forward(plan, in, out);
     double dt = MPI_Wtime() - t0;
-    int fired = me != victim || !tide_reshape_fault_pending();
-    tide_reshape_inject_fault(-1);
+    int fired = me != victim || !tide_exchange_fault_pending();
+    tide_exchange_inject_fault(-1);
     const char *msg = tide_last_error(ctx);
     tt_check(&tally, comm, fired, "%s: post %lld of rank %d: the fault did not fire", c->name,
              k, victim);
@@ -130,9 +131,9 @@ static void fault_case(tide_context *ctx, const fft_case *c, int victim)
     double *in = xmalloc(ibytes), *out = xmalloc(obytes), *base = xmalloc(obytes);
     tide_ref_fill(in, &ib, 1, 1, TIDE_DOUBLE, grid, 17);
 
-    long long p0 = tide_reshape_posts();
+    long long p0 = tide_exchange_posts();
     int st = tide_fft_forward(plan, in, base);
-    long long posts = tide_reshape_posts() - p0;
+    long long posts = tide_exchange_posts() - p0;
     tide_ref_error e = {0, 0, 0};
     int ref = st ? st : tide_ref_check(comm, grid, TIDE_C2C, TIDE_DOUBLE, 1, -1, 1.0, &ib, in,
                                        &ob, base, &e);
@@ -142,10 +143,10 @@ static void fault_case(tide_context *ctx, const fft_case *c, int victim)
         MPI_Bcast(&posts, 1, MPI_LONG_LONG, victim, comm);
         if (posts == 0) { /* no exchange: nothing to fail */
             if (me == victim)
-                tide_reshape_inject_fault(0);
+                tide_exchange_inject_fault(0);
             st = tide_fft_forward(plan, in, out);
-            int pending = me != victim || tide_reshape_fault_pending();
-            tide_reshape_inject_fault(-1);
+            int pending = me != victim || tide_exchange_fault_pending();
+            tide_exchange_inject_fault(-1);
             tt_check(&tally, comm, st == 0 && pending && memcmp(out, base, obytes) == 0,
                      "%s: no exchange: status %d, fault pending %d, same result %d", c->name,
                      st, pending, memcmp(out, base, obytes) == 0);
@@ -201,18 +202,18 @@ static int reshape_once(const tide_box *src, const tide_box *dst, int batch, tid
 {
     char err[256] = "";
     tide_reshape *r = NULL;
-    tide_reshape_set_max_message(max);
+    tide_exchange_set_max_message(max);
     int st = tide_reshape_create(comm, src, dst, 16, batch, ex, 1, &r, err, sizeof err);
-    tide_reshape_set_max_message(0);
+    tide_exchange_set_max_message(0);
     *out = xmalloc((size_t)tt_box_count(&dst[me]) * 16 * (size_t)batch);
     if (st) {
         printf("test_fault: rank %d: tide_reshape_create: %s\n", me, err);
         return st;
     }
     void *sb = xmalloc(tide_reshape_send_bytes(r)), *rb = xmalloc(tide_reshape_recv_bytes(r));
-    long long p0 = tide_reshape_posts();
+    long long p0 = tide_exchange_posts();
     st = tide_reshape_execute(r, in, *out, sb, rb);
-    *posts = tide_reshape_posts() - p0;
+    *posts = tide_exchange_posts() - p0;
     free(sb);
     free(rb);
     tide_reshape_destroy(r);
@@ -271,9 +272,9 @@ static void split_reshapes(void)
 static void split_fft(tide_context *ctx, const fft_case *c)
 {
     tide_fft_plan *whole = make_plan(ctx, c, " uncapped");
-    tide_reshape_set_max_message(SPLIT);
+    tide_exchange_set_max_message(SPLIT);
     tide_fft_plan *split = make_plan(ctx, c, " split");
-    tide_reshape_set_max_message(0);
+    tide_exchange_set_max_message(0);
     if (whole && split) {
         tide_box ib, ob;
         tide_fft_plan_boxes(whole, &ib, &ob);
@@ -281,11 +282,11 @@ static void split_fft(tide_context *ctx, const fft_case *c)
         double *in = xmalloc(ibytes), *w = xmalloc(obytes), *s = xmalloc(obytes);
         double *wb = xmalloc(ibytes), *sb = xmalloc(ibytes);
         tide_ref_fill(in, &ib, 1, 1, TIDE_DOUBLE, grid, 23);
-        long long p0 = tide_reshape_posts();
+        long long p0 = tide_exchange_posts();
         int st = tide_fft_forward(whole, in, w);
-        long long p1 = tide_reshape_posts();
+        long long p1 = tide_exchange_posts();
         st = st ? st : tide_fft_forward(split, in, s);
-        long long more = tide_reshape_posts() - p1 > p1 - p0, any = 0;
+        long long more = tide_exchange_posts() - p1 > p1 - p0, any = 0;
         MPI_Allreduce(&more, &any, 1, MPI_LONG_LONG, MPI_MAX, comm);
         tt_check(&tally, comm, nranks == 1 || any, "%s: the cap of %d split no message",
                  c->name, SPLIT);
@@ -357,12 +358,14 @@ static void huge_counts(void)
              "blocks over INT_MAX, a2av: %d (%s), want %s", st, err,
              peers ? "refused with a pointer to P2P" : "no block, accepted");
 #if TIDE_HAVE_CUDA
-    /* NCCL counts are size_t: no limit; staged P2P splits; CUDA-aware MPI is one Alltoallv. */
+    /* NCCL counts are size_t: no limit; staged P2P and CUDA-aware MPI (pairwise messages)
+     * split; staged A2AV is one Alltoallv. */
     static const struct {
         tide_exchange ex;
         int refused;
-    } dev[] = {{TIDE_EXCHANGE_NCCL, 0}, {TIDE_EXCHANGE_P2P, 0}, {TIDE_EXCHANGE_CUDA_MPI, 1}};
-    for (int i = 0; i < 3; i++) {
+    } dev[] = {{TIDE_EXCHANGE_NCCL, 0}, {TIDE_EXCHANGE_P2P, 0}, {TIDE_EXCHANGE_CUDA_MPI, 0},
+               {TIDE_EXCHANGE_A2AV, 1}};
+    for (int i = 0; i < 4; i++) {
         err[0] = '\0';
         st = create_only(a, b, batch, dev[i].ex, 1, err, sizeof err);
         int want = peers && dev[i].refused ? TIDE_ERR_TOO_LARGE : 0;

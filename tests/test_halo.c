@@ -123,7 +123,7 @@ int main(int argc, char **argv)
                  n[2], periodic[0], periodic[1], periodic[2], h);
         tide_halo *halo = NULL;
         int st = tide_halo_create(MPI_COMM_WORLD, n, periodic, own, ext, sizeof(double), 2,
-                                  TIDE_HALO_HOST, &halo, err, sizeof err);
+                                  TIDE_EXCHANGE_P2P, 0, &halo, err, sizeof err);
         if (!tt_check(&tally, MPI_COMM_WORLD, st == 0, "%s: tide_halo_create: %s (%s)", name,
                       tide_strerror(st), err))
             continue;

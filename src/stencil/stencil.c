@@ -403,10 +403,7 @@ int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
         info->exchanges = p->exchanges;
         info->halo_seconds = p->halo_seconds;
         info->overlapped = p->split != NULL;
-        tide_halo_transport t = tide_halo_transport_of(p->halo);
-        info->halo_exchange = t == TIDE_HALO_NCCL       ? TIDE_EXCHANGE_NCCL
-                              : t == TIDE_HALO_CUDA_MPI ? TIDE_EXCHANGE_CUDA_MPI
-                                                        : TIDE_EXCHANGE_P2P;
+        info->halo_exchange = tide_halo_exchange(p->halo);
     }
     return TIDE_SUCCESS;
 }

@@ -207,17 +207,23 @@ static void choose_grid(const tide_stencil_plan *p, int P, int h, int g[3])
 /* The most steps per pass the plan times over several ranks (the GPU's kernels fuse 8). */
 enum { TIMED_FUSE_MAX = 16 };
 
-/* How the plan's halos move: in host memory on the CPU and out of core (the grown arrays live
- * there); on the GPU over NCCL where the context has it for the plan (make_plan), else by MPI
- * on the device staging where the MPI library takes device pointers on every rank, else
- * staged through pinned host memory. */
-static tide_halo_transport halo_transport(const tide_stencil_plan *p)
+/* Whether the plan's halos move arrays in device memory: on the GPU, except out of core (the
+ * grown arrays live in host memory there). */
+static int halo_on_device(const tide_stencil_plan *p)
 {
-    if (!p->env.be->gpu || p->out_of_core)
-        return TIDE_HALO_HOST;
-    return p->env.nccl            ? TIDE_HALO_NCCL
-           : p->ctx->cuda_aware_mpi ? TIDE_HALO_CUDA_MPI
-                                    : TIDE_HALO_STAGED;
+    return p->env.be->gpu && !p->out_of_core;
+}
+
+/* How they move: in host memory over MPI; on the GPU over NCCL where the context has it for
+ * the plan (make_plan), else by MPI on the device staging where the MPI library takes device
+ * pointers on every rank, else by MPI through pinned host staging. */
+static tide_exchange halo_exchange(const tide_stencil_plan *p)
+{
+    if (!halo_on_device(p))
+        return TIDE_EXCHANGE_P2P;
+    return p->env.nccl            ? TIDE_EXCHANGE_NCCL
+           : p->ctx->cuda_aware_mpi ? TIDE_EXCHANGE_CUDA_MPI
+                                    : TIDE_EXCHANGE_P2P;
 }
 
 /* Collective over every rank (st: this rank's status; a failed rank still takes part):
@@ -235,8 +241,10 @@ static double time_halo(tide_context *ctx, tide_stencil_plan *p, const tide_box 
     periodic_dims(p, periodic);
     for (int r = 0; r < P && ext; r++)
         ext[r] = grown(p, &own[r], k * p->radius);
-    ok = ok && ext && !tide_halo_create(ctx->comm, p->n, periodic, own, ext, tide_stencil_elem_bytes(p),
-                                        e->threads, halo_transport(p), &h, why, sizeof why);
+    ok = ok && ext && !tide_halo_create(ctx->comm, p->n, periodic, own, ext,
+                                        tide_stencil_elem_bytes(p), e->threads,
+                                        halo_exchange(p), halo_on_device(p), &h, why,
+                                        sizeof why);
     double t0 = 0, t = INFINITY;
     if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, ctx->comm) == MPI_SUCCESS && all_ok) {
         for (int rep = 0; rep < 4; rep++) { /* every exchange on every rank, failed or not */
@@ -471,7 +479,7 @@ int tide_stencil_plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_
     if (!st) {
         p->ext = ext[ctx->rank];
         st = tide_halo_create(ctx->comm, p->n, periodic, own, ext, elem, p->env.threads,
-                              halo_transport(p), &p->halo, err, len);
+                              halo_exchange(p), halo_on_device(p), &p->halo, err, len);
     }
     free(own);
     free(ext);
