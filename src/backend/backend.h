@@ -200,6 +200,8 @@ typedef struct {
     void *sendbuf, *recvbuf;  /* exchange staging in the backend's memory */
     void *hsend, *hrecv;      /* GPU: pinned host staging for exchanges through host memory */
     size_t sbytes, rbytes;
+    int failed;               /* a program's failure so far, for its collective ops (program.h);
+                               * 0 otherwise */
 } tide_env;
 
 typedef struct tide_backend_ops {

@@ -21,7 +21,7 @@ static void reshape_destroy(tide_op *op, const tide_env *e)
     op->reshape = NULL;
 }
 
-static const tide_op_class reshape_class = {reshape_execute, reshape_destroy};
+static const tide_op_class reshape_class = {reshape_execute, reshape_destroy, 1};
 
 int tide_op_reshape(tide_op *op, const tide_env *e, const tide_box *from, const tide_box *to,
                     size_t elem, int batch, char *err, size_t len)
@@ -57,7 +57,7 @@ static void fft_destroy(tide_op *op, const tide_env *e)
     op->fft = NULL;
 }
 
-static const tide_op_class fft_class = {fft_execute, fft_destroy};
+static const tide_op_class fft_class = {fft_execute, fft_destroy, 0};
 
 int tide_op_fft(tide_op *op, const tide_env *e, const tide_cpu_fft_desc *d, size_t *work,
                 char *err, size_t len)
@@ -121,7 +121,7 @@ static int scale_execute(const tide_op *op, const tide_env *e, void *src, void *
 
 static void scale_destroy(tide_op *op, const tide_env *e) { (void)op, (void)e; }
 
-static const tide_op_class scale_class = {scale_execute, scale_destroy};
+static const tide_op_class scale_class = {scale_execute, scale_destroy, 0};
 
 void tide_op_scale(tide_op *op, int dbl, long long count, double factor)
 {
@@ -184,7 +184,7 @@ static void spectral_destroy(tide_op *op, const tide_env *e)
     op->spec = NULL;
 }
 
-static const tide_op_class spectral_class = {spectral_execute, spectral_destroy};
+static const tide_op_class spectral_class = {spectral_execute, spectral_destroy, 0};
 
 /* Copies d's tables (host memory, src) into the backend's memory (x), the lam tables of n[k]
  * doubles, with a tridiagonal line its four of n[line], and the mean weights given; zeroes
@@ -264,7 +264,7 @@ static int fused_execute(const tide_op *op, const tide_env *e, void *src, void *
     return TIDE_SUCCESS;
 }
 
-static const tide_op_class spectral_fused_class = {fused_execute, spectral_destroy};
+static const tide_op_class spectral_fused_class = {fused_execute, spectral_destroy, 0};
 
 void tide_op_spectral_fused(tide_op *op)
 {
@@ -313,7 +313,7 @@ static int sweep_execute(const tide_op *op, const tide_env *e, void *src, void *
 
 static void sweep_destroy(tide_op *op, const tide_env *e) { (void)op, (void)e; }
 
-static const tide_op_class sweep_class = {sweep_execute, sweep_destroy};
+static const tide_op_class sweep_class = {sweep_execute, sweep_destroy, 0};
 
 void tide_op_sweep(tide_op *op, tide_sweep *s, int fuse)
 {
@@ -327,6 +327,34 @@ void tide_op_sweep(tide_op *op, tide_sweep *s, int fuse)
     op->cost.flops = (2.0 * s->ntaps - 1 + (s->source ? 1 : 0)) * points * fuse;
     op->cost.mem_bytes = words * points * (s->dbl ? sizeof(double) : sizeof(float));
     snprintf(op->what, sizeof op->what, "sweep[%d step%s]", fuse, fuse > 1 ? "s" : "");
+}
+
+/* ---- halo exchange ----------------------------------------------------------------------- */
+
+static int halo_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
+{
+    (void)dst; /* in place */
+    int st = e->failed ? TIDE_SUCCESS : e->be->sync(e);
+    double t0 = MPI_Wtime();
+    int x = e->be->halo(e, op->halo, src, TIDE_HALO_ALL);
+    op->tally->seconds += MPI_Wtime() - t0;
+    op->tally->exchanges++;
+    return st ? st : x;
+}
+
+static void halo_destroy(tide_op *op, const tide_env *e) { (void)op, (void)e; }
+
+static const tide_op_class halo_class = {halo_execute, halo_destroy, 1};
+
+void tide_op_halo(tide_op *op, const tide_halo *h, tide_halo_tally *tally)
+{
+    op->cls = &halo_class;
+    op->kind = TIDE_OP_HALO;
+    op->halo = h;
+    op->tally = tally;
+    op->in_place_ok = 1;
+    op->cost.net_bytes = 0; /* the halo's points: the plan counts them (tide_halo_points) */
+    snprintf(op->what, sizeof op->what, "halo");
 }
 
 /* ---- placement ------------------------------------------------------------------------- */
@@ -413,12 +441,14 @@ int tide_program_run(const tide_program *prog, const tide_env *e, void *const w[
     int st = status;
     size_t used = 0;
     *failed_at = "";
+    tide_env failed = *e; /* what a collective op runs with after a failure */
     for (int i = 0; i < prog->nops; i++) {
         const tide_op *o = &prog->ops[i];
-        if (st && o->kind != TIDE_OP_RESHAPE)
+        if (st && !o->cls->collective)
             continue;
+        failed.failed = st;
         double t0 = times ? MPI_Wtime() : 0;
-        int rc = run_op(o, e, w, in, out);
+        int rc = run_op(o, st ? &failed : e, w, in, out);
         if (rc && !st)
             *failed_at = o->what;
         st = st ? st : rc;

@@ -39,7 +39,16 @@ typedef struct tide_op tide_op;
 typedef struct {
     int (*execute)(const tide_op *op, const tide_env *e, void *src, void *dst);
     void (*destroy)(tide_op *op, const tide_env *e);
+    int collective;       /* it exchanges with other ranks: it runs after a failure too (every
+                           * rank takes part; e->failed says there was one, so it does no
+                           * local work it can skip) */
 } tide_op_class;
+
+/* The exchanges a plan's halo ops made and the seconds they took on this rank. */
+typedef struct {
+    long long exchanges;
+    double seconds;
+} tide_halo_tally;
 
 struct tide_op {
     const tide_op_class *cls;
@@ -65,6 +74,9 @@ struct tide_op {
     double factor;        /* pointwise: the scale factor */
     tide_spectral *spec;  /* spectral operator: its tables in the backend's memory */
     tide_sweep *sweep;    /* stencil sweep (the plan's) */
+    const tide_halo *halo; /* halo exchange (the plan's) */
+    tide_halo_tally *tally; /* ... where it counts itself */
+    void *state;          /* an operation's own op class: its state */
 };
 
 enum { TIDE_PROGRAM_OPS = 20 };
@@ -113,6 +125,11 @@ void tide_op_spectral_chunk(const tide_op *op, const tide_box *box, const tide_b
  * it before each pass, 1 .. s->max_fuse). cost: one pass of `fuse` steps over the grid. */
 void tide_op_sweep(tide_op *op, tide_sweep *s, int fuse);
 
+/* A halo exchange of h (comm/halo.h; made for arrays in the backend's memory), in place: the
+ * halo of its source filled from the owners' points; each execution counted and timed in
+ * tally (on the GPU from the end of the work enqueued before it). Collective. */
+void tide_op_halo(tide_op *op, const tide_halo *h, tide_halo_tally *tally);
+
 /* Chooses where ops[0..n) of prog read and write. Normally every op writes the work buffer
  * its source is not in and the last op writes OUT; ops that can run in place stay where their
  * source is. When ops that run in place follow the last reshape, that reshape delivers into
@@ -129,10 +146,10 @@ void tide_program_place(tide_program *prog, int gpu);
 void *tide_program_stand_in(void *const w[2], int loc, int other);
 
 /* Runs the program from in to out with work buffers w. After a local failure (status: the
- * caller's so far) a rank skips its local ops but still takes part in every reshape, so that
- * no peer waits for it; returns the first failure, with *failed_at naming its op ("" when it
- * came before the program). times (when not NULL): each op's wall time,
- * synchronizing after each (debug). */
+ * caller's so far) a rank skips its local ops but still runs every collective op (a reshape,
+ * a halo exchange), so that no peer waits for it; returns the first failure, with *failed_at
+ * naming its op ("" when it came before the program). times (when not NULL): each op's wall
+ * time, synchronizing after each (debug). */
 int tide_program_run(const tide_program *prog, const tide_env *e, void *const w[2],
                      const void *in, void *out, int status, const char **failed_at,
                      char *times, size_t tlen);

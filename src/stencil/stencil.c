@@ -400,8 +400,8 @@ int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
     memcpy(info->grid, p->grid, sizeof info->grid);
     if (p->halo) {
         info->halo_points = tide_halo_points(p->halo);
-        info->exchanges = p->exchanges;
-        info->halo_seconds = p->halo_seconds;
+        info->exchanges = p->tally.exchanges;
+        info->halo_seconds = p->tally.seconds;
         info->overlapped = p->split != NULL;
         info->halo_exchange = tide_halo_exchange(p->halo);
     }
@@ -428,7 +428,7 @@ int tide_stencil_plan_describe(const tide_stencil_plan *p, char *buf, size_t len
     snprintf(buf, len, "stencil %s r%d %d taps %s %s: %s%s%s%s%s%s", shape_names[p->o.shape],
              p->radius, p->taps, p->o.precision == TIDE_DOUBLE ? "double" : "float",
              p->env.be->name, p->out_of_core ? halo : "", host_gpu ? "upload > " : "",
-             p->out_of_core ? "" : halo, slabs, p->op.what, host_gpu ? " > download" : "");
+             p->out_of_core ? "" : halo, slabs, p->sweep_op.what, host_gpu ? " > download" : "");
     return TIDE_SUCCESS;
 }
 

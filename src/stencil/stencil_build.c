@@ -511,7 +511,7 @@ static int build_streamed(tide_stencil_plan *p, char *err, size_t len)
     tide_stencil_streamed_shape_of(p->streamed, &sh);
     p->fuse = sh.fuse;
     p->tuned = !p->o.fuse;
-    tide_op_sweep(&p->op, &p->sweep, sh.level_steps); /* a level's (describe) */
+    tide_op_sweep(&p->sweep_op, &p->sweep, sh.level_steps); /* a level's (describe) */
     tide_log(p->ctx, TIDE_LOG_DEBUG, "stencil: out of card: %d slabs of at most %d planes, %d "
              "steps per pass in levels of %d; the model expects %.4g GCell/s", sh.slabs,
              sh.planes, sh.fuse, sh.level_steps, sh.model_rate / 1e9);
@@ -550,7 +550,7 @@ static int build_out_of_core(tide_stencil_plan *p, char *err, size_t len)
         return st;
     tide_stencil_streamed_shape sh;
     tide_stencil_streamed_shape_of(p->streamed, &sh);
-    tide_op_sweep(&p->op, &p->sweep, sh.level_steps); /* a level's (describe) */
+    tide_op_sweep(&p->sweep_op, &p->sweep, sh.level_steps); /* a level's (describe) */
     return TIDE_SUCCESS;
 }
 
@@ -558,8 +558,8 @@ static int build_out_of_core(tide_stencil_plan *p, char *err, size_t len)
  * with host arrays the device copies of u and the source (or, beyond the budget on one rank,
  * the slabs through the GPU); the work array, or on several ranks the arrays on the grown
  * box, and the sweep with the agreed steps per pass. */
-int tide_stencil_build(tide_stencil_plan *p, const int (*off)[3], const double *w, char *err,
-                       size_t len)
+static int build_memory(tide_stencil_plan *p, const int (*off)[3], const double *w, char *err,
+                        size_t len)
 {
     const tide_env *e = &p->env;
     make_sweep(p, off, w);
@@ -591,7 +591,7 @@ int tide_stencil_build(tide_stencil_plan *p, const int (*off)[3], const double *
         if (tide_box_count(&p->box) > 0 &&
             (st = e->be->sweep_create(e, &p->sweep, p->fuse, err, len)))
             return st;
-        tide_op_sweep(&p->op, &p->sweep, p->fuse);
+        tide_op_sweep(&p->sweep_op, &p->sweep, p->fuse);
         return split_setup(p, err, len);
     }
     p->sweep.source = host_gpu ? p->dev_source : p->o.source;
@@ -601,7 +601,65 @@ int tide_stencil_build(tide_stencil_plan *p, const int (*off)[3], const double *
     p->fuse = p->o.fuse ? p->o.fuse : e->be->gpu ? tune_fuse(p, &st) : p->sweep.max_fuse;
     if (st)
         return snprintf(err, len, "timing the sweeps failed: %s", e->be->last_error()), st;
-    tide_op_sweep(&p->op, &p->sweep, p->fuse);
+    tide_op_sweep(&p->sweep_op, &p->sweep, p->fuse);
     return TIDE_SUCCESS;
 }
 
+/* Adds op to prog, in place in its source or from it into the destination. */
+static void add(tide_program *prog, const tide_op *op)
+{
+    tide_op *o = &prog->ops[prog->nops++];
+    *o = *op;
+    o->src = TIDE_LOC_IN;
+    o->dst = o->in_place_ok ? TIDE_LOC_IN : TIDE_LOC_OUT;
+}
+
+/* The programs of the plan's path (stencil_plan.h: pass, source_halo) on what build_memory
+ * made. */
+static void make_programs(tide_stencil_plan *p)
+{
+    tide_stencil_ops *s = &p->ops;
+    tide_op op = {0};
+    int any = tide_box_count(&p->box) > 0;
+    s->streamed = p->streamed;
+    s->source = p->o.source;
+    s->split = p->split;
+    p->into[0] = (tide_stencil_parts){&p->box, &p->halo_u};
+    p->into[1] = (tide_stencil_parts){&p->box, &p->halo_src};
+    if (p->out_of_core) {
+        s->halo_u = &p->halo_u;
+        s->halo_src = &p->halo_src;
+        tide_stencil_op_halo_parts(&op, &p->into[0], p->halo, &p->tally);
+        add(&p->pass, &op);
+    } else if (p->split) {
+        tide_stencil_op_split(&op, s, p->halo, &p->tally);
+        add(&p->pass, &op);
+    } else if (p->halo) {
+        tide_op_halo(&op, p->halo, &p->tally);
+        add(&p->pass, &op);
+    }
+    if (p->streamed) {
+        memset(&op, 0, sizeof op);
+        tide_stencil_op_slabs(&op, s);
+        add(&p->pass, &op);
+    } else if (!p->out_of_core && !p->split && (any || !p->halo)) {
+        add(&p->pass, &p->sweep_op);
+    }
+    if (p->halo && p->o.source) {
+        memset(&op, 0, sizeof op);
+        if (p->out_of_core)
+            tide_stencil_op_halo_parts(&op, &p->into[1], p->halo, &p->tally);
+        else
+            tide_op_halo(&op, p->halo, &p->tally);
+        add(&p->source_halo, &op);
+    }
+}
+
+int tide_stencil_build(tide_stencil_plan *p, const int (*off)[3], const double *w, char *err,
+                       size_t len)
+{
+    int st = build_memory(p, off, w, err, len);
+    if (!st)
+        make_programs(p);
+    return st;
+}

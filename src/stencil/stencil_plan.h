@@ -14,6 +14,24 @@
 #include "stencil/stencil_split.h"
 #include "stencil/stencil_streamed.h"
 
+/* The state of the stencil's own op classes (stencil_ops.c), in the plan. */
+typedef struct {
+    tide_stencil_split *split;       /* split passes */
+    const void *own;                 /* ... where this pass reads its own points (direct
+                                      * first pass), or NULL */
+    int to_box;                      /* ... this pass writes into u's box (direct last pass) */
+    tide_stencil_streamed *streamed; /* slabs through the GPU */
+    const tide_parts *halo_u, *halo_src; /* ... out of core: the halo's parts */
+    const void *source;              /* ... the caller's source */
+    char err[TIDE_MSG_LEN];          /* ... why a pass failed */
+} tide_stencil_ops;
+
+/* A halo exchanged into parts: the points sent read from an array laid out as from. */
+typedef struct {
+    const tide_box *from;
+    const tide_parts *to;
+} tide_stencil_parts;
+
 struct tide_stencil_plan {
     tide_context *ctx;
     int held;             /* counted on ctx (tide_context_hold) */
@@ -24,15 +42,19 @@ struct tide_stencil_plan {
                             * ranks */
     int grid[3];           /* several ranks, boxes of the plan's choice: its process grid */
     tide_halo *halo;       /* several ranks: the exchange that fills ext around box */
-    long long exchanges;   /* ... made by the last run, and its seconds in them */
-    double halo_seconds;
+    tide_halo_tally tally; /* ... the last run's exchanges and its seconds in them */
     void *ea, *eb, *esrc;  /* ... arrays laid out as ext: the passes' two, and the source's */
     int radius, taps;
     int (*off)[3];         /* the taps in storage order (sweep.off) */
     double *w;
     tide_env env;
     tide_sweep sweep;
-    tide_op op;            /* the sweep op; count set for each pass */
+    tide_op sweep_op;      /* the sweep op (its steps set for each pass) */
+    tide_program pass;     /* one pass's ops: [sweep] (one rank), [halo, sweep] or [split]
+                            * (several ranks; no sweep on an empty box), [slabs] (out of
+                            * card), [halo into parts, slabs] (out of core) */
+    tide_program source_halo; /* several ranks with a source: its halo, once a run */
+    tide_stencil_ops ops;  /* the state of the stencil's own op classes */
     int fuse;              /* steps per pass */
     size_t bytes;          /* of u */
     void *work;            /* the second array of the passes, in the backend's memory */
@@ -49,7 +71,23 @@ struct tide_stencil_plan {
                             * halo_src) and this rank's grown box streamed through the GPU
                             * from u, the source and them */
     tide_parts halo_u, halo_src; /* ... the parts of the halo alone, pinned host memory */
+    tide_stencil_parts into[2]; /* ... the halo into parts: u's and the source's */
 };
+
+/* The stencil's own op classes (stencil_ops.c), on the plan core's programs. */
+
+/* Split passes (stencil_split.h): the pass reads from its source (laid out as the grown box)
+ * and writes its destination, or, direct, reads its own points from `own` and writes into u's
+ * box (to_box); set for each pass. Collective. */
+void tide_stencil_op_split(tide_op *op, tide_stencil_ops *s, const tide_halo *h,
+                           tide_halo_tally *tally);
+/* The slabs of one pass through the GPU (stencil_streamed.h), in place in u: out of card, or
+ * out of core with the halo's parts (s->halo_u, s->halo_src). */
+void tide_stencil_op_slabs(tide_op *op, tide_stencil_ops *s);
+/* The halo of the points its source holds (laid out as x->from) exchanged into the parts
+ * x->to (out of core). Collective. */
+void tide_stencil_op_halo_parts(tide_op *op, const tide_stencil_parts *x, const tide_halo *h,
+                                tide_halo_tally *tally);
 
 /* Bytes of one point of u. */
 size_t tide_stencil_elem_bytes(const tide_stencil_plan *p);
