@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "app_util.h"
 #include "tide.h"
 #ifdef HEAT3D_PNG
 #include <png.h>
@@ -90,10 +91,10 @@ static const char *help =
     "(periodic) or pi k_d / (n_d - 1) (Dirichlet).\n"
     "\n"
     "options:\n"
-    "  -n NX NY NZ            the grid, each >= 3 (default 64 64 64; with -restart and no -n,\n"
-    "                         the checkpoint's)\n"
-    "  -steps S               the total steps from the initial condition, also after a restart\n"
-    "                         (default 100)\n"
+    "  -n NX NY NZ            the grid, each 3 to 2^30, at most 2^62 points (default 64 64 64;\n"
+    "                         with -restart and no -n, the checkpoint's)\n"
+    "  -steps S               the total steps from the initial condition, also after a restart,\n"
+    "                         0 to 2^53 (default 100)\n"
     "  -stencil 7pt|27pt      the library's default weights: 7pt centre 1/4, the six faces\n"
     "                         1/8; 27pt the products of 1/4, 1/2, 1/4 (default 7pt)\n"
     "  -precision float|double   (default double)\n"
@@ -101,14 +102,16 @@ static const char *help =
     "                         GPUs; several ranks may share one)\n"
     "  -bc XYZ                p (periodic) or d (Dirichlet: the face planes keep their values)\n"
     "                         per dimension, or one letter for all three (default ppp)\n"
-    "  -mode KX KY KZ         the initial Fourier mode, whole numbers >= 0, along a Dirichlet\n"
+    "  -mode KX KY KZ         the initial Fourier mode, 0 to 2^30 each, along a Dirichlet\n"
     "                         dimension not a multiple of n - 1 (the mode would be 0 on\n"
     "                         every point; default 1 1 1)\n"
-    "  -fuse K                steps per pass over memory (default 0: the plan's choice)\n"
-    "  -budget GB             device memory the context may hold (cuda; default the library's)\n"
+    "  -fuse K                steps per pass over memory, 0 to 1024 (default 0: the plan's\n"
+    "                         choice)\n"
+    "  -budget GB             device memory the context may hold, above 0 and at most 10^6\n"
+    "                         (cuda; default the library's)\n"
     "  -checkpoint PREFIX     write PREFIX.STEP.chk at the end (default prefix with\n"
     "                         -checkpoint-every alone: heat3d)\n"
-    "  -checkpoint-every C    ... and after every C steps\n"
+    "  -checkpoint-every C    ... and after every C steps (1 to 2^53)\n"
     "  -restart FILE          continue from a checkpoint to -steps, on any rank count: the\n"
     "                         file's grid (-n, when given, must equal it); precision, stencil,\n"
     "                         bc and mode must equal this run's, the size and the checksum\n"
@@ -117,12 +120,13 @@ static const char *help =
     "  -png PREFIX            write PREFIX.STEP.png, a slice in blue-white-red over\n"
     "                         [m - A, m + A], at the end (default prefix with -png-every\n"
     "                         alone: heat3d)\n"
-    "  -png-every N           ... and at every multiple of N steps (step 0 included)\n"
+    "  -png-every N           ... and at every multiple of N steps (step 0 included; 1 to\n"
+    "                         2^53)\n"
     "  -png-slice x|y|z K     the slice: plane K across that axis (default z at NZ/2); rows\n"
     "                         along the lower of the other two dimensions\n"
-    "  -progress N            a progress line every N steps, 0 none (default every 10% of the\n"
-    "                         steps): when rank 0's stderr is a terminal one line updated in\n"
-    "                         place, else plain lines\n"
+    "  -progress N            a progress line every N steps (up to 2^53), 0 none (default every\n"
+    "                         10% of the steps): when rank 0's stderr is a terminal one line\n"
+    "                         updated in place, else plain lines\n"
     "  -quiet                 print only the check (and errors)\n"
     "\n"
     "The check: max |u - (m + A g^s prod_d f_d)| over all points after s steps, against the\n"
@@ -132,8 +136,8 @@ static const char *help =
     "initial values and of the exact solution (computed in double).\n"
     "\n"
     "Exit status: 0 passed, 1 a failed check or a failure (a checkpoint refused, an I/O or\n"
-    "library error), 2 bad options (also when the library refuses the request, e.g. backend\n"
-    "cuda where there is no GPU).\n";
+    "library error), 2 bad options or values out of range (also when the library refuses the\n"
+    "request, e.g. backend cuda where there is no GPU).\n";
 
 typedef struct {
     int n[3], n_given;
@@ -272,25 +276,85 @@ static uint64_t bits(const sim *s, size_t i)
 
 /* ---- options ------------------------------------------------------------------------------ */
 
-/* A whole decimal >= lo (and <= hi) into *out: 0, else -1. */
-static int to_ll(const char *s, long long lo, long long hi, long long *out)
+/* Steps, and the counts of steps between checkpoints, images and progress lines: up to 2^53,
+ * exact in the doubles that rates and tolerances are computed in (and a step plus a count
+ * never overflows). */
+#define STEPS_MAX (1LL << 53)
+
+/* -bc's value s (NULL: missing): p or d per dimension, or one letter for all three, into bc:
+ * 0, else -1 with why in err. */
+static int parse_bc(const char *s, char bc[4], char *err, size_t len)
 {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (!*s || *end || errno || v < lo || v > hi)
-        return -1;
-    *out = v;
+    size_t l = s ? strlen(s) : 0;
+    if ((l != 1 && l != 3) || strspn(s, "pd") != l)
+        return snprintf(err, len, "-bc %s: give p (periodic) or d (Dirichlet) per dimension, "
+                        "or one letter for all three", s ? app_shown(s) : "''"), -1;
+    for (int d = 0; d < 3; d++)
+        bc[d] = s[l == 1 ? 0 : d];
     return 0;
 }
 
-static int to_int(const char *s, int lo, int *out)
+/* -png-slice's axis and plane after argv[*i]: 0, else -1 with why in err; *i moves past
+ * them. */
+static int parse_slice(int argc, char **argv, int *i, options *o, char *err, size_t len)
 {
-    long long v;
-    if (to_ll(s, lo, INT_MAX, &v))
-        return -1;
-    *out = (int)v;
+    const char *axis = *i + 1 < argc ? argv[*i + 1] : "", *plane = *i + 2 < argc ? argv[*i + 2]
+                                                                                 : "";
+    o->slice_axis = strlen(axis) == 1 && axis[0] >= 'x' && axis[0] <= 'z' ? axis[0] - 'x' : -1;
+    if (o->slice_axis < 0 || app_to_int(plane, 0, APP_SIZE_MAX, &o->slice_at))
+        return snprintf(err, len, "-png-slice %s %s: expected an axis x, y or z and a plane "
+                        "0..%d", app_shown(axis), app_shown(plane), APP_SIZE_MAX), -1;
+    *i += 2;
     return 0;
+}
+
+/* The option at argv[*i] with one value (v, NULL: missing), or none: 1 taken (*i moved to its
+ * value), 0 not one of them, -1 taken but bad (why in err). */
+static int parse_one(const char *a, const char *v, int *i, options *o, char *err, size_t len)
+{
+    static const char *const shapes[] = {"7pt", "27pt"}, *const precs[] = {"float", "double"},
+                             *const backends[] = {"auto", "cpu", "cuda"};
+    static const tide_backend backend[] = {TIDE_BACKEND_AUTO, TIDE_BACKEND_CPU,
+                                           TIDE_BACKEND_CUDA};
+    int k = 0, bad;
+    if (!strcmp(a, "-quiet")) {
+        o->quiet = 1;
+        return 1;
+    }
+    if (!strcmp(a, "-steps"))
+        bad = app_ll_opt(a, v, 0, STEPS_MAX, &o->steps, err, len);
+    else if (!strcmp(a, "-checkpoint-every"))
+        bad = app_ll_opt(a, v, 1, STEPS_MAX, &o->ckpt_every, err, len);
+    else if (!strcmp(a, "-png-every"))
+        bad = app_ll_opt(a, v, 1, STEPS_MAX, &o->png_every, err, len);
+    else if (!strcmp(a, "-progress"))
+        bad = app_ll_opt(a, v, 0, STEPS_MAX, &o->progress, err, len);
+    else if (!strcmp(a, "-fuse"))
+        bad = app_int_opt(a, v, 0, APP_FUSE_MAX, &o->fuse, err, len);
+    else if (!strcmp(a, "-budget"))
+        bad = app_real_opt(a, v, 0, APP_BUDGET_MAX, &o->budget_gb, err, len);
+    else if (!strcmp(a, "-stencil")) {
+        bad = app_name_opt(a, v, shapes, 2, &k, err, len);
+        o->shape = k ? TIDE_STENCIL_27PT : TIDE_STENCIL_7PT;
+    } else if (!strcmp(a, "-precision")) {
+        bad = app_name_opt(a, v, precs, 2, &k, err, len);
+        o->prec = k ? TIDE_DOUBLE : TIDE_FLOAT;
+    } else if (!strcmp(a, "-backend")) {
+        bad = app_name_opt(a, v, backends, 3, &k, err, len);
+        o->backend = backend[k];
+    } else if (!strcmp(a, "-bc"))
+        bad = parse_bc(v, o->bc, err, len);
+    else if (!strcmp(a, "-checkpoint") || !strcmp(a, "-restart") || !strcmp(a, "-png")) {
+        const char **to = a[1] == 'c' ? &o->ckpt : a[1] == 'r' ? &o->restart : &o->png;
+        bad = !v || !*v;
+        if (bad)
+            snprintf(err, len, "%s needs a %s", a, a[1] == 'r' ? "file" : "prefix");
+        else
+            *to = v;
+    } else
+        return 0;
+    ++*i;
+    return bad ? -1 : 1;
 }
 
 /* Parses argv the same way on every rank: 0 run, 1 help, 2 bad (the reason in err). */
@@ -299,95 +363,30 @@ static int parse(int argc, char **argv, options *o, char *err, size_t len)
     *o = (options){.n = {64, 64, 64}, .steps = 100, .shape = TIDE_STENCIL_7PT,
                    .prec = TIDE_DOUBLE, .backend = TIDE_BACKEND_AUTO, .bc = "ppp",
                    .mode = {1, 1, 1}, .slice_axis = 2, .slice_at = -1, .progress = -1};
-    int ckpt_every_given = 0, png_every_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int more = argc - 1 - i; /* values after a */
         if (!strcmp(a, "--help") || !strcmp(a, "-help") || !strcmp(a, "-h"))
             return 1;
-        if (!strcmp(a, "-n") || !strcmp(a, "-mode")) {
-            int *v = a[1] == 'n' ? o->n : o->mode, lo = a[1] == 'n' ? 3 : 0;
-            if (more < 3 || to_int(argv[i + 1], lo, &v[0]) || to_int(argv[i + 2], lo, &v[1]) ||
-                to_int(argv[i + 3], lo, &v[2]))
-                return snprintf(err, len, "%s needs three whole numbers >= %d", a, lo), 2;
-            o->n_given |= a[1] == 'n';
-            i += 3;
-        } else if (!strcmp(a, "-steps") || !strcmp(a, "-checkpoint-every") ||
-                   !strcmp(a, "-png-every") || !strcmp(a, "-progress") || !strcmp(a, "-fuse")) {
-            long long v, lo = !strcmp(a, "-checkpoint-every") || !strcmp(a, "-png-every");
-            if (more < 1 || to_ll(argv[i + 1], lo, a[1] == 'f' ? INT_MAX : LLONG_MAX, &v))
-                return snprintf(err, len, "%s '%s': give a whole number >= %lld", a,
-                                more < 1 ? "" : argv[i + 1], lo), 2;
-            if (a[1] == 's')
-                o->steps = v;
-            else if (a[1] == 'f')
-                o->fuse = (int)v;
-            else if (a[1] == 'c')
-                o->ckpt_every = v, ckpt_every_given = 1;
-            else if (a[2] == 'n')
-                o->png_every = v, png_every_given = 1;
-            else
-                o->progress = v;
-            i++;
-        } else if (!strcmp(a, "-stencil")) {
-            if (more < 1 || (strcmp(argv[i + 1], "7pt") && strcmp(argv[i + 1], "27pt")))
-                return snprintf(err, len, "-stencil '%s': give 7pt or 27pt",
-                                more < 1 ? "" : argv[i + 1]), 2;
-            o->shape = argv[++i][0] == '7' ? TIDE_STENCIL_7PT : TIDE_STENCIL_27PT;
-        } else if (!strcmp(a, "-precision")) {
-            if (more < 1 || (strcmp(argv[i + 1], "float") && strcmp(argv[i + 1], "double")))
-                return snprintf(err, len, "-precision '%s': give float or double",
-                                more < 1 ? "" : argv[i + 1]), 2;
-            o->prec = argv[++i][0] == 'f' ? TIDE_FLOAT : TIDE_DOUBLE;
-        } else if (!strcmp(a, "-backend")) {
-            const char *v = more < 1 ? "" : argv[i + 1];
-            if (strcmp(v, "auto") && strcmp(v, "cpu") && strcmp(v, "cuda"))
-                return snprintf(err, len, "-backend '%s': give auto, cpu or cuda", v), 2;
-            o->backend = v[0] == 'a' ? TIDE_BACKEND_AUTO : v[1] == 'p' ? TIDE_BACKEND_CPU
-                                                                       : TIDE_BACKEND_CUDA;
-            i++;
-        } else if (!strcmp(a, "-bc")) {
-            const char *v = more < 1 ? "" : argv[i + 1];
-            size_t l = strlen(v);
-            int good = l == 1 || l == 3;
-            for (size_t d = 0; good && d < l; d++)
-                good = v[d] == 'p' || v[d] == 'd';
-            if (!good)
-                return snprintf(err, len, "-bc '%s': give p (periodic) or d (Dirichlet) per "
-                                "dimension, or one letter for all three", v), 2;
-            for (int d = 0; d < 3; d++)
-                o->bc[d] = v[l == 1 ? 0 : d];
-            i++;
-        } else if (!strcmp(a, "-budget")) {
-            char *end = NULL;
-            o->budget_gb = more < 1 ? 0 : strtod(argv[i + 1], &end);
-            if (more < 1 || !end || *end || !(o->budget_gb > 0) || o->budget_gb > 1e9)
-                return snprintf(err, len, "-budget '%s': give a positive number of GB",
-                                more < 1 ? "" : argv[i + 1]), 2;
-            i++;
-        } else if (!strcmp(a, "-checkpoint") || !strcmp(a, "-restart") || !strcmp(a, "-png")) {
-            if (more < 1 || !argv[i + 1][0])
-                return snprintf(err, len, "%s needs a %s", a, a[1] == 'r' ? "file" : "prefix"),
-                       2;
-            const char **v = a[1] == 'c' ? &o->ckpt : a[1] == 'r' ? &o->restart : &o->png;
-            *v = argv[++i];
-        } else if (!strcmp(a, "-png-slice")) {
-            const char *v = more < 1 ? "" : argv[i + 1];
-            if (more < 2 || strlen(v) != 1 || v[0] < 'x' || v[0] > 'z' ||
-                to_int(argv[i + 2], 0, &o->slice_at))
-                return snprintf(err, len, "-png-slice needs an axis x, y or z and a plane "
-                                "number >= 0"), 2;
-            o->slice_axis = v[0] - 'x';
-            i += 2;
-        } else if (!strcmp(a, "-quiet")) {
-            o->quiet = 1;
-        } else {
+        int took;
+        if (!strcmp(a, "-n") || !strcmp(a, "-mode"))
+            took = app_ints_opt(argc, argv, &i, 3, a[1] == 'n' ? 3 : 0, APP_SIZE_MAX,
+                                a[1] == 'n' ? o->n : o->mode, err, len) ? -1 : 1;
+        else if (!strcmp(a, "-png-slice"))
+            took = parse_slice(argc, argv, &i, o, err, len) ? -1 : 1;
+        else
+            took = parse_one(a, i + 1 < argc ? argv[i + 1] : NULL, &i, o, err, len);
+        if (took < 0)
+            return 2;
+        if (!took)
             return snprintf(err, len, "unknown option '%s'", a), 2;
-        }
+        o->n_given |= !strcmp(a, "-n");
     }
-    if (ckpt_every_given && !o->ckpt)
+    if (app_product(o->n, 3, APP_POINTS_MAX) < 0)
+        return snprintf(err, len, "-n %d %d %d: more than 2^62 points", o->n[0], o->n[1],
+                        o->n[2]), 2;
+    if (o->ckpt_every && !o->ckpt)
         o->ckpt = "heat3d";
-    if (png_every_given && !o->png)
+    if (o->png_every && !o->png)
         o->png = "heat3d";
 #ifndef HEAT3D_PNG
     if (o->png)
@@ -721,7 +720,7 @@ static int read_header(const options *o, unsigned char *hdr, header *h, char *ms
     snprintf(rn, sizeof rn, "%dx%dx%d", o->n[0], o->n[1], o->n[2]);
     int nbad = 0, mbad = 0;
     for (int d = 0; d < 3; d++) {
-        if (h->n[d] < 3 || h->n[d] > INT_MAX)
+        if (h->n[d] < 3 || h->n[d] > APP_SIZE_MAX)
             return snprintf(msg, len, "%s: checkpoint of a %s grid, not a grid heat3d runs",
                             file, fn), 1;
         nbad |= o->n_given && h->n[d] != o->n[d];

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test_heat3d.sh HEAT3D MPIEXEC: apps/heat3d as a user meets it: the exact discrete mode on
 # 1 to 3 ranks, checkpoints restarted on another rank count bitwise equal to a run that never
-# stopped, damaged or mismatched checkpoints refused (the file left as it was, nothing written),
-# bad options, PNG slices (skipped visibly without libpng) and plain progress lines.
+# stopped, damaged or mismatched checkpoints refused (the file left as it was, nothing
+# written), bad options and values out of range, PNG slices (skipped visibly without libpng)
+# and plain progress lines.
 set -u
 heat3d=$1
 mpiexec=$2
@@ -11,11 +12,11 @@ mpiexec=$2
 run() { run_prog "$heat3d" "$@"; }
 
 # errs NAME NP STATUS PATTERN ARGS...: a run that must fail quickly with exit status STATUS
-# and PATTERN on stderr.
+# and PATTERN on stderr (a hang is killed: status 124, or 137 when mpirun ignores the TERM).
 errs() {
     local name=$1 np=$2 expect=$3 pat=$4
     shift 4
-    timeout 30 "$mpiexec" -n "$np" "$heat3d" "$@" > "$tmp/$name.out" 2> "$tmp/$name.err"
+    timeout -k 10 60 "$mpiexec" -n "$np" "$heat3d" "$@" > "$tmp/$name.out" 2> "$tmp/$name.err"
     local rc=$?
     if [ "$rc" -ne "$expect" ]; then
         bad "$name: exit status $rc, expected $expect (124: a hang): heat3d $*"
@@ -138,17 +139,34 @@ case_errors() {
     if md5sum -c --quiet "$tmp/md5.before"; then ok; else bad "errors: a checkpoint changed"; fi
     if ls "$tmp"/Z.* > /dev/null 2>&1; then bad "errors: a refused restart wrote a file"; else
         ok; fi
-    errs steps 2 2 "-steps '-1': give a whole number >= 0" -steps -1 && \
+    errs steps 2 2 '-steps -1: expected 0\.\.9007199254740992' -steps -1 && \
         if grep -q '^usage: mpirun -np P heat3d' "$tmp/steps.err"; then ok; else
             bad "steps: no usage on stderr"; fi
-    errs shape 3 2 "-stencil '9pt': give 7pt or 27pt" -stencil 9pt
-    errs bc 2 2 "-bc 'xyz': give p \(periodic\) or d \(Dirichlet\)" -bc xyz
+    errs shape 3 2 '-stencil 9pt: expected 7pt or 27pt' -stencil 9pt
+    errs bc 2 2 '-bc xyz: give p \(periodic\) or d \(Dirichlet\)' -bc xyz
     errs unknown 2 2 "unknown option '-bogus'" -bogus
     errs zeromode 2 2 '-mode: k = 0 along Dirichlet dimension y is zero on all 20 points' \
         "${grid[@]}" -bc pdp -mode 1 0 1
 }
 
-# 4. Images: PREFIX.STEP.png every 20 steps from step 0, PNG files of some size.
+# 4. Option values out of range: exit status 2 and the valid range, before any work.
+case_ranges() {
+    errs fuse 1 2 '-fuse 2147483647: expected 0\.\.1024' -fuse 2147483647
+    local b
+    for b in inf 1e300 nan -1; do
+        errs "budget$b" 1 2 "-budget $b: expected a number above 0, at most 1e\+06" -budget "$b"
+    done
+    errs stepsbig 1 2 '-steps 9007199254740993: expected 0\.\.9007199254740992' \
+        -steps 9007199254740993
+    errs nbig 1 2 '-n 16 16 99999999999999999999: expected 3 whole numbers, each 3\.\.1073741824' \
+        -n 16 16 99999999999999999999
+    errs njunk 1 2 '-n 16 16 16x: expected 3 whole numbers' -n 16 16 16x
+    errs npoints 1 2 '-n 1073741824 1073741824 1073741824: more than 2\^62 points' \
+        -n 1073741824 1073741824 1073741824
+    errs every 1 2 '-checkpoint-every 0: expected 1\.\.9007199254740992' -checkpoint-every 0
+}
+
+# 5. Images: PREFIX.STEP.png every 20 steps from step 0, PNG files of some size.
 case_png() {
     run pnghelp 0 1 --help
     if ! grep -q 'PNG images available' "$tmp/pnghelp.out"; then
@@ -169,9 +187,9 @@ case_png() {
     done
 }
 
-# 5. Progress to a file: plain lines every -progress N steps, no carriage returns.
+# 6. Progress to a file: plain lines every -progress N steps, no carriage returns.
 case_progress() {
-    timeout 30 "$mpiexec" -n 2 "$heat3d" "${grid[@]}" -steps 40 -progress 10 \
+    timeout -k 10 60 "$mpiexec" -n 2 "$heat3d" "${grid[@]}" -steps 40 -progress 10 \
         > "$tmp/prog.out" 2> "$tmp/prog.err"
     local rc=$? lines
     lines=$(grep -Ec '^step [0-9]+/40  [0-9.e+-]+ s  [0-9.e+-]+ GCell/s  ETA ' "$tmp/prog.err")
@@ -184,6 +202,7 @@ case_progress() {
 case_modes
 case_restart
 case_errors
+case_ranges
 case_png
 case_progress
 

@@ -1,0 +1,167 @@
+/*
+ * app_util.h: what the `tide` subcommands and heat3d share: numbers read from the command line
+ * within their ranges. Header-only (static inline): heat3d is built from heat3d.c alone, beside
+ * the `tide` command's sources.
+ */
+#ifndef TIDE_APP_UTIL_H
+#define TIDE_APP_UTIL_H
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- ranges ---------------------------------------------------------------------------------- */
+
+/* A grid size or a count of fields: up to 2^30. */
+#define APP_SIZE_MAX (1 << 30)
+/* The most points of a grid (and multiply-adds of a gemm): their product stays far from a
+ * long long's end. */
+#define APP_POINTS_MAX (1LL << 62)
+/* Steps per pass over memory (-fuse, -levels). */
+#define APP_FUSE_MAX 1024
+/* Timed runs. */
+#define APP_RUNS_MAX 1000000
+/* Device memory (-budget), GB: a petabyte, far above any device, so that GB x 1e9 bytes is
+ * exact in a size_t. */
+#define APP_BUDGET_MAX 1e6
+
+/* ---- numbers --------------------------------------------------------------------------------- */
+
+/* A whole decimal in [lo, hi] into *out: 0, else -1 (out untouched). Nothing else in s: no
+ * blanks, no trailing characters; a value past a long long is out of range. */
+static inline int app_to_ll(const char *s, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || isspace((unsigned char)*s) || *end || errno == ERANGE || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* The same into an int. */
+static inline int app_to_int(const char *s, int lo, int hi, int *out)
+{
+    long long v;
+    if (app_to_ll(s, lo, hi, &v))
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* A finite real in (lo, hi] into *out: 0, else -1 (out untouched); nan and inf are refused,
+ * as are blanks and trailing characters. */
+static inline int app_to_real(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || isspace((unsigned char)*s) || *end || !isfinite(v) || !(v > lo) ||
+        !(v <= hi))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* s as typed for a message: '' when empty. */
+static inline const char *app_shown(const char *s)
+{
+    return *s ? s : "''";
+}
+
+/* Option name's value s (NULL: missing) as a whole number in [lo, hi] into *out: 0, else -1
+ * with "name s: expected lo..hi" in err. */
+static inline int app_ll_opt(const char *name, const char *s, long long lo, long long hi,
+                             long long *out, char *err, size_t len)
+{
+    if (s && !app_to_ll(s, lo, hi, out))
+        return 0;
+    snprintf(err, len, "%s %s: expected %lld..%lld", name, s ? app_shown(s) : "needs a value",
+             lo, hi);
+    return -1;
+}
+
+/* The same into an int. */
+static inline int app_int_opt(const char *name, const char *s, int lo, int hi, int *out,
+                              char *err, size_t len)
+{
+    long long v;
+    if (app_ll_opt(name, s, lo, hi, &v, err, len))
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* The k values after the option at argv[*i] (-grid A B C) as whole numbers in [lo, hi] into
+ * v: 0, else -1 with "OPTION V1 V2: expected k whole numbers, each lo..hi" in err; *i moves
+ * past them. */
+static inline int app_ints_opt(int argc, char **argv, int *i, int k, int lo, int hi, int *v,
+                               char *err, size_t len)
+{
+    int bad = argc - *i - 1 < k;
+    for (int d = 0; d < k && !bad; d++)
+        bad = app_to_int(argv[*i + 1 + d], lo, hi, &v[d]);
+    if (bad) {
+        int used = snprintf(err, len, "%s", argv[*i]);
+        for (int d = 0; d < k && *i + 1 + d < argc && used >= 0 && (size_t)used < len; d++)
+            used += snprintf(err + used, len - (size_t)used, " %s", argv[*i + 1 + d]);
+        if (used >= 0 && (size_t)used < len)
+            snprintf(err + used, len - (size_t)used, ": expected %d whole numbers, each %d..%d",
+                     k, lo, hi);
+    }
+    *i += k;
+    return bad ? -1 : 0;
+}
+
+/* Option name's value s (NULL: missing) as a finite real in (lo, hi] into *out (lo -HUGE_VAL,
+ * hi HUGE_VAL: unbounded): 0, else -1 with "name s: expected ..." in err. */
+static inline int app_real_opt(const char *name, const char *s, double lo, double hi,
+                               double *out, char *err, size_t len)
+{
+    if (s && !app_to_real(s, lo, hi, out))
+        return 0;
+    char range[96];
+    if (isinf(lo) && isinf(hi))
+        snprintf(range, sizeof range, "a finite number");
+    else if (isinf(hi))
+        snprintf(range, sizeof range, "a finite number above %g", lo);
+    else
+        snprintf(range, sizeof range, "a number above %g, at most %g", lo, hi);
+    snprintf(err, len, "%s %s: expected %s", name, s ? app_shown(s) : "needs a value", range);
+    return -1;
+}
+
+/* Option name's value s (NULL: missing) as one of names[0..count) into *out (its index): 0,
+ * else -1 with "name s: expected a, b or c" in err. */
+static inline int app_name_opt(const char *name, const char *s, const char *const *names,
+                               int count, int *out, char *err, size_t len)
+{
+    for (int i = 0; s && i < count; i++)
+        if (!strcmp(s, names[i])) {
+            *out = i;
+            return 0;
+        }
+    int used = snprintf(err, len, "%s %s: expected ", name, s ? app_shown(s) : "needs a value");
+    for (int i = 0; i < count && used >= 0 && (size_t)used < len; i++)
+        used += snprintf(err + used, len - (size_t)used, "%s%s", names[i],
+                         i + 2 < count ? ", " : i + 2 == count ? " or " : "");
+    return -1;
+}
+
+/* The product of v[0..k) (each >= 1) when it is at most limit, else -1; no overflow. */
+static inline long long app_product(const int *v, int k, long long limit)
+{
+    long long p = 1;
+    for (int i = 0; i < k; i++) {
+        if (v[i] < 1 || p > limit / v[i])
+            return -1;
+        p *= v[i];
+    }
+    return p;
+}
+
+#endif
