@@ -1,4 +1,4 @@
-/* app_common.c: arguments, timing and bounds shared by the `tide` subcommands. */
+/* app_common.c: arguments, -json files, timing and bounds shared by the `tide` subcommands. */
 #include "app_common.h"
 
 #include <limits.h>
@@ -148,6 +148,35 @@ int app_grid_ranks(const char *name, char sep, const int *g, int k, char *err, s
         snprintf(count, sizeof count, "%lld", ranks);
     snprintf(err, len, "%s %s has %s ranks, the run has %d", name, typed, count, P);
     return -1;
+}
+
+int app_json_check(const char *who, const app_args *a)
+{
+    char err[512] = "";
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int bad = a->json && rank == 0 && app_probe_file(a->json, err, sizeof err);
+    if (!app_agree(bad, NULL, 0))
+        return 0;
+    tide_warn("%s: -json: %s\n", who, err);
+    return 1;
+}
+
+FILE *app_json_open(const char *who, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        tide_warn("%s: -json: cannot create %s: %s\n", who, path, strerror(errno));
+    return f;
+}
+
+int app_json_close(const char *who, FILE *f, const char *path)
+{
+    char err[512];
+    if (!app_close_file(f, path, err, sizeof err))
+        return 0;
+    tide_warn("%s: -json: %s\n", who, err);
+    return 1;
 }
 
 int app_context_create(const char *who, const app_args *a, tide_context **ctx)

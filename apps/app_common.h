@@ -22,11 +22,14 @@ typedef struct {
     const char *json;
 } app_args;
 
-/* The usage's paragraph on the values every subcommand takes. */
+/* The usage's paragraph on the values every subcommand takes, and on -json's file. */
 #define APP_USAGE_VALUES                                                                           \
     "Values: sizes 1 to 2^30 (their product at most 2^62), -batch 1 to 2^30, -n (-runs) 1 to\n"    \
     "10^6, -seed 0 to 2^32 - 1, -budget above 0 and at most 10^6 GB, process grids' factors\n"     \
-    "1 to 2^31 - 1; a value out of range stops every rank with its range (exit status 2).\n"
+    "1 to 2^31 - 1; a value out of range stops every rank with its range (exit status 2).\n"       \
+    "-json's file is checked before the work (created and removed, or opened when it\n"            \
+    "exists): a place that cannot be written stops the run at once (exit status 1); a write\n"     \
+    "that fails at the end (a full disk) is exit status 1 too, a part written removed.\n"
 
 /* Zero, with batch 1, 5 runs and seed 2026. */
 void app_args_init(app_args *a);
@@ -59,6 +62,17 @@ int app_parse_option(int argc, char **argv, int *i, app_args *a, char *err, size
  * "NAME A B C has N ranks, the run has P" in err, the factors joined by sep (the product is
  * never formed past LLONG_MAX: no overflow). */
 int app_grid_ranks(const char *name, char sep, const int *g, int k, char *err, size_t len);
+
+/* Collective, before the work: whether rank 0 can write the -json file (when one is given):
+ * 0, else 1 with why printed, prefixed by who. */
+int app_json_check(const char *who, const app_args *a);
+
+/* Rank 0: the -json file path opened for writing, else NULL with why printed. */
+FILE *app_json_open(const char *who, const char *path);
+
+/* Rank 0: closes the -json file f, every status checked: 0, else 1 with why printed (a
+ * regular file removed: no half-written JSON is left). */
+int app_json_close(const char *who, FILE *f, const char *path);
 
 /* Collective: the context the arguments ask for (backend, device budget); prints why it could
  * not be made, prefixed by who. */

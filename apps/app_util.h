@@ -1,18 +1,23 @@
 /*
  * app_util.h: what the `tide` subcommands and heat3d share: numbers read from the command line
- * within their ranges. Header-only (static inline): heat3d is built from heat3d.c alone, beside
- * the `tide` command's sources.
+ * within their ranges, a verdict agreed by every rank, and output files checked before the
+ * work and closed with their status checked. Header-only (static inline): heat3d is built from
+ * heat3d.c alone, beside the `tide` command's sources.
  */
 #ifndef TIDE_APP_UTIL_H
 #define TIDE_APP_UTIL_H
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <mpi.h>
 
 /* ---- ranges ---------------------------------------------------------------------------------- */
 
@@ -162,6 +167,76 @@ static inline long long app_product(const int *v, int k, long long limit)
         p *= v[i];
     }
     return p;
+}
+
+/* ---- agreement ------------------------------------------------------------------------------- */
+
+/* Collective: whether any rank is bad (nonzero); msg (len bytes on every rank, NULL: none)
+ * becomes the lowest bad rank's message on every rank. */
+static inline int app_agree(int bad, char *msg, size_t len)
+{
+    int P, me, first;
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    me = bad ? me : P;
+    MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (first == P)
+        return 0;
+    if (msg)
+        MPI_Bcast(msg, (int)len, MPI_CHAR, first, MPI_COMM_WORLD);
+    return 1;
+}
+
+/* ---- files ----------------------------------------------------------------------------------- */
+
+/* Whether path can be written, checked before the work: an existing file opened for writing
+ * (not changed), a new one created and removed. 0, else -1 with "cannot create PATH: the
+ * system's reason" in err. */
+static inline int app_probe_file(const char *path, char *err, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644), made = fd >= 0;
+    if (fd < 0 && errno == EEXIST)
+        fd = open(path, O_WRONLY | O_APPEND | O_NONBLOCK);
+    if (fd < 0)
+        return snprintf(err, len, "cannot create %s: %s", path, strerror(errno)), -1;
+    close(fd);
+    if (made)
+        unlink(path);
+    return 0;
+}
+
+/* Removes path when it is a regular file (not a device or a pipe an output was sent to): an
+ * output that failed is not left half-written. */
+static inline void app_discard(const char *path)
+{
+    struct stat sb;
+    if (!lstat(path, &sb) && S_ISREG(sb.st_mode))
+        unlink(path);
+}
+
+/* Flushes and closes f, written as path, every status checked (a full disk shows at the flush
+ * or the close): 0, else -1 with "cannot write PATH: the system's reason" in err and path
+ * discarded. */
+static inline int app_close_file(FILE *f, const char *path, char *err, size_t len)
+{
+    errno = 0;
+    int bad = fflush(f) != 0 || ferror(f), reason = errno;
+    if (fclose(f) && !bad)
+        bad = 1, reason = errno;
+    if (!bad)
+        return 0;
+    snprintf(err, len, "cannot write %s: %s", path, reason ? strerror(reason) : "I/O error");
+    app_discard(path);
+    return -1;
+}
+
+/* Flushes stdout, where a program's results go; *failed keeps the errno of the first failure
+ * (a full disk, a closed pipe), for a message and exit status 1 at the end. */
+static inline void app_flush_out(int *failed)
+{
+    errno = 0;
+    if ((fflush(stdout) || ferror(stdout)) && !*failed)
+        *failed = errno ? errno : EIO;
 }
 
 #endif

@@ -176,6 +176,8 @@ typedef struct {
 /* ---- helpers ------------------------------------------------------------------------------ */
 
 static int g_rank;
+/* Rank 0: the first failure writing stdout, its errno (0: none). */
+static int out_failed;
 
 /* Rank 0 prints to stderr. */
 static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -187,21 +189,6 @@ static void warn(const char *fmt, ...)
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-}
-
-/* Collective: whether any rank failed (bad != 0); msg (len bytes on every rank) becomes the
- * lowest failing rank's message on every rank. */
-static int agree(int bad, char *msg, size_t len)
-{
-    int P, me, first;
-    MPI_Comm_size(MPI_COMM_WORLD, &P);
-    me = bad ? g_rank : P;
-    MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (first == P)
-        return 0;
-    if (msg)
-        MPI_Bcast(msg, (int)len, MPI_CHAR, first, MPI_COMM_WORLD);
-    return 1;
 }
 
 static uint64_t splitmix64(uint64_t x)
@@ -616,7 +603,7 @@ static int write_checkpoint(sim *s, long long step)
 {
     size_t plen = strlen(s->o.ckpt) + 48;
     char *path = malloc(plen), *tmp = malloc(plen + 4), msg[512] = "";
-    if (agree(!path || !tmp, NULL, 0)) {
+    if (app_agree(!path || !tmp, NULL, 0)) {
         warn("heat3d: out of memory writing a checkpoint\n");
         free(path);
         free(tmp);
@@ -640,7 +627,7 @@ static int write_checkpoint(sim *s, long long step)
     int rc = MPI_File_open(MPI_COMM_WORLD, tmp, MPI_MODE_CREATE | MPI_MODE_WRONLY,
                            MPI_INFO_NULL, &fh);
     int bad = mpi_failed(rc, "cannot create", msg, sizeof msg);
-    if (agree(bad, msg, sizeof msg)) { /* opening is collective: it fails on every rank */
+    if (app_agree(bad, msg, sizeof msg)) { /* opening is collective: it fails on every rank */
         warn("heat3d: %s: %s\n", tmp, msg);
         free(path);
         free(tmp);
@@ -664,10 +651,10 @@ static int write_checkpoint(sim *s, long long step)
     bad |= mpi_failed(rc, "cannot close", msg, sizeof msg);
     io_types_free(&t);
     /* Every rank has closed the file: rank 0 renames it into place. */
-    bad = agree(bad, msg, sizeof msg);
+    bad = app_agree(bad, msg, sizeof msg);
     if (!bad && s->rank == 0 && rename(tmp, path))
         bad = snprintf(msg, sizeof msg, "cannot rename to %s: %s", path, strerror(errno)) > 0;
-    bad = agree(bad, msg, sizeof msg);
+    bad = app_agree(bad, msg, sizeof msg);
     if (bad) {
         warn("heat3d: %s: %s\n", tmp, msg);
         if (s->rank == 0)
@@ -675,7 +662,7 @@ static int write_checkpoint(sim *s, long long step)
     } else if (!s->o.quiet && s->rank == 0) {
         printf("Checkpoint: %s (step %lld, checksum %016llx)\n", path, step,
                (unsigned long long)h.sum);
-        fflush(stdout);
+        app_flush_out(&out_failed);
     }
     free(path);
     free(tmp);
@@ -766,7 +753,7 @@ static int read_data(sim *s, const header *h)
     MPI_File fh;
     int rc = MPI_File_open(MPI_COMM_WORLD, s->o.restart, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
     int bad = mpi_failed(rc, "cannot open", msg, sizeof msg);
-    if (agree(bad, msg, sizeof msg)) {
+    if (app_agree(bad, msg, sizeof msg)) {
         warn("heat3d: %s: %s\n", s->o.restart, msg);
         return 1;
     }
@@ -779,7 +766,7 @@ static int read_data(sim *s, const header *h)
     bad |= mpi_failed(rc, "cannot read the data", msg, sizeof msg);
     MPI_File_close(&fh);
     io_types_free(&t);
-    if (agree(bad, msg, sizeof msg)) {
+    if (app_agree(bad, msg, sizeof msg)) {
         warn("heat3d: %s: %s\n", s->o.restart, msg);
         return 1;
     }
@@ -872,7 +859,7 @@ static int write_png(sim *s, long long step)
             total += counts[r];
         }
     }
-    if (agree(bad, NULL, 0)) {
+    if (app_agree(bad, NULL, 0)) {
         warn("heat3d: out of memory writing an image\n");
         bad = 1;
         goto done;
@@ -915,12 +902,12 @@ static int write_png(sim *s, long long step)
         snprintf(path, plen, "%s.%lld.png", s->o.png, step);
         bad = png_file(path, rgb, w, h, msg, sizeof msg);
     }
-    if (agree(bad, msg, sizeof msg))
+    if (app_agree(bad, msg, sizeof msg))
         warn("heat3d: %s\n", msg);
     else if (!s->o.quiet && s->rank == 0) {
         printf("Image: %s (step %lld, slice %c = %d, %dx%d pixels)\n", path, step, 'x' + a, k,
                cols * scale, rows * scale);
-        fflush(stdout);
+        app_flush_out(&out_failed);
     }
 done:
     free(part);
@@ -974,7 +961,7 @@ int main(int argc, char **argv)
     header h = {0};
     if (!pr && o->restart) {
         int bad = s.rank == 0 ? read_header(o, hdr, &h, err, sizeof err) : 0;
-        if (agree(bad, err, sizeof err)) {
+        if (app_agree(bad, err, sizeof err)) {
             warn("heat3d: %s\n", err);
             MPI_Finalize();
             return 1;
@@ -1037,7 +1024,7 @@ int main(int argc, char **argv)
         s.boxes = malloc(sizeof(tide_box) * (size_t)s.P);
         bad = !s.boxes;
     }
-    if (agree(bad, NULL, 0)) {
+    if (app_agree(bad, NULL, 0)) {
         warn("heat3d: out of memory (%zu bytes of u per rank)\n", info.bytes);
         rc = 1;
         goto done;
@@ -1068,7 +1055,7 @@ int main(int argc, char **argv)
             printf("Restart: %s at step %lld (written by %d rank%s, grid %dx%dx%d), checksum "
                    "%016llx verified\n", o->restart, start, h.ranks, h.ranks == 1 ? "" : "s",
                    h.grid[0], h.grid[1], h.grid[2], (unsigned long long)h.sum);
-        fflush(stdout);
+        app_flush_out(&out_failed);
     }
 
     /* 7. The steps, in chunks between progress lines, checkpoints and images. Progress: on
@@ -1166,11 +1153,18 @@ int main(int argc, char **argv)
         }
         printf("Check: max error %.3g against the exact discrete mode (tolerance %.3g): %s\n",
                m[0], tol, passed ? "passed" : "FAILED");
-        fflush(stdout);
+        app_flush_out(&out_failed);
     }
     rc = passed ? 0 : 1;
 
 done:
+    if (s.rank == 0)
+        app_flush_out(&out_failed);
+    if (out_failed) {
+        warn("heat3d: cannot write the standard output: %s\n", strerror(out_failed));
+        rc = 1;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &rc, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (s.u)
         tide_host_free(ctx, s.u);
     for (int d = 0; d < 3; d++)

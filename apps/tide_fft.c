@@ -122,6 +122,8 @@ int tide_cmd_fft(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     int nout[3] = {c->n[0], c->n[1], a.type == TIDE_R2C ? c->n[2] / 2 + 1 : c->n[2]};
+    if (app_json_check("tide fft", c))
+        return 1;
 
     tide_context *ctx = NULL;
     tide_fft_plan *plan = NULL;
@@ -327,9 +329,8 @@ int tide_cmd_fft(int argc, char **argv)
         app_say_bound(bound, bound_what, ts.median);
 
     if (c->json && rank == 0) {
-        FILE *f = fopen(c->json, "w");
+        FILE *f = app_json_open("tide fft", c->json);
         if (!f) {
-            tide_warn("tide fft: cannot write %s\n", c->json);
             rc = 1;
         } else {
             app_json_head(f, "fft", c, P, threads, info.backend, desc, info.exchanges);
@@ -341,7 +342,7 @@ int tide_cmd_fft(int argc, char **argv)
             fprintf(f, " \"max_error\": %.6g, \"reference\": \"%s\", \"rel_l2\": %.6g, "
                     "\"verified\": %s}\n", max_error, reference ? "serial-fftw" : "round-trip",
                     checked_l2, passed ? "true" : "false");
-            fclose(f);
+            rc = app_json_close("tide fft", f, c->json);
         }
     }
     if (!passed)

@@ -957,11 +957,9 @@ static int write_json(const args *a, const matrices *mx, const tide_gemm_info *i
                       double mem, const check_result *cr, const bound_terms *b,
                       const incard *in)
 {
-    FILE *f = fopen(a->c.json, "w");
-    if (!f) {
-        tide_warn("tide gemm: cannot write %s\n", a->c.json);
+    FILE *f = app_json_open("tide gemm", a->c.json);
+    if (!f)
         return 1;
-    }
     app_json_head(f, "gemm", &a->c, mx->ranks, threads, info->backend, desc, 0);
     fprintf(f, "\"m\": %d, \"n\": %d, \"k\": %d, \"domain\": \"%s\", \"transa\": \"%s\", "
             "\"transb\": \"%s\", \"order\": \"%s\", \"alpha\": %.17g, \"alpha_im\": %.17g, "
@@ -997,8 +995,7 @@ static int write_json(const args *a, const matrices *mx, const tide_gemm_info *i
     app_json_real(f, "max_error", a->check ? cr->max_error : NAN, ", ");
     fprintf(f, "\"verified\": %s}\n", !a->check ? "null" : cr->max_error <= 1 ? "true"
                                                                               : "false");
-    fclose(f);
-    return 0;
+    return app_json_close("tide gemm", f, a->c.json);
 }
 
 /* ---- the command ----------------------------------------------------------------------------- */
@@ -1047,7 +1044,7 @@ int tide_cmd_gemm(int argc, char **argv)
     tide_gemm_plan *plan = NULL;
     matrices mx = {.pageable = a.pageable};
     double *times = NULL, plan_s = 0;
-    if (app_context_create("tide gemm", &a.c, &ctx))
+    if (app_json_check("tide gemm", &a.c) || app_context_create("tide gemm", &a.c, &ctx))
         return 1;
     tide_context_threads(ctx, &threads);
     tide_backend cb = TIDE_BACKEND_CPU;

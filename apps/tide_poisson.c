@@ -547,6 +547,9 @@ int tide_cmd_poisson(int argc, char **argv)
     int rank, P;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
+    if (app_json_check("tide poisson", c))
+        return 1;
+
     tide_context *ctx = NULL;
     tide_poisson_plan *plan = NULL;
     void *f = NULL, *u = NULL, *xf = NULL, *xu = NULL;
@@ -727,9 +730,8 @@ int tide_cmd_poisson(int argc, char **argv)
         app_say_bound(bound, bound_what, ts.median);
 
     if (c->json && rank == 0) {
-        FILE *jf = fopen(c->json, "w");
+        FILE *jf = app_json_open("tide poisson", c->json);
         if (!jf) {
-            tide_warn("tide poisson: cannot write %s\n", c->json);
             rc = 1;
         } else {
             app_json_head(jf, "poisson", c, P, threads, info.backend, desc, info.exchanges);
@@ -753,7 +755,7 @@ int tide_cmd_poisson(int argc, char **argv)
                 fprintf(jf, "\"residual_rel_l2\": null, ");
             fprintf(jf, "\"mean_f_max\": %.6g, \"verified\": %s}\n", mean_max,
                     passed ? "true" : "false");
-            fclose(jf);
+            rc = app_json_close("tide poisson", jf, c->json);
         }
     }
     if (!passed)

@@ -343,6 +343,8 @@ int tide_cmd_stencil(int argc, char **argv)
     int rank, P;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
+    if (app_json_check("tide stencil", c))
+        return 1;
     int dbl = c->prec == TIDE_DOUBLE, dev = c->device;
     long long points = (long long)c->n[0] * c->n[1] * c->n[2];
 
@@ -687,9 +689,8 @@ int tide_cmd_stencil(int argc, char **argv)
                  nccl ? "NCCL send/recv, GPU to GPU" : "MPI_Isend/Irecv", halo_s / halo_bound);
 
     if (c->json && rank == 0) {
-        FILE *f = fopen(c->json, "w");
+        FILE *f = app_json_open("tide stencil", c->json);
         if (!f) {
-            tide_warn("tide stencil: cannot write %s\n", c->json);
             rc = 1;
         } else {
             app_json_head(f, "stencil", c, P, threads, info.backend, desc, 0);
@@ -722,7 +723,7 @@ int tide_cmd_stencil(int argc, char **argv)
             else
                 fprintf(f, " \"check\": \"none\", \"differing_points\": null, \"max_error\": "
                         "null, \"verified\": null}\n");
-            fclose(f);
+            rc = app_json_close("tide stencil", f, c->json);
         }
     }
     if (!passed)

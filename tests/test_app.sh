@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_app.sh TIDE MPIEXEC: the `tide` command as a user meets it: a verified run, its keys,
-# JSON output, and bad arguments and values out of range failing fast (non-zero exit, a usage
-# message) on every rank.
+# JSON output, bad arguments and values out of range failing fast (non-zero exit, a usage
+# message) on every rank, and outputs that cannot be written found before the work or failing
+# on every rank alike.
 set -u
 tide=$1
 mpiexec=$2
@@ -36,6 +37,15 @@ errs() {
     local name=$1 np=$2 pat=$3
     shift 3
     refuse "$name" "$np" nonzero "$pat" "$@"
+}
+
+# before NAME: the failed run NAME stopped before the work (no first line, no timing).
+before() {
+    if grep -Eq '^(Tide |Time per run)' "$tmp/$1.out"; then
+        bad "$1: stopped after the work had started"
+    else
+        ok
+    fi
 }
 
 run version 0 1 --version && has version '^tide [0-9]+\.[0-9]+\.[0-9]+$'
@@ -407,6 +417,38 @@ refuse ralpha 1 2 '-alpha nan: expected a finite number' poisson cpu double 8 8 
 refuse rgalpha 1 2 '-alpha 1,inf: expected a finite number A, or A,I' \
     gemm cpu double 8 -complex -alpha 1,inf
 refuse rtile 1 2 '-tile -1: expected 0\.\.1073741824' gemm cpu double 8 -tile -1
+
+# -json: a place that cannot be written found before the work, with the system's reason; a
+# write that fails (a full disk) exit status 1 on every rank alike, quickly.
+refuse jnodir 3 1 "-json: cannot create $tmp/none/f\.json: No such file or directory" \
+    fft c2c cpu double 8 8 8 -n 1 -json "$tmp/none/f.json" && before jnodir
+refuse jproc 1 1 '-json: cannot create /proc/x\.json: ' \
+    stencil cpu double 8 8 8 -n 1 -json /proc/x.json && before jproc
+refuse jdir 2 1 "-json: cannot create $tmp: Is a directory" \
+    poisson cpu double 8 8 8 -n 1 -json "$tmp" && before jdir
+refuse jgemm 2 1 "-json: cannot create $tmp/none/g\.json: No such file or directory" \
+    gemm cpu double 8 -n 1 -json "$tmp/none/g.json" && before jgemm
+full='-json: cannot write /dev/full: No space left on device'
+refuse jfull1 1 1 "$full" fft c2c cpu double 8 8 8 -n 1 -json /dev/full
+refuse jfull3 3 1 "$full" fft c2c cpu double 8 8 8 -n 1 -json /dev/full
+refuse jfulls 2 1 "$full" stencil cpu double 8 8 8 -n 1 -json /dev/full
+refuse jfullp 1 1 "$full" poisson cpu double 8 8 8 -n 1 -json /dev/full
+refuse jfullg 3 1 "$full" gemm cpu double 8 -n 1 -json /dev/full
+
+# Output that cannot be written to stdout (a full disk): exit status 1 and the reason. Under
+# mpiexec the ranks write through it, and it drops such errors: one process alone (an MPI
+# singleton) shows them.
+if timeout -k 10 60 "$tide" --version > /dev/null 2>&1; then
+    timeout -k 10 60 "$tide" --help > /dev/full 2> "$tmp/stdout.err"
+    rc=$?
+    if [ "$rc" -eq 1 ] && \
+       grep -q '^tide: cannot write the standard output: No space left on device' "$tmp/stdout.err"
+    then
+        ok
+    else
+        bad "stdout: exit status $rc writing to /dev/full, expected 1 and the reason"
+    fi
+fi
 
 echo "test_app: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -2,8 +2,8 @@
 # test_heat3d.sh HEAT3D MPIEXEC: apps/heat3d as a user meets it: the exact discrete mode on
 # 1 to 3 ranks, checkpoints restarted on another rank count bitwise equal to a run that never
 # stopped, damaged or mismatched checkpoints refused (the file left as it was, nothing
-# written), bad options and values out of range, PNG slices (skipped visibly without libpng)
-# and plain progress lines.
+# written), bad options and values out of range, results that cannot be written to stdout,
+# PNG slices (skipped visibly without libpng) and plain progress lines.
 set -u
 heat3d=$1
 mpiexec=$2
@@ -166,7 +166,22 @@ case_ranges() {
     errs every 1 2 '-checkpoint-every 0: expected 1\.\.9007199254740992' -checkpoint-every 0
 }
 
-# 5. Images: PREFIX.STEP.png every 20 steps from step 0, PNG files of some size.
+# 5. Results that cannot be written to stdout (a full disk): exit status 1 and the reason.
+#    Under mpiexec the ranks write through it, and it drops such errors: one process alone (an
+#    MPI singleton) shows them.
+case_stdout() {
+    timeout -k 10 60 "$heat3d" --help > /dev/null 2>&1 || return 0
+    timeout -k 10 60 "$heat3d" -n 8 8 8 -steps 2 > /dev/full 2> "$tmp/stdout.err"
+    local rc=$?
+    local want='^heat3d: cannot write the standard output: No space left on device'
+    if [ "$rc" -eq 1 ] && grep -q "$want" "$tmp/stdout.err"; then
+        ok
+    else
+        bad "stdout: exit status $rc writing to /dev/full, expected 1 and the reason"
+    fi
+}
+
+# 6. Images: PREFIX.STEP.png every 20 steps from step 0, PNG files of some size.
 case_png() {
     run pnghelp 0 1 --help
     if ! grep -q 'PNG images available' "$tmp/pnghelp.out"; then
@@ -187,7 +202,7 @@ case_png() {
     done
 }
 
-# 6. Progress to a file: plain lines every -progress N steps, no carriage returns.
+# 7. Progress to a file: plain lines every -progress N steps, no carriage returns.
 case_progress() {
     timeout -k 10 60 "$mpiexec" -n 2 "$heat3d" "${grid[@]}" -steps 40 -progress 10 \
         > "$tmp/prog.out" 2> "$tmp/prog.err"
@@ -203,6 +218,7 @@ case_modes
 case_restart
 case_errors
 case_ranges
+case_stdout
 case_png
 case_progress
 
