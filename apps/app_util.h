@@ -205,6 +205,25 @@ static inline int app_probe_file(const char *path, char *err, size_t len)
     return 0;
 }
 
+/* Whether files PREFIX.* can be created, checked before the work by creating and removing a
+ * probe file beside them. 0, else -1 with "cannot create files PREFIX.*: the system's reason"
+ * in err. */
+static inline int app_probe_prefix(const char *prefix, char *err, size_t len)
+{
+    size_t n = strlen(prefix) + 16;
+    char *probe = malloc(n);
+    if (!probe)
+        return snprintf(err, len, "out of memory"), -1;
+    snprintf(probe, n, "%s.probeXXXXXX", prefix);
+    int fd = mkstemp(probe);
+    if (fd < 0)
+        snprintf(err, len, "cannot create files %s.*: %s", prefix, strerror(errno));
+    else
+        close(fd), unlink(probe);
+    free(probe);
+    return fd < 0 ? -1 : 0;
+}
+
 /* Removes path when it is a regular file (not a device or a pipe an output was sent to): an
  * output that failed is not left half-written. */
 static inline void app_discard(const char *path)

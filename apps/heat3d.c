@@ -135,9 +135,14 @@ static const char *help =
     "summing to 1 never amplify earlier errors, and the factor 2 covers the rounding of the\n"
     "initial values and of the exact solution (computed in double).\n"
     "\n"
-    "Exit status: 0 passed, 1 a failed check or a failure (a checkpoint refused, an I/O or\n"
-    "library error), 2 bad options or values out of range (also when the library refuses the\n"
-    "request, e.g. backend cuda where there is no GPU).\n";
+    "Outputs: where -checkpoint's and -png's files cannot be created (a probe file beside\n"
+    "them), heat3d stops before the first step with the system's reason; a checkpoint or\n"
+    "image that fails during the run (a full disk) stops every rank with the reason, no file\n"
+    "left half-written.\n"
+    "\n"
+    "Exit status: 0 passed, 1 a failed check or a failure (a checkpoint refused, an output\n"
+    "that cannot be written, an I/O or library error), 2 bad options or values out of range\n"
+    "(also when the library refuses the request, e.g. backend cuda where there is no GPU).\n";
 
 typedef struct {
     int n[3], n_given;
@@ -783,20 +788,43 @@ static int read_data(sim *s, const header *h)
 /* ---- images ------------------------------------------------------------------------------- */
 
 #ifdef HEAT3D_PNG
-/* Rank 0: an 8-bit RGB PNG of w x h pixels. 0, else 1 with the reason in msg. */
+/* Where libpng's error handler puts its message. */
+typedef struct {
+    const char *path;
+    char *msg;
+    size_t len;
+} png_fail;
+
+/* libpng's error handler: the message (and the system's reason of a failed write), then back
+ * to png_file's setjmp. */
+static void png_error_to_msg(png_structp png, png_const_charp what)
+{
+    png_fail *e = png_get_error_ptr(png);
+    int err = errno;
+    snprintf(e->msg, e->len, "cannot write %s: %s%s%s", e->path, what, err ? ": " : "",
+             err ? strerror(err) : "");
+    png_longjmp(png, 1);
+}
+
+/* Rank 0: an 8-bit RGB PNG of w x h pixels. 0, else 1 with the reason in msg and no file
+ * left half-written. */
 static int png_file(const char *path, const unsigned char *rgb, int w, int h, char *msg,
                     size_t len)
 {
     FILE *f = fopen(path, "wb");
     if (!f)
         return snprintf(msg, len, "cannot create %s: %s", path, strerror(errno)), 1;
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_fail e = {path, msg, len};
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &e, png_error_to_msg, NULL);
     png_infop info = png ? png_create_info_struct(png) : NULL;
+    errno = 0;
     if (!png || !info || setjmp(png_jmpbuf(png))) {
+        if (!png || !info)
+            snprintf(msg, len, "cannot write %s: out of memory in libpng", path);
         png_destroy_write_struct(&png, &info);
         fclose(f);
-        remove(path);
-        return snprintf(msg, len, "libpng failed writing %s", path), 1;
+        app_discard(path);
+        return 1;
     }
     png_init_io(png, f);
     png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB,
@@ -806,9 +834,7 @@ static int png_file(const char *path, const unsigned char *rgb, int w, int h, ch
         png_write_row(png, rgb + (size_t)y * (size_t)w * 3);
     png_write_end(png, NULL);
     png_destroy_write_struct(&png, &info);
-    if (fclose(f))
-        return snprintf(msg, len, "cannot write %s: %s", path, strerror(errno)), 1;
-    return 0;
+    return app_close_file(f, path, msg, len) ? 1 : 0;
 }
 #else
 static int png_file(const char *path, const unsigned char *rgb, int w, int h, char *msg,
@@ -902,7 +928,8 @@ static int write_png(sim *s, long long step)
         snprintf(path, plen, "%s.%lld.png", s->o.png, step);
         bad = png_file(path, rgb, w, h, msg, sizeof msg);
     }
-    if (app_agree(bad, msg, sizeof msg))
+    bad = app_agree(bad, msg, sizeof msg); /* rank 0's verdict on the file, on every rank */
+    if (bad)
         warn("heat3d: %s\n", msg);
     else if (!s->o.quiet && s->rank == 0) {
         printf("Image: %s (step %lld, slice %c = %d, %dx%d pixels)\n", path, step, 'x' + a, k,
@@ -918,6 +945,29 @@ done:
     free(rgb);
     free(path);
     return bad;
+}
+
+/* ---- outputs ------------------------------------------------------------------------------ */
+
+/* Rank 0: whether files PREFIX.* of option opt can be created: 0, else 1 with why in err. */
+static int probe(const char *opt, const char *prefix, char *err, size_t len)
+{
+    char why[400];
+    if (!app_probe_prefix(prefix, why, sizeof why))
+        return 0;
+    snprintf(err, len, "%s: %s", opt, why);
+    return 1;
+}
+
+/* Collective, before the work: whether rank 0 can create the checkpoints and the images (a
+ * probe file beside them). 0, else 1 with why in err on every rank. */
+static int check_outputs(const options *o, char *err, size_t len)
+{
+    int bad = 0;
+    if (g_rank == 0)
+        bad = (o->ckpt && probe("-checkpoint", o->ckpt, err, len)) ||
+              (o->png && probe("-png", o->png, err, len));
+    return app_agree(bad, err, len);
 }
 
 /* ---- the run ------------------------------------------------------------------------------ */
@@ -978,11 +1028,19 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
+
+    /* 3. Outputs, before any work: rank 0 checks that the checkpoints and images can be
+     *    created where asked. */
+    if (check_outputs(o, err, sizeof err)) {
+        warn("heat3d: %s\n", err);
+        MPI_Finalize();
+        return 1;
+    }
     s.dbl = o->prec == TIDE_DOUBLE;
     s.es = s.dbl ? sizeof(double) : sizeof(float);
     long long start = o->restart ? h.step : 0;
 
-    /* 3. The context: the backend asked for, auto the library's choice. */
+    /* 4. The context: the backend asked for, auto the library's choice. */
     tide_context_options co;
     tide_context_options_init(&co);
     co.backend = o->backend;
@@ -994,7 +1052,7 @@ int main(int argc, char **argv)
         return st == TIDE_ERR_ARGUMENT || st == TIDE_ERR_UNSUPPORTED ? 2 : 1;
     }
 
-    /* 4. The plan, box NULL: one rank the whole grid, several the plan's blocks. A request
+    /* 5. The plan, box NULL: one rank the whole grid, several the plan's blocks. A request
      *    it refuses fails on every rank with the same message. */
     tide_stencil_options so;
     tide_stencil_options_init(&so);
@@ -1016,7 +1074,7 @@ int main(int argc, char **argv)
     for (int d = 0; d < 3; d++)
         s.grid[d] = info.grid[d] ? info.grid[d] : 1;
 
-    /* 5. Memory: u (pinned on a cuda context), the mode's 1D factors, every rank's block for
+    /* 6. Memory: u (pinned on a cuda context), the mode's 1D factors, every rank's block for
      *    the images. */
     int bad = tide_host_alloc(ctx, info.bytes ? info.bytes : 64, &s.u) != TIDE_SUCCESS;
     bad |= make_mode(&s) != 0;
@@ -1033,7 +1091,7 @@ int main(int argc, char **argv)
         MPI_Allgather(&s.box, (int)sizeof(tide_box), MPI_BYTE, s.boxes, (int)sizeof(tide_box),
                       MPI_BYTE, MPI_COMM_WORLD);
 
-    /* 6. The initial condition, or the checkpoint's data. */
+    /* 7. The initial condition, or the checkpoint's data. */
     if (o->restart) {
         if (read_data(&s, &h)) {
             rc = 1;
@@ -1058,7 +1116,7 @@ int main(int argc, char **argv)
         app_flush_out(&out_failed);
     }
 
-    /* 7. The steps, in chunks between progress lines, checkpoints and images. Progress: on
+    /* 8. The steps, in chunks between progress lines, checkpoints and images. Progress: on
      *    rank 0's terminal one line updated in place, else plain lines; the choice is rank
      *    0's on every rank, since the chunks are collective. */
     int tty = s.rank == 0 && isatty(STDERR_FILENO);
@@ -1122,7 +1180,7 @@ int main(int argc, char **argv)
         goto done;
     }
 
-    /* 8. The summary and the check. */
+    /* 9. The summary and the check. */
     double m[3];
     measure(&s, o->steps, m);
     double tol = (double)(o->steps + 1) * s.taps * s.eps * (fabs(s.m) + s.A);

@@ -3,7 +3,8 @@
 # 1 to 3 ranks, checkpoints restarted on another rank count bitwise equal to a run that never
 # stopped, damaged or mismatched checkpoints refused (the file left as it was, nothing
 # written), bad options and values out of range, results that cannot be written to stdout,
-# PNG slices (skipped visibly without libpng) and plain progress lines.
+# outputs that cannot be written (found before the work, or stopping every rank together), PNG
+# slices (skipped visibly without libpng) and plain progress lines.
 set -u
 heat3d=$1
 mpiexec=$2
@@ -29,6 +30,16 @@ errs() {
         return 1
     fi
     ok
+}
+
+# lacks NAME PATTERN WHY: the stdout of NAME does not match PATTERN.
+lacks() {
+    if grep -Eq -- "$2" "$tmp/$1.out"; then bad "$1: $3"; else ok; fi
+}
+
+# before NAME: a failed run NAME stopped before the work (no grid line on stdout).
+before() {
+    lacks "$1" '^heat3d: [0-9]+x' "stopped after the work had started"
 }
 
 # same A B WHAT: files A and B are byte-identical.
@@ -181,7 +192,28 @@ case_stdout() {
     fi
 }
 
-# 6. Images: PREFIX.STEP.png every 20 steps from step 0, PNG files of some size.
+# 6. Outputs that cannot be written: a bad place found before any work, with the system's
+#    reason; a file failing on rank 0 during the run stops every rank together (status 1,
+#    quickly).
+case_outputs() {
+    local np
+    for np in 1 3; do
+        errs "cknodir$np" "$np" 1 \
+            '-checkpoint: cannot create files /nonexistent/x\.\*: No such file or directory' \
+            "${grid[@]}" -steps 10 -checkpoint /nonexistent/x && before "cknodir$np"
+    done
+    mkdir -p "$tmp/R.10.chk" # rank 0's rename into place fails
+    errs ckrename 3 1 'R\.10\.chk\.tmp: cannot rename to .*/R\.10\.chk: Is a directory' \
+        "${grid[@]}" -steps 20 -checkpoint-every 10 -checkpoint "$tmp/R"
+    if [ -e "$tmp/R.10.chk.tmp" ] || [ -e "$tmp/R.20.chk" ]; then
+        bad "ckrename: a temporary file left, or steps run past the failure"
+    else
+        ok
+    fi
+}
+
+# 7. Images: PREFIX.STEP.png every 20 steps from step 0, PNG files of some size; a bad place
+#    found before any work; rank 0 failing to create an image stops every rank together.
 case_png() {
     run pnghelp 0 1 --help
     if ! grep -q 'PNG images available' "$tmp/pnghelp.out"; then
@@ -200,9 +232,21 @@ case_png() {
             bad "png: $f.png missing, too small or without the PNG signature"
         fi
     done
+    local np
+    for np in 1 2; do
+        errs "pngnodir$np" "$np" 1 \
+            '-png: cannot create files /nonexistent/p\.\*: No such file or directory' \
+            "${grid[@]}" -steps 10 -png-every 5 -png /nonexistent/p && before "pngnodir$np"
+    done
+    mkdir -p "$tmp/pd/q.5.png" # a directory has the step-5 image's name
+    errs pngfail 2 1 'cannot create .*/q\.5\.png: Is a directory' "${grid[@]}" -steps 10 \
+        -png-every 5 -png "$tmp/pd/q"
+    if [ -f "$tmp/pd/q.0.png" ] && [ ! -e "$tmp/pd/q.10.png" ]; then ok; else
+        bad "pngfail: no step-0 image, or steps run past the failure"
+    fi
 }
 
-# 7. Progress to a file: plain lines every -progress N steps, no carriage returns.
+# 8. Progress to a file: plain lines every -progress N steps, no carriage returns.
 case_progress() {
     timeout -k 10 60 "$mpiexec" -n 2 "$heat3d" "${grid[@]}" -steps 40 -progress 10 \
         > "$tmp/prog.out" 2> "$tmp/prog.err"
@@ -219,6 +263,7 @@ case_restart
 case_errors
 case_ranges
 case_stdout
+case_outputs
 case_png
 case_progress
 
