@@ -26,6 +26,7 @@
  * process grid (C order) that tide_stencil_plan_info reports, and fills, checks, writes and
  * reads only that block.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <float.h>
 #include <limits.h>
@@ -44,12 +45,12 @@
 #endif
 
 /*
- * Checkpoint files (format version 1): a 512-byte header, then the whole grid in C order
+ * Checkpoint files (format version 2): a 512-byte header, then the whole grid in C order
  * (z fastest), n0 n1 n2 elements of 4 (float) or 8 (double) bytes, IEEE little-endian. The
  * header, every integer little-endian, unused bytes 0:
  *
  *     0  char[8]  magic "TIDEHEAT"
- *     8  u32      format version, 1
+ *     8  u32      format version, 2
  *    12  u32      header bytes, 512
  *    16  i64[3]   n: the grid
  *    40  u32      element bytes: 4 (float) or 8 (double)
@@ -59,19 +60,24 @@
  *    64  i64[3]   mode: k per dimension
  *    88  i32[3]   the writer's process grid (informational: any rank count may restart)
  *   100  i32      the writer's rank count (informational)
- *   104  u64      data checksum: the wrapping sum over all points of
+ *   104  u64      data checksum: splitmix64(S ^ H), S the wrapping sum over all points of
  *                 splitmix64(splitmix64(i) ^ b), i the point's C-order index in the grid,
- *                 b its element's bits (a float's 32 zero-extended); the same however the
- *                 grid is cut
+ *                 b its element's bits (a float's 32 zero-extended), the same however the
+ *                 grid is cut; H the FNV-1a (64 bit) of bytes 0 to 87 (magic to mode), so
+ *                 that data whose header was changed to another grid, precision, stencil,
+ *                 step, bc or mode (e.g. permuted dimensions, the same size) do not match
  *   112  u64      data bytes: n0 n1 n2 x element bytes
  *   504  u64      header checksum: FNV-1a (64 bit) of bytes 0 to 503
  *
  * A checkpoint is written to PREFIX.STEP.chk.tmp (each rank its block, collectively, through
  * a subarray file view) and renamed to PREFIX.STEP.chk once every rank has closed it, so an
- * existing checkpoint is never left half-written.
+ * existing checkpoint is never left half-written. A PREFIX.STEP.chk.tmp found at the start
+ * was left by a run killed while writing it, and is removed (with a note on stderr).
  */
 #define HDR_BYTES 512
-#define HDR_VERSION 1
+#define HDR_VERSION 2
+/* The header's bytes the data checksum binds: those that describe the data. */
+#define HDR_BOUND 88
 
 static const char *synopsis =
     "usage: mpirun -np P heat3d [-n NX NY NZ] [-steps S] [-stencil 7pt|27pt]\n"
@@ -110,13 +116,14 @@ static const char *help =
     "  -budget GB             device memory the context may hold, above 0 and at most 10^6\n"
     "                         (cuda; default the library's)\n"
     "  -checkpoint PREFIX     write PREFIX.STEP.chk at the end (default prefix with\n"
-    "                         -checkpoint-every alone: heat3d)\n"
+    "                         -checkpoint-every alone: heat3d); PREFIX.STEP.chk.tmp files, left\n"
+    "                         by a run killed while writing one, are removed at the start\n"
     "  -checkpoint-every C    ... and after every C steps (1 to 2^53)\n"
     "  -restart FILE          continue from a checkpoint to -steps, on any rank count: the\n"
     "                         file's grid (-n, when given, must equal it); precision, stencil,\n"
     "                         bc and mode must equal this run's, the size and the checksum\n"
-    "                         must be right; the result is bitwise that of a run that never\n"
-    "                         stopped\n"
+    "                         (of the data and the header's description of them) must be\n"
+    "                         right; the result is bitwise that of a run that never stopped\n"
     "  -png PREFIX            write PREFIX.STEP.png, a slice in blue-white-red over\n"
     "                         [m - A, m + A], at the end (default prefix with -png-every\n"
     "                         alone: heat3d)\n"
@@ -127,7 +134,8 @@ static const char *help =
     "  -progress N            a progress line every N steps (up to 2^53), 0 none (default every\n"
     "                         10% of the steps): when rank 0's stderr is a terminal one line\n"
     "                         updated in place, else plain lines\n"
-    "  -quiet                 print only the check (and errors)\n"
+    "  -quiet                 print only the check (and errors, and the removal of unfinished\n"
+    "                         checkpoints)\n"
     "\n"
     "The check: max |u - (m + A g^s prod_d f_d)| over all points after s steps, against the\n"
     "tolerance (s + 1) x taps x eps x (m + A), eps the precision's machine epsilon: a step\n"
@@ -537,8 +545,9 @@ static void header_get(const unsigned char *p, header *h)
     h->data_bytes = get_u64(p + 112);
 }
 
-/* Collective: the data checksum of u (see the format above). */
-static uint64_t checksum(const sim *s)
+/* Collective: the wrapping sum over all points that the data checksum starts from (see the
+ * format above). */
+static uint64_t point_sum(const sim *s)
 {
     const tide_box *b = &s->box;
     uint64_t sum = 0;
@@ -552,6 +561,12 @@ static uint64_t checksum(const sim *s)
         }
     MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     return sum;
+}
+
+/* Collective: the data checksum of u described by the header hdr (see the format above). */
+static uint64_t checksum(const sim *s, const unsigned char *hdr)
+{
+    return splitmix64(point_sum(s) ^ fnv1a(hdr, HDR_BOUND));
 }
 
 /* The MPI types of this rank's block: in the file a subarray of the grid, in memory the
@@ -617,7 +632,7 @@ static int write_checkpoint(sim *s, long long step)
     snprintf(path, plen, "%s.%lld.chk", s->o.ckpt, step);
     snprintf(tmp, plen + 4, "%s.tmp", path);
     header h = {.version = HDR_VERSION, .step = step, .elem = (int)s->es, .stencil = s->taps,
-                .ranks = s->P, .sum = checksum(s)};
+                .ranks = s->P};
     for (int d = 0; d < 3; d++) {
         h.n[d] = s->o.n[d];
         h.mode[d] = s->o.mode[d];
@@ -626,6 +641,8 @@ static int write_checkpoint(sim *s, long long step)
     memcpy(h.bc, s->o.bc, 4);
     h.data_bytes = (uint64_t)h.n[0] * (uint64_t)h.n[1] * (uint64_t)h.n[2] * s->es;
     unsigned char hdr[HDR_BYTES];
+    header_put(&h, hdr);
+    h.sum = checksum(s, hdr); /* of the data as this header describes them */
     header_put(&h, hdr);
 
     MPI_File fh;
@@ -704,7 +721,7 @@ static int read_header(const options *o, unsigned char *hdr, header *h, char *ms
     header_get(hdr, h);
     if (h->version != HDR_VERSION || get_u32(hdr + 12) != HDR_BYTES)
         return snprintf(msg, len, "%s: checkpoint format version %u, this heat3d reads "
-                        "version %d", file, h->version, HDR_VERSION), 1;
+                        "version %d only", file, h->version, HDR_VERSION), 1;
     if (get_u64(hdr + HDR_BYTES - 8) != fnv1a(hdr, HDR_BYTES - 8))
         return snprintf(msg, len, "%s: header checksum mismatch: corrupted header", file), 1;
     char fn[80], rn[80];
@@ -750,9 +767,9 @@ static int read_header(const options *o, unsigned char *hdr, header *h, char *ms
     return 0;
 }
 
-/* Collective: reads this rank's block of the checkpoint whose header read_header accepted,
+/* Collective: reads this rank's block of the checkpoint whose header hdr read_header accepted,
  * and checks the data's checksum. 0, else 1 with the message printed. */
-static int read_data(sim *s, const header *h)
+static int read_data(sim *s, const unsigned char *hdr, const header *h)
 {
     char msg[512] = "";
     MPI_File fh;
@@ -775,10 +792,11 @@ static int read_data(sim *s, const header *h)
         warn("heat3d: %s: %s\n", s->o.restart, msg);
         return 1;
     }
-    uint64_t sum = checksum(s);
+    uint64_t sum = checksum(s, hdr);
     if (sum != h->sum) {
-        warn("heat3d: %s: checksum mismatch: corrupted data (the header says %016llx, the "
-             "data sum to %016llx)\n", s->o.restart, (unsigned long long)h->sum,
+        warn("heat3d: %s: checksum mismatch: corrupted data, or a header changed to describe "
+             "them otherwise (grid, precision, stencil, step, bc or mode): the header says "
+             "%016llx, the data sum to %016llx\n", s->o.restart, (unsigned long long)h->sum,
              (unsigned long long)sum);
         return 1;
     }
@@ -959,14 +977,52 @@ static int probe(const char *opt, const char *prefix, char *err, size_t len)
     return 1;
 }
 
+/* Whether name is PREFIX.STEP.chk.tmp's last component, base that of PREFIX. */
+static int stale_name(const char *name, const char *base)
+{
+    size_t b = strlen(base);
+    if (strncmp(name, base, b) || name[b] != '.')
+        return 0;
+    const char *step = name + b + 1;
+    size_t digits = strspn(step, "0123456789");
+    return digits && !strcmp(step + digits, ".chk.tmp");
+}
+
+/* Rank 0: removes the PREFIX.STEP.chk.tmp files a run killed while writing a checkpoint left
+ * (a finished checkpoint is renamed to PREFIX.STEP.chk), each with a note on stderr. */
+static void remove_stale(const char *prefix)
+{
+    const char *slash = strrchr(prefix, '/'), *base = slash ? slash + 1 : prefix;
+    size_t dlen = slash ? (size_t)(slash - prefix) + 1 : 0;
+    char *dir = dlen ? strndup(prefix, dlen) : strdup(".");
+    DIR *d = dir ? opendir(dir) : NULL;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (!stale_name(e->d_name, base))
+            continue;
+        size_t plen = dlen + strlen(e->d_name) + 1;
+        char *path = malloc(plen);
+        if (path && snprintf(path, plen, "%.*s%s", (int)dlen, prefix, e->d_name) > 0 &&
+            !unlink(path))
+            warn("heat3d: removed %s, a checkpoint an interrupted run left unfinished\n", path);
+        free(path);
+    }
+    if (d)
+        closedir(d);
+    free(dir);
+}
+
 /* Collective, before the work: whether rank 0 can create the checkpoints and the images (a
- * probe file beside them). 0, else 1 with why in err on every rank. */
+ * probe file beside them), and the removal of unfinished checkpoints. 0, else 1 with why in
+ * err on every rank. */
 static int check_outputs(const options *o, char *err, size_t len)
 {
     int bad = 0;
-    if (g_rank == 0)
+    if (g_rank == 0) {
         bad = (o->ckpt && probe("-checkpoint", o->ckpt, err, len)) ||
               (o->png && probe("-png", o->png, err, len));
+        if (!bad && o->ckpt)
+            remove_stale(o->ckpt);
+    }
     return app_agree(bad, err, len);
 }
 
@@ -1030,7 +1086,7 @@ int main(int argc, char **argv)
     }
 
     /* 3. Outputs, before any work: rank 0 checks that the checkpoints and images can be
-     *    created where asked. */
+     *    created where asked, and removes checkpoints an interrupted run left unfinished. */
     if (check_outputs(o, err, sizeof err)) {
         warn("heat3d: %s\n", err);
         MPI_Finalize();
@@ -1093,7 +1149,7 @@ int main(int argc, char **argv)
 
     /* 7. The initial condition, or the checkpoint's data. */
     if (o->restart) {
-        if (read_data(&s, &h)) {
+        if (read_data(&s, hdr, &h)) {
             rc = 1;
             goto done;
         }

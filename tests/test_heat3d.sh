@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_heat3d.sh HEAT3D MPIEXEC: apps/heat3d as a user meets it: the exact discrete mode on
 # 1 to 3 ranks, checkpoints restarted on another rank count bitwise equal to a run that never
-# stopped, damaged or mismatched checkpoints refused (the file left as it was, nothing
+# stopped, damaged, mismatched or crafted checkpoints refused (the file left as it was, nothing
 # written), bad options and values out of range, results that cannot be written to stdout,
 # outputs that cannot be written (found before the work, or stopping every rank together), PNG
 # slices (skipped visibly without libpng) and plain progress lines.
@@ -132,7 +132,26 @@ case_errors() {
     printf 'ZZZZ' | dd of="$tmp/corrupt.chk" bs=1 seek=4000 conv=notrunc 2> /dev/null
     cp "$good" "$tmp/header.chk"
     printf 'Q' | dd of="$tmp/header.chk" bs=1 seek=200 conv=notrunc 2> /dev/null
-    md5sum "$good" "$tmp"/trunc.chk "$tmp"/corrupt.chk "$tmp"/header.chk > "$tmp/md5.before"
+    # the header's grid permuted (the same size), and an older format's version, each with the
+    # header checksum made right again: the data checksum binds the grid
+    python3 - "$good" "$tmp/perm.chk" "$tmp/v1.chk" <<'PY'
+import struct, sys
+def fnv1a(b):
+    h = 0xcbf29ce484222325
+    for x in b:
+        h = ((h ^ x) * 0x100000001b3) & 0xffffffffffffffff
+    return h
+def craft(dst, edit):
+    d = bytearray(open(sys.argv[1], 'rb').read())
+    edit(d)
+    d[504:512] = struct.pack('<Q', fnv1a(d[:504]))
+    open(dst, 'wb').write(d)
+craft(sys.argv[2], lambda d: struct.pack_into('<3q', d, 16,
+                                              *reversed(struct.unpack_from('<3q', d, 16))))
+craft(sys.argv[3], lambda d: struct.pack_into('<I', d, 8, 1))
+PY
+    md5sum "$good" "$tmp"/trunc.chk "$tmp"/corrupt.chk "$tmp"/header.chk "$tmp"/perm.chk \
+        "$tmp"/v1.chk > "$tmp/md5.before"
     local p=(-stencil 27pt -bc ppd -mode 2 1 1 -steps 60 -checkpoint-every 10 -checkpoint
              "$tmp/Z")
     errs missing 2 1 "none\.chk: cannot open: No such file" "${p[@]}" -restart "$tmp/none.chk"
@@ -140,6 +159,10 @@ case_errors() {
         "${p[@]}" -restart "$tmp/trunc.chk"
     errs corrupt 3 1 'corrupt\.chk: checksum mismatch: corrupted data' "${p[@]}" \
         -restart "$tmp/corrupt.chk"
+    errs permuted 2 1 'perm\.chk: checksum mismatch: corrupted data, or a header changed' \
+        "${p[@]}" -restart "$tmp/perm.chk" && lacks permuted '^Restart:' "restarted from it"
+    errs version1 1 1 'v1\.chk: checkpoint format version 1, this heat3d reads version 2 only' \
+        "${p[@]}" -restart "$tmp/v1.chk"
     errs header 2 1 'header\.chk: header checksum mismatch' "${p[@]}" -restart "$tmp/header.chk"
     errs size 2 1 'A\.40\.chk: checkpoint of a 24x20x18 grid, this run is 20x20x18' \
         -n 20 20 18 "${p[@]}" -restart "$good"
@@ -194,7 +217,7 @@ case_stdout() {
 
 # 6. Outputs that cannot be written: a bad place found before any work, with the system's
 #    reason; a file failing on rank 0 during the run stops every rank together (status 1,
-#    quickly).
+#    quickly); an unfinished checkpoint of a killed run removed at the start.
 case_outputs() {
     local np
     for np in 1 3; do
@@ -209,6 +232,16 @@ case_outputs() {
         bad "ckrename: a temporary file left, or steps run past the failure"
     else
         ok
+    fi
+    printf 'partial' > "$tmp/S.20.chk.tmp"
+    touch "$tmp/S.x.chk.tmp" "$tmp/Sx.20.chk.tmp"
+    run stale 0 2 "${grid[@]}" -steps 10 -checkpoint "$tmp/S" -quiet && \
+        has stale "removed .*/S\.20\.chk\.tmp, a checkpoint an interrupted run left unfinished"
+    if [ ! -e "$tmp/S.20.chk.tmp" ] && [ -e "$tmp/S.x.chk.tmp" ] && [ -e "$tmp/Sx.20.chk.tmp" ] \
+       && [ -f "$tmp/S.10.chk" ]; then
+        ok
+    else
+        bad "stale: the unfinished checkpoint kept, another file removed, or no checkpoint"
     fi
 }
 
