@@ -1,6 +1,7 @@
-/* app_common.c: arguments, timing and bounds shared by `tide fft` and `tide poisson`. */
+/* app_common.c: arguments, -json files, timing and bounds shared by the `tide` subcommands. */
 #include "app_common.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,26 +26,6 @@ int app_pick(const char *s, const char *const *names, int count)
     return -1;
 }
 
-int app_to_int(const char *s, int lo, int *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < lo || v > 1L << 30)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
-int app_to_real(const char *s, double *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (!*s || *end || !isfinite(v))
-        return -1;
-    *out = v;
-    return 0;
-}
-
 int app_wants_help(int argc, char **argv, int dash_h)
 {
     for (int i = 0; i < argc; i++)
@@ -57,6 +38,7 @@ int app_wants_help(int argc, char **argv, int dash_h)
 int app_parse_head(int argc, char **argv, const char *cmd, const char *usage, int dash_h,
                    int lead, int lead_bad, app_args *a)
 {
+    static const char *const grid[3] = {"NX", "NY", "NZ"}, *const mnk[3] = {"M", "N", "K"};
     if (app_wants_help(argc, argv, dash_h)) {
         tide_say("%s", usage);
         return 1;
@@ -67,26 +49,37 @@ int app_parse_head(int argc, char **argv, const char *cmd, const char *usage, in
                   usage);
         return 2;
     }
-    if (lead_bad || app_parse_positional(argv + lead, a)) {
+    char why[200] = "";
+    if (lead_bad ||
+        app_parse_positional(argv + lead, strcmp(cmd, "gemm") ? grid : mnk, a, why, sizeof why)) {
         char got[256] = "";
         for (int i = 0, used = 0; i < want && used < (int)sizeof got; i++)
             used += snprintf(got + used, sizeof got - (size_t)used, "%s%s", i ? " " : "",
                              argv[i]);
-        tide_warn("tide %s: bad positional arguments '%s'\n\n%s", cmd, got, usage);
+        tide_warn("tide %s: bad positional arguments '%s'%s%s\n\n%s", cmd, got, *why ? ": " : "",
+                  why, usage);
         return 2;
     }
     return 0;
 }
 
-int app_parse_positional(char **argv, app_args *a)
+int app_parse_positional(char **argv, const char *const dims[3], app_args *a, char *err,
+                         size_t len)
 {
-    static const char *backends[] = {"auto", "cpu", "cuda"}, *precs[] = {"double", "float"};
-    if ((a->backend = app_pick(argv[0], backends, 3)) < 0 ||
-        (a->prec = app_pick(argv[1], precs, 2)) < 0 || app_to_int(argv[2], 1, &a->n[0]) ||
-        app_to_int(argv[3], 1, &a->n[1]) || app_to_int(argv[4], 1, &a->n[2]))
+    static const char *const backends[] = {"auto", "cpu", "cuda"}, *precs[] = {"double", "float"};
+    static const tide_backend by_name[] = {TIDE_BACKEND_AUTO, TIDE_BACKEND_CPU,
+                                           TIDE_BACKEND_CUDA};
+    int b = 0;
+    if (app_name_opt("backend", argv[0], backends, 3, &b, err, len) ||
+        app_name_opt("precision", argv[1], precs, 2, &a->prec, err, len))
         return -1;
-    a->backend = a->backend == 0 ? TIDE_BACKEND_AUTO : a->backend == 1 ? TIDE_BACKEND_CPU
-                                                                        : TIDE_BACKEND_CUDA;
+    for (int d = 0; d < 3; d++)
+        if (app_int_opt(dims[d], argv[2 + d], 1, APP_SIZE_MAX, &a->n[d], err, len))
+            return -1;
+    if (app_product(a->n, 3, APP_POINTS_MAX) < 0)
+        return snprintf(err, len, "%s %s %s: %d x %d x %d points, more than 2^62", dims[0], dims[1],
+                        dims[2], a->n[0], a->n[1], a->n[2]), -1;
+    a->backend = by_name[b];
     return 0;
 }
 
@@ -109,43 +102,81 @@ static const flag flags[] = {
     {"-measure", offsetof(app_args, measure), 1},
 };
 
-int app_parse_option(int argc, char **argv, int *i, app_args *a)
+int app_parse_option(int argc, char **argv, int *i, app_args *a, char *err, size_t len)
 {
-    const char *o = argv[*i];
-    int more = argc - *i - 1;
+    const char *o = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
     for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
         if (!strcmp(o, flags[k].name)) {
             *(int *)((char *)a + flags[k].field) = flags[k].value;
             return 1;
         }
+    long long seed = a->seed;
     int bad;
-    if (!strcmp(o, "-batch")) {
-        bad = more < 1 || app_to_int(argv[++*i], 1, &a->batch);
-    } else if (!strcmp(o, "-budget")) {
-        char *end = NULL;
-        a->budget_gb = more < 1 ? 0 : strtod(argv[++*i], &end);
-        bad = more < 1 || !end || *end || !(a->budget_gb > 0);
-    } else if (!strcmp(o, "-n")) {
-        bad = more < 1 || app_to_int(argv[++*i], 1, &a->runs);
-    } else if (!strcmp(o, "-seed")) {
-        int s = 0;
-        bad = more < 1 || app_to_int(argv[++*i], 0, &s);
-        a->seed = (unsigned)s;
-    } else if (!strcmp(o, "-json")) {
-        bad = more < 1;
-        a->json = bad ? NULL : argv[++*i];
-    } else {
+    if (!strcmp(o, "-batch"))
+        bad = app_int_opt(o, v, 1, APP_SIZE_MAX, &a->batch, err, len);
+    else if (!strcmp(o, "-budget"))
+        bad = app_real_opt(o, v, 0, APP_BUDGET_MAX, &a->budget_gb, err, len);
+    else if (!strcmp(o, "-n"))
+        bad = app_int_opt(o, v, 1, APP_RUNS_MAX, &a->runs, err, len);
+    else if (!strcmp(o, "-seed"))
+        bad = app_ll_opt(o, v, 0, UINT_MAX, &seed, err, len);
+    else if (!strcmp(o, "-json") && v)
+        bad = !(a->json = v);
+    else if (!strcmp(o, "-json"))
+        bad = snprintf(err, len, "-json needs a file name") != 0;
+    else
         return 0;
-    }
+    a->seed = (unsigned)seed;
+    *i += v != NULL;
     return bad ? -1 : 1;
 }
 
-int app_parse_triple(int argc, char **argv, int *i, int v[3])
+int app_grid_ranks(const char *name, char sep, const int *g, int k, char *err, size_t len)
 {
-    int bad = argc - *i - 1 < 3 || app_to_int(argv[*i + 1], 1, &v[0]) ||
-              app_to_int(argv[*i + 2], 1, &v[1]) || app_to_int(argv[*i + 3], 1, &v[2]);
-    *i += 3;
-    return bad ? -1 : 0;
+    int P;
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    long long ranks = app_product(g, k, LLONG_MAX);
+    if (ranks == P)
+        return 0;
+    char typed[96] = "", count[48], between[2] = {sep, 0};
+    for (int d = 0, used = 0; d < k && used >= 0 && used < (int)sizeof typed; d++)
+        used += snprintf(typed + used, sizeof typed - (size_t)used, "%s%d", d ? between : "",
+                         g[d]);
+    if (ranks < 0)
+        snprintf(count, sizeof count, "more than %lld", LLONG_MAX);
+    else
+        snprintf(count, sizeof count, "%lld", ranks);
+    snprintf(err, len, "%s %s has %s ranks, the run has %d", name, typed, count, P);
+    return -1;
+}
+
+int app_json_check(const char *who, const app_args *a)
+{
+    char err[512] = "";
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int bad = a->json && rank == 0 && app_probe_file(a->json, err, sizeof err);
+    if (!app_agree(bad, NULL, 0))
+        return 0;
+    tide_warn("%s: -json: %s\n", who, err);
+    return 1;
+}
+
+FILE *app_json_open(const char *who, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        tide_warn("%s: -json: cannot create %s: %s\n", who, path, strerror(errno));
+    return f;
+}
+
+int app_json_close(const char *who, FILE *f, const char *path)
+{
+    char err[512];
+    if (!app_close_file(f, path, err, sizeof err))
+        return 0;
+    tide_warn("%s: -json: %s\n", who, err);
+    return 1;
 }
 
 int app_context_create(const char *who, const app_args *a, tide_context **ctx)

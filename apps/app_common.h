@@ -7,6 +7,7 @@
 #define TIDE_APP_COMMON_H
 
 #include <stdio.h>
+#include "app_util.h"
 #include "tide.h"
 
 /* ---- arguments ------------------------------------------------------------------------------- */
@@ -21,39 +22,57 @@ typedef struct {
     const char *json;
 } app_args;
 
+/* The usage's paragraph on the values every subcommand takes, and on -json's file. */
+#define APP_USAGE_VALUES                                                                           \
+    "Values: sizes 1 to 2^30 (their product at most 2^62), -batch 1 to 2^30, -n (-runs) 1 to\n"    \
+    "10^6, -seed 0 to 2^32 - 1, -budget above 0 and at most 10^6 GB, process grids' factors\n"     \
+    "1 to 2^31 - 1; a value out of range stops every rank with its range (exit status 2).\n"       \
+    "-json's file is checked before the work (created and removed, or opened when it\n"            \
+    "exists): a place that cannot be written stops the run at once (exit status 1); a write\n"     \
+    "that fails at the end (a full disk) is exit status 1 too, a part written removed.\n"
+
 /* Zero, with batch 1, 5 runs and seed 2026. */
 void app_args_init(app_args *a);
 
 /* The index of s in names, or -1. */
 int app_pick(const char *s, const char *const *names, int count);
 
-/* A whole decimal in [lo, 2^30] into *out: 0, else -1 (out untouched). */
-int app_to_int(const char *s, int lo, int *out);
-
-/* A finite real into *out: 0, else -1. */
-int app_to_real(const char *s, double *out);
-
 /* Whether argv holds --help or -help, or, with dash_h, -h. */
 int app_wants_help(int argc, char **argv, int dash_h);
 
-/* "auto|cpu|cuda float|double NX NY NZ" from argv[0..4]: 0, else -1. */
-int app_parse_positional(char **argv, app_args *a);
+/* "auto|cpu|cuda float|double NX NY NZ" from argv[0..4] (sizes 1..APP_SIZE_MAX, their product
+ * at most APP_POINTS_MAX; dims names them in messages): 0, else -1 with why in err. */
+int app_parse_positional(char **argv, const char *const dims[3], app_args *a, char *err,
+                         size_t len);
 
 /* The start of every subcommand's parse. --help or -help (and -h with dash_h): the usage on
  * stdout, 1. Fewer than lead + 5 arguments, lead_bad (the caller's verdict on its `lead`
- * leading arguments), or a bad "auto|cpu|cuda float|double NX NY NZ" after them: the reason and
- * the usage on stderr, 2. Else 0, a filled. */
+ * leading arguments), or a bad "auto|cpu|cuda float|double NX NY NZ" after them (M N K for
+ * gemm): the reason and the usage on stderr, 2. Else 0, a filled. */
 int app_parse_head(int argc, char **argv, const char *cmd, const char *usage, int dash_h,
                    int lead, int lead_bad, app_args *a);
 
 /* The option at argv[*i] when it is one every subcommand takes (-slabs, -pencils, -a2av, -p2p,
  * -nccl, -cuda-mpi, -device, -inplace, -measure, -batch B, -budget GB, -n RUNS, -seed S,
  * -json FILE): 1 taken (*i moved to its last value), 0 not one of them, -1 taken but its value
- * is missing or bad. */
-int app_parse_option(int argc, char **argv, int *i, app_args *a);
+ * is missing or out of range (why in err: the option, its value and the valid range). */
+int app_parse_option(int argc, char **argv, int *i, app_args *a, char *err, size_t len);
 
-/* The three whole values (>= 1) after argv[*i] (-grid A B C): 0, else -1; *i moves past them. */
-int app_parse_triple(int argc, char **argv, int *i, int v[3]);
+/* Whether the process grid g[0..k) has exactly the ranks of the run: 0, else -1 with
+ * "NAME A B C has N ranks, the run has P" in err, the factors joined by sep (the product is
+ * never formed past LLONG_MAX: no overflow). */
+int app_grid_ranks(const char *name, char sep, const int *g, int k, char *err, size_t len);
+
+/* Collective, before the work: whether rank 0 can write the -json file (when one is given):
+ * 0, else 1 with why printed, prefixed by who. */
+int app_json_check(const char *who, const app_args *a);
+
+/* Rank 0: the -json file path opened for writing, else NULL with why printed. */
+FILE *app_json_open(const char *who, const char *path);
+
+/* Rank 0: closes the -json file f, every status checked: 0, else 1 with why printed (a
+ * regular file removed: no half-written JSON is left). */
+int app_json_close(const char *who, FILE *f, const char *path);
 
 /* Collective: the context the arguments ask for (backend, device budget); prints why it could
  * not be made, prefixed by who. */

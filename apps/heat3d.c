@@ -26,6 +26,7 @@
  * process grid (C order) that tide_stencil_plan_info reports, and fills, checks, writes and
  * reads only that block.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <float.h>
 #include <limits.h>
@@ -37,18 +38,19 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "app_util.h"
 #include "tide.h"
 #ifdef HEAT3D_PNG
 #include <png.h>
 #endif
 
 /*
- * Checkpoint files (format version 1): a 512-byte header, then the whole grid in C order
+ * Checkpoint files (format version 2): a 512-byte header, then the whole grid in C order
  * (z fastest), n0 n1 n2 elements of 4 (float) or 8 (double) bytes, IEEE little-endian. The
  * header, every integer little-endian, unused bytes 0:
  *
  *     0  char[8]  magic "TIDEHEAT"
- *     8  u32      format version, 1
+ *     8  u32      format version, 2
  *    12  u32      header bytes, 512
  *    16  i64[3]   n: the grid
  *    40  u32      element bytes: 4 (float) or 8 (double)
@@ -58,19 +60,24 @@
  *    64  i64[3]   mode: k per dimension
  *    88  i32[3]   the writer's process grid (informational: any rank count may restart)
  *   100  i32      the writer's rank count (informational)
- *   104  u64      data checksum: the wrapping sum over all points of
+ *   104  u64      data checksum: splitmix64(S ^ H), S the wrapping sum over all points of
  *                 splitmix64(splitmix64(i) ^ b), i the point's C-order index in the grid,
- *                 b its element's bits (a float's 32 zero-extended); the same however the
- *                 grid is cut
+ *                 b its element's bits (a float's 32 zero-extended), the same however the
+ *                 grid is cut; H the FNV-1a (64 bit) of bytes 0 to 87 (magic to mode), so
+ *                 that data whose header was changed to another grid, precision, stencil,
+ *                 step, bc or mode (e.g. permuted dimensions, the same size) do not match
  *   112  u64      data bytes: n0 n1 n2 x element bytes
  *   504  u64      header checksum: FNV-1a (64 bit) of bytes 0 to 503
  *
  * A checkpoint is written to PREFIX.STEP.chk.tmp (each rank its block, collectively, through
  * a subarray file view) and renamed to PREFIX.STEP.chk once every rank has closed it, so an
- * existing checkpoint is never left half-written.
+ * existing checkpoint is never left half-written. A PREFIX.STEP.chk.tmp found at the start
+ * was left by a run killed while writing it, and is removed (with a note on stderr).
  */
 #define HDR_BYTES 512
-#define HDR_VERSION 1
+#define HDR_VERSION 2
+/* The header's bytes the data checksum binds: those that describe the data. */
+#define HDR_BOUND 88
 
 static const char *synopsis =
     "usage: mpirun -np P heat3d [-n NX NY NZ] [-steps S] [-stencil 7pt|27pt]\n"
@@ -90,10 +97,10 @@ static const char *help =
     "(periodic) or pi k_d / (n_d - 1) (Dirichlet).\n"
     "\n"
     "options:\n"
-    "  -n NX NY NZ            the grid, each >= 3 (default 64 64 64; with -restart and no -n,\n"
-    "                         the checkpoint's)\n"
-    "  -steps S               the total steps from the initial condition, also after a restart\n"
-    "                         (default 100)\n"
+    "  -n NX NY NZ            the grid, each 3 to 2^30, at most 2^62 points (default 64 64 64;\n"
+    "                         with -restart and no -n, the checkpoint's)\n"
+    "  -steps S               the total steps from the initial condition, also after a restart,\n"
+    "                         0 to 2^53 (default 100)\n"
     "  -stencil 7pt|27pt      the library's default weights: 7pt centre 1/4, the six faces\n"
     "                         1/8; 27pt the products of 1/4, 1/2, 1/4 (default 7pt)\n"
     "  -precision float|double   (default double)\n"
@@ -101,29 +108,34 @@ static const char *help =
     "                         GPUs; several ranks may share one)\n"
     "  -bc XYZ                p (periodic) or d (Dirichlet: the face planes keep their values)\n"
     "                         per dimension, or one letter for all three (default ppp)\n"
-    "  -mode KX KY KZ         the initial Fourier mode, whole numbers >= 0, along a Dirichlet\n"
+    "  -mode KX KY KZ         the initial Fourier mode, 0 to 2^30 each, along a Dirichlet\n"
     "                         dimension not a multiple of n - 1 (the mode would be 0 on\n"
     "                         every point; default 1 1 1)\n"
-    "  -fuse K                steps per pass over memory (default 0: the plan's choice)\n"
-    "  -budget GB             device memory the context may hold (cuda; default the library's)\n"
+    "  -fuse K                steps per pass over memory, 0 to 1024 (default 0: the plan's\n"
+    "                         choice)\n"
+    "  -budget GB             device memory the context may hold, above 0 and at most 10^6\n"
+    "                         (cuda; default the library's)\n"
     "  -checkpoint PREFIX     write PREFIX.STEP.chk at the end (default prefix with\n"
-    "                         -checkpoint-every alone: heat3d)\n"
-    "  -checkpoint-every C    ... and after every C steps\n"
+    "                         -checkpoint-every alone: heat3d); PREFIX.STEP.chk.tmp files, left\n"
+    "                         by a run killed while writing one, are removed at the start\n"
+    "  -checkpoint-every C    ... and after every C steps (1 to 2^53)\n"
     "  -restart FILE          continue from a checkpoint to -steps, on any rank count: the\n"
     "                         file's grid (-n, when given, must equal it); precision, stencil,\n"
     "                         bc and mode must equal this run's, the size and the checksum\n"
-    "                         must be right; the result is bitwise that of a run that never\n"
-    "                         stopped\n"
+    "                         (of the data and the header's description of them) must be\n"
+    "                         right; the result is bitwise that of a run that never stopped\n"
     "  -png PREFIX            write PREFIX.STEP.png, a slice in blue-white-red over\n"
     "                         [m - A, m + A], at the end (default prefix with -png-every\n"
     "                         alone: heat3d)\n"
-    "  -png-every N           ... and at every multiple of N steps (step 0 included)\n"
+    "  -png-every N           ... and at every multiple of N steps (step 0 included; 1 to\n"
+    "                         2^53)\n"
     "  -png-slice x|y|z K     the slice: plane K across that axis (default z at NZ/2); rows\n"
     "                         along the lower of the other two dimensions\n"
-    "  -progress N            a progress line every N steps, 0 none (default every 10% of the\n"
-    "                         steps): when rank 0's stderr is a terminal one line updated in\n"
-    "                         place, else plain lines\n"
-    "  -quiet                 print only the check (and errors)\n"
+    "  -progress N            a progress line every N steps (up to 2^53), 0 none (default every\n"
+    "                         10% of the steps): when rank 0's stderr is a terminal one line\n"
+    "                         updated in place, else plain lines\n"
+    "  -quiet                 print only the check (and errors, and the removal of unfinished\n"
+    "                         checkpoints)\n"
     "\n"
     "The check: max |u - (m + A g^s prod_d f_d)| over all points after s steps, against the\n"
     "tolerance (s + 1) x taps x eps x (m + A), eps the precision's machine epsilon: a step\n"
@@ -131,9 +143,14 @@ static const char *help =
     "summing to 1 never amplify earlier errors, and the factor 2 covers the rounding of the\n"
     "initial values and of the exact solution (computed in double).\n"
     "\n"
-    "Exit status: 0 passed, 1 a failed check or a failure (a checkpoint refused, an I/O or\n"
-    "library error), 2 bad options (also when the library refuses the request, e.g. backend\n"
-    "cuda where there is no GPU).\n";
+    "Outputs: where -checkpoint's and -png's files cannot be created (a probe file beside\n"
+    "them), heat3d stops before the first step with the system's reason; a checkpoint or\n"
+    "image that fails during the run (a full disk) stops every rank with the reason, no file\n"
+    "left half-written.\n"
+    "\n"
+    "Exit status: 0 passed, 1 a failed check or a failure (a checkpoint refused, an output\n"
+    "that cannot be written, an I/O or library error), 2 bad options or values out of range\n"
+    "(also when the library refuses the request, e.g. backend cuda where there is no GPU).\n";
 
 typedef struct {
     int n[3], n_given;
@@ -172,6 +189,8 @@ typedef struct {
 /* ---- helpers ------------------------------------------------------------------------------ */
 
 static int g_rank;
+/* Rank 0: the first failure writing stdout, its errno (0: none). */
+static int out_failed;
 
 /* Rank 0 prints to stderr. */
 static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -183,21 +202,6 @@ static void warn(const char *fmt, ...)
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-}
-
-/* Collective: whether any rank failed (bad != 0); msg (len bytes on every rank) becomes the
- * lowest failing rank's message on every rank. */
-static int agree(int bad, char *msg, size_t len)
-{
-    int P, me, first;
-    MPI_Comm_size(MPI_COMM_WORLD, &P);
-    me = bad ? g_rank : P;
-    MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (first == P)
-        return 0;
-    if (msg)
-        MPI_Bcast(msg, (int)len, MPI_CHAR, first, MPI_COMM_WORLD);
-    return 1;
 }
 
 static uint64_t splitmix64(uint64_t x)
@@ -272,25 +276,85 @@ static uint64_t bits(const sim *s, size_t i)
 
 /* ---- options ------------------------------------------------------------------------------ */
 
-/* A whole decimal >= lo (and <= hi) into *out: 0, else -1. */
-static int to_ll(const char *s, long long lo, long long hi, long long *out)
+/* Steps, and the counts of steps between checkpoints, images and progress lines: up to 2^53,
+ * exact in the doubles that rates and tolerances are computed in (and a step plus a count
+ * never overflows). */
+#define STEPS_MAX (1LL << 53)
+
+/* -bc's value s (NULL: missing): p or d per dimension, or one letter for all three, into bc:
+ * 0, else -1 with why in err. */
+static int parse_bc(const char *s, char bc[4], char *err, size_t len)
 {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (!*s || *end || errno || v < lo || v > hi)
-        return -1;
-    *out = v;
+    size_t l = s ? strlen(s) : 0;
+    if ((l != 1 && l != 3) || strspn(s, "pd") != l)
+        return snprintf(err, len, "-bc %s: give p (periodic) or d (Dirichlet) per dimension, "
+                        "or one letter for all three", s ? app_shown(s) : "''"), -1;
+    for (int d = 0; d < 3; d++)
+        bc[d] = s[l == 1 ? 0 : d];
     return 0;
 }
 
-static int to_int(const char *s, int lo, int *out)
+/* -png-slice's axis and plane after argv[*i]: 0, else -1 with why in err; *i moves past
+ * them. */
+static int parse_slice(int argc, char **argv, int *i, options *o, char *err, size_t len)
 {
-    long long v;
-    if (to_ll(s, lo, INT_MAX, &v))
-        return -1;
-    *out = (int)v;
+    const char *axis = *i + 1 < argc ? argv[*i + 1] : "", *plane = *i + 2 < argc ? argv[*i + 2]
+                                                                                 : "";
+    o->slice_axis = strlen(axis) == 1 && axis[0] >= 'x' && axis[0] <= 'z' ? axis[0] - 'x' : -1;
+    if (o->slice_axis < 0 || app_to_int(plane, 0, APP_SIZE_MAX, &o->slice_at))
+        return snprintf(err, len, "-png-slice %s %s: expected an axis x, y or z and a plane "
+                        "0..%d", app_shown(axis), app_shown(plane), APP_SIZE_MAX), -1;
+    *i += 2;
     return 0;
+}
+
+/* The option at argv[*i] with one value (v, NULL: missing), or none: 1 taken (*i moved to its
+ * value), 0 not one of them, -1 taken but bad (why in err). */
+static int parse_one(const char *a, const char *v, int *i, options *o, char *err, size_t len)
+{
+    static const char *const shapes[] = {"7pt", "27pt"}, *const precs[] = {"float", "double"},
+                             *const backends[] = {"auto", "cpu", "cuda"};
+    static const tide_backend backend[] = {TIDE_BACKEND_AUTO, TIDE_BACKEND_CPU,
+                                           TIDE_BACKEND_CUDA};
+    int k = 0, bad;
+    if (!strcmp(a, "-quiet")) {
+        o->quiet = 1;
+        return 1;
+    }
+    if (!strcmp(a, "-steps"))
+        bad = app_ll_opt(a, v, 0, STEPS_MAX, &o->steps, err, len);
+    else if (!strcmp(a, "-checkpoint-every"))
+        bad = app_ll_opt(a, v, 1, STEPS_MAX, &o->ckpt_every, err, len);
+    else if (!strcmp(a, "-png-every"))
+        bad = app_ll_opt(a, v, 1, STEPS_MAX, &o->png_every, err, len);
+    else if (!strcmp(a, "-progress"))
+        bad = app_ll_opt(a, v, 0, STEPS_MAX, &o->progress, err, len);
+    else if (!strcmp(a, "-fuse"))
+        bad = app_int_opt(a, v, 0, APP_FUSE_MAX, &o->fuse, err, len);
+    else if (!strcmp(a, "-budget"))
+        bad = app_real_opt(a, v, 0, APP_BUDGET_MAX, &o->budget_gb, err, len);
+    else if (!strcmp(a, "-stencil")) {
+        bad = app_name_opt(a, v, shapes, 2, &k, err, len);
+        o->shape = k ? TIDE_STENCIL_27PT : TIDE_STENCIL_7PT;
+    } else if (!strcmp(a, "-precision")) {
+        bad = app_name_opt(a, v, precs, 2, &k, err, len);
+        o->prec = k ? TIDE_DOUBLE : TIDE_FLOAT;
+    } else if (!strcmp(a, "-backend")) {
+        bad = app_name_opt(a, v, backends, 3, &k, err, len);
+        o->backend = backend[k];
+    } else if (!strcmp(a, "-bc"))
+        bad = parse_bc(v, o->bc, err, len);
+    else if (!strcmp(a, "-checkpoint") || !strcmp(a, "-restart") || !strcmp(a, "-png")) {
+        const char **to = a[1] == 'c' ? &o->ckpt : a[1] == 'r' ? &o->restart : &o->png;
+        bad = !v || !*v;
+        if (bad)
+            snprintf(err, len, "%s needs a %s", a, a[1] == 'r' ? "file" : "prefix");
+        else
+            *to = v;
+    } else
+        return 0;
+    ++*i;
+    return bad ? -1 : 1;
 }
 
 /* Parses argv the same way on every rank: 0 run, 1 help, 2 bad (the reason in err). */
@@ -299,95 +363,30 @@ static int parse(int argc, char **argv, options *o, char *err, size_t len)
     *o = (options){.n = {64, 64, 64}, .steps = 100, .shape = TIDE_STENCIL_7PT,
                    .prec = TIDE_DOUBLE, .backend = TIDE_BACKEND_AUTO, .bc = "ppp",
                    .mode = {1, 1, 1}, .slice_axis = 2, .slice_at = -1, .progress = -1};
-    int ckpt_every_given = 0, png_every_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int more = argc - 1 - i; /* values after a */
         if (!strcmp(a, "--help") || !strcmp(a, "-help") || !strcmp(a, "-h"))
             return 1;
-        if (!strcmp(a, "-n") || !strcmp(a, "-mode")) {
-            int *v = a[1] == 'n' ? o->n : o->mode, lo = a[1] == 'n' ? 3 : 0;
-            if (more < 3 || to_int(argv[i + 1], lo, &v[0]) || to_int(argv[i + 2], lo, &v[1]) ||
-                to_int(argv[i + 3], lo, &v[2]))
-                return snprintf(err, len, "%s needs three whole numbers >= %d", a, lo), 2;
-            o->n_given |= a[1] == 'n';
-            i += 3;
-        } else if (!strcmp(a, "-steps") || !strcmp(a, "-checkpoint-every") ||
-                   !strcmp(a, "-png-every") || !strcmp(a, "-progress") || !strcmp(a, "-fuse")) {
-            long long v, lo = !strcmp(a, "-checkpoint-every") || !strcmp(a, "-png-every");
-            if (more < 1 || to_ll(argv[i + 1], lo, a[1] == 'f' ? INT_MAX : LLONG_MAX, &v))
-                return snprintf(err, len, "%s '%s': give a whole number >= %lld", a,
-                                more < 1 ? "" : argv[i + 1], lo), 2;
-            if (a[1] == 's')
-                o->steps = v;
-            else if (a[1] == 'f')
-                o->fuse = (int)v;
-            else if (a[1] == 'c')
-                o->ckpt_every = v, ckpt_every_given = 1;
-            else if (a[2] == 'n')
-                o->png_every = v, png_every_given = 1;
-            else
-                o->progress = v;
-            i++;
-        } else if (!strcmp(a, "-stencil")) {
-            if (more < 1 || (strcmp(argv[i + 1], "7pt") && strcmp(argv[i + 1], "27pt")))
-                return snprintf(err, len, "-stencil '%s': give 7pt or 27pt",
-                                more < 1 ? "" : argv[i + 1]), 2;
-            o->shape = argv[++i][0] == '7' ? TIDE_STENCIL_7PT : TIDE_STENCIL_27PT;
-        } else if (!strcmp(a, "-precision")) {
-            if (more < 1 || (strcmp(argv[i + 1], "float") && strcmp(argv[i + 1], "double")))
-                return snprintf(err, len, "-precision '%s': give float or double",
-                                more < 1 ? "" : argv[i + 1]), 2;
-            o->prec = argv[++i][0] == 'f' ? TIDE_FLOAT : TIDE_DOUBLE;
-        } else if (!strcmp(a, "-backend")) {
-            const char *v = more < 1 ? "" : argv[i + 1];
-            if (strcmp(v, "auto") && strcmp(v, "cpu") && strcmp(v, "cuda"))
-                return snprintf(err, len, "-backend '%s': give auto, cpu or cuda", v), 2;
-            o->backend = v[0] == 'a' ? TIDE_BACKEND_AUTO : v[1] == 'p' ? TIDE_BACKEND_CPU
-                                                                       : TIDE_BACKEND_CUDA;
-            i++;
-        } else if (!strcmp(a, "-bc")) {
-            const char *v = more < 1 ? "" : argv[i + 1];
-            size_t l = strlen(v);
-            int good = l == 1 || l == 3;
-            for (size_t d = 0; good && d < l; d++)
-                good = v[d] == 'p' || v[d] == 'd';
-            if (!good)
-                return snprintf(err, len, "-bc '%s': give p (periodic) or d (Dirichlet) per "
-                                "dimension, or one letter for all three", v), 2;
-            for (int d = 0; d < 3; d++)
-                o->bc[d] = v[l == 1 ? 0 : d];
-            i++;
-        } else if (!strcmp(a, "-budget")) {
-            char *end = NULL;
-            o->budget_gb = more < 1 ? 0 : strtod(argv[i + 1], &end);
-            if (more < 1 || !end || *end || !(o->budget_gb > 0) || o->budget_gb > 1e9)
-                return snprintf(err, len, "-budget '%s': give a positive number of GB",
-                                more < 1 ? "" : argv[i + 1]), 2;
-            i++;
-        } else if (!strcmp(a, "-checkpoint") || !strcmp(a, "-restart") || !strcmp(a, "-png")) {
-            if (more < 1 || !argv[i + 1][0])
-                return snprintf(err, len, "%s needs a %s", a, a[1] == 'r' ? "file" : "prefix"),
-                       2;
-            const char **v = a[1] == 'c' ? &o->ckpt : a[1] == 'r' ? &o->restart : &o->png;
-            *v = argv[++i];
-        } else if (!strcmp(a, "-png-slice")) {
-            const char *v = more < 1 ? "" : argv[i + 1];
-            if (more < 2 || strlen(v) != 1 || v[0] < 'x' || v[0] > 'z' ||
-                to_int(argv[i + 2], 0, &o->slice_at))
-                return snprintf(err, len, "-png-slice needs an axis x, y or z and a plane "
-                                "number >= 0"), 2;
-            o->slice_axis = v[0] - 'x';
-            i += 2;
-        } else if (!strcmp(a, "-quiet")) {
-            o->quiet = 1;
-        } else {
+        int took;
+        if (!strcmp(a, "-n") || !strcmp(a, "-mode"))
+            took = app_ints_opt(argc, argv, &i, 3, a[1] == 'n' ? 3 : 0, APP_SIZE_MAX,
+                                a[1] == 'n' ? o->n : o->mode, err, len) ? -1 : 1;
+        else if (!strcmp(a, "-png-slice"))
+            took = parse_slice(argc, argv, &i, o, err, len) ? -1 : 1;
+        else
+            took = parse_one(a, i + 1 < argc ? argv[i + 1] : NULL, &i, o, err, len);
+        if (took < 0)
+            return 2;
+        if (!took)
             return snprintf(err, len, "unknown option '%s'", a), 2;
-        }
+        o->n_given |= !strcmp(a, "-n");
     }
-    if (ckpt_every_given && !o->ckpt)
+    if (app_product(o->n, 3, APP_POINTS_MAX) < 0)
+        return snprintf(err, len, "-n %d %d %d: more than 2^62 points", o->n[0], o->n[1],
+                        o->n[2]), 2;
+    if (o->ckpt_every && !o->ckpt)
         o->ckpt = "heat3d";
-    if (png_every_given && !o->png)
+    if (o->png_every && !o->png)
         o->png = "heat3d";
 #ifndef HEAT3D_PNG
     if (o->png)
@@ -546,8 +545,9 @@ static void header_get(const unsigned char *p, header *h)
     h->data_bytes = get_u64(p + 112);
 }
 
-/* Collective: the data checksum of u (see the format above). */
-static uint64_t checksum(const sim *s)
+/* Collective: the wrapping sum over all points that the data checksum starts from (see the
+ * format above). */
+static uint64_t point_sum(const sim *s)
 {
     const tide_box *b = &s->box;
     uint64_t sum = 0;
@@ -561,6 +561,12 @@ static uint64_t checksum(const sim *s)
         }
     MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     return sum;
+}
+
+/* Collective: the data checksum of u described by the header hdr (see the format above). */
+static uint64_t checksum(const sim *s, const unsigned char *hdr)
+{
+    return splitmix64(point_sum(s) ^ fnv1a(hdr, HDR_BOUND));
 }
 
 /* The MPI types of this rank's block: in the file a subarray of the grid, in memory the
@@ -617,7 +623,7 @@ static int write_checkpoint(sim *s, long long step)
 {
     size_t plen = strlen(s->o.ckpt) + 48;
     char *path = malloc(plen), *tmp = malloc(plen + 4), msg[512] = "";
-    if (agree(!path || !tmp, NULL, 0)) {
+    if (app_agree(!path || !tmp, NULL, 0)) {
         warn("heat3d: out of memory writing a checkpoint\n");
         free(path);
         free(tmp);
@@ -626,7 +632,7 @@ static int write_checkpoint(sim *s, long long step)
     snprintf(path, plen, "%s.%lld.chk", s->o.ckpt, step);
     snprintf(tmp, plen + 4, "%s.tmp", path);
     header h = {.version = HDR_VERSION, .step = step, .elem = (int)s->es, .stencil = s->taps,
-                .ranks = s->P, .sum = checksum(s)};
+                .ranks = s->P};
     for (int d = 0; d < 3; d++) {
         h.n[d] = s->o.n[d];
         h.mode[d] = s->o.mode[d];
@@ -636,12 +642,14 @@ static int write_checkpoint(sim *s, long long step)
     h.data_bytes = (uint64_t)h.n[0] * (uint64_t)h.n[1] * (uint64_t)h.n[2] * s->es;
     unsigned char hdr[HDR_BYTES];
     header_put(&h, hdr);
+    h.sum = checksum(s, hdr); /* of the data as this header describes them */
+    header_put(&h, hdr);
 
     MPI_File fh;
     int rc = MPI_File_open(MPI_COMM_WORLD, tmp, MPI_MODE_CREATE | MPI_MODE_WRONLY,
                            MPI_INFO_NULL, &fh);
     int bad = mpi_failed(rc, "cannot create", msg, sizeof msg);
-    if (agree(bad, msg, sizeof msg)) { /* opening is collective: it fails on every rank */
+    if (app_agree(bad, msg, sizeof msg)) { /* opening is collective: it fails on every rank */
         warn("heat3d: %s: %s\n", tmp, msg);
         free(path);
         free(tmp);
@@ -665,10 +673,10 @@ static int write_checkpoint(sim *s, long long step)
     bad |= mpi_failed(rc, "cannot close", msg, sizeof msg);
     io_types_free(&t);
     /* Every rank has closed the file: rank 0 renames it into place. */
-    bad = agree(bad, msg, sizeof msg);
+    bad = app_agree(bad, msg, sizeof msg);
     if (!bad && s->rank == 0 && rename(tmp, path))
         bad = snprintf(msg, sizeof msg, "cannot rename to %s: %s", path, strerror(errno)) > 0;
-    bad = agree(bad, msg, sizeof msg);
+    bad = app_agree(bad, msg, sizeof msg);
     if (bad) {
         warn("heat3d: %s: %s\n", tmp, msg);
         if (s->rank == 0)
@@ -676,7 +684,7 @@ static int write_checkpoint(sim *s, long long step)
     } else if (!s->o.quiet && s->rank == 0) {
         printf("Checkpoint: %s (step %lld, checksum %016llx)\n", path, step,
                (unsigned long long)h.sum);
-        fflush(stdout);
+        app_flush_out(&out_failed);
     }
     free(path);
     free(tmp);
@@ -713,7 +721,7 @@ static int read_header(const options *o, unsigned char *hdr, header *h, char *ms
     header_get(hdr, h);
     if (h->version != HDR_VERSION || get_u32(hdr + 12) != HDR_BYTES)
         return snprintf(msg, len, "%s: checkpoint format version %u, this heat3d reads "
-                        "version %d", file, h->version, HDR_VERSION), 1;
+                        "version %d only", file, h->version, HDR_VERSION), 1;
     if (get_u64(hdr + HDR_BYTES - 8) != fnv1a(hdr, HDR_BYTES - 8))
         return snprintf(msg, len, "%s: header checksum mismatch: corrupted header", file), 1;
     char fn[80], rn[80];
@@ -721,7 +729,7 @@ static int read_header(const options *o, unsigned char *hdr, header *h, char *ms
     snprintf(rn, sizeof rn, "%dx%dx%d", o->n[0], o->n[1], o->n[2]);
     int nbad = 0, mbad = 0;
     for (int d = 0; d < 3; d++) {
-        if (h->n[d] < 3 || h->n[d] > INT_MAX)
+        if (h->n[d] < 3 || h->n[d] > APP_SIZE_MAX)
             return snprintf(msg, len, "%s: checkpoint of a %s grid, not a grid heat3d runs",
                             file, fn), 1;
         nbad |= o->n_given && h->n[d] != o->n[d];
@@ -759,15 +767,15 @@ static int read_header(const options *o, unsigned char *hdr, header *h, char *ms
     return 0;
 }
 
-/* Collective: reads this rank's block of the checkpoint whose header read_header accepted,
+/* Collective: reads this rank's block of the checkpoint whose header hdr read_header accepted,
  * and checks the data's checksum. 0, else 1 with the message printed. */
-static int read_data(sim *s, const header *h)
+static int read_data(sim *s, const unsigned char *hdr, const header *h)
 {
     char msg[512] = "";
     MPI_File fh;
     int rc = MPI_File_open(MPI_COMM_WORLD, s->o.restart, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh);
     int bad = mpi_failed(rc, "cannot open", msg, sizeof msg);
-    if (agree(bad, msg, sizeof msg)) {
+    if (app_agree(bad, msg, sizeof msg)) {
         warn("heat3d: %s: %s\n", s->o.restart, msg);
         return 1;
     }
@@ -780,14 +788,15 @@ static int read_data(sim *s, const header *h)
     bad |= mpi_failed(rc, "cannot read the data", msg, sizeof msg);
     MPI_File_close(&fh);
     io_types_free(&t);
-    if (agree(bad, msg, sizeof msg)) {
+    if (app_agree(bad, msg, sizeof msg)) {
         warn("heat3d: %s: %s\n", s->o.restart, msg);
         return 1;
     }
-    uint64_t sum = checksum(s);
+    uint64_t sum = checksum(s, hdr);
     if (sum != h->sum) {
-        warn("heat3d: %s: checksum mismatch: corrupted data (the header says %016llx, the "
-             "data sum to %016llx)\n", s->o.restart, (unsigned long long)h->sum,
+        warn("heat3d: %s: checksum mismatch: corrupted data, or a header changed to describe "
+             "them otherwise (grid, precision, stencil, step, bc or mode): the header says "
+             "%016llx, the data sum to %016llx\n", s->o.restart, (unsigned long long)h->sum,
              (unsigned long long)sum);
         return 1;
     }
@@ -797,20 +806,43 @@ static int read_data(sim *s, const header *h)
 /* ---- images ------------------------------------------------------------------------------- */
 
 #ifdef HEAT3D_PNG
-/* Rank 0: an 8-bit RGB PNG of w x h pixels. 0, else 1 with the reason in msg. */
+/* Where libpng's error handler puts its message. */
+typedef struct {
+    const char *path;
+    char *msg;
+    size_t len;
+} png_fail;
+
+/* libpng's error handler: the message (and the system's reason of a failed write), then back
+ * to png_file's setjmp. */
+static void png_error_to_msg(png_structp png, png_const_charp what)
+{
+    png_fail *e = png_get_error_ptr(png);
+    int err = errno;
+    snprintf(e->msg, e->len, "cannot write %s: %s%s%s", e->path, what, err ? ": " : "",
+             err ? strerror(err) : "");
+    png_longjmp(png, 1);
+}
+
+/* Rank 0: an 8-bit RGB PNG of w x h pixels. 0, else 1 with the reason in msg and no file
+ * left half-written. */
 static int png_file(const char *path, const unsigned char *rgb, int w, int h, char *msg,
                     size_t len)
 {
     FILE *f = fopen(path, "wb");
     if (!f)
         return snprintf(msg, len, "cannot create %s: %s", path, strerror(errno)), 1;
-    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_fail e = {path, msg, len};
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &e, png_error_to_msg, NULL);
     png_infop info = png ? png_create_info_struct(png) : NULL;
+    errno = 0;
     if (!png || !info || setjmp(png_jmpbuf(png))) {
+        if (!png || !info)
+            snprintf(msg, len, "cannot write %s: out of memory in libpng", path);
         png_destroy_write_struct(&png, &info);
         fclose(f);
-        remove(path);
-        return snprintf(msg, len, "libpng failed writing %s", path), 1;
+        app_discard(path);
+        return 1;
     }
     png_init_io(png, f);
     png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB,
@@ -820,9 +852,7 @@ static int png_file(const char *path, const unsigned char *rgb, int w, int h, ch
         png_write_row(png, rgb + (size_t)y * (size_t)w * 3);
     png_write_end(png, NULL);
     png_destroy_write_struct(&png, &info);
-    if (fclose(f))
-        return snprintf(msg, len, "cannot write %s: %s", path, strerror(errno)), 1;
-    return 0;
+    return app_close_file(f, path, msg, len) ? 1 : 0;
 }
 #else
 static int png_file(const char *path, const unsigned char *rgb, int w, int h, char *msg,
@@ -873,7 +903,7 @@ static int write_png(sim *s, long long step)
             total += counts[r];
         }
     }
-    if (agree(bad, NULL, 0)) {
+    if (app_agree(bad, NULL, 0)) {
         warn("heat3d: out of memory writing an image\n");
         bad = 1;
         goto done;
@@ -916,12 +946,13 @@ static int write_png(sim *s, long long step)
         snprintf(path, plen, "%s.%lld.png", s->o.png, step);
         bad = png_file(path, rgb, w, h, msg, sizeof msg);
     }
-    if (agree(bad, msg, sizeof msg))
+    bad = app_agree(bad, msg, sizeof msg); /* rank 0's verdict on the file, on every rank */
+    if (bad)
         warn("heat3d: %s\n", msg);
     else if (!s->o.quiet && s->rank == 0) {
         printf("Image: %s (step %lld, slice %c = %d, %dx%d pixels)\n", path, step, 'x' + a, k,
                cols * scale, rows * scale);
-        fflush(stdout);
+        app_flush_out(&out_failed);
     }
 done:
     free(part);
@@ -932,6 +963,67 @@ done:
     free(rgb);
     free(path);
     return bad;
+}
+
+/* ---- outputs ------------------------------------------------------------------------------ */
+
+/* Rank 0: whether files PREFIX.* of option opt can be created: 0, else 1 with why in err. */
+static int probe(const char *opt, const char *prefix, char *err, size_t len)
+{
+    char why[400];
+    if (!app_probe_prefix(prefix, why, sizeof why))
+        return 0;
+    snprintf(err, len, "%s: %s", opt, why);
+    return 1;
+}
+
+/* Whether name is PREFIX.STEP.chk.tmp's last component, base that of PREFIX. */
+static int stale_name(const char *name, const char *base)
+{
+    size_t b = strlen(base);
+    if (strncmp(name, base, b) || name[b] != '.')
+        return 0;
+    const char *step = name + b + 1;
+    size_t digits = strspn(step, "0123456789");
+    return digits && !strcmp(step + digits, ".chk.tmp");
+}
+
+/* Rank 0: removes the PREFIX.STEP.chk.tmp files a run killed while writing a checkpoint left
+ * (a finished checkpoint is renamed to PREFIX.STEP.chk), each with a note on stderr. */
+static void remove_stale(const char *prefix)
+{
+    const char *slash = strrchr(prefix, '/'), *base = slash ? slash + 1 : prefix;
+    size_t dlen = slash ? (size_t)(slash - prefix) + 1 : 0;
+    char *dir = dlen ? strndup(prefix, dlen) : strdup(".");
+    DIR *d = dir ? opendir(dir) : NULL;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (!stale_name(e->d_name, base))
+            continue;
+        size_t plen = dlen + strlen(e->d_name) + 1;
+        char *path = malloc(plen);
+        if (path && snprintf(path, plen, "%.*s%s", (int)dlen, prefix, e->d_name) > 0 &&
+            !unlink(path))
+            warn("heat3d: removed %s, a checkpoint an interrupted run left unfinished\n", path);
+        free(path);
+    }
+    if (d)
+        closedir(d);
+    free(dir);
+}
+
+/* Collective, before the work: whether rank 0 can create the checkpoints and the images (a
+ * probe file beside them), and the removal of unfinished checkpoints. 0, else 1 with why in
+ * err on every rank. */
+static int check_outputs(const options *o, char *err, size_t len)
+{
+    int bad = 0;
+    if (g_rank == 0) {
+        bad = (o->ckpt && probe("-checkpoint", o->ckpt, err, len)) ||
+              (o->png && probe("-png", o->png, err, len));
+        if (!bad && o->ckpt)
+            remove_stale(o->ckpt);
+    }
+    return app_agree(bad, err, len);
 }
 
 /* ---- the run ------------------------------------------------------------------------------ */
@@ -975,7 +1067,7 @@ int main(int argc, char **argv)
     header h = {0};
     if (!pr && o->restart) {
         int bad = s.rank == 0 ? read_header(o, hdr, &h, err, sizeof err) : 0;
-        if (agree(bad, err, sizeof err)) {
+        if (app_agree(bad, err, sizeof err)) {
             warn("heat3d: %s\n", err);
             MPI_Finalize();
             return 1;
@@ -992,11 +1084,19 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
+
+    /* 3. Outputs, before any work: rank 0 checks that the checkpoints and images can be
+     *    created where asked, and removes checkpoints an interrupted run left unfinished. */
+    if (check_outputs(o, err, sizeof err)) {
+        warn("heat3d: %s\n", err);
+        MPI_Finalize();
+        return 1;
+    }
     s.dbl = o->prec == TIDE_DOUBLE;
     s.es = s.dbl ? sizeof(double) : sizeof(float);
     long long start = o->restart ? h.step : 0;
 
-    /* 3. The context: the backend asked for, auto the library's choice. */
+    /* 4. The context: the backend asked for, auto the library's choice. */
     tide_context_options co;
     tide_context_options_init(&co);
     co.backend = o->backend;
@@ -1008,7 +1108,7 @@ int main(int argc, char **argv)
         return st == TIDE_ERR_ARGUMENT || st == TIDE_ERR_UNSUPPORTED ? 2 : 1;
     }
 
-    /* 4. The plan, box NULL: one rank the whole grid, several the plan's blocks. A request
+    /* 5. The plan, box NULL: one rank the whole grid, several the plan's blocks. A request
      *    it refuses fails on every rank with the same message. */
     tide_stencil_options so;
     tide_stencil_options_init(&so);
@@ -1030,7 +1130,7 @@ int main(int argc, char **argv)
     for (int d = 0; d < 3; d++)
         s.grid[d] = info.grid[d] ? info.grid[d] : 1;
 
-    /* 5. Memory: u (pinned on a cuda context), the mode's 1D factors, every rank's block for
+    /* 6. Memory: u (pinned on a cuda context), the mode's 1D factors, every rank's block for
      *    the images. */
     int bad = tide_host_alloc(ctx, info.bytes ? info.bytes : 64, &s.u) != TIDE_SUCCESS;
     bad |= make_mode(&s) != 0;
@@ -1038,7 +1138,7 @@ int main(int argc, char **argv)
         s.boxes = malloc(sizeof(tide_box) * (size_t)s.P);
         bad = !s.boxes;
     }
-    if (agree(bad, NULL, 0)) {
+    if (app_agree(bad, NULL, 0)) {
         warn("heat3d: out of memory (%zu bytes of u per rank)\n", info.bytes);
         rc = 1;
         goto done;
@@ -1047,9 +1147,9 @@ int main(int argc, char **argv)
         MPI_Allgather(&s.box, (int)sizeof(tide_box), MPI_BYTE, s.boxes, (int)sizeof(tide_box),
                       MPI_BYTE, MPI_COMM_WORLD);
 
-    /* 6. The initial condition, or the checkpoint's data. */
+    /* 7. The initial condition, or the checkpoint's data. */
     if (o->restart) {
-        if (read_data(&s, &h)) {
+        if (read_data(&s, hdr, &h)) {
             rc = 1;
             goto done;
         }
@@ -1069,10 +1169,10 @@ int main(int argc, char **argv)
             printf("Restart: %s at step %lld (written by %d rank%s, grid %dx%dx%d), checksum "
                    "%016llx verified\n", o->restart, start, h.ranks, h.ranks == 1 ? "" : "s",
                    h.grid[0], h.grid[1], h.grid[2], (unsigned long long)h.sum);
-        fflush(stdout);
+        app_flush_out(&out_failed);
     }
 
-    /* 7. The steps, in chunks between progress lines, checkpoints and images. Progress: on
+    /* 8. The steps, in chunks between progress lines, checkpoints and images. Progress: on
      *    rank 0's terminal one line updated in place, else plain lines; the choice is rank
      *    0's on every rank, since the chunks are collective. */
     int tty = s.rank == 0 && isatty(STDERR_FILENO);
@@ -1136,7 +1236,7 @@ int main(int argc, char **argv)
         goto done;
     }
 
-    /* 8. The summary and the check. */
+    /* 9. The summary and the check. */
     double m[3];
     measure(&s, o->steps, m);
     double tol = (double)(o->steps + 1) * s.taps * s.eps * (fabs(s.m) + s.A);
@@ -1167,11 +1267,18 @@ int main(int argc, char **argv)
         }
         printf("Check: max error %.3g against the exact discrete mode (tolerance %.3g): %s\n",
                m[0], tol, passed ? "passed" : "FAILED");
-        fflush(stdout);
+        app_flush_out(&out_failed);
     }
     rc = passed ? 0 : 1;
 
 done:
+    if (s.rank == 0)
+        app_flush_out(&out_failed);
+    if (out_failed) {
+        warn("heat3d: cannot write the standard output: %s\n", strerror(out_failed));
+        rc = 1;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &rc, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (s.u)
         tide_host_free(ctx, s.u);
     for (int d = 0; d < 3; d++)

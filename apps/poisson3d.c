@@ -27,7 +27,13 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     const double pi = 3.14159265358979323846, alpha = 1.0;
     int n[3] = {32, 32, 32};
-    int neumann = argc > 1 && !strcmp(argv[1], "neumann");
+    int neumann = argc == 2 && !strcmp(argv[1], "neumann");
+    if (argc > 2 || (argc == 2 && !neumann)) { /* the same argv, so every rank stops */
+        if (rank == 0)
+            fprintf(stderr, "usage: mpirun -np P poisson3d [neumann]\n");
+        MPI_Finalize();
+        return 2;
+    }
 
     /* 1. A context: one per communicator. NULL options: the backend is chosen automatically
      *    (the GPU when every rank has one, else the CPU). Collective, like every call below that

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <mpi.h>
+#include "app_util.h"
 #include "tide.h"
 #include "tide_app.h"
 
@@ -21,6 +22,9 @@ static const char *usage =
     "\n"
     "environment: TIDE_LOG=warn|info|debug (rank-prefixed messages on stderr)\n";
 
+/* Rank 0: the first failure writing stdout, its errno (0: none). */
+static int out_failed;
+
 static int rank0(void)
 {
     int r = 0;
@@ -36,7 +40,7 @@ void tide_say(const char *fmt, ...)
     va_start(ap, fmt);
     vprintf(fmt, ap);
     va_end(ap);
-    fflush(stdout);
+    app_flush_out(&out_failed);
 }
 
 void tide_warn(const char *fmt, ...)
@@ -77,6 +81,13 @@ int main(int argc, char **argv)
         tide_warn("tide: unknown command '%s'\n\n%s", argv[1], usage);
         rc = 2;
     }
+    if (rank0())
+        app_flush_out(&out_failed);
+    if (out_failed) {
+        tide_warn("tide: cannot write the standard output: %s\n", strerror(out_failed));
+        rc = 1;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &rc, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     MPI_Finalize();
     return rc;
 }

@@ -38,7 +38,8 @@ static const char *usage =
     "  -scale none|full|symmetric   scaling (default none)\n"
     "  -n RUNS                timed runs (default 5)\n"
     "  -seed S                input seed (default 2026)\n"
-    "  -json FILE             also write the results as JSON\n";
+    "  -json FILE             also write the results as JSON\n"
+    "\n" APP_USAGE_VALUES;
 
 typedef struct {
     app_args c; /* backend, precision, grid and the options every subcommand takes */
@@ -58,7 +59,8 @@ static int parse(int argc, char **argv, args *a)
         return rc;
     for (int i = 6; i < argc; i++) {
         const char *o = argv[i];
-        int bad = 0, common = app_parse_option(argc, argv, &i, &a->c);
+        char err[256] = "";
+        int bad = 0, common = app_parse_option(argc, argv, &i, &a->c, err, sizeof err);
         if (common)
             bad = common < 0;
         else if (!strcmp(o, "-transposed"))
@@ -66,16 +68,19 @@ static int parse(int argc, char **argv, args *a)
         else if (!strcmp(o, "-roundtrip"))
             a->roundtrip = 1;
         else if (!strcmp(o, "-ingrid") || !strcmp(o, "-outgrid")) {
-            bad = app_parse_triple(argc, argv, &i, o[1] == 'i' ? a->ingrid : a->outgrid);
-            *(o[1] == 'i' ? &a->has_ingrid : &a->has_outgrid) = 1;
+            int in = o[1] == 'i', *g = in ? a->ingrid : a->outgrid;
+            bad = app_ints_opt(argc, argv, &i, 3, 1, INT_MAX, g, err, sizeof err) ||
+                  app_grid_ranks(o, ' ', g, 3, err, sizeof err);
+            *(in ? &a->has_ingrid : &a->has_outgrid) = 1;
         } else if (!strcmp(o, "-scale")) {
-            bad = argc - i - 1 < 1 || (a->scaling = app_pick(argv[++i], scales, 3)) < 0;
+            bad = app_name_opt(o, i + 1 < argc ? argv[++i] : NULL, scales, 3, &a->scaling, err,
+                               sizeof err);
         } else {
             tide_warn("tide fft: unknown option '%s'\n\n%s", o, usage);
             return 2;
         }
         if (bad) {
-            tide_warn("tide fft: option %s needs a valid value\n\n%s", o, usage);
+            tide_warn("tide fft: %s\n\n%s", err, usage);
             return 2;
         }
     }
@@ -117,14 +122,8 @@ int tide_cmd_fft(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     int nout[3] = {c->n[0], c->n[1], a.type == TIDE_R2C ? c->n[2] / 2 + 1 : c->n[2]};
-    for (int k = 0; k < 2; k++) {
-        const int *g = k ? a.outgrid : a.ingrid;
-        if ((k ? a.has_outgrid : a.has_ingrid) && g[0] * g[1] * g[2] != P) {
-            tide_warn("tide fft: -%sgrid %d %d %d has %d ranks, the run has %d\n", k ? "out" : "in",
-                      g[0], g[1], g[2], g[0] * g[1] * g[2], P);
-            return 2;
-        }
-    }
+    if (app_json_check("tide fft", c))
+        return 1;
 
     tide_context *ctx = NULL;
     tide_fft_plan *plan = NULL;
@@ -330,9 +329,8 @@ int tide_cmd_fft(int argc, char **argv)
         app_say_bound(bound, bound_what, ts.median);
 
     if (c->json && rank == 0) {
-        FILE *f = fopen(c->json, "w");
+        FILE *f = app_json_open("tide fft", c->json);
         if (!f) {
-            tide_warn("tide fft: cannot write %s\n", c->json);
             rc = 1;
         } else {
             app_json_head(f, "fft", c, P, threads, info.backend, desc, info.exchanges);
@@ -344,7 +342,7 @@ int tide_cmd_fft(int argc, char **argv)
             fprintf(f, " \"max_error\": %.6g, \"reference\": \"%s\", \"rel_l2\": %.6g, "
                     "\"verified\": %s}\n", max_error, reference ? "serial-fftw" : "round-trip",
                     checked_l2, passed ? "true" : "false");
-            fclose(f);
+            rc = app_json_close("tide fft", f, c->json);
         }
     }
     if (!passed)

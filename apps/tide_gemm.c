@@ -34,6 +34,8 @@
 /* Elements of op(A) or op(B) regenerated for one oracle call, unless one row or column of k
  * is more. */
 #define CHECK_OPERAND (1LL << 22)
+/* The most GPUs -gpus asks one rank to drive: far above any node's. */
+#define GPUS_MAX 1024
 
 static const char *usage =
     "usage: mpirun -np P tide gemm <auto|cpu|cuda> <float|double> M [N K] [options]\n"
@@ -87,12 +89,13 @@ static const char *usage =
     "  -beta B[,I]            imaginary part (e.g. -alpha 0.5,-2)\n"
     "  -grid R C              the process grid, R x C = P (default: the library's choice, the\n"
     "                         most square grid with R <= C)\n"
-    "  -tile T                rows and columns of the C tiles kept on the device (cuda on\n"
-    "                         host matrices; default 0: the plan's choice)\n"
+    "  -tile T                rows and columns of the C tiles kept on the device, 0 to 2^30\n"
+    "                         (cuda on host matrices; default 0: the plan's choice)\n"
     "  -panel P               columns of op(A) per streamed panel, and on several ranks the\n"
-    "                         most per broadcast (default 0: the plan's)\n"
-    "  -gpus G                GPUs the rank drives, C's columns shared among them (cuda on\n"
-    "                         host matrices; default 0: the node's GPUs dealt among its ranks)\n"
+    "                         most per broadcast, 0 to 2^30 (default 0: the plan's)\n"
+    "  -gpus G                GPUs the rank drives, 0 to 1024, C's columns shared among them\n"
+    "                         (cuda on host matrices; default 0: the node's GPUs dealt among\n"
+    "                         its ranks)\n"
     "  -share-a S             on several GPUs, A uploaded once and copied between them: auto\n"
     "                         (default: where the plan's model predicts it faster), on, off\n"
     "  -pageable              host matrices from malloc (pageable) instead of tide_host_alloc\n"
@@ -107,9 +110,9 @@ static const char *usage =
     "With -device on P > 1 ranks each rank's blocks are in device memory: SUMMA with\n"
     "cuBLAS updates, the panels over NCCL where every rank has a GPU of its own, else\n"
     "broadcast through pinned host memory.\n"
-    "\n"
+    "\n" APP_USAGE_VALUES "\n"
     "Exit status: 0 verified (or -no-check), 1 a failure or a failed check, 2 bad arguments\n"
-    "(also when the library refuses an argument, e.g. a grid that is not P ranks).\n";
+    "(also when the library refuses an argument).\n";
 
 typedef struct {
     app_args c;             /* backend, precision, sizes (n[] = M N K), the common options */
@@ -159,73 +162,86 @@ static int parse_trans(const char *s, tide_transpose *t)
     return 0;
 }
 
-/* -alpha/-beta's value: A or A,I into v (the imaginary part 0 without ,I): 0, else -1. */
-static int parse_scalar(const char *s, double v[2])
+/* -alpha/-beta's value s (NULL: missing): A or A,I, finite, into v (the imaginary part 0
+ * without ,I): 0, else -1 with why in err. */
+static int parse_scalar(const char *o, const char *s, double v[2], char *err, size_t len)
 {
-    char buf[128];
-    if (strlen(s) >= sizeof buf)
-        return -1;
-    strcpy(buf, s);
-    char *comma = strchr(buf, ',');
-    if (comma)
-        *comma = 0;
-    v[1] = 0;
-    return app_to_real(buf, &v[0]) || (comma && app_to_real(comma + 1, &v[1])) ? -1 : 0;
+    char buf[128], *comma = NULL;
+    int bad = !s || strlen(s) >= sizeof buf;
+    if (!bad) {
+        strcpy(buf, s);
+        if ((comma = strchr(buf, ',')))
+            *comma = 0; /* buf the real part, comma + 1 the imaginary one */
+        v[1] = 0;
+        bad = app_to_real(buf, -HUGE_VAL, HUGE_VAL, &v[0]) ||
+              (comma && app_to_real(comma + 1, -HUGE_VAL, HUGE_VAL, &v[1]));
+    }
+    if (bad)
+        snprintf(err, len, "%s %s: expected a finite number A, or A,I (real and imaginary "
+                 "parts)", o, s ? app_shown(s) : "needs a value");
+    return bad ? -1 : 0;
+}
+
+/* The option at argv[*i] when it is one of gemm's own: 1 taken (*i moved to its last value),
+ * 0 not one of them, -1 taken but bad (why in err). */
+static int parse_own(int argc, char **argv, int *i, args *a, char *err, size_t len)
+{
+    static const char *const orders[] = {"col", "row"}, *const modes[] = {"off", "auto", "on"};
+    const char *o = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    int bad = 0, k = 0;
+    if (!strcmp(o, "-complex") || !strcmp(o, "-pageable") || !strcmp(o, "-no-check")) {
+        if (o[1] == 'c')
+            a->cplx = 1;
+        else if (o[1] == 'p')
+            a->pageable = 1;
+        else
+            a->check = 0;
+        return 1;
+    }
+    if (!strcmp(o, "-grid"))
+        return app_ints_opt(argc, argv, i, 2, 1, INT_MAX, a->grid, err, len) ||
+               app_grid_ranks(o, ' ', a->grid, 2, err, len) ? -1 : 1;
+    if (!strcmp(o, "-runs")) {
+        bad = app_int_opt(o, v, 1, APP_RUNS_MAX, &a->c.runs, err, len);
+    } else if (!strcmp(o, "-ta") || !strcmp(o, "-tb")) {
+        bad = parse_trans(v ? v : "", o[2] == 'a' ? &a->ta : &a->tb);
+        if (bad)
+            snprintf(err, len, "%s %s: give N (op = the matrix), T (op = its transpose) or C "
+                     "(its conjugate transpose)", o, v ? app_shown(v) : "''");
+    } else if (!strcmp(o, "-order")) {
+        bad = app_name_opt(o, v, orders, 2, &k, err, len);
+        a->order = k == 1 ? TIDE_ROW_MAJOR : TIDE_COL_MAJOR;
+    } else if (!strcmp(o, "-alpha") || !strcmp(o, "-beta")) {
+        bad = parse_scalar(o, v, o[1] == 'a' ? a->alpha : a->beta, err, len);
+    } else if (!strcmp(o, "-tile") || !strcmp(o, "-panel")) {
+        bad = app_int_opt(o, v, 0, APP_SIZE_MAX, o[1] == 't' ? &a->tile : &a->panel, err, len);
+    } else if (!strcmp(o, "-gpus")) {
+        bad = app_int_opt(o, v, 0, GPUS_MAX, &a->gpus, err, len);
+    } else if (!strcmp(o, "-share-a")) {
+        bad = app_name_opt(o, v, modes, 3, &k, err, len);
+        a->share_a = k - 1;
+    } else {
+        return 0;
+    }
+    *i += v != NULL;
+    return bad ? -1 : 1;
 }
 
 /* The options after the positional arguments: 0, else why on rank 0 and 2. */
 static int parse_options(int argc, char **argv, args *a)
 {
     static const char *common[] = {"-device", "-budget", "-n", "-seed", "-json"};
-    static const char *orders[] = {"col", "row"};
     for (int i = 5; i < argc; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
-        int bad = 0, more = argc - i - 1;
-        if (app_pick(o, common, 5) >= 0) {
-            bad = app_parse_option(argc, argv, &i, &a->c) < 0;
-        } else if (!strcmp(o, "-runs")) {
-            bad = more < 1 || app_to_int(argv[++i], 1, &a->c.runs);
-        } else if (!strcmp(o, "-ta") || !strcmp(o, "-tb")) {
-            if (parse_trans(v, o[2] == 'a' ? &a->ta : &a->tb)) {
-                tide_warn("tide gemm: %s '%s': give N (op = the matrix), T (op = its "
-                          "transpose) or C (its conjugate transpose)\n", o, v);
-                return 2;
-            }
-            i++;
-        } else if (!strcmp(o, "-order")) {
-            int k = more < 1 ? -1 : app_pick(argv[++i], orders, 2);
-            bad = k < 0;
-            a->order = k == 1 ? TIDE_ROW_MAJOR : TIDE_COL_MAJOR;
-        } else if (!strcmp(o, "-alpha") || !strcmp(o, "-beta")) {
-            bad = more < 1 || parse_scalar(argv[++i], o[1] == 'a' ? a->alpha : a->beta);
-        } else if (!strcmp(o, "-complex")) {
-            a->cplx = 1;
-        } else if (!strcmp(o, "-grid")) {
-            if (more < 2 || app_to_int(argv[i + 1], 1, &a->grid[0]) ||
-                app_to_int(argv[i + 2], 1, &a->grid[1])) {
-                tide_warn("tide gemm: -grid needs two whole numbers >= 1, the process grid's "
-                          "rows and columns (R x C = the ranks)\n\n%s", usage);
-                return 2;
-            }
-            i += 2;
-        } else if (!strcmp(o, "-tile") || !strcmp(o, "-panel") || !strcmp(o, "-gpus")) {
-            int *to = o[1] == 't' ? &a->tile : o[1] == 'p' ? &a->panel : &a->gpus;
-            bad = more < 1 || app_to_int(argv[++i], 0, to);
-        } else if (!strcmp(o, "-share-a")) {
-            static const char *const modes[] = {"off", "auto", "on"};
-            int k = more < 1 ? -1 : app_pick(argv[++i], modes, 3);
-            bad = k < 0;
-            a->share_a = k - 1;
-        } else if (!strcmp(o, "-pageable")) {
-            a->pageable = 1;
-        } else if (!strcmp(o, "-no-check")) {
-            a->check = 0;
-        } else {
-            tide_warn("tide gemm: unknown option '%s'\n\n%s", o, usage);
+        char err[256] = "";
+        int took = app_pick(argv[i], common, 5) >= 0
+                       ? app_parse_option(argc, argv, &i, &a->c, err, sizeof err)
+                       : parse_own(argc, argv, &i, a, err, sizeof err);
+        if (!took) {
+            tide_warn("tide gemm: unknown option '%s'\n\n%s", argv[i], usage);
             return 2;
         }
-        if (bad) {
-            tide_warn("tide gemm: option %s needs a valid value\n\n%s", o, usage);
+        if (took < 0) {
+            tide_warn("tide gemm: %s\n\n%s", err, usage);
             return 2;
         }
     }
@@ -941,11 +957,9 @@ static int write_json(const args *a, const matrices *mx, const tide_gemm_info *i
                       double mem, const check_result *cr, const bound_terms *b,
                       const incard *in)
 {
-    FILE *f = fopen(a->c.json, "w");
-    if (!f) {
-        tide_warn("tide gemm: cannot write %s\n", a->c.json);
+    FILE *f = app_json_open("tide gemm", a->c.json);
+    if (!f)
         return 1;
-    }
     app_json_head(f, "gemm", &a->c, mx->ranks, threads, info->backend, desc, 0);
     fprintf(f, "\"m\": %d, \"n\": %d, \"k\": %d, \"domain\": \"%s\", \"transa\": \"%s\", "
             "\"transb\": \"%s\", \"order\": \"%s\", \"alpha\": %.17g, \"alpha_im\": %.17g, "
@@ -981,8 +995,7 @@ static int write_json(const args *a, const matrices *mx, const tide_gemm_info *i
     app_json_real(f, "max_error", a->check ? cr->max_error : NAN, ", ");
     fprintf(f, "\"verified\": %s}\n", !a->check ? "null" : cr->max_error <= 1 ? "true"
                                                                               : "false");
-    fclose(f);
-    return 0;
+    return app_json_close("tide gemm", f, a->c.json);
 }
 
 /* ---- the command ----------------------------------------------------------------------------- */
@@ -1031,7 +1044,7 @@ int tide_cmd_gemm(int argc, char **argv)
     tide_gemm_plan *plan = NULL;
     matrices mx = {.pageable = a.pageable};
     double *times = NULL, plan_s = 0;
-    if (app_context_create("tide gemm", &a.c, &ctx))
+    if (app_json_check("tide gemm", &a.c) || app_context_create("tide gemm", &a.c, &ctx))
         return 1;
     tide_context_threads(ctx, &threads);
     tide_backend cb = TIDE_BACKEND_CPU;

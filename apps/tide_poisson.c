@@ -60,9 +60,10 @@ static const char *usage =
     "                         clustered at both ends, z_k = L (1 + tanh(S (2k/n - 1)) /\n"
     "                         tanh(S)) / 2 (L = n h), cell centres midway (passed as\n"
     "                         the solver's faces)\n"
-    "  -h HX HY HZ            grid spacings (default 1/NX 1/NY 1/NZ: the unit box)\n"
-    "  -alpha A               Helmholtz shift (default 0: Poisson; f's mean removed when no\n"
-    "                         face is Dirichlet)\n"
+    "  -h HX HY HZ            grid spacings, each above 0 (default 1/NX 1/NY 1/NZ: the unit\n"
+    "                         box)\n"
+    "  -alpha A               Helmholtz shift, finite (default 0: Poisson; f's mean removed\n"
+    "                         when no face is Dirichlet)\n"
     "  -spectral              exact eigenvalues of the continuous Laplacian along the periodic\n"
     "                         dimensions and the bounded ones the library transforms (all\n"
     "                         but one; default: the 7-point finite-difference operator's)\n"
@@ -86,7 +87,7 @@ static const char *usage =
     "  -n RUNS                timed runs (default 5)\n"
     "  -seed S                the phases' seed (default 2026)\n"
     "  -json FILE             also write the results as JSON\n"
-    "\n"
+    "\n" APP_USAGE_VALUES "\n"
     "Exit status: 0 verified, 1 a failure or a failed check, 2 bad arguments (also when the\n"
     "library refuses an argument, e.g. a negative alpha).\n";
 
@@ -145,37 +146,48 @@ static int parse(int argc, char **argv, args *a)
     if (rc)
         return rc;
     for (int i = 5; i < argc; i++) {
-        const char *o = argv[i];
-        int more = argc - i - 1, bad = 0, common = app_parse_option(argc, argv, &i, &a->c);
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char err[256] = "";
+        int bad = 0, common = app_parse_option(argc, argv, &i, &a->c, err, sizeof err);
         if (common) {
             bad = common < 0;
         } else if (!strcmp(o, "-spectral")) {
             a->spectral = 1;
         } else if (!strcmp(o, "-stream")) {
-            const char *v = more < 1 ? "" : argv[++i];
-            a->stream = !strcmp(v, "gpu") ? TIDE_OOC_STREAM
-                        : !strcmp(v, "cpu-x") ? TIDE_OOC_STREAM_CPU_X : -1;
-            bad = a->stream < 0;
+            static const char *const streams[] = {"gpu", "cpu-x"};
+            static const int scheme[] = {TIDE_OOC_STREAM, TIDE_OOC_STREAM_CPU_X};
+            int k = 0;
+            bad = app_name_opt(o, v, streams, 2, &k, err, sizeof err);
+            a->stream = scheme[k];
+            i++;
         } else if (!strcmp(o, "-grid")) {
-            bad = app_parse_triple(argc, argv, &i, a->grid);
+            bad = app_ints_opt(argc, argv, &i, 3, 1, INT_MAX, a->grid, err, sizeof err) ||
+                  app_grid_ranks(o, ' ', a->grid, 3, err, sizeof err);
             a->has_grid = 1;
         } else if (!strcmp(o, "-alpha")) {
-            bad = more < 1 || app_to_real(argv[++i], &a->alpha);
+            bad = app_real_opt(o, v, -HUGE_VAL, HUGE_VAL, &a->alpha, err, sizeof err);
+            i++;
         } else if (!strcmp(o, "-h")) { /* spacings here, not help */
-            bad = more < 3 || app_to_real(argv[i + 1], &a->h[0]) ||
-                  app_to_real(argv[i + 2], &a->h[1]) || app_to_real(argv[i + 3], &a->h[2]);
+            for (int d = 0; d < 3 && !bad; d++)
+                bad = app_real_opt("-h", i + 1 + d < argc ? argv[i + 1 + d] : NULL, 0, HUGE_VAL,
+                                   &a->h[d], err, sizeof err);
             a->has_h = 1;
             i += 3;
         } else if (!strcmp(o, "-bc")) {
-            bad = more < 1 || parse_bc(argv[++i], a->bc);
+            bad = !v || parse_bc(v, a->bc);
+            if (bad)
+                snprintf(err, sizeof err, "-bc %s: expected XYZ or XxYyZz, each letter p, n or d "
+                         "(a periodic face's partner periodic too)", v ? app_shown(v) : "''");
+            i++;
         } else if (!strcmp(o, "-stretch")) {
-            bad = more < 1 || app_to_real(argv[++i], &a->stretch) || !(a->stretch > 0);
+            bad = app_real_opt(o, v, 0, HUGE_VAL, &a->stretch, err, sizeof err);
+            i++;
         } else {
             tide_warn("tide poisson: unknown option '%s'\n\n%s", o, usage);
             return 2;
         }
         if (bad) {
-            tide_warn("tide poisson: option %s needs a valid value\n\n%s", o, usage);
+            tide_warn("tide poisson: %s\n\n%s", err, usage);
             return 2;
         }
     }
@@ -535,12 +547,8 @@ int tide_cmd_poisson(int argc, char **argv)
     int rank, P;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
-    const int *g = a.grid;
-    if (a.has_grid && g[0] * g[1] * g[2] != P) {
-        tide_warn("tide poisson: -grid %d %d %d has %d ranks, the run has %d\n", g[0], g[1],
-                  g[2], g[0] * g[1] * g[2], P);
-        return 2;
-    }
+    if (app_json_check("tide poisson", c))
+        return 1;
 
     tide_context *ctx = NULL;
     tide_poisson_plan *plan = NULL;
@@ -722,9 +730,8 @@ int tide_cmd_poisson(int argc, char **argv)
         app_say_bound(bound, bound_what, ts.median);
 
     if (c->json && rank == 0) {
-        FILE *jf = fopen(c->json, "w");
+        FILE *jf = app_json_open("tide poisson", c->json);
         if (!jf) {
-            tide_warn("tide poisson: cannot write %s\n", c->json);
             rc = 1;
         } else {
             app_json_head(jf, "poisson", c, P, threads, info.backend, desc, info.exchanges);
@@ -748,7 +755,7 @@ int tide_cmd_poisson(int argc, char **argv)
                 fprintf(jf, "\"residual_rel_l2\": null, ");
             fprintf(jf, "\"mean_f_max\": %.6g, \"verified\": %s}\n", mean_max,
                     passed ? "true" : "false");
-            fclose(jf);
+            rc = app_json_close("tide poisson", jf, c->json);
         }
     }
     if (!passed)

@@ -65,13 +65,13 @@ static const char *usage =
     "  -bc XYZ                boundaries, one letter per dimension: p periodic, d Dirichlet\n"
     "                         (the R outermost planes at each face keep their values; default\n"
     "                         ddd)\n"
-    "  -steps S               time steps per run, S >= 0 (default 20)\n"
-    "  -fuse K                steps per pass over memory (default 0: the plan's choice;\n"
-    "                         each backend has a limit, which it names when exceeded; out\n"
-    "                         of card 1 to 256)\n"
+    "  -steps S               time steps per run, 0 to 2^31 - 1 (default 20)\n"
+    "  -fuse K                steps per pass over memory, 0 to 1024 (default 0: the plan's\n"
+    "                         choice; each backend has a limit, which it names when\n"
+    "                         exceeded; out of card 1 to 256)\n"
     "  -levels F              out of card: the steps each level of a pass takes in one\n"
-    "                         fused sweep, at most F, dividing the pass's steps (default 0:\n"
-    "                         the plan's choice)\n"
+    "                         fused sweep, at most F, dividing the pass's steps, 0 to 1024\n"
+    "                         (default 0: the plan's choice)\n"
     "  -grid AxBxC            P > 1: the process grid, A B C = P (rank r the block at (r / (B\n"
     "                         C), r / C mod B, r mod C), balanced blocks; default: the\n"
     "                         plan's choice)\n"
@@ -85,7 +85,7 @@ static const char *usage =
     "  -seed S                the initial values' seed (default 2026)\n"
     "  -no-check              skip the check\n"
     "  -json FILE             also write the results as JSON\n"
-    "\n"
+    "\n" APP_USAGE_VALUES "\n"
     "Exit status: 0 verified (or -no-check), 1 a failure or a failed check, 2 bad arguments\n"
     "(also when the library refuses an argument).\n";
 
@@ -99,28 +99,88 @@ typedef struct {
     int overlap;
 } args;
 
-/* Reads -shape's value: 7pt, 27pt, star:R or box:R. Prints why on failure. */
-static int parse_shape(const char *s, args *a)
+/* Reads -shape's value: 7pt, 27pt, star:R or box:R. 0, else -1 with why in err. */
+static int parse_shape(const char *s, args *a, char *err, size_t len)
 {
     if (!strcmp(s, "7pt") || !strcmp(s, "27pt")) {
         a->shape = s[0] == '7' ? TIDE_STENCIL_7PT : TIDE_STENCIL_27PT;
         a->radius = 1;
     } else if (!strncmp(s, "star:", 5) || !strncmp(s, "box:", 4)) {
-        const char *r = strchr(s, ':') + 1;
-        int v = 0;
         a->shape = s[0] == 's' ? TIDE_STENCIL_STAR : TIDE_STENCIL_BOX;
-        if (app_to_int(r, 0, &v) || v < 1 || v > TIDE_STENCIL_MAX_RADIUS) {
-            tide_warn("tide stencil: -shape %s: the radius must be a whole number from 1 to "
-                      "%d\n", s, TIDE_STENCIL_MAX_RADIUS);
-            return -1;
-        }
-        a->radius = v;
+        if (app_to_int(strchr(s, ':') + 1, 1, TIDE_STENCIL_MAX_RADIUS, &a->radius))
+            return snprintf(err, len, "-shape %s: the radius must be a whole number from 1 to "
+                            "%d", s, TIDE_STENCIL_MAX_RADIUS), -1;
     } else {
-        tide_warn("tide stencil: unknown shape '%s' (7pt, 27pt, star:R or box:R)\n", s);
-        return -1;
+        return snprintf(err, len, "unknown shape '%s' (7pt, 27pt, star:R or box:R)", s), -1;
     }
     snprintf(a->shape_name, sizeof a->shape_name, "%s", s);
     return 0;
+}
+
+/* Reads -grid's value AxBxC, each factor 1..INT_MAX, their product the run's ranks. 0, else
+ * -1 with why in err. */
+static int parse_grid(const char *s, int g[3], char *err, size_t len)
+{
+    const char *p = s;
+    for (int d = 0; d < 3; d++) {
+        size_t n = strcspn(p, "x"); /* factor d: up to the next x */
+        char f[24] = "";
+        if (!n || (d < 2) != (p[n] == 'x'))
+            return snprintf(err, len, "-grid %s: give the process grid as AxBxC, e.g. -grid "
+                            "2x2x1", app_shown(s)), -1;
+        memcpy(f, p, n < sizeof f ? n : sizeof f - 1);
+        if (n >= sizeof f || app_to_int(f, 1, INT_MAX, &g[d]))
+            return snprintf(err, len, "-grid %s: each factor must be 1..%d", s, INT_MAX), -1;
+        p += n + (d < 2);
+    }
+    return app_grid_ranks("-grid", 'x', g, 3, err, len);
+}
+
+/* Reads -bc's value (NULL: missing), one letter p or d per dimension. 0, else -1 with why in
+ * err. */
+static int parse_bc(const char *s, char bc[4], char *err, size_t len)
+{
+    if (!s || strlen(s) != 3 || strspn(s, "pd") != 3)
+        return snprintf(err, len, "-bc %s: give one letter per dimension, p (periodic) or d "
+                        "(Dirichlet), e.g. -bc pdp", s ? app_shown(s) : "''"), -1;
+    strcpy(bc, s);
+    return 0;
+}
+
+/* The option at argv[*i] when it is one of stencil's own: 1 taken (*i moved to its last
+ * value), 0 not one of them, -1 taken but bad (why in err). */
+static int parse_own(int argc, char **argv, int *i, args *a, char *err, size_t len)
+{
+    static const char *const where[] = {"host", "device"};
+    const char *o = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    int bad;
+    if (!strcmp(o, "-source") || !strcmp(o, "-no-check")) {
+        if (o[1] == 's')
+            a->source = 1;
+        else
+            a->check = 0;
+        return 1;
+    }
+    if (!strcmp(o, "-runs"))
+        bad = app_int_opt(o, v, 1, APP_RUNS_MAX, &a->c.runs, err, len);
+    else if (!strcmp(o, "-steps"))
+        bad = app_int_opt(o, v, 0, INT_MAX, &a->steps, err, len);
+    else if (!strcmp(o, "-fuse") || !strcmp(o, "-levels"))
+        bad = app_int_opt(o, v, 0, APP_FUSE_MAX, o[1] == 'f' ? &a->fuse : &a->levels, err, len);
+    else if (!strcmp(o, "-overlap"))
+        bad = app_int_opt(o, v, -1, 1, &a->overlap, err, len);
+    else if (!strcmp(o, "-location"))
+        bad = app_name_opt(o, v, where, 2, &a->c.device, err, len);
+    else if (!strcmp(o, "-shape"))
+        bad = v ? parse_shape(v, a, err, len) : (snprintf(err, len, "-shape needs a value"), -1);
+    else if (!strcmp(o, "-grid"))
+        bad = parse_grid(v ? v : "", a->grid, err, len);
+    else if (!strcmp(o, "-bc"))
+        bad = parse_bc(v, a->bc, err, len);
+    else
+        return 0;
+    *i += v != NULL;
+    return bad ? -1 : 1;
 }
 
 /* Fills a; on error prints why (rank 0) and returns 2 (1 after --help). Every rank parses the
@@ -142,61 +202,16 @@ static int parse(int argc, char **argv, args *a)
     if (rc)
         return rc;
     for (int i = 5; i < argc; i++) {
-        const char *o = argv[i];
-        int more = argc - i - 1, bad = 0;
-        if (app_pick(o, common, 5) >= 0) {
-            bad = app_parse_option(argc, argv, &i, &a->c) < 0;
-        } else if (!strcmp(o, "-runs")) {
-            bad = more < 1 || app_to_int(argv[++i], 1, &a->c.runs);
-        } else if (!strcmp(o, "-shape")) {
-            if (more < 1)
-                bad = 1;
-            else if (parse_shape(argv[++i], a))
-                return 2;
-        } else if (!strcmp(o, "-bc")) {
-            const char *v = more < 1 ? "" : argv[++i];
-            if (strlen(v) != 3 || strspn(v, "pd") != 3) {
-                tide_warn("tide stencil: -bc '%s': give one letter per dimension, p (periodic) "
-                          "or d (Dirichlet), e.g. -bc pdp\n", v);
-                return 2;
-            }
-            strcpy(a->bc, v);
-        } else if (!strcmp(o, "-steps") || !strcmp(o, "-fuse") || !strcmp(o, "-levels")) {
-            const char *v = more < 1 ? "" : argv[++i];
-            int *to = o[1] == 's' ? &a->steps : o[1] == 'f' ? &a->fuse : &a->levels;
-            if (app_to_int(v, 0, to)) {
-                tide_warn("tide stencil: %s '%s': give a whole number >= 0%s\n", o, v,
-                          o[1] == 's'   ? " of time steps per run"
-                          : o[1] == 'f' ? " of steps per pass (0: the plan's choice)"
-                                        : " of steps a level (0: the plan's choice)");
-                return 2;
-            }
-        } else if (!strcmp(o, "-grid")) {
-            const char *v = more < 1 ? "" : argv[++i];
-            int *g = a->grid, end = 0;
-            if (sscanf(v, "%dx%dx%d%n", &g[0], &g[1], &g[2], &end) != 3 || v[end] ||
-                g[0] < 1 || g[1] < 1 || g[2] < 1) {
-                tide_warn("tide stencil: -grid '%s': give the process grid as AxBxC, e.g. "
-                          "-grid 2x2x1\n", v);
-                return 2;
-            }
-        } else if (!strcmp(o, "-overlap")) {
-            const char *v = more < 1 ? "" : argv[++i];
-            bad = strcmp(v, "-1") && strcmp(v, "0") && strcmp(v, "1");
-            a->overlap = bad ? 0 : atoi(v);
-        } else if (!strcmp(o, "-location")) {
-            static const char *where[] = {"host", "device"};
-            bad = more < 1 || (a->c.device = app_pick(argv[++i], where, 2)) < 0;
-        } else if (!strcmp(o, "-source")) {
-            a->source = 1;
-        } else if (!strcmp(o, "-no-check")) {
-            a->check = 0;
-        } else {
-            tide_warn("tide stencil: unknown option '%s'\n\n%s", o, usage);
+        char err[256] = "";
+        int took = app_pick(argv[i], common, 5) >= 0
+                       ? app_parse_option(argc, argv, &i, &a->c, err, sizeof err)
+                       : parse_own(argc, argv, &i, a, err, sizeof err);
+        if (!took) {
+            tide_warn("tide stencil: unknown option '%s'\n\n%s", argv[i], usage);
             return 2;
         }
-        if (bad) {
-            tide_warn("tide stencil: option %s needs a valid value\n\n%s", o, usage);
+        if (took < 0) {
+            tide_warn("tide stencil: %s\n\n%s", err, usage);
             return 2;
         }
     }
@@ -328,6 +343,8 @@ int tide_cmd_stencil(int argc, char **argv)
     int rank, P;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
+    if (app_json_check("tide stencil", c))
+        return 1;
     int dbl = c->prec == TIDE_DOUBLE, dev = c->device;
     long long points = (long long)c->n[0] * c->n[1] * c->n[2];
 
@@ -385,12 +402,6 @@ int tide_cmd_stencil(int argc, char **argv)
      * rank's box. The timed plan is then made on the same boxes, with the source sized to the
      * box. */
     int st = TIDE_SUCCESS, grid[3] = {1, 1, 1};
-    if (a.grid[0] && (long long)a.grid[0] * a.grid[1] * a.grid[2] != P) {
-        tide_warn("tide stencil: -grid %dx%dx%d has %lld blocks for %d ranks\n", a.grid[0],
-                  a.grid[1], a.grid[2], (long long)a.grid[0] * a.grid[1] * a.grid[2], P);
-        rc = 2;
-        goto done;
-    }
     if (P > 1 && a.grid[0]) {
         int *g = a.grid, at[3] = {rank / (g[1] * g[2]), rank / g[2] % g[1], rank % g[2]};
         for (int d = 0; d < 3; d++) {
@@ -678,9 +689,8 @@ int tide_cmd_stencil(int argc, char **argv)
                  nccl ? "NCCL send/recv, GPU to GPU" : "MPI_Isend/Irecv", halo_s / halo_bound);
 
     if (c->json && rank == 0) {
-        FILE *f = fopen(c->json, "w");
+        FILE *f = app_json_open("tide stencil", c->json);
         if (!f) {
-            tide_warn("tide stencil: cannot write %s\n", c->json);
             rc = 1;
         } else {
             app_json_head(f, "stencil", c, P, threads, info.backend, desc, 0);
@@ -713,7 +723,7 @@ int tide_cmd_stencil(int argc, char **argv)
             else
                 fprintf(f, " \"check\": \"none\", \"differing_points\": null, \"max_error\": "
                         "null, \"verified\": null}\n");
-            fclose(f);
+            rc = app_json_close("tide stencil", f, c->json);
         }
     }
     if (!passed)

@@ -1,12 +1,52 @@
 #!/usr/bin/env bash
 # test_app.sh TIDE MPIEXEC: the `tide` command as a user meets it: a verified run, its keys,
-# JSON output, and bad arguments failing fast (non-zero exit, a usage message) on every rank.
+# JSON output, bad arguments and values out of range failing fast (non-zero exit, a usage
+# message) on every rank, and outputs that cannot be written found before the work or failing
+# on every rank alike.
 set -u
 tide=$1
 mpiexec=$2
 . "$(dirname "$0")/checks.sh"
 
 run() { run_prog "$tide" "$@"; }
+
+# refuse NAME NP STATUS PATTERN ARGS...: a run that must fail quickly with exit status STATUS
+# (a number, or nonzero) and PATTERN on stderr (a hang is killed: status 124, or 137 when
+# mpirun ignores the TERM).
+refuse() {
+    local name=$1 np=$2 expect=$3 pat=$4
+    shift 4
+    timeout -k 10 60 "$mpiexec" -n "$np" "$tide" "$@" > "$tmp/$name.out" 2> "$tmp/$name.err"
+    local rc=$?
+    if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] ||
+       { [ "$expect" != nonzero ] && [ "$rc" -ne "$expect" ]; }; then
+        bad "$name: exit status $rc, expected a quick failure ($expect): tide $*"
+        sed 's/^/    /' "$tmp/$name.err" | head -20
+        return 1
+    fi
+    if ! grep -Eq -- "$pat" "$tmp/$name.err"; then
+        bad "$name: stderr lacks /$pat/"
+        sed 's/^/    /' "$tmp/$name.err" | head -20
+        return 1
+    fi
+    ok
+}
+
+# errs NAME NP PATTERN ARGS...: a run that must fail quickly with PATTERN on stderr.
+errs() {
+    local name=$1 np=$2 pat=$3
+    shift 3
+    refuse "$name" "$np" nonzero "$pat" "$@"
+}
+
+# before NAME: the failed run NAME stopped before the work (no first line, no timing).
+before() {
+    if grep -Eq '^(Tide |Time per run)' "$tmp/$1.out"; then
+        bad "$1: stopped after the work had started"
+    else
+        ok
+    fi
+}
 
 run version 0 1 --version && has version '^tide [0-9]+\.[0-9]+\.[0-9]+$'
 run help 0 1 --help && has help 'usage: mpirun -np P tide'
@@ -62,7 +102,7 @@ run zero nonzero 3 fft c2c cpu double 8 0 8 && has zero 'bad positional argument
 run short nonzero 2 fft c2c cpu double 8 8 && has short 'expected 6 positional arguments'
 run type nonzero 2 fft c2x cpu double 8 8 8 && has type 'usage: mpirun'
 run grid nonzero 4 fft c2c cpu double 8 8 8 -ingrid 3 1 1 && has grid 'has 3 ranks, the run has 4'
-run novalue nonzero 2 fft c2c cpu double 8 8 8 -n && has novalue 'needs a valid value'
+run novalue 2 2 fft c2c cpu double 8 8 8 -n && has novalue '-n needs a value: expected 1\.\.1000000'
 run command nonzero 2 frobnicate && has command "unknown command 'frobnicate'"
 run infoarg nonzero 2 info --bogus && has infoarg "unknown argument '--bogus'"
 # Backend cuda: a clear error where there is no GPU (CI), a verified GPU run where there is.
@@ -124,25 +164,8 @@ else
     bad "pjson: JSON file missing, not parsable or not verified"
 fi
 
-# errs NAME NP PATTERN ARGS...: a run that must fail quickly with PATTERN on stderr.
-errs() {
-    local name=$1 np=$2 pat=$3
-    shift 3
-    timeout 30 "$mpiexec" -n "$np" "$tide" "$@" > "$tmp/$name.out" 2> "$tmp/$name.err"
-    local rc=$?
-    if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; then
-        bad "$name: exit status $rc, expected a quick failure: tide $*"
-        return 1
-    fi
-    if ! grep -Eq -- "$pat" "$tmp/$name.err"; then
-        bad "$name: stderr lacks /$pat/"
-        sed 's/^/    /' "$tmp/$name.err" | head -20
-        return 1
-    fi
-    ok
-}
 errs palpha 3 'option alpha = -1 is not valid' poisson cpu double 8 8 8 -alpha -1
-errs pbcletter 2 'option -bc needs a valid value' poisson cpu double 8 8 8 -bc pxp
+errs pbcletter 2 '-bc pxp: expected XYZ or XxYyZz' poisson cpu double 8 8 8 -bc pxp
 errs punknown 3 "unknown option '-bogus'" poisson cpu double 8 8 8 -bogus && \
     if grep -q 'usage: mpirun -np P tide poisson' "$tmp/punknown.err"; then ok; else
         bad "punknown: no usage on stderr"; fi
@@ -201,9 +224,9 @@ errs sradius0 1 'radius must be a whole number from 1 to 4' stencil cpu double 1
     -shape box:0
 errs sshape 1 "unknown shape 'hex'" stencil cpu double 16 16 16 -shape hex
 errs ssmall 2 'too small for radius 2: .*\(x has 4\)' stencil cpu double 4 16 16 -shape box:2
-errs sbc 2 "-bc 'pnp': give one letter per dimension, p \(periodic\) or d \(Dirichlet\)" \
+errs sbc 2 "-bc pnp: give one letter per dimension, p \(periodic\) or d \(Dirichlet\)" \
     stencil cpu double 8 8 8 -bc pnp
-errs ssteps 1 "-steps '-1': give a whole number >= 0" stencil cpu double 8 8 8 -steps -1
+errs ssteps 1 '-steps -1: expected 0\.\.2147483647' stencil cpu double 8 8 8 -steps -1
 # Several ranks: each holds a block of the plan's process grid, a halo of fuse r points is
 # exchanged before each pass, and each rank checks its block bitwise (the oracle on the whole
 # grid, or above 2^21 points a one-step plan on the same blocks); a block too thin for its
@@ -232,9 +255,9 @@ run sgrid 0 4 stencil cpu float 40 36 34 -shape 27pt -bc pdp -steps 7 -fuse 2 -g
 run snogrid 0 4 stencil cpu float 40 36 34 -bc pdp -steps 7 -fuse 2 -grid 1x2x2 \
     -overlap -1 -n 1 && has snogrid 'halo 2 > sweep\[2 steps\]' && \
     has snogrid '^Verification: passed'
-errs sgridp 4 '-grid 2x2x2 has 8 blocks for 4 ranks' stencil cpu float 40 36 34 -grid 2x2x2
-errs sgridv 1 "-grid '2x2': give the process grid as AxBxC" stencil cpu float 40 36 34 -grid 2x2
-errs sover 1 'option -overlap needs a valid value' stencil cpu float 40 36 34 -overlap 2
+errs sgridp 4 '-grid 2x2x2 has 8 ranks, the run has 4' stencil cpu float 40 36 34 -grid 2x2x2
+errs sgridv 1 "-grid 2x2: give the process grid as AxBxC" stencil cpu float 40 36 34 -grid 2x2
+errs sover 1 '-overlap 2: expected -1\.\.1' stencil cpu float 40 36 34 -overlap 2
 errs sthin 5 'is 3 points along dimension 0, fewer than the 5 a sweep needs' \
     stencil cpu double 5 5 5 -shape star:2 -fuse 1
 if "$mpiexec" -n 1 "$tide" info 2>&1 | grep -q 'backend cuda'; then
@@ -305,8 +328,8 @@ else
 fi
 # Bad input fails fast (each failing launch costs mpirun about 2 s: a few cases only).
 errs gneg 1 'bad positional arguments' gemm cpu double 8 -5 8
-errs gta 1 "-ta 'X': give N" gemm cpu double 8 8 8 -ta X
-errs gshare 1 'option -share-a needs a valid value' gemm cpu double 8 -share-a maybe
+errs gta 1 "-ta X: give N" gemm cpu double 8 8 8 -ta X
+errs gshare 1 '-share-a maybe: expected off, auto or on' gemm cpu double 8 -share-a maybe
 errs gpagedev 1 '-pageable is about host matrices' gemm cpu double 8 -pageable -device
 errs gzreal 1 'imaginary part of -alpha or -beta needs -complex' gemm cpu double 8 -alpha 1,2
 # Several ranks: each fills its blocks of the 2D block distribution (the library's grid, or
@@ -336,8 +359,9 @@ sys.exit(not (d["verified"] is True and d["ranks"] == 4 and d["grid"] == [1, 4]
 else
     bad "gjson4: JSON file missing, not parsable, not verified or without ranks and grid"
 fi
-run ggridbad 2 4 gemm cpu double 8 -grid 3 2 && has ggridbad 'grid is 3 x 2, not the 4 ranks'
-run ggridshort 2 3 gemm cpu double 8 -grid 3 && has ggridshort '-grid needs two whole numbers'
+run ggridbad 2 4 gemm cpu double 8 -grid 3 2 && has ggridbad '-grid 3 2 has 6 ranks, the run has 4'
+run ggridshort 2 3 gemm cpu double 8 -grid 3 && \
+    has ggridshort '-grid 3: expected 2 whole numbers, each 1\.\.2147483647'
 if "$mpiexec" -n 1 "$tide" info 2>&1 | grep -q 'backend cuda'; then
     run gcuda 0 1 gemm cuda double 1000 900 800 -beta 1 -n 2 && \
         has gcuda '^Verification: passed' && has gcuda '^PCIe: ' && \
@@ -358,6 +382,72 @@ if "$mpiexec" -n 1 "$tide" info 2>&1 | grep -q 'backend cuda'; then
 else
     run gcudadev nonzero 1 gemm cpu double 8 8 8 -device && has gcudadev 'device'
     run gdev2 2 2 gemm cpu double 8 -device && has gdev2 '-device needs GPU memory'
+fi
+
+# Values out of range: exit status 2, the option as typed, its value and the valid range,
+# before anything runs; process grids compared with the ranks exactly (no overflow).
+refuse rsgrid 3 2 '-grid 4294967299x1x1: each factor must be 1\.\.2147483647' \
+    stencil cpu double 9 9 9 -grid 4294967299x1x1
+refuse rfgrid 1 2 '-ingrid 9 954437177 1 has 8589934593 ranks, the run has 1' \
+    fft c2c cpu double 9 9 9 -ingrid 9 954437177 1
+refuse rpgrid 1 2 '-grid 2147483647 2147483647 2147483647 has more than [0-9]+ ranks' \
+    poisson cpu double 8 8 8 -grid 2147483647 2147483647 2147483647
+refuse rggrid 1 2 '-grid 65536 65536 has 4294967296 ranks, the run has 1' \
+    gemm cpu double 8 -grid 65536 65536
+refuse rfuse 1 2 '-fuse 2147483647: expected 0\.\.1024' stencil cpu double 8 8 8 -fuse 2147483647
+refuse rlevels 1 2 '-levels 1025: expected 0\.\.1024' stencil cpu double 8 8 8 -levels 1025
+range='expected a number above 0, at most 1e\+06'
+refuse rbinf 1 2 "-budget inf: $range" fft c2c cpu double 8 8 8 -budget inf
+refuse rbbig 1 2 "-budget 1e300: $range" stencil cpu double 8 8 8 -budget 1e300
+refuse rbnan 1 2 "-budget nan: $range" gemm cpu double 8 -budget nan
+refuse rbneg 1 2 "-budget -1: $range" poisson cpu double 8 8 8 -budget -1
+refuse rruns 1 2 '-n 99999999999999999999: expected 1\.\.1000000' \
+    fft c2c cpu double 8 8 8 -n 99999999999999999999
+refuse rseed 1 2 '-seed 4294967296: expected 0\.\.4294967295' \
+    poisson cpu double 8 8 8 -seed 4294967296
+refuse rbatch 1 2 '-batch 2x: expected 1\.\.1073741824' fft c2c cpu double 8 8 8 -batch 2x
+refuse rsteps 1 2 '-steps 2147483648: expected 0\.\.2147483647' \
+    stencil cpu double 8 8 8 -steps 2147483648
+refuse rsize 1 2 "bad positional arguments .*: NZ 9999999999: expected 1\.\.1073741824" \
+    fft c2c cpu double 8 8 9999999999
+refuse rpoints 1 2 'NX NY NZ: 1073741824 x 1073741824 x 1073741824 points, more than 2\^62' \
+    stencil cpu float 1073741824 1073741824 1073741824
+refuse rh 1 2 '-h 0: expected a finite number above 0' poisson cpu double 8 8 8 -h 1 0 1
+refuse ralpha 1 2 '-alpha nan: expected a finite number' poisson cpu double 8 8 8 -alpha nan
+refuse rgalpha 1 2 '-alpha 1,inf: expected a finite number A, or A,I' \
+    gemm cpu double 8 -complex -alpha 1,inf
+refuse rtile 1 2 '-tile -1: expected 0\.\.1073741824' gemm cpu double 8 -tile -1
+
+# -json: a place that cannot be written found before the work, with the system's reason; a
+# write that fails (a full disk) exit status 1 on every rank alike, quickly.
+refuse jnodir 3 1 "-json: cannot create $tmp/none/f\.json: No such file or directory" \
+    fft c2c cpu double 8 8 8 -n 1 -json "$tmp/none/f.json" && before jnodir
+refuse jproc 1 1 '-json: cannot create /proc/x\.json: ' \
+    stencil cpu double 8 8 8 -n 1 -json /proc/x.json && before jproc
+refuse jdir 2 1 "-json: cannot create $tmp: Is a directory" \
+    poisson cpu double 8 8 8 -n 1 -json "$tmp" && before jdir
+refuse jgemm 2 1 "-json: cannot create $tmp/none/g\.json: No such file or directory" \
+    gemm cpu double 8 -n 1 -json "$tmp/none/g.json" && before jgemm
+full='-json: cannot write /dev/full: No space left on device'
+refuse jfull1 1 1 "$full" fft c2c cpu double 8 8 8 -n 1 -json /dev/full
+refuse jfull3 3 1 "$full" fft c2c cpu double 8 8 8 -n 1 -json /dev/full
+refuse jfulls 2 1 "$full" stencil cpu double 8 8 8 -n 1 -json /dev/full
+refuse jfullp 1 1 "$full" poisson cpu double 8 8 8 -n 1 -json /dev/full
+refuse jfullg 3 1 "$full" gemm cpu double 8 -n 1 -json /dev/full
+
+# Output that cannot be written to stdout (a full disk): exit status 1 and the reason. Under
+# mpiexec the ranks write through it, and it drops such errors: one process alone (an MPI
+# singleton) shows them.
+if timeout -k 10 60 "$tide" --version > /dev/null 2>&1; then
+    timeout -k 10 60 "$tide" --help > /dev/full 2> "$tmp/stdout.err"
+    rc=$?
+    if [ "$rc" -eq 1 ] && \
+       grep -q '^tide: cannot write the standard output: No space left on device' "$tmp/stdout.err"
+    then
+        ok
+    else
+        bad "stdout: exit status $rc writing to /dev/full, expected 1 and the reason"
+    fi
 fi
 
 echo "test_app: $pass passed, $fail failed"

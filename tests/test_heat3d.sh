@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # test_heat3d.sh HEAT3D MPIEXEC: apps/heat3d as a user meets it: the exact discrete mode on
 # 1 to 3 ranks, checkpoints restarted on another rank count bitwise equal to a run that never
-# stopped, damaged or mismatched checkpoints refused (the file left as it was, nothing written),
-# bad options, PNG slices (skipped visibly without libpng) and plain progress lines.
+# stopped, damaged, mismatched or crafted checkpoints refused (the file left as it was, nothing
+# written), bad options and values out of range, results that cannot be written to stdout,
+# outputs that cannot be written (found before the work, or stopping every rank together), PNG
+# slices (skipped visibly without libpng) and plain progress lines.
 set -u
 heat3d=$1
 mpiexec=$2
@@ -11,11 +13,11 @@ mpiexec=$2
 run() { run_prog "$heat3d" "$@"; }
 
 # errs NAME NP STATUS PATTERN ARGS...: a run that must fail quickly with exit status STATUS
-# and PATTERN on stderr.
+# and PATTERN on stderr (a hang is killed: status 124, or 137 when mpirun ignores the TERM).
 errs() {
     local name=$1 np=$2 expect=$3 pat=$4
     shift 4
-    timeout 30 "$mpiexec" -n "$np" "$heat3d" "$@" > "$tmp/$name.out" 2> "$tmp/$name.err"
+    timeout -k 10 60 "$mpiexec" -n "$np" "$heat3d" "$@" > "$tmp/$name.out" 2> "$tmp/$name.err"
     local rc=$?
     if [ "$rc" -ne "$expect" ]; then
         bad "$name: exit status $rc, expected $expect (124: a hang): heat3d $*"
@@ -28,6 +30,16 @@ errs() {
         return 1
     fi
     ok
+}
+
+# lacks NAME PATTERN WHY: the stdout of NAME does not match PATTERN.
+lacks() {
+    if grep -Eq -- "$2" "$tmp/$1.out"; then bad "$1: $3"; else ok; fi
+}
+
+# before NAME: a failed run NAME stopped before the work (no grid line on stdout).
+before() {
+    lacks "$1" '^heat3d: [0-9]+x' "stopped after the work had started"
 }
 
 # same A B WHAT: files A and B are byte-identical.
@@ -120,7 +132,26 @@ case_errors() {
     printf 'ZZZZ' | dd of="$tmp/corrupt.chk" bs=1 seek=4000 conv=notrunc 2> /dev/null
     cp "$good" "$tmp/header.chk"
     printf 'Q' | dd of="$tmp/header.chk" bs=1 seek=200 conv=notrunc 2> /dev/null
-    md5sum "$good" "$tmp"/trunc.chk "$tmp"/corrupt.chk "$tmp"/header.chk > "$tmp/md5.before"
+    # the header's grid permuted (the same size), and an older format's version, each with the
+    # header checksum made right again: the data checksum binds the grid
+    python3 - "$good" "$tmp/perm.chk" "$tmp/v1.chk" <<'PY'
+import struct, sys
+def fnv1a(b):
+    h = 0xcbf29ce484222325
+    for x in b:
+        h = ((h ^ x) * 0x100000001b3) & 0xffffffffffffffff
+    return h
+def craft(dst, edit):
+    d = bytearray(open(sys.argv[1], 'rb').read())
+    edit(d)
+    d[504:512] = struct.pack('<Q', fnv1a(d[:504]))
+    open(dst, 'wb').write(d)
+craft(sys.argv[2], lambda d: struct.pack_into('<3q', d, 16,
+                                              *reversed(struct.unpack_from('<3q', d, 16))))
+craft(sys.argv[3], lambda d: struct.pack_into('<I', d, 8, 1))
+PY
+    md5sum "$good" "$tmp"/trunc.chk "$tmp"/corrupt.chk "$tmp"/header.chk "$tmp"/perm.chk \
+        "$tmp"/v1.chk > "$tmp/md5.before"
     local p=(-stencil 27pt -bc ppd -mode 2 1 1 -steps 60 -checkpoint-every 10 -checkpoint
              "$tmp/Z")
     errs missing 2 1 "none\.chk: cannot open: No such file" "${p[@]}" -restart "$tmp/none.chk"
@@ -128,6 +159,10 @@ case_errors() {
         "${p[@]}" -restart "$tmp/trunc.chk"
     errs corrupt 3 1 'corrupt\.chk: checksum mismatch: corrupted data' "${p[@]}" \
         -restart "$tmp/corrupt.chk"
+    errs permuted 2 1 'perm\.chk: checksum mismatch: corrupted data, or a header changed' \
+        "${p[@]}" -restart "$tmp/perm.chk" && lacks permuted '^Restart:' "restarted from it"
+    errs version1 1 1 'v1\.chk: checkpoint format version 1, this heat3d reads version 2 only' \
+        "${p[@]}" -restart "$tmp/v1.chk"
     errs header 2 1 'header\.chk: header checksum mismatch' "${p[@]}" -restart "$tmp/header.chk"
     errs size 2 1 'A\.40\.chk: checkpoint of a 24x20x18 grid, this run is 20x20x18' \
         -n 20 20 18 "${p[@]}" -restart "$good"
@@ -138,17 +173,80 @@ case_errors() {
     if md5sum -c --quiet "$tmp/md5.before"; then ok; else bad "errors: a checkpoint changed"; fi
     if ls "$tmp"/Z.* > /dev/null 2>&1; then bad "errors: a refused restart wrote a file"; else
         ok; fi
-    errs steps 2 2 "-steps '-1': give a whole number >= 0" -steps -1 && \
+    errs steps 2 2 '-steps -1: expected 0\.\.9007199254740992' -steps -1 && \
         if grep -q '^usage: mpirun -np P heat3d' "$tmp/steps.err"; then ok; else
             bad "steps: no usage on stderr"; fi
-    errs shape 3 2 "-stencil '9pt': give 7pt or 27pt" -stencil 9pt
-    errs bc 2 2 "-bc 'xyz': give p \(periodic\) or d \(Dirichlet\)" -bc xyz
+    errs shape 3 2 '-stencil 9pt: expected 7pt or 27pt' -stencil 9pt
+    errs bc 2 2 '-bc xyz: give p \(periodic\) or d \(Dirichlet\)' -bc xyz
     errs unknown 2 2 "unknown option '-bogus'" -bogus
     errs zeromode 2 2 '-mode: k = 0 along Dirichlet dimension y is zero on all 20 points' \
         "${grid[@]}" -bc pdp -mode 1 0 1
 }
 
-# 4. Images: PREFIX.STEP.png every 20 steps from step 0, PNG files of some size.
+# 4. Option values out of range: exit status 2 and the valid range, before any work.
+case_ranges() {
+    errs fuse 1 2 '-fuse 2147483647: expected 0\.\.1024' -fuse 2147483647
+    local b
+    for b in inf 1e300 nan -1; do
+        errs "budget$b" 1 2 "-budget $b: expected a number above 0, at most 1e\+06" -budget "$b"
+    done
+    errs stepsbig 1 2 '-steps 9007199254740993: expected 0\.\.9007199254740992' \
+        -steps 9007199254740993
+    errs nbig 1 2 '-n 16 16 99999999999999999999: expected 3 whole numbers, each 3\.\.1073741824' \
+        -n 16 16 99999999999999999999
+    errs njunk 1 2 '-n 16 16 16x: expected 3 whole numbers' -n 16 16 16x
+    errs npoints 1 2 '-n 1073741824 1073741824 1073741824: more than 2\^62 points' \
+        -n 1073741824 1073741824 1073741824
+    errs every 1 2 '-checkpoint-every 0: expected 1\.\.9007199254740992' -checkpoint-every 0
+}
+
+# 5. Results that cannot be written to stdout (a full disk): exit status 1 and the reason.
+#    Under mpiexec the ranks write through it, and it drops such errors: one process alone (an
+#    MPI singleton) shows them.
+case_stdout() {
+    timeout -k 10 60 "$heat3d" --help > /dev/null 2>&1 || return 0
+    timeout -k 10 60 "$heat3d" -n 8 8 8 -steps 2 > /dev/full 2> "$tmp/stdout.err"
+    local rc=$?
+    local want='^heat3d: cannot write the standard output: No space left on device'
+    if [ "$rc" -eq 1 ] && grep -q "$want" "$tmp/stdout.err"; then
+        ok
+    else
+        bad "stdout: exit status $rc writing to /dev/full, expected 1 and the reason"
+    fi
+}
+
+# 6. Outputs that cannot be written: a bad place found before any work, with the system's
+#    reason; a file failing on rank 0 during the run stops every rank together (status 1,
+#    quickly); an unfinished checkpoint of a killed run removed at the start.
+case_outputs() {
+    local np
+    for np in 1 3; do
+        errs "cknodir$np" "$np" 1 \
+            '-checkpoint: cannot create files /nonexistent/x\.\*: No such file or directory' \
+            "${grid[@]}" -steps 10 -checkpoint /nonexistent/x && before "cknodir$np"
+    done
+    mkdir -p "$tmp/R.10.chk" # rank 0's rename into place fails
+    errs ckrename 3 1 'R\.10\.chk\.tmp: cannot rename to .*/R\.10\.chk: Is a directory' \
+        "${grid[@]}" -steps 20 -checkpoint-every 10 -checkpoint "$tmp/R"
+    if [ -e "$tmp/R.10.chk.tmp" ] || [ -e "$tmp/R.20.chk" ]; then
+        bad "ckrename: a temporary file left, or steps run past the failure"
+    else
+        ok
+    fi
+    printf 'partial' > "$tmp/S.20.chk.tmp"
+    touch "$tmp/S.x.chk.tmp" "$tmp/Sx.20.chk.tmp"
+    run stale 0 2 "${grid[@]}" -steps 10 -checkpoint "$tmp/S" -quiet && \
+        has stale "removed .*/S\.20\.chk\.tmp, a checkpoint an interrupted run left unfinished"
+    if [ ! -e "$tmp/S.20.chk.tmp" ] && [ -e "$tmp/S.x.chk.tmp" ] && [ -e "$tmp/Sx.20.chk.tmp" ] \
+       && [ -f "$tmp/S.10.chk" ]; then
+        ok
+    else
+        bad "stale: the unfinished checkpoint kept, another file removed, or no checkpoint"
+    fi
+}
+
+# 7. Images: PREFIX.STEP.png every 20 steps from step 0, PNG files of some size; a bad place
+#    found before any work; rank 0 failing to create an image stops every rank together.
 case_png() {
     run pnghelp 0 1 --help
     if ! grep -q 'PNG images available' "$tmp/pnghelp.out"; then
@@ -167,11 +265,23 @@ case_png() {
             bad "png: $f.png missing, too small or without the PNG signature"
         fi
     done
+    local np
+    for np in 1 2; do
+        errs "pngnodir$np" "$np" 1 \
+            '-png: cannot create files /nonexistent/p\.\*: No such file or directory' \
+            "${grid[@]}" -steps 10 -png-every 5 -png /nonexistent/p && before "pngnodir$np"
+    done
+    mkdir -p "$tmp/pd/q.5.png" # a directory has the step-5 image's name
+    errs pngfail 2 1 'cannot create .*/q\.5\.png: Is a directory' "${grid[@]}" -steps 10 \
+        -png-every 5 -png "$tmp/pd/q"
+    if [ -f "$tmp/pd/q.0.png" ] && [ ! -e "$tmp/pd/q.10.png" ]; then ok; else
+        bad "pngfail: no step-0 image, or steps run past the failure"
+    fi
 }
 
-# 5. Progress to a file: plain lines every -progress N steps, no carriage returns.
+# 8. Progress to a file: plain lines every -progress N steps, no carriage returns.
 case_progress() {
-    timeout 30 "$mpiexec" -n 2 "$heat3d" "${grid[@]}" -steps 40 -progress 10 \
+    timeout -k 10 60 "$mpiexec" -n 2 "$heat3d" "${grid[@]}" -steps 40 -progress 10 \
         > "$tmp/prog.out" 2> "$tmp/prog.err"
     local rc=$? lines
     lines=$(grep -Ec '^step [0-9]+/40  [0-9.e+-]+ s  [0-9.e+-]+ GCell/s  ETA ' "$tmp/prog.err")
@@ -184,6 +294,9 @@ case_progress() {
 case_modes
 case_restart
 case_errors
+case_ranges
+case_stdout
+case_outputs
 case_png
 case_progress
 
