@@ -14,7 +14,7 @@ bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 run_prog() {
     local prog=$1 name=$2 expect=$3 np=$4
     shift 4
-    timeout 30 "$mpiexec" -n "$np" "$prog" "$@" > "$tmp/$name.out" 2>&1
+    timeout -k 10 30 "$mpiexec" -n "$np" "$prog" "$@" > "$tmp/$name.out" 2>&1
     local rc=$?
     if [ "$rc" -eq 124 ]; then
         bad "$name: timed out (hang?): $(basename "$prog") $*"
