@@ -8,6 +8,7 @@
 #endif
 
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,6 +273,8 @@ int tt_finish(const tt_tally *t, MPI_Comm comm, const char *name, const char *no
     }
     return maxfailed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
+
+double tt_max_nan(double a, double b) { return isnan(a) || a > b ? a : b; }
 
 int tt_gpus_or_skip(void)
 {

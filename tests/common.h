@@ -133,4 +133,8 @@ void tt_expect_error(tt_tally *t, MPI_Comm comm, const char *tag, const char *wh
  * exit status (0 when nothing failed), the same on every rank. */
 int tt_finish(const tt_tally *t, MPI_Comm comm, const char *name, const char *noun);
 
+/* The larger of a and b, NaN when either is NaN (fmax drops a NaN: an error maximum taken with
+ * it would hide a NaN result). */
+double tt_max_nan(double a, double b);
+
 #endif

@@ -647,7 +647,7 @@ static double run_case(tide_context *c, const gcase *g, int index, int many)
             if (tt_check(&tally, world, st == 0, "c) %s: run %d: %s: %s", g->name, run + 1,
                          tide_strerror(st), tide_last_error(c))) {
                 double e = check_result(g, run, x, in, &a);
-                worst = e > worst || isnan(e) ? e : worst;
+                worst = tt_max_nan(worst, e);
             }
             for (int i = 0; i < 3; i++) {
                 free(in[i]);
@@ -708,7 +708,7 @@ static void shape_cases(const long long s[3], int sn, int tile, int panel, const
         gcase g;
         build_case(&g, s, combo, *count, tile, panel, kind);
         double e = run_case(ctx, &g, *count, many);
-        worst[g.cplx] = e > worst[g.cplx] || isnan(e) ? e : worst[g.cplx];
+        worst[g.cplx] = tt_max_nan(worst[g.cplx], e);
         ++*count;
     }
 }
