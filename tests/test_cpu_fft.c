@@ -18,7 +18,7 @@
 #include "common.h"
 #include "cpu_fft.h"
 
-static long long n_checks, n_failed;
+static tt_tally tally;
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -88,12 +88,8 @@ static void run(const fcase *c, tt_rng *rng)
              c->kind == TIDE_KIND_R2C ? "r2c" : c->kind == TIDE_KIND_C2R ? "c2r" : "c2c",
              c->prec == TIDE_DOUBLE ? "double" : "float", c->n[0], c->n[1], c->n[2], c->pad,
              "xyz"[t], "xyz"[c->p], c->threads);
-    n_checks++;
-    if (st || !f) {
-        n_failed++;
-        printf("FAIL: %s: create returned %d\n", what, st);
+    if (!tt_local(&tally, st == 0 && f, "%s: create returned %d", what, st))
         goto done;
-    }
     tide_cpu_fft_execute(f, in, out);
     tide_cpu_fft_destroy(f);
     double worst = 0, scale = 0, tol = (c->prec == TIDE_DOUBLE ? 1e-13 : 2e-6) * n;
@@ -132,11 +128,9 @@ static void run(const fcase *c, tt_rng *rng)
                 }
             }
     double bound = tol * tt_max_nan(scale, 1);
-    if (!(worst <= bound)) {
-        n_failed++;
-        printf("FAIL: %s: largest difference from the naive DFT %.3g (scale %.3g, tol %.3g)\n",
-               what, worst, scale, bound);
-    }
+    tt_local(&tally, worst <= bound,
+             "%s: largest difference from the naive DFT %.3g (scale %.3g, tol %.3g)", what, worst,
+             scale, bound);
 done:
     free(in);
     free(out);
@@ -163,6 +157,6 @@ int main(void)
                 run(&c, &rng);
                 ncases++;
             }
-    printf("test_cpu_fft: %d cases, %lld checks, %lld failed\n", ncases, n_checks, n_failed);
-    return n_failed ? 1 : 0;
+    printf("test_cpu_fft: %d cases\n", ncases);
+    return tt_finish_local(&tally, "test_cpu_fft", "checks");
 }
