@@ -8,6 +8,7 @@
 #endif
 
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -260,18 +261,36 @@ int tt_check(tt_tally *t, MPI_Comm comm, int ok, const char *fmt, ...)
     return all;
 }
 
-int tt_finish(const tt_tally *t, MPI_Comm comm, const char *name, const char *noun)
+/* The verdict on counts every rank agrees on, printed by rank 0. */
+static int tt_verdict(int rank, const char *name, int checks, int any_checks, const char *noun,
+                      int failed)
 {
-    int rank, failed = t->failed, maxfailed = 0;
-    MPI_Comm_rank(comm, &rank);
-    /* Ranks count the same checks, but take the max so a miscount cannot make them disagree. */
-    MPI_Allreduce(&failed, &maxfailed, 1, MPI_INT, MPI_MAX, comm);
     if (rank == 0) {
-        printf("%s: %d %s, %d failed\n", name, t->checks, noun, maxfailed);
+        if (any_checks)
+            printf("%s: %d %s, %d failed\n", name, checks, noun, failed);
+        else
+            printf("FAIL: %s: no %s ran, so nothing was tested\n", name, noun);
         fflush(stdout);
     }
-    return maxfailed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return failed || !any_checks ? EXIT_FAILURE : EXIT_SUCCESS;
 }
+
+int tt_finish(const tt_tally *t, MPI_Comm comm, const char *name, const char *noun)
+{
+    int rank, mine[2] = {t->failed, t->checks}, most[2] = {0, 0};
+    MPI_Comm_rank(comm, &rank);
+    /* Ranks count the same checks, but take the max so a miscount cannot make them disagree;
+     * a rank may count none of its own (cases shared out among the ranks). */
+    MPI_Allreduce(mine, most, 2, MPI_INT, MPI_MAX, comm);
+    return tt_verdict(rank, name, t->checks, most[1] > 0, noun, most[0]);
+}
+
+int tt_finish_local(const tt_tally *t, const char *name, const char *noun)
+{
+    return tt_verdict(0, name, t->checks, t->checks > 0, noun, t->failed);
+}
+
+double tt_max_nan(double a, double b) { return isnan(a) || a > b ? a : b; }
 
 int tt_gpus_or_skip(void)
 {

@@ -129,8 +129,15 @@ int tt_check(tt_tally *t, MPI_Comm comm, int ok, const char *fmt, ...)
 void tt_expect_error(tt_tally *t, MPI_Comm comm, const char *tag, const char *what, int st,
                      const char *msg, unsigned allowed, int untouched, int same_msg);
 
-/* Collective: rank 0 prints "<name>: <checks> <noun>, <failed> failed". Returns the process
- * exit status (0 when nothing failed), the same on every rank. */
+/* Collective: rank 0 prints "<name>: <checks> <noun>, <failed> failed", or a FAIL line when no
+ * rank counted a check (a test that checked nothing must not pass). Returns the process exit
+ * status (0 when checks ran and none failed), the same on every rank. */
 int tt_finish(const tt_tally *t, MPI_Comm comm, const char *name, const char *noun);
+/* tt_finish for a test of one process that never initializes MPI. */
+int tt_finish_local(const tt_tally *t, const char *name, const char *noun);
+
+/* The larger of a and b, NaN when either is NaN (fmax drops a NaN: an error maximum taken with
+ * it would hide a NaN result). */
+double tt_max_nan(double a, double b);
 
 #endif

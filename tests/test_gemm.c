@@ -63,12 +63,13 @@
  *     the GPU, and a check that the plans of b) kept C on the device across their updates
  *     (their descriptions say which);
  *  e) the one-shot tide_gemm, default options (NULL) and given ones, a complex plan among them;
- *  g) several GPUs (GPU host path, one rank): explicit gpus options from 1 to all the GPUs the
- *     rank may drive, C's columns shared among them (uneven parts, fewer columns than GPUs,
- *     tiles forced small), every op combination (one of four complex, op(B) = B^H),
- *     info.gpus; on two GPUs or more A shared between them (share_a 1, info.shared_a), not
- *     (-1) and as the model decides (0); more GPUs than the rank's share and beyond the limit
- *     fail TIDE_ERR_ARGUMENT. With gpus 0 (every other case) a rank alone on a node of several
+ *  g) the gpus option (GPU host path, one rank): gpus 1, and with the argument several-gpus
+ *     (a test of its own, SKIP (77) where the rank drives one GPU) 2 to all the GPUs the rank
+ *     may drive, C's columns shared among them (uneven parts, fewer columns than GPUs, tiles
+ *     forced small), every op combination (one of four complex, op(B) = B^H), info.gpus; on
+ *     two GPUs or more A shared between them (share_a 1, info.shared_a), not (-1) and as the
+ *     model decides (0); more GPUs than the rank's share and beyond the limit fail
+ *     TIDE_ERR_ARGUMENT. With gpus 0 (every other case) a rank alone on a node of several
  *     GPUs drives all of them;
  *  f) bad input: negative sizes, leading dimensions below the minimum, unknown enums (transa 3,
  *     domain -1 and 2 among them), options not from the init function, negative tile or panel,
@@ -647,7 +648,7 @@ static double run_case(tide_context *c, const gcase *g, int index, int many)
             if (tt_check(&tally, world, st == 0, "c) %s: run %d: %s: %s", g->name, run + 1,
                          tide_strerror(st), tide_last_error(c))) {
                 double e = check_result(g, run, x, in, &a);
-                worst = e > worst || isnan(e) ? e : worst;
+                worst = tt_max_nan(worst, e);
             }
             for (int i = 0; i < 3; i++) {
                 free(in[i]);
@@ -708,7 +709,7 @@ static void shape_cases(const long long s[3], int sn, int tile, int panel, const
         gcase g;
         build_case(&g, s, combo, *count, tile, panel, kind);
         double e = run_case(ctx, &g, *count, many);
-        worst[g.cplx] = e > worst[g.cplx] || isnan(e) ? e : worst[g.cplx];
+        worst[g.cplx] = tt_max_nan(worst[g.cplx], e);
         ++*count;
     }
 }
@@ -777,7 +778,7 @@ static void small_budget(const tide_context_options *copts)
                MPI_Wtime() - t0);
 }
 
-/* ---- g) several GPUs ------------------------------------------------------------------------ */
+/* ---- g) the gpus option --------------------------------------------------------------------- */
 
 static void expect(const char *tag, const char *what, int st, unsigned allowed, int untouched);
 
@@ -807,19 +808,25 @@ static tide_gemm_info plan_gpus_info(int want, int share_a, int *st)
 
 static int plan_gpus(int want, int *st) { return plan_gpus_info(want, 0, st).gpus; }
 
-static void several_gpus(void)
+/* The GPUs a plan with gpus 0 drives on this rank (its share of the node's), 0 when that plan
+ * fails. */
+static int gpu_share(void)
 {
-    if (!gpu || on_device)
-        return;
+    int st, share = plan_gpus(0, &st);
+    tt_check(&tally, world, share >= 1, "g) plan with gpus 0: %s: %s (gpus %d)",
+             tide_strerror(st), tide_last_error(ctx), share);
+    return share >= 1 ? share : 0;
+}
+
+/* Option gpus from lo to hi (at most the rank's share): each count's cases, and that a plan
+ * asking for hi gets them; from 2 on A shared or not as asked; beyond the share refused. */
+static void gpus_option(int lo, int hi, int share)
+{
     double t0 = MPI_Wtime();
     int before = tally.failed, st;
-    int share = plan_gpus(0, &st);
-    if (!tt_check(&tally, world, share >= 1, "g) plan with gpus 0: %s: %s (gpus %d)",
-                  tide_strerror(st), tide_last_error(ctx), share))
-        return;
     static const long long s[][3] = {{97, 301, 129}, {31, 1, 7}, {129, 513, 97}, {7, 3, 1000}};
     int count = 0;
-    for (int want = 1; want <= share; want++)
+    for (int want = lo; want <= hi; want++)
         for (int c = 0; c < 4; c++)
             for (int combo = 0; combo < 16; combo += 5, count++) {
                 gcase g;
@@ -833,21 +840,20 @@ static void several_gpus(void)
                          "share_a %d", want, g.share_a);
                 run_case(ctx, &g, 7100 + count, 0);
             }
-    int got = plan_gpus(share, &st);
-    tt_check(&tally, world, got == share, "g) plan with gpus %d runs on %d GPUs", share, got);
-    for (int v = -1; v <= 1 && share > 1; v += 2) { /* A (64 x 64) fits every GPU whole */
-        tide_gemm_info in = plan_gpus_info(share, v, &st);
+    int got = plan_gpus(hi, &st);
+    tt_check(&tally, world, got == hi, "g) plan with gpus %d runs on %d GPUs", hi, got);
+    for (int v = -1; v <= 1 && hi > 1; v += 2) { /* A (64 x 64) fits every GPU whole */
+        tide_gemm_info in = plan_gpus_info(hi, v, &st);
         tt_check(&tally, world, !st && in.shared_a == (v > 0), "g) gpus %d share_a %d: %s, "
-                 "info.shared_a %d", share, v, tide_strerror(st), in.shared_a);
+                 "info.shared_a %d", hi, v, tide_strerror(st), in.shared_a);
     }
     if (share + 1 <= 16) {
         plan_gpus(share + 1, &st);
         expect("g", "gpus beyond the rank's share", st, ARG, 1);
     }
     if (rank == 0)
-        printf("  g) option gpus 1..%d: %d cases, %d failed checks%s (%.1f s)\n", share,
-               count, tally.failed - before, share > 1 ? "" : "; one GPU for this rank: "
-               "several GPUs NOT tested (SKIPPED)", MPI_Wtime() - t0);
+        printf("  g) option gpus %d..%d of the rank's %d: %d cases, %d failed checks (%.1f s)\n",
+               lo, hi, share, count, tally.failed - before, MPI_Wtime() - t0);
 }
 
 /* ---- e) the one-shot call ------------------------------------------------------------------- */
@@ -1711,9 +1717,18 @@ int main(int argc, char **argv)
     const char *verbose_env = getenv("TIDE_TEST_VERBOSE");
     verbose = verbose_env && verbose_env[0] && strcmp(verbose_env, "0") != 0;
     int cuda = be && !strcmp(be, "cuda");
+    /* Argument several-gpus: g) alone for two GPUs and more (one rank, the GPU host path). */
+    int several = argc > 1 && !strcmp(argv[1], "several-gpus");
     if (rank == 0)
         printf("test_gemm on %d ranks (TIDE_TEST_VERBOSE=1 names each case as it starts)\n",
                nranks);
+    if (several && (!cuda || nranks > 1 || (loc && strcmp(loc, "host")))) {
+        if (rank == 0)
+            printf("FAIL: test_gemm several-gpus runs on one rank with TIDE_TEST_BACKEND=cuda "
+                   "and host matrices\n");
+        MPI_Finalize();
+        return 1;
+    }
     if (cuda && !tt_all(world, tt_gpus_or_skip() > 0)) {
         MPI_Finalize();
         return 77;
@@ -1733,13 +1748,27 @@ int main(int argc, char **argv)
                on_device ? "device" : "host");
     double t0 = MPI_Wtime();
     oracle_selftest();
-    if (nranks > 1) {
+    if (several) {
+        int share = gpu_share();
+        if (share == 1) {
+            printf("SKIP: this rank drives one GPU: no case of several GPUs to run\n");
+            tide_context_destroy(ctx);
+            MPI_Finalize();
+            return 77;
+        }
+        if (share > 1)
+            gpus_option(2, share, share);
+    } else if (nranks > 1) {
         many_ranks();
         small_budget(&copts);
     } else {
         cases();
         small_budget(&copts);
-        several_gpus();
+        if (gpu && !on_device) {
+            int share = gpu_share();
+            if (share)
+                gpus_option(1, 1, share);
+        }
         one_shot();
         int before = tally.failed;
         create_errors();
