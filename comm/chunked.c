@@ -2,13 +2,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "tide_config.h"
 #include "comm/chunked.h"
 #include "comm/region.h"
 #include "comm/reshape.h"
-#if TIDE_HAVE_CUDA
 #include "gpu/gpu.h"
-#endif
 
 enum { TAG = 7311 };
 
@@ -200,7 +197,6 @@ int tide_chunked_create(MPI_Comm comm, const tide_box *A, const tide_box *B, int
 int tide_chunked_nccl(const tide_chunked *x, int i, const void *chunk, const tide_box *cbox,
                       void *sendbuf, void *recvbuf, void *nccl, void *stream)
 {
-#if TIDE_HAVE_CUDA
     size_t soff = 0, roff = 0;
     int st = 0;
     tide_box r;
@@ -232,11 +228,6 @@ int tide_chunked_nccl(const tide_chunked *x, int i, const void *chunk, const tid
     }
     int end = tide_nccl_group_end(); /* ends the group even after a failed call in it */
     return st ? st : end;
-#else
-    (void)x, (void)i, (void)chunk, (void)cbox, (void)sendbuf, (void)recvbuf, (void)nccl;
-    (void)stream;
-    return TIDE_ERR_UNSUPPORTED;
-#endif
 }
 
 /* An MPI type for the planes [a, b) along d of region inside an array laid out as box. */

@@ -17,10 +17,7 @@
 #include "comm/halo.h"
 #include "comm/region.h"
 #include "comm/reshape.h"
-#include "tide_config.h"
-#if TIDE_HAVE_CUDA
 #include "gpu/gpu.h"
-#endif
 
 enum { HALO_TAG = 7302 };
 
@@ -65,20 +62,15 @@ struct tide_halo {
 static void *stage_alloc(int device, int on_device, size_t bytes)
 {
     void *p = NULL;
-#if TIDE_HAVE_CUDA
     if (device)
         return (on_device ? tide_gpu_malloc(bytes + 1, &p) : tide_gpu_host_alloc(bytes + 1, &p))
                    ? NULL
                    : p;
-#endif
-    (void)device, (void)on_device;
-    p = malloc(bytes + 1);
-    return p;
+    return malloc(bytes + 1);
 }
 
 static void stage_free(int device, int on_device, void *p)
 {
-#if TIDE_HAVE_CUDA
     if (device && p) {
         if (on_device)
             tide_gpu_free(p);
@@ -86,8 +78,6 @@ static void stage_free(int device, int on_device, void *p)
             tide_gpu_host_free(p);
         return;
     }
-#endif
-    (void)device, (void)on_device;
     free(p);
 }
 
@@ -187,9 +177,6 @@ int tide_halo_create(MPI_Comm comm, const int n[3], const int periodic[3],
     *out = NULL;
     int device = transport != TIDE_HALO_HOST;
     int host = transport == TIDE_HALO_HOST || transport == TIDE_HALO_STAGED;
-    if (device && !TIDE_HAVE_CUDA)
-        return snprintf(err, len, "a halo on the device needs a build with CUDA"),
-               TIDE_ERR_UNSUPPORTED;
     int P, me;
     MPI_Comm_size(comm, &P);
     MPI_Comm_rank(comm, &me);
@@ -345,7 +332,6 @@ static int execute_host(const tide_halo *h, const void *from, const tide_box *fb
     return rc == MPI_SUCCESS && w == MPI_SUCCESS ? TIDE_SUCCESS : TIDE_ERR_MPI;
 }
 
-#if TIDE_HAVE_CUDA
 /* A device halo's sends packed from a into the device staging, kernels on stream. */
 static int device_pack(const tide_halo *h, const void *a, void *stream)
 {
@@ -371,13 +357,11 @@ static int device_unpack(const tide_halo *h, void *a, void *stream)
     }
     return st;
 }
-#endif
 
 /* The STAGED and CUDA_MPI transports (halo.h: tide_halo_run): CUDA_MPI without the copies
  * through host memory. */
 static int execute_staged(const tide_halo *h, void *a, void *stream, tide_halo_part part)
 {
-#if TIDE_HAVE_CUDA
     int st = TIDE_SUCCESS, host = h->transport == TIDE_HALO_STAGED;
     size_t sb = h->elem * h->send.elements, rb = h->elem * h->recv.elements;
     if (part & TIDE_HALO_START) {
@@ -396,16 +380,11 @@ static int execute_staged(const tide_halo *h, void *a, void *stream, tide_halo_p
     if (!st && rb && host)
         st = tide_gpu_memcpy_async(h->drbuf, h->rbuf, rb, stream);
     return st ? st : device_unpack(h, a, stream);
-#else
-    (void)h, (void)a, (void)stream, (void)part;
-    return TIDE_ERR_UNSUPPORTED;
-#endif
 }
 
 /* The NCCL transport (halo.h: tide_halo_run): all of it asynchronous, issued by START. */
 static int execute_nccl(const tide_halo *h, void *a, void *nccl, void *stream)
 {
-#if TIDE_HAVE_CUDA
     int st = device_pack(h, a, stream);
     /* every rank posts its whole group whatever failed, so that no peer waits (a failed
      * pack sends what the staging held, and this rank reports the failure) */
@@ -425,10 +404,6 @@ static int execute_nccl(const tide_halo *h, void *a, void *nccl, void *stream)
     int e = tide_nccl_group_end();
     st = st ? st : g ? g : e;
     return st ? st : device_unpack(h, a, stream);
-#else
-    (void)h, (void)a, (void)nccl, (void)stream;
-    return TIDE_ERR_UNSUPPORTED;
-#endif
 }
 
 int tide_halo_run(const tide_halo *h, void *a, void *nccl, void *stream, tide_halo_part part)

@@ -11,12 +11,9 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "tide_config.h"
 #include "comm/region.h"
 #include "comm/reshape.h"
-#if TIDE_HAVE_CUDA
 #include "gpu/gpu.h"
-#endif
 
 typedef struct {
     int peer;
@@ -343,19 +340,12 @@ int tide_reshape_create_device(MPI_Comm comm, const tide_box *src, const tide_bo
                                size_t elem, int batch, tide_exchange transport, void *nccl,
                                void *stream, tide_reshape **out, char *err, size_t errlen)
 {
-#if TIDE_HAVE_CUDA
     /* CUDA-aware MPI moves the packed blocks with one Alltoallv; NCCL makes no MPI tables
      * (the exchange it is filed under, P2P, is never run). */
     tide_exchange mpi = transport == TIDE_EXCHANGE_CUDA_MPI ? TIDE_EXCHANGE_A2AV
                         : transport == TIDE_EXCHANGE_NCCL   ? TIDE_EXCHANGE_P2P : transport;
     return create(comm, src, dst, elem, batch, mpi, 1, 1, transport, nccl, stream, out, err,
                   errlen);
-#else
-    (void)comm, (void)src, (void)dst, (void)elem, (void)batch, (void)transport, (void)nccl;
-    (void)stream, (void)out;
-    snprintf(err, errlen, "this build has no CUDA");
-    return TIDE_ERR_UNSUPPORTED;
-#endif
 }
 
 void tide_reshape_destroy(tide_reshape *r)
@@ -574,7 +564,6 @@ int tide_reshape_execute(const tide_reshape *r, const void *src, void *dst, void
 
 /* ---- device arrays ---------------------------------------------------------------------- */
 
-#if TIDE_HAVE_CUDA
 /* Every block packed: one Alltoallv, or pairwise messages, on the staging buffers. */
 static int mpi_staged(const tide_reshape *r, void *sbuf, void *rbuf)
 {
@@ -642,11 +631,3 @@ int tide_reshape_execute_device(const tide_reshape *r, const void *src, void *ds
                                             &r->recv[i].region, dst, &r->dst, s);
     return st;
 }
-#else
-int tide_reshape_execute_device(const tide_reshape *r, const void *src, void *dst, void *dsend,
-                                void *drecv, void *hsend, void *hrecv)
-{
-    (void)r, (void)src, (void)dst, (void)dsend, (void)drecv, (void)hsend, (void)hrecv;
-    return TIDE_ERR_UNSUPPORTED;
-}
-#endif

@@ -20,11 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "tide_config.h"
 #include "plan/streamed.h"
 #include "comm/chunked.h"
 #include "comm/region.h"
-#if TIDE_HAVE_CUDA
 #include "gpu/gpu.h"
 #include "gpu/pipeline.h"
 
@@ -775,43 +773,3 @@ void tide_streamed_shape_of(const tide_streamed *s, tide_streamed_shape *sh)
     sh->pinned_bytes = (s->resident ? 0 : wall) + s->sbytes +
                        tide_pipeline_pinned_bytes(s->pipe);
 }
-
-#else /* no CUDA: plans never stream (fft.c asks only on a context with GPUs) */
-
-int tide_streamed_create(const tide_streamed_desc *d, tide_streamed **out, char *err, size_t len)
-{
-    (void)d;
-    *out = NULL;
-    snprintf(err, len, "this build has no CUDA");
-    return TIDE_ERR_UNSUPPORTED;
-}
-
-void tide_streamed_destroy(tide_streamed *s) { (void)s; }
-
-void tide_streamed_shape_of(const tide_streamed *s, tide_streamed_shape *sh)
-{
-    (void)s;
-    memset(sh, 0, sizeof *sh);
-}
-
-void tide_streamed_describe_pass(const tide_streamed *s, int dir, int k, char *buf, size_t len)
-{
-    (void)s, (void)dir, (void)k;
-    snprintf(buf, len, "%s", "");
-}
-
-void tide_streamed_transfers(const tide_streamed *s, int dir, double *up, double *down)
-{
-    (void)s, (void)dir;
-    *up = *down = 0;
-}
-
-int tide_streamed_execute(const tide_streamed *s, int dir, const void *in, void *out, char *err,
-                        size_t len)
-{
-    (void)s, (void)dir, (void)in, (void)out;
-    snprintf(err, len, "this build has no CUDA");
-    return TIDE_ERR_UNSUPPORTED;
-}
-
-#endif
