@@ -5,7 +5,8 @@
 #include "comm/chunked.h"
 #include "comm/region.h"
 #include "comm/reshape.h"
-#include "gpu/gpu.h"
+#include "gpu/nccl.h"
+#include "gpu/pack.h"
 
 enum { TAG = 7311 };
 

@@ -17,7 +17,9 @@
 #include "comm/halo.h"
 #include "comm/region.h"
 #include "comm/reshape.h"
-#include "gpu/gpu.h"
+#include "gpu/memory.h"
+#include "gpu/nccl.h"
+#include "gpu/pack.h"
 
 enum { HALO_TAG = 7302 };
 

@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include "comm/region.h"
 #include "comm/reshape.h"
-#include "gpu/gpu.h"
+#include "gpu/memory.h"
+#include "gpu/nccl.h"
+#include "gpu/pack.h"
 
 typedef struct {
     int peer;

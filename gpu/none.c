@@ -10,7 +10,16 @@
 #include <stdio.h>
 #include <string.h>
 #include "backend/backend.h"
-#include "gpu/gpu.h"
+#include "gpu/device.h"
+#include "gpu/fft.h"
+#include "gpu/gemm.h"
+#include "gpu/measure.h"
+#include "gpu/memory.h"
+#include "gpu/nccl.h"
+#include "gpu/pack.h"
+#include "gpu/poisson.h"
+#include "gpu/r2r.h"
+#include "gpu/stencil.h"
 #include "gpu/pipeline.h"
 
 static const char NO_CUDA[] = "this build has no CUDA (configured with -Dcuda=disabled or no nvcc)";
@@ -23,7 +32,7 @@ static int none(char *why, size_t len)
     return TIDE_ERR_UNSUPPORTED;
 }
 
-/* ---- devices, memory, streams, copies --------------------------------------------------- */
+/* ---- device.h: the GPUs of the process ------------------------------------------------------ */
 
 int tide_gpu_count(char *why, size_t len)
 {
@@ -48,19 +57,39 @@ int tide_gpu_select(int local_rank, int device, int bind, tide_device_info *info
     return TIDE_ERR_BACKEND;
 }
 
-int tide_gpu_measure(size_t bytes, int (*align)(void *arg, int ok), void *arg,
-                     tide_rates *rates, char *why, size_t len)
+int tide_gpu_device_enter(int device, int *prev)
 {
-    (void)bytes, (void)align, (void)arg, (void)rates;
-    return none(why, len);
+    (void)device;
+    *prev = -1;
+    return TIDE_ERR_UNSUPPORTED;
 }
 
-int tide_gpu_measure_gpus(const int *devices, int n, size_t bytes, tide_rates *rates, char *why,
-                          size_t len)
+void tide_gpu_device_leave(int prev) { (void)prev; }
+
+int tide_gpu_peer(int device, int peer, int enable)
 {
-    (void)devices, (void)n, (void)bytes, (void)rates;
-    return none(why, len);
+    (void)device, (void)peer, (void)enable;
+    return TIDE_ERR_UNSUPPORTED;
 }
+
+const char *tide_gpu_last_error(void) { return NO_CUDA; }
+
+int tide_gpu_note_error(const char *call, const char *what, int code)
+{
+    (void)call, (void)what, (void)code;
+    return TIDE_ERR_BACKEND;
+}
+
+/* ---- memory.h: memory, streams, events, copies ---------------------------------------------- */
+
+int tide_gpu_malloc(size_t bytes, void **ptr)
+{
+    (void)bytes;
+    *ptr = NULL;
+    return TIDE_ERR_UNSUPPORTED;
+}
+
+void tide_gpu_free(void *ptr) { (void)ptr; }
 
 int tide_gpu_host_alloc(size_t bytes, void **ptr)
 {
@@ -71,31 +100,11 @@ int tide_gpu_host_alloc(size_t bytes, void **ptr)
 
 int tide_gpu_host_free(void *ptr) { return ptr ? TIDE_ERR_ARGUMENT : 0; }
 
-int tide_nccl_version(void) { return 0; }
-
-int tide_gpu_copy_region(size_t elem, int batch, const tide_box *region, const void *src,
-                         const tide_box *sbox, void *dst, const tide_box *dbox)
+int tide_gpu_pointer_kind(const void *p)
 {
-    (void)elem, (void)batch, (void)region, (void)src, (void)sbox, (void)dst, (void)dbox;
-    return TIDE_ERR_UNSUPPORTED;
+    (void)p;
+    return -1;
 }
-
-int tide_gpu_copy_region_async(size_t elem, int batch, const tide_box *region, const void *src,
-                               const tide_box *sbox, void *dst, const tide_box *dbox,
-                               void *stream)
-{
-    (void)stream;
-    return tide_gpu_copy_region(elem, batch, region, src, sbox, dst, dbox);
-}
-
-int tide_gpu_malloc(size_t bytes, void **ptr)
-{
-    (void)bytes;
-    *ptr = NULL;
-    return TIDE_ERR_UNSUPPORTED;
-}
-
-void tide_gpu_free(void *ptr) { (void)ptr; }
 
 int tide_gpu_stream_create(void **stream, int urgent)
 {
@@ -138,9 +147,9 @@ int tide_gpu_stream_wait(void *stream, void *event)
     return TIDE_ERR_UNSUPPORTED;
 }
 
-int tide_gpu_peer(int device, int peer, int enable)
+int tide_gpu_memcpy_async(void *dst, const void *src, size_t bytes, void *stream)
 {
-    (void)device, (void)peer, (void)enable;
+    (void)dst, (void)src, (void)bytes, (void)stream;
     return TIDE_ERR_UNSUPPORTED;
 }
 
@@ -152,36 +161,38 @@ int tide_gpu_copy_peer_2d(void *dst, int dst_device, const void *src, int src_de
     return TIDE_ERR_UNSUPPORTED;
 }
 
-int tide_gpu_device_enter(int device, int *prev)
+/* ---- measure.h: transfer rates -------------------------------------------------------------- */
+
+int tide_gpu_measure(size_t bytes, int (*align)(void *arg, int ok), void *arg,
+                     tide_rates *rates, char *why, size_t len)
 {
-    (void)device;
-    *prev = -1;
+    (void)bytes, (void)align, (void)arg, (void)rates;
+    return none(why, len);
+}
+
+int tide_gpu_measure_gpus(const int *devices, int n, size_t bytes, tide_rates *rates, char *why,
+                          size_t len)
+{
+    (void)devices, (void)n, (void)bytes, (void)rates;
+    return none(why, len);
+}
+
+/* ---- pack.h: the permuting copy and scaling ------------------------------------------------- */
+
+int tide_gpu_copy_region(size_t elem, int batch, const tide_box *region, const void *src,
+                         const tide_box *sbox, void *dst, const tide_box *dbox)
+{
+    (void)elem, (void)batch, (void)region, (void)src, (void)sbox, (void)dst, (void)dbox;
     return TIDE_ERR_UNSUPPORTED;
 }
 
-void tide_gpu_device_leave(int prev) { (void)prev; }
-
-int tide_gpu_memcpy_async(void *dst, const void *src, size_t bytes, void *stream)
+int tide_gpu_copy_region_async(size_t elem, int batch, const tide_box *region, const void *src,
+                               const tide_box *sbox, void *dst, const tide_box *dbox,
+                               void *stream)
 {
-    (void)dst, (void)src, (void)bytes, (void)stream;
-    return TIDE_ERR_UNSUPPORTED;
+    (void)stream;
+    return tide_gpu_copy_region(elem, batch, region, src, sbox, dst, dbox);
 }
-
-int tide_gpu_pointer_kind(const void *p)
-{
-    (void)p;
-    return -1;
-}
-
-const char *tide_gpu_last_error(void) { return NO_CUDA; }
-
-int tide_gpu_note_error(const char *call, const char *what, int code)
-{
-    (void)call, (void)what, (void)code;
-    return TIDE_ERR_BACKEND;
-}
-
-/* ---- kernels: scaling, spectral operators, stencil sweeps, multiplies -------------------- */
 
 int tide_gpu_scale(int dbl, void *data, long long count, double s, void *stream)
 {
@@ -189,51 +200,9 @@ int tide_gpu_scale(int dbl, void *data, long long count, double s, void *stream)
     return TIDE_ERR_UNSUPPORTED;
 }
 
-int tide_gpu_spectral(const struct tide_spectral *d, void *data, void *stream)
-{
-    (void)d, (void)data, (void)stream;
-    return TIDE_ERR_UNSUPPORTED;
-}
+/* ---- nccl.h: NCCL --------------------------------------------------------------------------- */
 
-int tide_gpu_line_fft_ok(int n, int dbl)
-{
-    (void)n, (void)dbl;
-    return 0;
-}
-
-int tide_gpu_sweep_create(struct tide_sweep *s, int fuse, char *err, size_t len)
-{
-    (void)fuse;
-    s->state = NULL;
-    return none(err, len);
-}
-
-int tide_gpu_sweep(const struct tide_sweep *s, const void *src, void *dst, int steps,
-                   void *stream)
-{
-    (void)s, (void)src, (void)dst, (void)steps, (void)stream;
-    return TIDE_ERR_UNSUPPORTED;
-}
-
-void tide_gpu_sweep_destroy(struct tide_sweep *s) { (void)s; }
-
-int tide_gpu_gemm_create(void **handle)
-{
-    *handle = NULL;
-    return TIDE_ERR_UNSUPPORTED;
-}
-
-int tide_gpu_gemm(void *handle, const struct tide_gemm_desc *d, const struct tide_scalar *alpha,
-                  const void *a, const void *b, const struct tide_scalar *beta, void *c,
-                  void *stream)
-{
-    (void)handle, (void)d, (void)alpha, (void)a, (void)b, (void)beta, (void)c, (void)stream;
-    return TIDE_ERR_UNSUPPORTED;
-}
-
-void tide_gpu_gemm_destroy(void *handle) { (void)handle; }
-
-/* ---- NCCL ---------------------------------------------------------------------------------- */
+int tide_nccl_version(void) { return 0; }
 
 int tide_nccl_create(MPI_Comm comm, int max_ctas, tide_nccl **out, char *why, size_t len)
 {
@@ -266,13 +235,7 @@ int tide_nccl_check(tide_nccl *c)
     return 0;
 }
 
-/* ---- cuFFT transforms ---------------------------------------------------------------------- */
-
-const char *tide_cufft_name(int r)
-{
-    (void)r;
-    return NO_CUDA;
-}
+/* ---- fft.h: cuFFT transforms ---------------------------------------------------------------- */
 
 int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **out, size_t *work_bytes,
                         char *why, size_t len)
@@ -294,6 +257,14 @@ int tide_gpu_fft_execute(const tide_gpu_fft *f, void *in, void *out)
 }
 
 void tide_gpu_fft_destroy(tide_gpu_fft *f) { (void)f; }
+
+const char *tide_cufft_name(int r)
+{
+    (void)r;
+    return NO_CUDA;
+}
+
+/* ---- r2r.h: cosine and sine transforms ------------------------------------------------------ */
 
 int tide_gpu_r2r_create(int dbl, int kind, int dim, const tide_box *box, const tide_box *sarr,
                         const tide_box *darr, int batch, int complex_elems, tide_gpu_r2r **out,
@@ -318,7 +289,57 @@ int tide_gpu_r2r_execute(const tide_gpu_r2r *r, const void *src, void *dst, void
 
 void tide_gpu_r2r_destroy(tide_gpu_r2r *r) { (void)r; }
 
-/* ---- the pipeline engine -------------------------------------------------------------------- */
+/* ---- poisson.h: the spectral operator ------------------------------------------------------- */
+
+int tide_gpu_spectral(const struct tide_spectral *d, void *data, void *stream)
+{
+    (void)d, (void)data, (void)stream;
+    return TIDE_ERR_UNSUPPORTED;
+}
+
+int tide_gpu_line_fft_ok(int n, int dbl)
+{
+    (void)n, (void)dbl;
+    return 0;
+}
+
+/* ---- stencil.h: stencil sweeps -------------------------------------------------------------- */
+
+int tide_gpu_sweep_create(struct tide_sweep *s, int fuse, char *err, size_t len)
+{
+    (void)fuse;
+    s->state = NULL;
+    return none(err, len);
+}
+
+int tide_gpu_sweep(const struct tide_sweep *s, const void *src, void *dst, int steps,
+                   void *stream)
+{
+    (void)s, (void)src, (void)dst, (void)steps, (void)stream;
+    return TIDE_ERR_UNSUPPORTED;
+}
+
+void tide_gpu_sweep_destroy(struct tide_sweep *s) { (void)s; }
+
+/* ---- gemm.h: cuBLAS multiplies -------------------------------------------------------------- */
+
+int tide_gpu_gemm_create(void **handle)
+{
+    *handle = NULL;
+    return TIDE_ERR_UNSUPPORTED;
+}
+
+int tide_gpu_gemm(void *handle, const struct tide_gemm_desc *d, const struct tide_scalar *alpha,
+                  const void *a, const void *b, const struct tide_scalar *beta, void *c,
+                  void *stream)
+{
+    (void)handle, (void)d, (void)alpha, (void)a, (void)b, (void)beta, (void)c, (void)stream;
+    return TIDE_ERR_UNSUPPORTED;
+}
+
+void tide_gpu_gemm_destroy(void *handle) { (void)handle; }
+
+/* ---- pipeline.h: the out-of-card pipeline engine -------------------------------------------- */
 
 int tide_pipeline_create_config(const tide_pipeline_config *c, tide_pipeline **out, char *why,
                                 size_t len)

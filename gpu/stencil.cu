@@ -1,4 +1,4 @@
-// stencil.cu: the stencil sweeps of the CUDA backend (backend.h's tide_sweep; gpu.h).
+// stencil.cu: the stencil sweeps of the CUDA backend (backend.h's tide_sweep; gpu/stencil.h).
 //
 // A sweep does `steps` time steps of a constant-coefficient stencil from src into dst (two
 // distinct arrays holding the whole grid, in storage order: n[0] the slowest dimension, whose
@@ -68,7 +68,8 @@
 #include <new>
 #include <utility>
 #include <cuda_runtime.h>
-#include "gpu/gpu.h"
+#include "gpu/device.h"
+#include "gpu/stencil.h"
 extern "C" {
 #include "backend/backend.h"
 }

@@ -60,7 +60,7 @@ int main(void)
 #include <omp.h>
 #include <cuda_runtime.h>
 #include "common.h"
-#include "gpu/gpu.h"
+#include "gpu/measure.h"
 #include "gpu/pipeline.h"
 #include "comm/region.h"
 #include "tide.h"

@@ -4,7 +4,14 @@
  * context with a GPU, which that build never makes, uses it. */
 #include <string.h>
 #include "backend/backend.h"
-#include "gpu/gpu.h"
+#include "gpu/device.h"
+#include "gpu/fft.h"
+#include "gpu/gemm.h"
+#include "gpu/memory.h"
+#include "gpu/nccl.h"
+#include "gpu/pack.h"
+#include "gpu/poisson.h"
+#include "gpu/stencil.h"
 
 static int cuda_alloc(size_t bytes, void **ptr) { return tide_gpu_malloc(bytes, ptr); }
 

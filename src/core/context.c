@@ -11,7 +11,10 @@
 #include "core/args.h"
 #include "tide_config.h"
 #include "core/core.h"
-#include "gpu/gpu.h"
+#include "gpu/device.h"
+#include "gpu/measure.h"
+#include "gpu/memory.h"
+#include "gpu/nccl.h"
 #if TIDE_HAVE_MPI_EXT
 #include <mpi-ext.h> /* MPIX_Query_cuda_support, where the MPI library has it */
 #endif

@@ -37,7 +37,8 @@
 #include <string.h>
 #include <mpi.h>
 #include "gemm/gemm_dist.h"
-#include "gpu/gpu.h"
+#include "gpu/memory.h"
+#include "gpu/nccl.h"
 
 struct tide_gemm_dist {
     tide_gemm_dist_desc d;

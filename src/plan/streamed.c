@@ -23,7 +23,9 @@
 #include "plan/streamed.h"
 #include "comm/chunked.h"
 #include "comm/region.h"
-#include "gpu/gpu.h"
+#include "gpu/device.h"
+#include "gpu/memory.h"
+#include "gpu/pack.h"
 #include "gpu/pipeline.h"
 
 enum { NDIRS = 2 };
