@@ -5,8 +5,7 @@
 #include "comm/chunked.h"
 #include "comm/region.h"
 #include "comm/reshape.h"
-#include "gpu/nccl.h"
-#include "gpu/pack.h"
+#include "comm/transport.h"
 
 enum { TAG = 7311 };
 
@@ -205,12 +204,12 @@ int tide_chunked_nccl(const tide_chunked *x, int i, const void *chunk, const tid
         long long cnt = q == x->me ? 0 : tide_chunked_send(x, i, q, &r);
         if (cnt == 0)
             continue;
-        st = tide_gpu_copy_region_async(x->elem, 1, &r, chunk, cbox,
-                                        (char *)sendbuf + soff * x->elem, &r, stream);
+        st = tide_transport_pack(x->elem, 1, &r, chunk, cbox, (char *)sendbuf + soff * x->elem,
+                                 &r, stream);
         soff += (size_t)cnt;
     }
     if (!st)
-        st = tide_nccl_group_start();
+        st = tide_transport_group_start();
     if (st)
         return st;
     soff = 0;
@@ -219,15 +218,15 @@ int tide_chunked_nccl(const tide_chunked *x, int i, const void *chunk, const tid
             continue;
         long long sc = tide_chunked_send(x, i, q, &r), rc = tide_chunked_recv(x, i, q, &r);
         if (rc > 0)
-            st = tide_nccl_recv(nccl, (char *)recvbuf + roff * x->elem, (size_t)rc * x->elem, q,
-                                stream);
+            st = tide_transport_recv(nccl, (char *)recvbuf + roff * x->elem,
+                                     (size_t)rc * x->elem, q, stream);
         if (!st && sc > 0)
-            st = tide_nccl_send(nccl, (char *)sendbuf + soff * x->elem, (size_t)sc * x->elem, q,
-                                stream);
+            st = tide_transport_send(nccl, (char *)sendbuf + soff * x->elem,
+                                     (size_t)sc * x->elem, q, stream);
         soff += (size_t)sc;
         roff += (size_t)rc;
     }
-    int end = tide_nccl_group_end(); /* ends the group even after a failed call in it */
+    int end = tide_transport_group_end(); /* ends the group even after a failed call in it */
     return st ? st : end;
 }
 

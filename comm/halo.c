@@ -17,9 +17,7 @@
 #include "comm/halo.h"
 #include "comm/region.h"
 #include "comm/reshape.h"
-#include "gpu/memory.h"
-#include "gpu/nccl.h"
-#include "gpu/pack.h"
+#include "comm/transport.h"
 
 enum { HALO_TAG = 7302 };
 
@@ -63,24 +61,15 @@ struct tide_halo {
 /* Staging of bytes (at least one): host memory, pinned for a device halo, or on the device. */
 static void *stage_alloc(int device, int on_device, size_t bytes)
 {
-    void *p = NULL;
-    if (device)
-        return (on_device ? tide_gpu_malloc(bytes + 1, &p) : tide_gpu_host_alloc(bytes + 1, &p))
-                   ? NULL
-                   : p;
-    return malloc(bytes + 1);
+    return device ? tide_transport_stage_alloc(on_device, bytes) : malloc(bytes + 1);
 }
 
 static void stage_free(int device, int on_device, void *p)
 {
-    if (device && p) {
-        if (on_device)
-            tide_gpu_free(p);
-        else
-            tide_gpu_host_free(p);
-        return;
-    }
-    free(p);
+    if (device)
+        tide_transport_stage_free(on_device, p);
+    else
+        free(p);
 }
 
 void tide_halo_destroy(tide_halo *h)
@@ -341,8 +330,8 @@ static int device_pack(const tide_halo *h, const void *a, void *stream)
     for (int j = 0; j < h->send.np && !st; j++) {
         const piece *p = &h->send.p[j];
         tide_box to = dense(p);
-        st = tide_gpu_copy_region_async(h->elem, 1, &p->region, a, &h->ext,
-                                        h->dsbuf + p->at * h->elem, &to, stream);
+        st = tide_transport_pack(h->elem, 1, &p->region, a, &h->ext,
+                                 h->dsbuf + p->at * h->elem, &to, stream);
     }
     return st;
 }
@@ -354,8 +343,8 @@ static int device_unpack(const tide_halo *h, void *a, void *stream)
     for (int j = 0; j < h->recv.np && !st; j++) {
         const piece *p = &h->recv.p[j];
         tide_box from = dense(p);
-        st = tide_gpu_copy_region_async(h->elem, 1, &p->region, h->drbuf + p->at * h->elem,
-                                        &from, a, &h->ext, stream);
+        st = tide_transport_pack(h->elem, 1, &p->region, h->drbuf + p->at * h->elem,
+                                 &from, a, &h->ext, stream);
     }
     return st;
 }
@@ -369,18 +358,18 @@ static int execute_staged(const tide_halo *h, void *a, void *stream, tide_halo_p
     if (part & TIDE_HALO_START) {
         st = device_pack(h, a, stream);
         if (!st && sb && host)
-            st = tide_gpu_memcpy_async(h->sbuf, h->dsbuf, sb, stream);
+            st = tide_transport_copy(h->sbuf, h->dsbuf, sb, stream);
     }
     if (!(part & TIDE_HALO_FINISH))
         return st;
-    int synced = tide_gpu_sync(stream); /* the packs (and the copy down), before the sends */
+    int synced = tide_transport_sync(stream); /* the packs (and the copy down), before the sends */
     st = st ? st : synced;
     /* a failed pack still takes part in the exchange (its peers then get what the staging
      * held, and this rank reports the failure) */
     if (execute_host(h, NULL, NULL, NULL, TIDE_HALO_ALL))
         return TIDE_ERR_MPI;
     if (!st && rb && host)
-        st = tide_gpu_memcpy_async(h->drbuf, h->rbuf, rb, stream);
+        st = tide_transport_copy(h->drbuf, h->rbuf, rb, stream);
     return st ? st : device_unpack(h, a, stream);
 }
 
@@ -390,20 +379,20 @@ static int execute_nccl(const tide_halo *h, void *a, void *nccl, void *stream)
     int st = device_pack(h, a, stream);
     /* every rank posts its whole group whatever failed, so that no peer waits (a failed
      * pack sends what the staging held, and this rank reports the failure) */
-    int g = tide_nccl_group_start();
+    int g = tide_transport_group_start();
     for (int i = 0; i < h->recv.nm; i++) {
         const message *x = &h->recv.m[i];
-        int e = tide_nccl_recv(nccl, h->drbuf + x->at * h->elem, x->count * h->elem, x->peer,
-                               stream);
+        int e = tide_transport_recv(nccl, h->drbuf + x->at * h->elem, x->count * h->elem, x->peer,
+                                    stream);
         g = g ? g : e;
     }
     for (int i = 0; i < h->send.nm; i++) {
         const message *x = &h->send.m[i];
-        int e = tide_nccl_send(nccl, h->dsbuf + x->at * h->elem, x->count * h->elem, x->peer,
-                               stream);
+        int e = tide_transport_send(nccl, h->dsbuf + x->at * h->elem, x->count * h->elem, x->peer,
+                                    stream);
         g = g ? g : e;
     }
-    int e = tide_nccl_group_end();
+    int e = tide_transport_group_end();
     st = st ? st : g ? g : e;
     return st ? st : device_unpack(h, a, stream);
 }

@@ -13,9 +13,7 @@
 #include <stdlib.h>
 #include "comm/region.h"
 #include "comm/reshape.h"
-#include "gpu/memory.h"
-#include "gpu/nccl.h"
-#include "gpu/pack.h"
+#include "comm/transport.h"
 
 typedef struct {
     int peer;
@@ -579,22 +577,22 @@ static int mpi_staged(const tide_reshape *r, void *sbuf, void *rbuf)
 static int nccl_exchange(const tide_reshape *r, const void *src, void *dst, void *dsend,
                          void *drecv)
 {
-    int st = tide_nccl_group_start();
+    int st = tide_transport_group_start();
     for (int i = 0; i < r->nrecv; i++) {
         const peer_block *p = &r->recv[i];
         char *base = p->direct ? (char *)dst : (char *)drecv;
-        int e = tide_nccl_recv(r->nccl, base + (size_t)p->offset * r->elem,
-                               (size_t)p->count * r->elem, p->peer, r->stream);
+        int e = tide_transport_recv(r->nccl, base + (size_t)p->offset * r->elem,
+                                    (size_t)p->count * r->elem, p->peer, r->stream);
         st = st ? st : e;
     }
     for (int i = 0; i < r->nsend; i++) {
         const peer_block *p = &r->send[i];
         const char *base = p->direct ? (const char *)src : (const char *)dsend;
-        int e = tide_nccl_send(r->nccl, base + (size_t)p->offset * r->elem,
-                               (size_t)p->count * r->elem, p->peer, r->stream);
+        int e = tide_transport_send(r->nccl, base + (size_t)p->offset * r->elem,
+                                    (size_t)p->count * r->elem, p->peer, r->stream);
         st = st ? st : e;
     }
-    int end = tide_nccl_group_end();
+    int end = tide_transport_group_end();
     return st ? st : end;
 }
 
@@ -605,12 +603,12 @@ int tide_reshape_execute_device(const tide_reshape *r, const void *src, void *ds
     int st = 0;
     for (int i = 0; i < r->nsend && !st; i++)
         if (!r->send[i].direct)
-            st = tide_gpu_copy_region_async(r->elem, r->batch, &r->send[i].region, src, &r->src,
-                                            (char *)dsend + r->send[i].offset * r->elem,
-                                            &r->send[i].region, s);
+            st = tide_transport_pack(r->elem, r->batch, &r->send[i].region, src, &r->src,
+                                     (char *)dsend + r->send[i].offset * r->elem,
+                                     &r->send[i].region, s);
     if (!st && r->has_self)
-        st = tide_gpu_copy_region_async(r->elem, r->batch, &r->self_region, src, &r->src, dst,
-                                        &r->dst, s);
+        st = tide_transport_pack(r->elem, r->batch, &r->self_region, src, &r->src, dst,
+                                 &r->dst, s);
     /* A failed pack still takes part in the exchange, so peers do not hang. */
     if (r->transport == TIDE_EXCHANGE_NCCL) {
         int moved = nccl_exchange(r, src, dst, dsend, drecv);
@@ -618,18 +616,18 @@ int tide_reshape_execute_device(const tide_reshape *r, const void *src, void *ds
     } else {
         int staged = r->transport != TIDE_EXCHANGE_CUDA_MPI;
         if (staged && !st)
-            st = tide_gpu_memcpy_async(hsend, dsend, r->send_bytes, s);
-        int synced = tide_gpu_sync(s);
+            st = tide_transport_copy(hsend, dsend, r->send_bytes, s);
+        int synced = tide_transport_sync(s);
         st = st ? st : synced;
         int moved = mpi_staged(r, staged ? hsend : dsend, staged ? hrecv : drecv);
         st = st ? st : moved;
         if (!st && staged)
-            st = tide_gpu_memcpy_async(drecv, hrecv, r->recv_bytes, s);
+            st = tide_transport_copy(drecv, hrecv, r->recv_bytes, s);
     }
     for (int i = 0; i < r->nrecv && !st; i++)
         if (!r->recv[i].direct)
-            st = tide_gpu_copy_region_async(r->elem, r->batch, &r->recv[i].region,
-                                            (const char *)drecv + r->recv[i].offset * r->elem,
-                                            &r->recv[i].region, dst, &r->dst, s);
+            st = tide_transport_pack(r->elem, r->batch, &r->recv[i].region,
+                                     (const char *)drecv + r->recv[i].offset * r->elem,
+                                     &r->recv[i].region, dst, &r->dst, s);
     return st;
 }

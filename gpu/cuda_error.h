@@ -1,4 +1,4 @@
-// cuda_error.h: a failed CUDA runtime call recorded for tide_gpu_last_error (gpu/device.h),
+// cuda_error.h: a failed CUDA runtime call recorded for tide_gpu_last_error (backend/device.h),
 // for the .cu files only (it names a CUDA type; gpu/device.cu defines it).
 #ifndef TIDE_GPU_CUDA_ERROR_H
 #define TIDE_GPU_CUDA_ERROR_H

@@ -1,4 +1,4 @@
-// device.cu: the GPUs of the process (gpu/device.h): counting the usable ones, their
+// device.cu: the GPUs of the process (backend/device.h): counting the usable ones, their
 // properties, choosing this rank's and binding near it, the current device, peer access, and
 // the thread's last CUDA failure that every gpu/ call records.
 #include <cstdio>
@@ -6,8 +6,8 @@
 #include <cuda_runtime.h>
 #include <hwloc.h>
 #include <hwloc/cudart.h>
+#include "backend/device.h"
 #include "gpu/cuda_error.h"
-#include "gpu/device.h"
 
 namespace {
 thread_local char last_error[256];

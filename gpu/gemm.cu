@@ -3,7 +3,7 @@
 // multiplies are ordered one after another, never concurrent).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include "gpu/device.h"
+#include "backend/device.h"
 #include "gpu/gemm.h"
 extern "C" {
 #include "backend/backend.h"

@@ -1,4 +1,4 @@
-// measure.cu: the transfer rates of GPUs (gpu/measure.h): one GPU's copies each way, both
+// measure.cu: the transfer rates of GPUs (backend/measure.h): one GPU's copies each way, both
 // ways at once and within the device, timed with events; several GPUs copying at once.
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 #include <cuda_runtime.h>
-#include "gpu/measure.h"
+#include "backend/measure.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
-// memory.cu: device and pinned host memory, streams, events and copies (gpu/memory.h).
+// memory.cu: device and pinned host memory, streams, events and copies (backend/memory.h).
 #include <cuda_runtime.h>
+#include "backend/memory.h"
 #include "gpu/cuda_error.h"
-#include "gpu/memory.h"
 
 extern "C" int tide_gpu_malloc(size_t bytes, void **ptr)
 {

@@ -7,7 +7,7 @@
 #if TIDE_HAVE_NCCL
 #include <nccl.h>
 #endif
-#include "gpu/device.h"
+#include "backend/device.h"
 #include "gpu/nccl.h"
 
 struct tide_nccl {

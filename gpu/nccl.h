@@ -26,7 +26,7 @@ int tide_nccl_create(MPI_Comm comm, int max_ctas, tide_nccl **out, char *why, si
 void tide_nccl_destroy(tide_nccl *c);
 /* One grouped exchange: the sends and receives between start and end form one NCCL group,
  * enqueued on stream (a cudaStream_t). Byte counts. Failures are described by
- * tide_gpu_last_error (gpu/device.h). */
+ * tide_gpu_last_error (backend/device.h). */
 int tide_nccl_group_start(void);
 int tide_nccl_send(tide_nccl *c, const void *buf, size_t bytes, int peer, void *stream);
 int tide_nccl_recv(tide_nccl *c, void *buf, size_t bytes, int peer, void *stream);

@@ -1,6 +1,8 @@
 /*
  * none.c: the GPU entry points of a build without CUDA, compiled instead of the .cu files
- * (gpu/meson.build). Nothing here touches a device: no GPU is counted or selected, NCCL has
+ * (gpu/meson.build): every function the gpu/ headers and the GPU services of the backend
+ * layer (backend/device.h, memory.h, measure.h, pipeline.h) declare. Nothing here touches a
+ * device: no GPU is counted or selected, NCCL has
  * version 0, and every call that needs a device fails with TIDE_ERR_UNSUPPORTED, the reason
  * (NO_CUDA) in its why or err argument and in tide_gpu_last_error. Calls that free or destroy
  * accept what the failing calls left (NULL). So the callers need no #if: a context falls back
@@ -10,17 +12,17 @@
 #include <stdio.h>
 #include <string.h>
 #include "backend/backend.h"
-#include "gpu/device.h"
+#include "backend/device.h"
+#include "backend/measure.h"
+#include "backend/memory.h"
+#include "backend/pipeline.h"
 #include "gpu/fft.h"
 #include "gpu/gemm.h"
-#include "gpu/measure.h"
-#include "gpu/memory.h"
 #include "gpu/nccl.h"
 #include "gpu/pack.h"
 #include "gpu/poisson.h"
 #include "gpu/r2r.h"
 #include "gpu/stencil.h"
-#include "gpu/pipeline.h"
 
 static const char NO_CUDA[] = "this build has no CUDA (configured with -Dcuda=disabled or no nvcc)";
 
@@ -32,7 +34,7 @@ static int none(char *why, size_t len)
     return TIDE_ERR_UNSUPPORTED;
 }
 
-/* ---- device.h: the GPUs of the process ------------------------------------------------------ */
+/* ---- backend/device.h: the GPUs of the process ---------------------------------------------- */
 
 int tide_gpu_count(char *why, size_t len)
 {
@@ -80,7 +82,7 @@ int tide_gpu_note_error(const char *call, const char *what, int code)
     return TIDE_ERR_BACKEND;
 }
 
-/* ---- memory.h: memory, streams, events, copies ---------------------------------------------- */
+/* ---- backend/memory.h: memory, streams, events, copies -------------------------------------- */
 
 int tide_gpu_malloc(size_t bytes, void **ptr)
 {
@@ -161,7 +163,7 @@ int tide_gpu_copy_peer_2d(void *dst, int dst_device, const void *src, int src_de
     return TIDE_ERR_UNSUPPORTED;
 }
 
-/* ---- measure.h: transfer rates -------------------------------------------------------------- */
+/* ---- backend/measure.h: transfer rates ------------------------------------------------------ */
 
 int tide_gpu_measure(size_t bytes, int (*align)(void *arg, int ok), void *arg,
                      tide_rates *rates, char *why, size_t len)
@@ -177,7 +179,7 @@ int tide_gpu_measure_gpus(const int *devices, int n, size_t bytes, tide_rates *r
     return none(why, len);
 }
 
-/* ---- pack.h: the permuting copy and scaling ------------------------------------------------- */
+/* ---- gpu/pack.h: the permuting copy and scaling --------------------------------------------- */
 
 int tide_gpu_copy_region(size_t elem, int batch, const tide_box *region, const void *src,
                          const tide_box *sbox, void *dst, const tide_box *dbox)
@@ -200,7 +202,7 @@ int tide_gpu_scale(int dbl, void *data, long long count, double s, void *stream)
     return TIDE_ERR_UNSUPPORTED;
 }
 
-/* ---- nccl.h: NCCL --------------------------------------------------------------------------- */
+/* ---- gpu/nccl.h: NCCL ----------------------------------------------------------------------- */
 
 int tide_nccl_version(void) { return 0; }
 
@@ -235,7 +237,7 @@ int tide_nccl_check(tide_nccl *c)
     return 0;
 }
 
-/* ---- fft.h: cuFFT transforms ---------------------------------------------------------------- */
+/* ---- gpu/fft.h: cuFFT transforms ------------------------------------------------------------ */
 
 int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **out, size_t *work_bytes,
                         char *why, size_t len)
@@ -264,7 +266,7 @@ const char *tide_cufft_name(int r)
     return NO_CUDA;
 }
 
-/* ---- r2r.h: cosine and sine transforms ------------------------------------------------------ */
+/* ---- gpu/r2r.h: cosine and sine transforms -------------------------------------------------- */
 
 int tide_gpu_r2r_create(int dbl, int kind, int dim, const tide_box *box, const tide_box *sarr,
                         const tide_box *darr, int batch, int complex_elems, tide_gpu_r2r **out,
@@ -289,7 +291,7 @@ int tide_gpu_r2r_execute(const tide_gpu_r2r *r, const void *src, void *dst, void
 
 void tide_gpu_r2r_destroy(tide_gpu_r2r *r) { (void)r; }
 
-/* ---- poisson.h: the spectral operator ------------------------------------------------------- */
+/* ---- gpu/poisson.h: the spectral operator --------------------------------------------------- */
 
 int tide_gpu_spectral(const struct tide_spectral *d, void *data, void *stream)
 {
@@ -303,7 +305,7 @@ int tide_gpu_line_fft_ok(int n, int dbl)
     return 0;
 }
 
-/* ---- stencil.h: stencil sweeps -------------------------------------------------------------- */
+/* ---- gpu/stencil.h: stencil sweeps ---------------------------------------------------------- */
 
 int tide_gpu_sweep_create(struct tide_sweep *s, int fuse, char *err, size_t len)
 {
@@ -321,7 +323,7 @@ int tide_gpu_sweep(const struct tide_sweep *s, const void *src, void *dst, int s
 
 void tide_gpu_sweep_destroy(struct tide_sweep *s) { (void)s; }
 
-/* ---- gemm.h: cuBLAS multiplies -------------------------------------------------------------- */
+/* ---- gpu/gemm.h: cuBLAS multiplies ---------------------------------------------------------- */
 
 int tide_gpu_gemm_create(void **handle)
 {
@@ -339,7 +341,7 @@ int tide_gpu_gemm(void *handle, const struct tide_gemm_desc *d, const struct tid
 
 void tide_gpu_gemm_destroy(void *handle) { (void)handle; }
 
-/* ---- pipeline.h: the out-of-card pipeline engine -------------------------------------------- */
+/* ---- backend/pipeline.h: the out-of-card pipeline engine ------------------------------------ */
 
 int tide_pipeline_create_config(const tide_pipeline_config *c, tide_pipeline **out, char *why,
                                 size_t len)

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cuda_runtime.h>
+#include "backend/memory.h"
 #include "gpu/cuda_error.h"
-#include "gpu/memory.h"
 #include "gpu/pack.h"
 extern "C" {
 #include "comm/region.h"

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <algorithm>
 #include <cuda_runtime.h>
-#include "gpu/device.h"
+#include "backend/device.h"
 #include "gpu/poisson.h"
 extern "C" {
 #include "backend/backend.h"

@@ -29,7 +29,7 @@
 #include <cstdlib>
 #include <cufft.h>
 #include <cuda_runtime.h>
-#include "gpu/device.h"
+#include "backend/device.h"
 #include "gpu/fft.h"
 #include "gpu/r2r.h"
 extern "C" {

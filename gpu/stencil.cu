@@ -69,7 +69,7 @@
 #include <cstdio>
 #include <new>
 #include <cuda_runtime.h>
-#include "gpu/device.h"
+#include "backend/device.h"
 #include "gpu/stencil.h"
 #include "gpu/stencil_kernel.cuh"
 

@@ -30,7 +30,7 @@ int main(void)
 #include <hwloc.h>
 #include <cuda_runtime.h>
 #include "common.h"
-#include "gpu/device.h"
+#include "backend/device.h"
 #include "gpu/nccl.h"
 #include "gpu/pack.h"
 #include "tide.h"

@@ -4,10 +4,10 @@
  * context with a GPU, which that build never makes, uses it. */
 #include <string.h>
 #include "backend/backend.h"
-#include "gpu/device.h"
+#include "backend/device.h"
+#include "backend/memory.h"
 #include "gpu/fft.h"
 #include "gpu/gemm.h"
-#include "gpu/memory.h"
 #include "gpu/nccl.h"
 #include "gpu/pack.h"
 #include "gpu/poisson.h"

@@ -11,13 +11,10 @@
 #include "core/args.h"
 #include "tide_config.h"
 #include "core/core.h"
-#include "gpu/device.h"
-#include "gpu/measure.h"
-#include "gpu/memory.h"
-#include "gpu/nccl.h"
-#if TIDE_HAVE_MPI_EXT
-#include <mpi-ext.h> /* MPIX_Query_cuda_support, where the MPI library has it */
-#endif
+#include "backend/device.h"
+#include "backend/measure.h"
+#include "backend/memory.h"
+#include "comm/transport.h"
 
 const char *tide_version(void) { return TIDE_VERSION_STRING; }
 
@@ -236,25 +233,14 @@ static int share_gpu(tide_context *ctx, int gpu, size_t budget)
     return TIDE_SUCCESS;
 }
 
-/* Whether this rank's MPI library takes device pointers (MPIX_Query_cuda_support where the
- * library has it, else no). */
-static int cuda_aware_mpi(void)
-{
-#if TIDE_HAVE_MPI_EXT && defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
-    return MPIX_Query_cuda_support();
-#else
-    return 0;
-#endif
-}
-
 /* What the GPU exchanges may use, the same on every rank: NCCL needs a GPU per rank (two
  * ranks on one GPU cannot share an NCCL communicator); CUDA-aware MPI must be so everywhere. */
 static int exchange_caps(tide_context *ctx)
 {
     int mine[2] = {0, 0}, all[2];
     if (ctx->backend == TIDE_BACKEND_CUDA) {
-        mine[0] = tide_nccl_version() > 0 && ctx->dev_sharers == 1;
-        mine[1] = cuda_aware_mpi();
+        mine[0] = tide_transport_nccl_version() > 0 && ctx->dev_sharers == 1;
+        mine[1] = tide_transport_cuda_aware_mpi();
     }
     if (MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
         return tide_fail(ctx, TIDE_ERR_MPI, "MPI_Allreduce failed");
@@ -268,14 +254,14 @@ int tide_context_nccl(tide_context *ctx, int beside, void **nccl)
     beside = !!beside;
     if (!ctx->nccl[beside] && ctx->nccl_usable) {
         char why[TIDE_MSG_LEN] = "";
-        tide_nccl *c = NULL;
-        int st = tide_nccl_create(ctx->comm, beside ? TIDE_NCCL_BESIDE_CTAS : 0, &c, why,
-                                  sizeof why);
+        void *c = NULL;
+        int st = tide_transport_nccl_create(ctx->comm, beside ? TIDE_NCCL_BESIDE_CTAS : 0, &c,
+                                            why, sizeof why);
         if (st)
             tide_fail(ctx, st, "NCCL: %s", why);
         st = tide_agree(ctx, st);
         if (st) {
-            tide_nccl_destroy(c);
+            tide_transport_nccl_destroy(c);
             return st;
         }
         ctx->nccl[beside] = c;
@@ -419,7 +405,7 @@ int tide_context_destroy(tide_context *ctx)
             return st;
     }
     for (int i = 0; i < 2; i++)
-        tide_nccl_destroy(ctx->nccl[i]);
+        tide_transport_nccl_destroy(ctx->nccl[i]);
     if (ctx->node_comm != MPI_COMM_NULL)
         MPI_Comm_free(&ctx->node_comm);
     if (ctx->comm != MPI_COMM_NULL)
@@ -446,8 +432,8 @@ int tide_context_device(const tide_context *ctx, tide_device_info *info)
         memset(info, 0, sizeof *info);
         info->device = -1;
     }
-    info->cuda_aware_mpi = cuda_aware_mpi();
-    info->nccl_version = tide_nccl_version();
+    info->cuda_aware_mpi = tide_transport_cuda_aware_mpi();
+    info->nccl_version = tide_transport_nccl_version();
     return TIDE_SUCCESS;
 }
 
@@ -650,16 +636,17 @@ static int xtest_once(const xtest *x)
 {
     int P = x->ctx->nranks, me = x->ctx->rank;
     if (x->how == TIDE_EXCHANGE_NCCL) {
-        int st = tide_nccl_group_start();
+        int st = tide_transport_group_start();
         for (int q = 0; q < P && !st; q++) {
             if (q == me)
                 continue;
-            st = tide_nccl_recv(x->nccl, x->b + (size_t)q * x->block, x->block, q, x->stream);
+            st = tide_transport_recv(x->nccl, x->b + (size_t)q * x->block, x->block, q,
+                                     x->stream);
             if (!st)
-                st = tide_nccl_send(x->nccl, x->a + (size_t)q * x->block, x->block, q,
-                                    x->stream);
+                st = tide_transport_send(x->nccl, x->a + (size_t)q * x->block, x->block, q,
+                                         x->stream);
         }
-        int end = tide_nccl_group_end();
+        int end = tide_transport_group_end();
         st = st ? st : end;
         return st ? st : tide_gpu_sync(x->stream);
     }

@@ -37,8 +37,8 @@
 #include <string.h>
 #include <mpi.h>
 #include "gemm/gemm_dist.h"
-#include "gpu/memory.h"
-#include "gpu/nccl.h"
+#include "backend/memory.h"
+#include "comm/transport.h"
 
 struct tide_gemm_dist {
     tide_gemm_dist_desc d;
@@ -375,17 +375,17 @@ static void nccl_panel(tide_gemm_dist *s, int b, const char *const at[2], const 
             send[x] = dev;
         }
     }
-    bad |= tide_nccl_group_start() != 0;
+    bad |= tide_transport_group_start() != 0;
     for (int x = 0; x < 2; x++)
         for (int q = 0; bytes[x] && q < ranks[x]; q++) {
             if (me[x] == root[x] && q != root[x])
-                bad |= tide_nccl_send(s->d.nccl, send[x], bytes[x], s->peer[x][q],
-                                      s->bstream) != 0;
+                bad |= tide_transport_send(s->d.nccl, send[x], bytes[x], s->peer[x][q],
+                                           s->bstream) != 0;
             else if (me[x] != root[x] && q == root[x])
-                bad |= tide_nccl_recv(s->d.nccl, x ? s->db[b] : s->da[b], bytes[x],
-                                      s->peer[x][q], s->bstream) != 0;
+                bad |= tide_transport_recv(s->d.nccl, x ? s->db[b] : s->da[b], bytes[x],
+                                           s->peer[x][q], s->bstream) != 0;
         }
-    bad |= tide_nccl_group_end() != 0;
+    bad |= tide_transport_group_end() != 0;
     bad |= tide_gpu_event_record(s->landed[b], s->bstream) != 0;
     s->copy_failed |= bad;
 }
@@ -483,7 +483,8 @@ int tide_gemm_dist_execute(tide_gemm_dist *s, tide_scalar alpha, const void *a, 
     }
     MPI_Waitall(4, &req[0][0], MPI_STATUSES_IGNORE);
     if (d->nccl) /* the panels' stream, and NCCL's asynchronous errors */
-        s->copy_failed |= tide_gpu_sync(s->bstream) != 0 || tide_nccl_check(d->nccl) != 0;
+        s->copy_failed |=
+            tide_gpu_sync(s->bstream) != 0 || tide_transport_nccl_check(d->nccl) != 0;
     if (mpi)
         return snprintf(err, len, "a panel broadcast failed"), TIDE_ERR_MPI;
     if (!st && s->copy_failed)

@@ -47,10 +47,10 @@
 #include <string.h>
 #include <mpi.h>
 #include "gemm/gemm_streamed.h"
-#include "gpu/device.h"
-#include "gpu/measure.h"
-#include "gpu/memory.h"
-#include "gpu/pipeline.h"
+#include "backend/device.h"
+#include "backend/measure.h"
+#include "backend/memory.h"
+#include "backend/pipeline.h"
 
 enum { SLOTS = 4, MAX_CHUNKS = 1 << 16, PROBE = 2048, FINALISTS = 6, MAX_BLOCKS = 4096 };
 

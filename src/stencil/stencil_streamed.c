@@ -30,7 +30,7 @@
  * exactly the R planes its f steps reach. A slab downloads planes the slab before uploaded (and
  * the seam planes of the last slab and of slab 0): the job is ordered (slab i's work after
  * slab i-1's), which the pipeline engine guarantees orders those downloads after the uploads
- * (gpu/pipeline.h, host-side ordering); nothing is read from the host after it was written,
+ * (backend/pipeline.h, host-side ordering); nothing is read from the host after it was written,
  * and uploads, sweeps and downloads of neighbouring slabs overlap in both directions.
  *
  * The model (Jin 2014's: the slowest of the transfers and the sweeps sets each slab's time):
@@ -49,7 +49,7 @@
 #include <mpi.h>
 #include "stencil/stencil_streamed.h"
 #include "comm/region.h"
-#include "gpu/pipeline.h"
+#include "backend/pipeline.h"
 
 enum {
     SLOTS = 3,         /* upload, sweeps and download of three slabs at once */

@@ -1,10 +1,12 @@
 /*
- * device.h: the GPUs of the process (gpu/device.cu; private, C linkage, no CUDA types): how
- * many are usable, their properties, choosing and binding near this rank's, the current
- * device, peer access, and the message of the last CUDA failure of any gpu/ call.
+ * device.h: the GPUs of the process (private, C linkage, no CUDA types): how many are usable,
+ * their properties, choosing and binding near this rank's, the current device, peer access,
+ * and the message of the last CUDA failure of any gpu/ call. One of the GPU services the
+ * backend layer offers the context and the operations; gpu/device.cu implements it (gpu/none.c
+ * in a build without CUDA).
  */
-#ifndef TIDE_GPU_DEVICE_H
-#define TIDE_GPU_DEVICE_H
+#ifndef TIDE_BACKEND_DEVICE_H
+#define TIDE_BACKEND_DEVICE_H
 
 #include <stddef.h>
 #include "tide.h"

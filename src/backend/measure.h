@@ -1,9 +1,10 @@
 /*
- * measure.h: the transfer rates of GPUs, measured (gpu/measure.cu; private, C linkage, no CUDA
- * types), which plans bound their times with and size their chunks by.
+ * measure.h: the transfer rates of GPUs, measured (private, C linkage, no CUDA types), which
+ * plans bound their times with and size their chunks by. One of the GPU services the backend
+ * layer offers; gpu/measure.cu implements it (gpu/none.c in a build without CUDA).
  */
-#ifndef TIDE_GPU_MEASURE_H
-#define TIDE_GPU_MEASURE_H
+#ifndef TIDE_BACKEND_MEASURE_H
+#define TIDE_BACKEND_MEASURE_H
 
 #include <stddef.h>
 #include "tide.h"

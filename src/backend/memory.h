@@ -1,10 +1,11 @@
 /*
- * memory.h: device and pinned host memory, streams, events and copies (gpu/memory.cu;
- * private, C linkage, no CUDA types: streams are cudaStream_t and events cudaEvent_t behind
- * void *). Failures are described by tide_gpu_last_error (gpu/device.h).
+ * memory.h: device and pinned host memory, streams, events and copies of the GPU (private, C
+ * linkage, no CUDA types: streams are cudaStream_t and events cudaEvent_t behind void *).
+ * Failures are described by tide_gpu_last_error (backend/device.h). One of the GPU services
+ * the backend layer offers; gpu/memory.cu implements it (gpu/none.c in a build without CUDA).
  */
-#ifndef TIDE_GPU_MEMORY_H
-#define TIDE_GPU_MEMORY_H
+#ifndef TIDE_BACKEND_MEMORY_H
+#define TIDE_BACKEND_MEMORY_H
 
 #include <stddef.h>
 #include "tide.h"
