@@ -74,7 +74,8 @@ int tide_comm_post(int send, void *buf, int count, MPI_Datatype type, int peer, 
                    MPI_Comm comm, MPI_Request *req);
 
 /* ---- test-only hooks (not for the library's own use) --------------------------------------
- * Process-wide, for the reshapes of every context. An exchange "post" is one MPI_Irecv,
+ * Not exported by the shared library (only tide.h's functions are); the tests link the static
+ * one. Process-wide, for the reshapes of every context. An exchange "post" is one MPI_Irecv,
  * MPI_Isend or MPI_Alltoallv call of tide_reshape_execute(_device) or tide_comm_post (NCCL
  * calls are not counted; stand-ins for failed posts are not posts). */
 
