@@ -2,12 +2,11 @@
  * none.c: the GPU entry points of a build without CUDA, compiled instead of the .cu files
  * (gpu/meson.build): every function the gpu/ headers and the GPU services of the backend
  * layer (backend/device.h, memory.h, measure.h, pipeline.h) declare. Nothing here touches a
- * device: no GPU is counted or selected, NCCL has
- * version 0, and every call that needs a device fails with TIDE_ERR_UNSUPPORTED, the reason
- * (NO_CUDA) in its why or err argument and in tide_gpu_last_error. Calls that free or destroy
- * accept what the failing calls left (NULL). So the callers need no #if: a context falls back
- * to the CPU, and plans reach the rest only on a context with a GPU, which this build never
- * makes.
+ * device: no GPU is counted or selected, NCCL has version 0, and every call that needs a
+ * device fails with TIDE_ERR_UNSUPPORTED, the reason (NO_CUDA) in its why or err argument and
+ * in tide_gpu_last_error. Calls that free or destroy accept what the failing calls left (NULL).
+ * So the callers need no #if: a context falls back to the CPU, and plans reach the rest only
+ * on a context with a GPU, which this build never makes.
  */
 #include <stdio.h>
 #include <string.h>
