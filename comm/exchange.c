@@ -1,7 +1,7 @@
 /*
  * exchange.c: the one exchange of the library (see exchange.h): pieces packed, moved by the
- * transport and unpacked, with one failure rule. The only file of comm/ that calls the GPU
- * (the device packs, the copies through pinned host memory, NCCL).
+ * transport and unpacked, with one failure rule. Device arrays are packed, copied and sent
+ * through comm/transport.h (the GPU's packs, copies and NCCL).
  *
  * A piece's dense copy holds its fields one after another, each its region in the piece's
  * order. Over MPI a unit (host arrays: a piece; device arrays: a message, its pieces packed
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "comm/exchange.h"
-#include "gpu/gpu.h"
+#include "comm/transport.h"
 
 enum { TAG = 7301, RECV = TIDE_XCHG_RECV, SEND = TIDE_XCHG_SEND };
 #define NO_STAGING ((size_t)-1)
@@ -678,12 +678,6 @@ static int exchange_mpi(tide_xchg *x, const tide_xchg_io *io, int failed)
 
 /* ---- device arrays ------------------------------------------------------------------------ */
 
-int tide_xchg_copy_async(size_t elem, int fields, const tide_box *region, const void *src,
-                         const tide_box *sbox, void *dst, const tide_box *dbox, void *stream)
-{
-    return tide_gpu_copy_region_async(elem, fields, region, src, sbox, dst, dbox, stream);
-}
-
 /* The staged send pieces packed from io->src into io->send, kernels on the stream. */
 static int device_pack(const tide_xchg *x, const tide_xchg_io *io)
 {
@@ -692,7 +686,7 @@ static int device_pack(const tide_xchg *x, const tide_xchg_io *io)
     for (int i = 0; i < s->np && !st; i++) {
         const piece *p = &s->p[i];
         if (p->at != NO_STAGING)
-            st = tide_gpu_copy_region_async(x->d.elem, x->d.fields, &p->region, io->src,
+            st = tide_transport_pack(x->d.elem, x->d.fields, &p->region, io->src,
                                             io->src_box, at_elem(x, io->send, p->at), dense(p),
                                             io->stream);
     }
@@ -710,7 +704,7 @@ static int device_unpack(const tide_xchg *x, const tide_xchg_io *io)
         for (int k = 0; k < io->dst->n && p->at != NO_STAGING && !st; k++) {
             tide_box r;
             if (tide_box_intersect(&p->region, &io->dst->box[k], &r) > 0)
-                st = tide_gpu_copy_region_async(x->d.elem, x->d.fields, &r,
+                st = tide_transport_pack(x->d.elem, x->d.fields, &r,
                                                 at_elem(x, io->recv, p->at), dense(p),
                                                 io->dst->data[k], &io->dst->box[k],
                                                 io->stream);
@@ -734,22 +728,22 @@ static char *message_base(const tide_xchg *x, const side *s, const message *m, v
  * peers' matching calls are in the same group. */
 static int nccl_group(const tide_xchg *x, const tide_xchg_io *io)
 {
-    int st = tide_nccl_group_start();
+    int st = tide_transport_group_start();
     const side *r = &x->s[RECV], *s = &x->s[SEND];
     void *dst = io->dst ? io->dst->data[0] : NULL;
     for (int k = 0; k < r->nm; k++) {
         const message *m = &r->m[k];
-        int e = tide_nccl_recv(io->nccl, message_base(x, r, m, dst, io->recv),
+        int e = tide_transport_recv(io->nccl, message_base(x, r, m, dst, io->recv),
                                m->count * x->d.elem, m->peer, io->stream);
         st = st ? st : e;
     }
     for (int k = 0; k < s->nm; k++) {
         const message *m = &s->m[k];
-        int e = tide_nccl_send(io->nccl, message_base(x, s, m, (void *)io->src, io->send),
+        int e = tide_transport_send(io->nccl, message_base(x, s, m, (void *)io->src, io->send),
                                m->count * x->d.elem, m->peer, io->stream);
         st = st ? st : e;
     }
-    int end = tide_nccl_group_end(); /* ends the group even after a failed call in it */
+    int end = tide_transport_group_end(); /* ends the group even after a failed call in it */
     return st ? st : end;
 }
 
@@ -763,7 +757,7 @@ static int device_start(const tide_xchg *x, const tide_xchg_io *io, int status)
     }
     size_t sb = tide_xchg_send_bytes(x);
     if (!st && staged_host(x) && sb)
-        st = tide_gpu_memcpy_async(io->hsend, io->send, sb, io->stream);
+        st = tide_transport_copy(io->hsend, io->send, sb, io->stream);
     return st;
 }
 
@@ -771,13 +765,13 @@ static int device_finish(tide_xchg *x, const tide_xchg_io *io, int status)
 {
     if (x->d.how == TIDE_EXCHANGE_NCCL)
         return status;
-    int synced = tide_gpu_sync(io->stream); /* the packs (and the copy down), before MPI */
+    int synced = tide_transport_sync(io->stream); /* the packs (and the copy down), before MPI */
     int st = status ? status : synced;
     if (exchange_mpi(x, io, st) != MPI_SUCCESS)
         return TIDE_ERR_MPI;
     size_t rb = tide_xchg_recv_bytes(x);
     if (!st && staged_host(x) && rb)
-        st = tide_gpu_memcpy_async(io->recv, io->hrecv, rb, io->stream);
+        st = tide_transport_copy(io->recv, io->hrecv, rb, io->stream);
     return st ? st : device_unpack(x, io);
 }
 

@@ -108,12 +108,6 @@ typedef struct {
 int tide_xchg_start(const tide_xchg *x, const tide_xchg_io *io, int status);
 int tide_xchg_finish(const tide_xchg *x, const tide_xchg_io *io, int status);
 
-/* Device arrays: the points of region copied from src (laid out as sbox, fields one after
- * another) into dst (laid out as dbox) by a kernel on stream. Returns 0 or TIDE_ERR_BACKEND
- * (TIDE_ERR_UNSUPPORTED in a build without CUDA). */
-int tide_xchg_copy_async(size_t elem, int fields, const tide_box *region, const void *src,
-                         const tide_box *sbox, void *dst, const tide_box *dbox, void *stream);
-
 /* One MPI point-to-point post of every exchange: a send (send != 0) or a receive of count
  * elements of type at buf. A post that fails (type MPI_DATATYPE_NULL counts as failed: the
  * caller could not build it) is replaced by a stand-in, so the peer still sees exactly one
@@ -128,8 +122,9 @@ int tide_xchg_post(int send, void *buf, int count, MPI_Datatype type, int peer, 
 #define TIDE_EXCHANGE_MAX_MESSAGE ((size_t)1 << 30)
 
 /* ---- test-only hooks (not for the library's own use) --------------------------------------
- * Process-wide, for every exchange. A "post" is one MPI_Irecv, MPI_Isend or MPI_Alltoallv call
- * of an exchange or of tide_xchg_post (NCCL calls are not counted; stand-ins for failed posts
+ * Not exported by the shared library (only tide.h's functions are); the tests link the static
+ * one. Process-wide, for every exchange. A "post" is one MPI_Irecv, MPI_Isend or MPI_Alltoallv
+ * call of an exchange or of tide_xchg_post (NCCL calls are not counted; stand-ins for failed posts
  * are not posts). */
 
 /* Makes the post k posts from now (0: the next one) fail once as if MPI had returned an error;

@@ -15,7 +15,7 @@
 #include "comm/exchange.h"
 #include "comm/halo.h"
 #include "comm/region.h"
-#include "gpu/gpu.h"
+#include "comm/transport.h"
 
 struct tide_halo {
     tide_xchg *x;
@@ -33,21 +33,15 @@ enum { HOST, PINNED, DEVICE };
 
 static void *stage_alloc(int where, size_t bytes)
 {
-    void *p = NULL;
-    if (where == HOST)
-        return malloc(bytes + 1);
-    int st = where == DEVICE ? tide_gpu_malloc(bytes + 1, &p) : tide_gpu_host_alloc(bytes + 1, &p);
-    return st ? NULL : p;
+    return where == HOST ? malloc(bytes + 1) : tide_transport_stage_alloc(where == DEVICE, bytes);
 }
 
 static void stage_free(int where, void *p)
 {
     if (where == HOST)
         free(p);
-    else if (p && where == DEVICE)
-        tide_gpu_free(p);
-    else if (p)
-        tide_gpu_host_free(p);
+    else
+        tide_transport_stage_free(where == DEVICE, p);
 }
 
 /* Where the staging that MPI or the CPU reads and writes lives (sbuf, rbuf). */

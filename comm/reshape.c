@@ -12,6 +12,7 @@
 #include "comm/exchange.h"
 #include "comm/region.h"
 #include "comm/reshape.h"
+#include "comm/transport.h"
 
 struct tide_reshape {
     tide_xchg *x;
@@ -151,8 +152,8 @@ static int copy_self(const tide_reshape *r, const void *src, void *dst)
     if (!r->has_self)
         return TIDE_SUCCESS;
     if (r->device)
-        return tide_xchg_copy_async(r->elem, r->batch, &r->self_region, src, &r->src, dst,
-                                    &r->dst, r->stream);
+        return tide_transport_pack(r->elem, r->batch, &r->self_region, src, &r->src, dst,
+                                   &r->dst, r->stream);
     tide_copy_region(r->elem, r->batch, &r->self_region, src, &r->src, dst, &r->dst,
                      r->threads);
     return TIDE_SUCCESS;

@@ -1,4 +1,4 @@
-// fft.cu: cuFFT plans for the local transforms of the CUDA backend (see gpu.h).
+// fft.cu: cuFFT plans for the local transforms of the CUDA backend (see gpu/fft.h).
 //
 // A box's transform is described the way cpu_fft.c describes it to FFTW's guru interface:
 // transformed dimensions with their lengths and strides, and loop dimensions (untransformed
@@ -11,7 +11,9 @@
 #include <cstdlib>
 #include <cufft.h>
 #include <cuda_runtime.h>
-#include "gpu/gpu.h"
+#include "backend/device.h"
+#include "gpu/fft.h"
+#include "gpu/r2r.h"
 #include "tide_config.h"
 extern "C" {
 #include "backend/backend.h"
@@ -141,7 +143,7 @@ void divisor(unsigned d, unsigned *mul, unsigned *shr)
 #endif
 
 // The store callback's description of d->then over the output (fft_callbacks.h), in device
-// memory at f->scale_info; false where the callback cannot take it (gpu.h: then), with the
+// memory at f->scale_info; false where the callback cannot take it (fft.h: then), with the
 // reason for tide_gpu_last_error.
 bool scale_info(const tide_gpu_fft_desc *d, tide_gpu_fft *f)
 {

@@ -1,9 +1,10 @@
-// gemm.cu: matrix multiplies of device matrices with cuBLAS (see gpu.h). One handle per plan;
+// gemm.cu: matrix multiplies of device matrices with cuBLAS (see gpu/gemm.h). One handle per plan;
 // each call names its stream, so the slots of an out-of-card multiply share the handle (their
 // multiplies are ordered one after another, never concurrent).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include "gpu/gpu.h"
+#include "backend/device.h"
+#include "gpu/gemm.h"
 extern "C" {
 #include "backend/backend.h"
 }

@@ -47,7 +47,7 @@
 #define TIDE_NVTX 1
 #endif
 #endif
-#include "gpu/pipeline.h"
+#include "backend/pipeline.h"
 extern "C" {
 #include "comm/region.h"
 }

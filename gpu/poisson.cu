@@ -1,10 +1,11 @@
-// poisson.cu: the Poisson kernels of the CUDA backend (see gpu.h): the operator in spectral
+// poisson.cu: the Poisson kernels of the CUDA backend (see gpu/poisson.h): the operator in spectral
 // space, the eigenvalue scaling or the tridiagonal solves along a bounded dimension, on
 // complex data or (every transformed dimension real-to-real) real data.
 #include <cstdint>
 #include <algorithm>
 #include <cuda_runtime.h>
-#include "gpu/gpu.h"
+#include "backend/device.h"
+#include "gpu/poisson.h"
 extern "C" {
 #include "backend/backend.h"
 #include "comm/region.h"

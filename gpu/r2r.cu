@@ -1,5 +1,5 @@
 // r2r.cu: real-to-real transforms (cosine and sine, FFTW's REDFT/RODFT kinds and scaling)
-// along one dimension of a box on the GPU, which cuFFT lacks (see gpu.h).
+// along one dimension of a box on the GPU, which cuFFT lacks (see gpu/r2r.h).
 //
 // Each line of n values is pre-processed into a work buffer, transformed there by one batched
 // cuFFT plan, and post-processed into place (x' below: x, or x reversed where named):
@@ -29,7 +29,9 @@
 #include <cstdlib>
 #include <cufft.h>
 #include <cuda_runtime.h>
-#include "gpu/gpu.h"
+#include "backend/device.h"
+#include "gpu/fft.h"
+#include "gpu/r2r.h"
 extern "C" {
 #include "backend/cpu_fft.h"
 #include "comm/region.h"

@@ -26,8 +26,16 @@ extern "C" {
 #define TIDE_VERSION_MINOR 1
 #define TIDE_VERSION_PATCH 0
 
+/* Marks the functions of this interface: the shared library is built with hidden visibility
+ * and exports these alone. */
+#if defined(__GNUC__)
+#define TIDE_API __attribute__((visibility("default")))
+#else
+#define TIDE_API
+#endif
+
 /* The library's version as "MAJOR.MINOR.PATCH". */
-const char *tide_version(void);
+TIDE_API const char *tide_version(void);
 
 /* ---------------------------------------------------------------------------------------------
  * Status codes
@@ -45,7 +53,7 @@ enum {
 };
 
 /* A static, human-readable name for a status code. */
-const char *tide_strerror(int status);
+TIDE_API const char *tide_strerror(int status);
 
 /* ---------------------------------------------------------------------------------------------
  * Context: one per communicator. Holds the duplicated communicator, the backend, threads and
@@ -78,22 +86,23 @@ typedef struct {
                            * an index (one that does not exist: TIDE_ERR_ARGUMENT) */
 } tide_context_options;
 
-void tide_context_options_init(tide_context_options *opts);
+TIDE_API void tide_context_options_init(tide_context_options *opts);
 
 /* Collective over comm. opts may be NULL for defaults; a struct not filled by
  * tide_context_options_init (its size unset) is TIDE_ERR_ARGUMENT on every rank. */
-int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_context **ctx);
+TIDE_API int tide_context_create(MPI_Comm comm, const tide_context_options *opts,
+                                 tide_context **ctx);
 /* Collective. Plans made from ctx must be destroyed first: while any lives on any rank, every
  * rank returns TIDE_ERR_ARGUMENT naming their count and the context stays as it was. NULL is
  * accepted. */
-int tide_context_destroy(tide_context *ctx);
+TIDE_API int tide_context_destroy(tide_context *ctx);
 
 /* The backend the context resolved AUTO to. */
-int tide_context_backend(const tide_context *ctx, tide_backend *backend);
+TIDE_API int tide_context_backend(const tide_context *ctx, tide_backend *backend);
 /* Why the context uses or does not use a GPU, e.g. "no usable GPU: ..." (never NULL). */
-const char *tide_context_gpu_status(const tide_context *ctx);
+TIDE_API const char *tide_context_gpu_status(const tide_context *ctx);
 /* Threads per rank the CPU backend uses. */
-int tide_context_threads(const tide_context *ctx, int *threads);
+TIDE_API int tide_context_threads(const tide_context *ctx, int *threads);
 
 /* The GPU a rank of a CUDA context uses (tide_context_options.device). */
 typedef struct {
@@ -113,7 +122,7 @@ typedef struct {
 
 /* Local. Filled on any context; on a CPU context device is -1 and the GPU fields are empty,
  * while cuda_aware_mpi and nccl_version still describe the build and the MPI library. */
-int tide_context_device(const tide_context *ctx, tide_device_info *info);
+TIDE_API int tide_context_device(const tide_context *ctx, tide_device_info *info);
 
 /* How exchanges move data between ranks (plans, tide_measure_exchange). */
 typedef enum {
@@ -142,12 +151,12 @@ typedef struct {
  * fields are 0 on a CPU context. Several ranks calling it at once are not in step: each
  * rank's repetitions overlap others' at random, so shared links are not measured under a
  * known load. */
-int tide_measure_rates(tide_context *ctx, size_t bytes, tide_rates *rates);
+TIDE_API int tide_measure_rates(tide_context *ctx, size_t bytes, tide_rates *rates);
 
 /* Collective: the same measurements on every rank at once, each repetition started together
  * after a barrier, so links the ranks share (the host side of PCIe, memory) are measured
  * under the load of all of them; each rank gets its own rates. Errors are agreed. */
-int tide_measure_rates_together(tide_context *ctx, size_t bytes, tide_rates *rates);
+TIDE_API int tide_measure_rates_together(tide_context *ctx, size_t bytes, tide_rates *rates);
 
 /* Collective. The all-to-all rate of an exchange backend, `bytes` per rank (the same on every
  * rank; 0: 64 MiB), `bytes / P` to each rank, median of 5 barrier-aligned repetitions after a
@@ -156,26 +165,27 @@ int tide_measure_rates_together(tide_context *ctx, size_t bytes, tide_rates *rat
  * (grouped send/recv between the GPUs) and _CUDA_MPI (MPI_Alltoall) on device memory.
  * Reported in GB/s leaving each rank (the bytes it sends to other ranks over the time); 0
  * with one rank. Every rank gets the same figure. */
-int tide_measure_exchange(tide_context *ctx, tide_exchange how, size_t bytes, double *gbps);
+TIDE_API int tide_measure_exchange(tide_context *ctx, tide_exchange how, size_t bytes,
+                                   double *gbps);
 
 /* Host memory for arrays that Tide will move: on a CUDA context pinned (page-locked, so
  * transfers run at full PCIe rate and can overlap compute), on the CPU aligned to 64 bytes.
  * The pages are touched by the calling rank, which a CUDA context has bound near its GPU, so
  * they land on the NUMA node nearest it. Contents are zero. Local. Free with tide_host_free
  * on the same context. */
-int tide_host_alloc(tide_context *ctx, size_t bytes, void **ptr);
-int tide_host_free(tide_context *ctx, void *ptr);
+TIDE_API int tide_host_alloc(tide_context *ctx, size_t bytes, void **ptr);
+TIDE_API int tide_host_free(tide_context *ctx, void *ptr);
 
 /* Device memory of the rank's GPU (CUDA contexts only, else TIDE_ERR_UNSUPPORTED), for
  * plans with TIDE_LOCATION_DEVICE, and a copy between any two arrays (host or device), so
  * that C callers need no CUDA headers. Local. tide_copy returns once the copy is done. */
-int tide_device_alloc(tide_context *ctx, size_t bytes, void **ptr);
-int tide_device_free(tide_context *ctx, void *ptr);
-int tide_copy(tide_context *ctx, void *dst, const void *src, size_t bytes);
+TIDE_API int tide_device_alloc(tide_context *ctx, size_t bytes, void **ptr);
+TIDE_API int tide_device_free(tide_context *ctx, void *ptr);
+TIDE_API int tide_copy(tide_context *ctx, void *dst, const void *src, size_t bytes);
 
 /* The message of the last failed call on ctx (or, with ctx NULL, of the last failed call that
  * had no context, such as tide_context_create). Empty when nothing failed. Never NULL. */
-const char *tide_last_error(const tide_context *ctx);
+TIDE_API const char *tide_last_error(const tide_context *ctx);
 
 /* ---------------------------------------------------------------------------------------------
  * Boxes: a rank's piece of a global grid of n[0] x n[1] x n[2] points, dimension 0 being x.
@@ -190,22 +200,22 @@ typedef struct {
 } tide_box;
 
 /* Number of points in the box (0 when empty). */
-long long tide_box_count(const tide_box *box);
+TIDE_API long long tide_box_count(const tide_box *box);
 
 /* A process grid for nranks: grid[d] ranks along dimension d, product = nranks. Only the
  * dimensions with split[d] != 0 are divided; among those the grid with the smallest total
  * face area (communication surface) wins. split = {1,0,0} gives slabs along x. */
-int tide_proc_grid(int nranks, const int n[3], const int split[3], int grid[3]);
+TIDE_API int tide_proc_grid(int nranks, const int n[3], const int split[3], int grid[3]);
 
 /* The box of `rank` in a grid[0] x grid[1] x grid[2] process grid over n (ranks numbered
  * with dimension 2 fastest). Dimension d is cut into balanced blocks: block i is
  * [i*n/g, (i+1)*n/g). Storage order C ({0,1,2}). */
-int tide_box_in_grid(const int n[3], const int grid[3], int rank, tide_box *box);
+TIDE_API int tide_box_in_grid(const int n[3], const int grid[3], int rank, tide_box *box);
 
 /* Slabs: dimension split_dim cut over nranks. */
-int tide_box_slab(const int n[3], int split_dim, int nranks, int rank, tide_box *box);
+TIDE_API int tide_box_slab(const int n[3], int split_dim, int nranks, int rank, tide_box *box);
 /* Pencils: whole along whole_dim, the other two dimensions cut over an automatic grid. */
-int tide_box_pencil(const int n[3], int whole_dim, int nranks, int rank, tide_box *box);
+TIDE_API int tide_box_pencil(const int n[3], int whole_dim, int nranks, int rank, tide_box *box);
 
 /* ---------------------------------------------------------------------------------------------
  * Distributed 3D FFT plans.
@@ -277,7 +287,7 @@ typedef struct {
                                          * done, later work on `stream` runs after it */
 } tide_fft_options;
 
-void tide_fft_options_init(tide_fft_options *opts);
+TIDE_API void tide_fft_options_init(tide_fft_options *opts);
 
 /*
  * Collective. n is the real-space grid size. inbox / outbox: this rank's boxes, any boxes that
@@ -293,15 +303,15 @@ void tide_fft_options_init(tide_fft_options *opts);
  * keeps it for the later ones). opts may be NULL for defaults; a struct not filled by
  * tide_fft_options_init (its size unset) is TIDE_ERR_ARGUMENT on every rank.
  */
-int tide_fft_plan_create(tide_context *ctx, const int n[3], const tide_box *inbox,
-                         const tide_box *outbox, const tide_fft_options *opts,
-                         tide_fft_plan **plan);
+TIDE_API int tide_fft_plan_create(tide_context *ctx, const int n[3], const tide_box *inbox,
+                                  const tide_box *outbox, const tide_fft_options *opts,
+                                  tide_fft_plan **plan);
 
 /* Local: frees the plan. NULL is accepted. */
-int tide_fft_plan_destroy(tide_fft_plan *plan);
+TIDE_API int tide_fft_plan_destroy(tide_fft_plan *plan);
 
 /* This rank's input and output boxes (either pointer may be NULL). */
-int tide_fft_plan_boxes(const tide_fft_plan *plan, tide_box *inbox, tide_box *outbox);
+TIDE_API int tide_fft_plan_boxes(const tide_fft_plan *plan, tide_box *inbox, tide_box *outbox);
 
 typedef struct {
     long long in_count;      /* elements of one input field on this rank (real for R2C) */
@@ -328,7 +338,7 @@ typedef struct {
                               * through host memory between them; 0 for device arrays */
 } tide_fft_info;
 
-int tide_fft_plan_info(const tide_fft_plan *plan, tide_fft_info *info);
+TIDE_API int tide_fft_plan_info(const tide_fft_plan *plan, tide_fft_info *info);
 
 /* What one transform of a plan does on this rank, summed over its steps: the figures a bound
  * is computed from (bytes over a link divided by the rate measured on that link). */
@@ -348,11 +358,11 @@ typedef struct {
 } tide_fft_cost;
 
 /* Local. direction: -1 forward, +1 backward. */
-int tide_fft_plan_cost(const tide_fft_plan *plan, int direction, tide_fft_cost *cost);
+TIDE_API int tide_fft_plan_cost(const tide_fft_plan *plan, int direction, tide_fft_cost *cost);
 
 /* A one-line description of the plan's steps, e.g. "fft(y,z) > reshape[a2av] > fft(x)".
  * Writes at most len bytes including the terminating NUL. */
-int tide_fft_plan_describe(const tide_fft_plan *plan, char *buf, size_t len);
+TIDE_API int tide_fft_plan_describe(const tide_fft_plan *plan, char *buf, size_t len);
 
 /* Collective: every rank calls forward, or every rank backward (else TIDE_ERR_MISMATCH on
  * every rank). Forward: in holds the input boxes' data, out receives the output boxes' data.
@@ -361,7 +371,7 @@ int tide_fft_plan_describe(const tide_fft_plan *plan, char *buf, size_t len);
  * may have any address their element type allows (a complex double at 8 mod 16); device
  * arrays, real ones too (cuFFT's rule), must be aligned to the complex element (16 bytes in
  * double precision, 8 in float), as cudaMalloc'd ones are, else TIDE_ERR_ARGUMENT. */
-int tide_fft_forward(tide_fft_plan *plan, const void *in, void *out);
+TIDE_API int tide_fft_forward(tide_fft_plan *plan, const void *in, void *out);
 /* Collective. Backward: in holds output-box data, out receives input-box data.
  *
  * GPU execution: on a context with GPUs, every call (plan creation and destruction too) runs
@@ -374,11 +384,11 @@ int tide_fft_forward(tide_fft_plan *plan, const void *in, void *out);
  * exchange through host memory, host arrays and streamed plans still complete before the
  * call returns; a GPU failure of enqueued work shows at a later call or synchronization).
  * Work queued on the caller's other streams is not waited for. */
-int tide_fft_backward(tide_fft_plan *plan, const void *in, void *out);
+TIDE_API int tide_fft_backward(tide_fft_plan *plan, const void *in, void *out);
 
 /* Local: the stream later calls of this plan order themselves after (see above); NULL is the
  * legacy default stream. Ignored on the CPU. */
-int tide_fft_plan_set_stream(tide_fft_plan *plan, void *stream);
+TIDE_API int tide_fft_plan_set_stream(tide_fft_plan *plan, void *stream);
 
 /* ---------------------------------------------------------------------------------------------
  * Poisson and Helmholtz solvers: lap(u) - alpha u = f on a uniform grid of n[0] x n[1] x n[2]
@@ -480,7 +490,7 @@ typedef struct {
     tide_out_of_card out_of_card;     /* host arrays on the GPU: default AUTO */
 } tide_poisson_options;
 
-void tide_poisson_options_init(tide_poisson_options *opts);
+TIDE_API void tide_poisson_options_init(tide_poisson_options *opts);
 
 /* Collective. n: the grid; box: this rank's box of f and u (any boxes that tile the grid, each
  * rank its own storage order), or NULL on every rank for the solver's choice (x-slabs, or
@@ -488,14 +498,14 @@ void tide_poisson_options_init(tide_poisson_options *opts);
  * stored fastest; tide_poisson_plan_box tells). Validation, allocation and FFT planning happen
  * here. opts may be NULL for defaults; a struct not
  * filled by tide_poisson_options_init is TIDE_ERR_ARGUMENT on every rank. */
-int tide_poisson_plan_create(tide_context *ctx, const int n[3], const tide_box *box,
-                             const tide_poisson_options *opts, tide_poisson_plan **plan);
+TIDE_API int tide_poisson_plan_create(tide_context *ctx, const int n[3], const tide_box *box,
+                                      const tide_poisson_options *opts, tide_poisson_plan **plan);
 
 /* Local: frees the plan. NULL is accepted. */
-int tide_poisson_plan_destroy(tide_poisson_plan *plan);
+TIDE_API int tide_poisson_plan_destroy(tide_poisson_plan *plan);
 
 /* This rank's box of f and u. */
-int tide_poisson_plan_box(const tide_poisson_plan *plan, tide_box *box);
+TIDE_API int tide_poisson_plan_box(const tide_poisson_plan *plan, tide_box *box);
 
 typedef struct {
     long long count;         /* points of one field on this rank */
@@ -528,29 +538,29 @@ typedef struct {
                               * pass; 1 copied whole), else 0 */
 } tide_poisson_info;
 
-int tide_poisson_plan_info(const tide_poisson_plan *plan, tide_poisson_info *info);
+TIDE_API int tide_poisson_plan_info(const tide_poisson_plan *plan, tide_poisson_info *info);
 
 /* What one solve does on this rank (the figures a bound is computed from): the fields of
  * tide_fft_cost, summed over the solve's steps. */
-int tide_poisson_plan_cost(const tide_poisson_plan *plan, tide_fft_cost *cost);
+TIDE_API int tide_poisson_plan_cost(const tide_poisson_plan *plan, tide_fft_cost *cost);
 
 /* A one-line description of the solve's steps, e.g.
  * "fft(y,z) > reshape[a2av] > fft(x) > eigen > fft(x) > reshape[a2av] > fft(y,z)". */
-int tide_poisson_plan_describe(const tide_poisson_plan *plan, char *buf, size_t len);
+TIDE_API int tide_poisson_plan_describe(const tide_poisson_plan *plan, char *buf, size_t len);
 
 /* Collective. f: this rank's right-hand side(s) in its box; u receives the solution(s). f == u
  * solves in place; out of place, f is never modified. Arrays as for tide_fft_forward (host or
  * device memory as the plan's location says; device arrays aligned to the complex element).
  * The solve is ordered after the caller's earlier work on the plan's stream and complete on
  * return. */
-int tide_poisson_solve(tide_poisson_plan *plan, const void *f, void *u);
+TIDE_API int tide_poisson_solve(tide_poisson_plan *plan, const void *f, void *u);
 
 /* Local: the mean of each field of f in the last solve (batch values; all ranks have them).
  * In a singular problem that mean was removed from f before solving. */
-int tide_poisson_mean(const tide_poisson_plan *plan, double *mean);
+TIDE_API int tide_poisson_mean(const tide_poisson_plan *plan, double *mean);
 
 /* Local: the stream later solves order themselves after; NULL: the legacy default stream. */
-int tide_poisson_plan_set_stream(tide_poisson_plan *plan, void *stream);
+TIDE_API int tide_poisson_plan_set_stream(tide_poisson_plan *plan, void *stream);
 
 /* ---------------------------------------------------------------------------------------------
  * Stencils: explicit time steps of a constant-coefficient stencil on a grid of n[0] x n[1] x
@@ -642,18 +652,18 @@ typedef struct {
                                  * GPU; not out of core. Either way the same results */
 } tide_stencil_options;
 
-void tide_stencil_options_init(tide_stencil_options *opts);
+TIDE_API void tide_stencil_options_init(tide_stencil_options *opts);
 
 /* Collective. n: the grid, at least 2 r + 1 points along every dimension; box: this rank's
  * box of u (on one rank the whole grid; any storage order), or NULL on every rank: on one rank
  * the whole grid in C order, on several the plan's blocks. All validation and allocation
  * happen here. opts may be NULL for defaults; a struct not filled by
  * tide_stencil_options_init is TIDE_ERR_ARGUMENT on every rank. */
-int tide_stencil_plan_create(tide_context *ctx, const int n[3], const tide_box *box,
-                             const tide_stencil_options *opts, tide_stencil_plan **plan);
+TIDE_API int tide_stencil_plan_create(tide_context *ctx, const int n[3], const tide_box *box,
+                                      const tide_stencil_options *opts, tide_stencil_plan **plan);
 
 /* Local: frees the plan. NULL is accepted. */
-int tide_stencil_plan_destroy(tide_stencil_plan *plan);
+TIDE_API int tide_stencil_plan_destroy(tide_stencil_plan *plan);
 
 typedef struct {
     long long count;         /* points on this rank */
@@ -696,19 +706,19 @@ typedef struct {
                               * overlap; halo_seconds then run beside that sweep) */
 } tide_stencil_info;
 
-int tide_stencil_plan_info(const tide_stencil_plan *plan, tide_stencil_info *info);
+TIDE_API int tide_stencil_plan_info(const tide_stencil_plan *plan, tide_stencil_info *info);
 
 /* A one-line description, e.g. "stencil 7pt r1 7 taps float cuda: sweep[4 steps]". */
-int tide_stencil_plan_describe(const tide_stencil_plan *plan, char *buf, size_t len);
+TIDE_API int tide_stencil_plan_describe(const tide_stencil_plan *plan, char *buf, size_t len);
 
 /* Collective. Advances u (this rank's box, in place) by steps >= 0 time steps, the same on
  * every rank (else TIDE_ERR_MISMATCH on every rank, u unchanged). Arrays as for
  * tide_fft_forward (host or device memory as the plan's location says). Ordered after the
  * caller's earlier work on the plan's stream and complete on return. */
-int tide_stencil_run(tide_stencil_plan *plan, void *u, long long steps);
+TIDE_API int tide_stencil_run(tide_stencil_plan *plan, void *u, long long steps);
 
 /* Local: the stream later runs order themselves after; NULL: the legacy default stream. */
-int tide_stencil_plan_set_stream(tide_stencil_plan *plan, void *stream);
+TIDE_API int tide_stencil_plan_set_stream(tide_stencil_plan *plan, void *stream);
 
 /* ---------------------------------------------------------------------------------------------
  * Matrix multiply: C = alpha op(A) op(B) + beta C, with op(A) m x k, op(B) k x n and C m x n,
@@ -791,16 +801,16 @@ typedef struct {
     tide_domain domain;         /* TIDE_REAL (default) or TIDE_COMPLEX elements */
 } tide_gemm_options;
 
-void tide_gemm_options_init(tide_gemm_options *opts);
+TIDE_API void tide_gemm_options_init(tide_gemm_options *opts);
 
 /* Collective. m, n, k >= 0. All validation, allocation and rate measurement happen here. opts
  * may be NULL for defaults; a struct not filled by tide_gemm_options_init is TIDE_ERR_ARGUMENT
  * on every rank. */
-int tide_gemm_plan_create(tide_context *ctx, long long m, long long n, long long k,
-                          const tide_gemm_options *opts, tide_gemm_plan **plan);
+TIDE_API int tide_gemm_plan_create(tide_context *ctx, long long m, long long n, long long k,
+                                   const tide_gemm_options *opts, tide_gemm_plan **plan);
 
 /* Local: frees the plan. NULL is accepted. */
-int tide_gemm_plan_destroy(tide_gemm_plan *plan);
+TIDE_API int tide_gemm_plan_destroy(tide_gemm_plan *plan);
 
 typedef struct {
     long long m, n, k;
@@ -834,12 +844,12 @@ typedef struct {
     tide_location location;
 } tide_gemm_info;
 
-int tide_gemm_plan_info(const tide_gemm_plan *plan, tide_gemm_info *info);
+TIDE_API int tide_gemm_plan_info(const tide_gemm_plan *plan, tide_gemm_info *info);
 
 /* A one-line description, e.g. "gemm 1000x900x800 double NT col cuda host: 4 tiles of
  * 512x512, 2 panels of 512, 3 slots" ("complex double NC ..." for a complex plan whose op(B)
  * is the conjugate transpose). */
-int tide_gemm_plan_describe(const tide_gemm_plan *plan, char *buf, size_t len);
+TIDE_API int tide_gemm_plan_describe(const tide_gemm_plan *plan, char *buf, size_t len);
 
 /* Collective. C = alpha op(A) op(B) + beta C with the plan's shapes and leading dimensions
  * (alpha and beta rounded to the plan's precision; the same bits on every rank, else
@@ -847,23 +857,23 @@ int tide_gemm_plan_describe(const tide_gemm_plan *plan, char *buf, size_t len);
  * them. Arrays in host or device memory as the plan's location says; a matrix without
  * elements may be NULL. Ordered after the caller's earlier work on the plan's stream and
  * complete on return. */
-int tide_gemm_execute(tide_gemm_plan *plan, double alpha, const void *a, const void *b,
-                      double beta, void *c);
+TIDE_API int tide_gemm_execute(tide_gemm_plan *plan, double alpha, const void *a, const void *b,
+                               double beta, void *c);
 
 /* Collective. The same with complex alpha and beta, {real, imaginary}: for a TIDE_COMPLEX plan
  * (tide_gemm_execute gives one real scalars); on a real plan their imaginary parts must be 0,
  * else TIDE_ERR_ARGUMENT on every rank. NULL alpha or beta is TIDE_ERR_ARGUMENT. */
-int tide_gemm_execute_complex(tide_gemm_plan *plan, const double alpha[2], const void *a,
-                              const void *b, const double beta[2], void *c);
+TIDE_API int tide_gemm_execute_complex(tide_gemm_plan *plan, const double alpha[2], const void *a,
+                                       const void *b, const double beta[2], void *c);
 
 /* Local: the stream later runs order themselves after; NULL: the legacy default stream. */
-int tide_gemm_plan_set_stream(tide_gemm_plan *plan, void *stream);
+TIDE_API int tide_gemm_plan_set_stream(tide_gemm_plan *plan, void *stream);
 
 /* Collective: a plan made, executed once and destroyed (for a single multiply; a plan pays when
  * the same shapes are multiplied again, as it measures rates and allocates once). */
-int tide_gemm(tide_context *ctx, long long m, long long n, long long k, double alpha,
-              const void *a, const void *b, double beta, void *c,
-              const tide_gemm_options *opts);
+TIDE_API int tide_gemm(tide_context *ctx, long long m, long long n, long long k, double alpha,
+                       const void *a, const void *b, double beta, void *c,
+                       const tide_gemm_options *opts);
 
 #ifdef __cplusplus
 }

@@ -4,7 +4,7 @@
 #include "common.h"
 #include "tide_config.h"
 #if TIDE_HAVE_CUDA
-#include "gpu/gpu.h"
+#include "backend/device.h"
 #endif
 
 #include <ctype.h>

@@ -30,7 +30,9 @@ int main(void)
 #include <hwloc.h>
 #include <cuda_runtime.h>
 #include "common.h"
-#include "gpu/gpu.h"
+#include "backend/device.h"
+#include "gpu/nccl.h"
+#include "gpu/pack.h"
 #include "tide.h"
 #include "core/core.h"
 

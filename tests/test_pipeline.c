@@ -60,8 +60,8 @@ int main(void)
 #include <omp.h>
 #include <cuda_runtime.h>
 #include "common.h"
-#include "gpu/gpu.h"
-#include "gpu/pipeline.h"
+#include "backend/measure.h"
+#include "backend/pipeline.h"
 #include "comm/region.h"
 #include "tide.h"
 

@@ -273,10 +273,10 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
 int tide_cpu_sweep(const tide_env *e, const tide_sweep *s, const void *src, void *dst,
                    int steps);
 void tide_cpu_sweep_destroy(tide_sweep *s);
-/* The CUDA backend, or NULL in a build without CUDA. */
+/* The CUDA backend (in a build without CUDA its entries fail: gpu/none.c). */
 const tide_backend_ops *tide_backend_cuda(void);
 
-/* Ordering with the caller's CUDA work (a build without CUDA has none: these do nothing).
+/* Ordering with the caller's CUDA work (nothing to do on a context without GPUs).
  * tide_order_create: an event for tide_order_after, made on a context with GPUs (NULL on
  * others). tide_order_after: what comes next is ordered after the work queued on `caller` (a
  * cudaStream_t, NULL: the legacy default stream) before this call: `stream` waits for it on

@@ -1,12 +1,17 @@
 /* backend_cuda.c: the CUDA backend table: cuFFT local transforms, permuting-copy kernels, and
  * reshapes over NCCL, CUDA-aware MPI or pinned host staging, all enqueued on the plan's stream
- * (see backend.h). In a build without CUDA, tide_backend_cuda() is NULL and the ordering calls
- * do nothing. */
+ * (see backend.h). In a build without CUDA the table's entries fail (gpu/none.c), and only a
+ * context with a GPU, which that build never makes, uses it. */
 #include <string.h>
 #include "backend/backend.h"
-#include "tide_config.h"
-#if TIDE_HAVE_CUDA
-#include "gpu/gpu.h"
+#include "backend/device.h"
+#include "backend/memory.h"
+#include "gpu/fft.h"
+#include "gpu/gemm.h"
+#include "gpu/nccl.h"
+#include "gpu/pack.h"
+#include "gpu/poisson.h"
+#include "gpu/stencil.h"
 
 static int cuda_alloc(size_t bytes, void **ptr) { return tide_gpu_malloc(bytes, ptr); }
 
@@ -191,32 +196,3 @@ int tide_device_enter(const tide_context *ctx, int *prev)
 }
 
 void tide_device_leave(int prev) { tide_gpu_device_leave(prev); }
-
-#else /* no CUDA */
-
-const tide_backend_ops *tide_backend_cuda(void) { return NULL; }
-
-int tide_order_create(const tide_context *ctx, void **event)
-{
-    (void)ctx;
-    *event = NULL;
-    return TIDE_SUCCESS;
-}
-
-void tide_order_destroy(void *event) { (void)event; }
-
-int tide_order_after(void *event, void *caller, void *stream)
-{
-    (void)event, (void)caller, (void)stream;
-    return TIDE_SUCCESS;
-}
-
-int tide_device_enter(const tide_context *ctx, int *prev)
-{
-    (void)ctx;
-    *prev = -1;
-    return TIDE_SUCCESS;
-}
-
-void tide_device_leave(int prev) { (void)prev; }
-#endif

@@ -185,9 +185,9 @@ int tide_args_backend(tide_context *ctx, int backend, int location)
 
 const char *tide_array_location(const tide_context *ctx, int device, const void *ptr)
 {
-    const tide_backend_ops *cuda = tide_backend_cuda();
-    if (ctx->backend != TIDE_BACKEND_CUDA || !cuda)
+    if (ctx->backend != TIDE_BACKEND_CUDA)
         return "";
+    const tide_backend_ops *cuda = tide_backend_cuda();
     int k = cuda->pointer_kind(ptr);
     static _Thread_local char why[160];
     if (k < 0)

@@ -11,12 +11,10 @@
 #include "core/args.h"
 #include "tide_config.h"
 #include "core/core.h"
-#if TIDE_HAVE_CUDA
-#include "gpu/gpu.h"
-#endif
-#if TIDE_HAVE_MPI_EXT
-#include <mpi-ext.h> /* MPIX_Query_cuda_support, where the MPI library has it */
-#endif
+#include "backend/device.h"
+#include "backend/measure.h"
+#include "backend/memory.h"
+#include "comm/transport.h"
 
 const char *tide_version(void) { return TIDE_VERSION_STRING; }
 
@@ -143,7 +141,6 @@ void tide_fftw_lock(void)
 
 void tide_fftw_unlock(void) { pthread_mutex_unlock(&fftw_mutex); }
 
-#if TIDE_HAVE_CUDA
 /* Log how tide_gpu_select left the process's binding. */
 static void log_binding(const tide_context *ctx, int binding)
 {
@@ -157,13 +154,12 @@ static void log_binding(const tide_context *ctx, int binding)
         tide_log(ctx, TIDE_LOG_INFO, "already bound to cpus %s (by the launcher?): binding kept, "
                  "although none of them is near GPU %d", d->cpuset, d->device);
 }
-#endif
 
 /* Choose this rank's GPU (and bind near it). Returns whether one is in use; a device that does
- * not exist is an error (*st), whatever the backend, not a reason to fall back. */
+ * not exist is an error (*st), whatever the backend, not a reason to fall back (a build
+ * without CUDA has none: the reason says so). */
 static int select_gpu(tide_context *ctx, const tide_context_options *opts, int *st)
 {
-#if TIDE_HAVE_CUDA
     int binding = TIDE_BIND_NONE;
     int rc = tide_gpu_select(ctx->local_rank, opts->device, opts->bind, &ctx->dev, &binding,
                              ctx->backend_reason, sizeof ctx->backend_reason);
@@ -177,16 +173,8 @@ static int select_gpu(tide_context *ctx, const tide_context_options *opts, int *
     ctx->bound_near = binding == TIDE_BIND_NEAR;
     ctx->dev_auto = opts->device == TIDE_DEVICE_AUTO;
     return 1;
-#else
-    (void)opts;
-    (void)st;
-    snprintf(ctx->backend_reason, sizeof ctx->backend_reason,
-             "this build has no CUDA (configured with -Dcuda=disabled or no nvcc)");
-    return 0;
-#endif
 }
 
-#if TIDE_HAVE_CUDA
 /* Collective over the node: the ranks of this node using the same GPU as this one (same PCI
  * bus id) and the device budget. The default budget splits the smallest free memory any of
  * them saw (less 1 GiB) evenly between them, so that they agree and together fit; free memory
@@ -244,21 +232,16 @@ static int share_gpu(tide_context *ctx, int gpu, size_t budget)
                  ctx->dev.budget_bytes / 1073741824.0);
     return TIDE_SUCCESS;
 }
-#endif
 
 /* What the GPU exchanges may use, the same on every rank: NCCL needs a GPU per rank (two
  * ranks on one GPU cannot share an NCCL communicator); CUDA-aware MPI must be so everywhere. */
 static int exchange_caps(tide_context *ctx)
 {
     int mine[2] = {0, 0}, all[2];
-#if TIDE_HAVE_CUDA
     if (ctx->backend == TIDE_BACKEND_CUDA) {
-        mine[0] = tide_nccl_version() > 0 && ctx->dev_sharers == 1;
-#if TIDE_HAVE_MPI_EXT && defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
-        mine[1] = MPIX_Query_cuda_support();
-#endif
+        mine[0] = tide_transport_nccl_version() > 0 && ctx->dev_sharers == 1;
+        mine[1] = tide_transport_cuda_aware_mpi();
     }
-#endif
     if (MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
         return tide_fail(ctx, TIDE_ERR_MPI, "MPI_Allreduce failed");
     ctx->nccl_usable = all[0];
@@ -269,22 +252,20 @@ static int exchange_caps(tide_context *ctx)
 int tide_context_nccl(tide_context *ctx, int beside, void **nccl)
 {
     beside = !!beside;
-#if TIDE_HAVE_CUDA
     if (!ctx->nccl[beside] && ctx->nccl_usable) {
         char why[TIDE_MSG_LEN] = "";
-        tide_nccl *c = NULL;
-        int st = tide_nccl_create(ctx->comm, beside ? TIDE_NCCL_BESIDE_CTAS : 0, &c, why,
-                                  sizeof why);
+        void *c = NULL;
+        int st = tide_transport_nccl_create(ctx->comm, beside ? TIDE_NCCL_BESIDE_CTAS : 0, &c,
+                                            why, sizeof why);
         if (st)
             tide_fail(ctx, st, "NCCL: %s", why);
         st = tide_agree(ctx, st);
         if (st) {
-            tide_nccl_destroy(c);
+            tide_transport_nccl_destroy(c);
             return st;
         }
         ctx->nccl[beside] = c;
     }
-#endif
     *nccl = ctx->nccl[beside];
     if (*nccl)
         return TIDE_SUCCESS;
@@ -353,10 +334,8 @@ int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_co
             snprintf(ctx->backend_reason, sizeof ctx->backend_reason, "backend cpu requested");
         else
             gpu = select_gpu(ctx, opts, &st);
-#if TIDE_HAVE_CUDA
         int rc = share_gpu(ctx, gpu, opts->device_budget);
         st = st ? st : rc;
-#endif
         if (MPI_Allreduce(&gpu, &all_gpu, 1, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
             st = tide_fail(ctx, TIDE_ERR_MPI, "MPI_Allreduce failed");
         else if (gpu && !all_gpu)
@@ -425,10 +404,8 @@ int tide_context_destroy(tide_context *ctx)
         if (st)
             return st;
     }
-#if TIDE_HAVE_CUDA
     for (int i = 0; i < 2; i++)
-        tide_nccl_destroy(ctx->nccl[i]);
-#endif
+        tide_transport_nccl_destroy(ctx->nccl[i]);
     if (ctx->node_comm != MPI_COMM_NULL)
         MPI_Comm_free(&ctx->node_comm);
     if (ctx->comm != MPI_COMM_NULL)
@@ -455,15 +432,8 @@ int tide_context_device(const tide_context *ctx, tide_device_info *info)
         memset(info, 0, sizeof *info);
         info->device = -1;
     }
-    info->cuda_aware_mpi = 0;
-#if TIDE_HAVE_MPI_EXT && defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
-    info->cuda_aware_mpi = MPIX_Query_cuda_support();
-#endif
-#if TIDE_HAVE_CUDA
-    info->nccl_version = tide_nccl_version();
-#else
-    info->nccl_version = 0;
-#endif
+    info->cuda_aware_mpi = tide_transport_cuda_aware_mpi();
+    info->nccl_version = tide_transport_nccl_version();
     return TIDE_SUCCESS;
 }
 
@@ -473,11 +443,9 @@ int tide_host_alloc(tide_context *ctx, size_t bytes, void **ptr)
         return tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_host_alloc: NULL argument");
     void *p = NULL;
     int st = TIDE_SUCCESS;
-#if TIDE_HAVE_CUDA
     if (ctx->backend == TIDE_BACKEND_CUDA)
         st = tide_gpu_host_alloc(bytes, &p);
     else
-#endif
         st = posix_memalign(&p, 64, bytes ? bytes : 1) ? TIDE_ERR_NOMEM : TIDE_SUCCESS;
     if (st)
         return tide_fail(ctx, TIDE_ERR_NOMEM, "tide_host_alloc: cannot allocate %zu bytes%s",
@@ -493,11 +461,9 @@ int tide_host_free(tide_context *ctx, void *ptr)
         return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_host_free: ctx is NULL");
     if (!ptr)
         return TIDE_SUCCESS;
-#if TIDE_HAVE_CUDA
     if (ctx->backend == TIDE_BACKEND_CUDA)
         return tide_gpu_host_free(ptr) ? tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_host_free: "
                                                    "not memory from tide_host_alloc") : 0;
-#endif
     free(ptr);
     return TIDE_SUCCESS;
 }
@@ -509,13 +475,9 @@ int tide_device_alloc(tide_context *ctx, size_t bytes, void **ptr)
     if (ctx->backend != TIDE_BACKEND_CUDA)
         return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_device_alloc: the context has no "
                          "GPU (%s)", ctx->backend_reason);
-#if TIDE_HAVE_CUDA
     if (tide_gpu_malloc(bytes, ptr))
         return tide_fail(ctx, TIDE_ERR_NOMEM, "tide_device_alloc: cannot allocate %zu bytes on "
                          "GPU %d: %s", bytes, ctx->dev.device, tide_gpu_last_error());
-#else
-    (void)bytes;
-#endif
     return TIDE_SUCCESS;
 }
 
@@ -523,12 +485,8 @@ int tide_device_free(tide_context *ctx, void *ptr)
 {
     if (!ctx)
         return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_device_free: ctx is NULL");
-#if TIDE_HAVE_CUDA
     if (ptr)
         tide_gpu_free(ptr);
-#else
-    (void)ptr;
-#endif
     return TIDE_SUCCESS;
 }
 
@@ -536,13 +494,11 @@ int tide_copy(tide_context *ctx, void *dst, const void *src, size_t bytes)
 {
     if (!ctx || ((!dst || !src) && bytes))
         return tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_copy: NULL argument");
-#if TIDE_HAVE_CUDA
     if (ctx->backend == TIDE_BACKEND_CUDA) {
         if (tide_gpu_memcpy_async(dst, src, bytes, NULL) || tide_gpu_sync(NULL))
             return tide_fail(ctx, TIDE_ERR_BACKEND, "tide_copy: %s", tide_gpu_last_error());
         return TIDE_SUCCESS;
     }
-#endif
     if (bytes)
         memcpy(dst, src, bytes);
     return TIDE_SUCCESS;
@@ -554,7 +510,6 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-#if TIDE_HAVE_CUDA
 /* tide_gpu_measure's step with the other ranks: whether every rank is ok (a barrier). */
 static int barrier_agree(void *arg, int ok)
 {
@@ -564,7 +519,6 @@ static int barrier_agree(void *arg, int ok)
         return 0;
     return all;
 }
-#endif
 
 /* The rank's rates of tide_rates. together: collective, every repetition of every
  * measurement started on all ranks at once (tide_measure_rates_together). */
@@ -599,7 +553,6 @@ static int measure_rates(tide_context *ctx, size_t bytes, int together, tide_rat
     }
     free(a);
     free(b);
-#if TIDE_HAVE_CUDA
     if (!st && ctx->backend == TIDE_BACKEND_CUDA) {
         char why[TIDE_MSG_LEN];
         st = tide_gpu_measure(bytes, together ? barrier_agree : NULL, ctx, &r, why, sizeof why);
@@ -608,7 +561,6 @@ static int measure_rates(tide_context *ctx, size_t bytes, int together, tide_rat
         if (together)
             st = tide_agree(ctx, st);
     }
-#endif
     if (!st)
         *rates = r;
     return st;
@@ -616,7 +568,6 @@ static int measure_rates(tide_context *ctx, size_t bytes, int together, tide_rat
 
 int tide_context_pcie(tide_context *ctx, tide_rates *rates, char *err, size_t len)
 {
-#if TIDE_HAVE_CUDA
     if (!ctx->pcie_known) {
         int st = tide_gpu_measure((size_t)64 << 20, NULL, NULL, &ctx->pcie, err, len);
         if (st)
@@ -625,11 +576,6 @@ int tide_context_pcie(tide_context *ctx, tide_rates *rates, char *err, size_t le
     }
     *rates = ctx->pcie;
     return TIDE_SUCCESS;
-#else
-    (void)ctx, (void)rates;
-    snprintf(err, len, "this build has no CUDA");
-    return TIDE_ERR_UNSUPPORTED;
-#endif
 }
 
 int tide_context_gpus(const tide_context *ctx, int want, int *devs, int max, char *err,
@@ -638,12 +584,10 @@ int tide_context_gpus(const tide_context *ctx, int want, int *devs, int max, cha
     int own = ctx->dev.device, L = ctx->local_size, n = 1;
     if (own < 0)
         return snprintf(err, len, "this rank has no GPU"), -TIDE_ERR_UNSUPPORTED;
-#if TIDE_HAVE_CUDA
     char why[TIDE_MSG_LEN];
     int all = tide_gpu_count(why, sizeof why);
     if (ctx->dev_auto && all > L && own == ctx->local_rank % all)
         n = (all - own + L - 1) / L;
-#endif
     n = n < max ? n : max;
     if (want > n)
         return snprintf(err, len, "option gpus = %d, but this rank drives at most %d GPU%s (%s)",
@@ -691,22 +635,21 @@ static int on_host(const xtest *x)
 static int xtest_once(const xtest *x)
 {
     int P = x->ctx->nranks, me = x->ctx->rank;
-#if TIDE_HAVE_CUDA
     if (x->how == TIDE_EXCHANGE_NCCL) {
-        int st = tide_nccl_group_start();
+        int st = tide_transport_group_start();
         for (int q = 0; q < P && !st; q++) {
             if (q == me)
                 continue;
-            st = tide_nccl_recv(x->nccl, x->b + (size_t)q * x->block, x->block, q, x->stream);
+            st = tide_transport_recv(x->nccl, x->b + (size_t)q * x->block, x->block, q,
+                                     x->stream);
             if (!st)
-                st = tide_nccl_send(x->nccl, x->a + (size_t)q * x->block, x->block, q,
-                                    x->stream);
+                st = tide_transport_send(x->nccl, x->a + (size_t)q * x->block, x->block, q,
+                                         x->stream);
         }
-        int end = tide_nccl_group_end();
+        int end = tide_transport_group_end();
         st = st ? st : end;
         return st ? st : tide_gpu_sync(x->stream);
     }
-#endif
     if (x->how == TIDE_EXCHANGE_P2P) { /* every peer at once, as the streamed exchange does */
         int n = 0, st = 0;
         for (int q = 0; q < P && !st; q++)
@@ -732,12 +675,10 @@ static void xtest_free(xtest *x)
         tide_host_free(x->ctx, x->b);
         return;
     }
-#if TIDE_HAVE_CUDA
     tide_gpu_free(x->a);
     tide_gpu_free(x->b);
     if (x->stream)
         tide_gpu_stream_destroy(x->stream);
-#endif
 }
 
 /* Local: the buffers (and for NCCL the stream) of x; 0 or a code recorded on ctx. */
@@ -759,7 +700,6 @@ static int xtest_alloc(xtest *x)
         memset(x->b, 0xa5, bytes);
         return TIDE_SUCCESS;
     }
-#if TIDE_HAVE_CUDA
     void *a = NULL, *b = NULL;
     int st = tide_gpu_malloc(bytes + 1, &a);
     if (!st)
@@ -772,9 +712,6 @@ static int xtest_alloc(xtest *x)
         return tide_fail(x->ctx, TIDE_ERR_BACKEND, "tide_measure_exchange: cannot create a "
                          "stream: %s", tide_gpu_last_error());
     return TIDE_SUCCESS;
-#else
-    return tide_fail(x->ctx, TIDE_ERR_UNSUPPORTED, "this build has no CUDA");
-#endif
 }
 
 int tide_measure_exchange(tide_context *ctx, tide_exchange how, size_t bytes, double *gbps)

@@ -37,10 +37,8 @@
 #include <string.h>
 #include <mpi.h>
 #include "gemm/gemm_dist.h"
-#include "tide_config.h"
-#if TIDE_HAVE_CUDA
-#include "gpu/gpu.h"
-#endif
+#include "backend/memory.h"
+#include "comm/transport.h"
 
 struct tide_gemm_dist {
     tide_gemm_dist_desc d;
@@ -123,12 +121,10 @@ void tide_gemm_dist_destroy(tide_gemm_dist *s)
         s->d.env->be->free(s->da[i]);
         s->d.env->be->free(s->db[i]);
         free(s->peer[i]);
-#if TIDE_HAVE_CUDA
         if (s->landed[i])
             tide_gpu_event_destroy(s->landed[i]);
         if (s->done[i])
             tide_gpu_event_destroy(s->done[i]);
-#endif
     }
     if (s->bstream)
         s->d.env->be->stream_destroy(s->bstream);
@@ -139,7 +135,6 @@ void tide_gemm_dist_destroy(tide_gemm_dist *s)
  * events (the reason in err). */
 static int nccl_setup(tide_gemm_dist *s, char *err, size_t len)
 {
-#if TIDE_HAVE_CUDA
     const tide_gemm_dist_desc *d = &s->d;
     MPI_Comm comm[2] = {s->row, s->col};
     int size[2] = {d->grid[1], d->grid[0]}, bad = 0;
@@ -170,10 +165,6 @@ static int nccl_setup(tide_gemm_dist *s, char *err, size_t len)
     if (bad || d->env->be->stream_create(&s->bstream, 0))
         return snprintf(err, len, "%s", d->env->be->last_error()), TIDE_ERR_BACKEND;
     return TIDE_SUCCESS;
-#else
-    (void)s;
-    return snprintf(err, len, "this build has no CUDA"), TIDE_ERR_UNSUPPORTED;
-#endif
 }
 
 /* The default update: the backend's gemm entry on the plan's handle, complete on return. */
@@ -366,7 +357,6 @@ static void nccl_panel(tide_gemm_dist *s, int b, const char *const at[2], const 
                        const long long rows[2], const long long cols[2], const int root[2],
                        const int me[2], const int ranks[2])
 {
-#if TIDE_HAVE_CUDA
     tide_env e = *s->d.env;
     e.stream = s->bstream;
     int bad = tide_gpu_stream_wait(s->bstream, s->done[b]) != 0;
@@ -385,23 +375,19 @@ static void nccl_panel(tide_gemm_dist *s, int b, const char *const at[2], const 
             send[x] = dev;
         }
     }
-    bad |= tide_nccl_group_start() != 0;
+    bad |= tide_transport_group_start() != 0;
     for (int x = 0; x < 2; x++)
         for (int q = 0; bytes[x] && q < ranks[x]; q++) {
             if (me[x] == root[x] && q != root[x])
-                bad |= tide_nccl_send(s->d.nccl, send[x], bytes[x], s->peer[x][q],
-                                      s->bstream) != 0;
+                bad |= tide_transport_send(s->d.nccl, send[x], bytes[x], s->peer[x][q],
+                                           s->bstream) != 0;
             else if (me[x] != root[x] && q == root[x])
-                bad |= tide_nccl_recv(s->d.nccl, x ? s->db[b] : s->da[b], bytes[x],
-                                      s->peer[x][q], s->bstream) != 0;
+                bad |= tide_transport_recv(s->d.nccl, x ? s->db[b] : s->da[b], bytes[x],
+                                           s->peer[x][q], s->bstream) != 0;
         }
-    bad |= tide_nccl_group_end() != 0;
+    bad |= tide_transport_group_end() != 0;
     bad |= tide_gpu_event_record(s->landed[b], s->bstream) != 0;
     s->copy_failed |= bad;
-#else
-    (void)s, (void)b, (void)at, (void)ld, (void)rows, (void)cols, (void)root, (void)me,
-        (void)ranks;
-#endif
 }
 
 /* The owners of panel p send it and every rank starts its two broadcasts into buffer pair b
@@ -439,14 +425,10 @@ static int start_panel(tide_gemm_dist *s, const panel_t *p, int b, const void *a
 /* NCCL: the plan's stream waits for pair b's panels before its update (after: done). */
 static void order_streams(tide_gemm_dist *s, int b, int after)
 {
-#if TIDE_HAVE_CUDA
     void *stream = s->d.env->stream;
     if (s->d.nccl)
         s->copy_failed |= (after ? tide_gpu_event_record(s->done[b], stream)
                                  : tide_gpu_stream_wait(stream, s->landed[b])) != 0;
-#else
-    (void)s, (void)b, (void)after;
-#endif
 }
 
 /* Panels go through two buffer pairs: panel i + 1 is packed and its broadcasts started
@@ -500,10 +482,9 @@ int tide_gemm_dist_execute(tide_gemm_dist *s, tide_scalar alpha, const void *a, 
         p = next;
     }
     MPI_Waitall(4, &req[0][0], MPI_STATUSES_IGNORE);
-#if TIDE_HAVE_CUDA
     if (d->nccl) /* the panels' stream, and NCCL's asynchronous errors */
-        s->copy_failed |= tide_gpu_sync(s->bstream) != 0 || tide_nccl_check(d->nccl) != 0;
-#endif
+        s->copy_failed |=
+            tide_gpu_sync(s->bstream) != 0 || tide_transport_nccl_check(d->nccl) != 0;
     if (mpi)
         return snprintf(err, len, "a panel broadcast failed"), TIDE_ERR_MPI;
     if (!st && s->copy_failed)

@@ -46,11 +46,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <mpi.h>
-#include "tide_config.h"
 #include "gemm/gemm_streamed.h"
-#if TIDE_HAVE_CUDA
-#include "gpu/gpu.h"
-#include "gpu/pipeline.h"
+#include "backend/device.h"
+#include "backend/measure.h"
+#include "backend/memory.h"
+#include "backend/pipeline.h"
 
 enum { SLOTS = 4, MAX_CHUNKS = 1 << 16, PROBE = 2048, FINALISTS = 6, MAX_BLOCKS = 4096 };
 
@@ -1089,53 +1089,3 @@ void tide_gemm_streamed_describe(const tide_gemm_streamed *s, char *buf, size_t 
              s->share.on ? " (A shared between the GPUs)" : "",
              h->keep[2] ? ", C kept across the runs" : "", SLOTS);
 }
-
-#else /* no CUDA: host matrices never stream (gemm.c asks only on a context with GPUs) */
-
-int tide_gemm_streamed_create(const tide_gemm_streamed_desc *d, tide_gemm_streamed **out, char *err,
-                            size_t len)
-{
-    (void)d;
-    *out = NULL;
-    snprintf(err, len, "this build has no CUDA");
-    return TIDE_ERR_UNSUPPORTED;
-}
-
-void tide_gemm_streamed_destroy(tide_gemm_streamed *s) { (void)s; }
-
-int tide_gemm_streamed_start(tide_gemm_streamed *s, const tide_gemm_desc *run, int which,
-                           tide_scalar alpha, const void *a, const void *b, tide_scalar beta,
-                           void *c, void *caller, char *err, size_t len)
-{
-    (void)s, (void)run, (void)which, (void)alpha, (void)a, (void)b, (void)beta, (void)c;
-    (void)caller;
-    snprintf(err, len, "this build has no CUDA");
-    return TIDE_ERR_UNSUPPORTED;
-}
-
-int tide_gemm_streamed_wait(tide_gemm_streamed *s, char *err, size_t len)
-{
-    (void)s, (void)err, (void)len;
-    return TIDE_SUCCESS;
-}
-
-int tide_gemm_streamed_execute(tide_gemm_streamed *s, tide_scalar alpha, const void *a,
-                             const void *b, tide_scalar beta, void *c, void *caller, char *err,
-                             size_t len)
-{
-    return tide_gemm_streamed_start(s, NULL, 0, alpha, a, b, beta, c, caller, err, len);
-}
-
-void tide_gemm_streamed_info(const tide_gemm_streamed *s, long long k, int runs,
-                           tide_gemm_info *info)
-{
-    (void)s, (void)k, (void)runs, (void)info;
-}
-
-void tide_gemm_streamed_describe(const tide_gemm_streamed *s, char *buf, size_t len)
-{
-    (void)s;
-    snprintf(buf, len, "no CUDA");
-}
-
-#endif

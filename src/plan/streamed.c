@@ -20,13 +20,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "tide_config.h"
 #include "plan/streamed.h"
 #include "comm/chunked.h"
 #include "comm/region.h"
-#if TIDE_HAVE_CUDA
-#include "gpu/gpu.h"
-#include "gpu/pipeline.h"
+#include "backend/pipeline.h"
 
 enum { NDIRS = 2 };
 
@@ -150,9 +147,11 @@ static int work_part(const pass_run *pr, int i, void *const *buf, void *stream)
     tide_box cin = chunk_box(s, pr->in, pd->d, a), cout = chunk_box(s, pd->from, pd->d, a);
     size_t elem = s->d.elem;
     void *chunk[2] = {buf[pr->buf], buf[pr->obuf]};
+    tide_env e = s->slot[slot]; /* the slot's, on the stream the pipeline gives */
+    e.stream = stream;
     if (b > a && pr->src_dev) {
         tide_box r = chunk_region(s, pr->in, pd->d, a, b, pd->zin);
-        st = tide_gpu_copy_region_async(elem, 1, &r, pr->src, &pr->sl, chunk[0], &cin, stream);
+        st = e.be->copy_region(&e, elem, &r, pr->src, &pr->sl, chunk[0], &cin);
     }
     const tide_op *ops = s->ops[pr->dir][pr->k][slot];
     int nops = s->nops[pr->dir][pr->k];
@@ -165,7 +164,7 @@ static int work_part(const pass_run *pr, int i, void *const *buf, void *stream)
                                  chunk[ops[k].dst ? 1 : 0]);
     if (b > a && !st && pr->dst_dev) {
         tide_box r = chunk_region(s, pd->from, pd->d, a, b, pd->zout);
-        st = tide_gpu_copy_region_async(elem, 1, &r, chunk[1], &cout, pr->dst, &pr->dl, stream);
+        st = e.be->copy_region(&e, elem, &r, chunk[1], &cout, pr->dst, &pr->dl);
     }
     if (st || !pr->x || !s->d.env->nccl)
         return st;
@@ -389,16 +388,16 @@ void tide_streamed_destroy(tide_streamed *s)
 {
     if (!s)
         return;
+    const tide_backend_ops *be = s->d.env->be;
     free_ops(s, 1);
     for (int sl = 0; sl < TIDE_STREAM_SLOTS; sl++)
-        tide_gpu_free(s->slot[sl].fft_work);
+        be->free(s->slot[sl].fft_work);
     tide_pipeline_destroy(s->pipe);
     if (s->resident)
-        tide_gpu_free(s->W);
-    else if (s->W)
-        tide_gpu_host_free(s->W);
-    if (s->S)
-        tide_gpu_host_free(s->S);
+        be->free(s->W);
+    else
+        be->host_free(s->W);
+    be->host_free(s->S);
     free(s->lay[0]);
     if (s->d.user_bytes)
         free(s->d.user);
@@ -575,11 +574,12 @@ static int alloc_mid(tide_streamed *s, char *err, size_t len)
     }
     s->wfields = s->nw ? most : 0;
     size_t wall = s->wbytes * (size_t)s->wfields * (size_t)s->nw;
+    const tide_backend_ops *be = s->d.env->be;
     if (s->resident) {
-        if (tide_gpu_malloc(wall, &s->W))
+        if (be->alloc(wall, &s->W))
             return snprintf(err, len, "cannot allocate %zu bytes of device memory for the "
                             "streamed data", wall), TIDE_ERR_NOMEM;
-    } else if (wall && tide_gpu_host_alloc(wall, &s->W)) {
+    } else if (wall && be->host_alloc(wall, &s->W)) {
         return snprintf(err, len, "cannot allocate %zu bytes of pinned host memory for the "
                         "streamed data", wall), TIDE_ERR_NOMEM;
     }
@@ -587,7 +587,7 @@ static int alloc_mid(tide_streamed *s, char *err, size_t len)
         for (int k = 0; k < s->d.npasses; k++)
             if (s->x[g][k] && !s->d.env->nccl)
                 raise_to(&s->sbytes, tide_chunked_staging(s->x[g][k]) * s->d.elem);
-    if (s->sbytes && tide_gpu_host_alloc(s->sbytes, &s->S))
+    if (s->sbytes && be->host_alloc(s->sbytes, &s->S))
         return snprintf(err, len, "cannot allocate %zu bytes of pinned host memory for the "
                         "exchange", s->sbytes), TIDE_ERR_NOMEM;
     return TIDE_SUCCESS;
@@ -602,9 +602,9 @@ static int make_engine(tide_streamed *s, char *err, size_t len)
     for (int sl = 0; sl < TIDE_STREAM_SLOTS && !st; sl++) {
         tide_env *e = &s->slot[sl];
         e->stream = tide_pipeline_stream(s->pipe, sl);
-        if (tide_gpu_malloc(s->work_bytes ? s->work_bytes : 1, &e->fft_work))
+        if (e->be->alloc(s->work_bytes ? s->work_bytes : 1, &e->fft_work))
             return snprintf(err, len, "cannot allocate an FFT work area: %s",
-                            tide_gpu_last_error()), TIDE_ERR_NOMEM;
+                            e->be->last_error()), TIDE_ERR_NOMEM;
         e->fft_work_bytes = s->work_bytes;
         for (int g = 0; g < s->d.ndirs && !st; g++)
             for (int k = 0; k < s->d.npasses && !st; k++)
@@ -775,43 +775,3 @@ void tide_streamed_shape_of(const tide_streamed *s, tide_streamed_shape *sh)
     sh->pinned_bytes = (s->resident ? 0 : wall) + s->sbytes +
                        tide_pipeline_pinned_bytes(s->pipe);
 }
-
-#else /* no CUDA: plans never stream (fft.c asks only on a context with GPUs) */
-
-int tide_streamed_create(const tide_streamed_desc *d, tide_streamed **out, char *err, size_t len)
-{
-    (void)d;
-    *out = NULL;
-    snprintf(err, len, "this build has no CUDA");
-    return TIDE_ERR_UNSUPPORTED;
-}
-
-void tide_streamed_destroy(tide_streamed *s) { (void)s; }
-
-void tide_streamed_shape_of(const tide_streamed *s, tide_streamed_shape *sh)
-{
-    (void)s;
-    memset(sh, 0, sizeof *sh);
-}
-
-void tide_streamed_describe_pass(const tide_streamed *s, int dir, int k, char *buf, size_t len)
-{
-    (void)s, (void)dir, (void)k;
-    snprintf(buf, len, "%s", "");
-}
-
-void tide_streamed_transfers(const tide_streamed *s, int dir, double *up, double *down)
-{
-    (void)s, (void)dir;
-    *up = *down = 0;
-}
-
-int tide_streamed_execute(const tide_streamed *s, int dir, const void *in, void *out, char *err,
-                        size_t len)
-{
-    (void)s, (void)dir, (void)in, (void)out;
-    snprintf(err, len, "this build has no CUDA");
-    return TIDE_ERR_UNSUPPORTED;
-}
-
-#endif

@@ -1,7 +1,7 @@
 /*
  * plan/streamed.h: streamed programs (private). An operation on host arrays runs as passes through
  * the GPU: each pass cuts this rank's box of one layout into chunks along one dimension, and
- * the out-of-card pipeline engine (gpu/pipeline.h) uploads each chunk, runs the pass's ops on
+ * the out-of-card pipeline engine (backend/pipeline.h) uploads each chunk, runs the pass's ops on
  * it in device memory, and downloads the result, overlapping the three. A pass may move the
  * data to another layout on the way (comm/chunked.h: over NCCL inside the pipeline, or over
  * MPI in host memory after it). Between passes the data waits in pinned host arrays W, or,

@@ -30,7 +30,7 @@
  * exactly the R planes its f steps reach. A slab downloads planes the slab before uploaded (and
  * the seam planes of the last slab and of slab 0): the job is ordered (slab i's work after
  * slab i-1's), which the pipeline engine guarantees orders those downloads after the uploads
- * (gpu/pipeline.h, host-side ordering); nothing is read from the host after it was written,
+ * (backend/pipeline.h, host-side ordering); nothing is read from the host after it was written,
  * and uploads, sweeps and downloads of neighbouring slabs overlap in both directions.
  *
  * The model (Jin 2014's: the slowest of the transfers and the sweeps sets each slab's time):
@@ -47,11 +47,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <mpi.h>
-#include "tide_config.h"
 #include "stencil/stencil_streamed.h"
 #include "comm/region.h"
-#if TIDE_HAVE_CUDA
-#include "gpu/pipeline.h"
+#include "backend/pipeline.h"
 
 enum {
     SLOTS = 3,         /* upload, sweeps and download of three slabs at once */
@@ -514,47 +512,3 @@ void tide_stencil_streamed_shape_of(const tide_stencil_streamed *s, tide_stencil
                                       tide_pipeline_device_bytes(s->pipe),
                                       tide_pipeline_pinned_bytes(s->pipe), s->rate};
 }
-
-#else /* no CUDA: plans never stream (the CPU backend holds the grid in host memory) */
-
-int tide_stencil_streamed_create(const tide_stencil_streamed_desc *d, tide_stencil_streamed **out,
-                               char *err, size_t len)
-{
-    (void)d;
-    *out = NULL;
-    snprintf(err, len, "this build has no CUDA");
-    return TIDE_ERR_UNSUPPORTED;
-}
-
-int tide_stencil_streamed_fits(const tide_stencil_streamed_desc *d, int K)
-{
-    (void)d, (void)K;
-    return 0;
-}
-
-int tide_stencil_streamed_fuse(const tide_stencil_streamed_desc *d, int *fuse, char *err,
-                             size_t len)
-{
-    tide_stencil_streamed *s;
-    *fuse = 0;
-    return tide_stencil_streamed_create(d, &s, err, len);
-}
-
-void tide_stencil_streamed_destroy(tide_stencil_streamed *s) { (void)s; }
-
-int tide_stencil_streamed_pass(tide_stencil_streamed *s, void *u, const tide_parts *halo,
-                             const void *source, const tide_parts *source_halo, int steps,
-                             char *err, size_t len)
-{
-    (void)s, (void)u, (void)halo, (void)source, (void)source_halo, (void)steps;
-    snprintf(err, len, "this build has no CUDA");
-    return TIDE_ERR_UNSUPPORTED;
-}
-
-void tide_stencil_streamed_shape_of(const tide_stencil_streamed *s, tide_stencil_streamed_shape *sh)
-{
-    (void)s;
-    memset(sh, 0, sizeof *sh);
-}
-
-#endif

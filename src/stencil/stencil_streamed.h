@@ -3,7 +3,7 @@
  *
  * The grid is cut into slabs along its slowest storage dimension. A pass of K steps sends
  * every slab through the GPU once, in order, on the out-of-card pipeline engine
- * (gpu/pipeline.h): the slab's planes go up, K / F levels of F steps each are computed on
+ * (backend/pipeline.h): the slab's planes go up, K / F levels of F steps each are computed on
  * the device one after another (one fused sweep a level), each lagging the one before by F r
  * planes, and the finished planes come back into the host grid in place. The 2 F r planes of
  * every intermediate level that the next slab needs stay on the device between slabs (Jin

@@ -1,5 +1,7 @@
 /*
- * pipeline.h: the out-of-card streaming engine (private; C linkage, no CUDA types).
+ * pipeline.h: the out-of-card streaming engine (private; C linkage, no CUDA types), the
+ * backend's engine for operations on host arrays larger than the device; gpu/pipeline.cu
+ * implements it (gpu/none.c in a build without CUDA, where every run fails).
  *
  * One engine serves every operation whose data lives in host memory and passes through the GPU
  * in pieces (FFT, Poisson, stencils, DGEMM). A job is a list of chunks. Chunk i:
@@ -44,8 +46,8 @@
  * staged upload is packed before it is enqueued (chunks are enqueued in order), so the host
  * has read those points before they are written.
  */
-#ifndef TIDE_GPU_PIPELINE_H
-#define TIDE_GPU_PIPELINE_H
+#ifndef TIDE_BACKEND_PIPELINE_H
+#define TIDE_BACKEND_PIPELINE_H
 
 #include <stddef.h>
 #include "tide.h"

@@ -1,0 +1,428 @@
+// stencil_relay.cu: several steps of the 7-point stars and the 27-point box in C order
+// in one pass, one barrier per plane (sweep_relay; see stencil.cu).
+#include "gpu/stencil_kernel.cuh"
+
+namespace tide_stencil {
+namespace {
+
+// ---- Fused steps, one barrier per plane: 7-point stars and the 27-point box -----------------
+//
+// sweep_relay<T, S, K, RY, NW, VEC>: K >= 2 steps of a radius-1 stencil S in one pass by the
+// same plane streaming, shaped so that a pipeline step costs one barrier instead of K and an
+// update few instructions besides its multiply-adds. S is a 7-point star (the centre and the
+// six face neighbours, in either order) or the 27-point box with its taps sorted by dz
+// (taps_27c). A block is NW warps over a region of W = 32 V columns by H0 = NW RY rows, the
+// same at every level, V = 4: lane l of warp g owns columns V l .. V l + V - 1 of rows g RY ..
+// g RY + RY - 1. Level t is valid on the region less t points on each side; level K on the
+// tile, TX = W - 2 KV columns (KV: K rounded up to V, so that a lane's columns are 16-byte
+// aligned in the grid) by TY = H0 - 2 K rows. At pipeline step j level 0 receives plane j of
+// the chunk's range [z0 - K, z1 + K) and each level t = 1 .. K reads one plane of level t - 1
+// from shared memory (written at step j - 1 into its slot of that step's parity: the own and
+// y-neighbour rows at the lane's columns, the x neighbours past them by warp shuffles), and
+// writes one plane into its slot of parity j. The levels of a step read one parity and write
+// the other, so one barrier ends a step.
+//
+//   * Star: level t computes plane p = j - t from level t - 1's plane p in shared memory and
+//     the own columns of its planes p - 1 (kept in registers since step j - 1) and p + 1
+//     (computed by level t - 1 earlier in this step).
+//   * Box: the taps come in three groups of nine by dz, so the plane q = j - 2 t + 1 of level
+//     t - 1 read at step j starts the update of plane q + 1 (taps 0 - 8, dz = -1), continues
+//     that of q (taps 9 - 17) and finishes that of p = q - 1 (taps 18 - 26): each update is its
+//     taps in the contract's order, two partial sums per point carried from step to step, and
+//     a plane of level t - 1 is read once. Level t lags two planes behind level t - 1.
+//
+// Points outside a level's valid part compute garbage from the pad rows and the shuffles' ends,
+// which no valid point reads. On rows of a multiple of V points in 16-byte aligned arrays a
+// lane's points move as vectors (wrapped along periodic dimensions), else element by element.
+// Points outside the grid are zeros at level 0 and kept boundary points src's values, and both
+// keep that value at every level (the star reads it with the centre, the box loads it from
+// src); the source term is read per level.
+
+// A lane's four consecutive elements, one 16-byte vector of floats or two of doubles: from
+// global memory (read-only path), to global memory, and from and to a shared row, where
+// doubles lie in two halves (elements 0, 1 at 2 l, 2 and 3 at 64 + 2 l) so that a warp's
+// 16-byte accesses are consecutive.
+__device__ __forceinline__ void ld4g(const float *p, float (&v)[4])
+{
+    const float4 q = __ldg(reinterpret_cast<const float4 *>(p));
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+}
+__device__ __forceinline__ void ld4g(const double *p, double (&v)[4])
+{
+    const double2 q = __ldg(reinterpret_cast<const double2 *>(p)),
+                  r = __ldg(reinterpret_cast<const double2 *>(p) + 1);
+    v[0] = q.x, v[1] = q.y, v[2] = r.x, v[3] = r.y;
+}
+__device__ __forceinline__ void st4g(float *p, const float (&v)[4])
+{
+    *reinterpret_cast<float4 *>(p) = make_float4(v[0], v[1], v[2], v[3]);
+}
+__device__ __forceinline__ void st4g(double *p, const double (&v)[4])
+{
+    reinterpret_cast<double2 *>(p)[0] = make_double2(v[0], v[1]);
+    reinterpret_cast<double2 *>(p)[1] = make_double2(v[2], v[3]);
+}
+__device__ __forceinline__ int lane_at(const float *, int lane) { return 4 * lane; }
+__device__ __forceinline__ int lane_at(const double *, int lane) { return 2 * lane; }
+__device__ __forceinline__ void ld4s(const float *p, float (&v)[4])
+{
+    const float4 q = *reinterpret_cast<const float4 *>(p);
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+}
+__device__ __forceinline__ void ld4s(const double *p, double (&v)[4])
+{
+    const double2 q = *reinterpret_cast<const double2 *>(p),
+                  r = *reinterpret_cast<const double2 *>(p + 64);
+    v[0] = q.x, v[1] = q.y, v[2] = r.x, v[3] = r.y;
+}
+__device__ __forceinline__ void st4s(float *p, const float (&v)[4]) { st4g(p, v); }
+__device__ __forceinline__ void st4s(double *p, const double (&v)[4])
+{
+    *reinterpret_cast<double2 *>(p) = make_double2(v[0], v[1]);
+    *reinterpret_cast<double2 *>(p + 64) = make_double2(v[2], v[3]);
+}
+
+// Which tap lists sweep_relay takes: a 7-point star of radius 1, or 27 taps of radius 1 whose
+// dz never decreases along the list and whose nine of each dz come together (the box in C
+// order).
+template <class S>
+struct relay_taps {
+    __host__ __device__ static constexpr bool by_dz()
+    {
+        for (int i = 0; i < S::n; i++)
+            if (S::off(i, 0) != i / 9 - 1)
+                return false;
+        return true;
+    }
+    static constexpr bool star = S::n == 7 && S::radius == 1;
+    static constexpr bool box = S::n == 27 && S::radius == 1 && by_dz();
+};
+
+// A region of W = 32 V columns (V = 4 a lane) by H0 = NW RY rows; KV: K rounded up to V, the
+// columns left of the tile, so that a lane's points are 16-byte aligned in the grid.
+template <typename T, int K, int RY, int NW>
+struct relay_cfg {
+    static constexpr int V = 4, W = 32 * V, KV = (K + V - 1) / V * V;
+    static constexpr int H0 = NW * RY, NT = 32 * NW;
+    static constexpr int TX = W - 2 * KV, TY = H0 - 2 * K;
+    static constexpr int PL = (H0 + 2) * W; // a shared plane: H0 rows and a pad row above and
+                                            // below (zeros, read as the neighbours of the
+                                            // region's edge rows)
+    static constexpr size_t smem = (size_t)K * 2 * PL * sizeof(T); // K levels x 2 parities
+};
+
+// VEC: rows of a multiple of 4 points in 16-byte aligned arrays (sweep_args' vec): a lane's
+// four columns are all in the grid or all out (wrapped along a periodic n2, never straddling
+// the wrap), so they move as one vector; else element by element.
+template <typename T, class S, int K, int RY, int NW, bool VEC>
+__global__ void __launch_bounds__(32 * NW, 1)
+    sweep_relay(const sweep_args<T> a, const tap_weights<T, S::n> w)
+{
+    using C = relay_cfg<T, K, RY, NW>;
+    using Q = relay_taps<S>;
+    constexpr int V = C::V, W = C::W, KV = C::KV, PL = C::PL;
+    constexpr int LAG = Q::star ? 1 : 2;     // planes level t lags behind level t - 1
+    constexpr int CARRIED = Q::star ? 1 : 2; // planes of values a level keeps per point
+    static_assert(Q::star || Q::box, "sweep_relay takes 7-point stars and the 27-point box");
+    extern __shared__ __align__(16) unsigned char smem[];
+    T *const sm = (T *)smem; // [K][2][H0 + 2][W]: level t's planes by step parity
+    for (int i = threadIdx.x; i < K * 2 * PL; i += C::NT)
+        sm[i] = T(0); // the slots read before their first plane hold zeros, not garbage
+
+    const int tiles = a.ntx * a.nty, b = (int)blockIdx.x, chunk = b / tiles;
+    const int rest = b - chunk * tiles, by = rest / a.ntx, bx = rest - by * a.ntx;
+    const int tx0 = a.xb + bx * C::TX, ty0 = a.ylo + by * C::TY;
+    const int z0 = a.zlo + chunk * a.zlen, z1 = imin(a.zhi, z0 + a.zlen);
+    const int lane = (int)threadIdx.x & 31, row0 = ((int)threadIdx.x >> 5) * RY;
+    const int cx = tx0 - KV + V * lane, gy = ty0 - K + row0; // the thread's first point
+    // The thread's shared row row0 + r - 1 (r = 0 .. RY + 1) at the lane's columns: srow +
+    // r W (the pad rows serve r = 0 in the first warp and RY + 1 in the last).
+    const int srow = row0 * W + lane_at(sm, lane);
+
+    // The thread's rows and columns, and bit masks of its points kept (at a non-periodic face)
+    // or missing (outside the grid), apart from the plane: most threads have none. In-plane
+    // offsets are ints (sweep_create takes this kernel for planes of fewer than 2^31 points).
+    const int xcol = a.per2 ? wrap(cx, a.n2) : cx;
+    const bool xgone = !a.per2 && (cx + V - 1 < 0 || cx >= a.n2);
+    int roff[RY]; // row r's in-plane offset, wrapped along a periodic n1 (-1: outside)
+    unsigned keep = 0, gone = 0; // bit V r + c: point (r, c)
+#pragma unroll
+    for (int r = 0; r < RY; r++) {
+        const int y = gy + r;
+        const bool yg = !a.per1 && (y < 0 || y >= a.n1);
+        roff[r] = yg ? -1 : (a.per1 ? wrap(y, a.n1) : y) * (int)a.row;
+#pragma unroll
+        for (int c = 0; c < V; c++) {
+            const int x = cx + c;
+            const unsigned bit = 1u << (V * r + c);
+            if (yg || (!a.per2 && (x < 0 || x >= a.n2)))
+                gone |= bit;
+            else if ((!a.per1 && (y < 1 || y >= a.n1 - 1)) ||
+                     (!a.per2 && (x < 1 || x >= a.n2 - 1)))
+                keep |= bit;
+        }
+    }
+    // The thread's points of plane p of array s (src or the source; zeros outside the grid).
+    auto fetch = [&](const T *s, int p, T (&v)[RY][V]) {
+        const bool zin = a.per0 || (p >= 0 && p < a.n0);
+        const T *sp = s + zoffset(p, a.n0, a.per0, a.plane);
+#pragma unroll
+        for (int r = 0; r < RY; r++) {
+            if constexpr (VEC) {
+                if (zin && roff[r] >= 0 && !xgone)
+                    ld4g(sp + roff[r] + xcol, v[r]);
+                else
+                    for (int c = 0; c < V; c++)
+                        v[r][c] = T(0);
+            } else {
+#pragma unroll
+                for (int c = 0; c < V; c++)
+                    v[r][c] = zin && !(gone >> (V * r + c) & 1)
+                                  ? __ldg(sp + roff[r] + (a.per2 ? wrap(cx + c, a.n2) : cx + c))
+                                  : T(0);
+            }
+        }
+    };
+
+    // Carried from step to step, per level t (car[t - 1]): the star's level t - 1 plane p - 1
+    // in the own columns; the box's partial sums of the updates of planes q and q + 1.
+    T car[K][CARRIED][RY][V];
+    T pf[RY][V]; // level 0's next plane, loaded a step ahead
+#pragma unroll
+    for (int t = 0; t < K; t++)
+#pragma unroll
+        for (int h = 0; h < CARRIED; h++)
+#pragma unroll
+            for (int r = 0; r < RY; r++)
+#pragma unroll
+                for (int c = 0; c < V; c++)
+                    car[t][h][r][c] = T(0);
+    const int j0 = z0 - K, jf = z1 + K, j1 = z1 + LAG * K; // level 0's planes: [j0, jf)
+    fetch(a.src, j0, pf);
+    __syncthreads();
+#pragma unroll 1
+    for (int j = j0; j < j1; j++) {
+        const int cur = (j & 1) * PL, prv = PL - cur;
+        T nx[RY][V]; // the star's level t - 1 plane p + 1, for level t
+#pragma unroll
+        for (int r = 0; r < RY; r++) {
+#pragma unroll
+            for (int c = 0; c < V; c++)
+                nx[r][c] = pf[r][c];
+            st4s(sm + cur + srow + (r + 1) * W, pf[r]);
+        }
+        if (j + 1 < jf)
+            fetch(a.src, j + 1, pf);
+        static_for<K>([&](auto tc) {
+            constexpr int t = decltype(tc)::value + 1;
+            const int p = j - LAG * t; // the plane level t finishes
+            const T *plane = sm + (t - 1) * 2 * PL + prv;
+            T rw[RY + 2][V], out[RY][V];
+#pragma unroll
+            for (int r = 0; r < RY + 2; r++)
+                ld4s(plane + srow + r * W, rw[r]);
+            if constexpr (Q::star) {
+#pragma unroll
+                for (int r = 0; r < RY; r++) {
+                    const T *ce = rw[r + 1];
+                    const T xl = __shfl_up_sync(0xffffffffu, ce[V - 1], 1),
+                            xr = __shfl_down_sync(0xffffffffu, ce[0], 1);
+#pragma unroll
+                    for (int c = 0; c < V; c++) {
+                        T acc = T(0);
+                        static_for<7>([&](auto i) {
+                            constexpr int dz = S::off(i, 0), dy = S::off(i, 1),
+                                          dx = S::off(i, 2);
+                            T v;
+                            if constexpr (dz < 0)
+                                v = car[t - 1][0][r][c];
+                            else if constexpr (dz > 0)
+                                v = nx[r][c];
+                            else if constexpr (dy != 0)
+                                v = rw[r + 1 + dy][c];
+                            else if constexpr (dx < 0)
+                                v = c > 0 ? ce[c - 1] : xl;
+                            else if constexpr (dx > 0)
+                                v = c < V - 1 ? ce[c + 1] : xr;
+                            else
+                                v = ce[c];
+                            acc = i == 0 ? mul_rn(w.w[i], v) : fma_rn(w.w[i], v, acc);
+                        });
+                        out[r][c] = acc;
+                        car[t - 1][0][r][c] = ce[c];
+                    }
+                }
+            } else {
+                T xl[RY + 2], xr[RY + 2]; // the x neighbours past the lane's columns
+#pragma unroll
+                for (int r = 0; r < RY + 2; r++) {
+                    xl[r] = __shfl_up_sync(0xffffffffu, rw[r][V - 1], 1);
+                    xr[r] = __shfl_down_sync(0xffffffffu, rw[r][0], 1);
+                }
+                static_for<RY>([&](auto rc) {
+                    constexpr int r = decltype(rc)::value;
+                    static_for<V>([&](auto cc) {
+                        constexpr int c = decltype(cc)::value;
+                        T fin = car[t - 1][0][r][c], mid = car[t - 1][1][r][c], nw = T(0);
+                        static_for<27>([&](auto i) {
+                            constexpr int dz = S::off(i, 0), dy = S::off(i, 1),
+                                          dx = S::off(i, 2), y = r + 1 + dy, x = c + dx;
+                            T v;
+                            if constexpr (x < 0)
+                                v = xl[y];
+                            else if constexpr (x >= V)
+                                v = xr[y];
+                            else
+                                v = rw[y][x];
+                            if constexpr (i == 0)
+                                nw = mul_rn(w.w[i], v);
+                            else if constexpr (dz < 0)
+                                nw = fma_rn(w.w[i], v, nw);
+                            else if constexpr (dz == 0)
+                                mid = fma_rn(w.w[i], v, mid);
+                            else
+                                fin = fma_rn(w.w[i], v, fin);
+                        });
+                        out[r][c] = fin;
+                        car[t - 1][0][r][c] = mid;
+                        car[t - 1][1][r][c] = nw;
+                    });
+                });
+            }
+            // Kept and missing points (a plane outside the grid or kept, or the thread's points
+            // at a non-periodic face) keep src's value (zero where missing).
+            const int zk = zkind(p, a.n0, a.per0, 1);
+            const unsigned fixed = zk != PT_UPDATE ? ~0u : keep | gone;
+            if (fixed) {
+                T kv[RY][V];
+                if constexpr (Q::star) { // level t - 1's value, read with the centre
+#pragma unroll
+                    for (int r = 0; r < RY; r++)
+#pragma unroll
+                        for (int c = 0; c < V; c++)
+                            kv[r][c] = rw[r + 1][c];
+                } else {
+                    fetch(a.src, p, kv);
+                }
+#pragma unroll
+                for (int r = 0; r < RY; r++)
+#pragma unroll
+                    for (int c = 0; c < V; c++)
+                        out[r][c] = fixed >> (V * r + c) & 1 ? kv[r][c] : out[r][c];
+            }
+            if (a.source && zk == PT_UPDATE) {
+                T sv[RY][V];
+                fetch(a.source, p, sv);
+#pragma unroll
+                for (int r = 0; r < RY; r++)
+#pragma unroll
+                    for (int c = 0; c < V; c++)
+                        out[r][c] = fixed >> (V * r + c) & 1 ? out[r][c]
+                                                             : add_rn(out[r][c], sv[r][c]);
+            }
+            if constexpr (t < K) {
+#pragma unroll
+                for (int r = 0; r < RY; r++) {
+#pragma unroll
+                    for (int c = 0; c < V; c++)
+                        nx[r][c] = out[r][c];
+                    st4s(sm + t * 2 * PL + cur + srow + (r + 1) * W, out[r]);
+                }
+            } else if (p >= z0) { // level K: plane p of the chunk, the tile's points to dst
+                T *dp = a.dst + (int64_t)p * a.plane;
+#pragma unroll
+                for (int r = 0; r < RY; r++) {
+                    const int oy = row0 + r - K;
+                    if (oy < 0 || oy >= C::TY || ty0 + oy >= a.yhi)
+                        continue;
+                    // the tile's points lie in the grid: roff[r] and cx unwrapped
+                    if constexpr (VEC) {
+                        const int ox = V * lane - KV;
+                        if (ox >= 0 && ox < C::TX && tx0 + ox >= a.xlo && tx0 + ox < a.xhi)
+                            st4g(dp + roff[r] + cx, out[r]);
+                    } else {
+#pragma unroll
+                        for (int c = 0; c < V; c++) {
+                            const int ox = V * lane + c - KV;
+                            if (ox >= 0 && ox < C::TX && tx0 + ox >= a.xlo && tx0 + ox < a.xhi)
+                                dp[roff[r] + cx + c] = out[r][c];
+                        }
+                    }
+                }
+            }
+        });
+        __syncthreads();
+    }
+}
+
+template <typename T, class S, int K, int RY, int NW>
+cudaError_t launch_relay(const tide_sweep *s, const sweep_state *st, const fused_cfg &f, int k,
+                         const void *src, void *dst, cudaStream_t stream)
+{
+    const sweep_args<T> a = make_args<T>(s, st, f, src, dst, k);
+    const tap_weights<T, S::n> w = weights_of<T, S::n>(st->wh, S::n);
+    if (a.vec)
+        sweep_relay<T, S, K, RY, NW, true><<<f.blocks, f.nt, f.smem, stream>>>(a, w);
+    else
+        sweep_relay<T, S, K, RY, NW, false><<<f.blocks, f.nt, f.smem, stream>>>(a, w);
+    return cudaGetLastError();
+}
+
+// sweep_relay's rows per thread and warps per block for k steps: the tallest region whose
+// shared planes fit an SM (one block per SM, at most 227 KB) and whose thread state fits the
+// registers without spilling (ptxas for sm_90).
+//   * Star, float: 48 rows of 3 a thread up to 4 steps (98-124 registers of 128), then 32
+//     rows of 2; double: 24 rows of 2 (124-156 of 168; 32 rows of 2 spill at 128). One H100,
+//     512^3 double: 24 rows of 4 points a lane ran 300 GCell/s (3 steps, half the grid), 48
+//     rows of 2 points a lane (one 16-byte vector) 103-115.
+//   * Box: float 32 rows of 2 a thread, 16 warps, up to 4 steps (94-128 registers of 128);
+//     double 24 rows of 2, 12 warps, 2 steps (142-168 of 168; 3 steps in 24 rows of 3 and 8
+//     warps ran 143 GCell/s against 183 for 2 steps on an H200).
+struct relay_choice {
+    int ry, nw;
+};
+__host__ __device__ constexpr relay_choice relay_shape(bool box, bool dbl, int k)
+{
+    if (box)
+        return !dbl ? relay_choice{2, 16} : relay_choice{2, 12};
+    return dbl ? relay_choice{2, 12} : k <= 4 ? relay_choice{3, 16} : relay_choice{2, 16};
+}
+
+// sweep_relay's configuration for K steps of taps S (none beyond fast_kmax).
+template <typename T, class S, int K>
+fused_cfg config_k()
+{
+    fused_cfg f = {};
+    if constexpr (K >= 2 && K <= fast_kmax(S::n == 7, sizeof(T) == 8)) {
+        constexpr relay_choice sh = relay_shape(relay_taps<S>::box, sizeof(T) == 8, K);
+        using C = relay_cfg<T, K, sh.ry, sh.nw>;
+        f.func = (const void *)sweep_relay<T, S, K, sh.ry, sh.nw, true>;
+        f.alt = (const void *)sweep_relay<T, S, K, sh.ry, sh.nw, false>;
+        f.launch = launch_relay<T, S, K, sh.ry, sh.nw>;
+        f.nt = C::NT, f.smem = C::smem, f.tx = C::TX, f.ty = C::TY;
+    }
+    return f;
+}
+
+template <class S>
+fused_cfg config(bool dbl, int k)
+{
+    return with_steps(k, [dbl](auto kc) {
+        constexpr int K = decltype(kc)::value;
+        return dbl ? config_k<double, S, K>() : config_k<float, S, K>();
+    });
+}
+
+} // namespace
+
+fused_cfg relay_entry(bool dbl, int shape, int k)
+{
+    switch (shape) {
+    case SHAPE_7C: return config<taps_7c>(dbl, k);
+    case SHAPE_7F: return config<taps_7f>(dbl, k);
+    case SHAPE_27C: return config<taps_27c>(dbl, k);
+    default: return fused_cfg{};
+    }
+}
+
+} // namespace tide_stencil
