@@ -70,6 +70,8 @@ typedef struct {
     size_t count;      /* elements, every field */
     size_t at;         /* its dense copy's first element in the staging, or NO_STAGING */
     long long direct;  /* the element of the declared layout where it is one run of it, or -1 */
+    int copy;          /* sent as a message of its own, the same region as an earlier such
+                        * piece: it shares that one's staging (packed once: a broadcast's) */
 } piece;
 
 typedef struct {
@@ -175,6 +177,19 @@ static int staged_host(const tide_xchg *x)
 /* How place() may send pieces direct. */
 enum { ANY_DIRECT, ALL_OR_NONE, SINGLE_DIRECT, NONE_DIRECT };
 
+/* The piece of an earlier message of side x that is alone in it and covers the same region
+ * in the same order as message k's only piece, or NULL. */
+static const piece *same_single(const side *x, int k)
+{
+    const piece *p = &x->p[x->m[k].first];
+    for (int j = 0; j < k; j++) {
+        const piece *q = &x->p[x->m[j].first];
+        if (x->m[j].n == 1 && q->direct < 0 && tide_box_equal(&q->region, &p->region))
+            return q;
+    }
+    return NULL;
+}
+
 /* Places side x's pieces: their counts, their direct offsets in the declared layout (box;
  * NULL: none), staging for the others, packed message after message. rule: ANY_DIRECT, every
  * piece that is one run of box goes direct (host arrays over P2P); ALL_OR_NONE, the side goes
@@ -207,8 +222,10 @@ static void place(const tide_xchg *xc, side *x, const tide_box *box, int rule)
             piece *p = &x->p[i];
             if (rule == ALL_OR_NONE && !all)
                 p->direct = -1;
-            p->at = p->direct >= 0 ? NO_STAGING : x->staged;
-            x->staged += p->direct >= 0 ? 0 : p->count;
+            const piece *same = m->n == 1 && x == &xc->s[SEND] ? same_single(x, k) : NULL;
+            p->copy = same != NULL && p->direct < 0;
+            p->at = p->direct >= 0 ? NO_STAGING : p->copy ? same->at : x->staged;
+            x->staged += p->direct >= 0 || p->copy ? 0 : p->count;
             m->count += p->count;
         }
     }
@@ -560,7 +577,7 @@ static const char *send_base(const tide_xchg *x, const unit *u, const tide_xchg_
         return at_elem(x, io->src, (size_t)tide_box_offset(io->src_box, &p->region));
     if (u->at == NO_STAGING)
         return NULL;
-    if (p && io->src && !failed)
+    if (p && io->src && !failed && !p->copy)
         pack(x, p, io);
     return at_elem(x, mpi_staging(x, io, 1), u->at);
 }
@@ -645,6 +662,16 @@ static void free_types(tide_xchg *x)
             MPI_Type_free(&x->rtype[m]);
 }
 
+/* The posted messages completed: every receive (host pieces unpacked as they arrive, unless
+ * failed) and every send; the receive types freed. Returns an MPI code. */
+static int complete(tide_xchg *x, const tide_xchg_io *io, int failed)
+{
+    int got = drain_receives(x, io, failed);
+    int done = wait_all(x->nreq - x->nrecv_req, x->req + x->nrecv_req);
+    free_types(x);
+    return got == MPI_SUCCESS && done == MPI_SUCCESS ? MPI_SUCCESS : MPI_ERR_OTHER;
+}
+
 /* One Alltoallv of the tables from sb into rb. An injected failure still takes part in it. */
 static int alltoallv(const tide_xchg *x, const void *sb, void *rb)
 {
@@ -669,11 +696,8 @@ static int exchange_mpi(tide_xchg *x, const tide_xchg_io *io, int failed)
     }
     int posted = post_receives(x, io);
     int sent = post_sends(x, io, failed);
-    int got = drain_receives(x, io, failed);
-    int done = wait_all(x->nreq - x->nrecv_req, x->req + x->nrecv_req);
-    free_types(x);
-    int ok = posted == MPI_SUCCESS && sent == MPI_SUCCESS && got == MPI_SUCCESS;
-    return ok && done == MPI_SUCCESS ? MPI_SUCCESS : MPI_ERR_OTHER;
+    int done = complete(x, io, failed);
+    return posted == MPI_SUCCESS && sent == MPI_SUCCESS ? done : MPI_ERR_OTHER;
 }
 
 /* ---- device arrays ------------------------------------------------------------------------ */
@@ -685,7 +709,7 @@ static int device_pack(const tide_xchg *x, const tide_xchg_io *io)
     int st = TIDE_SUCCESS;
     for (int i = 0; i < s->np && !st; i++) {
         const piece *p = &s->p[i];
-        if (p->at != NO_STAGING)
+        if (p->at != NO_STAGING && !p->copy)
             st = tide_transport_pack(x->d.elem, x->d.fields, &p->region, io->src,
                                             io->src_box, at_elem(x, io->send, p->at), dense(p),
                                             io->stream);
@@ -747,7 +771,7 @@ static int nccl_group(const tide_xchg *x, const tide_xchg_io *io)
     return st ? st : end;
 }
 
-static int device_start(const tide_xchg *x, const tide_xchg_io *io, int status)
+static int device_start(tide_xchg *x, const tide_xchg_io *io, int status)
 {
     int st = status ? status : device_pack(x, io);
     if (x->d.how == TIDE_EXCHANGE_NCCL) {
@@ -758,16 +782,27 @@ static int device_start(const tide_xchg *x, const tide_xchg_io *io, int status)
     size_t sb = tide_xchg_send_bytes(x);
     if (!st && staged_host(x) && sb)
         st = tide_transport_copy(io->hsend, io->send, sb, io->stream);
-    return st;
+    if (!x->d.eager || a2av(x))
+        return st;
+    int synced = tide_transport_sync(io->stream); /* the packs and the copy down */
+    st = st ? st : synced;
+    int posted = post_receives(x, io), sent = post_sends(x, io, st);
+    return st ? st : posted == MPI_SUCCESS && sent == MPI_SUCCESS ? 0 : TIDE_ERR_MPI;
 }
 
 static int device_finish(tide_xchg *x, const tide_xchg_io *io, int status)
 {
     if (x->d.how == TIDE_EXCHANGE_NCCL)
         return status;
-    int synced = tide_transport_sync(io->stream); /* the packs (and the copy down), before MPI */
-    int st = status ? status : synced;
-    if (exchange_mpi(x, io, st) != MPI_SUCCESS)
+    int st = status, mpi;
+    if (x->d.eager && !a2av(x)) { /* posted by START */
+        mpi = complete(x, io, st);
+    } else {
+        int synced = tide_transport_sync(io->stream); /* the packs (and the copy down) */
+        st = st ? st : synced;
+        mpi = exchange_mpi(x, io, st);
+    }
+    if (mpi != MPI_SUCCESS)
         return TIDE_ERR_MPI;
     size_t rb = tide_xchg_recv_bytes(x);
     if (!st && staged_host(x) && rb)
@@ -785,7 +820,8 @@ int tide_xchg_start(const tide_xchg *cx, const tide_xchg_io *io, int status)
     if (a2av(x)) { /* packed now, moved by FINISH's Alltoallv */
         const side *s = &x->s[SEND];
         for (int i = 0; i < s->np && io->src && !status && !s->all_direct; i++)
-            pack(x, &s->p[i], io);
+            if (!s->p[i].copy)
+                pack(x, &s->p[i], io);
         return status;
     }
     int posted = post_receives(x, io);
@@ -805,10 +841,7 @@ int tide_xchg_finish(const tide_xchg *cx, const tide_xchg_io *io, int status)
         for (int i = 0; i < r->np && rc == MPI_SUCCESS && !status && !r->all_direct; i++)
             unpack(x, &r->p[i], io);
     } else {
-        int got = drain_receives(x, io, status);
-        int done = wait_all(x->nreq - x->nrecv_req, x->req + x->nrecv_req);
-        free_types(x);
-        rc = got == MPI_SUCCESS && done == MPI_SUCCESS ? MPI_SUCCESS : MPI_ERR_OTHER;
+        rc = complete(x, io, status);
     }
     return status ? status : rc == MPI_SUCCESS ? TIDE_SUCCESS : TIDE_ERR_MPI;
 }

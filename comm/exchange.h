@@ -64,6 +64,9 @@ typedef struct {
     int typed;            /* host arrays, P2P: receive a piece that is not a run straight
                            * into its array with an MPI subarray type where its order is the
                            * array's (no staging for it, no unpack) */
+    int eager;            /* device arrays over P2P or CUDA_MPI: START also waits for the packs
+                           * and posts the messages, so they travel while the caller's next
+                           * work runs (FINISH waits for them); 0: START only enqueues */
 } tide_xchg_desc;
 
 /* Local: the exchange of list l (which it keeps; NULL after the call). Returns 0 or a code

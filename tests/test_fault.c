@@ -377,6 +377,57 @@ static void huge_counts(void)
     free(b);
 }
 
+/* SUMMA's panel moves with a failed post: a multiply of 37 x 29 x 41 on the most square
+ * process grid, panels of 4, the first, a middle and the last post of the victim made to
+ * fail: every rank's tide_gemm_execute returns TIDE_ERR_MPI within LIMIT_S seconds, and the
+ * next multiply gives the bytes of the one before the fault. */
+static void summa_faults(tide_context *ctx)
+{
+    if (nranks == 1)
+        return; /* no panel moves */
+    enum { M = 37, N = 29, K = 41 };
+    tide_gemm_options o;
+    tide_gemm_options_init(&o);
+    o.panel = 4;
+    tide_gemm_plan *plan = NULL;
+    int st = tide_gemm_plan_create(ctx, M, N, K, &o, &plan);
+    if (!tt_check(&tally, comm, st == 0, "SUMMA plan: %s", tide_last_error(ctx)))
+        return;
+    /* each rank's blocks fit the whole matrices' sizes */
+    double *a = xmalloc(sizeof(double) * M * K), *b = xmalloc(sizeof(double) * K * N);
+    double *c = xmalloc(sizeof(double) * M * N), *ref = xmalloc(sizeof(double) * M * N);
+    for (int i = 0; i < M * K; i++)
+        a[i] = (i * 7 + me) % 13 - 6;
+    for (int i = 0; i < K * N; i++)
+        b[i] = (i * 5 + me) % 11 - 5;
+    long long p0 = tide_exchange_posts();
+    st = tide_gemm_execute(plan, 1.0, a, b, 0.0, ref);
+    long long posts = tide_exchange_posts() - p0;
+    tt_check(&tally, comm, st == 0, "SUMMA before the faults: %s", tide_last_error(ctx));
+    int victim = nranks - 1;
+    long long at[3] = {0, posts / 2, posts - 1};
+    for (int k = 0; k < 3 && posts > 0; k++) {
+        if (me == victim)
+            tide_exchange_inject_fault(at[k]);
+        double t0 = MPI_Wtime();
+        st = tide_gemm_execute(plan, 1.0, a, b, 0.0, c);
+        double dt = MPI_Wtime() - t0;
+        tide_exchange_inject_fault(-1);
+        tt_check(&tally, comm, st == TIDE_ERR_MPI && same_everywhere(st) && dt < LIMIT_S,
+                 "SUMMA with post %lld of rank %d failing: status %d (%s) after %.1f s, want "
+                 "%d on every rank", at[k], victim, st, tide_last_error(ctx), dt, TIDE_ERR_MPI);
+        st = tide_gemm_execute(plan, 1.0, a, b, 0.0, c);
+        tt_check(&tally, comm, st == 0 && !memcmp(c, ref, sizeof(double) * M * N),
+                 "SUMMA after the fault at post %lld: status %d, %s", at[k], st,
+                 st ? tide_last_error(ctx) : "product differs");
+    }
+    if (me == 0)
+        printf("test_fault: SUMMA, %lld posts on rank 0, faults at the first, a middle and the "
+               "last of rank %d\n", posts, victim);
+    free(a), free(b), free(c), free(ref);
+    tide_gemm_plan_destroy(plan);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -405,6 +456,7 @@ int main(int argc, char **argv)
     split_fft(ctx, &cases[0]);
     split_fft(ctx, &cases[2]);
     huge_counts();
+    summa_faults(ctx);
     tide_context_destroy(ctx);
     int rc = tt_finish(&tally, comm, "test_fault", "checks");
     MPI_Finalize();

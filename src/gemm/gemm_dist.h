@@ -43,7 +43,7 @@ typedef struct {
     const long long *split[4];
     int me[2];                  /* this rank's row and column in that grid */
     long long lda, ldb, ldc;    /* of this rank's blocks (column major) */
-    int panel;                  /* most columns of A broadcast at once */
+    int panel;                  /* most columns of A moved at once */
     const tide_env *env;        /* the plan's; panels in pinned memory where its backend has it */
     int device;                 /* the blocks are in env's device memory (the updates run on
                                  * env's stream) */
@@ -72,8 +72,8 @@ tide_gemm_desc tide_gemm_dist_local(const tide_gemm_dist *s, int *panels);
 
 /* Collective: C = alpha op(A) op(B) + beta C on this rank's blocks a, b, c (host memory, or
  * device memory with desc's device), complete on return. For
- * each panel of k, the rank column owning op(A)'s columns broadcasts them along each process
- * row, the rank row owning op(B)'s rows broadcasts them along each process column, and every
+ * each panel of k, the rank column owning op(A)'s columns sends them to the other ranks of its
+ * process row, the rank row owning op(B)'s rows to the other ranks of its column, and every
  * rank adds the product of the two panels to its block of C. Returns 0 or a code with the
  * reason in err. */
 int tide_gemm_dist_execute(tide_gemm_dist *s, tide_scalar alpha, const void *a, const void *b,
