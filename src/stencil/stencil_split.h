@@ -6,7 +6,8 @@
  * least band from every halo (the inner box) need no halo at all: a split pass sweeps them
  * while the halo travels, and once it is in sweeps the shell of own points around them, the
  * points within band of a halo, cut into up to six boxes (below and above along each
- * dimension with a halo, each along later dimensions only over the inner box's extent). Each
+ * dimension with a halo, each over the inner box's extent along the dimensions before its own
+ * and the own box's along those after it). Each
  * sweep runs on a view of the grown array (backend.h: tide_sweep's pitches): its box grown by
  * band (clipped to the grown box), writing its box alone (its out window), so its points are
  * computed from the same values in the same order as by the sweep of the whole grown box:
