@@ -758,14 +758,14 @@ static int nccl_group(const tide_xchg *x, const tide_xchg_io *io)
     for (int k = 0; k < r->nm; k++) {
         const message *m = &r->m[k];
         int e = tide_transport_recv(io->nccl, message_base(x, r, m, dst, io->recv),
-                               m->count * x->d.elem, m->peer, io->stream);
-        st = st ? st : e;
+                                    m->count * x->d.elem, m->peer, io->stream);
+        st = st ? st : e ? e : post_fails() ? TIDE_ERR_BACKEND : 0;
     }
     for (int k = 0; k < s->nm; k++) {
         const message *m = &s->m[k];
         int e = tide_transport_send(io->nccl, message_base(x, s, m, (void *)io->src, io->send),
-                               m->count * x->d.elem, m->peer, io->stream);
-        st = st ? st : e;
+                                    m->count * x->d.elem, m->peer, io->stream);
+        st = st ? st : e ? e : post_fails() ? TIDE_ERR_BACKEND : 0;
     }
     int end = tide_transport_group_end(); /* ends the group even after a failed call in it */
     return st ? st : end;

@@ -127,12 +127,13 @@ int tide_xchg_post(int send, void *buf, int count, MPI_Datatype type, int peer, 
 /* ---- test-only hooks (not for the library's own use) --------------------------------------
  * Not exported by the shared library (only tide.h's functions are); the tests link the static
  * one. Process-wide, for every exchange. A "post" is one MPI_Irecv, MPI_Isend or MPI_Alltoallv
- * call of an exchange or of tide_xchg_post (NCCL calls are not counted; stand-ins for failed posts
- * are not posts). */
+ * call, or one ncclSend or ncclRecv, of an exchange or of tide_xchg_post (stand-ins for failed
+ * posts are not posts). */
 
-/* Makes the post k posts from now (0: the next one) fail once as if MPI had returned an error;
- * k < 0 disarms. MPI itself is not touched: a failed Isend/Irecv is not made, and an injected
- * failure of an Alltoallv is reported after the rank has taken part in it. */
+/* Makes the post k posts from now (0: the next one) fail once as if MPI (NCCL) had returned an
+ * error; k < 0 disarms. MPI itself is not touched: a failed Isend/Irecv is not made, and an
+ * injected failure of an Alltoallv or of an NCCL call is reported after the rank has made it
+ * (TIDE_ERR_BACKEND for NCCL's). */
 void tide_exchange_inject_fault(long long k);
 /* 1 while an injected failure has not fired yet. */
 int tide_exchange_fault_pending(void);

@@ -18,6 +18,10 @@
  * Counts: reshapes whose blocks exceed INT_MAX elements are only created (geometry, nothing
  * allocated): P2P and NCCL must accept them, A2AV must refuse them pointing to P2P.
  *
+ * With TIDE_TEST_BACKEND=cuda (2 or more ranks): a forward of a plan on device arrays, over
+ * NCCL where every rank has a GPU of its own, else through pinned host staging, its first, a
+ * middle and its last post (an ncclSend or ncclRecv, or an MPI post) of one rank made to fail.
+ *
  * A hang fails the test: alarm() ends the process after ALARM_S seconds.
  */
 #include <limits.h>
@@ -428,16 +432,87 @@ static void summa_faults(tide_context *ctx)
     tide_gemm_plan_destroy(plan);
 }
 
+/* ---- device arrays (TIDE_TEST_BACKEND=cuda) --------------------------------------------- */
+
+/* One forward of a device plan (exchange auto: NCCL where every rank has a GPU of its own,
+ * else MPI through pinned host staging) with post k of rank victim failing (an ncclSend or
+ * ncclRecv, or an MPI post): the same error on every rank in time, then a clean forward giving
+ * the bytes of the one before. Arrays in device memory, moved with tide_copy. */
+static void device_faults(tide_context *ctx)
+{
+    if (nranks == 1)
+        return;
+    tide_fft_options o;
+    tide_fft_options_init(&o);
+    o.location = TIDE_LOCATION_DEVICE;
+    tide_fft_plan *plan = NULL;
+    int st = tide_fft_plan_create(ctx, grid, NULL, NULL, &o, &plan);
+    tide_fft_info info;
+    if (!tt_check(&tally, comm, st == 0 && tide_fft_plan_info(plan, &info) == 0,
+                  "device plan: %s", tide_last_error(ctx)))
+        return;
+    tide_box ib, ob;
+    tide_fft_plan_boxes(plan, &ib, &ob);
+    size_t ibytes = (size_t)tt_box_count(&ib) * 16, obytes = (size_t)tt_box_count(&ob) * 16;
+    double *in = xmalloc(ibytes), *base = xmalloc(obytes), *got = xmalloc(obytes);
+    void *din = NULL, *dout = NULL;
+    tide_ref_fill(in, &ib, 1, 1, TIDE_DOUBLE, grid, 19);
+    st = tide_device_alloc(ctx, ibytes + 16, &din);
+    st = st ? st : tide_device_alloc(ctx, obytes + 16, &dout);
+    st = st ? st : tide_copy(ctx, din, in, ibytes);
+    long long p0 = tide_exchange_posts();
+    st = st ? st : tide_fft_forward(plan, din, dout);
+    long long posts = tide_exchange_posts() - p0;
+    st = st ? st : tide_copy(ctx, base, dout, obytes);
+    tt_check(&tally, comm, st == 0, "device forward: %s", tide_last_error(ctx));
+    MPI_Bcast(&posts, 1, MPI_LONG_LONG, nranks - 1, comm);
+    const long long at[3] = {0, posts / 2, posts - 1};
+    for (int i = 0; i < 3 && !st && posts > 0; i++) {
+        if (me == nranks - 1)
+            tide_exchange_inject_fault(at[i]);
+        double t0 = MPI_Wtime();
+        int x = tide_fft_forward(plan, din, dout);
+        double dt = MPI_Wtime() - t0;
+        tide_exchange_inject_fault(-1);
+        tt_check(&tally, comm, (x == TIDE_ERR_MPI || x == TIDE_ERR_BACKEND) &&
+                 same_everywhere(x) && dt < LIMIT_S,
+                 "device %s exchange, post %lld of rank %d failing: status %d (%s) after %.1f "
+                 "s, want one failure on every rank", exchange_name(info.exchange), at[i],
+                 nranks - 1, x, tide_last_error(ctx), dt);
+        x = tide_fft_forward(plan, din, dout);
+        x = x ? x : tide_copy(ctx, got, dout, obytes);
+        tt_check(&tally, comm, x == 0 && !memcmp(got, base, obytes),
+                 "device forward after the fault at post %lld: status %d (%s), %s", at[i], x,
+                 tide_last_error(ctx), x ? "" : "differs from the result before");
+    }
+    if (me == 0)
+        printf("test_fault: device arrays over %s, %lld posts of rank %d a forward, faults at "
+               "the first, a middle and the last\n", exchange_name(info.exchange), posts,
+               nranks - 1);
+    tide_device_free(ctx, din);
+    tide_device_free(ctx, dout);
+    free(in), free(base), free(got);
+    tide_fft_plan_destroy(plan);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_size(comm, &nranks);
     MPI_Comm_rank(comm, &me);
     alarm(ALARM_S); /* a hang ends the process, and mpiexec the test */
+    const char *be = getenv("TIDE_TEST_BACKEND");
+    int cuda = be && !strcmp(be, "cuda");
+    if (cuda && (nranks == 1 || !tt_all(comm, tt_gpus_or_skip() > 0))) {
+        if (me == 0 && nranks == 1)
+            printf("SKIP: one rank has no exchange to fail\n");
+        MPI_Finalize();
+        return 77;
+    }
     tide_context_options co;
     tide_context_options_init(&co);
-    co.backend = TIDE_BACKEND_CPU;
-    co.threads = 1;
+    co.backend = cuda ? TIDE_BACKEND_CUDA : TIDE_BACKEND_CPU;
+    co.threads = cuda ? 0 : 1;
     tide_context *ctx = NULL;
     int st = tide_context_create(comm, &co, &ctx);
     if (!tt_check(&tally, comm, st == 0, "tide_context_create: %s", tide_last_error(ctx))) {
@@ -450,6 +525,13 @@ int main(int argc, char **argv)
         {TIDE_DECOMP_PENCILS, TIDE_EXCHANGE_P2P, "pencils p2p"},
         {TIDE_DECOMP_PENCILS, TIDE_EXCHANGE_A2AV, "pencils a2av"},
     };
+    if (cuda) {
+        device_faults(ctx);
+        tide_context_destroy(ctx);
+        int rc = tt_finish(&tally, comm, "test_fault (device arrays)", "checks");
+        MPI_Finalize();
+        return rc;
+    }
     for (int i = 0; i < 4; i++)
         fault_case(ctx, &cases[i], (nranks - 1 + i) % nranks);
     split_reshapes();
