@@ -1,6 +1,7 @@
 /* app_common.c: arguments, -json files, timing and bounds shared by the `tide` subcommands. */
 #include "app_common.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>

@@ -2,6 +2,7 @@
  * tide_fft.c: `tide fft`: plan, verify against an independent reference, and time a
  * distributed 3D FFT, printing heFFTe speed3d's keys so existing parsers read the output.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

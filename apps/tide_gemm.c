@@ -14,6 +14,7 @@
  * C, each entry's error measured in units of a rigorous rounding bound (tide_ref_gemm_error; at
  * most 1 passes), the largest over the ranks reported.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -13,6 +13,7 @@
  * code). With -stretch the bounded dimension's cells vary in width: the mode is no longer an
  * eigenvector, and the error is checked against the estimate at the widest cell.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
