@@ -246,13 +246,6 @@ void app_stats_of(double *times, int runs, app_stats *s)
     s->avg = tsum / runs;
 }
 
-double app_max(double x)
-{
-    double m = x;
-    MPI_Allreduce(&x, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return m;
-}
-
 void app_say_timing(double plan_s, const app_stats *s, double flops, double mem_bytes)
 {
     tide_say("Plan creation time: %.6g (s)\n", plan_s);

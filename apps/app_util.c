@@ -144,6 +144,20 @@ int app_agree(int bad, char *msg, size_t len)
     return 1;
 }
 
+/* ---- maxima that keep a NaN ------------------------------------------------------------------ */
+
+double app_max_nan(double a, double b)
+{
+    return isnan(a) || a > b ? a : b;
+}
+
+double app_max(double x)
+{
+    double mine[2] = {isnan(x), isnan(x) ? 0 : x}, all[2];
+    MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return all[0] > 0 ? NAN : all[1];
+}
+
 /* ---- files ----------------------------------------------------------------------------------- */
 
 int app_probe_file(const char *path, char *err, size_t len)

@@ -1,7 +1,8 @@
 /*
  * app_util.h: what the `tide` subcommands and heat3d share (app_util.c, compiled into both):
  * numbers read from the command line within their ranges, a verdict agreed by every rank,
- * output files checked before the work and closed with their status checked.
+ * maxima that keep a NaN, output files checked before the work and closed with their status
+ * checked.
  */
 #ifndef TIDE_APP_UTIL_H
 #define TIDE_APP_UTIL_H
@@ -72,6 +73,16 @@ long long app_product(const int *v, int k, long long limit);
 /* Collective: whether any rank is bad (nonzero); msg (len bytes on every rank, NULL: none)
  * becomes the lowest bad rank's message on every rank. */
 int app_agree(int bad, char *msg, size_t len);
+
+/* ---- maxima that keep a NaN ------------------------------------------------------------------ */
+
+/* The larger of a and b, NaN when either is NaN (fmax drops a NaN: an error's maximum taken
+ * with it would let a NaN result pass). */
+double app_max_nan(double a, double b);
+
+/* Collective: the largest x over the ranks, on every rank; NaN when x is NaN on any rank
+ * (MPI_MAX need not keep a NaN). */
+double app_max(double x);
 
 /* ---- files ----------------------------------------------------------------------------------- */
 
