@@ -67,18 +67,10 @@ int main(void)
 
 enum { POISON = 0xdb };
 
-static int checks, failed;
+static tt_tally tally;
 
-#define CHECK(cond, ...)                                                                          \
-    do {                                                                                          \
-        checks++;                                                                                 \
-        if (!(cond)) {                                                                            \
-            failed++;                                                                             \
-            printf("FAIL: ");                                                                     \
-            printf(__VA_ARGS__);                                                                  \
-            printf("\n");                                                                         \
-        }                                                                                         \
-    } while (0)
+/* One check: counted, and a "FAIL: ..." line unless cond holds. */
+#define CHECK(cond, ...) tt_local(&tally, (cond) != 0, __VA_ARGS__)
 
 static double now(void)
 {
@@ -1741,7 +1733,6 @@ int main(void)
     test_after_caller();
     printf("info: checks i) to m) took %.2f s\n", now() - t0);
     timings();
-    printf("test_pipeline: %d checks, %d failed\n", checks, failed);
-    return failed ? 1 : 0;
+    return tt_finish_local(&tally, "test_pipeline", "checks");
 }
 #endif
