@@ -1,6 +1,7 @@
 /* app_common.c: arguments, -json files, timing and bounds shared by the `tide` subcommands. */
 #include "app_common.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -243,13 +244,6 @@ void app_stats_of(double *times, int runs, app_stats *s)
     s->min = tmin;
     s->max = tmax;
     s->avg = tsum / runs;
-}
-
-double app_max(double x)
-{
-    double m = x;
-    MPI_Allreduce(&x, &m, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return m;
 }
 
 void app_say_timing(double plan_s, const app_stats *s, double flops, double mem_bytes)

@@ -111,9 +111,6 @@ typedef struct {
 /* The statistics of times[0..runs) (runs >= 1); sorts times. */
 void app_stats_of(double *times, int runs, app_stats *s);
 
-/* Collective: the largest x over the ranks, on every rank. */
-double app_max(double x);
-
 /* Rank 0: the heFFTe speed3d timing keys: Plan creation time, Time per run, Min/Max/Avg,
  * Performance (flops per run), Memory usage (bytes per rank). */
 void app_say_timing(double plan_s, const app_stats *s, double flops, double mem_bytes);

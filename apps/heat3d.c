@@ -465,8 +465,8 @@ static void fill(sim *s)
         }
 }
 
-/* Collective: after `step` steps, out[0] = max |u - exact| over all points, out[1] the mean
- * of u, out[2] the exact mean. */
+/* Collective: after `step` steps, out[0] = max |u - exact| over all points (NaN where one is
+ * NaN), out[1] the mean of u, out[2] the exact mean. */
 static void measure(const sim *s, long long step, double out[3])
 {
     const tide_box *b = &s->box;
@@ -477,12 +477,11 @@ static void measure(const sim *s, long long step, double out[3])
             double fxy = s->f[0][x] * s->f[1][y];
             for (int z = b->lo[2]; z < b->hi[2]; z++, i++) {
                 double v = value(s, i), e = fabs(v - (s->m + amp * (fxy * s->f[2][z])));
-                err = e > err || isnan(e) ? e : err;
+                err = app_max_nan(err, e);
                 sum += v;
             }
         }
-    err = isnan(err) ? INFINITY : err; /* MPI_MAX need not order NaN */
-    MPI_Allreduce(MPI_IN_PLACE, &err, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    err = app_max(err);
     MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     double points = (double)s->o.n[0] * s->o.n[1] * s->o.n[2], fmean = 1;
     for (int d = 0; d < 3; d++) {

@@ -98,12 +98,16 @@ int main(int argc, char **argv)
 
     /* 7. Results: the mean of f Tide saw (tide_poisson_mean, one value per field of a batch:
      *    it tells a singular problem how far f was from solvable), and max |u| over all ranks,
-     *    which should be the exact u's up to the discretisation error. */
+     *    which should be the exact u's up to the discretisation error. A NaN anywhere makes
+     *    max |u| NaN (fmax and MPI_MAX would drop it), and the check below fails. */
     double mean = 0;
     tide_poisson_mean(plan, &mean);
     for (long long i = 0; i < info.count; i++)
-        umax[0] = fmax(umax[0], fabs(a[i]));
-    MPI_Allreduce(MPI_IN_PLACE, umax, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        umax[0] = isnan(a[i]) || fabs(a[i]) > umax[0] ? fabs(a[i]) : umax[0];
+    double m[3] = {isnan(umax[0]), isnan(umax[0]) ? 0 : umax[0], umax[1]};
+    MPI_Allreduce(MPI_IN_PLACE, m, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    umax[0] = m[0] > 0 ? NAN : m[1];
+    umax[1] = m[2];
     if (rank == 0 && !st)
         printf("poisson3d: %d ranks, %dx%dx%d%s, alpha %g: mean of f %.3g, max |u| %.6f "
                "(exact %.6f)\n", P, n[0], n[1], n[2], neumann ? ", Neumann z" : "", alpha, mean,

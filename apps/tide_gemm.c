@@ -14,6 +14,7 @@
  * C, each entry's error measured in units of a rigorous rounding bound (tide_ref_gemm_error; at
  * most 1 passes), the largest over the ranks reported.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -548,12 +549,6 @@ typedef struct {
     long long rows[CHECK_LINES], cols[CHECK_LINES];
 } check_result;
 
-/* The larger of two errors, NaN (a failed oracle) winning. */
-static double worse(double e, double f)
-{
-    return isnan(e) || isnan(f) ? NAN : fmax(e, f);
-}
-
 static long long min_ll(long long x, long long y)
 {
     return x < y ? x : y;
@@ -605,9 +600,9 @@ static int check_part(const args *a, const matrices *mx, const void *c, indices 
                     long long to = colmajor ? i + j * h : i * w + j;
                     memcpy(got + (size_t)to * es, cb + (size_t)from * es, es);
                 }
-            *worst = worse(*worst, tide_ref_gemm_error(dbl, a->cplx, a->order, k, got,
-                                                       colmajor ? h : w, 0, h, 0, w, ref,
-                                                       scale));
+            *worst = app_max_nan(*worst, tide_ref_gemm_error(dbl, a->cplx, a->order, k, got,
+                                                             colmajor ? h : w, 0, h, 0, w, ref,
+                                                             scale));
         }
     free(ap);
     free(bp);
@@ -681,10 +676,8 @@ static int check(const args *a, const matrices *mx, const void *c, int threads,
     }
     progress("");
     /* the largest error over the ranks, a failed oracle (NaN) on any winning */
-    double mine[2] = {isnan(worst), isnan(worst) ? 0 : worst}, all[2];
-    MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    r->max_error = app_max(worst);
     MPI_Allreduce(&entries, &r->entries, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
-    r->max_error = all[0] > 0 ? NAN : all[1];
     return agree(st ? 1 : 0) ? -1 : 0;
 }
 

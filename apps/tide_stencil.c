@@ -8,6 +8,7 @@
  * is compared with the naive oracle (tide_ref_stencil, no Tide code); beyond, with a second
  * plan that does one step per pass (fuse 1) from the same initial data.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

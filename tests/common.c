@@ -292,6 +292,13 @@ int tt_finish_local(const tt_tally *t, const char *name, const char *noun)
 
 double tt_max_nan(double a, double b) { return isnan(a) || a > b ? a : b; }
 
+double tt_allmax_nan(MPI_Comm comm, double x)
+{
+    double mine[2] = {isnan(x), isnan(x) ? 0 : x}, all[2];
+    MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_MAX, comm);
+    return all[0] > 0 ? NAN : all[1];
+}
+
 int tt_gpus_or_skip(void)
 {
 #if TIDE_HAVE_CUDA

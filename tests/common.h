@@ -139,5 +139,8 @@ int tt_finish_local(const tt_tally *t, const char *name, const char *noun);
 /* The larger of a and b, NaN when either is NaN (fmax drops a NaN: an error maximum taken with
  * it would hide a NaN result). */
 double tt_max_nan(double a, double b);
+/* Collective: the largest x over comm, on every rank; NaN when x is NaN on any rank (MPI_MAX
+ * need not keep a NaN: another rank's NaN error would drop out of the maximum). */
+double tt_allmax_nan(MPI_Comm comm, double x);
 
 #endif

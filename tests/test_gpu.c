@@ -3,14 +3,17 @@
  * where the build has no CUDA or no GPU is usable, saying why, so CI shows it as skipped.
  * Runs on one rank and on several (then ranks share GPUs where there are fewer GPUs).
  *
- * Checks: device discovery; that a context on device 1 opens no CUDA context on device 0
- * (several GPUs only); the device permuting copy (gpu/) against the CPU copy (comm/region.c,
- * itself checked against naive loops in test_region) for every pair of storage orders,
- * element sizes 4, 8 and 16, batches 1 and 2, odd sizes; the CUDA context: the device option
- * (AUTO, CURRENT, an index, an index that does not exist failing on every rank), the default
- * budget split between the ranks sharing a GPU, a binding made before the context kept, the
- * measured rates, pinned host memory, an oversized budget failing, NCCL's asynchronous error
- * check; a device array misaligned for its elements refused by an FFT on every rank.
+ * Checks: device discovery; the device permuting copy (gpu/) against the CPU copy
+ * (comm/region.c, itself checked against naive loops in test_region) for every pair of storage
+ * orders, element sizes 4, 8 and 16, batches 1 and 2, odd sizes; the CUDA context: the device
+ * option (AUTO, CURRENT, an index, an index that does not exist failing on every rank), the
+ * default budget split between the ranks sharing a GPU, the measured rates, pinned host memory,
+ * an oversized budget failing, NCCL's asynchronous error check; a device array misaligned for
+ * its elements refused by an FFT on every rank.
+ * Two checks need what a machine may lack and run alone, by an argument, exiting 77 where they
+ * cannot run: several-gpus, that a context on device 1 opens no CUDA context on device 0 (one
+ * GPU, or device 0's context open before any context is made: SKIP); binding, that a binding
+ * made before the context is kept (hwloc cannot bind the process: SKIP).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -126,21 +129,21 @@ static tide_context *cuda_context(int device, size_t budget, int *st)
 }
 
 /* With several GPUs: a context on device 1 opens no context on device 0. Run before anything
- * else touches device 0 (main made device 1 current before the first CUDA call). */
-static void check_device_1_alone(tt_tally *t, int n)
+ * else touches device 0 (main made device 1 current before the first CUDA call). Returns 0
+ * after a SKIP line where it cannot run, else 1. */
+static int check_device_1_alone(tt_tally *t, int n)
 {
     if (n < 2) {
         if (rank == 0)
-            printf("(one GPU: the check that device 0 stays closed is skipped)\n");
-        return;
+            printf("SKIP: one GPU: no device 1 to make a context on\n");
+        return 0;
     }
     int before = primary_context_open(0);
     if (!tt_all(MPI_COMM_WORLD, before == 0)) {
         if (rank == 0)
-            printf("(device 0's context was open before any context was made (state %d on "
-                   "rank 0; the MPI library?): the check that it stays closed is skipped)\n",
-                   before);
-        return;
+            printf("SKIP: device 0's context was open before any context was made (state %d on "
+                   "rank 0; the MPI library?)\n", before);
+        return 0;
     }
     int st;
     tide_context *ctx = cuda_context(1, 0, &st);
@@ -153,6 +156,7 @@ static void check_device_1_alone(tt_tally *t, int n)
     tt_check(t, MPI_COMM_WORLD, after == 0, "a context on device 1 opened device 0's context "
              "(state %d on rank %d)", after, rank);
     tide_context_destroy(ctx);
+    return 1;
 }
 
 /* The default context (device AUTO): the device local_rank % n, a budget within the free
@@ -285,8 +289,9 @@ static void check_budget_split(tt_tally *t, MPI_Comm node, int n, int local_rank
 }
 
 /* A process bound to one core before the context is made stays bound there, and the context
- * reports that binding. The original binding is restored afterwards. */
-static void check_binding_kept(tt_tally *t, int local_rank)
+ * reports that binding. The original binding is restored afterwards. Returns 0 after a SKIP
+ * line where hwloc cannot bind the process, else 1. */
+static int check_binding_kept(tt_tally *t, int local_rank)
 {
     hwloc_topology_t topo;
     hwloc_topology_init(&topo);
@@ -300,9 +305,10 @@ static void check_binding_kept(tt_tally *t, int local_rank)
         hwloc_bitmap_copy(one, pu->cpuset);
         ok = hwloc_set_cpubind(topo, one, HWLOC_CPUBIND_PROCESS) == 0;
     }
-    if (!tt_all(MPI_COMM_WORLD, ok)) {
+    int all = tt_all(MPI_COMM_WORLD, ok);
+    if (!all) {
         if (rank == 0)
-            printf("(hwloc cannot bind here: the kept-binding check is skipped)\n");
+            printf("SKIP: hwloc cannot bind this process to one core here\n");
     } else {
         char want[128];
         hwloc_bitmap_list_snprintf(want, sizeof want, one);
@@ -317,12 +323,14 @@ static void check_binding_kept(tt_tally *t, int local_rank)
                  "pre-bound to cpu %s, rank %d reports '%s' (status %d) and is bound to %s",
                  want, rank, d.cpuset, st, hwloc_bitmap_isequal(now, one) ? "it" : "others");
         tide_context_destroy(ctx);
-        hwloc_set_cpubind(topo, old, HWLOC_CPUBIND_PROCESS);
     }
+    if (ok) /* bound here, whether or not every rank could be */
+        hwloc_set_cpubind(topo, old, HWLOC_CPUBIND_PROCESS);
     hwloc_bitmap_free(old);
     hwloc_bitmap_free(one);
     hwloc_bitmap_free(now);
     hwloc_topology_destroy(topo);
+    return all;
 }
 
 /* One rank's call of a device c2c double plan with a device array 8 bytes past a 16-byte
@@ -386,14 +394,19 @@ static void check_misaligned_device(tt_tally *t)
     tide_context_destroy(ctx);
 }
 
+/* Arguments: several-gpus or binding, the check of that name alone (see the top). */
 int main(int argc, char **argv)
 {
+    int several = argc == 2 && !strcmp(argv[1], "several-gpus");
+    int binding = argc == 2 && !strcmp(argv[1], "binding");
+    if (argc > 1 && !several && !binding) {
+        printf("FAIL: usage: test_gpu [several-gpus|binding]\n");
+        return 1;
+    }
     /* Before the first CUDA call that opens a context: with several GPUs make device 1
      * current, so nothing before check_device_1_alone opens device 0's context. */
     int listed = 0;
-    if (cudaGetDeviceCount(&listed) != cudaSuccess)
-        listed = 0;
-    if (listed >= 2)
+    if (several && cudaGetDeviceCount(&listed) == cudaSuccess && listed >= 2)
         cudaSetDevice(1);
     int n = tt_gpus_or_skip();
     if (n == 0)
@@ -413,17 +426,22 @@ int main(int argc, char **argv)
                current, props.name, props.total_bytes / 1073741824.0,
                props.free_bytes / 1073741824.0, props.major, props.minor);
     tt_tally t = {0, 0};
-    check_device_1_alone(&t, n);
-    int copies = 0, failed = check_copies(&copies);
-    tt_check(&t, MPI_COMM_WORLD, failed == 0, "device copies: %d of %d failed on rank 0",
-             failed, copies);
-    check_default_context(&t, n, local_rank);
-    check_device_option(&t, n);
-    check_budget_split(&t, node, n, local_rank);
-    check_binding_kept(&t, local_rank);
-    check_misaligned_device(&t);
+    int ran = 1;
+    if (several) {
+        ran = check_device_1_alone(&t, n);
+    } else if (binding) {
+        ran = check_binding_kept(&t, local_rank);
+    } else {
+        int copies = 0, failed = check_copies(&copies);
+        tt_check(&t, MPI_COMM_WORLD, failed == 0, "device copies: %d of %d failed on rank 0",
+                 failed, copies);
+        check_default_context(&t, n, local_rank);
+        check_device_option(&t, n);
+        check_budget_split(&t, node, n, local_rank);
+        check_misaligned_device(&t);
+    }
     MPI_Comm_free(&node);
-    int rc = tt_finish(&t, MPI_COMM_WORLD, "test_gpu", "checks");
+    int rc = ran ? tt_finish(&t, MPI_COMM_WORLD, "test_gpu", "checks") : 77;
     MPI_Finalize();
     return rc;
 }

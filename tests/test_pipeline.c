@@ -18,7 +18,8 @@
  *   e) pinned arrays, pageable ones staged and registered, and mixes, in every job;
  *   f) bad transfers, bad jobs and bad pipelines: an error code, a reason, nothing written;
  *   g) a failing work callback (and a failing describe): its code comes back;
- *   h) rows further apart than the largest copy pitch (device memory as the host side);
+ *   h) rows further apart than the largest copy pitch (device memory as the host side): alone
+ *      with the argument far-rows, which exits 77 where 8 GiB of device memory cannot be had;
  *   i) per-buffer sizes and resident buffers (tide_pipeline_create_config): work copying a slot
  *      buffer into a resident one and a caller-filled resident one out through a slot buffer
  *      of another size, uploads and downloads naming a resident buffer, a pipeline with
@@ -67,18 +68,10 @@ int main(void)
 
 enum { POISON = 0xdb };
 
-static int checks, failed;
+static tt_tally tally;
 
-#define CHECK(cond, ...)                                                                          \
-    do {                                                                                          \
-        checks++;                                                                                 \
-        if (!(cond)) {                                                                            \
-            failed++;                                                                             \
-            printf("FAIL: ");                                                                     \
-            printf(__VA_ARGS__);                                                                  \
-            printf("\n");                                                                         \
-        }                                                                                         \
-    } while (0)
+/* One check: counted, and a "FAIL: ..." line unless cond holds. */
+#define CHECK(cond, ...) tt_local(&tally, (cond) != 0, __VA_ARGS__)
 
 static double now(void)
 {
@@ -763,9 +756,9 @@ static void test_errors(void)
 /* ---- h) rows further apart than the largest pitch a copy takes ------------------------------- */
 
 /* Device memory passed as the "host" array (copied directly, like pinned memory) whose rows are
- * 2 GiB apart: too far for cudaMemcpy2D/3D, so the engine falls back to row copies. Skipped
- * (information only) where 8 GiB of device memory cannot be had. */
-static void test_far_rows(void)
+ * 2 GiB apart: too far for cudaMemcpy2D/3D, so the engine falls back to row copies. Returns 0
+ * after a SKIP line where 8 GiB of device memory cannot be had, else 1. */
+static int test_far_rows(void)
 {
     const size_t elem = 8;
     const int far = 1 << 28; /* 2^28 elements of 8 bytes: rows 2 GiB apart */
@@ -778,15 +771,15 @@ static void test_far_rows(void)
     unsigned char *D = NULL, *src = malloc(rbytes), *H = NULL;
     if (cudaMalloc((void **)&D, hbytes) != cudaSuccess) {
         cudaGetLastError();
-        printf("info: h) far rows skipped: cannot allocate %zu bytes on the device\n", hbytes);
+        printf("SKIP: h) rows 2 GiB apart: cannot allocate %zu bytes on the device\n", hbytes);
         free(src);
-        return;
+        return 0;
     }
     if (cudaHostAlloc((void **)&H, rbytes, cudaHostAllocDefault) != cudaSuccess) {
         CHECK(0, "h) cannot allocate pinned memory");
         cudaFree(D);
         free(src);
-        return;
+        return 1;
     }
     fill_random(src, rbytes);
     memset(H, POISON, rbytes);
@@ -821,6 +814,7 @@ static void test_far_rows(void)
     cudaFree(D);
     cudaFreeHost(H);
     free(src);
+    return 1;
 }
 
 /* ---- helpers for the jobs below -------------------------------------------------------------- */
@@ -1665,10 +1659,10 @@ static void timings(void)
     tide_pipeline *pl = NULL;
     if (cudaHostAlloc((void **)&A, n, cudaHostAllocDefault) != cudaSuccess ||
         cudaHostAlloc((void **)&B, n, cudaHostAllocDefault) != cudaSuccess) {
-        printf("info: cannot allocate 2 GiB pinned; pinned timing skipped\n");
+        printf("info: cannot allocate 2 GiB pinned: no pinned timing\n");
         cudaGetLastError();
     } else if (tide_pipeline_create(chunk, 1, 3, 0, &pl, why, sizeof why)) {
-        printf("info: cannot create a 3 x 128 MiB pipeline (%s); timing skipped\n", why);
+        printf("info: cannot create a 3 x 128 MiB pipeline (%s): no pinned timing\n", why);
     } else {
         fill_random(A, n);
         tide_pipeline_stats s;
@@ -1692,7 +1686,7 @@ static void timings(void)
     A = malloc(n);
     B = malloc(n);
     if (!A || !B || tide_pipeline_create(chunk, 1, 3, 0, &pl, why, sizeof why)) {
-        printf("info: cannot set up the pageable timing; skipped\n");
+        printf("info: cannot set up the pageable timing\n");
     } else {
         fill_random(A, n);
         tide_pipeline_stats s1, s2;
@@ -1721,18 +1715,26 @@ static void timings(void)
     free(B);
 }
 
-int main(void)
+/* Argument far-rows: h) alone, which needs 8 GiB of device memory (SKIP without). */
+int main(int argc, char **argv)
 {
+    int far_rows = argc == 2 && !strcmp(argv[1], "far-rows");
+    if (argc > 1 && !far_rows) {
+        printf("FAIL: usage: test_pipeline [far-rows]\n");
+        return 1;
+    }
     int n = tt_gpus_or_skip();
     if (n == 0)
         return 77;
+    if (far_rows)
+        return test_far_rows() ? tt_finish_local(&tally, "test_pipeline far-rows", "checks")
+                               : 77;
     double t0 = now();
     test_roundtrip();
     test_middle();
     test_multi();
     test_errors();
     printf("info: checks a) to g) took %.2f s\n", now() - t0);
-    test_far_rows();
     t0 = now();
     test_resident();
     test_ordered();
@@ -1741,7 +1743,6 @@ int main(void)
     test_after_caller();
     printf("info: checks i) to m) took %.2f s\n", now() - t0);
     timings();
-    printf("test_pipeline: %d checks, %d failed\n", checks, failed);
-    return failed ? 1 : 0;
+    return tt_finish_local(&tally, "test_pipeline", "checks");
 }
 #endif

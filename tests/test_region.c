@@ -14,7 +14,10 @@
 #include "common.h"
 #include "comm/region.h"
 
-static long long n_checks, n_failed;
+static tt_tally tally;
+
+/* One check: counted, and a "FAIL: ..." line unless ok. */
+#define check(ok, ...) tt_local(&tally, (ok), __VA_ARGS__)
 
 #if defined(__GNUC__)
 #define TT_PRINTF(a, b) __attribute__((format(printf, a, b)))
@@ -23,29 +26,15 @@ static long long n_checks, n_failed;
 #endif
 
 static void failf(const char *fmt, ...) TT_PRINTF(1, 2);
-static void check(int ok, const char *fmt, ...) TT_PRINTF(2, 3);
 
-/* One failing check: one line with the details. */
+/* A check counted by the caller failing: one line with the details. */
 static void failf(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     tt_vfail(fmt, ap);
     va_end(ap);
-    n_failed++;
-}
-
-static void check(int ok, const char *fmt, ...)
-{
-    n_checks++;
-    if (ok)
-        return;
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    failf("%s", line);
+    tally.failed++;
 }
 
 /* Global point of memory index i of box b (the inverse of tt_offset), for messages. */
@@ -116,7 +105,7 @@ static int check_copy(const char *label, size_t elem, int batch, const tide_box 
 
     tide_copy_region(elem, batch, region, src, sbox, dst, dbox, threads);
 
-    n_checks++;
+    tally.checks++;
     int ok = 1;
     char rb[80], sb[80], db[80];
     if (memcmp(src, sref, sbytes) != 0) {
@@ -125,7 +114,7 @@ static int check_copy(const char *label, size_t elem, int batch, const tide_box 
     }
     if (memcmp(dst - GUARD, dexp, dbytes + 2 * GUARD) != 0) {
         if (ok)
-            n_failed++;
+            tally.failed++;
         ok = 0;
         printf("FAIL: %s: copy_region elem=%zu batch=%d threads=%d misalign=%zu region=%s "
                "sbox=%s dbox=%s\n",
@@ -189,7 +178,7 @@ static const size_t elems[] = {4, 8, 12, 16};
 /* All 36 order pairs x element sizes x batch {1,3} x threads {1,2} on one geometry. */
 static void copy_all_orders(const geometry *g)
 {
-    long long before = n_failed;
+    long long before = tally.failed;
     for (int so = 0; so < 6; so++)
         for (int dord = 0; dord < 6; dord++)
             for (size_t ei = 0; ei < sizeof elems / sizeof elems[0]; ei++)
@@ -200,7 +189,7 @@ static void copy_all_orders(const geometry *g)
                         tt_perm3(dord, d.order);
                         check_copy(g->name, elems[ei], batch, &g->region, &s, &d, threads, 0);
                         /* A broken geometry would otherwise print hundreds of lines. */
-                        if (n_failed - before >= 12) {
+                        if (tally.failed - before >= 12) {
                             printf("      (%s: stopping after 12 failures)\n", g->name);
                             return;
                         }
@@ -279,8 +268,8 @@ static void test_copy_random(void)
 {
     tt_rng rng;
     tt_rng_seed(&rng, 12345);
-    long long before = n_failed;
-    for (int t = 0; t < 400 && n_failed - before < 12; t++) {
+    long long before = tally.failed;
+    for (int t = 0; t < 400 && tally.failed - before < 12; t++) {
         int maxe = t % 4 == 3 ? 48 : 9;
         tide_box region = random_box(&rng, maxe);
         for (int k = 0; k < 3; k++) { /* room for the boxes to extend below it, at >= 0 */
@@ -313,10 +302,10 @@ static void test_copy_misaligned(void)
     const tide_box S = tt_box(0, 0, 1, 43, 39, 57, NULL);
     const tide_box D = tt_box(1, 1, 0, 44, 40, 56, NULL);
     const tide_box R = tt_box(2, 1, 3, 42, 38, 56, NULL);
-    long long before = n_failed;
+    long long before = tally.failed;
     for (int so = 0; so < 6; so++)
         for (int dord = 0; dord < 6; dord++)
-            for (int k = 0; k < 2 && n_failed - before < 12; k++) {
+            for (int k = 0; k < 2 && tally.failed - before < 12; k++) {
                 size_t elem = k ? 16 : 8;
                 tide_box s = S, d = D;
                 tt_perm3(so, s.order);
@@ -568,7 +557,7 @@ static void test_is_run(void)
                   "but it is not", tt_box_str(&r, rb, 80), tt_box_str(&b, bb, 80),
                   tt_order_name(order), batch);
         else
-            n_checks++;
+            tally.checks++;
         missed += !got && want;
     }
     printf("test_region: is_run random: %lld runs, %lld not recognised (fast path missed, "
@@ -586,6 +575,5 @@ int main(void)
     test_copy_random();
     test_copy_large();
     test_copy_misaligned();
-    printf("test_region: %lld checks, %lld failed\n", n_checks, n_failed);
-    return n_failed ? 1 : 0;
+    return tt_finish_local(&tally, "test_region", "checks");
 }

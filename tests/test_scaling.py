@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
-"""test_scaling.py BUILD_DIR: bench/scaling and its performance model (bench/tide_model.py).
+"""test_scaling.py [--pngs] BUILD_DIR MPIEXEC [unittest options]: bench/scaling and its
+performance model (bench/tide_model.py).
 
-On the CPU backend (no GPU needed): a sweep of the `ci` preset under mpirun (BUILD_DIR/apps/
-tide), whose rows must all be verified and carry every column; the model's flop and byte
-counts against each plan's own ("cost" in each run's JSON); properties of the model (bytes
-per rank as GPUs are added, the slab to pencil switch, a compute-bound multiply on two GPUs,
-large predictions); a failing run recorded and the sweep going on; `validate`; and `plot`,
-which writes PNGs when matplotlib is importable and exits 2 when it is not (both branches
-checked; the PNG check is skipped, visibly, only without matplotlib).
+On the CPU backend (no GPU needed): a sweep of the `ci` preset (BUILD_DIR/apps/tide), whose
+rows must all be verified and carry every column; the model's flop and byte counts against
+each plan's own ("cost" in each run's JSON); properties of the model (bytes per rank as GPUs
+are added, the slab to pencil switch, a compute-bound multiply on two GPUs, large
+predictions); a failing run recorded and the sweep going on; `validate`; and `plot` where
+matplotlib cannot be imported: a message and exit status 2. With --pngs, only `plot` writing
+its PNGs from a sweep of the ci preset; exit status 77 (a SKIP) where matplotlib is missing.
 
-Exit status: 0 when every test passes, 1 otherwise.
+MPIEXEC launches every run (tests/mpiexec-isolated: each in a session directory of its own),
+under `timeout` (RUN_LIMIT seconds): a hung run fails.
+
+Exit status: 0 when every test passes, 1 otherwise, 77 as above.
 """
 import csv
 import json
@@ -31,6 +35,8 @@ sys.path.insert(0, BENCH)
 import tide_model as model  # noqa: E402
 
 BUILD = None  # from the command line
+MPIEXEC = None  # ... and the launcher
+RUN_LIMIT = 120  # seconds per run
 
 
 def load_script():
@@ -43,13 +49,11 @@ def load_script():
 
 
 def mpirun():
-    """The launcher the other MPI tests use (mpiexec, else mpirun), with --oversubscribe for
-    Open MPI and --allow-run-as-root when running as root."""
-    exe = shutil.which("mpiexec") or shutil.which("mpirun")
-    if not exe:
-        raise unittest.SkipTest("no mpiexec or mpirun on PATH")
-    cmd = [exe]
-    v = subprocess.run([exe, "--version"], capture_output=True, text=True)
+    """bench/scaling's --mpirun: MPIEXEC under `timeout` (RUN_LIMIT, then KILL 10 s after the
+    TERM: every process of the run), with --oversubscribe for Open MPI and --allow-run-as-root
+    when running as root."""
+    cmd = ["timeout", "-k", "10", str(RUN_LIMIT), MPIEXEC]
+    v = subprocess.run([MPIEXEC, "--version"], capture_output=True, text=True, timeout=60)
     if "Open MPI" in v.stdout + v.stderr or "OpenRTE" in v.stdout + v.stderr:
         cmd.append("--oversubscribe")
         if os.geteuid() == 0:
@@ -60,6 +64,27 @@ def mpirun():
 def run_script(*args, env=None, timeout=600):
     return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True,
                           env=env, timeout=timeout)
+
+
+def run_sweep(*args):
+    """bench/scaling run with the CPU backend, the tests' launcher and a limit per run beyond
+    the launcher's own (which ends a hung run first)."""
+    return run_script("run", "--backend", "cpu", "--tide", os.path.join(BUILD, "apps", "tide"),
+                      "--mpirun", mpirun(), "--timeout", str(RUN_LIMIT + 30), *args)
+
+
+def ci_sweep(tmp):
+    """The ci preset's sweep into tmp/ci.csv (its output shown): the process and the path."""
+    path = os.path.join(tmp, "ci.csv")
+    p = run_sweep("--preset", "ci", "--csv", path, "--runs", "2")
+    sys.stdout.write(p.stdout)
+    sys.stderr.write(p.stderr)
+    return p, path
+
+
+def have_matplotlib():
+    return subprocess.run([sys.executable, "-c", "import matplotlib"],
+                          capture_output=True).returncode == 0
 
 
 def read_csv(path):
@@ -74,13 +99,7 @@ class Sweep(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="test_scaling.")
-        cls.csv = os.path.join(cls.tmp, "ci.csv")
-        cls.tide = os.path.join(BUILD, "apps", "tide")
-        cls.mpirun = mpirun()
-        cls.proc = run_script("run", "--preset", "ci", "--backend", "cpu", "--tide", cls.tide,
-                              "--mpirun", cls.mpirun, "--csv", cls.csv, "--runs", "2")
-        sys.stdout.write(cls.proc.stdout)
-        sys.stderr.write(cls.proc.stderr)
+        cls.proc, cls.csv = ci_sweep(cls.tmp)
         cls.header, cls.rows = read_csv(cls.csv) if os.path.exists(cls.csv) else ([], [])
 
     @classmethod
@@ -158,18 +177,23 @@ class Sweep(unittest.TestCase):
         self.assertIn("matplotlib is not installed", p.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "none", "scaling_fft.png")))
 
+
+class PlotPngs(unittest.TestCase):
+    """`plot` with matplotlib (test_scaling.py --pngs): PNGs of the ci preset's sweep."""
+
     def test_plot_pngs(self):
-        have = subprocess.run([sys.executable, "-c", "import matplotlib"],
-                              capture_output=True).returncode == 0
-        if not have:
-            print("\ntest_plot_pngs: skipped the PNG check: matplotlib is not importable")
-            self.skipTest("matplotlib is not importable")
-        out = os.path.join(self.tmp, "plots")
-        p = run_script("plot", self.csv, "--out", out)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        for op in ("fft", "poisson"):
-            with open(os.path.join(out, "scaling_%s.png" % op), "rb") as f:
-                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        tmp = tempfile.mkdtemp(prefix="test_scaling.")
+        try:
+            sweep, path = ci_sweep(tmp)
+            self.assertEqual(sweep.returncode, 0, sweep.stderr)
+            out = os.path.join(tmp, "plots")
+            p = run_script("plot", path, "--out", out)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            for op in ("fft", "poisson"):
+                with open(os.path.join(out, "scaling_%s.png" % op), "rb") as f:
+                    self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _plan_words(plan):
@@ -183,10 +207,8 @@ class FailingRun(unittest.TestCase):
         tmp = tempfile.mkdtemp(prefix="test_scaling.")
         try:
             path = os.path.join(tmp, "f.csv")
-            p = run_script("run", "--op", "poisson", "--sizes", "12", "--gpus", "1",
-                           "--bc", "xyz,ppp", "--backend", "cpu", "--tide",
-                           os.path.join(BUILD, "apps", "tide"), "--mpirun", mpirun(),
-                           "--csv", path, "--runs", "1")
+            p = run_sweep("--op", "poisson", "--sizes", "12", "--gpus", "1", "--bc", "xyz,ppp",
+                          "--csv", path, "--runs", "1")
             self.assertEqual(p.returncode, 0, p.stderr)
             _, rows = read_csv(path)
             self.assertEqual(len(rows), 2)
@@ -199,11 +221,19 @@ class FailingRun(unittest.TestCase):
 
 class NodePreset(unittest.TestCase):
     def test_node_preset_lists_every_operation(self):
-        """The node preset's commands for four GPUs (a dry run: nothing is launched)."""
-        if load_script().gpu_count():
-            self.skipTest("this machine's GPUs (nvidia-smi) set the preset's GPU count")
-        p = run_script("run", "--preset", "node", "--gpus", "4", "--no-large", "--dry-run",
-                       "--tide", os.path.join(BUILD, "apps", "tide"))
+        """The node preset's commands for four GPUs (a dry run: nothing is launched), on a
+        machine whose GPUs do not count: an nvidia-smi that fails, first on PATH."""
+        tmp = tempfile.mkdtemp(prefix="test_scaling.")
+        try:
+            smi = os.path.join(tmp, "nvidia-smi")
+            with open(smi, "w") as f:
+                f.write("#!/bin/sh\nexit 9\n")
+            os.chmod(smi, 0o755)
+            env = dict(os.environ, PATH=tmp + os.pathsep + os.environ.get("PATH", ""))
+            p = run_script("run", "--preset", "node", "--gpus", "4", "--no-large", "--dry-run",
+                           "--tide", os.path.join(BUILD, "apps", "tide"), env=env)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         self.assertEqual(p.returncode, 0, p.stderr)
         cmds = [ln for ln in p.stdout.splitlines() if " -json " in ln]
         for op in ("fft", "poisson", "gemm", "stencil"):
@@ -435,16 +465,32 @@ class GpuRows(unittest.TestCase):
 
 
 def main():
-    global BUILD
-    if len(sys.argv) < 2:
-        print("usage: test_scaling.py BUILD_DIR [unittest options]", file=sys.stderr)
+    global BUILD, MPIEXEC
+    args = sys.argv[1:]
+    pngs = args[:1] == ["--pngs"]
+    args = args[1:] if pngs else args
+    if len(args) < 2:
+        print("usage: test_scaling.py [--pngs] BUILD_DIR MPIEXEC [unittest options]",
+              file=sys.stderr)
         return 2
-    BUILD = os.path.abspath(sys.argv.pop(1))
+    BUILD = os.path.abspath(args[0])
     tide = os.path.join(BUILD, "apps", "tide")
     if not os.access(tide, os.X_OK):
         print("test_scaling.py: no tide executable at %s" % tide, file=sys.stderr)
         return 1
-    prog = unittest.main(exit=False, verbosity=2)
+    MPIEXEC = shutil.which(args[1])
+    if not MPIEXEC:
+        print("test_scaling.py: no launcher %s" % args[1], file=sys.stderr)
+        return 1
+    MPIEXEC = os.path.abspath(MPIEXEC)
+    if pngs and not have_matplotlib():
+        print("SKIP: matplotlib is not importable: no PNG plots to check")
+        return 77
+    names = ["PlotPngs"] if pngs else [
+        n for n, v in globals().items()
+        if isinstance(v, type) and issubclass(v, unittest.TestCase) and n != "PlotPngs"]
+    prog = unittest.main(argv=[sys.argv[0]] + args[2:], defaultTest=names, exit=False,
+                         verbosity=2)
     return 0 if prog.result.wasSuccessful() else 1
 
 

@@ -280,6 +280,5 @@ int main(void)
     if (stream)
         cudaStreamDestroy((cudaStream_t)stream);
 #endif
-    printf("test_sweep: %d checks, %d failed\n", tally.checks, tally.failed);
-    return tally.failed ? 1 : 0;
+    return tt_finish_local(&tally, "test_sweep", "checks");
 }
