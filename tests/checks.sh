@@ -29,6 +29,29 @@ run_prog() {
     ok
 }
 
+# refuse_prog PROGRAM NAME NP STATUS PATTERN ARGS...: PROGRAM under mpiexec on NP ranks must
+# fail quickly with exit status STATUS (a number, or nonzero) and PATTERN on stderr; stdout in
+# $tmp/NAME.out, stderr in $tmp/NAME.err; a hang is killed after 60 s (status 124, or 137 when
+# mpirun ignores the TERM) and fails.
+refuse_prog() {
+    local prog=$1 name=$2 np=$3 expect=$4 pat=$5
+    shift 5
+    timeout -k 10 60 "$mpiexec" -n "$np" "$prog" "$@" > "$tmp/$name.out" 2> "$tmp/$name.err"
+    local rc=$?
+    if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] ||
+       { [ "$expect" != nonzero ] && [ "$rc" -ne "$expect" ]; }; then
+        bad "$name: exit status $rc, expected a quick failure ($expect): $(basename "$prog") $*"
+        sed 's/^/    /' "$tmp/$name.err" | head -20
+        return 1
+    fi
+    if ! grep -Eq -- "$pat" "$tmp/$name.err"; then
+        bad "$name: stderr lacks /$pat/"
+        sed 's/^/    /' "$tmp/$name.err" | head -20
+        return 1
+    fi
+    ok
+}
+
 # has NAME PATTERN: the output of NAME matches the extended regex.
 has() {
     if grep -Eq -- "$2" "$tmp/$1.out"; then

@@ -10,27 +10,8 @@ mpiexec=$2
 
 run() { run_prog "$tide" "$@"; }
 
-# refuse NAME NP STATUS PATTERN ARGS...: a run that must fail quickly with exit status STATUS
-# (a number, or nonzero) and PATTERN on stderr (a hang is killed: status 124, or 137 when
-# mpirun ignores the TERM).
-refuse() {
-    local name=$1 np=$2 expect=$3 pat=$4
-    shift 4
-    timeout -k 10 60 "$mpiexec" -n "$np" "$tide" "$@" > "$tmp/$name.out" 2> "$tmp/$name.err"
-    local rc=$?
-    if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] ||
-       { [ "$expect" != nonzero ] && [ "$rc" -ne "$expect" ]; }; then
-        bad "$name: exit status $rc, expected a quick failure ($expect): tide $*"
-        sed 's/^/    /' "$tmp/$name.err" | head -20
-        return 1
-    fi
-    if ! grep -Eq -- "$pat" "$tmp/$name.err"; then
-        bad "$name: stderr lacks /$pat/"
-        sed 's/^/    /' "$tmp/$name.err" | head -20
-        return 1
-    fi
-    ok
-}
+# refuse NAME NP STATUS PATTERN ARGS...: tide must fail quickly (checks.sh: refuse_prog).
+refuse() { refuse_prog "$tide" "$@"; }
 
 # errs NAME NP PATTERN ARGS...: a run that must fail quickly with PATTERN on stderr.
 errs() {
