@@ -138,6 +138,8 @@ typedef struct tide_sweep {
                            * src, dst and the source; 0: n[1] n[2] and n[2] */
     int beside;           /* sweeps running at the same time as this one: a GPU plans its
                            * chunks for the 1 / (1 + beside) share of its SMs it may get */
+    size_t cache;         /* bytes of cache a CPU thread's rings should fit (0: half the
+                           * core's L2); the CPU cuts the rows into tiles that fit it */
     int max_fuse;         /* the most steps one sweep may do (set by sweep_create) */
     void *state;          /* the backend's: tables, rings (sweep_create) */
     size_t state_bytes;   /* host memory the state holds (set by sweep_create) */

@@ -1,10 +1,12 @@
 /*
  * stencil_cpu.c: stencil sweeps on the CPU (backend.h: tide_sweep). Each thread takes one
- * chunk of the slowest dimension and streams its planes through the levels of the sweep:
- * level 0 is read from src where it lies, levels 1 .. k - 1 live in the thread's rings of
- * 2 r + 1 planes, level k goes to dst. A plane of a level is made once, from the 2 r + 1
- * planes around it one level down, while those are still in cache, so k steps cost one read
- * of src and one write of dst.
+ * chunk of the slowest dimension, cuts its rows into tiles, and streams each tile's planes
+ * through the levels of the sweep: level 0 is read from src where it lies, levels 1 .. k - 1
+ * live in the thread's rings of 2 r + 1 tile planes, level k goes to dst. A plane of a level
+ * is made once, from the 2 r + 1 planes around it one level down, while those are still in
+ * the core's own cache, so k steps cost one read of src and one write of dst. A tile of rows
+ * [y0, y1) needs level t on rows [y0 - (k - t) r, y1 + (k - t) r): the tiles overlap by
+ * their halos, whose rows are made twice; tiles as tall as the cache allows keep that small.
  */
 #include <math.h>
 #include <stddef.h>
@@ -12,49 +14,84 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <omp.h>
 #include "backend/backend.h"
+#include "backend/stencil_span.h"
 
-/* Each thread's work memory: rings of (fuse - 1) levels x (2 r + 1) planes, and a row of
- * sums. */
+/* Each thread's work memory: rings of (fuse - 1) levels x (2 r + 1) planes of a tile's rows;
+ * the weights in the data's precision; the spans this CPU runs fastest. */
 typedef struct {
     int threads, fuse;
-    size_t plane;   /* elements of one plane */
+    int tile;          /* rows of dst per tile; n[1] or more: one tile of whole planes */
+    int ring_rows;     /* rows of a ring plane */
     size_t per_thread; /* bytes */
     char *mem;
+    float wf[TIDE_SWEEP_MAX_TAPS];
+    double wd[TIDE_SWEEP_MAX_TAPS];
+    tide_stencil_span_f *span_f;
+    tide_stencil_span_d *span_d;
 } cpu_sweep;
 
-/* The CPU's choice of steps per sweep: four, fewer when the rings would take more than a
- * quarter of the grid or 256 MiB: more steps per sweep save memory traffic only while the
- * rings stay small next to the grid. */
-static int cpu_fuse(const tide_sweep *s, int threads, size_t plane_bytes)
+enum { CPU_MAX_FUSE = 16 };
+
+/* The cache a thread's rings should fit: half the core's L2 (the rest holds the planes
+ * streaming in from src and out to dst), or 512 KiB where the C library does not say. */
+static double thread_cache(const tide_sweep *s)
 {
-    double grid = (double)plane_bytes * s->n[0];
+    if (s->cache)
+        return (double)s->cache;
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return l2 > 0 ? l2 / 2.0 : 512.0 * 1024;
+}
+
+/* Rows per tile for k steps: as many as keep the rings in the thread's cache, at least
+ * 4 (k - 1) r so that the made-twice halos stay under half the rows made; all the rows when
+ * the planes fit whole. */
+static int tile_rows(const tide_sweep *s, int k, size_t row_bytes)
+{
+    int r = s->radius, b0, b1;
+    tide_sweep_out(s, 1, &b0, &b1);
+    double per_row = (double)(k - 1) * (2 * r + 1) * row_bytes;
+    double fit = per_row > 0 ? thread_cache(s) / per_row - 2.0 * (k - 1) * r : 1e9;
+    int least = 4 * (k - 1) * r > 8 ? 4 * (k - 1) * r : 8;
+    int t = fit < least ? least : fit > 1e9 ? 1000000000 : (int)fit;
+    return t >= b1 - b0 ? s->n[1] : t;
+}
+
+/* The CPU's choice of steps per sweep: four, fewer when the rings would take more than a
+ * quarter of the grid: more steps per sweep save memory traffic only while the rings stay
+ * small next to the grid. */
+static int cpu_fuse(const tide_sweep *s, int threads, size_t row_bytes)
+{
+    double grid = (double)row_bytes * s->n[1] * s->n[0];
     int k = 4;
     while (k > 1) {
-        double rings = (double)threads * (k - 1) * (2 * s->radius + 1) * plane_bytes;
-        if (rings <= grid / 4 && rings <= 256.0 * (1 << 20))
+        int tile = tile_rows(s, k, row_bytes);
+        int rows = tile >= s->n[1] ? s->n[1] : tile + 2 * (k - 1) * s->radius;
+        double rings = (double)threads * (k - 1) * (2 * s->radius + 1) * rows * row_bytes;
+        if (rings <= grid / 4)
             break;
         k--;
     }
     return k;
 }
 
-enum { CPU_MAX_FUSE = 16 };
-
 int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err, size_t len)
 {
     size_t elem = s->dbl ? sizeof(double) : sizeof(float);
-    size_t plane = (size_t)s->n[1] * (size_t)s->n[2];
+    size_t row_bytes = (size_t)s->n[2] * elem;
     int threads = e->threads > s->n[0] ? s->n[0] : e->threads;
     if (threads < 1)
         threads = 1;
     if (fuse > CPU_MAX_FUSE)
         return snprintf(err, len, "the CPU backend fuses at most %d steps per sweep, not %d",
                         CPU_MAX_FUSE, fuse), TIDE_ERR_ARGUMENT;
-    int k = fuse ? fuse : cpu_fuse(s, threads, plane * elem);
+    int k = fuse ? fuse : cpu_fuse(s, threads, row_bytes);
+    int tile = tile_rows(s, k, row_bytes);
+    int rows = tile >= s->n[1] ? s->n[1] : tile + 2 * (k - 1) * s->radius;
     cpu_sweep *c = calloc(1, sizeof *c);
-    size_t per_thread = ((size_t)(k - 1) * (size_t)(2 * s->radius + 1) * plane + s->n[2]) * elem;
+    size_t per_thread = ((size_t)(k - 1) * (size_t)(2 * s->radius + 1) * rows + 1) * row_bytes;
     char *mem = malloc((size_t)threads * per_thread);
     if (!c || !mem) {
         free(c);
@@ -62,7 +99,11 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
         return snprintf(err, len, "out of memory for the sweep's work memory (%zu bytes)",
                         (size_t)threads * per_thread), TIDE_ERR_NOMEM;
     }
-    *c = (cpu_sweep){threads, k, plane, per_thread, mem};
+    c->threads = threads, c->fuse = k, c->tile = tile, c->ring_rows = rows;
+    c->per_thread = per_thread, c->mem = mem;
+    for (int i = 0; i < s->ntaps; i++)
+        c->wf[i] = (float)s->w[i], c->wd[i] = s->w[i];
+    tide_stencil_spans(&c->span_f, &c->span_d);
     s->state = c;
     s->max_fuse = k;
     s->state_bytes = (size_t)threads * per_thread;
@@ -78,91 +119,119 @@ void tide_cpu_sweep_destroy(tide_sweep *s)
     s->state = NULL;
 }
 
+/* i modulo n, in [0, n), for the i of a sweep: within a few n of [0, n), mostly inside it, so
+ * compares rather than divisions (which per row and tap would cost as much as the row's
+ * arithmetic). */
+static inline int mod(int i, int n)
+{
+    while (i < 0)
+        i += n;
+    while (i >= n)
+        i -= n;
+    return i;
+}
+
 /* Where one level's planes are: src itself (level 0, any plane by its index modulo n[0]), or a
- * ring of 2 r + 1 dense planes indexed by the plane modulo 2 r + 1, or dst (the last level,
- * the planes from the out window's first on); plane and row: their pitches in bytes. */
+ * ring of 2 r + 1 planes indexed by the plane modulo 2 r + 1, or dst (the last level, the
+ * planes from the out window's first on); plane and row: their pitches in bytes. The rows of
+ * src, dst and a ring of whole planes are the grid's (row b at b modulo n[1]); a tile's ring
+ * holds the rows from row0 on. */
 typedef struct {
     char *base;
     int ring;       /* 0: planes at their place in the grid (src, dst) */
     int first;      /* not a ring: the plane at base */
     size_t plane, row;
+    int tiled, row0;
 } level_at;
 
 static char *plane_at(const tide_sweep *s, const level_at *l, int q)
 {
     int m = l->ring ? 2 * s->radius + 1 : s->n[0];
-    int i = ((q % m) + m) % m - l->first;
+    int i = mod(q, m) - l->first;
     return l->base + (ptrdiff_t)i * (ptrdiff_t)l->plane;
 }
 
-/* A point's wrapped index along a dimension of n points: |d| <= r < n, so one correction. */
-static inline int wrap(int i, int n) { return i < 0 ? i + n : i >= n ? i - n : i; }
+static size_t row_at(const tide_sweep *s, const level_at *l, int b)
+{
+    return (size_t)(l->tiled ? b - l->row0 : mod(b, s->n[1])) * l->row;
+}
 
-/* Columns [c0, c1) of output row b of plane q: the stencil from the 2 r + 1 planes `in` of the
- * level below (in[dz + r] the plane at q + dz, rows rin bytes apart) into row `out`, or the
- * row copied where it is a boundary row; src_row is the row in src (boundary values), srow
- * the source's row or NULL. Each tap runs along the whole row before the next (acc holds the
- * row's sums), so the loops are vector loops while every point still sees its taps in order,
- * with one fma each (tide.h's arithmetic). The points whose tap wraps around a periodic row
- * are done one by one. Built twice: with FMA instructions where the CPU has them (fmaf and
- * fma then compile to one instruction and the loops vectorize), and without (libm's fmaf and
- * fma, the same results). */
-#define SWEEP_ROW(NAME, T, FMA)                                                                  \
-    __attribute__((target_clones("fma", "default"))) static void NAME(                           \
-        const tide_sweep *s, char *const *in, size_t rin, int b, T *out, const T *src_row,       \
-        const T *srow, int boundary_plane, T *acc, int c0, int c1)                               \
+/* Rows of one plane of a level that a row function makes: tap i's input row for the first
+ * (before its column shift), the first row of out, src (boundary values) and the source (or
+ * NULL), and the elements from a row to the next in the inputs, out and src (and source). */
+typedef struct {
+    const void *row[TIDE_SWEEP_MAX_TAPS];
+    void *out;
+    const void *src, *srow;
+    int rows;
+    ptrdiff_t pin, pout, psrc;
+} row_run;
+
+/* Columns [c0, c1) of run u's rows: the stencil, or the rows copied where they are boundary
+ * rows. The columns whose taps all lie in their rows go as one span of all the rows
+ * (stencil_span.h); the few whose tap wraps around a periodic row point by point, each tap's
+ * column wrapped, the same arithmetic. */
+#define SWEEP_ROWS(NAME, T, SPAN, W)                                                             \
+    static void NAME(const tide_sweep *s, const row_run *u, int boundary, int c0, int c1)        \
     {                                                                                            \
-        int r = s->radius, n1 = s->n[1], n2 = s->n[2];                                           \
+        const cpu_sweep *cs = s->state;                                                          \
+        int r = s->radius, n2 = s->n[2], nt = s->ntaps;                                          \
         int ulo = s->periodic[2] ? 0 : r, uhi = s->periodic[2] ? n2 : n2 - r;                    \
-        if (boundary_plane || (!s->periodic[1] && (b < r || b >= n1 - r))) {                     \
-            memcpy(out + c0, src_row + c0, (size_t)(c1 - c0) * sizeof(T));                       \
+        T *out = u->out;                                                                         \
+        const T *src = u->src, *srow = u->srow;                                                  \
+        if (boundary) {                                                                          \
+            for (int y = 0; y < u->rows; y++)                                                    \
+                memcpy(out + y * u->pout + c0, src + y * u->psrc + c0,                           \
+                       (size_t)(c1 - c0) * sizeof(T));                                           \
             return;                                                                              \
         }                                                                                        \
+        const T *p[TIDE_SWEEP_MAX_TAPS];                                                         \
         int lo = ulo > c0 ? ulo : c0, hi = uhi < c1 ? uhi : c1; /* the updates to make */        \
-        for (int i = 0; i < s->ntaps && lo < hi; i++) {                                          \
-            const int *o = s->off[i];                                                            \
-            const T *row = (const T *)(in[o[0] + r] + (size_t)wrap(b + o[1], n1) * rin);         \
-            T w = (T)s->w[i];                                                                    \
-            int dx = o[2], a = lo > -dx ? lo : -dx, e = hi < n2 - dx ? hi : n2 - dx;             \
-            if (i == 0) {                                                                        \
-                for (int c = a; c < e; c++)                                                      \
-                    acc[c] = w * row[c + dx];                                                    \
-                for (int c = lo; c < a && c < hi; c++)                                           \
-                    acc[c] = w * row[wrap(c + dx, n2)];                                          \
-                for (int c = e > a ? e : a; c < hi; c++)                                         \
-                    acc[c] = w * row[wrap(c + dx, n2)];                                          \
-            } else {                                                                             \
-                for (int c = a; c < e; c++)                                                      \
-                    acc[c] = FMA(w, row[c + dx], acc[c]);                                        \
-                for (int c = lo; c < a && c < hi; c++)                                           \
-                    acc[c] = FMA(w, row[wrap(c + dx, n2)], acc[c]);                              \
-                for (int c = e > a ? e : a; c < hi; c++)                                         \
-                    acc[c] = FMA(w, row[wrap(c + dx, n2)], acc[c]);                              \
+        int a = lo, e = hi; /* ... of them, those whose taps all lie in their rows */            \
+        for (int i = 0; i < nt; i++) {                                                           \
+            int dx = s->off[i][2];                                                               \
+            p[i] = (const T *)u->row[i] + dx;                                                    \
+            a = a > -dx ? a : -dx;                                                               \
+            e = e < n2 - dx ? e : n2 - dx;                                                       \
+        }                                                                                        \
+        if (e < a)                                                                               \
+            a = e = hi;                                                                          \
+        for (int y = 0; y < u->rows; y++) {                                                      \
+            T *o = out + y * u->pout;                                                            \
+            const T *sr = src + y * u->psrc, *so = srow ? srow + y * u->psrc : NULL;             \
+            for (int c = c0; c < ulo && c < c1; c++)                                             \
+                o[c] = sr[c];                                                                    \
+            for (int c = uhi > c0 ? uhi : c0; c < c1; c++)                                       \
+                o[c] = sr[c];                                                                    \
+            for (int c = lo; c < hi; c++) { /* the columns whose taps wrap: one by one */        \
+                if (c == a)                                                                      \
+                    c = e;                                                                       \
+                if (c >= hi)                                                                     \
+                    break;                                                                       \
+                const T *q[TIDE_SWEEP_MAX_TAPS];                                                 \
+                for (int i = 0; i < nt; i++)                                                     \
+                    q[i] = (const T *)u->row[i] + y * u->pin + mod(c + s->off[i][2], n2) - c;    \
+                cs->SPAN(nt, q, cs->W, so, o, c, c + 1, 1, 0, 0, 0);                             \
             }                                                                                    \
         }                                                                                        \
-        for (int c = c0; c < ulo && c < c1; c++)                                                 \
-            out[c] = src_row[c];                                                                 \
-        for (int c = uhi > c0 ? uhi : c0; c < c1; c++)                                           \
-            out[c] = src_row[c];                                                                 \
-        if (srow)                                                                                \
-            for (int c = lo; c < hi; c++)                                                        \
-                out[c] = acc[c] + srow[c];                                                       \
-        else if (lo < hi)                                                                        \
-            memcpy(out + lo, acc + lo, (size_t)(hi - lo) * sizeof(T));                           \
+        if (a < e)                                                                               \
+            cs->SPAN(nt, p, cs->W, srow, out, a, e, u->rows, u->pin, u->psrc, u->pout);          \
     }
-SWEEP_ROW(row_f, float, fmaf)
-SWEEP_ROW(row_d, double, fma)
+SWEEP_ROWS(rows_f, float, span_f, wf)
+SWEEP_ROWS(rows_d, double, span_d, wd)
 
-/* Level t's plane q from level t - 1 (below), into `to`: its rows and columns in the out
- * window where `to` is dst (last), else all of them. */
+/* Level t's plane q, rows [b0, b1), from level t - 1 (below), into `to`: the out window's
+ * columns where `to` is dst (last), else all of them. The rows go in runs over which every
+ * row the run reads and writes lies a row pitch on from the one before: all rows whose taps'
+ * rows are in the grid (or in a tile's ring), and the rows on either side one by one. */
 static void make_plane(const tide_sweep *s, const char *src, const level_at *below,
-                       const level_at *to, int last, int q, void *acc)
+                       const level_at *to, int last, int q, int b0, int b1)
 {
-    int r = s->radius, n0 = s->n[0];
+    int r = s->radius, n0 = s->n[0], n1 = s->n[1], nt = s->ntaps;
     char *in[2 * TIDE_STENCIL_MAX_RADIUS + 1];
     for (int dz = -r; dz <= r; dz++)
         in[dz + r] = plane_at(s, below, q + dz);
-    int qs = ((q % n0) + n0) % n0; /* the grid plane (periodic: q may lie outside) */
+    int qs = mod(q, n0); /* the grid plane (periodic: q may lie outside) */
     int boundary = !s->periodic[0] && (q < r || q >= n0 - r);
     long long pitch[2];
     tide_sweep_pitch(s, pitch);
@@ -171,63 +240,82 @@ static void make_plane(const tide_sweep *s, const char *src, const level_at *bel
     const char *src_plane = src + (size_t)qs * pb;
     const char *spl = s->source ? (const char *)s->source + (size_t)qs * pb : NULL;
     char *out = plane_at(s, to, q);
-    int b0 = 0, b1 = s->n[1], c0 = 0, c1 = s->n[2];
-    if (last) {
-        tide_sweep_out(s, 1, &b0, &b1);
+    int c0 = 0, c1 = s->n[2];
+    if (last)
         tide_sweep_out(s, 2, &c0, &c1);
-    }
-    for (int b = b0; b < b1; b++) {
-        size_t at = (size_t)b * rb, ot = (size_t)b * to->row;
+    /* the rows of a run: in the grid, not boundary rows, their taps' rows in the grid too
+     * where the level below holds grid rows */
+    int run0 = below->tiled && s->periodic[1] ? 0 : r;
+    int run1 = below->tiled && s->periodic[1] ? n1 : n1 - r;
+    row_run u;
+    u.pin = (ptrdiff_t)(below->row / elem), u.pout = (ptrdiff_t)(to->row / elem);
+    u.psrc = (ptrdiff_t)(rb / elem);
+    for (int b = b0; b < b1; b += u.rows) {
+        int edge = boundary || (!s->periodic[1] && (b < r || b >= n1 - r));
+        u.rows = b >= run0 && b < run1 ? (b1 < run1 ? b1 : run1) - b : 1;
+        size_t at = (size_t)mod(b, n1) * rb;
+        for (int i = 0; i < nt && !edge; i++)
+            u.row[i] = in[s->off[i][0] + r] + row_at(s, below, b + s->off[i][1]);
+        u.out = out + row_at(s, to, b);
+        u.src = src_plane + at;
+        u.srow = spl ? spl + at : NULL;
         if (s->dbl)
-            row_d(s, in, below->row, b, (double *)(out + ot), (const double *)(src_plane + at),
-                  spl ? (const double *)(spl + at) : NULL, boundary, acc, c0, c1);
+            rows_d(s, &u, edge, c0, c1);
         else
-            row_f(s, in, below->row, b, (float *)(out + ot), (const float *)(src_plane + at),
-                  spl ? (const float *)(spl + at) : NULL, boundary, acc, c0, c1);
+            rows_f(s, &u, edge, c0, c1);
     }
 }
 
-/* Level t's planes of the chunk [z0, z1) in a sweep of k steps: [lo, hi). */
-static void level_range(const tide_sweep *s, int z0, int z1, int k, int t, int *lo, int *hi)
+/* Level t's range [lo, hi) along dimension d (0: planes, 1: rows) for the chunk [x0, x1) of
+ * level k in a sweep of k steps. */
+static void level_range(const tide_sweep *s, int d, int x0, int x1, int k, int t, int *lo,
+                        int *hi)
 {
     int ext = (k - t) * s->radius;
-    *lo = z0 - ext;
-    *hi = z1 + ext;
-    if (!s->periodic[0]) {
+    *lo = x0 - ext;
+    *hi = x1 + ext;
+    if (!s->periodic[d]) {
         *lo = *lo < 0 ? 0 : *lo;
-        *hi = *hi > s->n[0] ? s->n[0] : *hi;
+        *hi = *hi > s->n[d] ? s->n[d] : *hi;
     }
 }
 
-/* One thread's chunk [z0, z1): planes stream through levels 1 .. k (backend.h). Wave w makes
- * level t's plane w - (t - 1) r, whose upper neighbour one level down was made earlier in the
- * same wave. */
-static void sweep_chunk(const tide_sweep *s, const char *src, char *dst, int k, int z0, int z1,
-                        char *mem)
+/* One thread's chunk [z0, z1) of rows [y0, y1): planes stream through levels 1 .. k
+ * (backend.h). Wave w makes level t's plane w - (t - 1) r, whose upper neighbour one level
+ * down was made earlier in the same wave. */
+static void sweep_tile(const tide_sweep *s, const char *src, char *dst, int k, int z0, int z1,
+                       int y0, int y1, char *mem)
 {
     const cpu_sweep *c = s->state;
     size_t elem = s->dbl ? sizeof(double) : sizeof(float);
-    size_t pb = c->plane * elem, rb = (size_t)s->n[2] * elem; /* a ring's plane and row */
-    char *acc = mem + (size_t)(c->fuse - 1) * (2 * s->radius + 1) * pb; /* after the rings */
+    size_t rb = (size_t)s->n[2] * elem, pb = (size_t)c->ring_rows * rb; /* a ring's row, plane */
+    int tiled = c->tile < s->n[1], row0 = y0 - (k - 1) * s->radius;
     long long pitch[2];
     tide_sweep_pitch(s, pitch);
     size_t gp = (size_t)pitch[0] * elem, gr = (size_t)pitch[1] * elem; /* src's and dst's */
     level_at lv[CPU_MAX_FUSE + 1];
     int out0, out1;
     tide_sweep_out(s, 0, &out0, &out1);
-    lv[0] = (level_at){(char *)src, 0, 0, gp, gr};
+    lv[0] = (level_at){(char *)src, 0, 0, gp, gr, 0, 0};
     for (int t = 1; t < k; t++)
-        lv[t] = (level_at){mem + (size_t)(t - 1) * (2 * s->radius + 1) * pb, 1, 0, pb, rb};
-    lv[k] = (level_at){dst, 0, out0, gp, gr};
+        lv[t] = (level_at){mem + (size_t)(t - 1) * (2 * s->radius + 1) * pb, 1, 0, pb, rb,
+                           tiled, row0};
+    lv[k] = (level_at){dst, 0, out0, gp, gr, 0, 0};
+    int rows[CPU_MAX_FUSE + 1][2];
+    for (int t = 1; t <= k; t++) {
+        level_range(s, 1, y0, y1, k, t, &rows[t][0], &rows[t][1]);
+        if (!tiled && t < k && s->periodic[1]) /* whole planes: every row */
+            rows[t][0] = 0, rows[t][1] = s->n[1];
+    }
     int lo1, hi1, lok, hik;
-    level_range(s, z0, z1, k, 1, &lo1, &hi1);
-    level_range(s, z0, z1, k, k, &lok, &hik);
+    level_range(s, 0, z0, z1, k, 1, &lo1, &hi1);
+    level_range(s, 0, z0, z1, k, k, &lok, &hik);
     for (int w = lo1; w < hik + (k - 1) * s->radius; w++)
         for (int t = 1; t <= k; t++) {
             int q = w - (t - 1) * s->radius, lo, hi;
-            level_range(s, z0, z1, k, t, &lo, &hi);
+            level_range(s, 0, z0, z1, k, t, &lo, &hi);
             if (q >= lo && q < hi)
-                make_plane(s, src, &lv[t - 1], &lv[t], t == k, q, acc);
+                make_plane(s, src, &lv[t - 1], &lv[t], t == k, q, rows[t][0], rows[t][1]);
         }
 }
 
@@ -236,14 +324,17 @@ int tide_cpu_sweep(const tide_env *e, const tide_sweep *s, const void *src, void
 {
     (void)e;
     const cpu_sweep *c = s->state;
-    int T = c->threads, lo, hi;
+    int T = c->threads, lo, hi, b0, b1;
     tide_sweep_out(s, 0, &lo, &hi);
+    tide_sweep_out(s, 1, &b0, &b1);
+    int tile = c->tile < s->n[1] ? c->tile : b1 - b0;
 #pragma omp parallel for num_threads(T) schedule(static, 1)
     for (int i = 0; i < T; i++) {
         int z0 = lo + (int)((int64_t)i * (hi - lo) / T);
         int z1 = lo + (int)((int64_t)(i + 1) * (hi - lo) / T);
-        if (z0 < z1)
-            sweep_chunk(s, src, dst, steps, z0, z1, c->mem + (size_t)i * c->per_thread);
+        for (int y = b0; y < b1 && z0 < z1; y += tile)
+            sweep_tile(s, src, dst, steps, z0, z1, y, y + tile < b1 ? y + tile : b1,
+                       c->mem + (size_t)i * c->per_thread);
     }
     return TIDE_SUCCESS;
 }
