@@ -56,10 +56,10 @@ double tide_stencil_time_sweep(const tide_env *e, const tide_sweep *s, const voi
     return *st ? INFINITY : (MPI_Wtime() - t0) / 3;
 }
 
-/* The steps per pass with the best rate, timed on the GPU: sweeps of 1 .. max_fuse steps
- * from one half of the work array into the other, over the first half of the slowest
- * dimension (the same planes, so the same kernels and tiles). A grid too thin for that keeps
- * the most the kernels fuse. */
+/* The steps per pass with the best rate, timed: sweeps of 1 .. max_fuse steps from one half
+ * of the work array into the other, over the first half of the slowest dimension (the same
+ * planes, so the same kernels and tiles). A grid too thin for that keeps the most the
+ * backend fuses. */
 static int tune_fuse(tide_stencil_plan *p, int *st)
 {
     tide_sweep t = p->sweep;
@@ -259,7 +259,7 @@ static double time_halo(tide_context *ctx, tide_stencil_plan *p, const tide_box 
     return t;
 }
 
-/* Collective, several ranks on the GPU with the plan's own choice of steps per pass (own:
+/* Collective, several ranks with the plan's own choice of steps per pass (own:
  * every rank's box; kmax: the most the kernels fuse, thick enough for every box): times
  * sweeps of k = 1 .. kmax steps on this rank's box grown by k r and the exchange of that
  * halo, each k whose grown boxes are thick enough on every rank, and keeps the k whose slowest
@@ -384,10 +384,9 @@ static int ooc_fuse(tide_stencil_plan *p, char *err, size_t len)
 }
 
 /* Collective, on several ranks (st: this rank's status so far; every rank comes here): every
- * rank's box (the caller's or the plan's grid's), the steps per pass (option fuse; else on the
- * GPU the count time_fuse_ranks keeps, on the CPU the fewest any rank's backend picks for its
- * box), every rank's grown box and the halo exchange. A box too thin for its halo fails on
- * every rank alike. */
+ * rank's box (the caller's or the plan's grid's), the steps per pass (option fuse; else the
+ * count time_fuse_ranks keeps), every rank's grown box and the halo exchange. A box too thin
+ * for its halo fails on every rank alike. */
 int tide_stencil_plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_args *all,
                             const int (*off)[3], const double *w, int st, char *err,
                             size_t len)
@@ -456,7 +455,7 @@ int tide_stencil_plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_
         p->fuse++;
     }
     /* every rank times, or none: the statuses so far may differ */
-    int go = !st && thin < 0 && p->env.be->gpu && !p->out_of_core && !p->o.fuse && p->fuse > 1;
+    int go = !st && thin < 0 && !p->out_of_core && !p->o.fuse && p->fuse > 1;
     int all_go = 0;
     MPI_Allreduce(&go, &all_go, 1, MPI_INT, MPI_MIN, ctx->comm);
     if (all_go) {
@@ -598,7 +597,7 @@ static int build_memory(tide_stencil_plan *p, const int (*off)[3], const double 
     st = e->be->sweep_create(e, &p->sweep, p->o.fuse, err, len);
     if (st)
         return st;
-    p->fuse = p->o.fuse ? p->o.fuse : e->be->gpu ? tune_fuse(p, &st) : p->sweep.max_fuse;
+    p->fuse = p->o.fuse ? p->o.fuse : tune_fuse(p, &st);
     if (st)
         return snprintf(err, len, "timing the sweeps failed: %s", e->be->last_error()), st;
     tide_op_sweep(&p->sweep_op, &p->sweep, p->fuse);
