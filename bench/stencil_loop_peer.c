@@ -1,0 +1,153 @@
+/*
+ * stencil_loop_peer.c: the untiled OpenMP loop that `tide stencil` on the CPU is compared
+ * against (bench/compare-cpu): one step per pass over memory, rows shared among the threads,
+ * the innermost loop along the fastest dimension left to the compiler's vectorizer (this file
+ * is built with -O3 -march=native). The arithmetic is Tide's (tide.h): a product, then one
+ * fused multiply-add per further tap in order, the boundary points (r of each face,
+ * Dirichlet) keeping their values; so on the same input the result is bitwise Tide's.
+ *
+ *   stencil_loop_peer <float|double> NX NY NZ [-shape 7pt|27pt] [-steps S] [-runs R]
+ *                     [-seed S] [-no-check]
+ *
+ * The input is `tide stencil`'s (apps/reference.c: tide_ref_fill with the same seed). Up to
+ * 2^21 points the result of S steps is checked bitwise against the naive serial oracle
+ * (tide_ref_stencil). Prints the keys `tide stencil` prints (Time per run, Throughput), the
+ * median of R runs after one warm-up run; threads: OMP_NUM_THREADS.
+ */
+#include <math.h>
+#include <mpi.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "reference.h"
+#include "tide.h"
+
+/* One step from u into v on the interior points; off: the taps' offsets in elements, a
+ * compile-time count of them; the column loop vectorized (omp simd), the tap loop inside it
+ * unrolled. */
+#define LOOP(NAME, T, NT, FMA)                                                                   \
+    static void NAME(const int n[3], const long long *off, const T *w, const T *u, T *v)         \
+    {                                                                                            \
+        long long plane = (long long)n[1] * n[2];                                                \
+        _Pragma("omp parallel for collapse(2) schedule(static)")                                 \
+        for (int x = 1; x < n[0] - 1; x++)                                                       \
+            for (int y = 1; y < n[1] - 1; y++) {                                                 \
+                const T *in = u + x * plane + (long long)y * n[2];                               \
+                T *out = v + x * plane + (long long)y * n[2];                                    \
+                _Pragma("omp simd")                                                              \
+                for (int z = 1; z < n[2] - 1; z++) {                                             \
+                    T acc = w[0] * in[z + off[0]];                                               \
+                    _Pragma("GCC unroll 32")                                                      \
+                    for (int i = 1; i < NT; i++)                                                 \
+                        acc = FMA(w[i], in[z + off[i]], acc);                                    \
+                    out[z] = acc;                                                                \
+                }                                                                                \
+            }                                                                                    \
+    }
+LOOP(loop7_f, float, 7, fmaf)
+LOOP(loop7_d, double, 7, fma)
+LOOP(loop27_f, float, 27, fmaf)
+LOOP(loop27_d, double, 27, fma)
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: stencil_loop_peer <float|double> NX NY NZ [-shape 7pt|27pt] "
+                    "[-steps S] [-runs R] [-seed S] [-no-check]\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv); /* tide_ref_fill's box type; one rank */
+    if (argc < 5)
+        return usage();
+    int dbl = !strcmp(argv[1], "double"), n[3], steps = 20, runs = 5, check = 1;
+    unsigned seed = 2026;
+    tide_stencil_shape shape = TIDE_STENCIL_7PT;
+    if (!dbl && strcmp(argv[1], "float"))
+        return usage();
+    for (int d = 0; d < 3; d++)
+        if ((n[d] = atoi(argv[2 + d])) < 3 || n[d] > 100000)
+            return fprintf(stderr, "stencil_loop_peer: sizes 3 to 100000\n"), 2;
+    for (int i = 5; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-no-check"))
+            check = 0;
+        else if (!v)
+            return usage();
+        else if (!strcmp(a, "-shape") && (!strcmp(v, "7pt") || !strcmp(v, "27pt")))
+            shape = !strcmp(v, "7pt") ? TIDE_STENCIL_7PT : TIDE_STENCIL_27PT, i++;
+        else if (!strcmp(a, "-steps") && (steps = atoi(v)) >= 0)
+            i++;
+        else if ((!strcmp(a, "-runs") || !strcmp(a, "-n")) && (runs = atoi(v)) >= 1)
+            i++;
+        else if (!strcmp(a, "-seed"))
+            seed = (unsigned)strtoul(v, NULL, 10), i++;
+        else
+            return usage();
+    }
+    int taps[27][3];
+    double wd[27];
+    float wf[27];
+    int nt = tide_ref_stencil_taps(shape, NULL, taps, wd);
+    long long off[27];
+    for (int i = 0; i < nt; i++) {
+        off[i] = ((long long)taps[i][0] * n[1] + taps[i][1]) * n[2] + taps[i][2];
+        wf[i] = (float)wd[i];
+    }
+    size_t count = (size_t)n[0] * n[1] * n[2], es = dbl ? sizeof(double) : sizeof(float);
+    char *u0 = malloc(count * es), *a = malloc(count * es), *b = malloc(count * es);
+    if (!u0 || !a || !b)
+        return fprintf(stderr, "stencil_loop_peer: out of memory\n"), 1;
+    tide_box box = {{0, 0, 0}, {n[0], n[1], n[2]}, {0, 1, 2}};
+    tide_ref_fill(u0, &box, 1, 0, dbl ? TIDE_DOUBLE : TIDE_FLOAT, n, seed);
+
+    double *t = malloc(sizeof(double) * (size_t)(runs + 1));
+    char *result = NULL;
+    for (int r = 0; r <= runs; r++) { /* run 0: the warm-up */
+        memcpy(a, u0, count * es), memcpy(b, u0, count * es); /* both: the boundary */
+        char *from = a, *to = b;
+        double t0 = omp_get_wtime();
+        for (int s = 0; s < steps; s++) {
+            if (dbl)
+                (nt == 7 ? loop7_d : loop27_d)(n, off, wd, (double *)from, (double *)to);
+            else
+                (nt == 7 ? loop7_f : loop27_f)(n, off, wf, (float *)from, (float *)to);
+            char *x = from;
+            from = to, to = x;
+        }
+        t[r] = omp_get_wtime() - t0;
+        result = from;
+    }
+    qsort(t + 1, (size_t)runs, sizeof(double), cmp);
+    double med = t[1 + runs / 2];
+    printf("Peer: untiled OpenMP loop, %s %s %dx%dx%d, %d steps, %d threads\n",
+           shape == TIDE_STENCIL_7PT ? "7pt" : "27pt", dbl ? "double" : "float", n[0], n[1],
+           n[2], steps, omp_get_max_threads());
+    int bad = 0;
+    if (check && count <= (1u << 21)) {
+        tide_bc bc[3] = {TIDE_BC_DIRICHLET, TIDE_BC_DIRICHLET, TIDE_BC_DIRICHLET};
+        tide_ref_stencil(n, dbl, nt, (const int(*)[3])taps, wd, bc, NULL, u0, steps);
+        size_t diff = 0;
+        for (size_t i = 0; i < count; i++)
+            diff += memcmp(u0 + i * es, result + i * es, es) != 0;
+        printf("Verification: %s (%zu of %zu points differ from the serial oracle)\n",
+               diff ? "FAILED" : "passed", diff, count);
+        bad = diff != 0;
+    } else {
+        printf("Verification: not checked (%s)\n", check ? "above 2^21 points" : "-no-check");
+    }
+    printf("Time per run: %.6g (s) (median of %d)\n", med, runs);
+    printf("Throughput: %.6g GCell/s (%zu points x %d steps / time per run)\n",
+           (double)count * steps / med / 1e9, count, steps);
+    free(u0), free(a), free(b), free(t);
+    MPI_Finalize();
+    return bad;
+}
