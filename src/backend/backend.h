@@ -117,7 +117,8 @@ static inline size_t tide_spectral_elem(const tide_spectral *d)
  * order; once level t - 1 holds planes q - r .. q + r, level t computes plane q. Each level
  * keeps the last 2 r + 1 planes it made in a ring, so a sweep reads src once and writes dst
  * once, and computes each plane of each level once, apart from the (k - t) r extra planes at
- * each end of a chunk. */
+ * each end of a chunk. The CPU also cuts each plane's rows into tiles (`cache`), the same
+ * scheme along the rows, so that a thread's rings fit its core's cache. */
 enum {
     TIDE_SWEEP_SIDE = 2 * TIDE_STENCIL_MAX_RADIUS + 1,
     TIDE_SWEEP_MAX_TAPS = TIDE_SWEEP_SIDE * TIDE_SWEEP_SIDE * TIDE_SWEEP_SIDE /* the full box */
