@@ -67,7 +67,8 @@ static tide_exchange auto_exchange(const tide_box *src, const tide_box *dst, int
 }
 
 /* device: arrays in device memory, moved by how (tide_reshape_create_device). */
-static int create(MPI_Comm comm, const tide_box *src, const tide_box *dst, size_t elem,
+static int create(MPI_Comm comm, const tide_box *src, const tide_box *dst,
+                  const tide_box *part_src, const tide_box *part_dst, size_t elem,
                   int batch, tide_exchange exchange, int threads, int device,
                   tide_exchange how, void *nccl, void *stream, tide_reshape **out, char *err,
                   size_t errlen)
@@ -89,12 +90,13 @@ static int create(MPI_Comm comm, const tide_box *src, const tide_box *dst, size_
     r->stream = stream;
     r->src = src[r->rank];
     r->dst = dst[r->rank];
-    r->has_self = tide_box_intersect(&r->src, &r->dst, &r->self_region) > 0;
-    r->exchange = exchange == TIDE_EXCHANGE_AUTO ? auto_exchange(src, dst, r->nranks) : exchange;
+    const tide_box *ps = part_src ? part_src : src, *pd = part_dst ? part_dst : dst;
+    r->has_self = tide_box_intersect(&ps[r->rank], &pd[r->rank], &r->self_region) > 0;
+    r->exchange = exchange == TIDE_EXCHANGE_AUTO ? auto_exchange(ps, pd, r->nranks) : exchange;
     r->how = device && (how == TIDE_EXCHANGE_NCCL || how == TIDE_EXCHANGE_CUDA_MPI)
                  ? how : r->exchange;
-    int s = add_blocks(l, r->rank, r->nranks, &r->src, dst, 1);
-    int v = s < 0 ? -1 : add_blocks(l, r->rank, r->nranks, &r->dst, src, 0);
+    int s = add_blocks(l, r->rank, r->nranks, &ps[r->rank], pd, 1);
+    int v = s < 0 ? -1 : add_blocks(l, r->rank, r->nranks, &pd[r->rank], ps, 0);
     if (v < 0) {
         tide_xchg_list_free(l);
         tide_reshape_destroy(r);
@@ -113,24 +115,26 @@ static int create(MPI_Comm comm, const tide_box *src, const tide_box *dst, size_
     return TIDE_SUCCESS;
 }
 
-int tide_reshape_create(MPI_Comm comm, const tide_box *src, const tide_box *dst, size_t elem,
+int tide_reshape_create(MPI_Comm comm, const tide_box *src, const tide_box *dst,
+                        const tide_box *part_src, const tide_box *part_dst, size_t elem,
                         int batch, tide_exchange exchange, int threads, tide_reshape **out,
                         char *err, size_t errlen)
 {
-    return create(comm, src, dst, elem, batch, exchange, threads, 0, TIDE_EXCHANGE_AUTO, NULL,
-                  NULL, out, err, errlen);
+    return create(comm, src, dst, part_src, part_dst, elem, batch, exchange, threads, 0,
+                  TIDE_EXCHANGE_AUTO, NULL, NULL, out, err, errlen);
 }
 
 int tide_reshape_create_device(MPI_Comm comm, const tide_box *src, const tide_box *dst,
-                               size_t elem, int batch, tide_exchange transport, void *nccl,
-                               void *stream, tide_reshape **out, char *err, size_t errlen)
+                               const tide_box *part_src, const tide_box *part_dst, size_t elem,
+                               int batch, tide_exchange transport, void *nccl, void *stream,
+                               tide_reshape **out, char *err, size_t errlen)
 {
     /* NCCL and CUDA-aware MPI move every block pairwise (the MPI pattern they are filed under,
      * P2P, is theirs); staged transports keep the pattern asked for */
     tide_exchange mpi = transport == TIDE_EXCHANGE_NCCL || transport == TIDE_EXCHANGE_CUDA_MPI
                             ? TIDE_EXCHANGE_P2P : transport;
-    return create(comm, src, dst, elem, batch, mpi, 1, 1, transport, nccl, stream, out, err,
-                  errlen);
+    return create(comm, src, dst, part_src, part_dst, elem, batch, mpi, 1, 1, transport, nccl,
+                  stream, out, err, errlen);
 }
 
 void tide_reshape_destroy(tide_reshape *r)

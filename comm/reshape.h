@@ -17,10 +17,14 @@
 typedef struct tide_reshape tide_reshape;
 
 /* Collective-free: every rank passes the same src[]/dst[] arrays of nranks boxes (gathered by
- * the caller). elem: bytes per element; batch: fields. exchange: TIDE_EXCHANGE_A2AV or _P2P;
- * AUTO picks from all ranks' boxes, so every rank picks the same. On failure returns a
- * TIDE_ERR_* code and writes a message to err. */
-int tide_reshape_create(MPI_Comm comm, const tide_box *src, const tide_box *dst, size_t elem,
+ * the caller). part_src[]/part_dst[] (NULL: src[], dst[]): the reshape moves only the points
+ * of part_src[q] (a part of src[q]) that lie in part_dst[r] (a part of dst[r]) from each rank
+ * q to each rank r, the arrays laid out as src[] and dst[]; the parts of one reshape cut along
+ * a dimension move it in several calls (plan/overlap.h). elem: bytes per element; batch:
+ * fields. exchange: TIDE_EXCHANGE_A2AV or _P2P; AUTO picks from all ranks' boxes, so every
+ * rank picks the same. On failure returns a TIDE_ERR_* code and writes a message to err. */
+int tide_reshape_create(MPI_Comm comm, const tide_box *src, const tide_box *dst,
+                        const tide_box *part_src, const tide_box *part_dst, size_t elem,
                         int batch, tide_exchange exchange, int threads, tide_reshape **out,
                         char *err, size_t errlen);
 void tide_reshape_destroy(tide_reshape *r);
@@ -34,8 +38,9 @@ void tide_reshape_destroy(tide_reshape *r);
  *   TIDE_EXCHANGE_A2AV/P2P  through pinned host staging with that MPI exchange.
  * Except with NCCL every block is packed, so the staging sizes below cover the whole data. */
 int tide_reshape_create_device(MPI_Comm comm, const tide_box *src, const tide_box *dst,
-                               size_t elem, int batch, tide_exchange transport, void *nccl,
-                               void *stream, tide_reshape **out, char *err, size_t errlen);
+                               const tide_box *part_src, const tide_box *part_dst, size_t elem,
+                               int batch, tide_exchange transport, void *nccl, void *stream,
+                               tide_reshape **out, char *err, size_t errlen);
 
 /* Bytes of send and receive staging the reshape needs (0 when all peers go direct). */
 size_t tide_reshape_send_bytes(const tide_reshape *r);

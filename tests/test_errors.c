@@ -473,6 +473,28 @@ static void context_errors(void)
                      ctx == (tide_context *)PLAN_SENTINEL);
     }
 
+    /* TIDE_FFT_CHUNKS out of range on the last rank, then (several ranks) differing. */
+    const char *chunks[][2] = {{"1", "bad value"}, {"x3", "bad value"}, {"4", "differing"}};
+    for (int i = 0; i < 3; i++) {
+        int differ = i == 2;
+        if (differ && nranks < 2)
+            continue;
+        setenv("TIDE_FFT_CHUNKS", rank == nranks - 1 ? chunks[i][0] : "3", 1);
+        tide_context_options_init(&co);
+        co.backend = TIDE_BACKEND_CPU;
+        ctx = (tide_context *)PLAN_SENTINEL;
+        st = tide_context_create(comm, &co, &ctx);
+        if (st == 0 && ctx != (tide_context *)PLAN_SENTINEL)
+            tide_context_destroy(ctx);
+        char what[96];
+        snprintf(what, sizeof what, "context_create with TIDE_FFT_CHUNKS=%s on the last rank",
+                 chunks[i][0]);
+        expect_error(what, st, tide_last_error(NULL), differ ? E_MISMATCH : E_ARG,
+                     differ ? -1 : nranks - 1, -1, ctx == (tide_context *)PLAN_SENTINEL);
+        expect_mention(what, tide_last_error(NULL), "TIDE_FFT_CHUNKS");
+    }
+    unsetenv("TIDE_FFT_CHUNKS");
+
     /* Options the init function did not fill, on one rank only. */
     int bad = nranks > 1 ? 1 : 0;
     char what[96];

@@ -207,7 +207,8 @@ static int reshape_once(const tide_box *src, const tide_box *dst, int batch, tid
     char err[256] = "";
     tide_reshape *r = NULL;
     tide_exchange_set_max_message(max);
-    int st = tide_reshape_create(comm, src, dst, 16, batch, ex, 1, &r, err, sizeof err);
+    int st = tide_reshape_create(comm, src, dst, NULL, NULL, 16, batch, ex, 1, &r, err,
+                                 sizeof err);
     tide_exchange_set_max_message(0);
     *out = xmalloc((size_t)tt_box_count(&dst[me]) * 16 * (size_t)batch);
     if (st) {
@@ -319,9 +320,9 @@ static int create_only(const tide_box *src, const tide_box *dst, int batch, tide
                        int device, char *err, size_t len)
 {
     tide_reshape *r = NULL;
-    int st = device ? tide_reshape_create_device(comm, src, dst, 16, batch, ex, NULL, NULL, &r,
-                                                 err, len)
-                    : tide_reshape_create(comm, src, dst, 16, batch, ex, 1, &r, err, len);
+    int st = device ? tide_reshape_create_device(comm, src, dst, NULL, NULL, 16, batch, ex, NULL,
+                                                 NULL, &r, err, len)
+                    : tide_reshape_create(comm, src, dst, NULL, NULL, 16, batch, ex, 1, &r, err, len);
     if (!st && ex == TIDE_EXCHANGE_P2P && !device) {
         /* The staging covers every element that leaves: no size_t overflow on the way. */
         tide_box x;

@@ -236,7 +236,8 @@ static tide_reshape *create(const char *desc, const char *dir, const tide_box *s
 {
     tide_reshape *r = NULL;
     char err[256] = "";
-    int st = tide_reshape_create(comm, src, dst, elem, batch, ex, threads, &r, err, sizeof err);
+    int st = tide_reshape_create(comm, src, dst, NULL, NULL, elem, batch, ex, threads, &r, err,
+                                 sizeof err);
     if (st != TIDE_SUCCESS)
         printf("  rank %d: %s: create %s failed: status %d: %s\n", me, desc, dir, st, err);
     if (!tt_check(&tally, comm, st == TIDE_SUCCESS && r != NULL, "%s: tide_reshape_create %s",

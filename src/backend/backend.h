@@ -259,9 +259,11 @@ typedef struct tide_backend_ops {
     int (*fft_bind)(const tide_env *e, void *f);
     int (*fft_execute)(const tide_env *e, const void *f, void *in, void *out);
     void (*fft_destroy)(void *f);
-    /* Reshapes between layouts (comm/): create, run from src into dst. */
+    /* Reshapes between layouts (comm/): create (part_from, part_to: the part of the points it
+     * moves, comm/reshape.h; NULL: all), run from src into dst on e's stream. */
     int (*reshape_create)(const tide_env *e, const tide_box *from, const tide_box *to,
-                          size_t elem, int batch, tide_reshape **r, char *err, size_t len);
+                          const tide_box *part_from, const tide_box *part_to, size_t elem,
+                          int batch, tide_reshape **r, char *err, size_t len);
     int (*reshape_execute)(const tide_env *e, const tide_reshape *r, const void *src,
                            void *dst);
     /* Wait until everything the plan enqueued is done (0 on the CPU). */

@@ -359,10 +359,11 @@ static int cpu_fft_execute(const tide_env *e, const void *f, void *in, void *out
 static void cpu_fft_destroy(void *f) { tide_cpu_fft_destroy(f); }
 
 static int cpu_reshape_create(const tide_env *e, const tide_box *from, const tide_box *to,
-                              size_t elem, int batch, tide_reshape **r, char *err, size_t len)
+                              const tide_box *part_from, const tide_box *part_to, size_t elem,
+                              int batch, tide_reshape **r, char *err, size_t len)
 {
-    return tide_reshape_create(e->ctx->comm, from, to, elem, batch, e->exchange, e->threads, r,
-                               err, len);
+    return tide_reshape_create(e->ctx->comm, from, to, part_from, part_to, elem, batch,
+                               e->exchange, e->threads, r, err, len);
 }
 
 static int cpu_reshape_execute(const tide_env *e, const tide_reshape *r, const void *src,

@@ -39,6 +39,23 @@ static int read_options(const tide_context_options *opts, tide_context_options *
     return tide_options_read(opts, o, sizeof *o, offsetof(tide_context_options, threads));
 }
 
+/* TIDE_FFT_CHUNKS: -1 when unset, else 0 (no overlap) or 2 .. 64; TIDE_ERR_ARGUMENT for other
+ * values. */
+static int fft_chunks_from_env(tide_context *ctx, int *chunks)
+{
+    const char *v = getenv("TIDE_FFT_CHUNKS");
+    *chunks = -1;
+    if (!v || !*v)
+        return TIDE_SUCCESS;
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*end || n < 0 || n == 1 || n > 64)
+        return tide_fail(ctx, TIDE_ERR_ARGUMENT, "TIDE_FFT_CHUNKS=%s: expected 0 (no overlap) "
+                         "or 2 .. 64", v);
+    *chunks = (int)n;
+    return TIDE_SUCCESS;
+}
+
 static int log_level_from_env(void)
 {
     const char *v = getenv("TIDE_LOG");
@@ -317,10 +334,13 @@ int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_co
     else if (opts->device < TIDE_DEVICE_CURRENT)
         st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "device must be TIDE_DEVICE_AUTO (-1), "
                        "TIDE_DEVICE_CURRENT (-2) or an index >= 0, got %d", opts->device);
+    int env_st = fft_chunks_from_env(ctx, &ctx->fft_chunks);
+    st = st ? st : env_st;
     /* the backend is the one option every rank must give alike (threads, device, budget and
-     * binding are each rank's own) */
-    tide_call_arg backend = tide_call_int("option backend", opts->backend);
-    st = tide_agree_call(ctx, NULL, st, &backend, 1);
+     * binding are each rank's own), and the environment's TIDE_FFT_CHUNKS */
+    tide_call_arg agreed[] = {tide_call_int("option backend", opts->backend),
+                              tide_call_int("TIDE_FFT_CHUNKS", ctx->fft_chunks)};
+    st = tide_agree_call(ctx, NULL, st, agreed, 2);
     if (!st && MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL,
                                    &ctx->node_comm) != MPI_SUCCESS)
         st = tide_fail(ctx, TIDE_ERR_MPI, "MPI_Comm_split_type failed");

@@ -31,6 +31,9 @@ struct tide_context {
                             * needs them (tide_context_pcie); pcie_known says it was */
     int pcie_known;
     int log_level;
+    int fft_chunks;        /* TIDE_FFT_CHUNKS (agreed): the chunks of an FFT's exchange
+                            * overlapped with its local transforms (plan/overlap.h); 0: none,
+                            * -1: unset, the plan's choice */
     int plans;             /* plans made from the context and not destroyed yet (changed
                             * atomically: plans may be made and freed on several threads) */
     char errmsg[TIDE_MSG_LEN];

@@ -15,6 +15,7 @@
 #include <string.h>
 #include "comm/region.h"
 #include "fft/fft_plan.h"
+#include "plan/overlap.h"
 
 /* ---- the stage chain ------------------------------------------------------------------- */
 
@@ -225,11 +226,11 @@ static int program_steps(const tide_chain *c, int dir, tide_chain_step *steps, i
     return ns + nr - skip;
 }
 
-/* Step i's local FFT: its transformed dimensions, direction and kind, planned on the buffers
- * its placement says. */
-static int make_fft(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
-                    const tide_chain_step *s, int reverse, tide_op *o, tide_op *then,
-                    char *err, size_t len)
+/* Step s's local FFT: its transformed dimensions, direction and kind, on the buffers op o's
+ * placement says. */
+static tide_cpu_fft_desc fft_desc(const tide_fft_plan *p, const tide_chain *c,
+                                  const fft_chain *f, const tide_chain_step *s, int reverse,
+                                  const tide_op *o)
 {
     int real = p->o.type == TIDE_R2C && s->stage == f->rstage, me = p->ctx->rank, dft = 0;
     for (int k = 0; k < 3; k++)
@@ -246,11 +247,6 @@ static int make_fft(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
         .batch = p->o.batch, .measure = p->o.planning == TIDE_PLAN_MEASURE,
         .threads = p->env.threads,
         .user_memory = o->src == TIDE_LOC_IN || o->dst == TIDE_LOC_OUT};
-    int fused = 0;
-    if (then) {
-        d.then = then->spec;
-        d.fused = &fused;
-    }
     for (int k = 0; k < 3; k++)
         if (f->dims[s->stage] & (1 << k)) {
             d.dims[d.ndims++] = k;
@@ -263,6 +259,21 @@ static int make_fft(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
         d.in = tide_program_stand_in(p->w, o->src, o->dst);
         d.out = o->dst == o->src ? d.in : tide_program_stand_in(p->w, o->dst, o->src);
     }
+    return d;
+}
+
+/* Step s's local FFT as op o, planned on the buffers its placement says; then: the spectral
+ * op after it, which it may apply as it stores its output. */
+static int make_fft(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
+                    const tide_chain_step *s, int reverse, tide_op *o, tide_op *then,
+                    char *err, size_t len)
+{
+    tide_cpu_fft_desc d = fft_desc(p, c, f, s, reverse, o);
+    int fused = 0;
+    if (then) {
+        d.then = then->spec;
+        d.fused = &fused;
+    }
     int st = tide_op_fft(o, &p->env, &d, &p->env.fft_work_bytes, err, len);
     if (!st && fused)
         tide_op_spectral_fused(then);
@@ -272,8 +283,106 @@ static int make_fft(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
     return st;
 }
 
+/* The chunks of an exchange overlapped with the FFT beside it: TIDE_FFT_CHUNKS where set, else
+ * 8 on GPUs exchanging over NCCL (the chunks' messages stay large enough to keep the links
+ * busy at 512^3 on 8 GPUs, and the pipeline's fill, an eighth of one FFT, stays small), else
+ * none: the CPU would run the chunks one after the other. */
+static int overlap_chunks(const tide_fft_plan *p)
+{
+    if (p->ctx->fft_chunks >= 0)
+        return p->ctx->fft_chunks;
+    return p->env.be->gpu && p->env.transport == TIDE_EXCHANGE_NCCL ? 8 : 0;
+}
+
+/* Op i (an FFT) and op j (the reshape next to it) as one overlapped op (plan/overlap.h) in
+ * place of op min(i, j); the program one op shorter. */
+static int fuse_pair(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
+                     const tide_chain_step *steps, int back, int chunks, tide_program *prog,
+                     int i, int j, char *err, size_t len)
+{
+    tide_op *fo = &prog->ops[i], *ro = &prog->ops[j];
+    const tide_chain_step *fs = &steps[i], *rs = &steps[j];
+    tide_overlap_desc d = {
+        .from = rs->from, .to = rs->to, .batch = p->o.batch, .chunks = chunks,
+        .fft = fft_desc(p, c, f, fs, i >= back, fo), .fft_first = i < j, .w = p->w,
+        .elem = grid_real(p, f, rs->from_grid) ? p->in_elem : p->out_elem,
+        .fft_cost = fo->cost, .move_cost = ro->cost};
+    d.src = i < j ? fo->src : ro->src;
+    d.mid = i < j ? fo->dst : ro->dst;
+    d.dst = i < j ? ro->dst : fo->dst;
+    tide_op fused = {0};
+    int st = tide_op_overlap(&fused, &p->env, &d, &p->env.fft_work_bytes, &p->env.sbytes,
+                             &p->env.rbytes, err, len);
+    fo->cls->destroy(fo, &p->env);
+    ro->cls->destroy(ro, &p->env);
+    int a = i < j ? i : j;
+    prog->ops[a] = fused;
+    memmove(&prog->ops[a + 1], &prog->ops[a + 2], (size_t)(prog->nops - a - 2) * sizeof fused);
+    prog->nops--;
+    memset(&prog->ops[prog->nops], 0, sizeof fused);
+    if (st && fused.cls)
+        fused.cls->destroy(&prog->ops[a], &p->env);
+    return st;
+}
+
+/* The size of an FFT, the same on every rank: the lines' lengths along its dimensions
+ * multiplied (its flops over the whole grid grow with it). */
+static double fft_size(const tide_fft_plan *p, const fft_chain *f, const tide_chain_step *s)
+{
+    double n = 1;
+    for (int k = 0; k < 3; k++)
+        if (f->dims[s->stage] & (1 << k))
+            n *= p->n[k];
+    return n;
+}
+
+/* Each reshape of a transform's program (not a solver's) joined with the FFT before or after
+ * it, the larger of the two still free (the earlier on a tie), so that its exchange overlaps
+ * that FFT; FFTs that stage their input, or transform all three dimensions, stay apart, and so
+ * do the GPU's real-to-complex ones (cuFFT takes the real side only at addresses aligned for
+ * complex numbers, which a slice of odd planes does not keep). Every rank makes the same
+ * choice from what every rank knows alike (placements, steps, the grid), never from its own
+ * boxes: the ops must pair alike on every rank. */
+static int overlap_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
+                           tide_chain_step *steps, int ns, int back, tide_program *prog,
+                           char *err, size_t len)
+{
+    int chunks = overlap_chunks(p);
+    if (chunks < 2 || p->ctx->nranks < 2)
+        return TIDE_SUCCESS;
+    for (int j = 0; j < ns; j++) {
+        if (prog->ops[j].kind != TIDE_OP_RESHAPE)
+            continue;
+        int best = -1;
+        for (int i = j - 1; i <= j + 1; i += 2) {
+            if (i < 0 || i >= ns || prog->ops[i].kind != TIDE_OP_FFT || prog->ops[i].stage_input)
+                continue;
+            tide_cpu_fft_desc d = fft_desc(p, c, f, &steps[i], i >= back, &prog->ops[i]);
+            const tide_box *cut = i < j ? steps[j].from : steps[j].to;
+            int real = d.kind == TIDE_KIND_R2C || d.kind == TIDE_KIND_C2R;
+            if (tide_overlap_dim(&d, cut[0].order) >= 0 && !(real && p->env.be->gpu) &&
+                (best < 0 || fft_size(p, f, &steps[i]) > fft_size(p, f, &steps[best])))
+                best = i;
+        }
+        if (best < 0)
+            continue;
+        int st = fuse_pair(p, c, f, steps, back, chunks, prog, best, j, err, len);
+        if (st)
+            return st;
+        /* the steps follow the ops: the pair's second step goes */
+        int a = best < j ? best : j;
+        memmove(&steps[a + 1], &steps[a + 2], (size_t)(ns - a - 2) * sizeof *steps);
+        if (a < back)
+            back--;
+        ns--;
+        j = a;
+    }
+    return TIDE_SUCCESS;
+}
+
 /* The ops of a program (program_steps): step shapes first (kind, in place), then placement,
- * then the ops themselves, FFTs planned on the buffers they will use. */
+ * then the ops themselves, FFTs planned on the buffers they will use, then each exchange joined
+ * with an FFT beside it where that overlaps them (overlap_program). */
 static int make_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *f, int dir,
                         tide_program *prog, char *err, size_t len)
 {
@@ -339,7 +448,7 @@ static int make_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *
                 p->exchange = tide_reshape_exchange(o->reshape);
         }
     }
-    return TIDE_SUCCESS;
+    return p->mid ? TIDE_SUCCESS : overlap_program(p, c, f, steps, ns, back, prog, err, len);
 }
 
 /* Allocates the work buffers (before planning: FFTW plans on them). */
@@ -393,7 +502,8 @@ static int alloc_rest(tide_fft_plan *p, char *err, size_t len)
     tide_program *progs[3] = {&p->fwd, &p->bwd, &p->solve};
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < progs[k]->nops; i++)
-            if (progs[k]->ops[i].fft && be->fft_bind(e, progs[k]->ops[i].fft))
+            if ((progs[k]->ops[i].fft && be->fft_bind(e, progs[k]->ops[i].fft)) ||
+                tide_op_overlap_bind(&progs[k]->ops[i], e))
                 return snprintf(err, len, "the backend rejected an FFT's work area or stream "
                                 "(%s)", be->last_error()), TIDE_ERR_BACKEND;
     return TIDE_SUCCESS;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "core/args.h"
 #include "fft/fft_plan.h"
+#include "plan/overlap.h"
 
 /* ---- queries --------------------------------------------------------------------------- */
 
@@ -23,11 +24,12 @@ int tide_fft_plan_boxes(const tide_fft_plan *p, tide_box *inbox, tide_box *outbo
     return TIDE_SUCCESS;
 }
 
+/* Ops of a kind; an overlapped op counts as an FFT and a reshape. */
 static int count_ops(const tide_program *prog, tide_op_kind kind)
 {
     int n = 0;
     for (int i = 0; i < prog->nops; i++)
-        n += prog->ops[i].kind == kind;
+        n += prog->ops[i].kind == kind || prog->ops[i].kind == TIDE_OP_OVERLAP;
     return n;
 }
 
@@ -119,11 +121,17 @@ static void program_cost(const tide_fft_plan *p, const tide_program *prog, tide_
     memset(c, 0, sizeof *c);
     for (int i = 0; i < prog->nops; i++) {
         const tide_op *o = &prog->ops[i];
+        tide_op_cost fft = {0}, move = {0};
+        if (o->kind == TIDE_OP_OVERLAP)
+            tide_op_overlap_costs(o, &fft, &move);
+        else
+            *(o->kind == TIDE_OP_FFT ? &fft : &move) = o->cost;
         c->flops += o->cost.flops;
         c->exchange_bytes += o->cost.net_bytes;
-        *(o->kind == TIDE_OP_FFT ? &c->fft_bytes : &c->move_bytes) += o->cost.mem_bytes;
-        c->exchanges += o->kind == TIDE_OP_RESHAPE;
-        c->fft_passes += o->kind == TIDE_OP_FFT;
+        c->fft_bytes += fft.mem_bytes;
+        c->move_bytes += move.mem_bytes;
+        c->exchanges += o->kind == TIDE_OP_RESHAPE || o->kind == TIDE_OP_OVERLAP;
+        c->fft_passes += o->kind == TIDE_OP_FFT || o->kind == TIDE_OP_OVERLAP;
     }
     if (p->env.be->gpu && p->o.location == TIDE_LOCATION_HOST) {
         double ib = (double)tide_fft_box_bytes(p, &p->inbox, p->o.type == TIDE_R2C);

@@ -29,7 +29,7 @@ int tide_op_reshape(tide_op *op, const tide_env *e, const tide_box *from, const 
     op->cls = &reshape_class;
     op->kind = TIDE_OP_RESHAPE;
     int r = e->ctx->rank;
-    int st = e->be->reshape_create(e, from, to, elem, batch, &op->reshape, err, len);
+    int st = e->be->reshape_create(e, from, to, NULL, NULL, elem, batch, &op->reshape, err, len);
     if (st)
         return st;
     snprintf(op->what, sizeof op->what, "reshape[%s]",

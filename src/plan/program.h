@@ -24,7 +24,8 @@ typedef enum {
     TIDE_OP_POINTWISE,
     TIDE_OP_LINE_SOLVE,
     TIDE_OP_HALO,
-    TIDE_OP_STENCIL
+    TIDE_OP_STENCIL,
+    TIDE_OP_OVERLAP  /* a reshape and an FFT in chunks (overlap.h) */
 } tide_op_kind;
 
 /* One execution of an op on this rank. */

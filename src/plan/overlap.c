@@ -1,0 +1,248 @@
+/* overlap.c: a reshape and its neighbouring FFT in chunks on two streams (see overlap.h). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "comm/region.h"
+#include "comm/reshape.h"
+#include "plan/overlap.h"
+
+enum { OVERLAP_MAX_CHUNKS = 64 };
+
+typedef struct {
+    int chunks, fft_first, mid;
+    void *const *w;
+    void *fft[OVERLAP_MAX_CHUNKS];          /* chunk c's FFT plan (NULL: no points here) */
+    size_t fin[OVERLAP_MAX_CHUNKS];         /* ... its first point's byte in the FFT's input */
+    size_t fout[OVERLAP_MAX_CHUNKS];        /* ... and output arrays */
+    tide_reshape *move[OVERLAP_MAX_CHUNKS]; /* chunk c's part of the reshape, on `side` */
+    void *side;                             /* GPU: the exchanges' stream (NULL: the CPU) */
+    void *to_side, *to_main;                /* GPU: events ordering the two streams */
+    tide_op_cost fft_cost, move_cost;
+} overlap_state;
+
+int tide_overlap_dim(const tide_cpu_fft_desc *fft, const int order[3])
+{
+    for (int i = 0; i < 3; i++) {
+        int d = order[i], done = 0;
+        for (int k = 0; k < fft->ndims; k++)
+            done = done || fft->dims[k] == d;
+        if (!done)
+            return d;
+    }
+    return -1;
+}
+
+/* Chunk c of `chunks` of box b along dimension d. */
+static tide_box chunk_of(const tide_box *b, int d, int c, int chunks)
+{
+    tide_box k = *b;
+    int64_t n = tide_ext(b, d);
+    k.lo[d] = b->lo[d] + (int)(n * c / chunks);
+    k.hi[d] = b->lo[d] + (int)(n * (c + 1) / chunks);
+    return k;
+}
+
+static void *at(void *base, size_t bytes) { return base ? (char *)base + bytes : NULL; }
+
+/* The array between the two steps, from its location. */
+static void *mid_array(const overlap_state *s, int src_loc, int dst_loc, void *src, void *dst)
+{
+    if (s->mid == src_loc)
+        return src;
+    if (s->mid == dst_loc)
+        return dst;
+    return s->w[s->mid - TIDE_LOC_W0];
+}
+
+static int run_fft(const overlap_state *s, const tide_env *e, int c, void *in, void *out)
+{
+    if (!s->fft[c] || e->failed)
+        return TIDE_SUCCESS;
+    return e->be->fft_execute(e, s->fft[c], at(in, s->fin[c]), at(out, s->fout[c]));
+}
+
+/* Chunk c's exchange on the side stream (every rank takes part, whatever failed before). */
+static int run_move(const overlap_state *s, const tide_env *e, int c, const void *src,
+                    void *dst)
+{
+    tide_env side = *e;
+    side.stream = s->side ? s->side : e->stream;
+    return e->be->reshape_execute(&side, s->move[c], src, dst);
+}
+
+/* FFT first: chunk c's FFT on the plan's stream, then its exchange on the side stream once
+ * that FFT is done, while the FFT of chunk c + 1 runs. Exchange first: chunk c travels on the
+ * side stream, then its FFT runs on the plan's stream while chunk c + 1 travels. When the op's
+ * source and destination are one array (a caller's in-place call, or a placement that returns
+ * to the buffer the op started from), the second step may not write it before the first has
+ * read all of it: every chunk's first step comes first. The plan's stream waits for the side
+ * stream at the end, so the op ends as one op on it would. */
+static int overlap_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
+{
+    const overlap_state *s = op->state;
+    void *mid = mid_array(s, op->src, op->dst, src, dst);
+    int st = TIDE_SUCCESS, n = s->chunks, apart = src == dst;
+    if (s->fft_first) {
+        for (int c = 0; c < n && apart; c++)
+            st = st ? st : run_fft(s, e, c, src, mid);
+        for (int c = 0; c < n; c++) {
+            if (!apart)
+                st = st ? st : run_fft(s, e, c, src, mid);
+            int o = tide_order_after(s->to_side, e->stream, s->side);
+            int x = run_move(s, e, c, mid, dst);
+            st = st ? st : o ? o : x;
+        }
+    } else {
+        st = tide_order_after(s->to_side, e->stream, s->side);
+        for (int c = 0; c < n; c++) {
+            int x = run_move(s, e, c, src, mid);
+            int o = apart ? TIDE_SUCCESS : tide_order_after(s->to_main, s->side, e->stream);
+            st = st ? st : x ? x : o;
+            if (!apart)
+                st = st ? st : run_fft(s, e, c, mid, dst);
+        }
+        int o = apart ? tide_order_after(s->to_main, s->side, e->stream) : TIDE_SUCCESS;
+        st = st ? st : o;
+        for (int c = 0; c < n && apart; c++)
+            st = st ? st : run_fft(s, e, c, mid, dst);
+    }
+    int o = tide_order_after(s->to_main, s->side, e->stream);
+    return st ? st : o;
+}
+
+static void overlap_destroy(tide_op *op, const tide_env *e)
+{
+    overlap_state *s = op->state;
+    if (!s)
+        return;
+    for (int c = 0; c < s->chunks; c++) {
+        if (s->fft[c])
+            e->be->fft_destroy(s->fft[c]);
+        tide_reshape_destroy(s->move[c]);
+    }
+    if (s->to_side)
+        tide_order_destroy(s->to_side);
+    if (s->to_main)
+        tide_order_destroy(s->to_main);
+    if (s->side)
+        e->be->stream_destroy(s->side);
+    free(s);
+    op->state = NULL;
+}
+
+static const tide_op_class overlap_class = {overlap_execute, overlap_destroy, 1};
+
+/* Bytes of one element of f's input (in) or output: real on the real side of R2C and C2R, and
+ * in real-to-real transforms of real data. */
+static size_t elem_bytes(const tide_cpu_fft_desc *f, int in)
+{
+    size_t real = f->precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
+    int is_real = f->kind == (in ? TIDE_KIND_R2C : TIDE_KIND_C2R) ||
+                  (f->kind == TIDE_KIND_R2R && !f->complex_elems);
+    return is_real ? real : 2 * real;
+}
+
+/* Chunk c's FFT: d's transform on the slice c of its boxes, in arrays laid out as the whole
+ * boxes. */
+static int make_fft(overlap_state *s, const tide_env *e, const tide_overlap_desc *d, int dim,
+                    int c, size_t *work, char *err, size_t len)
+{
+    tide_box ib = chunk_of(d->fft.ibox, dim, c, s->chunks);
+    tide_box ob = chunk_of(d->fft.obox, dim, c, s->chunks);
+    if (tide_box_count(&ib) == 0)
+        return TIDE_SUCCESS;
+    s->fin[c] = (size_t)tide_box_offset(d->fft.ibox, &ib) * elem_bytes(&d->fft, 1);
+    s->fout[c] = (size_t)tide_box_offset(d->fft.obox, &ob) * elem_bytes(&d->fft, 0);
+    tide_cpu_fft_desc f = d->fft;
+    f.ibox = &ib, f.obox = &ob;
+    f.iarr = d->fft.ibox, f.oarr = d->fft.obox;
+    f.in = at(d->fft.in, s->fin[c]);
+    f.out = at(d->fft.out, s->fout[c]);
+    return e->be->fft_create(&f, &s->fft[c], work, err, len);
+}
+
+/* Chunk c's part of the reshape: the slice c of every rank's source boxes (FFT first) or
+ * destination boxes (exchange first). */
+static int make_move(overlap_state *s, const tide_env *e, const tide_overlap_desc *d, int dim,
+                     int c, char *err, size_t len)
+{
+    int P = e->ctx->nranks;
+    const tide_box *cut = s->fft_first ? d->from : d->to;
+    tide_box *part = malloc((size_t)P * sizeof *part);
+    if (!part)
+        return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
+    for (int q = 0; q < P; q++)
+        part[q] = chunk_of(&cut[q], dim, c, s->chunks);
+    tide_env side = *e;
+    side.stream = s->side ? s->side : e->stream;
+    int st = e->be->reshape_create(&side, d->from, d->to, s->fft_first ? part : NULL,
+                                   s->fft_first ? NULL : part, d->elem, d->batch, &s->move[c],
+                                   err, len);
+    free(part);
+    return st;
+}
+
+int tide_op_overlap(tide_op *op, const tide_env *e, const tide_overlap_desc *d, size_t *work,
+                    size_t *sbytes, size_t *rbytes, char *err, size_t len)
+{
+    int dim = tide_overlap_dim(&d->fft, (d->fft_first ? d->from : d->to)[0].order);
+    if (dim < 0 || d->chunks < 2 || d->chunks > OVERLAP_MAX_CHUNKS || d->fft.then)
+        return snprintf(err, len, "overlap: no dimension to cut, or %d chunks", d->chunks),
+               TIDE_ERR_ARGUMENT;
+    overlap_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
+    op->cls = &overlap_class;
+    op->kind = TIDE_OP_OVERLAP;
+    op->state = s;
+    op->src = d->src, op->dst = d->dst;
+    s->chunks = d->chunks, s->fft_first = d->fft_first, s->mid = d->mid, s->w = d->w;
+    s->fft_cost = d->fft_cost, s->move_cost = d->move_cost;
+    op->cost.flops = d->fft_cost.flops + d->move_cost.flops;
+    op->cost.mem_bytes = d->fft_cost.mem_bytes + d->move_cost.mem_bytes;
+    op->cost.net_bytes = d->fft_cost.net_bytes + d->move_cost.net_bytes;
+    int st = TIDE_SUCCESS;
+    if (e->be->gpu) {
+        st = e->be->stream_create(&s->side, 1);
+        st = st ? st : tide_order_create(e->ctx, &s->to_side);
+        st = st ? st : tide_order_create(e->ctx, &s->to_main);
+        if (st)
+            snprintf(err, len, "overlap: cannot make a stream and events: %s",
+                     e->be->last_error());
+    }
+    for (int c = 0; c < d->chunks && !st; c++) {
+        st = make_fft(s, e, d, dim, c, work, err, len);
+        st = st ? st : make_move(s, e, d, dim, c, err, len);
+        if (!st) {
+            size_t sb = tide_reshape_send_bytes(s->move[c]);
+            size_t rb = tide_reshape_recv_bytes(s->move[c]);
+            *sbytes = sb > *sbytes ? sb : *sbytes;
+            *rbytes = rb > *rbytes ? rb : *rbytes;
+        }
+    }
+    if (st)
+        return st;
+    /* the reshape's name (every chunk moves alike) */
+    const tide_reshape *r = s->move[0];
+    snprintf(op->what, sizeof op->what, "%s%s%s x%d", d->fft_first ? "fft+" : "",
+             tide_exchange_name(tide_reshape_exchange(r)), d->fft_first ? "" : "+fft",
+             d->chunks);
+    return TIDE_SUCCESS;
+}
+
+int tide_op_overlap_bind(const tide_op *op, const tide_env *e)
+{
+    const overlap_state *s = op->kind == TIDE_OP_OVERLAP ? op->state : NULL;
+    for (int c = 0; s && c < s->chunks; c++)
+        if (s->fft[c] && e->be->fft_bind(e, s->fft[c]))
+            return TIDE_ERR_BACKEND;
+    return TIDE_SUCCESS;
+}
+
+void tide_op_overlap_costs(const tide_op *op, tide_op_cost *fft, tide_op_cost *move)
+{
+    const overlap_state *s = op->state;
+    *fft = s->fft_cost;
+    *move = s->move_cost;
+}
