@@ -206,6 +206,9 @@ def proc_grid(nranks, n, split=(1, 1, 1)):
 # ---- arrays ---------------------------------------------------------------------------------
 def _array(a, device, dtype, shape, strides, writable):
     """(address, why): the array's address when a matches, else (None, the reason)."""
+    if not device and type(a) is np.ndarray and a.dtype == dtype and a.shape == shape and \
+            a.strides == strides and (not writable or a.flags.writeable):
+        return a.__array_interface__["data"][0], ""
     if device:
         cai = getattr(a, "__cuda_array_interface__", None)
         if cai is None:
@@ -239,11 +242,20 @@ def _dense_strides(shape, itemsize):
     return tuple(reversed(strides))
 
 
+def _aligned(nbytes):
+    """A zeroed uint8 buffer of nbytes at a 64-byte boundary: SIMD-aligned, as tide_host_alloc
+    and fftw_malloc give C callers, so FFTW's aligned plans run."""
+    raw = np.zeros(nbytes + 64, np.uint8)
+    skip = -raw.ctypes.data % 64
+    return raw[skip:skip + nbytes]
+
+
 def _new(device, dtype, shape, strides):
+    """A host array of shape with these byte strides (a dense layout), 64-byte aligned."""
     if device:
         raise ValueError("a device plan needs out=: an array in device memory")
-    buf = np.empty(int(np.prod(shape)), dtype)
-    return np.ndarray(shape, dtype, buf, 0, strides)
+    dtype = np.dtype(dtype)
+    return np.ndarray(shape, dtype, _aligned(int(np.prod(shape)) * dtype.itemsize), 0, strides)
 
 
 def _field_layout(box, batch, itemsize):
@@ -402,6 +414,17 @@ class _Plan:
             _raise(st or C.ERR_ARGUMENT, self._h, why)
 
 
+    def _run(self, fn, a, a_dtype, a_layout, out, out_dtype, out_layout):
+        """fn(handle, a, out) for a read and out written (the FFTs' and the solve's calls,
+        kept short: they are the ones run in loops); returns out."""
+        pa, why = _array(a, self.device, a_dtype, a_layout[0], a_layout[1], False)
+        pout, why_out = _array(out, self.device, out_dtype, out_layout[0], out_layout[1], True)
+        st = fn(self._handle, pa, pout)
+        if st or why or why_out:
+            _raise(st or C.ERR_ARGUMENT, self._h, why or why_out)
+        return out
+
+
 _FFT_DTYPES = {(0, 0): (np.complex128, np.complex128), (0, 1): (np.complex64, np.complex64),
                (1, 0): (np.float64, np.complex128), (1, 1): (np.float32, np.complex64)}
 
@@ -458,7 +481,8 @@ class FFT(_Plan):
         return _struct_dict(c)
 
     def empty_in(self):
-        """A host array for this rank's input, in the input box's order."""
+        """A host array for this rank's input, in the input box's order, 64-byte aligned (as
+        FFTW's aligned plans want; any array of the right layout is taken)."""
         return _new(False, self.in_dtype, *self._in)
 
     def empty_out(self):
@@ -467,7 +491,7 @@ class FFT(_Plan):
     def inplace(self):
         """(input, output) host arrays over one buffer of inplace_bytes, for in-place
         transforms: plan.forward(a, out=b) with (a, b) = plan.inplace()."""
-        buf = np.zeros(-(-self.info["inplace_bytes"] // 16), np.complex128)
+        buf = _aligned(self.info["inplace_bytes"])
         return (np.ndarray(self._in[0], self.in_dtype, buf, 0, self._in[1]),
                 np.ndarray(self._out[0], self.out_dtype, buf, 0, self._out[1]))
 
@@ -475,17 +499,18 @@ class FFT(_Plan):
         """Collective: out = the forward transform of a (exp(-2 pi i jk/n)); returns out."""
         if out is None:
             out = _new(self.device, self.out_dtype, *self._out)
-        self._call(_lib.tide_fft_forward, [(a, self.device, self.in_dtype, *self._in, False),
-                                           (out, self.device, self.out_dtype, *self._out, True)])
-        return out
+        return self._run(_fft_forward, a, self.in_dtype, self._in, out, self.out_dtype,
+                         self._out)
 
     def backward(self, a, out=None):
         """Collective: out = the backward transform of a (exp(+2 pi i jk/n)); returns out."""
         if out is None:
             out = _new(self.device, self.in_dtype, *self._in)
-        self._call(_lib.tide_fft_backward, [(a, self.device, self.out_dtype, *self._out, False),
-                                            (out, self.device, self.in_dtype, *self._in, True)])
-        return out
+        return self._run(_fft_backward, a, self.out_dtype, self._out, out, self.in_dtype,
+                         self._in)
+
+
+_fft_forward, _fft_backward = _lib.tide_fft_forward, _lib.tide_fft_backward
 
 
 _REAL = {0: np.dtype(np.float64), 1: np.dtype(np.float32)}
@@ -559,9 +584,8 @@ class Poisson(_Plan):
         """Collective: out = u with lap(u) - alpha u = f (out=f solves in place); returns out."""
         if out is None:
             out = _new(self.device, self.dtype, *self._layout)
-        self._call(_lib.tide_poisson_solve, [(f, self.device, self.dtype, *self._layout, False),
-                                             (out, self.device, self.dtype, *self._layout, True)])
-        return out
+        return self._run(_lib.tide_poisson_solve, f, self.dtype, self._layout, out, self.dtype,
+                         self._layout)
 
     @property
     def mean(self):
