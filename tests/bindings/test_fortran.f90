@@ -1,0 +1,442 @@
+! test_fortran: the Fortran module on 1 to 4 ranks against independent oracles: a direct DFT
+! for the transforms (c2c and r2c, double and float), discrete eigenfunctions for Poisson
+! (periodic and Dirichlet faces, Helmholtz), a naive loop for a stencil, matmul for GEMM (real
+! and complex, transposed); the module's types against C's sizes and defaults; bad input refused
+! with the same status on every rank (boxes with a hole, an array of the wrong shape, kind or
+! contiguity on one rank).
+program test_fortran
+  use, intrinsic :: iso_c_binding
+  use mpi_f08
+  use tide
+  implicit none
+  interface
+    function tide_test_sizeof(i) bind(c)
+      import :: c_int, c_size_t
+      integer(c_int), value :: i
+      integer(c_size_t) :: tide_test_sizeof
+    end function
+  end interface
+  real(c_double), parameter :: pi = acos(-1d0)
+  integer :: rank, nranks, failures, total
+  type(tide_context) :: ctx
+
+  call MPI_Init()
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank)
+  call MPI_Comm_size(MPI_COMM_WORLD, nranks)
+  failures = 0
+  call test_types()
+  call tide_context_create(MPI_COMM_WORLD, ctx)
+  call test_fft()
+  call test_poisson()
+  call test_stencil()
+  call test_gemm()
+  call test_errors()
+  call tide_context_destroy(ctx)
+  call test_integer_comm()
+  call MPI_Allreduce(failures, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
+  if (rank == 0) print '(a, i0, a, a, i0, a)', 'test_fortran on ', nranks, ' ranks: ', &
+    merge('FAIL', 'ok  ', total > 0), total, ' failures'
+  call MPI_Finalize()
+  if (total > 0) error stop 1
+
+contains
+
+  subroutine check(ok, what)
+    logical, intent(in) :: ok
+    character(len=*), intent(in) :: what
+    if (.not. ok) then
+      failures = failures + 1
+      print '(a, i0, 2a)', 'rank ', rank, ': FAIL ', what
+    end if
+  end subroutine
+
+  subroutine test_types()
+    type(tide_context_options) :: co, cc
+    type(tide_fft_options) :: fo, fc
+    type(tide_poisson_options) :: po, pc
+    type(tide_stencil_options) :: so, sc
+    type(tide_gemm_options) :: go, gc
+    type(tide_box) :: b
+    type(tide_fft_info) :: fi
+    type(tide_poisson_info) :: pi_
+    type(tide_stencil_info) :: si
+    type(tide_gemm_info) :: gi
+    integer(c_size_t) :: f(10)
+    integer :: i
+    character(len=80) :: what
+    f = [c_sizeof(b), c_sizeof(co), c_sizeof(fo), c_sizeof(fi), c_sizeof(po), c_sizeof(pi_), &
+         c_sizeof(so), c_sizeof(si), c_sizeof(go), c_sizeof(gi)]
+    do i = 1, 10
+      write (what, '(a, i0, a, i0, a, i0)') 'type ', i, ': Fortran size ', f(i), ', C ', &
+        tide_test_sizeof(i - 1)
+      call check(f(i) == tide_test_sizeof(int(i - 1, c_int)), what)
+    end do
+    ! the types' defaults are the library's
+    call tide_context_options_init(cc)
+    call check(co%backend == cc%backend .and. co%threads == cc%threads .and. &
+      co%device_budget == cc%device_budget .and. co%bind == cc%bind .and. &
+      co%device == cc%device, 'tide_context_options defaults')
+    call tide_fft_options_init(fc)
+    call check(fo%type == fc%type .and. fo%precision == fc%precision .and. &
+      fo%backend == fc%backend .and. fo%decomposition == fc%decomposition .and. &
+      fo%exchange == fc%exchange .and. fo%scaling == fc%scaling .and. &
+      fo%planning == fc%planning .and. fo%batch == fc%batch .and. &
+      fo%transposed_out == fc%transposed_out .and. fo%location == fc%location .and. &
+      fo%async == fc%async, 'tide_fft_options defaults')
+    call tide_poisson_options_init(pc)
+    call check(po%precision == pc%precision .and. po%batch == pc%batch .and. &
+      all(po%bc == pc%bc) .and. maxval(abs(po%h - pc%h)) < tiny(1d0) .and. &
+      abs(po%alpha - pc%alpha) < tiny(1d0) .and. &
+      po%eigen == pc%eigen .and. po%out_of_card == pc%out_of_card .and. &
+      po%decomposition == pc%decomposition, 'tide_poisson_options defaults')
+    call tide_stencil_options_init(sc)
+    call check(so%precision == sc%precision .and. so%shape == sc%shape .and. &
+      all(so%bc == sc%bc) .and. so%fuse == sc%fuse .and. so%radius == sc%radius .and. &
+      so%npoints == sc%npoints .and. so%level_steps == sc%level_steps .and. &
+      so%overlap == sc%overlap, 'tide_stencil_options defaults')
+    call tide_gemm_options_init(gc)
+    call check(go%precision == gc%precision .and. go%order == gc%order .and. &
+      go%transa == gc%transa .and. go%transb == gc%transb .and. go%lda == gc%lda .and. &
+      all(go%grid == gc%grid) .and. go%gpus == gc%gpus .and. go%share_a == gc%share_a .and. &
+      go%domain == gc%domain .and. go%tile == gc%tile .and. go%panel == gc%panel, &
+      'tide_gemm_options defaults')
+  end subroutine
+
+  ! a deterministic value of point (x, y, z), the same on every rank
+  pure function val(x, y, z, s) result(v)
+    integer, intent(in) :: x, y, z, s
+    real(c_double) :: v
+    v = sin(1.3d0 * x + 0.7d0 * y * y + 0.31d0 * z + s) + 0.25d0 * cos(0.9d0 * x * z + s)
+  end function
+
+  ! the direct DFT of g at (kx, ky, kz), sign -1 (forward)
+  function dft(g, n, kx, ky, kz) result(s)
+    complex(c_double_complex), intent(in) :: g(0:, 0:, 0:)
+    integer, intent(in) :: n(3), kx, ky, kz
+    complex(c_double_complex) :: s
+    integer :: x, y, z
+    s = 0
+    do z = 0, n(3) - 1
+      do y = 0, n(2) - 1
+        do x = 0, n(1) - 1
+          s = s + g(x, y, z) * exp(cmplx(0d0, -2 * pi * (dble(kx * x) / n(1) + &
+            dble(ky * y) / n(2) + dble(kz * z) / n(3)), c_double_complex))
+        end do
+      end do
+    end do
+  end function
+
+  subroutine test_fft()
+    integer, parameter :: n(3) = [5, 7, 3]
+    type(tide_fft_options) :: o
+    type(tide_fft_plan) :: plan
+    type(tide_box) :: ib, ob
+    complex(c_double_complex) :: g(0:n(1) - 1, 0:n(2) - 1, 0:n(3) - 1)
+    complex(c_double_complex), allocatable :: a(:, :, :), b(:, :, :), back(:, :, :)
+    real(c_float), allocatable :: r(:, :, :), rback(:, :, :)
+    complex(c_float_complex), allocatable :: c(:, :, :)
+    real(c_double) :: err, scale
+    integer :: x, y, z, st
+    do z = 0, n(3) - 1
+      do y = 0, n(2) - 1
+        do x = 0, n(1) - 1
+          g(x, y, z) = cmplx(val(x, y, z, 0), val(x, y, z, 1), c_double_complex)
+        end do
+      end do
+    end do
+    ! c2c double: x-slabs in, z-pencils out, full scaling
+    call tide_box_slab(n, 0, nranks, rank, ib)
+    call tide_box_pencil(n, 2, nranks, rank, ob)
+    o%scaling = TIDE_SCALE_FULL
+    call tide_fft_plan_create(ctx, n, plan, o, ib, ob, stat=st)
+    call check(st == TIDE_SUCCESS, 'fft c2c plan: ' // tide_last_error(ctx))
+    allocate(a(ib%lo(1):ib%hi(1) - 1, ib%lo(2):ib%hi(2) - 1, ib%lo(3):ib%hi(3) - 1))
+    allocate(back, mold=a)
+    allocate(b(ob%lo(1):ob%hi(1) - 1, ob%lo(2):ob%hi(2) - 1, ob%lo(3):ob%hi(3) - 1))
+    a = g(ib%lo(1):ib%hi(1) - 1, ib%lo(2):ib%hi(2) - 1, ib%lo(3):ib%hi(3) - 1)
+    call tide_fft_forward(plan, a, b)
+    err = 0
+    do z = ob%lo(3), ob%hi(3) - 1
+      do y = ob%lo(2), ob%hi(2) - 1
+        do x = ob%lo(1), ob%hi(1) - 1
+          err = max(err, abs(b(x, y, z) - dft(g, n, x, y, z)))
+        end do
+      end do
+    end do
+    scale = maxval(abs(g)) * product(n)
+    call check(err / scale < 1d-13, 'fft c2c double forward against a direct DFT')
+    call tide_fft_backward(plan, b, back)
+    call check(maxval(abs(back - a)) < 1d-13, 'fft c2c double round trip')
+    call tide_fft_plan_destroy(plan)
+    ! r2c float: the plan's boxes (C order: arrays indexed (z, y, x))
+    o = tide_fft_options()
+    o%type = TIDE_R2C
+    o%precision = TIDE_FLOAT
+    call tide_fft_plan_create(ctx, n, plan, o)
+    ib = plan%inbox
+    ob = plan%outbox
+    call check(all(ib%order == [0, 1, 2]), 'fft r2c: the plan''s boxes in C order')
+    allocate(r(ib%lo(3):ib%hi(3) - 1, ib%lo(2):ib%hi(2) - 1, ib%lo(1):ib%hi(1) - 1))
+    allocate(rback, mold=r)
+    allocate(c(ob%lo(3):ob%hi(3) - 1, ob%lo(2):ob%hi(2) - 1, ob%lo(1):ob%hi(1) - 1))
+    do x = ib%lo(1), ib%hi(1) - 1
+      do y = ib%lo(2), ib%hi(2) - 1
+        do z = ib%lo(3), ib%hi(3) - 1
+          r(z, y, x) = real(real(g(x, y, z)), c_float)
+        end do
+      end do
+    end do
+    g = cmplx(real(g, c_double), 0, c_double_complex)
+    call tide_fft_forward(plan, r, c)
+    err = 0
+    do x = ob%lo(1), ob%hi(1) - 1
+      do y = ob%lo(2), ob%hi(2) - 1
+        do z = ob%lo(3), ob%hi(3) - 1
+          err = max(err, abs(c(z, y, x) - dft(g, n, x, y, z)))
+        end do
+      end do
+    end do
+    call check(err / scale < 1d-5, 'fft r2c float forward against a direct DFT')
+    call tide_fft_backward(plan, c, rback)
+    call check(maxval(abs(rback / product(n) - r)) < 1e-5, 'fft c2r float round trip')
+    call tide_fft_plan_destroy(plan)
+  end subroutine
+
+  subroutine test_poisson()
+    integer, parameter :: n(3) = [6, 5, 7]
+    real(c_double), parameter :: h(3) = [0.5d0, 1d0, 0.25d0], alpha = 0.75d0
+    type(tide_poisson_options) :: o
+    type(tide_poisson_plan) :: plan
+    type(tide_box) :: box
+    real(c_double), allocatable :: f(:, :, :), u(:, :, :), exact(:, :, :)
+    real(c_double) :: lam
+    integer :: x, y, z
+    ! periodic x and y, Dirichlet z: cos and sin modes along x, y and the DST-II mode along z
+    o%bc(:, 3) = TIDE_BC_DIRICHLET
+    o%h = h
+    o%alpha = alpha
+    call tide_box_slab(n, 1, nranks, rank, box)
+    call tide_poisson_plan_create(ctx, n, plan, o, box)
+    allocate(f(box%lo(1):box%hi(1) - 1, box%lo(2):box%hi(2) - 1, box%lo(3):box%hi(3) - 1))
+    allocate(u, exact, mold=f)
+    lam = 2 * (cos(2 * pi / n(1)) - 1) / h(1)**2 + 2 * (cos(4 * pi / n(2)) - 1) / h(2)**2 + &
+          2 * (cos(pi / n(3)) - 1) / h(3)**2 - alpha
+    do z = box%lo(3), box%hi(3) - 1
+      do y = box%lo(2), box%hi(2) - 1
+        do x = box%lo(1), box%hi(1) - 1
+          exact(x, y, z) = cos(2 * pi * x / n(1)) * sin(4 * pi * y / n(2)) * &
+                           sin(pi * (z + 0.5d0) / n(3))
+        end do
+      end do
+    end do
+    f = lam * exact
+    call tide_poisson_solve(plan, f, u)
+    call check(maxval(abs(u - exact), mask=.true.) < 1d-12 .or. size(u) == 0, &
+               'poisson Dirichlet z, Helmholtz: the discrete mode')
+    call tide_poisson_solve(plan, f, f)
+    call check(all(abs(f - u) < 1d-13), 'poisson in place')
+    call tide_poisson_plan_destroy(plan)
+  end subroutine
+
+  subroutine test_stencil()
+    integer, parameter :: n(3) = [7, 5, 6], steps = 3
+    type(tide_stencil_options) :: o
+    type(tide_stencil_plan) :: plan
+    type(tide_box) :: box
+    real(c_double), target :: w(7)
+    real(c_double) :: g(0:n(1) - 1, 0:n(2) - 1, 0:n(3) - 1), new(0:n(1) - 1, 0:n(2) - 1, 0:n(3) - 1)
+    real(c_double), allocatable :: u(:, :, :)
+    integer :: grid(3), x, y, z, s
+    w = [0.4d0, 0.11d0, 0.09d0, 0.1d0, 0.12d0, 0.08d0, 0.1d0]
+    o%weights = c_loc(w)
+    o%bc = TIDE_BC_PERIODIC
+    call tide_proc_grid(nranks, n, [1, 1, 1], grid)
+    call tide_box_in_grid(n, grid, rank, box)
+    call tide_stencil_plan_create(ctx, n, plan, o, box)
+    do z = 0, n(3) - 1
+      do y = 0, n(2) - 1
+        do x = 0, n(1) - 1
+          g(x, y, z) = val(x, y, z, 2)
+        end do
+      end do
+    end do
+    u = g(box%lo(1):box%hi(1) - 1, box%lo(2):box%hi(2) - 1, box%lo(3):box%hi(3) - 1)
+    call tide_stencil_run(plan, u, steps)
+    do s = 1, steps
+      do z = 0, n(3) - 1
+        do y = 0, n(2) - 1
+          do x = 0, n(1) - 1
+            new(x, y, z) = w(1) * g(x, y, z) + w(2) * g(modulo(x - 1, n(1)), y, z) + &
+              w(3) * g(modulo(x + 1, n(1)), y, z) + w(4) * g(x, modulo(y - 1, n(2)), z) + &
+              w(5) * g(x, modulo(y + 1, n(2)), z) + w(6) * g(x, y, modulo(z - 1, n(3))) + &
+              w(7) * g(x, y, modulo(z + 1, n(3)))
+          end do
+        end do
+      end do
+      g = new
+    end do
+    call check(all(abs(u - g(box%lo(1):box%hi(1) - 1, box%lo(2):box%hi(2) - 1, &
+      box%lo(3):box%hi(3) - 1)) < 1d-14), 'stencil 7pt periodic against a naive loop')
+    call tide_stencil_plan_destroy(plan)
+  end subroutine
+
+  subroutine test_gemm()
+    integer(c_long_long), parameter :: m = 7, n = 5, k = 9
+    type(tide_gemm_options) :: o
+    type(tide_gemm_plan) :: plan
+    type(tide_gemm_info) :: info
+    real(c_double) :: a(m, k), b(k, n), c(m, n)
+    complex(c_double_complex) :: za(k, m), zb(k, n), zc(m, n), want(m, n)
+    real(c_double), allocatable :: la(:, :), lb(:, :), lc(:, :)
+    complex(c_double_complex), allocatable :: lza(:, :), lzb(:, :), lzc(:, :)
+    integer :: i, j, r0, r1, c0, c1, ka0, ka1, kb0, kb1
+    do j = 1, int(k)
+      do i = 1, int(m)
+        a(i, j) = val(i, j, 0, 3)
+        za(j, i) = cmplx(val(i, j, 1, 4), val(i, j, 2, 5), c_double_complex)
+      end do
+    end do
+    do j = 1, int(n)
+      do i = 1, int(k)
+        b(i, j) = val(i, j, 3, 6)
+        zb(i, j) = cmplx(val(i, j, 4, 7), val(i, j, 5, 8), c_double_complex)
+      end do
+      do i = 1, int(m)
+        c(i, j) = val(i, j, 6, 9)
+        zc(i, j) = cmplx(val(i, j, 7, 1), val(i, j, 8, 2), c_double_complex)
+      end do
+    end do
+    ! real, column major, beta 0.5
+    call tide_gemm_plan_create(ctx, m, n, k, plan, o)
+    call tide_gemm_plan_info(plan, info)
+    call gemm_blocks(info%grid, m, n, k, r0, r1, c0, c1, ka0, ka1, kb0, kb1)
+    la = a(r0 + 1:r1, ka0 + 1:ka1)
+    lb = b(kb0 + 1:kb1, c0 + 1:c1)
+    lc = c(r0 + 1:r1, c0 + 1:c1)
+    call tide_gemm_execute(plan, 2d0, la, lb, 0.5d0, lc)
+    c = 2 * matmul(a, b) + 0.5d0 * c
+    call check(all(abs(lc - c(r0 + 1:r1, c0 + 1:c1)) < 1d-12), 'gemm real against matmul')
+    call tide_gemm_plan_destroy(plan)
+    ! complex, op(A) the conjugate transpose
+    o%domain = TIDE_COMPLEX
+    o%transa = TIDE_CONJTRANS
+    call tide_gemm_plan_create(ctx, m, n, k, plan, o)
+    call tide_gemm_plan_info(plan, info)
+    call gemm_blocks(info%grid, m, n, k, r0, r1, c0, c1, ka0, ka1, kb0, kb1)
+    lza = za(ka0 + 1:ka1, r0 + 1:r1)
+    lzb = zb(kb0 + 1:kb1, c0 + 1:c1)
+    lzc = zc(r0 + 1:r1, c0 + 1:c1)
+    call tide_gemm_execute(plan, (1d0, -1d0), lza, lzb, (0d0, 2d0), lzc)
+    want = (1d0, -1d0) * matmul(conjg(transpose(za)), zb) + (0d0, 2d0) * zc
+    call check(all(abs(lzc - want(r0 + 1:r1, c0 + 1:c1)) < 1d-12), &
+               'gemm complex conjugate-transposed A against matmul')
+    call tide_gemm_plan_destroy(plan)
+    ! one rank: a block inside a larger array, as lda allows
+    if (nranks == 1) then
+      o = tide_gemm_options()
+      o%lda = m + 3
+      call tide_gemm_plan_create(ctx, m - 1, n, k, plan, o)
+      deallocate(la)
+      allocate(la(m + 3, k))
+      la = 0
+      la(1:m - 1, :) = a(1:m - 1, :)
+      lc = c(1:m - 1, :)
+      call tide_gemm_execute(plan, 1d0, la(1:m - 1, :), b, 0d0, lc)
+      call check(all(abs(lc - matmul(a(1:m - 1, :), b)) < 1d-12), 'gemm lda: a section')
+      call tide_gemm_plan_destroy(plan)
+    end if
+  end subroutine
+
+  ! this rank's blocks of a grid(1) x grid(2) process grid (tide.h): rows [r0, r1) and
+  ! columns [c0, c1) of C, columns [ka0, ka1) of op(A), rows [kb0, kb1) of op(B)
+  subroutine gemm_blocks(g, m, n, k, r0, r1, c0, c1, ka0, ka1, kb0, kb1)
+    integer(c_int), intent(in) :: g(2)
+    integer(c_long_long), intent(in) :: m, n, k
+    integer, intent(out) :: r0, r1, c0, c1, ka0, ka1, kb0, kb1
+    integer :: row, col
+    row = rank / g(2)
+    col = mod(rank, g(2))
+    r0 = int(row * m / g(1)); r1 = int((row + 1) * m / g(1))
+    c0 = int(col * n / g(2)); c1 = int((col + 1) * n / g(2))
+    ka0 = int(col * k / g(2)); ka1 = int((col + 1) * k / g(2))
+    kb0 = int(row * k / g(1)); kb1 = int((row + 1) * k / g(1))
+  end subroutine
+
+  ! st must be want on this rank, and the same on every rank
+  subroutine agreed(st, want, what)
+    integer, intent(in) :: st, want
+    character(len=*), intent(in) :: what
+    integer :: lo, hi
+    call MPI_Allreduce(st, lo, 1, MPI_INTEGER, MPI_MIN, MPI_COMM_WORLD)
+    call MPI_Allreduce(st, hi, 1, MPI_INTEGER, MPI_MAX, MPI_COMM_WORLD)
+    call check(st == want .and. lo == hi, what // ': ' // tide_strerror(st) // ': ' // &
+               tide_last_error(ctx))
+  end subroutine
+
+  subroutine test_errors()
+    integer, parameter :: n(3) = [5, 6, 3]
+    type(tide_fft_plan) :: plan
+    type(tide_box) :: box
+    complex(c_double_complex), allocatable, target :: a(:, :, :), big(:, :, :)
+    complex(c_float_complex), allocatable :: s(:, :, :)
+    character(len=:), allocatable :: msg
+    integer :: st
+    logical :: last
+    last = rank == nranks - 1
+    call tide_box_slab(n, 0, nranks, rank, box)
+    if (last) box%hi(3) = box%hi(3) - 1
+    call tide_fft_plan_create(ctx, n, plan, inbox=box, outbox=box, stat=st)
+    call agreed(st, TIDE_ERR_BOX, 'boxes with a hole on the last rank')
+    call tide_box_slab(n, 0, nranks, rank, box)
+    call tide_fft_plan_create(ctx, n, plan, inbox=box, outbox=box)
+    allocate(a(box%lo(1):box%hi(1) - 1, 0:n(2) - 1, 0:n(3) - 1))
+    a = 1
+    if (last) then
+      allocate(big(0:n(1), 0:n(2) - 1, 0:n(3) - 1))
+    else
+      allocate(big, source=a)
+    end if
+    call tide_fft_forward(plan, big, big, stat=st)
+    call agreed(st, TIDE_ERR_ARGUMENT, &
+                'an array of the wrong shape on the last rank')
+    deallocate(big)
+    if (last) then
+      allocate(big(box%lo(1):box%hi(1), 0:n(2) - 1, 0:n(3) - 1))
+    else
+      allocate(big(box%lo(1):box%hi(1) - 1, 0:2 * n(2) - 1, 0:n(3) - 1))
+    end if
+    ! a section that is not contiguous (every other y on the first ranks, an x short on the
+    ! last rank's larger array) is refused, never copied
+    if (last) then
+      call tide_fft_forward(plan, big(box%lo(1):box%hi(1) - 1, :, :), a, stat=st)
+    else
+      call tide_fft_forward(plan, big(:, 0:2 * n(2) - 1:2, :), a, stat=st)
+    end if
+    call agreed(st, TIDE_ERR_ARGUMENT, 'a non-contiguous section')
+    allocate(s(box%lo(1):box%hi(1) - 1, 0:n(2) - 1, 0:n(3) - 1))
+    if (last) then
+      call tide_fft_forward(plan, s, s, stat=st)
+    else
+      call tide_fft_forward(plan, a, a, stat=st)
+    end if
+    call agreed(st, TIDE_ERR_ARGUMENT, 'a complex(c_float) array on a double plan')
+    msg = tide_last_error(ctx)
+    call check(.not. last .or. index(msg, 'complex(c_float)') > 0, &
+               'the last rank''s message names its array: ' // msg)
+    call tide_fft_forward(plan, a, a, stat=st)
+    call agreed(st, TIDE_SUCCESS, 'the plan after refusals')
+    call check(abs(a(box%lo(1), 0, 0) - merge(product(n), 0, box%lo(1) == 0)) < 1d-12, &
+               'the transform after refusals')
+    call tide_fft_plan_destroy(plan)
+  end subroutine
+
+  subroutine test_integer_comm()
+    type(tide_context) :: c
+    integer :: st, backend
+    call tide_context_create(MPI_COMM_WORLD%MPI_VAL, c, stat=st)
+    call check(st == TIDE_SUCCESS, 'a context on an integer communicator')
+    call tide_context_backend(c, backend)
+    call check(backend == TIDE_BACKEND_CPU, 'the context''s backend')
+    call tide_context_destroy(c)
+  end subroutine
+end program
