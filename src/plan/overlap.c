@@ -11,6 +11,7 @@ enum { OVERLAP_MAX_CHUNKS = 64 };
 
 typedef struct {
     int chunks, fft_first, mid;
+    int align;                              /* chunk boundaries lie this many points apart */
     void *const *w;
     void *fft[OVERLAP_MAX_CHUNKS];          /* chunk c's FFT plan (NULL: no points here) */
     size_t fin[OVERLAP_MAX_CHUNKS];         /* ... its first point's byte in the FFT's input */
@@ -33,13 +34,15 @@ int tide_overlap_dim(const tide_cpu_fft_desc *fft, const int order[3])
     return -1;
 }
 
-/* Chunk c of `chunks` of box b along dimension d. */
-static tide_box chunk_of(const tide_box *b, int d, int c, int chunks)
+/* Chunk c of s's chunks of box b along dimension d: the c-th of nearly equal slices, each
+ * boundary inside b a multiple of s->align points from b's first. */
+static tide_box chunk_of(const overlap_state *s, const tide_box *b, int d, int c)
 {
     tide_box k = *b;
-    int64_t n = tide_ext(b, d);
-    k.lo[d] = b->lo[d] + (int)(n * c / chunks);
-    k.hi[d] = b->lo[d] + (int)(n * (c + 1) / chunks);
+    int64_t n = tide_ext(b, d), a = s->align;
+    int64_t lo = n * c / s->chunks / a * a, hi = n * (c + 1) / s->chunks / a * a;
+    k.lo[d] = b->lo[d] + (int)lo;
+    k.hi[d] = c + 1 == s->chunks ? b->hi[d] : b->lo[d] + (int)hi;
     return k;
 }
 
@@ -148,8 +151,8 @@ static size_t elem_bytes(const tide_cpu_fft_desc *f, int in)
 static int make_fft(overlap_state *s, const tide_env *e, const tide_overlap_desc *d, int dim,
                     int c, size_t *work, char *err, size_t len)
 {
-    tide_box ib = chunk_of(d->fft.ibox, dim, c, s->chunks);
-    tide_box ob = chunk_of(d->fft.obox, dim, c, s->chunks);
+    tide_box ib = chunk_of(s, d->fft.ibox, dim, c);
+    tide_box ob = chunk_of(s, d->fft.obox, dim, c);
     if (tide_box_count(&ib) == 0)
         return TIDE_SUCCESS;
     s->fin[c] = (size_t)tide_box_offset(d->fft.ibox, &ib) * elem_bytes(&d->fft, 1);
@@ -173,7 +176,7 @@ static int make_move(overlap_state *s, const tide_env *e, const tide_overlap_des
     if (!part)
         return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
     for (int q = 0; q < P; q++)
-        part[q] = chunk_of(&cut[q], dim, c, s->chunks);
+        part[q] = chunk_of(s, &cut[q], dim, c);
     tide_env side = *e;
     side.stream = s->side ? s->side : e->stream;
     int st = e->be->reshape_create(&side, d->from, d->to, s->fft_first ? part : NULL,
@@ -198,6 +201,9 @@ int tide_op_overlap(tide_op *op, const tide_env *e, const tide_overlap_desc *d, 
     op->state = s;
     op->src = d->src, op->dst = d->dst;
     s->chunks = d->chunks, s->fft_first = d->fft_first, s->mid = d->mid, s->w = d->w;
+    /* A real array's slices start an even number of planes (rows, ...) in, so each slice is
+     * aligned as its complex numbers are wherever the whole array is (cuFFT requires it) */
+    s->align = d->fft.kind == TIDE_KIND_R2C || d->fft.kind == TIDE_KIND_C2R ? 2 : 1;
     s->fft_cost = d->fft_cost, s->move_cost = d->move_cost;
     op->cost.flops = d->fft_cost.flops + d->move_cost.flops;
     op->cost.mem_bytes = d->fft_cost.mem_bytes + d->move_cost.mem_bytes;
