@@ -338,9 +338,11 @@ static double fft_size(const tide_fft_plan *p, const fft_chain *f, const tide_ch
 
 /* Each reshape of a transform's program (not a solver's) joined with the FFT before or after
  * it, the larger of the two still free (the earlier on a tie), so that its exchange overlaps
- * that FFT; FFTs that stage their input, or transform all three dimensions, stay apart. Every
- * rank makes the same choice from what every rank knows alike (placements, steps, the grid),
- * never from its own boxes: the ops must pair alike on every rank. */
+ * that FFT; FFTs that stage their input, or transform all three dimensions, stay apart, and
+ * so do the GPU's real-to-complex ones of several fields (a slice's fields are cuFFT calls of
+ * their own, and a field of an odd count of real points would start where cuFFT refuses it).
+ * Every rank makes the same choice from what every rank knows alike (placements, steps, the
+ * grid, the options), never from its own boxes: the ops must pair alike on every rank. */
 static int overlap_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
                            tide_chain_step *steps, int ns, int back, tide_program *prog,
                            char *err, size_t len)
@@ -357,6 +359,9 @@ static int overlap_program(tide_fft_plan *p, const tide_chain *c, const fft_chai
                 continue;
             tide_cpu_fft_desc d = fft_desc(p, c, f, &steps[i], i >= back, &prog->ops[i]);
             const tide_box *cut = i < j ? steps[j].from : steps[j].to;
+            int real = d.kind == TIDE_KIND_R2C || d.kind == TIDE_KIND_C2R;
+            if (real && p->o.batch > 1 && p->env.be->gpu)
+                continue;
             if (tide_overlap_dim(&d, cut[0].order) >= 0 &&
                 (best < 0 || fft_size(p, f, &steps[i]) > fft_size(p, f, &steps[best])))
                 best = i;
