@@ -1,13 +1,14 @@
 /*
- * app_common.h: what the computing subcommands of `tide` (fft, poisson) share: the arguments
- * they all take, the timing of runs and its statistics, the heFFTe-style timing keys, and the
- * bound a run is measured against (rates measured in the same run).
+ * app_common.h: what the computing subcommands of `tide` (fft, poisson, stencil, gemm) share:
+ * the arguments they all take and their option table entries, the timing of runs and its
+ * statistics, the heFFTe-style timing keys, the bound a run is measured against (rates
+ * measured in the same run), and the -json object (cJSON) with its common members.
  */
 #ifndef TIDE_APP_COMMON_H
 #define TIDE_APP_COMMON_H
 
 #include <stdio.h>
-#include <cjson/cJSON.h>
+#include <cJSON.h> /* libcjson: pkg-config gives its include directory */
 #include "app_util.h"
 #include "tide.h"
 

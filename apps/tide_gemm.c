@@ -73,8 +73,7 @@ static const char *about =
     "in-card cuBLAS rate is measured in the same run: a device-resident plan on device copies\n"
     "of the matrices (when the three fit the device budget), timed and checked the same way,\n"
     "and the out-of-card rate is given as a fraction of it (with -device the run itself is in\n"
-    "card).\n"
-;
+    "card).\n";
 
 static const char *after =
     "With -device on P > 1 ranks each rank's blocks are in device memory: SUMMA with cuBLAS\n"

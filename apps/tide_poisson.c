@@ -48,8 +48,7 @@ static const char *about =
     "estimate is 2 x sum_d t_d^2/12 (safety factor 2). -spectral drops the terms whose\n"
     "eigenvalues are then exact: the periodic dimensions and the bounded ones but the line\n"
     "(the stretched one, else the last bounded); -stretch takes the stretched dimension's t\n"
-    "at its widest cell, kappa times the largest width.\n"
-;
+    "at its widest cell, kappa times the largest width.\n";
 
 typedef struct {
     app_args c;      /* backend, precision, grid and the options every subcommand takes */

@@ -48,8 +48,7 @@ static const char *about =
     "With backend cuda, host arrays and one rank, a grid whose arrays exceed -budget streams\n"
     "through the GPU in slabs, each pass of fuse steps sending every slab up and back once;\n"
     "an Out of card line gives the slabs, steps per pass and passes, and the PCIe bound: each\n"
-    "pass moves u (and the source) up and u down at the measured rates.\n"
-;
+    "pass moves u (and the source) up and u down at the measured rates.\n";
 
 typedef struct {
     app_args c;        /* backend, precision, grid and the common options taken here */
