@@ -3,8 +3,11 @@
 
   test_docs.py options TIDE HEAT3D MPIEXEC   every option in the --help text of `tide`, each
                                              of its subcommands and heat3d appears in
-                                             docs/api.md or README.md, and every --help ends
-                                             with the exit statuses
+                                             docs/api.md or README.md, every --help ends
+                                             with the exit statuses, and every NAME.md the
+                                             README, docs/api.md, docs/design.md,
+                                             docs/scaling.md and bench/ name is in the
+                                             repository
   test_docs.py json FILE COMMAND             a -json FILE of `tide COMMAND` parses as JSON and
                                              has exactly the members docs/api.md's table
                                              lists ("every command" and the command's row)
@@ -75,11 +78,32 @@ def check_options(tide, heat3d, mpiexec):
             if not mentioned(o, docs):
                 problems.append("%s --help: option %s is in neither docs/api.md nor README.md"
                                 % (who, o))
+    problems += check_cited()
     for p in problems:
         print("FAIL: " + p)
-    print("test_docs.py options: %d options of %d --help texts checked, %d problems" % (
-        counted, len(texts), len(problems)))
+    print("test_docs.py options: %d options of %d --help texts checked, and the files %s "
+          "cite; %d problems" % (counted, len(texts), ", ".join(CITING), len(problems)))
     return 1 if problems else 0
+
+
+# The files whose NAME.md mentions must be in the repository (docs/performance.md, rewritten
+# elsewhere, is not checked here).
+CITING = ["README.md", "docs/api.md", "docs/design.md", "docs/scaling.md", "bench/scaling",
+          "bench/tide_model.py"]
+
+
+def check_cited():
+    """NAME.md mentioned in CITING but found nowhere in the tree: problems."""
+    present = set()
+    for base, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and not d.startswith("build")]
+        present.update(f for f in files if f.endswith(".md"))
+    problems = []
+    for doc in CITING:
+        for name in sorted(set(re.findall(r"[A-Za-z0-9_-]+\.md\b", read(os.path.join(ROOT, doc))))):
+            if name not in present:
+                problems.append("%s cites %s, which is not in the repository" % (doc, name))
+    return problems
 
 
 def documented_members(command):
