@@ -306,6 +306,19 @@ int tide_cmd_stencil(int argc, char **argv)
     }
     size_t es = dbl ? sizeof(double) : sizeof(float);
     tide_box whole = {{0, 0, 0}, {c->n[0], c->n[1], c->n[2]}, {0, 1, 2}}, box = whole;
+    /* u's initial values, a host copy of a result, u itself on the host, the source, the
+     * check's reference, on a rank's share of the grid (the blocks are balanced): the header
+     * says what they take before anything is allocated, the plans' buffers included. */
+    double need = (double)points / P * (double)es * (2 + !dev + a.source + a.check);
+    tide_say("Tide %s: stencil %s %s %dx%dx%d, %d rank%s x %d threads, backend %s, bc %s, "
+             "%d steps per run, %s arrays%s; %.4g GB of host memory per rank\n", tide_version(),
+             a.shape_name, dbl ? "double" : "float", c->n[0], c->n[1], c->n[2], P,
+             P > 1 ? "s" : "", threads, cb == TIDE_BACKEND_CUDA ? "cuda" : "cpu", a.bc, a.steps,
+             dev ? "device" : "host", a.source ? ", with a source" : "", need / 1e9);
+    if (app_memory_check("tide stencil", need)) {
+        rc = 1;
+        goto done;
+    }
 
     tide_stencil_options o;
     tide_stencil_options_init(&o);
@@ -346,19 +359,6 @@ int tide_cmd_stencil(int argc, char **argv)
         plan = NULL;
     }
     size_t count = (size_t)tide_box_count(&box), bytes = count * es;
-    /* u's initial values, a host copy of a result, u itself on the host, the source, the
-     * check's reference: the header says what they take before anything is allocated. */
-    double need = app_max((double)bytes * (2 + !dev + a.source + a.check));
-    tide_say("Tide %s: stencil %s %s %dx%dx%d, %d rank%s x %d threads, backend %s, bc %s, "
-             "%d steps per run, %s arrays%s; %.4g GB of host memory per rank\n", tide_version(),
-             a.shape_name, dbl ? "double" : "float", c->n[0], c->n[1], c->n[2], P,
-             P > 1 ? "s" : "", threads, cb == TIDE_BACKEND_CUDA ? "cuda" : "cpu", a.bc, a.steps,
-             dev ? "device" : "host", a.source ? ", with a source" : "", need / 1e9);
-    if (app_memory_check("tide stencil", need)) {
-        rc = 1;
-        goto done;
-    }
-
     /* The source must exist when the plan is made: allocate it first (host, and its device
      * copy with -device). Every rank agrees before going on. */
     int ok = 1;
