@@ -11,144 +11,26 @@
 
 /* ---- arguments ------------------------------------------------------------------------------- */
 
+const char *const app_backend_names[3] = {"auto", "cpu", "cuda"};
+const int app_backend_values[3] = {TIDE_BACKEND_AUTO, TIDE_BACKEND_CPU, TIDE_BACKEND_CUDA};
+const char *const app_precision_names[2] = {"float", "double"};
+const int app_precision_values[2] = {TIDE_FLOAT, TIDE_DOUBLE};
+
 void app_args_init(app_args *a)
 {
     memset(a, 0, sizeof *a);
     a->batch = 1;
     a->runs = 5;
     a->seed = 2026;
+    a->progress = APP_PROGRESS_EVERY;
 }
 
-int app_pick(const char *s, const char *const *names, int count)
+int app_check_points(const app_cmd *cmd, const app_args *a, const char *dims)
 {
-    for (int i = 0; i < count; i++)
-        if (!strcmp(s, names[i]))
-            return i;
-    return -1;
-}
-
-int app_wants_help(int argc, char **argv, int dash_h)
-{
-    for (int i = 0; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-help") ||
-            (dash_h && !strcmp(argv[i], "-h")))
-            return 1;
-    return 0;
-}
-
-int app_parse_head(int argc, char **argv, const char *cmd, const char *usage, int dash_h,
-                   int lead, int lead_bad, app_args *a)
-{
-    static const char *const grid[3] = {"NX", "NY", "NZ"}, *const mnk[3] = {"M", "N", "K"};
-    if (app_wants_help(argc, argv, dash_h)) {
-        tide_say("%s", usage);
-        return 1;
-    }
-    int want = lead + 5;
-    if (argc < want) {
-        tide_warn("tide %s: expected %d positional arguments, got %d\n\n%s", cmd, want, argc,
-                  usage);
-        return 2;
-    }
-    char why[200] = "";
-    if (lead_bad ||
-        app_parse_positional(argv + lead, strcmp(cmd, "gemm") ? grid : mnk, a, why, sizeof why)) {
-        char got[256] = "";
-        for (int i = 0, used = 0; i < want && used < (int)sizeof got; i++)
-            used += snprintf(got + used, sizeof got - (size_t)used, "%s%s", i ? " " : "",
-                             argv[i]);
-        tide_warn("tide %s: bad positional arguments '%s'%s%s\n\n%s", cmd, got, *why ? ": " : "",
-                  why, usage);
-        return 2;
-    }
-    return 0;
-}
-
-int app_parse_positional(char **argv, const char *const dims[3], app_args *a, char *err,
-                         size_t len)
-{
-    static const char *const backends[] = {"auto", "cpu", "cuda"}, *precs[] = {"double", "float"};
-    static const tide_backend by_name[] = {TIDE_BACKEND_AUTO, TIDE_BACKEND_CPU,
-                                           TIDE_BACKEND_CUDA};
-    int b = 0;
-    if (app_name_opt("backend", argv[0], backends, 3, &b, err, len) ||
-        app_name_opt("precision", argv[1], precs, 2, &a->prec, err, len))
-        return -1;
-    for (int d = 0; d < 3; d++)
-        if (app_int_opt(dims[d], argv[2 + d], 1, APP_SIZE_MAX, &a->n[d], err, len))
-            return -1;
-    if (app_product(a->n, 3, APP_POINTS_MAX) < 0)
-        return snprintf(err, len, "%s %s %s: %d x %d x %d points, more than 2^62", dims[0], dims[1],
-                        dims[2], a->n[0], a->n[1], a->n[2]), -1;
-    a->backend = by_name[b];
-    return 0;
-}
-
-/* Options without a value: the field they set and the value. */
-typedef struct {
-    const char *name;
-    size_t field;
-    int value;
-} flag;
-
-static const flag flags[] = {
-    {"-slabs", offsetof(app_args, decomp), TIDE_DECOMP_SLABS},
-    {"-pencils", offsetof(app_args, decomp), TIDE_DECOMP_PENCILS},
-    {"-a2av", offsetof(app_args, exchange), TIDE_EXCHANGE_A2AV},
-    {"-p2p", offsetof(app_args, exchange), TIDE_EXCHANGE_P2P},
-    {"-nccl", offsetof(app_args, exchange), TIDE_EXCHANGE_NCCL},
-    {"-cuda-mpi", offsetof(app_args, exchange), TIDE_EXCHANGE_CUDA_MPI},
-    {"-device", offsetof(app_args, device), 1},
-    {"-inplace", offsetof(app_args, inplace), 1},
-    {"-measure", offsetof(app_args, measure), 1},
-};
-
-int app_parse_option(int argc, char **argv, int *i, app_args *a, char *err, size_t len)
-{
-    const char *o = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-    for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
-        if (!strcmp(o, flags[k].name)) {
-            *(int *)((char *)a + flags[k].field) = flags[k].value;
-            return 1;
-        }
-    long long seed = a->seed;
-    int bad;
-    if (!strcmp(o, "-batch"))
-        bad = app_int_opt(o, v, 1, APP_SIZE_MAX, &a->batch, err, len);
-    else if (!strcmp(o, "-budget"))
-        bad = app_real_opt(o, v, 0, APP_BUDGET_MAX, &a->budget_gb, err, len);
-    else if (!strcmp(o, "-n"))
-        bad = app_int_opt(o, v, 1, APP_RUNS_MAX, &a->runs, err, len);
-    else if (!strcmp(o, "-seed"))
-        bad = app_ll_opt(o, v, 0, UINT_MAX, &seed, err, len);
-    else if (!strcmp(o, "-json") && v)
-        bad = !(a->json = v);
-    else if (!strcmp(o, "-json"))
-        bad = snprintf(err, len, "-json needs a file name") != 0;
-    else
+    if (app_product(a->n, 3, APP_POINTS_MAX) >= 0)
         return 0;
-    a->seed = (unsigned)seed;
-    *i += v != NULL;
-    return bad ? -1 : 1;
-}
-
-int app_grid_ranks(const char *name, char sep, const int *g, int k, char *err, size_t len)
-{
-    int P;
-    MPI_Comm_size(MPI_COMM_WORLD, &P);
-    long long ranks = app_product(g, k, LLONG_MAX);
-    if (ranks == P)
-        return 0;
-    char typed[96] = "", count[48], between[2] = {sep, 0};
-    for (int d = 0, used = 0; d < k && used >= 0 && used < (int)sizeof typed; d++)
-        used += snprintf(typed + used, sizeof typed - (size_t)used, "%s%d", d ? between : "",
-                         g[d]);
-    if (ranks < 0)
-        snprintf(count, sizeof count, "more than %lld", LLONG_MAX);
-    else
-        snprintf(count, sizeof count, "%lld", ranks);
-    snprintf(err, len, "%s %s has %s ranks, the run has %d", name, typed, count, P);
-    return -1;
+    return app_usage_error(cmd->name, "%s %d %d %d: %d x %d x %d points, more than 2^62", dims,
+                           a->n[0], a->n[1], a->n[2], a->n[0], a->n[1], a->n[2]);
 }
 
 int app_json_check(const char *who, const app_args *a)
@@ -163,21 +45,28 @@ int app_json_check(const char *who, const app_args *a)
     return 1;
 }
 
-FILE *app_json_open(const char *who, const char *path)
+int app_json_write(const char *who, cJSON *o, const char *path)
 {
+    char *text = o ? cJSON_Print(o) : NULL, err[512];
+    cJSON_Delete(o);
+    if (!text) {
+        tide_warn("%s: -json: out of memory making the JSON text\n", who);
+        return 1;
+    }
     FILE *f = fopen(path, "w");
+    int bad = !f;
     if (!f)
         tide_warn("%s: -json: cannot create %s: %s\n", who, path, strerror(errno));
-    return f;
+    else if (fprintf(f, "%s\n", text), app_close_file(f, path, err, sizeof err))
+        bad = 1, tide_warn("%s: -json: %s\n", who, err); /* a failed print shows at the close */
+    cJSON_free(text);
+    return bad;
 }
 
-int app_json_close(const char *who, FILE *f, const char *path)
+void app_say_failure(const char *who, int st, const tide_context *ctx)
 {
-    char err[512];
-    if (!app_close_file(f, path, err, sizeof err))
-        return 0;
-    tide_warn("%s: -json: %s\n", who, err);
-    return 1;
+    const char *why = tide_last_error(ctx);
+    tide_warn("%s: %s%s%s\n", who, tide_strerror(st), why && *why ? ": " : "", why ? why : "");
 }
 
 int app_context_create(const char *who, const app_args *a, tide_context **ctx)
@@ -188,7 +77,7 @@ int app_context_create(const char *who, const app_args *a, tide_context **ctx)
     copts.device_budget = (size_t)(a->budget_gb * 1e9);
     int st = tide_context_create(MPI_COMM_WORLD, &copts, ctx);
     if (st)
-        tide_warn("%s: %s: %s\n", who, tide_strerror(st), tide_last_error(NULL));
+        app_say_failure(who, st, NULL);
     return st;
 }
 
@@ -200,12 +89,11 @@ const char *app_exchange_name(tide_exchange x)
 
 /* ---- timing ---------------------------------------------------------------------------------- */
 
-int app_time_runs(int runs, app_step prepare, app_step run, void *arg, double per,
-                  double *times)
+int app_time_runs(const char *who, double every, int runs, app_step prepare, app_step run,
+                  void *arg, double per, double *times)
 {
-    int rank;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    int progress = rank == 0 && isatty(STDERR_FILENO) && runs > 1;
+    app_progress p;
+    app_progress_begin(&p, who, "timed runs", runs, every);
     for (int r = 0; r < runs; r++) {
         int st = prepare ? prepare(arg) : 0;
         if (st)
@@ -217,11 +105,9 @@ int app_time_runs(int runs, app_step prepare, app_step run, void *arg, double pe
         double t = (MPI_Wtime() - s) / per, tmax;
         MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         times[r] = tmax;
-        if (progress)
-            fprintf(stderr, "\rrun %d/%d: %.4g s", r + 1, runs, tmax);
+        app_progress_step(&p, r + 1);
     }
-    if (progress)
-        fprintf(stderr, "\r%40s\r", "");
+    app_progress_end(&p);
     return 0;
 }
 
@@ -255,28 +141,35 @@ void app_say_timing(double plan_s, const app_stats *s, double flops, double mem_
     tide_say("Memory usage: %.1f MB/rank\n", mem_bytes / 1e6);
 }
 
-void app_json_head(FILE *f, const char *command, const app_args *a, int ranks, int threads,
-                   tide_backend backend, const char *plan, int exchanges)
+cJSON *app_json_head(const char *command, const app_args *a, int ranks, int threads,
+                     tide_backend backend, const char *plan, long long exchanges)
 {
-    fprintf(f,
-            "{\"version\": \"%s\", \"command\": \"%s\", \"precision\": \"%s\", "
-            "\"size\": [%d, %d, %d], \"ranks\": %d, \"threads\": %d, \"batch\": %d, "
-            "\"backend\": \"%s\", \"plan\": \"%s\", \"exchanges\": %d, \"inplace\": %s, "
-            "\"runs\": %d, ",
-            tide_version(), command, a->prec == TIDE_DOUBLE ? "double" : "float", a->n[0],
-            a->n[1], a->n[2], ranks, threads, a->batch,
-            backend == TIDE_BACKEND_CUDA ? "cuda" : "cpu", plan, exchanges,
-            a->inplace ? "true" : "false", a->runs);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "version", tide_version());
+    cJSON_AddStringToObject(o, "command", command);
+    cJSON_AddStringToObject(o, "precision", a->prec == TIDE_DOUBLE ? "double" : "float");
+    cJSON_AddItemToObject(o, "size", cJSON_CreateIntArray(a->n, 3));
+    cJSON_AddNumberToObject(o, "ranks", ranks);
+    cJSON_AddNumberToObject(o, "threads", threads);
+    cJSON_AddNumberToObject(o, "batch", a->batch);
+    cJSON_AddStringToObject(o, "backend", backend == TIDE_BACKEND_CUDA ? "cuda" : "cpu");
+    cJSON_AddStringToObject(o, "plan", plan);
+    cJSON_AddNumberToObject(o, "exchanges", (double)exchanges);
+    cJSON_AddBoolToObject(o, "inplace", a->inplace);
+    cJSON_AddNumberToObject(o, "runs", a->runs);
+    return o;
 }
 
-void app_json_timing(FILE *f, double plan_s, const app_stats *s, double flops,
+void app_json_timing(cJSON *o, double plan_s, const app_stats *s, double flops,
                      double mem_bytes)
 {
-    fprintf(f,
-            " \"plan_seconds\": %.9g, \"time_per_run\": %.9g, \"min\": %.9g, \"max\": %.9g, "
-            "\"avg\": %.9g, \"gflops\": %.6g, \"memory_mb_per_rank\": %.3f,\n",
-            plan_s, s->median, s->min, s->max, s->avg, flops / s->median * 1e-9,
-            mem_bytes / 1e6);
+    app_json_real(o, "plan_seconds", plan_s);
+    app_json_real(o, "time_per_run", s->median);
+    app_json_real(o, "min", s->min);
+    app_json_real(o, "max", s->max);
+    app_json_real(o, "avg", s->avg);
+    app_json_real(o, "gflops", flops / s->median * 1e-9);
+    app_json_real(o, "memory_mb_per_rank", mem_bytes / 1e6);
 }
 
 /* ---- the bound a run is measured against ----------------------------------------------------- */
@@ -391,42 +284,45 @@ void app_cost_of(const tide_fft_cost *a, const tide_fft_cost *b, tide_fft_cost *
     *out = (tide_fft_cost){m[0], m[1], m[2], m[3], m[4], m[5], (int)m[6], (int)m[7], m[8]};
 }
 
-void app_json_real(FILE *f, const char *name, double v, const char *sep)
+void app_json_real(cJSON *o, const char *name, double v)
 {
     if (isfinite(v))
-        fprintf(f, "\"%s\": %.9g%s", name, v, sep);
+        cJSON_AddNumberToObject(o, name, v);
     else
-        fprintf(f, "\"%s\": null%s", name, sep);
+        cJSON_AddNullToObject(o, name);
 }
 
 /* A rate or time that was measured (> 0), else NaN: null in JSON. */
 static double measured(double v) { return v > 0 ? v : NAN; }
 
-void app_json_figures(FILE *f, tide_location loc, tide_exchange x, const tide_fft_cost *c,
+void app_json_figures(cJSON *o, tide_location loc, tide_exchange x, const tide_fft_cost *c,
                       const tide_rates *r, double xrate, double bound, double time)
 {
-    fprintf(f, " \"location\": \"%s\", \"exchange\": \"%s\", ",
-            loc == TIDE_LOCATION_DEVICE ? "device" : "host",
-            c->exchanges > 0 ? app_exchange_name(x) : "none");
-    app_json_real(f, "bound_seconds", measured(bound), ", ");
-    app_json_real(f, "bound_ratio", measured(bound) / time, ",\n");
-    fprintf(f, " \"cost\": {\"flops\": %.17g, \"fft_bytes\": %.17g, \"move_bytes\": %.17g, "
-            "\"exchange_bytes\": %.17g, \"h2d_bytes\": %.17g, \"d2h_bytes\": %.17g, "
-            "\"exchanges\": %d, \"fft_passes\": %d},\n", c->flops, c->fft_bytes,
-            c->move_bytes, c->exchange_bytes, c->h2d_bytes, c->d2h_bytes, c->exchanges,
-            c->fft_passes);
-    app_json_rates(f, r, xrate);
+    cJSON_AddStringToObject(o, "location", loc == TIDE_LOCATION_DEVICE ? "device" : "host");
+    cJSON_AddStringToObject(o, "exchange", c->exchanges > 0 ? app_exchange_name(x) : "none");
+    app_json_real(o, "bound_seconds", measured(bound));
+    app_json_real(o, "bound_ratio", measured(bound) / time);
+    cJSON *k = cJSON_AddObjectToObject(o, "cost");
+    cJSON_AddNumberToObject(k, "flops", c->flops);
+    cJSON_AddNumberToObject(k, "fft_bytes", c->fft_bytes);
+    cJSON_AddNumberToObject(k, "move_bytes", c->move_bytes);
+    cJSON_AddNumberToObject(k, "exchange_bytes", c->exchange_bytes);
+    cJSON_AddNumberToObject(k, "h2d_bytes", c->h2d_bytes);
+    cJSON_AddNumberToObject(k, "d2h_bytes", c->d2h_bytes);
+    cJSON_AddNumberToObject(k, "exchanges", c->exchanges);
+    cJSON_AddNumberToObject(k, "fft_passes", c->fft_passes);
+    app_json_rates(o, r, xrate);
 }
 
-void app_json_rates(FILE *f, const tide_rates *r, double xrate)
+void app_json_rates(cJSON *o, const tide_rates *r, double xrate)
 {
     tide_rates none = {0, 0, 0, 0, 0};
     const tide_rates *q = r ? r : &none;
-    fprintf(f, " \"rates\": {");
-    app_json_real(f, "host_copy", measured(q->host_copy), ", ");
-    app_json_real(f, "h2d", measured(q->h2d), ", ");
-    app_json_real(f, "d2h", measured(q->d2h), ", ");
-    app_json_real(f, "both", measured(q->both), ", ");
-    app_json_real(f, "d2d", measured(q->d2d), ", ");
-    app_json_real(f, "exchange", measured(xrate), "},\n");
+    cJSON *k = cJSON_AddObjectToObject(o, "rates");
+    app_json_real(k, "host_copy", measured(q->host_copy));
+    app_json_real(k, "h2d", measured(q->h2d));
+    app_json_real(k, "d2h", measured(q->d2h));
+    app_json_real(k, "both", measured(q->both));
+    app_json_real(k, "d2d", measured(q->d2d));
+    app_json_real(k, "exchange", measured(xrate));
 }

@@ -1,78 +1,108 @@
 /*
- * app_common.h: what the computing subcommands of `tide` (fft, poisson) share: the arguments
- * they all take, the timing of runs and its statistics, the heFFTe-style timing keys, and the
- * bound a run is measured against (rates measured in the same run).
+ * app_common.h: what the computing subcommands of `tide` (fft, poisson, stencil, gemm) share:
+ * the arguments they all take and their option table entries, the timing of runs and its
+ * statistics, the heFFTe-style timing keys, the bound a run is measured against (rates
+ * measured in the same run), and the -json object (cJSON) with its common members.
  */
 #ifndef TIDE_APP_COMMON_H
 #define TIDE_APP_COMMON_H
 
 #include <stdio.h>
+#include <cJSON.h> /* libcjson: pkg-config gives its include directory */
 #include "app_util.h"
 #include "tide.h"
 
 /* ---- arguments ------------------------------------------------------------------------------- */
 
 /* The arguments every computing subcommand takes: the positional backend, precision and grid,
- * and the options of app_parse_option. */
+ * and the options of the APP_OPT_* table entries. */
 typedef struct {
     int backend, prec, n[3];
     int decomp, exchange, device, inplace, measure, batch, runs;
-    double budget_gb;
+    double budget_gb, progress;
     unsigned seed;
     const char *json;
 } app_args;
 
-/* The usage's paragraph on the values every subcommand takes, and on -json's file. */
-#define APP_USAGE_VALUES                                                                           \
-    "Values: sizes 1 to 2^30 (their product at most 2^62), -batch 1 to 2^30, -n (-runs) 1 to\n"    \
-    "10^6, -seed 0 to 2^32 - 1, -budget above 0 and at most 10^6 GB, process grids' factors\n"     \
-    "1 to 2^31 - 1; a value out of range stops every rank with its range (exit status 2).\n"       \
-    "-json's file is checked before the work (created and removed, or opened when it\n"            \
-    "exists): a place that cannot be written stops the run at once (exit status 1); a write\n"     \
-    "that fails at the end (a full disk) is exit status 1 too, a part written removed.\n"
-
-/* Zero, with batch 1, 5 runs and seed 2026. */
+/* Zero, with batch 1, 5 runs, seed 2026 and progress every APP_PROGRESS_EVERY seconds. */
 void app_args_init(app_args *a);
 
-/* The index of s in names, or -1. */
-int app_pick(const char *s, const char *const *names, int count);
+extern const char *const app_backend_names[3], *const app_precision_names[2];
+extern const int app_backend_values[3], app_precision_values[2];
 
-/* Whether argv holds --help or -help, or, with dash_h, -h. */
-int app_wants_help(int argc, char **argv, int dash_h);
+/* Table entries (app_util.h's app_opt) shared by the subcommands, one spelling and one text
+ * each. The positional backend and precision, and a size named by meta: */
+#define APP_POS_BACKEND(c)                                                                         \
+    {.meta = "backend", .kind = APP_NAME, .dest = &(c)->backend, .count = 3,                       \
+     .names = app_backend_names, .values = app_backend_values}
+#define APP_POS_PRECISION(c)                                                                       \
+    {.meta = "precision", .kind = APP_NAME, .dest = &(c)->prec, .count = 2,                        \
+     .names = app_precision_names, .values = app_precision_values}
+#define APP_POS_SIZE(label, where)                                                                 \
+    {.meta = label, .kind = APP_INT, .dest = where, .lo = 1, .hi = APP_SIZE_MAX}
+#define APP_POS_GRID(c)                                                                            \
+    APP_POS_SIZE("NX", &(c)->n[0]), APP_POS_SIZE("NY", &(c)->n[1]), APP_POS_SIZE("NZ", &(c)->n[2])
+#define APP_OPT_DECOMP(c)                                                                          \
+    {"-slabs", .kind = APP_FLAG, .dest = &(c)->decomp, .count = TIDE_DECOMP_SLABS},                \
+    {"-pencils", .kind = APP_FLAG, .dest = &(c)->decomp, .count = TIDE_DECOMP_PENCILS,             \
+     .help = "decomposition (default: automatic)"}
+#define APP_OPT_EXCHANGE(c)                                                                        \
+    {"-a2av", .kind = APP_FLAG, .dest = &(c)->exchange, .count = TIDE_EXCHANGE_A2AV},              \
+    {"-p2p", .kind = APP_FLAG, .dest = &(c)->exchange, .count = TIDE_EXCHANGE_P2P,                 \
+     .help = "exchange: MPI_Alltoallv or pipelined Isend/Irecv (default: auto; for GPU data "      \
+             "through pinned host buffers)"},                                                      \
+    {"-nccl", .kind = APP_FLAG, .dest = &(c)->exchange, .count = TIDE_EXCHANGE_NCCL},              \
+    {"-cuda-mpi", .kind = APP_FLAG, .dest = &(c)->exchange, .count = TIDE_EXCHANGE_CUDA_MPI,       \
+     .help = "GPU data: NCCL send/recv, or MPI on device pointers"}
+#define APP_OPT_DEVICE(c)                                                                          \
+    {"-device", .kind = APP_FLAG, .dest = &(c)->device, .count = 1,                                \
+     .help = "arrays in GPU memory (backend cuda, or auto with GPUs; exit status 1 where the "     \
+             "run has none); otherwise host arrays, which backend cuda streams through the GPU"}
+#define APP_OPT_BUDGET(c)                                                                          \
+    {"-budget", "GB", APP_REAL, &(c)->budget_gb, 0, APP_BUDGET_MAX,                                \
+     .help = "device memory the plan may use, above 0 and at most 10^6 (default: free less 1 "    \
+             "GiB)"}
+#define APP_OPT_BATCH(c)                                                                           \
+    {"-batch", "B", APP_INT, &(c)->batch, 1, APP_SIZE_MAX,                                         \
+     .help = "fields per call, 1 to 2^30 (default 1)"}
+#define APP_OPT_INPLACE(c)                                                                         \
+    {"-inplace", .kind = APP_FLAG, .dest = &(c)->inplace, .count = 1,                              \
+     .help = "the output overwrites the input"}
+#define APP_OPT_MEASURE(c)                                                                         \
+    {"-measure", .kind = APP_FLAG, .dest = &(c)->measure, .count = 1,                              \
+     .help = "FFTW_MEASURE planning (default FFTW_ESTIMATE)"}
+#define APP_OPT_RUNS(c)                                                                            \
+    {"-n", "RUNS", APP_INT, &(c)->runs, 1, APP_RUNS_MAX,                                           \
+     .help = "timed runs after the check, 1 to 10^6 (default 5)"}
+#define APP_OPT_SEED(c)                                                                            \
+    {"-seed", "S", APP_UINT, &(c)->seed, 0, UINT_MAX,                                              \
+     .help = "the input's seed, 0 to 2^32 - 1 (default 2026)"}
+#define APP_OPT_PROGRESS(c)                                                                        \
+    {"-progress", "S", APP_CUSTOM, &(c)->progress, .parse = app_parse_seconds,                     \
+     .help = APP_PROGRESS_HELP}
+#define APP_PROGRESS_HELP                                                                          \
+    "progress on stderr every S seconds (from 0, none, to 86400; default 5), after the first S: "  \
+    "a line with percent and time left, a bar on a terminal"
+#define APP_OPT_JSON(c)                                                                            \
+    {"-json", "FILE", APP_TEXT, &(c)->json,                                                        \
+     .help = "also write the results as JSON (docs/api.md gives each command's keys); a place "    \
+             "that cannot be written stops the run before the work"}
 
-/* "auto|cpu|cuda float|double NX NY NZ" from argv[0..4] (sizes 1..APP_SIZE_MAX, their product
- * at most APP_POINTS_MAX; dims names them in messages): 0, else -1 with why in err. */
-int app_parse_positional(char **argv, const char *const dims[3], app_args *a, char *err,
-                         size_t len);
-
-/* The start of every subcommand's parse. --help or -help (and -h with dash_h): the usage on
- * stdout, 1. Fewer than lead + 5 arguments, lead_bad (the caller's verdict on its `lead`
- * leading arguments), or a bad "auto|cpu|cuda float|double NX NY NZ" after them (M N K for
- * gemm): the reason and the usage on stderr, 2. Else 0, a filled. */
-int app_parse_head(int argc, char **argv, const char *cmd, const char *usage, int dash_h,
-                   int lead, int lead_bad, app_args *a);
-
-/* The option at argv[*i] when it is one every subcommand takes (-slabs, -pencils, -a2av, -p2p,
- * -nccl, -cuda-mpi, -device, -inplace, -measure, -batch B, -budget GB, -n RUNS, -seed S,
- * -json FILE): 1 taken (*i moved to its last value), 0 not one of them, -1 taken but its value
- * is missing or out of range (why in err: the option, its value and the valid range). */
-int app_parse_option(int argc, char **argv, int *i, app_args *a, char *err, size_t len);
-
-/* Whether the process grid g[0..k) has exactly the ranks of the run: 0, else -1 with
- * "NAME A B C has N ranks, the run has P" in err, the factors joined by sep (the product is
- * never formed past LLONG_MAX: no overflow). */
-int app_grid_ranks(const char *name, char sep, const int *g, int k, char *err, size_t len);
+/* Rank 0, a usage error when the grid's points exceed APP_POINTS_MAX: APP_USAGE, else 0. */
+int app_check_points(const app_cmd *cmd, const app_args *a, const char *dims);
 
 /* Collective, before the work: whether rank 0 can write the -json file (when one is given):
  * 0, else 1 with why printed, prefixed by who. */
 int app_json_check(const char *who, const app_args *a);
 
-/* Rank 0: the -json file path opened for writing, else NULL with why printed. */
-FILE *app_json_open(const char *who, const char *path);
+/* Rank 0: writes the JSON object o (NULL: none could be made) to path and deletes o, every
+ * status checked: 0, else 1 with why printed, prefixed by who (a regular file left half
+ * written is removed). */
+int app_json_write(const char *who, cJSON *o, const char *path);
 
-/* Rank 0: closes the -json file f, every status checked: 0, else 1 with why printed (a
- * regular file removed: no half-written JSON is left). */
-int app_json_close(const char *who, FILE *f, const char *path);
+/* Rank 0: "who: the status's name: the context's last error" (ctx NULL: the last error of no
+ * context), the last part left out when there is none. */
+void app_say_failure(const char *who, int st, const tide_context *ctx);
 
 /* Collective: the context the arguments ask for (backend, device budget); prints why it could
  * not be made, prefixed by who. */
@@ -87,7 +117,7 @@ const char *app_exchange_name(tide_exchange x);
     do {                                                                                        \
         int st_ = (call);                                                                       \
         if (st_) {                                                                              \
-            tide_warn("%s: %s: %s\n", who, tide_strerror(st_), tide_last_error(ctx));           \
+            app_say_failure(who, st_, ctx);                                               \
             rc = 1;                                                                             \
             goto done;                                                                          \
         }                                                                                       \
@@ -100,9 +130,10 @@ typedef int (*app_step)(void *arg);
 
 /* Collective: runs times `run`, each after `prepare` (not timed; may be NULL) and a barrier;
  * times[r] is the slowest rank's time of run r divided by per (the calls one run makes).
- * Shows progress on rank 0's terminal. Returns the first failing status (0 on success). */
-int app_time_runs(int runs, app_step prepare, app_step run, void *arg, double per,
-                  double *times);
+ * Progress on rank 0's stderr every `every` seconds (0: none), named who. Returns the first
+ * failing status (0 on success). */
+int app_time_runs(const char *who, double every, int runs, app_step prepare, app_step run,
+                  void *arg, double per, double *times);
 
 typedef struct {
     double median, min, max, avg;
@@ -115,14 +146,15 @@ void app_stats_of(double *times, int runs, app_stats *s);
  * Performance (flops per run), Memory usage (bytes per rank). */
 void app_say_timing(double plan_s, const app_stats *s, double flops, double mem_bytes);
 
-/* Opens a -json file's object with the members every subcommand writes: version, command,
- * precision, size, ranks, threads, batch, backend, plan, exchanges, inplace and runs, one
- * line ending with ", ". */
-void app_json_head(FILE *f, const char *command, const app_args *a, int ranks, int threads,
-                   tide_backend backend, const char *plan, int exchanges);
+/* A -json file's object (docs/api.md) with the members every subcommand writes: version,
+ * command, precision, size, ranks, threads, batch, backend, plan, exchanges, inplace and
+ * runs. The app_json_* functions add members to it; cJSON makes the text (strings escaped). */
+cJSON *app_json_head(const char *command, const app_args *a, int ranks, int threads,
+                     tide_backend backend, const char *plan, long long exchanges);
 
-/* The same figures as JSON members, one line, ending with ",\n". */
-void app_json_timing(FILE *f, double plan_s, const app_stats *s, double flops,
+/* The timing keys as members: plan_seconds, time_per_run, min, max, avg, gflops (flops per
+ * run) and memory_mb_per_rank. */
+void app_json_timing(cJSON *o, double plan_s, const app_stats *s, double flops,
                      double mem_bytes);
 
 /* ---- the bound a run is measured against ----------------------------------------------------- */
@@ -181,21 +213,20 @@ int app_bound_exchange(tide_context *ctx, tide_exchange how, double data, double
 /* Rank 0: "Bound: ... (s) (what); bound / time ..." */
 void app_say_bound(double bound, const char *what, double time);
 
-/* A JSON member "name": v, or null when v is not finite, then sep. */
-void app_json_real(FILE *f, const char *name, double v, const char *sep);
+/* A member name: v, or null when v is not finite. */
+void app_json_real(cJSON *o, const char *name, double v);
 
 /* Collective: the mean of a run's two costs (b NULL: a alone), each field the largest over
  * the ranks, on every rank: what one run costs the busiest rank. */
 void app_cost_of(const tide_fft_cost *a, const tide_fft_cost *b, tide_fft_cost *out);
 
-/* The figures a performance model needs, as JSON members ending with ",\n": location and
- * exchange, bound_seconds and bound_ratio (null without a bound), the plan's cost ("cost")
- * and the rates measured in the run ("rates", GB/s; r NULL: none measured, exchange <= 0:
- * not measured). */
-void app_json_figures(FILE *f, tide_location loc, tide_exchange x, const tide_fft_cost *c,
+/* The figures a performance model needs, as members: location and exchange, bound_seconds
+ * and bound_ratio (null without a bound), the plan's cost ("cost") and the rates measured in
+ * the run ("rates", GB/s; r NULL: none measured, exchange <= 0: not measured). */
+void app_json_figures(cJSON *o, tide_location loc, tide_exchange x, const tide_fft_cost *c,
                       const tide_rates *r, double xrate, double bound, double time);
 /* ... its "rates" object alone: r's rates (NULL: none) and the exchange rate xrate (GB/s;
- * null where not measured), then ",\n". */
-void app_json_rates(FILE *f, const tide_rates *r, double xrate);
+ * null where not measured). */
+void app_json_rates(cJSON *o, const tide_rates *r, double xrate);
 
 #endif

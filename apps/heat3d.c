@@ -79,64 +79,16 @@
 /* The header's bytes the data checksum binds: those that describe the data. */
 #define HDR_BOUND 88
 
-static const char *synopsis =
-    "usage: mpirun -np P heat3d [-n NX NY NZ] [-steps S] [-stencil 7pt|27pt]\n"
-    "    [-precision float|double] [-backend auto|cpu|cuda] [-bc XYZ] [-mode KX KY KZ]\n"
-    "    [-fuse K] [-budget GB] [-checkpoint PREFIX] [-checkpoint-every C] [-restart FILE]\n"
-    "    [-png PREFIX] [-png-every N] [-png-slice x|y|z K] [-progress N] [-quiet]\n"
-    "    (heat3d --help)\n";
-
-static const char *help =
-    "\n"
+static const char *about =
     "Explicit diffusion steps u <- S u of Tide's 7-point or 27-point stencil on an NX x NY x NZ\n"
     "grid split over the P ranks by the library, from a Fourier mode whose exact discrete\n"
     "evolution is known: u = m + A prod_d f_d, A = 1, f_d(i) = cos(2 pi k_d i / n_d) along a\n"
     "periodic dimension, sin(pi k_d i / (n_d - 1)) along a Dirichlet one; m = 0.5 when all\n"
     "dimensions are periodic, else 0. Each step multiplies the mode by g = 1/4 + (cos tx +\n"
     "cos ty + cos tz)/4 (7pt) or prod_d (1/2 + cos(t_d)/2) (27pt), t_d = 2 pi k_d / n_d\n"
-    "(periodic) or pi k_d / (n_d - 1) (Dirichlet).\n"
-    "\n"
-    "options:\n"
-    "  -n NX NY NZ            the grid, each 3 to 2^30, at most 2^62 points (default 64 64 64;\n"
-    "                         with -restart and no -n, the checkpoint's)\n"
-    "  -steps S               the total steps from the initial condition, also after a restart,\n"
-    "                         0 to 2^53 (default 100)\n"
-    "  -stencil 7pt|27pt      the library's default weights: 7pt centre 1/4, the six faces\n"
-    "                         1/8; 27pt the products of 1/4, 1/2, 1/4 (default 7pt)\n"
-    "  -precision float|double   (default double)\n"
-    "  -backend auto|cpu|cuda auto (default): the library's choice (cuda where the ranks have\n"
-    "                         GPUs; several ranks may share one)\n"
-    "  -bc XYZ                p (periodic) or d (Dirichlet: the face planes keep their values)\n"
-    "                         per dimension, or one letter for all three (default ppp)\n"
-    "  -mode KX KY KZ         the initial Fourier mode, 0 to 2^30 each, along a Dirichlet\n"
-    "                         dimension not a multiple of n - 1 (the mode would be 0 on\n"
-    "                         every point; default 1 1 1)\n"
-    "  -fuse K                steps per pass over memory, 0 to 1024 (default 0: the plan's\n"
-    "                         choice)\n"
-    "  -budget GB             device memory the context may hold, above 0 and at most 10^6\n"
-    "                         (cuda; default the library's)\n"
-    "  -checkpoint PREFIX     write PREFIX.STEP.chk at the end (default prefix with\n"
-    "                         -checkpoint-every alone: heat3d); PREFIX.STEP.chk.tmp files, left\n"
-    "                         by a run killed while writing one, are removed at the start\n"
-    "  -checkpoint-every C    ... and after every C steps (1 to 2^53)\n"
-    "  -restart FILE          continue from a checkpoint to -steps, on any rank count: the\n"
-    "                         file's grid (-n, when given, must equal it); precision, stencil,\n"
-    "                         bc and mode must equal this run's, the size and the checksum\n"
-    "                         (of the data and the header's description of them) must be\n"
-    "                         right; the result is bitwise that of a run that never stopped\n"
-    "  -png PREFIX            write PREFIX.STEP.png, a slice in blue-white-red over\n"
-    "                         [m - A, m + A], at the end (default prefix with -png-every\n"
-    "                         alone: heat3d)\n"
-    "  -png-every N           ... and at every multiple of N steps (step 0 included; 1 to\n"
-    "                         2^53)\n"
-    "  -png-slice x|y|z K     the slice: plane K across that axis (default z at NZ/2); rows\n"
-    "                         along the lower of the other two dimensions\n"
-    "  -progress N            a progress line every N steps (up to 2^53), 0 none (default every\n"
-    "                         10% of the steps): when rank 0's stderr is a terminal one line\n"
-    "                         updated in place, else plain lines\n"
-    "  -quiet                 print only the check (and errors, and the removal of unfinished\n"
-    "                         checkpoints)\n"
-    "\n"
+    "(periodic) or pi k_d / (n_d - 1) (Dirichlet).\n";
+
+static const char *after =
     "The check: max |u - (m + A g^s prod_d f_d)| over all points after s steps, against the\n"
     "tolerance (s + 1) x taps x eps x (m + A), eps the precision's machine epsilon: a step\n"
     "rounds each update at most taps times by eps/2 of at most m + A, positive weights\n"
@@ -148,16 +100,18 @@ static const char *help =
     "image that fails during the run (a full disk) stops every rank with the reason, no file\n"
     "left half-written.\n"
     "\n"
-    "Exit status: 0 passed, 1 a failed check or a failure (a checkpoint refused, an output\n"
-    "that cannot be written, an I/O or library error), 2 bad options or values out of range\n"
-    "(also when the library refuses the request, e.g. backend cuda where there is no GPU).\n";
+#ifdef HEAT3D_PNG
+    "This build: PNG images available (libpng).\n";
+#else
+    "This build: PNG images not available (built without libpng).\n";
+#endif
 
 typedef struct {
     int n[3], n_given;
     long long steps;
-    tide_stencil_shape shape;
-    tide_precision prec;
-    tide_backend backend;
+    int shape;                 /* tide_stencil_shape */
+    int prec;                  /* tide_precision */
+    int backend;               /* tide_backend */
     char bc[4];                /* 'p' or 'd' per dimension */
     int mode[3];
     int fuse;
@@ -168,7 +122,7 @@ typedef struct {
     long long png_every;
     const char *png;           /* image prefix, NULL: none */
     int slice_axis, slice_at;  /* slice_at -1: the middle */
-    long long progress;        /* -1: 10% of the steps */
+    double progress;           /* seconds between progress lines, 0: none */
     int quiet;
 } options;
 
@@ -202,6 +156,13 @@ static void warn(const char *fmt, ...)
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
+}
+
+/* Why a library call failed: the context's last error, or the status's name without one. */
+static const char *why(int st, const tide_context *ctx)
+{
+    const char *e = tide_last_error(ctx);
+    return e && *e ? e : tide_strerror(st);
 }
 
 static uint64_t splitmix64(uint64_t x)
@@ -281,120 +242,119 @@ static uint64_t bits(const sim *s, size_t i)
  * never overflows). */
 #define STEPS_MAX (1LL << 53)
 
-/* -bc's value s (NULL: missing): p or d per dimension, or one letter for all three, into bc:
- * 0, else -1 with why in err. */
-static int parse_bc(const char *s, char bc[4], char *err, size_t len)
+/* -bc's value: p or d per dimension, or one letter for all three, into dest (char[4]): 0,
+ * else -1 with why in err. */
+static int parse_bc(const char *name, char **v, void *dest, char *err, size_t len)
 {
-    size_t l = s ? strlen(s) : 0;
+    const char *s = v[0];
+    size_t l = strlen(s);
+    char *bc = dest;
     if ((l != 1 && l != 3) || strspn(s, "pd") != l)
-        return snprintf(err, len, "-bc %s: give p (periodic) or d (Dirichlet) per dimension, "
-                        "or one letter for all three", s ? app_shown(s) : "''"), -1;
+        return snprintf(err, len, "%s %s: expected p (periodic) or d (Dirichlet) per dimension, "
+                        "or one letter for all three", name, app_shown(s)), -1;
     for (int d = 0; d < 3; d++)
         bc[d] = s[l == 1 ? 0 : d];
     return 0;
 }
 
-/* -png-slice's axis and plane after argv[*i]: 0, else -1 with why in err; *i moves past
- * them. */
-static int parse_slice(int argc, char **argv, int *i, options *o, char *err, size_t len)
+/* -png-slice's axis and plane v[0], v[1] into the options at dest: 0, else -1 with why in
+ * err. */
+static int parse_slice(const char *name, char **v, void *dest, char *err, size_t len)
 {
-    const char *axis = *i + 1 < argc ? argv[*i + 1] : "", *plane = *i + 2 < argc ? argv[*i + 2]
-                                                                                 : "";
-    o->slice_axis = strlen(axis) == 1 && axis[0] >= 'x' && axis[0] <= 'z' ? axis[0] - 'x' : -1;
-    if (o->slice_axis < 0 || app_to_int(plane, 0, APP_SIZE_MAX, &o->slice_at))
-        return snprintf(err, len, "-png-slice %s %s: expected an axis x, y or z and a plane "
-                        "0..%d", app_shown(axis), app_shown(plane), APP_SIZE_MAX), -1;
-    *i += 2;
+    options *o = dest;
+    int axis = strlen(v[0]) == 1 && v[0][0] >= 'x' && v[0][0] <= 'z' ? v[0][0] - 'x' : -1;
+    if (axis < 0 || app_to_int(v[1], 0, APP_SIZE_MAX, &o->slice_at))
+        return snprintf(err, len, "%s %s %s: expected an axis x, y or z and a plane 0..%d",
+                        name, app_shown(v[0]), app_shown(v[1]), APP_SIZE_MAX), -1;
+    o->slice_axis = axis;
     return 0;
 }
 
-/* The option at argv[*i] with one value (v, NULL: missing), or none: 1 taken (*i moved to its
- * value), 0 not one of them, -1 taken but bad (why in err). */
-static int parse_one(const char *a, const char *v, int *i, options *o, char *err, size_t len)
+/* Parses argv the same way on every rank: 0 run, 1 help shown, APP_USAGE (why printed). */
+static int parse(int argc, char **argv, options *o)
 {
     static const char *const shapes[] = {"7pt", "27pt"}, *const precs[] = {"float", "double"},
                              *const backends[] = {"auto", "cpu", "cuda"};
-    static const tide_backend backend[] = {TIDE_BACKEND_AUTO, TIDE_BACKEND_CPU,
-                                           TIDE_BACKEND_CUDA};
-    int k = 0, bad;
-    if (!strcmp(a, "-quiet")) {
-        o->quiet = 1;
-        return 1;
-    }
-    if (!strcmp(a, "-steps"))
-        bad = app_ll_opt(a, v, 0, STEPS_MAX, &o->steps, err, len);
-    else if (!strcmp(a, "-checkpoint-every"))
-        bad = app_ll_opt(a, v, 1, STEPS_MAX, &o->ckpt_every, err, len);
-    else if (!strcmp(a, "-png-every"))
-        bad = app_ll_opt(a, v, 1, STEPS_MAX, &o->png_every, err, len);
-    else if (!strcmp(a, "-progress"))
-        bad = app_ll_opt(a, v, 0, STEPS_MAX, &o->progress, err, len);
-    else if (!strcmp(a, "-fuse"))
-        bad = app_int_opt(a, v, 0, APP_FUSE_MAX, &o->fuse, err, len);
-    else if (!strcmp(a, "-budget"))
-        bad = app_real_opt(a, v, 0, APP_BUDGET_MAX, &o->budget_gb, err, len);
-    else if (!strcmp(a, "-stencil")) {
-        bad = app_name_opt(a, v, shapes, 2, &k, err, len);
-        o->shape = k ? TIDE_STENCIL_27PT : TIDE_STENCIL_7PT;
-    } else if (!strcmp(a, "-precision")) {
-        bad = app_name_opt(a, v, precs, 2, &k, err, len);
-        o->prec = k ? TIDE_DOUBLE : TIDE_FLOAT;
-    } else if (!strcmp(a, "-backend")) {
-        bad = app_name_opt(a, v, backends, 3, &k, err, len);
-        o->backend = backend[k];
-    } else if (!strcmp(a, "-bc"))
-        bad = parse_bc(v, o->bc, err, len);
-    else if (!strcmp(a, "-checkpoint") || !strcmp(a, "-restart") || !strcmp(a, "-png")) {
-        const char **to = a[1] == 'c' ? &o->ckpt : a[1] == 'r' ? &o->restart : &o->png;
-        bad = !v || !*v;
-        if (bad)
-            snprintf(err, len, "%s needs a %s", a, a[1] == 'r' ? "file" : "prefix");
-        else
-            *to = v;
-    } else
-        return 0;
-    ++*i;
-    return bad ? -1 : 1;
-}
-
-/* Parses argv the same way on every rank: 0 run, 1 help, 2 bad (the reason in err). */
-static int parse(int argc, char **argv, options *o, char *err, size_t len)
-{
+    static const int shape_v[] = {TIDE_STENCIL_7PT, TIDE_STENCIL_27PT},
+                     prec_v[] = {TIDE_FLOAT, TIDE_DOUBLE},
+                     backend_v[] = {TIDE_BACKEND_AUTO, TIDE_BACKEND_CPU, TIDE_BACKEND_CUDA};
     *o = (options){.n = {64, 64, 64}, .steps = 100, .shape = TIDE_STENCIL_7PT,
                    .prec = TIDE_DOUBLE, .backend = TIDE_BACKEND_AUTO, .bc = "ppp",
-                   .mode = {1, 1, 1}, .slice_axis = 2, .slice_at = -1, .progress = -1};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-help") || !strcmp(a, "-h"))
-            return 1;
-        int took;
-        if (!strcmp(a, "-n") || !strcmp(a, "-mode"))
-            took = app_ints_opt(argc, argv, &i, 3, a[1] == 'n' ? 3 : 0, APP_SIZE_MAX,
-                                a[1] == 'n' ? o->n : o->mode, err, len) ? -1 : 1;
-        else if (!strcmp(a, "-png-slice"))
-            took = parse_slice(argc, argv, &i, o, err, len) ? -1 : 1;
-        else
-            took = parse_one(a, i + 1 < argc ? argv[i + 1] : NULL, &i, o, err, len);
-        if (took < 0)
-            return 2;
-        if (!took)
-            return snprintf(err, len, "unknown option '%s'", a), 2;
-        o->n_given |= !strcmp(a, "-n");
-    }
+                   .mode = {1, 1, 1}, .slice_axis = 2, .slice_at = -1,
+                   .progress = APP_PROGRESS_EVERY};
+    app_opt opts[] = {
+        {"-n", "NX NY NZ", APP_INTS, o->n, 3, APP_SIZE_MAX, .count = 3, .given = &o->n_given,
+         .help = "the grid, each 3 to 2^30, at most 2^62 points (default 64 64 64; with "
+                 "-restart and no -n, the checkpoint's)"},
+        {"-steps", "S", APP_LL, &o->steps, 0, STEPS_MAX,
+         .help = "the total steps from the initial condition, also after a restart, 0 to 2^53 "
+                 "(default 100)"},
+        {"-stencil", NULL, APP_NAME, &o->shape, .count = 2, .names = shapes, .values = shape_v,
+         .help = "the library's default weights: 7pt centre 1/4, the six faces 1/8; 27pt the "
+                 "products of 1/4, 1/2, 1/4 (default 7pt)"},
+        {"-precision", NULL, APP_NAME, &o->prec, .count = 2, .names = precs, .values = prec_v,
+         .help = "(default double)"},
+        {"-backend", NULL, APP_NAME, &o->backend, .count = 3, .names = backends,
+         .values = backend_v,
+         .help = "auto (default): the library's choice (cuda where the ranks have GPUs; several "
+                 "ranks may share one)"},
+        {"-bc", "XYZ", APP_CUSTOM, o->bc, .parse = parse_bc,
+         .help = "p (periodic) or d (Dirichlet: the face planes keep their values) per "
+                 "dimension, or one letter for all three (default ppp)"},
+        {"-mode", "KX KY KZ", APP_INTS, o->mode, 0, APP_SIZE_MAX, .count = 3,
+         .help = "the initial Fourier mode, 0 to 2^30 each, along a Dirichlet dimension not a "
+                 "multiple of n - 1 (the mode would be 0 on every point; default 1 1 1)"},
+        {"-fuse", "K", APP_INT, &o->fuse, 0, APP_FUSE_MAX,
+         .help = "steps per pass over memory, 0 to 1024 (default 0: the plan's choice)"},
+        {"-budget", "GB", APP_REAL, &o->budget_gb, 0, APP_BUDGET_MAX,
+         .help = "device memory the context may hold, above 0 and at most 10^6 (cuda; default "
+                 "the library's)"},
+        {"-checkpoint", "PREFIX", APP_TEXT, &o->ckpt,
+         .help = "write PREFIX.STEP.chk at the end (default prefix with -checkpoint-every "
+                 "alone: heat3d); PREFIX.STEP.chk.tmp files, left by a run killed while writing "
+                 "one, are removed at the start"},
+        {"-checkpoint-every", "C", APP_LL, &o->ckpt_every, 1, STEPS_MAX,
+         .help = "... and after every C steps (1 to 2^53)"},
+        {"-restart", "FILE", APP_TEXT, &o->restart,
+         .help = "continue from a checkpoint to -steps, on any rank count: the file's grid (-n, "
+                 "when given, must equal it); precision, stencil, bc and mode must equal this "
+                 "run's, the size and the checksum (of the data and the header's description "
+                 "of them) must be right; the result is bitwise that of a run that never "
+                 "stopped"},
+        {"-png", "PREFIX", APP_TEXT, &o->png,
+         .help = "write PREFIX.STEP.png, a slice in blue-white-red over [m - A, m + A], at the "
+                 "end (default prefix with -png-every alone: heat3d)"},
+        {"-png-every", "N", APP_LL, &o->png_every, 1, STEPS_MAX,
+         .help = "... and at every multiple of N steps (step 0 included; 1 to 2^53)"},
+        {"-png-slice", "x|y|z K", APP_CUSTOM, o, .count = 2, .parse = parse_slice,
+         .help = "the slice: plane K across that axis (default z at NZ/2); rows along the "
+                 "lower of the other two dimensions"},
+        {"-progress", "S", APP_CUSTOM, &o->progress, .parse = app_parse_seconds,
+         .help = "progress on stderr every S seconds (from 0, none, to 86400; default 5), "
+                 "after the first S: a line with the step, percent, GCell/s, time left and the "
+                 "error, updated in place on a terminal"},
+        {"-quiet", .kind = APP_FLAG, .dest = &o->quiet, .count = 1,
+         .help = "print only the check (and errors, and the removal of unfinished "
+                 "checkpoints)"},
+    };
+    app_cmd cmd = {"heat3d", about, after, opts, sizeof opts / sizeof opts[0]};
+    int rc = app_parse(&cmd, argc, argv);
+    if (rc)
+        return rc;
     if (app_product(o->n, 3, APP_POINTS_MAX) < 0)
-        return snprintf(err, len, "-n %d %d %d: more than 2^62 points", o->n[0], o->n[1],
-                        o->n[2]), 2;
+        return app_usage_error(cmd.name, "-n %d %d %d: more than 2^62 points", o->n[0], o->n[1],
+                               o->n[2]);
     if (o->ckpt_every && !o->ckpt)
         o->ckpt = "heat3d";
     if (o->png_every && !o->png)
         o->png = "heat3d";
 #ifndef HEAT3D_PNG
     if (o->png)
-        return snprintf(err, len, "-png: this heat3d was built without libpng (install "
-                        "libpng-dev, then reconfigure and rebuild)"), 2;
+        return app_usage_error(cmd.name, "-png: this heat3d was built without libpng (install "
+                               "libpng-dev, then reconfigure and rebuild)");
 #endif
     if ((o->ckpt || o->restart) && !little_endian())
-        return snprintf(err, len, "checkpoints are little-endian; this machine is not"), 2;
+        return app_usage_error(cmd.name, "checkpoints are little-endian; this machine is not");
     return 0;
 }
 
@@ -1047,24 +1007,16 @@ int main(int argc, char **argv)
 
     /* 1. Options: argv is the same on every rank, so every rank takes the same exit. */
     options *o = &s.o;
-    int pr = parse(argc, argv, o, err, sizeof err);
-    if (pr == 1) {
-        if (s.rank == 0)
-            printf("%s%s\nThis build: PNG images %s.\n", synopsis, help,
-#ifdef HEAT3D_PNG
-                   "available (libpng)"
-#else
-                   "not available (built without libpng)"
-#endif
-            );
+    int pr = parse(argc - 1, argv + 1, o);
+    if (pr) {
         MPI_Finalize();
-        return 0;
+        return pr == 1 ? 0 : pr;
     }
 
     /* 2. A restart: rank 0 reads and checks the header, every rank gets its verdict. */
     unsigned char hdr[HDR_BYTES];
     header h = {0};
-    if (!pr && o->restart) {
+    if (o->restart) {
         int bad = s.rank == 0 ? read_header(o, hdr, &h, err, sizeof err) : 0;
         if (app_agree(bad, err, sizeof err)) {
             warn("heat3d: %s\n", err);
@@ -1076,12 +1028,10 @@ int main(int argc, char **argv)
         for (int d = 0; d < 3; d++)
             o->n[d] = (int)h.n[d];
     }
-    if (!pr)
-        pr = check_grid(o, err, sizeof err);
-    if (pr) {
-        warn("heat3d: %s\n%s", err, synopsis);
+    if (check_grid(o, err, sizeof err)) {
+        app_usage_error("heat3d", "%s", err);
         MPI_Finalize();
-        return 2;
+        return APP_USAGE;
     }
 
     /* 3. Outputs, before any work: rank 0 checks that the checkpoints and images can be
@@ -1102,9 +1052,9 @@ int main(int argc, char **argv)
     co.device_budget = (size_t)(o->budget_gb * 1e9);
     int st = tide_context_create(MPI_COMM_WORLD, &co, &ctx);
     if (st) {
-        warn("heat3d: %s\n", tide_last_error(NULL));
+        warn("heat3d: %s\n", why(st, NULL));
         MPI_Finalize();
-        return st == TIDE_ERR_ARGUMENT || st == TIDE_ERR_UNSUPPORTED ? 2 : 1;
+        return st == TIDE_ERR_ARGUMENT ? APP_USAGE : 1;
     }
 
     /* 5. The plan, box NULL: one rank the whole grid, several the plan's blocks. A request
@@ -1117,8 +1067,8 @@ int main(int argc, char **argv)
     for (int d = 0; d < 3; d++)
         so.bc[d] = o->bc[d] == 'p' ? TIDE_BC_PERIODIC : TIDE_BC_DIRICHLET;
     if ((st = tide_stencil_plan_create(ctx, o->n, NULL, &so, &plan))) {
-        warn("heat3d: %s\n", tide_last_error(ctx));
-        rc = st == TIDE_ERR_ARGUMENT || st == TIDE_ERR_UNSUPPORTED ? 2 : 1;
+        warn("heat3d: %s\n", why(st, ctx));
+        rc = st == TIDE_ERR_ARGUMENT ? APP_USAGE : 1;
         goto done;
     }
     tide_stencil_info info;
@@ -1131,6 +1081,10 @@ int main(int argc, char **argv)
 
     /* 6. Memory: u (pinned on a cuda context), the mode's 1D factors, every rank's block for
      *    the images. */
+    if (app_memory_check("heat3d", (double)info.bytes)) {
+        rc = 1;
+        goto done;
+    }
     int bad = tide_host_alloc(ctx, info.bytes ? info.bytes : 64, &s.u) != TIDE_SUCCESS;
     bad |= make_mode(&s) != 0;
     if (!bad && o->png) {
@@ -1171,13 +1125,14 @@ int main(int argc, char **argv)
         app_flush_out(&out_failed);
     }
 
-    /* 8. The steps, in chunks between progress lines, checkpoints and images. Progress: on
-     *    rank 0's terminal one line updated in place, else plain lines; the choice is rank
-     *    0's on every rank, since the chunks are collective. */
+    /* 8. The steps, in chunks between checkpoints, images and progress lines. Progress: after
+     *    each `every` seconds of steps (the slowest rank's time, the same on every rank, so
+     *    every rank measures the error together), a line on rank 0's stderr, updated in place
+     *    on a terminal. With progress on, a chunk is the steps of about one interval at the
+     *    rate so far (one step to start with); the result is the same bits however the steps
+     *    are grouped. */
     int tty = s.rank == 0 && isatty(STDERR_FILENO);
-    MPI_Bcast(&tty, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    long long every = o->quiet ? 0 : o->progress >= 0 ? o->progress
-                                                      : (o->steps >= 10 ? o->steps / 10 : 1);
+    double every = o->quiet ? 0 : o->progress, shown = 0;
     if (o->png && (o->png_every && start % o->png_every == 0) && write_png(&s, start)) {
         rc = 1;
         goto done;
@@ -1185,8 +1140,12 @@ int main(int argc, char **argv)
     double elapsed = 0;
     for (long long step = start; step < o->steps;) {
         long long next = o->steps;
-        if (every && next_multiple(step, every) < next)
-            next = next_multiple(step, every);
+        if (every > 0) {
+            double per = step > start ? elapsed / (double)(step - start) : 0;
+            double chunk = per > 0 ? (every - (elapsed - shown)) / per : 1;
+            if (chunk < (double)(next - step))
+                next = step + (chunk < 1 ? 1 : (long long)chunk);
+        }
         if (o->ckpt && o->ckpt_every && next_multiple(step, o->ckpt_every) < next)
             next = next_multiple(step, o->ckpt_every);
         if (o->png && o->png_every && next_multiple(step, o->png_every) < next)
@@ -1196,9 +1155,9 @@ int main(int argc, char **argv)
         st = tide_stencil_run(plan, s.u, next - step);
         double dt = MPI_Wtime() - t0;
         if (st) { /* agreed by the library: the same on every rank */
-            if (tty)
+            if (tty && shown > 0)
                 warn("\n");
-            warn("heat3d: %s\n", tide_last_error(ctx));
+            warn("heat3d: %s\n", why(st, ctx));
             rc = 1;
             goto done;
         }
@@ -1216,19 +1175,23 @@ int main(int argc, char **argv)
             rc = 1;
             goto done;
         }
-        if (every && (end || step % every == 0)) {
+        if (every > 0 && elapsed - shown >= every) {
             double m[3], done_steps = (double)(step - start);
             measure(&s, step, m);
-            double rate = elapsed > 0 ? points * done_steps / elapsed / 1e9 : 0;
-            double eta = elapsed / done_steps * (double)(o->steps - step);
+            shown = elapsed;
+            double rate = points * done_steps / elapsed / 1e9;
+            double left = elapsed / done_steps * (double)(o->steps - step);
             if (s.rank == 0) {
-                fprintf(stderr, "%sstep %lld/%lld  %.3g s  %.3g GCell/s  ETA %.3g s  "
-                        "error %.2g%s", tty ? "\r" : "", step, o->steps, elapsed, rate, eta,
-                        m[0], tty ? (end ? "   \n" : "   ") : "\n");
+                fprintf(stderr, "%sheat3d: step %lld/%lld (%.0f%%), %.3g s, %.3g GCell/s, about "
+                        "%.3g s left, error %.2g%s", tty ? "\r" : "", step, o->steps,
+                        100.0 * (double)step / (double)o->steps, elapsed, rate, left, m[0],
+                        tty ? (end ? "\033[K\n" : "\033[K") : "\n");
                 fflush(stderr);
             }
         }
     }
+    if (tty && shown > 0 && shown < elapsed) /* the bar's line ends */
+        warn("\n");
     if (o->png && start == o->steps && !(o->png_every && start % o->png_every == 0) &&
         write_png(&s, start)) { /* nothing to run: the image of the state read */
         rc = 1;

@@ -12,7 +12,9 @@ static const char *usage =
     "\n"
     "commands:\n"
     "  fft      time and verify a distributed 3D FFT (tide fft --help)\n"
-    "  poisson  time and verify a periodic Poisson/Helmholtz solve (tide poisson --help)\n"
+    "  poisson  time and verify a Poisson/Helmholtz solve, each dimension periodic or\n"
+    "           bounded by Neumann or Dirichlet faces, one optionally stretched\n"
+    "           (tide poisson --help)\n"
     "  stencil  time and verify explicit stencil time steps (tide stencil --help)\n"
     "  gemm     time and verify a matrix multiply, in or out of card (tide gemm --help)\n"
     "  info     ranks, threads, backend and GPU status of this run\n"
@@ -20,7 +22,9 @@ static const char *usage =
     "  tide --help      this text\n"
     "  tide --version   the library version\n"
     "\n"
-    "environment: TIDE_LOG=warn|info|debug (rank-prefixed messages on stderr)\n";
+    "environment: TIDE_LOG=warn|info|debug (rank-prefixed messages on stderr; another value\n"
+    "is warned about and means warn)\n"
+    "\n" APP_EXIT_TEXT;
 
 /* Rank 0: the first failure writing stdout, its errno (0: none). */
 static int out_failed;
@@ -59,8 +63,9 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     int rc;
     if (argc < 2) {
-        tide_warn("%s", usage);
-        rc = 2;
+        tide_warn("tide: missing the command (fft, poisson, stencil, gemm or info)\nTry 'tide "
+                  "--help'.\n");
+        rc = APP_USAGE;
     } else if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         tide_say("%s", usage);
         rc = 0;
@@ -78,8 +83,9 @@ int main(int argc, char **argv)
     } else if (!strcmp(argv[1], "info")) {
         rc = tide_cmd_info(argc - 2, argv + 2);
     } else {
-        tide_warn("tide: unknown command '%s'\n\n%s", argv[1], usage);
-        rc = 2;
+        tide_warn("tide: unknown command '%s': expected fft, poisson, stencil, gemm or info\n"
+                  "Try 'tide --help'.\n", argv[1]);
+        rc = APP_USAGE;
     }
     if (rank0())
         app_flush_out(&out_failed);

@@ -12,35 +12,12 @@
 #include "tide.h"
 #include "tide_app.h"
 
-static const char *usage =
-    "usage: mpirun -np P tide fft <c2c|r2c> <auto|cpu|cuda> <float|double> NX NY NZ [options]\n"
-    "\n"
-    "Plans a distributed 3D FFT of an NX x NY x NZ grid, checks it against a serial FFTW\n"
-    "transform of the gathered array (or the round trip when the grid does not fit on one\n"
-    "rank, or with -roundtrip), then times RUNS forward+backward pairs. Time per run is one\n"
-    "transform: the median over runs of (forward + backward) / 2, the slowest rank counting.\n"
-    "\n"
-    "options:\n"
-    "  -slabs | -pencils      decomposition (default: automatic)\n"
-    "  -a2av | -p2p           exchange: MPI_Alltoallv or pipelined Isend/Irecv (default: auto;\n"
-    "                         for GPU data these go through pinned host buffers)\n"
-    "  -nccl | -cuda-mpi      GPU data: NCCL send/recv, or MPI on device pointers\n"
-    "  -device                arrays in GPU memory (backend cuda or auto with GPUs); otherwise\n"
-    "                         host arrays, which backend cuda streams through the GPU\n"
-    "  -budget GB             device memory the plan may use (default: free less 1 GiB)\n"
-    "  -transposed            output in the layout of the last local FFT (saves an exchange)\n"
-    "  -roundtrip             check by the round trip alone (the serial reference takes about a\n"
-    "                         minute at 1024^3)\n"
-    "  -ingrid A B C          input boxes from an A x B x C process grid (A*B*C = P)\n"
-    "  -outgrid A B C         output boxes from an A x B x C process grid\n"
-    "  -batch B               transform B fields per call (default 1)\n"
-    "  -inplace               in == out\n"
-    "  -measure               FFTW_MEASURE planning (default FFTW_ESTIMATE)\n"
-    "  -scale none|full|symmetric   scaling (default none)\n"
-    "  -n RUNS                timed runs (default 5)\n"
-    "  -seed S                input seed (default 2026)\n"
-    "  -json FILE             also write the results as JSON\n"
-    "\n" APP_USAGE_VALUES;
+static const char *about =
+    "Plans a distributed 3D FFT of an NX x NY x NZ grid (sizes 1 to 2^30, at most 2^62 points),\n"
+    "checks it against a serial FFTW transform of the gathered array (or the round trip when\n"
+    "the grid does not fit on one rank, or with -roundtrip), then times RUNS forward+backward\n"
+    "pairs. Time per run is one transform: the median over runs of (forward + backward) / 2,\n"
+    "the slowest rank counting.\n";
 
 typedef struct {
     app_args c; /* backend, precision, grid and the options every subcommand takes */
@@ -48,44 +25,38 @@ typedef struct {
     int has_ingrid, ingrid[3], has_outgrid, outgrid[3];
 } args;
 
-/* Fills a; on error prints why (rank 0) and returns 2. Every rank parses the same argv. */
+/* Fills a from the option table; 0, 1 after --help, else APP_USAGE with why printed. Every
+ * rank parses the same argv. */
 static int parse(int argc, char **argv, args *a)
 {
-    static const char *types[] = {"c2c", "r2c"}, *scales[] = {"none", "full", "symmetric"};
+    static const char *const types[] = {"c2c", "r2c"}, *const scales[] = {"none", "full",
+                                                                          "symmetric"};
     memset(a, 0, sizeof *a);
     app_args_init(&a->c);
-    a->type = argc > 0 ? app_pick(argv[0], types, 2) : 0;
-    int rc = app_parse_head(argc, argv, "fft", usage, 1, 1, a->type < 0, &a->c);
-    if (rc)
-        return rc;
-    for (int i = 6; i < argc; i++) {
-        const char *o = argv[i];
-        char err[256] = "";
-        int bad = 0, common = app_parse_option(argc, argv, &i, &a->c, err, sizeof err);
-        if (common)
-            bad = common < 0;
-        else if (!strcmp(o, "-transposed"))
-            a->transposed = 1;
-        else if (!strcmp(o, "-roundtrip"))
-            a->roundtrip = 1;
-        else if (!strcmp(o, "-ingrid") || !strcmp(o, "-outgrid")) {
-            int in = o[1] == 'i', *g = in ? a->ingrid : a->outgrid;
-            bad = app_ints_opt(argc, argv, &i, 3, 1, INT_MAX, g, err, sizeof err) ||
-                  app_grid_ranks(o, ' ', g, 3, err, sizeof err);
-            *(in ? &a->has_ingrid : &a->has_outgrid) = 1;
-        } else if (!strcmp(o, "-scale")) {
-            bad = app_name_opt(o, i + 1 < argc ? argv[++i] : NULL, scales, 3, &a->scaling, err,
-                               sizeof err);
-        } else {
-            tide_warn("tide fft: unknown option '%s'\n\n%s", o, usage);
-            return 2;
-        }
-        if (bad) {
-            tide_warn("tide fft: %s\n\n%s", err, usage);
-            return 2;
-        }
-    }
-    return 0;
+    app_args *c = &a->c;
+    app_opt opts[] = {
+        {.meta = "type", .kind = APP_NAME, .dest = &a->type, .count = 2, .names = types},
+        APP_POS_BACKEND(c), APP_POS_PRECISION(c), APP_POS_GRID(c),
+        APP_OPT_DECOMP(c), APP_OPT_EXCHANGE(c), APP_OPT_DEVICE(c), APP_OPT_BUDGET(c),
+        {"-transposed", .kind = APP_FLAG, .dest = &a->transposed, .count = 1,
+         .help = "output in the layout of the last local FFT (saves an exchange)"},
+        {"-roundtrip", .kind = APP_FLAG, .dest = &a->roundtrip, .count = 1,
+         .help = "check by the round trip alone (the serial reference takes about a minute at "
+                 "1024^3)"},
+        {"-ingrid", "AxBxC", APP_GRID, a->ingrid, .count = 3, .given = &a->has_ingrid,
+         .help = "input boxes from an A x B x C process grid, A B C = P (default: the plan's "
+                 "slabs or pencils)"},
+        {"-outgrid", "AxBxC", APP_GRID, a->outgrid, .count = 3, .given = &a->has_outgrid,
+         .help = "output boxes from an A x B x C process grid"},
+        APP_OPT_BATCH(c), APP_OPT_INPLACE(c), APP_OPT_MEASURE(c),
+        {"-scale", NULL, APP_NAME, &a->scaling, .count = 3, .names = scales,
+         .help = "scaling: none, 1/N on the backward transform, 1/sqrt(N) on both (default "
+                 "none)"},
+        APP_OPT_RUNS(c), APP_OPT_SEED(c), APP_OPT_PROGRESS(c), APP_OPT_JSON(c),
+    };
+    app_cmd cmd = {"tide fft", about, NULL, opts, sizeof opts / sizeof opts[0]};
+    int rc = app_parse(&cmd, argc, argv);
+    return rc ? rc : app_check_points(&cmd, c, "NX NY NZ");
 }
 
 #define CHECK(call) APP_CHECK("tide fft", call)
@@ -168,6 +139,17 @@ int tide_cmd_fft(int argc, char **argv)
      * With -device the transforms run on device copies (x*), copied back for the checks. */
     size_t in_b = info.in_bytes, out_b = c->inplace ? info.inplace_bytes : info.out_bytes;
     size_t back_b = c->inplace ? info.inplace_bytes : in_b;
+    double need = app_max((double)(in_b + out_b + back_b));
+    tide_say("Tide %s: fft %s %s %dx%dx%d, %d ranks x %d threads, backend %s, batch %d%s; "
+             "arrays %.4g GB of host memory per rank\n", tide_version(),
+             a.type == TIDE_R2C ? "r2c" : "c2c", c->prec == TIDE_DOUBLE ? "double" : "float",
+             c->n[0], c->n[1], c->n[2], P, threads,
+             info.backend == TIDE_BACKEND_CUDA ? "cuda" : "cpu", c->batch,
+             c->inplace ? ", in place" : "", need / 1e9);
+    if (app_memory_check("tide fft", need)) {
+        rc = 1;
+        goto done;
+    }
     int ok = !tide_host_alloc(ctx, in_b, &in) && !tide_host_alloc(ctx, out_b, &out) &&
              !tide_host_alloc(ctx, back_b, &back);
     if (ok && c->device)
@@ -187,11 +169,6 @@ int tide_cmd_fft(int argc, char **argv)
     int cplx_in = a.type == TIDE_C2C;
     tide_ref_fill(in, &ib, c->batch, cplx_in, c->prec, c->n, c->seed);
 
-    tide_say("Tide %s: fft %s %s %dx%dx%d, %d ranks x %d threads, backend %s, batch %d%s\n",
-             tide_version(), a.type == TIDE_R2C ? "r2c" : "c2c",
-             c->prec == TIDE_DOUBLE ? "double" : "float", c->n[0], c->n[1], c->n[2], P, threads,
-             info.backend == TIDE_BACKEND_CUDA ? "cuda" : "cpu", c->batch,
-             c->inplace ? ", in place" : "");
     int staged = info.backend == TIDE_BACKEND_CUDA && info.exchange != TIDE_EXCHANGE_NCCL &&
                  info.exchange != TIDE_EXCHANGE_CUDA_MPI && info.exchanges > 0;
     tide_say("Plan: %s (%s, exchange %s%s, %d exchanges, %d local FFT passes)\n", desc,
@@ -250,7 +227,8 @@ int tide_cmd_fft(int argc, char **argv)
     CHECK(tide_fft_backward(plan, xout, bout));
     /* In place, keep the data bounded: restart from the input each run. */
     run_arg ra = {ctx, plan, fin, in, xout, bout, in_b};
-    CHECK(app_time_runs(c->runs, c->inplace ? restart : NULL, pair, &ra, 2, times));
+    CHECK(app_time_runs("tide fft", c->progress, c->runs, c->inplace ? restart : NULL, pair, &ra,
+                        2, times));
     app_stats ts;
     app_stats_of(times, c->runs, &ts);
     double memmax = app_max((double)(info.host_bytes + in_b + out_b + (c->inplace ? 0 : in_b)));
@@ -335,21 +313,17 @@ int tide_cmd_fft(int argc, char **argv)
                  "them); exchange bound / time %.3f\n", xbound, xbound / ts.median);
 
     if (c->json && rank == 0) {
-        FILE *f = app_json_open("tide fft", c->json);
-        if (!f) {
-            rc = 1;
-        } else {
-            app_json_head(f, "fft", c, P, threads, info.backend, desc, info.exchanges);
-            fprintf(f, "\"type\": \"%s\", \"transposed\": %s,\n",
-                    a.type == TIDE_R2C ? "r2c" : "c2c", a.transposed ? "true" : "false");
-            app_json_timing(f, tplan_max, &ts, info.flops, memmax);
-            app_json_figures(f, o.location, info.exchange, &cost, gpu ? &rt_ : NULL, xrate,
-                             bound, ts.median);
-            fprintf(f, " \"max_error\": %.6g, \"reference\": \"%s\", \"rel_l2\": %.6g, "
-                    "\"verified\": %s}\n", max_error, reference ? "serial-fftw" : "round-trip",
-                    checked_l2, passed ? "true" : "false");
-            rc = app_json_close("tide fft", f, c->json);
-        }
+        cJSON *j = app_json_head("fft", c, P, threads, info.backend, desc, info.exchanges);
+        cJSON_AddStringToObject(j, "type", a.type == TIDE_R2C ? "r2c" : "c2c");
+        cJSON_AddBoolToObject(j, "transposed", a.transposed);
+        app_json_timing(j, tplan_max, &ts, info.flops, memmax);
+        app_json_figures(j, o.location, info.exchange, &cost, gpu ? &rt_ : NULL, xrate, bound,
+                         ts.median);
+        app_json_real(j, "max_error", max_error);
+        cJSON_AddStringToObject(j, "reference", reference ? "serial-fftw" : "round-trip");
+        app_json_real(j, "rel_l2", checked_l2);
+        cJSON_AddBoolToObject(j, "verified", passed);
+        rc = app_json_write("tide fft", j, c->json);
     }
     if (!passed)
         rc = 1;

@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "app_common.h"
 #include "reference.h"
 #include "tide.h"
@@ -38,9 +37,7 @@
 /* The most GPUs -gpus asks one rank to drive: far above any node's. */
 #define GPUS_MAX 1024
 
-static const char *usage =
-    "usage: mpirun -np P tide gemm <auto|cpu|cuda> <float|double> M [N K] [options]\n"
-    "\n"
+static const char *about =
     "Plans C = alpha op(A) op(B) + beta C with op(A) M x K, op(B) K x N and C M x N (one\n"
     "size: M = N = K) of real or, with -complex, complex elements of the precision, fills A,\n"
     "B and C with deterministic random values in [-1, 1) (each part of a complex entry: a\n"
@@ -76,44 +73,12 @@ static const char *usage =
     "in-card cuBLAS rate is measured in the same run: a device-resident plan on device copies\n"
     "of the matrices (when the three fit the device budget), timed and checked the same way,\n"
     "and the out-of-card rate is given as a fraction of it (with -device the run itself is in\n"
-    "card).\n"
-    "\n"
-    "options:\n"
-    "  -complex               complex elements, (real, imaginary) pairs of the precision\n"
-    "                         (CGEMM, ZGEMM); multiplied by tide_gemm_execute_complex\n"
-    "  -ta N|T|C              op(A) = A (N, the default), its transpose (T) or its conjugate\n"
-    "                         transpose (C; on real matrices the transpose)\n"
-    "  -tb N|T|C              op(B) likewise\n"
-    "  -order col|row         storage of all three matrices: column major (the default, the\n"
-    "                         BLAS's) or row major (C's)\n"
-    "  -alpha A[,I]           the scalars (default 1 and 0); with -complex ,I gives an\n"
-    "  -beta B[,I]            imaginary part (e.g. -alpha 0.5,-2)\n"
-    "  -grid R C              the process grid, R x C = P (default: the library's choice, the\n"
-    "                         most square grid with R <= C)\n"
-    "  -tile T                rows and columns of the C tiles kept on the device, 0 to 2^30\n"
-    "                         (cuda on host matrices; default 0: the plan's choice)\n"
-    "  -panel P               columns of op(A) per streamed panel, and on several ranks the\n"
-    "                         most per broadcast, 0 to 2^30 (default 0: the plan's)\n"
-    "  -gpus G                GPUs the rank drives, 0 to 1024, C's columns shared among them\n"
-    "                         (cuda on host matrices; default 0: the node's GPUs dealt among\n"
-    "                         its ranks)\n"
-    "  -share-a S             on several GPUs, A uploaded once and copied between them: auto\n"
-    "                         (default: where the plan's model predicts it faster), on, off\n"
-    "  -pageable              host matrices from malloc (pageable) instead of tide_host_alloc\n"
-    "                         (pinned), which the plan stages through pinned buffers\n"
-    "  -device                the matrices in device memory (backend cuda or auto with a GPU)\n"
-    "  -budget GB             device memory the plans may use (default: free less 1 GiB)\n"
-    "  -runs R | -n R         timed multiplies (default 5), after one warm-up\n"
-    "  -seed S                the matrices' seed (default 2026)\n"
-    "  -no-check              skip the check\n"
-    "  -json FILE             also write the results as JSON\n"
-    "\n"
-    "With -device on P > 1 ranks each rank's blocks are in device memory: SUMMA with\n"
-    "cuBLAS updates, the panels over NCCL where every rank has a GPU of its own, else\n"
-    "broadcast through pinned host memory.\n"
-    "\n" APP_USAGE_VALUES "\n"
-    "Exit status: 0 verified (or -no-check), 1 a failure or a failed check, 2 bad arguments\n"
-    "(also when the library refuses an argument).\n";
+    "card).\n";
+
+static const char *after =
+    "With -device on P > 1 ranks each rank's blocks are in device memory: SUMMA with cuBLAS\n"
+    "updates, the panels over NCCL where every rank has a GPU of its own, else broadcast\n"
+    "through pinned host memory.\n";
 
 typedef struct {
     app_args c;             /* backend, precision, sizes (n[] = M N K), the common options */
@@ -122,162 +87,121 @@ typedef struct {
     double alpha[2], beta[2]; /* {real, imaginary} */
     int cplx;               /* -complex */
     int tile, panel, pageable, check, gpus, share_a;
-    int grid[2];            /* -grid R C; {0, 0}: the library's choice */
+    int grid[2];            /* -grid RxC; {0, 0}: the library's choice */
+    int has_n, has_k;       /* N and K given (else M) */
 } args;
 
 /* ---- arguments ------------------------------------------------------------------------------- */
 
-static int is_number(const char *s)
+/* -ta/-tb's value: N, T or C (either case) into dest (a tide_transpose): 0, else -1 with why
+ * in err. */
+static int parse_trans(const char *name, char **v, void *dest, char *err, size_t len)
 {
-    char *end;
-    strtol(s, &end, 10);
-    return *s && !*end;
-}
-
-/* argv with a lone size after the backend and precision written three times (M: M M M), so
- * app_parse_head reads it; NULL when out of memory. *argc2 gets the new count. */
-static char **expand_size(int argc, char **argv, int *argc2)
-{
-    int lone = argc >= 3 && is_number(argv[2]) && (argc == 3 || !is_number(argv[3]));
-    char **v = malloc(sizeof(char *) * ((size_t)argc + 3));
-    if (!v)
-        return NULL;
-    int j = 0;
-    for (int i = 0; i < argc; i++) {
-        v[j++] = argv[i];
-        if (lone && i == 2)
-            v[j++] = argv[2], v[j++] = argv[2];
-    }
-    v[j] = NULL;
-    *argc2 = j;
-    return v;
-}
-
-/* -ta/-tb's value: N, T or C (either case) into *t: 0, else -1. */
-static int parse_trans(const char *s, tide_transpose *t)
-{
-    const char *at = strlen(s) == 1 && s[0] ? strchr("NTCntc", s[0]) : NULL;
+    const char *s = v[0];
+    const char *at = strlen(s) == 1 ? strchr("NTCntc", s[0]) : NULL;
     if (!at)
-        return -1;
-    *t = (tide_transpose)((at - "NTCntc") % 3);
+        return snprintf(err, len, "%s %s: expected N (op = the matrix), T (its transpose) or C "
+                        "(its conjugate transpose)", name, app_shown(s)), -1;
+    *(tide_transpose *)dest = (tide_transpose)((at - "NTCntc") % 3);
     return 0;
 }
 
-/* -alpha/-beta's value s (NULL: missing): A or A,I, finite, into v (the imaginary part 0
- * without ,I): 0, else -1 with why in err. */
-static int parse_scalar(const char *o, const char *s, double v[2], char *err, size_t len)
+/* -alpha/-beta's value: A or A,I, finite, into dest (double[2], the imaginary part 0 without
+ * ,I): 0, else -1 with why in err. */
+static int parse_scalar(const char *name, char **v, void *dest, char *err, size_t len)
 {
+    const char *s = v[0];
     char buf[128], *comma = NULL;
-    int bad = !s || strlen(s) >= sizeof buf;
+    double x[2] = {0, 0};
+    int bad = strlen(s) >= sizeof buf;
     if (!bad) {
         strcpy(buf, s);
         if ((comma = strchr(buf, ',')))
             *comma = 0; /* buf the real part, comma + 1 the imaginary one */
-        v[1] = 0;
-        bad = app_to_real(buf, -HUGE_VAL, HUGE_VAL, &v[0]) ||
-              (comma && app_to_real(comma + 1, -HUGE_VAL, HUGE_VAL, &v[1]));
+        bad = app_to_real(buf, -HUGE_VAL, HUGE_VAL, &x[0]) ||
+              (comma && app_to_real(comma + 1, -HUGE_VAL, HUGE_VAL, &x[1]));
     }
     if (bad)
-        snprintf(err, len, "%s %s: expected a finite number A, or A,I (real and imaginary "
-                 "parts)", o, s ? app_shown(s) : "needs a value");
-    return bad ? -1 : 0;
-}
-
-/* The option at argv[*i] when it is one of gemm's own: 1 taken (*i moved to its last value),
- * 0 not one of them, -1 taken but bad (why in err). */
-static int parse_own(int argc, char **argv, int *i, args *a, char *err, size_t len)
-{
-    static const char *const orders[] = {"col", "row"}, *const modes[] = {"off", "auto", "on"};
-    const char *o = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-    int bad = 0, k = 0;
-    if (!strcmp(o, "-complex") || !strcmp(o, "-pageable") || !strcmp(o, "-no-check")) {
-        if (o[1] == 'c')
-            a->cplx = 1;
-        else if (o[1] == 'p')
-            a->pageable = 1;
-        else
-            a->check = 0;
-        return 1;
-    }
-    if (!strcmp(o, "-grid"))
-        return app_ints_opt(argc, argv, i, 2, 1, INT_MAX, a->grid, err, len) ||
-               app_grid_ranks(o, ' ', a->grid, 2, err, len) ? -1 : 1;
-    if (!strcmp(o, "-runs")) {
-        bad = app_int_opt(o, v, 1, APP_RUNS_MAX, &a->c.runs, err, len);
-    } else if (!strcmp(o, "-ta") || !strcmp(o, "-tb")) {
-        bad = parse_trans(v ? v : "", o[2] == 'a' ? &a->ta : &a->tb);
-        if (bad)
-            snprintf(err, len, "%s %s: give N (op = the matrix), T (op = its transpose) or C "
-                     "(its conjugate transpose)", o, v ? app_shown(v) : "''");
-    } else if (!strcmp(o, "-order")) {
-        bad = app_name_opt(o, v, orders, 2, &k, err, len);
-        a->order = k == 1 ? TIDE_ROW_MAJOR : TIDE_COL_MAJOR;
-    } else if (!strcmp(o, "-alpha") || !strcmp(o, "-beta")) {
-        bad = parse_scalar(o, v, o[1] == 'a' ? a->alpha : a->beta, err, len);
-    } else if (!strcmp(o, "-tile") || !strcmp(o, "-panel")) {
-        bad = app_int_opt(o, v, 0, APP_SIZE_MAX, o[1] == 't' ? &a->tile : &a->panel, err, len);
-    } else if (!strcmp(o, "-gpus")) {
-        bad = app_int_opt(o, v, 0, GPUS_MAX, &a->gpus, err, len);
-    } else if (!strcmp(o, "-share-a")) {
-        bad = app_name_opt(o, v, modes, 3, &k, err, len);
-        a->share_a = k - 1;
-    } else {
-        return 0;
-    }
-    *i += v != NULL;
-    return bad ? -1 : 1;
-}
-
-/* The options after the positional arguments: 0, else why on rank 0 and 2. */
-static int parse_options(int argc, char **argv, args *a)
-{
-    static const char *common[] = {"-device", "-budget", "-n", "-seed", "-json"};
-    for (int i = 5; i < argc; i++) {
-        char err[256] = "";
-        int took = app_pick(argv[i], common, 5) >= 0
-                       ? app_parse_option(argc, argv, &i, &a->c, err, sizeof err)
-                       : parse_own(argc, argv, &i, a, err, sizeof err);
-        if (!took) {
-            tide_warn("tide gemm: unknown option '%s'\n\n%s", argv[i], usage);
-            return 2;
-        }
-        if (took < 0) {
-            tide_warn("tide gemm: %s\n\n%s", err, usage);
-            return 2;
-        }
-    }
+        return snprintf(err, len, "%s %s: expected a finite number A, or A,I (real and "
+                        "imaginary parts)", name, app_shown(s)), -1;
+    memcpy(dest, x, sizeof x);
     return 0;
 }
 
-/* Fills a; on error prints why (rank 0) and returns 2 (1 after --help). Every rank parses the
- * same argv, so every rank stops alike. */
+/* Fills a from the option table; 0, 1 after --help, else APP_USAGE with why printed. Every
+ * rank parses the same argv, so every rank stops alike. */
 static int parse(int argc, char **argv, args *a)
 {
+    static const char *const orders[] = {"col", "row"}, *const modes[] = {"auto", "on", "off"};
+    static const int order_values[] = {TIDE_COL_MAJOR, TIDE_ROW_MAJOR}, mode_values[] = {0, 1, -1};
     memset(a, 0, sizeof *a);
     app_args_init(&a->c);
+    app_args *c = &a->c;
     a->alpha[0] = 1;
     a->check = 1;
-    int n;
-    char **v = expand_size(argc, argv, &n);
-    if (!v) {
-        tide_warn("tide gemm: out of memory\n");
-        return 2;
-    }
-    int rc = app_parse_head(n, v, "gemm", usage, 1, 0, 0, &a->c);
-    if (!rc)
-        rc = parse_options(n, v, a);
-    if (!rc && !a->cplx && (a->alpha[1] != 0 || a->beta[1] != 0)) {
-        tide_warn("tide gemm: an imaginary part of -alpha or -beta needs -complex (complex "
-                  "matrices)\n");
-        rc = 2;
-    }
-    if (!rc && a->pageable && a->c.device) {
-        tide_warn("tide gemm: -pageable is about host matrices, -device puts them in device "
-                  "memory: give one of them\n");
-        rc = 2;
-    }
-    free(v);
-    return rc;
+    app_opt opts[] = {
+        APP_POS_BACKEND(c), APP_POS_PRECISION(c), APP_POS_SIZE("M", &c->n[0]),
+        {.meta = "N", .kind = APP_INT, .dest = &c->n[1], .lo = 1, .hi = APP_SIZE_MAX,
+         .optional = 1, .given = &a->has_n},
+        {.meta = "K", .kind = APP_INT, .dest = &c->n[2], .lo = 1, .hi = APP_SIZE_MAX,
+         .optional = 1, .given = &a->has_k},
+        {"-complex", .kind = APP_FLAG, .dest = &a->cplx, .count = 1,
+         .help = "complex elements, (real, imaginary) pairs of the precision (CGEMM, ZGEMM); "
+                 "multiplied by tide_gemm_execute_complex"},
+        {"-ta", "N|T|C", APP_CUSTOM, &a->ta, .parse = parse_trans,
+         .help = "op(A) = A (N, the default), its transpose (T) or its conjugate transpose (C; "
+                 "on real matrices the transpose)"},
+        {"-tb", "N|T|C", APP_CUSTOM, &a->tb, .parse = parse_trans, .help = "op(B) likewise"},
+        {"-order", NULL, APP_NAME, &a->order, .count = 2, .names = orders,
+         .values = order_values,
+         .help = "storage of all three matrices: column major (the default, the BLAS's) or row "
+                 "major (C's)"},
+        {"-alpha", "A[,I]", APP_CUSTOM, a->alpha, .parse = parse_scalar},
+        {"-beta", "B[,I]", APP_CUSTOM, a->beta, .parse = parse_scalar,
+         .help = "the scalars (default 1 and 0), finite; with -complex ,I gives an imaginary "
+                 "part (e.g. -alpha 0.5,-2)"},
+        {"-grid", "RxC", APP_GRID, a->grid, .count = 2,
+         .help = "the process grid, R C = P (default: the library's choice, the most square "
+                 "grid with R <= C)"},
+        {"-tile", "T", APP_INT, &a->tile, 0, APP_SIZE_MAX,
+         .help = "rows and columns of the C tiles kept on the device, 0 to 2^30 (cuda on host "
+                 "matrices; default 0: the plan's choice)"},
+        {"-panel", "P", APP_INT, &a->panel, 0, APP_SIZE_MAX,
+         .help = "columns of op(A) per streamed panel, and on several ranks the most per "
+                 "broadcast, 0 to 2^30 (default 0: the plan's)"},
+        {"-gpus", "G", APP_INT, &a->gpus, 0, GPUS_MAX,
+         .help = "GPUs the rank drives, 0 to 1024, C's columns shared among them (cuda on host "
+                 "matrices; default 0: the node's GPUs dealt among its ranks)"},
+        {"-share-a", NULL, APP_NAME, &a->share_a, .count = 3, .names = modes,
+         .values = mode_values,
+         .help = "on several GPUs, A uploaded once and copied between them: auto (default: "
+                 "where the plan's model predicts it faster), on, off"},
+        {"-pageable", .kind = APP_FLAG, .dest = &a->pageable, .count = 1,
+         .help = "host matrices from malloc (pageable) instead of tide_host_alloc (pinned), "
+                 "which the plan stages through pinned buffers"},
+        APP_OPT_DEVICE(c), APP_OPT_BUDGET(c), APP_OPT_RUNS(c), APP_OPT_SEED(c),
+        {"-no-check", .kind = APP_FLAG, .dest = &a->check, .count = 0,
+         .help = "skip the check"},
+        APP_OPT_PROGRESS(c), APP_OPT_JSON(c),
+    };
+    app_cmd cmd = {"tide gemm", about, after, opts, sizeof opts / sizeof opts[0]};
+    int rc = app_parse(&cmd, argc, argv);
+    if (rc)
+        return rc;
+    if (a->has_n && !a->has_k)
+        return app_usage_error(cmd.name, "M N %d %d without K: expected M alone (M = N = K) or "
+                               "M N K", c->n[0], c->n[1]);
+    if (!a->has_n)
+        c->n[1] = c->n[2] = c->n[0];
+    if ((rc = app_check_points(&cmd, c, "M N K")))
+        return rc;
+    if (!a->cplx && (a->alpha[1] != 0 || a->beta[1] != 0))
+        return app_usage_error(cmd.name, "an imaginary part of -alpha or -beta needs -complex "
+                               "(complex matrices)");
+    if (a->pageable && c->device)
+        return app_usage_error(cmd.name, "-pageable is about host matrices, -device puts them "
+                               "in device memory: give one of them");
+    return 0;
 }
 
 /* A rank's own trouble (tide_warn speaks for rank 0 only), with its rank on several. */
@@ -457,11 +381,15 @@ static int matrices_make(tide_context *ctx, const args *a, int dev, int threads,
         return 1;
     }
     void *dst[3] = {mx->host[0], mx->host[1], mx->c0};
+    app_progress p;
+    app_progress_begin(&p, "tide gemm", "filling A, B and C", 3, a->c.progress);
     for (int x = 0; x < 3; x++) {
         indices rows = {mx->hi[x][0] - mx->lo[x][0], mx->lo[x][0], NULL};
         indices cols = {mx->hi[x][1] - mx->lo[x][1], mx->lo[x][1], NULL};
         fill(dst[x], a, x, rows, cols, mx->ld[x], threads);
+        app_progress_step(&p, x + 1);
     }
+    app_progress_end(&p);
     for (int i = 0; dev && i < 2; i++)
         if (tide_copy(ctx, mx->dev[i], mx->host[i], mx->bytes[i]))
             return 1;
@@ -524,18 +452,10 @@ static int time_plan(tide_context *ctx, tide_gemm_plan *plan, const args *a,
                  x[0], x[1],    mx->c0,   x[2],    mx->bytes[2]};
     int st;
     if ((st = restore(&r)) || (st = multiply(&r)) ||
-        (st = app_time_runs(a->c.runs, restore, multiply, &r, 1, times)))
+        (st = app_time_runs("tide gemm", a->c.progress, a->c.runs, restore, multiply, &r, 1,
+                            times)))
         return st;
     return dev ? tide_copy(ctx, mx->host[2], mx->dev[2], mx->bytes[2]) : 0;
-}
-
-/* Rank 0's terminal: what a long step is doing ("" clears the line). */
-static void progress(const char *what)
-{
-    int rank;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (rank == 0 && isatty(STDERR_FILENO))
-        fprintf(stderr, "\r%-40s\r%s", "", what);
 }
 
 /* ---- the check ------------------------------------------------------------------------------- */
@@ -657,7 +577,9 @@ static int check(const args *a, const matrices *mx, const void *c, int threads,
     double worst = 0;
     long long entries;
     int st;
-    progress("checking C against the oracle ...");
+    app_progress p;
+    app_progress_begin(&p, "tide gemm", "checking C against the oracle", full ? 1 : 2,
+                       a->c.progress);
     r->kind = full ? "full" : "sampled";
     r->nrows = r->ncols = 0;
     if (full) {
@@ -670,11 +592,12 @@ static int check(const args *a, const matrices *mx, const void *c, int threads,
         indices mr = {lines_in(r->rows, r->nrows, mx->lo[2][0], mx->hi[2][0], rows), 0, rows};
         indices mc = {lines_in(r->cols, r->ncols, mx->lo[2][1], mx->hi[2][1], cols), 0, cols};
         st = check_part(a, mx, c, mr, bcols, threads, &worst);
+        app_progress_step(&p, 1);
         if (!st)
             st = check_part(a, mx, c, brows, mc, threads, &worst);
         entries = mr.n * bcols.n + mc.n * brows.n - mr.n * mc.n;
     }
-    progress("");
+    app_progress_end(&p);
     /* the largest error over the ranks, a failed oracle (NaN) on any winning */
     r->max_error = app_max(worst);
     MPI_Allreduce(&entries, &r->entries, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -950,45 +873,59 @@ static int write_json(const args *a, const matrices *mx, const tide_gemm_info *i
                       double mem, const check_result *cr, const bound_terms *b,
                       const incard *in)
 {
-    FILE *f = app_json_open("tide gemm", a->c.json);
-    if (!f)
-        return 1;
-    app_json_head(f, "gemm", &a->c, mx->ranks, threads, info->backend, desc, 0);
-    fprintf(f, "\"m\": %d, \"n\": %d, \"k\": %d, \"domain\": \"%s\", \"transa\": \"%s\", "
-            "\"transb\": \"%s\", \"order\": \"%s\", \"alpha\": %.17g, \"alpha_im\": %.17g, "
-            "\"beta\": %.17g, \"beta_im\": %.17g, \"location\": \"%s\",\n", a->c.n[0], a->c.n[1],
-            a->c.n[2], a->cplx ? "complex" : "real", trans_name(a->ta), trans_name(a->tb),
-            a->order == TIDE_COL_MAJOR ? "col" : "row", a->alpha[0], a->alpha[1], a->beta[0],
-            a->beta[1], where(a, info->backend));
-    fprintf(f, " \"gpus\": %d, \"shared_a\": %s, \"tiles\": %d, \"tile_m\": %lld, "
-            "\"tile_n\": %lld, \"panels\": %d, \"panel\": %lld, \"slots\": %d, \"grid\": [%d, "
-            "%d],", info->gpus, info->shared_a ? "true" : "false", info->tiles, info->tile_m,
-            info->tile_n, info->panels, info->panel, info->slots, mx->grid[0], mx->grid[1]);
-    app_json_timing(f, plan_s, ts, info->flops, mem);
-    fprintf(f, " \"tflops\": %.6g, \"bytes_up\": %.17g, \"bytes_down\": %.17g, "
-            "\"rate_up_gbps\": %.6g, \"rate_down_gbps\": %.6g, \"rate_both_gbps\": %.6g, "
-            "\"rate_gemm_gflops\": %.6g,\n", info->flops / ts->median * 1e-12, info->bytes_up,
-            info->bytes_down, info->rate_up, info->rate_down, info->rate_both, info->rate_gemm);
-    fprintf(f, " ");
-    app_json_real(f, "bound_seconds", b->what ? b->seconds : NAN, ", ");
-    fprintf(f, "\"bound_term\": %s%s%s, ", b->what ? "\"" : "", b->what ? b->what : "null",
-            b->what ? "\"" : "");
-    app_json_real(f, "bound_ratio", b->what ? b->seconds / ts->median : NAN, ", ");
+    cJSON *j = app_json_head("gemm", &a->c, mx->ranks, threads, info->backend, desc, 0);
+    cJSON_AddNumberToObject(j, "m", a->c.n[0]);
+    cJSON_AddNumberToObject(j, "n", a->c.n[1]);
+    cJSON_AddNumberToObject(j, "k", a->c.n[2]);
+    cJSON_AddStringToObject(j, "domain", a->cplx ? "complex" : "real");
+    cJSON_AddStringToObject(j, "transa", trans_name(a->ta));
+    cJSON_AddStringToObject(j, "transb", trans_name(a->tb));
+    cJSON_AddStringToObject(j, "order", a->order == TIDE_COL_MAJOR ? "col" : "row");
+    cJSON_AddNumberToObject(j, "alpha", a->alpha[0]);
+    cJSON_AddNumberToObject(j, "alpha_im", a->alpha[1]);
+    cJSON_AddNumberToObject(j, "beta", a->beta[0]);
+    cJSON_AddNumberToObject(j, "beta_im", a->beta[1]);
+    cJSON_AddStringToObject(j, "location", where(a, info->backend));
+    cJSON_AddNumberToObject(j, "gpus", info->gpus);
+    cJSON_AddBoolToObject(j, "shared_a", info->shared_a);
+    cJSON_AddNumberToObject(j, "tiles", info->tiles);
+    cJSON_AddNumberToObject(j, "tile_m", (double)info->tile_m);
+    cJSON_AddNumberToObject(j, "tile_n", (double)info->tile_n);
+    cJSON_AddNumberToObject(j, "panels", info->panels);
+    cJSON_AddNumberToObject(j, "panel", (double)info->panel);
+    cJSON_AddNumberToObject(j, "slots", info->slots);
+    cJSON_AddItemToObject(j, "grid", cJSON_CreateIntArray(mx->grid, 2));
+    app_json_timing(j, plan_s, ts, info->flops, mem);
+    app_json_real(j, "tflops", info->flops / ts->median * 1e-12);
+    app_json_real(j, "bytes_up", info->bytes_up);
+    app_json_real(j, "bytes_down", info->bytes_down);
+    app_json_real(j, "rate_up_gbps", info->rate_up);
+    app_json_real(j, "rate_down_gbps", info->rate_down);
+    app_json_real(j, "rate_both_gbps", info->rate_both);
+    app_json_real(j, "rate_gemm_gflops", info->rate_gemm);
+    app_json_real(j, "bound_seconds", b->what ? b->seconds : NAN);
+    if (b->what)
+        cJSON_AddStringToObject(j, "bound_term", b->what);
+    else
+        cJSON_AddNullToObject(j, "bound_term");
+    app_json_real(j, "bound_ratio", b->what ? b->seconds / ts->median : NAN);
     /* the in-card figure on as many GPUs as the plan's */
     double in_t = a->c.device ? ts->median
                   : in->measured ? in->ts.median / (info->gpus > 1 ? info->gpus : 1) : NAN;
-    app_json_real(f, "incard_tflops", info->flops / in_t * 1e-12, ", ");
-    app_json_real(f, "incard_ratio", in->measured ? in_t / ts->median : NAN, ", ");
-    app_json_real(f, "incard_max_error", in->measured && a->check ? in->cr.max_error : NAN,
-                  ",\n");
-    fprintf(f, " \"host_bytes\": %zu, \"pinned_bytes\": %zu, \"device_bytes\": %zu, "
-            "\"check\": \"%s\", \"checked_entries\": %lld, ", info->host_bytes,
-            info->pinned_bytes, info->device_bytes, a->check ? cr->kind : "none",
-            a->check ? cr->entries : 0);
-    app_json_real(f, "max_error", a->check ? cr->max_error : NAN, ", ");
-    fprintf(f, "\"verified\": %s}\n", !a->check ? "null" : cr->max_error <= 1 ? "true"
-                                                                              : "false");
-    return app_json_close("tide gemm", f, a->c.json);
+    app_json_real(j, "incard_tflops", info->flops / in_t * 1e-12);
+    app_json_real(j, "incard_ratio", in->measured ? in_t / ts->median : NAN);
+    app_json_real(j, "incard_max_error", in->measured && a->check ? in->cr.max_error : NAN);
+    cJSON_AddNumberToObject(j, "host_bytes", (double)info->host_bytes);
+    cJSON_AddNumberToObject(j, "pinned_bytes", (double)info->pinned_bytes);
+    cJSON_AddNumberToObject(j, "device_bytes", (double)info->device_bytes);
+    cJSON_AddStringToObject(j, "check", a->check ? cr->kind : "none");
+    cJSON_AddNumberToObject(j, "checked_entries", a->check ? (double)cr->entries : 0);
+    app_json_real(j, "max_error", a->check ? cr->max_error : NAN);
+    if (a->check)
+        cJSON_AddBoolToObject(j, "verified", cr->max_error <= 1);
+    else
+        cJSON_AddNullToObject(j, "verified");
+    return app_json_write("tide gemm", j, a->c.json);
 }
 
 /* ---- the command ----------------------------------------------------------------------------- */
@@ -1018,7 +955,7 @@ static int plan_make(tide_context *ctx, const args *a, tide_gemm_plan **plan, do
     double t0 = MPI_Wtime();
     int st = tide_gemm_plan_create(ctx, a->c.n[0], a->c.n[1], a->c.n[2], &o, plan);
     if (st) { /* the same on every rank: an argument it refuses is a bad argument */
-        tide_warn("tide gemm: %s: %s\n", tide_strerror(st), tide_last_error(ctx));
+        app_say_failure("tide gemm", st, ctx);
         return st == TIDE_ERR_ARGUMENT ? 2 : 1;
     }
     *plan_s = app_max(MPI_Wtime() - t0);
@@ -1045,7 +982,7 @@ int tide_cmd_gemm(int argc, char **argv)
     if (a.c.device && cb != TIDE_BACKEND_CUDA) { /* the backend is the same on every rank */
         tide_warn("tide gemm: -device needs GPU memory, but this run's backend is cpu (%s)\n",
                   tide_context_gpu_status(ctx));
-        rc = 2;
+        rc = 1;
         goto done;
     }
     int nranks;
@@ -1057,13 +994,18 @@ int tide_cmd_gemm(int argc, char **argv)
     CHECK(tide_gemm_plan_info(plan, &info));
     CHECK(tide_gemm_plan_describe(plan, desc, sizeof desc));
     shapes(&a, info.grid, nranks, rank, &mx); /* the blocks of the plan's process grid */
-    progress("filling the matrices ...");
+    say_setup(&a, &mx, &info, desc, threads);
+    /* A, B, C and C's saved copy in host memory (also with -device), before any is made */
+    double need = app_max((double)mx.bytes[0] + (double)mx.bytes[1] + 2.0 * (double)mx.bytes[2]);
+    tide_say("Memory: %.4g GB of host memory per rank (A, B, C and a copy of C)\n", need / 1e9);
+    if (app_memory_check("tide gemm", need)) {
+        rc = 1;
+        goto done;
+    }
     rc = !(times = malloc(sizeof(double) * (size_t)a.c.runs)) ||
          matrices_make(ctx, &a, a.c.device, threads, &mx);
     if ((rc = agree(rc))) /* every rank stops if one cannot go on */
         goto done;
-    progress("");
-    say_setup(&a, &mx, &info, desc, threads);
 
     CHECK(time_plan(ctx, plan, &a, &mx, a.c.device, times));
     app_stats ts;
@@ -1103,7 +1045,6 @@ int tide_cmd_gemm(int argc, char **argv)
     if (!(cr.max_error <= 1) || (in.measured && !(in.cr.max_error <= 1)))
         rc = 1;
 done:
-    progress("");
     MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
     tide_gemm_plan_destroy(plan);
     matrices_free(ctx, &mx);

@@ -46,32 +46,28 @@ static int gpus_shared(int device)
 int tide_cmd_info(int argc, char **argv)
 {
     int measure = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            tide_say("usage: mpirun -np P tide info [--measure]\n\nPrints the MPI library (and "
-                     "whether it takes device pointers), FFTW, NCCL, and for each rank its host, "
-                     "CPU binding, NUMA nodes, threads, backend and GPU. --measure also measures "
-                     "each rank's transfer rates (all ranks at once, each repetition started "
-                     "together, as a job loads the links): host memcpy, host<->device each way "
-                     "and both at once, device copy, and with several ranks the all-to-all rates "
-                     "of MPI in host memory (MPI_Alltoall and point to point) and, between GPUs, "
-                     "of NCCL and CUDA-aware MPI.\n");
-            return 0;
-        }
-        if (!strcmp(argv[i], "--measure")) {
-            measure = 1;
-            continue;
-        }
-        tide_warn("tide info: unknown argument '%s' (see tide info --help)\n", argv[i]);
-        return 2;
-    }
+    app_opt opts[] = {
+        {"--measure", .kind = APP_FLAG, .dest = &measure, .count = 1,
+         .help = "also measure each rank's transfer rates (all ranks at once, each repetition "
+                 "started together, as a job loads the links): host memcpy, host<->device each "
+                 "way and both at once, device copy, and with several ranks the all-to-all "
+                 "rates of MPI in host memory (MPI_Alltoall and point to point) and, between "
+                 "GPUs, of NCCL and CUDA-aware MPI"},
+    };
+    app_cmd cmd = {"tide info",
+                   "Prints the MPI library (and whether it takes device pointers), FFTW, NCCL,\n"
+                   "and for each rank its host, CPU binding, NUMA nodes, threads, backend and\n"
+                   "GPU.\n", NULL, opts, 1};
+    int parsed = app_parse(&cmd, argc, argv);
+    if (parsed)
+        return parsed == 1 ? 0 : parsed;
     int rank, P;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &P);
     tide_context *ctx = NULL;
     int st = tide_context_create(MPI_COMM_WORLD, NULL, &ctx);
     if (st) {
-        tide_warn("tide info: %s: %s\n", tide_strerror(st), tide_last_error(NULL));
+        app_say_failure("tide info", st, NULL);
         return 1;
     }
     tide_device_info dev;

@@ -25,9 +25,7 @@
 
 #define PI 3.14159265358979323846
 
-static const char *usage =
-    "usage: mpirun -np P tide poisson <auto|cpu|cuda> <float|double> NX NY NZ [options]\n"
-    "\n"
+static const char *about =
     "Solves lap(u) - alpha u = f on an NX x NY x NZ grid for a manufactured solution u, the\n"
     "product of one mode per dimension, x measured from the low face, L = n h the length:\n"
     "  periodic, points x = i h:              sin(2 pi k x/L + p) (cos along y)\n"
@@ -50,47 +48,7 @@ static const char *usage =
     "estimate is 2 x sum_d t_d^2/12 (safety factor 2). -spectral drops the terms whose\n"
     "eigenvalues are then exact: the periodic dimensions and the bounded ones but the line\n"
     "(the stretched one, else the last bounded); -stretch takes the stretched dimension's t\n"
-    "at its widest cell, kappa times the largest width.\n"
-    "\n"
-    "options:\n"
-    "  -bc XYZ | -bc XxYyZz   boundaries, one letter per dimension, or per face (low, high):\n"
-    "                         p periodic (both faces), n Neumann, d Dirichlet (default ppp;\n"
-    "                         e.g. ppn: z bounded by Neumann faces, ppppnd: Neumann low,\n"
-    "                         Dirichlet high; the library says what it supports)\n"
-    "  -stretch S             S > 0: the bounded dimension's faces (the last, if several)\n"
-    "                         clustered at both ends, z_k = L (1 + tanh(S (2k/n - 1)) /\n"
-    "                         tanh(S)) / 2 (L = n h), cell centres midway (passed as\n"
-    "                         the solver's faces)\n"
-    "  -h HX HY HZ            grid spacings, each above 0 (default 1/NX 1/NY 1/NZ: the unit\n"
-    "                         box)\n"
-    "  -alpha A               Helmholtz shift, finite (default 0: Poisson; f's mean removed\n"
-    "                         when no face is Dirichlet)\n"
-    "  -spectral              exact eigenvalues of the continuous Laplacian along the periodic\n"
-    "                         dimensions and the bounded ones the library transforms (all\n"
-    "                         but one; default: the 7-point finite-difference operator's)\n"
-    "  -slabs | -pencils      decomposition of the transforms (default: automatic)\n"
-    "  -a2av | -p2p           exchange: MPI_Alltoallv or pipelined Isend/Irecv (default: auto)\n"
-    "  -nccl | -cuda-mpi      GPU data: NCCL send/recv, or MPI on device pointers\n"
-    "  -device                f and u in GPU memory (backend cuda or auto with GPUs)\n"
-    "  -budget GB             device memory the plan may use (default: free less 1 GiB;\n"
-    "                         host arrays of a solve that does not fit stream through the\n"
-    "                         GPU in chunks)\n"
-    "  -stream gpu|cpu-x      host arrays stream through the GPU in chunks whatever the\n"
-    "                         budget: three passes, every transform on the GPU; or (one\n"
-    "                         rank, x periodic) the CPU doing the x transforms around one\n"
-    "                         pass (default: streamed only beyond the budget, by the scheme\n"
-    "                         predicted faster)\n"
-    "  -grid A B C            boxes from an A x B x C process grid (A*B*C = P; default: the\n"
-    "                         solver's choice)\n"
-    "  -batch B               solve B right-hand sides per call (default 1)\n"
-    "  -inplace               f == u\n"
-    "  -measure               FFTW_MEASURE planning (default FFTW_ESTIMATE)\n"
-    "  -n RUNS                timed runs (default 5)\n"
-    "  -seed S                the phases' seed (default 2026)\n"
-    "  -json FILE             also write the results as JSON\n"
-    "\n" APP_USAGE_VALUES "\n"
-    "Exit status: 0 verified, 1 a failure or a failed check, 2 bad arguments (also when the\n"
-    "library refuses an argument, e.g. a negative alpha).\n";
+    "at its widest cell, kappa times the largest width.\n";
 
 typedef struct {
     app_args c;      /* backend, precision, grid and the options every subcommand takes */
@@ -100,20 +58,24 @@ typedef struct {
     double h[3], alpha, stretch;
 } args;
 
-/* Reads -bc's value into bc: XYZ (one letter for both faces) or XxYyZz (per face); a periodic
- * face needs a periodic partner. Returns nonzero when malformed. */
-static int parse_bc(const char *s, char bc[7])
+/* Reads -bc's value into bc (char[7]): XYZ (one letter for both faces) or XxYyZz (per face);
+ * a periodic face needs a periodic partner. 0, else -1 with why in err. */
+static int parse_bc(const char *name, char **v, void *dest, char *err, size_t len)
 {
-    size_t len = strlen(s);
-    if ((len != 3 && len != 6) || strspn(s, "pnd") != len)
-        return -1;
-    for (int d = 0; d < 3; d++) {
-        bc[2 * d] = len == 3 ? s[d] : s[2 * d];
-        bc[2 * d + 1] = len == 3 ? s[d] : s[2 * d + 1];
-        if ((bc[2 * d] == 'p') != (bc[2 * d + 1] == 'p'))
-            return -1;
+    const char *s = v[0];
+    size_t n = strlen(s);
+    char bc[7];
+    int bad = (n != 3 && n != 6) || strspn(s, "pnd") != n;
+    for (int d = 0; d < 3 && !bad; d++) {
+        bc[2 * d] = n == 3 ? s[d] : s[2 * d];
+        bc[2 * d + 1] = n == 3 ? s[d] : s[2 * d + 1];
+        bad = (bc[2 * d] == 'p') != (bc[2 * d + 1] == 'p');
     }
+    if (bad)
+        return snprintf(err, len, "%s %s: expected XYZ or XxYyZz, each letter p, n or d (a "
+                        "periodic face's partner periodic too)", name, app_shown(s)), -1;
     bc[6] = 0;
+    memcpy(dest, bc, sizeof bc);
     return 0;
 }
 
@@ -135,75 +97,69 @@ static void bc_label(const char bc[7], char out[7])
             out[2 * d] = bc[2 * d], out[2 * d + 1] = bc[2 * d + 1], out[2 * d + 2] = 0;
 }
 
-/* Fills a; on error prints why (rank 0) and returns 2 (1 after --help). Every rank parses
- * the same argv. */
+/* Fills a from the option table; 0, 1 after --help, else APP_USAGE with why printed. Every
+ * rank parses the same argv. */
 static int parse(int argc, char **argv, args *a)
 {
+    static const char *const streams[] = {"gpu", "cpu-x"};
+    static const int schemes[] = {TIDE_OOC_STREAM, TIDE_OOC_STREAM_CPU_X};
     memset(a, 0, sizeof *a);
     app_args_init(&a->c);
+    app_args *c = &a->c;
     strcpy(a->bc, "pppppp");
-    /* -h is the spacings, unless alone */
-    int rc = app_parse_head(argc, argv, "poisson", usage, argc == 1, 0, 0, &a->c);
-    if (rc)
+    app_opt opts[] = {
+        APP_POS_BACKEND(c), APP_POS_PRECISION(c), APP_POS_GRID(c),
+        {"-bc", "XYZ|XxYyZz", APP_CUSTOM, a->bc, .parse = parse_bc,
+         .help = "boundaries, one letter per dimension, or per face (low, high): p periodic "
+                 "(both faces), n Neumann, d Dirichlet (default ppp; e.g. ppn: z bounded by "
+                 "Neumann faces, ppppnd: Neumann low, Dirichlet high)"},
+        {"-stretch", "S", APP_REAL, &a->stretch, 0, HUGE_VAL,
+         .help = "S > 0: the bounded dimension's faces (the last, if several) clustered at both "
+                 "ends, z_k = L (1 + tanh(S (2k/n - 1)) / tanh(S)) / 2 (L = n h), cell centres "
+                 "midway (passed as the solver's faces)"},
+        {"-h", "HX HY HZ", APP_REALS, a->h, 0, HUGE_VAL, .count = 3, .given = &a->has_h,
+         .help = "grid spacings, each from 1e-150 to 1e150 (double) or 1e-18 to 1e18 (float) "
+                 "(default 1/NX 1/NY 1/NZ: the unit box)"},
+        {"-alpha", "A", APP_REAL, &a->alpha, -HUGE_VAL, HUGE_VAL,
+         .help = "Helmholtz shift, finite (default 0: Poisson; f's mean removed when no face is "
+                 "Dirichlet)"},
+        {"-spectral", .kind = APP_FLAG, .dest = &a->spectral, .count = 1,
+         .help = "exact eigenvalues of the continuous Laplacian along the periodic dimensions "
+                 "and the bounded ones the library transforms (all but one; default: the "
+                 "7-point finite-difference operator's)"},
+        APP_OPT_DECOMP(c), APP_OPT_EXCHANGE(c), APP_OPT_DEVICE(c), APP_OPT_BUDGET(c),
+        {"-stream", NULL, APP_NAME, &a->stream, .count = 2, .names = streams, .values = schemes,
+         .help = "host arrays stream through the GPU in chunks whatever the budget: three "
+                 "passes, every transform on the GPU; or (one rank, x periodic) the CPU doing "
+                 "the x transforms around one pass (default: streamed only beyond the budget, "
+                 "by the scheme predicted faster)"},
+        {"-grid", "AxBxC", APP_GRID, a->grid, .count = 3, .given = &a->has_grid,
+         .help = "boxes from an A x B x C process grid, A B C = P (default: the solver's "
+                 "choice)"},
+        APP_OPT_BATCH(c), APP_OPT_INPLACE(c), APP_OPT_MEASURE(c), APP_OPT_RUNS(c),
+        APP_OPT_SEED(c), APP_OPT_PROGRESS(c), APP_OPT_JSON(c),
+    };
+    app_cmd cmd = {"tide poisson", about, NULL, opts, sizeof opts / sizeof opts[0]};
+    int rc = app_parse(&cmd, argc, argv);
+    if (rc || (rc = app_check_points(&cmd, c, "NX NY NZ")))
         return rc;
-    for (int i = 5; i < argc; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        char err[256] = "";
-        int bad = 0, common = app_parse_option(argc, argv, &i, &a->c, err, sizeof err);
-        if (common) {
-            bad = common < 0;
-        } else if (!strcmp(o, "-spectral")) {
-            a->spectral = 1;
-        } else if (!strcmp(o, "-stream")) {
-            static const char *const streams[] = {"gpu", "cpu-x"};
-            static const int scheme[] = {TIDE_OOC_STREAM, TIDE_OOC_STREAM_CPU_X};
-            int k = 0;
-            bad = app_name_opt(o, v, streams, 2, &k, err, sizeof err);
-            a->stream = scheme[k];
-            i++;
-        } else if (!strcmp(o, "-grid")) {
-            bad = app_ints_opt(argc, argv, &i, 3, 1, INT_MAX, a->grid, err, sizeof err) ||
-                  app_grid_ranks(o, ' ', a->grid, 3, err, sizeof err);
-            a->has_grid = 1;
-        } else if (!strcmp(o, "-alpha")) {
-            bad = app_real_opt(o, v, -HUGE_VAL, HUGE_VAL, &a->alpha, err, sizeof err);
-            i++;
-        } else if (!strcmp(o, "-h")) { /* spacings here, not help */
-            for (int d = 0; d < 3 && !bad; d++)
-                bad = app_real_opt("-h", i + 1 + d < argc ? argv[i + 1 + d] : NULL, 0, HUGE_VAL,
-                                   &a->h[d], err, sizeof err);
-            a->has_h = 1;
-            i += 3;
-        } else if (!strcmp(o, "-bc")) {
-            bad = !v || parse_bc(v, a->bc);
-            if (bad)
-                snprintf(err, sizeof err, "-bc %s: expected XYZ or XxYyZz, each letter p, n or d "
-                         "(a periodic face's partner periodic too)", v ? app_shown(v) : "''");
-            i++;
-        } else if (!strcmp(o, "-stretch")) {
-            bad = app_real_opt(o, v, 0, HUGE_VAL, &a->stretch, err, sizeof err);
-            i++;
-        } else {
-            tide_warn("tide poisson: unknown option '%s'\n\n%s", o, usage);
-            return 2;
-        }
-        if (bad) {
-            tide_warn("tide poisson: %s\n\n%s", err, usage);
-            return 2;
-        }
-    }
-    for (int d = 0; d < 3; d++)
+    double hmin = c->prec == TIDE_DOUBLE ? 1e-150 : 1e-18, hmax = 1 / hmin;
+    for (int d = 0; d < 3; d++) {
         if (!a->has_h)
-            a->h[d] = 1.0 / a->c.n[d];
+            a->h[d] = 1.0 / c->n[d];
+        if (a->has_h && !(a->h[d] >= hmin && a->h[d] <= hmax)) /* 1/h^2 and kappa^2 finite */
+            return app_usage_error(cmd.name, "-h %g %g %g: expected spacings from %g to %g in %s "
+                                   "precision (%c's is %g)", a->h[0], a->h[1], a->h[2], hmin,
+                                   hmax, c->prec == TIDE_DOUBLE ? "double" : "float", "xyz"[d],
+                                   a->h[d]);
+    }
     a->stretched = -1; /* the library takes one non-uniform dimension: the last bounded one */
     for (int d = 0; d < 3; d++)
         if (a->stretch > 0 && bounded(a->bc, d))
             a->stretched = d;
-    if (a->stretch > 0 && a->stretched < 0) {
-        tide_warn("tide poisson: -stretch needs a bounded dimension (n or d in -bc), but every "
-                  "dimension is periodic\n");
-        return 2;
-    }
+    if (a->stretch > 0 && a->stretched < 0)
+        return app_usage_error(cmd.name, "-stretch %g needs a bounded dimension (n or d in -bc), "
+                               "but every dimension is periodic", a->stretch);
     return 0;
 }
 
@@ -308,6 +264,25 @@ static void solution_free(solution *s)
         free(s->g[d]);
     }
     free(s->mean);
+}
+
+/* Whether the problem can be solved and checked as asked: the stretched faces increasing
+ * (a strong -stretch leaves cells of no width at the faces) and a solution that is not
+ * constant where the solve fixes the mean. 0, else APP_USAGE with why printed. */
+static int problem_check(const solution *s, const args *a)
+{
+    int d = a->stretched, dirichlet = strchr(a->bc, 'd') != NULL;
+    for (int i = 0; d >= 0 && i < s->n[d]; i++)
+        if (!(s->faces[d][i + 1] > s->faces[d][i]))
+            return app_usage_error("tide poisson", "-stretch %g: cells of no width at %c's faces "
+                                   "(face %d at %.17g, as the one before it): expected a "
+                                   "smaller S", a->stretch, "xyz"[d], i + 1, s->faces[d][i + 1]);
+    if (!s->k[0] && !s->k[1] && !s->k[2] && a->alpha == 0 && !dirichlet)
+        return app_usage_error("tide poisson", "NX NY NZ %d %d %d: no mode fits the grid, so u "
+                               "is constant and the solve, which fixes its mean, leaves nothing "
+                               "to check: expected a dimension of at least 3 points (periodic) "
+                               "or 2 (bounded)", s->n[0], s->n[1], s->n[2]);
+    return 0;
 }
 
 /* ", stretch S along z (cell widths w_min to w_max)": the stretched dimension. */
@@ -557,6 +532,10 @@ int tide_cmd_poisson(int argc, char **argv)
     double *times = NULL, *mean = NULL;
     solution sol;
     int sol_ok = solution_init(&sol, &a) == 0;
+    if (sol_ok && (rc = problem_check(&sol, &a))) {
+        solution_free(&sol);
+        return rc;
+    }
     if (app_context_create("tide poisson", c, &ctx)) {
         solution_free(&sol);
         return 1;
@@ -591,7 +570,7 @@ int tide_cmd_poisson(int argc, char **argv)
     double t0 = MPI_Wtime();
     int st = tide_poisson_plan_create(ctx, c->n, a.has_grid ? &box : NULL, &o, &plan);
     if (st) { /* the same on every rank: an argument it refuses is a bad argument */
-        tide_warn("tide poisson: %s: %s\n", tide_strerror(st), tide_last_error(ctx));
+        app_say_failure("tide poisson", st, ctx);
         rc = st == TIDE_ERR_ARGUMENT ? 2 : 1;
         goto done;
     }
@@ -608,6 +587,17 @@ int tide_cmd_poisson(int argc, char **argv)
     /* Arrays: f (kept for the checks) and u in host memory; the solves run on xf and xu, the
      * same arrays, or device copies with -device. In place, xu alone holds f then u. */
     size_t bytes = info.bytes;
+    int dbl = c->prec == TIDE_DOUBLE;
+    double need = app_max(2.0 * (double)bytes);
+    tide_say("Tide %s: poisson %s %dx%dx%d, %d ranks x %d threads, backend %s, batch %d%s; "
+             "f and u %.4g GB of host memory per rank\n", tide_version(),
+             dbl ? "double" : "float", c->n[0], c->n[1], c->n[2], P, threads,
+             info.backend == TIDE_BACKEND_CUDA ? "cuda" : "cpu", c->batch,
+             c->inplace ? ", in place" : "", need / 1e9);
+    if (app_memory_check("tide poisson", need)) {
+        rc = 1;
+        goto done;
+    }
     int ok = sol_ok && !tide_host_alloc(ctx, bytes, &f) && !tide_host_alloc(ctx, bytes, &u);
     if (ok && c->device)
         ok = (c->inplace || !tide_device_alloc(ctx, bytes, &xf)) &&
@@ -624,14 +614,9 @@ int tide_cmd_poisson(int argc, char **argv)
         rc = 1;
         goto done;
     }
-    int dbl = c->prec == TIDE_DOUBLE;
     visit fv = {f, dbl, -(sol.kappa2 + a.alpha), NULL, 0, 0};
     each_point(&sol, &box, info.count, fill_one, &fv);
 
-    tide_say("Tide %s: poisson %s %dx%dx%d, %d ranks x %d threads, backend %s, batch %d%s\n",
-             tide_version(), dbl ? "double" : "float", c->n[0], c->n[1], c->n[2], P, threads,
-             info.backend == TIDE_BACKEND_CUDA ? "cuda" : "cpu", c->batch,
-             c->inplace ? ", in place" : "");
     char bcl[7], stretch[160] = "", ut[3][48];
     bc_label(a.bc, bcl);
     if (a.stretched >= 0)
@@ -683,7 +668,8 @@ int tide_cmd_poisson(int argc, char **argv)
 
     /* ---- timing: the verification solve was the warm-up ---- */
     run_arg ra = {ctx, plan, f, c->inplace ? xu : xf, xu, bytes};
-    CHECK(app_time_runs(c->runs, c->inplace ? restart : NULL, solve, &ra, 1, times));
+    CHECK(app_time_runs("tide poisson", c->progress, c->runs, c->inplace ? restart : NULL, solve,
+                        &ra, 1, times));
     app_stats ts;
     app_stats_of(times, c->runs, &ts);
     double memmax = app_max((double)(info.host_bytes + bytes + (c->inplace ? 0 : bytes)));
@@ -703,7 +689,7 @@ int tide_cmd_poisson(int argc, char **argv)
     } else {
         char pred[96] = "has no closed form on the stretched grid (the modes are not its "
                         "eigenvectors)";
-        if (predicted >= 0)
+        if (a.stretched < 0)
             snprintf(pred, sizeof pred, "is %.6g", predicted);
         tide_say("Error: relative to max|u_exact|; the operator's truncation on these modes "
                  "%s; tolerance %.3g = 2 x sum_d t_d^2/12 + %.0e (t_d = kappa_d h_d%s%s)\n",
@@ -730,33 +716,25 @@ int tide_cmd_poisson(int argc, char **argv)
         app_say_bound(bound, bound_what, ts.median);
 
     if (c->json && rank == 0) {
-        FILE *jf = app_json_open("tide poisson", c->json);
-        if (!jf) {
-            rc = 1;
-        } else {
-            app_json_head(jf, "poisson", c, P, threads, info.backend, desc, info.exchanges);
-            fprintf(jf, "\"bc\": \"%s\", \"h\": [%.17g, %.17g, %.17g], \"alpha\": %.17g, "
-                    "\"eigen\": \"%s\", ", bcl, a.h[0], a.h[1], a.h[2], a.alpha,
-                    a.spectral ? "spectral" : "fd2");
-            if (a.stretched >= 0) /* the stretched dimension and its widest cell */
-                fprintf(jf, "\"stretch\": %.17g, \"stretch_dim\": %d, "
-                        "\"max_width\": %.17g,\n", a.stretch, a.stretched,
-                        sol.width[a.stretched]);
-            else /* uniform */
-                fprintf(jf, "\"stretch\": null, \"stretch_dim\": null, "
-                        "\"max_width\": null,\n");
-            app_json_timing(jf, tplan_max, &ts, info.flops, memmax);
-            app_json_figures(jf, info.location, info.exchange, &fig.cost, &fig.rates,
-                             fig.xrate, bound, ts.median);
-            fprintf(jf, " \"max_error\": %.6g, \"error_tolerance\": %.6g, ", max_error, err_tol);
-            if (residual)
-                fprintf(jf, "\"residual_rel_l2\": %.6g, ", re.rel_l2);
-            else
-                fprintf(jf, "\"residual_rel_l2\": null, ");
-            fprintf(jf, "\"mean_f_max\": %.6g, \"verified\": %s}\n", mean_max,
-                    passed ? "true" : "false");
-            rc = app_json_close("tide poisson", jf, c->json);
-        }
+        cJSON *j = app_json_head("poisson", c, P, threads, info.backend, desc, info.exchanges);
+        cJSON_AddStringToObject(j, "bc", bcl);
+        cJSON_AddItemToObject(j, "h", cJSON_CreateDoubleArray(a.h, 3));
+        cJSON_AddNumberToObject(j, "alpha", a.alpha);
+        cJSON_AddStringToObject(j, "eigen", a.spectral ? "spectral" : "fd2");
+        /* the stretched dimension and its widest cell; null on a uniform grid */
+        int str = a.stretched >= 0;
+        app_json_real(j, "stretch", str ? a.stretch : NAN);
+        app_json_real(j, "stretch_dim", str ? a.stretched : NAN);
+        app_json_real(j, "max_width", str ? sol.width[a.stretched] : NAN);
+        app_json_timing(j, tplan_max, &ts, info.flops, memmax);
+        app_json_figures(j, info.location, info.exchange, &fig.cost, &fig.rates, fig.xrate,
+                         bound, ts.median);
+        app_json_real(j, "max_error", max_error);
+        app_json_real(j, "error_tolerance", err_tol);
+        app_json_real(j, "residual_rel_l2", residual ? re.rel_l2 : NAN);
+        app_json_real(j, "mean_f_max", mean_max);
+        cJSON_AddBoolToObject(j, "verified", passed);
+        rc = app_json_write("tide poisson", j, c->json);
     }
     if (!passed)
         rc = 1;

@@ -21,9 +21,7 @@
 /* The largest grid checked against the naive oracle (2^21 points). */
 #define CHECK_POINTS (1LL << 21)
 
-static const char *usage =
-    "usage: mpirun -np P tide stencil <auto|cpu|cuda> <float|double> NX NY NZ [options]\n"
-    "\n"
+static const char *about =
     "Plans STEPS explicit time steps u <- S u (+ s) of a constant-coefficient stencil S on an\n"
     "NX x NY x NZ grid, fills u with deterministic random values in [-1, 1) (a hash of each\n"
     "point's global indices), checks the result bitwise, then times RUNS runs of STEPS steps,\n"
@@ -50,45 +48,7 @@ static const char *usage =
     "With backend cuda, host arrays and one rank, a grid whose arrays exceed -budget streams\n"
     "through the GPU in slabs, each pass of fuse steps sending every slab up and back once;\n"
     "an Out of card line gives the slabs, steps per pass and passes, and the PCIe bound: each\n"
-    "pass moves u (and the source) up and u down at the measured rates.\n"
-    "\n"
-    "options:\n"
-    "  -shape SHAPE           the stencil, weights of a diffusion step that keeps the sum of u:\n"
-    "                           7pt     centre 1/4, the 6 face neighbours 1/8 (the default)\n"
-    "                           27pt    the 3x3x3 box, the product over x, y, z of\n"
-    "                                   1/4, 1/2, 1/4 at offsets -1, 0, +1\n"
-    "                           star:R  the 6R+1 points on the axes within radius R:\n"
-    "                                   (Bx + By + Bz)/3\n"
-    "                           box:R   the (2R+1)^3 points within radius R: Bx By Bz\n"
-    "                         with B the 1D binomial smoothing of radius R (R steps of\n"
-    "                         1/4, 1/2, 1/4): weight C(2R, R+k)/4^R at offset k = -R..R,\n"
-    "                         R = 1..4 (box:1 has 27pt's weights)\n"
-    "  -bc XYZ                boundaries, one letter per dimension: p periodic, d Dirichlet\n"
-    "                         (the R outermost planes at each face keep their values; default\n"
-    "                         ddd)\n"
-    "  -steps S               time steps per run, 0 to 2^31 - 1 (default 20)\n"
-    "  -fuse K                steps per pass over memory, 0 to 1024 (default 0: the plan's\n"
-    "                         choice; each backend has a limit, which it names when\n"
-    "                         exceeded; out of card 1 to 256)\n"
-    "  -levels F              out of card: the steps each level of a pass takes in one\n"
-    "                         fused sweep, at most F, dividing the pass's steps, 0 to 1024\n"
-    "                         (default 0: the plan's choice)\n"
-    "  -grid AxBxC            P > 1: the process grid, A B C = P (rank r the block at (r / (B\n"
-    "                         C), r / C mod B, r mod C), balanced blocks; default: the\n"
-    "                         plan's choice)\n"
-    "  -overlap -1|0|1        P > 1: sweep the points that need no halo while it travels:\n"
-    "                         1 always, -1 never, 0 (default) the plan's choice (on the GPU)\n"
-    "  -source                add a source term s (random values in [-1, 1)) at every step\n"
-    "  -location host|device  where u lives (default host; device needs backend cuda)\n"
-    "  -device                the same as -location device\n"
-    "  -budget GB             device memory the plan may use (default: free less 1 GiB)\n"
-    "  -runs R | -n R         timed runs (default 5), after one warm-up run\n"
-    "  -seed S                the initial values' seed (default 2026)\n"
-    "  -no-check              skip the check\n"
-    "  -json FILE             also write the results as JSON\n"
-    "\n" APP_USAGE_VALUES "\n"
-    "Exit status: 0 verified (or -no-check), 1 a failure or a failed check, 2 bad arguments\n"
-    "(also when the library refuses an argument).\n";
+    "pass moves u (and the source) up and u down at the measured rates.\n";
 
 typedef struct {
     app_args c;        /* backend, precision, grid and the common options taken here */
@@ -100,129 +60,94 @@ typedef struct {
     int overlap;
 } args;
 
-/* Reads -shape's value: 7pt, 27pt, star:R or box:R. 0, else -1 with why in err. */
-static int parse_shape(const char *s, args *a, char *err, size_t len)
+/* Reads -shape's value into the args at dest: 7pt, 27pt, star:R or box:R. 0, else -1 with
+ * why in err. */
+static int parse_shape(const char *name, char **v, void *dest, char *err, size_t len)
 {
-    if (!strcmp(s, "7pt") || !strcmp(s, "27pt")) {
-        a->shape = s[0] == '7' ? TIDE_STENCIL_7PT : TIDE_STENCIL_27PT;
-        a->radius = 1;
-    } else if (!strncmp(s, "star:", 5) || !strncmp(s, "box:", 4)) {
-        a->shape = s[0] == 's' ? TIDE_STENCIL_STAR : TIDE_STENCIL_BOX;
-        if (app_to_int(strchr(s, ':') + 1, 1, TIDE_STENCIL_MAX_RADIUS, &a->radius))
-            return snprintf(err, len, "-shape %s: the radius must be a whole number from 1 to "
-                            "%d", s, TIDE_STENCIL_MAX_RADIUS), -1;
-    } else {
-        return snprintf(err, len, "unknown shape '%s' (7pt, 27pt, star:R or box:R)", s), -1;
-    }
+    const char *s = v[0];
+    args *a = dest;
+    int radius = 1, user = !strncmp(s, "star:", 5) || !strncmp(s, "box:", 4);
+    if ((!user && strcmp(s, "7pt") && strcmp(s, "27pt")) ||
+        (user && app_to_int(strchr(s, ':') + 1, 1, TIDE_STENCIL_MAX_RADIUS, &radius)))
+        return snprintf(err, len, "%s %s: expected 7pt, 27pt, star:R or box:R with R 1..%d",
+                        name, app_shown(s), TIDE_STENCIL_MAX_RADIUS), -1;
+    a->shape = user ? s[0] == 's' ? TIDE_STENCIL_STAR : TIDE_STENCIL_BOX
+                    : s[0] == '7' ? TIDE_STENCIL_7PT : TIDE_STENCIL_27PT;
+    a->radius = radius;
     snprintf(a->shape_name, sizeof a->shape_name, "%s", s);
     return 0;
 }
 
-/* Reads -grid's value AxBxC, each factor 1..INT_MAX, their product the run's ranks. 0, else
- * -1 with why in err. */
-static int parse_grid(const char *s, int g[3], char *err, size_t len)
+/* Reads -bc's value into dest (char[4]), one letter p or d per dimension. 0, else -1 with why
+ * in err. */
+static int parse_bc(const char *name, char **v, void *dest, char *err, size_t len)
 {
-    const char *p = s;
-    for (int d = 0; d < 3; d++) {
-        size_t n = strcspn(p, "x"); /* factor d: up to the next x */
-        char f[24] = "";
-        if (!n || (d < 2) != (p[n] == 'x'))
-            return snprintf(err, len, "-grid %s: give the process grid as AxBxC, e.g. -grid "
-                            "2x2x1", app_shown(s)), -1;
-        memcpy(f, p, n < sizeof f ? n : sizeof f - 1);
-        if (n >= sizeof f || app_to_int(f, 1, INT_MAX, &g[d]))
-            return snprintf(err, len, "-grid %s: each factor must be 1..%d", s, INT_MAX), -1;
-        p += n + (d < 2);
-    }
-    return app_grid_ranks("-grid", 'x', g, 3, err, len);
-}
-
-/* Reads -bc's value (NULL: missing), one letter p or d per dimension. 0, else -1 with why in
- * err. */
-static int parse_bc(const char *s, char bc[4], char *err, size_t len)
-{
-    if (!s || strlen(s) != 3 || strspn(s, "pd") != 3)
-        return snprintf(err, len, "-bc %s: give one letter per dimension, p (periodic) or d "
-                        "(Dirichlet), e.g. -bc pdp", s ? app_shown(s) : "''"), -1;
-    strcpy(bc, s);
+    const char *s = v[0];
+    if (strlen(s) != 3 || strspn(s, "pd") != 3)
+        return snprintf(err, len, "%s %s: expected XYZ, one letter per dimension, p (periodic) "
+                        "or d (Dirichlet), e.g. -bc pdp", name, app_shown(s)), -1;
+    strcpy(dest, s);
     return 0;
 }
 
-/* The option at argv[*i] when it is one of stencil's own: 1 taken (*i moved to its last
- * value), 0 not one of them, -1 taken but bad (why in err). */
-static int parse_own(int argc, char **argv, int *i, args *a, char *err, size_t len)
-{
-    static const char *const where[] = {"host", "device"};
-    const char *o = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
-    int bad;
-    if (!strcmp(o, "-source") || !strcmp(o, "-no-check")) {
-        if (o[1] == 's')
-            a->source = 1;
-        else
-            a->check = 0;
-        return 1;
-    }
-    if (!strcmp(o, "-runs"))
-        bad = app_int_opt(o, v, 1, APP_RUNS_MAX, &a->c.runs, err, len);
-    else if (!strcmp(o, "-steps"))
-        bad = app_int_opt(o, v, 0, INT_MAX, &a->steps, err, len);
-    else if (!strcmp(o, "-fuse") || !strcmp(o, "-levels"))
-        bad = app_int_opt(o, v, 0, APP_FUSE_MAX, o[1] == 'f' ? &a->fuse : &a->levels, err, len);
-    else if (!strcmp(o, "-overlap"))
-        bad = app_int_opt(o, v, -1, 1, &a->overlap, err, len);
-    else if (!strcmp(o, "-location"))
-        bad = app_name_opt(o, v, where, 2, &a->c.device, err, len);
-    else if (!strcmp(o, "-shape"))
-        bad = v ? parse_shape(v, a, err, len) : (snprintf(err, len, "-shape needs a value"), -1);
-    else if (!strcmp(o, "-grid"))
-        bad = parse_grid(v ? v : "", a->grid, err, len);
-    else if (!strcmp(o, "-bc"))
-        bad = parse_bc(v, a->bc, err, len);
-    else
-        return 0;
-    *i += v != NULL;
-    return bad ? -1 : 1;
-}
-
-/* Fills a; on error prints why (rank 0) and returns 2 (1 after --help). Every rank parses the
- * same argv, so every rank stops alike. */
+/* Fills a from the option table; 0, 1 after --help, else APP_USAGE with why printed. Every
+ * rank parses the same argv, so every rank stops alike. */
 static int parse(int argc, char **argv, args *a)
 {
-    /* The common options that mean something here (app_parse_option takes more). */
-    static const char *common[] = {"-device", "-budget", "-n", "-seed", "-json"};
     memset(a, 0, sizeof *a);
     app_args_init(&a->c);
-    a->c.inplace = 1; /* a stencil run updates u in place */
+    app_args *c = &a->c;
+    c->inplace = 1; /* a stencil run updates u in place */
     a->shape = TIDE_STENCIL_7PT;
     a->radius = 1;
     strcpy(a->shape_name, "7pt");
     strcpy(a->bc, "ddd");
     a->steps = 20;
     a->check = 1;
-    int rc = app_parse_head(argc, argv, "stencil", usage, 1, 0, 0, &a->c);
-    if (rc)
+    app_opt opts[] = {
+        APP_POS_BACKEND(c), APP_POS_PRECISION(c), APP_POS_GRID(c),
+        {"-shape", "SHAPE", APP_CUSTOM, a, .parse = parse_shape,
+         .help = "the stencil, weights of a diffusion step that keeps the sum of u: 7pt (the "
+                 "default) centre 1/4, the 6 face neighbours 1/8; 27pt the 3x3x3 box, the "
+                 "product over x, y, z of 1/4, 1/2, 1/4 at offsets -1, 0, +1; star:R the 6R+1 "
+                 "points on the axes within radius R, (Bx + By + Bz)/3; box:R the (2R+1)^3 "
+                 "points within radius R, Bx By Bz; B the 1D binomial smoothing of radius R, "
+                 "weight C(2R, R+k)/4^R at offset k = -R..R, R = 1..4 (box:1 has 27pt's "
+                 "weights)"},
+        {"-bc", "XYZ", APP_CUSTOM, a->bc, .parse = parse_bc,
+         .help = "boundaries, one letter per dimension: p periodic, d Dirichlet (the R "
+                 "outermost planes at each face keep their values; default ddd)"},
+        {"-steps", "S", APP_INT, &a->steps, 0, INT_MAX,
+         .help = "time steps per run, 0 to 2^31 - 1 (default 20)"},
+        {"-fuse", "K", APP_INT, &a->fuse, 0, APP_FUSE_MAX,
+         .help = "steps per pass over memory, 0 to 1024 (default 0: the plan's choice; each "
+                 "backend has a limit, which it names when exceeded; out of card 1 to 256)"},
+        {"-levels", "F", APP_INT, &a->levels, 0, APP_FUSE_MAX,
+         .help = "out of card: the steps each level of a pass takes in one fused sweep, at "
+                 "most F, dividing the pass's steps, 0 to 1024 (default 0: the plan's choice)"},
+        {"-grid", "AxBxC", APP_GRID, a->grid, .count = 3,
+         .help = "P > 1: the process grid, A B C = P (rank r the block at (r / (B C), r / C "
+                 "mod B, r mod C), balanced blocks; default: the plan's choice)"},
+        {"-overlap", "-1|0|1", APP_INT, &a->overlap, -1, 1,
+         .help = "P > 1: sweep the points that need no halo while it travels: 1 always, -1 "
+                 "never, 0 (default) the plan's choice (on the GPU)"},
+        {"-source", .kind = APP_FLAG, .dest = &a->source, .count = 1,
+         .help = "add a source term s (random values in [-1, 1)) at every step"},
+        APP_OPT_DEVICE(c), APP_OPT_BUDGET(c), APP_OPT_RUNS(c), APP_OPT_SEED(c),
+        {"-no-check", .kind = APP_FLAG, .dest = &a->check, .count = 0,
+         .help = "skip the check"},
+        APP_OPT_PROGRESS(c), APP_OPT_JSON(c),
+    };
+    app_cmd cmd = {"tide stencil", about, NULL, opts, sizeof opts / sizeof opts[0]};
+    int rc = app_parse(&cmd, argc, argv);
+    if (rc || (rc = app_check_points(&cmd, c, "NX NY NZ")))
         return rc;
-    for (int i = 5; i < argc; i++) {
-        char err[256] = "";
-        int took = app_pick(argv[i], common, 5) >= 0
-                       ? app_parse_option(argc, argv, &i, &a->c, err, sizeof err)
-                       : parse_own(argc, argv, &i, a, err, sizeof err);
-        if (!took) {
-            tide_warn("tide stencil: unknown option '%s'\n\n%s", argv[i], usage);
-            return 2;
-        }
-        if (took < 0) {
-            tide_warn("tide stencil: %s\n\n%s", err, usage);
-            return 2;
-        }
-    }
     for (int d = 0; d < 3; d++)
-        if (a->c.n[d] < 2 * a->radius + 1) {
-            tide_warn("tide stencil: the grid %dx%dx%d is too small for radius %d: every "
-                      "dimension needs at least 2R+1 = %d points (%c has %d)\n", a->c.n[0],
-                      a->c.n[1], a->c.n[2], a->radius, 2 * a->radius + 1, "xyz"[d], a->c.n[d]);
-            return 2;
-        }
+        if (c->n[d] < 2 * a->radius + 1)
+            return app_usage_error(cmd.name, "NX NY NZ %d %d %d: too small for radius %d: every "
+                                   "dimension needs at least 2R+1 = %d points (%c has %d)",
+                                   c->n[0], c->n[1], c->n[2], a->radius, 2 * a->radius + 1,
+                                   "xyz"[d], c->n[d]);
     return 0;
 }
 
@@ -374,13 +299,26 @@ int tide_cmd_stencil(int argc, char **argv)
     tide_backend cb = TIDE_BACKEND_CPU;
     tide_context_backend(ctx, &cb);
     if (dev && cb != TIDE_BACKEND_CUDA) { /* the backend is the same on every rank */
-        tide_warn("tide stencil: -location device needs GPU memory, but this run's backend is "
-                  "cpu (%s)\n", tide_context_gpu_status(ctx));
-        rc = 2;
+        tide_warn("tide stencil: -device needs GPU memory, but this run's backend is cpu "
+                  "(%s)\n", tide_context_gpu_status(ctx));
+        rc = 1;
         goto done;
     }
     size_t es = dbl ? sizeof(double) : sizeof(float);
     tide_box whole = {{0, 0, 0}, {c->n[0], c->n[1], c->n[2]}, {0, 1, 2}}, box = whole;
+    /* u's initial values, a host copy of a result, u itself on the host, the source, the
+     * check's reference, on a rank's share of the grid (the blocks are balanced): the header
+     * says what they take before anything is allocated, the plans' buffers included. */
+    double need = (double)points / P * (double)es * (2 + !dev + a.source + a.check);
+    tide_say("Tide %s: stencil %s %s %dx%dx%d, %d rank%s x %d threads, backend %s, bc %s, "
+             "%d steps per run, %s arrays%s; %.4g GB of host memory per rank\n", tide_version(),
+             a.shape_name, dbl ? "double" : "float", c->n[0], c->n[1], c->n[2], P,
+             P > 1 ? "s" : "", threads, cb == TIDE_BACKEND_CUDA ? "cuda" : "cpu", a.bc, a.steps,
+             dev ? "device" : "host", a.source ? ", with a source" : "", need / 1e9);
+    if (app_memory_check("tide stencil", need)) {
+        rc = 1;
+        goto done;
+    }
 
     tide_stencil_options o;
     tide_stencil_options_init(&o);
@@ -421,9 +359,8 @@ int tide_cmd_stencil(int argc, char **argv)
         plan = NULL;
     }
     size_t count = (size_t)tide_box_count(&box), bytes = count * es;
-
     /* The source must exist when the plan is made: allocate it first (host, and its device
-     * copy with -location device). Every rank agrees before going on. */
+     * copy with -device). Every rank agrees before going on. */
     int ok = 1;
     if (a.source) {
         ok = !tide_host_alloc(ctx, bytes, &s0);
@@ -453,7 +390,7 @@ int tide_cmd_stencil(int argc, char **argv)
     if (!st)
         st = tide_stencil_plan_create(ctx, c->n, P > 1 ? &box : NULL, &o, &plan);
     if (st) { /* the same on every rank: an argument it refuses is a bad argument */
-        tide_warn("tide stencil: %s: %s\n", tide_strerror(st), tide_last_error(ctx));
+        app_say_failure("tide stencil", st, ctx);
         rc = st == TIDE_ERR_ARGUMENT ? 2 : 1;
         goto done;
     }
@@ -466,7 +403,7 @@ int tide_cmd_stencil(int argc, char **argv)
     int gpu = info.backend == TIDE_BACKEND_CUDA;
 
     /* Arrays: u0 the initial values (kept for restarts and the check), uh a host copy of a
-     * result, xu the array the runs advance (device memory with -location device). */
+     * result, xu the array the runs advance (device memory with -device). */
     ok = !tide_host_alloc(ctx, bytes, &u0) && !tide_host_alloc(ctx, bytes, &uh) &&
          !(dev ? tide_device_alloc(ctx, bytes, &xu) : tide_host_alloc(ctx, bytes, &xu));
     times = malloc(sizeof(double) * (size_t)c->runs);
@@ -479,11 +416,6 @@ int tide_cmd_stencil(int argc, char **argv)
     }
     tide_ref_fill(u0, &box, 1, 0, c->prec, c->n, c->seed);
 
-    tide_say("Tide %s: stencil %s %s %dx%dx%d, %d rank%s x %d threads, backend %s, bc %s, "
-             "%d steps per run, %s arrays%s\n", tide_version(), a.shape_name,
-             dbl ? "double" : "float", c->n[0], c->n[1], c->n[2], P, P > 1 ? "s" : "", threads,
-             gpu ? "cuda" : "cpu", a.bc, a.steps, dev ? "device" : "host",
-             a.source ? ", with a source" : "");
     double wsum = 0;
     for (int i = 0; i < ntaps; i++)
         wsum += w[i];
@@ -588,7 +520,7 @@ int tide_cmd_stencil(int argc, char **argv)
     /* ---- timing: one warm-up run, then RUNS runs, each from the initial values ---- */
     CHECK(restart(&ra));
     CHECK(advance(&ra));
-    CHECK(app_time_runs(c->runs, restart, advance, &ra, 1, times));
+    CHECK(app_time_runs("tide stencil", c->progress, c->runs, restart, advance, &ra, 1, times));
     app_stats ts;
     app_stats_of(times, c->runs, &ts);
     /* Several ranks: the last timed run's halo exchanges, against the bytes the busiest
@@ -621,14 +553,15 @@ int tide_cmd_stencil(int argc, char **argv)
     double fused_ratio = fused_gcells > 0 ? gcells / fused_gcells : 0;
     double bound_s = bound_gcells > 0 ? cells / (bound_gcells * 1e9) : 0;
 
-    char maxe[32] = "null"; /* JSON's spelling of a difference that is not finite */
-    if (!cr.nan)
-        snprintf(maxe, sizeof maxe, "%.6g", cr.max_abs);
+    double max_error = cr.nan ? NAN : cr.max_abs; /* null in JSON where not finite */
     app_say_timing(tplan_max, &ts, info.flops * cells, mem);
     if (!a.check) {
         tide_say("Verification: skipped (-no-check)\n");
     } else {
-        tide_say("Max error: %s\n", cr.nan ? "nan (a difference is not finite)" : maxe);
+        if (cr.nan)
+            tide_say("Max error: nan (a difference is not finite)\n");
+        else
+            tide_say("Max error: %.6g\n", max_error);
         if (!strcmp(check_kind, "oracle"))
             tide_say("Reference: the naive oracle (tide_ref_stencil) on a host copy of the whole "
                      "grid, %d steps, compared bitwise%s: %lld of %lld points differ\n", a.steps,
@@ -690,42 +623,46 @@ int tide_cmd_stencil(int argc, char **argv)
                  nccl ? "NCCL send/recv, GPU to GPU" : "MPI_Isend/Irecv", halo_s / halo_bound);
 
     if (c->json && rank == 0) {
-        FILE *f = app_json_open("tide stencil", c->json);
-        if (!f) {
-            rc = 1;
-        } else {
-            app_json_head(f, "stencil", c, P, threads, info.backend, desc, 0);
-            fprintf(f, "\"shape\": \"%s\", \"radius\": %d, \"taps\": %d, \"bc\": \"%s\", "
-                    "\"steps\": %d, \"fuse\": %d, \"slabs\": %d, \"location\": \"%s\", "
-                    "\"source\": %s,\n",
-                    a.shape_name, info.radius, info.taps, a.bc, a.steps, info.fuse, info.slabs,
-                    dev ? "device" : "host", a.source ? "true" : "false");
-            fprintf(f, " \"grid\": [%d, %d, %d], \"halo_points_max\": %.0f, \"exchanges\": %lld, "
-                    "\"halo_seconds\": %.6g, \"overlapped\": %s, \"halo_exchange\": \"%s\", ",
-                    grid[0], grid[1], grid[2], halo_most, info.exchanges, halo_s,
-                    overlapped ? "true" : "false",
-                    P > 1 ? app_exchange_name(info.halo_exchange) : "none");
-            app_json_real(f, "exchange_rate_gbps", P > 1 ? xrate : NAN, ", ");
-            app_json_real(f, "halo_bound_seconds", halo_bound, ",\n");
-            app_json_rates(f, &rates, P > 1 ? xrate : 0); /* the halos' transport's rate */
-            app_json_timing(f, tplan_max, &ts, info.flops * cells, mem);
-            fprintf(f, " \"gcells\": %.6g, \"bytes_per_step\": %.6g, \"copy_rate_gbps\": %.6g, "
-                    "\"bound_gcells\": %.6g, \"bound_ratio\": %.6g, \"fused_bound_gcells\": "
-                    "%.6g, \"fused_bound_ratio\": %.6g, \"bound_seconds\": %.6g,\n", gcells,
-                    info.bytes_per_step, rate, bound_gcells, ratio, fused_gcells, fused_ratio,
-                    bound_s);
-            fprintf(f, " \"array_bytes\": %zu, \"host_bytes\": %zu, \"pinned_bytes\": %zu, "
-                    "\"device_bytes\": %zu,\n", bytes, info.host_bytes, info.pinned_bytes,
-                    info.device_bytes);
-            if (a.check)
-                fprintf(f, " \"check\": \"%s\", \"differing_points\": %lld, \"max_error\": %s, "
-                        "\"verified\": %s}\n", check_kind, cr.differ, maxe,
-                        passed ? "true" : "false");
-            else
-                fprintf(f, " \"check\": \"none\", \"differing_points\": null, \"max_error\": "
-                        "null, \"verified\": null}\n");
-            rc = app_json_close("tide stencil", f, c->json);
-        }
+        cJSON *j = app_json_head("stencil", c, P, threads, info.backend, desc, info.exchanges);
+        cJSON_AddStringToObject(j, "shape", a.shape_name);
+        cJSON_AddNumberToObject(j, "radius", info.radius);
+        cJSON_AddNumberToObject(j, "taps", info.taps);
+        cJSON_AddStringToObject(j, "bc", a.bc);
+        cJSON_AddNumberToObject(j, "steps", a.steps);
+        cJSON_AddNumberToObject(j, "fuse", info.fuse);
+        cJSON_AddNumberToObject(j, "slabs", info.slabs);
+        cJSON_AddStringToObject(j, "location", dev ? "device" : "host");
+        cJSON_AddBoolToObject(j, "source", a.source);
+        cJSON_AddItemToObject(j, "grid", cJSON_CreateIntArray(grid, 3));
+        cJSON_AddNumberToObject(j, "halo_points_max", halo_most);
+        app_json_real(j, "halo_seconds", halo_s);
+        cJSON_AddBoolToObject(j, "overlapped", overlapped);
+        cJSON_AddStringToObject(j, "halo_exchange",
+                                P > 1 ? app_exchange_name(info.halo_exchange) : "none");
+        app_json_real(j, "exchange_rate_gbps", P > 1 ? xrate : NAN);
+        app_json_real(j, "halo_bound_seconds", halo_bound);
+        app_json_rates(j, &rates, P > 1 ? xrate : 0); /* the halos' transport's rate */
+        app_json_timing(j, tplan_max, &ts, info.flops * cells, mem);
+        app_json_real(j, "gcells", gcells);
+        app_json_real(j, "bytes_per_step", info.bytes_per_step);
+        app_json_real(j, "copy_rate_gbps", rate);
+        app_json_real(j, "bound_gcells", bound_gcells);
+        app_json_real(j, "bound_ratio", ratio);
+        app_json_real(j, "fused_bound_gcells", fused_gcells);
+        app_json_real(j, "fused_bound_ratio", fused_ratio);
+        app_json_real(j, "bound_seconds", bound_s);
+        cJSON_AddNumberToObject(j, "array_bytes", (double)bytes);
+        cJSON_AddNumberToObject(j, "host_bytes", (double)info.host_bytes);
+        cJSON_AddNumberToObject(j, "pinned_bytes", (double)info.pinned_bytes);
+        cJSON_AddNumberToObject(j, "device_bytes", (double)info.device_bytes);
+        cJSON_AddStringToObject(j, "check", a.check ? check_kind : "none");
+        app_json_real(j, "differing_points", a.check ? (double)cr.differ : NAN);
+        app_json_real(j, "max_error", a.check ? max_error : NAN);
+        if (a.check)
+            cJSON_AddBoolToObject(j, "verified", passed);
+        else
+            cJSON_AddNullToObject(j, "verified");
+        rc = app_json_write("tide stencil", j, c->json);
     }
     if (!passed)
         rc = 1;

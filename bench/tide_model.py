@@ -62,9 +62,9 @@ import statistics
 
 # ---- rates and systems ------------------------------------------------------------------------
 
-# Rates (GB/s; gemm in GFLOP/s, gcells in GCell/s) measured on the project's GPU machines
-# (/work/shared/HARDWARE.md, one H200 and four H200 with NVLink, 2026-11-21): the defaults where
-# a run measured none.
+# Rates (GB/s; gemm in GFLOP/s, gcells in GCell/s) measured on the project's GPU machines, one
+# H200 and four H200 with NVLink, on 2026-11-21 (`tide info --measure`, tests/test_gpu.c): the
+# defaults where a run measured none (docs/scaling.md, "Default rates").
 DEFAULT_RATES = {
     "d2d": 4223.0,          # device copy, read + write, one H200
     "h2d": 55.4,            # pinned host -> device, 1 GiB
@@ -72,14 +72,14 @@ DEFAULT_RATES = {
     "both": 101.5,          # both directions at once, total
     "exchange": 330.0,      # NCCL all-to-all among 4 H200 (NVLink), leaving each GPU
     "exchange_host": 3.7,   # MPI_Alltoall in host memory, 4 ranks (GPU data staged through it)
-    "host_copy": None,      # not in HARDWARE.md for the GPU machines
+    "host_copy": None,      # not measured on the GPU machines
     "gemm": 57400.0,        # cuBLAS DGEMM n = 16384, one H200
     "gcells_float": 319.0,  # naive 7-point stencil, one step per sweep, 512^3 fp32
     "gcells_double": 136.0,  # ... fp64
 }
 
-# Per GPU when the four GPUs of the four-H200 machine move data at once (HARDWARE.md's
-# aggregates divided by 4): what each of G > 1 GPUs of a node gets from host memory.
+# Per GPU when the four GPUs of the four-H200 machine move data at once (the aggregates
+# measured there divided by 4): what each of G > 1 GPUs of a node gets from host memory.
 DEFAULT_RATES_SHARED_PCIE = {"h2d": 214.0 / 4, "d2h": 164.0 / 4, "both": 187.0 / 4}
 
 # Named systems for predictions beyond one node. Bandwidths in GB/s per direction.
@@ -1083,7 +1083,7 @@ def predict_large(ops=("fft", "poisson"), sizes=(2048, 4096),
     slabs while P <= size, pencils beyond) and with the other one where it applies, the best
     of them, the parallel efficiency of the automatic choice against the first GPU count
     (t0 P0 / (t P)), and the terms. Rates: `rates` (e.g. rates_from_rows of a measured CSV)
-    over the defaults (HARDWARE.md's H200 figures)."""
+    over the defaults (DEFAULT_RATES, one and four H200)."""
     sysd = SYSTEMS[system] if isinstance(system, str) else system
     out = []
     for op in ops:

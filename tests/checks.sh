@@ -62,3 +62,35 @@ has() {
         return 1
     fi
 }
+
+# has_err NAME PATTERN: the stderr of the refused run NAME matches the extended regex.
+has_err() {
+    if grep -Eq -- "$2" "$tmp/$1.err"; then
+        ok
+    else
+        bad "$1: stderr lacks /$2/"
+        sed 's/^/    /' "$tmp/$1.err" | head -20
+        return 1
+    fi
+}
+
+# terse NAME: the failed run NAME said why in at most three lines of its own, then one hint
+# to --help, without a usage text (its stderr, else its output).
+terse() {
+    local f="$tmp/$1.err"
+    [ -f "$f" ] || f="$tmp/$1.out"
+    local own hints
+    own=$(grep -Ec '^(tide|heat3d)( [a-z]+)?: ' "$f")
+    hints=$(grep -Ec "^Try '(tide|heat3d)( [a-z]+)? --help'\.$" "$f")
+    if [ "$own" -ge 1 ] && [ "$own" -le 3 ] && [ "$hints" -eq 1 ] && ! grep -q '^usage:' "$f"; then
+        ok
+    else
+        bad "$1: expected at most 3 lines of message and one --help hint, no usage ($own, $hints)"
+        sed 's/^/    /' "$f" | head -20
+    fi
+}
+
+# before_alloc NAME PATTERN: the refused run NAME printed its header (PATTERN) on stdout.
+before_alloc() {
+    if grep -Eq -- "$2" "$tmp/$1.out"; then ok; else bad "$1: no header /$2/ before the refusal"; fi
+}

@@ -20,6 +20,13 @@ errs() {
     refuse "$name" "$np" nonzero "$pat" "$@"
 }
 
+# schema NAME FILE COMMAND: the -json FILE of `tide COMMAND` has exactly the members
+# docs/api.md lists (tests/test_docs.py json).
+schema() {
+    if python3 "$(dirname "$0")/test_docs.py" json "$2" "$3"; then ok; else
+        bad "$1: $2 does not match docs/api.md's JSON members of tide $3"; fi
+}
+
 # before NAME: the failed run NAME stopped before the work (no first line, no timing).
 before() {
     if grep -Eq '^(Tide |Time per run)' "$tmp/$1.out"; then
@@ -78,18 +85,21 @@ sys.exit(not (d["verified"] is True and d["size"] == [17, 12, 10] and d["locatio
 else
     bad "r2cjson: JSON file missing or not verified"
 fi
-run grids 0 4 fft c2c cpu double 12 10 9 -ingrid 2 2 1 -outgrid 1 1 4 -inplace -n 1 && \
+schema r2cjson "$tmp/r.json" fft
+run grids 0 4 fft c2c cpu double 12 10 9 -ingrid 2x2x1 -outgrid 1x1x4 -inplace -n 1 && \
     has grids '^Verification: passed'
 
 # Bad input: non-zero exit, a message, on every rank, quickly.
-run unknown nonzero 3 fft c2c cpu double 8 8 8 -bogus && has unknown "unknown option '-bogus'"
-run zero nonzero 3 fft c2c cpu double 8 0 8 && has zero 'bad positional arguments'
-run short nonzero 2 fft c2c cpu double 8 8 && has short 'expected 6 positional arguments'
-run type nonzero 2 fft c2x cpu double 8 8 8 && has type 'usage: mpirun'
-run grid nonzero 4 fft c2c cpu double 8 8 8 -ingrid 3 1 1 && has grid 'has 3 ranks, the run has 4'
+run unknown 2 3 fft c2c cpu double 8 8 8 -bogus && has unknown "unknown option '-bogus'" && \
+    terse unknown
+run zero 2 3 fft c2c cpu double 8 0 8 && has zero 'NY 0: expected 1\.\.1073741824' && terse zero
+run short 2 2 fft c2c cpu double 8 8 && terse short && \
+    has short 'missing NZ \(expected <c2c\|r2c> <auto\|cpu\|cuda> <float\|double> NX NY NZ\)'
+run type 2 2 fft c2x cpu double 8 8 8 && has type 'type c2x: expected c2c or r2c'
+run grid 2 4 fft c2c cpu double 8 8 8 -ingrid 3x1x1 && has grid '-ingrid 3x1x1 has 3 ranks, the run has 4'
 run novalue 2 2 fft c2c cpu double 8 8 8 -n && has novalue '-n needs a value: expected 1\.\.1000000'
-run command nonzero 2 frobnicate && has command "unknown command 'frobnicate'"
-run infoarg nonzero 2 info --bogus && has infoarg "unknown argument '--bogus'"
+run command 2 2 frobnicate && has command "unknown command 'frobnicate'"
+run infoarg 2 2 info --bogus && has infoarg "unknown option '--bogus'"
 # Backend cuda: a clear error where there is no GPU (CI), a verified GPU run where there is.
 if [ "$cuda" = 1 ]; then
     run cuda 0 2 fft c2c cuda double 8 8 8 && has cuda 'Verification: passed'
@@ -105,9 +115,11 @@ if [ "$cuda" = 1 ]; then
     run pautobc3 0 2 poisson auto float 12 10 8 -bc ndnnnd -n 1 && \
         has pautobc3 'Verification: passed' && has pautobc3 '^Plan: r2r'
 else
-    run cuda nonzero 2 fft c2c cuda double 8 8 8 && has cuda '(cuda|CUDA)'
-    run cudadev nonzero 2 fft c2c cpu double 8 8 8 -device && has cudadev 'device'
-    run pcuda nonzero 2 poisson cuda double 8 8 8 && has pcuda '(cuda|CUDA)'
+    # the machine lacks what the run needs: exit status 1 (a failed run), not 2
+    run cuda 1 2 fft c2c cuda double 8 8 8 && has cuda '(cuda|CUDA)'
+    run cudadev 1 2 fft c2c cpu double 8 8 8 -device && has cudadev 'device'
+    run pcuda 1 2 poisson cuda double 8 8 8 && has pcuda '(cuda|CUDA)'
+    run pcudadev 1 1 poisson cpu double 8 8 8 -device && has pcudadev 'device'
 fi
 
 # `tide poisson`: a manufactured periodic problem checked against the exact solution and by the
@@ -124,7 +136,7 @@ for np in 1 3; do
     run "ph$np" 0 "$np" poisson cpu double 16 12 10 -alpha 2 -batch 2 -inplace -n 2 && \
         has "ph$np" '^Verification: passed' && has "ph$np" 'batch 2, in place'
 done
-run pgrid 0 3 poisson cpu double 16 12 10 -grid 1 3 1 -n 2 && has pgrid '^Verification: passed'
+run pgrid 0 3 poisson cpu double 16 12 10 -grid 1x3x1 -n 2 && has pgrid '^Verification: passed'
 run pspec 0 3 poisson cpu double 17 12 10 -spectral -pencils -p2p -h 0.1 0.2 0.3 -n 1 && \
     has pspec '^Verification: passed' && has pspec '^Residual: not computed'
 # one bounded dimension: 2D transforms and a tridiagonal solve per mode
@@ -148,14 +160,14 @@ sys.exit(not (d["verified"] is True and d["size"] == [16, 12, 10] and d["alpha"]
 else
     bad "pjson: JSON file missing, not parsable or not verified"
 fi
+schema pjson "$tmp/p.json" poisson
 
 errs palpha 3 'option alpha = -1 is not valid' poisson cpu double 8 8 8 -alpha -1
 errs pbcletter 2 '-bc pxp: expected XYZ or XxYyZz' poisson cpu double 8 8 8 -bc pxp
 errs punknown 3 "unknown option '-bogus'" poisson cpu double 8 8 8 -bogus && \
-    if grep -q 'usage: mpirun -np P tide poisson' "$tmp/punknown.err"; then ok; else
-        bad "punknown: no usage on stderr"; fi
-errs pgridbad 2 'has 3 ranks, the run has 2' poisson cpu double 8 8 8 -grid 1 3 1
-errs pshort 2 'expected 5 positional arguments' poisson cpu double 8 8
+    has_err punknown "^Try 'tide poisson --help'\.$"
+errs pgridbad 2 'has 3 ranks, the run has 2' poisson cpu double 8 8 8 -grid 1x3x1
+errs pshort 2 'missing NZ' poisson cpu double 8 8
 
 # The example an MPI code can copy (apps/poisson3d.c), built beside tide.
 p3d="$(dirname "$tide")/poisson3d"
@@ -203,13 +215,14 @@ sys.exit(not (d["verified"] is True and d["command"] == "stencil" and d["size"] 
 else
     bad "sjson: JSON file missing, not parsable or not verified"
 fi
-errs sradius 1 'radius must be a whole number from 1 to 4' stencil cpu double 16 16 16 \
+schema sjson "$tmp/s.json" stencil
+errs sradius 1 '-shape star:5: expected 7pt, 27pt, star:R or box:R with R 1\.\.4' stencil cpu double 16 16 16 \
     -shape star:5
-errs sradius0 1 'radius must be a whole number from 1 to 4' stencil cpu double 16 16 16 \
+errs sradius0 1 '-shape box:0: expected 7pt, 27pt, star:R or box:R with R 1\.\.4' stencil cpu double 16 16 16 \
     -shape box:0
-errs sshape 1 "unknown shape 'hex'" stencil cpu double 16 16 16 -shape hex
+errs sshape 1 "-shape hex: expected 7pt" stencil cpu double 16 16 16 -shape hex
 errs ssmall 2 'too small for radius 2: .*\(x has 4\)' stencil cpu double 4 16 16 -shape box:2
-errs sbc 2 "-bc pnp: give one letter per dimension, p \(periodic\) or d \(Dirichlet\)" \
+errs sbc 2 "-bc pnp: expected XYZ, one letter per dimension, p \(periodic\) or d \(Dirichlet\)" \
     stencil cpu double 8 8 8 -bc pnp
 errs ssteps 1 '-steps -1: expected 0\.\.2147483647' stencil cpu double 8 8 8 -steps -1
 # Several ranks: each holds a block of the plan's process grid, a halo of fuse r points is
@@ -229,6 +242,7 @@ sys.exit(not (d["verified"] is True and d["ranks"] == 3 and d["grid"] == [3, 1, 
 else
     bad "sdist: JSON file missing, not parsable, not verified or without grid and halo"
 fi
+schema sdist "$tmp/sd.json" stencil
 run sdist2 0 2 stencil cpu float 130 130 128 -shape star:2 -bc ppd -steps 3 -n 1 && \
     has sdist2 '^Reference: a second plan with fuse 1' && has sdist2 '^Verification: passed'
 # -grid: the caller's process grid; -overlap 1: split passes on the CPU too (the inner box
@@ -241,14 +255,14 @@ run snogrid 0 4 stencil cpu float 40 36 34 -bc pdp -steps 7 -fuse 2 -grid 1x2x2 
     -overlap -1 -n 1 && has snogrid 'halo 2 > sweep\[2 steps\]' && \
     has snogrid '^Verification: passed'
 errs sgridp 4 '-grid 2x2x2 has 8 ranks, the run has 4' stencil cpu float 40 36 34 -grid 2x2x2
-errs sgridv 1 "-grid 2x2: give the process grid as AxBxC" stencil cpu float 40 36 34 -grid 2x2
+errs sgridv 1 "-grid 2x2: expected AxBxC, each factor 1\.\.2147483647" stencil cpu float 40 36 34 -grid 2x2
 errs sover 1 '-overlap 2: expected -1\.\.1' stencil cpu float 40 36 34 -overlap 2
 errs sthin 5 'is 3 points along dimension 0, fewer than the 5 a sweep needs' \
     stencil cpu double 5 5 5 -shape star:2 -fuse 1
 if [ "$cuda" = 1 ]; then
     run scuda 0 1 stencil cuda double 33 31 29 -steps 9 -bc pdp -n 2 && \
         has scuda '^Verification: passed' && has scuda 'backend cuda'
-    run scudadev 0 1 stencil cuda float 40 36 34 -shape box:2 -location device -source \
+    run scudadev 0 1 stencil cuda float 40 36 34 -shape box:2 -device -source \
         -bc ppp -steps 8 -n 2 && has scudadev '^Verification: passed'
     run scuda27 0 1 stencil cuda double 30 20 40 -shape 27pt -device -fuse 3 -steps 10 -n 2 && \
         has scuda27 '^Verification: passed' && has scuda27 'fuse 3 steps per pass'
@@ -257,11 +271,11 @@ if [ "$cuda" = 1 ]; then
     # several ranks sharing the GPU: halos packed on the device, staged through host memory
     run scuda2 0 2 stencil cuda double 33 31 29 -steps 9 -bc pdp -n 2 && \
         has scuda2 '^Verification: passed' && has scuda2 '^Halo: '
-    run scuda3dev 0 3 stencil cuda float 40 36 34 -shape box:2 -location device -source \
+    run scuda3dev 0 3 stencil cuda float 40 36 34 -shape box:2 -device -source \
         -bc ppd -steps 7 -n 1 && has scuda3dev '^Verification: passed'
 else
     run scuda nonzero 1 stencil cuda double 8 8 8 && has scuda '(cuda|CUDA)'
-    run scudadev nonzero 1 stencil cpu double 8 8 8 -location device && has scudadev 'device'
+    run scudadev 1 1 stencil cpu double 8 8 8 -device && has scudadev 'device'
 fi
 
 # `tide gemm`: C = alpha op(A) op(B) + beta C checked against the naive oracle (tide_ref_gemm),
@@ -269,7 +283,7 @@ fi
 # 4 rows and 4 columns above; on one rank, and on several (2D blocks, SUMMA), where each rank
 # checks the entries of its block of C.
 run ghelp 0 1 gemm --help && has ghelp '-ta N\|T\|C' && has ghelp '-order col\|row' && \
-    has ghelp '-pageable' && has ghelp '-share-a S' && has ghelp '-complex'
+    has ghelp '-pageable' && has ghelp '-share-a auto\|on\|off' && has ghelp '-complex'
 has help '^  gemm '
 run gd 0 1 gemm cpu double 300 200 100 -beta 0.5 -n 2
 for key in '^Time per run: [0-9.e-]+ \(s\)' '^Performance: ' '^Memory usage: ' \
@@ -311,10 +325,11 @@ sys.exit(not (d["verified"] is True and d["domain"] == "complex" and d["transa"]
 else
     bad "gz: JSON file missing, not parsable, not verified or not complex (8 M N K flops)"
 fi
+schema gz "$tmp/gz.json" gemm
 # Bad input fails fast (each failing launch costs mpirun about 2 s: a few cases only).
-errs gneg 1 'bad positional arguments' gemm cpu double 8 -5 8
-errs gta 1 "-ta X: give N" gemm cpu double 8 8 8 -ta X
-errs gshare 1 '-share-a maybe: expected off, auto or on' gemm cpu double 8 -share-a maybe
+errs gneg 1 'N -5: expected 1\.\.1073741824' gemm cpu double 8 -5 8
+errs gta 1 "-ta X: expected N" gemm cpu double 8 8 8 -ta X
+errs gshare 1 '-share-a maybe: expected auto, on or off' gemm cpu double 8 -share-a maybe
 errs gpagedev 1 '-pageable is about host matrices' gemm cpu double 8 -pageable -device
 errs gzreal 1 'imaginary part of -alpha or -beta needs -complex' gemm cpu double 8 -alpha 1,2
 # Several ranks: each fills its blocks of the 2D block distribution (the library's grid, or
@@ -323,18 +338,18 @@ run gnp3 0 3 gemm cpu double 37 29 41 -n 1 && \
     has gnp3 '^Plan: gemm 37x29x41 .*summa on 1x3 ranks' && has gnp3 '3 ranks x [0-9]+ threads' \
     && has gnp3 '^Blocks: 1x3 process grid .*rank 2 A 37x14 B 41x10 C 37x10' && \
     has gnp3 '^Reference: .*, full: 1073 of 1073 entries' && has gnp3 '^Verification: passed'
-run ggrid 0 4 gemm cpu double 37 29 41 -grid 2 2 -ta T -tb T -order row -beta 0.5 -n 1 && \
+run ggrid 0 4 gemm cpu double 37 29 41 -grid 2x2 -ta T -tb T -order row -beta 0.5 -n 1 && \
     has ggrid 'summa on 2x2 ranks' && has ggrid 'op TT, row major' && \
     has ggrid '^Verification: passed'
 run gf6 0 6 gemm cpu float 53 47 61 -ta T -alpha -1.5 -beta 2 -pageable -n 1 && \
     has gf6 'summa on 2x3 ranks' && has gf6 '^Verification: passed'
-run gz4 0 4 gemm cpu float 37 29 41 -complex -grid 2 2 -tb C -order row -beta 0.5,-0.5 -n 1 && \
+run gz4 0 4 gemm cpu float 37 29 41 -complex -grid 2x2 -tb C -order row -beta 0.5,-0.5 -n 1 && \
     has gz4 '^Plan: gemm 37x29x41 complex float NC row cpu host: summa on 2x2 ranks' && \
     has gz4 '^Verification: passed'
 run gbig2 0 2 gemm cpu double 600 600 600 -n 1 && \
     has gbig2 '^Reference: .*, sampled: 4784 of 360000 entries \(rows 599, .* and columns 599' \
     && has gbig2 '^Verification: passed'
-run gjson4 0 4 gemm cpu double 40 30 20 -grid 1 4 -tb T -beta 1 -json "$tmp/g4.json" -n 2
+run gjson4 0 4 gemm cpu double 40 30 20 -grid 1x4 -tb T -beta 1 -json "$tmp/g4.json" -n 2
 if python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
 sys.exit(not (d["verified"] is True and d["ranks"] == 4 and d["grid"] == [1, 4]
               and d["size"] == [40, 30, 20] and d["check"] == "full"
@@ -344,9 +359,9 @@ sys.exit(not (d["verified"] is True and d["ranks"] == 4 and d["grid"] == [1, 4]
 else
     bad "gjson4: JSON file missing, not parsable, not verified or without ranks and grid"
 fi
-run ggridbad 2 4 gemm cpu double 8 -grid 3 2 && has ggridbad '-grid 3 2 has 6 ranks, the run has 4'
+run ggridbad 2 4 gemm cpu double 8 -grid 3x2 && has ggridbad '-grid 3x2 has 6 ranks, the run has 4'
 run ggridshort 2 3 gemm cpu double 8 -grid 3 && \
-    has ggridshort '-grid 3: expected 2 whole numbers, each 1\.\.2147483647'
+    has ggridshort '-grid 3: expected RxC, each factor 1\.\.2147483647'
 if [ "$cuda" = 1 ]; then
     run gcuda 0 1 gemm cuda double 1000 900 800 -beta 1 -n 2 && \
         has gcuda '^Verification: passed' && has gcuda '^PCIe: ' && \
@@ -365,20 +380,20 @@ if [ "$cuda" = 1 ]; then
         has gcudadev2 'summa on 1x2 ranks' && has gcudadev2 'updates: cublas' && \
         has gcudadev2 '^Verification: passed'
 else
-    run gcudadev nonzero 1 gemm cpu double 8 8 8 -device && has gcudadev 'device'
-    run gdev2 2 2 gemm cpu double 8 -device && has gdev2 '-device needs GPU memory'
+    run gcudadev 1 1 gemm cpu double 8 8 8 -device && has gcudadev 'device'
+    run gdev2 1 2 gemm cpu double 8 -device && has gdev2 '-device needs GPU memory'
 fi
 
 # Values out of range: exit status 2, the option as typed, its value and the valid range,
 # before anything runs; process grids compared with the ranks exactly (no overflow).
-refuse rsgrid 3 2 '-grid 4294967299x1x1: each factor must be 1\.\.2147483647' \
+refuse rsgrid 3 2 '-grid 4294967299x1x1: expected AxBxC, each factor 1\.\.2147483647' \
     stencil cpu double 9 9 9 -grid 4294967299x1x1
-refuse rfgrid 1 2 '-ingrid 9 954437177 1 has 8589934593 ranks, the run has 1' \
-    fft c2c cpu double 9 9 9 -ingrid 9 954437177 1
-refuse rpgrid 1 2 '-grid 2147483647 2147483647 2147483647 has more than [0-9]+ ranks' \
-    poisson cpu double 8 8 8 -grid 2147483647 2147483647 2147483647
-refuse rggrid 1 2 '-grid 65536 65536 has 4294967296 ranks, the run has 1' \
-    gemm cpu double 8 -grid 65536 65536
+refuse rfgrid 1 2 '-ingrid 9x954437177x1 has 8589934593 ranks, the run has 1' \
+    fft c2c cpu double 9 9 9 -ingrid 9x954437177x1
+refuse rpgrid 1 2 '-grid 2147483647x2147483647x2147483647 has more than [0-9]+ ranks' \
+    poisson cpu double 8 8 8 -grid 2147483647x2147483647x2147483647
+refuse rggrid 1 2 '-grid 65536x65536 has 4294967296 ranks, the run has 1' \
+    gemm cpu double 8 -grid 65536x65536
 refuse rfuse 1 2 '-fuse 2147483647: expected 0\.\.1024' stencil cpu double 8 8 8 -fuse 2147483647
 refuse rlevels 1 2 '-levels 1025: expected 0\.\.1024' stencil cpu double 8 8 8 -levels 1025
 range='expected a number above 0, at most 1e\+06'
@@ -393,15 +408,45 @@ refuse rseed 1 2 '-seed 4294967296: expected 0\.\.4294967295' \
 refuse rbatch 1 2 '-batch 2x: expected 1\.\.1073741824' fft c2c cpu double 8 8 8 -batch 2x
 refuse rsteps 1 2 '-steps 2147483648: expected 0\.\.2147483647' \
     stencil cpu double 8 8 8 -steps 2147483648
-refuse rsize 1 2 "bad positional arguments .*: NZ 9999999999: expected 1\.\.1073741824" \
+refuse rsize 1 2 "NZ 9999999999: expected 1\.\.1073741824" \
     fft c2c cpu double 8 8 9999999999
-refuse rpoints 1 2 'NX NY NZ: 1073741824 x 1073741824 x 1073741824 points, more than 2\^62' \
+refuse rpoints 1 2 'NX NY NZ 1073741824 1073741824 1073741824: 1073741824 x 1073741824 x 1073741824 points, more than 2\^62' \
     stencil cpu float 1073741824 1073741824 1073741824
-refuse rh 1 2 '-h 0: expected a finite number above 0' poisson cpu double 8 8 8 -h 1 0 1
+refuse rh 1 2 '-h 1 0 1: expected 3 numbers, each a finite number above 0' \
+    poisson cpu double 8 8 8 -h 1 0 1
 refuse ralpha 1 2 '-alpha nan: expected a finite number' poisson cpu double 8 8 8 -alpha nan
 refuse rgalpha 1 2 '-alpha 1,inf: expected a finite number A, or A,I' \
     gemm cpu double 8 -complex -alpha 1,inf
 refuse rtile 1 2 '-tile -1: expected 0\.\.1073741824' gemm cpu double 8 -tile -1
+
+# What a new user types wrong (issue 45): the argument as typed, its value and the valid range
+# in a few lines and a hint to --help, exit status 2; what the machine lacks, exit status 1.
+refuse uneg 2 2 'NX -5: expected 1\.\.1073741824' fft c2c cpu double -5 8 8 && terse uneg
+refuse ugemmk 1 2 'M N 16 8 without K: expected M alone' gemm cpu double 16 8 && terse ugemmk
+refuse uspacing 1 2 '-h 1e-300 1 1: expected spacings from 1e-150 to 1e\+150' \
+    poisson cpu double 8 8 8 -h 1e-300 1 1 && terse uspacing
+refuse ustretch 1 2 '-stretch 1000: cells of no width at z.s faces' \
+    poisson cpu double 16 8 8 -bc ppd -stretch 1000 && terse ustretch
+refuse unomode 1 2 'NX NY NZ 1 1 1: no mode fits the grid' poisson cpu double 1 1 1
+# a run larger than the node's memory: the header with the memory it needs, then a refusal,
+# before anything is allocated (exit status 1, quickly)
+refuse umem 2 1 'tide stencil: needs [0-9.e+]+ GB of host memory on a node \(2 ranks\), [0-9.e+]+ GB available' \
+    stencil cpu double 65536 65536 65536 && before_alloc umem 'GB of host memory per rank'
+refuse ugmem 1 1 'tide gemm: needs [0-9.e+]+ GB of host memory on a node' gemm cpu double 1000000
+# TIDE_LOG with a value it does not know: one warning, not one per rank or per context
+if TIDE_LOG=bogus timeout -k 10 30 "$mpiexec" -n 2 "$tide" info > "$tmp/log.out" 2>&1 &&
+   [ "$(grep -c 'TIDE_LOG=bogus is not a level: expected warn, info or debug' "$tmp/log.out")" = 1 ]
+then ok; else bad "log: TIDE_LOG=bogus not warned about exactly once"; sed 's/^/    /' "$tmp/log.out" | head; fi
+# progress on a non-terminal stderr: plain lines with percent and time left, no \r; none with
+# -progress 0
+timeout -k 10 60 "$mpiexec" -n 2 "$tide" fft c2c cpu double 16 16 16 -n 300 -progress 0.01 \
+    > "$tmp/prog.out" 2> "$tmp/prog.err"
+lines=$(grep -Ec '^tide fft: timed runs [0-9]+% \([0-9]+/300\), [0-9]+ s(, about [0-9]+ (s|min [0-9]+ s) left)?$' \
+        "$tmp/prog.err")
+if [ "$lines" -ge 1 ] && ! grep -q $'\r' "$tmp/prog.err"; then ok; else
+    bad "progress: $lines progress lines of tide fft -progress 0.01 on a file"; head "$tmp/prog.err"; fi
+refuse uprog 1 2 '-progress -1: expected seconds from 0 \(none\) to 86400' \
+    gemm cpu double 8 -progress -1
 
 # -json: a place that cannot be written found before the work, with the system's reason; a
 # write that fails (a full disk) exit status 1 on every rank alike, quickly.

@@ -207,16 +207,59 @@ class FailingRun(unittest.TestCase):
         tmp = tempfile.mkdtemp(prefix="test_scaling.")
         try:
             path = os.path.join(tmp, "f.csv")
-            p = run_sweep("--op", "poisson", "--sizes", "12", "--gpus", "1", "--bc", "xyz,ppp",
-                          "--csv", path, "--runs", "1")
+            # a 1^3 grid fits no mode: tide refuses it (exit status 2)
+            p = run_sweep("--op", "poisson", "--sizes", "1,12", "--gpus", "1", "--csv", path,
+                          "--runs", "1")
             self.assertEqual(p.returncode, 0, p.stderr)
             _, rows = read_csv(path)
             self.assertEqual(len(rows), 2)
-            self.assertTrue(rows[0]["status"].startswith("failed (exit "), rows[0]["status"])
-            self.assertTrue(rows[0]["stderr_tail"])
+            self.assertEqual(rows[0]["status"], "failed (exit 2)")
+            # tide's message whole, from its first character
+            self.assertTrue(rows[0]["stderr_tail"].startswith(
+                "tide poisson: NX NY NZ 1 1 1: no mode fits the grid"), rows[0]["stderr_tail"])
             self.assertEqual(rows[1]["status"], "ok")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_every_run_failed(self):
+        """A sweep whose every run failed: exit status 1 and why, the rows still written."""
+        tmp = tempfile.mkdtemp(prefix="test_scaling.")
+        try:
+            path = os.path.join(tmp, "f.csv")
+            p = run_sweep("--op", "poisson", "--sizes", "1", "--gpus", "1", "--csv", path,
+                          "--runs", "1")
+            self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+            self.assertIn("every run failed", p.stderr)
+            self.assertEqual(len(read_csv(path)[1]), 1)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+class BadArguments(unittest.TestCase):
+    """Values argparse refuses, and files that cannot be read: a message naming the argument,
+    exit status 2, no traceback."""
+
+    def check(self, args, status, pattern):
+        p = run_script(*args, timeout=120)
+        self.assertEqual(p.returncode, status, p.stdout + p.stderr)
+        self.assertNotIn("Traceback", p.stderr)
+        self.assertRegex(p.stderr, pattern)
+
+    def test_refused(self):
+        cases = [
+            (["run", "--op", "fft", "--sizes", "abc"], "argument --sizes: 'abc': expected N"),
+            (["run", "--op", "fft", "--gpus", "0"], "argument --gpus: '0': expected a whole"),
+            (["run", "--op", "fft", "--runs", "-1"], "argument --runs: '-1': expected a whole"),
+            (["run", "--op", "poisson", "--bc", "xyz"], "argument --bc: 'xyz': expected"),
+            (["run", "--op", "fft", "--precision", "half"], "argument --precision: 'half'"),
+            (["validate", "/missing.csv"],
+             "argument csv: cannot read /missing.csv: No such file or directory"),
+            (["plot", "/missing.csv"], "argument csv: cannot read /missing.csv"),
+            (["predict", "--sizes", "2048x2"], "argument --sizes: '2048x2'"),
+        ]
+        for args, pattern in cases:
+            with self.subTest(args=args):
+                self.check(args, 2, pattern)
 
 
 class NodePreset(unittest.TestCase):

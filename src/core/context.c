@@ -56,15 +56,23 @@ static int fft_chunks_from_env(tide_context *ctx, int *chunks)
     return TIDE_SUCCESS;
 }
 
-static int log_level_from_env(void)
+/* TIDE_LOG's level: warn (also when unset or empty), info or debug, in any case. Another value
+ * is warned about once per process, by the first context's rank 0, and counts as warn. */
+static int log_level_from_env(const tide_context *ctx)
 {
+    static int warned;
+    static const char *const names[] = {"warn", "info", "debug"};
+    static const int levels[] = {TIDE_LOG_WARN, TIDE_LOG_INFO, TIDE_LOG_DEBUG};
     const char *v = getenv("TIDE_LOG");
     if (!v || !*v)
         return TIDE_LOG_WARN;
-    if (!strcasecmp(v, "debug"))
-        return TIDE_LOG_DEBUG;
-    if (!strcasecmp(v, "info"))
-        return TIDE_LOG_INFO;
+    for (int i = 0; i < 3; i++)
+        if (!strcasecmp(v, names[i]))
+            return levels[i];
+    if (!warned && ctx->rank == 0)
+        fprintf(stderr, "[tide %d/%d warn] TIDE_LOG=%s is not a level: expected warn, info or "
+                "debug; logging at warn\n", ctx->rank, ctx->nranks, v);
+    warned = 1;
     return TIDE_LOG_WARN;
 }
 
@@ -319,7 +327,7 @@ int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_co
     MPI_Comm_set_errhandler(ctx->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(ctx->comm, &ctx->rank);
     MPI_Comm_size(ctx->comm, &ctx->nranks);
-    ctx->log_level = log_level_from_env();
+    ctx->log_level = log_level_from_env(ctx);
 
     int st = TIDE_SUCCESS;
     if (!out)
