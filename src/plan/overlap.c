@@ -85,12 +85,12 @@ static int overlap_execute(const tide_op *op, const tide_env *e, void *src, void
 {
     const overlap_state *s = op->state;
     void *mid = mid_array(s, op->src, op->dst, src, dst);
-    int st = TIDE_SUCCESS, n = s->chunks, apart = src == dst;
+    int st = TIDE_SUCCESS, n = s->chunks, one_array = src == dst;
     if (s->fft_first) {
-        for (int c = 0; c < n && apart; c++)
+        for (int c = 0; c < n && one_array; c++)
             st = st ? st : run_fft(s, e, c, src, mid);
         for (int c = 0; c < n; c++) {
-            if (!apart)
+            if (!one_array)
                 st = st ? st : run_fft(s, e, c, src, mid);
             int o = tide_order_after(s->to_side, e->stream, s->side);
             int x = run_move(s, e, c, mid, dst);
@@ -100,14 +100,14 @@ static int overlap_execute(const tide_op *op, const tide_env *e, void *src, void
         st = tide_order_after(s->to_side, e->stream, s->side);
         for (int c = 0; c < n; c++) {
             int x = run_move(s, e, c, src, mid);
-            int o = apart ? TIDE_SUCCESS : tide_order_after(s->to_main, s->side, e->stream);
+            int o = one_array ? TIDE_SUCCESS : tide_order_after(s->to_main, s->side, e->stream);
             st = st ? st : x ? x : o;
-            if (!apart)
+            if (!one_array)
                 st = st ? st : run_fft(s, e, c, mid, dst);
         }
-        int o = apart ? tide_order_after(s->to_main, s->side, e->stream) : TIDE_SUCCESS;
+        int o = one_array ? tide_order_after(s->to_main, s->side, e->stream) : TIDE_SUCCESS;
         st = st ? st : o;
-        for (int c = 0; c < n && apart; c++)
+        for (int c = 0; c < n && one_array; c++)
             st = st ? st : run_fft(s, e, c, mid, dst);
     }
     int o = tide_order_after(s->to_main, s->side, e->stream);
