@@ -77,6 +77,9 @@ extern const int app_backend_values[3], app_precision_values[2];
 #define APP_OPT_SEED(c)                                                                            \
     {"-seed", "S", APP_UINT, &(c)->seed, 0, UINT_MAX,                                              \
      .help = "the input's seed, 0 to 2^32 - 1 (default 2026)"}
+/* -no-check: clears the int at flag (a command's "check the result" switch). */
+#define APP_OPT_NO_CHECK(flag)                                                                     \
+    {"-no-check", .kind = APP_FLAG, .dest = (flag), .count = 0, .help = "skip the check"}
 #define APP_OPT_PROGRESS(c)                                                                        \
     {"-progress", "S", APP_CUSTOM, &(c)->progress, .parse = app_parse_seconds,                     \
      .help = APP_PROGRESS_HELP}

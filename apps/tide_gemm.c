@@ -180,8 +180,7 @@ static int parse(int argc, char **argv, args *a)
          .help = "host matrices from malloc (pageable) instead of tide_host_alloc (pinned), "
                  "which the plan stages through pinned buffers"},
         APP_OPT_DEVICE(c), APP_OPT_BUDGET(c), APP_OPT_RUNS(c), APP_OPT_SEED(c),
-        {"-no-check", .kind = APP_FLAG, .dest = &a->check, .count = 0,
-         .help = "skip the check"},
+        APP_OPT_NO_CHECK(&a->check),
         APP_OPT_PROGRESS(c), APP_OPT_JSON(c),
     };
     app_cmd cmd = {"tide gemm", about, after, opts, sizeof opts / sizeof opts[0]};

@@ -134,8 +134,7 @@ static int parse(int argc, char **argv, args *a)
         {"-source", .kind = APP_FLAG, .dest = &a->source, .count = 1,
          .help = "add a source term s (random values in [-1, 1)) at every step"},
         APP_OPT_DEVICE(c), APP_OPT_BUDGET(c), APP_OPT_RUNS(c), APP_OPT_SEED(c),
-        {"-no-check", .kind = APP_FLAG, .dest = &a->check, .count = 0,
-         .help = "skip the check"},
+        APP_OPT_NO_CHECK(&a->check),
         APP_OPT_PROGRESS(c), APP_OPT_JSON(c),
     };
     app_cmd cmd = {"tide stencil", about, NULL, opts, sizeof opts / sizeof opts[0]};
