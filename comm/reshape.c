@@ -21,7 +21,7 @@ struct tide_reshape {
     tide_exchange exchange; /* the MPI pattern: A2AV or P2P */
     tide_exchange how;      /* how blocks travel: that, or for device arrays NCCL, CUDA_MPI */
     int device;
-    void *nccl, *stream;    /* device arrays: the NCCL communicator and the stream */
+    void *nccl;             /* device arrays: the NCCL communicator */
     tide_box src, dst;      /* this rank's boxes */
     int has_self;
     tide_box self_region;
@@ -70,7 +70,7 @@ static tide_exchange auto_exchange(const tide_box *src, const tide_box *dst, int
 static int create(MPI_Comm comm, const tide_box *src, const tide_box *dst,
                   const tide_box *part_src, const tide_box *part_dst, size_t elem,
                   int batch, tide_exchange exchange, int threads, int device,
-                  tide_exchange how, void *nccl, void *stream, tide_reshape **out, char *err,
+                  tide_exchange how, void *nccl, tide_reshape **out, char *err,
                   size_t errlen)
 {
     tide_reshape *r = calloc(1, sizeof *r);
@@ -87,7 +87,6 @@ static int create(MPI_Comm comm, const tide_box *src, const tide_box *dst,
     r->threads = threads;
     r->device = device;
     r->nccl = nccl;
-    r->stream = stream;
     r->src = src[r->rank];
     r->dst = dst[r->rank];
     const tide_box *ps = part_src ? part_src : src, *pd = part_dst ? part_dst : dst;
@@ -121,12 +120,12 @@ int tide_reshape_create(MPI_Comm comm, const tide_box *src, const tide_box *dst,
                         char *err, size_t errlen)
 {
     return create(comm, src, dst, part_src, part_dst, elem, batch, exchange, threads, 0,
-                  TIDE_EXCHANGE_AUTO, NULL, NULL, out, err, errlen);
+                  TIDE_EXCHANGE_AUTO, NULL, out, err, errlen);
 }
 
 int tide_reshape_create_device(MPI_Comm comm, const tide_box *src, const tide_box *dst,
                                const tide_box *part_src, const tide_box *part_dst, size_t elem,
-                               int batch, tide_exchange transport, void *nccl, void *stream,
+                               int batch, tide_exchange transport, void *nccl,
                                tide_reshape **out, char *err, size_t errlen)
 {
     /* NCCL and CUDA-aware MPI move every block pairwise (the MPI pattern they are filed under,
@@ -134,7 +133,7 @@ int tide_reshape_create_device(MPI_Comm comm, const tide_box *src, const tide_bo
     tide_exchange mpi = transport == TIDE_EXCHANGE_NCCL || transport == TIDE_EXCHANGE_CUDA_MPI
                             ? TIDE_EXCHANGE_P2P : transport;
     return create(comm, src, dst, part_src, part_dst, elem, batch, mpi, 1, 1, transport, nccl,
-                  stream, out, err, errlen);
+                  out, err, errlen);
 }
 
 void tide_reshape_destroy(tide_reshape *r)
@@ -151,13 +150,13 @@ tide_exchange tide_reshape_exchange(const tide_reshape *r) { return r->how; }
 int tide_reshape_peers(const tide_reshape *r) { return r->peers; }
 
 /* The points this rank keeps: copied from src to dst, on the CPU or (device) on the stream. */
-static int copy_self(const tide_reshape *r, const void *src, void *dst)
+static int copy_self(const tide_reshape *r, const void *src, void *dst, void *stream)
 {
     if (!r->has_self)
         return TIDE_SUCCESS;
     if (r->device)
         return tide_transport_pack(r->elem, r->batch, &r->self_region, src, &r->src, dst,
-                                   &r->dst, r->stream);
+                                   &r->dst, stream);
     tide_copy_region(r->elem, r->batch, &r->self_region, src, &r->src, dst, &r->dst,
                      r->threads);
     return TIDE_SUCCESS;
@@ -167,7 +166,7 @@ static int copy_self(const tide_reshape *r, const void *src, void *dst)
 static int run(const tide_reshape *r, const tide_xchg_io *io)
 {
     int st = tide_xchg_start(r->x, io, TIDE_SUCCESS);
-    int self = copy_self(r, io->src, io->dst->data[0]);
+    int self = copy_self(r, io->src, io->dst->data[0], io->stream);
     int fin = tide_xchg_finish(r->x, io, st ? st : self);
     return st ? st : fin ? fin : self;
 }
@@ -182,11 +181,11 @@ int tide_reshape_execute(const tide_reshape *r, const void *src, void *dst, void
 }
 
 int tide_reshape_execute_device(const tide_reshape *r, const void *src, void *dst, void *dsend,
-                                void *drecv, void *hsend, void *hrecv)
+                                void *drecv, void *hsend, void *hrecv, void *stream)
 {
     const tide_parts to = {1, {r->dst}, {dst}};
     tide_xchg_io io = {.src = src, .src_box = &r->src, .dst = &to, .send = dsend,
                        .recv = drecv, .hsend = hsend, .hrecv = hrecv, .nccl = r->nccl,
-                       .stream = r->stream};
+                       .stream = stream};
     return run(r, &io);
 }

@@ -30,8 +30,8 @@ int tide_reshape_create(MPI_Comm comm, const tide_box *src, const tide_box *dst,
 void tide_reshape_destroy(tide_reshape *r);
 
 /* The same reshape for arrays in device memory (CUDA builds). Packs, unpacks and the self copy
- * run as kernels on stream (a cudaStream_t); transport says how blocks travel:
- *   TIDE_EXCHANGE_NCCL      grouped ncclSend/ncclRecv on stream (nccl: a tide_nccl *); blocks
+ * run as kernels on the stream given to each execution (a cudaStream_t); transport says how blocks travel:
+ *   TIDE_EXCHANGE_NCCL      grouped ncclSend/ncclRecv on that stream (nccl: a tide_nccl *); blocks
  *                           that are contiguous runs go straight from src / into dst;
  *   TIDE_EXCHANGE_CUDA_MPI  MPI_Isend/Irecv of the device staging (a CUDA-aware MPI
  *                           library);
@@ -39,7 +39,7 @@ void tide_reshape_destroy(tide_reshape *r);
  * Except with NCCL every block is packed, so the staging sizes below cover the whole data. */
 int tide_reshape_create_device(MPI_Comm comm, const tide_box *src, const tide_box *dst,
                                const tide_box *part_src, const tide_box *part_dst, size_t elem,
-                               int batch, tide_exchange transport, void *nccl, void *stream,
+                               int batch, tide_exchange transport, void *nccl,
                                tide_reshape **out, char *err, size_t errlen);
 
 /* Bytes of send and receive staging the reshape needs (0 when all peers go direct). */
@@ -62,11 +62,12 @@ int tide_reshape_execute(const tide_reshape *r, const void *src, void *dst, void
 
 /* Collective, for a reshape made by tide_reshape_create_device: src and dst are device arrays;
  * dsend/drecv device staging of the sizes above; hsend/hrecv pinned host staging of the same
- * sizes (A2AV/P2P transports only, else NULL). With NCCL everything is only enqueued on the
+ * sizes (A2AV/P2P transports only, else NULL); the packs, copies and NCCL calls go on stream,
+ * which may differ from call to call. With NCCL everything is only enqueued on the
  * stream; the MPI transports return once the data has left and arrived (unpacks enqueued).
  * A failed pack still takes part in the exchange. Returns 0, TIDE_ERR_MPI or
  * TIDE_ERR_BACKEND. */
 int tide_reshape_execute_device(const tide_reshape *r, const void *src, void *dst, void *dsend,
-                                void *drecv, void *hsend, void *hrecv);
+                                void *drecv, void *hsend, void *hrecv, void *stream);
 
 #endif

@@ -125,14 +125,14 @@ static int cuda_reshape_create(const tide_env *e, const tide_box *from, const ti
                                int batch, tide_reshape **r, char *err, size_t len)
 {
     return tide_reshape_create_device(e->ctx->comm, from, to, part_from, part_to, elem, batch,
-                                      e->transport, e->nccl, e->stream, r, err, len);
+                                      e->transport, e->nccl, r, err, len);
 }
 
 static int cuda_reshape_execute(const tide_env *e, const tide_reshape *r, const void *src,
                                 void *dst)
 {
     return tide_reshape_execute_device(r, src, dst, e->sendbuf, e->recvbuf, e->hsend,
-                                       e->hrecv);
+                                       e->hrecv, e->stream);
 }
 
 /* The plan's stream drained, and NCCL's asynchronous errors (a peer that failed) checked. */
