@@ -294,37 +294,6 @@ static int overlap_chunks(const tide_fft_plan *p)
     return p->env.be->gpu && p->env.transport == TIDE_EXCHANGE_NCCL ? 8 : 0;
 }
 
-/* Op i (an FFT) and op j (the reshape next to it) as one overlapped op (plan/overlap.h) in
- * place of op min(i, j); the program one op shorter. */
-static int fuse_pair(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
-                     const tide_chain_step *steps, int back, int chunks, tide_program *prog,
-                     int i, int j, char *err, size_t len)
-{
-    tide_op *fo = &prog->ops[i], *ro = &prog->ops[j];
-    const tide_chain_step *fs = &steps[i], *rs = &steps[j];
-    tide_overlap_desc d = {
-        .from = rs->from, .to = rs->to, .batch = p->o.batch, .chunks = chunks,
-        .fft = fft_desc(p, c, f, fs, i >= back, fo), .fft_first = i < j, .w = p->w,
-        .elem = grid_real(p, f, rs->from_grid) ? p->in_elem : p->out_elem,
-        .fft_cost = fo->cost, .move_cost = ro->cost};
-    d.src = i < j ? fo->src : ro->src;
-    d.mid = i < j ? fo->dst : ro->dst;
-    d.dst = i < j ? ro->dst : fo->dst;
-    tide_op fused = {0};
-    int st = tide_op_overlap(&fused, &p->env, &d, &p->env.fft_work_bytes, &p->env.sbytes,
-                             &p->env.rbytes, err, len);
-    fo->cls->destroy(fo, &p->env);
-    ro->cls->destroy(ro, &p->env);
-    int a = i < j ? i : j;
-    prog->ops[a] = fused;
-    memmove(&prog->ops[a + 1], &prog->ops[a + 2], (size_t)(prog->nops - a - 2) * sizeof fused);
-    prog->nops--;
-    memset(&prog->ops[prog->nops], 0, sizeof fused);
-    if (st && fused.cls)
-        fused.cls->destroy(&prog->ops[a], &p->env);
-    return st;
-}
-
 /* The size of an FFT, the same on every rank: the lines' lengths along its dimensions
  * multiplied (its flops over the whole grid grow with it). */
 static double fft_size(const tide_fft_plan *p, const fft_chain *f, const tide_chain_step *s)
@@ -336,55 +305,113 @@ static double fft_size(const tide_fft_plan *p, const fft_chain *f, const tide_ch
     return n;
 }
 
-/* Each reshape of a transform's program (not a solver's) joined with the FFT before or after
- * it, the larger of the two still free (the earlier on a tie), so that its exchange overlaps
- * that FFT; FFTs that stage their input, or transform all three dimensions, stay apart, and
- * so do the GPU's real-to-complex ones of several fields (a slice's fields are cuFFT calls of
- * their own, and a field of an odd count of real points would start where cuFFT refuses it).
- * Every rank makes the same choice from what every rank knows alike (placements, steps, the
- * grid, the options), never from its own boxes: the ops must pair alike on every rank. */
-static int overlap_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
-                           tide_chain_step *steps, int ns, int back, tide_program *prog,
-                           char *err, size_t len)
+/* The steps that run as one overlapped op (plan/overlap.h): partner[j] = i and partner[i] = j
+ * where reshape j joins FFT i beside it, else -1. Each reshape takes the larger of the two
+ * FFTs still free (the earlier on a tie), so that its exchange overlaps that FFT. FFTs that
+ * stage their input stay apart, and so does the one before a solver's middle op (it may apply
+ * that op as it stores its output: make_fft's then). Decided from the ops' placement alone,
+ * before any is made. Every rank makes the same choice from what every rank knows alike
+ * (placements, steps, the grid, the options), never from its own boxes: the ops must pair
+ * alike on every rank. */
+static void overlap_pairs(const tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
+                          const tide_chain_step *steps, int ns, int back, int mid,
+                          const tide_program *flat, int *partner)
 {
-    int chunks = overlap_chunks(p);
-    if (chunks < 2 || p->ctx->nranks < 2)
-        return TIDE_SUCCESS;
+    for (int i = 0; i < ns; i++)
+        partner[i] = -1;
+    if (overlap_chunks(p) < 2 || p->ctx->nranks < 2)
+        return;
     for (int j = 0; j < ns; j++) {
-        if (prog->ops[j].kind != TIDE_OP_RESHAPE)
+        if (flat->ops[j].kind != TIDE_OP_RESHAPE)
             continue;
         int best = -1;
         for (int i = j - 1; i <= j + 1; i += 2) {
-            if (i < 0 || i >= ns || prog->ops[i].kind != TIDE_OP_FFT || prog->ops[i].stage_input)
+            if (i < 0 || i >= ns || partner[i] >= 0 || flat->ops[i].kind != TIDE_OP_FFT ||
+                flat->ops[i].stage_input || (mid >= 0 && i == mid - 1))
                 continue;
-            tide_cpu_fft_desc d = fft_desc(p, c, f, &steps[i], i >= back, &prog->ops[i]);
+            tide_cpu_fft_desc d = fft_desc(p, c, f, &steps[i], i >= back, &flat->ops[i]);
             const tide_box *cut = i < j ? steps[j].from : steps[j].to;
-            int real = d.kind == TIDE_KIND_R2C || d.kind == TIDE_KIND_C2R;
-            if (real && p->o.batch > 1 && p->env.be->gpu)
-                continue;
-            if (tide_overlap_dim(&d, cut[0].order) >= 0 &&
+            if (tide_overlap_cut(&d, cut[0].order, p->env.be->gpu) >= 0 &&
                 (best < 0 || fft_size(p, f, &steps[i]) > fft_size(p, f, &steps[best])))
                 best = i;
         }
-        if (best < 0)
-            continue;
-        int st = fuse_pair(p, c, f, steps, back, chunks, prog, best, j, err, len);
-        if (st)
-            return st;
-        /* the steps follow the ops: the pair's second step goes */
-        int a = best < j ? best : j;
-        memmove(&steps[a + 1], &steps[a + 2], (size_t)(ns - a - 2) * sizeof *steps);
-        if (a < back)
-            back--;
-        ns--;
-        j = a;
+        if (best >= 0)
+            partner[j] = best, partner[best] = j;
     }
+}
+
+/* Steps i (an FFT) and j (the reshape next to it) as one overlapped op o, from their
+ * placement in the flat program. */
+static int make_overlap(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
+                        const tide_chain_step *steps, int back, const tide_program *flat, int i,
+                        int j, tide_op *o, char *err, size_t len)
+{
+    const tide_op *fo = &flat->ops[i], *ro = &flat->ops[j];
+    const tide_chain_step *rs = &steps[j];
+    tide_overlap_desc d = {
+        .from = rs->from, .to = rs->to, .batch = p->o.batch, .chunks = overlap_chunks(p),
+        .fft = fft_desc(p, c, f, &steps[i], i >= back, fo), .fft_first = i < j, .w = p->w,
+        .elem = grid_real(p, f, rs->from_grid) ? p->in_elem : p->out_elem};
+    d.src = i < j ? fo->src : ro->src;
+    d.mid = i < j ? fo->dst : ro->dst;
+    d.dst = i < j ? ro->dst : fo->dst;
+    return tide_op_overlap(o, &p->env, &d, &p->env.fft_work_bytes, &p->env.sbytes,
+                           &p->env.rbytes, err, len);
+}
+
+/* The ops of a program as placed in flat, each pair of steps that overlap (partner) one op in
+ * place of the first of the two: at[i] is step i's op. */
+static void join_pairs(const tide_program *flat, int ns, const int *partner, tide_program *prog,
+                       int *at)
+{
+    int k = 0;
+    for (int i = 0; i < flat->nops; i++) {
+        int q = i < ns ? partner[i] : -1;
+        if (q >= 0 && q < i) {
+            at[i] = at[q];
+            continue;
+        }
+        at[i] = k;
+        prog->ops[k] = flat->ops[i];
+        if (q > i)
+            prog->ops[k].dst = flat->ops[q].dst;
+        k++;
+    }
+    prog->nops = k;
+}
+
+/* Step i's op o: a reshape, an FFT (then: the middle op it may apply), or with its partner q
+ * (-1: none) an overlapped op. */
+static int make_step(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
+                     const tide_chain_step *steps, int back, const tide_program *flat, int i,
+                     int q, tide_op *o, tide_op *then, char *err, size_t len)
+{
+    const tide_chain_step *s = &steps[i];
+    if (q >= 0) {
+        int fi = s->stage < 0 ? q : i, ri = s->stage < 0 ? i : q;
+        int st = make_overlap(p, c, f, steps, back, flat, fi, ri, o, err, len);
+        if (!st && i < back)
+            p->exchange = tide_op_overlap_exchange(o);
+        return st;
+    }
+    if (s->stage >= 0)
+        return make_fft(p, c, f, s, i >= back, o, then, err, len);
+    int real = grid_real(p, f, s->from_grid);
+    int st = tide_op_reshape(o, &p->env, s->from, s->to, real ? p->in_elem : p->out_elem,
+                             p->o.batch, err, len);
+    if (st)
+        return st;
+    size_t sb = tide_reshape_send_bytes(o->reshape), rb = tide_reshape_recv_bytes(o->reshape);
+    p->env.sbytes = sb > p->env.sbytes ? sb : p->env.sbytes;
+    p->env.rbytes = rb > p->env.rbytes ? rb : p->env.rbytes;
+    if (i < back)
+        p->exchange = tide_reshape_exchange(o->reshape);
     return TIDE_SUCCESS;
 }
 
 /* The ops of a program (program_steps): step shapes first (kind, in place), then placement,
- * then the ops themselves, FFTs planned on the buffers they will use, then each exchange joined
- * with an FFT beside it where that overlaps them (overlap_program). */
+ * then which exchanges join an FFT beside them (overlap_pairs), then the ops themselves, FFTs
+ * planned on the buffers they will use. */
 static int make_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *f, int dir,
                         tide_program *prog, char *err, size_t len)
 {
@@ -392,9 +419,11 @@ static int make_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *
     int back, mid;
     int ns = program_steps(c, dir, steps, &back, &mid), r2c = p->o.type == TIDE_R2C;
     double scale = dir < 0 ? p->fwd_scale : dir > 0 ? p->bwd_scale : 1.0;
+    tide_program flat;
+    memset(&flat, 0, sizeof flat);
     memset(prog, 0, sizeof *prog);
     for (int i = 0; i < ns; i++) {
-        tide_op *o = &prog->ops[i];
+        tide_op *o = &flat.ops[i];
         if (i == mid) {
             o->kind = TIDE_OP_POINTWISE;
             o->in_place_ok = 1;
@@ -405,19 +434,22 @@ static int make_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *
         o->in_place_ok = o->kind == TIDE_OP_FFT && !real && steps[i].from == steps[i].to;
         o->overwrites_input = real && i >= back; /* c2r */
     }
-    prog->nops = ns + (scale != 1.0);
+    flat.nops = ns + (scale != 1.0);
     if (scale != 1.0) {
         long long count = tide_box_count(dir > 0 ? &p->inbox : &p->outbox) * p->o.batch;
-        tide_op_scale(&prog->ops[ns], p->o.precision == TIDE_DOUBLE,
+        tide_op_scale(&flat.ops[ns], p->o.precision == TIDE_DOUBLE,
                       count * (dir > 0 && r2c ? 1 : 2), scale);
     }
-    tide_program_place(prog, p->env.be->gpu);
+    tide_program_place(&flat, p->env.be->gpu);
+    int partner[2 * TIDE_CHAIN_STEPS + 1], at[TIDE_PROGRAM_OPS];
+    overlap_pairs(p, c, f, steps, ns, back, mid, &flat, partner);
+    join_pairs(&flat, ns, partner, prog, at);
     /* The middle op first: the local FFT right before it may apply it as it stores its
      * output (a diagonal op in place; make_fft's then), and then it runs as nothing. */
     tide_op *then = NULL;
     if (mid >= 0) {
         const tide_chain_step *s = &steps[mid];
-        tide_op *o = &prog->ops[mid];
+        tide_op *o = &prog->ops[at[mid]];
         int st = p->mid->make(o, &p->env, &s->from[p->ctx->rank], c->grid[s->from_grid], 0,
                               p->mid->user, err, len);
         if (st)
@@ -427,30 +459,14 @@ static int make_program(tide_fft_plan *p, const tide_chain *c, const fft_chain *
             then = o;
     }
     for (int i = 0; i < ns; i++) {
-        const tide_chain_step *s = &steps[i];
-        tide_op *o = &prog->ops[i];
-        int st;
-        if (i == mid)
+        if (i == mid || (partner[i] >= 0 && partner[i] < i))
             continue;
-        if (s->stage < 0) {
-            int real = grid_real(p, f, s->from_grid);
-            st = tide_op_reshape(o, &p->env, s->from, s->to, real ? p->in_elem : p->out_elem,
-                                 p->o.batch, err, len);
-        } else {
-            st = make_fft(p, c, f, s, i >= back, o, i == mid - 1 ? then : NULL, err, len);
-        }
+        int st = make_step(p, c, f, steps, back, &flat, i, partner[i], &prog->ops[at[i]],
+                           i == mid - 1 ? then : NULL, err, len);
         if (st)
             return st;
-        if (o->kind == TIDE_OP_RESHAPE) {
-            size_t sb = tide_reshape_send_bytes(o->reshape);
-            size_t rb = tide_reshape_recv_bytes(o->reshape);
-            p->env.sbytes = sb > p->env.sbytes ? sb : p->env.sbytes;
-            p->env.rbytes = rb > p->env.rbytes ? rb : p->env.rbytes;
-            if (i < back)
-                p->exchange = tide_reshape_exchange(o->reshape);
-        }
     }
-    return p->mid ? TIDE_SUCCESS : overlap_program(p, c, f, steps, ns, back, prog, err, len);
+    return TIDE_SUCCESS;
 }
 
 /* Allocates the work buffers (before planning: FFTW plans on them). */

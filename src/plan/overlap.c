@@ -22,8 +22,11 @@ typedef struct {
     tide_op_cost fft_cost, move_cost;
 } overlap_state;
 
-int tide_overlap_dim(const tide_cpu_fft_desc *fft, const int order[3])
+int tide_overlap_cut(const tide_cpu_fft_desc *fft, const int order[3], int gpu)
 {
+    int real = fft->kind == TIDE_KIND_R2C || fft->kind == TIDE_KIND_C2R;
+    if (real && gpu && fft->batch > 1)
+        return -1;
     for (int i = 0; i < 3; i++) {
         int d = order[i], done = 0;
         for (int k = 0; k < fft->ndims; k++)
@@ -189,7 +192,7 @@ static int make_move(overlap_state *s, const tide_env *e, const tide_overlap_des
 int tide_op_overlap(tide_op *op, const tide_env *e, const tide_overlap_desc *d, size_t *work,
                     size_t *sbytes, size_t *rbytes, char *err, size_t len)
 {
-    int dim = tide_overlap_dim(&d->fft, (d->fft_first ? d->from : d->to)[0].order);
+    int dim = tide_overlap_cut(&d->fft, (d->fft_first ? d->from : d->to)[0].order, e->be->gpu);
     if (dim < 0 || d->chunks < 2 || d->chunks > OVERLAP_MAX_CHUNKS || d->fft.then)
         return snprintf(err, len, "overlap: no dimension to cut, or %d chunks", d->chunks),
                TIDE_ERR_ARGUMENT;
@@ -204,10 +207,11 @@ int tide_op_overlap(tide_op *op, const tide_env *e, const tide_overlap_desc *d, 
     /* A real array's slices start an even number of planes (rows, ...) in, so each slice is
      * aligned as its complex numbers are wherever the whole array is (cuFFT requires it) */
     s->align = d->fft.kind == TIDE_KIND_R2C || d->fft.kind == TIDE_KIND_C2R ? 2 : 1;
-    s->fft_cost = d->fft_cost, s->move_cost = d->move_cost;
-    op->cost.flops = d->fft_cost.flops + d->move_cost.flops;
-    op->cost.mem_bytes = d->fft_cost.mem_bytes + d->move_cost.mem_bytes;
-    op->cost.net_bytes = d->fft_cost.net_bytes + d->move_cost.net_bytes;
+    s->fft_cost = tide_op_fft_cost(&d->fft);
+    s->move_cost = tide_op_reshape_cost(e->ctx->rank, d->from, d->to, d->elem, d->batch);
+    op->cost.flops = s->fft_cost.flops + s->move_cost.flops;
+    op->cost.mem_bytes = s->fft_cost.mem_bytes + s->move_cost.mem_bytes;
+    op->cost.net_bytes = s->fft_cost.net_bytes + s->move_cost.net_bytes;
     int st = TIDE_SUCCESS;
     if (e->be->gpu) {
         st = e->be->stream_create(&s->side, 1);
@@ -244,6 +248,12 @@ int tide_op_overlap_bind(const tide_op *op, const tide_env *e)
         if (s->fft[c] && e->be->fft_bind(e, s->fft[c]))
             return TIDE_ERR_BACKEND;
     return TIDE_SUCCESS;
+}
+
+tide_exchange tide_op_overlap_exchange(const tide_op *op)
+{
+    const overlap_state *s = op->state;
+    return tide_reshape_exchange(s->move[0]);
 }
 
 void tide_op_overlap_costs(const tide_op *op, tide_op_cost *fft, tide_op_cost *move)

@@ -29,15 +29,18 @@ typedef struct {
     int src, mid, dst;         /* locations (program.h): the op's source and destination, and
                                 * the array between the two steps */
     void *const *w;            /* the plan's two work buffers (for a mid of W0 or W1) */
-    tide_op_cost fft_cost, move_cost; /* the two ops' costs (the op's is their sum) */
 } tide_overlap_desc;
 
 /* The dimension the chunks cut: the slowest in storage order `order` that fft does not
- * transform, or -1 when it transforms all three. Every rank must cut alike, so the order is the
- * one of rank 0's box on the cut side (d's from with the FFT first, else to). */
-int tide_overlap_dim(const tide_cpu_fft_desc *fft, const int order[3]);
+ * transform; -1 where fft cannot be cut: it transforms all three dimensions, or on the GPU
+ * (gpu) it is a real-to-complex transform of several fields (a slice's fields are cuFFT calls
+ * of their own, and a field of an odd count of real points would start where cuFFT refuses
+ * it). Every rank must cut alike, so the order is the one of rank 0's box on the cut side (d's
+ * from with the FFT first, else to). */
+int tide_overlap_cut(const tide_cpu_fft_desc *fft, const int order[3], int gpu);
 
-/* An op of kind TIDE_OP_OVERLAP from d (placement src and dst set from d). The FFT plans' work
+/* An op of kind TIDE_OP_OVERLAP from d (placement src and dst set from d; its cost the sum of
+ * the FFT's and the reshape's, tide_op_fft_cost and tide_op_reshape_cost). The FFT plans' work
  * areas add to *work, and the exchanges' staging raises *sbytes and *rbytes where a chunk needs
  * more than they hold (a piece that is one run of an array may be cut into pieces that are
  * not); the FFTs' streams are bound by tide_op_overlap_bind once the plan's work area exists.
@@ -45,7 +48,8 @@ int tide_overlap_dim(const tide_cpu_fft_desc *fft, const int order[3]);
 int tide_op_overlap(tide_op *op, const tide_env *e, const tide_overlap_desc *d, size_t *work,
                     size_t *sbytes, size_t *rbytes, char *err, size_t len);
 int tide_op_overlap_bind(const tide_op *op, const tide_env *e);
-/* The costs of its FFT and of its exchange. */
+/* The exchange its chunks travel by, and the costs of its FFT and of its exchange. */
+tide_exchange tide_op_overlap_exchange(const tide_op *op);
 void tide_op_overlap_costs(const tide_op *op, tide_op_cost *fft, tide_op_cost *move);
 
 #endif

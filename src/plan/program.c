@@ -23,23 +23,30 @@ static void reshape_destroy(tide_op *op, const tide_env *e)
 
 static const tide_op_class reshape_class = {reshape_execute, reshape_destroy, 1};
 
+tide_op_cost tide_op_reshape_cost(int rank, const tide_box *from, const tide_box *to,
+                                  size_t elem, int batch)
+{
+    tide_box self;
+    double in = (double)tide_box_count(&from[rank]), out = (double)tide_box_count(&to[rank]);
+    double stay = (double)tide_box_intersect(&from[rank], &to[rank], &self);
+    double b = (double)elem * batch;
+    tide_op_cost c = {0};
+    c.net_bytes = (in - stay) * b;
+    c.mem_bytes = 2 * (in + out) * b; /* packs and unpacks: read and write each side */
+    return c;
+}
+
 int tide_op_reshape(tide_op *op, const tide_env *e, const tide_box *from, const tide_box *to,
                     size_t elem, int batch, char *err, size_t len)
 {
     op->cls = &reshape_class;
     op->kind = TIDE_OP_RESHAPE;
-    int r = e->ctx->rank;
     int st = e->be->reshape_create(e, from, to, NULL, NULL, elem, batch, &op->reshape, err, len);
     if (st)
         return st;
     snprintf(op->what, sizeof op->what, "reshape[%s]",
              tide_exchange_name(tide_reshape_exchange(op->reshape)));
-    tide_box self;
-    double in = (double)tide_box_count(&from[r]), out = (double)tide_box_count(&to[r]);
-    double stay = (double)tide_box_intersect(&from[r], &to[r], &self);
-    double b = (double)elem * batch;
-    op->cost.net_bytes = (in - stay) * b;
-    op->cost.mem_bytes = 2 * (in + out) * b; /* packs and unpacks: read and write each side */
+    op->cost = tide_op_reshape_cost(e->ctx->rank, from, to, elem, batch);
     return TIDE_SUCCESS;
 }
 
@@ -59,13 +66,11 @@ static void fft_destroy(tide_op *op, const tide_env *e)
 
 static const tide_op_class fft_class = {fft_execute, fft_destroy, 0};
 
-int tide_op_fft(tide_op *op, const tide_env *e, const tide_cpu_fft_desc *d, size_t *work,
-                char *err, size_t len)
+/* d's name in what ("fft(y,z)", "r2r(x,y)" or both: the DFT's dimensions and the real-to-real
+ * ones) and its cost. */
+static tide_op_cost fft_name_cost(const tide_cpu_fft_desc *d, char *what, size_t wlen)
 {
-    op->cls = &fft_class;
-    op->kind = TIDE_OP_FFT;
-    /* "fft(y,z)", "r2r(x,y)" or both: the DFT's dimensions and the real-to-real ones, and the
-     * points of one transform of each */
+    /* the points of one transform of each kind */
     double lines[2] = {1, 1};
     int n = 0, r2r_only = d->kind == TIDE_KIND_R2R;
     for (int pass = 0; pass < 2; pass++) {
@@ -74,7 +79,7 @@ int tide_op_fft(tide_op *op, const tide_env *e, const tide_cpu_fft_desc *d, size
             int dim = d->dims[k];
             if ((d->r2r[dim] != TIDE_R2R_NONE) != pass)
                 continue;
-            n += snprintf(op->what + n, sizeof op->what - (size_t)n, "%s%c",
+            n += snprintf(what + n, wlen - (size_t)n, "%s%c",
                           listed++ ? "," : pass && n ? ")+r2r(" : pass ? "r2r(" : "fft(",
                           "xyz"[dim]);
             lines[pass] *= d->kind != TIDE_KIND_C2C && !pass && dim == d->half ? d->real_n
@@ -82,7 +87,7 @@ int tide_op_fft(tide_op *op, const tide_env *e, const tide_cpu_fft_desc *d, size
                                                         : (double)tide_ext(d->ibox, dim);
         }
     }
-    snprintf(op->what + n, sizeof op->what - (size_t)n, ")");
+    snprintf(what + n, wlen - (size_t)n, ")");
     size_t scalar = d->precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
     double cin = (double)tide_box_count(d->ibox) * d->batch;
     double cout = (double)tide_box_count(d->obox) * d->batch;
@@ -93,13 +98,31 @@ int tide_op_fft(tide_op *op, const tide_env *e, const tide_cpu_fft_desc *d, size
     double r2r_reals = r2r_only ? cin * (real_in ? 1 : 2)
                                 : 2 * (d->kind == TIDE_KIND_C2R ? cin : cout);
     double lg[2] = {log2(lines[0] > 1 ? lines[0] : 1), log2(lines[1] > 1 ? lines[1] : 1)};
-    op->cost.flops = r2r_only                    ? 0
-                     : d->kind == TIDE_KIND_C2C ? 5 * cin * lg[0]
-                                                : 2.5 * real_points * lg[0];
-    op->cost.flops += 2.5 * r2r_reals * lg[1];
-    op->cost.mem_bytes = (cin * (real_in ? 1 : 2) + cout * (real_out ? 1 : 2)) * scalar;
-    op->cost.mem_bytes += !r2r_only && lines[1] > 1 ? 2 * r2r_reals * scalar : 0;
-    op->stage_bytes = (size_t)cin * scalar * (real_in ? 1 : 2);
+    tide_op_cost c = {0};
+    c.flops = r2r_only                    ? 0
+              : d->kind == TIDE_KIND_C2C ? 5 * cin * lg[0]
+                                         : 2.5 * real_points * lg[0];
+    c.flops += 2.5 * r2r_reals * lg[1];
+    c.mem_bytes = (cin * (real_in ? 1 : 2) + cout * (real_out ? 1 : 2)) * scalar;
+    c.mem_bytes += !r2r_only && lines[1] > 1 ? 2 * r2r_reals * scalar : 0;
+    return c;
+}
+
+tide_op_cost tide_op_fft_cost(const tide_cpu_fft_desc *d)
+{
+    char what[sizeof ((tide_op *)0)->what];
+    return fft_name_cost(d, what, sizeof what);
+}
+
+int tide_op_fft(tide_op *op, const tide_env *e, const tide_cpu_fft_desc *d, size_t *work,
+                char *err, size_t len)
+{
+    op->cls = &fft_class;
+    op->kind = TIDE_OP_FFT;
+    op->cost = fft_name_cost(d, op->what, sizeof op->what);
+    int real_in = d->kind == TIDE_KIND_R2C || (d->kind == TIDE_KIND_R2R && !d->complex_elems);
+    size_t scalar = d->precision == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
+    op->stage_bytes = (size_t)tide_box_count(d->ibox) * d->batch * scalar * (real_in ? 1 : 2);
     if (tide_box_count(d->ibox) == 0)
         return TIDE_SUCCESS;
     int st = e->be->fft_create(d, &op->fft, work, err, len);

@@ -97,6 +97,11 @@ int tide_op_reshape(tide_op *op, const tide_env *e, const tide_box *from, const 
 int tide_op_fft(tide_op *op, const tide_env *e, const tide_cpu_fft_desc *d, size_t *work,
                 char *err, size_t len);
 void tide_op_scale(tide_op *op, int dbl, long long count, double factor);
+/* The costs those ops have, without making them: a reshape of every rank's boxes from into to
+ * on rank `rank`, and FFT d. */
+tide_op_cost tide_op_reshape_cost(int rank, const tide_box *from, const tide_box *to,
+                                  size_t elem, int batch);
+tide_op_cost tide_op_fft_cost(const tide_cpu_fft_desc *d);
 /* The spectral operator of a Poisson solve (backend.h), in place: d with its tables (host
  * memory; lam[k] and mean_w[k] of n[k] doubles, the line's rows and weights of n[d->line])
  * copied into the backend's memory, a zeroed origin of d->batch complex doubles and the
