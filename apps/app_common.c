@@ -78,6 +78,8 @@ int app_context_create(const char *who, const app_args *a, tide_context **ctx)
     int st = tide_context_create(MPI_COMM_WORLD, &copts, ctx);
     if (st)
         app_say_failure(who, st, NULL);
+    else /* the library's lines inside long calls, as often as the app's own */
+        tide_context_set_progress(*ctx, a->progress);
     return st;
 }
 

@@ -85,7 +85,8 @@ extern const int app_backend_values[3], app_precision_values[2];
      .help = APP_PROGRESS_HELP}
 #define APP_PROGRESS_HELP                                                                          \
     "progress on stderr every S seconds (from 0, none, to 86400; default 5), after the first S: "  \
-    "a line with percent and time left, a bar on a terminal"
+    "a line with percent and time left, a bar on a terminal; inside long library calls too "      \
+    "(a stencil run's passes, a multiply's panels over ranks)"
 #define APP_OPT_JSON(c)                                                                            \
     {"-json", "FILE", APP_TEXT, &(c)->json,                                                        \
      .help = "also write the results as JSON (docs/api.md gives each command's keys); a place "    \

@@ -103,6 +103,13 @@ TIDE_API int tide_context_backend(const tide_context *ctx, tide_backend *backend
 TIDE_API const char *tide_context_gpu_status(const tide_context *ctx);
 /* Threads per rank the CPU backend uses. */
 TIDE_API int tide_context_threads(const tide_context *ctx, int *threads);
+/* Local: every `seconds` (0, the default: never) the calls of ctx's plans that run long write
+ * a progress line on rank 0 through the log (stderr), whatever TIDE_LOG says:
+ *   [tide 0/4 progress] tide_gemm_execute: 40% (4/10 panels), 12 s, about 18 s left
+ * and a closing "done" line where any was written; nothing during a call's first `seconds`.
+ * The calls: stencil runs (counted in passes) and multiplies over several ranks (in panels).
+ * A negative or non-finite value is TIDE_ERR_ARGUMENT. */
+TIDE_API int tide_context_set_progress(tide_context *ctx, double seconds);
 
 /* The GPU a rank of a CUDA context uses (tide_context_options.device). */
 typedef struct {

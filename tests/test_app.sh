@@ -445,6 +445,20 @@ lines=$(grep -Ec '^tide fft: timed runs [0-9]+% \([0-9]+/300\), [0-9]+ s(, about
         "$tmp/prog.err")
 if [ "$lines" -ge 1 ] && ! grep -q $'\r' "$tmp/prog.err"; then ok; else
     bad "progress: $lines progress lines of tide fft -progress 0.01 on a file"; head "$tmp/prog.err"; fi
+# ... and inside one long call, the library's lines (tide_context_set_progress): a multiply's
+# panels, a stencil run's passes
+timeout -k 10 60 "$mpiexec" -n 2 "$tide" gemm cpu double 400 -grid 2x1 -panel 8 -n 1 \
+    -progress 0.000001 > "$tmp/prog.out" 2> "$tmp/prog.err"
+timeout -k 10 60 "$mpiexec" -n 2 "$tide" stencil cpu float 24 24 24 -steps 50 -fuse 1 -n 1 \
+    -progress 0.000001 > "$tmp/prog.out" 2>> "$tmp/prog.err"
+in_call='^\[tide 0/2 progress\] '
+if grep -Eq "$in_call"'tide_gemm_execute: [0-9]+% \([0-9]+/50 panels\), [0-9]+ s, about [0-9]+ s left$' \
+       "$tmp/prog.err" &&
+   grep -Eq "$in_call"'tide_gemm_execute: done \(50 panels\) in [0-9]+ s$' "$tmp/prog.err" &&
+   grep -Eq "$in_call"'tide_stencil_run: [0-9]+% \([0-9]+/50 passes\)' "$tmp/prog.err" &&
+   ! grep -q '^\[tide 1/2 progress\]' "$tmp/prog.err"; then ok; else
+    bad "progress: no lines from inside tide_gemm_execute and tide_stencil_run on rank 0 alone"
+    head "$tmp/prog.err"; fi
 refuse uprog 1 2 '-progress -1: expected seconds from 0 \(none\) to 86400' \
     gemm cpu double 8 -progress -1
 

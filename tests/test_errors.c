@@ -7,6 +7,7 @@
  * a failure too: meson's timeout catches it. Finally a valid plan proves the context survived.
  */
 #include <ctype.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -947,6 +948,24 @@ static void host_alloc_checks(tide_context *ctx)
 }
 
 /* Collective: the agreement checks on a context on the GPU; the exit status. */
+/* tide_context_set_progress: a negative or non-finite interval refused with the call named,
+ * 0 (none) and a NULL context handled. */
+static void progress_errors(tide_context *ctx)
+{
+    const double bad[] = {-1, NAN, INFINITY};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int st = tide_context_set_progress(ctx, bad[i]);
+        const char *msg = tide_last_error(ctx);
+        tt_check(&tally, comm, st == TIDE_ERR_ARGUMENT && strstr(msg, "set_progress"),
+                 "tide_context_set_progress(%g): status %d (%s), want TIDE_ERR_ARGUMENT",
+                 bad[i], st, msg);
+    }
+    tt_check(&tally, comm, tide_context_set_progress(NULL, 1) == TIDE_ERR_ARGUMENT,
+             "tide_context_set_progress(NULL, 1) not refused");
+    tt_check(&tally, comm, tide_context_set_progress(ctx, 0) == TIDE_SUCCESS,
+             "tide_context_set_progress(ctx, 0) refused");
+}
+
 static int gpu_agreement(void)
 {
     tide_context_options co;
@@ -1007,6 +1026,7 @@ int main(int argc, char **argv)
         gemm_agreement(ctx);
         direction_agreement(ctx);
         context_lifetime(ctx);
+        progress_errors(ctx);
         valid_run(ctx, "after all failures");
         st = tide_context_destroy(ctx);
         tt_check(&tally, comm, st == 0, "context destroy once its plans are gone: %s",

@@ -34,6 +34,8 @@ struct tide_context {
     int fft_chunks;        /* TIDE_FFT_CHUNKS (agreed): the chunks of an FFT's exchange
                             * overlapped with its local transforms (plan/overlap.h); 0: none,
                             * -1: unset, the plan's choice */
+    double progress_every; /* seconds between progress lines of long calls; 0: none
+                            * (tide_context_set_progress) */
     int plans;             /* plans made from the context and not destroyed yet (changed
                             * atomically: plans may be made and freed on several threads) */
     char errmsg[TIDE_MSG_LEN];
@@ -74,6 +76,25 @@ int tide_context_gpus(const tide_context *ctx, int want, int *devs, int max, cha
 /* Rank-prefixed logging to stderr, filtered by TIDE_LOG=warn|info|debug. */
 void tide_log(const tide_context *ctx, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* A line of the same log tagged `tag`, whatever TIDE_LOG says (lines a caller asked for). */
+void tide_log_line(const tide_context *ctx, const char *tag, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Progress of a long call (progress.c): on rank 0 of a context whose progress_every is set,
+ * a line "CALL: 40% (4/10 UNIT), 12 s, about 18 s left" every progress_every seconds through
+ * the log, none during the first ones, and a closing line where any was written. step takes
+ * the units done so far. */
+typedef struct {
+    const tide_context *ctx;
+    const char *call, *unit;
+    long long total;
+    double start, next, every;
+    int on, shown;
+} tide_progress;
+void tide_progress_begin(tide_progress *p, const tide_context *ctx, const char *call,
+                         const char *unit, long long total);
+void tide_progress_step(tide_progress *p, long long done);
+void tide_progress_end(tide_progress *p);
 
 /* The process-wide lock FFTW's planner takes while it makes or destroys a plan (recursive;
  * context.c). Hold it around fftw_plan_with_nthreads and the planner calls that must use that

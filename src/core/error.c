@@ -60,17 +60,32 @@ int tide_agree_from(tide_context *ctx, int first, int status)
     return tide_fail(ctx, what.code, "rank %d: %.*s", first, TIDE_MSG_LEN - 16, what.msg);
 }
 
+static void log_line(const tide_context *ctx, const char *tag, const char *fmt, va_list ap)
+{
+    char line[1024];
+    vsnprintf(line, sizeof line, fmt, ap);
+    fprintf(stderr, "[tide %d/%d %s] %s\n", ctx->rank, ctx->nranks, tag, line);
+}
+
 void tide_log(const tide_context *ctx, int level, const char *fmt, ...)
 {
     if (!ctx || level > ctx->log_level)
         return;
-    char line[1024];
+    static const char *names[] = {"", "warn", "info", "debug"};
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    log_line(ctx, names[level], fmt, ap);
     va_end(ap);
-    static const char *names[] = {"", "warn", "info", "debug"};
-    fprintf(stderr, "[tide %d/%d %s] %s\n", ctx->rank, ctx->nranks, names[level], line);
+}
+
+void tide_log_line(const tide_context *ctx, const char *tag, const char *fmt, ...)
+{
+    if (!ctx)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    log_line(ctx, tag, fmt, ap);
+    va_end(ap);
 }
 
 const char *tide_backend_name(tide_backend b)

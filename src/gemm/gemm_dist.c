@@ -446,7 +446,11 @@ int tide_gemm_dist_execute(tide_gemm_dist *s, tide_scalar alpha, const void *a, 
     s->copy_failed = 0;
     int st = TIDE_SUCCESS, moved = start_panel(s, &p, 0, 0, a, b, TIDE_SUCCESS);
     int pending = 1; /* panel i's moves are not completed yet */
+    tide_progress prog; /* (device matrices: an update is only enqueued here: no lines) */
+    tide_progress_begin(&prog, d->env->ctx, "tide_gemm_execute", "panels",
+                        d->device ? 0 : s->panels);
     for (int i = 0;; i++) {
+        tide_progress_step(&prog, i);
         int cur = i % 2, last = p.k1 >= d->k, began = 0;
         panel_t next = last ? p : panel_at(s, p.k1);
         if (pending) {
@@ -482,6 +486,7 @@ int tide_gemm_dist_execute(tide_gemm_dist *s, tide_scalar alpha, const void *a, 
             break;
         p = next;
     }
+    tide_progress_end(&prog);
     if (d->nccl) /* the panels' stream, and NCCL's asynchronous errors */
         s->copy_failed |=
             tide_gpu_sync(s->bstream) != 0 || tide_transport_nccl_check(d->nccl) != 0;

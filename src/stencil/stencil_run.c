@@ -52,7 +52,11 @@ static int passes(tide_stencil_plan *p, void *a, void *b, void *box, long long s
     int st = status, all = collective(&p->pass);
     void *from = a, *to = in_place ? a : b;
     const char *failed_at = "";
+    tide_progress prog; /* (in card on a GPU a pass is only enqueued here: no lines) */
+    int queued = p->env.be->gpu && !p->out_of_core && !p->streamed;
+    tide_progress_begin(&prog, p->ctx, "tide_stencil_run", "passes", queued ? 0 : n);
     for (long long i = 0; i < n && (!st || all); i++) {
+        tide_progress_step(&prog, i);
         for (int k = 0; k < p->pass.nops; k++)
             p->pass.ops[k].steps = pass_steps(steps, n, i);
         int last = box && i == n - 1;
@@ -65,6 +69,7 @@ static int passes(tide_stencil_plan *p, void *a, void *b, void *box, long long s
             from = to, to = t;
         }
     }
+    tide_progress_end(&prog);
     *in_b = !in_place && n % 2;
     return st;
 }
