@@ -1079,14 +1079,26 @@ int main(int argc, char **argv)
     for (int d = 0; d < 3; d++)
         s.grid[d] = info.grid[d] ? info.grid[d] : 1;
 
-    /* 6. Memory: u (pinned on a cuda context), the mode's 1D factors, every rank's block for
-     *    the images. */
+    /* 6. The mode's 1D factors and the header, with the memory u takes, before u is
+     *    allocated; then u (pinned on a cuda context) and every rank's block for the images. */
+    int bad = make_mode(&s) != 0;
+    int threads = 1;
+    tide_context_threads(ctx, &threads);
+    double points = (double)o->n[0] * o->n[1] * o->n[2];
+    if (s.rank == 0 && !o->quiet) {
+        printf("heat3d: %dx%dx%d grid, %s stencil, %s, bc %.3s, mode %d %d %d (g = %.17g); "
+               "%d rank%s x %d thread%s, backend %s; u %.4g GB of host memory per rank\n",
+               o->n[0], o->n[1], o->n[2], s.taps == 7 ? "7pt" : "27pt",
+               s.dbl ? "double" : "float", o->bc, o->mode[0], o->mode[1], o->mode[2], s.g, s.P,
+               s.P > 1 ? "s" : "", threads, threads > 1 ? "s" : "",
+               info.backend == TIDE_BACKEND_CUDA ? "cuda" : "cpu", (double)info.bytes / 1e9);
+        app_flush_out(&out_failed);
+    }
     if (app_memory_check("heat3d", (double)info.bytes)) {
         rc = 1;
         goto done;
     }
-    int bad = tide_host_alloc(ctx, info.bytes ? info.bytes : 64, &s.u) != TIDE_SUCCESS;
-    bad |= make_mode(&s) != 0;
+    bad |= tide_host_alloc(ctx, info.bytes ? info.bytes : 64, &s.u) != TIDE_SUCCESS;
     if (!bad && o->png) {
         s.boxes = malloc(sizeof(tide_box) * (size_t)s.P);
         bad = !s.boxes;
@@ -1109,19 +1121,10 @@ int main(int argc, char **argv)
     } else {
         fill(&s);
     }
-    int threads = 1;
-    tide_context_threads(ctx, &threads);
-    double points = (double)o->n[0] * o->n[1] * o->n[2];
-    if (s.rank == 0 && !o->quiet) {
-        printf("heat3d: %dx%dx%d grid, %s stencil, %s, bc %.3s, mode %d %d %d (g = %.17g); "
-               "%d rank%s x %d thread%s, backend %s\n", o->n[0], o->n[1], o->n[2],
-               s.taps == 7 ? "7pt" : "27pt", s.dbl ? "double" : "float", o->bc, o->mode[0],
-               o->mode[1], o->mode[2], s.g, s.P, s.P > 1 ? "s" : "", threads,
-               threads > 1 ? "s" : "", info.backend == TIDE_BACKEND_CUDA ? "cuda" : "cpu");
-        if (o->restart)
-            printf("Restart: %s at step %lld (written by %d rank%s, grid %dx%dx%d), checksum "
-                   "%016llx verified\n", o->restart, start, h.ranks, h.ranks == 1 ? "" : "s",
-                   h.grid[0], h.grid[1], h.grid[2], (unsigned long long)h.sum);
+    if (s.rank == 0 && !o->quiet && o->restart) {
+        printf("Restart: %s at step %lld (written by %d rank%s, grid %dx%dx%d), checksum "
+               "%016llx verified\n", o->restart, start, h.ranks, h.ranks == 1 ? "" : "s",
+               h.grid[0], h.grid[1], h.grid[2], (unsigned long long)h.sum);
         app_flush_out(&out_failed);
     }
 
