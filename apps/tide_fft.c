@@ -139,9 +139,9 @@ int tide_cmd_fft(int argc, char **argv)
      * With -device the transforms run on device copies (x*), copied back for the checks. */
     size_t in_b = info.in_bytes, out_b = c->inplace ? info.inplace_bytes : info.out_bytes;
     size_t back_b = c->inplace ? info.inplace_bytes : in_b;
-    double need = app_max((double)(in_b + out_b + back_b));
+    double need = app_max((double)(in_b + out_b + back_b + info.host_bytes + info.pinned_bytes));
     tide_say("Tide %s: fft %s %s %dx%dx%d, %d ranks x %d threads, backend %s, batch %d%s; "
-             "arrays %.4g GB of host memory per rank\n", tide_version(),
+             "arrays and plan %.4g GB of host memory per rank\n", tide_version(),
              a.type == TIDE_R2C ? "r2c" : "c2c", c->prec == TIDE_DOUBLE ? "double" : "float",
              c->n[0], c->n[1], c->n[2], P, threads,
              info.backend == TIDE_BACKEND_CUDA ? "cuda" : "cpu", c->batch,

@@ -588,9 +588,9 @@ int tide_cmd_poisson(int argc, char **argv)
      * same arrays, or device copies with -device. In place, xu alone holds f then u. */
     size_t bytes = info.bytes;
     int dbl = c->prec == TIDE_DOUBLE;
-    double need = app_max(2.0 * (double)bytes);
+    double need = app_max(2.0 * (double)bytes + (double)(info.host_bytes + info.pinned_bytes));
     tide_say("Tide %s: poisson %s %dx%dx%d, %d ranks x %d threads, backend %s, batch %d%s; "
-             "f and u %.4g GB of host memory per rank\n", tide_version(),
+             "f, u and plan %.4g GB of host memory per rank\n", tide_version(),
              dbl ? "double" : "float", c->n[0], c->n[1], c->n[2], P, threads,
              info.backend == TIDE_BACKEND_CUDA ? "cuda" : "cpu", c->batch,
              c->inplace ? ", in place" : "", need / 1e9);
