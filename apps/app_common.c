@@ -85,7 +85,7 @@ int app_context_create(const char *who, const app_args *a, tide_context **ctx)
 
 const char *app_exchange_name(tide_exchange x)
 {
-    static const char *names[] = {"none", "a2av", "p2p", "nccl", "cuda-mpi"};
+    static const char *names[] = {"none", "a2av", "p2p", "nccl", "cuda-mpi", "direct"};
     return (unsigned)x < sizeof names / sizeof names[0] ? names[x] : "?";
 }
 

@@ -52,8 +52,10 @@ extern const int app_backend_values[3], app_precision_values[2];
      .help = "exchange: MPI_Alltoallv or pipelined Isend/Irecv (default: auto; for GPU data "      \
              "through pinned host buffers)"},                                                      \
     {"-nccl", .kind = APP_FLAG, .dest = &(c)->exchange, .count = TIDE_EXCHANGE_NCCL},              \
-    {"-cuda-mpi", .kind = APP_FLAG, .dest = &(c)->exchange, .count = TIDE_EXCHANGE_CUDA_MPI,       \
-     .help = "GPU data: NCCL send/recv, or MPI on device pointers"}
+    {"-cuda-mpi", .kind = APP_FLAG, .dest = &(c)->exchange, .count = TIDE_EXCHANGE_CUDA_MPI},      \
+    {"-direct", .kind = APP_FLAG, .dest = &(c)->exchange, .count = TIDE_EXCHANGE_DIRECT,           \
+     .help = "GPU data: NCCL send/recv, MPI on device pointers, or each GPU storing straight "     \
+             "into the others' memory (ranks of one node)"}
 #define APP_OPT_DEVICE(c)                                                                          \
     {"-device", .kind = APP_FLAG, .dest = &(c)->device, .count = 1,                                \
      .help = "arrays in GPU memory (backend cuda, or auto with GPUs; exit status 1 where the "     \
@@ -112,7 +114,8 @@ void app_say_failure(const char *who, int st, const tide_context *ctx);
  * not be made, prefixed by who. */
 int app_context_create(const char *who, const app_args *a, tide_context **ctx);
 
-/* The name of an exchange backend: none (AUTO, no exchange), a2av, p2p, nccl, cuda-mpi. */
+/* The name of an exchange backend: none (AUTO, no exchange), a2av, p2p, nccl, cuda-mpi,
+ * direct. */
 const char *app_exchange_name(tide_exchange x);
 
 /* Stops on every rank alike (a collective Tide call fails the same way everywhere): prints

@@ -170,7 +170,8 @@ int tide_cmd_fft(int argc, char **argv)
     tide_ref_fill(in, &ib, c->batch, cplx_in, c->prec, c->n, c->seed);
 
     int staged = info.backend == TIDE_BACKEND_CUDA && info.exchange != TIDE_EXCHANGE_NCCL &&
-                 info.exchange != TIDE_EXCHANGE_CUDA_MPI && info.exchanges > 0;
+                 info.exchange != TIDE_EXCHANGE_CUDA_MPI &&
+                 info.exchange != TIDE_EXCHANGE_DIRECT && info.exchanges > 0;
     tide_say("Plan: %s (%s, exchange %s%s, %d exchanges, %d local FFT passes)\n", desc,
              info.decomposition == TIDE_DECOMP_PENCILS ? "pencils"
              : info.decomposition == TIDE_DECOMP_SLABS ? "slabs" : "one rank",

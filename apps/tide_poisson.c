@@ -628,7 +628,8 @@ int tide_cmd_poisson(int argc, char **argv)
              stretch, a.spectral ? "spectral eigenvalues" : "7-point (FD2) operator", ut[0],
              ut[1], ut[2], c->seed);
     int staged = info.backend == TIDE_BACKEND_CUDA && info.exchange != TIDE_EXCHANGE_NCCL &&
-                 info.exchange != TIDE_EXCHANGE_CUDA_MPI && info.exchanges > 0;
+                 info.exchange != TIDE_EXCHANGE_CUDA_MPI &&
+                 info.exchange != TIDE_EXCHANGE_DIRECT && info.exchanges > 0;
     tide_say("Plan: %s (%s, exchange %s%s, %d exchanges, %d local passes%s)\n", desc,
              info.decomposition == TIDE_DECOMP_PENCILS ? "pencils"
              : info.decomposition == TIDE_DECOMP_SLABS ? "slabs" : "one rank",

@@ -17,6 +17,10 @@
  *             where it is a single piece that is one run of the array), all on the stream
  *   CUDA_MPI  device arrays: MPI_Isend/Irecv of the device staging itself, one message per
  *             peer
+ *   DIRECT    device arrays, ranks of one node: each message packed by its sender straight
+ *             into the receiver's receive staging (CUDA IPC: io->recv must start an allocation
+ *             of its own), ordered by events and two rounds of small MPI notes; no send
+ *             staging
  * Messages over the cap (TIDE_EXCHANGE_MAX_MESSAGE bytes, tide_exchange_set_max_message)
  * travel as several, each a run of whole planes of the piece where a plane fits.
  *
@@ -54,7 +58,7 @@ typedef struct {
     MPI_Comm comm;
     size_t elem;          /* bytes per element */
     int fields;           /* fields of every array, one after another (a batch) */
-    tide_exchange how;    /* P2P, A2AV, NCCL or CUDA_MPI (not AUTO) */
+    tide_exchange how;    /* P2P, A2AV, NCCL, CUDA_MPI or DIRECT (not AUTO) */
     int device;           /* the arrays lie in device memory */
     int threads;          /* host arrays: the threads of the packs and unpacks */
     /* Host arrays, where every call reads from an array laid out as src_box and writes into

@@ -19,7 +19,8 @@ struct tide_reshape {
     int rank, nranks, batch, threads;
     size_t elem;
     tide_exchange exchange; /* the MPI pattern: A2AV or P2P */
-    tide_exchange how;      /* how blocks travel: that, or for device arrays NCCL, CUDA_MPI */
+    tide_exchange how;      /* how blocks travel: that, or for device arrays NCCL, CUDA_MPI,
+                             * DIRECT */
     int device;
     void *nccl;             /* device arrays: the NCCL communicator */
     tide_box src, dst;      /* this rank's boxes */
@@ -92,7 +93,8 @@ static int create(MPI_Comm comm, const tide_box *src, const tide_box *dst,
     const tide_box *ps = part_src ? part_src : src, *pd = part_dst ? part_dst : dst;
     r->has_self = tide_box_intersect(&ps[r->rank], &pd[r->rank], &r->self_region) > 0;
     r->exchange = exchange == TIDE_EXCHANGE_AUTO ? auto_exchange(ps, pd, r->nranks) : exchange;
-    r->how = device && (how == TIDE_EXCHANGE_NCCL || how == TIDE_EXCHANGE_CUDA_MPI)
+    r->how = device && (how == TIDE_EXCHANGE_NCCL || how == TIDE_EXCHANGE_CUDA_MPI ||
+                        how == TIDE_EXCHANGE_DIRECT)
                  ? how : r->exchange;
     int s = add_blocks(l, r->rank, r->nranks, &ps[r->rank], pd, 1);
     int v = s < 0 ? -1 : add_blocks(l, r->rank, r->nranks, &pd[r->rank], ps, 0);
@@ -128,9 +130,10 @@ int tide_reshape_create_device(MPI_Comm comm, const tide_box *src, const tide_bo
                                int batch, tide_exchange transport, void *nccl,
                                tide_reshape **out, char *err, size_t errlen)
 {
-    /* NCCL and CUDA-aware MPI move every block pairwise (the MPI pattern they are filed under,
-     * P2P, is theirs); staged transports keep the pattern asked for */
-    tide_exchange mpi = transport == TIDE_EXCHANGE_NCCL || transport == TIDE_EXCHANGE_CUDA_MPI
+    /* NCCL, CUDA-aware MPI and direct stores move every block pairwise (the MPI pattern they
+     * are filed under, P2P, is theirs); staged transports keep the pattern asked for */
+    tide_exchange mpi = transport == TIDE_EXCHANGE_NCCL || transport == TIDE_EXCHANGE_CUDA_MPI ||
+                                transport == TIDE_EXCHANGE_DIRECT
                             ? TIDE_EXCHANGE_P2P : transport;
     return create(comm, src, dst, part_src, part_dst, elem, batch, mpi, 1, 1, transport, nccl,
                   out, err, errlen);

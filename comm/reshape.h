@@ -30,13 +30,18 @@ int tide_reshape_create(MPI_Comm comm, const tide_box *src, const tide_box *dst,
 void tide_reshape_destroy(tide_reshape *r);
 
 /* The same reshape for arrays in device memory (CUDA builds). Packs, unpacks and the self copy
- * run as kernels on the stream given to each execution (a cudaStream_t); transport says how blocks travel:
- *   TIDE_EXCHANGE_NCCL      grouped ncclSend/ncclRecv on that stream (nccl: a tide_nccl *); blocks
- *                           that are contiguous runs go straight from src / into dst;
+ * run as kernels on the stream given to each execution (a cudaStream_t); transport says how
+ * blocks travel:
+ *   TIDE_EXCHANGE_NCCL      grouped ncclSend/ncclRecv on that stream (nccl: a tide_nccl *);
+ *                           blocks that are contiguous runs go straight from src / into dst;
  *   TIDE_EXCHANGE_CUDA_MPI  MPI_Isend/Irecv of the device staging (a CUDA-aware MPI
  *                           library);
+ *   TIDE_EXCHANGE_DIRECT    each block packed straight into the receiver's receive staging
+ *                           (comm/exchange.h; ranks of one node), which must be an allocation
+ *                           of its own (tide_transport_stage_alloc's, a plan's staging);
  *   TIDE_EXCHANGE_A2AV/P2P  through pinned host staging with that MPI exchange.
- * Except with NCCL every block is packed, so the staging sizes below cover the whole data. */
+ * Except with NCCL every block is packed, so the staging sizes below cover the whole data
+ * (DIRECT needs no send staging). */
 int tide_reshape_create_device(MPI_Comm comm, const tide_box *src, const tide_box *dst,
                                const tide_box *part_src, const tide_box *part_dst, size_t elem,
                                int batch, tide_exchange transport, void *nccl,

@@ -1,6 +1,8 @@
 /* transport.c: the GPU side of the exchanges (see transport.h), on gpu/'s packs and NCCL and
  * the backend's device memory. */
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include "tide_config.h"
 #include "comm/transport.h"
 #include "backend/memory.h"
@@ -39,6 +41,84 @@ void tide_transport_stage_free(int on_device, void *p)
     else
         tide_gpu_host_free(p);
 }
+
+/* ---- direct stores (CUDA IPC) ---------------------------------------------------------- */
+
+_Static_assert((int)TIDE_TRANSPORT_IPC_BYTES == (int)TIDE_GPU_IPC_BYTES, "one size of IPC handles");
+
+/* The peers' staging this process has mapped: CUDA maps a handle once per process, so every
+ * exchange that opens it shares the mapping, released with the last close. */
+typedef struct mapping {
+    unsigned char handle[TIDE_TRANSPORT_IPC_BYTES];
+    void *base;
+    int opens;
+    struct mapping *next;
+} mapping;
+static mapping *mappings;
+static pthread_mutex_t mappings_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int tide_transport_ipc_mem_handle(const void *base, void *handle)
+{
+    return tide_gpu_ipc_mem_handle(base, handle);
+}
+
+int tide_transport_ipc_mem_open(const void *handle, void **base)
+{
+    pthread_mutex_lock(&mappings_lock);
+    mapping *m = mappings;
+    while (m && memcmp(m->handle, handle, sizeof m->handle))
+        m = m->next;
+    int st = TIDE_SUCCESS;
+    if (!m) {
+        m = calloc(1, sizeof *m);
+        st = !m ? TIDE_ERR_NOMEM : tide_gpu_ipc_mem_open(handle, &m->base);
+        if (!st) {
+            memcpy(m->handle, handle, sizeof m->handle);
+            m->next = mappings, mappings = m;
+        } else {
+            free(m);
+            m = NULL;
+        }
+    }
+    if (m)
+        m->opens++;
+    *base = m ? m->base : NULL;
+    pthread_mutex_unlock(&mappings_lock);
+    return st;
+}
+
+void tide_transport_ipc_mem_close(void *base)
+{
+    if (!base)
+        return;
+    pthread_mutex_lock(&mappings_lock);
+    mapping **at = &mappings;
+    while (*at && (*at)->base != base)
+        at = &(*at)->next;
+    mapping *m = *at;
+    if (m && --m->opens == 0) {
+        *at = m->next;
+        tide_gpu_ipc_mem_close(m->base);
+        free(m);
+    }
+    pthread_mutex_unlock(&mappings_lock);
+}
+
+int tide_transport_ipc_event_create(void **event, void *handle)
+{
+    return tide_gpu_ipc_event_create(event, handle);
+}
+
+int tide_transport_ipc_event_open(const void *handle, void **event)
+{
+    return tide_gpu_ipc_event_open(handle, event);
+}
+
+void tide_transport_event_destroy(void *event) { tide_gpu_event_destroy(event); }
+int tide_transport_record(void *event, void *stream) { return tide_gpu_event_record(event, stream); }
+int tide_transport_wait(void *stream, void *event) { return tide_gpu_stream_wait(stream, event); }
+
+/* ---- NCCL ------------------------------------------------------------------------------ */
 
 int tide_transport_nccl_version(void) { return tide_nccl_version(); }
 

@@ -1,4 +1,5 @@
 // memory.cu: device and pinned host memory, streams, events and copies (backend/memory.h).
+#include <cstring>
 #include <cuda_runtime.h>
 #include "backend/memory.h"
 #include "gpu/cuda_error.h"
@@ -60,6 +61,56 @@ extern "C" int tide_gpu_stream_wait(void *stream, void *event)
 {
     cudaError_t e = cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0);
     return e == cudaSuccess ? 0 : tide_cuda_fail(e, "cudaStreamWaitEvent");
+}
+
+static_assert(sizeof(cudaIpcMemHandle_t) == TIDE_GPU_IPC_BYTES &&
+                  sizeof(cudaIpcEventHandle_t) == TIDE_GPU_IPC_BYTES,
+              "CUDA IPC handles of TIDE_GPU_IPC_BYTES");
+
+extern "C" int tide_gpu_ipc_mem_handle(const void *base, void *handle)
+{
+    cudaIpcMemHandle_t h;
+    cudaError_t e = cudaIpcGetMemHandle(&h, const_cast<void *>(base));
+    if (e == cudaSuccess)
+        memcpy(handle, &h, sizeof h);
+    return e == cudaSuccess ? 0 : tide_cuda_fail(e, "cudaIpcGetMemHandle");
+}
+
+extern "C" int tide_gpu_ipc_mem_open(const void *handle, void **base)
+{
+    cudaIpcMemHandle_t h;
+    memcpy(&h, handle, sizeof h);
+    cudaError_t e = cudaIpcOpenMemHandle(base, h, cudaIpcMemLazyEnablePeerAccess);
+    return e == cudaSuccess ? 0 : tide_cuda_fail(e, "cudaIpcOpenMemHandle");
+}
+
+extern "C" void tide_gpu_ipc_mem_close(void *base)
+{
+    if (base)
+        cudaIpcCloseMemHandle(base);
+}
+
+extern "C" int tide_gpu_ipc_event_create(void **event, void *handle)
+{
+    cudaEvent_t ev;
+    cudaIpcEventHandle_t h;
+    cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming | cudaEventInterprocess);
+    if (e == cudaSuccess && (e = cudaIpcGetEventHandle(&h, ev)) != cudaSuccess)
+        cudaEventDestroy(ev);
+    *event = e == cudaSuccess ? (void *)ev : nullptr;
+    if (e == cudaSuccess)
+        memcpy(handle, &h, sizeof h);
+    return e == cudaSuccess ? 0 : tide_cuda_fail(e, "cudaIpcGetEventHandle");
+}
+
+extern "C" int tide_gpu_ipc_event_open(const void *handle, void **event)
+{
+    cudaIpcEventHandle_t h;
+    cudaEvent_t ev;
+    memcpy(&h, handle, sizeof h);
+    cudaError_t e = cudaIpcOpenEventHandle(&ev, h);
+    *event = e == cudaSuccess ? (void *)ev : nullptr;
+    return e == cudaSuccess ? 0 : tide_cuda_fail(e, "cudaIpcOpenEventHandle");
 }
 
 extern "C" int tide_gpu_copy_peer_2d(void *dst, int dst_device, const void *src, int src_device,

@@ -148,6 +148,35 @@ int tide_gpu_stream_wait(void *stream, void *event)
     return TIDE_ERR_UNSUPPORTED;
 }
 
+int tide_gpu_ipc_mem_handle(const void *base, void *handle)
+{
+    (void)base, (void)handle;
+    return TIDE_ERR_UNSUPPORTED;
+}
+
+int tide_gpu_ipc_mem_open(const void *handle, void **base)
+{
+    (void)handle;
+    *base = NULL;
+    return TIDE_ERR_UNSUPPORTED;
+}
+
+void tide_gpu_ipc_mem_close(void *base) { (void)base; }
+
+int tide_gpu_ipc_event_create(void **event, void *handle)
+{
+    (void)handle;
+    *event = NULL;
+    return TIDE_ERR_UNSUPPORTED;
+}
+
+int tide_gpu_ipc_event_open(const void *handle, void **event)
+{
+    (void)handle;
+    *event = NULL;
+    return TIDE_ERR_UNSUPPORTED;
+}
+
 int tide_gpu_memcpy_async(void *dst, const void *src, size_t bytes, void *stream)
 {
     (void)dst, (void)src, (void)bytes, (void)stream;

@@ -137,7 +137,9 @@ typedef enum {
     TIDE_EXCHANGE_A2AV = 1, /* MPI_Alltoallv */
     TIDE_EXCHANGE_P2P = 2,  /* MPI_Isend/Irecv per peer, packing pipelined with the transfers */
     TIDE_EXCHANGE_NCCL = 3, /* GPU data: NCCL grouped send/recv, GPU to GPU */
-    TIDE_EXCHANGE_CUDA_MPI = 4 /* GPU data: MPI on device pointers (CUDA-aware MPI only) */
+    TIDE_EXCHANGE_CUDA_MPI = 4, /* GPU data: MPI on device pointers (CUDA-aware MPI only) */
+    TIDE_EXCHANGE_DIRECT = 5   /* GPU data, every rank on one node: each GPU stores its blocks
+                                * straight into the receiving GPU's memory (CUDA IPC) */
 } tide_exchange;
 /* On a plan whose data is on the GPU (TIDE_LOCATION_DEVICE), AUTO picks NCCL when this build
  * has it and every rank has a GPU of its own, else CUDA-aware MPI when the MPI library says

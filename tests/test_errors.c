@@ -287,7 +287,7 @@ static void plan_create_errors(tide_context *ctx)
         int value;
     } enums[] = {
         {"type 2", 0, 2},           {"precision 2", 1, 2}, {"backend 7", 2, 7},
-        {"decomposition 3", 3, 3},  {"exchange 5", 4, 5},  {"exchange -1", 4, -1},
+        {"decomposition 3", 3, 3},  {"exchange 6", 4, 6},  {"exchange -1", 4, -1},
         {"scaling 3", 5, 3},        {"planning 2", 6, 2},  {"transposed_out 2", 7, 2},
         {"location 2", 8, 2},       {"location -1", 8, -1}, {"async 2", 9, 2},
         {"async -1", 9, -1},
@@ -332,7 +332,8 @@ static void plan_create_errors(tide_context *ctx)
     } gpu_only[] = {{"backend cuda on a CPU context", 2, TIDE_BACKEND_CUDA},
                     {"location device on a CPU context", 8, TIDE_LOCATION_DEVICE},
                     {"exchange nccl on a CPU plan", 4, TIDE_EXCHANGE_NCCL},
-                    {"exchange cuda-mpi on a CPU plan", 4, TIDE_EXCHANGE_CUDA_MPI}};
+                    {"exchange cuda-mpi on a CPU plan", 4, TIDE_EXCHANGE_CUDA_MPI},
+                    {"exchange direct on a CPU plan", 4, TIDE_EXCHANGE_DIRECT}};
     for (size_t i = 0; i < sizeof gpu_only / sizeof gpu_only[0]; i++) {
         base_args(&a, ctx);
         a.in_null = a.out_null = 1;

@@ -54,8 +54,8 @@ static void *xmalloc(size_t bytes)
 
 static const char *exchange_name(tide_exchange e)
 {
-    static const char *const names[] = {"auto", "a2av", "p2p", "nccl", "cuda_mpi"};
-    return e >= 0 && e <= TIDE_EXCHANGE_CUDA_MPI ? names[e] : "?";
+    static const char *const names[] = {"auto", "a2av", "p2p", "nccl", "cuda_mpi", "direct"};
+    return e >= 0 && e <= TIDE_EXCHANGE_DIRECT ? names[e] : "?";
 }
 
 /* 1 when v is the same on every rank. */
@@ -435,17 +435,19 @@ static void summa_faults(tide_context *ctx)
 
 /* ---- device arrays (TIDE_TEST_BACKEND=cuda) --------------------------------------------- */
 
-/* One forward of a device plan (exchange auto: NCCL where every rank has a GPU of its own,
- * else MPI through pinned host staging) with post k of rank victim failing (an ncclSend or
- * ncclRecv, or an MPI post): the same error on every rank in time, then a clean forward giving
- * the bytes of the one before. Arrays in device memory, moved with tide_copy. */
-static void device_faults(tide_context *ctx)
+/* One forward of a device plan with post k of rank victim failing (an ncclSend or ncclRecv,
+ * or an MPI post: a message, or a note of the direct stores): the same error on every rank in
+ * time, then a clean forward giving the bytes of the one before. Exchange x: auto (NCCL where
+ * every rank has a GPU of its own, else MPI through pinned host staging) or direct. Arrays in
+ * device memory, moved with tide_copy. */
+static void device_faults(tide_context *ctx, tide_exchange x)
 {
     if (nranks == 1)
         return;
     tide_fft_options o;
     tide_fft_options_init(&o);
     o.location = TIDE_LOCATION_DEVICE;
+    o.exchange = x;
     tide_fft_plan *plan = NULL;
     int st = tide_fft_plan_create(ctx, grid, NULL, NULL, &o, &plan);
     tide_fft_info info;
@@ -527,7 +529,8 @@ int main(int argc, char **argv)
         {TIDE_DECOMP_PENCILS, TIDE_EXCHANGE_A2AV, "pencils a2av"},
     };
     if (cuda) {
-        device_faults(ctx);
+        device_faults(ctx, TIDE_EXCHANGE_AUTO);
+        device_faults(ctx, TIDE_EXCHANGE_DIRECT);
         tide_context_destroy(ctx);
         int rc = tt_finish(&tally, comm, "test_fault (device arrays)", "checks");
         MPI_Finalize();

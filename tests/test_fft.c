@@ -151,6 +151,7 @@ static int same_box(const tide_box *a, const tide_box *b)
 
 /* Arrays on the GPU (TIDE_TEST_LOCATION=device): each direction runs on device copies. */
 static int on_device;
+static int forced_exchange = -1; /* TIDE_TEST_EXCHANGE: every plan's exchange, or -1 */
 /* Plans that streamed host arrays through the GPU in chunks, those of them that exchanged over
  * MPI in host memory, and their fewest and most chunks per pass (TIDE_TEST_BUDGET makes the
  * device budget small enough for that). */
@@ -248,7 +249,7 @@ static int run_case(tide_context *ctx, MPI_Comm comm, const fft_case *c, tt_tall
     o.type = c->type;
     o.precision = c->prec;
     o.decomposition = c->decomp;
-    o.exchange = c->exch;
+    o.exchange = forced_exchange >= 0 ? (tide_exchange)forced_exchange : c->exch;
     o.scaling = c->scaling;
     o.batch = c->batch;
     o.transposed_out = c->transposed;
@@ -287,8 +288,8 @@ static int run_case(tide_context *ctx, MPI_Comm comm, const fft_case *c, tt_tall
                      info.inplace_bytes >= info.in_bytes && info.inplace_bytes >= info.out_bytes;
     /* An explicit exchange is what the reshapes use; transposed_out skips the final exchange
      * of the decomposition's chain (slabs: one in all, pencils: two). */
-    if (c->exch != TIDE_EXCHANGE_AUTO && info.exchanges > 0)
-        consistent = consistent && info.exchange == c->exch;
+    if (o.exchange != TIDE_EXCHANGE_AUTO && info.exchanges > 0)
+        consistent = consistent && info.exchange == o.exchange;
     if (c->transposed && c->in.kind == LAY_NULL && c->decomp != TIDE_DECOMP_AUTO)
         consistent = consistent && info.exchanges <= (c->decomp == TIDE_DECOMP_SLABS ? 1 : 2);
     if (c->in.kind != LAY_NULL)
@@ -612,6 +613,10 @@ int main(int argc, char **argv)
     const char *be = getenv("TIDE_TEST_BACKEND"), *loc = getenv("TIDE_TEST_LOCATION");
     int cuda = be && !strcmp(be, "cuda");
     on_device = loc && !strcmp(loc, "device");
+    /* TIDE_TEST_EXCHANGE=direct (with device arrays): every case's plan exchanges by direct
+     * stores between the GPUs */
+    const char *xe = getenv("TIDE_TEST_EXCHANGE");
+    forced_exchange = xe && !strcmp(xe, "direct") ? TIDE_EXCHANGE_DIRECT : -1;
     tide_context_options copts;
     tide_context_options_init(&copts);
     copts.backend = cuda ? TIDE_BACKEND_AUTO : TIDE_BACKEND_CPU;

@@ -46,6 +46,20 @@ int tide_gpu_after(void *caller, void *event, void *stream);
 int tide_gpu_event_record(void *event, void *stream);
 int tide_gpu_stream_wait(void *stream, void *event);
 
+/* Device memory and events another process of the node may use (CUDA IPC); a handle is
+ * TIDE_GPU_IPC_BYTES bytes. ipc_mem_handle: the handle of the allocation that starts at base
+ * (a pointer tide_gpu_malloc returned); ipc_mem_open maps a peer's handle here (*base: its
+ * start, reachable from this GPU where the GPUs reach each other), ipc_mem_close unmaps it.
+ * ipc_event_create: an event (without timing) other processes may wait for, and its handle;
+ * ipc_event_open: a peer's such event here (released by tide_gpu_event_destroy). A stream may
+ * wait for a peer's event once the peer has recorded it (tide_gpu_stream_wait). */
+enum { TIDE_GPU_IPC_BYTES = 64 };
+int tide_gpu_ipc_mem_handle(const void *base, void *handle);
+int tide_gpu_ipc_mem_open(const void *handle, void **base);
+void tide_gpu_ipc_mem_close(void *base);
+int tide_gpu_ipc_event_create(void **event, void *handle);
+int tide_gpu_ipc_event_open(const void *handle, void **event);
+
 /* Copy bytes in any direction (cudaMemcpyDefault), enqueued on stream. */
 int tide_gpu_memcpy_async(void *dst, const void *src, size_t bytes, void *stream);
 /* Copy `rows` rows of `width` bytes, `pitch` bytes apart on both sides, from src on

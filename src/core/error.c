@@ -100,6 +100,7 @@ const char *tide_exchange_name(tide_exchange e)
     case TIDE_EXCHANGE_P2P: return "p2p";
     case TIDE_EXCHANGE_NCCL: return "nccl";
     case TIDE_EXCHANGE_CUDA_MPI: return "cuda-mpi";
+    case TIDE_EXCHANGE_DIRECT: return "direct";
     default: return "auto";
     }
 }

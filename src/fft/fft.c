@@ -32,7 +32,7 @@ static const tide_arg_field fields[NFIELDS] = {
     {"option precision", TIDE_DOUBLE, TIDE_FLOAT},
     {"option backend", TIDE_BACKEND_AUTO, TIDE_BACKEND_CUDA},
     {"option decomposition", TIDE_DECOMP_AUTO, TIDE_DECOMP_PENCILS},
-    {"option exchange", TIDE_EXCHANGE_AUTO, TIDE_EXCHANGE_CUDA_MPI},
+    {"option exchange", TIDE_EXCHANGE_AUTO, TIDE_EXCHANGE_DIRECT},
     {"option scaling", TIDE_SCALE_NONE, TIDE_SCALE_SYMMETRIC},
     {"option planning", TIDE_PLAN_ESTIMATE, TIDE_PLAN_MEASURE},
     {"option batch", 1, INT_MAX},
@@ -79,7 +79,8 @@ static int judge_backend(tide_context *ctx, const int *v)
     int st = tide_args_backend(ctx, v[F_BACKEND], v[F_LOCATION]);
     if (st)
         return st;
-    if ((x == TIDE_EXCHANGE_NCCL || x == TIDE_EXCHANGE_CUDA_MPI) && !cuda)
+    if ((x == TIDE_EXCHANGE_NCCL || x == TIDE_EXCHANGE_CUDA_MPI || x == TIDE_EXCHANGE_DIRECT) &&
+        !cuda)
         return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "exchange %s moves GPU data; this plan runs "
                          "on the CPU", tide_exchange_name(x));
     if (x == TIDE_EXCHANGE_NCCL && !ctx->nccl_usable)
@@ -88,6 +89,10 @@ static int judge_backend(tide_context *ctx, const int *v)
     if (x == TIDE_EXCHANGE_CUDA_MPI && !ctx->cuda_aware_mpi)
         return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "exchange cuda-mpi: the MPI library does not "
                          "take device pointers (MPIX_Query_cuda_support)");
+    if (x == TIDE_EXCHANGE_DIRECT && ctx->local_size != ctx->nranks)
+        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "exchange direct: the GPUs store into each "
+                         "other's memory, so every rank must be on one node (%d of %d are)",
+                         ctx->local_size, ctx->nranks);
     return TIDE_SUCCESS;
 }
 

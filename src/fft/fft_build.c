@@ -284,14 +284,16 @@ static int make_fft(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
 }
 
 /* The chunks of an exchange overlapped with the FFT beside it: TIDE_FFT_CHUNKS where set, else
- * 8 on GPUs exchanging over NCCL (the chunks' messages stay large enough to keep the links
- * busy at 512^3 on 8 GPUs, and the pipeline's fill, an eighth of one FFT, stays small), else
- * none: the CPU would run the chunks one after the other. */
+ * 8 on GPUs exchanging GPU to GPU, over NCCL or by direct stores (the chunks' messages stay
+ * large enough to keep the links busy at 512^3 on 8 GPUs, and the pipeline's fill, an eighth of
+ * one FFT, stays small), else none: the CPU would run the chunks one after the other. */
 static int overlap_chunks(const tide_fft_plan *p)
 {
     if (p->ctx->fft_chunks >= 0)
         return p->ctx->fft_chunks;
-    return p->env.be->gpu && p->env.transport == TIDE_EXCHANGE_NCCL ? 8 : 0;
+    tide_exchange x = p->env.transport;
+    int gpu_to_gpu = x == TIDE_EXCHANGE_NCCL || x == TIDE_EXCHANGE_DIRECT;
+    return p->env.be->gpu && gpu_to_gpu ? 8 : 0;
 }
 
 /* The size of an FFT, the same on every rank: the lines' lengths along its dimensions
@@ -513,7 +515,7 @@ static int alloc_rest(tide_fft_plan *p, char *err, size_t len)
             return snprintf(err, len, "cannot allocate %zu bytes of work memory (%s): %s",
                             size[i], be->name, be->last_error()), TIDE_ERR_NOMEM;
     int staged = be->gpu && e->transport != TIDE_EXCHANGE_NCCL &&
-                 e->transport != TIDE_EXCHANGE_CUDA_MPI;
+                 e->transport != TIDE_EXCHANGE_CUDA_MPI && e->transport != TIDE_EXCHANGE_DIRECT;
     if (staged && (be->host_alloc(e->sbytes, &e->hsend) || be->host_alloc(e->rbytes, &e->hrecv)))
         return snprintf(err, len, "cannot allocate %zu + %zu bytes of pinned host memory",
                         e->sbytes, e->rbytes), TIDE_ERR_NOMEM;

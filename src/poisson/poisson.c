@@ -70,7 +70,7 @@ static const tide_arg_field fields[NFIELDS] = {
     {"option backend", TIDE_BACKEND_AUTO, TIDE_BACKEND_CUDA},
     {"option location", TIDE_LOCATION_HOST, TIDE_LOCATION_DEVICE},
     {"option decomposition", TIDE_DECOMP_AUTO, TIDE_DECOMP_PENCILS},
-    {"option exchange", TIDE_EXCHANGE_AUTO, TIDE_EXCHANGE_CUDA_MPI},
+    {"option exchange", TIDE_EXCHANGE_AUTO, TIDE_EXCHANGE_DIRECT},
     {"option planning", TIDE_PLAN_ESTIMATE, TIDE_PLAN_MEASURE},
     {"option batch", 1, INT_MAX},
     {"option bc[0][0]", TIDE_BC_PERIODIC, TIDE_BC_DIRICHLET},
