@@ -102,16 +102,29 @@ NOT_BOUND = {
 }
 
 
+# The same for the Fortran module (fortran/tide.f90's bind(c, name='...') interfaces).
+NOT_BOUND_FORTRAN = {
+    "tide_context_create": "reached through libtide_f's tide_f_context_create (MPI_Comm_f2c)",
+    "tide_gemm": "a GEMM plan made once does a single multiply",
+    "tide_gemm_execute": "the generic tide_gemm_execute calls tide_gemm_execute_complex",
+}
+
+
 def test_bound(header):
-    """Every function of tide.h is called by tide/__init__.py, or listed in NOT_BOUND: a new
-    public C function fails here until it is bound or listed."""
+    """Every function of tide.h is called by tide/__init__.py, or listed in NOT_BOUND, and
+    declared by the Fortran module, or listed in NOT_BOUND_FORTRAN: a new public C function
+    fails here until it is bound or listed."""
     text = re.sub(r"/\*.*?\*/", "", open(header).read(), flags=re.S)
     declared = set(re.findall(r"(?m)^TIDE_API\s+[\w \*]*?\b(tide_\w+)\s*\(", text))
-    source = open(tide.__file__).read()
-    called = {name for name in declared if re.search(rf"_lib\.{name}\b", source)}
-    check(declared - called == set(NOT_BOUND),
-          f"unbound in Python: {sorted(declared - called - set(NOT_BOUND))}; listed in "
-          f"NOT_BOUND but bound or gone: {sorted(set(NOT_BOUND) - (declared - called))}")
+    fortran = os.path.join(os.path.dirname(os.path.abspath(header)), "..", "fortran",
+                           "tide.f90")
+    for language, source, pattern, listed in [
+            ("Python", open(tide.__file__).read(), r"_lib\.{}\b", NOT_BOUND),
+            ("Fortran", open(fortran).read(), r"name='{}'", NOT_BOUND_FORTRAN)]:
+        missing = {name for name in declared if not re.search(pattern.format(name), source)}
+        check(missing == set(listed),
+              f"unbound in {language}: {sorted(missing - set(listed))}; listed as unbound "
+              f"but bound or gone: {sorted(set(listed) - missing)}")
 
 
 def ctypes_sizeof(cls):
@@ -459,7 +472,8 @@ class FakeDLPack:
         self.strides = (ctypes.c_int64 * array.ndim)(*(s // array.itemsize
                                                        for s in array.strides))
         t = tide._DLTensor(array.ctypes.data, 2, 0, array.ndim,
-                           tide._DLDataType(2, array.itemsize * 8, 1), self.shape,
+                           tide._DLDataType({"i": 0, "u": 1, "f": 2, "c": 5}[array.dtype.kind],
+                                            array.itemsize * 8, 1), self.shape,
                            self.strides if with_strides else None, 0)
         self.managed = self.Managed(t, None, None)
         self.stream = None
