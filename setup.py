@@ -7,7 +7,8 @@ loads, chosen when the package is built:
 3. the library `meson install` put where pkg-config finds `tide` (its libdir).
 
 None found: the build stops and says so. At import $TIDE_LIBRARY still overrides the path
-written in. setuptools' own outputs go to build/setuptools, beside meson's files."""
+written in. setuptools' own outputs go to build-pip/ (its default, build/, is meson's: a
+build/ that is not a meson build tree would stop tools/setup)."""
 import os
 import subprocess
 
@@ -51,7 +52,6 @@ class BuildPy(build_py):
                     f"LIBRARY = {path!r}\n")
 
 
-os.makedirs(os.path.join(HERE, "build", "setuptools"), exist_ok=True)
+os.makedirs(os.path.join(HERE, "build-pip"), exist_ok=True)
 setup(packages=["tide"], package_dir={"": "python"}, cmdclass={"build_py": BuildPy},
-      options={"build": {"build_base": os.path.join("build", "setuptools")},
-               "egg_info": {"egg_base": os.path.join("build", "setuptools")}})
+      options={"build": {"build_base": "build-pip"}, "egg_info": {"egg_base": "build-pip"}})
