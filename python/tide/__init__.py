@@ -8,8 +8,8 @@ MPI ranks, over libtide through ctypes.
         b = plan.forward(a)              # or plan.forward(a, out=b)
 
 Arrays are NumPy arrays in host memory or, on plans with location="device", any object with
-__cuda_array_interface__ (CuPy, PyTorch); they are passed to the library as they are, never
-copied. docs/python.md is the guide.
+__cuda_array_interface__ (CuPy, PyTorch, Numba) or DLPack (JAX, PyTorch, CuPy); they are passed
+to the library as they are, never copied. docs/python.md is the guide.
 """
 import ctypes
 import gc
@@ -235,7 +235,15 @@ def _array(a, device, dtype, shape, strides, writable, stream=None):
 
 def _device_view(a, stream=None):
     """((address, dtype, shape, byte strides, readonly), "") of an array in device memory, read
-    from __cuda_array_interface__ or else DLPack; (None, why) for anything else."""
+    from __cuda_array_interface__ or else DLPack; (None, why) for anything else, a producer's
+    own error included (so that the call is refused on every rank alike)."""
+    try:
+        return _read_device(a, stream)
+    except Exception as e:   # noqa: BLE001 (any producer's failure is this rank's reason)
+        return None, f"{type(a).__name__} could not be read as a device array: {e}"
+
+
+def _read_device(a, stream):
     cai = getattr(a, "__cuda_array_interface__", None)
     if cai is not None:
         dtype, shape = np.dtype(cai["typestr"]), tuple(cai["shape"])

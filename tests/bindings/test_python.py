@@ -446,6 +446,10 @@ def test_dlpack():
                             (96, 32, 8), True)
     check(addr is None and "not in GPU memory" in why, f"dlpack host array on a device plan: "
           f"{why}")
+    bf16 = FakeDLPack(np.zeros((2, 3, 4), np.float32), False)
+    bf16.managed.tensor.dtype.code = 4                  # kDLBfloat: no NumPy kind
+    addr, why = tide._array(bf16, True, np.dtype(np.float32), (2, 3, 4), (48, 16, 4), True)
+    check(addr is None and "could not be read" in why, f"dlpack bfloat16 refused: {why}")
     for order in ("F", "C"):   # F with its strides given, C with NULL strides (dense C)
         host = np.zeros((2, 3, 4), np.float32, order=order)
         fake = FakeDLPack(host, order == "F")
