@@ -1143,10 +1143,10 @@ contains
     plan%elem = elem_of(o%precision, o%domain == TIDE_COMPLEX)
     plan%order = o%order
     if (st == TIDE_SUCCESS) then
-      rows = block(ctx%rank / info%grid(2), m, info%grid(1))
-      cols = block(mod(ctx%rank, info%grid(2)), n, info%grid(2))
-      ka = block(mod(ctx%rank, info%grid(2)), k, info%grid(2))
-      kb = block(ctx%rank / info%grid(2), k, info%grid(1))
+      rows = block(o%blocks(1), ctx%rank / info%grid(2), m, info%grid(1))
+      cols = block(o%blocks(2), mod(ctx%rank, info%grid(2)), n, info%grid(2))
+      ka = block(o%blocks(3), mod(ctx%rank, info%grid(2)), k, info%grid(2))
+      kb = block(o%blocks(4), ctx%rank / info%grid(2), k, info%grid(1))
       plan%a = [rows(2) - rows(1), ka(2) - ka(1)]
       if (o%transa /= TIDE_NOTRANS) plan%a = plan%a([2, 1])
       plan%b = [kb(2) - kb(1), cols(2) - cols(1)]
@@ -1158,12 +1158,21 @@ contains
     end if
     call finish(st, ctx%p, stat)
   contains
-    function block(i, ext, p) result(b)
+    !> Part i of ext over p parts: the user's boundaries (o%blocks, p + 1 of them) when given,
+    !> else balanced.
+    function block(bounds, i, ext, p) result(b)
+      type(c_ptr), intent(in) :: bounds
       integer, intent(in) :: i
       integer(c_long_long), intent(in) :: ext
       integer(c_int), intent(in) :: p
       integer(c_long_long) :: b(2)
-      b = [i * ext / p, (i + 1) * ext / p]
+      integer(c_long_long), pointer :: bnd(:)
+      if (c_associated(bounds)) then
+        call c_f_pointer(bounds, bnd, [p + 1])
+        b = bnd(i + 1:i + 2)
+      else
+        b = [i * ext / p, (i + 1) * ext / p]
+      end if
     end function
   end subroutine
 

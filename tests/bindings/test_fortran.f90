@@ -508,6 +508,8 @@ contains
     call check(all(abs(lzc - want(r0 + 1:r1, c0 + 1:c1)) < 1d-12), &
                'gemm complex conjugate-transposed A against matmul')
     call tide_gemm_plan_destroy(plan)
+    ! the user's blocks: a grid of nranks x 1, C's rows cut unevenly (the first rank one row)
+    call gemm_user_blocks(a, b, m, n, k)
     ! one rank: a block inside a larger array, as lda allows
     if (nranks == 1) then
       o = tide_gemm_options()
@@ -522,6 +524,37 @@ contains
       call check(all(abs(lc - matmul(a(1:m - 1, :), b)) < 1d-12), 'gemm lda: a section')
       call tide_gemm_plan_destroy(plan)
     end if
+  end subroutine
+
+  subroutine gemm_user_blocks(a, b, m, n, k)
+    integer(c_long_long), intent(in) :: m, n, k
+    real(c_double), intent(in) :: a(m, k), b(k, n)
+    type(tide_gemm_options) :: o
+    type(tide_gemm_plan) :: plan
+    integer(c_long_long), target :: rows(nranks + 1), cols(2), acols(2), brows(nranks + 1)
+    real(c_double), allocatable :: la(:, :), lb(:, :), lc(:, :)
+    integer :: i, r0, r1
+    rows(1) = 0
+    do i = 1, nranks - 1
+      rows(i + 1) = 1 + (i - 1) * (m - 1) / max(nranks - 1, 1)
+    end do
+    rows(nranks + 1) = m
+    brows = [(i * k / nranks, i = 0, nranks)]
+    cols = [0_c_long_long, n]
+    acols = [0_c_long_long, k]
+    o%grid = [nranks, 1]
+    o%blocks = [c_loc(rows), c_loc(cols), c_loc(acols), c_loc(brows)]
+    call tide_gemm_plan_create(ctx, m, n, k, plan, o)
+    r0 = int(rows(rank + 1))
+    r1 = int(rows(rank + 2))
+    la = a(r0 + 1:r1, :)                       ! this rank's blocks, contiguous (lda 0)
+    lb = b(brows(rank + 1) + 1:brows(rank + 2), :)
+    allocate(lc(r1 - r0, n))
+    lc = 0
+    call tide_gemm_execute(plan, 1d0, la, lb, 0d0, lc)
+    call check(all(abs(lc - matmul(a(r0 + 1:r1, :), b)) < 1d-12), &
+      'gemm with the user''s blocks against matmul')
+    call tide_gemm_plan_destroy(plan)
   end subroutine
 
   ! this rank's blocks of a grid(1) x grid(2) process grid (tide.h): rows [r0, r1) and
