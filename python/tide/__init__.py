@@ -886,7 +886,10 @@ _GEMM_DTYPES = {np.dtype(np.float64): (0, 0), np.dtype(np.float32): (1, 0),
                 np.dtype(np.complex128): (0, 1), np.dtype(np.complex64): (1, 1)}
 
 
-def _block(i, n, p):
+def _block(i, n, p, bounds=None):
+    """Part i of n over p parts: [bounds[i], bounds[i + 1]) when given, else balanced."""
+    if bounds is not None:
+        return int(bounds[i]), int(bounds[i + 1])
     return i * n // p, (i + 1) * n // p
 
 
@@ -894,14 +897,16 @@ class GEMM(_Plan):
     """C = alpha op(A) op(B) + beta C (tide_gemm_plan_create, collective) for m x k op(A) and
     k x n op(B). dtype float64 | float32 | complex128 | complex64; transa, transb "N" | "T" |
     "C"; order "F" (column major, the default: Fortran-ordered NumPy arrays) or "C"; lda, ldb,
-    ldc, tile, panel, grid, gpus, share_a, location, backend, stream as tide_gemm_options. On
+    ldc, tile, panel, grid, gpus, share_a, location, backend, stream as tide_gemm_options;
+    blocks: the boundaries of the blocks on several ranks (C's rows, C's columns, A's columns,
+    B's rows; each None for balanced blocks, or grid + 1 values from 0 to the extent). On
     several ranks each rank passes its blocks (a_shape, b_shape, c_shape tell)."""
     _destroy, _describe = _lib.tide_gemm_plan_destroy, _lib.tide_gemm_plan_describe
     _set_stream = _lib.tide_gemm_plan_set_stream
 
     def __init__(self, ctx, m, n, k, *, dtype=np.float64, transa="N", transb="N", order="F",
                  lda=0, ldb=0, ldc=0, tile=0, panel=0, grid=(0, 0), gpus=0, share_a=0,
-                 location="host", backend="auto", stream=None):
+                 location="host", backend="auto", stream=None, blocks=(None,) * 4):
         o = C.GEMMOptions()
         _lib.tide_gemm_options_init(ctypes.byref(o))
         self.dtype = np.dtype(dtype)
@@ -918,6 +923,9 @@ class GEMM(_Plan):
         o.location, o.backend = _enum(C.LOCATION, location, "location"), _enum(
             C.BACKEND, backend, "backend")
         o.stream = _stream(stream)
+        bounds = [None if b is None else np.ascontiguousarray(b, np.int64) for b in blocks]
+        for i, b in enumerate(bounds):
+            o.blocks[i] = None if b is None else b.ctypes.data
         handle = ctypes.c_void_p()
         _check(_lib.tide_gemm_plan_create(ctx._handle, m, n, k, ctypes.byref(o),
                                           ctypes.byref(handle)), ctx._handle)
@@ -927,8 +935,8 @@ class GEMM(_Plan):
         g = self.info["grid"]
         rank = ctx.comm.Get_rank()
         row, col = rank // g[1], rank % g[1]
-        rm, cn = _block(row, m, g[0]), _block(col, n, g[1])
-        ka, kb = _block(col, k, g[1]), _block(row, k, g[0])
+        rm, cn = _block(row, m, g[0], bounds[0]), _block(col, n, g[1], bounds[1])
+        ka, kb = _block(col, k, g[1], bounds[2]), _block(row, k, g[0], bounds[3])
         self.c_rows, self.c_cols = rm, cn  # this rank's block of C: rows [lo, hi), columns
         op_a = (rm[1] - rm[0], ka[1] - ka[0])
         op_b = (kb[1] - kb[0], cn[1] - cn[0])

@@ -127,6 +127,22 @@ def test_bound(header):
               f"but bound or gone: {sorted(set(listed) - missing)}")
 
 
+def test_options():
+    """Every field of tide.h's options structs is a keyword of the Python constructor, or set
+    from another argument (listed here with the argument)."""
+    import inspect
+    derived = {"size": "the struct's size", "npoints": "weights", "precision": "dtype",
+               "domain": "dtype"}
+    renamed = {"shape": "shape_"}
+    for struct, cls in [(_capi.ContextOptions, tide.Context), (_capi.FFTOptions, tide.FFT),
+                        (_capi.PoissonOptions, tide.Poisson),
+                        (_capi.StencilOptions, tide.Stencil), (_capi.GEMMOptions, tide.GEMM)]:
+        keywords = set(inspect.signature(cls.__init__).parameters)
+        missing = [f for f, _ in struct._fields_ if renamed.get(f, f) not in keywords and
+                   not (f in derived and derived[f] in keywords | {"the struct's size"})]
+        check(not missing, f"{cls.__name__}: options without a keyword: {missing}")
+
+
 def ctypes_sizeof(cls):
     import ctypes
     return ctypes.sizeof(cls)
@@ -302,6 +318,18 @@ def test_gemm(ctx):
                 else 1e-5
             check(out is cc, f"{what}: returns c")
             close(cc, want[rows, cols], tol, what)
+    # the user's blocks: a grid of P x 1, C's rows cut unevenly (the first rank one row)
+    m, n, k = 7, 5, 9
+    rows = [0] + [1 + (i - 1) * (m - 1) // max(P - 1, 1) for i in range(1, P)] + [m]
+    brows = [i * k // P for i in range(P + 1)]
+    A, B = shared.standard_normal((m, k)), shared.standard_normal((k, n))
+    with tide.GEMM(ctx, m, n, k, grid=(P, 1), blocks=(rows, None, None, brows)) as plan:
+        r = slice(rows[rank], rows[rank + 1])
+        check(plan.c_rows == (r.start, r.stop) and plan.c_shape == (r.stop - r.start, n),
+              f"gemm user blocks: c_rows {plan.c_rows}, c_shape {plan.c_shape}")
+        c = np.zeros(plan.c_shape, order="F")
+        plan(np.asfortranarray(A[r]), np.asfortranarray(B[brows[rank]:brows[rank + 1]]), c)
+        close(c, A[r] @ B, 1e-12, "gemm with the user's blocks")
     # leading dimensions: a column-major A inside a taller array
     if P == 1:
         big = np.asfortranarray(rng.standard_normal((11, 4)))
@@ -515,6 +543,7 @@ def test_context():
 def main():
     test_layout(sys.argv[1], sys.argv[2])
     test_bound(sys.argv[2])
+    test_options()
     test_dlpack()
     test_context()
     with tide.Context(comm, backend="cpu") as ctx:
