@@ -144,6 +144,25 @@ module tide
     integer(c_int) :: gpus, shared_a, grid(2), backend, location
   end type
 
+  type, bind(c), public :: tide_device_info
+    integer(c_int) :: device
+    character(kind=c_char) :: name(128), pci_bus_id(32)
+    integer(c_int) :: cc_major, cc_minor
+    integer(c_size_t) :: total_bytes, free_bytes, budget_bytes
+    character(kind=c_char) :: cpuset(128)
+    integer(c_int) :: cuda_aware_mpi, nccl_version
+  end type
+
+  type, bind(c), public :: tide_rates
+    real(c_double) :: host_copy, h2d, d2h, both, d2d
+  end type
+
+  type, bind(c), public :: tide_fft_cost
+    real(c_double) :: flops, fft_bytes, move_bytes, exchange_bytes, h2d_bytes, d2h_bytes
+    integer(c_int) :: exchanges, fft_passes
+    real(c_double) :: cpu_seconds
+  end type
+
   ! Handles. A plan remembers what its arrays must be (kind, box, fields) to check them.
   type, public :: tide_context
     type(c_ptr) :: p = c_null_ptr
@@ -189,6 +208,12 @@ module tide
     tide_gemm_plan_create, tide_gemm_plan_destroy, tide_gemm_plan_info, tide_gemm_execute, &
     tide_fft_options_init, tide_poisson_options_init, tide_stencil_options_init, &
     tide_gemm_options_init, tide_context_options_init
+  public :: tide_context_threads, tide_context_gpu_status, tide_context_device, &
+    tide_measure_rates, tide_measure_exchange, tide_host_alloc, tide_host_free, &
+    tide_device_alloc, tide_device_free, tide_copy, tide_c_string, tide_fft_plan_cost, &
+    tide_poisson_plan_cost, tide_poisson_plan_describe, tide_stencil_plan_describe, &
+    tide_gemm_plan_describe, tide_fft_plan_set_stream, tide_poisson_plan_set_stream, &
+    tide_stencil_plan_set_stream, tide_gemm_plan_set_stream
 
   interface tide_context_create
     module procedure context_create_f08, context_create_int
@@ -436,6 +461,132 @@ module tide
       real(c_double), intent(in) :: alpha(2), beta(2)
       integer(c_int) :: c_gemm_execute_complex
     end function
+    function c_context_threads(ctx, threads) bind(c, name='tide_context_threads')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: ctx
+      integer(c_int), intent(out) :: threads
+      integer(c_int) :: c_context_threads
+    end function
+    function c_context_gpu_status(ctx) bind(c, name='tide_context_gpu_status')
+      import :: c_ptr
+      type(c_ptr), value :: ctx
+      type(c_ptr) :: c_context_gpu_status
+    end function
+    function c_context_device(ctx, info) bind(c, name='tide_context_device')
+      import :: c_int, c_ptr, tide_device_info
+      type(c_ptr), value :: ctx
+      type(tide_device_info), intent(out) :: info
+      integer(c_int) :: c_context_device
+    end function
+    function c_measure_rates(ctx, bytes, rates) bind(c, name='tide_measure_rates')
+      import :: c_int, c_ptr, c_size_t, tide_rates
+      type(c_ptr), value :: ctx
+      integer(c_size_t), value :: bytes
+      type(tide_rates), intent(out) :: rates
+      integer(c_int) :: c_measure_rates
+    end function
+    function c_measure_rates_together(ctx, bytes, rates) &
+        bind(c, name='tide_measure_rates_together')
+      import :: c_int, c_ptr, c_size_t, tide_rates
+      type(c_ptr), value :: ctx
+      integer(c_size_t), value :: bytes
+      type(tide_rates), intent(out) :: rates
+      integer(c_int) :: c_measure_rates_together
+    end function
+    function c_measure_exchange(ctx, how, bytes, gbps) bind(c, name='tide_measure_exchange')
+      import :: c_int, c_ptr, c_size_t, c_double
+      type(c_ptr), value :: ctx
+      integer(c_int), value :: how
+      integer(c_size_t), value :: bytes
+      real(c_double), intent(out) :: gbps
+      integer(c_int) :: c_measure_exchange
+    end function
+    function c_host_alloc(ctx, bytes, ptr) bind(c, name='tide_host_alloc')
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: ctx
+      integer(c_size_t), value :: bytes
+      type(c_ptr), intent(out) :: ptr
+      integer(c_int) :: c_host_alloc
+    end function
+    function c_host_free(ctx, ptr) bind(c, name='tide_host_free')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: ctx, ptr
+      integer(c_int) :: c_host_free
+    end function
+    function c_device_alloc(ctx, bytes, ptr) bind(c, name='tide_device_alloc')
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: ctx
+      integer(c_size_t), value :: bytes
+      type(c_ptr), intent(out) :: ptr
+      integer(c_int) :: c_device_alloc
+    end function
+    function c_device_free(ctx, ptr) bind(c, name='tide_device_free')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: ctx, ptr
+      integer(c_int) :: c_device_free
+    end function
+    function c_copy(ctx, dst, src, bytes) bind(c, name='tide_copy')
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: ctx, dst, src
+      integer(c_size_t), value :: bytes
+      integer(c_int) :: c_copy
+    end function
+    function c_fft_plan_cost(plan, direction, cost) bind(c, name='tide_fft_plan_cost')
+      import :: c_int, c_ptr, tide_fft_cost
+      type(c_ptr), value :: plan
+      integer(c_int), value :: direction
+      type(tide_fft_cost), intent(out) :: cost
+      integer(c_int) :: c_fft_plan_cost
+    end function
+    function c_poisson_plan_cost(plan, cost) bind(c, name='tide_poisson_plan_cost')
+      import :: c_int, c_ptr, tide_fft_cost
+      type(c_ptr), value :: plan
+      type(tide_fft_cost), intent(out) :: cost
+      integer(c_int) :: c_poisson_plan_cost
+    end function
+    function c_poisson_plan_describe(plan, buf, len) bind(c, name='tide_poisson_plan_describe')
+      import :: c_int, c_ptr, c_char, c_size_t
+      type(c_ptr), value :: plan
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_size_t), value :: len
+      integer(c_int) :: c_poisson_plan_describe
+    end function
+    function c_stencil_plan_describe(plan, buf, len) bind(c, name='tide_stencil_plan_describe')
+      import :: c_int, c_ptr, c_char, c_size_t
+      type(c_ptr), value :: plan
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_size_t), value :: len
+      integer(c_int) :: c_stencil_plan_describe
+    end function
+    function c_gemm_plan_describe(plan, buf, len) bind(c, name='tide_gemm_plan_describe')
+      import :: c_int, c_ptr, c_char, c_size_t
+      type(c_ptr), value :: plan
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_size_t), value :: len
+      integer(c_int) :: c_gemm_plan_describe
+    end function
+    function c_fft_plan_set_stream(plan, stream) bind(c, name='tide_fft_plan_set_stream')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: plan, stream
+      integer(c_int) :: c_fft_plan_set_stream
+    end function
+    function c_poisson_plan_set_stream(plan, stream) &
+        bind(c, name='tide_poisson_plan_set_stream')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: plan, stream
+      integer(c_int) :: c_poisson_plan_set_stream
+    end function
+    function c_stencil_plan_set_stream(plan, stream) &
+        bind(c, name='tide_stencil_plan_set_stream')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: plan, stream
+      integer(c_int) :: c_stencil_plan_set_stream
+    end function
+    function c_gemm_plan_set_stream(plan, stream) bind(c, name='tide_gemm_plan_set_stream')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: plan, stream
+      integer(c_int) :: c_gemm_plan_set_stream
+    end function
   end interface
 
 contains
@@ -670,13 +821,28 @@ contains
   function tide_fft_plan_describe(plan) result(s)
     type(tide_fft_plan), intent(in) :: plan
     character(len=:), allocatable :: s
-    character(kind=c_char) :: buf(512)
-    integer :: i
+    character(kind=c_char) :: buf(1024)
     s = ''
     if (c_fft_plan_describe(plan%p, buf, size(buf, kind=c_size_t)) /= TIDE_SUCCESS) return
-    do i = 1, size(buf)
-      if (buf(i) == c_null_char) exit
-      s = s // buf(i)
+    s = tide_c_string(buf)
+  end function
+
+  !> A C string (characters up to the first NUL, or all of them) as a Fortran string: for
+  !> tide_device_info's name, pci_bus_id and cpuset.
+  function tide_c_string(chars) result(s)
+    character(kind=c_char), intent(in) :: chars(:)
+    character(len=:), allocatable :: s
+    integer :: i, n
+    n = size(chars)
+    do i = 1, size(chars)
+      if (chars(i) == c_null_char) then
+        n = i - 1
+        exit
+      end if
+    end do
+    allocate(character(len=n) :: s)
+    do i = 1, n
+      s(i:i) = chars(i)
     end do
   end function
 
@@ -977,10 +1143,10 @@ contains
     plan%elem = elem_of(o%precision, o%domain == TIDE_COMPLEX)
     plan%order = o%order
     if (st == TIDE_SUCCESS) then
-      rows = block(ctx%rank / info%grid(2), m, info%grid(1))
-      cols = block(mod(ctx%rank, info%grid(2)), n, info%grid(2))
-      ka = block(mod(ctx%rank, info%grid(2)), k, info%grid(2))
-      kb = block(ctx%rank / info%grid(2), k, info%grid(1))
+      rows = block(o%blocks(1), ctx%rank / info%grid(2), m, info%grid(1))
+      cols = block(o%blocks(2), mod(ctx%rank, info%grid(2)), n, info%grid(2))
+      ka = block(o%blocks(3), mod(ctx%rank, info%grid(2)), k, info%grid(2))
+      kb = block(o%blocks(4), ctx%rank / info%grid(2), k, info%grid(1))
       plan%a = [rows(2) - rows(1), ka(2) - ka(1)]
       if (o%transa /= TIDE_NOTRANS) plan%a = plan%a([2, 1])
       plan%b = [kb(2) - kb(1), cols(2) - cols(1)]
@@ -992,12 +1158,21 @@ contains
     end if
     call finish(st, ctx%p, stat)
   contains
-    function block(i, ext, p) result(b)
+    !> Part i of ext over p parts: the user's boundaries (o%blocks, p + 1 of them) when given,
+    !> else balanced.
+    function block(bounds, i, ext, p) result(b)
+      type(c_ptr), intent(in) :: bounds
       integer, intent(in) :: i
       integer(c_long_long), intent(in) :: ext
       integer(c_int), intent(in) :: p
       integer(c_long_long) :: b(2)
-      b = [i * ext / p, (i + 1) * ext / p]
+      integer(c_long_long), pointer :: bnd(:)
+      if (c_associated(bounds)) then
+        call c_f_pointer(bounds, bnd, [p + 1])
+        b = bnd(i + 1:i + 2)
+      else
+        b = [i * ext / p, (i + 1) * ext / p]
+      end if
     end function
   end subroutine
 
@@ -1175,4 +1350,204 @@ contains
     if (size(a, 2) > 1) ld = leading(c_loc(a(1, 1)), c_loc(a(1, 2)), &
                                      c_loc(a(min(2, size(a, 1)), 1)), 8, size(a, 1))
   end function
+  ! ---- context queries, measurements, memory ------------------------------------------------
+  subroutine tide_context_threads(ctx, threads, stat)
+    type(tide_context), intent(in) :: ctx
+    integer, intent(out) :: threads
+    integer, intent(out), optional :: stat
+    integer(c_int) :: t, st
+    local_note = ''
+    st = c_context_threads(ctx%p, t)
+    if (st == TIDE_SUCCESS) threads = t
+    call finish(st, ctx%p, stat)
+  end subroutine
+
+  !> Why the context uses or does not use a GPU (tide_context_gpu_status).
+  function tide_context_gpu_status(ctx) result(s)
+    type(tide_context), intent(in) :: ctx
+    character(len=:), allocatable :: s
+    s = c_string(c_context_gpu_status(ctx%p))
+  end function
+
+  !> Local: this rank's GPU (device -1 on a CPU context); strings through tide_c_string.
+  subroutine tide_context_device(ctx, info, stat)
+    type(tide_context), intent(in) :: ctx
+    type(tide_device_info), intent(out) :: info
+    integer, intent(out), optional :: stat
+    local_note = ''
+    call finish(c_context_device(ctx%p, info), ctx%p, stat)
+  end subroutine
+
+  !> Local (together = .true.: collective, every rank at once) transfer rates in GB/s of
+  !> arrays of bytes (0: the library's default).
+  subroutine tide_measure_rates(ctx, bytes, rates, together, stat)
+    type(tide_context), intent(in) :: ctx
+    integer(c_size_t), intent(in) :: bytes
+    type(tide_rates), intent(out) :: rates
+    logical, intent(in), optional :: together
+    integer, intent(out), optional :: stat
+    logical :: all
+    all = .false.
+    if (present(together)) all = together
+    local_note = ''
+    if (all) then
+      call finish(c_measure_rates_together(ctx%p, bytes, rates), ctx%p, stat)
+    else
+      call finish(c_measure_rates(ctx%p, bytes, rates), ctx%p, stat)
+    end if
+  end subroutine
+
+  !> Collective: the all-to-all rate of an exchange (TIDE_EXCHANGE_*), GB/s leaving each rank.
+  subroutine tide_measure_exchange(ctx, how, bytes, gbps, stat)
+    type(tide_context), intent(in) :: ctx
+    integer, intent(in) :: how
+    integer(c_size_t), intent(in) :: bytes
+    real(c_double), intent(out) :: gbps
+    integer, intent(out), optional :: stat
+    local_note = ''
+    call finish(c_measure_exchange(ctx%p, int(how, c_int), bytes, gbps), ctx%p, stat)
+  end subroutine
+
+  !> Local: bytes of zeroed host memory (pinned on a CUDA context); c_f_pointer makes it an
+  !> array. Free with tide_host_free on the same context.
+  subroutine tide_host_alloc(ctx, bytes, ptr, stat)
+    type(tide_context), intent(in) :: ctx
+    integer(c_size_t), intent(in) :: bytes
+    type(c_ptr), intent(out) :: ptr
+    integer, intent(out), optional :: stat
+    integer(c_int) :: st
+    type(c_ptr) :: p
+    local_note = ''
+    st = c_host_alloc(ctx%p, bytes, p)
+    if (st == TIDE_SUCCESS) ptr = p
+    call finish(st, ctx%p, stat)
+  end subroutine
+
+  subroutine tide_host_free(ctx, ptr, stat)
+    type(tide_context), intent(in) :: ctx
+    type(c_ptr), intent(inout) :: ptr
+    integer, intent(out), optional :: stat
+    integer(c_int) :: st
+    local_note = ''
+    st = c_host_free(ctx%p, ptr)
+    if (st == TIDE_SUCCESS) ptr = c_null_ptr
+    call finish(st, ctx%p, stat)
+  end subroutine
+
+  !> Local: bytes of the rank's GPU memory (CUDA contexts; else TIDE_ERR_UNSUPPORTED), for
+  !> the type(c_ptr) forms of the plans' calls with location = TIDE_LOCATION_DEVICE.
+  subroutine tide_device_alloc(ctx, bytes, ptr, stat)
+    type(tide_context), intent(in) :: ctx
+    integer(c_size_t), intent(in) :: bytes
+    type(c_ptr), intent(out) :: ptr
+    integer, intent(out), optional :: stat
+    integer(c_int) :: st
+    type(c_ptr) :: p
+    local_note = ''
+    st = c_device_alloc(ctx%p, bytes, p)
+    if (st == TIDE_SUCCESS) ptr = p
+    call finish(st, ctx%p, stat)
+  end subroutine
+
+  subroutine tide_device_free(ctx, ptr, stat)
+    type(tide_context), intent(in) :: ctx
+    type(c_ptr), intent(inout) :: ptr
+    integer, intent(out), optional :: stat
+    integer(c_int) :: st
+    local_note = ''
+    st = c_device_free(ctx%p, ptr)
+    if (st == TIDE_SUCCESS) ptr = c_null_ptr
+    call finish(st, ctx%p, stat)
+  end subroutine
+
+  !> Local: bytes from src to dst, host or device memory either (c_loc of a host array,
+  !> a pointer from tide_device_alloc); returns once the copy is done.
+  subroutine tide_copy(ctx, dst, src, bytes, stat)
+    type(tide_context), intent(in) :: ctx
+    type(c_ptr), intent(in) :: dst, src
+    integer(c_size_t), intent(in) :: bytes
+    integer, intent(out), optional :: stat
+    local_note = ''
+    call finish(c_copy(ctx%p, dst, src, bytes), ctx%p, stat)
+  end subroutine
+
+  ! ---- plans: cost, describe, stream ----------------------------------------------------------
+  !> Local: what one transform does on this rank; direction -1 forward, +1 backward.
+  subroutine tide_fft_plan_cost(plan, direction, cost, stat)
+    type(tide_fft_plan), intent(in) :: plan
+    integer, intent(in) :: direction
+    type(tide_fft_cost), intent(out) :: cost
+    integer, intent(out), optional :: stat
+    local_note = ''
+    call finish(c_fft_plan_cost(plan%p, int(direction, c_int), cost), plan%ctx, stat)
+  end subroutine
+
+  subroutine tide_poisson_plan_cost(plan, cost, stat)
+    type(tide_poisson_plan), intent(in) :: plan
+    type(tide_fft_cost), intent(out) :: cost
+    integer, intent(out), optional :: stat
+    local_note = ''
+    call finish(c_poisson_plan_cost(plan%p, cost), plan%ctx, stat)
+  end subroutine
+
+  function tide_poisson_plan_describe(plan) result(s)
+    type(tide_poisson_plan), intent(in) :: plan
+    character(len=:), allocatable :: s
+    character(kind=c_char) :: buf(1024)
+    s = ''
+    if (c_poisson_plan_describe(plan%p, buf, size(buf, kind=c_size_t)) /= TIDE_SUCCESS) return
+    s = tide_c_string(buf)
+  end function
+
+  function tide_stencil_plan_describe(plan) result(s)
+    type(tide_stencil_plan), intent(in) :: plan
+    character(len=:), allocatable :: s
+    character(kind=c_char) :: buf(1024)
+    s = ''
+    if (c_stencil_plan_describe(plan%p, buf, size(buf, kind=c_size_t)) /= TIDE_SUCCESS) return
+    s = tide_c_string(buf)
+  end function
+
+  function tide_gemm_plan_describe(plan) result(s)
+    type(tide_gemm_plan), intent(in) :: plan
+    character(len=:), allocatable :: s
+    character(kind=c_char) :: buf(1024)
+    s = ''
+    if (c_gemm_plan_describe(plan%p, buf, size(buf, kind=c_size_t)) /= TIDE_SUCCESS) return
+    s = tide_c_string(buf)
+  end function
+
+  !> Local: the CUDA stream later calls order themselves after (c_null_ptr: the legacy default
+  !> stream; a CUDA Fortran stream: transfer(s, c_null_ptr)). Ignored on the CPU.
+  subroutine tide_fft_plan_set_stream(plan, stream, stat)
+    type(tide_fft_plan), intent(in) :: plan
+    type(c_ptr), intent(in) :: stream
+    integer, intent(out), optional :: stat
+    local_note = ''
+    call finish(c_fft_plan_set_stream(plan%p, stream), plan%ctx, stat)
+  end subroutine
+
+  subroutine tide_poisson_plan_set_stream(plan, stream, stat)
+    type(tide_poisson_plan), intent(in) :: plan
+    type(c_ptr), intent(in) :: stream
+    integer, intent(out), optional :: stat
+    local_note = ''
+    call finish(c_poisson_plan_set_stream(plan%p, stream), plan%ctx, stat)
+  end subroutine
+
+  subroutine tide_stencil_plan_set_stream(plan, stream, stat)
+    type(tide_stencil_plan), intent(in) :: plan
+    type(c_ptr), intent(in) :: stream
+    integer, intent(out), optional :: stat
+    local_note = ''
+    call finish(c_stencil_plan_set_stream(plan%p, stream), plan%ctx, stat)
+  end subroutine
+
+  subroutine tide_gemm_plan_set_stream(plan, stream, stat)
+    type(tide_gemm_plan), intent(in) :: plan
+    type(c_ptr), intent(in) :: stream
+    integer, intent(out), optional :: stat
+    local_note = ''
+    call finish(c_gemm_plan_set_stream(plan%p, stream), plan%ctx, stat)
+  end subroutine
 end module tide

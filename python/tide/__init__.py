@@ -8,10 +8,11 @@ MPI ranks, over libtide through ctypes.
         b = plan.forward(a)              # or plan.forward(a, out=b)
 
 Arrays are NumPy arrays in host memory or, on plans with location="device", any object with
-__cuda_array_interface__ (CuPy, PyTorch); they are passed to the library as they are, never
-copied. docs/python.md is the guide.
+__cuda_array_interface__ (CuPy, PyTorch, Numba) or DLPack (JAX, PyTorch, CuPy); they are passed
+to the library as they are, never copied. docs/python.md is the guide.
 """
 import ctypes
+import gc
 import weakref
 
 import numpy as np
@@ -20,7 +21,7 @@ from . import _capi as C
 
 __all__ = ["Error", "ArgumentError", "BoxError", "MismatchError", "UnsupportedError",
            "NoMemoryError", "MPIError", "BackendError", "TooLargeError", "Box", "Context", "FFT",
-           "Poisson", "Stencil", "GEMM", "version", "proc_grid"]
+           "Poisson", "Stencil", "GEMM", "DeviceArray", "version", "proc_grid"]
 
 _lib = C.load()
 
@@ -204,18 +205,17 @@ def proc_grid(nranks, n, split=(1, 1, 1)):
 
 
 # ---- arrays ---------------------------------------------------------------------------------
-def _array(a, device, dtype, shape, strides, writable):
-    """(address, why): the array's address when a matches, else (None, the reason)."""
+def _array(a, device, dtype, shape, strides, writable, stream=None):
+    """(address, why): the array's address when a matches, else (None, the reason). stream:
+    the plan's, for a DLPack producer to order its work before (None: the default stream)."""
     if not device and type(a) is np.ndarray and a.dtype == dtype and a.shape == shape and \
             a.strides == strides and (not writable or a.flags.writeable):
         return a.__array_interface__["data"][0], ""
     if device:
-        cai = getattr(a, "__cuda_array_interface__", None)
-        if cai is None:
-            return None, f"{type(a).__name__} has no __cuda_array_interface__ (a device plan)"
-        got_dtype, got_shape = np.dtype(cai["typestr"]), tuple(cai["shape"])
-        got_strides = cai.get("strides") or _dense_strides(got_shape, got_dtype.itemsize)
-        address, readonly = cai["data"]
+        view, why = _device_view(a, stream)
+        if view is None:
+            return None, why
+        address, got_dtype, got_shape, got_strides, readonly = view
     else:
         if not isinstance(a, np.ndarray):
             return None, f"{type(a).__name__} is not a NumPy array (a host plan)"
@@ -233,6 +233,80 @@ def _array(a, device, dtype, shape, strides, writable):
     return (address if device else a.ctypes.data), ""
 
 
+def _device_view(a, stream=None):
+    """((address, dtype, shape, byte strides, readonly), "") of an array in device memory, read
+    from __cuda_array_interface__ or else DLPack; (None, why) for anything else, a producer's
+    own error included (so that the call is refused on every rank alike)."""
+    try:
+        return _read_device(a, stream)
+    except Exception as e:   # noqa: BLE001 (any producer's failure is this rank's reason)
+        return None, f"{type(a).__name__} could not be read as a device array: {e}"
+
+
+def _read_device(a, stream):
+    cai = getattr(a, "__cuda_array_interface__", None)
+    if cai is not None:
+        dtype, shape = np.dtype(cai["typestr"]), tuple(cai["shape"])
+        strides = cai.get("strides") or _dense_strides(shape, dtype.itemsize)
+        address, readonly = cai["data"]
+        return (address, dtype, shape, tuple(strides), readonly), ""
+    if hasattr(a, "__dlpack__"):
+        device_type = a.__dlpack_device__()[0] if hasattr(a, "__dlpack_device__") else None
+        if device_type in (None, _DL_CUDA, _DL_CUDA_MANAGED):
+            view, device_type = _dlpack(a, None if device_type is None else stream or 1)
+        if device_type not in (_DL_CUDA, _DL_CUDA_MANAGED):
+            return None, (f"a DLPack array on device type {device_type}, not in GPU memory "
+                          "(a device plan)")
+        return view, ""
+    return None, (f"{type(a).__name__} has neither __cuda_array_interface__ nor __dlpack__ "
+                  "(a device plan)")
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int),
+                ("device_id", ctypes.c_int), ("ndim", ctypes.c_int), ("dtype", _DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+_DL_CPU, _DL_CUDA, _DL_CUDA_MANAGED = 1, 2, 13
+_DL_KINDS = {0: "i", 1: "u", 2: "f", 5: "c"}
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype, _capsule_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object,
+                                                                       ctypes.c_char_p]
+
+
+def _dlpack(a, stream):
+    """((address, dtype, shape, byte strides, readonly), device type) of a DLPack producer's
+    array, without taking its capsule (the producer's deleter runs when the capsule goes; a
+    keeps the memory). stream: the consumer's CUDA stream (1: the legacy default), which the
+    producer orders its work before (None: not passed, as for host memory)."""
+    if stream is None:
+        capsule = a.__dlpack__()
+    else:
+        try:
+            capsule = a.__dlpack__(stream=stream)
+        except TypeError:
+            capsule = a.__dlpack__()
+    t = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
+    kind = _DL_KINDS.get(t.dtype.code)
+    if kind is None or t.dtype.lanes != 1:
+        raise TypeError(f"DLPack dtype code {t.dtype.code} lanes {t.dtype.lanes}: not a "
+                        "NumPy kind")
+    dtype = np.dtype(f"{kind}{t.dtype.bits // 8}")
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    if t.strides:
+        strides = tuple(t.strides[i] * dtype.itemsize for i in range(t.ndim))
+    else:
+        strides = _dense_strides(shape, dtype.itemsize)
+    address = (t.data or 0) + t.byte_offset
+    return (address, dtype, shape, strides, False), t.device_type
+
+
 def _dense_strides(shape, itemsize):
     """Byte strides of a C-contiguous array of shape."""
     strides, step = [], itemsize
@@ -248,6 +322,18 @@ def _aligned(nbytes):
     raw = np.zeros(nbytes + 64, np.uint8)
     skip = -raw.ctypes.data % 64
     return raw[skip:skip + nbytes]
+
+
+def _empty(ctx, memory, dtype, shape, strides):
+    """An array for a plan: memory "numpy" (a NumPy array, 64-byte aligned), "host"
+    (tide_host_alloc's) or "device" (a DeviceArray)."""
+    if memory == "numpy":
+        return _new(False, dtype, shape, strides)
+    if memory == "host":
+        return ctx.host_empty(shape, dtype, strides)
+    if memory == "device":
+        return DeviceArray(ctx, shape, dtype, strides)
+    raise ValueError(f"memory {memory!r}: expected one of numpy, host, device")
 
 
 def _new(device, dtype, shape, strides):
@@ -286,10 +372,20 @@ class Context:
                                         ctypes.byref(handle)))
         self._handle = handle.value
         self._plans = weakref.WeakSet()
+        self._memory = {}   # address: "host" | "device", allocations not yet freed
 
     def close(self):
-        """Collective: closes the plans made from this context, then the context."""
+        """Collective: closes the plans made from this context, then the context. Refused
+        (ArgumentError on every rank) while arrays from host_empty or device_empty live on
+        any rank: delete them first."""
         if self._handle:
+            if self._memory:
+                gc.collect()
+            live = self.comm.allreduce(len(self._memory))
+            if live:
+                raise ArgumentError(C.ERR_ARGUMENT, f"{live} arrays of this context's memory "
+                                    "(host_empty, device_empty) are alive: delete them before "
+                                    "closing it")
             for plan in list(self._plans):
                 plan.close()
             _check(_lib.tide_context_destroy(self._handle), self._handle)
@@ -339,12 +435,122 @@ class Context:
         _check(f(self._handle, nbytes, ctypes.byref(r)), self._handle)
         return _struct_dict(r)
 
+    def _alloc(self, kind, nbytes):
+        """An address of nbytes (at least 1) from tide_host_alloc or tide_device_alloc, and the
+        finalizer that frees it."""
+        alloc, free = ((_lib.tide_host_alloc, _lib.tide_host_free) if kind == "host" else
+                       (_lib.tide_device_alloc, _lib.tide_device_free))
+        p = ctypes.c_void_p()
+        _check(alloc(self._handle, max(int(nbytes), 1), ctypes.byref(p)), self._handle)
+        self._memory[p.value] = kind
+
+        def release(handle=self._handle, address=p.value, memory=self._memory):
+            memory.pop(address, None)
+            free(handle, address)
+        return p.value, release
+
+    def host_empty(self, shape, dtype=np.float64, order="C"):
+        """A zeroed NumPy array in memory from tide_host_alloc: pinned on a CUDA context (host
+        arrays then move at full PCIe rate), 64-byte aligned on the CPU. order "C", "F" or byte
+        strides. Freed when the last view of it goes (local)."""
+        dtype, shape = np.dtype(dtype), tuple(int(e) for e in shape)
+        strides = _order_strides(shape, dtype.itemsize, order)
+        nbytes = int(np.prod(shape)) * dtype.itemsize
+        address, release = self._alloc("host", nbytes)
+        buf = (ctypes.c_uint8 * max(nbytes, 1)).from_address(address)
+        weakref.finalize(buf, release).atexit = False
+        return np.ndarray(shape, dtype, np.frombuffer(buf, np.uint8), 0, strides)
+
+    def device_empty(self, shape, dtype=np.float64, order="C"):
+        """A DeviceArray in the GPU's memory from tide_device_alloc (CUDA contexts; else
+        UnsupportedError). order "C", "F" or byte strides. Local."""
+        return DeviceArray(self, shape, dtype, order)
+
+    def copy(self, dst, src):
+        """Local: copies src's bytes to dst (tide_copy), each a dense NumPy array, a
+        DeviceArray or an object with __cuda_array_interface__, of the same number of bytes;
+        returns dst once the copy is done."""
+        (pd, nd), (ps, ns) = _extent(dst, True), _extent(src, False)
+        if nd != ns:
+            raise ValueError(f"copy of {ns} bytes into {nd}")
+        _check(_lib.tide_copy(self._handle, pd, ps, nd), self._handle)
+        return dst
+
     def measure_exchange(self, how="auto", nbytes=0):
         """Collective: the all-to-all rate of an exchange, GB/s leaving each rank."""
         g = ctypes.c_double()
         _check(_lib.tide_measure_exchange(self._handle, _enum(C.EXCHANGE, how, "exchange"),
                                           nbytes, ctypes.byref(g)), self._handle)
         return g.value
+
+
+def _order_strides(shape, itemsize, order):
+    """Byte strides of a dense array of shape: order "C", "F" or the strides themselves."""
+    if order == "C":
+        return _dense_strides(shape, itemsize)
+    if order == "F":
+        return tuple(reversed(_dense_strides(tuple(reversed(shape)), itemsize)))
+    return tuple(int(v) for v in order)
+
+
+def _extent(a, writable):
+    """(address, bytes) of a dense array in host or device memory, for tide_copy."""
+    if isinstance(a, np.ndarray):
+        if not (a.flags.c_contiguous or a.flags.f_contiguous):
+            raise ValueError("copy: a NumPy array that is not contiguous")
+        if writable and not a.flags.writeable:
+            raise ValueError("copy: a read-only destination")
+        return a.ctypes.data, a.nbytes
+    view, why = _device_view(a)
+    if view is None:
+        raise TypeError(f"copy: {why}")
+    address, dtype, shape, strides, readonly = view
+    if not any(all(g == w for g, w, e in zip(strides, _order_strides(shape, dtype.itemsize, o),
+                                             shape) if e > 1) for o in "CF"):
+        raise ValueError(f"copy: a device array with strides {strides}, not dense")
+    if writable and readonly:
+        raise ValueError("copy: a read-only destination")
+    return address, int(np.prod(shape)) * dtype.itemsize
+
+
+class DeviceArray:
+    """An array in the GPU's memory from tide_device_alloc (Context.device_empty,
+    plan.empty_in(memory="device")), described by __cuda_array_interface__ (so CuPy, PyTorch
+    and Numba take it without a copy) and taken by device plans. set(host) and get() copy
+    through tide_copy. Freed when it goes (local)."""
+
+    def __init__(self, ctx, shape, dtype=np.float64, order="C"):
+        self.ctx, self.dtype = ctx, np.dtype(dtype)
+        self.shape = tuple(int(e) for e in shape)
+        self.strides = _order_strides(self.shape, self.dtype.itemsize, order)
+        self.nbytes = int(np.prod(self.shape)) * self.dtype.itemsize
+        self.ptr, self._release = ctx._alloc("device", self.nbytes)
+        weakref.finalize(self, self._release).atexit = False
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": self.dtype.str, "version": 3,
+                "data": (self.ptr, False), "strides": self.strides}
+
+    def set(self, host):
+        """Copies host (a NumPy array of this shape, dtype and strides) in; returns self."""
+        if not isinstance(host, np.ndarray) or host.dtype != self.dtype or \
+                host.shape != self.shape or host.strides != self.strides:
+            raise ValueError(f"DeviceArray.set: expected a NumPy array of {self.dtype}, shape "
+                             f"{self.shape}, strides {self.strides}")
+        _check(_lib.tide_copy(self.ctx._handle, self.ptr, host.ctypes.data, self.nbytes),
+               self.ctx._handle)
+        return self
+
+    def get(self):
+        """A new NumPy array (same shape, dtype and strides) holding the device data."""
+        host = _new(False, self.dtype, self.shape, self.strides)
+        _check(_lib.tide_copy(self.ctx._handle, host.ctypes.data, self.ptr, self.nbytes),
+               self.ctx._handle)
+        return host
+
+    def __repr__(self):
+        return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, ptr={self.ptr:#x})"
 
 
 def _comm_handle(comm):
@@ -362,8 +568,8 @@ class _Plan:
     """What every plan shares: its context, its handle, closing (local) and describe()."""
     _destroy = _describe = None
 
-    def _made(self, ctx, handle):
-        self.ctx, self._handle, self._h = ctx, handle, ctx._handle
+    def _made(self, ctx, handle, stream):
+        self.ctx, self._handle, self._h, self._stream = ctx, handle, ctx._handle, stream
         ctx._plans.add(self)
 
     def close(self):
@@ -397,7 +603,9 @@ class _Plan:
 
     def set_stream(self, stream):
         """Local: the CUDA stream later calls are ordered after (None: the default stream)."""
-        _check(type(self)._set_stream(self._handle, _stream(stream)), self._h)
+        s = _stream(stream)
+        _check(type(self)._set_stream(self._handle, s), self._h)
+        self._stream = s
 
     def _call(self, fn, arrays, args=None):
         """Calls fn(handle, *args(addresses)) for arrays [(a, device, dtype, shape, strides,
@@ -406,7 +614,7 @@ class _Plan:
         joins its message."""
         addresses, why = [], ""
         for spec in arrays:
-            address, reason = _array(*spec)
+            address, reason = _array(*spec, self._stream)
             addresses.append(address)
             why = why or reason
         st = fn(self._handle, *(addresses if args is None else args(addresses)))
@@ -417,8 +625,10 @@ class _Plan:
     def _run(self, fn, a, a_dtype, a_layout, out, out_dtype, out_layout):
         """fn(handle, a, out) for a read and out written (the FFTs' and the solve's calls,
         kept short: they are the ones run in loops); returns out."""
-        pa, why = _array(a, self.device, a_dtype, a_layout[0], a_layout[1], False)
-        pout, why_out = _array(out, self.device, out_dtype, out_layout[0], out_layout[1], True)
+        pa, why = _array(a, self.device, a_dtype, a_layout[0], a_layout[1], False,
+                         self._stream)
+        pout, why_out = _array(out, self.device, out_dtype, out_layout[0], out_layout[1], True,
+                               self._stream)
         st = fn(self._handle, pa, pout)
         if st or why or why_out:
             _raise(st or C.ERR_ARGUMENT, self._h, why or why_out)
@@ -459,7 +669,7 @@ class FFT(_Plan):
         ib, ob = (b._c() if b is not None else None for b in (inbox, outbox))
         _check(_lib.tide_fft_plan_create(ctx._handle, _int3(shape), ib, ob, ctypes.byref(o),
                                          ctypes.byref(handle)), ctx._handle)
-        self._made(ctx, handle.value)
+        self._made(ctx, handle.value, o.stream)
         self.shape, self.batch, self.device = tuple(shape), batch, o.location == 1
         ib, ob = C.Box(), C.Box()
         _check(_lib.tide_fft_plan_boxes(self._handle, ctypes.byref(ib), ctypes.byref(ob)),
@@ -480,13 +690,15 @@ class FFT(_Plan):
         _check(_lib.tide_fft_plan_cost(self._handle, direction, ctypes.byref(c)), self._h)
         return _struct_dict(c)
 
-    def empty_in(self):
-        """A host array for this rank's input, in the input box's order, 64-byte aligned (as
-        FFTW's aligned plans want; any array of the right layout is taken)."""
-        return _new(False, self.in_dtype, *self._in)
+    def empty_in(self, memory="numpy"):
+        """An array for this rank's input, in the input box's order: memory "numpy" (a NumPy
+        array, 64-byte aligned as FFTW's aligned plans want; any array of the right layout is
+        taken), "host" (tide_host_alloc: pinned on a CUDA context) or "device" (a
+        DeviceArray)."""
+        return _empty(self.ctx, memory, self.in_dtype, *self._in)
 
-    def empty_out(self):
-        return _new(False, self.out_dtype, *self._out)
+    def empty_out(self, memory="numpy"):
+        return _empty(self.ctx, memory, self.out_dtype, *self._out)
 
     def inplace(self):
         """(input, output) host arrays over one buffer of inplace_bytes, for in-place
@@ -561,7 +773,7 @@ class Poisson(_Plan):
         _check(_lib.tide_poisson_plan_create(ctx._handle, _int3(shape),
                                              box._c() if box is not None else None,
                                              ctypes.byref(o), ctypes.byref(handle)), ctx._handle)
-        self._made(ctx, handle.value)
+        self._made(ctx, handle.value, o.stream)
         self.shape, self.batch, self.device = tuple(shape), batch, o.location == 1
         b = C.Box()
         _check(_lib.tide_poisson_plan_box(self._handle, ctypes.byref(b)), self._h)
@@ -576,9 +788,9 @@ class Poisson(_Plan):
     def cost(self):
         return _struct_dict(self._info(_lib.tide_poisson_plan_cost, C.FFTCost))
 
-    def empty(self):
-        """A host array for this rank's f or u, in the box's order."""
-        return _new(False, self.dtype, *self._layout)
+    def empty(self, memory="numpy"):
+        """An array for this rank's f or u, in the box's order (memory: as FFT.empty_in)."""
+        return _empty(self.ctx, memory, self.dtype, *self._layout)
 
     def solve(self, f, out=None):
         """Collective: out = u with lap(u) - alpha u = f (out=f solves in place); returns out."""
@@ -632,7 +844,7 @@ class Stencil(_Plan):
                                            ctypes.byref(o), ctypes.byref(handle))
         if st:
             _raise(st, ctx._handle, why)
-        self._made(ctx, handle.value)
+        self._made(ctx, handle.value, o.stream)
         self.shape, self.source = tuple(shape), source
         self.box = Box._from_c(self.info_struct().box)
         self._layout = _field_layout(self.box, 1, self.dtype.itemsize)
@@ -659,8 +871,9 @@ class Stencil(_Plan):
         d["box"], d["grid"] = Box._from_c(d["box"]), tuple(d["grid"])
         return d
 
-    def empty(self):
-        return _new(False, self.dtype, *self._layout)
+    def empty(self, memory="numpy"):
+        """An array for this rank's u, in the box's order (memory: as FFT.empty_in)."""
+        return _empty(self.ctx, memory, self.dtype, *self._layout)
 
     def run(self, u, steps):
         """Collective: advances u (this rank's box, in place) by steps time steps; returns u."""
@@ -673,7 +886,10 @@ _GEMM_DTYPES = {np.dtype(np.float64): (0, 0), np.dtype(np.float32): (1, 0),
                 np.dtype(np.complex128): (0, 1), np.dtype(np.complex64): (1, 1)}
 
 
-def _block(i, n, p):
+def _block(i, n, p, bounds=None):
+    """Part i of n over p parts: [bounds[i], bounds[i + 1]) when given, else balanced."""
+    if bounds is not None:
+        return int(bounds[i]), int(bounds[i + 1])
     return i * n // p, (i + 1) * n // p
 
 
@@ -681,14 +897,16 @@ class GEMM(_Plan):
     """C = alpha op(A) op(B) + beta C (tide_gemm_plan_create, collective) for m x k op(A) and
     k x n op(B). dtype float64 | float32 | complex128 | complex64; transa, transb "N" | "T" |
     "C"; order "F" (column major, the default: Fortran-ordered NumPy arrays) or "C"; lda, ldb,
-    ldc, tile, panel, grid, gpus, share_a, location, backend, stream as tide_gemm_options. On
+    ldc, tile, panel, grid, gpus, share_a, location, backend, stream as tide_gemm_options;
+    blocks: the boundaries of the blocks on several ranks (C's rows, C's columns, A's columns,
+    B's rows; each None for balanced blocks, or grid + 1 values from 0 to the extent). On
     several ranks each rank passes its blocks (a_shape, b_shape, c_shape tell)."""
     _destroy, _describe = _lib.tide_gemm_plan_destroy, _lib.tide_gemm_plan_describe
     _set_stream = _lib.tide_gemm_plan_set_stream
 
     def __init__(self, ctx, m, n, k, *, dtype=np.float64, transa="N", transb="N", order="F",
                  lda=0, ldb=0, ldc=0, tile=0, panel=0, grid=(0, 0), gpus=0, share_a=0,
-                 location="host", backend="auto", stream=None):
+                 location="host", backend="auto", stream=None, blocks=(None,) * 4):
         o = C.GEMMOptions()
         _lib.tide_gemm_options_init(ctypes.byref(o))
         self.dtype = np.dtype(dtype)
@@ -705,17 +923,20 @@ class GEMM(_Plan):
         o.location, o.backend = _enum(C.LOCATION, location, "location"), _enum(
             C.BACKEND, backend, "backend")
         o.stream = _stream(stream)
+        bounds = [None if b is None else np.ascontiguousarray(b, np.int64) for b in blocks]
+        for i, b in enumerate(bounds):
+            o.blocks[i] = None if b is None else b.ctypes.data
         handle = ctypes.c_void_p()
         _check(_lib.tide_gemm_plan_create(ctx._handle, m, n, k, ctypes.byref(o),
                                           ctypes.byref(handle)), ctx._handle)
-        self._made(ctx, handle.value)
+        self._made(ctx, handle.value, o.stream)
         self.m, self.n, self.k, self.device = m, n, k, o.location == 1
         self._complex = o.domain == 1
         g = self.info["grid"]
         rank = ctx.comm.Get_rank()
         row, col = rank // g[1], rank % g[1]
-        rm, cn = _block(row, m, g[0]), _block(col, n, g[1])
-        ka, kb = _block(col, k, g[1]), _block(row, k, g[0])
+        rm, cn = _block(row, m, g[0], bounds[0]), _block(col, n, g[1], bounds[1])
+        ka, kb = _block(col, k, g[1], bounds[2]), _block(row, k, g[0], bounds[3])
         self.c_rows, self.c_cols = rm, cn  # this rank's block of C: rows [lo, hi), columns
         op_a = (rm[1] - rm[0], ka[1] - ka[0])
         op_b = (kb[1] - kb[0], cn[1] - cn[0])

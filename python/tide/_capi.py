@@ -203,8 +203,9 @@ PROTOTYPES = {
 
 
 def library_path():
-    """Where libtide.so is: $TIDE_LIBRARY, else the directory meson installed it to, else the
-    loader's search (ctypes.util.find_library)."""
+    """Where libtide.so is: $TIDE_LIBRARY, else the path written in at install (by meson
+    install or pip install: tide/_install.py), else the loader's search
+    (ctypes.util.find_library)."""
     path = os.environ.get("TIDE_LIBRARY")
     if path:
         return path
@@ -219,7 +220,13 @@ def library_path():
 
 def load(path=None):
     """libtide with every function of PROTOTYPES declared."""
-    lib = ctypes.CDLL(path or library_path(), mode=ctypes.RTLD_GLOBAL)
+    path = path or library_path()
+    try:
+        lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    except OSError as e:
+        raise ImportError(f"tide: cannot load libtide ({e}); name it in TIDE_LIBRARY, or "
+                          "reinstall the package once the library is built (docs/python.md)"
+                          ) from None
     for name, (restype, argtypes) in PROTOTYPES.items():
         f = getattr(lib, name)
         f.restype, f.argtypes = restype, argtypes

@@ -15,6 +15,47 @@ program test_fortran
       integer(c_int), value :: i
       integer(c_size_t) :: tide_test_sizeof
     end function
+    ! the C library's answers for the same context or plan (c_results.c)
+    function tide_test_threads(ctx) bind(c)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: ctx
+      integer(c_int) :: tide_test_threads
+    end function
+    subroutine tide_test_gpu_status(ctx, buf, len) bind(c)
+      import :: c_ptr, c_char, c_size_t
+      type(c_ptr), value :: ctx
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_size_t), value :: len
+    end subroutine
+    function tide_test_device(ctx, device, cuda_aware, nccl, name, len) bind(c)
+      import :: c_int, c_ptr, c_char, c_size_t
+      type(c_ptr), value :: ctx
+      integer(c_int), intent(out) :: device, cuda_aware, nccl
+      character(kind=c_char), intent(out) :: name(*)
+      integer(c_size_t), value :: len
+      integer(c_int) :: tide_test_device
+    end function
+    function tide_test_fft_cost(plan, direction, out) bind(c)
+      import :: c_int, c_ptr, c_double
+      type(c_ptr), value :: plan
+      integer(c_int), value :: direction
+      real(c_double), intent(out) :: out(9)
+      integer(c_int) :: tide_test_fft_cost
+    end function
+    function tide_test_poisson_cost(plan, out) bind(c)
+      import :: c_int, c_ptr, c_double
+      type(c_ptr), value :: plan
+      real(c_double), intent(out) :: out(9)
+      integer(c_int) :: tide_test_poisson_cost
+    end function
+    function tide_test_describe(kind, plan, buf, len) bind(c)
+      import :: c_int, c_ptr, c_char, c_size_t
+      integer(c_int), value :: kind
+      type(c_ptr), value :: plan
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_size_t), value :: len
+      integer(c_int) :: tide_test_describe
+    end function
   end interface
   real(c_double), parameter :: pi = acos(-1d0)
   integer :: rank, nranks, failures, total
@@ -31,6 +72,7 @@ program test_fortran
   call test_stencil()
   call test_gemm()
   call test_errors()
+  call test_c_api()
   call tide_context_destroy(ctx)
   call test_integer_comm()
   call MPI_Allreduce(failures, total, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD)
@@ -202,6 +244,141 @@ contains
     call tide_fft_plan_destroy(plan)
   end subroutine
 
+  !> The module's calls beyond the operations (context queries, measurements, memory, plans'
+  !> cost, describe and stream) against the C library's answers for the same context and plans.
+  subroutine test_c_api()
+    integer, parameter :: n(3) = [6, 5, 4]
+    type(tide_fft_plan) :: fp
+    type(tide_poisson_plan) :: pp
+    type(tide_stencil_plan) :: sp
+    type(tide_gemm_plan) :: gp
+    type(tide_fft_cost) :: cost
+    type(tide_device_info) :: dev
+    type(tide_rates) :: rates
+    type(tide_fft_info) :: info
+    type(tide_box) :: box
+    real(c_double) :: want(9), gbps, lo, hi
+    character(kind=c_char) :: buf(1024)
+    character(len=:), allocatable :: text
+    integer(c_int) :: device, cuda_aware, nccl
+    integer :: threads, st, dir, backend, e(3), i
+    integer(c_size_t) :: bytes
+    type(c_ptr) :: hp, dp
+    complex(c_double_complex), pointer :: a(:, :, :)
+    complex(c_double_complex), allocatable, target :: ref(:, :, :), out1(:, :, :), &
+      out2(:, :, :), copied(:, :, :)
+
+    call tide_context_threads(ctx, threads)
+    call check(threads == tide_test_threads(ctx%p), 'tide_context_threads against C')
+    call tide_test_gpu_status(ctx%p, buf, size(buf, kind=c_size_t))
+    call check(tide_context_gpu_status(ctx) == tide_c_string(buf) .and. &
+      len(tide_c_string(buf)) > 0, 'tide_context_gpu_status against C')
+    call tide_context_device(ctx, dev)
+    st = tide_test_device(ctx%p, device, cuda_aware, nccl, buf, size(buf, kind=c_size_t))
+    call check(st == TIDE_SUCCESS .and. dev%device == device .and. &
+      dev%cuda_aware_mpi == cuda_aware .and. dev%nccl_version == nccl .and. &
+      tide_c_string(dev%name) == tide_c_string(buf), 'tide_context_device against C')
+    call tide_context_backend(ctx, backend)
+    call check((backend == TIDE_BACKEND_CPU) .eqv. (dev%device == -1), &
+      'tide_context_device: device -1 exactly on a CPU context')
+
+    ! plans: cost, describe and set_stream against C for the same plan
+    call tide_box_slab(n, 0, nranks, rank, box)
+    call tide_fft_plan_create(ctx, n, fp, inbox=box, outbox=box)
+    do dir = -1, 1, 2
+      call tide_fft_plan_cost(fp, dir, cost)
+      st = tide_test_fft_cost(fp%p, int(dir, c_int), want)
+      call check(st == TIDE_SUCCESS .and. all(abs([cost%flops, cost%fft_bytes, cost%move_bytes, &
+        cost%exchange_bytes, cost%h2d_bytes, cost%d2h_bytes, real(cost%exchanges, c_double), &
+        real(cost%fft_passes, c_double), cost%cpu_seconds] - want) <= 0) .and. cost%flops > 0, &
+        'tide_fft_plan_cost against C')
+    end do
+    call check_describe(0, fp%p, tide_fft_plan_describe(fp), 'fft')
+    call tide_fft_plan_set_stream(fp, c_null_ptr, stat=st)
+    call check(st == TIDE_SUCCESS, 'tide_fft_plan_set_stream')
+
+    call tide_poisson_plan_create(ctx, n, pp, box=box)
+    call tide_poisson_plan_cost(pp, cost)
+    st = tide_test_poisson_cost(pp%p, want)
+    call check(st == TIDE_SUCCESS .and. all(abs([cost%flops, cost%fft_bytes, cost%move_bytes, &
+      cost%exchange_bytes, cost%h2d_bytes, cost%d2h_bytes, real(cost%exchanges, c_double), &
+      real(cost%fft_passes, c_double), cost%cpu_seconds] - want) <= 0), &
+      'tide_poisson_plan_cost against C')
+    call check_describe(1, pp%p, tide_poisson_plan_describe(pp), 'poisson')
+    call tide_poisson_plan_set_stream(pp, c_null_ptr, stat=st)
+    call check(st == TIDE_SUCCESS, 'tide_poisson_plan_set_stream')
+    call tide_poisson_plan_destroy(pp)
+
+    call tide_stencil_plan_create(ctx, n, sp, box=box)
+    call check_describe(2, sp%p, tide_stencil_plan_describe(sp), 'stencil')
+    call tide_stencil_plan_set_stream(sp, c_null_ptr, stat=st)
+    call check(st == TIDE_SUCCESS, 'tide_stencil_plan_set_stream')
+    call tide_stencil_plan_destroy(sp)
+
+    call tide_gemm_plan_create(ctx, 5_c_long_long, 4_c_long_long, 3_c_long_long, gp)
+    call check_describe(3, gp%p, tide_gemm_plan_describe(gp), 'gemm')
+    call tide_gemm_plan_set_stream(gp, c_null_ptr, stat=st)
+    call check(st == TIDE_SUCCESS, 'tide_gemm_plan_set_stream')
+    call tide_gemm_plan_destroy(gp)
+
+    ! host memory from tide_host_alloc as a Fortran array: zeroed, aligned, transformed as an
+    ! allocatable array of the same values is; tide_copy back into an allocatable one
+    call tide_fft_plan_info(fp, info)
+    e = box%hi - box%lo
+    bytes = int(info%in_count, c_size_t) * 16
+    call tide_host_alloc(ctx, bytes, hp)
+    call c_f_pointer(hp, a, e)
+    call check(maxval(abs(a)) <= 0 .and. mod(transfer(hp, 0_c_intptr_t), 64_c_intptr_t) == 0, &
+      'tide_host_alloc: zeroed, 64-byte aligned')
+    allocate(ref(e(1), e(2), e(3)), out1(e(1), e(2), e(3)), out2(e(1), e(2), e(3)), &
+      copied(e(1), e(2), e(3)))
+    call random_number(lo)
+    ref = cmplx(reshape([(sin(0.37d0 * i + lo), i = 1, product(e))], e), 0.5d0, &
+      c_double_complex)
+    a = ref
+    call tide_fft_forward(fp, a, out1)
+    call tide_fft_forward(fp, ref, out2)
+    call check(maxval(abs(out1 - out2)) <= 0, 'fft on tide_host_alloc memory')
+    call tide_copy(ctx, c_loc(copied), hp, bytes)
+    call check(maxval(abs(copied - ref)) <= 0, 'tide_copy host to host')
+    call tide_host_free(ctx, hp)
+    call check(.not. c_associated(hp), 'tide_host_free clears the pointer')
+    call tide_fft_plan_destroy(fp)
+
+    ! device memory: a CPU context has none
+    call tide_device_alloc(ctx, 64_c_size_t, dp, stat=st)
+    if (backend == TIDE_BACKEND_CPU) then
+      call check(st == TIDE_ERR_UNSUPPORTED, 'tide_device_alloc on a CPU context')
+    else
+      call check(st == TIDE_SUCCESS, 'tide_device_alloc on a GPU context')
+      call tide_device_free(ctx, dp)
+    end if
+
+    ! measurements: a local host copy rate; the exchange rate the same on every rank
+    call tide_measure_rates(ctx, 1048576_c_size_t, rates)
+    call check(rates%host_copy > 0 .and. (backend /= TIDE_BACKEND_CPU .or. rates%h2d <= 0), &
+      'tide_measure_rates')
+    call tide_measure_rates(ctx, 1048576_c_size_t, rates, together=.true.)
+    call check(rates%host_copy > 0, 'tide_measure_rates together')
+    call tide_measure_exchange(ctx, TIDE_EXCHANGE_AUTO, 65536_c_size_t, gbps)
+    call MPI_Allreduce(gbps, lo, 1, MPI_DOUBLE_PRECISION, MPI_MIN, MPI_COMM_WORLD)
+    call MPI_Allreduce(gbps, hi, 1, MPI_DOUBLE_PRECISION, MPI_MAX, MPI_COMM_WORLD)
+    call check(hi - lo <= 0 .and. ((nranks == 1) .eqv. (gbps <= 0)), 'tide_measure_exchange')
+    text = tide_last_error(ctx)
+    call check(len(text) >= 0, 'last error readable')
+  end subroutine
+
+  subroutine check_describe(kind, plan, got, what)
+    integer, intent(in) :: kind
+    type(c_ptr), intent(in) :: plan
+    character(len=*), intent(in) :: got, what
+    character(kind=c_char) :: buf(1024)
+    integer(c_int) :: st
+    st = tide_test_describe(int(kind, c_int), plan, buf, size(buf, kind=c_size_t))
+    call check(st == TIDE_SUCCESS .and. len(got) > 0 .and. got == tide_c_string(buf), &
+      what // ' describe against C: ' // got)
+  end subroutine
+
   subroutine test_poisson()
     integer, parameter :: n(3) = [6, 5, 7]
     real(c_double), parameter :: h(3) = [0.5d0, 1d0, 0.25d0], alpha = 0.75d0
@@ -331,6 +508,8 @@ contains
     call check(all(abs(lzc - want(r0 + 1:r1, c0 + 1:c1)) < 1d-12), &
                'gemm complex conjugate-transposed A against matmul')
     call tide_gemm_plan_destroy(plan)
+    ! the user's blocks: a grid of nranks x 1, C's rows cut unevenly (the first rank one row)
+    call gemm_user_blocks(a, b, m, n, k)
     ! one rank: a block inside a larger array, as lda allows
     if (nranks == 1) then
       o = tide_gemm_options()
@@ -345,6 +524,37 @@ contains
       call check(all(abs(lc - matmul(a(1:m - 1, :), b)) < 1d-12), 'gemm lda: a section')
       call tide_gemm_plan_destroy(plan)
     end if
+  end subroutine
+
+  subroutine gemm_user_blocks(a, b, m, n, k)
+    integer(c_long_long), intent(in) :: m, n, k
+    real(c_double), intent(in) :: a(m, k), b(k, n)
+    type(tide_gemm_options) :: o
+    type(tide_gemm_plan) :: plan
+    integer(c_long_long), target :: rows(nranks + 1), cols(2), acols(2), brows(nranks + 1)
+    real(c_double), allocatable :: la(:, :), lb(:, :), lc(:, :)
+    integer :: i, r0, r1
+    rows(1) = 0
+    do i = 1, nranks - 1
+      rows(i + 1) = 1 + (i - 1) * (m - 1) / max(nranks - 1, 1)
+    end do
+    rows(nranks + 1) = m
+    brows = [(i * k / nranks, i = 0, nranks)]
+    cols = [0_c_long_long, n]
+    acols = [0_c_long_long, k]
+    o%grid = [nranks, 1]
+    o%blocks = [c_loc(rows), c_loc(cols), c_loc(acols), c_loc(brows)]
+    call tide_gemm_plan_create(ctx, m, n, k, plan, o)
+    r0 = int(rows(rank + 1))
+    r1 = int(rows(rank + 2))
+    la = a(r0 + 1:r1, :)                       ! this rank's blocks, contiguous (lda 0)
+    lb = b(brows(rank + 1) + 1:brows(rank + 2), :)
+    allocate(lc(r1 - r0, n))
+    lc = 0
+    call tide_gemm_execute(plan, 1d0, la, lb, 0d0, lc)
+    call check(all(abs(lc - matmul(a(r0 + 1:r1, :), b)) < 1d-12), &
+      'gemm with the user''s blocks against matmul')
+    call tide_gemm_plan_destroy(plan)
   end subroutine
 
   ! this rank's blocks of a grid(1) x grid(2) process grid (tide.h): rows [r0, r1) and

@@ -6,6 +6,7 @@ ctypes declarations against the C compiler's (the layout program) and tide.h's f
 
 test_python.py LAYOUT_PROGRAM TIDE_H. Exit 77 (SKIP) where the library was built with
 sanitizers (TIDE_TEST_SANITIZED: libasan would have to be preloaded into the interpreter)."""
+import ctypes
 import os
 import re
 import subprocess
@@ -91,6 +92,55 @@ def test_layout(program, header):
     check(declared == set(_capi.PROTOTYPES),
           f"prototypes: missing {sorted(declared - set(_capi.PROTOTYPES))}, extra "
           f"{sorted(set(_capi.PROTOTYPES) - declared)}")
+
+
+# tide.h's functions the Python face (tide/__init__.py) deliberately does not call, and why
+# (docs/python.md's mapping says the same).
+NOT_BOUND = {
+    "tide_box_count": "Box.count computes it from the box in Python",
+    "tide_gemm": "a GEMM plan made once does a single multiply",
+}
+
+
+# The same for the Fortran module (fortran/tide.f90's bind(c, name='...') interfaces).
+NOT_BOUND_FORTRAN = {
+    "tide_context_create": "reached through libtide_f's tide_f_context_create (MPI_Comm_f2c)",
+    "tide_gemm": "a GEMM plan made once does a single multiply",
+    "tide_gemm_execute": "the generic tide_gemm_execute calls tide_gemm_execute_complex",
+}
+
+
+def test_bound(header):
+    """Every function of tide.h is called by tide/__init__.py, or listed in NOT_BOUND, and
+    declared by the Fortran module, or listed in NOT_BOUND_FORTRAN: a new public C function
+    fails here until it is bound or listed."""
+    text = re.sub(r"/\*.*?\*/", "", open(header).read(), flags=re.S)
+    declared = set(re.findall(r"(?m)^TIDE_API\s+[\w \*]*?\b(tide_\w+)\s*\(", text))
+    fortran = os.path.join(os.path.dirname(os.path.abspath(header)), "..", "fortran",
+                           "tide.f90")
+    for language, source, pattern, listed in [
+            ("Python", open(tide.__file__).read(), r"_lib\.{}\b", NOT_BOUND),
+            ("Fortran", open(fortran).read(), r"name='{}'", NOT_BOUND_FORTRAN)]:
+        missing = {name for name in declared if not re.search(pattern.format(name), source)}
+        check(missing == set(listed),
+              f"unbound in {language}: {sorted(missing - set(listed))}; listed as unbound "
+              f"but bound or gone: {sorted(set(listed) - missing)}")
+
+
+def test_options():
+    """Every field of tide.h's options structs is a keyword of the Python constructor, or set
+    from another argument (listed here with the argument)."""
+    import inspect
+    derived = {"size": "the struct's size", "npoints": "weights", "precision": "dtype",
+               "domain": "dtype"}
+    renamed = {"shape": "shape_"}
+    for struct, cls in [(_capi.ContextOptions, tide.Context), (_capi.FFTOptions, tide.FFT),
+                        (_capi.PoissonOptions, tide.Poisson),
+                        (_capi.StencilOptions, tide.Stencil), (_capi.GEMMOptions, tide.GEMM)]:
+        keywords = set(inspect.signature(cls.__init__).parameters)
+        missing = [f for f, _ in struct._fields_ if renamed.get(f, f) not in keywords and
+                   not (f in derived and derived[f] in keywords | {"the struct's size"})]
+        check(not missing, f"{cls.__name__}: options without a keyword: {missing}")
 
 
 def ctypes_sizeof(cls):
@@ -268,6 +318,18 @@ def test_gemm(ctx):
                 else 1e-5
             check(out is cc, f"{what}: returns c")
             close(cc, want[rows, cols], tol, what)
+    # the user's blocks: a grid of P x 1, C's rows cut unevenly (the first rank one row)
+    m, n, k = 7, 5, 9
+    rows = [0] + [1 + (i - 1) * (m - 1) // max(P - 1, 1) for i in range(1, P)] + [m]
+    brows = [i * k // P for i in range(P + 1)]
+    A, B = shared.standard_normal((m, k)), shared.standard_normal((k, n))
+    with tide.GEMM(ctx, m, n, k, grid=(P, 1), blocks=(rows, None, None, brows)) as plan:
+        r = slice(rows[rank], rows[rank + 1])
+        check(plan.c_rows == (r.start, r.stop) and plan.c_shape == (r.stop - r.start, n),
+              f"gemm user blocks: c_rows {plan.c_rows}, c_shape {plan.c_shape}")
+        c = np.zeros(plan.c_shape, order="F")
+        plan(np.asfortranarray(A[r]), np.asfortranarray(B[brows[rank]:brows[rank + 1]]), c)
+        close(c, A[r] @ B, 1e-12, "gemm with the user's blocks")
     # leading dimensions: a column-major A inside a taller array
     if P == 1:
         big = np.asfortranarray(rng.standard_normal((11, 4)))
@@ -333,7 +395,11 @@ def test_errors(ctx):
     check(addr is None and "strides" in why, "__cuda_array_interface__ in C order refused")
     addr, why = tide._array(np.zeros((2, 3, 4), np.float32), True, np.dtype(np.float32),
                             (2, 3, 4), (48, 16, 4), True)
-    check(addr is None and "__cuda_array_interface__" in why, "host array on a device plan")
+    check(addr is None and "not in GPU memory" in why, f"host array on a device plan: {why}")
+    addr, why = tide._array([0.0] * 24, True, np.dtype(np.float32), (2, 3, 4), (48, 16, 4),
+                            True)
+    check(addr is None and "__cuda_array_interface__ nor __dlpack__" in why,
+          f"a list on a device plan: {why}")
 
 
 class pytest_raises:
@@ -360,6 +426,101 @@ class FakeDeviceArray:
             "data": (array.ctypes.data, False), "strides": None if c else array.strides}
 
 
+def test_memory(ctx):
+    """host_empty (tide_host_alloc), copy (tide_copy), device_empty (tide_device_alloc) and the
+    context's refusal to close while its memory lives."""
+    n = (5, 6, 7)
+    with tide.FFT(ctx, n, tide.Box.slab(n, 0, P, rank, "F")) as plan:
+        a = plan.empty_in(memory="host")
+        check(a.ctypes.data % 64 == 0 and not a.any() and a.flags.f_contiguous,
+              "host_empty: aligned, zeroed, in the box's order")
+        a[...] = rng.standard_normal(a.shape) + 1j * rng.standard_normal(a.shape)
+        b = plan.empty_out(memory="host")
+        plan.forward(a, out=b)
+        want = piece(plan.outbox, np.fft.fftn(gather(plan.inbox, a, n, np.complex128)))
+        close(b, want, 1e-12, "fft on tide_host_alloc arrays")
+        c = np.zeros_like(a)
+        check(ctx.copy(c, a) is c and np.array_equal(c, a), "copy (tide_copy) host to host")
+        with pytest_raises(ValueError, "copy between different sizes"):
+            ctx.copy(np.zeros(3), a)
+        msg = expect_error(tide.UnsupportedError, lambda: plan.empty_in(memory="device"),
+                           "device_empty on a CPU context")
+        check("tide_device_alloc" in msg, f"device_empty: message {msg!r}")
+        plan.set_stream(None)                      # ignored on the CPU, accepted
+        plan.forward(a, out=b)
+        close(b, want, 1e-12, "fft after set_stream")
+    # closing a context refused on every rank while one rank holds its memory
+    other = tide.Context(comm, backend="cpu")
+    held = other.host_empty((3, 4), np.float32) if rank == P - 1 else None
+    msg = expect_error(tide.ArgumentError, other.close, "close with memory alive")
+    check("1 arrays" in msg, f"close with memory alive: message {msg!r}")
+    view = held[1:] if held is not None else None
+    del held
+    if view is not None:
+        check(view.base is not None and view.sum() == 0, "a view keeps host memory alive")
+    del view
+    other.close()
+    check(other.handle is None, "close once the memory is gone")
+
+
+def test_dlpack():
+    """DLPack read as the library needs it: numpy's own capsules (host memory: refused for a
+    device plan), and a capsule made here that says CUDA (no GPU needed to read it)."""
+    x = np.arange(24.0).reshape(4, 6)[:, ::2]
+    view, device_type = tide._dlpack(x, None)
+    check(device_type == 1 and view[:4] == (x.ctypes.data, x.dtype, x.shape, x.strides),
+          f"dlpack of a strided numpy view: {view}")
+    addr, why = tide._array(np.zeros((2, 3, 4)), True, np.dtype(np.float64), (2, 3, 4),
+                            (96, 32, 8), True)
+    check(addr is None and "not in GPU memory" in why, f"dlpack host array on a device plan: "
+          f"{why}")
+    bf16 = FakeDLPack(np.zeros((2, 3, 4), np.float32), False)
+    bf16.managed.tensor.dtype.code = 4                  # kDLBfloat: no NumPy kind
+    addr, why = tide._array(bf16, True, np.dtype(np.float32), (2, 3, 4), (48, 16, 4), True)
+    check(addr is None and "could not be read" in why, f"dlpack bfloat16 refused: {why}")
+    for order in ("F", "C"):   # F with its strides given, C with NULL strides (dense C)
+        host = np.zeros((2, 3, 4), np.float32, order=order)
+        fake = FakeDLPack(host, order == "F")
+        addr, why = tide._array(fake, True, np.dtype(np.float32), (2, 3, 4), (4, 8, 24), True)
+        if order == "F":
+            check(addr == host.ctypes.data and not why, f"dlpack CUDA capsule read: {why}")
+            check(fake.stream == 1, f"dlpack: legacy default stream 1 passed, not "
+                  f"{fake.stream}")
+        else:
+            check(addr is None and "strides" in why, f"dlpack C order refused: {why}")
+
+
+class FakeDLPack:
+    """A DLPack producer whose capsule says kDLCUDA over host memory (the address is only
+    read)."""
+
+    class Managed(ctypes.Structure):
+        _fields_ = [("tensor", tide._DLTensor), ("ctx", ctypes.c_void_p),
+                    ("deleter", ctypes.c_void_p)]
+
+    def __init__(self, array, with_strides):
+        self.array = array
+        self.shape = (ctypes.c_int64 * array.ndim)(*array.shape)
+        self.strides = (ctypes.c_int64 * array.ndim)(*(s // array.itemsize
+                                                       for s in array.strides))
+        t = tide._DLTensor(array.ctypes.data, 2, 0, array.ndim,
+                           tide._DLDataType({"i": 0, "u": 1, "f": 2, "c": 5}[array.dtype.kind],
+                                            array.itemsize * 8, 1), self.shape,
+                           self.strides if with_strides else None, 0)
+        self.managed = self.Managed(t, None, None)
+        self.stream = None
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, stream=None):
+        self.stream = stream
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p,
+                                                       ctypes.c_void_p]
+        return new(ctypes.addressof(self.managed), b"dltensor", None)
+
+
 def test_context():
     with tide.Context(comm, backend="cpu", threads=1) as ctx:
         check(ctx.backend == "cpu" and ctx.threads == 1, "context backend and threads")
@@ -381,6 +542,9 @@ def test_context():
 
 def main():
     test_layout(sys.argv[1], sys.argv[2])
+    test_bound(sys.argv[2])
+    test_options()
+    test_dlpack()
     test_context()
     with tide.Context(comm, backend="cpu") as ctx:
         test_fft(ctx)
@@ -388,6 +552,7 @@ def main():
         test_stencil(ctx)
         test_gemm(ctx)
         test_errors(ctx)
+        test_memory(ctx)
     bad = comm.allreduce(len(failures))
     if rank == 0:
         print(f"test_python on {P} ranks: {'FAIL' if bad else 'ok'} ({bad} failures)")
