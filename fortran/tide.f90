@@ -25,7 +25,8 @@ module tide
   integer(c_int), parameter, public :: TIDE_BACKEND_AUTO = 0, TIDE_BACKEND_CPU = 1, &
     TIDE_BACKEND_CUDA = 2, TIDE_DEVICE_AUTO = -1, TIDE_DEVICE_CURRENT = -2
   integer(c_int), parameter, public :: TIDE_EXCHANGE_AUTO = 0, TIDE_EXCHANGE_A2AV = 1, &
-    TIDE_EXCHANGE_P2P = 2, TIDE_EXCHANGE_NCCL = 3, TIDE_EXCHANGE_CUDA_MPI = 4
+    TIDE_EXCHANGE_P2P = 2, TIDE_EXCHANGE_NCCL = 3, TIDE_EXCHANGE_CUDA_MPI = 4, &
+    TIDE_EXCHANGE_DIRECT = 5
   integer(c_int), parameter, public :: TIDE_C2C = 0, TIDE_R2C = 1, TIDE_DOUBLE = 0, &
     TIDE_FLOAT = 1, TIDE_SCALE_NONE = 0, TIDE_SCALE_FULL = 1, TIDE_SCALE_SYMMETRIC = 2, &
     TIDE_LOCATION_HOST = 0, TIDE_LOCATION_DEVICE = 1, TIDE_DECOMP_AUTO = 0, &
@@ -208,7 +209,8 @@ module tide
     tide_gemm_plan_create, tide_gemm_plan_destroy, tide_gemm_plan_info, tide_gemm_execute, &
     tide_fft_options_init, tide_poisson_options_init, tide_stencil_options_init, &
     tide_gemm_options_init, tide_context_options_init
-  public :: tide_context_threads, tide_context_gpu_status, tide_context_device, &
+  public :: tide_context_threads, tide_context_set_progress, tide_context_gpu_status, &
+    tide_context_device, &
     tide_measure_rates, tide_measure_exchange, tide_host_alloc, tide_host_free, &
     tide_device_alloc, tide_device_free, tide_copy, tide_c_string, tide_fft_plan_cost, &
     tide_poisson_plan_cost, tide_poisson_plan_describe, tide_stencil_plan_describe, &
@@ -466,6 +468,12 @@ module tide
       type(c_ptr), value :: ctx
       integer(c_int), intent(out) :: threads
       integer(c_int) :: c_context_threads
+    end function
+    function c_context_set_progress(ctx, seconds) bind(c, name='tide_context_set_progress')
+      import :: c_int, c_ptr, c_double
+      type(c_ptr), value :: ctx
+      real(c_double), value :: seconds
+      integer(c_int) :: c_context_set_progress
     end function
     function c_context_gpu_status(ctx) bind(c, name='tide_context_gpu_status')
       import :: c_ptr
@@ -1359,6 +1367,17 @@ contains
     local_note = ''
     st = c_context_threads(ctx%p, t)
     if (st == TIDE_SUCCESS) threads = t
+    call finish(st, ctx%p, stat)
+  end subroutine
+
+  !> Progress lines of long calls on rank 0 every `seconds` (0: none; tide_context_set_progress).
+  subroutine tide_context_set_progress(ctx, seconds, stat)
+    type(tide_context), intent(in) :: ctx
+    real(c_double), intent(in) :: seconds
+    integer, intent(out), optional :: stat
+    integer(c_int) :: st
+    local_note = ''
+    st = c_context_set_progress(ctx%p, seconds)
     call finish(st, ctx%p, stat)
   end subroutine
 

@@ -414,6 +414,10 @@ class Context:
         _check(_lib.tide_context_threads(self._handle, ctypes.byref(t)), self._handle)
         return t.value
 
+    def set_progress(self, seconds):
+        """Progress lines of long calls on rank 0 every `seconds` (0: none; tide_context_set_progress)."""
+        _check(_lib.tide_context_set_progress(self._handle, float(seconds)), self._handle)
+
     @property
     def gpu_status(self):
         return _lib.tide_context_gpu_status(self._handle).decode()

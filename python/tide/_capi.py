@@ -9,7 +9,7 @@ from ctypes import (POINTER, Structure, c_char, c_char_p, c_double, c_int, c_lon
 SUCCESS, ERR_ARGUMENT, ERR_BOX, ERR_MISMATCH, ERR_UNSUPPORTED, ERR_NOMEM, ERR_MPI, \
     ERR_BACKEND, ERR_TOO_LARGE = range(9)
 BACKEND = {"auto": 0, "cpu": 1, "cuda": 2}
-EXCHANGE = {"auto": 0, "a2av": 1, "p2p": 2, "nccl": 3, "cuda-mpi": 4}
+EXCHANGE = {"auto": 0, "a2av": 1, "p2p": 2, "nccl": 3, "cuda-mpi": 4, "direct": 5}
 FFT_TYPE = {"c2c": 0, "r2c": 1}
 PRECISION = {"double": 0, "float": 1}
 SCALING = {"none": 0, "full": 1, "symmetric": 2}
@@ -144,6 +144,7 @@ PROTOTYPES = {
     "tide_context_backend": (c_int, [P, POINTER(c_int)]),
     "tide_context_gpu_status": (c_char_p, [P]),
     "tide_context_threads": (c_int, [P, POINTER(c_int)]),
+    "tide_context_set_progress": (c_int, [P, c_double]),
     "tide_context_device": (c_int, [P, POINTER(DeviceInfo)]),
     "tide_measure_rates": (c_int, [P, c_size_t, POINTER(Rates)]),
     "tide_measure_rates_together": (c_int, [P, c_size_t, POINTER(Rates)]),

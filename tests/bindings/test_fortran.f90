@@ -270,6 +270,10 @@ contains
 
     call tide_context_threads(ctx, threads)
     call check(threads == tide_test_threads(ctx%p), 'tide_context_threads against C')
+    call tide_context_set_progress(ctx, 0.0_c_double, st)
+    call check(st == TIDE_SUCCESS, 'tide_context_set_progress(0)')
+    call tide_context_set_progress(ctx, -1.0_c_double, st)
+    call check(st == TIDE_ERR_ARGUMENT, 'tide_context_set_progress(-1) refused')
     call tide_test_gpu_status(ctx%p, buf, size(buf, kind=c_size_t))
     call check(tide_context_gpu_status(ctx) == tide_c_string(buf) .and. &
       len(tide_c_string(buf)) > 0, 'tide_context_gpu_status against C')

@@ -526,6 +526,8 @@ def test_context():
         check(ctx.backend == "cpu" and ctx.threads == 1, "context backend and threads")
         check(ctx.device()["device"] == -1, "context device on the CPU")
         check(ctx.last_error == "", f"fresh context last_error {ctx.last_error!r}")
+        ctx.set_progress(0)
+        expect_error(tide.ArgumentError, lambda: ctx.set_progress(-1), "set_progress(-1)")
         plan = tide.FFT(ctx, (3, 3, 3))
     check(plan._handle is None, "closing the context closes its plans")
     sub = comm.Split(rank % 2, rank)
