@@ -143,8 +143,9 @@ typedef enum {
 } tide_exchange;
 /* On a plan whose data is on the GPU (TIDE_LOCATION_DEVICE), AUTO picks NCCL when this build
  * has it and every rank has a GPU of its own, else CUDA-aware MPI when the MPI library says
- * it takes device pointers, else A2AV or P2P through pinned host buffers, which is also what
- * A2AV and P2P mean there. Packing and unpacking run on the GPU in every case. */
+ * it takes device pointers, else DIRECT where every rank uses one and the same GPU, else A2AV
+ * or P2P through pinned host buffers, which is also what A2AV and P2P mean there. Packing and
+ * unpacking run on the GPU in every case. */
 
 /* Transfer rates of this rank's machine, in GB/s (1e9 bytes per second), the ceilings that
  * performance figures are compared against. Copies count bytes read plus bytes written;

@@ -259,18 +259,21 @@ static int share_gpu(tide_context *ctx, int gpu, size_t budget)
 }
 
 /* What the GPU exchanges may use, the same on every rank: NCCL needs a GPU per rank (two
- * ranks on one GPU cannot share an NCCL communicator); CUDA-aware MPI must be so everywhere. */
+ * ranks on one GPU cannot share an NCCL communicator); CUDA-aware MPI must be so everywhere;
+ * ranks that all share one GPU may store into each other's memory on it. */
 static int exchange_caps(tide_context *ctx)
 {
-    int mine[2] = {0, 0}, all[2];
+    int mine[3] = {0, 0, 0}, all[3];
     if (ctx->backend == TIDE_BACKEND_CUDA) {
         mine[0] = tide_transport_nccl_version() > 0 && ctx->dev_sharers == 1;
         mine[1] = tide_transport_cuda_aware_mpi();
+        mine[2] = ctx->dev_sharers == ctx->nranks;
     }
-    if (MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
+    if (MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
         return tide_fail(ctx, TIDE_ERR_MPI, "MPI_Allreduce failed");
     ctx->nccl_usable = all[0];
     ctx->cuda_aware_mpi = all[1];
+    ctx->one_gpu = all[2];
     return TIDE_SUCCESS;
 }
 
