@@ -37,7 +37,7 @@ __global__ void band_pass(const T *__restrict__ src, T *__restrict__ dst,
                           const T *__restrict__ diag, int rows, int kl, int ku, int out_lo,
                           int out_hi, int s)
 {
-    extern __shared__ unsigned char raw[];
+    extern __shared__ __align__(16) unsigned char raw[];
     int a = out_lo + blockIdx.x * TILE, z = min(a + TILE, out_hi);
     int base = max(0, a - s * kl), top = min(rows, z + s * ku);
     T *u = reinterpret_cast<T *>(raw), *v = u + (top - base);
