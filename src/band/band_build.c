@@ -68,7 +68,7 @@ static int matrix_rows(tide_band_plan *p, const int (*every)[2], const void *dia
     char *a = st ? NULL : malloc((size_t)W * (size_t)grown_rows * elem + 1);
     if (!st && !a)
         st = TIDE_ERR_NOMEM, snprintf(err, len, "out of memory for the matrix's rows");
-    for (int d = 0; a && d < W; d++)
+    for (int d = 0; a && rows > 0 && d < W; d++) /* a rank without rows may have no diagonals */
         memcpy(a + ((size_t)d * grown_rows + (size_t)(p->lo - p->elo)) * elem,
                (const char *)diagonals + (size_t)d * rows * elem, (size_t)rows * elem);
     if (p->ctx->nranks > 1) {
