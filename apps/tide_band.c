@@ -57,6 +57,7 @@ static int parse(int argc, char **argv, args *a)
     a->steps = 20;
     a->check = 1;
     c->n[1] = c->n[2] = 1;
+    c->inplace = 1; /* a run updates x in place */
     app_opt opts[] = {
         APP_POS_BACKEND(c), APP_POS_PRECISION(c), APP_POS_SIZE("N", &c->n[0]),
         {"-kl", "KL", APP_INT, &a->kl, 0, TIDE_BAND_MAX_BANDWIDTH,
@@ -69,7 +70,7 @@ static int parse(int argc, char **argv, args *a)
          .help = "steps per pass over memory, 0 to 1024 (default 0: the plan's choice; the "
                  "GPU's kernel has a limit, which it names when exceeded)"},
         APP_OPT_DEVICE(c), APP_OPT_RUNS(c), APP_OPT_SEED(c), APP_OPT_NO_CHECK(&a->check),
-        APP_OPT_PROGRESS(c),
+        APP_OPT_PROGRESS(c), APP_OPT_JSON(c),
     };
     app_cmd cmd = {"tide band", about, NULL, opts, sizeof opts / sizeof opts[0]};
     return app_parse(&cmd, argc, argv);
@@ -178,6 +179,49 @@ static long long differ(const void *x, const void *y, int rows, size_t es)
     return k;
 }
 
+/* What a run measured, for the -json file. */
+typedef struct {
+    double flops, traffic, rate, halo_s, halo_rows, mem, plan_s;
+    long long bad_rows;
+    const char *kind;
+} figures;
+
+/* Rank 0: the -json file (docs/api.md: every command's members, then tide band's). */
+static int write_json(const args *a, int P, int threads, const tide_band_info *info,
+                      const char *desc, const app_stats *ts, const tide_rates *rates,
+                      const figures *f)
+{
+    const app_args *c = &a->c;
+    double bound_s = f->rate > 0 ? app_seconds(f->traffic, f->rate) : NAN;
+    cJSON *j = app_json_head("band", c, P, threads, info->backend, desc, info->exchanges);
+    cJSON_AddNumberToObject(j, "kl", a->kl);
+    cJSON_AddNumberToObject(j, "ku", a->ku);
+    cJSON_AddNumberToObject(j, "steps", a->steps);
+    cJSON_AddNumberToObject(j, "fuse", info->steps_per_pass);
+    cJSON_AddStringToObject(j, "location", c->device ? "device" : "host");
+    cJSON_AddNumberToObject(j, "halo_rows_max", f->halo_rows);
+    app_json_real(j, "halo_seconds", f->halo_s);
+    app_json_rates(j, rates, 0);
+    app_json_timing(j, f->plan_s, ts, f->flops, f->mem);
+    app_json_real(j, "gbps", ts->median > 0 ? f->traffic / ts->median * 1e-9 : NAN);
+    app_json_real(j, "traffic_bytes", f->traffic);
+    app_json_real(j, "copy_rate_gbps", f->rate);
+    app_json_real(j, "bound_seconds", bound_s);
+    app_json_real(j, "bound_ratio", ts->median > 0 ? bound_s / ts->median : NAN);
+    cJSON_AddNumberToObject(j, "host_bytes", (double)info->host_bytes);
+    cJSON_AddNumberToObject(j, "pinned_bytes", (double)info->pinned_bytes);
+    cJSON_AddNumberToObject(j, "device_bytes", (double)info->device_bytes);
+    int checked = strcmp(f->kind, "none") != 0;
+    cJSON_AddStringToObject(j, "check", f->kind);
+    app_json_real(j, "differing_rows", checked ? (double)f->bad_rows : NAN);
+    app_json_real(j, "max_error", NAN); /* the check is bitwise: differing_rows */
+    if (checked)
+        cJSON_AddBoolToObject(j, "verified", f->bad_rows == 0);
+    else
+        cJSON_AddNullToObject(j, "verified");
+    return app_json_write("tide band", j, c->json);
+}
+
 int tide_cmd_band(int argc, char **argv)
 {
     args a;
@@ -195,7 +239,7 @@ int tide_cmd_band(int argc, char **argv)
     tide_band_plan *plan = NULL;
     void *diag = NULL, *x0 = NULL, *xh = NULL, *xu = NULL, *ref = NULL;
     double *times = NULL;
-    if (app_context_create("tide band", c, &ctx))
+    if (app_json_check("tide band", c) || app_context_create("tide band", c, &ctx))
         return 1;
     int threads = 1;
     tide_context_threads(ctx, &threads);
@@ -306,10 +350,14 @@ int tide_cmd_band(int argc, char **argv)
     } else {
         tide_say("Bandwidth: not measured (%s)\n", a.steps ? "no time" : "0 steps per run");
     }
+    double halo_s = app_max(info.halo_seconds), halo_rows = app_max((double)info.halo_rows);
     if (P > 1)
         tide_say("Halo: %lld exchanges per run, %.4g s in them on the slowest rank, at most "
-                 "%.0f rows received per exchange\n", info.exchanges,
-                 app_max(info.halo_seconds), app_max((double)info.halo_rows));
+                 "%.0f rows received per exchange\n", info.exchanges, halo_s, halo_rows);
+    if (c->json && rank == 0) {
+        figures f = {flops, traffic, rate, halo_s, halo_rows, mem, tplan_max, bad_rows, kind};
+        rc = write_json(&a, P, threads, &info, desc, &ts, &rates, &f);
+    }
     if (bad_rows)
         rc = 1;
 done:

@@ -293,6 +293,17 @@ run bdist 0 3 band cpu float 997 -kl 64 -ku 2 -steps 7 -fuse 3 -n 1 && \
     has bdist 'halo 192\+6 > band\[3 steps\]' && has bdist '^Halo: 3 exchanges per run' && \
     has bdist '^Verification: passed'
 run bzero 0 4 band cpu double 3 -kl 0 -ku 0 -steps 5 -n 1 && has bzero '^Verification: passed'
+run bjson 0 2 band cpu double 211 -kl 3 -ku 1 -steps 6 -json "$tmp/b.json" -n 1
+if python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+sys.exit(not (d["verified"] is True and d["command"] == "band" and d["size"] == [211, 1, 1]
+              and d["kl"] == 3 and d["ku"] == 1 and d["differing_rows"] == 0
+              and d["exchanges"] == 1 and d["check"] == "oracle" and d["gbps"] > 0))' \
+        "$tmp/b.json" 2>/dev/null; then
+    ok
+else
+    bad "bjson: JSON file missing, not parsable or not verified"
+fi
+schema bjson "$tmp/b.json" band
 run bnocheck 0 1 band cpu float 100 -steps 0 -no-check -n 1 && \
     has bnocheck '^Verification: skipped'
 errs bkl 1 '-kl 65: expected 0\.\.64' band cpu double 100 -kl 65
