@@ -26,8 +26,9 @@
  *     untouched: kl 65, ku -1, kl differing between ranks, n differing, rows with a gap, rows
  *     overlapping, lo > hi, rows past n, diagonals NULL on a rank with rows, steps per pass
  *     -1, options not filled by the init function, a device location on a CPU context, the
- *     GPU's kernel asked for more steps per pass than fit; runs of -1 steps and of steps that
- *     differ between ranks; then a plan still works.
+ *     GPU's kernel asked for more steps per pass than fit, on the GPU arrays beyond a 1 MB
+ *     device budget (TIDE_ERR_NOMEM: band plans run in card); runs of -1 steps and of steps
+ *     that differ between ranks; then a plan still works.
  */
 #include <math.h>
 #include <stdint.h>
@@ -358,6 +359,37 @@ static void bad_runs(void)
     free(diag), free(x);
 }
 
+/* On the GPU: a plan whose arrays exceed the context's device budget is refused on every rank
+ * (band plans run in card). */
+static void over_budget(void)
+{
+    tide_context_options copts;
+    tide_context_options_init(&copts);
+    copts.device_budget = (size_t)1 << 20;
+    tide_context *small = NULL;
+    int st = tide_context_create(world, &copts, &small);
+    if (!tt_check(&tally, world, st == 0, "e) a context with a 1 MB budget: %s",
+                  tide_last_error(NULL)))
+        return;
+    int n = 200000, lo = (int)((long long)rank * n / nranks);
+    int hi = (int)((long long)(rank + 1) * n / nranks);
+    double *diag = tt_xmalloc(3 * (size_t)(hi - lo) * sizeof *diag);
+    for (long long i = 0; i < 3LL * (hi - lo); i++)
+        diag[i] = 0.25;
+    tide_band_options o;
+    tide_band_options_init(&o);
+    o.diagonals = diag;
+    o.location = on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
+    tide_band_plan *plan = (tide_band_plan *)&o;
+    st = tide_band_plan_create(small, n, lo, hi, &o, &plan);
+    const char *msg = tide_last_error(small);
+    tt_expect_error(&tally, world, "e", "arrays beyond the device budget", st, msg,
+                    1u << TIDE_ERR_NOMEM, plan == (tide_band_plan *)&o, 1);
+    tt_check(&tally, world, tt_mentions(msg, "budget"), "e) beyond the budget: \"%s\"", msg);
+    tide_context_destroy(small);
+    free(diag);
+}
+
 static void bad_input(void)
 {
     int n = 4 * nranks + 3;
@@ -379,6 +411,8 @@ static void bad_input(void)
         bad_create("device location on a CPU context", n, e_device, BIT(TIDE_ERR_UNSUPPORTED));
     else
         bad_create("more steps per pass than the GPU's kernel fits", n, e_gpu_spp, arg);
+    if (gpu)
+        over_budget();
     bad_runs();
 }
 

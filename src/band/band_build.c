@@ -96,6 +96,11 @@ static int backend_memory(tide_band_plan *p, const void *hd, char *err, size_t l
     const tide_env *e = &p->env;
     size_t elem = tide_band_elem(p), grown_rows = (size_t)(p->ehi - p->elo);
     size_t bytes = grown_rows * elem, dbytes = bytes * (size_t)(p->o.kl + p->o.ku + 1);
+    if (e->be->gpu && 2 * bytes + dbytes > p->ctx->dev.budget_bytes) /* in card only */
+        return snprintf(err, len, "the plan needs %.3g GB of device memory on GPU %d, more than "
+                        "the context's budget of %.3g GB (band plans run in card)",
+                        (2 * bytes + dbytes) / 1e9, p->ctx->dev.device,
+                        p->ctx->dev.budget_bytes / 1e9), TIDE_ERR_NOMEM;
     if (e->be->alloc(bytes + elem, &p->ea) || e->be->alloc(bytes + elem, &p->eb) ||
         e->be->alloc(dbytes + elem, &p->diag))
         return snprintf(err, len, "out of %s memory for the plan's arrays (%zu bytes)",
