@@ -747,6 +747,12 @@ TIDE_API int tide_stencil_plan_set_stream(tide_stencil_plan *plan, void *stream)
  * below them (clipped to the matrix) from the ranks that own them, one exchange per pass; each
  * step recomputes a range that shrinks by kl rows at the top and ku at the bottom, so after the
  * pass this rank's rows are exactly those of one rank.
+ *
+ * Out of card (one rank, host x, with backend cuda when x's rows, the matrix and the work
+ * arrays exceed the device budget, or with option slab_rows): each pass sends x and A through
+ * the device in slabs of rows, each level of the pass one step on the slab, the rows a level
+ * needs from the slab before kept on the device (Jin 2014's slab-and-border scheme): every
+ * row goes up once and down once per pass, with the same bits.
  * ------------------------------------------------------------------------------------------- */
 typedef struct tide_band_plan tide_band_plan;
 
@@ -770,6 +776,12 @@ typedef struct {
                                * choice (tide_band_info tells) */
     void *stream;             /* GPU: the caller's cudaStream_t runs are ordered after
                                * (tide_fft_options); per rank */
+    int slab_rows;            /* one rank, host x: each pass sends x and A through the
+                               * backend's memory in slabs of this many rows (out of card,
+                               * Jin 2014's slab-and-border scheme; on the CPU the same
+                               * passes, for testing); 0 (default): in card where the
+                               * arrays fit the device budget, else slabs as large as it
+                               * allows; ignored on several ranks and for device arrays */
 } tide_band_options;
 
 TIDE_API void tide_band_options_init(tide_band_options *opts);
@@ -803,6 +815,9 @@ typedef struct {
     long long exchanges;     /* the last run: the halo exchanges it made (one per pass on
                               * several ranks) */
     double halo_seconds;     /* ... and the seconds this rank spent in them */
+    int slabs;               /* out of card: the slabs each pass sends through the backend's
+                              * memory; 0 in card */
+    int slab_rows;           /* ... and the rows of each (the last may have fewer) */
 } tide_band_info;
 
 TIDE_API int tide_band_plan_info(const tide_band_plan *plan, tide_band_info *info);

@@ -14,7 +14,7 @@
 
 static const char CALL[] = "tide_band_plan_create";
 
-enum { F_N, F_PRECISION, F_BACKEND, F_LOCATION, F_KL, F_KU, F_STEPS, NFIELDS };
+enum { F_N, F_PRECISION, F_BACKEND, F_LOCATION, F_KL, F_KU, F_STEPS, F_SLAB, NFIELDS };
 static const tide_arg_field fields[NFIELDS] = {
     {"n", 1, INT_MAX},
     {"option precision", TIDE_DOUBLE, TIDE_FLOAT},
@@ -23,6 +23,7 @@ static const tide_arg_field fields[NFIELDS] = {
     {"option kl", 0, TIDE_BAND_MAX_BANDWIDTH},
     {"option ku", 0, TIDE_BAND_MAX_BANDWIDTH},
     {"option steps_per_pass", 0, TIDE_BAND_MAX_STEPS},
+    {"option slab_rows", 0, INT_MAX},
 };
 static const char *const box_names[] = {"rows"};
 static const tide_args_spec spec = {CALL, fields, NFIELDS, NULL, 0, box_names, 1};
@@ -53,7 +54,7 @@ static void make_request(int n, int lo, int hi, const tide_band_options *o,
     if (!plan)
         tide_args_fail(r, TIDE_ERR_ARGUMENT, "plan pointer is NULL");
     int v[NFIELDS] = {n, o->precision, o->backend, o->location, o->kl, o->ku,
-                      o->steps_per_pass};
+                      o->steps_per_pass, o->slab_rows};
     memcpy(r->v, v, sizeof v);
     tide_args_check_ranges(&spec, r);
     if (lo > hi || lo < 0 || hi > n)
@@ -91,12 +92,14 @@ int tide_band_plan_destroy(tide_band_plan *p)
         e->be->free(p->ea);
         e->be->free(p->eb);
         e->be->free(p->diag);
+        tide_band_streamed_destroy(e, p->streamed);
         if (e->stream)
             e->be->stream_destroy(e->stream);
     }
     tide_order_destroy(p->entry);
     tide_halo_destroy(p->halo);
     tide_device_leave(prev);
+    free(p->host_matrix);
     free(p);
     return TIDE_SUCCESS;
 }
@@ -215,6 +218,16 @@ int tide_band_plan_info(const tide_band_plan *p, tide_band_info *info)
     info->bytes_per_step = (double)elem * (2.0 * (p->hi - p->lo) + terms);
     info->backend = p->o.backend;
     info->location = p->o.location;
+    if (p->streamed) { /* the frames where the arrays were, the matrix in host memory */
+        size_t frames = tide_band_streamed_bytes(&(tide_band_streamed_desc){
+            .n = p->n, .kl = p->o.kl, .ku = p->o.ku, .k = p->steps_per_pass,
+            .slab = p->slab, .dbl = p->o.precision == TIDE_DOUBLE});
+        size_t matrix = (size_t)p->n * elem * (size_t)(p->o.kl + p->o.ku + 1);
+        info->host_bytes = p->pass.state_bytes + matrix + (gpu ? 0 : frames);
+        info->device_bytes = gpu ? frames : 0;
+        info->slabs = tide_band_streamed_slabs(p->streamed);
+        info->slab_rows = p->slab;
+    }
     if (p->halo) {
         info->halo_rows = tide_halo_points(p->halo);
         info->exchanges = p->tally.exchanges;
@@ -228,6 +241,13 @@ int tide_band_plan_describe(const tide_band_plan *p, char *buf, size_t len)
     if (!p || !buf || !len)
         return tide_fail(p ? p->ctx : NULL, TIDE_ERR_ARGUMENT,
                          "tide_band_plan_describe: %s", p ? "no buffer" : "plan is NULL");
+    if (p->streamed) {
+        snprintf(buf, len, "band kl %d ku %d %s %s: %d slabs of <= %d rows, each: upload > "
+                 "%d levels of band[1 step] > download", p->o.kl, p->o.ku,
+                 p->o.precision == TIDE_DOUBLE ? "double" : "float", p->env.be->name,
+                 tide_band_streamed_slabs(p->streamed), p->slab, p->steps_per_pass);
+        return TIDE_SUCCESS;
+    }
     int host_gpu = p->env.be->gpu && p->o.location == TIDE_LOCATION_HOST;
     char halo[48] = "";
     if (p->halo)

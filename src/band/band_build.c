@@ -9,6 +9,7 @@
  * stored with the rows fastest: diagonal-major, as the caller gives them; the passes' two
  * arrays; and the pass program.
  */
+#include <math.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +113,43 @@ static int backend_memory(tide_band_plan *p, const void *hd, char *err, size_t l
     return TIDE_SUCCESS;
 }
 
+/* Whether the passes stream through the backend's memory in slabs (tide.h: one rank, host x,
+ * option slab_rows or arrays beyond a GPU's budget). */
+static int wants_slabs(const tide_band_plan *p)
+{
+    size_t elem = tide_band_elem(p), rows = (size_t)(p->ehi - p->elo);
+    size_t in_card = rows * elem * (size_t)(3 + p->o.kl + p->o.ku);
+    return p->ctx->nranks == 1 && p->o.location == TIDE_LOCATION_HOST &&
+           (p->o.slab_rows > 0 || (p->env.be->gpu && in_card > p->ctx->dev.budget_bytes));
+}
+
+/* The slabs: their rows (the option, or as many as the budget holds), their frames; the plan
+ * keeps the host matrix *hd (set to NULL) for them to stream from. Local. */
+static int build_slabs(tide_band_plan *p, void **hd, char *err, size_t len)
+{
+    size_t elem = tide_band_elem(p);
+    int kl = p->o.kl, ku = p->o.ku, k = p->steps_per_pass;
+    tide_band_streamed_desc d = {.n = p->n, .kl = kl, .ku = ku, .k = k,
+                                 .dbl = p->o.precision == TIDE_DOUBLE, .matrix = *hd};
+    if (p->o.slab_rows > 0) {
+        d.slab = p->o.slab_rows < p->n ? p->o.slab_rows : p->n;
+    } else { /* a frame row of every level and of A, twice */
+        double per_row = 2.0 * (double)elem * (k + 1 + kl + ku + 1);
+        double r = floor((double)p->ctx->dev.budget_bytes / per_row) - (double)k * ku - kl;
+        if (r < 1)
+            return snprintf(err, len, "the device budget of %.3g GB holds no slab of %d steps "
+                            "per pass with kl %d and ku %d", p->ctx->dev.budget_bytes / 1e9, k,
+                            kl, ku), TIDE_ERR_NOMEM;
+        d.slab = r < p->n ? (int)r : p->n;
+    }
+    int st = tide_band_streamed_create(&p->env, &d, &p->pass, &p->streamed, err, len);
+    if (st)
+        return st;
+    p->slab = d.slab;
+    p->host_matrix = *hd, *hd = NULL;
+    return TIDE_SUCCESS;
+}
+
 /* The pass program: the halo exchange (several ranks), then the pass (rows to compute). */
 static void make_program(tide_band_plan *p)
 {
@@ -159,7 +197,7 @@ int tide_band_build(tide_context *ctx, tide_band_plan *p, const int (*every)[2],
     void *hd = NULL;
     st = matrix_rows(p, every, diagonals, &hd, st, err, len);
     if (!st && hd)
-        st = backend_memory(p, hd, err, len);
+        st = wants_slabs(p) ? build_slabs(p, &hd, err, len) : backend_memory(p, hd, err, len);
     free(hd);
     p->pass.diag = p->diag;
     tide_band_op(&p->band_op, &p->pass, p->steps_per_pass);

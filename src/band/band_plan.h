@@ -1,8 +1,8 @@
 /*
  * band_plan.h: the band plan's parts shared by its files (private): band.c takes the request
  * and makes, describes and frees plans, band_build.c builds what a plan holds (its rows and
- * their halo, the matrix on the grown rows, the arrays, the pass program), band_run.c runs
- * the steps.
+ * their halo, the matrix on the grown rows, the arrays, the pass program, or out of card the
+ * slabs of band_streamed.c), band_run.c runs the steps.
  */
 #ifndef TIDE_BAND_PLAN_H
 #define TIDE_BAND_PLAN_H
@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "comm/halo.h"
 #include "core/args.h"
+#include "band/band_streamed.h"
 #include "plan/program.h"
 
 struct tide_band_plan {
@@ -28,6 +29,9 @@ struct tide_band_plan {
     void *ea, *eb;         /* the passes' two arrays of the grown rows (backend memory) */
     void *diag;            /* the grown rows of A, diagonal-major (backend memory) */
     void *entry;           /* orders runs after the caller's CUDA work */
+    tide_band_streamed *streamed; /* out of card: the slabs (band_streamed.h), else NULL */
+    void *host_matrix;     /* ... and the matrix they stream from (host memory) */
+    int slab;              /* ... the rows of a slab */
 };
 
 /* Bytes of one element. */

@@ -5,6 +5,7 @@
  * the plan core's executor from one array into the other (several ranks: the halo exchange,
  * then the backend's pass of up to steps_per_pass steps), and the rows of the result copied
  * back into x. Every rank takes part in every exchange, even after a failure of its own.
+ * Out of card (one rank) the passes run slab by slab in x itself (band_streamed.h).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -62,6 +63,16 @@ static int passes(tide_band_plan *p, long long steps, int status, int *in_b)
     return st;
 }
 
+/* Out of card: the passes through the slabs, in place in x. */
+static int run_slabs(tide_band_plan *p, void *x, long long steps)
+{
+    long long n = (steps + p->steps_per_pass - 1) / p->steps_per_pass;
+    int st = TIDE_SUCCESS;
+    for (long long i = 0; i < n && !st; i++)
+        st = tide_band_streamed_pass(&p->env, p->streamed, x, pass_steps(steps, n, i));
+    return st;
+}
+
 /* x's rows into the first array, the passes, the result's rows back into x. */
 static int run_steps(tide_band_plan *p, void *x, long long steps)
 {
@@ -112,7 +123,7 @@ static int run(tide_band_plan *p, void *x, long long steps, int enter_st)
     p->tally = (tide_halo_tally){0, 0};
     if (st || steps == 0)
         return st;
-    st = run_steps(p, x, steps);
+    st = p->streamed ? run_slabs(p, x, steps) : run_steps(p, x, steps);
     if (st)
         tide_fail(p->ctx, st, "failure during tide_band_run: %s",
                   st == TIDE_ERR_MPI ? "a halo exchange failed" : p->env.be->last_error());
