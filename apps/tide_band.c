@@ -41,7 +41,10 @@ static const char *about =
     "(device copy rate on cuda, host copy rate on the cpu; on P ranks the sum of their rates,\n"
     "measured together). A plan fusing K steps per pass reads x once per pass, not once per\n"
     "step, but still reads A every step, so its figure stays near the bound. On P ranks a Halo\n"
-    "line gives the last timed run's exchanges and the slowest rank's seconds in them.\n";
+    "line gives the last timed run's exchanges and the slowest rank's seconds in them.\n"
+    "With backend cuda, host arrays and one rank, a matrix whose arrays exceed -budget streams\n"
+    "through the GPU in slabs of rows, each pass sending x and A up and x down once; an Out of\n"
+    "card line gives the slabs and the PCIe bound of those transfers at the measured rates.\n";
 
 typedef struct {
     app_args c;
@@ -69,7 +72,7 @@ static int parse(int argc, char **argv, args *a)
         {"-fuse", "K", APP_INT, &a->fuse, 0, APP_FUSE_MAX,
          .help = "steps per pass over memory, 0 to 1024 (default 0: the plan's choice; the "
                  "GPU's kernel has a limit, which it names when exceeded)"},
-        APP_OPT_DEVICE(c), APP_OPT_RUNS(c), APP_OPT_SEED(c), APP_OPT_NO_CHECK(&a->check),
+        APP_OPT_DEVICE(c), APP_OPT_BUDGET(c), APP_OPT_RUNS(c), APP_OPT_SEED(c), APP_OPT_NO_CHECK(&a->check),
         APP_OPT_PROGRESS(c), APP_OPT_JSON(c),
     };
     app_cmd cmd = {"tide band", about, NULL, opts, sizeof opts / sizeof opts[0]};
@@ -199,6 +202,7 @@ static int write_json(const args *a, int P, int threads, const tide_band_info *i
     cJSON_AddNumberToObject(j, "steps", a->steps);
     cJSON_AddNumberToObject(j, "fuse", info->steps_per_pass);
     cJSON_AddStringToObject(j, "location", c->device ? "device" : "host");
+    cJSON_AddNumberToObject(j, "slabs", info->slabs);
     cJSON_AddNumberToObject(j, "halo_rows_max", f->halo_rows);
     app_json_real(j, "halo_seconds", f->halo_s);
     app_json_rates(j, rates, 0);
@@ -349,6 +353,18 @@ int tide_cmd_band(int argc, char **argv)
         app_say_bound(bound_s, what, ts.median);
     } else {
         tide_say("Bandwidth: not measured (%s)\n", a.steps ? "no time" : "0 steps per run");
+    }
+    if (gpu && info.slabs > 0) { /* each pass: x and A up, x down */
+        long long passes = (a.steps + info.steps_per_pass - 1) / info.steps_per_pass;
+        double up = (double)bytes * (1 + W), down = (double)bytes;
+        double pass_s = fmax(fmax(app_seconds(up, rates.h2d), app_seconds(down, rates.d2h)),
+                             app_seconds(up + down, rates.both));
+        tide_say("Out of card: %d slabs of <= %d rows per pass, %d steps per pass, %lld passes; "
+                 "PCIe bound %.4g s (each pass moves x and A up and x down: %.3g s at the "
+                 "measured rates %.3g GB/s up, %.3g down, %.3g both ways), bound / time %.3f\n",
+                 info.slabs, info.slab_rows, info.steps_per_pass, passes, passes * pass_s,
+                 pass_s, rates.h2d, rates.d2h, rates.both,
+                 ts.median > 0 ? passes * pass_s / ts.median : 0);
     }
     double halo_s = app_max(info.halo_seconds), halo_rows = app_max((double)info.halo_rows);
     if (P > 1)

@@ -314,6 +314,8 @@ if [ "$cuda" = 1 ]; then
     run bcudadev 0 2 band cuda float 5003 -kl 3 -ku 17 -device -fuse 5 -steps 11 -n 2 && \
         has bcudadev '^Verification: passed' && has bcudadev '^Halo: '
     errs bcudafuse 1 'fits at most' band cuda double 1000 -kl 64 -ku 64 -fuse 1000
+    run bcudaooc 0 1 band cuda double 300007 -kl 64 -ku 5 -budget 0.02 -steps 9 -n 1 && \
+        has bcudaooc '^Out of card: [0-9]+ slabs' && has bcudaooc '^Verification: passed'
 else
     run bcuda nonzero 1 band cuda double 100 && has bcuda '(cuda|CUDA)'
 fi
