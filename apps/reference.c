@@ -1022,3 +1022,37 @@ double tide_ref_gemm_error(int dbl, int cplx, tide_matrix_order order, long long
             }
     return worst;
 }
+
+/* ---- band matrix powers ------------------------------------------------------------------ */
+
+#define BAND_STEP(NAME, T, F)                                                                   \
+    static void NAME(int n, int kl, int ku, const T *diag, const T *x, T *y)                   \
+    {                                                                                          \
+        for (int i = 0; i < n; i++) {                                                          \
+            T acc = 0;                                                                         \
+            for (int j = i - kl; j <= i + ku; j++)                                             \
+                if (j >= 0 && j < n)                                                           \
+                    acc = F(diag[(size_t)(j - i + kl) * (size_t)n + (size_t)i], x[j], acc);    \
+            y[i] = acc;                                                                        \
+        }                                                                                      \
+    }
+
+BAND_STEP(band_step_double, double, fma)
+BAND_STEP(band_step_float, float, fmaf)
+
+int tide_ref_band(int n, int dbl, int kl, int ku, const void *diag, void *x, long long steps)
+{
+    size_t elem = dbl ? sizeof(double) : sizeof(float);
+    char *y = malloc((size_t)n * elem + 1);
+    if (!y)
+        return TIDE_ERR_NOMEM;
+    for (long long s = 0; s < steps; s++) {
+        if (dbl)
+            band_step_double(n, kl, ku, diag, x, (double *)y);
+        else
+            band_step_float(n, kl, ku, diag, x, (float *)y);
+        memcpy(x, y, (size_t)n * elem);
+    }
+    free(y);
+    return TIDE_SUCCESS;
+}

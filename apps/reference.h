@@ -145,4 +145,15 @@ double tide_ref_gemm_error(int dbl, int cplx, tide_matrix_order order, long long
                            const void *c, long long ldc, long long i0, long long i1,
                            long long j0, long long j1, const double *ref, const double *scale);
 
+/*
+ * Local. The naive band reference: x <- A^steps x for the n x n band matrix A with kl
+ * diagonals below the main one and ku above, on the whole matrix, float (dbl 0) or double,
+ * host memory, one step at a time by a plain loop into a second array (no Tide code involved).
+ * diag holds A diagonal-major, tide.h's layout for one rank owning every row: A(i, i + d) at
+ * diag[(d + kl) n + i]; entries whose column lies outside the matrix are not read. The
+ * arithmetic is tide.h's (acc = 0, then a fused multiply-add per term in increasing column
+ * order), so Tide's result must equal this one bitwise. Returns 0 or TIDE_ERR_NOMEM.
+ */
+int tide_ref_band(int n, int dbl, int kl, int ku, const void *diag, void *x, long long steps);
+
 #endif

@@ -16,6 +16,7 @@ static const char *usage =
     "           bounded by Neumann or Dirichlet faces, one optionally stretched\n"
     "           (tide poisson --help)\n"
     "  stencil  time and verify explicit stencil time steps (tide stencil --help)\n"
+    "  band     time and verify band matrix powers x <- A^S x (tide band --help)\n"
     "  gemm     time and verify a matrix multiply, in or out of card (tide gemm --help)\n"
     "  info     ranks, threads, backend and GPU status of this run\n"
     "\n"
@@ -63,7 +64,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     int rc;
     if (argc < 2) {
-        tide_warn("tide: missing the command (fft, poisson, stencil, gemm or info)\nTry 'tide "
+        tide_warn("tide: missing the command (fft, poisson, stencil, band, gemm or info)\nTry 'tide "
                   "--help'.\n");
         rc = APP_USAGE;
     } else if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
@@ -78,13 +79,15 @@ int main(int argc, char **argv)
         rc = tide_cmd_poisson(argc - 2, argv + 2);
     } else if (!strcmp(argv[1], "stencil")) {
         rc = tide_cmd_stencil(argc - 2, argv + 2);
+    } else if (!strcmp(argv[1], "band")) {
+        rc = tide_cmd_band(argc - 2, argv + 2);
     } else if (!strcmp(argv[1], "gemm")) {
         rc = tide_cmd_gemm(argc - 2, argv + 2);
     } else if (!strcmp(argv[1], "info")) {
         rc = tide_cmd_info(argc - 2, argv + 2);
     } else {
-        tide_warn("tide: unknown command '%s': expected fft, poisson, stencil, gemm or info\n"
-                  "Try 'tide --help'.\n", argv[1]);
+        tide_warn("tide: unknown command '%s': expected fft, poisson, stencil, band, gemm "
+                  "or info\nTry 'tide --help'.\n", argv[1]);
         rc = APP_USAGE;
     }
     if (rank0())

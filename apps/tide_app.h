@@ -7,6 +7,7 @@
 int tide_cmd_fft(int argc, char **argv);
 int tide_cmd_poisson(int argc, char **argv);
 int tide_cmd_stencil(int argc, char **argv);
+int tide_cmd_band(int argc, char **argv);
 int tide_cmd_gemm(int argc, char **argv);
 int tide_cmd_info(int argc, char **argv);
 

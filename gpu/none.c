@@ -15,6 +15,7 @@
 #include "backend/measure.h"
 #include "backend/memory.h"
 #include "backend/pipeline.h"
+#include "gpu/band.h"
 #include "gpu/fft.h"
 #include "gpu/gemm.h"
 #include "gpu/nccl.h"
@@ -331,6 +332,21 @@ int tide_gpu_line_fft_ok(int n, int dbl)
 {
     (void)n, (void)dbl;
     return 0;
+}
+
+/* ---- gpu/band.h: band matrix passes --------------------------------------------------------- */
+
+int tide_gpu_band_create(struct tide_band_pass *b, int steps, char *err, size_t len)
+{
+    (void)b, (void)steps;
+    return none(err, len);
+}
+
+int tide_gpu_band(const struct tide_band_pass *b, const void *src, void *dst, int steps,
+                  void *stream)
+{
+    (void)b, (void)src, (void)dst, (void)steps, (void)stream;
+    return TIDE_ERR_UNSUPPORTED;
 }
 
 /* ---- gpu/stencil.h: stencil sweeps ---------------------------------------------------------- */

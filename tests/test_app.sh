@@ -278,6 +278,48 @@ else
     run scudadev 1 1 stencil cpu double 8 8 8 -device && has scudadev 'device'
 fi
 
+# `tide band`: x <- A^S x for a band matrix, checked bitwise against the naive oracle
+# (tide_ref_band) on the whole matrix; on one rank and on several (a halo per pass).
+run bhelp 0 1 band --help && has bhelp '-kl KL' && has bhelp '-ku KU' && has bhelp '-fuse K'
+has help '^  band '
+run bd 0 1 band cpu double 1009 -kl 5 -ku 7 -steps 13 -fuse 4 -n 2
+for key in '^Time per run: [0-9.e-]+ \(s\)' '^Performance: ' '^Memory usage: ' \
+           '^Min/Max/Avg: ' '^Plan: band kl 5 ku 7 double cpu: band\[4 steps\]' \
+           '^Reference: the naive oracle .*: 0 of 1009 rows differ$' \
+           '^Bandwidth: [0-9.e+-]+ GB/s' '^Bound: .*bound / time [0-9.]+$' '^Verification: passed'; do
+    has bd "$key"
+done
+run bdist 0 3 band cpu float 997 -kl 64 -ku 2 -steps 7 -fuse 3 -n 1 && \
+    has bdist 'halo 192\+6 > band\[3 steps\]' && has bdist '^Halo: 3 exchanges per run' && \
+    has bdist '^Verification: passed'
+run bzero 0 4 band cpu double 3 -kl 0 -ku 0 -steps 5 -n 1 && has bzero '^Verification: passed'
+run bjson 0 2 band cpu double 211 -kl 3 -ku 1 -steps 6 -json "$tmp/b.json" -n 1
+if python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+sys.exit(not (d["verified"] is True and d["command"] == "band" and d["size"] == [211, 1, 1]
+              and d["kl"] == 3 and d["ku"] == 1 and d["differing_rows"] == 0
+              and d["exchanges"] == 1 and d["check"] == "oracle" and d["gbps"] > 0))' \
+        "$tmp/b.json" 2>/dev/null; then
+    ok
+else
+    bad "bjson: JSON file missing, not parsable or not verified"
+fi
+schema bjson "$tmp/b.json" band
+run bnocheck 0 1 band cpu float 100 -steps 0 -no-check -n 1 && \
+    has bnocheck '^Verification: skipped'
+errs bkl 1 '-kl 65: expected 0\.\.64' band cpu double 100 -kl 65
+errs bsteps 1 '-steps -1: expected 0\.\.2147483647' band cpu double 100 -steps -1
+if [ "$cuda" = 1 ]; then
+    run bcuda 0 1 band cuda double 100003 -kl 64 -ku 64 -steps 9 -n 2 && \
+        has bcuda '^Verification: passed' && has bcuda 'backend cuda'
+    run bcudadev 0 2 band cuda float 5003 -kl 3 -ku 17 -device -fuse 5 -steps 11 -n 2 && \
+        has bcudadev '^Verification: passed' && has bcudadev '^Halo: '
+    errs bcudafuse 1 'fits at most' band cuda double 1000 -kl 64 -ku 64 -fuse 1000
+    run bcudaooc 0 1 band cuda double 300007 -kl 64 -ku 5 -budget 0.02 -steps 9 -n 1 && \
+        has bcudaooc '^Out of card: [0-9]+ slabs' && has bcudaooc '^Verification: passed'
+else
+    run bcuda nonzero 1 band cuda double 100 && has bcuda '(cuda|CUDA)'
+fi
+
 # `tide gemm`: C = alpha op(A) op(B) + beta C checked against the naive oracle (tide_ref_gemm),
 # each entry's error in units of a rigorous rounding bound; every entry up to M N K = 2^27,
 # 4 rows and 4 columns above; on one rank, and on several (2D blocks, SUMMA), where each rank

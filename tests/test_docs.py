@@ -61,7 +61,7 @@ def check_options(tide, heat3d, mpiexec):
     docs = read(API) + read(README)
     problems = []
     texts = {"tide": help_text(mpiexec, tide)}
-    for cmd in ("fft", "poisson", "stencil", "gemm", "info"):
+    for cmd in ("fft", "poisson", "stencil", "band", "gemm", "info"):
         texts["tide " + cmd] = help_text(mpiexec, tide, cmd)
     texts["heat3d"] = help_text(mpiexec, heat3d)
     counted = 0

@@ -104,6 +104,21 @@ class StencilInfo(Structure):
                 ("level_steps", c_int), ("halo_exchange", c_int), ("overlapped", c_int)]
 
 
+class BandOptions(Structure):
+    _fields_ = [("size", c_size_t), ("precision", c_int), ("backend", c_int),
+                ("location", c_int), ("kl", c_int), ("ku", c_int), ("diagonals", c_void_p),
+                ("steps_per_pass", c_int), ("stream", c_void_p), ("slab_rows", c_int)]
+
+
+class BandInfo(Structure):
+    _fields_ = [("lo", c_int), ("hi", c_int), ("bytes", c_size_t), ("host_bytes", c_size_t),
+                ("pinned_bytes", c_size_t), ("device_bytes", c_size_t), ("kl", c_int),
+                ("ku", c_int), ("steps_per_pass", c_int), ("flops", c_double),
+                ("bytes_per_step", c_double), ("backend", c_int), ("location", c_int),
+                ("halo_rows", c_longlong), ("exchanges", c_longlong),
+                ("halo_seconds", c_double), ("slabs", c_int), ("slab_rows", c_int)]
+
+
 class GEMMOptions(Structure):
     _fields_ = [("size", c_size_t), ("precision", c_int), ("backend", c_int),
                 ("location", c_int), ("order", c_int), ("transa", c_int), ("transb", c_int),
@@ -129,6 +144,7 @@ STRUCTS = {"tide_box": Box, "tide_context_options": ContextOptions,
            "tide_fft_info": FFTInfo, "tide_fft_cost": FFTCost,
            "tide_poisson_options": PoissonOptions, "tide_poisson_info": PoissonInfo,
            "tide_stencil_options": StencilOptions, "tide_stencil_info": StencilInfo,
+           "tide_band_options": BandOptions, "tide_band_info": BandInfo,
            "tide_gemm_options": GEMMOptions, "tide_gemm_info": GEMMInfo}
 
 P = c_void_p
@@ -189,6 +205,13 @@ PROTOTYPES = {
     "tide_stencil_plan_describe": (c_int, [P, c_char_p, c_size_t]),
     "tide_stencil_run": (c_int, [P, P, c_longlong]),
     "tide_stencil_plan_set_stream": (c_int, [P, P]),
+    "tide_band_options_init": (None, [POINTER(BandOptions)]),
+    "tide_band_plan_create": (c_int, [P, c_int, c_int, c_int, POINTER(BandOptions), POINTER(P)]),
+    "tide_band_plan_destroy": (c_int, [P]),
+    "tide_band_plan_info": (c_int, [P, POINTER(BandInfo)]),
+    "tide_band_plan_describe": (c_int, [P, c_char_p, c_size_t]),
+    "tide_band_run": (c_int, [P, P, c_longlong]),
+    "tide_band_plan_set_stream": (c_int, [P, P]),
     "tide_gemm_options_init": (None, [POINTER(GEMMOptions)]),
     "tide_gemm_plan_create": (c_int, [P, c_longlong, c_longlong, c_longlong,
                                       POINTER(GEMMOptions), POINTER(P)]),

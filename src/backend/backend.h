@@ -207,6 +207,27 @@ typedef struct {
                                * 0 otherwise */
 } tide_env;
 
+/* A band matrix's pass (src/band): `steps` steps y = A x (tide.h's arithmetic) on an array of
+ * `rows` consecutive rows of the matrix (a rank's rows grown by their halo; every array row is
+ * a matrix row), from src into dst (both laid out as the array, src unchanged), of which dst
+ * receives the rows [out_lo, out_hi) alone. diag (the backend's memory) holds the array's rows
+ * of A diagonal-major: A(i, i + d) at (d + kl) * rows + i. A term whose column lies outside
+ * the array is skipped: the array's edges are the matrix's, or the halo is deep enough that
+ * the rows needing such a term are not computed. Step t of s computes the rows
+ * [out_lo - (s - t) kl, out_hi + (s - t) ku) clipped to the array, from those of step t - 1, so
+ * after s steps the out rows are exact when out_lo >= s kl or the array starts at row 0, and
+ * rows - out_hi >= s ku or the array ends at the matrix's end. */
+typedef struct tide_band_pass {
+    int dbl;
+    int kl, ku;
+    int rows;
+    int out_lo, out_hi;
+    const void *diag;
+    int max_steps;        /* the most steps one pass may do (set by band_create) */
+    void *state;          /* the backend's: work memory (band_create) */
+    size_t state_bytes;   /* host memory the state holds */
+} tide_band_pass;
+
 typedef struct tide_backend_ops {
     const char *name;
     int gpu;
@@ -245,6 +266,15 @@ typedef struct tide_backend_ops {
     int (*sweep_create)(const tide_env *e, tide_sweep *s, int fuse, char *err, size_t len);
     int (*sweep)(const tide_env *e, const tide_sweep *s, const void *src, void *dst, int steps);
     void (*sweep_destroy)(const tide_env *e, tide_sweep *s);
+    /* Band matrix passes (tide_band_pass): band_create prepares b for passes of up to `steps`
+     * steps (its work memory in b->state; it reads b's dbl, kl and ku alone) and sets
+     * b->max_steps to it, or with steps 0 to the backend's choice; more than the backend can
+     * do is TIDE_ERR_ARGUMENT with the limit in err. band runs one pass of steps (1 .. max_steps) from src into dst. band_destroy frees
+     * b's state (also after a failed create). */
+    int (*band_create)(const tide_env *e, tide_band_pass *b, int steps, char *err, size_t len);
+    int (*band)(const tide_env *e, const tide_band_pass *b, const void *src, void *dst,
+                int steps);
+    void (*band_destroy)(const tide_env *e, tide_band_pass *b);
     /* Matrix multiplies (tide_gemm_desc): gemm_create makes what they need in *h (the GPU: a
      * cuBLAS handle; the CPU: nothing), gemm enqueues one on e's stream (the CPU: runs it with
      * e's threads), gemm_destroy frees h (NULL accepted). */
@@ -278,6 +308,12 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
 int tide_cpu_sweep(const tide_env *e, const tide_sweep *s, const void *src, void *dst,
                    int steps);
 void tide_cpu_sweep_destroy(tide_sweep *s);
+/* The CPU's band matrix passes (band_cpu.c), the entries of tide_backend_cpu. */
+int tide_cpu_band_create(const tide_env *e, tide_band_pass *b, int steps, char *err,
+                         size_t len);
+int tide_cpu_band(const tide_env *e, const tide_band_pass *b, const void *src, void *dst,
+                  int steps);
+void tide_cpu_band_destroy(const tide_env *e, tide_band_pass *b);
 /* The CUDA backend (in a build without CUDA its entries fail: gpu/none.c). */
 const tide_backend_ops *tide_backend_cuda(void);
 

@@ -6,6 +6,7 @@
 #include "backend/backend.h"
 #include "backend/device.h"
 #include "backend/memory.h"
+#include "gpu/band.h"
 #include "gpu/fft.h"
 #include "gpu/gemm.h"
 #include "gpu/nccl.h"
@@ -76,6 +77,22 @@ static int cuda_sweep(const tide_env *e, const tide_sweep *s, const void *src, v
 {
     return tide_gpu_sweep(s, src, dst, steps, e->stream);
 }
+
+static int cuda_band_create(const tide_env *e, tide_band_pass *b, int steps, char *err,
+                            size_t len)
+{
+    (void)e;
+    return tide_gpu_band_create(b, steps, err, len);
+}
+
+static int cuda_band(const tide_env *e, const tide_band_pass *b, const void *src, void *dst,
+                     int steps)
+{
+    return tide_gpu_band(b, src, dst, steps, e->stream);
+}
+
+/* The kernel holds no memory of its own (band.h). */
+static void cuda_band_destroy(const tide_env *e, tide_band_pass *b) { (void)e, (void)b; }
 
 static void cuda_sweep_destroy(const tide_env *e, tide_sweep *s)
 {
@@ -161,6 +178,9 @@ static const tide_backend_ops cuda_ops = {
     .sweep_create = cuda_sweep_create,
     .sweep = cuda_sweep,
     .sweep_destroy = cuda_sweep_destroy,
+    .band_create = cuda_band_create,
+    .band = cuda_band,
+    .band_destroy = cuda_band_destroy,
     .gemm_create = tide_gpu_gemm_create,
     .gemm = cuda_gemm,
     .gemm_destroy = tide_gpu_gemm_destroy,

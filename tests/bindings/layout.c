@@ -35,6 +35,12 @@ int main(void)
     AT(tide_stencil_options, overlap);
     SIZE(tide_stencil_info); AT(tide_stencil_info, box); AT(tide_stencil_info, halo_points);
     AT(tide_stencil_info, halo_seconds); AT(tide_stencil_info, overlapped);
+    SIZE(tide_band_options); AT(tide_band_options, kl); AT(tide_band_options, diagonals);
+    AT(tide_band_options, steps_per_pass); AT(tide_band_options, stream);
+    AT(tide_band_options, slab_rows);
+    SIZE(tide_band_info); AT(tide_band_info, bytes); AT(tide_band_info, flops);
+    AT(tide_band_info, halo_rows); AT(tide_band_info, halo_seconds);
+    AT(tide_band_info, slab_rows);
     SIZE(tide_gemm_options); AT(tide_gemm_options, lda); AT(tide_gemm_options, grid);
     AT(tide_gemm_options, stream); AT(tide_gemm_options, blocks); AT(tide_gemm_options, gpus);
     AT(tide_gemm_options, domain);

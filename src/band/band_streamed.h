@@ -1,0 +1,48 @@
+/*
+ * band_streamed.h: a band plan's passes out of card (private): one rank's host x and host
+ * matrix sent through the backend's memory in slabs of rows, Jin 2014's slab-and-border scheme
+ * (chapter 6) for a band matrix.
+ *
+ * A pass of s steps visits the slabs [i R, (i + 1) R) in order. Slab i uploads its rows of x
+ * (level 0) and of A; level t (1 .. s) then computes the rows from where the slab before left
+ * it to (i + 1) R - t ku (each level lags the one below by ku rows: the rows it needs above
+ * are not there yet), the last slab up to n; the rows level s finished go down into x in
+ * place (every row of x they cover was uploaded already). The rows a level needs from the
+ * slab before (kl + ku of them at level t - 1) are kept on the device: each slab's frame
+ * holds the rows [i R - s ku - kl, (i + 1) R) of every level and of A, and moving to the next
+ * slab copies the rows still in the frame into the other of two frames, so no row goes up
+ * twice and no step is computed twice. Each level is one backend pass of one step.
+ */
+#ifndef TIDE_BAND_STREAMED_H
+#define TIDE_BAND_STREAMED_H
+
+#include "backend/backend.h"
+
+typedef struct tide_band_streamed tide_band_streamed;
+
+/* What a streamed pass works with: the matrix (n rows, kl and ku, host memory, diagonal-major
+ * with stride n, kept by the caller while the passes run), the most steps per pass k, slab
+ * rows R (at least 1) and the backend pass b (made by band_create for k steps; its geometry
+ * is set per level). */
+typedef struct {
+    int n, kl, ku, k, slab, dbl;
+    const void *matrix;
+} tide_band_streamed_desc;
+
+/* Local: the frames in the backend's memory. Returns 0 or a code with the reason in err. */
+int tide_band_streamed_create(const tide_env *e, const tide_band_streamed_desc *d,
+                              const tide_band_pass *b, tide_band_streamed **out, char *err,
+                              size_t len);
+void tide_band_streamed_destroy(const tide_env *e, tide_band_streamed *s);
+
+/* Bytes of the backend's memory a plan with these figures holds, for slabs of R rows. */
+size_t tide_band_streamed_bytes(const tide_band_streamed_desc *d);
+
+/* The slabs of one pass: x (host memory, n rows) <- A^steps x in place, steps 1 .. k.
+ * Returns 0 or the backend's failure. */
+int tide_band_streamed_pass(const tide_env *e, tide_band_streamed *s, void *x, int steps);
+
+/* The slabs a pass visits. */
+int tide_band_streamed_slabs(const tide_band_streamed *s);
+
+#endif
