@@ -7,7 +7,6 @@ arrays (location="host") and against NumPy (numpy.fft, the 7-point residual, num
 test_python_gpu.py [cupy]. Exit 77 (SKIP) where the context has no GPU (the reason printed:
 tide_context_gpu_status), where libtide is built with sanitizers, or, with `cupy`, where CuPy
 is not importable."""
-import gc
 import os
 import sys
 
@@ -163,9 +162,6 @@ def main():
             test_cupy(ctx, cp)
         else:
             test_device_arrays(ctx)
-        # arrays a refused call left in reference cycles (its traceback's frames) go now, not
-        # at some later collection: the context refuses to close while any of its memory lives
-        gc.collect()
     bad = comm.allreduce(len(failures))
     if rank == 0:
         print(f"test_python_gpu{' cupy' if use_cupy else ''} on {P} ranks: "
