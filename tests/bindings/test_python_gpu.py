@@ -125,7 +125,9 @@ def test_cupy(ctx, cp):
     stream = cp.cuda.Stream(non_blocking=True)
     with tide.FFT(ctx, n, box, box, location="device", stream=stream) as plan:
         with stream:
-            da = cp.asarray(a)
+            # a plain copy: CuPy keeps the host array of an asynchronous upload referenced
+            # past this call, and the context must not close while its pinned memory lives
+            da = cp.asarray(np.array(a))
             db = cp.empty_like(da)
         plan.forward(da, out=db)                      # __cuda_array_interface__
         stream.synchronize()
