@@ -121,6 +121,20 @@ int tide_cmd_fft(int argc, char **argv)
     if (a.has_outgrid)
         tide_box_in_grid(nout, a.outgrid, rank, &ob);
 
+    /* Before planning, which allocates the plan's work memory: the least the run takes, an
+     * even share of the larger side's data for each of the three arrays and, on the CPU, for
+     * each of the plan's two work buffers; refused where even that exceeds the node's memory
+     * (the exact figure follows once the plan exists). */
+    tide_backend backend = TIDE_BACKEND_CPU;
+    tide_context_backend(ctx, &backend);
+    double scalar = c->prec == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
+    double points = (double)c->n[0] * c->n[1] * c->n[2];
+    double side = fmax(points * (a.type == TIDE_R2C ? 1 : 2),
+                       2.0 * nout[0] * nout[1] * nout[2]) * scalar * c->batch / P;
+    if (app_memory_check("tide fft", side * (backend == TIDE_BACKEND_CPU ? 5 : 3))) {
+        rc = 1;
+        goto done;
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     CHECK(tide_fft_plan_create(ctx, c->n, a.has_ingrid ? &ib : NULL, a.has_outgrid ? &ob : NULL,

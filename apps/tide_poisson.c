@@ -566,6 +566,15 @@ int tide_cmd_poisson(int argc, char **argv)
     if (a.has_grid)
         tide_box_in_grid(c->n, a.grid, rank, &box);
 
+    /* Before planning, which allocates the plan's work memory: the least the run takes, an
+     * even share of f and of u; refused where even that exceeds the node's memory (the exact
+     * figure follows once the plan exists). */
+    double scalar = c->prec == TIDE_DOUBLE ? sizeof(double) : sizeof(float);
+    double share = (double)c->n[0] * c->n[1] * c->n[2] * scalar * c->batch / P;
+    if (app_memory_check("tide poisson", 2 * share)) {
+        rc = 1;
+        goto done;
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     int st = tide_poisson_plan_create(ctx, c->n, a.has_grid ? &box : NULL, &o, &plan);

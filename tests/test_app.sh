@@ -475,6 +475,11 @@ refuse unomode 1 2 'NX NY NZ 1 1 1: no mode fits the grid' poisson cpu double 1 
 refuse umem 2 1 'tide stencil: needs [0-9.e+]+ GB of host memory on a node \(2 ranks\), [0-9.e+]+ GB available' \
     stencil cpu double 65536 65536 65536 && before_alloc umem 'GB of host memory per rank'
 refuse ugmem 1 1 'tide gemm: needs [0-9.e+]+ GB of host memory on a node' gemm cpu double 1000000
+# ... and before planning, whose work memory would come first (the least the run takes)
+refuse ufmem 2 1 'tide fft: needs [0-9.e+]+ GB of host memory on a node \(2 ranks\)' \
+    fft c2c cpu double 4096 4096 4096
+refuse upmem 2 1 'tide poisson: needs [0-9.e+]+ GB of host memory on a node \(2 ranks\)' \
+    poisson cpu double 8192 8192 4096
 # TIDE_LOG with a value it does not know: one warning, not one per rank or per context
 if TIDE_LOG=bogus timeout -k 10 30 "$mpiexec" -n 2 "$tide" info > "$tmp/log.out" 2>&1 &&
    [ "$(grep -c 'TIDE_LOG=bogus is not a level: expected warn, info or debug' "$tmp/log.out")" = 1 ]
