@@ -886,6 +886,63 @@ class Stencil(_Plan):
         return u
 
 
+class Band(_Plan):
+    """x <- A^steps x for an n x n band matrix A (tide_band_plan_create, collective). This rank
+    owns the rows [lo, hi) (None: an even share); diagonals: its rows of A as a (kl + ku + 1,
+    hi - lo) array, row d + kl holding A(lo + i, lo + i + d) in column i (entries past the
+    matrix's edge are not read); read here only, the plan keeps its copy. kl, ku,
+    steps_per_pass, slab_rows, precision, location, backend, stream as tide_band_options."""
+    _destroy, _describe = _lib.tide_band_plan_destroy, _lib.tide_band_plan_describe
+    _set_stream = _lib.tide_band_plan_set_stream
+
+    def __init__(self, ctx, n, rows=None, *, diagonals, kl=1, ku=1, steps_per_pass=0,
+                 slab_rows=0, precision="double", location="host", backend="auto",
+                 stream=None):
+        o = C.BandOptions()
+        _lib.tide_band_options_init(ctypes.byref(o))
+        o.precision, o.backend = _enum(C.PRECISION, precision, "precision"), _enum(
+            C.BACKEND, backend, "backend")
+        o.location = _enum(C.LOCATION, location, "location")
+        o.kl, o.ku, o.steps_per_pass, o.slab_rows = kl, ku, steps_per_pass, slab_rows
+        o.stream = _stream(stream)
+        P, r = ctx.comm.Get_size(), ctx.comm.Get_rank()
+        lo, hi = rows if rows is not None else _block(r, n, P)
+        self.dtype, self.device = _REAL[o.precision], o.location == 1
+        want = (kl + ku + 1, hi - lo)
+        diag = np.asarray(diagonals)
+        why = "" if diag.shape == want else (f"diagonals of shape {diag.shape}, not "
+                                              f"{want} (kl + ku + 1, rows)")
+        diag = np.ascontiguousarray(diag, self.dtype) if not why else None
+        o.diagonals = None if diag is None or diag.size == 0 else diag.ctypes.data
+        handle = ctypes.c_void_p()
+        st = _lib.tide_band_plan_create(ctx._handle, n, lo, hi, ctypes.byref(o),
+                                        ctypes.byref(handle))
+        if st:
+            _raise(st, ctx._handle, why)
+        self._made(ctx, handle.value, o.stream)
+        self.n, self.rows = n, (lo, hi)
+        self._layout = ((hi - lo,), (self.dtype.itemsize,))
+        if why:
+            _raise(C.ERR_ARGUMENT, self._h, why)
+
+    def info_struct(self):
+        return self._info(_lib.tide_band_plan_info, C.BandInfo)
+
+    @property
+    def info(self):
+        return _struct_dict(self.info_struct())
+
+    def empty(self, memory="numpy"):
+        """An array for this rank's rows of x (memory: as FFT.empty_in)."""
+        return _empty(self.ctx, memory, self.dtype, *self._layout)
+
+    def run(self, x, steps):
+        """Collective: x <- A^steps x on this rank's rows, in place; returns x."""
+        self._call(_lib.tide_band_run, [(x, self.device, self.dtype, *self._layout, True)],
+                   lambda a: (a[0], steps))
+        return x
+
+
 _GEMM_DTYPES = {np.dtype(np.float64): (0, 0), np.dtype(np.float32): (1, 0),
                 np.dtype(np.complex128): (0, 1), np.dtype(np.complex64): (1, 1)}
 

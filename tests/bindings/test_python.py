@@ -108,6 +108,10 @@ NOT_BOUND_FORTRAN = {
     "tide_gemm": "a GEMM plan made once does a single multiply",
     "tide_gemm_execute": "the generic tide_gemm_execute calls tide_gemm_execute_complex",
 }
+NOT_BOUND_FORTRAN.update({name: "band matrices are not in the Fortran module yet" for name in (
+    "tide_band_options_init", "tide_band_plan_create", "tide_band_plan_describe",
+    "tide_band_plan_destroy", "tide_band_plan_info", "tide_band_plan_set_stream",
+    "tide_band_run")})
 
 
 def test_bound(header):
@@ -136,7 +140,8 @@ def test_options():
     renamed = {"shape": "shape_"}
     for struct, cls in [(_capi.ContextOptions, tide.Context), (_capi.FFTOptions, tide.FFT),
                         (_capi.PoissonOptions, tide.Poisson),
-                        (_capi.StencilOptions, tide.Stencil), (_capi.GEMMOptions, tide.GEMM)]:
+                        (_capi.StencilOptions, tide.Stencil), (_capi.BandOptions, tide.Band),
+                        (_capi.GEMMOptions, tide.GEMM)]:
         keywords = set(inspect.signature(cls.__init__).parameters)
         missing = [f for f, _ in struct._fields_ if renamed.get(f, f) not in keywords and
                    not (f in derived and derived[f] in keywords | {"the struct's size"})]
@@ -287,6 +292,34 @@ def test_stencil(ctx):
 
 def blocks(i, n, p):
     return slice(i * n // p, (i + 1) * n // p)
+
+
+def test_band(ctx):
+    """x <- A^steps x on row blocks against the dense product in the plan's precision."""
+    n = 37
+    for kl, ku, prec, steps in [(2, 3, "double", 5), (0, 1, "float", 3), (4, 0, "double", 4)]:
+        dtype = np.float64 if prec == "double" else np.float32
+        lo, hi = n * rank // P, n * (rank + 1) // P
+        A = shared.uniform(-0.5, 0.5, (kl + ku + 1, n)).astype(dtype)
+        x0 = shared.standard_normal(n).astype(dtype)
+        with tide.Band(ctx, n, (lo, hi), diagonals=A[:, lo:hi], kl=kl, ku=ku,
+                       precision=prec) as plan:
+            x = plan.empty()
+            x[...] = x0[lo:hi]
+            plan.run(x, steps)
+            check(plan.info["kl"] == kl and plan.info["ku"] == ku, "band info kl, ku")
+        M = np.zeros((n, n), np.float64)
+        for d in range(-kl, ku + 1):
+            for i in range(max(0, -d), min(n, n - d)):
+                M[i, i + d] = A[d + kl, i]
+        y = x0.astype(np.float64)
+        for _ in range(steps):
+            y = M @ y
+        close(x, y[lo:hi], 1e-12 if prec == "double" else 2e-5,
+              f"band kl {kl} ku {ku} {prec} {steps} steps", scale=np.abs(y).max())
+    expect_error(tide.ArgumentError,
+                 lambda: tide.Band(ctx, n, diagonals=np.zeros((3, 1)), kl=1, ku=1),
+                 "band diagonals of the wrong shape")
 
 
 def test_gemm(ctx):
@@ -552,6 +585,7 @@ def main():
         test_fft(ctx)
         test_poisson(ctx)
         test_stencil(ctx)
+        test_band(ctx)
         test_gemm(ctx)
         test_errors(ctx)
         test_memory(ctx)
