@@ -184,6 +184,10 @@ module tide
     type(tide_box) :: box
     integer :: elem = 0
   end type
+  type, public :: tide_band_plan
+    type(c_ptr) :: p = c_null_ptr, ctx = c_null_ptr
+    integer :: elem = 0, rows = 0
+  end type
   type, public :: tide_gemm_plan
     type(c_ptr) :: p = c_null_ptr, ctx = c_null_ptr
     integer :: elem = 0
@@ -192,6 +196,29 @@ module tide
   end type
 
   ! element kinds the plans take, for the checks
+  ! diagonals is c_loc of the caller's (rows, kl + ku + 1) array: column d + kl + 1 holds
+  ! A(lo + i, lo + i + d) in row i + 1 (tide.h); read at plan creation only
+  type, bind(c), public :: tide_band_options
+    integer(c_size_t) :: size = 0
+    integer(c_int) :: precision = TIDE_DOUBLE, backend = TIDE_BACKEND_AUTO, &
+      location = TIDE_LOCATION_HOST, kl = 1, ku = 1
+    type(c_ptr) :: diagonals = c_null_ptr
+    integer(c_int) :: steps_per_pass = 0
+    type(c_ptr) :: stream = c_null_ptr
+    integer(c_int) :: slab_rows = 0
+  end type
+
+  type, bind(c), public :: tide_band_info
+    integer(c_int) :: lo, hi
+    integer(c_size_t) :: bytes, host_bytes, pinned_bytes, device_bytes
+    integer(c_int) :: kl, ku, steps_per_pass
+    real(c_double) :: flops, bytes_per_step
+    integer(c_int) :: backend, location
+    integer(c_long_long) :: halo_rows, exchanges
+    real(c_double) :: halo_seconds
+    integer(c_int) :: slabs, slab_rows
+  end type
+
   integer, parameter :: R8 = 1, R4 = 2, Z8 = 3, Z4 = 4
   character(len=*), parameter :: ELEM_NAME(4) = [character(len=17) :: 'real(c_double)', &
     'real(c_float)', 'complex(c_double)', 'complex(c_float)']
@@ -216,6 +243,8 @@ module tide
     tide_poisson_plan_cost, tide_poisson_plan_describe, tide_stencil_plan_describe, &
     tide_gemm_plan_describe, tide_fft_plan_set_stream, tide_poisson_plan_set_stream, &
     tide_stencil_plan_set_stream, tide_gemm_plan_set_stream
+  public :: tide_band_options_init, tide_band_plan_create, tide_band_plan_destroy, &
+    tide_band_plan_info, tide_band_plan_describe, tide_band_plan_set_stream, tide_band_run
 
   interface tide_context_create
     module procedure context_create_f08, context_create_int
@@ -232,6 +261,9 @@ module tide
   end interface
   interface tide_stencil_run
     module procedure stencil_run_d, stencil_run_s, stencil_run_ptr
+  end interface
+  interface tide_band_run
+    module procedure band_run_d, band_run_s, band_run_ptr
   end interface
   interface tide_gemm_execute
     module procedure gemm_execute_d, gemm_execute_s, gemm_execute_z, gemm_execute_c, &
@@ -594,6 +626,47 @@ module tide
       import :: c_int, c_ptr
       type(c_ptr), value :: plan, stream
       integer(c_int) :: c_gemm_plan_set_stream
+    end function
+    subroutine c_band_options_init(o) bind(c, name='tide_band_options_init')
+      import :: tide_band_options
+      type(tide_band_options), intent(out) :: o
+    end subroutine
+    function c_band_plan_create(ctx, n, lo, hi, opts, plan) bind(c, name='tide_band_plan_create')
+      import :: c_int, c_ptr, tide_band_options
+      type(c_ptr), value :: ctx
+      integer(c_int), value :: n, lo, hi
+      type(tide_band_options), intent(in) :: opts
+      type(c_ptr), intent(out) :: plan
+      integer(c_int) :: c_band_plan_create
+    end function
+    function c_band_plan_destroy(plan) bind(c, name='tide_band_plan_destroy')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: plan
+      integer(c_int) :: c_band_plan_destroy
+    end function
+    function c_band_plan_info(plan, info) bind(c, name='tide_band_plan_info')
+      import :: c_int, c_ptr, tide_band_info
+      type(c_ptr), value :: plan
+      type(tide_band_info), intent(out) :: info
+      integer(c_int) :: c_band_plan_info
+    end function
+    function c_band_plan_describe(plan, buf, len) bind(c, name='tide_band_plan_describe')
+      import :: c_int, c_ptr, c_char, c_size_t
+      type(c_ptr), value :: plan
+      character(kind=c_char), intent(out) :: buf(*)
+      integer(c_size_t), value :: len
+      integer(c_int) :: c_band_plan_describe
+    end function
+    function c_band_plan_set_stream(plan, stream) bind(c, name='tide_band_plan_set_stream')
+      import :: c_int, c_ptr
+      type(c_ptr), value :: plan, stream
+      integer(c_int) :: c_band_plan_set_stream
+    end function
+    function c_band_run(plan, x, steps) bind(c, name='tide_band_run')
+      import :: c_int, c_ptr, c_long_long
+      type(c_ptr), value :: plan, x
+      integer(c_long_long), value :: steps
+      integer(c_int) :: c_band_run
     end function
   end interface
 
@@ -1127,6 +1200,114 @@ contains
     integer, intent(out), optional :: stat
     local_note = ''
     call finish(c_stencil_run(plan%p, u, int(steps, c_long_long)), plan%ctx, stat)
+  end subroutine
+
+  ! ---- band matrices -------------------------------------------------------------------------
+  subroutine tide_band_options_init(o)
+    type(tide_band_options), intent(out) :: o
+    call c_band_options_init(o)
+  end subroutine
+
+  !> Collective: x <- A^steps x for an n x n band matrix A, this rank owning the rows [lo, hi)
+  !> (counted from 0, as in C); opts%diagonals as the type says.
+  subroutine tide_band_plan_create(ctx, n, lo, hi, plan, opts, stat)
+    type(tide_context), intent(in) :: ctx
+    integer, intent(in) :: n, lo, hi
+    type(tide_band_plan), intent(out) :: plan
+    type(tide_band_options), intent(in), optional :: opts
+    integer, intent(out), optional :: stat
+    type(tide_band_options) :: o
+    if (present(opts)) o = opts
+    o%size = c_sizeof(o)
+    local_note = ''
+    plan%ctx = ctx%p
+    plan%elem = elem_of(o%precision, .false.)
+    plan%rows = hi - lo
+    call finish(c_band_plan_create(ctx%p, int(n, c_int), int(lo, c_int), int(hi, c_int), o, &
+      plan%p), ctx%p, stat)
+  end subroutine
+
+  subroutine tide_band_plan_destroy(plan, stat)
+    type(tide_band_plan), intent(inout) :: plan
+    integer, intent(out), optional :: stat
+    integer(c_int) :: st
+    st = c_band_plan_destroy(plan%p)
+    plan%p = c_null_ptr
+    call finish(st, plan%ctx, stat)
+  end subroutine
+
+  subroutine tide_band_plan_info(plan, info, stat)
+    type(tide_band_plan), intent(in) :: plan
+    type(tide_band_info), intent(out) :: info
+    integer, intent(out), optional :: stat
+    call finish(c_band_plan_info(plan%p, info), plan%ctx, stat)
+  end subroutine
+
+  function tide_band_plan_describe(plan) result(s)
+    type(tide_band_plan), intent(in) :: plan
+    character(len=:), allocatable :: s
+    character(kind=c_char) :: buf(1024)
+    s = ''
+    if (c_band_plan_describe(plan%p, buf, size(buf, kind=c_size_t)) /= TIDE_SUCCESS) return
+    s = tide_c_string(buf)
+  end function
+
+  subroutine tide_band_plan_set_stream(plan, stream, stat)
+    type(tide_band_plan), intent(in) :: plan
+    type(c_ptr), intent(in) :: stream
+    integer, intent(out), optional :: stat
+    call finish(c_band_plan_set_stream(plan%p, stream), plan%ctx, stat)
+  end subroutine
+
+  !> x's address where it holds this rank's rows in the plan's kind, contiguous; else NULL,
+  !> the reason in local_note (the library then refuses the call on every rank alike).
+  function band_array(x, rows, contiguous, kind, plan) result(p)
+    type(c_ptr), intent(in) :: x
+    integer, intent(in) :: rows, kind
+    logical, intent(in) :: contiguous
+    type(tide_band_plan), intent(in) :: plan
+    type(c_ptr) :: p
+    p = c_null_ptr
+    if (kind /= plan%elem) then
+      local_note = 'x is ' // trim(ELEM_NAME(kind)) // ', the plan takes ' // &
+        trim(ELEM_NAME(plan%elem))
+    else if (.not. contiguous) then
+      local_note = 'x is not contiguous'
+    else if (rows /= plan%rows) then
+      write (local_note, '(a, i0, a, i0)') 'x has ', rows, ' rows; this rank owns ', plan%rows
+    else
+      p = x
+    end if
+  end function
+
+  !> Collective: x <- A^steps x on this rank's rows, in place.
+  subroutine band_run_d(plan, x, steps, stat)
+    type(tide_band_plan), intent(in) :: plan
+    real(c_double), intent(inout), target :: x(:)
+    integer, intent(in) :: steps
+    integer, intent(out), optional :: stat
+    local_note = ''
+    call finish(refused(c_band_run(plan%p, band_array(c_loc(x), size(x), is_contiguous(x), &
+      R8, plan), int(steps, c_long_long))), plan%ctx, stat)
+  end subroutine
+
+  subroutine band_run_s(plan, x, steps, stat)
+    type(tide_band_plan), intent(in) :: plan
+    real(c_float), intent(inout), target :: x(:)
+    integer, intent(in) :: steps
+    integer, intent(out), optional :: stat
+    local_note = ''
+    call finish(refused(c_band_run(plan%p, band_array(c_loc(x), size(x), is_contiguous(x), &
+      R4, plan), int(steps, c_long_long))), plan%ctx, stat)
+  end subroutine
+
+  subroutine band_run_ptr(plan, x, steps, stat)
+    type(tide_band_plan), intent(in) :: plan
+    type(c_ptr), intent(in) :: x
+    integer, intent(in) :: steps
+    integer, intent(out), optional :: stat
+    local_note = ''
+    call finish(c_band_run(plan%p, x, int(steps, c_long_long)), plan%ctx, stat)
   end subroutine
 
   ! ---- matrix multiply -----------------------------------------------------------------------

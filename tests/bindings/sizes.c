@@ -12,6 +12,6 @@ size_t tide_test_sizeof(int i)
         sizeof(tide_box), sizeof(tide_context_options), sizeof(tide_fft_options),
         sizeof(tide_fft_info), sizeof(tide_poisson_options), sizeof(tide_poisson_info),
         sizeof(tide_stencil_options), sizeof(tide_stencil_info), sizeof(tide_gemm_options),
-        sizeof(tide_gemm_info)};
+        sizeof(tide_gemm_info), sizeof(tide_band_options), sizeof(tide_band_info)};
     return i >= 0 && i < (int)(sizeof sizes / sizeof sizes[0]) ? sizes[i] : 0;
 }

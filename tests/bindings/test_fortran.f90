@@ -70,6 +70,7 @@ program test_fortran
   call test_fft()
   call test_poisson()
   call test_stencil()
+  call test_band()
   call test_gemm()
   call test_errors()
   call test_c_api()
@@ -103,12 +104,19 @@ contains
     type(tide_poisson_info) :: pi_
     type(tide_stencil_info) :: si
     type(tide_gemm_info) :: gi
-    integer(c_size_t) :: f(10)
+    type(tide_band_options) :: bo, bc
+    type(tide_band_info) :: bi
+    integer(c_size_t) :: f(12)
     integer :: i
     character(len=80) :: what
     f = [c_sizeof(b), c_sizeof(co), c_sizeof(fo), c_sizeof(fi), c_sizeof(po), c_sizeof(pi_), &
-         c_sizeof(so), c_sizeof(si), c_sizeof(go), c_sizeof(gi)]
-    do i = 1, 10
+         c_sizeof(so), c_sizeof(si), c_sizeof(go), c_sizeof(gi), c_sizeof(bo), c_sizeof(bi)]
+    call tide_band_options_init(bc)
+    call check(bo%precision == bc%precision .and. bo%backend == bc%backend .and. &
+      bo%location == bc%location .and. bo%kl == bc%kl .and. bo%ku == bc%ku .and. &
+      bo%steps_per_pass == bc%steps_per_pass .and. bo%slab_rows == bc%slab_rows, &
+      'tide_band_options defaults')
+    do i = 1, 12
       write (what, '(a, i0, a, i0, a, i0)') 'type ', i, ': Fortran size ', f(i), ', C ', &
         tide_test_sizeof(i - 1)
       call check(f(i) == tide_test_sizeof(int(i - 1, c_int)), what)
@@ -459,6 +467,53 @@ contains
     call check(all(abs(u - g(box%lo(1):box%hi(1) - 1, box%lo(2):box%hi(2) - 1, &
       box%lo(3):box%hi(3) - 1)) < 1d-14), 'stencil 7pt periodic against a naive loop')
     call tide_stencil_plan_destroy(plan)
+  end subroutine
+
+  subroutine test_band()
+    integer, parameter :: n = 29, kl = 2, ku = 3, steps = 4
+    type(tide_band_options) :: o
+    type(tide_band_plan) :: plan
+    type(tide_band_info) :: info
+    real(c_double) :: a(-kl:ku, 0:n - 1), xg(0:n - 1), y(0:n - 1), t(0:n - 1)
+    real(c_double), allocatable, target :: diag(:, :), x(:)
+    integer :: lo, hi, i, d, s
+    lo = n * rank / nranks
+    hi = n * (rank + 1) / nranks
+    do i = 0, n - 1
+      xg(i) = sin(real(i + 1, c_double))
+      do d = -kl, ku
+        a(d, i) = 0.3d0 * cos(real(7 * i + d, c_double))
+      end do
+    end do
+    allocate (diag(hi - lo, kl + ku + 1))
+    do d = -kl, ku
+      diag(:, d + kl + 1) = a(d, lo:hi - 1)
+    end do
+    x = xg(lo:hi - 1)
+    call tide_band_options_init(o)
+    o%kl = kl
+    o%ku = ku
+    o%diagonals = c_loc(diag)
+    call tide_band_plan_create(ctx, n, lo, hi, plan, o)
+    call tide_band_run(plan, x, steps)
+    y = xg
+    do s = 1, steps
+      t = 0
+      do i = 0, n - 1
+        do d = max(-kl, -i), min(ku, n - 1 - i)
+          t(i) = t(i) + a(d, i) * y(i + d)
+        end do
+      end do
+      y = t
+    end do
+    call check(all(abs(x - y(lo:hi - 1)) <= 1d-13 * maxval(abs(y))), &
+      'band kl 2 ku 3 against a naive loop')
+    call tide_band_plan_info(plan, info)
+    call check(info%lo == lo .and. info%hi == hi .and. info%kl == kl .and. info%ku == ku, &
+      'tide_band_plan_info')
+    call check(len(tide_band_plan_describe(plan)) > 0, 'tide_band_plan_describe')
+    call tide_band_plan_set_stream(plan, c_null_ptr)
+    call tide_band_plan_destroy(plan)
   end subroutine
 
   subroutine test_gemm()

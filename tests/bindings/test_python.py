@@ -108,10 +108,6 @@ NOT_BOUND_FORTRAN = {
     "tide_gemm": "a GEMM plan made once does a single multiply",
     "tide_gemm_execute": "the generic tide_gemm_execute calls tide_gemm_execute_complex",
 }
-NOT_BOUND_FORTRAN.update({name: "band matrices are not in the Fortran module yet" for name in (
-    "tide_band_options_init", "tide_band_plan_create", "tide_band_plan_describe",
-    "tide_band_plan_destroy", "tide_band_plan_info", "tide_band_plan_set_stream",
-    "tide_band_run")})
 
 
 def test_bound(header):
