@@ -5,6 +5,7 @@
 #include <string.h>
 #include <mpi.h>
 #include "plan/program.h"
+#include "core/args.h"
 #include "comm/region.h"
 
 /* ---- reshape --------------------------------------------------------------------------- */
@@ -391,6 +392,26 @@ static int next_loc(int src, int out, int in_place)
     if (in_place && (src == TIDE_LOC_W0 || src == TIDE_LOC_W1))
         return src;
     return src == TIDE_LOC_W0 ? TIDE_LOC_W1 : TIDE_LOC_W0;
+}
+
+int tide_run_checks(const tide_env *e, int device, const void *a, int has_data,
+                    long long steps, int enter_st, void *entry, void *caller, char *why,
+                    size_t len)
+{
+    if (enter_st)
+        return snprintf(why, len, "could not make GPU %d current (%s) in", e->ctx->dev.device,
+                        tide_backend_cuda()->last_error()), enter_st;
+    if (steps < 0)
+        return snprintf(why, len, "asked for %lld steps in", steps), TIDE_ERR_ARGUMENT;
+    if (!a && has_data)
+        return snprintf(why, len, "passed a NULL array to"), TIDE_ERR_ARGUMENT;
+    const char *m = a ? tide_array_location(e->ctx, device, a) : "";
+    if (*m)
+        return snprintf(why, len, "passed %s to", m), TIDE_ERR_ARGUMENT;
+    if (tide_order_after(entry, caller, e->be->gpu ? e->stream : NULL))
+        return snprintf(why, len, "could not wait for the caller's earlier CUDA work (%s) in",
+                        tide_backend_cuda()->last_error()), TIDE_ERR_BACKEND;
+    return TIDE_SUCCESS;
 }
 
 void tide_program_place(tide_program *prog, int gpu)

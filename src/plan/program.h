@@ -136,6 +136,16 @@ void tide_op_sweep(tide_op *op, tide_sweep *s, int fuse);
  * tally (on the GPU from the end of the work enqueued before it). Collective. */
 void tide_op_halo(tide_op *op, const tide_halo *h, tide_halo_tally *tally);
 
+/* The local checks that open a plan's run on array a of `steps` steps: the plan's GPU made
+ * current (enter_st, the status of entering it), steps >= 0, a not NULL where the rank has
+ * data (has_data), a in the plan's memory (device: device memory), and the plan's stream
+ * ordered after the caller's CUDA work (entry, an event; caller and stream as
+ * tide_order_after). Returns 0, or a code with the reason in why, worded to be followed by
+ * the call's name ("passed a NULL array to"). */
+int tide_run_checks(const tide_env *e, int device, const void *a, int has_data,
+                    long long steps, int enter_st, void *entry, void *caller, char *why,
+                    size_t len);
+
 /* Chooses where ops[0..n) of prog read and write. Normally every op writes the work buffer
  * its source is not in and the last op writes OUT; ops that can run in place stay where their
  * source is. When ops that run in place follow the last reshape, that reshape delivers into

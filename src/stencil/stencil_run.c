@@ -145,33 +145,11 @@ static int run_one(tide_stencil_plan *p, void *u, long long steps)
     return st ? st : sync;
 }
 
-/* Local checks of a run's arguments and the ordering after the caller's work (the reason in
- * why, worded to be followed by the call's name). */
-static int start(tide_stencil_plan *p, void *u, long long steps, int enter_st, char *why,
-                 size_t len)
-{
-    if (enter_st)
-        return snprintf(why, len, "could not make GPU %d current (%s) in", p->ctx->dev.device,
-                        tide_backend_cuda()->last_error()), enter_st;
-    if (steps < 0)
-        return snprintf(why, len, "asked for %lld steps in", steps), TIDE_ERR_ARGUMENT;
-    if (!u && p->bytes)
-        return snprintf(why, len, "passed a NULL array to"), TIDE_ERR_ARGUMENT;
-    const char *m = u ? tide_array_location(p->ctx, p->o.location == TIDE_LOCATION_DEVICE, u)
-                      : "";
-    if (*m)
-        return snprintf(why, len, "passed %s to", m), TIDE_ERR_ARGUMENT;
-    void *stream = p->env.be->gpu ? p->env.stream : NULL;
-    if (tide_order_after(p->entry, p->o.stream, stream))
-        return snprintf(why, len, "could not wait for the caller's earlier CUDA work (%s) in",
-                        tide_backend_cuda()->last_error()), TIDE_ERR_BACKEND;
-    return TIDE_SUCCESS;
-}
-
 static int run(tide_stencil_plan *p, void *u, long long steps, int enter_st)
 {
     char why[256] = "";
-    int st = start(p, u, steps, enter_st, why, sizeof why);
+    int st = tide_run_checks(&p->env, p->o.location == TIDE_LOCATION_DEVICE, u, p->bytes > 0,
+                             steps, enter_st, p->entry, p->o.stream, why, sizeof why);
     if (st)
         tide_fail(p->ctx, st, "%s tide_stencil_run", why);
     tide_call_arg agreed = tide_call_int("steps", steps);
