@@ -6,8 +6,9 @@
                                              docs/api.md or README.md, every --help ends
                                              with the exit statuses, and every NAME.md the
                                              README, docs/api.md, docs/design.md,
-                                             docs/scaling.md, docs/performance.md and bench/
-                                             name is in the repository
+                                             docs/scaling.md, docs/performance.md,
+                                             docs/cuda-mpi.md and bench/ name is in the
+                                             repository
   test_docs.py json FILE COMMAND             a -json FILE of `tide COMMAND` parses as JSON and
                                              has exactly the members docs/api.md's table
                                              lists ("every command" and the command's row)
@@ -88,7 +89,7 @@ def check_options(tide, heat3d, mpiexec):
 
 # The files whose NAME.md mentions must be in the repository.
 CITING = ["README.md", "docs/api.md", "docs/design.md", "docs/scaling.md", "docs/performance.md",
-          "bench/scaling", "bench/tide_model.py"]
+          "docs/cuda-mpi.md", "bench/scaling", "bench/tide_model.py"]
 
 
 def check_cited():

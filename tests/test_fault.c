@@ -19,8 +19,10 @@
  * allocated): P2P and NCCL must accept them, A2AV must refuse them pointing to P2P.
  *
  * With TIDE_TEST_BACKEND=cuda (2 or more ranks): a forward of a plan on device arrays, over
- * NCCL where every rank has a GPU of its own, else through pinned host staging, its first, a
- * middle and its last post (an ncclSend or ncclRecv, or an MPI post) of one rank made to fail.
+ * NCCL where every rank has a GPU of its own, else by MPI on the device staging where the MPI
+ * library is CUDA-aware, else through pinned host staging; then by direct stores; then, with a
+ * CUDA-aware MPI, by MPI on the device staging whatever NCCL could do: its first, a middle and
+ * its last post (an ncclSend or ncclRecv, or an MPI post) of one rank made to fail.
  *
  * A hang fails the test: alarm() ends the process after ALARM_S seconds.
  */
@@ -531,6 +533,13 @@ int main(int argc, char **argv)
     if (cuda) {
         device_faults(ctx, TIDE_EXCHANGE_AUTO);
         device_faults(ctx, TIDE_EXCHANGE_DIRECT);
+        /* MPI on the device staging, where the MPI library takes device pointers on every
+         * rank (auto takes NCCL where each rank has a GPU of its own) */
+        tide_device_info dinfo;
+        if (tt_all(comm, tide_context_device(ctx, &dinfo) == 0 && dinfo.cuda_aware_mpi))
+            device_faults(ctx, TIDE_EXCHANGE_CUDA_MPI);
+        else if (me == 0)
+            printf("test_fault: no CUDA-aware MPI: the device exchange over it not tried\n");
         tide_context_destroy(ctx);
         int rc = tt_finish(&tally, comm, "test_fault (device arrays)", "checks");
         MPI_Finalize();

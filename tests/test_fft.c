@@ -614,9 +614,19 @@ int main(int argc, char **argv)
     int cuda = be && !strcmp(be, "cuda");
     on_device = loc && !strcmp(loc, "device");
     /* TIDE_TEST_EXCHANGE=direct (with device arrays): every case's plan exchanges by direct
-     * stores between the GPUs */
+     * stores between the GPUs; =cuda-mpi: by MPI on the device staging (a CUDA-aware MPI,
+     * else the test skips) */
     const char *xe = getenv("TIDE_TEST_EXCHANGE");
-    forced_exchange = xe && !strcmp(xe, "direct") ? TIDE_EXCHANGE_DIRECT : -1;
+    forced_exchange = !xe || !*xe              ? -1
+                      : !strcmp(xe, "direct")   ? TIDE_EXCHANGE_DIRECT
+                      : !strcmp(xe, "cuda-mpi") ? TIDE_EXCHANGE_CUDA_MPI
+                                                : -2;
+    if (forced_exchange == -2) {
+        if (rank == 0)
+            printf("test_fft: TIDE_TEST_EXCHANGE=%s: want direct or cuda-mpi\n", xe);
+        MPI_Finalize();
+        return EXIT_FAILURE;
+    }
     tide_context_options copts;
     tide_context_options_init(&copts);
     copts.backend = cuda ? TIDE_BACKEND_AUTO : TIDE_BACKEND_CPU;
@@ -634,8 +644,26 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 77;
     }
+    /* The exchange over a CUDA-aware MPI wants one on every rank (MPIX_Query_cuda_support,
+     * as tide_context_device reports it): without, the case is not this MPI's to run. (A
+     * rank whose context failed does not ask to skip: the failure is reported below.) */
+    if (forced_exchange == TIDE_EXCHANGE_CUDA_MPI) {
+        tide_device_info dinfo;
+        int aware = st != 0 || (tide_context_device(ctx, &dinfo) == 0 && dinfo.cuda_aware_mpi);
+        if (!tt_all(comm, aware)) {
+            if (rank == 0)
+                printf("SKIP: TIDE_TEST_EXCHANGE=cuda-mpi, but the MPI library does not take "
+                       "device pointers on every rank (MPIX_Query_cuda_support; "
+                       "tools/build-cuda-mpi builds one that does)\n");
+            tide_context_destroy(ctx);
+            MPI_Finalize();
+            return 77;
+        }
+    }
     if (rank == 0 && cuda)
-        printf("backend cuda, arrays in %s memory\n", on_device ? "device" : "host");
+        printf("backend cuda, arrays in %s memory%s%s\n", on_device ? "device" : "host",
+               forced_exchange < 0 ? "" : ", every exchange ",
+               forced_exchange < 0 ? "" : xe);
     if (!tt_all(comm, st == 0)) {
         if (rank == 0)
             printf("test_fft: tide_context_create failed: %s: %s\n", tide_strerror(st),
