@@ -13,11 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "comm/exchange.h"
+#include "comm/exchange_parts.h"
 #include "comm/transport.h"
 
-enum { TAG = 7301, RECV = TIDE_XCHG_RECV, SEND = TIDE_XCHG_SEND };
-#define NO_STAGING ((size_t)-1)
 
 /* ---- test-only hooks (exchange.h) -------------------------------------------------------- */
 
@@ -65,37 +63,6 @@ int tide_xchg_post(int send, void *buf, int count, MPI_Datatype type, int peer, 
 
 /* ---- the list ---------------------------------------------------------------------------- */
 
-typedef struct {
-    tide_box region;   /* region.order: the order it travels in */
-    size_t count;      /* elements, every field */
-    size_t at;         /* its dense copy's first element in the staging, or NO_STAGING */
-    long long direct;  /* the element of the declared layout where it is one run of it, or -1 */
-    int copy;          /* sent as a message of its own, the same region as an earlier such
-                        * piece: it shares that one's staging (packed once: a broadcast's) */
-} piece;
-
-typedef struct {
-    int peer, first, n; /* pieces [first, first + n) */
-    size_t count;       /* elements */
-} message;
-
-/* What MPI moves as one sequence of parts: a host piece, or a device message. */
-typedef struct {
-    int peer;
-    int piece;          /* host: its piece; device: -1 */
-    size_t count, at;   /* elements; where in the staging (device: the message's first) */
-    long long part;     /* elements of each part but the last */
-    int parts;
-} unit;
-
-typedef struct {
-    piece *p;
-    message *m;
-    unit *u;
-    int np, nm, nu, room;
-    size_t staged;      /* elements of staging */
-    int all_direct;     /* every piece goes direct (A2AV: the side's base is the array) */
-} side;
 
 struct tide_xchg_list {
     side s[2]; /* [RECV], [SEND] */
@@ -148,28 +115,6 @@ int tide_xchg_add(tide_xchg_list *l, int send, int peer, const tide_box *region,
 
 /* ---- the exchange ------------------------------------------------------------------------- */
 
-struct tide_xchg {
-    tide_xchg_desc d;
-    tide_box src_box, dst_box;  /* the declared layouts (d's pointers point here or are NULL) */
-    side s[2];
-    MPI_Datatype type;          /* one element */
-    /* MPI point to point: the receives' requests, then the sends' */
-    int nreq, nrecv_req;
-    MPI_Request *req;
-    MPI_Datatype *rtype;        /* per receive request: its subarray type, or NULL */
-    int *req_unit;              /* receive request -> its unit */
-    int *want;                  /* receive request -> the elements it must bring (of its
-                                 * type: 1 for a typed receive) */
-    int *left;                  /* per receive unit: parts still to arrive */
-    int *done;
-    MPI_Status *stats;
-    int *counts;                /* Alltoallv: send counts and displacements, receive counts
-                                 * and displacements (elements) */
-    struct direct *dx;          /* DIRECT: the events and the peers' staging mapped here */
-};
-
-static int setup_direct(tide_xchg *x, char *err, size_t len);
-static void direct_free(tide_xchg *x);
 
 static int over_mpi(const tide_xchg *x)
 {
@@ -371,7 +316,7 @@ int tide_xchg_create(const tide_xchg_desc *d, tide_xchg_list **l, tide_xchg **ou
     if (over_mpi(x))
         st = a2av(x) ? setup_a2av(x, err, len) : setup_p2p(x, err, len);
     if (d->how == TIDE_EXCHANGE_DIRECT)
-        st = setup_direct(x, err, len);
+        st = tide_xchg_direct_setup(x, err, len);
     if (!st && (MPI_Type_contiguous((int)d->elem, MPI_BYTE, &x->type) != MPI_SUCCESS ||
                 MPI_Type_commit(&x->type) != MPI_SUCCESS))
         st = TIDE_ERR_MPI, snprintf(err, len, "MPI_Type_contiguous failed");
@@ -387,7 +332,7 @@ void tide_xchg_destroy(tide_xchg *x)
 {
     if (!x)
         return;
-    direct_free(x);
+    tide_xchg_direct_free(x);
     side_free(&x->s[RECV]);
     side_free(&x->s[SEND]);
     if (x->type != MPI_DATATYPE_NULL)
@@ -424,10 +369,6 @@ int tide_xchg_peers(const tide_xchg *x)
 /* Piece p's dense layout in the staging: its region in its travel order. */
 static const tide_box *dense(const piece *p) { return &p->region; }
 
-static char *at_elem(const tide_xchg *x, const void *base, size_t e)
-{
-    return (char *)base + e * x->d.elem;
-}
 
 /* The part of `to` that holds piece p's region as one run (the element there in *at), or -1. */
 static int run_part(const tide_xchg *x, const piece *p, const tide_parts *to, long long *at)
@@ -553,7 +494,7 @@ static int post_receives(tide_xchg *x, const tide_xchg_io *io)
             void *buf = NULL;
             int count = (int)q.n;
             if (l.how == LAND_RUN) {
-                buf = at_elem(x, io->dst->data[l.part], (size_t)l.at + q.from);
+                buf = tide_xchg_at(x, io->dst->data[l.part], (size_t)l.at + q.from);
             } else if (l.how == LAND_TYPED) {
                 long long plane = plane_elements(p);
                 t = x->rtype[m] = plane_type(x, p, &io->dst->box[l.part],
@@ -561,7 +502,7 @@ static int post_receives(tide_xchg *x, const tide_xchg_io *io)
                 buf = io->dst->data[l.part];
                 count = 1;
             } else if (l.how == LAND_STAGING) {
-                buf = at_elem(x, staging, u->at + q.from);
+                buf = tide_xchg_at(x, staging, u->at + q.from);
             }
             x->want[m] = count;
             int e = tide_xchg_post(0, buf, count, t, u->peer, TAG, x->d.comm, &x->req[m++]);
@@ -575,7 +516,7 @@ static int post_receives(tide_xchg *x, const tide_xchg_io *io)
 static void pack(const tide_xchg *x, const piece *p, const tide_xchg_io *io)
 {
     tide_copy_region(x->d.elem, x->d.fields, &p->region, io->src, io->src_box,
-                     at_elem(x, io->send, p->at), dense(p), x->d.threads);
+                     tide_xchg_at(x, io->send, p->at), dense(p), x->d.threads);
 }
 
 /* Where unit u's elements are sent from: the array where its piece is one run of it, else the
@@ -587,12 +528,12 @@ static const char *send_base(const tide_xchg *x, const unit *u, const tide_xchg_
     const piece *p = u->piece >= 0 ? &x->s[SEND].p[u->piece] : NULL;
     if (p && io->src &&
         tide_region_is_run(&p->region, io->src_box, p->region.order, x->d.fields))
-        return at_elem(x, io->src, (size_t)tide_box_offset(io->src_box, &p->region));
+        return tide_xchg_at(x, io->src, (size_t)tide_box_offset(io->src_box, &p->region));
     if (u->at == NO_STAGING)
         return NULL;
     if (p && io->src && !failed && !p->copy)
         pack(x, p, io);
-    return at_elem(x, mpi_staging(x, io, 1), u->at);
+    return tide_xchg_at(x, mpi_staging(x, io, 1), u->at);
 }
 
 /* Posts the sends of every unit (after the receives' requests), each packed just before it is
@@ -634,7 +575,7 @@ static void unpack(const tide_xchg *x, const piece *p, const tide_xchg_io *io)
     for (int i = 0; i < io->dst->n; i++) {
         tide_box r;
         if (tide_box_intersect(&p->region, &io->dst->box[i], &r) > 0)
-            tide_copy_region(x->d.elem, x->d.fields, &r, at_elem(x, io->recv, p->at), dense(p),
+            tide_copy_region(x->d.elem, x->d.fields, &r, tide_xchg_at(x, io->recv, p->at), dense(p),
                              io->dst->data[i], &io->dst->box[i], x->d.threads);
     }
 }
@@ -724,7 +665,7 @@ static int device_pack(const tide_xchg *x, const tide_xchg_io *io)
         const piece *p = &s->p[i];
         if (p->at != NO_STAGING && !p->copy)
             st = tide_transport_pack(x->d.elem, x->d.fields, &p->region, io->src,
-                                            io->src_box, at_elem(x, io->send, p->at), dense(p),
+                                            io->src_box, tide_xchg_at(x, io->send, p->at), dense(p),
                                             io->stream);
     }
     return st;
@@ -732,7 +673,7 @@ static int device_pack(const tide_xchg *x, const tide_xchg_io *io)
 
 /* The staged receive pieces unpacked from io->recv into the parts of io->dst they meet,
  * kernels on the stream. */
-static int device_unpack(const tide_xchg *x, const tide_xchg_io *io)
+int tide_xchg_device_unpack(const tide_xchg *x, const tide_xchg_io *io)
 {
     const side *s = &x->s[RECV];
     int st = TIDE_SUCCESS;
@@ -742,7 +683,7 @@ static int device_unpack(const tide_xchg *x, const tide_xchg_io *io)
             tide_box r;
             if (tide_box_intersect(&p->region, &io->dst->box[k], &r) > 0)
                 st = tide_transport_pack(x->d.elem, x->d.fields, &r,
-                                                at_elem(x, io->recv, p->at), dense(p),
+                                                tide_xchg_at(x, io->recv, p->at), dense(p),
                                                 io->dst->data[k], &io->dst->box[k],
                                                 io->stream);
         }
@@ -757,8 +698,8 @@ static char *message_base(const tide_xchg *x, const side *s, const message *m, v
 {
     const piece *p = &s->p[m->first];
     if (p->direct >= 0)
-        return at_elem(x, array, (size_t)p->direct);
-    return at_elem(x, staging, p->at);
+        return tide_xchg_at(x, array, (size_t)p->direct);
+    return tide_xchg_at(x, staging, p->at);
 }
 
 /* Every message in one NCCL group on the stream. A failed call does not stop the others: the
@@ -784,209 +725,16 @@ static int nccl_group(const tide_xchg *x, const tide_xchg_io *io)
     return st ? st : end;
 }
 
-/* ---- direct stores between the GPUs of a node (DIRECT) ------------------------------------
- *
- * Each sender packs its blocks straight into the receivers' receive staging, mapped into its
- * address space (CUDA IPC), so no send staging, send or receive pass runs. Two rounds of small
- * MPI notes order it without synchronizing any GPU with its host: each receiver records an
- * event once its staging is free (the work before the exchange on its stream done) and tells
- * each sender (hello: the staging's handle, that event's, and where the message goes); each
- * sender's stream waits for that event, stores, records its own event and tells the receiver
- * (done); each receiver's stream waits for the senders' events, then unpacks. A peer that
- * failed says so in its note (ok 0): nothing is stored into or waited for from it (a sender
- * that failed waits for the stores it made on the host first), every note is still exchanged,
- * and the failure is returned. */
-
-enum { TAG_HELLO = TAG + 1, TAG_DONE = TAG + 2 };
-
-typedef struct {
-    unsigned char mem[TIDE_TRANSPORT_IPC_BYTES];   /* hello: the receiver's staging */
-    unsigned char event[TIDE_TRANSPORT_IPC_BYTES]; /* hello: its "staging free"; done: the
-                                                    * sender's "stored" */
-    long long at;                                  /* hello: the message's first element */
-    int ok;                                        /* 0: the peer failed */
-} direct_note;
-
-typedef struct {
-    unsigned char mem[TIDE_TRANSPORT_IPC_BYTES], event[TIDE_TRANSPORT_IPC_BYTES];
-    void *base, *ev; /* the peer's staging and event as mapped and opened here */
-} direct_peer;
-
-struct direct {
-    void *free_ev, *stored_ev; /* this rank's (made at the first exchange) */
-    unsigned char free_h[TIDE_TRANSPORT_IPC_BYTES], stored_h[TIDE_TRANSPORT_IPC_BYTES];
-    direct_peer *to, *from;    /* per send message, per receive message */
-    direct_note *out, *in;     /* the notes of one round, [receive messages + send messages] */
-    const void *recv;          /* the receive staging whose handle recv_h is */
-    unsigned char recv_h[TIDE_TRANSPORT_IPC_BYTES];
-    MPI_Request *req;
-    MPI_Status *stats;
-};
-
-static int setup_direct(tide_xchg *x, char *err, size_t len)
-{
-    int nr = x->s[RECV].nm, ns = x->s[SEND].nm, n = nr + ns + 1;
-    struct direct *d = x->dx = calloc(1, sizeof *d);
-    if (d) {
-        d->to = calloc((size_t)ns + 1, sizeof *d->to);
-        d->from = calloc((size_t)nr + 1, sizeof *d->from);
-        d->out = calloc((size_t)n, sizeof *d->out);
-        d->in = calloc((size_t)n, sizeof *d->in);
-        d->req = calloc((size_t)n, sizeof *d->req);
-        d->stats = calloc((size_t)n, sizeof *d->stats);
-    }
-    x->s[SEND].staged = 0; /* the blocks are packed into the receivers' staging */
-    if (!d || !d->to || !d->from || !d->out || !d->in || !d->req || !d->stats)
-        return snprintf(err, len, "out of memory creating an exchange"), TIDE_ERR_NOMEM;
-    return TIDE_SUCCESS;
-}
-
-static void direct_free(tide_xchg *x)
-{
-    struct direct *d = x->dx;
-    if (!d)
-        return;
-    for (int k = 0; d->to && k < x->s[SEND].nm; k++) {
-        tide_transport_ipc_mem_close(d->to[k].base);
-        tide_transport_event_destroy(d->to[k].ev);
-    }
-    for (int k = 0; d->from && k < x->s[RECV].nm; k++)
-        tide_transport_event_destroy(d->from[k].ev);
-    tide_transport_event_destroy(d->free_ev);
-    tide_transport_event_destroy(d->stored_ev);
-    free(d->to), free(d->from), free(d->out), free(d->in), free(d->req), free(d->stats);
-    free(d);
-    x->dx = NULL;
-}
-
-/* One round of notes: out[k] to the peer of message k of side `to`, in[k] from the peer of
- * message k of side `from`, every one posted and completed whatever failed (a stand-in for a
- * failed post); a note that did not arrive whole reads ok 0. Returns MPI_SUCCESS or the first
- * failure. */
-static int direct_notes(tide_xchg *x, const side *to, const side *from, int tag)
-{
-    struct direct *d = x->dx;
-    int nf = from->nm, rc = MPI_SUCCESS;
-    memset(d->in, 0, sizeof *d->in * (size_t)nf);
-    for (int k = 0; k < nf; k++) {
-        int e = tide_xchg_post(0, &d->in[k], (int)sizeof *d->in, MPI_BYTE, from->m[k].peer, tag,
-                               x->d.comm, &d->req[k]);
-        rc = rc ? rc : e;
-    }
-    for (int k = 0; k < to->nm; k++) {
-        int e = tide_xchg_post(1, &d->out[k], (int)sizeof *d->out, MPI_BYTE, to->m[k].peer,
-                               tag, x->d.comm, &d->req[nf + k]);
-        rc = rc ? rc : e;
-    }
-    int w = MPI_Waitall(nf + to->nm, d->req, d->stats);
-    for (int k = 0; k < nf; k++) {
-        int got = 0;
-        if (w != MPI_SUCCESS || MPI_Get_count(&d->stats[k], MPI_BYTE, &got) != MPI_SUCCESS ||
-            got != (int)sizeof *d->in)
-            d->in[k].ok = 0, rc = rc ? rc : MPI_ERR_TRUNCATE;
-    }
-    return rc ? rc : w;
-}
-
-/* Peer q's staging mapped and its event opened here, from its note (again only when they
- * changed). */
-static int direct_reach(direct_peer *q, const direct_note *n, int mem)
-{
-    int st = TIDE_SUCCESS;
-    if (mem && (!q->base || memcmp(q->mem, n->mem, sizeof q->mem))) {
-        tide_transport_ipc_mem_close(q->base);
-        q->base = NULL;
-        st = tide_transport_ipc_mem_open(n->mem, &q->base);
-        memcpy(q->mem, n->mem, sizeof q->mem);
-    }
-    if (!st && (!q->ev || memcmp(q->event, n->event, sizeof q->event))) {
-        tide_transport_event_destroy(q->ev);
-        q->ev = NULL;
-        st = tide_transport_ipc_event_open(n->event, &q->ev);
-        memcpy(q->event, n->event, sizeof q->event);
-    }
-    return st;
-}
-
-/* Send message k's pieces packed into its receiver's staging (hello n), once the receiver's
- * staging is free. */
-static int direct_store(tide_xchg *x, const tide_xchg_io *io, int k, const direct_note *n)
-{
-    const side *s = &x->s[SEND];
-    direct_peer *q = &x->dx->to[k];
-    int st = direct_reach(q, n, 1);
-    st = st ? st : tide_transport_wait(io->stream, q->ev);
-    size_t at = (size_t)n->at;
-    for (int i = s->m[k].first; i < s->m[k].first + s->m[k].n && !st; i++) {
-        const piece *p = &s->p[i];
-        st = tide_transport_pack(x->d.elem, x->d.fields, &p->region, io->src, io->src_box,
-                                 at_elem(x, q->base, at), dense(p), io->stream);
-        at += p->count;
-    }
-    return st;
-}
-
-static int direct_exchange(tide_xchg *x, const tide_xchg_io *io, int status)
-{
-    struct direct *d = x->dx;
-    const side *r = &x->s[RECV], *s = &x->s[SEND];
-    int st = status;
-    if (!st && !d->free_ev)
-        st = tide_transport_ipc_event_create(&d->free_ev, d->free_h);
-    if (!st && !d->stored_ev)
-        st = tide_transport_ipc_event_create(&d->stored_ev, d->stored_h);
-    /* hello: this rank's staging is free once the work before on its stream is done */
-    if (!st && r->nm)
-        st = tide_transport_record(d->free_ev, io->stream);
-    if (!st && r->nm && d->recv != io->recv) {
-        d->recv = NULL;
-        st = tide_transport_ipc_mem_handle(io->recv, d->recv_h);
-        d->recv = st ? NULL : io->recv;
-    }
-    for (int k = 0; k < r->nm; k++) {
-        direct_note *n = &d->out[k];
-        memcpy(n->mem, d->recv_h, sizeof n->mem);
-        memcpy(n->event, d->free_h, sizeof n->event);
-        n->at = (long long)r->p[r->m[k].first].at;
-        n->ok = !st;
-    }
-    int mpi = direct_notes(x, r, s, TAG_HELLO);
-    /* the stores, into every receiver that can take them */
-    int stored = TIDE_SUCCESS;
-    for (int k = 0; k < s->nm; k++) {
-        int e = st || !d->in[k].ok ? TIDE_ERR_BACKEND : direct_store(x, io, k, &d->in[k]);
-        stored = stored ? stored : e;
-    }
-    stored = stored ? stored : s->nm ? tide_transport_record(d->stored_ev, io->stream) : 0;
-    if (st || stored) /* a failure: the stores made are done before any receiver goes on */
-        tide_transport_sync(io->stream);
-    for (int k = 0; k < s->nm; k++) {
-        direct_note *n = &d->out[k];
-        memcpy(n->event, d->stored_h, sizeof n->event);
-        n->ok = !st && !stored;
-    }
-    int mpi2 = direct_notes(x, s, r, TAG_DONE);
-    /* the senders' stores landed: then the unpacks */
-    int landed = TIDE_SUCCESS;
-    for (int k = 0; k < r->nm; k++) {
-        int e = !d->in[k].ok ? TIDE_ERR_BACKEND : direct_reach(&d->from[k], &d->in[k], 0);
-        e = e ? e : tide_transport_wait(io->stream, d->from[k].ev);
-        landed = landed ? landed : e;
-    }
-    mpi = mpi ? mpi : mpi2;
-    st = st ? st : mpi != MPI_SUCCESS ? TIDE_ERR_MPI : stored ? stored : landed;
-    return st ? st : device_unpack(x, io);
-}
 
 static int device_start(tide_xchg *x, const tide_xchg_io *io, int status)
 {
     if (x->d.how == TIDE_EXCHANGE_DIRECT)
-        return direct_exchange(x, io, status);
+        return tide_xchg_direct_run(x, io, status);
     int st = status ? status : device_pack(x, io);
     if (x->d.how == TIDE_EXCHANGE_NCCL) {
         int moved = nccl_group(x, io);
         st = st ? st : moved;
-        return st ? st : device_unpack(x, io);
+        return st ? st : tide_xchg_device_unpack(x, io);
     }
     size_t sb = tide_xchg_send_bytes(x);
     if (!st && staged_host(x) && sb)
@@ -1016,7 +764,7 @@ static int device_finish(tide_xchg *x, const tide_xchg_io *io, int status)
     size_t rb = tide_xchg_recv_bytes(x);
     if (!st && staged_host(x) && rb)
         st = tide_transport_copy(io->recv, io->hrecv, rb, io->stream);
-    return st ? st : device_unpack(x, io);
+    return st ? st : tide_xchg_device_unpack(x, io);
 }
 
 /* ---- the two halves ------------------------------------------------------------------------ */
