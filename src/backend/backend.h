@@ -108,6 +108,20 @@ static inline size_t tide_spectral_elem(const tide_spectral *d)
  * periodic dimensions taken modulo n. Every backend follows that order exactly, so results
  * are bitwise equal everywhere.
  *
+ * The class form (`classes` set): the taps are the 27-point box and its weights take one value
+ * per class, cw = {centre, face, edge, corner} (rounded to the data's precision). With
+ * u(a, b, c) the value at offset a along storage dimension axis[0], b along axis[1] and c along
+ * axis[2] (the user's x, y and z, whatever the storage order), each operation rounded:
+ *   for a = -1, 0, 1:  v(a, c) = u(a, -1, c) + u(a, 1, c)   (c = -1, 0, 1)
+ *                      f(a) = v(a, 0) + (u(a, 0, -1) + u(a, 0, 1))
+ *                      k(a) = v(a, -1) + v(a, 1)
+ *   S(a) = fma(cw[3], k(a), fma(cw[2], f(a), cw[1] u(a, 0, 0)))   for a = -1 and 1
+ *   M    = fma(cw[2], k(0), fma(cw[1], f(0), cw[0] u(0, 0, 0)))
+ *   acc  = (S(-1) + M) + S(1), then acc + s(p) with a source.
+ * Twelve operations a point instead of 27 multiply-adds: the sums of a plane perpendicular to
+ * x are shared by the three planes that read it, its pair sums by the rows beside them.
+ * Every backend follows that order exactly, for every storage order.
+ *
  * How a backend fuses steps (temporal blocking by plane streaming, which both backends share):
  * the planes it writes along the slowest dimension (its out window's) are cut into chunks
  * [z0, z1) worked on independently. For a chunk,
@@ -132,6 +146,9 @@ typedef struct tide_sweep {
     int ntaps;
     const int (*off)[3];  /* host memory: offsets in storage order */
     const double *w;      /* host memory: weights */
+    int classes;          /* the class form (above): off and w still list the 27 taps */
+    int axis[3];          /* the class form: the storage dimensions of the user's x, y, z */
+    double cw[4];         /* the class form: centre, face, edge and corner weights */
     const void *source;   /* NULL, or an array laid out like the data (the backend's memory) */
     int out[3][2];        /* the points a sweep writes: [out[d][0], out[d][1]) along storage
                            * dimension d (out[d][1] 0: all n[d] of them) */
