@@ -45,7 +45,11 @@
 //    barrier per pipeline step instead of K: each level hands its plane to the next through a
 //    double-buffered shared plane, a lane owns four consecutive columns (moved as one vector) and
 //    the x neighbours come by warp shuffles; the 27-point update is three groups of nine taps, one
-//    per plane, carried as partial sums from plane to plane (see its section).
+//    per plane, carried as partial sums from plane to plane (see its section), or in the class
+//    form (backend.h) each plane's sums shared by the three updates that read it.
+//
+// The class form of the 27-point box along other axes than x, y, z = storage dimensions 0, 1,
+// 2 runs one step at a time (sweep_one); sweep_generic and sweep_fast apply taps.
 //
 // Tiles and chunks: a block's threads are 64 lanes along x (a warp reads 32 consecutive elements
 // of a row: no bank conflicts) times rows of strips of MY rows. Level 1's tile is 64 wide, so
@@ -92,6 +96,9 @@ bool same_taps(const tide_sweep *s)
 
 int match_shape(const tide_sweep *s)
 {
+    if (s->classes)
+        return s->axis[0] == 0 && s->axis[1] == 1 && s->axis[2] == 2 ? SHAPE_BOX_C
+                                                                     : SHAPE_BOX_ANY;
     return same_taps<taps_7c>(s)    ? SHAPE_7C
            : same_taps<taps_7f>(s)  ? SHAPE_7F
            : same_taps<taps_27c>(s) ? SHAPE_27C
@@ -100,19 +107,20 @@ int match_shape(const tide_sweep *s)
 }
 
 // The configuration for k steps: the fast kernel when there is one for these taps, else the
-// generic one; func NULL when neither fits.
+// generic one (which computes taps, not the class form); func NULL when none fits.
 fused_cfg entry_for(const tide_sweep *s, int shape, int k, size_t smem_block, size_t smem_sm)
 {
     fused_cfg f = {};
     // sweep_relay counts in-plane offsets in int
-    const bool relay = shape == SHAPE_7C || shape == SHAPE_7F || shape == SHAPE_27C;
+    const bool relay = shape == SHAPE_7C || shape == SHAPE_7F || shape == SHAPE_27C ||
+                       shape == SHAPE_BOX_C;
     long long pitch[2];
     tide_sweep_pitch(s, pitch);
     if (shape != SHAPE_GENERIC && (!relay || pitch[0] <= INT_MAX))
         f = relay ? relay_entry(s->dbl, shape, k) : fast_entry(s->dbl, shape, k);
     if (f.func && f.smem <= smem_block)
         return f;
-    return generic_entry(s, k, smem_block, smem_sm);
+    return s->classes ? fused_cfg{} : generic_entry(s, k, smem_block, smem_sm);
 }
 
 // Chunks of the planes written along n0 for k steps: the count that minimises waves x (chunk +
@@ -214,7 +222,10 @@ extern "C" int tide_gpu_sweep_create(tide_sweep *s, int fuse, char *err, size_t 
         st->n[d] = s->n[d];
     for (int d = 0; d < 3; d++)
         tide_sweep_out(s, d, &st->out[d][0], &st->out[d][1]);
-    if (st->shape != SHAPE_GENERIC)
+    if (s->classes)
+        for (int i = 0; i < 4; i++)
+            st->wh[i] = s->cw[i];
+    else if (st->shape != SHAPE_GENERIC)
         for (int i = 0; i < s->ntaps; i++)
             st->wh[i] = s->w[i];
 

@@ -100,6 +100,7 @@ struct sweep_args {
     int ntaps;
     const int4 *off;
     const T *w;
+    int ax[3];              // the class form: the storage dimensions of x, y and z
 };
 
 // The weights of a compile-time tap list, passed by value (they end up in the constant bank,
@@ -326,43 +327,97 @@ __device__ __forceinline__ T point_value(const sweep_args<T> &a, int kind, T acc
 // streamed one; 1: dy; 2: dx). They are tide's built-in stencils as the C side lists them in
 // storage order for a C-order grid (dimension 0 slowest) and for the reversed order.
 struct taps_7c {  // centre, -d0, +d0, -d1, +d1, -d2, +d2
-    static constexpr int n = 7, radius = 1;
+    static constexpr int n = 7, radius = 1, nw = n; // nw: the weights the kernels get
+    static constexpr bool classes = false;
     __host__ __device__ static constexpr int off(int i, int d)
     {
         return i == 0 || (i - 1) / 2 != d ? 0 : (i & 1) ? -1 : 1;
     }
 };
 struct taps_7f {  // centre, -d2, +d2, -d1, +d1, -d0, +d0
-    static constexpr int n = 7, radius = 1;
+    static constexpr int n = 7, radius = 1, nw = n;
+    static constexpr bool classes = false;
     __host__ __device__ static constexpr int off(int i, int d)
     {
         return i == 0 || 2 - (i - 1) / 2 != d ? 0 : (i & 1) ? -1 : 1;
     }
 };
 struct taps_27c {  // the 3x3x3 box, d0 slowest: tap 9 (d0 + 1) + 3 (d1 + 1) + (d2 + 1)
-    static constexpr int n = 27, radius = 1;
+    static constexpr int n = 27, radius = 1, nw = n;
+    static constexpr bool classes = false;
     __host__ __device__ static constexpr int off(int i, int d)
     {
         return d == 0 ? i / 9 - 1 : d == 1 ? i / 3 % 3 - 1 : i % 3 - 1;
     }
 };
 struct taps_27f {  // the 3x3x3 box, d2 slowest: tap 9 (d2 + 1) + 3 (d1 + 1) + (d0 + 1)
-    static constexpr int n = 27, radius = 1;
+    static constexpr int n = 27, radius = 1, nw = n;
+    static constexpr bool classes = false;
     __host__ __device__ static constexpr int off(int i, int d)
     {
         return d == 2 ? i / 9 - 1 : d == 1 ? i / 3 % 3 - 1 : i % 3 - 1;
     }
 };
+// The 27-point box in the class form (backend.h): its taps in C order (what sweep_relay's
+// shape checks read) and four weights, centre, face, edge and corner. The user's x, y and z lie
+// along sweep_args' ax; sweep_relay takes it where they are storage dimensions 0, 1 and 2.
+struct taps_box_classes : taps_27c {
+    static constexpr int nw = 4;
+    static constexpr bool classes = true;
+};
 struct taps_any { // any taps, read from device memory at run time (sweep_args' off and w)
-    static constexpr int n = 0;
+    static constexpr int n = 0, nw = 0;
+    static constexpr bool classes = false;
     __host__ __device__ static constexpr int off(int, int) { return 0; }
 };
+
+// ---- The class form's arithmetic (backend.h), each operation rounded ---------------------------
+// Of a plane perpendicular to x: f, the sum of its four neighbours of the point along y and z
+// (the y pair v0, then the z pair zl + zr), and k, of its four corners (the y pairs left and
+// right of the point along z, vl and vr).
+template <typename T>
+__device__ __forceinline__ void box_plane(T v0, T zl, T zr, T vl, T vr, T &f, T &k)
+{
+    f = add_rn(v0, add_rn(zl, zr));
+    k = add_rn(vl, vr);
+}
+// The part of a side plane (x offset -1 or 1) and of the middle plane, c the plane's value at
+// the point's y and z; cw: centre, face, edge and corner weights.
+template <typename T>
+__device__ __forceinline__ T box_side(const T *cw, T c, T f, T k)
+{
+    return fma_rn(cw[3], k, fma_rn(cw[2], f, mul_rn(cw[1], c)));
+}
+template <typename T>
+__device__ __forceinline__ T box_middle(const T *cw, T c, T f, T k)
+{
+    return fma_rn(cw[2], k, fma_rn(cw[1], f, mul_rn(cw[0], c)));
+}
+// One update, u(i, j, l) the value at offsets i, j, l along x, y, z: (S(-1) + M) + S(1).
+template <typename T, class U>
+__device__ __forceinline__ T box_classes(const T *cw, U u)
+{
+    T part[3];
+#pragma unroll
+    for (int i = -1; i <= 1; i++) {
+        T f, k;
+        box_plane(add_rn(u(i, -1, 0), u(i, 1, 0)), u(i, 0, -1), u(i, 0, 1),
+                  add_rn(u(i, -1, -1), u(i, 1, -1)), add_rn(u(i, -1, 1), u(i, 1, 1)), f, k);
+        part[i + 1] = i ? box_side(cw, u(i, 0, 0), f, k) : box_middle(cw, u(i, 0, 0), f, k);
+    }
+    return add_rn(add_rn(part[0], part[1]), part[2]);
+}
 
 // ---- Host side: how a sweep runs ---------------------------------------------------------------
 
 constexpr int KMAX = 8;  // the most steps one fused sweep does
 
-enum { SHAPE_GENERIC = -1, SHAPE_7C = 0, SHAPE_7F = 1, SHAPE_27C = 2, SHAPE_27F = 3 };
+// SHAPE_BOX_C: the class form with x, y, z along storage dimensions 0, 1, 2 (fused by
+// sweep_relay); SHAPE_BOX_ANY: along others (one step at a time).
+enum {
+    SHAPE_GENERIC = -1, SHAPE_7C = 0, SHAPE_7F = 1, SHAPE_27C = 2, SHAPE_27F = 3,
+    SHAPE_BOX_C = 4, SHAPE_BOX_ANY = 5
+};
 
 struct sweep_state;
 struct fused_cfg;
@@ -388,16 +443,16 @@ struct sweep_state {
     int n[3], out[3][2];  // the grid and the window written the chunks were planned for
     int4 *off;            // device: (dz, dy, dx, R - dz) per tap
     void *w;              // device: the weights in the data's precision
-    double wh[27];        // a fast shape's weights (kernel parameters)
+    double wh[27];        // a fast shape's weights (kernel parameters; the class form's four)
     fused_cfg cfg[KMAX + 1];
 };
 
 // The most steps the compile-time kernels are instantiated for (beyond, sweep_generic), for the
-// 7-point stars (sweep_relay) and the 27-point box (sweep_relay in C order, sweep_fast
-// reversed) per precision.
-__host__ __device__ constexpr int fast_kmax(bool star, bool dbl)
+// 7-point stars (sweep_relay), the 27-point box (sweep_relay in C order, sweep_fast
+// reversed) and the box in the class form (sweep_relay) per precision.
+__host__ __device__ constexpr int fast_kmax(bool star, bool dbl, bool classes = false)
 {
-    return star ? (dbl ? 4 : 6) : (dbl ? 2 : 4);
+    return star ? (dbl ? 4 : 6) : (dbl ? (classes ? 3 : 2) : 4);
 }
 
 template <typename T>
@@ -423,6 +478,8 @@ sweep_args<T> make_args(const tide_sweep *s, const sweep_state *st, const fused_
     a.vec = a.n2 % 4 == 0 && pitch[0] % 4 == 0 && pitch[1] % 4 == 0 && a.xlo % 4 == 0 &&
             a.xhi % 4 == 0 && aligned(src) && aligned(dst) && aligned(s->source);
     a.ntaps = s->ntaps, a.off = st->off, a.w = (const T *)st->w;
+    for (int d = 0; d < 3; d++)
+        a.ax[d] = s->classes ? s->axis[d] : d;
     return a;
 }
 
@@ -442,9 +499,9 @@ cudaError_t launch_one(const tide_sweep *s, const sweep_state *st, const void *s
                        cudaStream_t stream);
 // The configuration of sweeps of k >= 2 steps, func NULL when none fits: any taps by
 // sweep_generic within the shared memory given (stencil_generic.cu); a built-in shape by its
-// compile-time kernel, the 7-point stars and the 27-point box in C order (SHAPE_7C, _7F,
-// _27C) by sweep_relay (stencil_relay.cu), the box reversed (SHAPE_27F) by sweep_fast
-// (stencil_fast.cu).
+// compile-time kernel, the 7-point stars and the 27-point box in C order, by taps or by classes
+// (SHAPE_7C, _7F, _27C, _BOX_C) by sweep_relay (stencil_relay.cu), the box reversed
+// (SHAPE_27F) by sweep_fast (stencil_fast.cu); the class form along other axes by none.
 fused_cfg generic_entry(const tide_sweep *s, int k, size_t smem_block, size_t smem_sm);
 fused_cfg relay_entry(bool dbl, int shape, int k);
 fused_cfg fast_entry(bool dbl, int shape, int k);

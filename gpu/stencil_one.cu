@@ -9,10 +9,11 @@ namespace {
 
 constexpr int ONE_BX = 32, ONE_BY = 8, ONE_Z = 16;
 
-// S: a compile-time tap list (the weights in w, offsets folded into the loads), or taps_any.
+// S: a compile-time tap list (the weights in w, offsets folded into the loads), the class form
+// (taps_box_classes: x, y and z along a.ax), or taps_any.
 template <typename T, class S>
 __global__ void __launch_bounds__(ONE_BX *ONE_BY)
-    sweep_one(const sweep_args<T> a, const tap_weights<T, S::n ? S::n : 1> w)
+    sweep_one(const sweep_args<T> a, const tap_weights<T, S::nw ? S::nw : 1> w)
 {
     // Any taps: their linear offsets and weights, worked out once per block into shared
     // memory: per point a tap is then a shared load, a global load and an fma, not 64-bit
@@ -46,7 +47,26 @@ __global__ void __launch_bounds__(ONE_BX *ONE_BY)
                 const bool inner = z >= R && z < a.n0 - R && y >= R && y < a.n1 - R && x >= R &&
                                    x < a.n2 - R;
                 T acc = T(0);
-                if (inner && S::n) {
+                if constexpr (S::classes) {
+                    // The class form: the neighbours along x, y, z at these storage offsets.
+                    const int64_t pitch[3] = {a.plane, a.row, 1};
+                    const int64_t sx = pitch[a.ax[0]], sy = pitch[a.ax[1]], sz = pitch[a.ax[2]];
+                    const T *p = a.src + idx;
+                    if (inner) {
+                        acc = box_classes(w.w, [&](int i, int j, int l) {
+                            return __ldg(p + i * sx + j * sy + l * sz);
+                        });
+                    } else {
+                        acc = box_classes(w.w, [&](int i, int j, int l) {
+                            int o[3] = {0, 0, 0};
+                            o[a.ax[0]] += i, o[a.ax[1]] += j, o[a.ax[2]] += l;
+                            const int zz = wrap(z + o[0], a.n0), yy = wrap(y + o[1], a.n1),
+                                      xx = wrap(x + o[2], a.n2);
+                            return __ldg(a.src + ((int64_t)zz * a.plane + (int64_t)yy * a.row +
+                                                  xx));
+                        });
+                    }
+                } else if (inner && S::n) {
                     const T *p = a.src + idx;
                     static_for<S::n>([&](auto i) {
                         const T v = __ldg(p + S::off(i, 0) * a.plane + S::off(i, 1) * a.row +
@@ -86,7 +106,7 @@ cudaError_t launch_taps(const tide_sweep *s, const sweep_state *st, const void *
                         cudaStream_t stream)
 {
     const sweep_args<T> a = make_args<T>(s, st, st->cfg[0], src, dst, 1);
-    const tap_weights<T, S::n ? S::n : 1> w = weights_of<T, S::n ? S::n : 1>(st->wh, S::n);
+    const tap_weights<T, S::nw ? S::nw : 1> w = weights_of<T, S::nw ? S::nw : 1>(st->wh, S::nw);
     const dim3 grid((unsigned)((a.xhi - a.xlo + ONE_BX - 1) / ONE_BX),
                     (unsigned)imin((a.yhi - a.ylo + ONE_BY - 1) / ONE_BY, 65535),
                     (unsigned)imin((a.zhi - a.zlo + ONE_Z - 1) / ONE_Z, 65535));
@@ -104,6 +124,8 @@ cudaError_t launch_shape(const tide_sweep *s, const sweep_state *st, const void 
     case SHAPE_7F: return launch_taps<T, taps_7f>(s, st, src, dst, stream);
     case SHAPE_27C: return launch_taps<T, taps_27c>(s, st, src, dst, stream);
     case SHAPE_27F: return launch_taps<T, taps_27f>(s, st, src, dst, stream);
+    case SHAPE_BOX_C:
+    case SHAPE_BOX_ANY: return launch_taps<T, taps_box_classes>(s, st, src, dst, stream);
     default: return launch_taps<T, taps_any>(s, st, src, dst, stream);
     }
 }

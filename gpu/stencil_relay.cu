@@ -30,6 +30,10 @@ namespace {
 //     that of q (taps 9 - 17) and finishes that of p = q - 1 (taps 18 - 26): each update is its
 //     taps in the contract's order, two partial sums per point carried from step to step, and
 //     a plane of level t - 1 is read once. Level t lags two planes behind level t - 1.
+//   * Box in the class form (backend.h; x, y, z the storage dimensions 0, 1, 2): the same
+//     schedule, plane q's sums (y pairs, their x neighbours by shuffles) made once and shared by
+//     the updates of planes q + 1, q and q - 1; the two values carried per point are the partial
+//     sum of plane q's update and plane q - 1's side part.
 //
 // Points outside a level's valid part compute garbage from the pad rows and the shuffles' ends,
 // which no valid point reads. On rows of a multiple of V points in 16-byte aligned arrays a
@@ -116,7 +120,7 @@ struct relay_cfg {
 // the wrap), so they move as one vector; else element by element.
 template <typename T, class S, int K, int RY, int NW, bool VEC>
 __global__ void __launch_bounds__(32 * NW, 1)
-    sweep_relay(const sweep_args<T> a, const tap_weights<T, S::n> w)
+    sweep_relay(const sweep_args<T> a, const tap_weights<T, S::nw> w)
 {
     using C = relay_cfg<T, K, RY, NW>;
     using Q = relay_taps<S>;
@@ -252,6 +256,37 @@ __global__ void __launch_bounds__(32 * NW, 1)
                         car[t - 1][0][r][c] = ce[c];
                     }
                 }
+            } else if constexpr (S::classes) {
+                // The class form: plane q's part of the update of plane q - 1 finishes it
+                // (its partial sum S(q - 2) + M(q - 1), carried, plus S(q)), its middle part
+                // joins S(q - 1) for plane q, and S(q) waits for plane q + 1.
+                T v[RY][V], ul[RY], ur[RY], vl[RY], vr[RY]; // y pair sums; x neighbours
+#pragma unroll
+                for (int r = 0; r < RY; r++) {
+#pragma unroll
+                    for (int c = 0; c < V; c++)
+                        v[r][c] = add_rn(rw[r][c], rw[r + 2][c]);
+                    ul[r] = __shfl_up_sync(0xffffffffu, rw[r + 1][V - 1], 1);
+                    ur[r] = __shfl_down_sync(0xffffffffu, rw[r + 1][0], 1);
+                    vl[r] = __shfl_up_sync(0xffffffffu, v[r][V - 1], 1);
+                    vr[r] = __shfl_down_sync(0xffffffffu, v[r][0], 1);
+                }
+                static_for<RY>([&](auto rc) {
+                    constexpr int r = decltype(rc)::value;
+                    static_for<V>([&](auto cc) {
+                        constexpr int c = decltype(cc)::value;
+                        T f, k;
+                        box_plane(v[r][c], c > 0 ? rw[r + 1][c - 1] : ul[r],
+                                  c < V - 1 ? rw[r + 1][c + 1] : ur[r],
+                                  c > 0 ? v[r][c - 1] : vl[r], c < V - 1 ? v[r][c + 1] : vr[r], f,
+                                  k);
+                        const T side = box_side(w.w, rw[r + 1][c], f, k);
+                        out[r][c] = add_rn(car[t - 1][0][r][c], side);
+                        car[t - 1][0][r][c] =
+                            add_rn(car[t - 1][1][r][c], box_middle(w.w, rw[r + 1][c], f, k));
+                        car[t - 1][1][r][c] = side;
+                    });
+                });
             } else {
                 T xl[RY + 2], xr[RY + 2]; // the x neighbours past the lane's columns
 #pragma unroll
@@ -360,7 +395,7 @@ cudaError_t launch_relay(const tide_sweep *s, const sweep_state *st, const fused
                          const void *src, void *dst, cudaStream_t stream)
 {
     const sweep_args<T> a = make_args<T>(s, st, f, src, dst, k);
-    const tap_weights<T, S::n> w = weights_of<T, S::n>(st->wh, S::n);
+    const tap_weights<T, S::nw> w = weights_of<T, S::nw>(st->wh, S::nw);
     if (a.vec)
         sweep_relay<T, S, K, RY, NW, true><<<f.blocks, f.nt, f.smem, stream>>>(a, w);
     else
@@ -393,7 +428,7 @@ template <typename T, class S, int K>
 fused_cfg config_k()
 {
     fused_cfg f = {};
-    if constexpr (K >= 2 && K <= fast_kmax(S::n == 7, sizeof(T) == 8)) {
+    if constexpr (K >= 2 && K <= fast_kmax(S::n == 7, sizeof(T) == 8, S::classes)) {
         constexpr relay_choice sh = relay_shape(relay_taps<S>::box, sizeof(T) == 8, K);
         using C = relay_cfg<T, K, sh.ry, sh.nw>;
         f.func = (const void *)sweep_relay<T, S, K, sh.ry, sh.nw, true>;
@@ -421,6 +456,7 @@ fused_cfg relay_entry(bool dbl, int shape, int k)
     case SHAPE_7C: return config<taps_7c>(dbl, k);
     case SHAPE_7F: return config<taps_7f>(dbl, k);
     case SHAPE_27C: return config<taps_27c>(dbl, k);
+    case SHAPE_BOX_C: return config<taps_box_classes>(dbl, k);
     default: return fused_cfg{};
     }
 }
