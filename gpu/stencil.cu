@@ -48,8 +48,9 @@
 //    per plane, carried as partial sums from plane to plane (see its section), or in the class
 //    form (backend.h) each plane's sums shared by the three updates that read it.
 //
-// The class form of the 27-point box along other axes than x, y, z = storage dimensions 0, 1,
-// 2 runs one step at a time (sweep_one); sweep_generic and sweep_fast apply taps.
+// The class form of the 27-point box with x, y, z along storage dimensions 0, 1, 2 or 2, 1, 0
+// is fused by sweep_relay; along other axes it runs one step at a time (sweep_one).
+// sweep_generic and sweep_fast apply taps.
 //
 // Tiles and chunks: a block's threads are 64 lanes along x (a warp reads 32 consecutive elements
 // of a row: no bank conflicts) times rows of strips of MY rows. Level 1's tile is 64 wide, so
@@ -97,8 +98,9 @@ bool same_taps(const tide_sweep *s)
 int match_shape(const tide_sweep *s)
 {
     if (s->classes)
-        return s->axis[0] == 0 && s->axis[1] == 1 && s->axis[2] == 2 ? SHAPE_BOX_C
-                                                                     : SHAPE_BOX_ANY;
+        return s->axis[1] != 1                                 ? SHAPE_BOX_ANY
+               : s->axis[0] == 0 && s->axis[2] == 2            ? SHAPE_BOX_C
+                                                               : SHAPE_BOX_F;
     return same_taps<taps_7c>(s)    ? SHAPE_7C
            : same_taps<taps_7f>(s)  ? SHAPE_7F
            : same_taps<taps_27c>(s) ? SHAPE_27C
@@ -113,7 +115,7 @@ fused_cfg entry_for(const tide_sweep *s, int shape, int k, size_t smem_block, si
     fused_cfg f = {};
     // sweep_relay counts in-plane offsets in int
     const bool relay = shape == SHAPE_7C || shape == SHAPE_7F || shape == SHAPE_27C ||
-                       shape == SHAPE_BOX_C;
+                       shape == SHAPE_BOX_C || shape == SHAPE_BOX_F;
     long long pitch[2];
     tide_sweep_pitch(s, pitch);
     if (shape != SHAPE_GENERIC && (!relay || pitch[0] <= INT_MAX))

@@ -328,7 +328,7 @@ __device__ __forceinline__ T point_value(const sweep_args<T> &a, int kind, T acc
 // storage order for a C-order grid (dimension 0 slowest) and for the reversed order.
 struct taps_7c {  // centre, -d0, +d0, -d1, +d1, -d2, +d2
     static constexpr int n = 7, radius = 1, nw = n; // nw: the weights the kernels get
-    static constexpr bool classes = false;
+    static constexpr bool classes = false, x_fastest = false;
     __host__ __device__ static constexpr int off(int i, int d)
     {
         return i == 0 || (i - 1) / 2 != d ? 0 : (i & 1) ? -1 : 1;
@@ -336,7 +336,7 @@ struct taps_7c {  // centre, -d0, +d0, -d1, +d1, -d2, +d2
 };
 struct taps_7f {  // centre, -d2, +d2, -d1, +d1, -d0, +d0
     static constexpr int n = 7, radius = 1, nw = n;
-    static constexpr bool classes = false;
+    static constexpr bool classes = false, x_fastest = false;
     __host__ __device__ static constexpr int off(int i, int d)
     {
         return i == 0 || 2 - (i - 1) / 2 != d ? 0 : (i & 1) ? -1 : 1;
@@ -344,7 +344,7 @@ struct taps_7f {  // centre, -d2, +d2, -d1, +d1, -d0, +d0
 };
 struct taps_27c {  // the 3x3x3 box, d0 slowest: tap 9 (d0 + 1) + 3 (d1 + 1) + (d2 + 1)
     static constexpr int n = 27, radius = 1, nw = n;
-    static constexpr bool classes = false;
+    static constexpr bool classes = false, x_fastest = false;
     __host__ __device__ static constexpr int off(int i, int d)
     {
         return d == 0 ? i / 9 - 1 : d == 1 ? i / 3 % 3 - 1 : i % 3 - 1;
@@ -352,7 +352,7 @@ struct taps_27c {  // the 3x3x3 box, d0 slowest: tap 9 (d0 + 1) + 3 (d1 + 1) + (
 };
 struct taps_27f {  // the 3x3x3 box, d2 slowest: tap 9 (d2 + 1) + 3 (d1 + 1) + (d0 + 1)
     static constexpr int n = 27, radius = 1, nw = n;
-    static constexpr bool classes = false;
+    static constexpr bool classes = false, x_fastest = false;
     __host__ __device__ static constexpr int off(int i, int d)
     {
         return d == 2 ? i / 9 - 1 : d == 1 ? i / 3 % 3 - 1 : i % 3 - 1;
@@ -360,14 +360,18 @@ struct taps_27f {  // the 3x3x3 box, d2 slowest: tap 9 (d2 + 1) + 3 (d1 + 1) + (
 };
 // The 27-point box in the class form (backend.h): its taps in C order (what sweep_relay's
 // shape checks read) and four weights, centre, face, edge and corner. The user's x, y and z lie
-// along sweep_args' ax; sweep_relay takes it where they are storage dimensions 0, 1 and 2.
+// along sweep_args' ax (sweep_one); sweep_relay takes them along storage dimensions 0, 1, 2
+// (taps_box_classes) or 2, 1, 0 (taps_box_classes_r, x_fastest).
 struct taps_box_classes : taps_27c {
     static constexpr int nw = 4;
-    static constexpr bool classes = true;
+    static constexpr bool classes = true, x_fastest = false;
+};
+struct taps_box_classes_r : taps_box_classes {
+    static constexpr bool x_fastest = true;
 };
 struct taps_any { // any taps, read from device memory at run time (sweep_args' off and w)
     static constexpr int n = 0, nw = 0;
-    static constexpr bool classes = false;
+    static constexpr bool classes = false, x_fastest = false;
     __host__ __device__ static constexpr int off(int, int) { return 0; }
 };
 
@@ -412,11 +416,11 @@ __device__ __forceinline__ T box_classes(const T *cw, U u)
 
 constexpr int KMAX = 8;  // the most steps one fused sweep does
 
-// SHAPE_BOX_C: the class form with x, y, z along storage dimensions 0, 1, 2 (fused by
-// sweep_relay); SHAPE_BOX_ANY: along others (one step at a time).
+// The class form with x, y, z along storage dimensions 0, 1, 2 (SHAPE_BOX_C) or 2, 1, 0
+// (SHAPE_BOX_F), fused by sweep_relay; along others (SHAPE_BOX_ANY), one step at a time.
 enum {
     SHAPE_GENERIC = -1, SHAPE_7C = 0, SHAPE_7F = 1, SHAPE_27C = 2, SHAPE_27F = 3,
-    SHAPE_BOX_C = 4, SHAPE_BOX_ANY = 5
+    SHAPE_BOX_C = 4, SHAPE_BOX_F = 5, SHAPE_BOX_ANY = 6
 };
 
 struct sweep_state;
@@ -448,11 +452,11 @@ struct sweep_state {
 };
 
 // The most steps the compile-time kernels are instantiated for (beyond, sweep_generic), for the
-// 7-point stars (sweep_relay), the 27-point box (sweep_relay in C order, sweep_fast
-// reversed) and the box in the class form (sweep_relay) per precision.
-__host__ __device__ constexpr int fast_kmax(bool star, bool dbl, bool classes = false)
+// 7-point stars (sweep_relay) and the 27-point box (sweep_relay in C order, sweep_fast
+// reversed) per precision.
+__host__ __device__ constexpr int fast_kmax(bool star, bool dbl)
 {
-    return star ? (dbl ? 4 : 6) : (dbl ? (classes ? 3 : 2) : 4);
+    return star ? (dbl ? 4 : 6) : (dbl ? 2 : 4);
 }
 
 template <typename T>
@@ -500,7 +504,7 @@ cudaError_t launch_one(const tide_sweep *s, const sweep_state *st, const void *s
 // The configuration of sweeps of k >= 2 steps, func NULL when none fits: any taps by
 // sweep_generic within the shared memory given (stencil_generic.cu); a built-in shape by its
 // compile-time kernel, the 7-point stars and the 27-point box in C order, by taps or by classes
-// (SHAPE_7C, _7F, _27C, _BOX_C) by sweep_relay (stencil_relay.cu), the box reversed
+// (SHAPE_7C, _7F, _27C, _BOX_C, _BOX_F) by sweep_relay (stencil_relay.cu), the box reversed
 // (SHAPE_27F) by sweep_fast (stencil_fast.cu); the class form along other axes by none.
 fused_cfg generic_entry(const tide_sweep *s, int k, size_t smem_block, size_t smem_sm);
 fused_cfg relay_entry(bool dbl, int shape, int k);

@@ -125,6 +125,7 @@ cudaError_t launch_shape(const tide_sweep *s, const sweep_state *st, const void 
     case SHAPE_27C: return launch_taps<T, taps_27c>(s, st, src, dst, stream);
     case SHAPE_27F: return launch_taps<T, taps_27f>(s, st, src, dst, stream);
     case SHAPE_BOX_C:
+    case SHAPE_BOX_F:
     case SHAPE_BOX_ANY: return launch_taps<T, taps_box_classes>(s, st, src, dst, stream);
     default: return launch_taps<T, taps_any>(s, st, src, dst, stream);
     }

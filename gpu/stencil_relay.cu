@@ -126,7 +126,7 @@ __global__ void __launch_bounds__(32 * NW, 1)
     using Q = relay_taps<S>;
     constexpr int V = C::V, W = C::W, KV = C::KV, PL = C::PL;
     constexpr int LAG = Q::star ? 1 : 2;     // planes level t lags behind level t - 1
-    constexpr int CARRIED = Q::star ? 1 : 2; // planes of values a level keeps per point
+    constexpr int CARRIED = Q::star ? 1 : S::x_fastest ? 4 : 2; // values a level keeps a point
     static_assert(Q::star || Q::box, "sweep_relay takes 7-point stars and the 27-point box");
     extern __shared__ __align__(16) unsigned char smem[];
     T *const sm = (T *)smem; // [K][2][H0 + 2][W]: level t's planes by step parity
@@ -189,7 +189,8 @@ __global__ void __launch_bounds__(32 * NW, 1)
     };
 
     // Carried from step to step, per level t (car[t - 1]): the star's level t - 1 plane p - 1
-    // in the own columns; the box's partial sums of the updates of planes q and q + 1.
+    // in the own columns; the box's partial sums of the updates of planes q and q + 1 (in the
+    // class form, x along the rows: the values and y pairs of planes q - 1 and q).
     T car[K][CARRIED][RY][V];
     T pf[RY][V]; // level 0's next plane, loaded a step ahead
 #pragma unroll
@@ -255,6 +256,31 @@ __global__ void __launch_bounds__(32 * NW, 1)
                         out[r][c] = acc;
                         car[t - 1][0][r][c] = ce[c];
                     }
+                }
+            } else if constexpr (S::x_fastest) {
+                // The class form, x along the rows: plane q's values and y pairs, with those of
+                // planes q - 2 and q - 1 (carried), make the plane sums of plane q - 1's update
+                // at every column; the side parts of the x neighbours come by shuffles.
+                T side[RY][V], mid[RY][V];
+#pragma unroll
+                for (int r = 0; r < RY; r++) {
+#pragma unroll
+                    for (int c = 0; c < V; c++) {
+                        T &u2 = car[t - 1][0][r][c], &v2 = car[t - 1][1][r][c]; // plane q - 2
+                        T &u1 = car[t - 1][2][r][c], &v1 = car[t - 1][3][r][c]; // plane q - 1
+                        const T u = rw[r + 1][c], v = add_rn(rw[r][c], rw[r + 2][c]);
+                        T f, k;
+                        box_plane(v1, u2, u, v2, v, f, k);
+                        side[r][c] = box_side(w.w, u1, f, k);
+                        mid[r][c] = box_middle(w.w, u1, f, k);
+                        u2 = u1, v2 = v1, u1 = u, v1 = v;
+                    }
+                    const T sl = __shfl_up_sync(0xffffffffu, side[r][V - 1], 1),
+                            sr = __shfl_down_sync(0xffffffffu, side[r][0], 1);
+#pragma unroll
+                    for (int c = 0; c < V; c++)
+                        out[r][c] = add_rn(add_rn(c > 0 ? side[r][c - 1] : sl, mid[r][c]),
+                                           c < V - 1 ? side[r][c + 1] : sr);
                 }
             } else if constexpr (S::classes) {
                 // The class form: plane q's part of the update of plane q - 1 finishes it
@@ -412,24 +438,42 @@ cudaError_t launch_relay(const tide_sweep *s, const sweep_state *st, const fused
 //     rows of 2 points a lane (one 16-byte vector) 103-115.
 //   * Box: float 32 rows of 2 a thread, 16 warps, up to 4 steps (94-128 registers of 128);
 //     double 24 rows of 2, 12 warps, 2 steps (142-168 of 168; 3 steps in 24 rows of 3 and 8
-//     warps ran 143 GCell/s against 183 for 2 steps on an H200).
+//     warps ran 143 GCell/s against 183 for 2 steps on an H200). The class form in C order
+//     the same; x along the rows carries four values a point instead of two: float 24 rows
+//     of 2, 12 warps, double 16 rows of 2, 8 warps.
 struct relay_choice {
     int ry, nw;
 };
-__host__ __device__ constexpr relay_choice relay_shape(bool box, bool dbl, int k)
+__host__ __device__ constexpr relay_choice relay_shape(bool box, bool dbl, int k,
+                                                      bool x_fastest = false)
 {
+    if (box && x_fastest)
+        return !dbl ? relay_choice{2, 12} : relay_choice{2, 8};
     if (box)
         return !dbl ? relay_choice{2, 16} : relay_choice{2, 12};
     return dbl ? relay_choice{2, 12} : k <= 4 ? relay_choice{3, 16} : relay_choice{2, 16};
 }
 
-// sweep_relay's configuration for K steps of taps S (none beyond fast_kmax).
+// The most steps sweep_relay is instantiated for: fast_kmax's for taps; for the class form,
+// what fits the registers without spilling much (x along the rows carries twice the values).
+template <typename T, class S>
+constexpr int relay_kmax()
+{
+    constexpr bool dbl = sizeof(T) == 8;
+    if constexpr (S::classes)
+        return S::x_fastest ? (dbl ? 2 : 3) : (dbl ? 3 : 4);
+    else
+        return fast_kmax(S::n == 7, dbl);
+}
+
+// sweep_relay's configuration for K steps of taps S (none beyond relay_kmax).
 template <typename T, class S, int K>
 fused_cfg config_k()
 {
     fused_cfg f = {};
-    if constexpr (K >= 2 && K <= fast_kmax(S::n == 7, sizeof(T) == 8, S::classes)) {
-        constexpr relay_choice sh = relay_shape(relay_taps<S>::box, sizeof(T) == 8, K);
+    if constexpr (K >= 2 && K <= relay_kmax<T, S>()) {
+        constexpr relay_choice sh =
+            relay_shape(relay_taps<S>::box, sizeof(T) == 8, K, S::x_fastest);
         using C = relay_cfg<T, K, sh.ry, sh.nw>;
         f.func = (const void *)sweep_relay<T, S, K, sh.ry, sh.nw, true>;
         f.alt = (const void *)sweep_relay<T, S, K, sh.ry, sh.nw, false>;
@@ -457,6 +501,7 @@ fused_cfg relay_entry(bool dbl, int shape, int k)
     case SHAPE_7F: return config<taps_7f>(dbl, k);
     case SHAPE_27C: return config<taps_27c>(dbl, k);
     case SHAPE_BOX_C: return config<taps_box_classes>(dbl, k);
+    case SHAPE_BOX_F: return config<taps_box_classes_r>(dbl, k);
     default: return fused_cfg{};
     }
 }
