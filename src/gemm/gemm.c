@@ -2,10 +2,11 @@
  * gemm.c: matrix multiply plans on the plan core. A plan validates the request (the same
  * verdict on every rank), turns it into one column-major multiply (a row-major C = op(A) op(B)
  * is the column-major C^T = op(B)^T op(A)^T: the operands swap, each keeps its transpose flag)
- * and runs it through the backend's gemm entry: the CPU BLAS on the CPU, cuBLAS on device
- * matrices, and for host matrices on the GPU the out-of-card scheme of gemm_streamed.c. On
- * several ranks it is SUMMA (gemm_dist.c), each panel's update the same local multiply: the
- * CPU BLAS, or on the GPU the out-of-card scheme on the broadcast panels.
+ * and runs it: on one rank in card as a program of one op, the plan core's multiply op (the
+ * backend's gemm entry: the CPU BLAS on the CPU, cuBLAS on device matrices), run by the
+ * executor; for host matrices on the GPU through the out-of-card scheme of gemm_streamed.c. On
+ * several ranks it is SUMMA (gemm_dist.c), a program of panel moves and updates, each update
+ * the same multiply op, or on the GPU the out-of-card scheme on the broadcast panels.
  */
 #include <limits.h>
 #include <math.h>
@@ -17,6 +18,7 @@
 #include "backend/backend.h"
 #include "gemm/gemm_dist.h"
 #include "gemm/gemm_streamed.h"
+#include "plan/program.h"
 
 struct tide_gemm_plan {
     tide_context *ctx;
@@ -33,6 +35,8 @@ struct tide_gemm_plan {
     void *blas;             /* the backend's gemm handle */
     tide_gemm_streamed *streamed; /* host matrices through the GPU (several ranks: the updates) */
     tide_gemm_dist *dist;   /* several ranks */
+    tide_program local;     /* one rank in card: [gemm], the plan core's multiply op, */
+    tide_gemm_operands bound; /* ... its operands, bound per run */
     int panels;             /* several ranks: the updates per multiply (the panels of k) */
     long long widest;       /* ... and the widest panel (the broadcast width the plan uses) */
     void *entry;            /* orders runs after the caller's CUDA work */
@@ -252,6 +256,7 @@ int tide_gemm_plan_destroy(tide_gemm_plan *p)
     tide_gemm_dist_destroy(p->dist);
     const tide_env *e = &p->env;
     if (e->be) {
+        tide_program_destroy(&p->local, e);
         e->be->gemm_destroy(p->blas);
         if (e->stream)
             e->be->stream_destroy(e->stream);
@@ -371,9 +376,19 @@ static int build_dist(tide_gemm_plan *p, char *err, size_t len)
     return tide_gemm_dist_create(&d, &p->dist, err, len);
 }
 
+/* One rank in card: the program of one op, the multiply on the plan's handle in place in C
+ * (the program's output). */
+static void local_program(tide_gemm_plan *p)
+{
+    tide_op *op = &p->local.ops[p->local.nops++];
+    tide_op_gemm(op, p->blas, &p->g, &p->bound);
+    op->src = op->dst = TIDE_LOC_OUT;
+}
+
 /* The backend's handle; several ranks: SUMMA; host matrices on the GPU: the out-of-card
  * scheme for the whole multiply, or for a rank's updates by the widest panel, with the panel
- * option there for the broadcasts (local; the reason in err). */
+ * option there for the broadcasts; else one rank's one-op program (local; the reason in
+ * err). */
 static int build(tide_gemm_plan *p, char *err, size_t len)
 {
     const tide_env *e = &p->env;
@@ -386,6 +401,8 @@ static int build(tide_gemm_plan *p, char *err, size_t len)
         return st;
     tide_gemm_desc g = p->dist ? tide_gemm_dist_local(p->dist, &p->panels) : p->g;
     p->widest = g.k;
+    if (!p->dist && !host_gpu(p))
+        local_program(p);
     if (!host_gpu(p) || g.m == 0 || g.n == 0)
         return TIDE_SUCCESS;
     int devs[TIDE_GEMM_MAX_GPUS];
@@ -562,7 +579,8 @@ static int start(const tide_gemm_plan *p, const void *a, const void *b, void *c,
     return st ? st : check_array(p, "C", c, p->count[2], why, len);
 }
 
-/* The multiply on the backend: on the plan's stream after the caller's work, or streamed. */
+/* The multiply on the backend: streamed, or after the caller's work on the plan's stream
+ * SUMMA's program or the one-op program, run by the plan core's executor. */
 static int multiply(tide_gemm_plan *p, tide_scalar alpha, const void *a, const void *b,
                     tide_scalar beta, void *c, char *err, size_t len)
 {
@@ -582,7 +600,9 @@ static int multiply(tide_gemm_plan *p, tide_scalar alpha, const void *a, const v
                         e->be->last_error()), TIDE_ERR_BACKEND;
     if (p->dist)
         return tide_gemm_dist_execute(p->dist, alpha, ga, gb, beta, c, err, len);
-    st = e->be->gemm(e, p->blas, &p->g, alpha, ga, gb, beta, c);
+    const char *failed_at = "";
+    p->bound = (tide_gemm_operands){.g = p->g, .alpha = alpha, .beta = beta, .a = ga, .b = gb};
+    st = tide_program_run(&p->local, e, NULL, NULL, c, TIDE_SUCCESS, &failed_at, NULL, 0);
     int sync = e->be->sync(e);
     st = st ? st : sync;
     if (st)

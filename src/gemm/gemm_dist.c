@@ -17,6 +17,15 @@
  * storage, columns of B^T's) and the local multiply reads it transposed. Every rank takes
  * part in every move whatever failed (the exchange's failure rule), empty blocks included.
  *
+ * The multiply is a program of ops run by the plan core's executor (plan/program.h): the
+ * moves' halves, START and FINISH of both moves of a panel, are collective ops of this file's
+ * classes, and the update is the core's multiply op (or, on threads of its own, a begin op and
+ * an end op that waits for it). A program `first` starts panel 0's moves; then a pass program
+ * runs once per panel, the panel's operands bound before it: [finish, start next, update], or
+ * with the update on threads of its own [begin, start next, finish next, end]. After a failure
+ * the executor skips the updates and still runs every move (and the end of an update begun),
+ * so every rank takes part in every move and returns the first failure.
+ *
  * Blocks in device memory (desc's device): the moves go through the pinned host panels (MPI
  * here is not CUDA-aware): the owner's panel is packed on the device into the pair's device
  * panel, copied down and sent as the move starts; the others receive it in host memory and
@@ -27,8 +36,9 @@
  * Device blocks where every rank has a GPU of its own (desc's nccl): the panels move GPU to
  * GPU over NCCL instead, on a stream of their own (bstream) so that panel i + 1's move overlaps
  * panel i's update on the plan's stream. Events order the two streams: a pair's move waits for
- * the update that last read it (done), a pair's update for its move (landed). No host panels,
- * no host synchronization between panels.
+ * the update that last read it (done, recorded on the plan's stream as the move starts), a
+ * pair's update for its move (landed, waited for as the move finishes). No host panels, no
+ * host synchronization between panels.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,8 +46,16 @@
 #include <mpi.h>
 #include "gemm/gemm_dist.h"
 #include "backend/memory.h"
+#include "plan/program.h"
 #include "comm/exchange.h"
 #include "comm/transport.h"
+
+/* Panel i of k: [k0, k1), the process column owning op(A)'s columns there, the process row
+ * owning op(B)'s rows. */
+typedef struct {
+    long long k0, k1;
+    int pc, pr;
+} panel_t;
 
 struct tide_gemm_dist {
     tide_gemm_dist_desc d;
@@ -47,6 +65,7 @@ struct tide_gemm_dist {
     int *peer[2];               /* the context ranks of this rank's process row, by column
                                  * (op(A)'s panels), and of its column, by row (op(B)'s) */
     int panels;                 /* of k */
+    panel_t *panel;             /* ... in order */
     tide_xchg **move;           /* [2 i + x]: panel i of op(A) (x 0) or op(B) (x 1) moved from
                                  * its owner to the other ranks of its process row (column) */
     void *pa[2], *pb[2];        /* two panels of op(A) (rows x panel), of op(B) (panel x cols),
@@ -66,7 +85,21 @@ struct tide_gemm_dist {
     int started[2][2];          /* ... and what their starts returned */
     int copy_failed;            /* device blocks: a copy of a panel failed (the run goes on) */
     void *bstream;              /* NCCL: the stream the panels move on */
-    void *landed[2], *done[2];  /* ... pair b's panels arrived; pair b's update finished */
+    void *landed[2], *done[2];  /* ... pair b's panels arrived; the plan's stream is done with
+                                 * pair b's last update */
+    /* The program (plan/program.h) the executor runs: first before panel 0, then pass once
+     * for each panel `at` (its operands bound before it). */
+    tide_program first, pass;
+    int at;
+    struct mover {
+        tide_gemm_dist *s;
+        int ahead;              /* a move op's panel: the pass's (0) or the next one (1) */
+    } mover[2];
+    tide_gemm_operands bound;   /* panel at's update: its multiply, scalars and panels */
+    const void *a, *b;          /* the run's blocks of A and B */
+    char *err;                  /* where the run's own ops say why they failed */
+    size_t len;
+    int began;                  /* an update on threads of its own is under way */
 };
 
 void tide_gemm_block(long long n, int p, int i, long long *lo, long long *hi)
@@ -116,9 +149,12 @@ void tide_gemm_dist_destroy(tide_gemm_dist *s)
 {
     if (!s)
         return;
+    tide_program_destroy(&s->first, s->d.env);
+    tide_program_destroy(&s->pass, s->d.env);
     for (int i = 0; s->move && i < 2 * s->panels; i++)
         tide_xchg_destroy(s->move[i]);
     free(s->move);
+    free(s->panel);
     for (int i = 0; i < 2; i++) {
         panel_free(s->d.env, s->pa[i]);
         panel_free(s->d.env, s->pb[i]);
@@ -176,27 +212,6 @@ static int nccl_setup(tide_gemm_dist *s, char *err, size_t len)
     return TIDE_SUCCESS;
 }
 
-/* The default update: the backend's gemm entry on the plan's handle, complete on return. */
-static int backend_update(void *user, const tide_gemm_desc *g, int first, int last,
-                          tide_scalar alpha, const void *a, const void *b, tide_scalar beta,
-                          void *c, char *err, size_t len)
-{
-    const tide_gemm_dist_desc *d = user;
-    (void)first, (void)last;
-    const tide_env *e = d->env;
-    int st = e->be->gemm(e, d->blas, g, alpha, a, b, beta, c);
-    if (st)
-        snprintf(err, len, "the local multiply failed: %s", e->be->last_error());
-    return st;
-}
-
-/* Panel i of k: [k0, k1), the process column owning op(A)'s columns there, the process row
- * owning op(B)'s rows. */
-typedef struct {
-    long long k0, k1;
-    int pc, pr;
-} panel_t;
-
 /* The panel that starts at k0 (one at k0 = 0 when k = 0: C = beta C still runs). */
 static panel_t panel_at(const tide_gemm_dist *s, long long k0)
 {
@@ -229,13 +244,10 @@ size_t tide_gemm_dist_panel_bytes(const tide_gemm_dist *s, int on_device)
 tide_gemm_desc tide_gemm_dist_local(const tide_gemm_dist *s, int *panels)
 {
     long long widest = 0;
-    *panels = 0;
-    for (panel_t p = panel_at(s, 0);; p = panel_at(s, p.k1)) {
-        ++*panels;
-        widest = p.k1 - p.k0 > widest ? p.k1 - p.k0 : widest;
-        if (p.k1 >= s->d.k)
-            break;
-    }
+    for (int i = 0; i < s->panels; i++)
+        if (s->panel[i].k1 - s->panel[i].k0 > widest)
+            widest = s->panel[i].k1 - s->panel[i].k0;
+    *panels = s->panels;
     return panel_desc(s, widest);
 }
 
@@ -295,7 +307,7 @@ static int make_move(const tide_gemm_dist *s, const panel_t *p, int x, tide_xchg
     return tide_xchg_create(&xd, &l, out, err, len);
 }
 
-/* Every panel's two moves (local). */
+/* The panels of k and every panel's two moves (local). */
 static int make_moves(tide_gemm_dist *s, char *err, size_t len)
 {
     for (panel_t p = panel_at(s, 0);; p = panel_at(s, p.k1)) {
@@ -303,17 +315,199 @@ static int make_moves(tide_gemm_dist *s, char *err, size_t len)
         if (p.k1 >= s->d.k)
             break;
     }
+    s->panel = malloc(sizeof *s->panel * (size_t)s->panels);
     s->move = calloc(2 * (size_t)s->panels, sizeof *s->move);
-    if (!s->move)
+    if (!s->panel || !s->move)
         return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
-    int i = 0, st = TIDE_SUCCESS;
-    for (panel_t p = panel_at(s, 0); !st; p = panel_at(s, p.k1), i++) {
+    s->panel[0] = panel_at(s, 0);
+    for (int i = 1; i < s->panels; i++)
+        s->panel[i] = panel_at(s, s->panel[i - 1].k1);
+    int st = TIDE_SUCCESS;
+    for (int i = 0; i < s->panels && !st; i++)
         for (int x = 0; x < 2 && !st; x++)
-            st = make_move(s, &p, x, &s->move[2 * i + x], err, len);
-        if (p.k1 >= s->d.k)
-            break;
-    }
+            st = make_move(s, &s->panel[i], x, &s->move[2 * i + x], err, len);
     return st;
+}
+
+/* Panel i's operand x moved into buffer pair b: where the update reads it (the owner in its
+ * block, the others in the pair's buffer) and the arrays of its move. */
+static tide_xchg_io panel_io(tide_gemm_dist *s, const panel_t *p, int b, int x,
+                             const void *block)
+{
+    const tide_gemm_dist_desc *d = &s->d;
+    stored g = panel_stored(s, p, x);
+    int mine = (x ? d->me[0] : d->me[1]) == (x ? p->pr : p->pc);
+    void *host = x ? s->pb[b] : s->pa[b], *dev = x ? s->db[b] : s->da[b];
+    void *buf = d->device ? dev : host;
+    s->use[b][x].at = mine ? (block ? (const char *)block +
+                                          s->elem * (size_t)(g.c0 * g.ld + g.r0) : NULL)
+                           : buf;
+    s->use[b][x].ld = mine ? g.ld : g.rows > 1 ? g.rows : 1;
+    static const tide_box none = {{0, 0, 0}, {0, 0, 0}, {0, 1, 2}};
+    tide_box box = block ? block_box(g.ncols, g.ld) : none;
+    tide_box dense = {{0, 0, 0}, {1, (int)g.cols, (int)g.rows}, {0, 1, 2}};
+    s->box[b][x] = box;
+    s->into[b][x] = (tide_parts){1, {dense}, {buf}};
+    /* the others receive straight into the pair's buffer; device blocks over MPI into the
+     * device staging, which is that buffer */
+    int into = !d->device || d->nccl;
+    return (tide_xchg_io){.src = block, .src_box = &s->box[b][x],
+                          .dst = into ? &s->into[b][x] : NULL, .send = buf, .recv = buf,
+                          .hsend = host, .hrecv = host, .nccl = d->nccl,
+                          .stream = d->nccl ? s->bstream : d->env->stream};
+}
+
+/* The moves of panel i into its buffer pair b = i % 2 start (last read by the update two
+ * panels back, ended by then; device blocks: over MPI that update is waited for by the moves'
+ * packs on the plan's stream; over NCCL the panels' stream waits for the plan's stream, where
+ * that update is the last work enqueued); the failure so far given (status: they take part
+ * without moving data). */
+static int start_panel(tide_gemm_dist *s, int i, int status)
+{
+    const tide_gemm_dist_desc *d = &s->d;
+    int st = status, b = i % 2;
+    if (d->nccl)
+        s->copy_failed |= tide_gpu_event_record(s->done[b], d->env->stream) != 0 ||
+                          tide_gpu_stream_wait(s->bstream, s->done[b]) != 0;
+    for (int x = 0; x < 2; x++) {
+        s->io[b][x] = panel_io(s, &s->panel[i], b, x, x ? s->b : s->a);
+        int y = tide_xchg_start(s->move[2 * i + x], &s->io[b][x], status);
+        s->started[b][x] = y;
+        st = st ? st : y;
+    }
+    if (d->nccl)
+        s->copy_failed |= tide_gpu_event_record(s->landed[b], s->bstream) != 0;
+    return st;
+}
+
+/* The moves of panel i in pair b completed (device blocks over MPI: copied up and unpacked on
+ * the plan's stream, before the update; over NCCL the plan's stream waits for them there). */
+static int finish_panel(tide_gemm_dist *s, int i)
+{
+    int st = TIDE_SUCCESS, b = i % 2;
+    for (int x = 0; x < 2; x++) {
+        int y = tide_xchg_finish(s->move[2 * i + x], &s->io[b][x], s->started[b][x]);
+        st = st ? st : y;
+    }
+    if (s->d.nccl)
+        s->copy_failed |= tide_gpu_stream_wait(s->d.env->stream, s->landed[b]) != 0;
+    return st;
+}
+
+/* ---- SUMMA's ops and its program ------------------------------------------------------- */
+
+static void nothing(tide_op *op, const tide_env *e) { (void)op, (void)e; }
+
+/* A move op's panel this pass (op->state: its mover), or -1 past the last panel. */
+static int moving(const tide_op *op)
+{
+    const struct mover *m = op->state;
+    int i = m->s->at + m->ahead;
+    return i < m->s->panels ? i : -1;
+}
+
+/* A move's result, with the reason in the run's err where it failed of itself (failed: the
+ * failure it was given). */
+static int moved(tide_gemm_dist *s, int failed, int st)
+{
+    if (!st || failed)
+        return st;
+    if (st == TIDE_ERR_MPI)
+        snprintf(s->err, s->len, "a panel's move between the ranks failed");
+    else
+        snprintf(s->err, s->len, "a panel's %s failed: %s", s->d.nccl ? "move over NCCL" :
+                 "copy between device and host memory", s->d.env->be->last_error());
+    return st;
+}
+
+static int start_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
+{
+    (void)src, (void)dst;
+    tide_gemm_dist *s = ((const struct mover *)op->state)->s;
+    int i = moving(op);
+    return i < 0 ? TIDE_SUCCESS : moved(s, e->failed, start_panel(s, i, e->failed));
+}
+
+static int finish_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
+{
+    (void)src, (void)dst;
+    tide_gemm_dist *s = ((const struct mover *)op->state)->s;
+    int i = moving(op);
+    return i < 0 ? TIDE_SUCCESS : moved(s, e->failed, finish_panel(s, i));
+}
+
+static const tide_op_class start_class = {start_execute, nothing, 1, 0};
+static const tide_op_class finish_class = {finish_execute, nothing, 1, 0};
+
+/* An update on threads of its own (desc's update): begun with panel at's operands into C
+ * (the destination), then waited for; the wait runs after a failure too where it began. */
+static int begin_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
+{
+    (void)e, (void)src;
+    tide_gemm_dist *s = op->state;
+    const tide_gemm_update *u = &s->d.update;
+    const tide_gemm_operands *x = &s->bound;
+    int st = u->begin(u->user, &x->g, s->at == 0, s->at == s->panels - 1, x->alpha, x->a,
+                      x->b, x->beta, dst, s->err, s->len);
+    s->began = !st;
+    return st;
+}
+
+static int end_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
+{
+    (void)src, (void)dst;
+    tide_gemm_dist *s = op->state;
+    char why[TIDE_MSG_LEN]; /* an earlier failure keeps its reason */
+    if (!s->began)
+        return TIDE_SUCCESS;
+    s->began = 0;
+    return s->d.update.end(s->d.update.user, e->failed ? why : s->err,
+                           e->failed ? sizeof why : s->len);
+}
+
+static const tide_op_class begin_class = {begin_execute, nothing, 0, 0};
+static const tide_op_class end_class = {end_execute, nothing, 0, 1};
+
+/* Adds an op of class cls on state to prog, in place in C (the program's output). */
+static void add(tide_program *prog, const tide_op_class *cls, tide_op_kind kind, void *state,
+                const char *what)
+{
+    tide_op *o = &prog->ops[prog->nops++];
+    memset(o, 0, sizeof *o);
+    o->cls = cls;
+    o->kind = kind;
+    o->state = state;
+    o->in_place_ok = 1;
+    o->src = o->dst = TIDE_LOC_OUT;
+    snprintf(o->what, sizeof o->what, "%s", what);
+}
+
+/* first: [start] with the update on this thread, which goes after the next panel's moves have
+ * started and before they complete (as far as the MPI library progresses them meanwhile), so
+ * a pass is [finish, start next, update]; an update on threads of its own is begun before the
+ * next panel's moves start (the GPU need not wait) and this thread completes them while it
+ * runs: first [start, finish], a pass [begin, start next, finish next, end]. */
+static void make_programs(tide_gemm_dist *s)
+{
+    for (int x = 0; x < 2; x++)
+        s->mover[x] = (struct mover){s, x};
+    add(&s->first, &start_class, TIDE_OP_EXCHANGE, &s->mover[0], "panel moves start");
+    if (s->d.update.begin) {
+        add(&s->first, &finish_class, TIDE_OP_EXCHANGE, &s->mover[0], "panel moves finish");
+        add(&s->pass, &begin_class, TIDE_OP_GEMM, s, "panel update begin");
+        add(&s->pass, &start_class, TIDE_OP_EXCHANGE, &s->mover[1], "next panel moves start");
+        add(&s->pass, &finish_class, TIDE_OP_EXCHANGE, &s->mover[1], "next panel moves finish");
+        add(&s->pass, &end_class, TIDE_OP_GEMM, s, "panel update end");
+        return;
+    }
+    int n;
+    tide_gemm_desc g = tide_gemm_dist_local(s, &n);
+    add(&s->pass, &finish_class, TIDE_OP_EXCHANGE, &s->mover[0], "panel moves finish");
+    add(&s->pass, &start_class, TIDE_OP_EXCHANGE, &s->mover[1], "next panel moves start");
+    tide_op *u = &s->pass.ops[s->pass.nops++];
+    memset(u, 0, sizeof *u);
+    tide_op_gemm(u, s->d.blas, &g, &s->bound);
+    u->src = u->dst = TIDE_LOC_OUT;
 }
 
 int tide_gemm_dist_create(const tide_gemm_dist_desc *d, tide_gemm_dist **out, char *err,
@@ -324,8 +518,6 @@ int tide_gemm_dist_create(const tide_gemm_dist_desc *d, tide_gemm_dist **out, ch
     if (!s)
         return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
     s->d = *d;
-    if (!d->update.begin)
-        s->d.update = (tide_gemm_update){backend_update, NULL, &s->d};
     s->elem = tide_gemm_elem(&(tide_gemm_desc){.dbl = d->dbl, .cplx = d->cplx});
     long long *mine[4] = {s->rows, s->cols, s->ka, s->kb};
     for (int x = 0; x < 4; x++) {
@@ -358,145 +550,57 @@ int tide_gemm_dist_create(const tide_gemm_dist_desc *d, tide_gemm_dist **out, ch
         tide_gemm_dist_destroy(s);
         return snprintf(err, len, "cannot allocate the panel buffers"), TIDE_ERR_NOMEM;
     }
+    make_programs(s);
     *out = s;
     return TIDE_SUCCESS;
 }
 
-/* Panel i's operand x moved into buffer pair b: where the update reads it (the owner in its
- * block, the others in the pair's buffer) and the arrays of its move. */
-static tide_xchg_io panel_io(tide_gemm_dist *s, const panel_t *p, int b, int x,
-                             const void *block)
+/* Panel i's update: its multiply, where it reads the two panels (pair i % 2), the scalars
+ * (beta at the first panel, then 1). */
+static void bind(tide_gemm_dist *s, int i, tide_scalar alpha, tide_scalar beta)
 {
-    const tide_gemm_dist_desc *d = &s->d;
-    stored g = panel_stored(s, p, x);
-    int mine = (x ? d->me[0] : d->me[1]) == (x ? p->pr : p->pc);
-    void *host = x ? s->pb[b] : s->pa[b], *dev = x ? s->db[b] : s->da[b];
-    void *buf = d->device ? dev : host;
-    s->use[b][x].at = mine ? (block ? (const char *)block +
-                                          s->elem * (size_t)(g.c0 * g.ld + g.r0) : NULL)
-                           : buf;
-    s->use[b][x].ld = mine ? g.ld : g.rows > 1 ? g.rows : 1;
-    static const tide_box none = {{0, 0, 0}, {0, 0, 0}, {0, 1, 2}};
-    tide_box box = block ? block_box(g.ncols, g.ld) : none;
-    tide_box dense = {{0, 0, 0}, {1, (int)g.cols, (int)g.rows}, {0, 1, 2}};
-    s->box[b][x] = box;
-    s->into[b][x] = (tide_parts){1, {dense}, {buf}};
-    /* the others receive straight into the pair's buffer; device blocks over MPI into the
-     * device staging, which is that buffer */
-    int into = !d->device || d->nccl;
-    return (tide_xchg_io){.src = block, .src_box = &s->box[b][x],
-                          .dst = into ? &s->into[b][x] : NULL, .send = buf, .recv = buf,
-                          .hsend = host, .hrecv = host, .nccl = d->nccl,
-                          .stream = d->nccl ? s->bstream : d->env->stream};
+    int b = i % 2;
+    const panel_t *p = &s->panel[i];
+    tide_gemm_operands *x = &s->bound;
+    x->g = panel_desc(s, p->k1 - p->k0);
+    x->g.lda = s->use[b][0].ld, x->g.ldb = s->use[b][1].ld;
+    x->a = s->use[b][0].at, x->b = s->use[b][1].at;
+    x->alpha = alpha;
+    x->beta = i ? tide_scalar_real(1) : beta;
+    s->at = i;
 }
 
-/* The moves of panel i (p) into buffer pair b start (last read by the update two panels back,
- * ended by then; device blocks: over MPI that update is waited for by the moves' packs on the
- * plan's stream, over NCCL by the panels' stream); the failure so far given (status: they
- * take part without moving data). */
-static int start_panel(tide_gemm_dist *s, const panel_t *p, int i, int b, const void *a,
-                       const void *bm, int status)
-{
-    const tide_gemm_dist_desc *d = &s->d;
-    int st = status;
-    if (d->nccl)
-        s->copy_failed |= tide_gpu_stream_wait(s->bstream, s->done[b]) != 0;
-    for (int x = 0; x < 2; x++) {
-        s->io[b][x] = panel_io(s, p, b, x, x ? bm : a);
-        int y = tide_xchg_start(s->move[2 * i + x], &s->io[b][x], status);
-        s->started[b][x] = y;
-        st = st ? st : y;
-    }
-    if (d->nccl)
-        s->copy_failed |= tide_gpu_event_record(s->landed[b], s->bstream) != 0;
-    return st;
-}
-
-/* The moves of panel i in pair b completed (device blocks over MPI: copied up and unpacked on
- * the plan's stream, before the update). */
-static int finish_panel(tide_gemm_dist *s, int i, int b)
-{
-    int st = TIDE_SUCCESS;
-    for (int x = 0; x < 2; x++) {
-        int y = tide_xchg_finish(s->move[2 * i + x], &s->io[b][x], s->started[b][x]);
-        st = st ? st : y;
-    }
-    return st;
-}
-
-/* NCCL: the plan's stream waits for pair b's panels before its update (after: done). */
-static void order_streams(tide_gemm_dist *s, int b, int after)
-{
-    void *stream = s->d.env->stream;
-    if (s->d.nccl)
-        s->copy_failed |= (after ? tide_gpu_event_record(s->done[b], stream)
-                                 : tide_gpu_stream_wait(stream, s->landed[b])) != 0;
-}
-
-/* Panels go through two buffer pairs: panel i + 1's moves start before panel i's update and
- * are completed while it runs (as far as the MPI library progresses them meanwhile when the
- * update runs on this thread). Every rank takes part in every move whatever failed, so that
- * no other rank waits for it. */
+/* The program run by the executor: first, then pass once per panel, every rank through every
+ * move whatever failed (the move ops are collective), so that no other rank waits for it. */
 int tide_gemm_dist_execute(tide_gemm_dist *s, tide_scalar alpha, const void *a, const void *b,
                            tide_scalar beta, void *c, char *err, size_t len)
 {
     const tide_gemm_dist_desc *d = &s->d;
-    const tide_gemm_update *u = &d->update;
-    panel_t p = panel_at(s, 0);
+    const tide_env *e = d->env;
+    s->a = a, s->b = b, s->err = err, s->len = len;
+    *err = '\0';
     s->copy_failed = 0;
-    int st = TIDE_SUCCESS, moved = start_panel(s, &p, 0, 0, a, b, TIDE_SUCCESS);
-    int pending = 1; /* panel i's moves are not completed yet */
+    s->at = 0;
+    const char *failed_at = "", *at = "";
+    int st = tide_program_run(&s->first, e, NULL, NULL, c, TIDE_SUCCESS, &failed_at, NULL, 0);
     tide_progress prog; /* (device matrices: an update is only enqueued here: no lines) */
-    tide_progress_begin(&prog, d->env->ctx, "tide_gemm_execute", "panels",
-                        d->device ? 0 : s->panels);
-    for (int i = 0;; i++) {
+    tide_progress_begin(&prog, e->ctx, "tide_gemm_execute", "panels", d->device ? 0 : s->panels);
+    for (int i = 0; i < s->panels; i++) {
         tide_progress_step(&prog, i);
-        int cur = i % 2, last = p.k1 >= d->k, began = 0;
-        panel_t next = last ? p : panel_at(s, p.k1);
-        if (pending) {
-            int f = finish_panel(s, i, cur);
-            moved = moved ? moved : f;
-        }
-        /* an update on this thread goes after the next panel's moves have started, one on
-         * threads of its own before them (the GPU need not wait) */
-        int async = u->end != NULL, failed = st ? st : moved;
-        if (!async && !last) {
-            int x = start_panel(s, &next, i + 1, 1 - cur, a, b, failed);
-            moved = moved ? moved : x;
-        }
-        order_streams(s, cur, 0);
-        if (!st && !moved) {
-            tide_gemm_desc g = panel_desc(s, p.k1 - p.k0);
-            g.lda = s->use[cur][0].ld, g.ldb = s->use[cur][1].ld;
-            st = u->begin(u->user, &g, i == 0, last, alpha, s->use[cur][0].at,
-                          s->use[cur][1].at, i ? tide_scalar_real(1) : beta, c, err, len);
-            began = !st;
-        }
-        order_streams(s, cur, 1);
-        pending = !last;
-        if (async && !last) { /* started and completed while the update runs */
-            int x = start_panel(s, &next, i + 1, 1 - cur, a, b, st ? st : moved);
-            int f = finish_panel(s, i + 1, 1 - cur);
-            moved = moved ? moved : x ? x : f;
-            pending = 0;
-        }
-        if (began && u->end)
-            st = u->end(u->user, err, len);
-        if (last)
-            break;
-        p = next;
+        bind(s, i, alpha, beta);
+        int y = tide_program_run(&s->pass, e, NULL, NULL, c, st, &at, NULL, 0);
+        failed_at = st ? failed_at : at;
+        st = y;
     }
     tide_progress_end(&prog);
     if (d->nccl) /* the panels' stream, and NCCL's asynchronous errors */
         s->copy_failed |=
             tide_gpu_sync(s->bstream) != 0 || tide_transport_nccl_check(d->nccl) != 0;
-    if (!st && moved == TIDE_ERR_MPI)
-        return snprintf(err, len, "a panel's move between the ranks failed"), TIDE_ERR_MPI;
-    if (!st && (moved || s->copy_failed))
-        return snprintf(err, len, "a panel's %s failed: %s", d->nccl ? "move over NCCL" :
-                        "copy between device and host memory", d->env->be->last_error()),
-               TIDE_ERR_BACKEND;
-    if (!st && d->device && d->env->be->sync(d->env)) /* the updates on the plan's stream */
-        return snprintf(err, len, "%s", d->env->be->last_error()), TIDE_ERR_BACKEND;
+    if (st && !*err) /* the backend's multiply: the op says nothing itself */
+        snprintf(err, len, "the local multiply %s failed: %s", failed_at, e->be->last_error());
+    if (!st && s->copy_failed)
+        st = moved(s, 0, TIDE_ERR_BACKEND);
+    if (!st && d->device && e->be->sync(e)) /* the updates on the plan's stream */
+        return snprintf(err, len, "%s", e->be->last_error()), TIDE_ERR_BACKEND;
     return st;
 }

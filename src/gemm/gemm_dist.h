@@ -1,7 +1,8 @@
 /*
- * gemm_dist.h: the distributed matrix multiply (private): SUMMA over a 2D process grid, each
- * rank's update a local multiply: the backend's gemm entry, or the caller's (the out-of-card
- * multiply of host panels through the GPU).
+ * gemm_dist.h: the distributed matrix multiply (private): SUMMA over a 2D process grid, a
+ * program of ops (plan/program.h) whose panel moves are exchanges (comm/exchange.h) and whose
+ * updates are the plan core's multiply op (the backend's gemm entry), or the caller's update
+ * on threads of its own (the out-of-card multiply of host panels through the GPU).
  */
 #ifndef TIDE_GEMM_DIST_H
 #define TIDE_GEMM_DIST_H
@@ -18,11 +19,11 @@ void tide_gemm_splits(const long long *given, long long n, int p, long long *out
  * rows) for m and B's rows of k, 1 (process columns) for n and A's columns of k. */
 static inline int tide_gemm_split_dim(int x) { return x == 0 || x == 3 ? 0 : 1; }
 
-/* A local update of one panel, C = alpha op(A) op(B) + beta C on the dense host panels a and
- * b (g: the panel's multiply; first, last: whether it is the multiply's first and last). begin
- * may return before it is done (its memory untouched until end returns; C complete in host
- * memory only after the last update's end); end waits for it. Each returns 0 or a code with
- * the reason in err. */
+/* A local update of one panel that runs on threads of its own, C = alpha op(A) op(B) + beta C
+ * on the dense host panels a and b (g: the panel's multiply; first, last: whether it is the
+ * multiply's first and last). begin may return before it is done (its memory untouched until
+ * end returns; C complete in host memory only after the last update's end); end waits for it.
+ * Each returns 0 or a code with the reason in err. */
 typedef struct {
     int (*begin)(void *user, const tide_gemm_desc *g, int first, int last, tide_scalar alpha,
                  const void *a, const void *b, tide_scalar beta, void *c, char *err,
@@ -48,7 +49,8 @@ typedef struct {
     int device;                 /* the blocks are in env's device memory (the updates run on
                                  * env's stream) */
     void *blas;
-    tide_gemm_update update;    /* begin NULL: env's gemm entry on blas, complete on return */
+    tide_gemm_update update;    /* begin NULL: the plan core's multiply op (env's gemm entry
+                                 * on blas) on this thread */
     void *nccl;                 /* device blocks, every rank a GPU of its own: the context's
                                  * tide_nccl, the panels then sent GPU to GPU; NULL: through
                                  * pinned host memory by MPI */

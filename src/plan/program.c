@@ -22,7 +22,7 @@ static void reshape_destroy(tide_op *op, const tide_env *e)
     op->reshape = NULL;
 }
 
-static const tide_op_class reshape_class = {reshape_execute, reshape_destroy, 1};
+static const tide_op_class reshape_class = {reshape_execute, reshape_destroy, 1, 0};
 
 tide_op_cost tide_op_reshape_cost(int rank, const tide_box *from, const tide_box *to,
                                   size_t elem, int batch)
@@ -65,7 +65,7 @@ static void fft_destroy(tide_op *op, const tide_env *e)
     op->fft = NULL;
 }
 
-static const tide_op_class fft_class = {fft_execute, fft_destroy, 0};
+static const tide_op_class fft_class = {fft_execute, fft_destroy, 0, 0};
 
 /* d's name in what ("fft(y,z)", "r2r(x,y)" or both: the DFT's dimensions and the real-to-real
  * ones) and its cost. */
@@ -145,7 +145,7 @@ static int scale_execute(const tide_op *op, const tide_env *e, void *src, void *
 
 static void scale_destroy(tide_op *op, const tide_env *e) { (void)op, (void)e; }
 
-static const tide_op_class scale_class = {scale_execute, scale_destroy, 0};
+static const tide_op_class scale_class = {scale_execute, scale_destroy, 0, 0};
 
 void tide_op_scale(tide_op *op, int dbl, long long count, double factor)
 {
@@ -208,7 +208,7 @@ static void spectral_destroy(tide_op *op, const tide_env *e)
     op->spec = NULL;
 }
 
-static const tide_op_class spectral_class = {spectral_execute, spectral_destroy, 0};
+static const tide_op_class spectral_class = {spectral_execute, spectral_destroy, 0, 0};
 
 /* Copies d's tables (host memory, src) into the backend's memory (x), the lam tables of n[k]
  * doubles, with a tridiagonal line its four of n[line], and the mean weights given; zeroes
@@ -288,7 +288,7 @@ static int fused_execute(const tide_op *op, const tide_env *e, void *src, void *
     return TIDE_SUCCESS;
 }
 
-static const tide_op_class spectral_fused_class = {fused_execute, spectral_destroy, 0};
+static const tide_op_class spectral_fused_class = {fused_execute, spectral_destroy, 0, 0};
 
 void tide_op_spectral_fused(tide_op *op)
 {
@@ -337,7 +337,7 @@ static int sweep_execute(const tide_op *op, const tide_env *e, void *src, void *
 
 static void sweep_destroy(tide_op *op, const tide_env *e) { (void)op, (void)e; }
 
-static const tide_op_class sweep_class = {sweep_execute, sweep_destroy, 0};
+static const tide_op_class sweep_class = {sweep_execute, sweep_destroy, 0, 0};
 
 void tide_op_sweep(tide_op *op, tide_sweep *s, int fuse)
 {
@@ -368,7 +368,7 @@ static int halo_execute(const tide_op *op, const tide_env *e, void *src, void *d
 
 static void halo_destroy(tide_op *op, const tide_env *e) { (void)op, (void)e; }
 
-static const tide_op_class halo_class = {halo_execute, halo_destroy, 1};
+static const tide_op_class halo_class = {halo_execute, halo_destroy, 1, 0};
 
 void tide_op_halo(tide_op *op, const tide_halo *h, tide_halo_tally *tally)
 {
@@ -379,6 +379,34 @@ void tide_op_halo(tide_op *op, const tide_halo *h, tide_halo_tally *tally)
     op->in_place_ok = 1;
     op->cost.net_bytes = 0; /* the halo's points: the plan counts them (tide_halo_points) */
     snprintf(op->what, sizeof op->what, "halo");
+}
+
+/* ---- multiply update ------------------------------------------------------------------- */
+
+static int gemm_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
+{
+    (void)src; /* in place in C */
+    const tide_gemm_operands *x = op->operands;
+    return e->be->gemm(e, op->blas, &x->g, x->alpha, x->a, x->b, x->beta, dst);
+}
+
+static void gemm_destroy(tide_op *op, const tide_env *e) { (void)op, (void)e; }
+
+static const tide_op_class gemm_class = {gemm_execute, gemm_destroy, 0, 0};
+
+void tide_op_gemm(tide_op *op, void *h, const tide_gemm_desc *g, const tide_gemm_operands *x)
+{
+    op->cls = &gemm_class;
+    op->kind = TIDE_OP_GEMM;
+    op->in_place_ok = 1;
+    op->dbl = g->dbl;
+    op->blas = h;
+    op->operands = x;
+    double m = (double)g->m, n = (double)g->n, k = (double)g->k;
+    op->cost.flops = tide_gemm_ops(g) * m * n * k;
+    /* A and B read once, C read and written */
+    op->cost.mem_bytes = (m * k + k * n + 2 * m * n) * (double)tide_gemm_elem(g);
+    snprintf(op->what, sizeof op->what, "gemm[%lldx%lldx%lld]", g->m, g->n, g->k);
 }
 
 /* ---- placement ------------------------------------------------------------------------- */
@@ -488,7 +516,7 @@ int tide_program_run(const tide_program *prog, const tide_env *e, void *const w[
     tide_env failed = *e; /* what a collective op runs with after a failure */
     for (int i = 0; i < prog->nops; i++) {
         const tide_op *o = &prog->ops[i];
-        if (st && !o->cls->collective)
+        if (st && !o->cls->collective && !o->cls->completes)
             continue;
         failed.failed = st;
         double t0 = times ? MPI_Wtime() : 0;

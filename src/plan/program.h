@@ -4,8 +4,9 @@
  *
  * An op reads a source and writes a destination, each named by location: the caller's input
  * or output array, or one of two work buffers. Kinds: reshape (comm/: move the data to another
- * layout), FFT (local transforms of whole lines), pointwise (scaling; eigenvalue scaling), and
- * room for line solves, halo exchanges and stencil sweeps. Every op has the same small
+ * layout), FFT (local transforms of whole lines), pointwise (scaling; eigenvalue scaling), line
+ * solves, halo exchanges, stencil sweeps, matrix multiply updates, and an operation's own
+ * halves of an exchange (SUMMA's panel moves). Every op has the same small
  * interface: created by its kind's constructor, run and destroyed through its class, described
  * by `what`, and costed by `cost` (flops, and bytes over each link), so a plan reports its own
  * bound. The executor runs the ops through the plan's backend table (backend.h): the same
@@ -25,7 +26,10 @@ typedef enum {
     TIDE_OP_LINE_SOLVE,
     TIDE_OP_HALO,
     TIDE_OP_STENCIL,
-    TIDE_OP_OVERLAP  /* a reshape and an FFT in chunks (overlap.h) */
+    TIDE_OP_OVERLAP, /* a reshape and an FFT in chunks (overlap.h) */
+    TIDE_OP_GEMM,    /* a local multiply update C = alpha op(A) op(B) + beta C */
+    TIDE_OP_EXCHANGE /* a half (start or finish) of an exchange the operation made
+                      * (comm/exchange.h): SUMMA's panel moves */
 } tide_op_kind;
 
 /* One execution of an op on this rank. */
@@ -43,7 +47,20 @@ typedef struct {
     int collective;       /* it exchanges with other ranks: it runs after a failure too (every
                            * rank takes part; e->failed says there was one, so it does no
                            * local work it can skip) */
+    int completes;        /* it waits for work an earlier op of the program left running (on
+                           * threads or a stream of its own): it runs after a failure too,
+                           * with e->failed set, so that nothing is left running when the
+                           * program returns */
 } tide_op_class;
+
+/* A multiply's operands, bound by the plan that owns the op before each execution (they change
+ * with the run, and with SUMMA's panel): the multiply g (backend.h; its k, lda and ldb the
+ * panel's), the scalars, and A and B; C is the op's destination. */
+typedef struct {
+    tide_gemm_desc g;
+    tide_scalar alpha, beta;
+    const void *a, *b;
+} tide_gemm_operands;
 
 /* The exchanges a plan's halo ops made and the seconds they took on this rank. */
 typedef struct {
@@ -77,6 +94,8 @@ struct tide_op {
     tide_sweep *sweep;    /* stencil sweep (the plan's) */
     const tide_halo *halo; /* halo exchange (the plan's) */
     tide_halo_tally *tally; /* ... where it counts itself */
+    void *blas;           /* multiply update: the backend's gemm handle (the plan's) */
+    const tide_gemm_operands *operands; /* ... and its operands, bound per execution */
     void *state;          /* an operation's own op class: its state */
 };
 
@@ -136,6 +155,12 @@ void tide_op_sweep(tide_op *op, tide_sweep *s, int fuse);
  * tally (on the GPU from the end of the work enqueued before it). Collective. */
 void tide_op_halo(tide_op *op, const tide_halo *h, tide_halo_tally *tally);
 
+/* A local multiply update through the backend's gemm entry on handle h (gemm_create's; owned
+ * by the caller): C = alpha op(A) op(B) + beta C, C the op's destination (in place), the rest
+ * read from x at each execution (the CPU: the BLAS on the env's threads; the GPU: cuBLAS
+ * enqueued on the env's stream). cost: one multiply of g (the largest it runs). */
+void tide_op_gemm(tide_op *op, void *h, const tide_gemm_desc *g, const tide_gemm_operands *x);
+
 /* The local checks that open a plan's run on array a of `steps` steps: the plan's GPU made
  * current (enter_st, the status of entering it), steps >= 0, a not NULL where the rank has
  * data (has_data), a in the plan's memory (device: device memory), and the plan's stream
@@ -163,7 +188,8 @@ void *tide_program_stand_in(void *const w[2], int loc, int other);
 
 /* Runs the program from in to out with work buffers w. After a local failure (status: the
  * caller's so far) a rank skips its local ops but still runs every collective op (a reshape,
- * a halo exchange), so that no peer waits for it; returns the first failure, with *failed_at
+ * a halo exchange), so that no peer waits for it, and every op that completes work an earlier
+ * op left running (completes); returns the first failure, with *failed_at
  * naming its op ("" when it came before the program). times (when not NULL): each op's wall
  * time, synchronizing after each (debug). */
 int tide_program_run(const tide_program *prog, const tide_env *e, void *const w[2],

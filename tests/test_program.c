@@ -1,0 +1,221 @@
+/*
+ * test_program.c: the plan core's executor (plan/program.h) on the CPU backend, one process.
+ *
+ *  a) the multiply op in a program of one op, in place in C, its operands bound before each
+ *     run: every transpose pair, real and complex, float and double, beta zero and not, leading
+ *     dimensions larger than the matrices, against a naive loop; a second run with operands
+ *     bound anew (another k, lda and beta) gives that multiply (skipped in a build without a
+ *     CBLAS);
+ *  b) the failure rule: after a local op fails, the later local ops are skipped, the collective
+ *     ops and those that complete earlier work still run, with tide_env.failed set to the
+ *     failure, and the program returns the first failure and names its op; a failure given by
+ *     the caller is returned with no op named, and no local op runs.
+ */
+#include <complex.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "common.h"
+#include "plan/program.h"
+
+static tt_tally tally;
+
+/* ---- a) the multiply op ------------------------------------------------------------------ */
+
+/* Element (i, j) of op(X) of an rows x cols column-major X with leading dimension ld (trans:
+ * tide.h's transposes; X stored as op(X)'s transpose when trans). */
+static double complex elem_of(const void *x, int dbl, int cplx, long long ld, int trans,
+                              long long i, long long j)
+{
+    long long r = trans ? j : i, c = trans ? i : j, at = c * ld + r;
+    double complex v;
+    if (cplx)
+        v = dbl ? ((const double complex *)x)[at] : ((const float complex *)x)[at];
+    else
+        v = dbl ? ((const double *)x)[at] : ((const float *)x)[at];
+    return trans == TIDE_CONJTRANS ? conj(v) : v;
+}
+
+static void elem_set(void *x, int dbl, int cplx, long long at, double complex v)
+{
+    if (cplx && dbl)
+        ((double complex *)x)[at] = v;
+    else if (cplx)
+        ((float complex *)x)[at] = (float complex)v;
+    else if (dbl)
+        ((double *)x)[at] = creal(v);
+    else
+        ((float *)x)[at] = (float)creal(v);
+}
+
+/* count random elements (imaginary parts zero for real matrices). */
+static void *random_matrix(tt_rng *rng, int dbl, int cplx, long long count)
+{
+    size_t elem = (dbl ? sizeof(double) : sizeof(float)) * (cplx ? 2 : 1);
+    void *x = tt_xmalloc(elem * (size_t)count);
+    for (long long i = 0; i < count; i++)
+        elem_set(x, dbl, cplx, i, tt_rnd(rng) + (cplx ? I * tt_rnd(rng) : 0));
+    return x;
+}
+
+/* Runs prog (one multiply op bound to x) on c and compares C with alpha op(A) op(B) + beta C0
+ * worked naively (c0: C before the run). Returns 1 when every element is within the
+ * precision's tolerance. */
+static int run_and_compare(const tide_program *prog, const tide_env *e,
+                           const tide_gemm_operands *x, void *c, const void *c0)
+{
+    const tide_gemm_desc *g = &x->g;
+    const char *failed_at = "";
+    int st = tide_program_run(prog, e, NULL, NULL, c, TIDE_SUCCESS, &failed_at, NULL, 0);
+    if (!tt_local(&tally, st == 0, "multiply op: status %d at %s", st, failed_at))
+        return 0;
+    double complex al = x->alpha.re + I * x->alpha.im, be = x->beta.re + I * x->beta.im;
+    double tol = (g->dbl ? 1e-13 : 1e-5) * (double)(g->k + 2), worst = 0;
+    for (long long j = 0; j < g->n; j++)
+        for (long long i = 0; i < g->m; i++) {
+            double complex s = 0;
+            for (long long l = 0; l < g->k; l++)
+                s += elem_of(x->a, g->dbl, g->cplx, g->lda, g->transa, i, l) *
+                     elem_of(x->b, g->dbl, g->cplx, g->ldb, g->transb, l, j);
+            double complex want = al * s + be * elem_of(c0, g->dbl, g->cplx, g->ldc, 0, i, j);
+            double complex got = elem_of(c, g->dbl, g->cplx, g->ldc, 0, i, j);
+            worst = tt_max_nan(worst, cabs(got - want));
+        }
+    return tt_local(&tally, worst <= tol, "multiply op %s%s %c%c %lldx%lldx%lld: error %.3g",
+                    g->cplx ? "complex " : "", g->dbl ? "double" : "float",
+                    "NTC"[g->transa], "NTC"[g->transb], g->m, g->n, g->k, worst);
+}
+
+/* One case: a program of one multiply op made for g, run twice with operands bound anew. */
+static void multiply_case(tt_rng *rng, int dbl, int cplx, int ta, int tb)
+{
+    const long long m = 7, n = 5, kmax = 6, pad = 2;
+    tide_env e = {.be = &tide_backend_cpu, .threads = 1};
+    tide_gemm_desc g = {.dbl = dbl, .cplx = cplx, .transa = ta, .transb = tb, .m = m, .n = n,
+                        .k = kmax, .ldc = m + pad};
+    g.lda = (ta ? kmax : m) + pad, g.ldb = (tb ? n : kmax) + pad;
+    void *a = random_matrix(rng, dbl, cplx, g.lda * (ta ? m : kmax));
+    void *b = random_matrix(rng, dbl, cplx, g.ldb * (tb ? kmax : n));
+    void *c = random_matrix(rng, dbl, cplx, g.ldc * n);
+    size_t elem = (dbl ? sizeof(double) : sizeof(float)) * (cplx ? 2 : 1);
+    size_t cbytes = elem * (size_t)(g.ldc * n);
+    void *c0 = tt_xmalloc(cbytes);
+    void *blas = NULL;
+    e.be->gemm_create(&blas);
+    tide_gemm_operands x = {.g = g, .alpha = {0.75, cplx ? -0.5 : 0}, .beta = {0, 0},
+                            .a = a, .b = b};
+    tide_program prog = {.nops = 1};
+    tide_op_gemm(&prog.ops[0], blas, &g, &x);
+    prog.ops[0].src = prog.ops[0].dst = TIDE_LOC_OUT;
+    tt_local(&tally, prog.ops[0].kind == TIDE_OP_GEMM && !prog.ops[0].cls->collective &&
+             prog.ops[0].cost.flops == tide_gemm_ops(&g) * m * n * kmax,
+             "multiply op: kind %d, its cost %g flops", prog.ops[0].kind,
+             prog.ops[0].cost.flops);
+    memcpy(c0, c, cbytes);
+    run_and_compare(&prog, &e, &x, c, c0);
+    /* bound anew: k 3, its operands read from further into A and B with the same leading
+     * dimensions, and a beta that keeps C */
+    x.g.k = 3;
+    x.a = (const char *)a + (size_t)(ta ? 1 : g.lda) * elem;
+    x.beta = (tide_scalar){-1.5, cplx ? 0.25 : 0};
+    memcpy(c0, c, cbytes);
+    run_and_compare(&prog, &e, &x, c, c0);
+    tide_program_destroy(&prog, &e);
+    e.be->gemm_destroy(blas);
+    free(a), free(b), free(c), free(c0);
+}
+
+static void test_multiply(void)
+{
+    void *h = NULL;
+    if (tide_backend_cpu.gemm_create(&h) == TIDE_ERR_UNSUPPORTED) {
+        printf("test_program: a) skipped: this build has no CBLAS\n");
+        return;
+    }
+    tide_backend_cpu.gemm_destroy(h);
+    tt_rng rng;
+    tt_rng_seed(&rng, 40);
+    for (int prec = 0; prec < 2; prec++)
+        for (int cplx = 0; cplx < 2; cplx++)
+            for (int ta = TIDE_NOTRANS; ta <= TIDE_CONJTRANS; ta++)
+                for (int tb = TIDE_NOTRANS; tb <= TIDE_CONJTRANS; tb++)
+                    multiply_case(&rng, prec, cplx, ta, tb);
+    printf("test_program: a) the multiply op: %d checks so far\n", tally.checks);
+}
+
+/* ---- b) the failure rule ----------------------------------------------------------------- */
+
+/* What each test op saw: ran, and e->failed when it ran. */
+static int ran[8], saw[8];
+
+static int record(const tide_op *op, const tide_env *e)
+{
+    int i = op->steps; /* the op's index in the program */
+    ran[i]++;
+    saw[i] = e->failed;
+    return TIDE_SUCCESS;
+}
+
+static int ok_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
+{
+    (void)src, (void)dst;
+    return record(op, e);
+}
+
+static int fail_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
+{
+    (void)src, (void)dst;
+    record(op, e);
+    return TIDE_ERR_BACKEND;
+}
+
+static void none(tide_op *op, const tide_env *e) { (void)op, (void)e; }
+
+static const tide_op_class local_class = {ok_execute, none, 0, 0};
+static const tide_op_class failing_class = {fail_execute, none, 0, 0};
+static const tide_op_class collective_class = {ok_execute, none, 1, 0};
+static const tide_op_class completes_class = {ok_execute, none, 0, 1};
+
+static void test_failure_rule(void)
+{
+    const tide_op_class *cls[] = {&local_class,      &failing_class, &local_class,
+                                  &collective_class, &completes_class, &local_class};
+    const char *what[] = {"local", "failing", "skipped", "collective", "completes", "skipped"};
+    int n = 6;
+    tide_program prog = {.nops = n};
+    for (int i = 0; i < n; i++) {
+        prog.ops[i].cls = cls[i];
+        prog.ops[i].steps = i;
+        prog.ops[i].src = prog.ops[i].dst = TIDE_LOC_OUT;
+        snprintf(prog.ops[i].what, sizeof prog.ops[i].what, "%s", what[i]);
+    }
+    tide_env e = {.be = &tide_backend_cpu, .threads = 1};
+    char out[8];
+    for (int given = 0; given < 2; given++) {
+        memset(ran, 0, sizeof ran), memset(saw, 0, sizeof saw);
+        const char *failed_at = "";
+        int status = given ? TIDE_ERR_MPI : TIDE_SUCCESS;
+        int st = tide_program_run(&prog, &e, NULL, NULL, out, status, &failed_at, NULL, 0);
+        int want = given ? TIDE_ERR_MPI : TIDE_ERR_BACKEND, first = given ? 0 : 1;
+        tt_local(&tally, st == want && !strcmp(failed_at, given ? "" : "failing"),
+                 "failure rule (status %d given): returned %d at \"%s\", want %d at \"%s\"",
+                 status, st, failed_at, want, given ? "" : "failing");
+        tt_local(&tally, ran[0] == first && ran[1] == first && !ran[2] && !ran[5],
+                 "failure rule (status %d given): local ops ran %d %d %d %d times, want %d %d "
+                 "0 0", status, ran[0], ran[1], ran[2], ran[5], first, first);
+        tt_local(&tally, ran[3] == 1 && saw[3] == want && ran[4] == 1 && saw[4] == want,
+                 "failure rule (status %d given): the collective op ran %d times seeing %d, "
+                 "the completing op %d times seeing %d, want once each seeing %d", status,
+                 ran[3], saw[3], ran[4], saw[4], want);
+    }
+    printf("test_program: b) the failure rule\n");
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    test_multiply();
+    test_failure_rule();
+    return tt_finish_local(&tally, "test_program", "checks");
+}
