@@ -472,8 +472,8 @@ int tide_cmd_stencil(int argc, char **argv)
                 tide_ref_fill(gu, &whole, 1, 0, c->prec, c->n, c->seed);
                 if (gs)
                     tide_ref_fill(gs, &whole, 1, 0, c->prec, c->n, c->seed + 1);
-                rst = tide_ref_stencil(c->n, dbl, ntaps, (const int (*)[3])off, w, bc, gs, gu,
-                                       a.steps);
+                rst = tide_ref_stencil(c->n, dbl, (tide_stencil_shape)a.shape, ntaps,
+                                       (const int (*)[3])off, w, bc, gs, gu, a.steps);
             }
             if (!rst)
                 box_of(uref, gu, c->n, &box, es);
