@@ -648,9 +648,11 @@ int tide_ref_poisson_residual(MPI_Comm comm, const int n[3], const double h[3],
 /* Written from tide.h's contract alone: taps (dx, dy, dz) with weights, the update of point p
  * w_0 u(p + o_0) as a rounded product, then one fused multiply-add per further tap in the taps'
  * order, then the source's rounded add, in the data's precision (weights rounded to it first).
- * Dirichlet: the r outermost planes at each face of that dimension keep their values (and get
- * no source); periodic: indices wrap with a true modulo. One step at a time into a second
- * array, the whole grid in C order. */
+ * The 27-point shape whose weights take one value per class (centre, face, edge, corner) goes
+ * in the class form instead (docs/api.md: sums of pairs along y and z in each plane of x, then
+ * three multiply-add chains, then their sum). Dirichlet: the r outermost planes at each face of
+ * that dimension keep their values (and get no source); periodic: indices wrap with a true
+ * modulo. One step at a time into a second array, the whole grid in C order. */
 
 /* i mod n in [0, n) for any sign of i (n > 0). */
 static int64_t wrap_index(int64_t i, int64_t n)
@@ -680,6 +682,66 @@ static int fixed_point(const int n[3], const tide_bc bc[3], int r, const int p[3
     return 0;
 }
 
+/* The class of each of the 27 taps of the 3x3x3 box (its count of nonzero offsets: 0 centre,
+ * 1 face, 2 edge, 3 corner), and whether every class has one weight: then cw gets them. */
+static int box_classes(int ntaps, const int (*off)[3], const double *w, double cw[4])
+{
+    int seen[4] = {0}, hit[27] = {0};
+    if (ntaps != 27)
+        return 0;
+    for (int t = 0; t < 27; t++) {
+        int k = 0, i = 0;
+        for (int d = 0; d < 3; d++) {
+            if (off[t][d] < -1 || off[t][d] > 1)
+                return 0;
+            k += off[t][d] != 0;
+            i = 3 * i + off[t][d] + 1;
+        }
+        if (hit[i]++ || (seen[k] && cw[k] != w[t]))
+            return 0;
+        seen[k] = 1;
+        cw[k] = w[t];
+    }
+    return 1;
+}
+
+/* The value at offset (a, b, c) from point p, the grid's neighbour index wrapped. */
+#define AT(a, b, c) in[neighbour(n, p[0], p[1], p[2], (const int[3]){a, b, c})]
+
+/* One step of the class form from in to out, in type T with the multiply-add FMA: in each
+ * plane a of x, pair sums along y (v), the face and edge sums f and k; S(a) =
+ * cw3 k + (cw2 f + cw1 u) for a = -1, +1, M = cw2 k + (cw1 f + cw0 u) at a = 0, each a
+ * rounded product then two fused multiply-adds; (S(-1) + M) + S(1), then the source. */
+#define STENCIL_CLASS_STEP(NAME, T, FMA)                                                         \
+    static void NAME(const int n[3], const T cw[4], const tide_bc bc[3], const T *src,           \
+                     const T *in, T *out)                                                        \
+    {                                                                                            \
+        int p[3];                                                                                \
+        int64_t i = 0;                                                                           \
+        for (p[0] = 0; p[0] < n[0]; p[0]++)                                                      \
+            for (p[1] = 0; p[1] < n[1]; p[1]++)                                                  \
+                for (p[2] = 0; p[2] < n[2]; p[2]++, i++) {                                       \
+                    if (fixed_point(n, bc, 1, p)) {                                              \
+                        out[i] = in[i];                                                          \
+                        continue;                                                                \
+                    }                                                                            \
+                    T s[3];                                                                      \
+                    for (int a = -1; a <= 1; a++) {                                              \
+                        T vm = AT(a, -1, -1) + AT(a, 1, -1);                                     \
+                        T v0 = AT(a, -1, 0) + AT(a, 1, 0);                                       \
+                        T vp = AT(a, -1, 1) + AT(a, 1, 1);                                       \
+                        T f = v0 + (AT(a, 0, -1) + AT(a, 0, 1)), k = vm + vp;                    \
+                        s[a + 1] = a ? FMA(cw[3], k, FMA(cw[2], f, cw[1] * AT(a, 0, 0)))         \
+                                     : FMA(cw[2], k, FMA(cw[1], f, cw[0] * AT(a, 0, 0)));        \
+                    }                                                                            \
+                    T acc = (s[0] + s[1]) + s[2];                                                \
+                    out[i] = src ? acc + src[i] : acc;                                           \
+                }                                                                                \
+    }
+STENCIL_CLASS_STEP(class_step_double, double, fma)
+STENCIL_CLASS_STEP(class_step_float, float, fmaf)
+#undef AT
+
 /* One step from in to out, every point, in type T with the multiply-add FMA. For float the
  * products and sums are rounded to float: C17 evaluates float expressions in float on the
  * targets we build for (FLT_EVAL_METHOD 0), and meson's -std=c17 turns off contraction. */
@@ -707,8 +769,9 @@ static int fixed_point(const int n[3], const tide_bc bc[3], int r, const int p[3
 STENCIL_STEP(stencil_step_double, double, fma)
 STENCIL_STEP(stencil_step_float, float, fmaf)
 
-int tide_ref_stencil(const int n[3], int dbl, int ntaps, const int (*off)[3], const double *w,
-                     const tide_bc bc[3], const void *source, void *u, long long steps)
+int tide_ref_stencil(const int n[3], int dbl, tide_stencil_shape shape, int ntaps,
+                     const int (*off)[3], const double *w, const tide_bc bc[3],
+                     const void *source, void *u, long long steps)
 {
     if (!n || ntaps < 1 || !off || !w || !bc || !u || steps < 0)
         return TIDE_ERR_ARGUMENT;
@@ -737,10 +800,17 @@ int tide_ref_stencil(const int n[3], int dbl, int ntaps, const int (*off)[3], co
     }
     for (int t = 0; t < ntaps && wf; t++)
         wf[t] = (float)w[t]; /* the weights in the plan's precision */
+    double cw[4] = {0};
+    int classes = shape == TIDE_STENCIL_27PT && box_classes(ntaps, off, w, cw);
+    float cwf[4] = {(float)cw[0], (float)cw[1], (float)cw[2], (float)cw[3]};
     /* Ping-pong between u and the second array; the last step's result ends in u. */
     void *cur = u, *next = other;
     for (long long s = 0; s < steps; s++) {
-        if (dbl)
+        if (classes && dbl)
+            class_step_double(n, cw, bc, source, cur, next);
+        else if (classes)
+            class_step_float(n, cwf, bc, source, cur, next);
+        else if (dbl)
             stencil_step_double(n, ntaps, off, w, bc, r, source, cur, next);
         else
             stencil_step_float(n, ntaps, off, wf, bc, r, source, cur, next);

@@ -78,17 +78,19 @@ int tide_ref_poisson_residual(MPI_Comm comm, const int n[3], const double h[3],
  * Local. The naive stencil reference: `steps` time steps of a stencil on the whole grid n, u in
  * C order (x slowest, z contiguous), host memory, float (dbl 0) or double, updated in place,
  * one step at a time by a plain loop into a second array (no Tide code involved). The taps are
- * off[i] = (dx, dy, dz) with weights w[i]; bc[d] is TIDE_BC_PERIODIC or TIDE_BC_DIRICHLET.
- * The arithmetic is tide.h's (a product for tap 0, a fused multiply-add per further tap in
- * order, then the source's add, in the data's precision), so Tide's result must equal this
- * one bitwise. Dirichlet: points within r (the largest |offset| component, at least 1) of a
+ * off[i] = (dx, dy, dz) with weights w[i] of a stencil of shape `shape`; bc[d] is
+ * TIDE_BC_PERIODIC or TIDE_BC_DIRICHLET. The arithmetic is tide.h's (a product for tap 0, a
+ * fused multiply-add per further tap in order, then the source's add, in the data's
+ * precision; for TIDE_STENCIL_27PT whose 27 weights take one value per class, the class form
+ * of docs/api.md), so Tide's result must equal this one bitwise. Dirichlet: points within r (the largest |offset| component, at least 1) of a
  * face of that dimension keep their values; periodic: indices wrap. source: NULL or an array
  * like u.
  * Returns 0, or TIDE_ERR_NOMEM / TIDE_ERR_ARGUMENT (ntaps < 1, a grid smaller than 2 r + 1
  * along some dimension).
  */
-int tide_ref_stencil(const int n[3], int dbl, int ntaps, const int (*off)[3], const double *w,
-                     const tide_bc bc[3], const void *source, void *u, long long steps);
+int tide_ref_stencil(const int n[3], int dbl, tide_stencil_shape shape, int ntaps,
+                     const int (*off)[3], const double *w, const tide_bc bc[3],
+                     const void *source, void *u, long long steps);
 
 /* The taps of a built-in shape (TIDE_STENCIL_7PT or _27PT) in tide.h's documented order, with
  * weights w (NULL: tide.h's defaults), written independently of the library: off and wout

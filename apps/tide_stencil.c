@@ -33,7 +33,7 @@ static const char *about =
     "rank comparing its block; beyond, a second plan with fuse 1 (one step per pass, on the\n"
     "same blocks) from the same initial data. Either must agree in every bit (tide.h: each\n"
     "update is a product, then one fused multiply-add per further tap in order, then the\n"
-    "source's add), however the grid is cut.\n"
+    "source's add; 27pt in the class form of docs/api.md), however the grid is cut.\n"
     "\n"
     "Figures: GCell/s = NX NY NZ x STEPS / time. The bound (roofline) of one step per pass:\n"
     "the plan's bytes per point and step (u read and written, the source read) at the copy\n"
@@ -472,8 +472,8 @@ int tide_cmd_stencil(int argc, char **argv)
                 tide_ref_fill(gu, &whole, 1, 0, c->prec, c->n, c->seed);
                 if (gs)
                     tide_ref_fill(gs, &whole, 1, 0, c->prec, c->n, c->seed + 1);
-                rst = tide_ref_stencil(c->n, dbl, ntaps, (const int (*)[3])off, w, bc, gs, gu,
-                                       a.steps);
+                rst = tide_ref_stencil(c->n, dbl, (tide_stencil_shape)a.shape, ntaps,
+                                       (const int (*)[3])off, w, bc, gs, gu, a.steps);
             }
             if (!rst)
                 box_of(uref, gu, c->n, &box, es);

@@ -2,9 +2,12 @@
  * stencil_loop_peer.c: the untiled OpenMP loop that `tide stencil` on the CPU is compared
  * against (bench/compare-cpu): one step per pass over memory, rows shared among the threads,
  * the innermost loop along the fastest dimension left to the compiler's vectorizer (this file
- * is built with -O3 -march=native). The arithmetic is Tide's (tide.h): a product, then one
- * fused multiply-add per further tap in order, the boundary points (r of each face,
- * Dirichlet) keeping their values; so on the same input the result is bitwise Tide's.
+ * is built with -O3 -march=native). The arithmetic is Tide's (docs/api.md): for the 7-point
+ * stencil a product, then one fused multiply-add per further tap in order; for the 27-point
+ * one, whose default weights take one value per class, the class form (pair sums in each plane
+ * of x, three chains of a product and two multiply-adds, their sum); the boundary points (r
+ * of each face, Dirichlet) keeping their values; so on the same input the result is bitwise
+ * Tide's.
  *
  *   stencil_loop_peer <float|double> NX NY NZ [-shape 7pt|27pt] [-steps S] [-runs R]
  *                     [-seed S] [-no-check]
@@ -47,8 +50,38 @@
     }
 LOOP(loop7_f, float, 7, fmaf)
 LOOP(loop7_d, double, 7, fma)
-LOOP(loop27_f, float, 27, fmaf)
-LOOP(loop27_d, double, 27, fma)
+
+/* One step of the 27-point class form from u into v on the interior points: off[9 (a + 1) +
+ * 3 (b + 1) + c + 1] the offset in elements of u(a, b, c), cw the weights centre, face, edge,
+ * corner; the column loop vectorized (omp simd). */
+#define LOOP_CLASS(NAME, T, FMA)                                                                 \
+    static void NAME(const int n[3], const long long *off, const T *cw, const T *u, T *v)        \
+    {                                                                                            \
+        long long plane = (long long)n[1] * n[2];                                                \
+        _Pragma("omp parallel for collapse(2) schedule(static)")                                 \
+        for (int x = 1; x < n[0] - 1; x++)                                                       \
+            for (int y = 1; y < n[1] - 1; y++) {                                                 \
+                const T *in = u + x * plane + (long long)y * n[2];                               \
+                T *out = v + x * plane + (long long)y * n[2];                                    \
+                _Pragma("omp simd")                                                              \
+                for (int z = 1; z < n[2] - 1; z++) {                                             \
+                    T s[3];                                                                      \
+                    _Pragma("GCC unroll 3")                                                      \
+                    for (int a = 0; a < 3; a++) {                                                \
+                        const T *p = in + z;                                                     \
+                        const long long *o = off + 9 * a;                                        \
+                        T vm = p[o[0]] + p[o[6]], v0 = p[o[1]] + p[o[7]];                        \
+                        T vp = p[o[2]] + p[o[8]];                                                \
+                        T f = v0 + (p[o[3]] + p[o[5]]), k = vm + vp;                             \
+                        const T *c = a == 1 ? cw : cw + 1; /* the middle plane's centre */       \
+                        s[a] = FMA(c[2], k, FMA(c[1], f, c[0] * p[o[4]]));                       \
+                    }                                                                            \
+                    out[z] = (s[0] + s[1]) + s[2];                                               \
+                }                                                                                \
+            }                                                                                    \
+    }
+LOOP_CLASS(loop27_f, float, fmaf)
+LOOP_CLASS(loop27_d, double, fma)
 
 static int cmp(const void *a, const void *b)
 {
@@ -102,6 +135,10 @@ int main(int argc, char **argv)
         off[i] = ((long long)taps[i][0] * n[1] + taps[i][1]) * n[2] + taps[i][2];
         wf[i] = (float)wd[i];
     }
+    /* 27 points: the default weights of the taps (0,0,0), (-1,0,0), (-1,-1,0), (-1,-1,-1), one
+     * per class */
+    double cwd[4] = {wd[13 % nt], wd[4], wd[1], wd[0]};
+    float cwf[4] = {(float)cwd[0], (float)cwd[1], (float)cwd[2], (float)cwd[3]};
     size_t count = (size_t)n[0] * n[1] * n[2], es = dbl ? sizeof(double) : sizeof(float);
     char *u0 = malloc(count * es), *a = malloc(count * es), *b = malloc(count * es);
     if (!u0 || !a || !b)
@@ -116,10 +153,14 @@ int main(int argc, char **argv)
         char *from = a, *to = b;
         double t0 = omp_get_wtime();
         for (int s = 0; s < steps; s++) {
-            if (dbl)
-                (nt == 7 ? loop7_d : loop27_d)(n, off, wd, (double *)from, (double *)to);
+            if (dbl && nt == 7)
+                loop7_d(n, off, wd, (double *)from, (double *)to);
+            else if (dbl)
+                loop27_d(n, off, cwd, (double *)from, (double *)to);
+            else if (nt == 7)
+                loop7_f(n, off, wf, (float *)from, (float *)to);
             else
-                (nt == 7 ? loop7_f : loop27_f)(n, off, wf, (float *)from, (float *)to);
+                loop27_f(n, off, cwf, (float *)from, (float *)to);
             char *x = from;
             from = to, to = x;
         }
@@ -134,7 +175,7 @@ int main(int argc, char **argv)
     int bad = 0;
     if (check && count <= (1u << 21)) {
         tide_bc bc[3] = {TIDE_BC_DIRICHLET, TIDE_BC_DIRICHLET, TIDE_BC_DIRICHLET};
-        tide_ref_stencil(n, dbl, nt, (const int(*)[3])taps, wd, bc, NULL, u0, steps);
+        tide_ref_stencil(n, dbl, shape, nt, (const int(*)[3])taps, wd, bc, NULL, u0, steps);
         size_t diff = 0;
         for (size_t i = 0; i < count; i++)
             diff += memcmp(u0 + i * es, result + i * es, es) != 0;

@@ -582,9 +582,10 @@ TIDE_API int tide_poisson_plan_set_stream(tide_poisson_plan *plan, void *stream)
  *
  * Arithmetic: every update computes w_0 u(p + o_0) (a rounded product), then adds w_i u(p + o_i)
  * for i = 1, 2, ... in the taps' order, each with one fused multiply-add, then adds the source
- * value (a rounded sum), in the plan's precision (weights rounded to it). Every backend and
- * every number of steps fused per pass does exactly this, so results are bitwise the same on
- * the CPU and the GPU, however the steps are grouped.
+ * value (a rounded sum), in the plan's precision (weights rounded to it); TIDE_STENCIL_27PT with
+ * one weight per class (centre, faces, edges, corners; the defaults) in docs/api.md's class
+ * form instead. Every backend, storage order and number of steps fused per pass does exactly
+ * this, so results are bitwise the same on the CPU and the GPU, however the steps are grouped.
  *
  * Boundaries, per dimension: periodic (offsets wrap around), or Dirichlet: the r outermost
  * planes at each face hold fixed boundary values, the user's (whatever u holds there), which
@@ -684,8 +685,8 @@ typedef struct {
     int taps;                /* points of the stencil */
     int radius;
     int fuse;                /* steps per pass over the array's memory */
-    double flops;            /* per point and step: 2 taps - 1 (a product and taps - 1
-                              * multiply-adds), plus 1 for the source's add */
+    double flops;            /* per point and step, nominal: 2 taps - 1 (the tap order's
+                              * product and taps - 1 multiply-adds), plus 1 for a source */
     double bytes_per_step;   /* the memory traffic of one unfused step per point: u read and
                               * written once (and the source read), the bound's measure */
     tide_backend backend;

@@ -14,7 +14,8 @@
  * by tide_stencil_plan_set_stream). A run not ordered after that work reads NaNs and fails.
  *
  *  a) the oracle's own conventions (a shift by one tap, Dirichlet planes held, the built-in
- *     taps' order and default weights, the source's add), independently of the library;
+ *     taps' order and default weights, the source's add, the 27-point class form and when it
+ *     applies), independently of the library;
  *  b) a plan on MPI_COMM_WORLD: on one rank it works; on several ranks a plan with
  *     the defaults works (box NULL: each rank's box read from tide_stencil_plan_info, the boxes
  *     tiling the grid, 4 steps on each box equal to the oracle's on the whole grid; the full
@@ -22,9 +23,9 @@
  *     overlap) and bad or rank-dependent options fail the same way on every rank with the same
  *     message, no hang; the same on the GPU (host arrays);
  *  c) cases on a context of MPI_COMM_SELF, each rank its own share (so 1..6 ranks run them
- *     concurrently and share the GPU): 7pt (default and random weights), 27pt (default and
- *     random), user STAR radius 1..4 (random subsets of the axis offsets in random order,
- *     random weights), user BOX radius 1..3 and radius 4 with many taps; periodic, Dirichlet
+ *     concurrently and share the GPU): 7pt (default and random weights), 27pt (default,
+ *     class-constant and random), user STAR radius 1..4 (random subsets of the axis offsets in
+ *     random order, random weights), user BOX radius 1..3 and radius 4 with many taps; periodic, Dirichlet
  *     and mixed boundaries per dimension; odd, prime, non-cubic and minimal (2 r + 1) sizes;
  *     float and double; with and without a source; fuse 1, 2, 3, 4 to 8 (a backend limit
  *     below them, refused with a message naming fuse, accepted) and the plan's choice (asked
@@ -48,6 +49,7 @@
  *     in and out for each of the pipeline's three, hold more than the in-card arrays do).
  */
 #include <ctype.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -230,6 +232,100 @@ static int has_number(const char *msg, long long v)
 
 /* ---- a) the oracle's own conventions -------------------------------------------------------- */
 
+/* u at (x + a, y + b, z + c) of the float grid n, every dimension wrapped. */
+static float at_wrapped(const float *u, const int n[3], int x, int y, int z, int a, int b, int c)
+{
+    x = (x + a + n[0]) % n[0], y = (y + b + n[1]) % n[1], z = (z + c + n[2]) % n[2];
+    return u[(x * n[1] + y) * n[2] + z];
+}
+
+/* The class form at (x, y, z), written out: plane a of x gives cc u + cf (face sum) + ce (edge
+ * sum) as cw's chain of a product and two multiply-adds, the planes summed left to right. */
+static float class_by_hand(const float *u, const int n[3], int x, int y, int z,
+                           const float cw[4])
+{
+    float plane[3];
+    for (int a = -1; a <= 1; a++) {
+        float f = (at_wrapped(u, n, x, y, z, a, -1, 0) + at_wrapped(u, n, x, y, z, a, 1, 0)) +
+                  (at_wrapped(u, n, x, y, z, a, 0, -1) + at_wrapped(u, n, x, y, z, a, 0, 1));
+        float k = (at_wrapped(u, n, x, y, z, a, -1, -1) + at_wrapped(u, n, x, y, z, a, 1, -1)) +
+                  (at_wrapped(u, n, x, y, z, a, -1, 1) + at_wrapped(u, n, x, y, z, a, 1, 1));
+        const float *c = a == 0 ? cw : cw + 1; /* the middle plane holds the centre */
+        plane[a + 1] = fmaf(c[2], k, fmaf(c[1], f, c[0] * at_wrapped(u, n, x, y, z, a, 0, 0)));
+    }
+    return (plane[0] + plane[1]) + plane[2];
+}
+
+/* The tap order at (x, y, z): a product, then a multiply-add per further tap. */
+static float taps_by_hand(const float *u, const int n[3], int x, int y, int z, int ntaps,
+                          const int (*off)[3], const double *w)
+{
+    float acc = (float)w[0] * at_wrapped(u, n, x, y, z, off[0][0], off[0][1], off[0][2]);
+    for (int t = 1; t < ntaps; t++)
+        acc = fmaf((float)w[t], at_wrapped(u, n, x, y, z, off[t][0], off[t][1], off[t][2]),
+                   acc);
+    return acc;
+}
+
+/* The 27-point shape with one weight per class goes in the class form: within a few ulps of
+ * the plain 27-term sum everywhere (of the sum of the terms' magnitudes), bitwise the formula
+ * written out at every fifth point, and not the tap order everywhere; the same taps and
+ * weights as a user BOX, or with one weight off its class, go in the tap order. Periodic,
+ * float. */
+static void oracle_classes(tt_rng *rng)
+{
+    const int n[3] = {5, 4, 6};
+    const tide_bc bc[3] = {TIDE_BC_PERIODIC, TIDE_BC_PERIODIC, TIDE_BC_PERIODIC};
+    int off[27][3];
+    double w[27];
+    const double cw[4] = {0.3, -0.0712890625, 0.04541015625, 0.0107421875}; /* floats */
+    const float cwf[4] = {(float)cw[0], (float)cw[1], (float)cw[2], (float)cw[3]};
+    tide_ref_stencil_taps(TIDE_STENCIL_27PT, NULL, off, w);
+    for (int t = 0; t < 27; t++)
+        w[t] = cw[!!off[t][0] + !!off[t][1] + !!off[t][2]];
+    float u0[120], u[120], b[120];
+    tt_fill_random(u0, 120, 0, 1, rng);
+    memcpy(u, u0, sizeof u);
+    memcpy(b, u0, sizeof b);
+    int st = tide_ref_stencil(n, 0, TIDE_STENCIL_27PT, 27, (const int(*)[3])off, w, bc, NULL,
+                              u, 1);
+    st |= tide_ref_stencil(n, 0, TIDE_STENCIL_BOX, 27, (const int(*)[3])off, w, bc, NULL, b, 1);
+    double worst = 0;
+    int hand = 1, box = 1, taps_everywhere = 1;
+    for (int x = 0; x < n[0]; x++)
+        for (int y = 0; y < n[1]; y++)
+            for (int z = 0; z < n[2]; z++) {
+                int i = (x * n[1] + y) * n[2] + z;
+                double sum = 0, mag = 0;
+                for (int t = 0; t < 27; t++) {
+                    double term = w[t] * at_wrapped(u0, n, x, y, z, off[t][0], off[t][1],
+                                                    off[t][2]);
+                    sum += term, mag += fabs(term);
+                }
+                double e = fabs(u[i] - sum) / (mag * FLT_EPSILON);
+                worst = e > worst ? e : worst;
+                float tap = taps_by_hand(u0, n, x, y, z, 27, (const int(*)[3])off, w);
+                taps_everywhere &= u[i] == tap;
+                box &= b[i] == tap;
+                if (i % 5 == 0)
+                    hand &= u[i] == class_by_hand(u0, n, x, y, z, cwf);
+            }
+    lcheck(st == 0 && worst <= 4 && hand && !taps_everywhere,
+           "a) oracle: 27pt with class weights: %g ulps of the sum's magnitude from the plain "
+           "sum (at most 4), the formula written out %s, the tap order everywhere %d",
+           worst, hand ? "matched" : "differs", taps_everywhere);
+    lcheck(box, "a) oracle: a user BOX of the 27 taps with class weights not in the tap order");
+    /* one weight off its class: the tap order */
+    w[0] *= 1.5;
+    memcpy(u, u0, sizeof u);
+    st = tide_ref_stencil(n, 0, TIDE_STENCIL_27PT, 27, (const int(*)[3])off, w, bc, NULL, u, 1);
+    int taps = st == 0;
+    for (int i = 0; i < 120; i += 7)
+        taps &= u[i] == taps_by_hand(u0, n, i / 24, i / 6 % 4, i % 6, 27,
+                                     (const int(*)[3])off, w);
+    lcheck(taps, "a) oracle: 27pt with one weight off its class not in the tap order");
+}
+
 static void oracle_selftest(void)
 {
     tt_rng rng;
@@ -243,7 +339,7 @@ static void oracle_selftest(void)
         double u0[210], u[210];
         tt_fill_random(u0, 210, 1, 1, &rng);
         memcpy(u, u0, sizeof u);
-        int st = tide_ref_stencil(n, 1, 1, off, w, bc, NULL, u, 1), ok = st == 0;
+        int st = tide_ref_stencil(n, 1, TIDE_STENCIL_BOX, 1, off, w, bc, NULL, u, 1), ok = st == 0;
         for (int x = 0; x < 5; x++)
             for (int y = 0; y < 6; y++)
                 for (int z = 0; z < 7; z++)
@@ -251,7 +347,7 @@ static void oracle_selftest(void)
                                    u0[(((x + 1) % 5) * 6 + (y + 4) % 6) * 7 + z];
         /* Two steps: the shift twice. */
         memcpy(u, u0, sizeof u);
-        st = tide_ref_stencil(n, 1, 1, off, w, bc, NULL, u, 2);
+        st = tide_ref_stencil(n, 1, TIDE_STENCIL_BOX, 1, off, w, bc, NULL, u, 2);
         for (int x = 0; x < 5; x++)
             for (int y = 0; y < 6; y++)
                 for (int z = 0; z < 7; z++)
@@ -269,7 +365,7 @@ static void oracle_selftest(void)
         float u0[60], u[60];
         tt_fill_random(u0, 60, 0, 1, &rng);
         memcpy(u, u0, sizeof u);
-        int st = tide_ref_stencil(n, 0, 1, off, w, bc, NULL, u, 1), ok = st == 0;
+        int st = tide_ref_stencil(n, 0, TIDE_STENCIL_BOX, 1, off, w, bc, NULL, u, 1), ok = st == 0;
         for (int x = 0; x < 4; x++)
             for (int y = 0; y < 3; y++)
                 for (int z = 0; z < 5; z++) {
@@ -279,7 +375,8 @@ static void oracle_selftest(void)
                 }
         lcheck(ok, "a) oracle: Dirichlet planes not held, or the interior not u(x, y, z+1)");
         const int small[3] = {4, 2, 5};
-        lcheck(tide_ref_stencil(small, 0, 1, off, w, bc, NULL, u, 1) == TIDE_ERR_ARGUMENT,
+        lcheck(tide_ref_stencil(small, 0, TIDE_STENCIL_BOX, 1, off, w, bc, NULL, u, 1) ==
+                   TIDE_ERR_ARGUMENT,
                "a) oracle: a grid of 2 points along y with r = 1 accepted");
     }
     /* The source: one tap (0,0,0) of weight 0.5 and a source: 0.5 u + s, rounded once each;
@@ -293,7 +390,7 @@ static void oracle_selftest(void)
         tt_fill_random(u0, 27, 0, 1, &rng);
         tt_fill_random(s, 27, 0, 1, &rng);
         memcpy(u, u0, sizeof u);
-        int st = tide_ref_stencil(n, 0, 1, off, w, bc, s, u, 1), ok = st == 0;
+        int st = tide_ref_stencil(n, 0, TIDE_STENCIL_BOX, 1, off, w, bc, s, u, 1), ok = st == 0;
         volatile float wf = (float)0.1;
         for (int i = 0; i < 27; i++) {
             volatile float prod = wf * u0[i];
@@ -325,6 +422,7 @@ static void oracle_selftest(void)
         lcheck(tide_ref_stencil_taps(TIDE_STENCIL_STAR, NULL, off, w) == 0,
                "a) oracle: taps of a user shape");
     }
+    oracle_classes(&rng);
 }
 
 /* ---- c) cases ------------------------------------------------------------------------------- */
@@ -362,7 +460,7 @@ typedef struct {
     int source;
     int fuse;
     int order;    /* 0: box NULL; 1..6: a whole-grid box in order tt_perm3(order - 1) */
-    int rw;       /* built-in shapes: random weights */
+    int rw;       /* built-in shapes: random weights (2: one random weight per class) */
 } spec;
 
 enum { O012 = 1, O021 = 2, O102 = 3, O120 = 4, O201 = 5, O210 = 6 };
@@ -465,8 +563,10 @@ static void name_case(scase *c, const char *kind)
     snprintf(c->name, sizeof c->name,
              "%s %s r%d %d taps%s %dx%dx%d %s bc %c%c%c%s fuse %d box %s seed %u", kind,
              shape_name[c->shape], c->radius, c->ntaps,
-             c->shape <= TIDE_STENCIL_27PT ? (c->weights ? " (random weights)" : " (defaults)")
-                                           : "",
+             c->shape > TIDE_STENCIL_27PT ? ""
+             : c->weights == 2 && c->shape == TIDE_STENCIL_27PT ? " (class weights)"
+             : c->weights                                       ? " (random weights)"
+                                                                : " (defaults)",
              c->n[0], c->n[1], c->n[2], c->dbl ? "double" : "float",
              c->bc[0] == TIDE_BC_PERIODIC ? 'P' : 'D', c->bc[1] == TIDE_BC_PERIODIC ? 'P' : 'D',
              c->bc[2] == TIDE_BC_PERIODIC ? 'P' : 'D', c->source ? " source" : "", c->fuse, ord,
@@ -495,6 +595,9 @@ static void build_case(const spec *s, unsigned seed, const char *kind, scase *c)
         c->ntaps = tide_ref_stencil_taps(c->shape, NULL, c->off, dummy);
         if (s->rw)
             tt_stencil_weights(&rng, c->ntaps, c->w);
+        double cw[4] = {c->w[0], c->w[1], c->w[2], c->w[3]};
+        for (int t = 0; t < 27 && s->rw == 2 && c->shape == TIDE_STENCIL_27PT; t++)
+            c->w[t] = cw[!!c->off[t][0] + !!c->off[t][1] + !!c->off[t][2]]; /* the class form */
     } else {
         c->radius = s->r;
         c->ntaps = c->shape == TIDE_STENCIL_STAR ? tt_star_taps(&rng, s->r, c->off)
@@ -531,7 +634,7 @@ static void fuzz_case(int k, scase *c)
     static const int fuses[] = {0, 1, 2, 3, -1, 4, 1, 2, -1, 7};
     s.fuse = fuses[tt_rng_below(&rng, 10)];
     s.order = tt_rng_below(&rng, 7);
-    s.rw = tt_rng_below(&rng, 3) != 0;
+    s.rw = tt_rng_below(&rng, 3);
     build_case(&s, seed + 1, "fuzz", c);
 }
 
@@ -736,8 +839,8 @@ static void run_case(const scase *c, int index)
                     tide_strerror(st), tide_last_error(sctx)))
             break;
         total += seq[k];
-        int rst = tide_ref_stencil(c->n, c->dbl, ntaps, (const int(*)[3])toff, tw, c->bc, src_c,
-                                   ref, seq[k]);
+        int rst = tide_ref_stencil(c->n, c->dbl, c->shape, ntaps, (const int(*)[3])toff, tw,
+                                   c->bc, src_c, ref, seq[k]);
         if (!lcheck(rst == 0, "c) %s: oracle failed: %d", c->name, rst))
             break;
         box_to_c(got, cur, &box, es);
@@ -886,7 +989,8 @@ static void world_plan(tide_context *wctx)
         const tide_bc bc[3] = {TIDE_BC_DIRICHLET, TIDE_BC_DIRICHLET, TIDE_BC_DIRICHLET};
         st = tide_stencil_run(plan, u, 4);
         memcpy(g, ref, count * sizeof *g);
-        int rst = tide_ref_stencil(WN, 1, 7, (const int(*)[3])off, w, bc, NULL, g, 4);
+        int rst = tide_ref_stencil(WN, 1, TIDE_STENCIL_7PT, 7, (const int(*)[3])off, w, bc, NULL, g,
+                                   4);
         for (p[0] = b->lo[0]; p[0] < b->hi[0]; p[0]++)
             for (p[1] = b->lo[1]; p[1] < b->hi[1]; p[1]++)
                 for (p[2] = b->lo[2]; p[2] < b->hi[2]; p[2]++)
@@ -928,7 +1032,7 @@ static void world_context(tide_context *wctx)
             tide_ref_stencil_taps(TIDE_STENCIL_7PT, NULL, off, w);
             const tide_bc bc[3] = {TIDE_BC_DIRICHLET, TIDE_BC_DIRICHLET, TIDE_BC_DIRICHLET};
             st = tide_stencil_run(plan, u, 4);
-            tide_ref_stencil(EN, 1, 7, (const int(*)[3])off, w, bc, NULL, r, 4);
+            tide_ref_stencil(EN, 1, TIDE_STENCIL_7PT, 7, (const int(*)[3])off, w, bc, NULL, r, 4);
             tt_check(&tally, world, st == 0 && !memcmp(u, r, count * sizeof *u),
                      "b) 4 steps on the world context of one rank: status %d (%s), %s", st,
                      tide_last_error(wctx), st == 0 ? "differs from the oracle" : "");
@@ -1169,7 +1273,8 @@ static void run_errors(void)
     st = tide_stencil_run(plan, u, 3);
     READ_BACK();
     const tide_bc bc[3] = {TIDE_BC_PERIODIC, TIDE_BC_DIRICHLET, TIDE_BC_DIRICHLET};
-    int rst = tide_ref_stencil(EN, 1, 5, (const int(*)[3])star_off, star_w, bc, NULL, ref, 3);
+    int rst = tide_ref_stencil(EN, 1, TIDE_STENCIL_STAR, 5, (const int(*)[3])star_off, star_w,
+                               bc, NULL, ref, 3);
     tt_check(&tally, world, st == 0 && rst == 0 && !memcmp(h, ref, bytes),
              "d) 3 steps after the failed runs: status %d (%s)%s", st, tide_last_error(sctx),
              st == 0 ? ", differs from the oracle" : "");
@@ -1235,7 +1340,7 @@ static void user_radius_is_the_reach(void)
         st = run_steps(plan, u, sizeof u, 2, NULL, 0);
     }
     tide_bc bc[3] = {TIDE_BC_DIRICHLET, TIDE_BC_DIRICHLET, TIDE_BC_DIRICHLET};
-    int rst = tide_ref_stencil(n, 0, 3, off, w, bc, NULL, ref, 2);
+    int rst = tide_ref_stencil(n, 0, TIDE_STENCIL_STAR, 3, off, w, bc, NULL, ref, 2);
     tt_check(&tally, world, st == 0 && rst == 0 && info.radius == 1 && !memcmp(u, ref, sizeof u),
              "d) star with radius option 3 reaching 1: status %d (%s), radius %d, %s", st,
              tide_last_error(sctx), info.radius,

@@ -21,8 +21,8 @@
  *     info.grid (product P) at its place in tide.h's numbering; on one rank the whole grid
  *     and grid {0,0,0}); random tilings (random orders, some boxes empty); and boxes exactly as
  *     thick as their halo needs, the other ranks' boxes empty;
- *  b) stencils: 7pt with the default and random weights, 27pt with random and the default
- *     weights, user STAR radius 2 (a random subset of the axis taps) and user BOX radius 2 (a
+ *  b) stencils: 7pt with the default and random weights, 27pt with random, class-constant
+ *     (the class form) and the default weights, user STAR radius 2 (a random subset of the axis taps) and user BOX radius 2 (a
  *     few random taps), random weights; boundaries PPP, DDD, PDP, DPD, DDP; float and double;
  *     odd, prime and non-cubic grids (13x11x9, 17x7x19, 10x12x8); with and without a source
  *     (random, the same on every rank, each passing its box of it; never written);
@@ -253,7 +253,8 @@ typedef struct {
     const char *bc; /* per dimension P or D */
     int source;
     int fuse;       /* 0: the plan's choice */
-    int rw;         /* built-in shapes: random weights (else NULL, the defaults) */
+    int rw;         /* built-in shapes: random weights (2: one per class; else NULL, the
+                     * defaults) */
 } dspec;
 
 static const dspec specs[] = {
@@ -261,6 +262,7 @@ static const dspec specs[] = {
     {S7, 1, 0, {17, 7, 19}, 0, "PPP", 1, 2, 1},
     {S27, 1, 0, {10, 12, 8}, 1, "PDP", 1, 0, 1},
     {S27, 1, 0, {13, 11, 9}, 0, "DPD", 0, 3, 1},
+    {S27, 1, 0, {13, 11, 9}, 0, "PDP", 1, 2, 2},
     {S27, 1, 0, {17, 7, 19}, 1, "DDP", 1, 1, 0},
     {SS, 2, 9, {17, 7, 19}, 1, "DDP", 1, 1, 0},
     {SS, 2, 7, {13, 11, 9}, 0, "PPP", 0, 2, 0},
@@ -304,6 +306,10 @@ static void build_stencil(const dspec *sp, unsigned seed, stencil *s)
         s->r = 1;
         s->ntaps = s->shape == S7 ? 7 : 27;
         tt_stencil_weights(&rng, s->ntaps, s->w);
+        double cw[4] = {s->w[0], s->w[1], s->w[2], s->w[3]};
+        tide_ref_stencil_taps(s->shape, NULL, s->toff, s->tw);
+        for (int t = 0; t < s->ntaps && s->rw == 2; t++) /* one weight per class */
+            s->w[t] = cw[!!s->toff[t][0] + !!s->toff[t][1] + !!s->toff[t][2]];
         tide_ref_stencil_taps(s->shape, s->rw ? s->w : NULL, s->toff, s->tw);
     } else {
         int all = 0, r = sp->r;
@@ -323,7 +329,8 @@ static void build_stencil(const dspec *sp, unsigned seed, stencil *s)
     }
     snprintf(s->name, sizeof s->name, "%s r%d %d taps%s %dx%dx%d %s bc %s%s fuse %d seed %u",
              shape_name[s->shape], s->r, s->ntaps,
-             s->shape <= S27 ? (s->rw ? " (random weights)" : " (defaults)") : "", s->n[0],
+             s->shape > S27 ? "" : s->rw == 2 ? " (class weights)"
+                                 : s->rw      ? " (random weights)" : " (defaults)", s->n[0],
              s->n[1], s->n[2], s->dbl ? "double" : "float", sp->bc, s->source ? " source" : "",
              s->fuse, seed);
 }
@@ -609,8 +616,9 @@ static void check_and_run(const char *name, const stencil *s, tide_stencil_plan 
                  "d) %s: run of %lld steps: info.exchanges %lld (want %lld: one per pass of %d "
                  "steps, one for the source's halo), halo_seconds %g", name, seq[k],
                  ri.exchanges, want_x, plan_fuse, ri.halo_seconds);
-        int rst = seq[k] ? tide_ref_stencil(s->n, s->dbl, s->ntaps, (const int(*)[3])s->toff,
-                                            s->tw, s->bc, gsrc, ref, seq[k])
+        int rst = seq[k] ? tide_ref_stencil(s->n, s->dbl, (tide_stencil_shape)s->shape,
+                                            s->ntaps, (const int(*)[3])s->toff, s->tw, s->bc,
+                                            gsrc, ref, seq[k])
                          : 0;
         global_to_box(want, ref, s->n, &mine, es);
         int same = rst == 0 && !memcmp(u, want, bytes) && (seq[k] || !memcmp(u, before, bytes));
@@ -925,7 +933,8 @@ static void bad_input(void)
         expect_error("run of -1 steps", st, ARG, !memcmp(u, u0, bytes), NULL);
         st = tide_stencil_run(plan, u, 3);
         const tide_bc bc[3] = {TIDE_BC_PERIODIC, TIDE_BC_DIRICHLET, TIDE_BC_DIRICHLET};
-        int rst = tide_ref_stencil(EN, 1, 5, (const int(*)[3])star_off, star_w, bc, NULL, ref, 3);
+        int rst = tide_ref_stencil(EN, 1, TIDE_STENCIL_STAR, 5, (const int(*)[3])star_off, star_w,
+                               bc, NULL, ref, 3);
         global_to_box(want, ref, EN, &slabs[rank], sizeof(double));
         tt_check(&tally, world, st == 0 && rst == 0 && !memcmp(u, want, bytes),
                  "e) 3 steps after the bad input: status %d (%s)%s", st, tide_last_error(ctx),

@@ -10,8 +10,11 @@
  * which must not matter), over a random window (often a thin band along one dimension), with
  * the CPU's cache per thread its own or a small random one (rows cut into tiles), and
  * compares it bitwise with k steps of the naive reference (apps/reference.c) on the view
- * alone; every other point of dst's buffer (the rows and columns beside the window, the
- * planes before and after it) must keep its poison.
+ * alone. The view's storage order is random (the user's x, y, z any of its dimensions; the
+ * reference runs on the view turned to C order): the 27-point taps with weights of one value
+ * per class (centre, face, edge, corner) half the time, swept in the class form (backend.h),
+ * else with random weights, in the tap form. Every other point of dst's buffer (the rows and
+ * columns beside the window, the planes before and after it) must keep its poison.
  *
  * The CPU backend always; the CUDA backend when TIDE_TEST_BACKEND=cuda (exit 77, a visible
  * SKIP, without a GPU). On the GPU the test moves its data with plain CUDA calls on its own
@@ -35,6 +38,10 @@ static tt_tally tally;
 
 typedef struct {
     int n[3], dbl, ntaps, radius, periodic[3], k, out[3][2], beside, source;
+    int ord[3];        /* storage dimension k holds the user's dimension ord[k] */
+    tide_stencil_shape shape;
+    int classes;       /* the 27-point taps with class-constant weights cw */
+    double cw[4];
     size_t cache; /* the CPU's cache per thread (0: its own): small ones cut rows into tiles */
     int at[3], big[3]; /* the view's first point in the array, and the array's extents */
     int off[TIDE_SWEEP_MAX_TAPS][3];
@@ -76,7 +83,19 @@ static void make_case(tt_rng *rng, int gpu, int i, scase *c)
                              : tt_box_taps(rng, c->radius, 0, c->off);
         snprintf(c->taps, sizeof c->taps, "%s r%d", kind == 2 ? "star" : "box", c->radius);
     }
+    c->shape = kind == 0 ? TIDE_STENCIL_7PT : kind == 1 ? TIDE_STENCIL_27PT
+             : kind == 2 ? TIDE_STENCIL_STAR : TIDE_STENCIL_BOX;
     tt_stencil_weights(rng, c->ntaps, c->w);
+    c->classes = kind == 1 && tt_rng_below(rng, 2);
+    if (c->classes) { /* one random weight per class: the tap's count of nonzero offsets */
+        tt_stencil_weights(rng, 4, c->cw);
+        for (int t = 0; t < 27; t++)
+            c->w[t] = c->cw[!!c->off[t][0] + !!c->off[t][1] + !!c->off[t][2]] / 6;
+        for (int k = 0; k < 4; k++)
+            c->cw[k] /= 6;
+        snprintf(c->taps, sizeof c->taps, "27pt classes");
+    }
+    tt_perm3(tt_rng_below(rng, 6), c->ord);
     /* small grids on the CPU; on the GPU some wider than a tile, the first dimension deep
      * enough for several chunks */
     int top = gpu ? 16 : 11;
@@ -120,6 +139,48 @@ static void view_of(const scase *c, size_t es, const unsigned char *a, unsigned 
         }
 }
 
+/* The view v of c (storage order, extents c->n) into u in C order of the user's dimensions
+ * (extents nu), or back (back 1). */
+static void turn(const scase *c, size_t es, const int nu[3], unsigned char *v, unsigned char *u,
+                 int back)
+{
+    int q[3], p[3];
+    size_t i = 0;
+    for (q[0] = 0; q[0] < c->n[0]; q[0]++)
+        for (q[1] = 0; q[1] < c->n[1]; q[1]++)
+            for (q[2] = 0; q[2] < c->n[2]; q[2]++, i++) {
+                for (int k = 0; k < 3; k++)
+                    p[c->ord[k]] = q[k];
+                size_t j = ((size_t)p[0] * nu[1] + p[1]) * nu[2] + p[2];
+                if (back)
+                    memcpy(v + i * es, u + j * es, es);
+                else
+                    memcpy(u + j * es, v + i * es, es);
+            }
+}
+
+/* k steps of the naive reference on the view v (storage order), with the source's view vsrc:
+ * on both turned to the user's C order, the result turned back. */
+static int reference(const scase *c, size_t es, unsigned char *v, unsigned char *vsrc, int k)
+{
+    int nu[3];
+    tide_bc bc[3];
+    for (int d = 0; d < 3; d++) {
+        nu[c->ord[d]] = c->n[d];
+        bc[c->ord[d]] = c->periodic[d] ? TIDE_BC_PERIODIC : TIDE_BC_DIRICHLET;
+    }
+    size_t count = (size_t)c->n[0] * c->n[1] * c->n[2];
+    unsigned char *u = malloc(count * es), *us = vsrc ? malloc(count * es) : NULL;
+    turn(c, es, nu, v, u, 0);
+    if (us)
+        turn(c, es, nu, vsrc, us, 0);
+    int rs = tide_ref_stencil(nu, c->dbl, c->shape, c->ntaps, (const int(*)[3])c->off, c->w,
+                              bc, us, u, k);
+    turn(c, es, nu, v, u, 1);
+    free(u), free(us);
+    return rs;
+}
+
 /* One case on backend be (gpu: buffers in device memory, moved on stream). */
 static void run_case(const tide_backend_ops *be, int gpu, void *stream, int threads,
                      const scase *c, tt_rng *rng, int index)
@@ -136,13 +197,13 @@ static void run_case(const tide_backend_ops *be, int gpu, void *stream, int thre
     size_t guard = plane, dstn = (size_t)(hi[0] - lo[0]) * plane + 2 * guard;
     size_t origin = guard + (size_t)c->at[1] * c->big[2] + c->at[2]; /* dst: the view's point
                                                                        * (lo[0], 0, 0) */
-    char name[240];
-    snprintf(name, sizeof name, "case %d: %s %s %dx%dx%d at (%d,%d,%d) of %dx%dx%d periodic "
-             "%d%d%d%s, %d steps, window [%d,%d)x[%d,%d)x[%d,%d), beside %d, cache %zu", index, c->taps,
-             c->dbl ? "double" : "float", c->n[0], c->n[1], c->n[2], c->at[0], c->at[1],
-             c->at[2], c->big[0], c->big[1], c->big[2], c->periodic[0], c->periodic[1],
-             c->periodic[2], c->source ? ", source" : "", c->k, lo[0], hi[0], lo[1], hi[1],
-             lo[2], hi[2], c->beside, c->cache);
+    char name[260];
+    snprintf(name, sizeof name, "case %d: %s %s order %s %dx%dx%d at (%d,%d,%d) of %dx%dx%d "
+             "periodic %d%d%d%s, %d steps, window [%d,%d)x[%d,%d)x[%d,%d), beside %d, cache %zu",
+             index, c->taps, c->dbl ? "double" : "float", tt_order_name(c->ord), c->n[0],
+             c->n[1], c->n[2], c->at[0], c->at[1], c->at[2], c->big[0], c->big[1], c->big[2],
+             c->periodic[0], c->periodic[1], c->periodic[2], c->source ? ", source" : "", c->k,
+             lo[0], hi[0], lo[1], hi[1], lo[2], hi[2], c->beside, c->cache);
 
     unsigned char *u = malloc(count * es), *want = malloc(vcount * es), *src = NULL;
     unsigned char *vsrc = NULL, *got = malloc(dstn * es);
@@ -154,20 +215,23 @@ static void run_case(const tide_backend_ops *be, int gpu, void *stream, int thre
     view_of(c, es, u, want);
     if (src)
         view_of(c, es, src, vsrc);
-    tide_bc bc[3];
-    for (int d = 0; d < 3; d++)
-        bc[d] = c->periodic[d] ? TIDE_BC_PERIODIC : TIDE_BC_DIRICHLET;
-    int rs = tide_ref_stencil(c->n, c->dbl, c->ntaps, (const int(*)[3])c->off, c->w, bc, vsrc,
-                              want, c->k);
+    int rs = reference(c, es, want, vsrc, c->k);
     tt_local(&tally, rs == 0, "%s: the reference failed (%d)", name, rs);
     memset(got, 0xA5, dstn * es);
 
     tide_env env = {0};
     env.be = be, env.threads = threads, env.stream = stream;
     tide_sweep s = {0};
-    s.dbl = c->dbl, s.radius = c->radius, s.ntaps = c->ntaps, s.off = (const int(*)[3])c->off;
+    int soff[TIDE_SWEEP_MAX_TAPS][3]; /* the taps in storage order */
+    for (int i = 0; i < c->ntaps; i++)
+        for (int d = 0; d < 3; d++)
+            soff[i][d] = c->off[i][c->ord[d]];
+    s.dbl = c->dbl, s.radius = c->radius, s.ntaps = c->ntaps, s.off = (const int(*)[3])soff;
     s.w = c->w;
+    s.classes = c->classes;
+    memcpy(s.cw, c->cw, sizeof s.cw);
     for (int d = 0; d < 3; d++) {
+        s.axis[c->ord[d]] = d;
         s.n[d] = c->n[d], s.periodic[d] = c->periodic[d];
         s.out[d][0] = c->out[d][0], s.out[d][1] = c->out[d][1];
     }
@@ -207,8 +271,7 @@ static void run_case(const tide_backend_ops *be, int gpu, void *stream, int thre
     int k = st ? 0 : c->k < s.max_fuse ? c->k : s.max_fuse;
     if (!st && k < c->k) { /* the reference for the steps the sweep does */
         view_of(c, es, u, want);
-        tide_ref_stencil(c->n, c->dbl, c->ntaps, (const int(*)[3])c->off, c->w, bc, vsrc, want,
-                         k);
+        reference(c, es, want, vsrc, k);
     }
     if (!st)
         st = be->sweep(&env, &s, (char *)du + view0 * es, (char *)ddst + origin * es, k);

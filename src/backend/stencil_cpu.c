@@ -20,13 +20,16 @@
 #include "backend/stencil_span.h"
 
 /* Each thread's work memory: rings of (fuse - 1) levels x (2 r + 1) planes of a tile's rows;
- * the weights in the data's precision; the spans this CPU runs fastest. */
+ * the spans this CPU runs fastest, of the tap form or the class form, the taps whose rows they
+ * take in their order (slot i: tap tap[i]) and their weights in the data's precision (the
+ * class form's four). */
 typedef struct {
     int threads, fuse;
     int tile;          /* rows of dst per tile; n[1] or more: one tile of whole planes */
     int ring_rows;     /* rows of a ring plane */
     size_t per_thread; /* bytes */
     char *mem;
+    int tap[TIDE_SWEEP_MAX_TAPS];
     float wf[TIDE_SWEEP_MAX_TAPS];
     double wd[TIDE_SWEEP_MAX_TAPS];
     tide_stencil_span_f *span_f;
@@ -101,9 +104,19 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
     }
     c->threads = threads, c->fuse = k, c->tile = tile, c->ring_rows = rows;
     c->per_thread = per_thread, c->mem = mem;
-    for (int i = 0; i < s->ntaps; i++)
+    for (int i = 0; i < s->ntaps; i++) {
+        c->tap[i] = i;
         c->wf[i] = (float)s->w[i], c->wd[i] = s->w[i];
-    tide_stencil_spans(&c->span_f, &c->span_d);
+    }
+    /* the class form's slots in user order: u(a, b, c) at 9 (a + 1) + 3 (b + 1) + c + 1 */
+    if (s->classes)
+        for (int i = 0; i < 27; i++) {
+            const int *o = s->off[i];
+            c->tap[9 * (o[s->axis[0]] + 1) + 3 * (o[s->axis[1]] + 1) + o[s->axis[2]] + 1] = i;
+        }
+    for (int k = 0; k < 4 && s->classes; k++)
+        c->wf[k] = (float)s->cw[k], c->wd[k] = s->cw[k];
+    tide_stencil_spans(s->classes, &c->span_f, &c->span_d);
     s->state = c;
     s->max_fuse = k;
     s->state_bytes = (size_t)threads * per_thread;
@@ -168,9 +181,9 @@ typedef struct {
 } row_run;
 
 /* Columns [c0, c1) of run u's rows: the stencil, or the rows copied where they are boundary
- * rows. The columns whose taps all lie in their rows go as one span of all the rows
- * (stencil_span.h); the few whose tap wraps around a periodic row point by point, each tap's
- * column wrapped, the same arithmetic. */
+ * rows. The span's slot i takes tap cs->tap[i]'s rows. The columns whose taps all lie in their
+ * rows go as one span of all the rows (stencil_span.h); the few whose tap wraps around a
+ * periodic row point by point, each tap's column wrapped, the same arithmetic. */
 #define SWEEP_ROWS(NAME, T, SPAN, W)                                                             \
     static void NAME(const tide_sweep *s, const row_run *u, int boundary, int c0, int c1)        \
     {                                                                                            \
@@ -189,8 +202,8 @@ typedef struct {
         int lo = ulo > c0 ? ulo : c0, hi = uhi < c1 ? uhi : c1; /* the updates to make */        \
         int a = lo, e = hi; /* ... of them, those whose taps all lie in their rows */            \
         for (int i = 0; i < nt; i++) {                                                           \
-            int dx = s->off[i][2];                                                               \
-            p[i] = (const T *)u->row[i] + dx;                                                    \
+            int dx = s->off[cs->tap[i]][2];                                                      \
+            p[i] = (const T *)u->row[cs->tap[i]] + dx;                                           \
             a = a > -dx ? a : -dx;                                                               \
             e = e < n2 - dx ? e : n2 - dx;                                                       \
         }                                                                                        \
@@ -209,8 +222,10 @@ typedef struct {
                 if (c >= hi)                                                                     \
                     break;                                                                       \
                 const T *q[TIDE_SWEEP_MAX_TAPS];                                                 \
-                for (int i = 0; i < nt; i++)                                                     \
-                    q[i] = (const T *)u->row[i] + y * u->pin + mod(c + s->off[i][2], n2) - c;    \
+                for (int i = 0; i < nt; i++) {                                                   \
+                    int t = cs->tap[i];                                                          \
+                    q[i] = (const T *)u->row[t] + y * u->pin + mod(c + s->off[t][2], n2) - c;    \
+                }                                                                                \
                 cs->SPAN(nt, q, cs->W, so, o, c, c + 1, 1, 0, 0, 0);                             \
             }                                                                                    \
         }                                                                                        \

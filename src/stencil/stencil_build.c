@@ -19,8 +19,25 @@ static int whole_along(const tide_stencil_plan *p, const tide_box *b, int d)
     return b->lo[d] == 0 && b->hi[d] == p->n[d];
 }
 
+/* Whether the 27-point box's weights w (tap (dx, dy, dz) at 9 (dx + 1) + 3 (dy + 1) + dz + 1)
+ * take one value per class, the class of a tap its count of nonzero offsets; then cw gets
+ * them: centre, face, edge, corner. Compared exactly, as given. */
+static int class_weights(const int (*off)[3], const double *w, double cw[4])
+{
+    int seen[4] = {0};
+    for (int i = 0; i < 27; i++) {
+        int k = (off[i][0] != 0) + (off[i][1] != 0) + (off[i][2] != 0);
+        if (seen[k] && cw[k] != w[i])
+            return 0;
+        cw[k] = w[i], seen[k] = 1;
+    }
+    return 1;
+}
+
 /* The taps in the box's storage order, and the sweep over ext: periodic along a periodic
- * dimension it holds whole; its faces elsewhere are boundaries (the grid's, or the halo's). */
+ * dimension it holds whole; its faces elsewhere are boundaries (the grid's, or the halo's).
+ * The 27-point shape with class-constant weights takes the class form (backend.h), axis[u]
+ * the storage dimension of the user's dimension u. */
 static void make_sweep(tide_stencil_plan *p, const int (*off)[3], const double *w)
 {
     tide_sweep *s = &p->sweep;
@@ -39,6 +56,9 @@ static void make_sweep(tide_stencil_plan *p, const int (*off)[3], const double *
     s->ntaps = p->taps;
     s->off = (const int(*)[3])p->off;
     s->w = p->w;
+    s->classes = p->o.shape == TIDE_STENCIL_27PT && class_weights(off, w, s->cw);
+    for (int k = 0; k < 3; k++)
+        s->axis[ord[k]] = k;
 }
 
 /* The mean of three sweeps after a warm-up, not the best: ranks that share a GPU take turns
