@@ -49,8 +49,8 @@
 //    form (backend.h) each plane's sums shared by the three updates that read it.
 //
 // The class form of the 27-point box with x, y, z along storage dimensions 0, 1, 2 or 2, 1, 0
-// is fused by sweep_relay; along other axes it runs one step at a time (sweep_one).
-// sweep_generic and sweep_fast apply taps.
+// is fused by sweep_relay, along other axes by sweep_generic (which takes either form);
+// sweep_fast applies taps.
 //
 // Tiles and chunks: a block's threads are 64 lanes along x (a warp reads 32 consecutive elements
 // of a row: no bank conflicts) times rows of strips of MY rows. Level 1's tile is 64 wide, so
@@ -109,7 +109,7 @@ int match_shape(const tide_sweep *s)
 }
 
 // The configuration for k steps: the fast kernel when there is one for these taps, else the
-// generic one (which computes taps, not the class form); func NULL when none fits.
+// generic one; func NULL when neither fits.
 fused_cfg entry_for(const tide_sweep *s, int shape, int k, size_t smem_block, size_t smem_sm)
 {
     fused_cfg f = {};
@@ -122,7 +122,7 @@ fused_cfg entry_for(const tide_sweep *s, int shape, int k, size_t smem_block, si
         f = relay ? relay_entry(s->dbl, shape, k) : fast_entry(s->dbl, shape, k);
     if (f.func && f.smem <= smem_block)
         return f;
-    return s->classes ? fused_cfg{} : generic_entry(s, k, smem_block, smem_sm);
+    return generic_entry(s, k, smem_block, smem_sm);
 }
 
 // Chunks of the planes written along n0 for k steps: the count that minimises waves x (chunk +

@@ -87,7 +87,21 @@ __global__ void __launch_bounds__(GEN_NT, 2) sweep_generic(const sweep_args<T> a
                     }
                     // Row 0 of the strip in level t - 1's plane.
                     const T *p0 = prev + (s * MY + R) * Wp + x + R;
-                    for (int i = 0; i < a.ntaps; i++) {
+                    if (a.classes) {
+                        // The class form: u(i, i1, i2) at offsets i, i1, i2 along x, y, z,
+                        // which lie along storage dimensions a.ax.
+#pragma unroll
+                        for (int m = 0; m < MY; m++)
+                            if (m < rv)
+                                acc[m] = box_classes(a.cw, [&](int i, int i1, int i2) {
+                                    int o[3] = {0, 0, 0};
+                                    o[a.ax[0]] += i, o[a.ax[1]] += i1, o[a.ax[2]] += i2;
+                                    int slot = jm - (R - o[0]);
+                                    slot += slot < 0 ? RD : 0;
+                                    return p0[slot * planep + (m + o[1]) * Wp + o[2]];
+                                });
+                    }
+                    for (int i = 0; i < (a.classes ? 0 : a.ntaps); i++) {
                         const int4 o = toff[i];
                         int slot = jm - o.w;
                         slot += slot < 0 ? RD : 0;

@@ -100,7 +100,12 @@ struct sweep_args {
     int ntaps;
     const int4 *off;
     const T *w;
-    int ax[3];              // the class form: the storage dimensions of x, y and z
+    // The class form (tide_sweep's classes): the storage dimensions of x, y and z, and the
+    // centre, face, edge and corner weights (sweep_one and sweep_generic; sweep_relay's come
+    // as kernel parameters).
+    int classes;
+    int ax[3];
+    T cw[4];
 };
 
 // The weights of a compile-time tap list, passed by value (they end up in the constant bank,
@@ -417,7 +422,7 @@ __device__ __forceinline__ T box_classes(const T *cw, U u)
 constexpr int KMAX = 8;  // the most steps one fused sweep does
 
 // The class form with x, y, z along storage dimensions 0, 1, 2 (SHAPE_BOX_C) or 2, 1, 0
-// (SHAPE_BOX_F), fused by sweep_relay; along others (SHAPE_BOX_ANY), one step at a time.
+// (SHAPE_BOX_F), fused by sweep_relay; along others (SHAPE_BOX_ANY) by sweep_generic.
 enum {
     SHAPE_GENERIC = -1, SHAPE_7C = 0, SHAPE_7F = 1, SHAPE_27C = 2, SHAPE_27F = 3,
     SHAPE_BOX_C = 4, SHAPE_BOX_F = 5, SHAPE_BOX_ANY = 6
@@ -482,8 +487,11 @@ sweep_args<T> make_args(const tide_sweep *s, const sweep_state *st, const fused_
     a.vec = a.n2 % 4 == 0 && pitch[0] % 4 == 0 && pitch[1] % 4 == 0 && a.xlo % 4 == 0 &&
             a.xhi % 4 == 0 && aligned(src) && aligned(dst) && aligned(s->source);
     a.ntaps = s->ntaps, a.off = st->off, a.w = (const T *)st->w;
+    a.classes = s->classes;
     for (int d = 0; d < 3; d++)
         a.ax[d] = s->classes ? s->axis[d] : d;
+    for (int i = 0; i < 4; i++)
+        a.cw[i] = s->classes ? (T)s->cw[i] : T(0);
     return a;
 }
 
@@ -505,7 +513,7 @@ cudaError_t launch_one(const tide_sweep *s, const sweep_state *st, const void *s
 // sweep_generic within the shared memory given (stencil_generic.cu); a built-in shape by its
 // compile-time kernel, the 7-point stars and the 27-point box in C order, by taps or by classes
 // (SHAPE_7C, _7F, _27C, _BOX_C, _BOX_F) by sweep_relay (stencil_relay.cu), the box reversed
-// (SHAPE_27F) by sweep_fast (stencil_fast.cu); the class form along other axes by none.
+// (SHAPE_27F) by sweep_fast (stencil_fast.cu).
 fused_cfg generic_entry(const tide_sweep *s, int k, size_t smem_block, size_t smem_sm);
 fused_cfg relay_entry(bool dbl, int shape, int k);
 fused_cfg fast_entry(bool dbl, int shape, int k);
