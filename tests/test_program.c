@@ -9,7 +9,11 @@
  *  b) the failure rule: after a local op fails, the later local ops are skipped, the collective
  *     ops and those that complete earlier work still run, with tide_env.failed set to the
  *     failure, and the program returns the first failure and names its op; a failure given by
- *     the caller is returned with no op named, and no local op runs.
+ *     the caller is returned with no op named, and no local op runs;
+ *  c) a streamed pass's ops on one chunk (tide_chunk_run) as the out-of-card multiply runs
+ *     them: a C tile loaded into an accumulator by a copy op whose byte count is bound per
+ *     run, updated twice (two panels, beta then 1), stored back, against a naive loop; the
+ *     runner stops at the first failing op and names its index.
  */
 #include <complex.h>
 #include <math.h>
@@ -212,10 +216,65 @@ static void test_failure_rule(void)
     printf("test_program: b) the failure rule\n");
 }
 
+/* ---- c) a chunk's ops ---------------------------------------------------------------- */
+
+static void test_chunk(void)
+{
+    void *h = NULL;
+    if (tide_backend_cpu.gemm_create(&h) == TIDE_ERR_UNSUPPORTED) {
+        printf("test_program: c) skipped: this build has no CBLAS\n");
+        return;
+    }
+    tt_rng rng;
+    tt_rng_seed(&rng, 41);
+    const long long m = 5, n = 4, k = 6, ld = 8; /* the accumulator's ld, larger than m */
+    tide_env e = {.be = &tide_backend_cpu, .threads = 1};
+    tide_gemm_desc g = {.dbl = 1, .m = m, .n = n, .k = k / 2, .lda = m, .ldb = k, .ldc = ld};
+    double *a = random_matrix(&rng, 1, 0, m * k), *b = random_matrix(&rng, 1, 0, k * n);
+    double *tile = random_matrix(&rng, 1, 0, ld * n), *acc = random_matrix(&rng, 1, 0, ld * n);
+    double *c0 = tt_xmalloc(sizeof(double) * ld * n);
+    memcpy(c0, tile, sizeof(double) * ld * n);
+    size_t bytes = 0, most = sizeof(double) * (size_t)(ld * n);
+    tide_gemm_operands x = {.g = g, .alpha = {0.5, 0}, .beta = {-2, 0}, .a = a, .b = b};
+    tide_op ops[3] = {{.src = 0, .dst = 1}, {.src = 1, .dst = 1}, {.src = 1, .dst = 0}};
+    tide_op_copy(&ops[0], &bytes, most);
+    tide_op_gemm(&ops[1], h, &g, &x);
+    tide_op_copy(&ops[2], &bytes, most);
+    void *chunk[2] = {tile, acc};
+    bytes = most;
+    int failed = -1;
+    int st = tide_chunk_run(ops, 2, &e, chunk, &failed); /* panel 0: load, update */
+    x.beta = tide_scalar_real(1);
+    x.a = a + m * (k / 2), x.b = b + k / 2;
+    st = st ? st : tide_chunk_run(ops + 1, 2, &e, chunk, &failed); /* panel 1: update, store */
+    double worst = 0;
+    for (long long j = 0; j < n; j++)
+        for (long long i = 0; i < m; i++) {
+            double s = 0;
+            for (long long l = 0; l < k; l++)
+                s += a[i + l * m] * b[l + j * k];
+            worst = tt_max_nan(worst, fabs(tile[i + j * ld] - (0.5 * s - 2 * c0[i + j * ld])));
+        }
+    tt_local(&tally, st == 0 && failed == -1 && worst <= 1e-13 * (k + 2) &&
+             ops[0].kind == TIDE_OP_COPY && ops[0].cost.mem_bytes == 2.0 * (double)most,
+             "chunk ops: status %d (failed op %d), error %.3g", st, failed, worst);
+    tide_op bad[3] = {{.cls = &local_class, .steps = 0}, {.cls = &failing_class, .steps = 1},
+                      {.cls = &local_class, .steps = 2}};
+    memset(ran, 0, sizeof ran);
+    st = tide_chunk_run(bad, 3, &e, chunk, &failed);
+    tt_local(&tally, st == TIDE_ERR_BACKEND && failed == 1 && ran[0] && ran[1] && !ran[2],
+             "chunk ops: a failing op returned %d at op %d, the ops ran %d %d %d times",
+             st, failed, ran[0], ran[1], ran[2]);
+    tide_backend_cpu.gemm_destroy(h);
+    free(a), free(b), free(tile), free(acc), free(c0);
+    printf("test_program: c) a chunk's ops\n");
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     test_multiply();
     test_failure_rule();
+    test_chunk();
     return tt_finish_local(&tally, "test_program", "checks");
 }

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include "gemm/gemm_streamed.h"
 #include "backend/pipeline.h"
+#include "plan/program.h"
 
 enum { SLOTS = 4, MAX_CHUNKS = 1 << 16, PROBE = 2048, FINALISTS = 6, MAX_BLOCKS = 4096 };
 
@@ -37,7 +38,16 @@ typedef struct {
     tide_scalar alpha, beta;
     const void *a, *b;
     void *c;
+    tide_gemm_operands bound; /* the chunk in flight's update: its tile, panels, beta */
+    size_t tile;            /* ... and the bytes of its C tile */
 } run_t;
+
+/* The ops of a chunk (plan/program.h), in the order they run on its chunk buffers (0 the
+ * slot's C tile, 1 the tile being accumulated): the tile loaded into the accumulator (its
+ * first panel, beta != 0), the update, the tile stored for its download (its last panel). A
+ * chunk runs a contiguous range of them; with C kept whole on the device only the update, in
+ * place at the tile's place in C. */
+enum { OP_LOAD, OP_UPDATE, OP_STORE, NOPS };
 
 /* One GPU's part of the multiply: columns col0.. of C (d.d.n of them), all of A. */
 struct engine {
@@ -55,6 +65,7 @@ struct engine {
     tide_env env;           /* a GPU other than the plan's: its own stream ... */
     void *blas;             /* ... and cuBLAS handle */
     run_t run;              /* the execution in flight */
+    tide_op ops[NOPS];      /* bound to run.bound and run.tile */
     tide_pipeline_job job;
     int index;              /* its place among the parts */
     int sharers;            /* GPUs the model spreads A's uploads over (1: none) */

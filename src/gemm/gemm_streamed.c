@@ -252,35 +252,38 @@ static int await_block(const run_t *r, int ti, int p, void *stream)
     return tide_gpu_stream_wait(stream, all->e[owner(r->s, ti, p)]->pushed[b]);
 }
 
+/* Binds chunk i's update (its tile, its panels where they lie on the device, beta 1 after
+ * the first panel) and runs its ops. */
 static int work(void *user, int i, void *const *buf, void *stream)
 {
-    const run_t *r = user;
+    run_t *r = user;
     const engine *s = r->s;
-    const tide_gemm_desc *g = &r->g;
     tide_env e = *s->d.env;
     e.stream = stream;
     long long q[6];
-    int ti, tj, p, st = TIDE_SUCCESS;
+    int ti, tj, p, st;
     chunk_ranges(r, i, q, &ti, &tj, &p);
     if (tj == 0 && owner(s, ti, p) != s->index && (st = await_block(r, ti, p, stream)))
         return st;
-    tide_gemm_desc c = *g;
-    c.m = q[1] - q[0], c.n = q[3] - q[2], c.k = q[5] - q[4], c.ldc = dev_ld(c.m);
-    tide_scalar beta = p ? tide_scalar_real(1) : r->beta;
-    const void *a = on_device(r, 0, q, buf, &c.lda), *b = on_device(r, 1, q, buf, &c.ldb);
-    if (s->sh.keep[2]) { /* the tile in place in the whole of C */
-        c.ldc = dev_ld(g->m);
-        void *at = (char *)buf[RES_C] + s->elem * (size_t)(q[2] * c.ldc + q[0]);
-        return e.be->gemm(&e, s->d.blas, &c, r->alpha, a, b, beta, at);
+    tide_gemm_operands *x = &r->bound;
+    x->g = r->g;
+    x->g.m = q[1] - q[0], x->g.n = q[3] - q[2], x->g.k = q[5] - q[4];
+    x->alpha = r->alpha;
+    x->beta = p ? tide_scalar_real(1) : r->beta;
+    x->a = on_device(r, 0, q, buf, &x->g.lda);
+    x->b = on_device(r, 1, q, buf, &x->g.ldb);
+    void *chunk[2] = {buf[BUF_C], buf[RES_C]};
+    int first = OP_UPDATE, last = OP_UPDATE;
+    if (s->sh.keep[2]) {
+        x->g.ldc = dev_ld(r->g.m);
+        chunk[1] = (char *)buf[RES_C] + s->elem * (size_t)(q[2] * x->g.ldc + q[0]);
+    } else {
+        x->g.ldc = dev_ld(x->g.m);
+        r->tile = s->elem * (size_t)(x->g.ldc * x->g.n);
+        first = p == 0 && !tide_scalar_is_zero(r->beta) ? OP_LOAD : OP_UPDATE;
+        last = p == r->np - 1 ? OP_STORE : OP_UPDATE;
     }
-    size_t tile = s->elem * (size_t)(c.ldc * c.n);
-    if (p == 0 && !tide_scalar_is_zero(r->beta))
-        st = e.be->copy(&e, buf[RES_C], buf[BUF_C], tile);
-    if (!st)
-        st = e.be->gemm(&e, s->d.blas, &c, r->alpha, a, b, beta, buf[RES_C]);
-    if (!st && p == r->np - 1)
-        st = e.be->copy(&e, buf[BUF_C], buf[RES_C], tile);
-    return st;
+    return tide_chunk_run(s->ops + first, last - first + 1, &e, chunk, NULL);
 }
 
 /* Starts GPU part s of C = alpha op(A) op(B) + beta C with k, lda and ldb of the run (the
@@ -295,10 +298,12 @@ static int start_part(engine *s, const tide_gemm_desc *run, int which, tide_scal
         g.k = run->k, g.lda = run->lda, g.ldb = run->ldb;
     size_t ob = s->elem * (size_t)(g.transb ? s->col0 : s->col0 * g.ldb);
     int shared = s->all->share.on;
-    s->run = (run_t){s, g, (int)ceil_div(at_least_1(g.k), s->sh.kb),
-                     !!(which & TIDE_GEMM_RUN_FIRST), !!(which & TIDE_GEMM_RUN_LAST),
-                     s->all->share.gen, alpha, beta, a, b ? (const char *)b + ob : NULL,
-                     (char *)c + s->elem * (size_t)(s->col0 * g.ldc)};
+    s->run = (run_t){.s = s, .g = g, .np = (int)ceil_div(at_least_1(g.k), s->sh.kb),
+                     .load = !!(which & TIDE_GEMM_RUN_FIRST),
+                     .store = !!(which & TIDE_GEMM_RUN_LAST), .gen = s->all->share.gen,
+                     .alpha = alpha, .beta = beta, .a = a,
+                     .b = b ? (const char *)b + ob : NULL,
+                     .c = (char *)c + s->elem * (size_t)(s->col0 * g.ldc)};
     s->job = (tide_pipeline_job){.nchunks = s->sh.tm * s->sh.tn * s->run.np, .elem = s->elem,
                                  .batch = 1, .max_up = 4, .max_down = 1, .describe = describe,
                                  .work = work, .uploaded = shared ? uploaded : NULL,

@@ -310,14 +310,29 @@ static int make_pipeline(engine *s, char *err, size_t len)
     return tide_pipeline_create_config(&pc, &s->pipe, err, len);
 }
 
-/* Part s's pipeline, made on its GPU once make_sharing has decided (a second staged block of
- * A only where A is shared). */
+/* Part s's chunk ops (gemm_engine.h), costed at its largest chunk. */
+static void make_ops(engine *s)
+{
+    tide_gemm_desc c = chunk_desc(s, &s->sh);
+    size_t most = s->elem * (size_t)(dev_ld(s->sh.mb) * s->sh.nb);
+    tide_op *o = s->ops;
+    o[OP_LOAD] = (tide_op){.src = 0, .dst = 1};
+    tide_op_copy(&o[OP_LOAD], &s->run.tile, most);
+    o[OP_UPDATE] = (tide_op){.src = 1, .dst = 1};
+    tide_op_gemm(&o[OP_UPDATE], s->d.blas, &c, &s->run.bound);
+    o[OP_STORE] = (tide_op){.src = 1, .dst = 0};
+    tide_op_copy(&o[OP_STORE], &s->run.tile, most);
+}
+
+/* Part s's pipeline and ops, made on its GPU once make_sharing has decided (a second staged
+ * block of A only where A is shared). */
 static int part_pipeline(engine *s, char *err, size_t len)
 {
     int prev;
     if (tide_gpu_device_enter(s->device, &prev))
         return snprintf(err, len, "could not make GPU %d current: %s", s->device,
                         tide_gpu_last_error()), TIDE_ERR_BACKEND;
+    make_ops(s);
     int st = make_pipeline(s, err, len);
     tide_gpu_device_leave(prev);
     return st;

@@ -409,6 +409,43 @@ void tide_op_gemm(tide_op *op, void *h, const tide_gemm_desc *g, const tide_gemm
     snprintf(op->what, sizeof op->what, "gemm[%lldx%lldx%lld]", g->m, g->n, g->k);
 }
 
+/* ---- copy ------------------------------------------------------------------------------ */
+
+static int copy_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
+{
+    return *op->bytes ? e->be->copy(e, dst, src, *op->bytes) : TIDE_SUCCESS;
+}
+
+static void copy_destroy(tide_op *op, const tide_env *e) { (void)op, (void)e; }
+
+static const tide_op_class copy_class = {copy_execute, copy_destroy, 0, 0};
+
+void tide_op_copy(tide_op *op, const size_t *bytes, size_t most)
+{
+    op->cls = &copy_class;
+    op->kind = TIDE_OP_COPY;
+    op->bytes = bytes;
+    op->cost.mem_bytes = 2.0 * (double)most;
+    snprintf(op->what, sizeof op->what, "copy[%zu B]", most);
+}
+
+/* ---- a streamed pass's ops on one chunk ------------------------------------------------ */
+
+int tide_chunk_run(const tide_op *ops, int n, const tide_env *e, void *const chunk[2],
+                   int *failed)
+{
+    for (int k = 0; k < n; k++) {
+        int st = ops[k].cls->execute(&ops[k], e, chunk[ops[k].src ? 1 : 0],
+                                     chunk[ops[k].dst ? 1 : 0]);
+        if (st) {
+            if (failed)
+                *failed = k;
+            return st;
+        }
+    }
+    return TIDE_SUCCESS;
+}
+
 /* ---- placement ------------------------------------------------------------------------- */
 
 /* Where op k writes: OUT from `first_out` on, else in place in a work buffer, else the other

@@ -28,8 +28,10 @@ typedef enum {
     TIDE_OP_STENCIL,
     TIDE_OP_OVERLAP, /* a reshape and an FFT in chunks (overlap.h) */
     TIDE_OP_GEMM,    /* a local multiply update C = alpha op(A) op(B) + beta C */
-    TIDE_OP_EXCHANGE /* a half (start or finish) of an exchange the operation made
-                      * (comm/exchange.h): SUMMA's panel moves */
+    TIDE_OP_EXCHANGE, /* a half (start or finish) of an exchange the operation made
+                       * (comm/exchange.h): SUMMA's panel moves */
+    TIDE_OP_COPY      /* a copy within the backend's memory (an out-of-card multiply's C
+                       * tile loaded into and stored from its accumulator) */
 } tide_op_kind;
 
 /* One execution of an op on this rank. */
@@ -96,6 +98,7 @@ struct tide_op {
     tide_halo_tally *tally; /* ... where it counts itself */
     void *blas;           /* multiply update: the backend's gemm handle (the plan's) */
     const tide_gemm_operands *operands; /* ... and its operands, bound per execution */
+    const size_t *bytes;  /* copy: the bytes it copies, bound per execution */
     void *state;          /* an operation's own op class: its state */
 };
 
@@ -160,6 +163,18 @@ void tide_op_halo(tide_op *op, const tide_halo *h, tide_halo_tally *tally);
  * read from x at each execution (the CPU: the BLAS on the env's threads; the GPU: cuBLAS
  * enqueued on the env's stream). cost: one multiply of g (the largest it runs). */
 void tide_op_gemm(tide_op *op, void *h, const tide_gemm_desc *g, const tide_gemm_operands *x);
+
+/* A copy of *bytes bytes (read at each execution) from its source to its destination, within
+ * the backend's memory, on the env's stream. cost: one copy of `most` bytes. */
+void tide_op_copy(tide_op *op, const size_t *bytes, size_t most);
+
+/* Runs ops[0..n) of a streamed pass on one chunk, in order, each reading and writing the
+ * chunk buffers its src and dst name (0 or 1: chunk[0], chunk[1]), through env e (its
+ * stream the chunk's). Stops at the first failure and returns its code, with *failed (when
+ * not NULL) the op's index; nothing in a pass's ops is collective, so no peer waits on the
+ * ops left out. Returns 0 when all ran. */
+int tide_chunk_run(const tide_op *ops, int n, const tide_env *e, void *const chunk[2],
+                   int *failed);
 
 /* The local checks that open a plan's run on array a of `steps` steps: the plan's GPU made
  * current (enter_st, the status of entering it), steps >= 0, a not NULL where the rank has

@@ -159,9 +159,8 @@ static int work_part(const pass_run *pr, int i, void *const *buf, void *stream)
         tide_box r = chunk_region(s, pd->from, pd->d, a, b, pd->zout);
         s->d.chunk(s->d.user, pr->dir, pr->k, pr->field, &r, &cout, ops, nops);
     }
-    for (int k = 0; k < nops && b > a && !st; k++)
-        st = ops[k].cls->execute(&ops[k], &s->slot[slot], chunk[ops[k].src ? 1 : 0],
-                                 chunk[ops[k].dst ? 1 : 0]);
+    if (b > a && !st)
+        st = tide_chunk_run(ops, nops, &s->slot[slot], chunk, NULL);
     if (b > a && !st && pr->dst_dev) {
         tide_box r = chunk_region(s, pd->from, pd->d, a, b, pd->zout);
         st = e.be->copy_region(&e, elem, &r, chunk[1], &cout, pr->dst, &pr->dl);
@@ -257,10 +256,9 @@ static int host_pass(const tide_streamed *s, int dir, int k, const void *src, vo
     void *arr[2] = {(void *)src, dst};
     const tide_op *ops = s->ops[dir][k][0];
     double t = MPI_Wtime();
-    for (int j = 0; j < s->nops[dir][k] && !st; j++)
-        if ((st = ops[j].cls->execute(&ops[j], &s->host_env, arr[ops[j].src ? 1 : 0],
-                                      arr[ops[j].dst ? 1 : 0])))
-            snprintf(err, len, "%s on the CPU failed", ops[j].what);
+    int j = 0;
+    if (!st && (st = tide_chunk_run(ops, s->nops[dir][k], &s->host_env, arr, &j)))
+        snprintf(err, len, "%s on the CPU failed", ops[j].what);
     if (!st && s->ctx->log_level >= TIDE_LOG_DEBUG)
         tide_log(s->ctx, TIDE_LOG_DEBUG, "host pass %d: %.3g ms", k, (MPI_Wtime() - t) * 1e3);
     return st;
