@@ -233,11 +233,13 @@ int tide_op_overlap(tide_op *op, const tide_env *e, const tide_overlap_desc *d, 
     }
     if (st)
         return st;
-    /* the reshape's name (every chunk moves alike) */
-    const tide_reshape *r = s->move[0];
-    snprintf(op->what, sizeof op->what, "%s%s%s x%d", d->fft_first ? "fft+" : "",
-             tide_exchange_name(tide_reshape_exchange(r)), d->fft_first ? "" : "+fft",
+    /* the transform's name and the reshape's (every chunk moves alike), in their order */
+    char f[sizeof op->what], name[3 * sizeof op->what];
+    tide_op_fft_name(&d->fft, f, sizeof f);
+    const char *x = tide_exchange_name(tide_reshape_exchange(s->move[0]));
+    snprintf(name, sizeof name, "%s+%s x%d", d->fft_first ? f : x, d->fft_first ? x : f,
              d->chunks);
+    snprintf(op->what, sizeof op->what, "%.39s", name);
     return TIDE_SUCCESS;
 }
 

@@ -109,6 +109,11 @@ static tide_op_cost fft_name_cost(const tide_cpu_fft_desc *d, char *what, size_t
     return c;
 }
 
+void tide_op_fft_name(const tide_cpu_fft_desc *d, char *what, size_t len)
+{
+    fft_name_cost(d, what, len);
+}
+
 tide_op_cost tide_op_fft_cost(const tide_cpu_fft_desc *d)
 {
     char what[sizeof ((tide_op *)0)->what];

@@ -124,6 +124,8 @@ void tide_op_scale(tide_op *op, int dbl, long long count, double factor);
 tide_op_cost tide_op_reshape_cost(int rank, const tide_box *from, const tide_box *to,
                                   size_t elem, int batch);
 tide_op_cost tide_op_fft_cost(const tide_cpu_fft_desc *d);
+/* The name tide_op_fft gives an FFT op of d: "fft(y,z)", "r2r(x)", "fft(x)+r2r(y)". */
+void tide_op_fft_name(const tide_cpu_fft_desc *d, char *what, size_t len);
 /* The spectral operator of a Poisson solve (backend.h), in place: d with its tables (host
  * memory; lam[k] and mean_w[k] of n[k] doubles, the line's rows and weights of n[d->line])
  * copied into the backend's memory, a zeroed origin of d->batch complex doubles and the
