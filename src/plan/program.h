@@ -5,8 +5,8 @@
  * An op reads a source and writes a destination, each named by location: the caller's input
  * or output array, or one of two work buffers. Kinds: reshape (comm/: move the data to another
  * layout), FFT (local transforms of whole lines), pointwise (scaling; eigenvalue scaling), line
- * solves, halo exchanges, stencil sweeps, matrix multiply updates, and an operation's own
- * halves of an exchange (SUMMA's panel moves). Every op has the same small
+ * solves, halo exchanges, stencil sweeps, matrix multiply updates, an operation's own
+ * halves of an exchange (SUMMA's panel moves), and copies. Every op has the same small
  * interface: created by its kind's constructor, run and destroyed through its class, described
  * by `what`, and costed by `cost` (flops, and bytes over each link), so a plan reports its own
  * bound. The executor runs the ops through the plan's backend table (backend.h): the same
