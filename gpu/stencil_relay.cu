@@ -450,7 +450,7 @@ __host__ __device__ constexpr relay_choice relay_shape(bool box, bool dbl, int k
     if (box && x_fastest)
         return !dbl ? relay_choice{2, 12} : relay_choice{2, 8};
     if (box)
-        return !dbl ? relay_choice{2, 16} : relay_choice{2, 12};
+        return dbl ? relay_choice{2, 12} : k <= 2 ? relay_choice{2, 20} : relay_choice{2, 16};
     if (dbl)
         return k <= 2 ? relay_choice{2, 16} : relay_choice{2, 12};
     return k <= 4 ? relay_choice{3, 16} : relay_choice{2, 16};
