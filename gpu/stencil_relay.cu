@@ -433,14 +433,17 @@ cudaError_t launch_relay(const tide_sweep *s, const sweep_state *st, const fused
 // shared planes fit an SM (one block per SM, at most 227 KB) and whose thread state fits the
 // registers without spilling (ptxas for sm_90).
 //   * Star, float: 48 rows of 3 a thread up to 4 steps (98-124 registers of 128), then 32
-//     rows of 2; double: 24 rows of 2 (124-156 of 168; 32 rows of 2 spill at 128). One H100,
-//     512^3 double: 24 rows of 4 points a lane ran 300 GCell/s (3 steps, half the grid), 48
-//     rows of 2 points a lane (one 16-byte vector) 103-115.
-//   * Box: float 32 rows of 2 a thread, 16 warps, up to 4 steps (94-128 registers of 128);
-//     double 24 rows of 2, 12 warps, 2 steps (142-168 of 168; 3 steps in 24 rows of 3 and 8
-//     warps ran 143 GCell/s against 183 for 2 steps on an H200). The class form in C order
-//     the same; x along the rows carries four values a point instead of two: float 24 rows
-//     of 2, 12 warps, double 16 rows of 2, 8 warps.
+//     rows of 2; double: 2 steps in 32 rows of 2, 16 warps (112-120 registers of 128), more
+//     in 24 rows of 2, 12 warps (134-156 of 168; 32 rows spill at 128). One H100, 512^3
+//     double: 24 rows of 4 points a lane ran 300 GCell/s (3 steps, half the grid), 48 rows of
+//     2 points a lane (one 16-byte vector) 103-115.
+//   * Box: float 2 steps in 40 rows of 2 a thread, 20 warps (80-96 registers of 102), up to 4
+//     in 32 rows of 2, 16 warps (109-128 of 128); double 24 rows of 2, 12 warps, 2 steps
+//     (142-168 of 168; 3 steps in 24 rows of 3 and 8 warps ran 143 GCell/s against 183 for 2
+//     steps on an H200). The kernel is latency-bound, so the most warps whose registers fit
+//     one block an SM, and the taller regions have fewer redundant rows. The class form in C
+//     order the same; x along the rows carries four values a point instead of two: float 24
+//     rows of 2, 12 warps, double 16 rows of 2, 8 warps.
 struct relay_choice {
     int ry, nw;
 };
