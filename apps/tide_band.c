@@ -42,9 +42,10 @@ static const char *about =
     "measured together). A plan fusing K steps per pass reads x once per pass, not once per\n"
     "step, but still reads A every step, so its figure stays near the bound. On P ranks a Halo\n"
     "line gives the last timed run's exchanges and the slowest rank's seconds in them.\n"
-    "With backend cuda, host arrays and one rank, a matrix whose arrays exceed -budget streams\n"
-    "through the GPU in slabs of rows, each pass sending x and A up and x down once; an Out of\n"
-    "card line gives the slabs and the PCIe bound of those transfers at the measured rates.\n";
+    "With backend cuda and host arrays, a matrix whose arrays exceed -budget on some rank\n"
+    "streams through the GPUs in slabs of rows on every rank (each its rows grown by the halo),\n"
+    "each pass sending x and A up and x down once; an Out of card line gives the slabs and the\n"
+    "PCIe bound of those transfers at the measured rates.\n";
 
 typedef struct {
     app_args c;
@@ -354,9 +355,10 @@ int tide_cmd_band(int argc, char **argv)
     } else {
         tide_say("Bandwidth: not measured (%s)\n", a.steps ? "no time" : "0 steps per run");
     }
-    if (gpu && info.slabs > 0) { /* each pass: x and A up, x down */
+    if (gpu && info.slabs > 0) { /* each pass: x and A up, x down, on the grown rows */
         long long passes = (a.steps + info.steps_per_pass - 1) / info.steps_per_pass;
-        double up = (double)bytes * (1 + W), down = (double)bytes;
+        double grown = (double)bytes + (double)info.halo_rows * (double)es;
+        double up = grown * (1 + W), down = grown;
         double pass_s = fmax(fmax(app_seconds(up, rates.h2d), app_seconds(down, rates.d2h)),
                              app_seconds(up + down, rates.both));
         tide_say("Out of card: %d slabs of <= %d rows per pass, %d steps per pass, %lld passes; "

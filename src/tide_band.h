@@ -40,11 +40,13 @@ extern "C" {
  * step recomputes a range that shrinks by kl rows at the top and ku at the bottom, so after the
  * pass this rank's rows are exactly those of one rank.
  *
- * Out of card (one rank, host x, with backend cuda when x's rows, the matrix and the work
- * arrays exceed the device budget, or with option slab_rows): each pass sends x and A through
- * the device in slabs of rows, each level of the pass one step on the slab, the rows a level
- * needs from the slab before kept on the device (Jin 2014's slab-and-border scheme): every
- * row goes up once and down once per pass, with the same bits.
+ * Out of card (host x, with backend cuda when on some rank x's grown rows, their matrix and
+ * the work arrays exceed the device budget, or with option slab_rows; every rank then streams):
+ * each pass sends x and A through the device in slabs of rows, each level of the pass one step
+ * on the slab, the rows a level needs from the slab before kept on the device (Jin 2014's
+ * slab-and-border scheme): every row goes up once and down once per pass, with the same bits.
+ * On several ranks the slabs cover a rank's rows grown by the halo, kept in host memory
+ * between passes, the halo received into them before each pass as in card.
  * ------------------------------------------------------------------------------------------- */
 typedef struct tide_band_plan tide_band_plan;
 
@@ -68,12 +70,12 @@ typedef struct {
                                * choice (tide_band_info tells) */
     void *stream;             /* GPU: the caller's cudaStream_t runs are ordered after
                                * (tide_fft_options); per rank */
-    int slab_rows;            /* one rank, host x: each pass sends x and A through the
-                               * backend's memory in slabs of this many rows (out of card,
-                               * Jin 2014's slab-and-border scheme; on the CPU the same
-                               * passes, for testing); 0 (default): in card where the
-                               * arrays fit the device budget, else slabs as large as it
-                               * allows; ignored on several ranks and for device arrays */
+    int slab_rows;            /* host x: each pass sends x and A through the backend's
+                               * memory in slabs of this many rows of the rank's grown rows
+                               * (out of card, Jin 2014's slab-and-border scheme; on the CPU
+                               * the same passes, for testing); 0 (default): in card where
+                               * every rank's arrays fit its device budget, else slabs as
+                               * large as it allows; ignored for device arrays */
 } tide_band_options;
 
 TIDE_API void tide_band_options_init(tide_band_options *opts);
@@ -108,7 +110,8 @@ typedef struct {
                               * several ranks) */
     double halo_seconds;     /* ... and the seconds this rank spent in them */
     int slabs;               /* out of card: the slabs each pass sends through the backend's
-                              * memory; 0 in card */
+                              * memory (of this rank's grown rows); 0 in card and on a rank
+                              * without rows */
     int slab_rows;           /* ... and the rows of each (the last may have fewer) */
 } tide_band_info;
 

@@ -28,13 +28,22 @@
  *     the oracle's bits after runs of 1, 0, 5 and 7 steps, info slabs ceil(n / R) (0 with
  *     device arrays, which ignore the option); on the GPU a context whose 1 MB budget the
  *     arrays exceed streams by itself on one rank (host arrays);
+ *  g) out of card on every rank (the context of every rank): option slab_rows 1, 3, 7 and
+ *     1000 (more than any rank's grown rows), n = 1, 2, 5, 13, 40, 97 and 300, bandwidths
+ *     from (0, 0) to (7, 2), steps per pass 1 to 4, the rows of b) and thin ranges (ranks of
+ *     one or two rows, fewer than the halo's depth, so that the halo comes from several
+ *     ranks, and empty ones), float and double, the oracle's bits after runs of 1, 0, 5 and
+ *     7 steps; info slabs ceil(G / R) and slab_rows min(R, G) for G grown rows (0 and 0 on a
+ *     rank without rows), halo_rows G less the rank's rows; describe names the slabs (and
+ *     the halo on several ranks); on the GPU a context whose 1 MB budget the arrays exceed
+ *     streams by itself on every rank count (host arrays);
  *  e) bad input, the same status and message on every rank, the plan pointer or x left
  *     untouched: kl 65, ku -1, kl differing between ranks, n differing, rows with a gap, rows
  *     overlapping, lo > hi, rows past n, diagonals NULL on a rank with rows, steps per pass
  *     -1, options not filled by the init function, a device location on a CPU context, the
- *     GPU's kernel asked for more steps per pass than fit, on the GPU arrays beyond a 1 MB
- *     device budget (TIDE_ERR_NOMEM: band plans run in card); runs of -1 steps and of steps
- *     that differ between ranks; then a plan still works.
+ *     GPU's kernel asked for more steps per pass than fit, on the GPU device arrays beyond a
+ *     1 MB device budget (TIDE_ERR_NOMEM: plans on device arrays run in card); runs of -1
+ *     steps and of steps that differ between ranks; then a plan still works.
  */
 #include <math.h>
 #include <stdint.h>
@@ -88,7 +97,8 @@ static void *rank_rows(const void *a, int n, int kl, int ku, int dbl, int lo, in
 /* ---- rows ----------------------------------------------------------------------------------- */
 
 /* Every rank's [lo, hi) of n rows: 0 balanced blocks in rank order, 1 the blocks dealt in a
- * shuffled order, 2 random cuts (some ranges empty). */
+ * shuffled order, 2 random cuts (some ranges empty), 3 thin ranges (one or two rows each, the
+ * last rank the rest; empty ones where n runs out). */
 static void tiling(int n, int kind, tt_rng *rng, int (*r)[2])
 {
     int perm[8];
@@ -102,7 +112,9 @@ static void tiling(int n, int kind, tt_rng *rng, int (*r)[2])
     int cut[9];
     cut[0] = 0, cut[nranks] = n;
     for (int q = 1; q < nranks; q++)
-        cut[q] = kind == 2 ? tt_rng_below(rng, n + 1) : (int)((long long)q * n / nranks);
+        cut[q] = kind == 2   ? tt_rng_below(rng, n + 1)
+                 : kind == 3 ? (3 * q / 2 < n ? 3 * q / 2 : n)
+                             : (int)((long long)q * n / nranks);
     for (int q = 1; q < nranks && kind == 2; q++) /* sorted cuts */
         for (int k = q; k > 1 && cut[k] < cut[k - 1]; k--) {
             int t = cut[k];
@@ -140,7 +152,7 @@ static int same_bits(const void *x, const void *ref, int lo, int hi, size_t elem
 }
 
 typedef struct {
-    int n, kl, ku, dbl, spp, kind;
+    int n, kl, ku, dbl, spp, kind, slab; /* slab: option slab_rows */
 } band_case;
 
 /* The checks of d) after a run of `steps` (the passes it made). */
@@ -154,21 +166,29 @@ static void check_info(const tide_band_plan *plan, const band_case *c, int lo, i
     MPI_Allreduce(&k, &kmin, 1, MPI_INT, MPI_MIN, world);
     long long passes = k > 0 ? (steps + k - 1) / k : -1;
     size_t elem = c->dbl ? sizeof(double) : sizeof(float);
+    int glo = lo - k * c->kl > 0 ? lo - k * c->kl : 0, ghi = hi + k * c->ku < c->n ? hi + k * c->ku
+                                                                                   : c->n;
+    int grown = hi > lo ? ghi - glo : 0, R = c->slab < grown ? c->slab : grown;
+    int slabs = c->slab && !on_device && grown ? (grown + R - 1) / R : 0;
     int ok = st == 0 && info.lo == lo && info.hi == hi &&
              info.bytes == (size_t)(hi - lo) * elem && info.kl == c->kl && info.ku == c->ku &&
              k >= 1 && kmin == kmax && (!c->spp || k == c->spp) &&
              info.exchanges == (nranks > 1 ? passes : 0) &&
-             (nranks > 1 || info.halo_rows == 0) && info.halo_seconds >= 0 &&
-             (hi > lo ? info.flops >= 2.0 * (hi - lo) : info.flops == 0);
+             info.halo_rows == (nranks > 1 ? grown - (hi - lo) : 0) && info.halo_seconds >= 0 &&
+             (hi > lo ? info.flops >= 2.0 * (hi - lo) : info.flops == 0) &&
+             info.slabs == slabs && info.slab_rows == (slabs ? R : 0);
     tt_check(&tally, world, ok, "d) %s: info after %lld steps: lo %d hi %d bytes %zu spp %d "
-             "(%d..%d) exchanges %lld halo_rows %lld flops %g", name, steps, info.lo, info.hi,
-             info.bytes, k, kmin, kmax, info.exchanges, info.halo_rows, info.flops);
+             "(%d..%d) exchanges %lld halo_rows %lld flops %g slabs %d of %d rows (want %d "
+             "of %d)", name, steps, info.lo, info.hi, info.bytes, k, kmin, kmax,
+             info.exchanges, info.halo_rows, info.flops, info.slabs, info.slab_rows, slabs,
+             slabs ? R : 0);
     char buf[160];
     char want[32];
     snprintf(want, sizeof want, "kl %d ku %d", c->kl, c->ku);
     st = tide_band_plan_describe(plan, buf, sizeof buf);
-    tt_check(&tally, world, st == 0 && strstr(buf, want) != NULL, "d) %s: describe \"%s\"",
-             name, buf);
+    int named = strstr(buf, want) != NULL && (!slabs || strstr(buf, "slabs")) &&
+                (nranks == 1 || strstr(buf, "halo"));
+    tt_check(&tally, world, st == 0 && named, "d) %s: describe \"%s\"", name, buf);
 }
 
 /* One case: the plan on this rank's rows, runs of 1, 0, 5 and 7 steps compared with the
@@ -176,9 +196,9 @@ static void check_info(const tide_band_plan *plan, const band_case *c, int lo, i
 static void run_case(const band_case *c, tt_rng *rng)
 {
     char name[128];
-    snprintf(name, sizeof name, "n %d kl %d ku %d %s spp %d rows %s", c->n, c->kl, c->ku,
-             c->dbl ? "double" : "float", c->spp,
-             c->kind == 0 ? "blocks" : c->kind == 1 ? "shuffled" : "random");
+    static const char *const kinds[] = {"blocks", "shuffled", "random", "thin"};
+    snprintf(name, sizeof name, "n %d kl %d ku %d %s spp %d rows %s slab_rows %d", c->n, c->kl,
+             c->ku, c->dbl ? "double" : "float", c->spp, kinds[c->kind], c->slab);
     size_t elem = c->dbl ? sizeof(double) : sizeof(float);
     int(*r)[2] = tt_xmalloc(sizeof *r * (size_t)nranks);
     tiling(c->n, c->kind, rng, r);
@@ -193,7 +213,7 @@ static void run_case(const band_case *c, tt_rng *rng)
     tide_band_options_init(&o);
     o.precision = c->dbl ? TIDE_DOUBLE : TIDE_FLOAT;
     o.location = on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
-    o.kl = c->kl, o.ku = c->ku, o.steps_per_pass = c->spp;
+    o.kl = c->kl, o.ku = c->ku, o.steps_per_pass = c->spp, o.slab_rows = c->slab;
     o.diagonals = mine;
     tide_band_plan *plan = NULL;
     int st = tide_band_plan_create(ctx, c->n, lo, hi, &o, &plan);
@@ -227,7 +247,7 @@ static void cases(void)
     int k = 0;
     for (size_t i = 0; i < sizeof ns / sizeof *ns; i++)
         for (size_t b = 0; b < sizeof bands / sizeof *bands; b++, k++) {
-            band_case c = {ns[i], bands[b][0], bands[b][1], k % 2, spps[k % 3], k % 5 % 3};
+            band_case c = {ns[i], bands[b][0], bands[b][1], k % 2, spps[k % 3], k % 5 % 3, 0};
             run_case(&c, &rng);
             c.dbl = !c.dbl, c.spp = spps[(k + 1) % 3], c.kind = (k + 1) % 3;
             run_case(&c, &rng);
@@ -310,6 +330,30 @@ static void slab_cases(void)
     if (rank == 0)
         printf("  f) %d out-of-card cases\n", all);
     tt_check(&tally, world, tally.failed == 0, "f) some rank's out-of-card case failed");
+}
+
+/* g) Out of card on every rank: the cases of a)-d) with option slab_rows on the context of
+ * every rank. */
+static void spread_slab_cases(void)
+{
+    static const int ns[] = {1, 2, 5, 13, 40, 97, 300};
+    static const int bands[][2] = {{0, 0}, {1, 1}, {3, 0}, {0, 3}, {2, 3}, {4, 1}, {7, 2}};
+    static const int slabs[] = {1, 3, 7, 1000};
+    tt_rng rng;
+    tt_rng_seed(&rng, 5150);
+    int k = 0, before = ncases;
+    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++)
+        for (size_t b = 0; b < sizeof bands / sizeof *bands; b++, k++) {
+            band_case c = {ns[i], bands[b][0], bands[b][1], k % 2, 1 + k / 4 % 4,
+                           (k + k / 16) % 4, slabs[k % 4]};
+            run_case(&c, &rng);
+            c.dbl = !c.dbl, c.spp = 1 + (c.spp + 1) % 4, c.kind = (c.kind + 3) % 4;
+            c.slab = slabs[(k + 2) % 4];
+            run_case(&c, &rng);
+            ncases += 2;
+        }
+    if (rank == 0)
+        printf("  g) %d out-of-card cases on %d ranks\n", ncases - before, nranks);
 }
 
 /* ---- bad input ------------------------------------------------------------------------------ */
@@ -442,9 +486,9 @@ static void bad_runs(void)
     free(diag), free(x);
 }
 
-/* On the GPU: a plan whose arrays exceed the context's device budget is refused on every rank
- * where it cannot stream (several ranks, or device arrays); on one rank with host arrays it
- * streams in slabs the budget holds and gives the oracle's bits. */
+/* On the GPU: a plan whose arrays exceed the context's device budget is refused where it
+ * cannot stream (device arrays); with host arrays every rank streams in slabs its budget holds
+ * and gives the oracle's bits. */
 static void over_budget(void)
 {
     tide_context_options copts;
@@ -457,8 +501,8 @@ static void over_budget(void)
         return;
     int n = 200000, lo = (int)((long long)rank * n / nranks);
     int hi = (int)((long long)(rank + 1) * n / nranks);
-    double *diag = tt_xmalloc(3 * (size_t)(hi - lo) * sizeof *diag);
-    for (long long i = 0; i < 3LL * (hi - lo); i++)
+    double *diag = tt_xmalloc(3 * (size_t)n * sizeof *diag); /* every rank's: all 0.25 */
+    for (long long i = 0; i < 3LL * n; i++)
         diag[i] = 0.25;
     tide_band_options o;
     tide_band_options_init(&o);
@@ -467,22 +511,23 @@ static void over_budget(void)
     tide_band_plan *plan = (tide_band_plan *)&o;
     st = tide_band_plan_create(small, n, lo, hi, &o, &plan);
     const char *msg = tide_last_error(small);
-    if (nranks > 1 || on_device) {
+    if (on_device) {
         tt_expect_error(&tally, world, "e", "arrays beyond the device budget", st, msg,
                         1u << TIDE_ERR_NOMEM, plan == (tide_band_plan *)&o, 1);
         tt_check(&tally, world, tt_mentions(msg, "budget"), "e) beyond the budget: \"%s\"",
                  msg);
-    } else if (tt_check(&tally, world, st == 0, "f) slabs the budget holds: %s", msg)) {
+    } else if (tt_check(&tally, world, st == 0, "g) slabs the budget holds: %s", msg)) {
         double *x = tt_xmalloc((size_t)n * sizeof *x), *ref = tt_xmalloc((size_t)n * sizeof *x);
         for (int i = 0; i < n; i++)
-            x[i] = ref[i] = (i % 7) - 3.0;
+            ref[i] = (i % 7) - 3.0;
+        memcpy(x, ref + lo, (size_t)(hi - lo) * sizeof *x);
         st = tide_band_run(plan, x, 11);
         tide_ref_band(n, 1, 1, 1, diag, ref, 11);
         tide_band_info info;
         tide_band_plan_info(plan, &info);
-        tt_check(&tally, world, st == 0 && !memcmp(x, ref, (size_t)n * sizeof *x) &&
+        tt_check(&tally, world, st == 0 && same_bits(x, ref, lo, hi, sizeof *x) &&
                  info.slabs > 1 && info.device_bytes <= copts.device_budget,
-                 "f) slabs the budget holds: %s, %d slabs, %zu device bytes", tide_strerror(st),
+                 "g) slabs the budget holds: %s, %d slabs, %zu device bytes", tide_strerror(st),
                  info.slabs, info.device_bytes);
         free(x), free(ref);
         tide_band_plan_destroy(plan);
@@ -568,6 +613,7 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("  a)-d) %d cases (%.1f s)\n", ncases, MPI_Wtime() - t0);
     slab_cases();
+    spread_slab_cases();
     bad_input();
     tide_context_destroy(ctx);
     int rc = tt_finish(&tally, world, "test_band", "checks");

@@ -100,6 +100,7 @@ int tide_band_plan_destroy(tide_band_plan *p)
     tide_halo_destroy(p->halo);
     tide_device_leave(prev);
     free(p->host_matrix);
+    free(p->host_x);
     free(p);
     return TIDE_SUCCESS;
 }
@@ -218,14 +219,16 @@ int tide_band_plan_info(const tide_band_plan *p, tide_band_info *info)
     info->bytes_per_step = (double)elem * (2.0 * (p->hi - p->lo) + terms);
     info->backend = p->o.backend;
     info->location = p->o.location;
-    if (p->streamed) { /* the frames where the arrays were, the matrix in host memory */
-        size_t frames = tide_band_streamed_bytes(&(tide_band_streamed_desc){
-            .n = p->n, .kl = p->o.kl, .ku = p->o.ku, .k = p->steps_per_pass,
-            .slab = p->slab, .dbl = p->o.precision == TIDE_DOUBLE});
-        size_t matrix = (size_t)p->n * elem * (size_t)(p->o.kl + p->o.ku + 1);
-        info->host_bytes = p->pass.state_bytes + matrix + (gpu ? 0 : frames);
+    if (p->out_of_card) { /* the frames where the arrays were; A and x's halo in host memory */
+        size_t frames = p->streamed ? tide_band_streamed_bytes(&(tide_band_streamed_desc){
+            .kl = p->o.kl, .ku = p->o.ku, .k = p->steps_per_pass, .slab = p->slab,
+            .dbl = p->o.precision == TIDE_DOUBLE}) : 0;
+        size_t matrix = grown * elem * (size_t)(p->o.kl + p->o.ku + 1);
+        size_t x = p->host_x ? grown * elem : 0;
+        info->host_bytes = p->pass.state_bytes + matrix + x + staging + (gpu ? 0 : frames);
+        info->pinned_bytes = 0;
         info->device_bytes = gpu ? frames : 0;
-        info->slabs = tide_band_streamed_slabs(p->streamed);
+        info->slabs = p->streamed ? tide_band_streamed_slabs(p->streamed) : 0;
         info->slab_rows = p->slab;
     }
     if (p->halo) {
@@ -241,18 +244,19 @@ int tide_band_plan_describe(const tide_band_plan *p, char *buf, size_t len)
     if (!p || !buf || !len)
         return tide_fail(p ? p->ctx : NULL, TIDE_ERR_ARGUMENT,
                          "tide_band_plan_describe: %s", p ? "no buffer" : "plan is NULL");
-    if (p->streamed) {
-        snprintf(buf, len, "band kl %d ku %d %s %s: %d slabs of <= %d rows, each: upload > "
-                 "%d levels of band[1 step] > download", p->o.kl, p->o.ku,
-                 p->o.precision == TIDE_DOUBLE ? "double" : "float", p->env.be->name,
-                 tide_band_streamed_slabs(p->streamed), p->slab, p->steps_per_pass);
-        return TIDE_SUCCESS;
-    }
-    int host_gpu = p->env.be->gpu && p->o.location == TIDE_LOCATION_HOST;
     char halo[48] = "";
     if (p->halo)
         snprintf(halo, sizeof halo, "halo %d+%d > ", p->steps_per_pass * p->o.kl,
                  p->steps_per_pass * p->o.ku);
+    if (p->out_of_card) {
+        snprintf(buf, len, "band kl %d ku %d %s %s: %s%d slabs of <= %d rows, each: upload > "
+                 "%d levels of band[1 step] > download", p->o.kl, p->o.ku,
+                 p->o.precision == TIDE_DOUBLE ? "double" : "float", p->env.be->name, halo,
+                 p->streamed ? tide_band_streamed_slabs(p->streamed) : 0, p->slab,
+                 p->steps_per_pass);
+        return TIDE_SUCCESS;
+    }
+    int host_gpu = p->env.be->gpu && p->o.location == TIDE_LOCATION_HOST;
     snprintf(buf, len, "band kl %d ku %d %s %s: %s%s%s%s", p->o.kl, p->o.ku,
              p->o.precision == TIDE_DOUBLE ? "double" : "float", p->env.be->name,
              host_gpu ? "upload > " : "", halo, p->band_op.what, host_gpu ? " > download" : "");

@@ -7,7 +7,10 @@
  * the grown rows, the caller's diagonals copied in and the rows of the halo's filled by one
  * exchange of the same kind on the n x (kl + ku + 1) x 1 grid of (row, diagonal) entries,
  * stored with the rows fastest: diagonal-major, as the caller gives them; the passes' two
- * arrays; and the pass program.
+ * arrays; and the pass program. Out of card (host x, option slab_rows or some rank's arrays
+ * beyond its GPU's budget: agreed, so every rank's halo moves the same way) the grown rows
+ * stream through the backend's memory in slabs instead (band_streamed.h), x's grown rows kept
+ * in host memory between passes and their halo exchanged there.
  */
 #include <math.h>
 #include <mpi.h>
@@ -97,10 +100,10 @@ static int backend_memory(tide_band_plan *p, const void *hd, char *err, size_t l
     const tide_env *e = &p->env;
     size_t elem = tide_band_elem(p), grown_rows = (size_t)(p->ehi - p->elo);
     size_t bytes = grown_rows * elem, dbytes = bytes * (size_t)(p->o.kl + p->o.ku + 1);
-    if (e->be->gpu && 2 * bytes + dbytes > p->ctx->dev.budget_bytes) /* in card only */
+    if (e->be->gpu && 2 * bytes + dbytes > p->ctx->dev.budget_bytes) /* device x */
         return snprintf(err, len, "the plan needs %.3g GB of device memory on GPU %d, more than "
-                        "the context's budget of %.3g GB (band plans run in card)",
-                        (2 * bytes + dbytes) / 1e9, p->ctx->dev.device,
+                        "the context's budget of %.3g GB (band plans on device arrays run in "
+                        "card)", (2 * bytes + dbytes) / 1e9, p->ctx->dev.device,
                         p->ctx->dev.budget_bytes / 1e9), TIDE_ERR_NOMEM;
     if (e->be->alloc(bytes + elem, &p->ea) || e->be->alloc(bytes + elem, &p->eb) ||
         e->be->alloc(dbytes + elem, &p->diag))
@@ -113,26 +116,36 @@ static int backend_memory(tide_band_plan *p, const void *hd, char *err, size_t l
     return TIDE_SUCCESS;
 }
 
-/* Whether the passes stream through the backend's memory in slabs (tide.h: one rank, host x,
- * option slab_rows or arrays beyond a GPU's budget). */
-static int wants_slabs(const tide_band_plan *p)
+/* Collective: whether the passes stream through the backend's memory in slabs (tide_band.h:
+ * host x, and option slab_rows or some rank's arrays beyond its GPU's budget), agreed with an
+ * allreduce so that no rank streams while another runs in card (their halos would move
+ * differently: host memory by MPI against device staging). */
+static int agree_out_of_card(tide_band_plan *p, char *err, size_t len)
 {
     size_t elem = tide_band_elem(p), rows = (size_t)(p->ehi - p->elo);
     size_t in_card = rows * elem * (size_t)(3 + p->o.kl + p->o.ku);
-    return p->ctx->nranks == 1 && p->o.location == TIDE_LOCATION_HOST &&
-           (p->o.slab_rows > 0 || (p->env.be->gpu && in_card > p->ctx->dev.budget_bytes));
+    int mine = p->o.location == TIDE_LOCATION_HOST &&
+               (p->o.slab_rows > 0 || (p->env.be->gpu && in_card > p->ctx->dev.budget_bytes));
+    if (MPI_Allreduce(&mine, &p->out_of_card, 1, MPI_INT, MPI_MAX, p->ctx->comm) != MPI_SUCCESS)
+        return snprintf(err, len, "MPI_Allreduce failed"), TIDE_ERR_MPI;
+    return TIDE_SUCCESS;
 }
 
-/* The slabs: their rows (the option, or as many as the budget holds), their frames; the plan
- * keeps the host matrix *hd (set to NULL) for them to stream from. Local. */
+/* The slabs over the grown rows: their rows (the option, or as many as the budget holds), their
+ * frames; the plan keeps the host matrix *hd (set to NULL) for them to stream from, and on
+ * several ranks an array of x's grown rows. A rank without rows holds no slabs. Local. */
 static int build_slabs(tide_band_plan *p, void **hd, char *err, size_t len)
 {
     size_t elem = tide_band_elem(p);
-    int kl = p->o.kl, ku = p->o.ku, k = p->steps_per_pass;
-    tide_band_streamed_desc d = {.n = p->n, .kl = kl, .ku = ku, .k = k,
+    int kl = p->o.kl, ku = p->o.ku, k = p->steps_per_pass, rows = p->ehi - p->elo;
+    if (p->halo && !(p->host_x = malloc((size_t)rows * elem + elem)))
+        return snprintf(err, len, "out of memory for x's grown rows"), TIDE_ERR_NOMEM;
+    if (rows == 0)
+        return TIDE_SUCCESS;
+    tide_band_streamed_desc d = {.n = rows, .kl = kl, .ku = ku, .k = k,
                                  .dbl = p->o.precision == TIDE_DOUBLE, .matrix = *hd};
     if (p->o.slab_rows > 0) {
-        d.slab = p->o.slab_rows < p->n ? p->o.slab_rows : p->n;
+        d.slab = p->o.slab_rows < rows ? p->o.slab_rows : rows;
     } else { /* a frame row of every level and of A, twice */
         double per_row = 2.0 * (double)elem * (k + 1 + kl + ku + 1);
         double r = floor((double)p->ctx->dev.budget_bytes / per_row) - (double)k * ku - kl;
@@ -140,7 +153,7 @@ static int build_slabs(tide_band_plan *p, void **hd, char *err, size_t len)
             return snprintf(err, len, "the device budget of %.3g GB holds no slab of %d steps "
                             "per pass with kl %d and ku %d", p->ctx->dev.budget_bytes / 1e9, k,
                             kl, ku), TIDE_ERR_NOMEM;
-        d.slab = r < p->n ? (int)r : p->n;
+        d.slab = r < rows ? (int)r : rows;
     }
     int st = tide_band_streamed_create(&p->env, &d, &p->pass, &p->streamed, err, len);
     if (st)
@@ -150,7 +163,8 @@ static int build_slabs(tide_band_plan *p, void **hd, char *err, size_t len)
     return TIDE_SUCCESS;
 }
 
-/* The pass program: the halo exchange (several ranks), then the pass (rows to compute). */
+/* The pass program: the halo exchange (several ranks), then the pass (rows to compute; out of
+ * card the slabs' pass, which band_run.c runs after the program). */
 static void make_program(tide_band_plan *p)
 {
     tide_op op = {0};
@@ -159,19 +173,25 @@ static void make_program(tide_band_plan *p)
         op.src = op.dst = TIDE_LOC_IN;
         p->prog.ops[p->prog.nops++] = op;
     }
-    if (p->hi > p->lo) {
+    if (p->hi > p->lo && !p->out_of_card) {
         op = p->band_op;
         op.src = TIDE_LOC_IN, op.dst = TIDE_LOC_OUT;
         p->prog.ops[p->prog.nops++] = op;
     }
 }
 
-/* How x's halo moves: in host memory over MPI; on the GPU by MPI on the device staging where
- * every rank's MPI library takes device pointers, else through pinned host staging. */
+/* Whether x's halo lies in device memory: on the GPU in card. */
+static int halo_on_device(const tide_band_plan *p)
+{
+    return p->env.be->gpu && !p->out_of_card;
+}
+
+/* How x's halo moves: in host memory over MPI; in device memory by MPI on the device staging
+ * where every rank's MPI library takes device pointers, else through pinned host staging. */
 static tide_exchange halo_how(const tide_band_plan *p)
 {
-    return p->env.be->gpu && p->ctx->cuda_aware_mpi ? TIDE_EXCHANGE_CUDA_MPI
-                                                    : TIDE_EXCHANGE_P2P;
+    return halo_on_device(p) && p->ctx->cuda_aware_mpi ? TIDE_EXCHANGE_CUDA_MPI
+                                                       : TIDE_EXCHANGE_P2P;
 }
 
 int tide_band_build(tide_context *ctx, tide_band_plan *p, const int (*every)[2],
@@ -191,13 +211,14 @@ int tide_band_build(tide_context *ctx, tide_band_plan *p, const int (*every)[2],
     p->elo = g.lo[0], p->ehi = g.hi[0];
     p->pass.rows = p->ehi - p->elo;
     p->pass.out_lo = p->lo - p->elo, p->pass.out_hi = p->hi - p->elo;
-    if (p->ctx->nranks > 1)
-        st = make_halo(p, every, p->steps_per_pass, 1, e->be->gpu, halo_how(p), &p->halo, err,
-                       len);
+    st = agree_out_of_card(p, err, len);
+    if (!st && p->ctx->nranks > 1)
+        st = make_halo(p, every, p->steps_per_pass, 1, halo_on_device(p), halo_how(p), &p->halo,
+                       err, len);
     void *hd = NULL;
     st = matrix_rows(p, every, diagonals, &hd, st, err, len);
     if (!st && hd)
-        st = wants_slabs(p) ? build_slabs(p, &hd, err, len) : backend_memory(p, hd, err, len);
+        st = p->out_of_card ? build_slabs(p, &hd, err, len) : backend_memory(p, hd, err, len);
     free(hd);
     p->pass.diag = p->diag;
     tide_band_op(&p->band_op, &p->pass, p->steps_per_pass);

@@ -2,7 +2,8 @@
  * band_plan.h: the band plan's parts shared by its files (private): band.c takes the request
  * and makes, describes and frees plans, band_build.c builds what a plan holds (its rows and
  * their halo, the matrix on the grown rows, the arrays, the pass program, or out of card the
- * slabs of band_streamed.c), band_run.c runs the steps.
+ * slabs of band_streamed.c, on several ranks fed by the same halo exchange), band_run.c runs
+ * the steps.
  */
 #ifndef TIDE_BAND_PLAN_H
 #define TIDE_BAND_PLAN_H
@@ -23,14 +24,18 @@ struct tide_band_plan {
     tide_env env;
     tide_band_pass pass;   /* the backend's pass on the grown rows */
     tide_op band_op;       /* its op (its steps set for each pass) */
-    tide_program prog;     /* one pass: [halo, band] on several ranks, [band] on one */
+    tide_program prog;     /* one pass: [halo, band] on several ranks, [band] on one; out of
+                            * card [halo] or nothing, the slabs' pass run after it */
     tide_halo *halo;       /* several ranks: fills the grown rows around this rank's */
     tide_halo_tally tally; /* ... the last run's exchanges and its seconds in them */
     void *ea, *eb;         /* the passes' two arrays of the grown rows (backend memory) */
     void *diag;            /* the grown rows of A, diagonal-major (backend memory) */
     void *entry;           /* orders runs after the caller's CUDA work */
-    tide_band_streamed *streamed; /* out of card: the slabs (band_streamed.h), else NULL */
-    void *host_matrix;     /* ... and the matrix they stream from (host memory) */
+    int out_of_card;       /* the passes stream in slabs (agreed: the same on every rank) */
+    tide_band_streamed *streamed; /* ... the slabs (band_streamed.h); NULL on a rank without
+                                   * rows */
+    void *host_matrix;     /* ... the grown rows of A they stream from (host memory) */
+    void *host_x;          /* ... several ranks: x's grown rows between passes (host memory) */
     int slab;              /* ... the rows of a slab */
 };
 

@@ -5,10 +5,13 @@
  * the plan core's executor from one array into the other (several ranks: the halo exchange,
  * then the backend's pass of up to steps_per_pass steps), and the rows of the result copied
  * back into x. Every rank takes part in every exchange, even after a failure of its own.
- * Out of card (one rank) the passes run slab by slab in x itself (band_streamed.h).
+ * Out of card the passes run slab by slab in host memory (band_streamed.h): on one rank in x
+ * itself; on several in an array of x's grown rows, each pass the program's halo exchange
+ * into it, then the slabs' pass over all of it.
  */
 #include <mpi.h>
 #include <stdio.h>
+#include <string.h>
 #include "band/band_plan.h"
 
 /* ---- the pass op ----------------------------------------------------------------------- */
@@ -63,13 +66,27 @@ static int passes(tide_band_plan *p, long long steps, int status, int *in_b)
     return st;
 }
 
-/* Out of card: the passes through the slabs, in place in x. */
+/* Out of card: this rank's rows of x into the host array of its grown rows (one rank: x
+ * itself), the passes (each the program, then the slabs' pass in place), the rows back. The
+ * slabs take the grown rows' ends for the matrix's: where they are not (the values beyond are
+ * unknown, not zero), after s steps the first s kl rows or the last s ku are wrong, no more
+ * than the halo's k kl and k ku, so this rank's rows are exact. */
 static int run_slabs(tide_band_plan *p, void *x, long long steps)
 {
     long long n = (steps + p->steps_per_pass - 1) / p->steps_per_pass;
+    size_t elem = tide_band_elem(p), bytes = (size_t)(p->hi - p->lo) * elem;
+    char *g = p->host_x ? p->host_x : x, *mine = g + (size_t)(p->lo - p->elo) * elem;
+    const char *failed_at = "";
     int st = TIDE_SUCCESS;
-    for (long long i = 0; i < n && !st; i++)
-        st = tide_band_streamed_pass(&p->env, p->streamed, x, pass_steps(steps, n, i));
+    if (mine != x && bytes)
+        memcpy(mine, x, bytes);
+    for (long long i = 0; i < n && (!st || p->halo); i++) {
+        st = tide_program_run(&p->prog, &p->env, NULL, g, g, st, &failed_at, NULL, 0);
+        if (!st && p->streamed)
+            st = tide_band_streamed_pass(&p->env, p->streamed, g, pass_steps(steps, n, i));
+    }
+    if (mine != x && bytes && !st)
+        memcpy(x, mine, bytes);
     return st;
 }
 
@@ -101,7 +118,7 @@ static int run(tide_band_plan *p, void *x, long long steps, int enter_st)
     p->tally = (tide_halo_tally){0, 0};
     if (st || steps == 0)
         return st;
-    st = p->streamed ? run_slabs(p, x, steps) : run_steps(p, x, steps);
+    st = p->out_of_card ? run_slabs(p, x, steps) : run_steps(p, x, steps);
     if (st)
         tide_fail(p->ctx, st, "failure during tide_band_run: %s",
                   st == TIDE_ERR_MPI ? "a halo exchange failed" : p->env.be->last_error());

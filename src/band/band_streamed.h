@@ -1,7 +1,9 @@
 /*
- * band_streamed.h: a band plan's passes out of card (private): one rank's host x and host
- * matrix sent through the backend's memory in slabs of rows, Jin 2014's slab-and-border scheme
- * (chapter 6) for a band matrix.
+ * band_streamed.h: a band plan's passes out of card (private): host x and the host matrix
+ * sent through the backend's memory in slabs of rows, Jin 2014's slab-and-border scheme
+ * (chapter 6) for a band matrix. Its n rows are the whole matrix on one rank; on several a
+ * rank's grown rows, whose ends it takes for the matrix's (band_run.c: the halo is deep
+ * enough that the rows this makes wrong are not the rank's).
  *
  * A pass of s steps visits the slabs [i R, (i + 1) R) in order. Slab i uploads its rows of x
  * (level 0) and of A; level t (1 .. s) then computes the rows from where the slab before left
