@@ -433,15 +433,16 @@ cudaError_t launch_relay(const tide_sweep *s, const sweep_state *st, const fused
 // shared planes fit an SM (one block per SM, at most 227 KB) and whose thread state fits the
 // registers without spilling (ptxas for sm_90).
 //   * Star, float: 48 rows of 3 a thread up to 4 steps (98-124 registers of 128), then 32
-//     rows of 2; double: 2 steps in 32 rows of 2, 16 warps (112-120 registers of 128), more
-//     in 24 rows of 2, 12 warps (134-156 of 168; 32 rows spill at 128). One H100, 512^3
-//     double: 24 rows of 4 points a lane ran 300 GCell/s (3 steps, half the grid), 48 rows of
-//     2 points a lane (one 16-byte vector) 103-115.
+//     rows of 2; double: 24 rows of 2, 12 warps (118-156 of 168). One H100, 512^3 double: 24
+//     rows of 4 points a lane ran 300 GCell/s (3 steps, half the grid), 48 rows of 2 points a
+//     lane (one 16-byte vector) 103-115; one H200, 2 steps in 32 rows of 2 and 16 warps
+//     (112-120 registers of 128, no spills) ran 351 GCell/s against 359 for 24 rows.
 //   * Box: float 2 steps in 40 rows of 2 a thread, 20 warps (80-96 registers of 102), up to 4
 //     in 32 rows of 2, 16 warps (109-128 of 128); double 24 rows of 2, 12 warps, 2 steps
 //     (142-168 of 168; 3 steps in 24 rows of 3 and 8 warps ran 143 GCell/s against 183 for 2
-//     steps on an H200). The kernel is latency-bound, so the most warps whose registers fit
-//     one block an SM, and the taller regions have fewer redundant rows. The class form in C
+//     steps on an H200). The box is latency-bound: the most warps whose registers fit one
+//     block an SM, and the taller regions have fewer redundant rows (one H200, 512^3 float, 2
+//     steps in 40 rows: 438 GCell/s against 404 for 3 steps in 32). The class form in C
 //     order the same; x along the rows carries four values a point instead of two: float 24
 //     rows of 2, 12 warps, double 16 rows of 2, 8 warps.
 struct relay_choice {
@@ -454,9 +455,7 @@ __host__ __device__ constexpr relay_choice relay_shape(bool box, bool dbl, int k
         return !dbl ? relay_choice{2, 12} : relay_choice{2, 8};
     if (box)
         return dbl ? relay_choice{2, 12} : k <= 2 ? relay_choice{2, 20} : relay_choice{2, 16};
-    if (dbl)
-        return k <= 2 ? relay_choice{2, 16} : relay_choice{2, 12};
-    return k <= 4 ? relay_choice{3, 16} : relay_choice{2, 16};
+    return dbl ? relay_choice{2, 12} : k <= 4 ? relay_choice{3, 16} : relay_choice{2, 16};
 }
 
 // The most steps sweep_relay is instantiated for: fast_kmax's for taps; for the class form,
