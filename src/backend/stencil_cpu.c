@@ -8,6 +8,7 @@
  * [y0, y1) needs level t on rows [y0 - (k - t) r, y1 + (k - t) r): the tiles overlap by
  * their halos, whose rows are made twice; tiles as tall as the cache allows keep that small.
  */
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,6 +28,8 @@ typedef struct {
     int threads, fuse;
     int tile;          /* rows of dst per tile; n[1] or more: one tile of whole planes */
     int ring_rows;     /* rows of a ring plane */
+    size_t ring_row;   /* bytes of a ring's row: the row padded to a multiple of 64 (the
+                        * work memory is aligned to 64, so are its rows) */
     size_t per_thread; /* bytes */
     char *mem;
     int tap[TIDE_SWEEP_MAX_TAPS];
@@ -34,6 +37,9 @@ typedef struct {
     double wd[TIDE_SWEEP_MAX_TAPS];
     tide_stencil_span_f *span_f;
     tide_stencil_span_d *span_d;
+    int shared;        /* the class form with planes of x: each plane's sums made once */
+    tide_stencil_plane_f *plane_f, *plane_f1;
+    tide_stencil_plane_d *plane_d, *plane_d1;
 } cpu_sweep;
 
 enum { CPU_MAX_FUSE = 16 };
@@ -48,6 +54,19 @@ static double thread_cache(const tide_sweep *s)
     return l2 > 0 ? l2 / 2.0 : 512.0 * 1024;
 }
 
+/* Whether s goes in the class form with its planes perpendicular to the user's x: then each
+ * level keeps, beside its ring, two planes of the class form's partial sums (sweep_shared). */
+static int shares_planes(const tide_sweep *s)
+{
+    return s->classes && s->axis[0] == 0 && s->radius == 1;
+}
+
+/* Planes of a tile a thread keeps for k steps: the rings, and the shared sums' planes. */
+static int kept_planes(const tide_sweep *s, int k)
+{
+    return (k - 1) * (2 * s->radius + 1) + (shares_planes(s) ? 2 * k : 0);
+}
+
 /* Rows per tile for k steps: as many as keep the rings in the thread's cache, at least
  * 4 (k - 1) r so that the made-twice halos stay under half the rows made; all the rows when
  * the planes fit whole. */
@@ -55,7 +74,7 @@ static int tile_rows(const tide_sweep *s, int k, size_t row_bytes)
 {
     int r = s->radius, b0, b1;
     tide_sweep_out(s, 1, &b0, &b1);
-    double per_row = (double)(k - 1) * (2 * r + 1) * row_bytes;
+    double per_row = (double)kept_planes(s, k) * row_bytes;
     double fit = per_row > 0 ? thread_cache(s) / per_row - 2.0 * (k - 1) * r : 1e9;
     int least = 4 * (k - 1) * r > 8 ? 4 * (k - 1) * r : 8;
     int t = fit < least ? least : fit > 1e9 ? 1000000000 : (int)fit;
@@ -72,7 +91,7 @@ static int cpu_fuse(const tide_sweep *s, int threads, size_t row_bytes)
     while (k > 1) {
         int tile = tile_rows(s, k, row_bytes);
         int rows = tile >= s->n[1] ? s->n[1] : tile + 2 * (k - 1) * s->radius;
-        double rings = (double)threads * (k - 1) * (2 * s->radius + 1) * rows * row_bytes;
+        double rings = (double)threads * kept_planes(s, k) * rows * row_bytes;
         if (rings <= grid / 4)
             break;
         k--;
@@ -83,7 +102,7 @@ static int cpu_fuse(const tide_sweep *s, int threads, size_t row_bytes)
 int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err, size_t len)
 {
     size_t elem = s->dbl ? sizeof(double) : sizeof(float);
-    size_t row_bytes = (size_t)s->n[2] * elem;
+    size_t row_bytes = ((size_t)s->n[2] * elem + 63) / 64 * 64;
     int threads = e->threads > s->n[0] ? s->n[0] : e->threads;
     if (threads < 1)
         threads = 1;
@@ -94,8 +113,8 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
     int tile = tile_rows(s, k, row_bytes);
     int rows = tile >= s->n[1] ? s->n[1] : tile + 2 * (k - 1) * s->radius;
     cpu_sweep *c = calloc(1, sizeof *c);
-    size_t per_thread = ((size_t)(k - 1) * (size_t)(2 * s->radius + 1) * rows + 1) * row_bytes;
-    char *mem = malloc((size_t)threads * per_thread);
+    size_t per_thread = ((size_t)kept_planes(s, k) * rows + 1) * row_bytes;
+    char *mem = aligned_alloc(64, (size_t)threads * per_thread);
     if (!c || !mem) {
         free(c);
         free(mem);
@@ -103,7 +122,7 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
                         (size_t)threads * per_thread), TIDE_ERR_NOMEM;
     }
     c->threads = threads, c->fuse = k, c->tile = tile, c->ring_rows = rows;
-    c->per_thread = per_thread, c->mem = mem;
+    c->per_thread = per_thread, c->mem = mem, c->ring_row = row_bytes;
     for (int i = 0; i < s->ntaps; i++) {
         c->tap[i] = i;
         c->wf[i] = (float)s->w[i], c->wd[i] = s->w[i];
@@ -117,6 +136,8 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
     for (int k = 0; k < 4 && s->classes; k++)
         c->wf[k] = (float)s->cw[k], c->wd[k] = s->cw[k];
     tide_stencil_spans(s->classes, &c->span_f, &c->span_d);
+    c->shared = shares_planes(s);
+    tide_stencil_planes(&c->plane_f, &c->plane_d, &c->plane_f1, &c->plane_d1);
     s->state = c;
     s->max_fuse = k;
     s->state_bytes = (size_t)threads * per_thread;
@@ -281,6 +302,101 @@ static void make_plane(const tide_sweep *s, const char *src, const level_at *bel
     }
 }
 
+/* A level's shared sums in the class form (shares_planes): rows of S and P, row b at (b -
+ * row0) n[2] elements; done: the last plane of the level below made into them (INT_MIN:
+ * none yet). */
+typedef struct {
+    char *S, *P;
+    int row0, done;
+} shared_sums;
+
+/* Columns [a, e) of one row of the plane pass (stencil_span.h): the fast pass on the columns
+ * whose neighbours lie in the row, the point by point one on those that wrap. */
+#define PLANE_COLS(NAME, T, FAST, ONE, W)                                                        \
+    static void NAME(const cpu_sweep *cs, const void *const *rv, void *Sv, void *Pv, void *ov,   \
+                     const void *srcv, int a, int e, int n2, int swap, int mode)                 \
+    {                                                                                            \
+        const T *const *r = (const T *const *)rv;                                                \
+        T *S = Sv, *P = Pv, *out = ov;                                                           \
+        const T *src = srcv;                                                                     \
+        int fa = a > 1 ? a : 1, fe = e < n2 - 1 ? e : n2 - 1;                                    \
+        if (fa < fe)                                                                             \
+            cs->FAST(r, cs->W, S, P, out, src, fa, fe, n2, swap, mode);                          \
+        else                                                                                     \
+            fa = fe = e;                                                                         \
+        if (a < fa)                                                                              \
+            cs->ONE(r, cs->W, S, P, out, src, a, fa, n2, swap, mode);                            \
+        if (fe < e)                                                                              \
+            cs->ONE(r, cs->W, S, P, out, src, fe > a ? fe : a, e, n2, swap, mode);               \
+    }
+PLANE_COLS(cols_f, float, plane_f, plane_f1, wf)
+PLANE_COLS(cols_d, double, plane_d, plane_d1, wd)
+
+/* The class form's plane pass over rows [b0, b1) of level t (backend.h, stencil_span.h): plane
+ * p of the level below (`below`) into the level's sums `sh`, and with mode 2 plane p - 1 of
+ * the level into `to` (the out window's columns where `to` is dst, last), its boundary rows
+ * and columns copied from src. */
+static void shared_pass(const tide_sweep *s, const char *src, const level_at *below,
+                        const level_at *to, int last, shared_sums *sh, int p, int mode, int b0,
+                        int b1)
+{
+    const cpu_sweep *cs = s->state;
+    int n0 = s->n[0], n1 = s->n[1], n2 = s->n[2], swap = s->axis[1] == 2;
+    size_t elem = s->dbl ? sizeof(double) : sizeof(float);
+    long long pitch[2];
+    tide_sweep_pitch(s, pitch);
+    size_t pb = (size_t)pitch[0] * elem, rb = (size_t)pitch[1] * elem, sb = cs->ring_row;
+    int q = p - 1, qs = mod(q, n0);
+    const char *in = plane_at(s, below, p);
+    const char *src_plane = src + (size_t)qs * pb;
+    const char *spl = s->source ? (const char *)s->source + (size_t)qs * pb : NULL;
+    char *out = mode == 2 ? plane_at(s, to, q) : NULL;
+    int c0 = 0, c1 = n2;
+    if (last)
+        tide_sweep_out(s, 2, &c0, &c1);
+    int ulo = s->periodic[2] ? c0 : c0 > 1 ? c0 : 1;
+    int uhi = s->periodic[2] ? c1 : c1 < n2 - 1 ? c1 : n2 - 1;
+    for (int b = b0; b < b1; b++) {
+        size_t at = (size_t)mod(b, n1) * rb;
+        const char *sr = src_plane + at;
+        char *o = out ? out + row_at(s, to, b) : NULL;
+        if (!s->periodic[1] && (b < 1 || b >= n1 - 1)) { /* a boundary row */
+            if (o)
+                memcpy(o + c0 * elem, sr + c0 * elem, (size_t)(c1 - c0) * elem);
+            continue;
+        }
+        if (o && ulo > c0) /* boundary columns */
+            memcpy(o + c0 * elem, sr + c0 * elem, (size_t)(ulo - c0) * elem);
+        if (o && uhi < c1 && uhi >= c0)
+            memcpy(o + uhi * elem, sr + uhi * elem, (size_t)(c1 - uhi) * elem);
+        if (ulo >= uhi)
+            continue;
+        const void *r[3];
+        for (int i = 0; i < 3; i++)
+            r[i] = in + row_at(s, below, b - 1 + i);
+        char *S = sh->S + (size_t)(b - sh->row0) * sb, *P = sh->P + (size_t)(b - sh->row0) * sb;
+        const void *so = spl && o ? spl + at : NULL;
+        if (s->dbl)
+            cols_d(cs, r, S, P, o, so, ulo, uhi, n2, swap, mode);
+        else
+            cols_f(cs, r, S, P, o, so, ulo, uhi, n2, swap, mode);
+    }
+}
+
+/* Level t's plane q, not a boundary plane, in the class form with shared sums: the level's
+ * sums hold planes q - 1 and q of the level below when q follows the plane made before
+ * (else they are made now), and plane q + 1 completes q. */
+static void make_shared(const tide_sweep *s, const char *src, const level_at *below,
+                        const level_at *to, int last, shared_sums *sh, int q, int b0, int b1)
+{
+    if (sh->done != q) {
+        shared_pass(s, src, below, to, last, sh, q - 1, 0, b0, b1);
+        shared_pass(s, src, below, to, last, sh, q, 1, b0, b1);
+    }
+    shared_pass(s, src, below, to, last, sh, q + 1, 2, b0, b1);
+    sh->done = q + 1;
+}
+
 /* Level t's range [lo, hi) along dimension d (0: planes, 1: rows) for the chunk [x0, x1) of
  * level k in a sweep of k steps. */
 static void level_range(const tide_sweep *s, int d, int x0, int x1, int k, int t, int *lo,
@@ -303,7 +419,7 @@ static void sweep_tile(const tide_sweep *s, const char *src, char *dst, int k, i
 {
     const cpu_sweep *c = s->state;
     size_t elem = s->dbl ? sizeof(double) : sizeof(float);
-    size_t rb = (size_t)s->n[2] * elem, pb = (size_t)c->ring_rows * rb; /* a ring's row, plane */
+    size_t rb = c->ring_row, pb = (size_t)c->ring_rows * rb; /* a ring's row, plane */
     int tiled = c->tile < s->n[1], row0 = y0 - (k - 1) * s->radius;
     long long pitch[2];
     tide_sweep_pitch(s, pitch);
@@ -322,14 +438,24 @@ static void sweep_tile(const tide_sweep *s, const char *src, char *dst, int k, i
         if (!tiled && t < k && s->periodic[1]) /* whole planes: every row */
             rows[t][0] = 0, rows[t][1] = s->n[1];
     }
-    int lo1, hi1, lok, hik;
+    shared_sums sh[CPU_MAX_FUSE + 1];
+    char *sums = mem + (size_t)(k - 1) * (2 * s->radius + 1) * pb;
+    for (int t = 1; t <= k && c->shared; t++)
+        sh[t] = (shared_sums){sums + (size_t)(2 * t - 2) * pb, sums + (size_t)(2 * t - 1) * pb,
+                              tiled ? row0 : 0, INT_MIN};
+    int lo1, hi1, lok, hik, n0 = s->n[0];
     level_range(s, 0, z0, z1, k, 1, &lo1, &hi1);
     level_range(s, 0, z0, z1, k, k, &lok, &hik);
     for (int w = lo1; w < hik + (k - 1) * s->radius; w++)
         for (int t = 1; t <= k; t++) {
             int q = w - (t - 1) * s->radius, lo, hi;
             level_range(s, 0, z0, z1, k, t, &lo, &hi);
-            if (q >= lo && q < hi)
+            if (q < lo || q >= hi)
+                continue;
+            if (c->shared && (s->periodic[0] || (q >= 1 && q < n0 - 1)))
+                make_shared(s, src, &lv[t - 1], &lv[t], t == k, &sh[t], q, rows[t][0],
+                            rows[t][1]);
+            else
                 make_plane(s, src, &lv[t - 1], &lv[t], t == k, q, rows[t][0], rows[t][1]);
         }
 }

@@ -12,6 +12,7 @@
  */
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <immintrin.h>
 #include "backend/stencil_span.h"
 
@@ -150,6 +151,136 @@ SPAN_SCALAR(class_d, double, fma, CLASS_POINT)
              P##_storeu_pd, P##_set1_pd, P##_mul_pd, P##_fmadd_pd, P##_add_pd, class_d)
 SPANS("avx2,fma", avx2, 8, 2, __m256, __m256d, 8, 4, _mm256)
 SPANS("avx512f", avx512, 4, 2, __m512, __m512d, 16, 8, _mm512)
+
+/* ---- the class form's plane pass (stencil_span.h) ----------------------------------------- */
+
+/* Column c of the plane pass, computed: plane p's sums around c from its rows r0, r1, r2
+ * (b - 1, b, b + 1; swap: the user's y along the columns, z along the rows), its S and M
+ * (backend.h); by mode O = P + S(p) (+ source), Q = S + M(p) and N = S(p), the values PLANE_PUT
+ * stores to out, P and S. LD loads one vector (or one value) at an address. */
+#define PLANE_CALC(V, LD, MUL, FMADD, ADD, CM, C, CP, O, Q, N)                                  \
+    do {                                                                                         \
+        V f_, k_;                                                                                \
+        if (swap) {                                                                              \
+            V v0_ = ADD(LD(r1 + CM), LD(r1 + CP));                                               \
+            f_ = ADD(v0_, ADD(LD(r0 + C), LD(r2 + C)));                                          \
+            k_ = ADD(ADD(LD(r0 + CM), LD(r0 + CP)), ADD(LD(r2 + CM), LD(r2 + CP)));              \
+        } else {                                                                                 \
+            V v0_ = ADD(LD(r0 + C), LD(r2 + C));                                                 \
+            f_ = ADD(v0_, ADD(LD(r1 + CM), LD(r1 + CP)));                                        \
+            k_ = ADD(ADD(LD(r0 + CM), LD(r2 + CM)), ADD(LD(r0 + CP), LD(r2 + CP)));              \
+        }                                                                                        \
+        V u_ = LD(r1 + C);                                                                       \
+        N = FMADD(w3, k_, FMADD(w2, f_, MUL(w1, u_)));                                           \
+        if (mode > 0)                                                                            \
+            Q = ADD(LD(S + C), FMADD(w2, k_, FMADD(w1, f_, MUL(w0, u_))));                       \
+        if (mode > 1)                                                                            \
+            O = src ? ADD(ADD(LD(P + C), N), LD(src + C)) : ADD(LD(P + C), N);                   \
+    } while (0)
+
+#define PLANE_PUT(ST, C, O, Q, N)                                                                \
+    do {                                                                                         \
+        if (mode > 1)                                                                            \
+            ST(out + C, O);                                                                      \
+        if (mode > 0)                                                                            \
+            ST(P + C, Q);                                                                        \
+        ST(S + C, N);                                                                            \
+    } while (0)
+
+#define S_ST(x, v) (*(x) = (v))
+
+/* Point by point, columns [a, e) of [0, n2), their neighbours' columns taken modulo n2. */
+#define PLANE_SCALAR(NAME, T, FMA)                                                               \
+    static void NAME(const T *const *r, const T *w, T *S, T *P, T *out, const T *src, int a,     \
+                     int e, int n2, int swap, int mode)                                          \
+    {                                                                                            \
+        const T *r0 = r[0], *r1 = r[1], *r2 = r[2];                                              \
+        T w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];                                            \
+        for (int c = a; c < e; c++) {                                                            \
+            int cm = c > 0 ? c - 1 : n2 - 1, cp = c + 1 < n2 ? c + 1 : 0;                        \
+            T o = 0, q = 0, n;                                                                   \
+            PLANE_CALC(T, S_LOAD, S_MUL, FMA, S_ADD, cm, c, cp, o, q, n);                        \
+            PLANE_PUT(S_ST, c, o, q, n);                                                         \
+        }                                                                                        \
+    }
+PLANE_SCALAR(plane_f, float, fmaf)
+PLANE_SCALAR(plane_d, double, fma)
+
+/* Vectors of W columns: the first from a, then those aligned where S is (the sweep aligns its
+ * own rows, so that most loads and the stores to its rows stay within a cache line), the last
+ * ending at e. A vector is stored only once the next one is computed: where two overlap, the
+ * second reads P and S as they were, so that both store the same values (P and S are updated
+ * in place). The columns [a, e) lie within [1, n2 - 1), so that no neighbour wraps; fewer than
+ * W go point by point (SCALAR). The mode and the layout go to the inner loops as constants
+ * (the body inlined with each). */
+#define PLANE_VEC(NAME, ISA, T, V, W, LOAD, STORE, SET1, MUL, FMADD, ADD, SCALAR)              \
+    __attribute__((target(ISA), always_inline)) static inline void NAME##_body(                 \
+        const T *r0, const T *r1, const T *r2, V w0, V w1, V w2, V w3, T *S, T *P, T *out,      \
+        const T *src, int a, int e, int swap, int mode)                                         \
+    {                                                                                            \
+        int mis = (int)((uintptr_t)(S + a) % (W * sizeof(T)) / sizeof(T));                      \
+        int c = a, next = mis ? a + W - mis : a + W;                                             \
+        V o = SET1(0), q = SET1(0), n, o1 = SET1(0), q1 = SET1(0), n1;                          \
+        PLANE_CALC(V, LOAD, MUL, FMADD, ADD, c - 1, c, c + 1, o, q, n);                          \
+        for (;;) {                                                                               \
+            int d = next + W <= e ? next : next < e ? e - W : -1;                                \
+            if (d < 0)                                                                           \
+                break;                                                                           \
+            PLANE_CALC(V, LOAD, MUL, FMADD, ADD, d - 1, d, d + 1, o1, q1, n1);                   \
+            PLANE_PUT(STORE, c, o, q, n);                                                        \
+            c = d, o = o1, q = q1, n = n1, next = d + W;                                         \
+        }                                                                                        \
+        PLANE_PUT(STORE, c, o, q, n);                                                            \
+    }                                                                                            \
+    __attribute__((target(ISA))) static void NAME(const T *const *r, const T *w, T *S, T *P,    \
+                                                  T *out, const T *src, int a, int e, int n2,   \
+                                                  int swap, int mode)                           \
+    {                                                                                            \
+        if (e - a < W) {                                                                         \
+            SCALAR(r, w, S, P, out, src, a, e, n2, swap, mode);                                  \
+            return;                                                                              \
+        }                                                                                        \
+        V w0 = SET1(w[0]), w1 = SET1(w[1]), w2 = SET1(w[2]), w3 = SET1(w[3]);                    \
+        const T *r0 = r[0], *r1 = r[1], *r2 = r[2];                                              \
+        if (mode == 0 && swap)                                                                   \
+            NAME##_body(r0, r1, r2, w0, w1, w2, w3, S, P, out, NULL, a, e, 1, 0);                \
+        else if (mode == 0)                                                                      \
+            NAME##_body(r0, r1, r2, w0, w1, w2, w3, S, P, out, NULL, a, e, 0, 0);                \
+        else if (mode == 1 && swap)                                                              \
+            NAME##_body(r0, r1, r2, w0, w1, w2, w3, S, P, out, NULL, a, e, 1, 1);                \
+        else if (mode == 1)                                                                      \
+            NAME##_body(r0, r1, r2, w0, w1, w2, w3, S, P, out, NULL, a, e, 0, 1);                \
+        else if (swap && src)                                                                    \
+            NAME##_body(r0, r1, r2, w0, w1, w2, w3, S, P, out, src, a, e, 1, 2);                 \
+        else if (swap)                                                                           \
+            NAME##_body(r0, r1, r2, w0, w1, w2, w3, S, P, out, NULL, a, e, 1, 2);                \
+        else if (src)                                                                            \
+            NAME##_body(r0, r1, r2, w0, w1, w2, w3, S, P, out, src, a, e, 0, 2);                 \
+        else                                                                                     \
+            NAME##_body(r0, r1, r2, w0, w1, w2, w3, S, P, out, NULL, a, e, 0, 2);                \
+    }
+
+PLANE_VEC(plane_f_avx2, "avx2,fma", float, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps,
+          _mm256_set1_ps, _mm256_mul_ps, _mm256_fmadd_ps, _mm256_add_ps, plane_f)
+PLANE_VEC(plane_d_avx2, "avx2,fma", double, __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd,
+          _mm256_set1_pd, _mm256_mul_pd, _mm256_fmadd_pd, _mm256_add_pd, plane_d)
+PLANE_VEC(plane_f_avx512, "avx512f", float, __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps,
+          _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps, _mm512_add_ps, plane_f)
+PLANE_VEC(plane_d_avx512, "avx512f", double, __m512d, 8, _mm512_loadu_pd, _mm512_storeu_pd,
+          _mm512_set1_pd, _mm512_mul_pd, _mm512_fmadd_pd, _mm512_add_pd, plane_d)
+
+void tide_stencil_planes(tide_stencil_plane_f **f, tide_stencil_plane_d **d,
+                         tide_stencil_plane_f **f1, tide_stencil_plane_d **d1)
+{
+    __builtin_cpu_init();
+    *f1 = plane_f, *d1 = plane_d;
+    if (__builtin_cpu_supports("avx512f"))
+        *f = plane_f_avx512, *d = plane_d_avx512;
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        *f = plane_f_avx2, *d = plane_d_avx2;
+    else
+        *f = plane_f, *d = plane_d;
+}
 
 void tide_stencil_spans(int classes, tide_stencil_span_f **f, tide_stencil_span_d **d)
 {
