@@ -61,10 +61,10 @@ static int shares_planes(const tide_sweep *s)
     return s->classes && s->axis[0] == 0 && s->radius == 1;
 }
 
-/* Planes of a tile a thread keeps for k steps: the rings, and the shared sums' planes. */
+/* Planes of a tile a thread keeps for k steps: the rings, or the shared sums' S and P. */
 static int kept_planes(const tide_sweep *s, int k)
 {
-    return (k - 1) * (2 * s->radius + 1) + (shares_planes(s) ? 2 * k : 0);
+    return shares_planes(s) ? 2 * k : (k - 1) * (2 * s->radius + 1);
 }
 
 /* Rows per tile for k steps: as many as keep the rings in the thread's cache, at least
@@ -112,8 +112,12 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
     int k = fuse ? fuse : cpu_fuse(s, threads, row_bytes);
     int tile = tile_rows(s, k, row_bytes);
     int rows = tile >= s->n[1] ? s->n[1] : tile + 2 * (k - 1) * s->radius;
+    if (shares_planes(s)) /* whole planes too carry the rows beyond a periodic face */
+        rows = (tile < s->n[1] ? tile : s->n[1]) + 2 * (k - 1) * s->radius;
     cpu_sweep *c = calloc(1, sizeof *c);
     size_t per_thread = ((size_t)kept_planes(s, k) * rows + 1) * row_bytes;
+    if (shares_planes(s)) /* and each level's three rolling rows, and k + 1 planes' edges */
+        per_thread += (size_t)3 * k * row_bytes + ((size_t)(k + 1) * rows * 2 * elem + 63) / 64 * 64;
     char *mem = aligned_alloc(64, (size_t)threads * per_thread);
     if (!c || !mem) {
         free(c);
@@ -302,14 +306,6 @@ static void make_plane(const tide_sweep *s, const char *src, const level_at *bel
     }
 }
 
-/* A level's shared sums in the class form (shares_planes): rows of S and P, row b at (b -
- * row0) n[2] elements; done: the last plane of the level below made into them (INT_MIN:
- * none yet). */
-typedef struct {
-    char *S, *P;
-    int row0, done;
-} shared_sums;
-
 /* Columns [a, e) of one row of the plane pass (stencil_span.h): the fast pass on the columns
  * whose neighbours lie in the row, the point by point one on those that wrap. */
 #define PLANE_COLS(NAME, T, FAST, ONE, W)                                                        \
@@ -331,71 +327,6 @@ typedef struct {
     }
 PLANE_COLS(cols_f, float, plane_f, plane_f1, wf)
 PLANE_COLS(cols_d, double, plane_d, plane_d1, wd)
-
-/* The class form's plane pass over rows [b0, b1) of level t (backend.h, stencil_span.h): plane
- * p of the level below (`below`) into the level's sums `sh`, and with mode 2 plane p - 1 of
- * the level into `to` (the out window's columns where `to` is dst, last), its boundary rows
- * and columns copied from src. */
-static void shared_pass(const tide_sweep *s, const char *src, const level_at *below,
-                        const level_at *to, int last, shared_sums *sh, int p, int mode, int b0,
-                        int b1)
-{
-    const cpu_sweep *cs = s->state;
-    int n0 = s->n[0], n1 = s->n[1], n2 = s->n[2], swap = s->axis[1] == 2;
-    size_t elem = s->dbl ? sizeof(double) : sizeof(float);
-    long long pitch[2];
-    tide_sweep_pitch(s, pitch);
-    size_t pb = (size_t)pitch[0] * elem, rb = (size_t)pitch[1] * elem, sb = cs->ring_row;
-    int q = p - 1, qs = mod(q, n0);
-    const char *in = plane_at(s, below, p);
-    const char *src_plane = src + (size_t)qs * pb;
-    const char *spl = s->source ? (const char *)s->source + (size_t)qs * pb : NULL;
-    char *out = mode == 2 ? plane_at(s, to, q) : NULL;
-    int c0 = 0, c1 = n2;
-    if (last)
-        tide_sweep_out(s, 2, &c0, &c1);
-    int ulo = s->periodic[2] ? c0 : c0 > 1 ? c0 : 1;
-    int uhi = s->periodic[2] ? c1 : c1 < n2 - 1 ? c1 : n2 - 1;
-    for (int b = b0; b < b1; b++) {
-        size_t at = (size_t)mod(b, n1) * rb;
-        const char *sr = src_plane + at;
-        char *o = out ? out + row_at(s, to, b) : NULL;
-        if (!s->periodic[1] && (b < 1 || b >= n1 - 1)) { /* a boundary row */
-            if (o)
-                memcpy(o + c0 * elem, sr + c0 * elem, (size_t)(c1 - c0) * elem);
-            continue;
-        }
-        if (o && ulo > c0) /* boundary columns */
-            memcpy(o + c0 * elem, sr + c0 * elem, (size_t)(ulo - c0) * elem);
-        if (o && uhi < c1 && uhi >= c0)
-            memcpy(o + uhi * elem, sr + uhi * elem, (size_t)(c1 - uhi) * elem);
-        if (ulo >= uhi)
-            continue;
-        const void *r[3];
-        for (int i = 0; i < 3; i++)
-            r[i] = in + row_at(s, below, b - 1 + i);
-        char *S = sh->S + (size_t)(b - sh->row0) * sb, *P = sh->P + (size_t)(b - sh->row0) * sb;
-        const void *so = spl && o ? spl + at : NULL;
-        if (s->dbl)
-            cols_d(cs, r, S, P, o, so, ulo, uhi, n2, swap, mode);
-        else
-            cols_f(cs, r, S, P, o, so, ulo, uhi, n2, swap, mode);
-    }
-}
-
-/* Level t's plane q, not a boundary plane, in the class form with shared sums: the level's
- * sums hold planes q - 1 and q of the level below when q follows the plane made before
- * (else they are made now), and plane q + 1 completes q. */
-static void make_shared(const tide_sweep *s, const char *src, const level_at *below,
-                        const level_at *to, int last, shared_sums *sh, int q, int b0, int b1)
-{
-    if (sh->done != q) {
-        shared_pass(s, src, below, to, last, sh, q - 1, 0, b0, b1);
-        shared_pass(s, src, below, to, last, sh, q, 1, b0, b1);
-    }
-    shared_pass(s, src, below, to, last, sh, q + 1, 2, b0, b1);
-    sh->done = q + 1;
-}
 
 /* Level t's range [lo, hi) along dimension d (0: planes, 1: rows) for the chunk [x0, x1) of
  * level k in a sweep of k steps. */
@@ -438,26 +369,179 @@ static void sweep_tile(const tide_sweep *s, const char *src, char *dst, int k, i
         if (!tiled && t < k && s->periodic[1]) /* whole planes: every row */
             rows[t][0] = 0, rows[t][1] = s->n[1];
     }
-    shared_sums sh[CPU_MAX_FUSE + 1];
-    char *sums = mem + (size_t)(k - 1) * (2 * s->radius + 1) * pb;
-    for (int t = 1; t <= k && c->shared; t++)
-        sh[t] = (shared_sums){sums + (size_t)(2 * t - 2) * pb, sums + (size_t)(2 * t - 1) * pb,
-                              tiled ? row0 : 0, INT_MIN};
-    int lo1, hi1, lok, hik, n0 = s->n[0];
+    int lo1, hi1, lok, hik;
     level_range(s, 0, z0, z1, k, 1, &lo1, &hi1);
     level_range(s, 0, z0, z1, k, k, &lok, &hik);
     for (int w = lo1; w < hik + (k - 1) * s->radius; w++)
         for (int t = 1; t <= k; t++) {
             int q = w - (t - 1) * s->radius, lo, hi;
             level_range(s, 0, z0, z1, k, t, &lo, &hi);
-            if (q < lo || q >= hi)
-                continue;
-            if (c->shared && (s->periodic[0] || (q >= 1 && q < n0 - 1)))
-                make_shared(s, src, &lv[t - 1], &lv[t], t == k, &sh[t], q, rows[t][0],
-                            rows[t][1]);
-            else
+            if (q >= lo && q < hi)
                 make_plane(s, src, &lv[t - 1], &lv[t], t == k, q, rows[t][0], rows[t][1]);
         }
+}
+
+/* The class form with shared sums (shares_planes): one thread's chunk [z0, z1) of rows
+ * [y0, y1). Level t keeps the rows of its S and P (stencil_span.h) and passes each plane of
+ * the level below through them once, in order: the first two planes of its range fill them,
+ * each further plane p completes the level's plane p - 1. Level t takes plane p of level t - 1
+ * in wave p + t - 1, the wave in which level t - 1 completes it, and the levels go through a
+ * wave's rows together, level t a row behind level t - 1: so a level's plane lives only in
+ * three rows (of a rolling buffer; the last level's go to dst), read while in the core's L1.
+ * Level 0 and the boundary planes of a face are src's planes (never made). The rows of level
+ * t span (k - t) r beyond the tile's (clipped at a Dirichlet face), so no row wraps but src's. */
+typedef struct {
+    const tide_sweep *s;
+    const cpu_sweep *cs;
+    size_t gp, gr, rb, elem; /* src's and dst's plane and row, a buffer's row (bytes) */
+    int k, row0, n1, n2, dbl, swap;
+    char *S[CPU_MAX_FUSE + 1], *P[CPU_MAX_FUSE + 1], *roll[CPU_MAX_FUSE + 1];
+    int rlo[CPU_MAX_FUSE + 1], rhi[CPU_MAX_FUSE + 1];
+    int c0[CPU_MAX_FUSE + 1], c1[CPU_MAX_FUSE + 1]; /* the columns a level makes */
+    int ulo[CPU_MAX_FUSE + 1], uhi[CPU_MAX_FUSE + 1]; /* ... of them, the updated ones */
+    char *edge; /* along a Dirichlet z: src's first and last column of each row of the last
+                 * k + 1 planes level 1 read (plane q at q modulo k + 1), so that a level
+                 * writes its boundary columns without reading src's planes out of order */
+} shared_tile;
+
+/* What level t does in a wave: whether it works (on), the mode of its pass (stencil_span.h),
+ * the plane it reads (in: src's plane, or NULL: level t - 1's rolling rows), whether it emits a
+ * plane (emit: into its rolling rows, or into out, dst's plane, for the last level), and that
+ * plane's src and source planes and edges. */
+typedef struct {
+    int on, mode, emit;
+    const char *in, *sr, *so, *ed;
+    char *out;
+} wave_level;
+
+/* Row b's slot in a level's three rolling rows. */
+static inline int slot3(int b)
+{
+    return (b % 3 + 3) % 3;
+}
+
+/* Plane q's slot among the k + 1 planes' edges. */
+static inline size_t slot_edge(int q, int k)
+{
+    return (size_t)((q % (k + 1) + k + 1) % (k + 1));
+}
+
+static inline void copy_elem(char *to, const char *from, int dbl)
+{
+    if (dbl)
+        memcpy(to, from, sizeof(double));
+    else
+        memcpy(to, from, sizeof(float));
+}
+
+/* Whether plane q of a level is a boundary plane (the values of src). */
+static int boundary_plane(const tide_sweep *s, int q)
+{
+    return !s->periodic[0] && (q < 1 || q >= s->n[0] - 1);
+}
+
+/* Row b of level t in a wave (l): the plane it reads into the level's sums, and the row of
+ * the plane it emits; a boundary row or column of that plane: src's values. */
+static void shared_row(const shared_tile *g, int t, const wave_level *l, int b)
+{
+    size_t elem = g->elem, brow = (size_t)mod(b, g->n1) * g->gr;
+    int c0 = g->c0[t], c1 = g->c1[t], ulo = g->ulo[t], uhi = g->uhi[t], n2 = g->n2;
+    char *o = !l->emit ? NULL : t < g->k ? g->roll[t] + (size_t)slot3(b) * g->rb : l->out + brow;
+    if ((!g->s->periodic[1] && (b < 1 || b >= g->n1 - 1)) || ulo >= uhi) { /* a boundary row */
+        if (o)
+            memcpy(o + c0 * elem, l->sr + brow + c0 * elem, (size_t)(c1 - c0) * elem);
+        return;
+    }
+    if (o && c0 < ulo) /* boundary columns: 0 and n2 - 1 */
+        copy_elem(o, l->ed + (size_t)(b - g->row0) * 2 * elem, g->dbl);
+    if (o && uhi < c1)
+        copy_elem(o + (size_t)(n2 - 1) * elem, l->ed + ((size_t)(b - g->row0) * 2 + 1) * elem,
+                  g->dbl);
+    const void *r[3];
+    for (int i = 0; i < 3; i++)
+        r[i] = l->in ? l->in + (size_t)mod(b - 1 + i, g->n1) * g->gr
+                     : g->roll[t - 1] + (size_t)slot3(b - 1 + i) * g->rb;
+    char *S = g->S[t] + (size_t)(b - g->row0) * g->rb, *P = g->P[t] + (size_t)(b - g->row0) * g->rb;
+    const char *so = o && l->so ? l->so + brow : NULL;
+    if (g->dbl)
+        cols_d(g->cs, r, S, P, o, so, ulo, uhi, n2, g->swap, l->mode);
+    else
+        cols_f(g->cs, r, S, P, o, so, ulo, uhi, n2, g->swap, l->mode);
+}
+
+static void sweep_tile_shared(const tide_sweep *s, const char *src, char *dst, int k, int z0,
+                              int z1, int y0, int y1, char *mem)
+{
+    const cpu_sweep *c = s->state;
+    int n0 = s->n[0], n2 = s->n[2];
+    shared_tile g = {.s = s, .cs = c, .k = k, .n1 = s->n[1], .n2 = n2, .dbl = s->dbl};
+    g.swap = s->axis[1] == 2;
+    g.elem = s->dbl ? sizeof(double) : sizeof(float);
+    long long pitch[2];
+    tide_sweep_pitch(s, pitch);
+    g.gp = (size_t)pitch[0] * g.elem, g.gr = (size_t)pitch[1] * g.elem, g.rb = c->ring_row;
+    int out0, out1, plo[CPU_MAX_FUSE + 1], phi[CPU_MAX_FUSE + 1], count[CPU_MAX_FUSE + 1];
+    tide_sweep_out(s, 0, &out0, &out1);
+    size_t sp = (size_t)c->ring_rows * g.rb; /* a plane of S or P */
+    for (int t = 0; t <= k; t++) {
+        level_range(s, 0, z0, z1, k, t, &plo[t], &phi[t]);
+        count[t] = 0;
+        if (t == 0)
+            continue;
+        level_range(s, 1, y0, y1, k, t, &g.rlo[t], &g.rhi[t]);
+        g.S[t] = mem + (size_t)(2 * t - 2) * sp, g.P[t] = mem + (size_t)(2 * t - 1) * sp;
+        g.roll[t] = mem + (size_t)2 * k * sp + (size_t)(t - 1) * 3 * g.rb;
+        g.c0[t] = 0, g.c1[t] = n2;
+        if (t == k)
+            tide_sweep_out(s, 2, &g.c0[t], &g.c1[t]);
+        g.ulo[t] = s->periodic[2] || g.c0[t] > 1 ? g.c0[t] : 1;
+        g.uhi[t] = s->periodic[2] || g.c1[t] < n2 - 1 ? g.c1[t] : n2 - 1;
+    }
+    g.edge = mem + (size_t)2 * k * sp + (size_t)3 * k * g.rb;
+    int edges = !s->periodic[2] && n2 >= 3;
+    size_t edge_plane = (size_t)c->ring_rows * 2 * g.elem;
+    g.row0 = g.rlo[1];
+    /* the last level's boundary planes: src's */
+    level_at none = {0}, last = {dst, 0, out0, g.gp, g.gr, 0, 0};
+    for (int q = plo[k]; q < phi[k]; q++)
+        if (boundary_plane(s, q))
+            make_plane(s, src, &none, &last, 1, q, g.rlo[k], g.rhi[k]);
+    for (int w = plo[0]; w < phi[0] + k - 1; w++) {
+        wave_level l[CPU_MAX_FUSE + 1];
+        int imin = INT_MAX, imax = INT_MIN;
+        for (int t = 1; t <= k; t++) {
+            int p = w - (t - 1), q = p - 1; /* the plane read, the plane emitted */
+            l[t].on = p >= plo[t - 1] && p < phi[t - 1];
+            if (!l[t].on)
+                continue;
+            l[t].emit = count[t] >= 2 && q >= plo[t] && q < phi[t] && !boundary_plane(s, q);
+            l[t].mode = l[t].emit ? 2 : count[t] < 1 ? 0 : 1;
+            l[t].in = t == 1 || boundary_plane(s, p) ? src + (size_t)mod(p, n0) * g.gp : NULL;
+            l[t].sr = src + (size_t)mod(q, n0) * g.gp;
+            l[t].so = s->source ? (const char *)s->source + (size_t)mod(q, n0) * g.gp : NULL;
+            l[t].out = dst + (ptrdiff_t)(mod(q, n0) - out0) * (ptrdiff_t)g.gp;
+            l[t].ed = g.edge + slot_edge(q, k) * edge_plane;
+            imin = g.rlo[t] + t - 1 < imin ? g.rlo[t] + t - 1 : imin;
+            imax = g.rhi[t] + t - 1 > imax ? g.rhi[t] + t - 1 : imax;
+        }
+        const char *pl = src + (size_t)mod(w, n0) * g.gp;
+        char *ed = g.edge + slot_edge(w, k) * edge_plane;
+        for (int i = imin; i < imax; i++)
+            for (int t = 1; t <= k; t++) {
+                int b = i - (t - 1);
+                if (!l[t].on || b < g.rlo[t] || b >= g.rhi[t])
+                    continue;
+                shared_row(&g, t, &l[t], b);
+                if (t == 1 && edges) { /* src plane w's row b, just read: its edges */
+                    const char *row = pl + (size_t)mod(b, g.n1) * g.gr;
+                    char *at = ed + (size_t)(b - g.row0) * 2 * g.elem;
+                    copy_elem(at, row, g.dbl);
+                    copy_elem(at + g.elem, row + (size_t)(n2 - 1) * g.elem, g.dbl);
+                }
+            }
+        for (int t = 1; t <= k; t++)
+            count[t] += l[t].on;
+    }
 }
 
 int tide_cpu_sweep(const tide_env *e, const tide_sweep *s, const void *src, void *dst,
@@ -474,8 +558,9 @@ int tide_cpu_sweep(const tide_env *e, const tide_sweep *s, const void *src, void
         int z0 = lo + (int)((int64_t)i * (hi - lo) / T);
         int z1 = lo + (int)((int64_t)(i + 1) * (hi - lo) / T);
         for (int y = b0; y < b1 && z0 < z1; y += tile)
-            sweep_tile(s, src, dst, steps, z0, z1, y, y + tile < b1 ? y + tile : b1,
-                       c->mem + (size_t)i * c->per_thread);
+            (c->shared ? sweep_tile_shared : sweep_tile)(
+                s, src, dst, steps, z0, z1, y, y + tile < b1 ? y + tile : b1,
+                c->mem + (size_t)i * c->per_thread);
     }
     return TIDE_SUCCESS;
 }
