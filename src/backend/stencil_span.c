@@ -208,29 +208,33 @@ PLANE_SCALAR(plane_d, double, fma)
 
 /* Vectors of W columns: the first from a, then those aligned where S is (the sweep aligns its
  * own rows, so that most loads and the stores to its rows stay within a cache line), the last
- * ending at e. A vector is stored only once the next one is computed: where two overlap, the
- * second reads P and S as they were, so that both store the same values (P and S are updated
- * in place). The columns [a, e) lie within [1, n2 - 1), so that no neighbour wraps; fewer than
- * W go point by point (SCALAR). The mode and the layout go to the inner loops as constants
- * (the body inlined with each). */
+ * ending at e where it overlaps no vector stored before the one it follows, else the last
+ * columns point by point (SCALAR). A vector is stored only once the next one is computed:
+ * where two overlap, the second reads P and S as they were, so that both store the same
+ * values (P and S are updated in place). The columns [a, e) lie within [1, n2 - 1), so that no
+ * neighbour wraps; fewer than W go point by point. The mode and the layout go to the inner
+ * loops as constants (the body inlined with each). */
 #define PLANE_VEC(NAME, ISA, T, V, W, LOAD, STORE, SET1, MUL, FMADD, ADD, SCALAR)              \
     __attribute__((target(ISA), always_inline)) static inline void NAME##_body(                 \
-        const T *r0, const T *r1, const T *r2, V w0, V w1, V w2, V w3, T *S, T *P, T *out,      \
-        const T *src, int a, int e, int swap, int mode)                                         \
+        const T *const *r, const T *w, V w0, V w1, V w2, V w3, T *S, T *P, T *out, const T *src, \
+        int a, int e, int n2, int swap, int mode)                                               \
     {                                                                                            \
+        const T *r0 = r[0], *r1 = r[1], *r2 = r[2];                                              \
         int mis = (int)((uintptr_t)(S + a) % (W * sizeof(T)) / sizeof(T));                      \
-        int c = a, next = mis ? a + W - mis : a + W;                                             \
+        int c = a, next = mis ? a + W - mis : a + W, stored = a;                                 \
         V o = SET1(0), q = SET1(0), n, o1 = SET1(0), q1 = SET1(0), n1;                          \
         PLANE_CALC(V, LOAD, MUL, FMADD, ADD, c - 1, c, c + 1, o, q, n);                          \
         for (;;) {                                                                               \
-            int d = next + W <= e ? next : next < e ? e - W : -1;                                \
+            int d = next + W <= e ? next : next < e && e - W >= stored ? e - W : -1;            \
             if (d < 0)                                                                           \
                 break;                                                                           \
             PLANE_CALC(V, LOAD, MUL, FMADD, ADD, d - 1, d, d + 1, o1, q1, n1);                   \
             PLANE_PUT(STORE, c, o, q, n);                                                        \
-            c = d, o = o1, q = q1, n = n1, next = d + W;                                         \
+            stored = c + W, c = d, o = o1, q = q1, n = n1, next = d + W;                         \
         }                                                                                        \
         PLANE_PUT(STORE, c, o, q, n);                                                            \
+        if (c + W < e)                                                                           \
+            SCALAR(r, w, S, P, out, src, c + W, e, n2, swap, mode);                              \
     }                                                                                            \
     __attribute__((target(ISA))) static void NAME(const T *const *r, const T *w, T *S, T *P,    \
                                                   T *out, const T *src, int a, int e, int n2,   \
@@ -241,23 +245,22 @@ PLANE_SCALAR(plane_d, double, fma)
             return;                                                                              \
         }                                                                                        \
         V w0 = SET1(w[0]), w1 = SET1(w[1]), w2 = SET1(w[2]), w3 = SET1(w[3]);                    \
-        const T *r0 = r[0], *r1 = r[1], *r2 = r[2];                                              \
         if (mode == 0 && swap)                                                                   \
-            NAME##_body(r0, r1, r2, w0, w1, w2, w3, S, P, out, NULL, a, e, 1, 0);                \
+            NAME##_body(r, w, w0, w1, w2, w3, S, P, out, NULL, a, e, n2, 1, 0);                  \
         else if (mode == 0)                                                                      \
-            NAME##_body(r0, r1, r2, w0, w1, w2, w3, S, P, out, NULL, a, e, 0, 0);                \
+            NAME##_body(r, w, w0, w1, w2, w3, S, P, out, NULL, a, e, n2, 0, 0);                  \
         else if (mode == 1 && swap)                                                              \
-            NAME##_body(r0, r1, r2, w0, w1, w2, w3, S, P, out, NULL, a, e, 1, 1);                \
+            NAME##_body(r, w, w0, w1, w2, w3, S, P, out, NULL, a, e, n2, 1, 1);                  \
         else if (mode == 1)                                                                      \
-            NAME##_body(r0, r1, r2, w0, w1, w2, w3, S, P, out, NULL, a, e, 0, 1);                \
+            NAME##_body(r, w, w0, w1, w2, w3, S, P, out, NULL, a, e, n2, 0, 1);                  \
         else if (swap && src)                                                                    \
-            NAME##_body(r0, r1, r2, w0, w1, w2, w3, S, P, out, src, a, e, 1, 2);                 \
+            NAME##_body(r, w, w0, w1, w2, w3, S, P, out, src, a, e, n2, 1, 2);                   \
         else if (swap)                                                                           \
-            NAME##_body(r0, r1, r2, w0, w1, w2, w3, S, P, out, NULL, a, e, 1, 2);                \
+            NAME##_body(r, w, w0, w1, w2, w3, S, P, out, NULL, a, e, n2, 1, 2);                  \
         else if (src)                                                                            \
-            NAME##_body(r0, r1, r2, w0, w1, w2, w3, S, P, out, src, a, e, 0, 2);                 \
+            NAME##_body(r, w, w0, w1, w2, w3, S, P, out, src, a, e, n2, 0, 2);                   \
         else                                                                                     \
-            NAME##_body(r0, r1, r2, w0, w1, w2, w3, S, P, out, NULL, a, e, 0, 2);                \
+            NAME##_body(r, w, w0, w1, w2, w3, S, P, out, NULL, a, e, n2, 0, 2);                  \
     }
 
 PLANE_VEC(plane_f_avx2, "avx2,fma", float, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps,
