@@ -7,6 +7,14 @@
  * the core's own cache, so k steps cost one read of src and one write of dst. A tile of rows
  * [y0, y1) needs level t on rows [y0 - (k - t) r, y1 + (k - t) r): the tiles overlap by
  * their halos, whose rows are made twice; tiles as tall as the cache allows keep that small.
+ *
+ * The 27-point class form (backend.h) with the user's x the slowest dimension goes another
+ * way (sweep_tile_shared), as the GPU's kernels do: a plane's sums f and k, and its parts S
+ * and M, serve the three planes that read it, so each plane of each level is passed through
+ * once (stencil_span.h: the plane pass, about 14 operations a point instead of 29), its S and
+ * M kept in two planes a level; the levels go through a wave's rows together, so a level's
+ * plane lives in three rows only. Other storage orders take the class form's span, each
+ * point from its 27 values.
  */
 #include <limits.h>
 #include <math.h>
@@ -28,8 +36,9 @@ typedef struct {
     int threads, fuse;
     int tile;          /* rows of dst per tile; n[1] or more: one tile of whole planes */
     int ring_rows;     /* rows of a ring plane */
-    size_t ring_row;   /* bytes of a ring's row: the row padded to a multiple of 64 (the
-                        * work memory is aligned to 64, so are its rows) */
+    size_t ring_row;   /* bytes of a ring's row; in the class form with shared sums padded to
+                        * a multiple of 64 (the work memory is aligned to 64, so are its
+                        * rows) */
     size_t per_thread; /* bytes */
     char *mem;
     int tap[TIDE_SWEEP_MAX_TAPS];
@@ -55,7 +64,8 @@ static double thread_cache(const tide_sweep *s)
 }
 
 /* Whether s goes in the class form with its planes perpendicular to the user's x: then each
- * level keeps, beside its ring, two planes of the class form's partial sums (sweep_shared). */
+ * level keeps two planes of the class form's partial sums instead of a ring
+ * (sweep_tile_shared). */
 static int shares_planes(const tide_sweep *s)
 {
     return s->classes && s->axis[0] == 0 && s->radius == 1;
@@ -102,7 +112,9 @@ static int cpu_fuse(const tide_sweep *s, int threads, size_t row_bytes)
 int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err, size_t len)
 {
     size_t elem = s->dbl ? sizeof(double) : sizeof(float);
-    size_t row_bytes = ((size_t)s->n[2] * elem + 63) / 64 * 64;
+    size_t row_bytes = (size_t)s->n[2] * elem;
+    if (shares_planes(s))
+        row_bytes = (row_bytes + 63) / 64 * 64;
     int threads = e->threads > s->n[0] ? s->n[0] : e->threads;
     if (threads < 1)
         threads = 1;
@@ -118,6 +130,7 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
     size_t per_thread = ((size_t)kept_planes(s, k) * rows + 1) * row_bytes;
     if (shares_planes(s)) /* and each level's three rolling rows, and k + 1 planes' edges */
         per_thread += (size_t)3 * k * row_bytes + ((size_t)(k + 1) * rows * 2 * elem + 63) / 64 * 64;
+    per_thread = (per_thread + 63) / 64 * 64;
     char *mem = aligned_alloc(64, (size_t)threads * per_thread);
     if (!c || !mem) {
         free(c);

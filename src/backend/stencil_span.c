@@ -8,7 +8,8 @@
  * in independent accumulators, so that the taps' chains of multiply-adds, each as long as the
  * stencil has taps, overlap in the FMA units; elsewhere point by point with the C library's
  * fmaf and fma, the same results. Every operation is an explicit one (the build's C17 mode
- * does not contract a product and a sum into one).
+ * does not contract a product and a sum into one). Also the class form's plane pass, which
+ * makes a plane's sums once for the three planes that read them (stencil_span.h).
  */
 #include <math.h>
 #include <stddef.h>
