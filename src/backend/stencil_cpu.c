@@ -129,7 +129,7 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
     cpu_sweep *c = calloc(1, sizeof *c);
     size_t per_thread = ((size_t)kept_planes(s, k) * rows + 1) * row_bytes;
     if (shares_planes(s)) /* and each level's three rolling rows, and k + 1 planes' edges */
-        per_thread += (size_t)3 * k * row_bytes + ((size_t)(k + 1) * rows * 2 * elem + 63) / 64 * 64;
+        per_thread += (size_t)3 * k * row_bytes + (size_t)(k + 1) * rows * 2 * elem;
     per_thread = (per_thread + 63) / 64 * 64;
     char *mem = aligned_alloc(64, (size_t)threads * per_thread);
     if (!c || !mem) {
@@ -532,7 +532,7 @@ static void sweep_tile_shared(const tide_sweep *s, const char *src, char *dst, i
             l[t].in = t == 1 || boundary_plane(s, p) ? src + (size_t)mod(p, n0) * g.gp : NULL;
             l[t].sr = src + (size_t)mod(q, n0) * g.gp;
             l[t].so = s->source ? (const char *)s->source + (size_t)mod(q, n0) * g.gp : NULL;
-            l[t].out = dst + (ptrdiff_t)(mod(q, n0) - out0) * (ptrdiff_t)g.gp;
+            l[t].out = t == k && l[t].emit ? dst + (size_t)(mod(q, n0) - out0) * g.gp : NULL;
             l[t].ed = g.edge + slot_edge(q, k) * edge_plane;
             imin = g.rlo[t] + t - 1 < imin ? g.rlo[t] + t - 1 : imin;
             imax = g.rhi[t] + t - 1 > imax ? g.rhi[t] + t - 1 : imax;
