@@ -13,8 +13,10 @@
  * alone. The view's storage order is random (the user's x, y, z any of its dimensions; the
  * reference runs on the view turned to C order): the 27-point taps with weights of one value
  * per class (centre, face, edge, corner) half the time, swept in the class form (backend.h),
- * else with random weights, in the tap form. Every other point of dst's buffer (the rows and
- * columns beside the window, the planes before and after it) must keep its poison.
+ * else with random weights, in the tap form; then more cases of the class form with x the
+ * slowest dimension (the CPU's sweep that shares each plane's sums), grids up to 67 points
+ * and up to 8 steps fused. Every other point of dst's buffer (the rows and columns beside the
+ * window, the planes before and after it) must keep its poison.
  *
  * The CPU backend always; the CUDA backend when TIDE_TEST_BACKEND=cuda (exit 77, a visible
  * SKIP, without a GPU). On the GPU the test moves its data with plain CUDA calls on its own
@@ -67,11 +69,13 @@ static void make_window(tt_rng *rng, int m, int align, int out[2])
     out[0] = lo, out[1] = hi;
 }
 
-static void make_case(tt_rng *rng, int gpu, int i, scase *c)
+/* A random case; shared: the 27-point class form with the user's x the slowest dimension (the
+ * CPU's sweep that shares each plane's sums), its grids up to 67 points. */
+static void make_case(tt_rng *rng, int gpu, int i, int shared, scase *c)
 {
     memset(c, 0, sizeof *c);
     c->dbl = tt_rng_below(rng, 2);
-    int kind = i % 4; /* 7-point, 27-point, star, box */
+    int kind = shared ? 1 : i % 4; /* 7-point, 27-point, star, box */
     if (kind < 2) {
         tide_stencil_shape sh = kind == 0 ? TIDE_STENCIL_7PT : TIDE_STENCIL_27PT;
         c->ntaps = tide_ref_stencil_taps(sh, NULL, c->off, c->w);
@@ -86,7 +90,7 @@ static void make_case(tt_rng *rng, int gpu, int i, scase *c)
     c->shape = kind == 0 ? TIDE_STENCIL_7PT : kind == 1 ? TIDE_STENCIL_27PT
              : kind == 2 ? TIDE_STENCIL_STAR : TIDE_STENCIL_BOX;
     tt_stencil_weights(rng, c->ntaps, c->w);
-    c->classes = kind == 1 && tt_rng_below(rng, 2);
+    c->classes = kind == 1 && (shared || tt_rng_below(rng, 2));
     if (c->classes) { /* one random weight per class: the tap's count of nonzero offsets */
         tt_stencil_weights(rng, 4, c->cw);
         for (int t = 0; t < 27; t++)
@@ -96,9 +100,11 @@ static void make_case(tt_rng *rng, int gpu, int i, scase *c)
         snprintf(c->taps, sizeof c->taps, "27pt classes");
     }
     tt_perm3(tt_rng_below(rng, 6), c->ord);
+    if (shared) /* x first, y and z in either order */
+        c->ord[0] = 0, c->ord[1] = 1 + tt_rng_below(rng, 2), c->ord[2] = 3 - c->ord[1];
     /* small grids on the CPU; on the GPU some wider than a tile, the first dimension deep
      * enough for several chunks */
-    int top = gpu ? 16 : 11;
+    int top = gpu ? 16 : shared ? 13 : 11;
     for (int d = 0; d < 3; d++) {
         int m;
         do
@@ -339,9 +345,15 @@ int main(void)
     int cases = gpu ? 160 : 400;
     for (int i = 0; i < cases; i++) {
         scase c;
-        make_case(&rng, gpu, i, &c);
+        make_case(&rng, gpu, i, 0, &c);
         c.k = 1 + tt_rng_below(&rng, 6);
         run_case(be, gpu, stream, 1 + tt_rng_below(&rng, 3), &c, &rng, i);
+    }
+    for (int i = 0; i < 150; i++) { /* the class form swept along x, up to 8 steps fused */
+        scase c;
+        make_case(&rng, gpu, cases + i, 1, &c);
+        c.k = 1 + tt_rng_below(&rng, 8);
+        run_case(be, gpu, stream, 1 + tt_rng_below(&rng, 3), &c, &rng, cases + i);
     }
 #if TIDE_HAVE_CUDA
     if (stream)

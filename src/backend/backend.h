@@ -132,7 +132,10 @@ static inline size_t tide_spectral_elem(const tide_spectral *d)
  * keeps the last 2 r + 1 planes it made in a ring, so a sweep reads src once and writes dst
  * once, and computes each plane of each level once, apart from the (k - t) r extra planes at
  * each end of a chunk. The CPU also cuts each plane's rows into tiles (`cache`), the same
- * scheme along the rows, so that a thread's rings fit its core's cache. */
+ * scheme along the rows, so that a thread's rings fit its core's cache. In the class form with
+ * the user's x the slowest dimension the CPU keeps no ring: a level passes each plane of the
+ * level below through once into two planes of partial sums (S of the last plane, and S + M),
+ * which complete its planes in order (stencil_cpu.c). */
 enum {
     TIDE_SWEEP_SIDE = 2 * TIDE_STENCIL_MAX_RADIUS + 1,
     TIDE_SWEEP_MAX_TAPS = TIDE_SWEEP_SIDE * TIDE_SWEEP_SIDE * TIDE_SWEEP_SIDE /* the full box */

@@ -7,7 +7,16 @@
  * the core's own cache, so k steps cost one read of src and one write of dst. A tile of rows
  * [y0, y1) needs level t on rows [y0 - (k - t) r, y1 + (k - t) r): the tiles overlap by
  * their halos, whose rows are made twice; tiles as tall as the cache allows keep that small.
+ *
+ * The 27-point class form (backend.h) with the user's x the slowest dimension goes another
+ * way (sweep_tile_shared), as the GPU's kernels do: a plane's sums f and k, and its parts S
+ * and M, serve the three planes that read it, so each plane of each level is passed through
+ * once (stencil_span.h: the plane pass, about 14 operations a point instead of 29), its S and
+ * M kept in two planes a level; the levels go through a wave's rows together, so a level's
+ * plane lives in three rows only. Other storage orders take the class form's span, each
+ * point from its 27 values.
  */
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,6 +36,9 @@ typedef struct {
     int threads, fuse;
     int tile;          /* rows of dst per tile; n[1] or more: one tile of whole planes */
     int ring_rows;     /* rows of a ring plane */
+    size_t ring_row;   /* bytes of a ring's row; in the class form with shared sums padded to
+                        * a multiple of 64 (the work memory is aligned to 64, so are its
+                        * rows) */
     size_t per_thread; /* bytes */
     char *mem;
     int tap[TIDE_SWEEP_MAX_TAPS];
@@ -34,6 +46,9 @@ typedef struct {
     double wd[TIDE_SWEEP_MAX_TAPS];
     tide_stencil_span_f *span_f;
     tide_stencil_span_d *span_d;
+    int shared;        /* the class form with planes of x: each plane's sums made once */
+    tide_stencil_plane_f *plane_f, *plane_f1;
+    tide_stencil_plane_d *plane_d, *plane_d1;
 } cpu_sweep;
 
 enum { CPU_MAX_FUSE = 16 };
@@ -48,6 +63,20 @@ static double thread_cache(const tide_sweep *s)
     return l2 > 0 ? l2 / 2.0 : 512.0 * 1024;
 }
 
+/* Whether s goes in the class form with its planes perpendicular to the user's x: then each
+ * level keeps two planes of the class form's partial sums instead of a ring
+ * (sweep_tile_shared). */
+static int shares_planes(const tide_sweep *s)
+{
+    return s->classes && s->axis[0] == 0 && s->radius == 1;
+}
+
+/* Planes of a tile a thread keeps for k steps: the rings, or the shared sums' S and P. */
+static int kept_planes(const tide_sweep *s, int k)
+{
+    return shares_planes(s) ? 2 * k : (k - 1) * (2 * s->radius + 1);
+}
+
 /* Rows per tile for k steps: as many as keep the rings in the thread's cache, at least
  * 4 (k - 1) r so that the made-twice halos stay under half the rows made; all the rows when
  * the planes fit whole. */
@@ -55,7 +84,7 @@ static int tile_rows(const tide_sweep *s, int k, size_t row_bytes)
 {
     int r = s->radius, b0, b1;
     tide_sweep_out(s, 1, &b0, &b1);
-    double per_row = (double)(k - 1) * (2 * r + 1) * row_bytes;
+    double per_row = (double)kept_planes(s, k) * row_bytes;
     double fit = per_row > 0 ? thread_cache(s) / per_row - 2.0 * (k - 1) * r : 1e9;
     int least = 4 * (k - 1) * r > 8 ? 4 * (k - 1) * r : 8;
     int t = fit < least ? least : fit > 1e9 ? 1000000000 : (int)fit;
@@ -72,7 +101,7 @@ static int cpu_fuse(const tide_sweep *s, int threads, size_t row_bytes)
     while (k > 1) {
         int tile = tile_rows(s, k, row_bytes);
         int rows = tile >= s->n[1] ? s->n[1] : tile + 2 * (k - 1) * s->radius;
-        double rings = (double)threads * (k - 1) * (2 * s->radius + 1) * rows * row_bytes;
+        double rings = (double)threads * kept_planes(s, k) * rows * row_bytes;
         if (rings <= grid / 4)
             break;
         k--;
@@ -84,6 +113,8 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
 {
     size_t elem = s->dbl ? sizeof(double) : sizeof(float);
     size_t row_bytes = (size_t)s->n[2] * elem;
+    if (shares_planes(s))
+        row_bytes = (row_bytes + 63) / 64 * 64;
     int threads = e->threads > s->n[0] ? s->n[0] : e->threads;
     if (threads < 1)
         threads = 1;
@@ -93,9 +124,14 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
     int k = fuse ? fuse : cpu_fuse(s, threads, row_bytes);
     int tile = tile_rows(s, k, row_bytes);
     int rows = tile >= s->n[1] ? s->n[1] : tile + 2 * (k - 1) * s->radius;
+    if (shares_planes(s)) /* whole planes too carry the rows beyond a periodic face */
+        rows = (tile < s->n[1] ? tile : s->n[1]) + 2 * (k - 1) * s->radius;
     cpu_sweep *c = calloc(1, sizeof *c);
-    size_t per_thread = ((size_t)(k - 1) * (size_t)(2 * s->radius + 1) * rows + 1) * row_bytes;
-    char *mem = malloc((size_t)threads * per_thread);
+    size_t per_thread = ((size_t)kept_planes(s, k) * rows + 1) * row_bytes;
+    if (shares_planes(s)) /* and each level's three rolling rows, and k + 1 planes' edges */
+        per_thread += (size_t)3 * k * row_bytes + (size_t)(k + 1) * rows * 2 * elem;
+    per_thread = (per_thread + 63) / 64 * 64;
+    char *mem = aligned_alloc(64, (size_t)threads * per_thread);
     if (!c || !mem) {
         free(c);
         free(mem);
@@ -103,7 +139,7 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
                         (size_t)threads * per_thread), TIDE_ERR_NOMEM;
     }
     c->threads = threads, c->fuse = k, c->tile = tile, c->ring_rows = rows;
-    c->per_thread = per_thread, c->mem = mem;
+    c->per_thread = per_thread, c->mem = mem, c->ring_row = row_bytes;
     for (int i = 0; i < s->ntaps; i++) {
         c->tap[i] = i;
         c->wf[i] = (float)s->w[i], c->wd[i] = s->w[i];
@@ -117,6 +153,8 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
     for (int k = 0; k < 4 && s->classes; k++)
         c->wf[k] = (float)s->cw[k], c->wd[k] = s->cw[k];
     tide_stencil_spans(s->classes, &c->span_f, &c->span_d);
+    c->shared = shares_planes(s);
+    tide_stencil_planes(&c->plane_f, &c->plane_d, &c->plane_f1, &c->plane_d1);
     s->state = c;
     s->max_fuse = k;
     s->state_bytes = (size_t)threads * per_thread;
@@ -281,6 +319,28 @@ static void make_plane(const tide_sweep *s, const char *src, const level_at *bel
     }
 }
 
+/* Columns [a, e) of one row of the plane pass (stencil_span.h): the fast pass on the columns
+ * whose neighbours lie in the row, the point by point one on those that wrap. */
+#define PLANE_COLS(NAME, T, FAST, ONE, W)                                                        \
+    static void NAME(const cpu_sweep *cs, const void *const *rv, void *Sv, void *Pv, void *ov,   \
+                     const void *srcv, int a, int e, int n2, int swap, int mode)                 \
+    {                                                                                            \
+        const T *const *r = (const T *const *)rv;                                                \
+        T *S = Sv, *P = Pv, *out = ov;                                                           \
+        const T *src = srcv;                                                                     \
+        int fa = a > 1 ? a : 1, fe = e < n2 - 1 ? e : n2 - 1;                                    \
+        if (fa < fe)                                                                             \
+            cs->FAST(r, cs->W, S, P, out, src, fa, fe, n2, swap, mode);                          \
+        else                                                                                     \
+            fa = fe = e;                                                                         \
+        if (a < fa)                                                                              \
+            cs->ONE(r, cs->W, S, P, out, src, a, fa, n2, swap, mode);                            \
+        if (fe < e)                                                                              \
+            cs->ONE(r, cs->W, S, P, out, src, fe > a ? fe : a, e, n2, swap, mode);               \
+    }
+PLANE_COLS(cols_f, float, plane_f, plane_f1, wf)
+PLANE_COLS(cols_d, double, plane_d, plane_d1, wd)
+
 /* Level t's range [lo, hi) along dimension d (0: planes, 1: rows) for the chunk [x0, x1) of
  * level k in a sweep of k steps. */
 static void level_range(const tide_sweep *s, int d, int x0, int x1, int k, int t, int *lo,
@@ -303,7 +363,7 @@ static void sweep_tile(const tide_sweep *s, const char *src, char *dst, int k, i
 {
     const cpu_sweep *c = s->state;
     size_t elem = s->dbl ? sizeof(double) : sizeof(float);
-    size_t rb = (size_t)s->n[2] * elem, pb = (size_t)c->ring_rows * rb; /* a ring's row, plane */
+    size_t rb = c->ring_row, pb = (size_t)c->ring_rows * rb; /* a ring's row, plane */
     int tiled = c->tile < s->n[1], row0 = y0 - (k - 1) * s->radius;
     long long pitch[2];
     tide_sweep_pitch(s, pitch);
@@ -334,6 +394,169 @@ static void sweep_tile(const tide_sweep *s, const char *src, char *dst, int k, i
         }
 }
 
+/* The class form with shared sums (shares_planes): one thread's chunk [z0, z1) of rows
+ * [y0, y1). Level t keeps the rows of its S and P (stencil_span.h) and passes each plane of
+ * the level below through them once, in order: the first two planes of its range fill them,
+ * each further plane p completes the level's plane p - 1. Level t takes plane p of level t - 1
+ * in wave p + t - 1, the wave in which level t - 1 completes it, and the levels go through a
+ * wave's rows together, level t a row behind level t - 1: so a level's plane lives only in
+ * three rows (of a rolling buffer; the last level's go to dst), read while in the core's L1.
+ * Level 0 and the boundary planes of a face are src's planes (never made). The rows of level
+ * t span (k - t) r beyond the tile's (clipped at a Dirichlet face), so no row wraps but src's. */
+typedef struct {
+    const tide_sweep *s;
+    const cpu_sweep *cs;
+    size_t gp, gr, rb, elem; /* src's and dst's plane and row, a buffer's row (bytes) */
+    int k, row0, n1, n2, dbl, swap;
+    char *S[CPU_MAX_FUSE + 1], *P[CPU_MAX_FUSE + 1], *roll[CPU_MAX_FUSE + 1];
+    int rlo[CPU_MAX_FUSE + 1], rhi[CPU_MAX_FUSE + 1];
+    int c0[CPU_MAX_FUSE + 1], c1[CPU_MAX_FUSE + 1]; /* the columns a level makes */
+    int ulo[CPU_MAX_FUSE + 1], uhi[CPU_MAX_FUSE + 1]; /* ... of them, the updated ones */
+    char *edge; /* along a Dirichlet z: src's first and last column of each row of the last
+                 * k + 1 planes level 1 read (plane q at q modulo k + 1), so that a level
+                 * writes its boundary columns without reading src's planes out of order */
+} shared_tile;
+
+/* What level t does in a wave: whether it works (on), the mode of its pass (stencil_span.h),
+ * the plane it reads (in: src's plane, or NULL: level t - 1's rolling rows), whether it emits a
+ * plane (emit: into its rolling rows, or into out, dst's plane, for the last level), and that
+ * plane's src and source planes and edges. */
+typedef struct {
+    int on, mode, emit;
+    const char *in, *sr, *so, *ed;
+    char *out;
+} wave_level;
+
+/* Row b's slot in a level's three rolling rows. */
+static inline int slot3(int b)
+{
+    return (b % 3 + 3) % 3;
+}
+
+/* Plane q's slot among the k + 1 planes' edges. */
+static inline size_t slot_edge(int q, int k)
+{
+    return (size_t)((q % (k + 1) + k + 1) % (k + 1));
+}
+
+static inline void copy_elem(char *to, const char *from, int dbl)
+{
+    if (dbl)
+        memcpy(to, from, sizeof(double));
+    else
+        memcpy(to, from, sizeof(float));
+}
+
+/* Whether plane q of a level is a boundary plane (the values of src). */
+static int boundary_plane(const tide_sweep *s, int q)
+{
+    return !s->periodic[0] && (q < 1 || q >= s->n[0] - 1);
+}
+
+/* Row b of level t in a wave (l): the plane it reads into the level's sums, and the row of
+ * the plane it emits; a boundary row or column of that plane: src's values. */
+static void shared_row(const shared_tile *g, int t, const wave_level *l, int b)
+{
+    size_t elem = g->elem, brow = (size_t)mod(b, g->n1) * g->gr;
+    int c0 = g->c0[t], c1 = g->c1[t], ulo = g->ulo[t], uhi = g->uhi[t], n2 = g->n2;
+    char *o = !l->emit ? NULL : t < g->k ? g->roll[t] + (size_t)slot3(b) * g->rb : l->out + brow;
+    if ((!g->s->periodic[1] && (b < 1 || b >= g->n1 - 1)) || ulo >= uhi) { /* a boundary row */
+        if (o)
+            memcpy(o + c0 * elem, l->sr + brow + c0 * elem, (size_t)(c1 - c0) * elem);
+        return;
+    }
+    if (o && c0 < ulo) /* boundary columns: 0 and n2 - 1 */
+        copy_elem(o, l->ed + (size_t)(b - g->row0) * 2 * elem, g->dbl);
+    if (o && uhi < c1)
+        copy_elem(o + (size_t)(n2 - 1) * elem, l->ed + ((size_t)(b - g->row0) * 2 + 1) * elem,
+                  g->dbl);
+    const void *r[3];
+    for (int i = 0; i < 3; i++)
+        r[i] = l->in ? l->in + (size_t)mod(b - 1 + i, g->n1) * g->gr
+                     : g->roll[t - 1] + (size_t)slot3(b - 1 + i) * g->rb;
+    char *S = g->S[t] + (size_t)(b - g->row0) * g->rb, *P = g->P[t] + (size_t)(b - g->row0) * g->rb;
+    const char *so = o && l->so ? l->so + brow : NULL;
+    if (g->dbl)
+        cols_d(g->cs, r, S, P, o, so, ulo, uhi, n2, g->swap, l->mode);
+    else
+        cols_f(g->cs, r, S, P, o, so, ulo, uhi, n2, g->swap, l->mode);
+}
+
+static void sweep_tile_shared(const tide_sweep *s, const char *src, char *dst, int k, int z0,
+                              int z1, int y0, int y1, char *mem)
+{
+    const cpu_sweep *c = s->state;
+    int n0 = s->n[0], n2 = s->n[2];
+    shared_tile g = {.s = s, .cs = c, .k = k, .n1 = s->n[1], .n2 = n2, .dbl = s->dbl};
+    g.swap = s->axis[1] == 2;
+    g.elem = s->dbl ? sizeof(double) : sizeof(float);
+    long long pitch[2];
+    tide_sweep_pitch(s, pitch);
+    g.gp = (size_t)pitch[0] * g.elem, g.gr = (size_t)pitch[1] * g.elem, g.rb = c->ring_row;
+    int out0, out1, plo[CPU_MAX_FUSE + 1], phi[CPU_MAX_FUSE + 1], count[CPU_MAX_FUSE + 1];
+    tide_sweep_out(s, 0, &out0, &out1);
+    size_t sp = (size_t)c->ring_rows * g.rb; /* a plane of S or P */
+    for (int t = 0; t <= k; t++) {
+        level_range(s, 0, z0, z1, k, t, &plo[t], &phi[t]);
+        count[t] = 0;
+        if (t == 0)
+            continue;
+        level_range(s, 1, y0, y1, k, t, &g.rlo[t], &g.rhi[t]);
+        g.S[t] = mem + (size_t)(2 * t - 2) * sp, g.P[t] = mem + (size_t)(2 * t - 1) * sp;
+        g.roll[t] = mem + (size_t)2 * k * sp + (size_t)(t - 1) * 3 * g.rb;
+        g.c0[t] = 0, g.c1[t] = n2;
+        if (t == k)
+            tide_sweep_out(s, 2, &g.c0[t], &g.c1[t]);
+        g.ulo[t] = s->periodic[2] || g.c0[t] > 1 ? g.c0[t] : 1;
+        g.uhi[t] = s->periodic[2] || g.c1[t] < n2 - 1 ? g.c1[t] : n2 - 1;
+    }
+    g.edge = mem + (size_t)2 * k * sp + (size_t)3 * k * g.rb;
+    int edges = !s->periodic[2] && n2 >= 3;
+    size_t edge_plane = (size_t)c->ring_rows * 2 * g.elem;
+    g.row0 = g.rlo[1];
+    /* the last level's boundary planes: src's */
+    level_at none = {0}, last = {dst, 0, out0, g.gp, g.gr, 0, 0};
+    for (int q = plo[k]; q < phi[k]; q++)
+        if (boundary_plane(s, q))
+            make_plane(s, src, &none, &last, 1, q, g.rlo[k], g.rhi[k]);
+    for (int w = plo[0]; w < phi[0] + k - 1; w++) {
+        wave_level l[CPU_MAX_FUSE + 1];
+        int imin = INT_MAX, imax = INT_MIN;
+        for (int t = 1; t <= k; t++) {
+            int p = w - (t - 1), q = p - 1; /* the plane read, the plane emitted */
+            l[t].on = p >= plo[t - 1] && p < phi[t - 1];
+            if (!l[t].on)
+                continue;
+            l[t].emit = count[t] >= 2 && q >= plo[t] && q < phi[t] && !boundary_plane(s, q);
+            l[t].mode = l[t].emit ? 2 : count[t] < 1 ? 0 : 1;
+            l[t].in = t == 1 || boundary_plane(s, p) ? src + (size_t)mod(p, n0) * g.gp : NULL;
+            l[t].sr = src + (size_t)mod(q, n0) * g.gp;
+            l[t].so = s->source ? (const char *)s->source + (size_t)mod(q, n0) * g.gp : NULL;
+            l[t].out = t == k && l[t].emit ? dst + (size_t)(mod(q, n0) - out0) * g.gp : NULL;
+            l[t].ed = g.edge + slot_edge(q, k) * edge_plane;
+            imin = g.rlo[t] + t - 1 < imin ? g.rlo[t] + t - 1 : imin;
+            imax = g.rhi[t] + t - 1 > imax ? g.rhi[t] + t - 1 : imax;
+        }
+        const char *pl = src + (size_t)mod(w, n0) * g.gp;
+        char *ed = g.edge + slot_edge(w, k) * edge_plane;
+        for (int i = imin; i < imax; i++)
+            for (int t = 1; t <= k; t++) {
+                int b = i - (t - 1);
+                if (!l[t].on || b < g.rlo[t] || b >= g.rhi[t])
+                    continue;
+                shared_row(&g, t, &l[t], b);
+                if (t == 1 && edges) { /* src plane w's row b, just read: its edges */
+                    const char *row = pl + (size_t)mod(b, g.n1) * g.gr;
+                    char *at = ed + (size_t)(b - g.row0) * 2 * g.elem;
+                    copy_elem(at, row, g.dbl);
+                    copy_elem(at + g.elem, row + (size_t)(n2 - 1) * g.elem, g.dbl);
+                }
+            }
+        for (int t = 1; t <= k; t++)
+            count[t] += l[t].on;
+    }
+}
+
 int tide_cpu_sweep(const tide_env *e, const tide_sweep *s, const void *src, void *dst,
                    int steps)
 {
@@ -348,8 +571,9 @@ int tide_cpu_sweep(const tide_env *e, const tide_sweep *s, const void *src, void
         int z0 = lo + (int)((int64_t)i * (hi - lo) / T);
         int z1 = lo + (int)((int64_t)(i + 1) * (hi - lo) / T);
         for (int y = b0; y < b1 && z0 < z1; y += tile)
-            sweep_tile(s, src, dst, steps, z0, z1, y, y + tile < b1 ? y + tile : b1,
-                       c->mem + (size_t)i * c->per_thread);
+            (c->shared ? sweep_tile_shared : sweep_tile)(
+                s, src, dst, steps, z0, z1, y, y + tile < b1 ? y + tile : b1,
+                c->mem + (size_t)i * c->per_thread);
     }
     return TIDE_SUCCESS;
 }

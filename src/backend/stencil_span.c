@@ -8,10 +8,12 @@
  * in independent accumulators, so that the taps' chains of multiply-adds, each as long as the
  * stencil has taps, overlap in the FMA units; elsewhere point by point with the C library's
  * fmaf and fma, the same results. Every operation is an explicit one (the build's C17 mode
- * does not contract a product and a sum into one).
+ * does not contract a product and a sum into one). Also the class form's plane pass, which
+ * makes a plane's sums once for the three planes that read them (stencil_span.h).
  */
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <immintrin.h>
 #include "backend/stencil_span.h"
 
@@ -150,6 +152,170 @@ SPAN_SCALAR(class_d, double, fma, CLASS_POINT)
              P##_storeu_pd, P##_set1_pd, P##_mul_pd, P##_fmadd_pd, P##_add_pd, class_d)
 SPANS("avx2,fma", avx2, 8, 2, __m256, __m256d, 8, 4, _mm256)
 SPANS("avx512f", avx512, 4, 2, __m512, __m512d, 16, 8, _mm512)
+
+/* ---- the class form's plane pass (stencil_span.h) ----------------------------------------- */
+
+/* Column c of the plane pass, computed: plane p's sums around c from its rows r0, r1, r2
+ * (b - 1, b, b + 1; swap: the user's y along the columns, z along the rows), its S and M
+ * (backend.h); by mode O = P + S(p) (+ source), Q = S + M(p) and N = S(p), the values PLANE_PUT
+ * stores to out, P and S. LD loads one vector (or one value) at an address. */
+#define PLANE_CALC(V, LD, MUL, FMADD, ADD, CM, C, CP, O, Q, N)                                  \
+    do {                                                                                         \
+        V f_, k_;                                                                                \
+        if (swap) {                                                                              \
+            V v0_ = ADD(LD(r1 + CM), LD(r1 + CP));                                               \
+            f_ = ADD(v0_, ADD(LD(r0 + C), LD(r2 + C)));                                          \
+            k_ = ADD(ADD(LD(r0 + CM), LD(r0 + CP)), ADD(LD(r2 + CM), LD(r2 + CP)));              \
+        } else {                                                                                 \
+            V v0_ = ADD(LD(r0 + C), LD(r2 + C));                                                 \
+            f_ = ADD(v0_, ADD(LD(r1 + CM), LD(r1 + CP)));                                        \
+            k_ = ADD(ADD(LD(r0 + CM), LD(r2 + CM)), ADD(LD(r0 + CP), LD(r2 + CP)));              \
+        }                                                                                        \
+        PLANE_REST(V, LD, MUL, FMADD, ADD, C, O, Q, N, f_, k_, LD(r1 + C));                     \
+    } while (0)
+
+/* The rest of column c from the plane's f and k and u(0, 0, 0): N, Q and O as above. */
+#define PLANE_REST(V, LD, MUL, FMADD, ADD, C, O, Q, N, F, K, U)                                  \
+    do {                                                                                         \
+        V u_ = U;                                                                                \
+        N = FMADD(w3, K, FMADD(w2, F, MUL(w1, u_)));                                             \
+        if (mode > 0)                                                                            \
+            Q = ADD(LD(S + C), FMADD(w2, K, FMADD(w1, F, MUL(w0, u_))));                         \
+        if (mode > 1)                                                                            \
+            O = src ? ADD(ADD(LD(P + C), N), LD(src + C)) : ADD(LD(P + C), N);                   \
+    } while (0)
+
+#define PLANE_PUT(ST, C, O, Q, N)                                                                \
+    do {                                                                                         \
+        if (mode > 1)                                                                            \
+            ST(out + C, O);                                                                      \
+        if (mode > 0)                                                                            \
+            ST(P + C, Q);                                                                        \
+        ST(S + C, N);                                                                            \
+    } while (0)
+
+#define S_ST(x, v) (*(x) = (v))
+
+/* Point by point, columns [a, e) of [0, n2), their neighbours' columns taken modulo n2. */
+#define PLANE_SCALAR(NAME, T, FMA)                                                               \
+    static void NAME(const T *const *r, const T *w, T *S, T *P, T *out, const T *src, int a,     \
+                     int e, int n2, int swap, int mode)                                          \
+    {                                                                                            \
+        const T *r0 = r[0], *r1 = r[1], *r2 = r[2];                                              \
+        T w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];                                            \
+        for (int c = a; c < e; c++) {                                                            \
+            int cm = c > 0 ? c - 1 : n2 - 1, cp = c + 1 < n2 ? c + 1 : 0;                        \
+            T o = 0, q = 0, n;                                                                   \
+            PLANE_CALC(T, S_LOAD, S_MUL, FMA, S_ADD, cm, c, cp, o, q, n);                        \
+            PLANE_PUT(S_ST, c, o, q, n);                                                         \
+        }                                                                                        \
+    }
+PLANE_SCALAR(plane_f, float, fmaf)
+PLANE_SCALAR(plane_d, double, fma)
+
+/* Vectors of W columns: the first from a, then those aligned where S is (the sweep aligns its
+ * own rows, so that most loads and the stores to its rows stay within a cache line), the last
+ * ending at e where it overlaps no vector stored before the one it follows, else the last
+ * columns point by point (SCALAR). A vector is stored only once the next one is computed:
+ * where two overlap, the second reads P and S as they were, so that both store the same
+ * values (P and S are updated in place). The columns [a, e) lie within [1, n2 - 1), so that no
+ * neighbour wraps; fewer than W go point by point. The mode and the layout go to the inner
+ * loops as constants (the body inlined with each).
+ *
+ * Where the ISA shifts a vector across lanes (SHIFTS: AVX-512's valign) and the user's y runs
+ * along the rows, a run of vectors W apart whose neighbours lie in the row takes the vertical
+ * pair sums v = u(-1) + u(1) and the row b values of the vector before and after it (carried
+ * from one to the next) and shifts them by a lane (SHIFT(hi, lo, n): lanes n .. n + W - 1 of
+ * lo then hi), instead of loading v's and u's neighbours at c - 1 and c + 1, loads that
+ * straddle two cache lines: the same sums, so the same values. */
+#define PLANE_VEC(NAME, ISA, T, V, W, LOAD, STORE, SET1, MUL, FMADD, ADD, SCALAR, SHIFTS, SHIFT) \
+    __attribute__((target(ISA), always_inline)) static inline void NAME##_body(                 \
+        const T *const *r, const T *w, V w0, V w1, V w2, V w3, T *S, T *P, T *out, const T *src, \
+        int a, int e, int n2, int swap, int mode)                                               \
+    {                                                                                            \
+        const T *r0 = r[0], *r1 = r[1], *r2 = r[2];                                              \
+        int mis = (int)((uintptr_t)(S + a) % (W * sizeof(T)) / sizeof(T));                      \
+        int c = a, next = mis ? a + W - mis : a + W, stored = a;                                 \
+        V o = SET1(0), q = SET1(0), n, o1 = SET1(0), q1 = SET1(0), n1;                          \
+        V vb = SET1(0), vc = SET1(0), ub = SET1(0), uc = SET1(0); /* the run's carried vectors */ \
+        int run = -1;                                             /* where they serve next */   \
+        PLANE_CALC(V, LOAD, MUL, FMADD, ADD, c - 1, c, c + 1, o, q, n);                          \
+        for (;;) {                                                                               \
+            int d = next + W <= e ? next : next < e && e - W >= stored ? e - W : -1;            \
+            if (d < 0)                                                                           \
+                break;                                                                           \
+            if (SHIFTS && !swap && d >= W && d + 2 * W <= n2) {                                  \
+                if (d != run) {                                                                  \
+                    vb = ADD(LOAD(r0 + d - W), LOAD(r2 + d - W)), ub = LOAD(r1 + d - W);         \
+                    vc = ADD(LOAD(r0 + d), LOAD(r2 + d)), uc = LOAD(r1 + d);                     \
+                }                                                                                \
+                V va = ADD(LOAD(r0 + d + W), LOAD(r2 + d + W)), ua = LOAD(r1 + d + W);           \
+                V f_ = ADD(vc, ADD(SHIFT(uc, ub, W - 1), SHIFT(ua, uc, 1)));                     \
+                V k_ = ADD(SHIFT(vc, vb, W - 1), SHIFT(va, vc, 1));                              \
+                PLANE_REST(V, LOAD, MUL, FMADD, ADD, d, o1, q1, n1, f_, k_, uc);                 \
+                vb = vc, vc = va, ub = uc, uc = ua, run = d + W;                                 \
+            } else                                                                               \
+                PLANE_CALC(V, LOAD, MUL, FMADD, ADD, d - 1, d, d + 1, o1, q1, n1);               \
+            PLANE_PUT(STORE, c, o, q, n);                                                        \
+            stored = c + W, c = d, o = o1, q = q1, n = n1, next = d + W;                         \
+        }                                                                                        \
+        PLANE_PUT(STORE, c, o, q, n);                                                            \
+        if (c + W < e)                                                                           \
+            SCALAR(r, w, S, P, out, src, c + W, e, n2, swap, mode);                              \
+    }                                                                                            \
+    __attribute__((target(ISA))) static void NAME(const T *const *r, const T *w, T *S, T *P,    \
+                                                  T *out, const T *src, int a, int e, int n2,   \
+                                                  int swap, int mode)                           \
+    {                                                                                            \
+        if (e - a < W) {                                                                         \
+            SCALAR(r, w, S, P, out, src, a, e, n2, swap, mode);                                  \
+            return;                                                                              \
+        }                                                                                        \
+        V w0 = SET1(w[0]), w1 = SET1(w[1]), w2 = SET1(w[2]), w3 = SET1(w[3]);                    \
+        if (mode == 0 && swap)                                                                   \
+            NAME##_body(r, w, w0, w1, w2, w3, S, P, out, NULL, a, e, n2, 1, 0);                  \
+        else if (mode == 0)                                                                      \
+            NAME##_body(r, w, w0, w1, w2, w3, S, P, out, NULL, a, e, n2, 0, 0);                  \
+        else if (mode == 1 && swap)                                                              \
+            NAME##_body(r, w, w0, w1, w2, w3, S, P, out, NULL, a, e, n2, 1, 1);                  \
+        else if (mode == 1)                                                                      \
+            NAME##_body(r, w, w0, w1, w2, w3, S, P, out, NULL, a, e, n2, 0, 1);                  \
+        else if (swap && src)                                                                    \
+            NAME##_body(r, w, w0, w1, w2, w3, S, P, out, src, a, e, n2, 1, 2);                   \
+        else if (swap)                                                                           \
+            NAME##_body(r, w, w0, w1, w2, w3, S, P, out, NULL, a, e, n2, 1, 2);                  \
+        else if (src)                                                                            \
+            NAME##_body(r, w, w0, w1, w2, w3, S, P, out, src, a, e, n2, 0, 2);                   \
+        else                                                                                     \
+            NAME##_body(r, w, w0, w1, w2, w3, S, P, out, NULL, a, e, n2, 0, 2);                  \
+    }
+
+#define NO_SHIFT(hi, lo, n) ((void)(lo), (hi))
+#define SHIFT_PS(hi, lo, n)                                                                      \
+    _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(hi), _mm512_castps_si512(lo), n))
+#define SHIFT_PD(hi, lo, n)                                                                      \
+    _mm512_castsi512_pd(_mm512_alignr_epi64(_mm512_castpd_si512(hi), _mm512_castpd_si512(lo), n))
+PLANE_VEC(plane_f_avx2, "avx2,fma", float, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps,
+          _mm256_set1_ps, _mm256_mul_ps, _mm256_fmadd_ps, _mm256_add_ps, plane_f, 0, NO_SHIFT)
+PLANE_VEC(plane_d_avx2, "avx2,fma", double, __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd,
+          _mm256_set1_pd, _mm256_mul_pd, _mm256_fmadd_pd, _mm256_add_pd, plane_d, 0, NO_SHIFT)
+PLANE_VEC(plane_f_avx512, "avx512f", float, __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps,
+          _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps, _mm512_add_ps, plane_f, 1, SHIFT_PS)
+PLANE_VEC(plane_d_avx512, "avx512f", double, __m512d, 8, _mm512_loadu_pd, _mm512_storeu_pd,
+          _mm512_set1_pd, _mm512_mul_pd, _mm512_fmadd_pd, _mm512_add_pd, plane_d, 1, SHIFT_PD)
+
+void tide_stencil_planes(tide_stencil_plane_f **f, tide_stencil_plane_d **d,
+                         tide_stencil_plane_f **f1, tide_stencil_plane_d **d1)
+{
+    __builtin_cpu_init();
+    *f1 = plane_f, *d1 = plane_d;
+    if (__builtin_cpu_supports("avx512f"))
+        *f = plane_f_avx512, *d = plane_d_avx512;
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        *f = plane_f_avx2, *d = plane_d_avx2;
+    else
+        *f = plane_f, *d = plane_d;
+}
 
 void tide_stencil_spans(int classes, tide_stencil_span_f **f, tide_stencil_span_d **d)
 {

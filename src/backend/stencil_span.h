@@ -23,4 +23,25 @@ typedef void tide_stencil_span_d(int nt, const double *const *p, const double *w
  * AVX2 and FMA, else point by point), the same results. */
 void tide_stencil_spans(int classes, tide_stencil_span_f **f, tide_stencil_span_d **d);
 
+/* The class form's plane pass (backend.h) along one row, for the CPU sweep that shares each
+ * plane's sums among the three planes that read them. r[0], r[1], r[2]: rows b - 1, b, b + 1 of
+ * plane p of the level below (the user's y along the rows and z along the columns, or with swap
+ * the other way round); w = {centre, face, edge, corner}; S, P, out, src: rows b of the
+ * level's S and P rows (P = S(p - 2) + M(p - 1) before, S = S(p - 1)), of the output plane
+ * p - 1 and of the source (or NULL); all indexed by column. At each column c of [a, e): plane
+ * p's S and M; mode 0: S = S(p); mode 1: P = S + M(p), then S = S(p); mode 2 also first out
+ * = P + S(p) (+ src), the update of plane p - 1 in the documented order. The columns' own
+ * neighbours lie within [0, n2): the fast pass needs [a, e) within [1, n2 - 1), the point by
+ * point pass (f1, d1) takes any columns, their neighbours modulo n2. */
+typedef void tide_stencil_plane_f(const float *const *r, const float *w, float *S, float *P,
+                                  float *out, const float *src, int a, int e, int n2, int swap,
+                                  int mode);
+typedef void tide_stencil_plane_d(const double *const *r, const double *w, double *S,
+                                  double *P, double *out, const double *src, int a, int e,
+                                  int n2, int swap, int mode);
+
+/* The fastest plane passes this CPU runs (f, d) and the point by point ones (f1, d1). */
+void tide_stencil_planes(tide_stencil_plane_f **f, tide_stencil_plane_d **d,
+                         tide_stencil_plane_f **f1, tide_stencil_plane_d **d1);
+
 #endif
