@@ -708,45 +708,16 @@ static int box_classes(int ntaps, const int (*off)[3], const double *w, double c
 /* The value at offset (a, b, c) from point p, the grid's neighbour index wrapped. */
 #define AT(a, b, c) in[neighbour(n, p[0], p[1], p[2], (const int[3]){a, b, c})]
 
-/* One step of the class form from in to out, in type T with the multiply-add FMA: in each
- * plane a of x, pair sums along y (v), the face and edge sums f and k; S(a) =
- * cw3 k + (cw2 f + cw1 u) for a = -1, +1, M = cw2 k + (cw1 f + cw0 u) at a = 0, each a
- * rounded product then two fused multiply-adds; (S(-1) + M) + S(1), then the source. */
-#define STENCIL_CLASS_STEP(NAME, T, FMA)                                                         \
-    static void NAME(const int n[3], const T cw[4], const tide_bc bc[3], const T *src,           \
-                     const T *in, T *out)                                                        \
-    {                                                                                            \
-        int p[3];                                                                                \
-        int64_t i = 0;                                                                           \
-        for (p[0] = 0; p[0] < n[0]; p[0]++)                                                      \
-            for (p[1] = 0; p[1] < n[1]; p[1]++)                                                  \
-                for (p[2] = 0; p[2] < n[2]; p[2]++, i++) {                                       \
-                    if (fixed_point(n, bc, 1, p)) {                                              \
-                        out[i] = in[i];                                                          \
-                        continue;                                                                \
-                    }                                                                            \
-                    T s[3];                                                                      \
-                    for (int a = -1; a <= 1; a++) {                                              \
-                        T vm = AT(a, -1, -1) + AT(a, 1, -1);                                     \
-                        T v0 = AT(a, -1, 0) + AT(a, 1, 0);                                       \
-                        T vp = AT(a, -1, 1) + AT(a, 1, 1);                                       \
-                        T f = v0 + (AT(a, 0, -1) + AT(a, 0, 1)), k = vm + vp;                    \
-                        s[a + 1] = a ? FMA(cw[3], k, FMA(cw[2], f, cw[1] * AT(a, 0, 0)))         \
-                                     : FMA(cw[2], k, FMA(cw[1], f, cw[0] * AT(a, 0, 0)));        \
-                    }                                                                            \
-                    T acc = (s[0] + s[1]) + s[2];                                                \
-                    out[i] = src ? acc + src[i] : acc;                                           \
-                }                                                                                \
-    }
-STENCIL_CLASS_STEP(class_step_double, double, fma)
-STENCIL_CLASS_STEP(class_step_float, float, fmaf)
-#undef AT
-
-/* One step from in to out, every point, in type T with the multiply-add FMA. For float the
- * products and sums are rounded to float: C17 evaluates float expressions in float on the
- * targets we build for (FLT_EVAL_METHOD 0), and meson's -std=c17 turns off contraction. */
+/* One step from in to out, every point, in type T with the multiply-add FMA. A point not kept
+ * fixed is, with cw (the 27-point class form): in each plane a of x, pair sums along y (v),
+ * the face and edge sums f and k; S(a) = cw3 k + (cw2 f + cw1 u) for a = -1, +1, M = cw2 k +
+ * (cw1 f + cw0 u) at a = 0, each a rounded product then two fused multiply-adds;
+ * (S(-1) + M) + S(1); without cw the taps in order, a rounded product then multiply-adds;
+ * then the source. For float the products and sums are rounded to float: C17 evaluates float
+ * expressions in float on the targets we build for (FLT_EVAL_METHOD 0), and meson's -std=c17
+ * turns off contraction. */
 #define STENCIL_STEP(NAME, T, FMA)                                                               \
-    static void NAME(const int n[3], int ntaps, const int (*off)[3], const T *w,                 \
+    static void NAME(const int n[3], int ntaps, const int (*off)[3], const T *w, const T *cw,    \
                      const tide_bc bc[3], int r, const T *src, const T *in, T *out)              \
     {                                                                                            \
         int p[3];                                                                                \
@@ -758,16 +729,29 @@ STENCIL_CLASS_STEP(class_step_float, float, fmaf)
                         out[i] = in[i];                                                          \
                         continue;                                                                \
                     }                                                                            \
-                    T acc = w[0] * in[neighbour(n, p[0], p[1], p[2], off[0])];                   \
-                    for (int t = 1; t < ntaps; t++)                                              \
-                        acc = FMA(w[t], in[neighbour(n, p[0], p[1], p[2], off[t])], acc);        \
-                    if (src)                                                                     \
-                        acc = acc + src[i];                                                      \
-                    out[i] = acc;                                                                \
+                    T acc;                                                                       \
+                    if (cw) {                                                                    \
+                        T s[3];                                                                  \
+                        for (int a = -1; a <= 1; a++) {                                          \
+                            T vm = AT(a, -1, -1) + AT(a, 1, -1);                                 \
+                            T v0 = AT(a, -1, 0) + AT(a, 1, 0);                                   \
+                            T vp = AT(a, -1, 1) + AT(a, 1, 1);                                   \
+                            T f = v0 + (AT(a, 0, -1) + AT(a, 0, 1)), k = vm + vp;                \
+                            s[a + 1] = a ? FMA(cw[3], k, FMA(cw[2], f, cw[1] * AT(a, 0, 0)))     \
+                                         : FMA(cw[2], k, FMA(cw[1], f, cw[0] * AT(a, 0, 0)));    \
+                        }                                                                        \
+                        acc = (s[0] + s[1]) + s[2];                                              \
+                    } else {                                                                     \
+                        acc = w[0] * in[neighbour(n, p[0], p[1], p[2], off[0])];                 \
+                        for (int t = 1; t < ntaps; t++)                                          \
+                            acc = FMA(w[t], in[neighbour(n, p[0], p[1], p[2], off[t])], acc);    \
+                    }                                                                            \
+                    out[i] = src ? acc + src[i] : acc;                                           \
                 }                                                                                \
     }
 STENCIL_STEP(stencil_step_double, double, fma)
 STENCIL_STEP(stencil_step_float, float, fmaf)
+#undef AT
 
 int tide_ref_stencil(const int n[3], int dbl, tide_stencil_shape shape, int ntaps,
                      const int (*off)[3], const double *w, const tide_bc bc[3],
@@ -806,14 +790,11 @@ int tide_ref_stencil(const int n[3], int dbl, tide_stencil_shape shape, int ntap
     /* Ping-pong between u and the second array; the last step's result ends in u. */
     void *cur = u, *next = other;
     for (long long s = 0; s < steps; s++) {
-        if (classes && dbl)
-            class_step_double(n, cw, bc, source, cur, next);
-        else if (classes)
-            class_step_float(n, cwf, bc, source, cur, next);
-        else if (dbl)
-            stencil_step_double(n, ntaps, off, w, bc, r, source, cur, next);
+        if (dbl)
+            stencil_step_double(n, ntaps, off, w, classes ? cw : NULL, bc, r, source, cur, next);
         else
-            stencil_step_float(n, ntaps, off, wf, bc, r, source, cur, next);
+            stencil_step_float(n, ntaps, off, wf, classes ? cwf : NULL, bc, r, source, cur,
+                               next);
         void *t = cur;
         cur = next;
         next = t;
