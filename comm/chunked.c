@@ -184,11 +184,11 @@ int tide_chunked_create(MPI_Comm comm, const tide_box *A, const tide_box *B, int
 }
 
 int tide_chunked_nccl(const tide_chunked *x, int i, const void *chunk, const tide_box *cbox,
-                      void *sendbuf, void *recvbuf, void *nccl, void *stream)
+                      void *sendbuf, void *recvbuf, void *nccl, void *stream, int status)
 {
     tide_xchg_io io = {.src = chunk, .src_box = cbox, .send = sendbuf, .recv = recvbuf,
                        .nccl = nccl, .stream = stream};
-    int st = tide_xchg_start(x->chunk[i], &io, TIDE_SUCCESS);
+    int st = tide_xchg_start(x->chunk[i], &io, status);
     return tide_xchg_finish(x->chunk[i], &io, st);
 }
 

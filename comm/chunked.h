@@ -55,9 +55,11 @@ size_t tide_chunked_staging(const tide_chunked *x);
 /* Chunk i over NCCL (a tide_nccl *), enqueued on stream: packs this rank's parts for every
  * other peer from chunk (device memory, laid out as cbox) into sendbuf, peer after peer, and
  * receives the peers' parts into recvbuf, peer after peer (each dense in this rank's B order),
- * in one group. Every rank calls it for every chunk, in order. Returns 0 or TIDE_ERR_BACKEND. */
+ * in one group. Every rank calls it for every chunk, in order, whatever failed before (status:
+ * the caller's failure so far; the exchange still takes part, packing nothing). Returns the
+ * first failure: status, or TIDE_ERR_BACKEND. */
 int tide_chunked_nccl(const tide_chunked *x, int i, const void *chunk, const tide_box *cbox,
-                      void *sendbuf, void *recvbuf, void *nccl, void *stream);
+                      void *sendbuf, void *recvbuf, void *nccl, void *stream, int status);
 
 /* Collective, after the pass: every peer's block goes from staging (host) into dst (laid out
  * as dl, B[me] or a box holding it). A rank whose pass failed still calls it (send blocks

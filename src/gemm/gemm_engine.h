@@ -9,8 +9,7 @@
 
 #include <pthread.h>
 #include "gemm/gemm_streamed.h"
-#include "backend/pipeline.h"
-#include "plan/program.h"
+#include "plan/runner.h"
 
 enum { SLOTS = 4, MAX_CHUNKS = 1 << 16, PROBE = 2048, FINALISTS = 6, MAX_BLOCKS = 4096 };
 
@@ -61,12 +60,12 @@ struct engine {
     tide_gemm_desc timed[2 * FINALISTS]; /* the chunk multiplies choose has measured ... */
     double timed_rate[2 * FINALISTS];    /* ... and their rates (choose_sharing asks twice) */
     int ntimed;
-    tide_pipeline *pipe;
+    tide_runner *runner;    /* SLOTS deep */
     tide_env env;           /* a GPU other than the plan's: its own stream ... */
     void *blas;             /* ... and cuBLAS handle */
     run_t run;              /* the execution in flight */
     tide_op ops[NOPS];      /* bound to run.bound and run.tile */
-    tide_pipeline_job job;
+    tide_runner_pass pass;
     int index;              /* its place among the parts */
     int sharers;            /* GPUs the model spreads A's uploads over (1: none) */
     gemm_stream *all;

@@ -24,7 +24,7 @@
  * takes, among the shapes that fit the budget, the one the model of predict() says ends first.
  *
  * Several GPUs driven by one rank share C's columns, one equal part each, with their own
- * streams, cuBLAS handles, rates and pipelines, run at once (tide_pipeline_start, then wait).
+ * streams, cuBLAS handles, rates and pipelines, run at once (tide_runner_start, then wait).
  * Each reads its columns of B and C straight from the caller's matrices: one rank per node keeps
  * the matrices in one address space, where a rank per GPU would first copy panels between
  * ranks' host memories at the speed of a memcpy, as slow as the PCIe traffic itself. Every part
@@ -108,7 +108,7 @@ static int owner(const engine *s, int ti, int p)
 }
 
 /* The device address of another part's copy of A. */
-static void *copy_of_a(const engine *s) { return tide_pipeline_resident(s->pipe, RES_A - RES_C); }
+static void *copy_of_a(const engine *s) { return tide_runner_resident(s->runner, RES_A - RES_C); }
 
 /* A kept: the tile rows whose block of A (panel p) a chunk of tile (ti, tj) uploads, the k-th
  * (k = 0, 1; -1: none). Tiles go row by row. Not shared: its own row's, at the row's first tile
@@ -253,17 +253,16 @@ static int await_block(const run_t *r, int ti, int p, void *stream)
 }
 
 /* Binds chunk i's update (its tile, its panels where they lie on the device, beta 1 after
- * the first panel) and runs its ops. */
-static int work(void *user, int i, void *const *buf, void *stream)
+ * the first panel): the steps of its ops. */
+static int chunk_steps(void *user, int i, const tide_env *e, void *const *buf,
+                       tide_step *step, int *n)
 {
     run_t *r = user;
     const engine *s = r->s;
-    tide_env e = *s->d.env;
-    e.stream = stream;
     long long q[6];
     int ti, tj, p, st;
     chunk_ranges(r, i, q, &ti, &tj, &p);
-    if (tj == 0 && owner(s, ti, p) != s->index && (st = await_block(r, ti, p, stream)))
+    if (tj == 0 && owner(s, ti, p) != s->index && (st = await_block(r, ti, p, e->stream)))
         return st;
     tide_gemm_operands *x = &r->bound;
     x->g = r->g;
@@ -283,7 +282,8 @@ static int work(void *user, int i, void *const *buf, void *stream)
         first = p == 0 && !tide_scalar_is_zero(r->beta) ? OP_LOAD : OP_UPDATE;
         last = p == r->np - 1 ? OP_STORE : OP_UPDATE;
     }
-    return tide_chunk_run(s->ops + first, last - first + 1, &e, chunk, NULL);
+    *n = tide_steps_of(s->ops + first, last - first + 1, chunk, step);
+    return TIDE_SUCCESS;
 }
 
 /* Starts GPU part s of C = alpha op(A) op(B) + beta C with k, lda and ldb of the run (the
@@ -304,13 +304,12 @@ static int start_part(engine *s, const tide_gemm_desc *run, int which, tide_scal
                      .alpha = alpha, .beta = beta, .a = a,
                      .b = b ? (const char *)b + ob : NULL,
                      .c = (char *)c + s->elem * (size_t)(s->col0 * g.ldc)};
-    s->job = (tide_pipeline_job){.nchunks = s->sh.tm * s->sh.tn * s->run.np, .elem = s->elem,
+    s->pass = (tide_runner_pass){.nchunks = s->sh.tm * s->sh.tn * s->run.np, .elem = s->elem,
                                  .batch = 1, .max_up = 4, .max_down = 1, .describe = describe,
-                                 .work = work, .uploaded = shared ? uploaded : NULL,
-                                 .ended = shared ? ended : NULL, .user = &s->run,
-                                 .pageable = TIDE_PAGEABLE_STAGE, .ordered = 1,
+                                 .steps = chunk_steps, .uploaded = shared ? uploaded : NULL,
+                                 .ended = shared ? ended : NULL, .user = &s->run, .ordered = 1,
                                  .after_caller = after, .caller_stream = caller};
-    return tide_pipeline_start(s->pipe, &s->job);
+    return tide_runner_start(s->runner, &s->pass);
 }
 
 int tide_gemm_streamed_start(tide_gemm_streamed *s, const tide_gemm_desc *run, int which,
@@ -354,7 +353,7 @@ int tide_gemm_streamed_wait(tide_gemm_streamed *s, char *err, size_t len)
     int st = TIDE_SUCCESS, w[TIDE_GEMM_MAX_GPUS] = {0}, first = -1;
     char why[TIDE_GEMM_MAX_GPUS][TIDE_MSG_LEN];
     for (int i = 0; i < s->started; i++) {
-        w[i] = tide_pipeline_wait(s->e[i]->pipe, why[i], sizeof why[i]);
+        w[i] = tide_runner_wait(s->e[i]->runner, why[i], sizeof why[i]);
         /* the copies of A a failed run may have left in flight */
         if (s->share.on && tide_gpu_sync(s->e[i]->push) && !w[i])
             w[i] = TIDE_ERR_BACKEND, snprintf(why[i], sizeof why[i], "copying blocks of A to "

@@ -293,7 +293,7 @@ static long long probe_size(const engine *s, long long n)
     return at_least_1(q);
 }
 
-static int make_pipeline(engine *s, char *err, size_t len)
+static int make_runner(engine *s, char *err, size_t len)
 {
     double b[6];
     buffer_bytes(s, &s->sh, b);
@@ -305,9 +305,10 @@ static int make_pipeline(engine *s, char *err, size_t len)
     const shape *h = &s->sh;
     size_t stage = s->elem * (size_t)((s->sharers > 1 ? 2 : 1) * h->mb * h->kb + h->kb * h->nb +
                                       h->mb * h->nb); /* A shared: two of its blocks (a_row) */
-    tide_pipeline_config pc = {.nslots = SLOTS, .nbufs = 3, .buf_bytes = buf, .nresident = 3,
-                               .resident_bytes = buf + RES_C, .stage_bytes = stage};
-    return tide_pipeline_create_config(&pc, &s->pipe, err, len);
+    tide_runner_desc rd = {.env = s->d.env, .slots = SLOTS, .nbufs = 3, .buf_bytes = buf,
+                           .nresident = 3, .resident_bytes = buf + RES_C, .stage_bytes = stage,
+                           .max_steps = NOPS};
+    return tide_runner_create(&rd, &s->runner, err, len);
 }
 
 /* Part s's chunk ops (gemm_engine.h), costed at its largest chunk. */
@@ -333,7 +334,7 @@ static int part_pipeline(engine *s, char *err, size_t len)
         return snprintf(err, len, "could not make GPU %d current: %s", s->device,
                         tide_gpu_last_error()), TIDE_ERR_BACKEND;
     make_ops(s);
-    int st = make_pipeline(s, err, len);
+    int st = make_runner(s, err, len);
     tide_gpu_device_leave(prev);
     return st;
 }
@@ -350,8 +351,7 @@ static void destroy_part(engine *s)
     for (int b = 0; s->pushed && b < s->all->share.nblocks; b++)
         tide_gpu_event_destroy(s->pushed[b]);
     free(s->pushed);
-    if (s->pipe)
-        tide_pipeline_destroy(s->pipe);
+    tide_runner_destroy(s->runner);
     if (s->blas)
         s->env.be->gemm_destroy(s->blas);
     if (s->env.stream)
@@ -625,8 +625,8 @@ void tide_gemm_streamed_info(const tide_gemm_streamed *s, long long k, int runs,
         info->bytes_down += down;
         info->rate_gemm += e->rate_gemm / 1e9;
         info->bound = fmax(info->bound, busiest(e, &e->sh, (double)k, runs, e->rate_gemm, 1));
-        info->device_bytes += tide_pipeline_device_bytes(e->pipe);
-        info->pinned_bytes += tide_pipeline_pinned_bytes(e->pipe);
+        info->device_bytes += tide_runner_device_bytes(e->runner);
+        info->pinned_bytes += tide_runner_pinned_bytes(e->runner);
     }
 }
 

@@ -434,6 +434,23 @@ void tide_op_copy(tide_op *op, const size_t *bytes, size_t most)
     snprintf(op->what, sizeof op->what, "copy[%zu B]", most);
 }
 
+static int region_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
+{
+    const tide_region_copy *x = op->region;
+    return e->be->copy_region(e, x->elem, &x->region, src, &x->from, dst, &x->to);
+}
+
+static const tide_op_class region_class = {region_execute, copy_destroy, 0, 0};
+
+void tide_op_copy_region(tide_op *op, const tide_region_copy *x, size_t most)
+{
+    op->cls = &region_class;
+    op->kind = TIDE_OP_COPY;
+    op->region = x;
+    op->cost.mem_bytes = 2.0 * (double)most;
+    snprintf(op->what, sizeof op->what, "copy region[%zu B]", most);
+}
+
 /* ---- a streamed pass's ops on one chunk ------------------------------------------------ */
 
 int tide_chunk_run(const tide_op *ops, int n, const tide_env *e, void *const chunk[2],

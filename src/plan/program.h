@@ -55,6 +55,13 @@ typedef struct {
                            * program returns */
 } tide_op_class;
 
+/* A region copy's geometry, bound by the plan that owns the op before each execution: the
+ * points of region between a source laid out as from and a destination laid out as to. */
+typedef struct {
+    size_t elem;
+    tide_box region, from, to;
+} tide_region_copy;
+
 /* A multiply's operands, bound by the plan that owns the op before each execution (they change
  * with the run, and with SUMMA's panel): the multiply g (backend.h; its k, lda and ldb the
  * panel's), the scalars, and A and B; C is the op's destination. */
@@ -99,6 +106,7 @@ struct tide_op {
     void *blas;           /* multiply update: the backend's gemm handle (the plan's) */
     const tide_gemm_operands *operands; /* ... and its operands, bound per execution */
     const size_t *bytes;  /* copy: the bytes it copies, bound per execution */
+    const tide_region_copy *region; /* region copy: its geometry, bound per execution */
     void *state;          /* an operation's own op class: its state */
 };
 
@@ -169,6 +177,11 @@ void tide_op_gemm(tide_op *op, void *h, const tide_gemm_desc *g, const tide_gemm
 /* A copy of *bytes bytes (read at each execution) from its source to its destination, within
  * the backend's memory, on the env's stream. cost: one copy of `most` bytes. */
 void tide_op_copy(tide_op *op, const size_t *bytes, size_t most);
+
+/* A copy of the points x->region (read at each execution) from its source to its
+ * destination, within the backend's memory, on the env's stream. cost: one copy of `most`
+ * bytes. */
+void tide_op_copy_region(tide_op *op, const tide_region_copy *x, size_t most);
 
 /* Runs ops[0..n) of a streamed pass on one chunk, in order, each reading and writing the
  * chunk buffers its src and dst name (0 or 1: chunk[0], chunk[1]), through env e (its

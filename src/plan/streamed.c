@@ -23,7 +23,7 @@
 #include "plan/streamed.h"
 #include "comm/chunked.h"
 #include "comm/region.h"
-#include "backend/pipeline.h"
+#include "plan/runner.h"
 
 enum { NDIRS = 2 };
 
@@ -38,12 +38,13 @@ struct tide_streamed {
     tide_op ops[NDIRS][TIDE_STREAM_PASSES][TIDE_STREAM_SLOTS][TIDE_PASS_OPS];
     int nops[NDIRS][TIDE_STREAM_PASSES];
     int wat[NDIRS][TIDE_STREAM_PASSES]; /* the W array pass k writes (-1: the output) */
-    tide_env slot[TIDE_STREAM_SLOTS];           /* each slot's stream and FFT work area */
+    tide_env slot[TIDE_STREAM_SLOTS];           /* what the ops are made with: each slot's
+                                                 * environment, the runner's once it exists */
     tide_env host_env;                          /* host passes: the CPU backend */
     size_t work_bytes;
     size_t buf_bytes[4];
     int nbufs, obuf;         /* slot buffers; the out-of-place passes' results (-1: none) */
-    tide_pipeline *pipe;
+    tide_runner *run;        /* TIDE_STREAM_SLOTS deep */
     void *W, *S;             /* between passes (host, or device when resident); MPI blocks */
     size_t wbytes, sbytes;
     int nw, wfields, resident;
@@ -137,45 +138,86 @@ static void describe_part(const pass_run *pr, int i, tide_xfer *up, int *nup, ti
     }
 }
 
-/* Enqueues part pr's work on chunk i in its chunk buffers. */
-static int work_part(const pass_run *pr, int i, void *const *buf, void *stream)
+/* What a part's own steps are bound to, per chunk: the copies between W on the device and
+ * the chunk buffers, and the chunk's exchange. */
+typedef struct {
+    tide_region_copy pre, post;
+    tide_op pre_op, post_op, xop;
+    const pass_run *pr;
+    int i;                   /* the chunk the exchange moves */
+    tide_box cout;
+    void *send, *recv;
+} part_bind;
+
+/* The chunk's exchange over NCCL: collective, so it runs after a failure too (packing
+ * nothing). */
+static int exchange_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
 {
+    (void)dst;
+    const part_bind *b = op->state;
+    return tide_chunked_nccl(b->pr->x, b->i, src, &b->cout, b->send, b->recv, e->nccl,
+                             e->stream, e->failed);
+}
+
+static void nothing(tide_op *op, const tide_env *e) { (void)op, (void)e; }
+
+static const tide_op_class exchange_class = {exchange_execute, nothing, 1, 0};
+
+/* The part's own ops on b (made once per run). */
+static void part_ops(const pass_run *pr, part_bind *b)
+{
+    size_t most = pr->s->buf_bytes[pr->buf];
+    *b = (part_bind){.pr = pr};
+    tide_op_copy_region(&b->pre_op, &b->pre, most);
+    tide_op_copy_region(&b->post_op, &b->post, most);
+    b->xop = (tide_op){.cls = &exchange_class, .kind = TIDE_OP_EXCHANGE, .state = b};
+    snprintf(b->xop.what, sizeof b->xop.what, "nccl chunk exchange");
+}
+
+/* Appends part pr's steps on chunk i in its chunk buffers to step[*n]: W's chunk copied in
+ * from the device, the pass's ops, the results copied into W on the device, the exchange. */
+static void part_steps(part_bind *pb, int i, void *const *buf, tide_step *step, int *n)
+{
+    const pass_run *pr = pb->pr;
     const tide_streamed *s = pr->s;
     const tide_pass_desc *pd = pr->pd;
-    int a, b, st = 0, slot = i % TIDE_STREAM_SLOTS;
+    int a, b, slot = i % TIDE_STREAM_SLOTS;
     range(s, pr->dir, pr->k, s->me, i, &a, &b);
     tide_box cin = chunk_box(s, pr->in, pd->d, a), cout = chunk_box(s, pd->from, pd->d, a);
-    size_t elem = s->d.elem;
     void *chunk[2] = {buf[pr->buf], buf[pr->obuf]};
-    tide_env e = s->slot[slot]; /* the slot's, on the stream the pipeline gives */
-    e.stream = stream;
-    if (b > a && pr->src_dev) {
-        tide_box r = chunk_region(s, pr->in, pd->d, a, b, pd->zin);
-        st = e.be->copy_region(&e, elem, &r, pr->src, &pr->sl, chunk[0], &cin);
-    }
     const tide_op *ops = s->ops[pr->dir][pr->k][slot];
     int nops = s->nops[pr->dir][pr->k];
-    if (b > a && !st && s->d.chunk) {
+    if (b > a && pr->src_dev) {
+        pb->pre = (tide_region_copy){s->d.elem, chunk_region(s, pr->in, pd->d, a, b, pd->zin),
+                                     pr->sl, cin};
+        step[(*n)++] = (tide_step){&pb->pre_op, (void *)pr->src, chunk[0]};
+    }
+    if (b > a && s->d.chunk) {
         tide_box r = chunk_region(s, pd->from, pd->d, a, b, pd->zout);
         s->d.chunk(s->d.user, pr->dir, pr->k, pr->field, &r, &cout, ops, nops);
     }
-    if (b > a && !st)
-        st = tide_chunk_run(ops, nops, &s->slot[slot], chunk, NULL);
-    if (b > a && !st && pr->dst_dev) {
-        tide_box r = chunk_region(s, pd->from, pd->d, a, b, pd->zout);
-        st = e.be->copy_region(&e, elem, &r, chunk[1], &cout, pr->dst, &pr->dl);
+    if (b > a)
+        *n += tide_steps_of(ops, nops, chunk, step + *n);
+    if (b > a && pr->dst_dev) {
+        pb->post = (tide_region_copy){s->d.elem,
+                                      chunk_region(s, pd->from, pd->d, a, b, pd->zout), cout,
+                                      pr->dl};
+        step[(*n)++] = (tide_step){&pb->post_op, chunk[1], pr->dst};
     }
-    if (st || !pr->x || !s->d.env->nccl)
-        return st;
-    return tide_chunked_nccl(pr->x, i, chunk[1], &cout, buf[1], buf[2], s->d.env->nccl, stream);
+    if (pr->x && s->d.env->nccl) {
+        pb->i = i, pb->cout = cout, pb->send = buf[1], pb->recv = buf[2];
+        step[(*n)++] = (tide_step){&pb->xop, chunk[1], NULL};
+    }
 }
 
 static int chunks(const pass_run *pr) { return pr->s->nchunks[pr->dir][pr->k]; }
 
-/* One pipeline job runs one pass, or two at once (parts): chunk i of each part that has one. */
+/* One run of the runner runs one pass, or two at once (parts): chunk i of each part that has
+ * one. */
 typedef struct {
     const pass_run *part;
     int nparts;
+    part_bind bind[2];
 } job_parts;
 
 static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down, int *ndown)
@@ -188,14 +230,16 @@ static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down,
     return 0;
 }
 
-static int work(void *user, int i, void *const *buf, void *stream)
+static int chunk_steps(void *user, int i, const tide_env *e, void *const *buf, tide_step *step,
+                       int *n)
 {
-    const job_parts *j = user;
-    int st = 0;
-    for (int p = 0; p < j->nparts && !st; p++)
+    (void)e;
+    job_parts *j = user;
+    *n = 0;
+    for (int p = 0; p < j->nparts; p++)
         if (i < chunks(&j->part[p]))
-            st = work_part(&j->part[p], i, buf, stream);
-    return st;
+            part_steps(&j->bind[p], i, buf, step, n);
+    return TIDE_SUCCESS;
 }
 
 /* Pass k of direction dir on field f from src to dst, its input chunks in buffer buf. */
@@ -215,21 +259,21 @@ static pass_run part_of(const tide_streamed *s, int dir, int k, int f, const voi
 static int run_parts(const tide_streamed *s, const pass_run *part, int nparts, int st, char *err,
                      size_t len)
 {
-    job_parts j = {part, nparts};
+    job_parts j = {.part = part, .nparts = nparts};
     int n = 0;
-    for (int p = 0; p < nparts; p++)
+    for (int p = 0; p < nparts; p++) {
         n = chunks(&part[p]) > n ? chunks(&part[p]) : n;
-    tide_pipeline_job job = {.nchunks = n, .elem = s->d.elem, .batch = 1,
-                             .max_up = nparts, .max_down = s->P + nparts, .describe = describe,
-                             .work = work, .user = &j, .pageable = TIDE_PAGEABLE_STAGE};
+        part_ops(&part[p], &j.bind[p]);
+    }
+    tide_runner_pass rp = {.nchunks = n, .elem = s->d.elem, .batch = 1, .max_up = nparts,
+                           .max_down = s->P + nparts, .describe = describe,
+                           .steps = chunk_steps, .user = &j};
     char why[TIDE_MSG_LEN];
     /* After a failure keep going, so that the peers' NCCL groups and messages still match;
      * err keeps the first failure's reason. */
-    int rc = tide_pipeline_run(s->pipe, &job, st ? why : err, st ? sizeof why : len);
-    if (rc == TIDE_ERR_BACKEND && !st && strlen(err) + 4 < len) /* what the backend said */
-        snprintf(err + strlen(err), len - strlen(err), " (%s)", s->d.env->be->last_error());
+    int rc = tide_runner_run(s->run, &rp, st ? why : err, st ? sizeof why : len);
     tide_pipeline_stats ps;
-    int stats = !rc && tide_pipeline_last_stats(s->pipe, &ps) == 0;
+    int stats = !rc && tide_runner_last_stats(s->run, &ps) == 0;
     st = st ? st : rc;
     double t = MPI_Wtime();
     for (int p = 0; p < nparts; p++)
@@ -244,7 +288,7 @@ static int run_parts(const tide_streamed *s, const pass_run *part, int nparts, i
                  "over chunks: uploads %.3g ms, work %.3g ms, downloads %.3g ms; %.3g GB up, "
                  "%.3g GB down; MPI exchange %.3g ms", nparts > 1 ? "es" : "",
                  "xyz"[part[0].pd->d], nparts > 1 ? (part[1].pd->d ? " and y" : " and x") : "",
-                 job.nchunks, ps.total * 1e3, ps.upload * 1e3, ps.work * 1e3,
+                 rp.nchunks, ps.total * 1e3, ps.upload * 1e3, ps.work * 1e3,
                  ps.download * 1e3, ps.bytes_up / 1e9, ps.bytes_down / 1e9, t * 1e3);
     return st;
 }
@@ -388,9 +432,7 @@ void tide_streamed_destroy(tide_streamed *s)
         return;
     const tide_backend_ops *be = s->d.env->be;
     free_ops(s, 1);
-    for (int sl = 0; sl < TIDE_STREAM_SLOTS; sl++)
-        be->free(s->slot[sl].fft_work);
-    tide_pipeline_destroy(s->pipe);
+    tide_runner_destroy(s->run);
     if (s->resident)
         be->free(s->W);
     else
@@ -591,19 +633,23 @@ static int alloc_mid(tide_streamed *s, char *err, size_t len)
     return TIDE_SUCCESS;
 }
 
-/* The pipeline, each slot's FFT work area, and every op bound to its slot's stream. */
+/* The runner (each slot's stream and FFT work area), and every op bound to its slot's
+ * stream. The ops keep the environment they were made with (s->slot: an operation may hold on
+ * to it), which becomes the runner's slot's. */
 static int make_engine(tide_streamed *s, char *err, size_t len)
 {
-    tide_pipeline_config pc = {.nslots = TIDE_STREAM_SLOTS, .nbufs = s->nbufs,
-                               .buf_bytes = s->buf_bytes};
-    int st = tide_pipeline_create_config(&pc, &s->pipe, err, len);
+    int steps = 0;
+    for (int g = 0; g < s->d.ndirs; g++)
+        for (int k = 0; k < s->d.npasses; k++)
+            steps = s->nops[g][k] > steps ? s->nops[g][k] : steps;
+    /* two parts at once, each its ops and up to three steps of its own */
+    tide_runner_desc rd = {.env = s->d.env, .slots = TIDE_STREAM_SLOTS, .nbufs = s->nbufs,
+                           .buf_bytes = s->buf_bytes, .max_steps = 2 * (steps + 3),
+                           .fft_work = s->work_bytes ? s->work_bytes : 1};
+    int st = tide_runner_create(&rd, &s->run, err, len);
     for (int sl = 0; sl < TIDE_STREAM_SLOTS && !st; sl++) {
-        tide_env *e = &s->slot[sl];
-        e->stream = tide_pipeline_stream(s->pipe, sl);
-        if (e->be->alloc(s->work_bytes ? s->work_bytes : 1, &e->fft_work))
-            return snprintf(err, len, "cannot allocate an FFT work area: %s",
-                            e->be->last_error()), TIDE_ERR_NOMEM;
-        e->fft_work_bytes = s->work_bytes;
+        const tide_env *e = tide_runner_env(s->run, sl);
+        s->slot[sl] = *e;
         for (int g = 0; g < s->d.ndirs && !st; g++)
             for (int k = 0; k < s->d.npasses && !st; k++)
                 for (int j = 0; j < s->nops[g][k] && !st && !s->d.pass[g][k].host; j++) {
@@ -771,5 +817,5 @@ void tide_streamed_shape_of(const tide_streamed *s, tide_streamed_shape *sh)
     size_t wall = s->wbytes * (size_t)s->wfields * (size_t)s->nw;
     sh->device_bytes = slots_bytes(s) + (s->resident ? wall : 0);
     sh->pinned_bytes = (s->resident ? 0 : wall) + s->sbytes +
-                       tide_pipeline_pinned_bytes(s->pipe);
+                       tide_runner_pinned_bytes(s->run);
 }

@@ -49,7 +49,7 @@
 #include <mpi.h>
 #include "stencil/stencil_streamed.h"
 #include "comm/region.h"
-#include "backend/pipeline.h"
+#include "plan/runner.h"
 
 enum {
     SLOTS = 3,         /* upload, sweeps and download of three slabs at once */
@@ -69,7 +69,14 @@ struct tide_stencil_streamed {
     double tf[FMAX + 1];      /* seconds per plane of a sweep of f steps (0: none) */
     long long levels, sources; /* planes of X and Y, and of the source's buffer */
     double rate;              /* the model's cell steps per second */
-    tide_pipeline *pipe;
+    tide_runner *runner;      /* SLOTS deep */
+    tide_runner_pass pass;
+    tide_op band_copy;        /* a chunk's ops: a level's band copied (band_bytes) ... */
+    size_t band_bytes;
+    tide_op *lev;             /* ... and per level (K of them at most) its sweep over a window
+                               * (win), or a copy of a window too thin for one (thin bytes) */
+    tide_sweep *win;
+    size_t *thin;
     void *u, *src;            /* the pass in flight: u and the source (laid out as own) ... */
     const tide_parts *halo, *src_halo; /* ... and their halos (NULL where own is box) */
     int steps;                /* its steps */
@@ -188,69 +195,83 @@ static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down,
     return TIDE_SUCCESS;
 }
 
-/* Level l from level l - 1 over the window of n planes at from (into to, at the same or a
- * later position), the source's planes at sb: one sweep of f steps, or, thinner than a
- * sweep's 2 r + 1 planes (the seam's first level at a Dirichlet face, f 1), all of them kept. */
-static int level(const tide_stencil_streamed *s, const tide_env *e, const char *from, char *to,
-                 long long n, const char *sb)
+/* Chunk i's steps for level l: appends to step[*n] the op that makes level l from level
+ * l - 1 over the window of n planes at from (into to, at the same or a later position), the
+ * source's planes at sb: one sweep of f steps, or, thinner than a sweep's 2 r + 1 planes (the
+ * seam's first level at a Dirichlet face, f 1), a copy of all of them. */
+static void level(tide_stencil_streamed *s, long long l, char *from, char *to, long long n,
+                  char *sb, tide_step *step, int *k)
 {
-    if (n < 2LL * s->r + 1)
-        return e->be->copy(e, to, from, (size_t)n * s->plane);
-    tide_sweep t = s->sweep;
-    t.periodic[0] = 0;
-    t.n[0] = (int)n;
-    t.source = sb; /* NULL without a source (work's sb) */
-    return e->be->sweep(e, &t, from, to, s->f);
+    tide_op *op = &s->lev[l - 1];
+    *op = (tide_op){0};
+    if (n < 2LL * s->r + 1) {
+        s->thin[l - 1] = (size_t)n * s->plane;
+        tide_op_copy(op, &s->thin[l - 1], s->thin[l - 1]);
+    } else {
+        tide_sweep *t = &s->win[l - 1];
+        *t = s->sweep;
+        t->periodic[0] = 0;
+        t->n[0] = (int)n;
+        t->source = sb; /* NULL without a source */
+        tide_op_sweep(op, t, s->f);
+    }
+    step[(*k)++] = (tide_step){op, from, to};
 }
 
-static int work(void *user, int i, void *const *buf, void *stream)
+/* A copy of one level's band (2 R planes) from src to dst. */
+static void band(const tide_stencil_streamed *s, void *src, void *dst, tide_step *step, int *k)
 {
-    const tide_stencil_streamed *s = user;
-    tide_env e = *s->d.env;
-    e.stream = stream;
-    const tide_backend_ops *be = e.be;
+    step[(*k)++] = (tide_step){&s->band_copy, src, dst};
+}
+
+/* Chunk i's steps: level after level, the bands it takes from the slab before and leaves for
+ * the next (and the seam), then the level's sweep. */
+static int chunk_steps(void *user, int i, const tide_env *e, void *const *buf,
+                       tide_step *step, int *n)
+{
+    (void)e;
+    tide_stencil_streamed *s = user;
     long long L = s->steps / s->f, R = (long long)s->f * s->r, P0 = reach(s, s->K, s->F);
-    size_t pl = s->plane, band = 2 * (size_t)R * pl;
+    size_t pl = s->plane, bb = 2 * (size_t)R * pl;
     char *border = buf[s->nbufs + BORDER], *head = buf[s->nbufs + HEAD];
     char *sb = s->src ? buf[2] : NULL;
-    int st = TIDE_SUCCESS;
+    int k = 0;
+    s->band_bytes = bb;
 #define AT(b, p) ((b) + (size_t)(p) * pl) /* position p of buffer b */
     if (i < s->ns) {
         long long o0, o1;
         slab(s, i, &o0, &o1);
         long long own = o1 - o0, sbase = o0 - P0;
         int first = i == 0;
-        for (long long l = 1; l <= L && !st; l++) {
+        for (long long l = 1; l <= L; l++) {
             char *from = buf[(l - 1) % 2], *to = buf[l % 2];
-            char *bl = border + (size_t)(l - 1) * band, *hl = head + (size_t)(l - 1) * band;
+            char *bl = border + (size_t)(l - 1) * bb, *hl = head + (size_t)(l - 1) * bb;
             long long base = o0 - (l + 1) * R; /* the global plane at from's position 0 */
             /* level l - 1: the band below from the slab before, its own top band for the next
              * (and the seam), a periodic slab 0's planes [(l - 1) r, (l + 1) r) for the seam */
             if (!first)
-                st = be->copy(&e, from, bl, band);
-            if (!st)
-                st = be->copy(&e, bl, AT(from, own), band);
-            if (!st && s->periodic && first)
-                st = be->copy(&e, hl, AT(from, (l - 1) * R - base), band);
+                band(s, bl, from, step, &k);
+            band(s, AT(from, own), bl, step, &k);
+            if (s->periodic && first)
+                band(s, AT(from, (l - 1) * R - base), hl, step, &k);
             long long a = !first ? base : s->periodic ? (l - 1) * R : 0, b = o1 - (l - 1) * R;
-            if (!st)
-                st = level(s, &e, AT(from, a - base), AT(to, a - base + R), b - a,
-                           sb ? AT(sb, a - sbase) : NULL);
+            level(s, l, AT(from, a - base), AT(to, a - base + R), b - a,
+                  sb ? AT(sb, a - sbase) : NULL, step, &k);
         }
     } else {
-        for (long long l = 1; l <= L && !st; l++) {
+        for (long long l = 1; l <= L; l++) {
             char *from = buf[(l - 1) % 2], *to = buf[l % 2];
-            char *bl = border + (size_t)(l - 1) * band, *hl = head + (size_t)(l - 1) * band;
-            st = be->copy(&e, AT(from, P0 - (l + 1) * R), bl, band);
-            if (!st && s->periodic)
-                st = be->copy(&e, AT(from, P0 + (l - 1) * R), hl, band);
+            char *bl = border + (size_t)(l - 1) * bb, *hl = head + (size_t)(l - 1) * bb;
+            band(s, AT(from, P0 - (l + 1) * R), bl, step, &k);
+            if (s->periodic)
+                band(s, AT(from, P0 + (l - 1) * R), hl, step, &k);
             long long a = P0 - (l + 1) * R, b = s->periodic ? P0 + (l + 1) * R : P0;
-            if (!st)
-                st = level(s, &e, AT(from, a), AT(to, a), b - a, sb ? AT(sb, a) : NULL);
+            level(s, l, AT(from, a), AT(to, a), b - a, sb ? AT(sb, a) : NULL, step, &k);
         }
     }
 #undef AT
-    return st;
+    *n = k;
+    return TIDE_SUCCESS;
 }
 
 /* Device bytes for slabs of at most smax own planes, K steps per pass and F a level: the
@@ -465,13 +486,19 @@ int tide_stencil_streamed_create(const tide_stencil_streamed_desc *d, tide_stenc
     size_t buf[3] = {(size_t)s->levels * s->plane, (size_t)s->levels * s->plane,
                      (size_t)s->sources * s->plane};
     size_t res[2] = {2 * kr * s->plane, s->periodic ? 2 * kr * s->plane : 1};
-    tide_pipeline_config pc = {.nslots = SLOTS, .nbufs = s->nbufs, .buf_bytes = buf,
-                               .nresident = 2, .resident_bytes = res};
-    st = tide_pipeline_create_config(&pc, &s->pipe, err, len);
+    /* a chunk's steps: per level up to three bands and the level */
+    tide_runner_desc rd = {.env = s->d.env, .slots = SLOTS, .nbufs = s->nbufs, .buf_bytes = buf,
+                           .nresident = 2, .resident_bytes = res, .max_steps = 4 * s->K};
+    s->lev = calloc((size_t)s->K, sizeof *s->lev);
+    s->win = calloc((size_t)s->K, sizeof *s->win);
+    s->thin = calloc((size_t)s->K, sizeof *s->thin);
+    st = !s->lev || !s->win || !s->thin ? (snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM)
+                                        : tide_runner_create(&rd, &s->runner, err, len);
     if (st) {
-        free(s);
+        tide_stencil_streamed_destroy(s);
         return st;
     }
+    tide_op_copy(&s->band_copy, &s->band_bytes, 2 * (size_t)s->F * (size_t)s->r * s->plane);
     *out = s;
     return TIDE_SUCCESS;
 }
@@ -480,7 +507,10 @@ void tide_stencil_streamed_destroy(tide_stencil_streamed *s)
 {
     if (!s)
         return;
-    tide_pipeline_destroy(s->pipe);
+    tide_runner_destroy(s->runner);
+    free(s->lev);
+    free(s->win);
+    free(s->thin);
     free(s);
 }
 
@@ -498,17 +528,16 @@ int tide_stencil_streamed_pass(tide_stencil_streamed *s, void *u, const tide_par
     s->steps = steps;
     s->f = level_steps(steps, s->F);
     /* up: u's level 0 and the source, each in at most seven pieces (split); down: into u */
-    tide_pipeline_job job = {.nchunks = s->ns + 1, .elem = s->sweep.dbl ? 8 : 4, .batch = 1,
-                             .max_up = 2 * (1 + TIDE_PARTS_MAX), .max_down = 2,
-                             .describe = describe, .work = work,
-                             .user = s, .pageable = TIDE_PAGEABLE_STAGE, .ordered = 1,
-                             .after_caller = 1, .caller_stream = s->d.env->stream};
-    return tide_pipeline_run(s->pipe, &job, err, len);
+    s->pass = (tide_runner_pass){.nchunks = s->ns + 1, .elem = s->sweep.dbl ? 8 : 4,
+                                 .batch = 1, .max_up = 2 * (1 + TIDE_PARTS_MAX), .max_down = 2,
+                                 .describe = describe, .steps = chunk_steps, .user = s, .ordered = 1,
+                                 .after_caller = 1, .caller_stream = s->d.env->stream};
+    return tide_runner_run(s->runner, &s->pass, err, len);
 }
 
 void tide_stencil_streamed_shape_of(const tide_stencil_streamed *s, tide_stencil_streamed_shape *sh)
 {
     *sh = (tide_stencil_streamed_shape){s->K, s->F, s->ns, s->smax,
-                                      tide_pipeline_device_bytes(s->pipe),
-                                      tide_pipeline_pinned_bytes(s->pipe), s->rate};
+                                      tide_runner_device_bytes(s->runner),
+                                      tide_runner_pinned_bytes(s->runner), s->rate};
 }
