@@ -262,9 +262,10 @@ static int chunk_steps(void *user, int i, const tide_env *e, void *const *buf,
         for (long long l = 1; l <= L; l++) {
             char *from = buf[(l - 1) % 2], *to = buf[l % 2];
             char *bl = border + (size_t)(l - 1) * bb, *hl = head + (size_t)(l - 1) * bb;
-            band(s, AT(from, P0 - (l + 1) * R), bl, step, &k);
+            /* level l - 1: the last slab's band below, a periodic slab 0's above */
+            band(s, bl, AT(from, P0 - (l + 1) * R), step, &k);
             if (s->periodic)
-                band(s, AT(from, P0 + (l - 1) * R), hl, step, &k);
+                band(s, hl, AT(from, P0 + (l - 1) * R), step, &k);
             long long a = P0 - (l + 1) * R, b = s->periodic ? P0 + (l + 1) * R : P0;
             level(s, l, AT(from, a), AT(to, a), b - a, sb ? AT(sb, a) : NULL, step, &k);
         }
