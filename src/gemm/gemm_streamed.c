@@ -1,5 +1,5 @@
 /*
- * gemm_streamed.c: the out-of-card matrix multiply on the pipeline engine (see gemm_streamed.h).
+ * gemm_streamed.c: the out-of-card matrix multiply on the runner (see gemm_streamed.h).
  *
  * C is cut into tm x tn tiles (at most mb x nb), the k dimension into np panels (at most kb).
  * Chunk i of a run is panel p = i % np of tile t = i / np, tiles taken row by row. Each slot

@@ -1,7 +1,7 @@
 /*
  * gemm_streamed.h: the out-of-card matrix multiply (private): column-major host matrices through
  * the GPU, C tiles kept on the device across the k loop while panels of A and B stream in
- * through the pipeline engine (Wu 2014, chapter 5).
+ * through the out-of-card runner (Wu 2014, chapter 5).
  */
 #ifndef TIDE_GEMM_STREAMED_H
 #define TIDE_GEMM_STREAMED_H
@@ -32,7 +32,7 @@ enum { TIDE_GEMM_RUN_FIRST = 1, TIDE_GEMM_RUN_LAST = 2 };
 typedef struct tide_gemm_streamed tide_gemm_streamed;
 
 /* Local: on each GPU, measures the PCIe and GEMM rates, chooses the tiles and panels that fit
- * the budget and finish soonest by the model in gemm_streamed.c, and makes the pipeline.
+ * the budget and finish soonest by the model in gemm_streamed.c, and makes the runner.
  * Returns 0 or a code with the reason in err. */
 int tide_gemm_streamed_create(const tide_gemm_streamed_desc *d, tide_gemm_streamed **out, char *err,
                             size_t len);
@@ -45,7 +45,7 @@ int tide_gemm_streamed_execute(tide_gemm_streamed *s, tide_scalar alpha, const v
                              const void *b, tide_scalar beta, void *c, void *caller, char *err,
                              size_t len);
 
-/* The same in two halves: start returns once the multiply runs on the pipelines' own threads
+/* The same in two halves: start returns once the multiply runs on the runners' own threads
  * (the arrays must stay untouched until wait returns), wait waits for it (after a failed start
  * nothing is left to wait for). With run not NULL the multiply is the planned one with run's k
  * (at most the planned k), lda and ldb; its other fields are not read. which: the run's place

@@ -75,16 +75,20 @@ void tide_runner_destroy(tide_runner *r)
 
 const tide_env *tide_runner_env(const tide_runner *r, int sl) { return &r->slot[sl]; }
 
-int tide_runner_slots(const tide_runner *r) { return r->slots; }
-
-void *tide_runner_resident(const tide_runner *r, int k) { return tide_pipeline_resident(r->pipe, k); }
+void *tide_runner_resident(const tide_runner *r, int k)
+{
+    return tide_pipeline_resident(r->pipe, k);
+}
 
 size_t tide_runner_device_bytes(const tide_runner *r)
 {
     return tide_pipeline_device_bytes(r->pipe) + (size_t)r->slots * r->fft_work;
 }
 
-size_t tide_runner_pinned_bytes(const tide_runner *r) { return tide_pipeline_pinned_bytes(r->pipe); }
+size_t tide_runner_pinned_bytes(const tide_runner *r)
+{
+    return tide_pipeline_pinned_bytes(r->pipe);
+}
 
 int tide_runner_last_stats(const tide_runner *r, tide_pipeline_stats *s)
 {

@@ -81,7 +81,6 @@ void tide_runner_destroy(tide_runner *r);
 
 /* Slot sl's environment (its stream and FFT work area), to bind FFT plans to once. */
 const tide_env *tide_runner_env(const tide_runner *r, int sl);
-int tide_runner_slots(const tide_runner *r);
 /* Device pointer of resident buffer k. */
 void *tide_runner_resident(const tide_runner *r, int k);
 /* Device bytes (slot, resident buffers and FFT work areas) and pinned bytes it holds. */

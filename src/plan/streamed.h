@@ -1,12 +1,12 @@
 /*
  * plan/streamed.h: streamed programs (private). An operation on host arrays runs as passes through
  * the GPU: each pass cuts this rank's box of one layout into chunks along one dimension, and
- * the out-of-card pipeline engine (backend/pipeline.h) uploads each chunk, runs the pass's ops on
+ * out-of-card runner (runner.h) uploads each chunk, runs the pass's ops on
  * it in device memory, and downloads the result, overlapping the three. A pass may move the
  * data to another layout on the way (comm/chunked.h: over NCCL inside the pipeline, or over
  * MPI in host memory after it). Between passes the data waits in pinned host arrays W, or,
  * when it fits the device budget (one rank, two passes), in device memory, so it crosses PCIe
- * once each way. The ops are the plan core's (program.h), one copy per pipeline slot, each
+ * once each way. The ops are the plan core's (program.h), one copy per runner slot, each
  * bound to its slot's stream; the operation says which ops a pass runs, the runner does the
  * rest. A direction of a program has two passes (a transform) or three (a solve: the outer
  * transforms, the middle pass with the operator between them, the outer inverses).
@@ -74,7 +74,7 @@ typedef struct {
 
 typedef struct tide_streamed tide_streamed;
 
-/* Local: chunk sizes for the budget, the ops of every slot, the pipeline, pinned and device
+/* Local: chunk sizes for the budget, the ops of every slot, the runner, pinned and device
  * work memory. Returns 0 or a code with the reason in err. */
 int tide_streamed_create(const tide_streamed_desc *d, tide_streamed **out, char *err, size_t len);
 void tide_streamed_destroy(tide_streamed *s);

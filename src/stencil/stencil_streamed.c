@@ -531,8 +531,9 @@ int tide_stencil_streamed_pass(tide_stencil_streamed *s, void *u, const tide_par
     /* up: u's level 0 and the source, each in at most seven pieces (split); down: into u */
     s->pass = (tide_runner_pass){.nchunks = s->ns + 1, .elem = s->sweep.dbl ? 8 : 4,
                                  .batch = 1, .max_up = 2 * (1 + TIDE_PARTS_MAX), .max_down = 2,
-                                 .describe = describe, .steps = chunk_steps, .user = s, .ordered = 1,
-                                 .after_caller = 1, .caller_stream = s->d.env->stream};
+                                 .describe = describe, .steps = chunk_steps, .user = s,
+                                 .ordered = 1, .after_caller = 1,
+                                 .caller_stream = s->d.env->stream};
     return tide_runner_run(s->runner, &s->pass, err, len);
 }
 

@@ -2,8 +2,8 @@
  * stencil_streamed.h: stencil time steps on a host grid larger than the GPU (private).
  *
  * The grid is cut into slabs along its slowest storage dimension. A pass of K steps sends
- * every slab through the GPU once, in order, on the out-of-card pipeline engine
- * (backend/pipeline.h): the slab's planes go up, K / F levels of F steps each are computed on
+ * every slab through the GPU once, in order, on the out-of-card runner
+ * (plan/runner.h): the slab's planes go up, K / F levels of F steps each are computed on
  * the device one after another (one fused sweep a level), each lagging the one before by F r
  * planes, and the finished planes come back into the host grid in place. The 2 F r planes of
  * every intermediate level that the next slab needs stay on the device between slabs (Jin
@@ -37,12 +37,12 @@ typedef struct tide_stencil_streamed tide_stencil_streamed;
 
 /* Local: times sweeps of each step count the kernels fuse on a few planes, chooses K and F
  * (desc fuse and level_steps, else the model in stencil_streamed.c) and the slabs the budget
- * allows, and makes the pipeline. d's sweep must be created for every step count (fuse 0).
+ * allows, and makes the runner. d's sweep must be created for every step count (fuse 0).
  * Returns 0 or a code with the reason in err. */
 int tide_stencil_streamed_create(const tide_stencil_streamed_desc *d, tide_stencil_streamed **out,
                                char *err, size_t len);
 void tide_stencil_streamed_destroy(tide_stencil_streamed *s);
-/* Local: the K that create would choose for d (the sweep timed, the model run; no pipeline
+/* Local: the K that create would choose for d (the sweep timed, the model run; no runner
  * made) in *fuse. Returns 0 or a code with the reason in err. */
 int tide_stencil_streamed_fuse(const tide_stencil_streamed_desc *d, int *fuse, char *err,
                              size_t len);
