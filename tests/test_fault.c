@@ -18,6 +18,11 @@
  * Counts: reshapes whose blocks exceed INT_MAX elements are only created (geometry, nothing
  * allocated): P2P and NCCL must accept them, A2AV must refuse them pointing to P2P.
  *
+ * Halos and panels: SUMMA's panel moves, a stencil's halo exchanges (the halo before the sweep,
+ * and beside the sweep of the own points) and a band matrix's, each with the first, a middle
+ * and the last post of one rank failing: every rank's run returns TIDE_ERR_MPI within LIMIT_S
+ * seconds, and the next run gives the bytes of the run before the fault.
+ *
  * With TIDE_TEST_BACKEND=cuda (2 or more ranks): a forward of a plan on device arrays, over
  * NCCL where every rank has a GPU of its own, else by MPI on the device staging where the MPI
  * library is CUDA-aware, else through pinned host staging; then by direct stores; then, with a
@@ -435,6 +440,122 @@ static void summa_faults(tide_context *ctx)
     tide_gemm_plan_destroy(plan);
 }
 
+/* ---- halos ----------------------------------------------------------------------------- */
+
+/* Runs `run` (a stencil or band run of `steps` steps on u, bytes of it on this rank, from u0
+ * each time) once to count the posts of rank victim, then with its first, a middle and its
+ * last post failing: every rank returns TIDE_ERR_MPI within LIMIT_S seconds, and the run after
+ * each fault gives the bytes of the run before. */
+typedef int (*halo_run)(void *plan, void *u, long long steps);
+
+static void halo_faults(const char *what, halo_run run, void *plan, const void *u0, void *u,
+                        size_t bytes, long long steps)
+{
+    int victim = nranks - 1;
+    char *ref = xmalloc(bytes);
+    memcpy(ref, u0, bytes);
+    long long p0 = tide_exchange_posts();
+    int st = run(plan, ref, steps);
+    long long posts = tide_exchange_posts() - p0;
+    MPI_Bcast(&posts, 1, MPI_LONG_LONG, victim, comm);
+    if (!tt_check(&tally, comm, st == 0 && posts > 0, "%s before the faults: status %d, %lld "
+                  "posts of rank %d", what, st, posts, victim)) {
+        free(ref);
+        return;
+    }
+    const long long at[3] = {0, posts / 2, posts - 1};
+    for (int k = 0; k < 3; k++) {
+        memcpy(u, u0, bytes);
+        if (me == victim)
+            tide_exchange_inject_fault(at[k]);
+        double t0 = MPI_Wtime();
+        st = run(plan, u, steps);
+        double dt = MPI_Wtime() - t0;
+        tide_exchange_inject_fault(-1);
+        tt_check(&tally, comm, st == TIDE_ERR_MPI && same_everywhere(st) && dt < LIMIT_S,
+                 "%s with post %lld of rank %d failing: status %d after %.1f s, want %d on "
+                 "every rank", what, at[k], victim, st, dt, TIDE_ERR_MPI);
+        memcpy(u, u0, bytes);
+        st = run(plan, u, steps);
+        tt_check(&tally, comm, st == 0 && !memcmp(u, ref, bytes),
+                 "%s after the fault at post %lld: status %d, %s", what, at[k], st,
+                 st ? "failed" : "differs from the run before");
+    }
+    if (me == 0)
+        printf("test_fault: %s, %lld posts of rank %d a run, faults at the first, a middle "
+               "and the last\n", what, posts, victim);
+    free(ref);
+}
+
+static int stencil_run(void *plan, void *u, long long steps)
+{
+    return tide_stencil_run(plan, u, steps);
+}
+
+static int band_run(void *plan, void *x, long long steps)
+{
+    return tide_band_run(plan, x, steps);
+}
+
+/* A stencil's halo exchanges (the plan's blocks of a 23 x 19 x 17 grid, periodic along x, 7
+ * steps in passes of 2), the halo travelling beside the sweep of the own points (split
+ * passes) or before the sweep. */
+static void stencil_faults(tide_context *ctx, int overlap)
+{
+    if (nranks == 1)
+        return;
+    const int n[3] = {23, 19, 17};
+    tide_stencil_options o;
+    tide_stencil_options_init(&o);
+    o.bc[0] = TIDE_BC_PERIODIC;
+    o.fuse = 2;
+    o.overlap = overlap;
+    tide_stencil_plan *plan = NULL;
+    tide_stencil_info info;
+    int st = tide_stencil_plan_create(ctx, n, NULL, &o, &plan);
+    if (!tt_check(&tally, comm, st == 0 && tide_stencil_plan_info(plan, &info) == 0,
+                  "stencil plan: %s", tide_last_error(ctx)))
+        return;
+    size_t bytes = (size_t)tt_box_count(&info.box) * sizeof(double);
+    double *u0 = xmalloc(bytes), *u = xmalloc(bytes);
+    tide_ref_fill(u0, &info.box, 1, 0, TIDE_DOUBLE, n, 23);
+    halo_faults(overlap ? "stencil halos beside the sweep" : "stencil halos", stencil_run, plan,
+                u0, u, bytes, 7);
+    free(u0), free(u);
+    tide_stencil_plan_destroy(plan);
+}
+
+/* A band matrix's halo exchanges: 301 rows, kl 2, ku 1, 9 steps in passes of 4, the rows
+ * shared evenly. */
+static void band_faults(tide_context *ctx)
+{
+    if (nranks == 1)
+        return;
+    enum { N = 301, KL = 2, KU = 1 };
+    int lo = (int)((long long)N * me / nranks), hi = (int)((long long)N * (me + 1) / nranks);
+    int rows = hi - lo;
+    double *diag = xmalloc(sizeof(double) * (size_t)(KL + KU + 1) * (size_t)rows);
+    for (int i = 0; i < (KL + KU + 1) * rows; i++)
+        diag[i] = 0.25 + ((i * 7 + lo) % 11) / 64.0;
+    tide_band_options o;
+    tide_band_options_init(&o);
+    o.kl = KL, o.ku = KU;
+    o.diagonals = diag;
+    o.steps_per_pass = 4;
+    tide_band_plan *plan = NULL;
+    int st = tide_band_plan_create(ctx, N, lo, hi, &o, &plan);
+    if (tt_check(&tally, comm, st == 0, "band plan: %s", tide_last_error(ctx))) {
+        size_t bytes = sizeof(double) * (size_t)rows;
+        double *x0 = xmalloc(bytes), *x = xmalloc(bytes);
+        for (int i = 0; i < rows; i++)
+            x0[i] = ((lo + i) % 13 - 6) / 8.0;
+        halo_faults("band halos", band_run, plan, x0, x, bytes, 9);
+        free(x0), free(x);
+    }
+    free(diag);
+    tide_band_plan_destroy(plan);
+}
+
 /* ---- device arrays (TIDE_TEST_BACKEND=cuda) --------------------------------------------- */
 
 /* One forward of a device plan with post k of rank victim failing (an ncclSend or ncclRecv,
@@ -552,6 +673,9 @@ int main(int argc, char **argv)
     split_fft(ctx, &cases[2]);
     huge_counts();
     summa_faults(ctx);
+    stencil_faults(ctx, 0);
+    stencil_faults(ctx, 1);
+    band_faults(ctx);
     tide_context_destroy(ctx);
     int rc = tt_finish(&tally, comm, "test_fault", "checks");
     MPI_Finalize();
