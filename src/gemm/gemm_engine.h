@@ -1,8 +1,8 @@
 /*
  * gemm_engine.h: the out-of-card multiply's parts shared by its files (private):
- * gemm_streamed.c runs the multiplies on the out-of-card runner, gemm_streamed_plan.c plans them
- * (the tiles and panels from the model and the measured rates, the parts on several GPUs, A
- * shared between them).
+ * gemm_streamed.c runs the multiplies on the out-of-card runner, gemm_streamed_plan.c plans
+ * them (the tiles and panels from the model and the measured rates, the parts on several
+ * GPUs, A shared between them).
  */
 #ifndef TIDE_GEMM_ENGINE_H
 #define TIDE_GEMM_ENGINE_H

@@ -24,7 +24,7 @@
  * takes, among the shapes that fit the budget, the one the model of predict() says ends first.
  *
  * Several GPUs driven by one rank share C's columns, one equal part each, with their own
- * streams, cuBLAS handles, rates and pipelines, run at once (tide_runner_start, then wait).
+ * streams, cuBLAS handles, rates and runners, run at once (tide_runner_start, then wait).
  * Each reads its columns of B and C straight from the caller's matrices: one rank per node keeps
  * the matrices in one address space, where a rank per GPU would first copy panels between
  * ranks' host memories at the speed of a memcpy, as slow as the PCIe traffic itself. Every part

@@ -325,9 +325,9 @@ static void make_ops(engine *s)
     tide_op_copy(&o[OP_STORE], &s->run.tile, most);
 }
 
-/* Part s's pipeline and ops, made on its GPU once make_sharing has decided (a second staged
+/* Part s's runner and ops, made on its GPU once make_sharing has decided (a second staged
  * block of A only where A is shared). */
-static int part_pipeline(engine *s, char *err, size_t len)
+static int part_runner(engine *s, char *err, size_t len)
 {
     int prev;
     if (tide_gpu_device_enter(s->device, &prev))
@@ -433,7 +433,7 @@ static int adopt(engine *s, const engine *lead)
 
 /* GPU part `index` (of the parts of `all`), columns c0..c1 of C on device dev: rates and the
  * shape (part 0's when lead is part 0 and it fits, else its own); its pipeline comes later
- * (part_pipeline). The model spreads A's uploads over `sharers` GPUs. */
+ * (part_runner). The model spreads A's uploads over `sharers` GPUs. */
 static int make_part(const tide_gemm_streamed_desc *d, gemm_stream *all, int index, int sharers,
                      int dev, long long c0, long long c1, char *err, size_t len)
 {
@@ -575,7 +575,7 @@ int tide_gemm_streamed_create(const tide_gemm_streamed_desc *d, tide_gemm_stream
     if (!st && s->n > 1)
         st = make_sharing(s, err, len);
     for (int i = 0; i < s->n && !st; i++)
-        st = part_pipeline(s->e[i], err, len);
+        st = part_runner(s->e[i], err, len);
     if (st) {
         tide_gemm_streamed_destroy(s);
         return st;
