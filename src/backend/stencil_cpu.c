@@ -44,8 +44,8 @@ typedef struct {
     int tap[TIDE_SWEEP_MAX_TAPS];
     float wf[TIDE_SWEEP_MAX_TAPS];
     double wd[TIDE_SWEEP_MAX_TAPS];
-    tide_stencil_span_f *span_f;
-    tide_stencil_span_d *span_d;
+    tide_stencil_span_f *span_f, *bulk_f; /* bulk: the spans of whole rows (the 7-point */
+    tide_stencil_span_d *span_d, *bulk_d; /* star's where it applies), span: any columns */
     int shared;        /* the class form with planes of x: each plane's sums made once */
     tide_stencil_plane_f *plane_f, *plane_f1;
     tide_stencil_plane_d *plane_d, *plane_d1;
@@ -109,6 +109,20 @@ static int cpu_fuse(const tide_sweep *s, int threads, size_t row_bytes)
     return k;
 }
 
+/* Whether s's taps are the 7-point star with the columns' neighbours last: the centre, four
+ * taps in its column (any rows), then the columns before and after it (stencil_span.h: the
+ * star's spans). */
+static int star_taps(const tide_sweep *s)
+{
+    if (s->classes || s->ntaps != 7 || s->radius != 1)
+        return 0;
+    const int(*o)[3] = s->off;
+    for (int i = 0; i < 5; i++)
+        if (o[i][2] != 0 || (i == 0 && (o[i][0] || o[i][1])))
+            return 0;
+    return !o[5][0] && !o[5][1] && o[5][2] == -1 && !o[6][0] && !o[6][1] && o[6][2] == 1;
+}
+
 int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err, size_t len)
 {
     size_t elem = s->dbl ? sizeof(double) : sizeof(float);
@@ -153,6 +167,13 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
     for (int k = 0; k < 4 && s->classes; k++)
         c->wf[k] = (float)s->cw[k], c->wd[k] = s->cw[k];
     tide_stencil_spans(s->classes, &c->span_f, &c->span_d);
+    c->bulk_f = c->span_f, c->bulk_d = c->span_d;
+    if (star_taps(s)) {
+        tide_stencil_span_f *f;
+        tide_stencil_span_d *d;
+        tide_stencil_star_spans(&f, &d);
+        c->bulk_f = f ? f : c->bulk_f, c->bulk_d = d ? d : c->bulk_d;
+    }
     c->shared = shares_planes(s);
     tide_stencil_planes(&c->plane_f, &c->plane_d, &c->plane_f1, &c->plane_d1);
     s->state = c;
@@ -222,7 +243,7 @@ typedef struct {
  * rows. The span's slot i takes tap cs->tap[i]'s rows. The columns whose taps all lie in their
  * rows go as one span of all the rows (stencil_span.h); the few whose tap wraps around a
  * periodic row point by point, each tap's column wrapped, the same arithmetic. */
-#define SWEEP_ROWS(NAME, T, SPAN, W)                                                             \
+#define SWEEP_ROWS(NAME, T, SPAN, BULK, W)                                                       \
     static void NAME(const tide_sweep *s, const row_run *u, int boundary, int c0, int c1)        \
     {                                                                                            \
         const cpu_sweep *cs = s->state;                                                          \
@@ -268,10 +289,10 @@ typedef struct {
             }                                                                                    \
         }                                                                                        \
         if (a < e)                                                                               \
-            cs->SPAN(nt, p, cs->W, srow, out, a, e, u->rows, u->pin, u->psrc, u->pout);          \
+            cs->BULK(nt, p, cs->W, srow, out, a, e, u->rows, u->pin, u->psrc, u->pout);          \
     }
-SWEEP_ROWS(rows_f, float, span_f, wf)
-SWEEP_ROWS(rows_d, double, span_d, wd)
+SWEEP_ROWS(rows_f, float, span_f, bulk_f, wf)
+SWEEP_ROWS(rows_d, double, span_d, bulk_d, wd)
 
 /* Level t's plane q, rows [b0, b1), from level t - 1 (below), into `to`: the out window's
  * columns where `to` is dst (last), else all of them. The rows go in runs over which every
