@@ -36,16 +36,17 @@ typedef struct {
     int threads, fuse;
     int tile;          /* rows of dst per tile; n[1] or more: one tile of whole planes */
     int ring_rows;     /* rows of a ring plane */
-    size_t ring_row;   /* bytes of a ring's row; in the class form with shared sums padded to
-                        * a multiple of 64 (the work memory is aligned to 64, so are its
-                        * rows) */
+    size_t ring_row;   /* bytes of a ring's row, padded to a multiple of 64 (the work memory
+                        * is aligned to 64, so are its rows) */
+    size_t ring_plane; /* bytes from a ring's plane to the next (ring_pitch) */
     size_t per_thread; /* bytes */
     char *mem;
     int tap[TIDE_SWEEP_MAX_TAPS];
     float wf[TIDE_SWEEP_MAX_TAPS];
     double wd[TIDE_SWEEP_MAX_TAPS];
-    tide_stencil_span_f *span_f, *bulk_f; /* bulk: the spans of whole rows (the 7-point */
-    tide_stencil_span_d *span_d, *bulk_d; /* star's where it applies), span: any columns */
+    tide_stencil_span_f *span_f, *bulk_f, *last_f; /* bulk: the spans of whole rows (the */
+    tide_stencil_span_d *span_d, *bulk_d, *last_d; /* 7-point star's where it applies), last:
+                                                    * those into dst, span: any columns */
     int shared;        /* the class form with planes of x: each plane's sums made once */
     tide_stencil_plane_f *plane_f, *plane_f1;
     tide_stencil_plane_d *plane_d, *plane_d1;
@@ -91,24 +92,6 @@ static int tile_rows(const tide_sweep *s, int k, size_t row_bytes)
     return t >= b1 - b0 ? s->n[1] : t;
 }
 
-/* The CPU's choice of steps per sweep: four, fewer when the rings would take more than a
- * quarter of the grid: more steps per sweep save memory traffic only while the rings stay
- * small next to the grid. */
-static int cpu_fuse(const tide_sweep *s, int threads, size_t row_bytes)
-{
-    double grid = (double)row_bytes * s->n[1] * s->n[0];
-    int k = 4;
-    while (k > 1) {
-        int tile = tile_rows(s, k, row_bytes);
-        int rows = tile >= s->n[1] ? s->n[1] : tile + 2 * (k - 1) * s->radius;
-        double rings = (double)threads * kept_planes(s, k) * rows * row_bytes;
-        if (rings <= grid / 4)
-            break;
-        k--;
-    }
-    return k;
-}
-
 /* Whether s's taps are the 7-point star with the columns' neighbours last: the centre, four
  * taps in its column (any rows), then the columns before and after it (stencil_span.h: the
  * star's spans). */
@@ -123,12 +106,56 @@ static int star_taps(const tide_sweep *s)
     return !o[5][0] && !o[5][1] && o[5][2] == -1 && !o[6][0] && !o[6][1] && o[6][2] == 1;
 }
 
+/* The CPU's choice of steps per sweep: four (eight for the 7-point star, whose levels cost
+ * little next to the memory traffic more steps save), fewer when the rings would take more
+ * than a quarter of the grid: more steps per sweep save memory traffic only while the rings
+ * stay small next to the grid. */
+static int cpu_fuse(const tide_sweep *s, int threads, size_t row_bytes)
+{
+    double grid = (double)row_bytes * s->n[1] * s->n[0];
+    int k = star_taps(s) ? 8 : 4;
+    while (k > 1) {
+        int tile = tile_rows(s, k, row_bytes);
+        int rows = tile >= s->n[1] ? s->n[1] : tile + 2 * (k - 1) * s->radius;
+        double rings = (double)threads * kept_planes(s, k) * rows * row_bytes;
+        if (rings <= grid / 4)
+            break;
+        k--;
+    }
+    return k;
+}
+
+/* Whether the last level's stores go around the caches (non-temporal): where src and dst
+ * together exceed a quarter of the L3 (the share of a shared L3 that holds them between
+ * sweeps, measured: a copy of 64 MiB arrays on 2 cores 1.6 times faster so, of 32 MiB ones 1.1
+ * times slower). A store around the caches skips the read of the line it overwrites, a third
+ * of the traffic of a plane into dst, and leaves the cache to the rings. */
+static int streams_dst(const tide_sweep *s)
+{
+    if (s->stream_dst)
+        return s->stream_dst > 0;
+    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    double grid = (double)s->n[0] * s->n[1] * s->n[2] * (s->dbl ? sizeof(double) : sizeof(float));
+    return 2 * grid > (l3 > 0 ? l3 : 32 << 20) / 4.0;
+}
+
+
+/* Bytes from a ring plane of `rows` rows of rb bytes to the next: the rows, padded so that
+ * consecutive planes start 17 cache lines apart modulo 4 KiB. The L1 maps an address to its
+ * set by its bits 6 to 11, so planes a multiple of 4 KiB apart put the same row and column of
+ * every plane in one set: the three planes a level reads and the one it writes would compete
+ * for its ways (measured: 0.55-0.7 ns a point and level instead of 0.3, 7-point float 256^3,
+ * one thread). */
+static size_t ring_pitch(int rows, size_t rb)
+{
+    size_t lines = ((size_t)rows * rb + 63) / 64;
+    return (lines + (64 + 17 - lines % 64) % 64) * 64;
+}
+
 int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err, size_t len)
 {
     size_t elem = s->dbl ? sizeof(double) : sizeof(float);
-    size_t row_bytes = (size_t)s->n[2] * elem;
-    if (shares_planes(s))
-        row_bytes = (row_bytes + 63) / 64 * 64;
+    size_t row_bytes = ((size_t)s->n[2] * elem + 63) / 64 * 64;
     int threads = e->threads > s->n[0] ? s->n[0] : e->threads;
     if (threads < 1)
         threads = 1;
@@ -141,7 +168,8 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
     if (shares_planes(s)) /* whole planes too carry the rows beyond a periodic face */
         rows = (tile < s->n[1] ? tile : s->n[1]) + 2 * (k - 1) * s->radius;
     cpu_sweep *c = calloc(1, sizeof *c);
-    size_t per_thread = ((size_t)kept_planes(s, k) * rows + 1) * row_bytes;
+    size_t plane = shares_planes(s) ? (size_t)rows * row_bytes : ring_pitch(rows, row_bytes);
+    size_t per_thread = (size_t)kept_planes(s, k) * plane + row_bytes;
     if (shares_planes(s)) /* and each level's three rolling rows, and k + 1 planes' edges */
         per_thread += (size_t)3 * k * row_bytes + (size_t)(k + 1) * rows * 2 * elem;
     per_thread = (per_thread + 63) / 64 * 64;
@@ -153,7 +181,7 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
                         (size_t)threads * per_thread), TIDE_ERR_NOMEM;
     }
     c->threads = threads, c->fuse = k, c->tile = tile, c->ring_rows = rows;
-    c->per_thread = per_thread, c->mem = mem, c->ring_row = row_bytes;
+    c->per_thread = per_thread, c->mem = mem, c->ring_row = row_bytes, c->ring_plane = plane;
     for (int i = 0; i < s->ntaps; i++) {
         c->tap[i] = i;
         c->wf[i] = (float)s->w[i], c->wd[i] = s->w[i];
@@ -167,12 +195,14 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
     for (int k = 0; k < 4 && s->classes; k++)
         c->wf[k] = (float)s->cw[k], c->wd[k] = s->cw[k];
     tide_stencil_spans(s->classes, &c->span_f, &c->span_d);
-    c->bulk_f = c->span_f, c->bulk_d = c->span_d;
+    c->bulk_f = c->last_f = c->span_f, c->bulk_d = c->last_d = c->span_d;
     if (star_taps(s)) {
         tide_stencil_span_f *f;
         tide_stencil_span_d *d;
-        tide_stencil_star_spans(&f, &d);
+        tide_stencil_star_spans(0, &f, &d);
         c->bulk_f = f ? f : c->bulk_f, c->bulk_d = d ? d : c->bulk_d;
+        tide_stencil_star_spans(streams_dst(s), &f, &d);
+        c->last_f = f ? f : c->bulk_f, c->last_d = d ? d : c->bulk_d;
     }
     c->shared = shares_planes(s);
     tide_stencil_planes(&c->plane_f, &c->plane_d, &c->plane_f1, &c->plane_d1);
@@ -235,7 +265,7 @@ typedef struct {
     const void *row[TIDE_SWEEP_MAX_TAPS];
     void *out;
     const void *src, *srow;
-    int rows;
+    int rows, last; /* last: out is dst's */
     ptrdiff_t pin, pout, psrc;
 } row_run;
 
@@ -243,7 +273,7 @@ typedef struct {
  * rows. The span's slot i takes tap cs->tap[i]'s rows. The columns whose taps all lie in their
  * rows go as one span of all the rows (stencil_span.h); the few whose tap wraps around a
  * periodic row point by point, each tap's column wrapped, the same arithmetic. */
-#define SWEEP_ROWS(NAME, T, SPAN, BULK, W)                                                       \
+#define SWEEP_ROWS(NAME, T, SPAN, BULK, LAST, W)                                                 \
     static void NAME(const tide_sweep *s, const row_run *u, int boundary, int c0, int c1)        \
     {                                                                                            \
         const cpu_sweep *cs = s->state;                                                          \
@@ -289,10 +319,11 @@ typedef struct {
             }                                                                                    \
         }                                                                                        \
         if (a < e)                                                                               \
-            cs->BULK(nt, p, cs->W, srow, out, a, e, u->rows, u->pin, u->psrc, u->pout);          \
+            (u->last ? cs->LAST : cs->BULK)(nt, p, cs->W, srow, out, a, e, u->rows, u->pin,      \
+                                            u->psrc, u->pout);                                   \
     }
-SWEEP_ROWS(rows_f, float, span_f, bulk_f, wf)
-SWEEP_ROWS(rows_d, double, span_d, bulk_d, wd)
+SWEEP_ROWS(rows_f, float, span_f, bulk_f, last_f, wf)
+SWEEP_ROWS(rows_d, double, span_d, bulk_d, last_d, wd)
 
 /* Level t's plane q, rows [b0, b1), from level t - 1 (below), into `to`: the out window's
  * columns where `to` is dst (last), else all of them. The rows go in runs over which every
@@ -322,6 +353,7 @@ static void make_plane(const tide_sweep *s, const char *src, const level_at *bel
     int run0 = below->tiled && s->periodic[1] ? 0 : r;
     int run1 = below->tiled && s->periodic[1] ? n1 : n1 - r;
     row_run u;
+    u.last = last;
     u.pin = (ptrdiff_t)(below->row / elem), u.pout = (ptrdiff_t)(to->row / elem);
     u.psrc = (ptrdiff_t)(rb / elem);
     for (int b = b0; b < b1; b += u.rows) {
@@ -384,7 +416,7 @@ static void sweep_tile(const tide_sweep *s, const char *src, char *dst, int k, i
 {
     const cpu_sweep *c = s->state;
     size_t elem = s->dbl ? sizeof(double) : sizeof(float);
-    size_t rb = c->ring_row, pb = (size_t)c->ring_rows * rb; /* a ring's row, plane */
+    size_t rb = c->ring_row, pb = c->ring_plane; /* a ring's row, plane */
     int tiled = c->tile < s->n[1], row0 = y0 - (k - 1) * s->radius;
     long long pitch[2];
     tide_sweep_pitch(s, pitch);

@@ -166,8 +166,8 @@ static inline unsigned lanes(int d, int lo, int hi, int W)
  * and after (ca) d give the -z and +z neighbours by a lane shift (SHIFT(hi, lo, n): lanes n ..
  * n + W - 1 of lo then hi), the other four taps are loads at d (masked to the span's columns,
  * m, where the vector is not whole inside it); then the taps' chain in slot order and the
- * source, the store masked the same. */
-#define STAR_VEC(T, V, W, LOADU, MLOAD, STOREU, MSTORE, MUL, FMADD, ADD, SHIFT, FULL)           \
+ * source, the store masked the same (a whole one around the caches where nt_ says so). */
+#define STAR_VEC(T, V, W, LOADU, MLOAD, STOREU, MSTORE, STREAM, MUL, FMADD, ADD, SHIFT, FULL)  \
     do {                                                                                         \
         V acc_ = MUL(w0, cc);                                                                    \
         acc_ = FMADD(w1, FULL ? LOADU(r1 + d) : MLOAD(m, r1 + d), acc_);                        \
@@ -178,7 +178,9 @@ static inline unsigned lanes(int d, int lo, int hi, int W)
         acc_ = FMADD(w6, SHIFT(ca, cc, 1), acc_);                                                \
         if (sr)                                                                                  \
             acc_ = ADD(acc_, FULL ? LOADU(sr + d) : MLOAD(m, sr + d));                           \
-        if (FULL)                                                                                \
+        if (FULL && nt_)                                                                         \
+            STREAM(o + d, acc_);                                                                 \
+        else if (FULL)                                                                           \
             STOREU(o + d, acc_);                                                                 \
         else                                                                                     \
             MSTORE(o + d, m, acc_);                                                              \
@@ -186,14 +188,16 @@ static inline unsigned lanes(int d, int lo, int hi, int W)
 
 /* A span of the 7-point star: slots 1 .. 4 read rows at their own columns, slots 5 and 6 the
  * centre row's (slot 0's) columns c - 1 and c + 1 (the built-in 7-point taps with the user's z
- * the fastest dimension). Vectors of W columns go where the centre row's are aligned, so that
- * its loads and, in rows laid out alike, the others' stay within a cache line; the centre row's
- * neighbour columns come from the vectors before and after by a lane shift instead of two
- * loads across cache lines. Loads of the centre row take its columns [a - 1, e + 1), the
+ * the fastest dimension). Vectors of W columns go where out's row is aligned, so that the
+ * stores and, in rows laid out alike (the sweep's rings), the loads stay within a cache line;
+ * NT: whole vectors at 64-byte aligned addresses are stored around the caches (non-temporal),
+ * then a fence orders them before whatever reads out next. The centre row's neighbour columns
+ * come from the vectors before and after by a lane shift instead of two loads across cache
+ * lines. Loads of the centre row take its columns [a - 1, e + 1), the
  * others' [a, e) (masked at the span's ends, where nothing outside them is touched); each
  * point's operations are the tap form's, in slot order, so the results are span_f's. */
-#define STAR_SPAN(NAME, T, V, W, MASK, LOADU, MLOAD, STOREU, MSTORE, SET1, MUL, FMADD, ADD,     \
-                  SHIFT, SCALAR)                                                                 \
+#define STAR_SPAN(NAME, T, V, W, MASK, LOADU, MLOAD, STOREU, MSTORE, STREAM, SET1, MUL, FMADD,  \
+                  ADD, SHIFT, SCALAR, NT)                                                        \
     __attribute__((target("avx512f"))) static void NAME(                                        \
         int nt, const T *const *p, const T *w, const T *src, T *out, int a, int e, int rows,    \
         ptrdiff_t pin, ptrdiff_t psrc, ptrdiff_t pout)                                          \
@@ -209,7 +213,8 @@ static inline unsigned lanes(int d, int lo, int hi, int W)
             const T *r3 = p[3] + y * pin, *r4 = p[4] + y * pin;                                  \
             const T *sr = src ? src + y * psrc : NULL;                                           \
             T *o = out + y * pout;                                                               \
-            int d = a - (int)((uintptr_t)(c + a) % (W * sizeof(T)) / sizeof(T));                \
+            int d = a - (int)((uintptr_t)(o + a) % (W * sizeof(T)) / sizeof(T));                \
+            int nt_ = NT && (uintptr_t)(o + d) % 64 == 0;                                        \
             MASK m = (MASK)lanes(d - W, a - 1, e + 1, W);                                        \
             V cb = MLOAD(m, c + d - W);                                                          \
             m = (MASK)lanes(d, a - 1, e + 1, W);                                                 \
@@ -220,26 +225,35 @@ static inline unsigned lanes(int d, int lo, int hi, int W)
                 else                                                                             \
                     m = (MASK)lanes(d + W, a - 1, e + 1, W), ca = MLOAD(m, c + d + W);          \
                 if (d >= a && d + W <= e) {                                                      \
-                    STAR_VEC(T, V, W, LOADU, MLOAD, STOREU, MSTORE, MUL, FMADD, ADD, SHIFT, 1);  \
+                    STAR_VEC(T, V, W, LOADU, MLOAD, STOREU, MSTORE, STREAM, MUL, FMADD, ADD,     \
+                             SHIFT, 1);                                                          \
                 } else {                                                                         \
                     m = (MASK)lanes(d, a, e, W);                                                 \
-                    STAR_VEC(T, V, W, LOADU, MLOAD, STOREU, MSTORE, MUL, FMADD, ADD, SHIFT, 0);  \
+                    STAR_VEC(T, V, W, LOADU, MLOAD, STOREU, MSTORE, STREAM, MUL, FMADD, ADD,     \
+                             SHIFT, 0);                                                          \
                 }                                                                                \
                 cb = cc, cc = ca;                                                                \
             }                                                                                    \
         }                                                                                        \
+        if (NT)                                                                                  \
+            _mm_sfence();                                                                        \
     }
 
 #define SHIFT_PS(hi, lo, n)                                                                      \
     _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(hi), _mm512_castps_si512(lo), n))
 #define SHIFT_PD(hi, lo, n)                                                                      \
     _mm512_castsi512_pd(_mm512_alignr_epi64(_mm512_castpd_si512(hi), _mm512_castpd_si512(lo), n))
-STAR_SPAN(star_f_avx512, float, __m512, 16, __mmask16, _mm512_loadu_ps, _mm512_maskz_loadu_ps,
-          _mm512_storeu_ps, _mm512_mask_storeu_ps, _mm512_set1_ps, _mm512_mul_ps,
-          _mm512_fmadd_ps, _mm512_add_ps, SHIFT_PS, span_f)
-STAR_SPAN(star_d_avx512, double, __m512d, 8, __mmask8, _mm512_loadu_pd, _mm512_maskz_loadu_pd,
-          _mm512_storeu_pd, _mm512_mask_storeu_pd, _mm512_set1_pd, _mm512_mul_pd,
-          _mm512_fmadd_pd, _mm512_add_pd, SHIFT_PD, span_d)
+#define STAR_SPANS(SUF, NT)                                                                      \
+    STAR_SPAN(star_f_##SUF, float, __m512, 16, __mmask16, _mm512_loadu_ps,                      \
+              _mm512_maskz_loadu_ps, _mm512_storeu_ps, _mm512_mask_storeu_ps, _mm512_stream_ps, \
+              _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps, _mm512_add_ps, SHIFT_PS, span_f,  \
+              NT)                                                                                \
+    STAR_SPAN(star_d_##SUF, double, __m512d, 8, __mmask8, _mm512_loadu_pd,                      \
+              _mm512_maskz_loadu_pd, _mm512_storeu_pd, _mm512_mask_storeu_pd, _mm512_stream_pd, \
+              _mm512_set1_pd, _mm512_mul_pd, _mm512_fmadd_pd, _mm512_add_pd, SHIFT_PD, span_d,  \
+              NT)
+STAR_SPANS(avx512, 0)
+STAR_SPANS(avx512_nt, 1)
 
 /* ---- the class form's plane pass (stencil_span.h) ----------------------------------------- */
 
@@ -416,10 +430,10 @@ void tide_stencil_spans(int classes, tide_stencil_span_f **f, tide_stencil_span_
     }
 }
 
-void tide_stencil_star_spans(tide_stencil_span_f **f, tide_stencil_span_d **d)
+void tide_stencil_star_spans(int stream, tide_stencil_span_f **f, tide_stencil_span_d **d)
 {
     __builtin_cpu_init();
     int avx512 = __builtin_cpu_supports("avx512f");
-    *f = avx512 ? star_f_avx512 : NULL;
-    *d = avx512 ? star_d_avx512 : NULL;
+    *f = !avx512 ? NULL : stream ? star_f_avx512_nt : star_f_avx512;
+    *d = !avx512 ? NULL : stream ? star_d_avx512_nt : star_d_avx512;
 }

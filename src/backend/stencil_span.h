@@ -26,8 +26,9 @@ void tide_stencil_spans(int classes, tide_stencil_span_f **f, tide_stencil_span_
 /* The spans of the 7-point star where this CPU runs them faster than the tap form's (AVX-512),
  * else NULL: the taps' slots 1 .. 4 read rows at their own columns (p[i] the row itself), slots
  * 5 and 6 the columns c - 1 and c + 1 of slot 0's row (p[5] = p[0] - 1, p[6] = p[0] + 1); nt is
- * 7. The same results as the tap form's spans. */
-void tide_stencil_star_spans(tide_stencil_span_f **f, tide_stencil_span_d **d);
+ * 7. The same results as the tap form's spans; with stream, their stores of whole aligned
+ * vectors go around the caches (non-temporal, for rows nothing reads soon). */
+void tide_stencil_star_spans(int stream, tide_stencil_span_f **f, tide_stencil_span_d **d);
 
 /* The class form's plane pass (backend.h) along one row, for the CPU sweep that shares each
  * plane's sums among the three planes that read them. r[0], r[1], r[2]: rows b - 1, b, b + 1 of
