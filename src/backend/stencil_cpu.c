@@ -44,9 +44,10 @@ typedef struct {
     int tap[TIDE_SWEEP_MAX_TAPS];
     float wf[TIDE_SWEEP_MAX_TAPS];
     double wd[TIDE_SWEEP_MAX_TAPS];
-    tide_stencil_span_f *span_f, *bulk_f, *last_f; /* bulk: the spans of whole rows (the */
-    tide_stencil_span_d *span_d, *bulk_d, *last_d; /* 7-point star's where it applies), last:
-                                                    * those into dst, span: any columns */
+    tide_stencil_span_f *span_f;
+    tide_stencil_span_d *span_d;
+    tide_stencil_star_f *star_f, *last_f; /* the 7-point star's spans where they apply (else */
+    tide_stencil_star_d *star_d, *last_d; /* NULL), last: those into dst */
     int shared;        /* the class form with planes of x: each plane's sums made once */
     tide_stencil_plane_f *plane_f, *plane_f1;
     tide_stencil_plane_d *plane_d, *plane_d1;
@@ -195,14 +196,9 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
     for (int k = 0; k < 4 && s->classes; k++)
         c->wf[k] = (float)s->cw[k], c->wd[k] = s->cw[k];
     tide_stencil_spans(s->classes, &c->span_f, &c->span_d);
-    c->bulk_f = c->last_f = c->span_f, c->bulk_d = c->last_d = c->span_d;
     if (star_taps(s)) {
-        tide_stencil_span_f *f;
-        tide_stencil_span_d *d;
-        tide_stencil_star_spans(0, &f, &d);
-        c->bulk_f = f ? f : c->bulk_f, c->bulk_d = d ? d : c->bulk_d;
-        tide_stencil_star_spans(streams_dst(s), &f, &d);
-        c->last_f = f ? f : c->bulk_f, c->last_d = d ? d : c->bulk_d;
+        tide_stencil_star_spans(0, &c->star_f, &c->star_d);
+        tide_stencil_star_spans(streams_dst(s), &c->last_f, &c->last_d);
     }
     c->shared = shares_planes(s);
     tide_stencil_planes(&c->plane_f, &c->plane_d, &c->plane_f1, &c->plane_d1);
@@ -266,14 +262,17 @@ typedef struct {
     void *out;
     const void *src, *srow;
     int rows, last; /* last: out is dst's */
+    const char *pf; /* the star's: pfb bytes a row from pf on to prefetch, or NULL */
+    size_t pfb;
     ptrdiff_t pin, pout, psrc;
 } row_run;
 
 /* Columns [c0, c1) of run u's rows: the stencil, or the rows copied where they are boundary
  * rows. The span's slot i takes tap cs->tap[i]'s rows. The columns whose taps all lie in their
- * rows go as one span of all the rows (stencil_span.h); the few whose tap wraps around a
- * periodic row point by point, each tap's column wrapped, the same arithmetic. */
-#define SWEEP_ROWS(NAME, T, SPAN, BULK, LAST, W)                                                 \
+ * rows go as one span of all the rows (stencil_span.h; the star's where it applies, which also
+ * prefetches u's slice of src); the few whose tap wraps around a periodic row point by point,
+ * each tap's column wrapped, the same arithmetic. */
+#define SWEEP_ROWS(NAME, T, SPAN, STAR, LAST, W)                                                 \
     static void NAME(const tide_sweep *s, const row_run *u, int boundary, int c0, int c1)        \
     {                                                                                            \
         const cpu_sweep *cs = s->state;                                                          \
@@ -318,19 +317,24 @@ typedef struct {
                 cs->SPAN(nt, q, cs->W, so, o, c, c + 1, 1, 0, 0, 0);                             \
             }                                                                                    \
         }                                                                                        \
-        if (a < e)                                                                               \
-            (u->last ? cs->LAST : cs->BULK)(nt, p, cs->W, srow, out, a, e, u->rows, u->pin,      \
-                                            u->psrc, u->pout);                                   \
+        if (a < e && cs->STAR)                                                                   \
+            (u->last ? cs->LAST : cs->STAR)(p, cs->W, srow, out, a, e, u->rows, u->pin, u->psrc, \
+                                            u->pout, u->pf, u->pfb);                             \
+        else if (a < e)                                                                          \
+            cs->SPAN(nt, p, cs->W, srow, out, a, e, u->rows, u->pin, u->psrc, u->pout);          \
     }
-SWEEP_ROWS(rows_f, float, span_f, bulk_f, last_f, wf)
-SWEEP_ROWS(rows_d, double, span_d, bulk_d, last_d, wd)
+SWEEP_ROWS(rows_f, float, span_f, star_f, last_f, wf)
+SWEEP_ROWS(rows_d, double, span_d, star_d, last_d, wd)
 
 /* Level t's plane q, rows [b0, b1), from level t - 1 (below), into `to`: the out window's
  * columns where `to` is dst (last), else all of them. The rows go in runs over which every
  * row the run reads and writes lies a row pitch on from the one before: all rows whose taps'
- * rows are in the grid (or in a tile's ring), and the rows on either side one by one. */
+ * rows are in the grid (or in a tile's ring), and the rows on either side one by one. The
+ * star's span of a run of several rows also prefetches the pfn bytes from pf on into the L2,
+ * spread over the rows (or none: pf NULL). */
 static void make_plane(const tide_sweep *s, const char *src, const level_at *below,
-                       const level_at *to, int last, int q, int b0, int b1)
+                       const level_at *to, int last, int q, int b0, int b1, const char *pf,
+                       size_t pfn)
 {
     int r = s->radius, n0 = s->n[0], n1 = s->n[1], nt = s->ntaps;
     char *in[2 * TIDE_STENCIL_MAX_RADIUS + 1];
@@ -359,6 +363,7 @@ static void make_plane(const tide_sweep *s, const char *src, const level_at *bel
     for (int b = b0; b < b1; b += u.rows) {
         int edge = boundary || (!s->periodic[1] && (b < r || b >= n1 - r));
         u.rows = b >= run0 && b < run1 ? (b1 < run1 ? b1 : run1) - b : 1;
+        u.pf = u.rows > 1 ? pf : NULL, u.pfb = pfn / (size_t)u.rows / 64 * 64;
         size_t at = (size_t)mod(b, n1) * rb;
         for (int i = 0; i < nt && !edge; i++)
             u.row[i] = in[s->off[i][0] + r] + row_at(s, below, b + s->off[i][1]);
@@ -410,7 +415,11 @@ static void level_range(const tide_sweep *s, int d, int x0, int x1, int k, int t
 
 /* One thread's chunk [z0, z1) of rows [y0, y1): planes stream through levels 1 .. k
  * (backend.h). Wave w makes level t's plane w - (t - 1) r, whose upper neighbour one level
- * down was made earlier in the same wave. */
+ * down was made earlier in the same wave. Level 1 reads a new plane of src each wave and
+ * level k writes one of dst, from and to memory, while levels 2 .. k - 1 work in the cache:
+ * with the star's spans the middle levels prefetch the next wave's src plane, a slice each,
+ * so that the memory traffic overlaps their work (measured, 7-point float 256^3 at 6 steps,
+ * one thread: level 1 from 0.87 to 0.41 ns a point, the middle levels 0.30 to 0.36). */
 static void sweep_tile(const tide_sweep *s, const char *src, char *dst, int k, int z0, int z1,
                        int y0, int y1, char *mem)
 {
@@ -438,13 +447,28 @@ static void sweep_tile(const tide_sweep *s, const char *src, char *dst, int k, i
     int lo1, hi1, lok, hik;
     level_range(s, 0, z0, z1, k, 1, &lo1, &hi1);
     level_range(s, 0, z0, z1, k, k, &lok, &hik);
-    for (int w = lo1; w < hik + (k - 1) * s->radius; w++)
+    /* the rows of src level 1 reads (the tile's, r more on each side, within the grid) */
+    int p0 = rows[1][0] - s->radius > 0 ? rows[1][0] - s->radius : 0;
+    int p1 = rows[1][1] + s->radius < s->n[1] ? rows[1][1] + s->radius : s->n[1];
+    size_t pfn = (size_t)(p1 - p0) * gr / 64 * 64;
+    for (int w = lo1; w < hik + (k - 1) * s->radius; w++) {
+        /* the src plane level 1 reads first in the next wave, fetched into the L2 a slice at a
+         * time while the middle levels compute, so that its memory traffic overlaps them */
+        int next = w + 1 + s->radius;
+        const char *pf = next - s->radius < hi1 && (s->periodic[0] || next < s->n[0]) && k > 2
+                             ? src + (size_t)mod(next, s->n[0]) * gp + (size_t)p0 * gr
+                             : NULL;
         for (int t = 1; t <= k; t++) {
             int q = w - (t - 1) * s->radius, lo, hi;
             level_range(s, 0, z0, z1, k, t, &lo, &hi);
+            size_t f0 = pfn * (size_t)(t - 2) / (size_t)(k - 2 > 0 ? k - 2 : 1) / 64 * 64;
+            size_t f1 = pfn * (size_t)(t - 1) / (size_t)(k - 2 > 0 ? k - 2 : 1) / 64 * 64;
+            int mid = pf && t > 1 && t < k;
             if (q >= lo && q < hi)
-                make_plane(s, src, &lv[t - 1], &lv[t], t == k, q, rows[t][0], rows[t][1]);
+                make_plane(s, src, &lv[t - 1], &lv[t], t == k, q, rows[t][0], rows[t][1],
+                           mid ? pf + f0 : NULL, mid ? f1 - f0 : 0);
         }
+    }
 }
 
 /* The class form with shared sums (shares_planes): one thread's chunk [z0, z1) of rows
@@ -571,7 +595,7 @@ static void sweep_tile_shared(const tide_sweep *s, const char *src, char *dst, i
     level_at none = {0}, last = {dst, 0, out0, g.gp, g.gr, 0, 0};
     for (int q = plo[k]; q < phi[k]; q++)
         if (boundary_plane(s, q))
-            make_plane(s, src, &none, &last, 1, q, g.rlo[k], g.rhi[k]);
+            make_plane(s, src, &none, &last, 1, q, g.rlo[k], g.rhi[k], NULL, 0);
     for (int w = plo[0]; w < phi[0] + k - 1; w++) {
         wave_level l[CPU_MAX_FUSE + 1];
         int imin = INT_MAX, imax = INT_MIN;

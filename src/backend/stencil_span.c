@@ -186,7 +186,9 @@ static inline unsigned lanes(int d, int lo, int hi, int W)
             MSTORE(o + d, m, acc_);                                                              \
     } while (0)
 
-/* A span of the 7-point star: slots 1 .. 4 read rows at their own columns, slots 5 and 6 the
+/* A span of the 7-point star (stencil_span.h: its arguments are a span's, the slot count 7,
+ * and pf, pfb: row y also prefetches into the L2 the pfb bytes from pf + y pfb on, a cache
+ * line a vector; pf NULL: none): slots 1 .. 4 read rows at their own columns, slots 5 and 6 the
  * centre row's (slot 0's) columns c - 1 and c + 1 (the built-in 7-point taps with the user's z
  * the fastest dimension). Vectors of W columns go where out's row is aligned, so that the
  * stores and, in rows laid out alike (the sweep's rings), the loads stay within a cache line;
@@ -199,11 +201,11 @@ static inline unsigned lanes(int d, int lo, int hi, int W)
 #define STAR_SPAN(NAME, T, V, W, MASK, LOADU, MLOAD, STOREU, MSTORE, STREAM, SET1, MUL, FMADD,  \
                   ADD, SHIFT, SCALAR, NT)                                                        \
     __attribute__((target("avx512f"))) static void NAME(                                        \
-        int nt, const T *const *p, const T *w, const T *src, T *out, int a, int e, int rows,    \
-        ptrdiff_t pin, ptrdiff_t psrc, ptrdiff_t pout)                                          \
+        const T *const *p, const T *w, const T *src, T *out, int a, int e, int rows,            \
+        ptrdiff_t pin, ptrdiff_t psrc, ptrdiff_t pout, const char *pf, size_t pfb)              \
     {                                                                                            \
         if (e - a < W) {                                                                         \
-            SCALAR(nt, p, w, src, out, a, e, rows, pin, psrc, pout);                             \
+            SCALAR(7, p, w, src, out, a, e, rows, pin, psrc, pout);                              \
             return;                                                                              \
         }                                                                                        \
         V w0 = SET1(w[0]), w1 = SET1(w[1]), w2 = SET1(w[2]), w3 = SET1(w[3]);                    \
@@ -213,6 +215,8 @@ static inline unsigned lanes(int d, int lo, int hi, int W)
             const T *r3 = p[3] + y * pin, *r4 = p[4] + y * pin;                                  \
             const T *sr = src ? src + y * psrc : NULL;                                           \
             T *o = out + y * pout;                                                               \
+            const char *f = pf ? pf + y * pfb : NULL;                                            \
+            size_t nf = pf ? pfb / 64 : 0; /* lines left to prefetch */                          \
             int d = a - (int)((uintptr_t)(o + a) % (W * sizeof(T)) / sizeof(T));                \
             int nt_ = NT && (uintptr_t)(o + d) % 64 == 0;                                        \
             MASK m = (MASK)lanes(d - W, a - 1, e + 1, W);                                        \
@@ -233,6 +237,8 @@ static inline unsigned lanes(int d, int lo, int hi, int W)
                              SHIFT, 0);                                                          \
                 }                                                                                \
                 cb = cc, cc = ca;                                                                \
+                if (nf)                                                                          \
+                    _mm_prefetch(f, _MM_HINT_T1), f += 64, nf--;                                 \
             }                                                                                    \
         }                                                                                        \
         if (NT)                                                                                  \
@@ -430,7 +436,7 @@ void tide_stencil_spans(int classes, tide_stencil_span_f **f, tide_stencil_span_
     }
 }
 
-void tide_stencil_star_spans(int stream, tide_stencil_span_f **f, tide_stencil_span_d **d)
+void tide_stencil_star_spans(int stream, tide_stencil_star_f **f, tide_stencil_star_d **d)
 {
     __builtin_cpu_init();
     int avx512 = __builtin_cpu_supports("avx512f");
