@@ -128,7 +128,7 @@ static int cpu_fuse(const tide_sweep *s, int threads, size_t row_bytes)
 
 /* Whether the last level's stores go around the caches (non-temporal): where src and dst
  * together exceed a quarter of the L3 (the share of a shared L3 that holds them between
- * sweeps, measured: a copy of 64 MiB arrays on 2 cores 1.6 times faster so, of 32 MiB ones 1.1
+ * sweeps, measured: a copy of 64 MiB arrays on 2 cores 1.5 times faster so, of 32 MiB ones 1.1
  * times slower). A store around the caches skips the read of the line it overwrites, a third
  * of the traffic of a plane into dst, and leaves the cache to the rings. */
 static int streams_dst(const tide_sweep *s)
