@@ -8,7 +8,8 @@
  * star and box taps of radius 1 to 3, tests/common.c) on a random view of odd and prime sizes
  * with random boundaries and source inside a random array (random values around the view,
  * which must not matter), over a random window (often a thin band along one dimension), with
- * the CPU's cache per thread its own or a small random one (rows cut into tiles), and
+ * the CPU's cache per thread its own or a small random one (rows cut into tiles), its stores
+ * into dst around the caches or not (the 7-point star's non-temporal stores), and
  * compares it bitwise with k steps of the naive reference (apps/reference.c) on the view
  * alone. The view's storage order is random (the user's x, y, z any of its dimensions; the
  * reference runs on the view turned to C order): the 27-point taps with weights of one value
@@ -45,6 +46,7 @@ typedef struct {
     int classes;       /* the 27-point taps with class-constant weights cw */
     double cw[4];
     size_t cache; /* the CPU's cache per thread (0: its own): small ones cut rows into tiles */
+    int stream_dst; /* the CPU's stores into dst around the caches: 1, -1 never, 0 its choice */
     int at[3], big[3]; /* the view's first point in the array, and the array's extents */
     int off[TIDE_SWEEP_MAX_TAPS][3];
     double w[TIDE_SWEEP_MAX_TAPS];
@@ -122,6 +124,7 @@ static void make_case(tt_rng *rng, int gpu, int i, int shared, scase *c)
     c->source = tt_rng_below(rng, 3) == 0;
     c->beside = tt_rng_below(rng, 2);
     c->cache = tt_rng_below(rng, 2) ? 0 : 1 + tt_rng_below(rng, 1 << 14);
+    c->stream_dst = tt_rng_below(rng, 3) - 1;
     for (int d = 0; d < 3; d++)
         make_window(rng, c->n[d], wide && d == 2, c->out[d]);
     /* the whole array half the time (the default pitches), else a view with 0 to 5 points
@@ -205,11 +208,12 @@ static void run_case(const tide_backend_ops *be, int gpu, void *stream, int thre
                                                                        * (lo[0], 0, 0) */
     char name[260];
     snprintf(name, sizeof name, "case %d: %s %s order %s %dx%dx%d at (%d,%d,%d) of %dx%dx%d "
-             "periodic %d%d%d%s, %d steps, window [%d,%d)x[%d,%d)x[%d,%d), beside %d, cache %zu",
-             index, c->taps, c->dbl ? "double" : "float", tt_order_name(c->ord), c->n[0],
-             c->n[1], c->n[2], c->at[0], c->at[1], c->at[2], c->big[0], c->big[1], c->big[2],
-             c->periodic[0], c->periodic[1], c->periodic[2], c->source ? ", source" : "", c->k,
-             lo[0], hi[0], lo[1], hi[1], lo[2], hi[2], c->beside, c->cache);
+             "periodic %d%d%d%s, %d steps, window [%d,%d)x[%d,%d)x[%d,%d), beside %d, cache %zu, "
+             "stream %d", index, c->taps, c->dbl ? "double" : "float", tt_order_name(c->ord),
+             c->n[0], c->n[1], c->n[2], c->at[0], c->at[1], c->at[2], c->big[0], c->big[1],
+             c->big[2], c->periodic[0], c->periodic[1], c->periodic[2],
+             c->source ? ", source" : "", c->k, lo[0], hi[0], lo[1], hi[1], lo[2], hi[2],
+             c->beside, c->cache, c->stream_dst);
 
     unsigned char *u = malloc(count * es), *want = malloc(vcount * es), *src = NULL;
     unsigned char *vsrc = NULL, *got = malloc(dstn * es);
@@ -245,6 +249,7 @@ static void run_case(const tide_backend_ops *be, int gpu, void *stream, int thre
         s.pitch[0] = (long long)plane, s.pitch[1] = c->big[2];
     s.beside = c->beside;
     s.cache = c->cache;
+    s.stream_dst = c->stream_dst;
     size_t view0 = ((size_t)c->at[0] * c->big[1] + c->at[1]) * c->big[2] + c->at[2];
     void *du = u, *dsrc = src, *ddst = got;
 #if !TIDE_HAVE_CUDA

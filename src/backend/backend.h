@@ -161,6 +161,9 @@ typedef struct tide_sweep {
                            * chunks for the 1 / (1 + beside) share of its SMs it may get */
     size_t cache;         /* bytes of cache a CPU thread's rings should fit (0: half the
                            * core's L2); the CPU cuts the rows into tiles that fit it */
+    int stream_dst;       /* CPU: the stores into dst bypass the caches (non-temporal) where
+                           * the kernel can: 1, -1 never, 0 the backend's choice by the
+                           * grid's size */
     int max_fuse;         /* the most steps one sweep may do (set by sweep_create) */
     void *state;          /* the backend's: tables, rings (sweep_create) */
     size_t state_bytes;   /* host memory the state holds (set by sweep_create) */

@@ -153,6 +153,114 @@ SPAN_SCALAR(class_d, double, fma, CLASS_POINT)
 SPANS("avx2,fma", avx2, 8, 2, __m256, __m256d, 8, 4, _mm256)
 SPANS("avx512f", avx512, 4, 2, __m512, __m512d, 16, 8, _mm512)
 
+/* ---- the 7-point star along rows, AVX-512 (stencil_span.h) -------------------------------- */
+
+/* Lanes [lo - d, hi - d) of a vector of W columns from column d, as a mask. */
+static inline unsigned lanes(int d, int lo, int hi, int W)
+{
+    int l = lo - d > 0 ? lo - d : 0, h = hi - d < W ? hi - d : W;
+    return h <= l ? 0u : ((1u << h) - 1u) & ~((1u << l) - 1u);
+}
+
+/* The star's vector of columns from d of row y: the centre row's vectors before (cb), at (cc)
+ * and after (ca) d give the -z and +z neighbours by a lane shift (SHIFT(hi, lo, n): lanes n ..
+ * n + W - 1 of lo then hi), the other four taps are loads at d (masked to the span's columns,
+ * m, where the vector is not whole inside it); then the taps' chain in slot order and the
+ * source, the store masked the same (a whole one around the caches where nt_ says so). */
+#define STAR_VEC(T, V, W, LOADU, MLOAD, STOREU, MSTORE, STREAM, MUL, FMADD, ADD, SHIFT, FULL)  \
+    do {                                                                                         \
+        V acc_ = MUL(w0, cc);                                                                    \
+        acc_ = FMADD(w1, FULL ? LOADU(r1 + d) : MLOAD(m, r1 + d), acc_);                        \
+        acc_ = FMADD(w2, FULL ? LOADU(r2 + d) : MLOAD(m, r2 + d), acc_);                        \
+        acc_ = FMADD(w3, FULL ? LOADU(r3 + d) : MLOAD(m, r3 + d), acc_);                        \
+        acc_ = FMADD(w4, FULL ? LOADU(r4 + d) : MLOAD(m, r4 + d), acc_);                        \
+        acc_ = FMADD(w5, SHIFT(cc, cb, W - 1), acc_);                                            \
+        acc_ = FMADD(w6, SHIFT(ca, cc, 1), acc_);                                                \
+        if (sr)                                                                                  \
+            acc_ = ADD(acc_, FULL ? LOADU(sr + d) : MLOAD(m, sr + d));                           \
+        if (FULL && nt_)                                                                         \
+            STREAM(o + d, acc_);                                                                 \
+        else if (FULL)                                                                           \
+            STOREU(o + d, acc_);                                                                 \
+        else                                                                                     \
+            MSTORE(o + d, m, acc_);                                                              \
+    } while (0)
+
+/* A span of the 7-point star (stencil_span.h: its arguments are a span's, the slot count 7,
+ * and pf, pfb: row y also prefetches into the L2 the pfb bytes from pf + y pfb on, a cache
+ * line a vector; pf NULL: none): slots 1 .. 4 read rows at their own columns, slots 5 and 6 the
+ * centre row's (slot 0's) columns c - 1 and c + 1 (the built-in 7-point taps with the user's z
+ * the fastest dimension). Vectors of W columns go where out's row is aligned, so that the
+ * stores and, in rows laid out alike (the sweep's rings), the loads stay within a cache line;
+ * NT: whole vectors at 64-byte aligned addresses are stored around the caches (non-temporal),
+ * then a fence orders them before whatever reads out next. The centre row's neighbour columns
+ * come from the vectors before and after by a lane shift instead of two loads across cache
+ * lines. Loads of the centre row take its columns [a - 1, e + 1), the
+ * others' [a, e) (masked at the span's ends, where nothing outside them is touched); each
+ * point's operations are the tap form's, in slot order, so the results are span_f's. */
+#define STAR_SPAN(NAME, T, V, W, MASK, LOADU, MLOAD, STOREU, MSTORE, STREAM, SET1, MUL, FMADD,  \
+                  ADD, SHIFT, SCALAR, NT)                                                        \
+    __attribute__((target("avx512f"))) static void NAME(                                        \
+        const T *const *p, const T *w, const T *src, T *out, int a, int e, int rows,            \
+        ptrdiff_t pin, ptrdiff_t psrc, ptrdiff_t pout, const char *pf, size_t pfb)              \
+    {                                                                                            \
+        if (e - a < W) {                                                                         \
+            SCALAR(7, p, w, src, out, a, e, rows, pin, psrc, pout);                              \
+            return;                                                                              \
+        }                                                                                        \
+        V w0 = SET1(w[0]), w1 = SET1(w[1]), w2 = SET1(w[2]), w3 = SET1(w[3]);                    \
+        V w4 = SET1(w[4]), w5 = SET1(w[5]), w6 = SET1(w[6]);                                     \
+        for (int y = 0; y < rows; y++) {                                                         \
+            const T *c = p[0] + y * pin, *r1 = p[1] + y * pin, *r2 = p[2] + y * pin;             \
+            const T *r3 = p[3] + y * pin, *r4 = p[4] + y * pin;                                  \
+            const T *sr = src ? src + y * psrc : NULL;                                           \
+            T *o = out + y * pout;                                                               \
+            const char *f = pf ? pf + y * pfb : NULL;                                            \
+            size_t nf = pf ? pfb / 64 : 0; /* lines left to prefetch */                          \
+            int d = a - (int)((uintptr_t)(o + a) % (W * sizeof(T)) / sizeof(T));                \
+            int nt_ = NT && (uintptr_t)(o + d) % 64 == 0;                                        \
+            MASK m = (MASK)lanes(d - W, a - 1, e + 1, W);                                        \
+            V cb = MLOAD(m, c + d - W);                                                          \
+            m = (MASK)lanes(d, a - 1, e + 1, W);                                                 \
+            V cc = MLOAD(m, c + d), ca;                                                          \
+            for (; d < e; d += W) {                                                              \
+                if (d + 2 * W <= e + 1)                                                          \
+                    ca = LOADU(c + d + W);                                                       \
+                else                                                                             \
+                    m = (MASK)lanes(d + W, a - 1, e + 1, W), ca = MLOAD(m, c + d + W);          \
+                if (d >= a && d + W <= e) {                                                      \
+                    STAR_VEC(T, V, W, LOADU, MLOAD, STOREU, MSTORE, STREAM, MUL, FMADD, ADD,     \
+                             SHIFT, 1);                                                          \
+                } else {                                                                         \
+                    m = (MASK)lanes(d, a, e, W);                                                 \
+                    STAR_VEC(T, V, W, LOADU, MLOAD, STOREU, MSTORE, STREAM, MUL, FMADD, ADD,     \
+                             SHIFT, 0);                                                          \
+                }                                                                                \
+                cb = cc, cc = ca;                                                                \
+                if (nf)                                                                          \
+                    _mm_prefetch(f, _MM_HINT_T1), f += 64, nf--;                                 \
+            }                                                                                    \
+        }                                                                                        \
+        if (NT)                                                                                  \
+            _mm_sfence();                                                                        \
+    }
+
+#define SHIFT_PS(hi, lo, n)                                                                      \
+    _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(hi), _mm512_castps_si512(lo), n))
+#define SHIFT_PD(hi, lo, n)                                                                      \
+    _mm512_castsi512_pd(_mm512_alignr_epi64(_mm512_castpd_si512(hi), _mm512_castpd_si512(lo), n))
+#define STAR_SPANS(SUF, NT)                                                                      \
+    STAR_SPAN(star_f_##SUF, float, __m512, 16, __mmask16, _mm512_loadu_ps,                      \
+              _mm512_maskz_loadu_ps, _mm512_storeu_ps, _mm512_mask_storeu_ps, _mm512_stream_ps, \
+              _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps, _mm512_add_ps, SHIFT_PS, span_f,  \
+              NT)                                                                                \
+    STAR_SPAN(star_d_##SUF, double, __m512d, 8, __mmask8, _mm512_loadu_pd,                      \
+              _mm512_maskz_loadu_pd, _mm512_storeu_pd, _mm512_mask_storeu_pd, _mm512_stream_pd, \
+              _mm512_set1_pd, _mm512_mul_pd, _mm512_fmadd_pd, _mm512_add_pd, SHIFT_PD, span_d,  \
+              NT)
+STAR_SPANS(avx512, 0)
+STAR_SPANS(avx512_nt, 1)
+
 /* ---- the class form's plane pass (stencil_span.h) ----------------------------------------- */
 
 /* Column c of the plane pass, computed: plane p's sums around c from its rows r0, r1, r2
@@ -291,10 +399,6 @@ PLANE_SCALAR(plane_d, double, fma)
     }
 
 #define NO_SHIFT(hi, lo, n) ((void)(lo), (hi))
-#define SHIFT_PS(hi, lo, n)                                                                      \
-    _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(hi), _mm512_castps_si512(lo), n))
-#define SHIFT_PD(hi, lo, n)                                                                      \
-    _mm512_castsi512_pd(_mm512_alignr_epi64(_mm512_castpd_si512(hi), _mm512_castpd_si512(lo), n))
 PLANE_VEC(plane_f_avx2, "avx2,fma", float, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps,
           _mm256_set1_ps, _mm256_mul_ps, _mm256_fmadd_ps, _mm256_add_ps, plane_f, 0, NO_SHIFT)
 PLANE_VEC(plane_d_avx2, "avx2,fma", double, __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd,
@@ -330,4 +434,12 @@ void tide_stencil_spans(int classes, tide_stencil_span_f **f, tide_stencil_span_
         *f = classes ? class_f : span_f;
         *d = classes ? class_d : span_d;
     }
+}
+
+void tide_stencil_star_spans(int stream, tide_stencil_star_f **f, tide_stencil_star_d **d)
+{
+    __builtin_cpu_init();
+    int avx512 = __builtin_cpu_supports("avx512f");
+    *f = !avx512 ? NULL : stream ? star_f_avx512_nt : star_f_avx512;
+    *d = !avx512 ? NULL : stream ? star_d_avx512_nt : star_d_avx512;
 }
