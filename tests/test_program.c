@@ -10,10 +10,12 @@
  *     ops and those that complete earlier work still run, with tide_env.failed set to the
  *     failure, and the program returns the first failure and names its op; a failure given by
  *     the caller is returned with no op named, and no local op runs;
- *  c) a streamed pass's ops on one chunk (tide_chunk_run) as the out-of-card multiply runs
- *     them: a C tile loaded into an accumulator by a copy op whose byte count is bound per
- *     run, updated twice (two panels, beta then 1), stored back, against a naive loop; the
- *     runner stops at the first failing op and names its index.
+ *  c) a pass's steps on one chunk (tide_steps_run, what the out-of-card runner does for each
+ *     chunk) as the out-of-card multiply runs them: a C tile loaded into an accumulator by a
+ *     copy op whose byte count is bound per run, updated twice (two panels, beta then 1),
+ *     stored back, against a naive loop; the same failure rule as b) on steps, over one chunk
+ *     and over a second chunk after the failure (only its collective and completing steps
+ *     run), the first failing op named.
  */
 #include <complex.h>
 #include <math.h>
@@ -241,12 +243,14 @@ static void test_chunk(void)
     tide_op_gemm(&ops[1], h, &g, &x);
     tide_op_copy(&ops[2], &bytes, most);
     void *chunk[2] = {tile, acc};
+    tide_step step[3];
     bytes = most;
-    int failed = -1;
-    int st = tide_chunk_run(ops, 2, &e, chunk, &failed); /* panel 0: load, update */
+    const tide_op *failed = NULL;
+    int st = 0; /* panel 0: load, update; panel 1: update, store */
+    tide_steps_run(step, tide_steps_of(ops, 2, chunk, step), &e, &st, &failed);
     x.beta = tide_scalar_real(1);
     x.a = a + m * (k / 2), x.b = b + k / 2;
-    st = st ? st : tide_chunk_run(ops + 1, 2, &e, chunk, &failed); /* panel 1: update, store */
+    tide_steps_run(step, tide_steps_of(ops + 1, 2, chunk, step), &e, &st, &failed);
     double worst = 0;
     for (long long j = 0; j < n; j++)
         for (long long i = 0; i < m; i++) {
@@ -255,16 +259,32 @@ static void test_chunk(void)
                 s += a[i + l * m] * b[l + j * k];
             worst = tt_max_nan(worst, fabs(tile[i + j * ld] - (0.5 * s - 2 * c0[i + j * ld])));
         }
-    tt_local(&tally, st == 0 && failed == -1 && worst <= 1e-13 * (k + 2) &&
+    tt_local(&tally, st == 0 && !failed && worst <= 1e-13 * (k + 2) &&
              ops[0].kind == TIDE_OP_COPY && ops[0].cost.mem_bytes == 2.0 * (double)most,
-             "chunk ops: status %d (failed op %d), error %.3g", st, failed, worst);
-    tide_op bad[3] = {{.cls = &local_class, .steps = 0}, {.cls = &failing_class, .steps = 1},
-                      {.cls = &local_class, .steps = 2}};
-    memset(ran, 0, sizeof ran);
-    st = tide_chunk_run(bad, 3, &e, chunk, &failed);
-    tt_local(&tally, st == TIDE_ERR_BACKEND && failed == 1 && ran[0] && ran[1] && !ran[2],
-             "chunk ops: a failing op returned %d at op %d, the ops ran %d %d %d times",
-             st, failed, ran[0], ran[1], ran[2]);
+             "chunk ops: status %d (failed op %s), error %.3g", st, failed ? failed->what : "",
+             worst);
+    /* the failure rule on steps: after op 1 fails the local op 2 is skipped, the collective
+     * op 3 and the completing op 4 run with e->failed set; a chunk after it runs only those */
+    tide_op bad[5] = {{.cls = &local_class, .steps = 0}, {.cls = &failing_class, .steps = 1},
+                      {.cls = &local_class, .steps = 2}, {.cls = &collective_class, .steps = 3},
+                      {.cls = &completes_class, .steps = 4}};
+    for (int chunks = 1; chunks <= 2; chunks++) {
+        memset(ran, 0, sizeof ran);
+        memset(saw, 0, sizeof saw);
+        st = 0;
+        failed = NULL;
+        int coll = 0;
+        tide_step bs[5];
+        for (int c = 0; c < chunks; c++)
+            coll = tide_steps_run(bs, tide_steps_of(bad, 5, chunk, bs), &e, &st, &failed);
+        tt_local(&tally, st == TIDE_ERR_BACKEND && failed == &bad[1] && coll &&
+                         ran[0] == 1 && ran[1] == 1 && !ran[2] && ran[3] == chunks &&
+                         ran[4] == chunks && saw[3] == st && saw[4] == st,
+                 "chunk steps over %d chunks: a failing op returned %d at %s, the ops ran "
+                 "%d %d %d %d %d times, the last two seeing failed %d %d", chunks, st,
+                 failed ? failed->what : "none", ran[0], ran[1], ran[2], ran[3], ran[4],
+                 saw[3], saw[4]);
+    }
     tide_backend_cpu.gemm_destroy(h);
     free(a), free(b), free(tile), free(acc), free(c0);
     printf("test_program: c) a chunk's ops\n");

@@ -451,21 +451,27 @@ void tide_op_copy_region(tide_op *op, const tide_region_copy *x, size_t most)
     snprintf(op->what, sizeof op->what, "copy region[%zu B]", most);
 }
 
-/* ---- a streamed pass's ops on one chunk ------------------------------------------------ */
+/* ---- a pass's steps on one chunk ------------------------------------------------------ */
 
-int tide_chunk_run(const tide_op *ops, int n, const tide_env *e, void *const chunk[2],
-                   int *failed)
+int tide_steps_run(const tide_step *s, int n, const tide_env *e, int *status,
+                   const tide_op **failed_at)
 {
+    tide_env f = *e;
+    int collective = 0;
     for (int k = 0; k < n; k++) {
-        int st = ops[k].cls->execute(&ops[k], e, chunk[ops[k].src ? 1 : 0],
-                                     chunk[ops[k].dst ? 1 : 0]);
-        if (st) {
-            if (failed)
-                *failed = k;
-            return st;
+        const tide_op *op = s[k].op;
+        collective |= op->cls->collective;
+        if (*status && !tide_op_runs_after_failure(op))
+            continue;
+        f.failed = *status;
+        int st = op->cls->execute(op, &f, s[k].src, s[k].dst);
+        if (st && !*status) {
+            *status = st;
+            if (failed_at)
+                *failed_at = op;
         }
     }
-    return TIDE_SUCCESS;
+    return collective;
 }
 
 /* ---- placement ------------------------------------------------------------------------- */
@@ -575,7 +581,7 @@ int tide_program_run(const tide_program *prog, const tide_env *e, void *const w[
     tide_env failed = *e; /* what a collective op runs with after a failure */
     for (int i = 0; i < prog->nops; i++) {
         const tide_op *o = &prog->ops[i];
-        if (st && !o->cls->collective && !o->cls->completes)
+        if (st && !tide_op_runs_after_failure(o))
             continue;
         failed.failed = st;
         double t0 = times ? MPI_Wtime() : 0;

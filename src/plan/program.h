@@ -183,13 +183,34 @@ void tide_op_copy(tide_op *op, const size_t *bytes, size_t most);
  * bytes. */
 void tide_op_copy_region(tide_op *op, const tide_region_copy *x, size_t most);
 
-/* Runs ops[0..n) of a streamed pass on one chunk, in order, each reading and writing the
- * chunk buffers its src and dst name (0 or 1: chunk[0], chunk[1]), through env e (its
- * stream the chunk's). Stops at the first failure and returns its code, with *failed (when
- * not NULL) the op's index; nothing in a pass's ops is collective, so no peer waits on the
- * ops left out. Returns 0 when all ran. */
-int tide_chunk_run(const tide_op *ops, int n, const tide_env *e, void *const chunk[2],
-                   int *failed);
+/* One step of a pass over chunks: op run from src to dst, addresses in the chunk's buffers. */
+typedef struct {
+    const tide_op *op;
+    void *src, *dst;
+} tide_step;
+
+/* The steps of ops[0..n) on a chunk's two buffers, each op reading and writing the one its
+ * src and dst name (0: chunk[0], else chunk[1]); returns n. */
+static inline int tide_steps_of(const tide_op *ops, int n, void *const chunk[2], tide_step *s)
+{
+    for (int k = 0; k < n; k++)
+        s[k] = (tide_step){&ops[k], chunk[ops[k].src ? 1 : 0], chunk[ops[k].dst ? 1 : 0]};
+    return n;
+}
+
+/* Whether op o runs after a failure (collective: its peers wait for it; completes: it waits
+ * for work left running), with e->failed set: the executor's failure rule. */
+static inline int tide_op_runs_after_failure(const tide_op *o)
+{
+    return o->cls->collective || o->cls->completes;
+}
+
+/* Runs steps s[0..n) in order through env e under the executor's failure rule, *status the
+ * run's first failure so far (0: none): after a failure a step runs only when
+ * tide_op_runs_after_failure says so, with e->failed set. The first failure is kept in
+ * *status, its op in *failed_at (when not NULL). Returns whether a step is collective. */
+int tide_steps_run(const tide_step *s, int n, const tide_env *e, int *status,
+                   const tide_op **failed_at);
 
 /* The local checks that open a plan's run on array a of `steps` steps: the plan's GPU made
  * current (enter_st, the status of entering it), steps >= 0, a not NULL where the rank has

@@ -124,30 +124,25 @@ static void note(tide_runner *r, int st, int i, const char *what)
     snprintf(r->what, sizeof r->what, "%s", what);
 }
 
-/* Chunk i: its steps bound and run on its slot. A failure (this chunk's or an earlier one's)
- * ends the run unless the chunk has a collective step, which then runs with e.failed set. */
+/* Chunk i: its steps bound and run on its slot under the executor's failure rule
+ * (tide_steps_run). A failure (this chunk's or an earlier one's) ends the run unless the chunk
+ * has a collective step, which then runs with e.failed set. */
 static int work(void *user, int i, void *const *buf, void *stream)
 {
     tide_runner *r = user;
     tide_env e = r->slot[i % r->slots];
     e.stream = stream;
     e.failed = r->status;
-    int n = 0, collective = 0;
-    int st = r->pass->steps(r->pass->user, i, &e, buf, r->steps, &n);
+    int n = 0, st = r->pass->steps(r->pass->user, i, &e, buf, r->steps, &n);
     if (st || n > r->max_steps) {
         note(r, st ? st : TIDE_ERR_ARGUMENT, i, "");
         n = 0;
     }
-    for (int k = 0; k < n; k++) {
-        const tide_op *op = r->steps[k].op;
-        collective |= op->cls->collective;
-        if (r->status && !op->cls->collective)
-            continue;
-        e.failed = r->status;
-        st = op->cls->execute(op, &e, r->steps[k].src, r->steps[k].dst);
-        if (st)
-            note(r, st, i, op->what);
-    }
+    int status = r->status;
+    const tide_op *at = NULL;
+    int collective = tide_steps_run(r->steps, n, &e, &status, &at);
+    if (status != r->status)
+        note(r, status, i, at->what);
     return collective ? TIDE_SUCCESS : r->status;
 }
 

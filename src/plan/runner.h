@@ -9,11 +9,12 @@
  * pass is a pipeline job's chunks and transfers (describe) and, for every chunk, the steps the
  * operation binds (steps): ops of the plan core (plan/program.h), each run from one device
  * address to another, in order, on the chunk's slot. The operation says what a chunk moves
- * and which ops it runs; the runner does the rest, with the executor's failure rule: after a
- * step fails, the rank runs no local step of the pass again but still runs every collective
- * one (a chunk's exchange, with e->failed set), so no peer waits for it; a chunk with a
- * collective step keeps the run going (its peers' chunks still exchange), a run without one
- * ends at the failure. The run returns the first failure.
+ * and which ops it runs; the runner does the rest, running a chunk's steps through
+ * tide_steps_run (plan/program.h) with the executor's failure rule: after a step fails, the
+ * rank runs no local step of the pass again but still runs every collective one (a chunk's
+ * exchange, with e->failed set), so no peer waits for it; a chunk with a collective step keeps
+ * the run going (its peers' chunks still exchange), a run without one ends at the failure. The
+ * run returns the first failure.
  */
 #ifndef TIDE_RUNNER_H
 #define TIDE_RUNNER_H
@@ -35,21 +36,6 @@ typedef struct {
     size_t fft_work;         /* bytes of each slot's FFT work area (0: none) */
     int max_steps;           /* the most steps a chunk binds */
 } tide_runner_desc;
-
-/* One step of a chunk: op run from src to dst, device addresses in the chunk's buffers. */
-typedef struct {
-    const tide_op *op;
-    void *src, *dst;
-} tide_step;
-
-/* The steps of ops[0..n) on a chunk's two buffers, each op reading and writing the one its
- * src and dst name (0: chunk[0], else chunk[1]); returns n. */
-static inline int tide_steps_of(const tide_op *ops, int n, void *const chunk[2], tide_step *s)
-{
-    for (int k = 0; k < n; k++)
-        s[k] = (tide_step){&ops[k], chunk[ops[k].src ? 1 : 0], chunk[ops[k].dst ? 1 : 0]};
-    return n;
-}
 
 /* A pass. describe, uploaded and ended as the pipeline job's (pipeline.h), with user. */
 typedef struct {

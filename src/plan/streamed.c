@@ -298,11 +298,15 @@ static int host_pass(const tide_streamed *s, int dir, int k, const void *src, vo
                      char *err, size_t len)
 {
     void *arr[2] = {(void *)src, dst};
-    const tide_op *ops = s->ops[dir][k][0];
+    tide_step step[TIDE_PASS_OPS];
+    const tide_op *at = NULL;
     double t = MPI_Wtime();
-    int j = 0;
-    if (!st && (st = tide_chunk_run(ops, s->nops[dir][k], &s->host_env, arr, &j)))
-        snprintf(err, len, "%s on the CPU failed", ops[j].what);
+    if (!st) {
+        tide_steps_run(step, tide_steps_of(s->ops[dir][k][0], s->nops[dir][k], arr, step),
+                       &s->host_env, &st, &at);
+        if (st)
+            snprintf(err, len, "%s on the CPU failed", at->what);
+    }
     if (!st && s->ctx->log_level >= TIDE_LOG_DEBUG)
         tide_log(s->ctx, TIDE_LOG_DEBUG, "host pass %d: %.3g ms", k, (MPI_Wtime() - t) * 1e3);
     return st;

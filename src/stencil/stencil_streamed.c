@@ -59,6 +59,15 @@ enum {
 };
 enum { BORDER = 0, HEAD = 1 }; /* resident buffers */
 
+/* A level's ops, made once a pass: its sweep of f steps over a window (win: the window's
+ * planes n[0] and its source set for each chunk), and a copy of a window too thin for a sweep
+ * (thin: its bytes, set for each chunk). */
+typedef struct {
+    tide_sweep win;
+    size_t thin;
+    tide_op sweep, copy;
+} level_ops;
+
 struct tide_stencil_streamed {
     tide_stencil_streamed_desc d;
     tide_sweep sweep;         /* the whole grid's, copied: windows change n[0] and the source */
@@ -73,10 +82,7 @@ struct tide_stencil_streamed {
     tide_runner_pass pass;
     tide_op band_copy;        /* a chunk's ops: a level's band copied (band_bytes) ... */
     size_t band_bytes;
-    tide_op *lev;             /* ... and per level (K of them at most) its sweep over a window
-                               * (win), or a copy of a window too thin for one (thin bytes) */
-    tide_sweep *win;
-    size_t *thin;
+    level_ops *lev;           /* ... and each level's (K of them at most), made for each pass */
     void *u, *src;            /* the pass in flight: u and the source (laid out as own) ... */
     const tide_parts *halo, *src_halo; /* ... and their halos (NULL where own is box) */
     int steps;                /* its steps */
@@ -202,20 +208,11 @@ static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down,
 static void level(tide_stencil_streamed *s, long long l, char *from, char *to, long long n,
                   char *sb, tide_step *step, int *k)
 {
-    tide_op *op = &s->lev[l - 1];
-    *op = (tide_op){0};
-    if (n < 2LL * s->r + 1) {
-        s->thin[l - 1] = (size_t)n * s->plane;
-        tide_op_copy(op, &s->thin[l - 1], s->thin[l - 1]);
-    } else {
-        tide_sweep *t = &s->win[l - 1];
-        *t = s->sweep;
-        t->periodic[0] = 0;
-        t->n[0] = (int)n;
-        t->source = sb; /* NULL without a source */
-        tide_op_sweep(op, t, s->f);
-    }
-    step[(*k)++] = (tide_step){op, from, to};
+    level_ops *v = &s->lev[l - 1];
+    v->win.n[0] = (int)n;
+    v->win.source = sb; /* NULL without a source */
+    v->thin = (size_t)n * s->plane;
+    step[(*k)++] = (tide_step){n < 2LL * s->r + 1 ? &v->copy : &v->sweep, from, to};
 }
 
 /* A copy of one level's band (2 R planes) from src to dst. */
@@ -491,10 +488,8 @@ int tide_stencil_streamed_create(const tide_stencil_streamed_desc *d, tide_stenc
     tide_runner_desc rd = {.env = s->d.env, .slots = SLOTS, .nbufs = s->nbufs, .buf_bytes = buf,
                            .nresident = 2, .resident_bytes = res, .max_steps = 4 * s->K};
     s->lev = calloc((size_t)s->K, sizeof *s->lev);
-    s->win = calloc((size_t)s->K, sizeof *s->win);
-    s->thin = calloc((size_t)s->K, sizeof *s->thin);
-    st = !s->lev || !s->win || !s->thin ? (snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM)
-                                        : tide_runner_create(&rd, &s->runner, err, len);
+    st = !s->lev ? (snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM)
+                 : tide_runner_create(&rd, &s->runner, err, len);
     if (st) {
         tide_stencil_streamed_destroy(s);
         return st;
@@ -510,8 +505,6 @@ void tide_stencil_streamed_destroy(tide_stencil_streamed *s)
         return;
     tide_runner_destroy(s->runner);
     free(s->lev);
-    free(s->win);
-    free(s->thin);
     free(s);
 }
 
@@ -528,6 +521,13 @@ int tide_stencil_streamed_pass(tide_stencil_streamed *s, void *u, const tide_par
     s->u = u, s->halo = halo, s->src = (void *)source, s->src_halo = source_halo;
     s->steps = steps;
     s->f = level_steps(steps, s->F);
+    for (int l = 0; l < steps / s->f; l++) { /* each level's ops, on the whole grid's sweep */
+        level_ops *v = &s->lev[l];
+        v->win = s->sweep;
+        v->win.periodic[0] = 0;
+        tide_op_sweep(&v->sweep, &v->win, s->f);
+        tide_op_copy(&v->copy, &v->thin, 2 * (size_t)s->r * s->plane);
+    }
     /* up: u's level 0 and the source, each in at most seven pieces (split); down: into u */
     s->pass = (tide_runner_pass){.nchunks = s->ns + 1, .elem = s->sweep.dbl ? 8 : 4,
                                  .batch = 1, .max_up = 2 * (1 + TIDE_PARTS_MAX), .max_down = 2,
