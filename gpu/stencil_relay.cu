@@ -118,6 +118,11 @@ struct relay_cfg {
 // VEC: rows of a multiple of 4 points in 16-byte aligned arrays (sweep_args' vec): a lane's
 // four columns are all in the grid or all out (wrapped along a periodic n2, never straddling
 // the wrap), so they move as one vector; else element by element.
+// The most steps for which the double star keeps its own rows in registers (OWN below): 2
+// steps take 140-158 registers of 168, 3 steps 168 (rows not of vectors spill 24-28 bytes), 4
+// would spill 200-370 bytes (ptxas for sm_90).
+constexpr int OWN_KMAX = 3;
+
 template <typename T, class S, int K, int RY, int NW, bool VEC>
 __global__ void __launch_bounds__(32 * NW, 1)
     sweep_relay(const sweep_args<T> a, const tap_weights<T, S::nw> w)
@@ -126,7 +131,13 @@ __global__ void __launch_bounds__(32 * NW, 1)
     using Q = relay_taps<S>;
     constexpr int V = C::V, W = C::W, KV = C::KV, PL = C::PL;
     constexpr int LAG = Q::star ? 1 : 2;     // planes level t lags behind level t - 1
-    constexpr int CARRIED = Q::star ? 1 : S::x_fastest ? 4 : 2; // values a level keeps a point
+    // The star in double keeps level t - 1's plane p in registers too (it was level t - 1's
+    // output, or level 0's load, a step earlier), so a level reads only the two rows beside
+    // the thread's from shared memory: the kernel is bound by its shared-memory traffic, and
+    // one block of 12 warps has registers to spare (K <= OWN_KMAX without spilling).
+    constexpr bool OWN = Q::star && sizeof(T) == 8 && K <= OWN_KMAX;
+    constexpr int CARRIED = Q::star ? (OWN ? 2 : 1) : S::x_fastest ? 4 : 2; // values a level
+                                                                            // keeps a point
     static_assert(Q::star || Q::box, "sweep_relay takes 7-point stars and the 27-point box");
     extern __shared__ __align__(16) unsigned char smem[];
     T *const sm = (T *)smem; // [K][2][H0 + 2][W]: level t's planes by step parity
@@ -189,7 +200,7 @@ __global__ void __launch_bounds__(32 * NW, 1)
     };
 
     // Carried from step to step, per level t (car[t - 1]): the star's level t - 1 plane p - 1
-    // in the own columns; the box's partial sums of the updates of planes q and q + 1 (in the
+    // in the own columns (with OWN, plane p's next); the box's partial sums of the updates of planes q and q + 1 (in the
     // class form, x along the rows: the values and y pairs of planes q - 1 and q).
     T car[K][CARRIED][RY][V];
     T pf[RY][V]; // level 0's next plane, loaded a step ahead
@@ -224,8 +235,15 @@ __global__ void __launch_bounds__(32 * NW, 1)
             const T *plane = sm + (t - 1) * 2 * PL + prv;
             T rw[RY + 2][V], out[RY][V];
 #pragma unroll
-            for (int r = 0; r < RY + 2; r++)
-                ld4s(plane + srow + r * W, rw[r]);
+            for (int r = 0; r < RY + 2; r++) {
+                if (!OWN || r == 0 || r == RY + 1) {
+                    ld4s(plane + srow + r * W, rw[r]);
+                } else {
+#pragma unroll
+                    for (int c = 0; c < V; c++)
+                        rw[r][c] = car[t - 1][OWN][r - 1][c];
+                }
+            }
             if constexpr (Q::star) {
 #pragma unroll
                 for (int r = 0; r < RY; r++) {
@@ -255,6 +273,8 @@ __global__ void __launch_bounds__(32 * NW, 1)
                         });
                         out[r][c] = acc;
                         car[t - 1][0][r][c] = ce[c];
+                        if constexpr (OWN)
+                            car[t - 1][1][r][c] = nx[r][c];
                     }
                 }
             } else if constexpr (S::x_fastest) {
@@ -433,7 +453,8 @@ cudaError_t launch_relay(const tide_sweep *s, const sweep_state *st, const fused
 // shared planes fit an SM (one block per SM, at most 227 KB) and whose thread state fits the
 // registers without spilling (ptxas for sm_90).
 //   * Star, float: 48 rows of 3 a thread up to 4 steps (98-124 registers of 128), then 32
-//     rows of 2; double: 24 rows of 2, 12 warps (118-156 of 168). One H100, 512^3 double: 24
+//     rows of 2; double: 24 rows of 2, 12 warps (140-168 of 168 with the own rows kept, up to
+//     3 steps; 152-162 for 4). One H100, 512^3 double: 24
 //     rows of 4 points a lane ran 300 GCell/s (3 steps, half the grid), 48 rows of 2 points a
 //     lane (one 16-byte vector) 103-115; one H200, 2 steps in 32 rows of 2 and 16 warps
 //     (112-120 registers of 128, no spills) ran 351 GCell/s against 359 for 24 rows.
