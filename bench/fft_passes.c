@@ -1,0 +1,232 @@
+/*
+ * fft_passes.c: one GPU, arrays in device memory: how many passes over device memory a 3D C2C
+ * transform of N^3 takes when its planes go through the L2 cache, against the bare cuFFT 3D
+ * plan (the study behind Tide's own in-card FFT; docs/performance.md, "Passes over device
+ * memory").
+ *
+ *   fft_passes <float|double> N [RUNS]      (N^3 grid, default 9 runs)
+ *
+ * Schedules, each in place, forward, timed with a device synchronize on both sides, the median
+ * of RUNS after a warm-up:
+ *   3d:       cufftPlan3d;
+ *   planes B: the two fastest dimensions as 2D transforms of B planes at a time (cufftPlanMany,
+ *             batch B; B planes of N^2 points fit the L2 for small B, so the second of the 2D
+ *             transform's passes reads the L2), then the slowest dimension as N^2 strided 1D
+ *             transforms (one plan, stride N^2), for B = 1, 2, 4, ... N;
+ *   the same launched from a CUDA graph (captured once), which leaves the kernels and not
+ *   their launches;
+ * and the parts alone: the 2D transforms of all planes in one call, the strided 1D pass.
+ * The floor is one read and one write of the array at the device copy rate measured in the
+ * same run (cudaMemcpy device to device); each time is printed as passes = time / floor.
+ * Every schedule's output is compared with the 3D plan's (relative L2).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime.h>
+#include <cufft.h>
+#include "tide.h"
+#define PEER_NAME "fft_passes"
+#include "peer.h"
+
+typedef struct {
+    int dbl, N, B;         /* B: planes a 2D call takes (0: the 3D plan) */
+    cufftHandle plane, line, whole;
+    cudaStream_t stream;
+} sched;
+
+static int exec(cufftHandle h, const sched *s, void *p)
+{
+    return s->dbl ? (int)cufftExecZ2Z(h, p, p, CUFFT_FORWARD)
+                  : (int)cufftExecC2C(h, p, p, CUFFT_FORWARD);
+}
+
+/* One forward transform of d by schedule s, enqueued on s->stream. */
+static int run(const sched *s, void *d)
+{
+    if (!s->B)
+        return exec(s->whole, s, d);
+    size_t plane = (size_t)s->N * s->N * (s->dbl ? 16 : 8);
+    for (int z = 0; z < s->N; z += s->B)
+        CK(exec(s->plane, s, (char *)d + (size_t)z * plane));
+    return exec(s->line, s, d);
+}
+
+static int make(sched *s, int dbl, int N, int B, cudaStream_t stream)
+{
+    *s = (sched){.dbl = dbl, .N = N, .B = B, .stream = stream};
+    cufftType t = dbl ? CUFFT_Z2Z : CUFFT_C2C;
+    if (!B) {
+        CK(cufftPlan3d(&s->whole, N, N, N, t));
+        return cufftSetStream(s->whole, stream);
+    }
+    int n2[2] = {N, N}, n1[1] = {N};
+    CK(cufftPlanMany(&s->plane, 2, n2, NULL, 1, N * N, NULL, 1, N * N, t, B));
+    CK(cufftPlanMany(&s->line, 1, n1, n1, N * N, 1, n1, N * N, 1, t, N * N));
+    CK(cufftSetStream(s->plane, stream));
+    return cufftSetStream(s->line, stream);
+}
+
+static void unmake(sched *s)
+{
+    if (s->B) {
+        cufftDestroy(s->plane);
+        cufftDestroy(s->line);
+    } else {
+        cufftDestroy(s->whole);
+    }
+}
+
+/* Relative L2 distance of two complex arrays of n scalars (device), on the host. */
+static double rel_l2(const void *da, const void *db, size_t n, int dbl)
+{
+    size_t bytes = n * (dbl ? 8 : 4);
+    char *a = malloc(bytes), *b = malloc(bytes);
+    double num = 0, den = 0;
+    if (a && b && cudaMemcpy(a, da, bytes, cudaMemcpyDeviceToHost) == cudaSuccess &&
+        cudaMemcpy(b, db, bytes, cudaMemcpyDeviceToHost) == cudaSuccess)
+        for (size_t i = 0; i < n; i++) {
+            double x = dbl ? ((double *)a)[i] : ((float *)a)[i];
+            double y = dbl ? ((double *)b)[i] : ((float *)b)[i];
+            num += (x - y) * (x - y);
+            den += y * y;
+        }
+    else
+        num = den = NAN;
+    free(a);
+    free(b);
+    return sqrt(num / den);
+}
+
+/* Median seconds of one call of f (a schedule run, or a graph launch) over runs, the input
+ * restored before each (untimed). */
+typedef int (*call_fn)(const void *what, void *d);
+
+static int call_sched(const void *what, void *d) { return run(what, d); }
+
+typedef struct {
+    cudaGraphExec_t exec;
+    cudaStream_t stream;
+} graph;
+
+static int call_graph(const void *what, void *d)
+{
+    (void)d;
+    const graph *g = what;
+    return (int)cudaGraphLaunch(g->exec, g->stream);
+}
+
+static int timed(call_fn f, const void *what, void *d, const void *pristine, size_t bytes,
+                 int runs, double *median)
+{
+    double *t = malloc(sizeof(double) * (size_t)runs);
+    if (!t)
+        return 1;
+    for (int r = -1; r < runs; r++) {
+        CK(cudaMemcpy(d, pristine, bytes, cudaMemcpyDeviceToDevice));
+        double t0 = peer_now();
+        CK(f(what, d));
+        double t1 = peer_now();
+        if (r >= 0)
+            t[r] = t1 - t0;
+    }
+    *median = peer_median(t, runs);
+    free(t);
+    return 0;
+}
+
+static int bench(int dbl, int N, int runs)
+{
+    size_t n3 = (size_t)N * N * N, bytes = n3 * (dbl ? 16 : 8);
+    void *pristine = NULL, *d = NULL, *ref = NULL;
+    CK(cudaMalloc(&pristine, bytes));
+    CK(cudaMalloc(&d, bytes));
+    CK(cudaMalloc(&ref, bytes));
+    char *h = malloc(bytes);
+    if (!h)
+        return fprintf(stderr, "fft_passes: out of memory\n"), 1;
+    unsigned long long x = PEER_SEED;
+    peer_fill(h, 2 * n3, dbl, &x);
+    CK(cudaMemcpy(pristine, h, bytes, cudaMemcpyHostToDevice));
+    free(h);
+    cudaStream_t stream;
+    CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+    /* the floor: one read and one write of the array, at the copy rate of this run */
+    double tc[16];
+    for (int r = 0; r < 16; r++) {
+        double t0 = peer_now();
+        CK(cudaMemcpyAsync(d, pristine, bytes, cudaMemcpyDeviceToDevice, stream));
+        tc[r] = peer_now() - t0;
+    }
+    double floor = peer_median(tc, 16);
+    printf("c2c %s %d^3, one GPU, device arrays, in place, forward; copy %.0f GB/s, one pass "
+           "(read + write) %.4f ms\n", dbl ? "double" : "float", N, 2 * bytes / floor / 1e9,
+           floor * 1e3);
+
+    sched s3;
+    CK(make(&s3, dbl, N, 0, stream));
+    CK(cudaMemcpy(d, pristine, bytes, cudaMemcpyDeviceToDevice));
+    CK(run(&s3, d));
+    CK(cudaStreamSynchronize(stream));
+    CK(cudaMemcpy(ref, d, bytes, cudaMemcpyDeviceToDevice));
+    double t3;
+    CK(timed(call_sched, &s3, d, pristine, bytes, runs, &t3));
+    printf("%-22s %8.4f ms  %5.2f passes\n", "3d (cufftPlan3d)", t3 * 1e3, t3 / floor);
+    unmake(&s3);
+
+    int worst = 0;
+    for (int B = 1; B <= N; B *= 2) {
+        sched s;
+        CK(make(&s, dbl, N, B, stream));
+        CK(cudaMemcpy(d, pristine, bytes, cudaMemcpyDeviceToDevice));
+        CK(run(&s, d));
+        CK(cudaStreamSynchronize(stream));
+        double err = rel_l2(d, ref, 2 * n3, dbl), t, tg = NAN, t2 = NAN, t1 = NAN;
+        worst |= !(err < (dbl ? 1e-12 : 1e-5));
+        CK(timed(call_sched, &s, d, pristine, bytes, runs, &t));
+        /* the same from a graph */
+        cudaGraph_t gr;
+        graph g = {.stream = stream};
+        CK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+        int cst = run(&s, d);
+        CK(cudaStreamEndCapture(stream, &gr));
+        if (!cst && cudaGraphInstantiate(&g.exec, gr, 0) == cudaSuccess) {
+            CK(timed(call_graph, &g, d, pristine, bytes, runs, &tg));
+            cudaGraphExecDestroy(g.exec);
+        }
+        cudaGraphDestroy(gr);
+        if (B == N) { /* the parts alone: all planes in one call, the strided pass */
+            sched p = s;
+            p.B = 0;
+            p.whole = s.plane;
+            CK(timed(call_sched, &p, d, pristine, bytes, runs, &t2));
+            p.whole = s.line;
+            CK(timed(call_sched, &p, d, pristine, bytes, runs, &t1));
+        }
+        printf("planes %-4d           %8.4f ms  %5.2f passes; graph %8.4f ms  %5.2f passes; "
+               "rel L2 against 3d %.3g\n", B, t * 1e3, t / floor, tg * 1e3, tg / floor, err);
+        if (B == N)
+            printf("parts: 2D of all planes %.4f ms (%.2f passes), strided 1D %.4f ms (%.2f "
+                   "passes)\n", t2 * 1e3, t2 / floor, t1 * 1e3, t1 / floor);
+        unmake(&s);
+    }
+    cudaStreamDestroy(stream);
+    cudaFree(pristine);
+    cudaFree(d);
+    cudaFree(ref);
+    return worst;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rc = 2;
+    if (argc < 3 || (strcmp(argv[1], "float") && strcmp(argv[1], "double")) || atoi(argv[2]) < 2)
+        fprintf(stderr, "usage: fft_passes <float|double> N [RUNS]\n");
+    else
+        rc = bench(!strcmp(argv[1], "double"), atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 9);
+    MPI_Finalize();
+    return rc;
+}
