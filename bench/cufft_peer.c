@@ -19,42 +19,13 @@
 #define PEER_NAME "cufft_peer"
 #include "peer.h"
 
-/* Relative L2 distance of two complex arrays of n scalars (device), on the host. */
-static double rel_l2(const void *da, const void *db, size_t n, int dbl)
-{
-    size_t bytes = n * (dbl ? 8 : 4);
-    char *a = malloc(bytes), *b = malloc(bytes);
-    double num = 0, den = 0;
-    if (a && b && cudaMemcpy(a, da, bytes, cudaMemcpyDeviceToHost) == cudaSuccess &&
-        cudaMemcpy(b, db, bytes, cudaMemcpyDeviceToHost) == cudaSuccess)
-        for (size_t i = 0; i < n; i++) {
-            double x = dbl ? ((double *)a)[i] : ((float *)a)[i];
-            double y = dbl ? ((double *)b)[i] : ((float *)b)[i];
-            num += (x - y) * (x - y);
-            den += y * y;
-        }
-    else
-        num = den = NAN;
-    free(a);
-    free(b);
-    return sqrt(num / den);
-}
-
 static int bench(int dbl, int N, int runs)
 {
     size_t n3 = (size_t)N * N * N, bytes = n3 * (dbl ? 16 : 8);
     void *pristine = NULL, *d = NULL, *ref = NULL;
-    CK(cudaMalloc(&pristine, bytes));
+    CK(peer_random_device(&pristine, 2 * n3, dbl)); /* never zeros */
     CK(cudaMalloc(&d, bytes));
     CK(cudaMalloc(&ref, bytes));
-    /* Random input, never zeros. */
-    char *h = malloc(bytes);
-    if (!h)
-        return fprintf(stderr, "cufft_peer: out of memory\n"), 1;
-    unsigned long long x = PEER_SEED;
-    peer_fill(h, 2 * n3, dbl, &x);
-    CK(cudaMemcpy(pristine, h, bytes, cudaMemcpyHostToDevice));
-    free(h);
 
     cufftHandle cp;
     CK(cufftPlan3d(&cp, N, N, N, dbl ? CUFFT_Z2Z : CUFFT_C2C));
@@ -84,7 +55,7 @@ static int bench(int dbl, int N, int runs)
     CK(cudaMemcpy(ref, d, bytes, cudaMemcpyDeviceToDevice));
     CK(cudaMemcpy(d, pristine, bytes, cudaMemcpyDeviceToDevice));
     CK(tide_fft_forward(tp, d, d));
-    double err = rel_l2(d, ref, 2 * n3, dbl);
+    double err = peer_rel_l2(d, ref, 2 * n3, dbl);
 
     double *tc = malloc(sizeof(double) * (size_t)runs), *tt = malloc(sizeof(double) * (size_t)runs);
     for (int r = -1; r < runs; r++) { /* r = -1: warm-up */

@@ -79,27 +79,6 @@ static void unmake(sched *s)
     }
 }
 
-/* Relative L2 distance of two complex arrays of n scalars (device), on the host. */
-static double rel_l2(const void *da, const void *db, size_t n, int dbl)
-{
-    size_t bytes = n * (dbl ? 8 : 4);
-    char *a = malloc(bytes), *b = malloc(bytes);
-    double num = 0, den = 0;
-    if (a && b && cudaMemcpy(a, da, bytes, cudaMemcpyDeviceToHost) == cudaSuccess &&
-        cudaMemcpy(b, db, bytes, cudaMemcpyDeviceToHost) == cudaSuccess)
-        for (size_t i = 0; i < n; i++) {
-            double x = dbl ? ((double *)a)[i] : ((float *)a)[i];
-            double y = dbl ? ((double *)b)[i] : ((float *)b)[i];
-            num += (x - y) * (x - y);
-            den += y * y;
-        }
-    else
-        num = den = NAN;
-    free(a);
-    free(b);
-    return sqrt(num / den);
-}
-
 /* Median seconds of one call of f (a schedule run, or a graph launch) over runs, the input
  * restored before each (untimed). */
 typedef int (*call_fn)(const void *what, void *d);
@@ -148,16 +127,9 @@ static int bench(int dbl, int N, int runs)
 {
     size_t n3 = (size_t)N * N * N, bytes = n3 * (dbl ? 16 : 8);
     void *pristine = NULL, *d = NULL, *ref = NULL;
-    CK(cudaMalloc(&pristine, bytes));
+    CK(peer_random_device(&pristine, 2 * n3, dbl)); /* never zeros */
     CK(cudaMalloc(&d, bytes));
     CK(cudaMalloc(&ref, bytes));
-    char *h = malloc(bytes);
-    if (!h)
-        return fprintf(stderr, "fft_passes: out of memory\n"), 1;
-    unsigned long long x = PEER_SEED;
-    peer_fill(h, 2 * n3, dbl, &x);
-    CK(cudaMemcpy(pristine, h, bytes, cudaMemcpyHostToDevice));
-    free(h);
     cudaStream_t stream;
     CK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
@@ -194,7 +166,7 @@ static int bench(int dbl, int N, int runs)
         CK(restore(d, pristine, bytes, stream));
         CK(run(&s, d));
         CK(cudaStreamSynchronize(stream));
-        double err = rel_l2(d, ref, 2 * cmp, dbl), t, tg = NAN, t2 = NAN, t1 = NAN;
+        double err = peer_rel_l2(d, ref, 2 * cmp, dbl), t, tg = NAN, t2 = NAN, t1 = NAN;
         worst |= !(err < (dbl ? 1e-12 : 1e-5));
         CK(timed(call_sched, &s, d, pristine, bytes, stream, runs, &t));
         /* the same from a graph */

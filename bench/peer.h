@@ -1,6 +1,7 @@
 /*
- * peer.h: what the one-GPU peer benchmarks (cufft_peer, poisson_peer) share: the error check,
- * the random input, the synchronized clock and the median of the runs.
+ * peer.h: what the one-GPU benchmarks (cufft_peer, fft_passes, poisson_peer) share: the error check,
+ * the random input, the synchronized clock, the median of the runs and the relative L2
+ * distance of two device arrays.
  *
  * Define PEER_NAME (the program's name, a string literal) before including it; CK's messages
  * start with it.
@@ -8,6 +9,7 @@
 #ifndef TIDE_BENCH_PEER_H
 #define TIDE_BENCH_PEER_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +83,45 @@ static inline double peer_fill(void *h, size_t count, int dbl, unsigned long lon
         sum += v;
     }
     return sum;
+}
+
+/* *d: count scalars (float, or double when dbl) of peer_fill's random values from PEER_SEED,
+ * in new device memory. Returns 0 or 1 (with the reason on stderr). */
+static inline int peer_random_device(void **d, size_t count, int dbl)
+{
+    size_t bytes = count * (dbl ? 8 : 4);
+    char *h = malloc(bytes);
+    if (!h)
+        return fprintf(stderr, PEER_NAME ": out of memory\n"), 1;
+    unsigned long long x = PEER_SEED;
+    peer_fill(h, count, dbl, &x);
+    int st = cudaMalloc(d, bytes) || cudaMemcpy(*d, h, bytes, cudaMemcpyHostToDevice);
+    free(h);
+    if (st)
+        fprintf(stderr, PEER_NAME ": cannot place %zu bytes of input on the device\n", bytes);
+    return st;
+}
+
+/* Relative L2 distance of two arrays of n scalars (float, or double when dbl) in device
+ * memory, on the host (NAN when they cannot be copied). */
+static inline double peer_rel_l2(const void *da, const void *db, size_t n, int dbl)
+{
+    size_t bytes = n * (dbl ? 8 : 4);
+    char *a = malloc(bytes), *b = malloc(bytes);
+    double num = 0, den = 0;
+    if (a && b && cudaMemcpy(a, da, bytes, cudaMemcpyDeviceToHost) == cudaSuccess &&
+        cudaMemcpy(b, db, bytes, cudaMemcpyDeviceToHost) == cudaSuccess)
+        for (size_t i = 0; i < n; i++) {
+            double x = dbl ? ((double *)a)[i] : ((float *)a)[i];
+            double y = dbl ? ((double *)b)[i] : ((float *)b)[i];
+            num += (x - y) * (x - y);
+            den += y * y;
+        }
+    else
+        num = den = NAN;
+    free(a);
+    free(b);
+    return sqrt(num / den);
 }
 
 #endif
