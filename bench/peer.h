@@ -1,7 +1,7 @@
 /*
- * peer.h: what the one-GPU benchmarks (cufft_peer, fft_passes, poisson_peer) share: the error check,
- * the random input, the synchronized clock, the median of the runs and the relative L2
- * distance of two device arrays.
+ * peer.h: what the one-GPU benchmarks (cufft_peer, fft_passes, poisson_peer) share: the
+ * error check, the random input, the synchronized clock, the median of the runs and the
+ * relative L2 distance of two device arrays.
  *
  * Define PEER_NAME (the program's name, a string literal) before including it; CK's messages
  * start with it.
