@@ -1,8 +1,9 @@
 /*
  * region.c: box geometry and the permuting copy behind every pack and unpack.
  *
- * The copy is where dimensions get permuted "on the fly" (Chen, Cui and Mei 2010): a block leaves its sender
- * already in the receiver's storage order, so no separate transposition pass exists anywhere.
+ * The copy is where dimensions get permuted "on the fly" (Chen, Cui and Mei 2010): a block
+ * leaves its sender already in the receiver's storage order, so no separate transposition pass
+ * exists anywhere.
  */
 #include <string.h>
 #if defined(__SSE2__)
@@ -189,7 +190,7 @@ static void copy_rows(const tide_copy_geom *g, size_t elem, const char *S, char 
  * compiles to plain (unaligned) loads and stores: a complex float array is only 4-byte
  * aligned. The outer loops are split across threads. */
 #define DEFINE_COPY(NAME, SIZE)                                                                 \
-    static void NAME(const tide_copy_geom *g, const char *S, char *D, int threads)                  \
+    static void NAME(const tide_copy_geom *g, const char *S, char *D, int threads)              \
     {                                                                                           \
         int par = threads > 1 && g->n[0] * g->n[1] * g->n[2] >= PARALLEL_MIN;                  \
         /* The source's fastest dimension is loop dimension a (0 or 1); b is the other. */      \

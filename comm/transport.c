@@ -115,7 +115,10 @@ int tide_transport_ipc_event_open(const void *handle, void **event)
 }
 
 void tide_transport_event_destroy(void *event) { tide_gpu_event_destroy(event); }
-int tide_transport_record(void *event, void *stream) { return tide_gpu_event_record(event, stream); }
+int tide_transport_record(void *event, void *stream)
+{
+    return tide_gpu_event_record(event, stream);
+}
 int tide_transport_wait(void *stream, void *event) { return tide_gpu_stream_wait(stream, event); }
 
 /* ---- NCCL ------------------------------------------------------------------------------ */

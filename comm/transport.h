@@ -3,9 +3,10 @@
  * device, copies between device and pinned host staging, that staging's memory, NCCL
  * communicators and groups, and whether the MPI library takes device pointers. The one file of
  * comm/ that reaches gpu/ (transport.c); the exchange (exchange.c), the halo's staging and the
- * context's NCCL communicators reach the GPU through it. Streams are cudaStream_t and NCCL communicators tide_nccl
- * behind void *. In a build without CUDA every call that needs a device fails with
- * TIDE_ERR_UNSUPPORTED (gpu/none.c), NCCL's version is 0 and no MPI takes device pointers.
+ * context's NCCL communicators reach the GPU through it. Streams are cudaStream_t and NCCL
+ * communicators tide_nccl behind void *. In a build without CUDA every call that needs a
+ * device fails with TIDE_ERR_UNSUPPORTED (gpu/none.c), NCCL's version is 0 and no MPI takes
+ * device pointers.
  */
 #ifndef TIDE_COMM_TRANSPORT_H
 #define TIDE_COMM_TRANSPORT_H

@@ -200,8 +200,9 @@ __global__ void __launch_bounds__(32 * NW, 1)
     };
 
     // Carried from step to step, per level t (car[t - 1]): the star's level t - 1 plane p - 1
-    // in the own columns (with OWN, plane p's next); the box's partial sums of the updates of planes q and q + 1 (in the
-    // class form, x along the rows: the values and y pairs of planes q - 1 and q).
+    // in the own columns (with OWN also plane p, car[t - 1][1]); the box's partial sums of the
+    // updates of planes q and q + 1 (in the class form, x along the rows: the values and y
+    // pairs of planes q - 1 and q).
     T car[K][CARRIED][RY][V];
     T pf[RY][V]; // level 0's next plane, loaded a step ahead
 #pragma unroll

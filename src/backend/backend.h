@@ -292,8 +292,9 @@ typedef struct tide_backend_ops {
     /* Band matrix passes (tide_band_pass): band_create prepares b for passes of up to `steps`
      * steps (its work memory in b->state; it reads b's dbl, kl and ku alone) and sets
      * b->max_steps to it, or with steps 0 to the backend's choice; more than the backend can
-     * do is TIDE_ERR_ARGUMENT with the limit in err. band runs one pass of steps (1 .. max_steps) from src into dst. band_destroy frees
-     * b's state (also after a failed create). */
+     * do is TIDE_ERR_ARGUMENT with the limit in err. band runs one pass of steps (1 ..
+     * max_steps) from src into dst. band_destroy frees b's state (also after a failed
+     * create). */
     int (*band_create)(const tide_env *e, tide_band_pass *b, int steps, char *err, size_t len);
     int (*band)(const tide_env *e, const tide_band_pass *b, const void *src, void *dst,
                 int steps);

@@ -448,7 +448,8 @@ int tide_context_destroy(tide_context *ctx)
 int tide_context_backend(const tide_context *ctx, tide_backend *backend)
 {
     if (!ctx || !backend)
-        return tide_fail((tide_context *)ctx, TIDE_ERR_ARGUMENT, "tide_context_backend: NULL argument");
+        return tide_fail((tide_context *)ctx, TIDE_ERR_ARGUMENT,
+                         "tide_context_backend: NULL argument");
     *backend = ctx->backend;
     return TIDE_SUCCESS;
 }
@@ -812,7 +813,8 @@ const char *tide_context_gpu_status(const tide_context *ctx)
 int tide_context_threads(const tide_context *ctx, int *threads)
 {
     if (!ctx || !threads)
-        return tide_fail((tide_context *)ctx, TIDE_ERR_ARGUMENT, "tide_context_threads: NULL argument");
+        return tide_fail((tide_context *)ctx, TIDE_ERR_ARGUMENT,
+                         "tide_context_threads: NULL argument");
     *threads = ctx->threads;
     return TIDE_SUCCESS;
 }

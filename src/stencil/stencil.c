@@ -377,7 +377,8 @@ int tide_stencil_plan_info(const tide_stencil_plan *p, tide_stencil_info *info)
     info->device_bytes = gpu ? tide_stencil_backend_bytes(p) : 0;
     if (p->out_of_core) { /* the halo's parts in pinned host memory, its staging in host memory */
         info->host_bytes += staging;
-        info->pinned_bytes = p->halo_u.n ? tide_stencil_halo_bytes(p) * (1 + (p->halo_src.n > 0)) : 0;
+        info->pinned_bytes =
+            p->halo_u.n ? tide_stencil_halo_bytes(p) * (1 + (p->halo_src.n > 0)) : 0;
         info->device_bytes = 0;
     }
     if (p->streamed) { /* the pipeline's buffers (one rank: the plan's only pinned and device

@@ -562,7 +562,8 @@ static int build_out_of_core(tide_stencil_plan *p, char *err, size_t len)
     for (int k = 0; k < 2 && halo[k]; k++) {
         halo[k]->n = tide_box_subtract(&p->ext, &p->box, halo[k]->box);
         for (int i = 0; i < halo[k]->n && !st; i++)
-            st = e->be->host_alloc((size_t)tide_box_count(&halo[k]->box[i]) * tide_stencil_elem_bytes(p),
+            st = e->be->host_alloc((size_t)tide_box_count(&halo[k]->box[i]) *
+                                       tide_stencil_elem_bytes(p),
                                    &halo[k]->data[i]);
     }
     if (st)

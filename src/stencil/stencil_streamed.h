@@ -69,7 +69,8 @@ typedef struct {
     double model_rate;        /* cell steps per second the model expects */
 } tide_stencil_streamed_shape;
 
-void tide_stencil_streamed_shape_of(const tide_stencil_streamed *s, tide_stencil_streamed_shape *sh);
+void tide_stencil_streamed_shape_of(const tide_stencil_streamed *s,
+                                    tide_stencil_streamed_shape *sh);
 
 /* Seconds one sweep of k steps takes on the grid of s from src to dst (the backend's memory):
  * the mean of three after a warm-up; INFINITY with the failure in *st (stencil.c). */
