@@ -6,8 +6,13 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include "tide_app.h"
+#include "tide_config.h"
+#if TIDE_HAVE_CBLAS
+#include <cblas.h>
+#endif
 
 /* ---- arguments ------------------------------------------------------------------------------- */
 
@@ -87,6 +92,39 @@ const char *app_exchange_name(tide_exchange x)
 {
     static const char *names[] = {"none", "a2av", "p2p", "nccl", "cuda-mpi", "direct"};
     return (unsigned)x < sizeof names / sizeof names[0] ? names[x] : "?";
+}
+
+/* ---- the CPU's BLAS ------------------------------------------------------------------------- */
+
+void app_blas(char *what, size_t len, char *note, size_t nlen)
+{
+    note[0] = '\0';
+#if TIDE_HAVE_OPENBLAS
+    const char *core = openblas_get_corename();
+    snprintf(what, len, "%s, kernels %s", openblas_get_config(), core);
+    /* OpenBLAS's kernel sets for x86 CPUs without AVX: a CPU with AVX2 or AVX-512 running
+     * one of them runs its multiplies at a fraction of its speed */
+    static const char *const sse[] = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem",
+                                      "Atom", "Opteron", "Opteron(SSE3)", "Barcelona"};
+    int old = 0;
+    for (size_t i = 0; i < sizeof sse / sizeof sse[0]; i++)
+        old |= !strcasecmp(core, sse[i]);
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    int avx512 = __builtin_cpu_supports("avx512f"), avx2 = __builtin_cpu_supports("avx2");
+#else
+    int avx512 = 0, avx2 = 0;
+#endif
+    if (old && (avx512 || avx2))
+        snprintf(note, nlen, "OpenBLAS runs its %s (SSE) kernels on this CPU, which has %s: "
+                 "its multiplies run at a fraction of the CPU's speed; OPENBLAS_CORETYPE=%s "
+                 "picks kernels for it", core, avx512 ? "AVX-512" : "AVX2",
+                 avx512 ? "SkylakeX" : "Haswell");
+#elif TIDE_HAVE_CBLAS
+    snprintf(what, len, "a CBLAS");
+#else
+    snprintf(what, len, "none (built without a CBLAS)");
+#endif
 }
 
 /* ---- timing ---------------------------------------------------------------------------------- */

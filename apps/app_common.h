@@ -118,6 +118,13 @@ int app_context_create(const char *who, const app_args *a, tide_context **ctx);
  * direct. */
 const char *app_exchange_name(tide_exchange x);
 
+/* What runs the CPU backend's matrix multiplies, into what: "OpenBLAS <its configuration>,
+ * kernels <the kernels it picked>", "a CBLAS" or "none (built without a CBLAS)". When OpenBLAS
+ * runs kernels older than the CPU's vector units (it picks them by the CPU model it knows, and
+ * falls back on SSE3 kernels for a model it does not), note gets a sentence saying so and how
+ * to pick others (OPENBLAS_CORETYPE), else "". Local. */
+void app_blas(char *what, size_t len, char *note, size_t nlen);
+
 /* Stops on every rank alike (a collective Tide call fails the same way everywhere): prints
  * the status and the context's message, sets rc to 1 and goes to done. */
 #define APP_CHECK(who, call)                                                                    \

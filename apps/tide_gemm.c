@@ -775,6 +775,13 @@ static void say_setup(const args *a, const matrices *mx, const tide_gemm_info *i
              scalar_name(a, a->alpha, al, sizeof al), scalar_name(a, a->beta, be, sizeof be),
              mx->ranks, mx->ranks > 1 ? "s" : "", threads, gpu ? "cuda" : "cpu", at);
     tide_say("Plan: %s\n", desc);
+    if (!gpu) { /* the multiplies' speed is the BLAS's */
+        char blas[320], note[320];
+        app_blas(blas, sizeof blas, note, sizeof note);
+        tide_say("BLAS: %s\n", blas);
+        if (note[0])
+            tide_say("Note: %s\n", note);
+    }
     long long sr[3], sc[3], n[3][2] = {{c->n[0], c->n[2]}, {c->n[2], c->n[1]},
                                        {c->n[0], c->n[1]}};
     double bytes = 0;

@@ -81,8 +81,13 @@ int tide_cmd_info(int argc, char **argv)
     char nccl[32] = "not in this build";
     if (dev.nccl_version)
         snprintf(nccl, sizeof nccl, "%d", dev.nccl_version);
-    tide_say("Tide %s\nMPI: %s (device pointers: %s)\nFFTW: %s\nNCCL: %s\nRanks: %d\n",
-             tide_version(), lib, dev.cuda_aware_mpi ? "yes" : "no", fftw_version, nccl, P);
+    char blas[320], note[320];
+    app_blas(blas, sizeof blas, note, sizeof note);
+    tide_say("Tide %s\nMPI: %s (device pointers: %s)\nFFTW: %s\nBLAS: %s\nNCCL: %s\n"
+             "Ranks: %d\n", tide_version(), lib, dev.cuda_aware_mpi ? "yes" : "no", fftw_version,
+             blas, nccl, P);
+    if (note[0])
+        tide_say("Note: %s\n", note);
 
     enum { LINE = 768 };
     char line[LINE], host[128] = "?", cpus[128], numa[64], gpu[320] = "";

@@ -39,7 +39,7 @@ before() {
 run version 0 1 --version && has version '^tide [0-9]+\.[0-9]+\.[0-9]+$'
 run help 0 1 --help && has help 'usage: mpirun -np P tide'
 run ffthelp 0 1 fft --help && has ffthelp '-transposed'
-run info 0 2 info && has info '^rank 1: host'
+run info 0 2 info && has info '^rank 1: host' && has info '^BLAS: '
 # Whether one rank gets the CUDA backend: a GPU run beside each CPU one below.
 run info1 0 1 info
 cuda=0
@@ -331,7 +331,7 @@ run gd 0 1 gemm cpu double 300 200 100 -beta 0.5 -n 2
 for key in '^Time per run: [0-9.e-]+ \(s\)' '^Performance: ' '^Memory usage: ' \
            '^Max error: [0-9.e-]+ ' '^Min/Max/Avg: ' '^Plan: gemm 300x200x100' \
            '^Rate: [0-9.e+-]+ TFLOP/s' '^Reference: .*, full: 60000 of 60000 entries' \
-           '^Bound: ' '^Verification: passed'; do
+           '^Bound: ' '^Verification: passed' '^BLAS: '; do
     has gd "$key"
 done
 run gf 0 1 gemm cpu float 97 61 53 -ta T -tb T -order row -alpha -1.5 -beta 2 -pageable \
