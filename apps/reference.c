@@ -837,6 +837,42 @@ int tide_ref_stencil_taps(tide_stencil_shape shape, const double *w, int (*off)[
     return 0;
 }
 
+int tide_ref_stencil_binomial_taps(tide_stencil_shape shape, int R, int (*off)[3], double *w)
+{
+    if ((shape != TIDE_STENCIL_STAR && shape != TIDE_STENCIL_BOX) || R < 1 ||
+        R > TIDE_STENCIL_MAX_RADIUS)
+        return 0;
+    int n = 0;
+    double b[2 * TIDE_STENCIL_MAX_RADIUS + 1] = {0}, q = 1;
+    for (int k = 0; k < R; k++)
+        q *= 4;
+    for (int k = -R; k <= R; k++) { /* C(2R, R + k) / 4^R: exact in binary */
+        double c = 1;
+        for (int j = 1; j <= R + k; j++)
+            c = c * (2 * R - j + 1) / j;
+        b[k + R] = c / q;
+    }
+    if (shape == TIDE_STENCIL_STAR) { /* the centre, then +-k along x, y, z, k = 1..R */
+        off[n][0] = off[n][1] = off[n][2] = 0;
+        w[n++] = b[R];
+        for (int k = 1; k <= R; k++)
+            for (int d = 0; d < 3; d++)
+                for (int s = -1; s <= 1; s += 2) {
+                    off[n][0] = off[n][1] = off[n][2] = 0;
+                    off[n][d] = s * k;
+                    w[n++] = b[R + k] / 3;
+                }
+    } else { /* dx slowest, dz fastest, as 27pt */
+        for (int dx = -R; dx <= R; dx++)
+            for (int dy = -R; dy <= R; dy++)
+                for (int dz = -R; dz <= R; dz++) {
+                    off[n][0] = dx, off[n][1] = dy, off[n][2] = dz;
+                    w[n++] = b[R + dx] * b[R + dy] * b[R + dz];
+                }
+    }
+    return n;
+}
+
 /* ---- the matrix multiply --------------------------------------------------------------------- */
 
 /* Written from tide.h's contract alone: element (i, j) of a column-major matrix at i + j ld, of

@@ -98,6 +98,15 @@ int tide_ref_stencil(const int n[3], int dbl, tide_stencil_shape shape, int ntap
 int tide_ref_stencil_taps(tide_stencil_shape shape, const double *w, int (*off)[3],
                           double *wout);
 
+/* The taps of `tide stencil -shape star:R` and `-shape box:R` (shape TIDE_STENCIL_STAR or _BOX,
+ * R = 1..TIDE_STENCIL_MAX_RADIUS), B the binomial smoothing of radius R, B(k) = C(2R, R+k)/4^R
+ * at offset k = -R..R (exact in binary). Star: the centre (weight B(0)), then for k = 1..R, for
+ * x, y, z, the offsets -k and +k (weight B(k)/3 each): 6R + 1 taps, (Bx + By + Bz)/3. Box: the
+ * (2R+1)^3 offsets, dx slowest and dz fastest (as TIDE_STENCIL_27PT), weight B(dx) B(dy) B(dz).
+ * off and w receive the taps in that order (room for (2R+1)^3). Returns their count, 0 for
+ * another shape or R. */
+int tide_ref_stencil_binomial_taps(tide_stencil_shape shape, int R, int (*off)[3], double *w);
+
 /*
  * Local. Naive reference for C = alpha op(A) op(B) + beta C0 on the block of rows [i0, i1) and
  * columns [j0, j1) of C, real (cplx 0) or complex (cplx 1: elements (real, imaginary) pairs,

@@ -154,40 +154,13 @@ static int parse(int argc, char **argv, args *a)
 
 /* The taps of the shape: off and w (room for (2 R + 1)^3), their count; for the built-in
  * shapes the library's defaults (weights NULL in the plan), written out by the oracle's own
- * tide_ref_stencil_taps. Returns 0 when the shape has none. */
+ * tide_ref_stencil_taps; for star:R and box:R tide_ref_stencil_binomial_taps' (shared with
+ * bench/stencil_loop_peer). Returns 0 when the shape has none. */
 static int make_taps(const args *a, int (*off)[3], double *w)
 {
     if (a->shape == TIDE_STENCIL_7PT || a->shape == TIDE_STENCIL_27PT)
         return tide_ref_stencil_taps(a->shape, NULL, off, w);
-    int R = a->radius, n = 0;
-    double b[2 * TIDE_STENCIL_MAX_RADIUS + 1] = {0}, q = 1;
-    for (int k = 0; k < R; k++)
-        q *= 4;
-    for (int k = -R; k <= R; k++) { /* C(2R, R + k) / 4^R: exact in binary */
-        double c = 1;
-        for (int j = 1; j <= R + k; j++)
-            c = c * (2 * R - j + 1) / j;
-        b[k + R] = c / q;
-    }
-    if (a->shape == TIDE_STENCIL_STAR) { /* the centre, then +-k along x, y, z, k = 1..R */
-        off[n][0] = off[n][1] = off[n][2] = 0;
-        w[n++] = b[R];
-        for (int k = 1; k <= R; k++)
-            for (int d = 0; d < 3; d++)
-                for (int s = -1; s <= 1; s += 2) {
-                    off[n][0] = off[n][1] = off[n][2] = 0;
-                    off[n][d] = s * k;
-                    w[n++] = b[R + k] / 3;
-                }
-    } else { /* dx slowest, dz fastest, as 27pt */
-        for (int dx = -R; dx <= R; dx++)
-            for (int dy = -R; dy <= R; dy++)
-                for (int dz = -R; dz <= R; dz++) {
-                    off[n][0] = dx, off[n][1] = dy, off[n][2] = dz;
-                    w[n++] = b[R + dx] * b[R + dy] * b[R + dz];
-                }
-    }
-    return n;
+    return tide_ref_stencil_binomial_taps((tide_stencil_shape)a->shape, a->radius, off, w);
 }
 
 /* ---- the check ------------------------------------------------------------------------------- */
