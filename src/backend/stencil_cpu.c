@@ -140,7 +140,6 @@ static int streams_dst(const tide_sweep *s)
     return 2 * grid > (l3 > 0 ? l3 : 32 << 20) / 4.0;
 }
 
-
 /* Bytes from a ring plane of `rows` rows of rb bytes to the next: the rows, padded so that
  * consecutive planes start 17 cache lines apart modulo 4 KiB. The L1 maps an address to its
  * set by its bits 6 to 11, so planes a multiple of 4 KiB apart put the same row and column of

@@ -425,13 +425,20 @@ static void copy_destroy(tide_op *op, const tide_env *e) { (void)op, (void)e; }
 
 static const tide_op_class copy_class = {copy_execute, copy_destroy, 0, 0};
 
+/* What every copy op is: its class, its kind, one read and one write of `most` bytes, and its
+ * name with that count. */
+static void copy_op(tide_op *op, const tide_op_class *cls, const char *name, size_t most)
+{
+    op->cls = cls;
+    op->kind = TIDE_OP_COPY;
+    op->cost.mem_bytes = 2.0 * (double)most;
+    snprintf(op->what, sizeof op->what, "%s[%zu B]", name, most);
+}
+
 void tide_op_copy(tide_op *op, const size_t *bytes, size_t most)
 {
-    op->cls = &copy_class;
-    op->kind = TIDE_OP_COPY;
+    copy_op(op, &copy_class, "copy", most);
     op->bytes = bytes;
-    op->cost.mem_bytes = 2.0 * (double)most;
-    snprintf(op->what, sizeof op->what, "copy[%zu B]", most);
 }
 
 static int region_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
@@ -444,11 +451,8 @@ static const tide_op_class region_class = {region_execute, copy_destroy, 0, 0};
 
 void tide_op_copy_region(tide_op *op, const tide_region_copy *x, size_t most)
 {
-    op->cls = &region_class;
-    op->kind = TIDE_OP_COPY;
+    copy_op(op, &region_class, "copy region", most);
     op->region = x;
-    op->cost.mem_bytes = 2.0 * (double)most;
-    snprintf(op->what, sizeof op->what, "copy region[%zu B]", most);
 }
 
 /* ---- a pass's steps on one chunk ------------------------------------------------------ */
