@@ -15,7 +15,11 @@
  *             transforms (one plan, stride N^2), for B = 1, 2, 4, ... N;
  *   the same launched from a CUDA graph (captured once), which leaves the kernels and not
  *   their launches;
- * and the parts alone: the 2D transforms of all planes in one call, the strided 1D pass.
+ * and the parts alone: the 2D transforms of all planes in one call, the strided 1D pass;
+ * then Tide's own plane pass (gpu/fft_plane.h: every plane's 2D transform in one kernel, each
+ * plane read and written once) for a few lags (how many planes its row items run ahead of
+ * its column items; 0: the plan's choice), alone against cuFFT's 2D transforms of all planes,
+ * and followed by cuFFT's strided pass: the 3D transform.
  * The floor is one read and one write of the array at the device copy rate measured in the
  * same run (cudaMemcpy device to device); each time is printed as passes = time / floor.
  * Every schedule's output is compared with the 3D plan's (relative L2 over the first 2^24
@@ -28,6 +32,7 @@
 #include <cuda_runtime.h>
 #include <cufft.h>
 #include "tide.h"
+#include "gpu/fft_plane.h"
 #define PEER_NAME "fft_passes"
 #include "peer.h"
 
@@ -123,6 +128,65 @@ static int timed(call_fn f, const void *what, void *d, const void *pristine, siz
     return 0;
 }
 
+/* Tide's plane pass, then (line) cuFFT's strided pass of s. */
+typedef struct {
+    tide_gpu_plane *pass;
+    const sched *s;
+    int line;
+} own;
+
+static int call_own(const void *what, void *d)
+{
+    const own *o = what;
+    CK(tide_gpu_plane_execute(o->pass, d, d, o->s->stream));
+    return o->line ? exec(o->s->line, o->s, d) : 0;
+}
+
+/* The plane pass against cuFFT's 2D transforms of all planes (s: B = N) and, with the strided
+ * pass, against the 3D plan's output ref; d restored from pristine before each run. */
+static int bench_own(const sched *s, void *d, const void *pristine, const void *ref,
+                     double floor, int runs, int *worst)
+{
+    int dbl = s->dbl, N = s->N;
+    size_t n3 = (size_t)N * N * N, bytes = n3 * (dbl ? 16 : 8);
+    size_t cmp = n3 < ((size_t)1 << 24) ? n3 : (size_t)1 << 24;
+    char why[256];
+    if (!tide_gpu_plane_supported(dbl, N, N, why, sizeof why)) {
+        printf("own plane pass: %s\n", why);
+        return 0;
+    }
+    void *ref2 = NULL;
+    CK(cudaMalloc(&ref2, bytes));
+    CK(restore(d, pristine, bytes, s->stream));
+    CK(exec(s->plane, s, d));
+    CK(cudaMemcpyAsync(ref2, d, bytes, cudaMemcpyDeviceToDevice, s->stream));
+    CK(cudaStreamSynchronize(s->stream));
+    int lags[] = {0, 2, 4, 8, 16};
+    for (int i = 0; i < (int)(sizeof lags / sizeof *lags); i++) {
+        own o = {.s = s};
+        CK(tide_gpu_plane_create(dbl, N, N, N, -1, lags[i], &o.pass, why, sizeof why));
+        double t2, t3, e2, e3;
+        CK(restore(d, pristine, bytes, s->stream));
+        CK(call_own(&o, d));
+        CK(cudaStreamSynchronize(s->stream));
+        e2 = peer_rel_l2(d, ref2, 2 * cmp, dbl);
+        CK(timed(call_own, &o, d, pristine, bytes, s->stream, runs, &t2));
+        o.line = 1;
+        CK(restore(d, pristine, bytes, s->stream));
+        CK(call_own(&o, d));
+        CK(cudaStreamSynchronize(s->stream));
+        e3 = peer_rel_l2(d, ref, 2 * cmp, dbl);
+        CK(timed(call_own, &o, d, pristine, bytes, s->stream, runs, &t3));
+        *worst |= !(e2 < (dbl ? 1e-12 : 1e-5)) || !(e3 < (dbl ? 1e-12 : 1e-5));
+        printf("own planes, lag %-2d     %8.4f ms  %5.2f passes (rel L2 against cuFFT's 2D "
+               "%.3g); + strided 1D %8.4f ms  %5.2f passes (against 3d %.3g)\n", lags[i],
+               t2 * 1e3, t2 / floor, e2, t3 * 1e3, t3 / floor, e3);
+        tide_gpu_plane_destroy(o.pass);
+    }
+    cudaFree(ref2);
+    return 0;
+}
+
 static int bench(int dbl, int N, int runs)
 {
     size_t n3 = (size_t)N * N * N, bytes = n3 * (dbl ? 16 : 8);
@@ -190,9 +254,11 @@ static int bench(int dbl, int N, int runs)
         }
         printf("planes %-4d           %8.4f ms  %5.2f passes; graph %8.4f ms  %5.2f passes; "
                "rel L2 against 3d %.3g\n", B, t * 1e3, t / floor, tg * 1e3, tg / floor, err);
-        if (B == N)
+        if (B == N) {
             printf("parts: 2D of all planes %.4f ms (%.2f passes), strided 1D %.4f ms (%.2f "
                    "passes)\n", t2 * 1e3, t2 / floor, t1 * 1e3, t1 / floor);
+            CK(bench_own(&s, d, pristine, ref, floor, runs, &worst));
+        }
         unmake(&s);
     }
     cudaStreamDestroy(stream);

@@ -1,0 +1,474 @@
+// fft_plane.cu: the plane pass, 2D C2C transforms of a stack of planes in one persistent
+// kernel that reads and writes each plane's points in device memory once (see gpu/fft_plane.h;
+// the fewer passes over device memory of Wu 2014's in-card 3D FFT).
+//
+// Work items, taken in the order of a table made at plan creation:
+//   row item    (plane p, rows y0 .. y0 + MR - 1): the rows' transforms along x, read from the
+//               input, stored to the output through the L2 (st.global.cg); then the plane's
+//               count of finished row items goes up (a fence first);
+//   column item (plane p, columns x0 .. x0 + MC - 1): waits until the plane's row items are all
+//               done, then reads the columns from the output through the L2 (ld.global.cg:
+//               other SMs wrote them), transforms them along y and stores them in place.
+// A plane's row items come `lag` planes ahead of its column items, about as many items as the
+// grid holds at once, so a column item seldom waits and its plane's rows are still in the L2.
+// An item waits only on row items taken before it, which never wait: the order cannot
+// deadlock, whatever the grid's size.
+//
+// An item is 4096 points: MR = 4096 / nx rows or MC = 4096 / ny columns. Its lines go through
+// the Stockham formulation (no bit reversal; as in Govindaraju et al. 2006): with N the line
+// length and Ns the length already transformed, butterfly j of radix R reads points
+// j + r N/R (r < R), multiplies point r by W_N^(r k N/(Ns R)) with k = j mod Ns, transforms the
+// R points in registers and writes them to (j - k) R + k + r Ns; Ns grows by R a stage, from 1
+// to N. The stages are one radix-2 or radix-4 stage where log2 N is not a multiple of 3, then
+// radix-8 stages. The first stage reads device memory and the last writes it, so shared
+// memory sees only the stages between. A stage's twiddles lie in a table of its own,
+// W_(Ns R)^(r k) at (r - 1) Ns + k, so that the threads of a warp read consecutive entries
+// (rows) or one entry (columns); they are computed in long double on the host at creation.
+// Shared memory holds point a at a + a / 8: the first stage's stores, R points apart for
+// consecutive threads, then fall in distinct banks.
+//
+// Measured on an H200 (docs/performance.md): each plane read from and written to device
+// memory once (Nsight Compute's DRAM bytes), but the kernel is bound by latency (about half
+// its issue slots busy, the warps waiting on global loads and barriers), not by bandwidth.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+#include <cuda_runtime.h>
+#include "gpu/cuda_error.h"
+#include "gpu/fft_plane.h"
+
+namespace {
+
+constexpr int THREADS = 256;
+constexpr int ITEM_POINTS = 4096;             // an item's points
+constexpr size_t MAX_PLANE_BYTES = 8u << 20;  // a plane must fit the L2 with room to spare
+
+// An item in shared memory, padded (see above): 36 KiB (float), 72 KiB (double); blocks an SM
+// holds: 4 (float, 64 registers a thread) or 2 (double, 128), half the threads it can hold
+// (measured on an H200: 4096 points an item beat 8192 for float, 2 blocks beat 4 for double).
+template <class T> constexpr size_t smem_bytes() { return ITEM_POINTS * sizeof(T) * 9 / 8; }
+template <class T> constexpr int blocks_per_sm() { return sizeof(T) == 8 ? 4 : 2; }
+
+template <class T> struct real_of;
+template <> struct real_of<float2> { typedef float type; };
+template <> struct real_of<double2> { typedef double type; };
+
+template <class T> __device__ __forceinline__ T add(T a, T b) { return {a.x + b.x, a.y + b.y}; }
+template <class T> __device__ __forceinline__ T sub(T a, T b) { return {a.x - b.x, a.y - b.y}; }
+template <class T> __device__ __forceinline__ T mul(T a, T b)
+{
+    return {a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x};
+}
+// a times s i (s = +-1: the transform's sign)
+template <class T, class S> __device__ __forceinline__ T rot(T a, S s)
+{
+    return {-s * a.y, s * a.x};
+}
+
+// The DFT of R points in registers, exp(s 2 pi i jk / R).
+template <class T, int R> struct dft;
+template <class T> struct dft<T, 2> {
+    template <class S> __device__ static void run(T *v, S)
+    {
+        T t = v[0];
+        v[0] = add(t, v[1]);
+        v[1] = sub(t, v[1]);
+    }
+};
+template <class T> struct dft<T, 4> {
+    template <class S> __device__ static void run(T *v, S s)
+    {
+        T t0 = add(v[0], v[2]), t1 = sub(v[0], v[2]);
+        T t2 = add(v[1], v[3]), t3 = rot(sub(v[1], v[3]), s);
+        v[0] = add(t0, t2);
+        v[2] = sub(t0, t2);
+        v[1] = add(t1, t3);
+        v[3] = sub(t1, t3);
+    }
+};
+template <class T> struct dft<T, 8> {
+    template <class S> __device__ static void run(T *v, S s)
+    {
+        const S c = (S)0.70710678118654752440;
+        T e[4] = {v[0], v[2], v[4], v[6]}, o[4] = {v[1], v[3], v[5], v[7]};
+        dft<T, 4>::run(e, s);
+        dft<T, 4>::run(o, s);
+        // o[k] times exp(s 2 pi i k / 8): c (1 + s i), s i, c (-1 + s i)
+        o[1] = {c * (o[1].x - s * o[1].y), c * (o[1].y + s * o[1].x)};
+        o[2] = rot(o[2], s);
+        o[3] = {c * (-o[3].x - s * o[3].y), c * (s * o[3].x - o[3].y)};
+        for (int k = 0; k < 4; k++) {
+            v[k] = add(e[k], o[k]);
+            v[k + 4] = sub(e[k], o[k]);
+        }
+    }
+};
+
+// Where a stage reads and writes: shared memory, or device memory (rows: the input read
+// streaming, the output stored through the L2; columns: both through the L2, the stores
+// streaming: nothing reads them again in this pass).
+enum { SMEM, GLOBAL };
+
+template <class T, bool COL> __device__ __forceinline__ T gload(const T *p)
+{
+    return COL ? __ldcg(p) : __ldcs(p);
+}
+template <class T, bool COL> __device__ __forceinline__ void gstore(T *p, T v)
+{
+    if (COL)
+        __stcs(p, v);
+    else
+        __stcg(p, v);
+}
+
+// An item's lines: M lines of N points. Point pos of line m lies in device memory at
+// m * pitch + pos (rows) or pos * pitch + m (columns), and in shared memory at m N + pos (rows)
+// or pos M + m (columns), padded (pad).
+template <class T> struct lines {
+    const T *gin;
+    T *gout, *sm;
+    const T *tw;            // the stages' twiddles, stage after stage (see the top)
+    int N, lgN, M, lgM, pitch;
+};
+
+__device__ __forceinline__ int pad(int a) { return a + (a >> 3); }
+
+// Points pos0 + r c (r < R) of line m: where they lie, as a first address and a step (device
+// memory), or as the R padded addresses in shared memory. c is a multiple of 8 (the padding is
+// then a step too) or, with pos0 a multiple of 8, 1.
+template <class T, bool COL> struct at {
+    long g0, gc;
+    int s[8];
+    template <int R> __device__ __forceinline__ void place(const lines<T> &L, int m, int pos0,
+                                                          int c, bool smem)
+    {
+        if (!smem) {
+            g0 = COL ? (long)pos0 * L.pitch + m : (long)m * L.pitch + pos0;
+            gc = COL ? (long)c * L.pitch : c;
+            return;
+        }
+        int a0 = COL ? pos0 * L.M + m : m * L.N + pos0, ac = COL ? c * L.M : c;
+        if (!(ac & 7) || ((ac == 1) & !(a0 & 7))) { // a step: one padding for all R
+            int p0 = pad(a0), pc = ac + (ac >> 3);
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                s[r] = p0 + r * pc;
+        } else {
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                s[r] = pad(a0 + r * ac);
+        }
+    }
+};
+
+// One stage of radix R (see the top of the file). Rows: consecutive threads take consecutive
+// butterflies j of one line; columns: consecutive lines m at the same j (the columns of a row
+// lie side by side).
+template <class T, int R, bool COL, int SRC>
+__device__ __forceinline__ void load(const lines<T> &L, int q, T *v, int &j, int &m)
+{
+    const int NR = L.N / R, lgNR = L.lgN - (R == 8 ? 3 : R == 4 ? 2 : 1);
+    int b = threadIdx.x + q * THREADS;
+    j = COL ? b >> L.lgM : b & (NR - 1);
+    m = COL ? b & (L.M - 1) : b >> lgNR;
+    at<T, COL> x;
+    x.template place<R>(L, m, j, NR, SRC == SMEM);
+#pragma unroll
+    for (int r = 0; r < R; r++)
+        v[r] = SRC == GLOBAL ? gload<T, COL>(L.gin + x.g0 + r * x.gc) : L.sm[x.s[r]];
+}
+
+template <class T, int R, bool COL, int DST>
+__device__ __forceinline__ void finish(const lines<T> &L, T *v, int j, int m, int Ns,
+                                       const T *tw, typename real_of<T>::type s)
+{
+    int k = j & (Ns - 1);
+    if (Ns > 1) {
+#pragma unroll
+        for (int r = 1; r < R; r++)
+            v[r] = mul(v[r], __ldg(tw + (r - 1) * Ns + k));
+    }
+    dft<T, R>::run(v, s);
+    at<T, COL> x;
+    x.template place<R>(L, m, (j - k) * R + k, Ns, DST == SMEM);
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        if (DST == GLOBAL)
+            gstore<T, COL>(L.gout + x.g0 + r * x.gc, v[r]);
+        else
+            L.sm[x.s[r]] = v[r];
+    }
+}
+
+// A stage between shared memory and shared memory, in place, holds all its points in
+// registers between its loads and its stores; the first and the last stage take one group of
+// butterflies at a time.
+template <class T, int R, bool COL, int SRC, int DST>
+__device__ __forceinline__ void stage(const lines<T> &L, int Ns, const T *tw,
+                                      typename real_of<T>::type s)
+{
+    constexpr int Q = ITEM_POINTS / (R * THREADS);
+    if (SRC == SMEM && DST == SMEM) {
+        T v[Q][R];
+        int j[Q], m[Q];
+#pragma unroll
+        for (int q = 0; q < Q; q++)
+            load<T, R, COL, SRC>(L, q, v[q], j[q], m[q]);
+        __syncthreads();
+#pragma unroll
+        for (int q = 0; q < Q; q++)
+            finish<T, R, COL, DST>(L, v[q], j[q], m[q], Ns, tw, s);
+    } else { // groups of butterflies: 128 bytes of loads in flight a thread, no spills
+        constexpr int G = 128 / (int)sizeof(T) / R, U = G < 1 ? 1 : G < Q ? G : Q;
+#pragma unroll 1
+        for (int q0 = 0; q0 < Q; q0 += U) {
+            T v[U][R];
+            int j[U], m[U];
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                load<T, R, COL, SRC>(L, q0 + u, v[u], j[u], m[u]);
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                finish<T, R, COL, DST>(L, v[u], j[u], m[u], Ns, tw, s);
+        }
+    }
+    if (DST == SMEM)
+        __syncthreads();
+}
+
+// All stages of an item's lines: the first from device memory into shared memory, the last
+// from shared memory into device memory (N >= 64: at least two stages).
+template <class T, bool COL>
+__device__ void transform(const lines<T> &L, typename real_of<T>::type s)
+{
+    int small = L.lgN % 3, Ns = 1;
+    const T *tw = L.tw;
+    switch (small) { // the first stage's twiddles are all 1
+    case 1: stage<T, 2, COL, GLOBAL, SMEM>(L, Ns, tw, s); Ns = 2; break;
+    case 2: stage<T, 4, COL, GLOBAL, SMEM>(L, Ns, tw, s); Ns = 4; break;
+    default: stage<T, 8, COL, GLOBAL, SMEM>(L, Ns, tw, s); Ns = 8; break;
+    }
+    for (; Ns * 8 < L.N; tw += 7 * Ns, Ns *= 8)
+        stage<T, 8, COL, SMEM, SMEM>(L, Ns, tw, s);
+    stage<T, 8, COL, SMEM, GLOBAL>(L, Ns, tw, s);
+}
+
+struct args {
+    int nx, ny, lgx, lgy;
+    int row_items, items;               // row items a plane; items in all
+    const int *order;                   // item codes: plane << 12 | column << 11 | block
+    int *next, *done;                   // the item counter; row items done, per plane
+    const void *twx, *twy;
+    double sign;
+};
+
+template <class T>
+__global__ void __launch_bounds__(THREADS, blocks_per_sm<T>()) plane_kernel(const T *in, T *out,
+                                                                         args a)
+{
+    extern __shared__ __align__(16) unsigned char raw[];
+    __shared__ int item;
+    T *sm = (T *)raw;
+    typedef typename real_of<T>::type real;
+    const real s = (real)a.sign;
+    for (;;) {
+        if (threadIdx.x == 0)
+            item = atomicAdd(a.next, 1);
+        __syncthreads(); // also: the previous item's last reads of shared memory are done
+        int i = item;
+        if (i >= a.items)
+            return;
+        int code = a.order[i], p = code >> 12, col = code >> 11 & 1, blk = code & 2047;
+        size_t plane = (size_t)p * a.nx * a.ny;
+        if (!col) {
+            int M = ITEM_POINTS >> a.lgx;
+            long off = (long)plane + (long)blk * M * a.nx;
+            lines<T> L = {in + off, out + off, sm, (const T *)a.twx, a.nx, a.lgx, M,
+                          __ffs(M) - 1, a.nx};
+            transform<T, false>(L, s);
+            __threadfence();
+            __syncthreads();
+            if (threadIdx.x == 0)
+                atomicAdd(a.done + p, 1);
+        } else {
+            int M = ITEM_POINTS >> a.lgy;
+            if (threadIdx.x == 0) {
+                while (*(volatile int *)(a.done + p) < a.row_items)
+                    __nanosleep(100);
+                __threadfence();
+            }
+            __syncthreads();
+            long off = (long)plane + (long)blk * M;
+            lines<T> L = {out + off, out + off, sm, (const T *)a.twy, a.ny, a.lgy, M,
+                          __ffs(M) - 1, a.nx};
+            transform<T, true>(L, s);
+        }
+    }
+}
+
+int ilog2(int n)
+{
+    int l = 0;
+    while ((1 << l) < n)
+        l++;
+    return (1 << l) == n ? l : -1;
+}
+
+// The twiddle tables of a line of n = 2^lg points, appended to t: n entries (the stages take
+// fewer; the rest unused).
+template <class T> void tables(int lg, double sign, std::vector<T> &t)
+{
+    typedef decltype(T().x) real;
+    size_t end = t.size() + ((size_t)1 << lg);
+    int Ns = 1 << (lg % 3 ? lg % 3 : 3);
+    for (; Ns < 1 << lg; Ns *= 8)
+        for (int r = 1; r < 8; r++)
+            for (int k = 0; k < Ns; k++) {
+                long double a = 2 * M_PIl * r * k / (8.0L * Ns);
+                t.push_back({(real)cosl(a), (real)(sign * sinl(a))});
+            }
+    t.resize(end);
+}
+
+} // namespace
+
+struct tide_gpu_plane {
+    int dbl, planes, grid;
+    args a;
+    void *mem;      // twiddles, order, counters
+    size_t counters_bytes;
+};
+
+extern "C" int tide_gpu_plane_supported(int dbl, int nx, int ny, char *why, size_t len)
+{
+    int lx = ilog2(nx), ly = ilog2(ny);
+    if (lx < 6 || lx > 10 || ly < 6 || ly > 10) { // 64 x 64: one item, ITEM_POINTS
+        snprintf(why, len, "the plane pass takes powers of two from 64 to 1024 (%d x %d)", nx, ny);
+        return 0;
+    }
+    if ((size_t)nx * ny * (dbl ? 16 : 8) > MAX_PLANE_BYTES) {
+        snprintf(why, len, "the plane pass takes planes of up to %zu MiB (%d x %d %s)",
+                 MAX_PLANE_BYTES >> 20, nx, ny, dbl ? "double" : "float");
+        return 0;
+    }
+    return 1;
+}
+
+template <class T> static int configure(tide_gpu_plane *p, char *why, size_t len)
+{
+    cudaError_t e = cudaFuncSetAttribute(plane_kernel<T>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)smem_bytes<T>());
+    int per_sm = 0, dev = 0, sms = 0;
+    if (!e)
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, plane_kernel<T>, THREADS,
+                                                          smem_bytes<T>());
+    if (!e)
+        e = cudaGetDevice(&dev);
+    if (!e)
+        e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e || per_sm < 1) {
+        snprintf(why, len, "the plane pass's kernel cannot run here (%s)",
+                 e ? cudaGetErrorString(e) : "no block fits an SM");
+        return e ? tide_cuda_fail(e, "plane pass: occupancy") : TIDE_ERR_BACKEND;
+    }
+    p->grid = per_sm * sms;
+    return 0;
+}
+
+extern "C" int tide_gpu_plane_create(int dbl, int nx, int ny, int planes, int sign, int lag,
+                                     tide_gpu_plane **out, char *why, size_t len)
+{
+    *out = NULL;
+    if (!tide_gpu_plane_supported(dbl, nx, ny, why, len))
+        return TIDE_ERR_UNSUPPORTED;
+    if (planes < 1 || planes >= 1 << 19) { // the item codes' plane field
+        snprintf(why, len, "the plane pass takes 1 to 2^19 - 1 planes (%d)", planes);
+        return TIDE_ERR_UNSUPPORTED;
+    }
+    tide_gpu_plane *p = (tide_gpu_plane *)calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(why, len, "out of memory");
+        return TIDE_ERR_NOMEM;
+    }
+    p->dbl = dbl;
+    p->planes = planes;
+    int r = dbl ? configure<double2>(p, why, len) : configure<float2>(p, why, len);
+    if (r) {
+        free(p);
+        return r;
+    }
+    size_t elem = dbl ? 16 : 8, pts = ITEM_POINTS;
+    int lx = ilog2(nx), ly = ilog2(ny);
+    int row_items = (int)((size_t)nx * ny / pts), col_items = row_items;
+    if (lag < 1) // about a grid's worth of items between a plane's rows and its columns
+        lag = p->grid / (row_items + col_items) + 1;
+    std::vector<int> order;
+    for (int q = 0; q < lag && q < planes; q++)
+        for (int b = 0; b < row_items; b++)
+            order.push_back(q << 12 | b);
+    for (int q = 0; q < planes; q++) {
+        for (int b = 0; q + lag < planes && b < row_items; b++)
+            order.push_back((q + lag) << 12 | b);
+        for (int b = 0; b < col_items; b++)
+            order.push_back(q << 12 | 1 << 11 | b);
+    }
+    size_t tw_bytes = (size_t)(nx + ny) * elem, order_bytes = order.size() * sizeof(int);
+    p->counters_bytes = (size_t)(planes + 1) * sizeof(int);
+    cudaError_t e = cudaMalloc(&p->mem, tw_bytes + order_bytes + p->counters_bytes);
+    if (e) {
+        free(p);
+        snprintf(why, len, "out of device memory for the plane pass's tables");
+        return tide_cuda_fail(e, "plane pass: cudaMalloc", TIDE_ERR_NOMEM);
+    }
+    char *mem = (char *)p->mem;
+    if (dbl) {
+        std::vector<double2> t;
+        tables(lx, sign, t);
+        tables(ly, sign, t);
+        e = cudaMemcpy(mem, t.data(), tw_bytes, cudaMemcpyHostToDevice);
+    } else {
+        std::vector<float2> t;
+        tables(lx, sign, t);
+        tables(ly, sign, t);
+        e = cudaMemcpy(mem, t.data(), tw_bytes, cudaMemcpyHostToDevice);
+    }
+    if (!e)
+        e = cudaMemcpy(mem + tw_bytes, order.data(), order_bytes, cudaMemcpyHostToDevice);
+    if (e) {
+        snprintf(why, len, "could not copy the plane pass's tables: %s", cudaGetErrorString(e));
+        tide_gpu_plane_destroy(p);
+        return tide_cuda_fail(e, "plane pass: tables");
+    }
+    p->a = {nx, ny, lx, ly, row_items, (int)order.size(), (const int *)(mem + tw_bytes),
+            (int *)(mem + tw_bytes + order_bytes), (int *)(mem + tw_bytes + order_bytes) + 1,
+            mem, mem + (size_t)nx * elem, (double)sign};
+    *out = p;
+    return 0;
+}
+
+extern "C" int tide_gpu_plane_execute(const tide_gpu_plane *p, const void *in, void *out,
+                                      void *stream)
+{
+    cudaStream_t st = (cudaStream_t)stream;
+    cudaError_t e = cudaMemsetAsync(p->a.next, 0, p->counters_bytes, st);
+    if (e)
+        return tide_cuda_fail(e, "plane pass: clearing the counters");
+    if (p->dbl)
+        plane_kernel<double2><<<p->grid, THREADS, smem_bytes<double2>(), st>>>((const double2 *)in,
+                                                                   (double2 *)out, p->a);
+    else
+        plane_kernel<float2><<<p->grid, THREADS, smem_bytes<float2>(), st>>>((const float2 *)in,
+                                                                 (float2 *)out, p->a);
+    e = cudaGetLastError();
+    return e ? tide_cuda_fail(e, "plane pass: launch") : 0;
+}
+
+extern "C" void tide_gpu_plane_destroy(tide_gpu_plane *p)
+{
+    if (!p)
+        return;
+    cudaFree(p->mem);
+    free(p);
+}

@@ -1,0 +1,43 @@
+/*
+ * fft_plane.h: Tide's own plane pass (gpu/fft_plane.cu; private, C linkage, no CUDA types):
+ * the 2D C2C transforms of a stack of planes in one kernel that reads each plane from device
+ * memory once and writes it once, its second dimension's lines read back from the L2 cache.
+ *
+ * The planes are dense, ny rows of nx points each (x fastest), planes * nx * ny points in all.
+ * One persistent kernel takes work items in a fixed order from a counter: the row items of a
+ * plane (rows of nx points, transformed along x, stored to the output) come a few planes ahead
+ * of its column items (blocks of columns, transformed along y in place in the output), which
+ * wait on the plane's count of finished row items; a plane's rows are therefore still in the L2
+ * when its columns read them. Each item transforms its lines with Stockham radix-8 stages
+ * (and one radix-2 or radix-4 stage) through shared memory, the first stage reading device
+ * memory and the last writing it. No normalization (cuFFT's convention).
+ */
+#ifndef TIDE_GPU_FFT_PLANE_H
+#define TIDE_GPU_FFT_PLANE_H
+
+#include <stddef.h>
+#include "tide.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tide_gpu_plane tide_gpu_plane;
+
+/* Whether the pass takes planes of nx x ny points (powers of two from 64 to 1024, a plane of at
+ * most 8 MiB); if not, why says which. */
+int tide_gpu_plane_supported(int dbl, int nx, int ny, char *why, size_t len);
+/* A plane pass for planes planes, sign -1 (forward) or +1. lag: how many planes the row items
+ * run ahead of the column items (0: chosen from the grid's size). Returns 0,
+ * TIDE_ERR_UNSUPPORTED or TIDE_ERR_BACKEND, with the reason in why. */
+int tide_gpu_plane_create(int dbl, int nx, int ny, int planes, int sign, int lag,
+                          tide_gpu_plane **out, char *why, size_t len);
+/* Enqueue the transforms of in into out (in == out: in place) on stream (a cudaStream_t).
+ * Executions of one plan must not overlap (they share its counters). */
+int tide_gpu_plane_execute(const tide_gpu_plane *p, const void *in, void *out, void *stream);
+void tide_gpu_plane_destroy(tide_gpu_plane *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
