@@ -196,6 +196,9 @@ run sf27 0 1 stencil cpu float 12 11 10 -shape 27pt -steps 5 -bc ddp -n 1 && \
     has sf27 '^Stencil: 27 taps' && has sf27 '^Verification: passed'
 run sstar 0 1 stencil cpu double 13 12 11 -shape star:2 -bc ppd -steps 4 -n 1 && \
     has sstar '^Stencil: 13 taps, radius 2' && has sstar '^Verification: passed'
+# star:3 with rows of a prime length wide enough for the CPU's star span's blocks of vectors
+run sstar3 0 1 stencil cpu float 23 19 97 -shape star:3 -bc dpd -steps 5 -fuse 3 -n 1 && \
+    has sstar3 '^Stencil: 19 taps, radius 3' && has sstar3 '^Verification: passed'
 run sbox 0 1 stencil auto float 11 10 9 -shape box:2 -bc dpd -steps 3 -fuse 2 -n 1 && \
     has sbox '^Stencil: 125 taps, radius 2' && has sbox '^Verification: passed'
 run ssrc 0 1 stencil cpu double 16 12 10 -bc ppp -source -steps 6 -n 1 && \

@@ -16,8 +16,10 @@
  * per class (centre, face, edge, corner) half the time, swept in the class form (backend.h),
  * else with random weights, in the tap form; then more cases of the class form with x the
  * slowest dimension (the CPU's sweep that shares each plane's sums), grids up to 67 points
- * and up to 8 steps fused. Every other point of dst's buffer (the rows and columns beside the
- * window, the planes before and after it) must keep its poison.
+ * and up to 8 steps fused; then cases of star:R (R = 1 .. 4) in the documented tap order, the
+ * user's z mostly the fastest dimension (the CPU's star spans), rows up to 131 points. Every
+ * other point of dst's buffer (the rows and columns beside the window, the planes before and
+ * after it) must keep its poison.
  *
  * The CPU backend always; the CUDA backend when TIDE_TEST_BACKEND=cuda (exit 77, a visible
  * SKIP, without a GPU). On the GPU the test moves its data with plain CUDA calls on its own
@@ -71,14 +73,22 @@ static void make_window(tt_rng *rng, int m, int align, int out[2])
     out[0] = lo, out[1] = hi;
 }
 
-/* A random case; shared: the 27-point class form with the user's x the slowest dimension (the
- * CPU's sweep that shares each plane's sums), its grids up to 67 points. */
-static void make_case(tt_rng *rng, int gpu, int i, int shared, scase *c)
+/* A random case; mode 1 (shared): the 27-point class form with the user's x the slowest
+ * dimension (the CPU's sweep that shares each plane's sums), its grids up to 67 points; mode 2:
+ * star:R, R = 1 .. 4, in the documented tap order with random weights, the user's z mostly the
+ * fastest dimension (the CPU's star spans), rows up to 131 points. */
+static void make_case(tt_rng *rng, int gpu, int i, int mode, scase *c)
 {
     memset(c, 0, sizeof *c);
     c->dbl = tt_rng_below(rng, 2);
-    int kind = shared ? 1 : i % 4; /* 7-point, 27-point, star, box */
-    if (kind < 2) {
+    int shared = mode == 1;
+    int kind = mode == 1 ? 1 : mode == 2 ? 4 : i % 4; /* 7-point, 27-point, star, box; star:R */
+    double bw[TIDE_SWEEP_MAX_TAPS]; /* star:R's own weights (the case's are random) */
+    if (kind == 4) {
+        c->radius = 1 + tt_rng_below(rng, 4);
+        c->ntaps = tide_ref_stencil_binomial_taps(TIDE_STENCIL_STAR, c->radius, c->off, bw);
+        snprintf(c->taps, sizeof c->taps, "star:%d", c->radius);
+    } else if (kind < 2) {
         tide_stencil_shape sh = kind == 0 ? TIDE_STENCIL_7PT : TIDE_STENCIL_27PT;
         c->ntaps = tide_ref_stencil_taps(sh, NULL, c->off, c->w);
         c->radius = 1;
@@ -90,7 +100,7 @@ static void make_case(tt_rng *rng, int gpu, int i, int shared, scase *c)
         snprintf(c->taps, sizeof c->taps, "%s r%d", kind == 2 ? "star" : "box", c->radius);
     }
     c->shape = kind == 0 ? TIDE_STENCIL_7PT : kind == 1 ? TIDE_STENCIL_27PT
-             : kind == 2 ? TIDE_STENCIL_STAR : TIDE_STENCIL_BOX;
+             : kind == 3 ? TIDE_STENCIL_BOX : TIDE_STENCIL_STAR;
     tt_stencil_weights(rng, c->ntaps, c->w);
     c->classes = kind == 1 && (shared || tt_rng_below(rng, 2));
     if (c->classes) { /* one random weight per class: the tap's count of nonzero offsets */
@@ -104,13 +114,15 @@ static void make_case(tt_rng *rng, int gpu, int i, int shared, scase *c)
     tt_perm3(tt_rng_below(rng, 6), c->ord);
     if (shared) /* x first, y and z in either order */
         c->ord[0] = 0, c->ord[1] = 1 + tt_rng_below(rng, 2), c->ord[2] = 3 - c->ord[1];
+    if (kind == 4 && tt_rng_below(rng, 4)) /* z fastest, x and y in either order */
+        c->ord[2] = 2, c->ord[0] = tt_rng_below(rng, 2), c->ord[1] = 1 - c->ord[0];
     /* small grids on the CPU; on the GPU some wider than a tile, the first dimension deep
      * enough for several chunks */
     int top = gpu ? 16 : shared ? 13 : 11;
     for (int d = 0; d < 3; d++) {
         int m;
         do
-            m = sizes[tt_rng_below(rng, top)];
+            m = sizes[tt_rng_below(rng, kind == 4 && d == 2 ? 16 : top)];
         while (m < 2 * c->radius + 1);
         c->n[d] = m;
     }
@@ -359,6 +371,12 @@ int main(void)
         make_case(&rng, gpu, cases + i, 1, &c);
         c.k = 1 + tt_rng_below(&rng, 8);
         run_case(be, gpu, stream, 1 + tt_rng_below(&rng, 3), &c, &rng, cases + i);
+    }
+    for (int i = 0; i < 120; i++) { /* star:R, up to 6 steps fused */
+        scase c;
+        make_case(&rng, gpu, cases + 150 + i, 2, &c);
+        c.k = 1 + tt_rng_below(&rng, 6);
+        run_case(be, gpu, stream, 1 + tt_rng_below(&rng, 3), &c, &rng, cases + 150 + i);
     }
 #if TIDE_HAVE_CUDA
     if (stream)

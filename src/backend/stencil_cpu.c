@@ -46,7 +46,7 @@ typedef struct {
     double wd[TIDE_SWEEP_MAX_TAPS];
     tide_stencil_span_f *span_f;
     tide_stencil_span_d *span_d;
-    tide_stencil_star_f *star_f, *last_f; /* the 7-point star's spans where they apply (else */
+    tide_stencil_star_f *star_f, *last_f; /* the star's spans where they apply (else */
     tide_stencil_star_d *star_d, *last_d; /* NULL), last: those into dst */
     int shared;        /* the class form with planes of x: each plane's sums made once */
     tide_stencil_plane_f *plane_f, *plane_f1;
@@ -93,18 +93,28 @@ static int tile_rows(const tide_sweep *s, int k, size_t row_bytes)
     return t >= b1 - b0 ? s->n[1] : t;
 }
 
-/* Whether s's taps are the 7-point star with the columns' neighbours last: the centre, four
- * taps in its column (any rows), then the columns before and after it (stencil_span.h: the
- * star's spans). */
-static int star_taps(const tide_sweep *s)
+/* The radius R of s's taps where they are a star in the documented tap order along the
+ * columns, else 0: 6 R + 1 taps, the centre first, then for each k = 1 .. R four taps in
+ * their own column (any rows) and the columns k before and k after the centre in its row
+ * (stencil_span.h: the star's spans; the 7-point star and star:R with the user's z the
+ * fastest dimension, or user taps in that order). */
+static int star_radius(const tide_sweep *s)
 {
-    if (s->classes || s->ntaps != 7 || s->radius != 1)
+    int R = s->radius;
+    if (s->classes || R < 1 || s->ntaps != 6 * R + 1)
         return 0;
     const int(*o)[3] = s->off;
-    for (int i = 0; i < 5; i++)
-        if (o[i][2] != 0 || (i == 0 && (o[i][0] || o[i][1])))
+    if (o[0][0] || o[0][1] || o[0][2])
+        return 0;
+    for (int k = 1; k <= R; k++) {
+        for (int i = 6 * k - 5; i < 6 * k - 1; i++)
+            if (o[i][2] != 0)
+                return 0;
+        const int *m = o[6 * k - 1], *p = o[6 * k];
+        if (m[0] || m[1] || m[2] != -k || p[0] || p[1] || p[2] != k)
             return 0;
-    return !o[5][0] && !o[5][1] && o[5][2] == -1 && !o[6][0] && !o[6][1] && o[6][2] == 1;
+    }
+    return R;
 }
 
 /* The CPU's choice of steps per sweep: four (eight for the 7-point star, whose levels cost
@@ -114,7 +124,7 @@ static int star_taps(const tide_sweep *s)
 static int cpu_fuse(const tide_sweep *s, int threads, size_t row_bytes)
 {
     double grid = (double)row_bytes * s->n[1] * s->n[0];
-    int k = star_taps(s) ? 8 : 4;
+    int k = star_radius(s) == 1 ? 8 : 4;
     while (k > 1) {
         int tile = tile_rows(s, k, row_bytes);
         int rows = tile >= s->n[1] ? s->n[1] : tile + 2 * (k - 1) * s->radius;
@@ -195,9 +205,9 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
     for (int k = 0; k < 4 && s->classes; k++)
         c->wf[k] = (float)s->cw[k], c->wd[k] = s->cw[k];
     tide_stencil_spans(s->classes, &c->span_f, &c->span_d);
-    if (star_taps(s)) {
-        tide_stencil_star_spans(0, &c->star_f, &c->star_d);
-        tide_stencil_star_spans(streams_dst(s), &c->last_f, &c->last_d);
+    if (star_radius(s)) {
+        tide_stencil_star_spans(star_radius(s), 0, &c->star_f, &c->star_d);
+        tide_stencil_star_spans(star_radius(s), streams_dst(s), &c->last_f, &c->last_d);
     }
     c->shared = shares_planes(s);
     tide_stencil_planes(&c->plane_f, &c->plane_d, &c->plane_f1, &c->plane_d1);

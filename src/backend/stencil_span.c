@@ -153,7 +153,7 @@ SPAN_SCALAR(class_d, double, fma, CLASS_POINT)
 SPANS("avx2,fma", avx2, 8, 2, __m256, __m256d, 8, 4, _mm256)
 SPANS("avx512f", avx512, 4, 2, __m512, __m512d, 16, 8, _mm512)
 
-/* ---- the 7-point star along rows, AVX-512 (stencil_span.h) -------------------------------- */
+/* ---- the stars along rows, AVX-512 (stencil_span.h) ------------------------------------- */
 
 /* Lanes [lo - d, hi - d) of a vector of W columns from column d, as a mask. */
 static inline unsigned lanes(int d, int lo, int hi, int W)
@@ -162,82 +162,120 @@ static inline unsigned lanes(int d, int lo, int hi, int W)
     return h <= l ? 0u : ((1u << h) - 1u) & ~((1u << l) - 1u);
 }
 
-/* The star's vector of columns from d of row y: the centre row's vectors before (cb), at (cc)
- * and after (ca) d give the -z and +z neighbours by a lane shift (SHIFT(hi, lo, n): lanes n ..
- * n + W - 1 of lo then hi), the other four taps are loads at d (masked to the span's columns,
- * m, where the vector is not whole inside it); then the taps' chain in slot order and the
- * source, the store masked the same (a whole one around the caches where nt_ says so). */
-#define STAR_VEC(T, V, W, LOADU, MLOAD, STOREU, MSTORE, STREAM, MUL, FMADD, ADD, SHIFT, FULL)  \
+/* The centre row's columns from d - k (PREV, from the vectors at d - W and d) or from d + k
+ * (NEXT, from those at d and d + W), k = 1 .. 4 < W, by a lane shift (SHIFT(hi, lo, n): lanes
+ * n .. n + W - 1 of lo then hi). The choice on k, a constant, leaves each shift's count the
+ * immediate the instruction needs. */
+#define PREV(SHIFT, W, at, before, k)                                                            \
+    ((k) == 1   ? SHIFT(at, before, W - 1)                                                       \
+     : (k) == 2 ? SHIFT(at, before, W - 2)                                                       \
+     : (k) == 3 ? SHIFT(at, before, W - 3)                                                       \
+                : SHIFT(at, before, W - 4))
+#define NEXT(SHIFT, W, after, at, k)                                                             \
+    ((k) == 1 ? SHIFT(after, at, 1) : (k) == 2 ? SHIFT(after, at, 2)                             \
+     : (k) == 3 ? SHIFT(after, at, 3) : SHIFT(after, at, 4))
+
+/* K vectors of columns from d of row y of a star of radius R: cv[j] holds the centre row's
+ * vector from d + (j - 1) W (j = 0 .. K + 1), r[i] slot i's row. Each point's chain in slot
+ * order: the centre's product, then for each k = 1 .. R the multiply-adds of slots 6k - 5 ..
+ * 6k - 2 (loads at d from their rows) and of slots 6k - 1 and 6k (the centre row's columns
+ * c - k and c + k, shifted out of cv); the K chains interleaved, tap by tap, so that they
+ * overlap in the FMA units. Then the source's add and the stores (around the caches where nt_
+ * says so). FULL 0: one vector (K 1), its loads and store masked to the span's columns by m. */
+#define STAR_BLOCK(T, V, W, R, LOADU, MLOAD, STOREU, MSTORE, STREAM, MUL, FMADD, ADD, SHIFT, K, \
+                   FULL)                                                                         \
     do {                                                                                         \
-        V acc_ = MUL(w0, cc);                                                                    \
-        acc_ = FMADD(w1, FULL ? LOADU(r1 + d) : MLOAD(m, r1 + d), acc_);                        \
-        acc_ = FMADD(w2, FULL ? LOADU(r2 + d) : MLOAD(m, r2 + d), acc_);                        \
-        acc_ = FMADD(w3, FULL ? LOADU(r3 + d) : MLOAD(m, r3 + d), acc_);                        \
-        acc_ = FMADD(w4, FULL ? LOADU(r4 + d) : MLOAD(m, r4 + d), acc_);                        \
-        acc_ = FMADD(w5, SHIFT(cc, cb, W - 1), acc_);                                            \
-        acc_ = FMADD(w6, SHIFT(ca, cc, 1), acc_);                                                \
-        if (sr)                                                                                  \
-            acc_ = ADD(acc_, FULL ? LOADU(sr + d) : MLOAD(m, sr + d));                           \
-        if (FULL && nt_)                                                                         \
-            STREAM(o + d, acc_);                                                                 \
-        else if (FULL)                                                                           \
-            STOREU(o + d, acc_);                                                                 \
-        else                                                                                     \
-            MSTORE(o + d, m, acc_);                                                              \
+        V acc_[K];                                                                               \
+        for (int j = 0; j < K; j++)                                                              \
+            acc_[j] = MUL(wv[0], cv[j + 1]);                                                     \
+        for (int k = 1; k <= R; k++) {                                                           \
+            for (int i = 6 * k - 5; i < 6 * k - 1; i++)                                          \
+                for (int j = 0; j < K; j++)                                                      \
+                    acc_[j] = FMADD(wv[i], FULL ? LOADU(r[i] + d + j * W) : MLOAD(m, r[i] + d), \
+                                    acc_[j]);                                                    \
+            for (int j = 0; j < K; j++)                                                          \
+                acc_[j] = FMADD(wv[6 * k - 1], PREV(SHIFT, W, cv[j + 1], cv[j], k), acc_[j]);   \
+            for (int j = 0; j < K; j++)                                                          \
+                acc_[j] = FMADD(wv[6 * k], NEXT(SHIFT, W, cv[j + 2], cv[j + 1], k), acc_[j]);   \
+        }                                                                                        \
+        for (int j = 0; j < K; j++) {                                                            \
+            if (sr)                                                                              \
+                acc_[j] = ADD(acc_[j], FULL ? LOADU(sr + d + j * W) : MLOAD(m, sr + d));         \
+            if (FULL && nt_)                                                                     \
+                STREAM(o + d + j * W, acc_[j]);                                                  \
+            else if (FULL)                                                                       \
+                STOREU(o + d + j * W, acc_[j]);                                                  \
+            else                                                                                 \
+                MSTORE(o + d, m, acc_[j]);                                                       \
+        }                                                                                        \
     } while (0)
 
-/* A span of the 7-point star (stencil_span.h: its arguments are a span's, the slot count 7,
- * and pf, pfb: row y also prefetches into the L2 the pfb bytes from pf + y pfb on, a cache
- * line a vector; pf NULL: none): slots 1 .. 4 read rows at their own columns, slots 5 and 6 the
- * centre row's (slot 0's) columns c - 1 and c + 1 (the built-in 7-point taps with the user's z
- * the fastest dimension). Vectors of W columns go where out's row is aligned, so that the
- * stores and, in rows laid out alike (the sweep's rings), the loads stay within a cache line;
- * NT: whole vectors at 64-byte aligned addresses are stored around the caches (non-temporal),
- * then a fence orders them before whatever reads out next. The centre row's neighbour columns
- * come from the vectors before and after by a lane shift instead of two loads across cache
- * lines. Loads of the centre row take its columns [a - 1, e + 1), the
- * others' [a, e) (masked at the span's ends, where nothing outside them is touched); each
- * point's operations are the tap form's, in slot order, so the results are span_f's. */
-#define STAR_SPAN(NAME, T, V, W, MASK, LOADU, MLOAD, STOREU, MSTORE, STREAM, SET1, MUL, FMADD,  \
-                  ADD, SHIFT, SCALAR, NT)                                                        \
+/* A span of the star of radius R (stencil_span.h: its arguments are a span's, the slot count
+ * 6 R + 1, and pf, pfb: row y also prefetches into the L2 the pfb bytes from pf + y pfb on, a
+ * cache line a vector; pf NULL: none): slots 6k - 5 .. 6k - 2 read rows at their own columns,
+ * slots 6k - 1 and 6k the centre row's (slot 0's) columns c - k and c + k (the built-in stars
+ * and star:R in the documented tap order with the user's z the fastest dimension). Vectors of
+ * W columns go where out's row is aligned, so that the stores and, in rows laid out alike (the
+ * sweep's rings), the loads stay within a cache line; NT: whole vectors at 64-byte aligned
+ * addresses are stored around the caches (non-temporal), then a fence orders them before
+ * whatever reads out next. The centre row's neighbour columns come from the vectors before and
+ * after by lane shifts instead of 2 R loads across cache lines. Inside the span K vectors go
+ * at once (independent chains, 6 R + 1 multiply-adds long), its ends one vector at a time.
+ * Loads of the centre row take its columns [a - R, e + R), the others' [a, e) (masked at the
+ * span's ends, where nothing outside them is touched); each point's operations are the tap
+ * form's, in slot order, so the results are span_f's. */
+#define STAR_SPAN(NAME, T, V, W, R, K, MASK, LOADU, MLOAD, STOREU, MSTORE, STREAM, SET1, MUL,   \
+                  FMADD, ADD, SHIFT, SCALAR, NT)                                                 \
     __attribute__((target("avx512f"))) static void NAME(                                        \
         const T *const *p, const T *w, const T *src, T *out, int a, int e, int rows,            \
         ptrdiff_t pin, ptrdiff_t psrc, ptrdiff_t pout, const char *pf, size_t pfb)              \
     {                                                                                            \
         if (e - a < W) {                                                                         \
-            SCALAR(7, p, w, src, out, a, e, rows, pin, psrc, pout);                              \
+            SCALAR(6 * R + 1, p, w, src, out, a, e, rows, pin, psrc, pout);                      \
             return;                                                                              \
         }                                                                                        \
-        V w0 = SET1(w[0]), w1 = SET1(w[1]), w2 = SET1(w[2]), w3 = SET1(w[3]);                    \
-        V w4 = SET1(w[4]), w5 = SET1(w[5]), w6 = SET1(w[6]);                                     \
+        V wv[6 * R + 1];                                                                         \
+        for (int i = 0; i < 6 * R + 1; i++)                                                      \
+            wv[i] = SET1(w[i]);                                                                  \
         for (int y = 0; y < rows; y++) {                                                         \
-            const T *c = p[0] + y * pin, *r1 = p[1] + y * pin, *r2 = p[2] + y * pin;             \
-            const T *r3 = p[3] + y * pin, *r4 = p[4] + y * pin;                                  \
+            const T *r[6 * R + 1], *c = p[0] + y * pin;                                          \
+            for (int i = 0; i < 6 * R + 1; i++)                                                  \
+                r[i] = p[i] + y * pin;                                                           \
             const T *sr = src ? src + y * psrc : NULL;                                           \
             T *o = out + y * pout;                                                               \
             const char *f = pf ? pf + y * pfb : NULL;                                            \
             size_t nf = pf ? pfb / 64 : 0; /* lines left to prefetch */                          \
             int d = a - (int)((uintptr_t)(o + a) % (W * sizeof(T)) / sizeof(T));                \
             int nt_ = NT && (uintptr_t)(o + d) % 64 == 0;                                        \
-            MASK m = (MASK)lanes(d - W, a - 1, e + 1, W);                                        \
-            V cb = MLOAD(m, c + d - W);                                                          \
-            m = (MASK)lanes(d, a - 1, e + 1, W);                                                 \
-            V cc = MLOAD(m, c + d), ca;                                                          \
-            for (; d < e; d += W) {                                                              \
-                if (d + 2 * W <= e + 1)                                                          \
-                    ca = LOADU(c + d + W);                                                       \
-                else                                                                             \
-                    m = (MASK)lanes(d + W, a - 1, e + 1, W), ca = MLOAD(m, c + d + W);          \
-                if (d >= a && d + W <= e) {                                                      \
-                    STAR_VEC(T, V, W, LOADU, MLOAD, STOREU, MSTORE, STREAM, MUL, FMADD, ADD,     \
-                             SHIFT, 1);                                                          \
+            V cv[K + 2];                                                                         \
+            MASK m = (MASK)lanes(d - W, a - R, e + R, W);                                        \
+            cv[0] = MLOAD(m, c + d - W);                                                         \
+            m = (MASK)lanes(d, a - R, e + R, W);                                                 \
+            cv[1] = MLOAD(m, c + d);                                                             \
+            while (d < e) {                                                                      \
+                int n = 1; /* vectors done */                                                    \
+                if (d >= a && d + K * W <= e && d + (K + 1) * W <= e + R) {                      \
+                    for (int j = 2; j < K + 2; j++)                                              \
+                        cv[j] = LOADU(c + d + (j - 1) * W);                                      \
+                    STAR_BLOCK(T, V, W, R, LOADU, MLOAD, STOREU, MSTORE, STREAM, MUL, FMADD,     \
+                               ADD, SHIFT, K, 1);                                                \
+                    n = K;                                                                       \
                 } else {                                                                         \
-                    m = (MASK)lanes(d, a, e, W);                                                 \
-                    STAR_VEC(T, V, W, LOADU, MLOAD, STOREU, MSTORE, STREAM, MUL, FMADD, ADD,     \
-                             SHIFT, 0);                                                          \
+                    if (d + 2 * W <= e + R)                                                      \
+                        cv[2] = LOADU(c + d + W);                                                \
+                    else                                                                         \
+                        m = (MASK)lanes(d + W, a - R, e + R, W), cv[2] = MLOAD(m, c + d + W);   \
+                    if (d >= a && d + W <= e) {                                                  \
+                        STAR_BLOCK(T, V, W, R, LOADU, MLOAD, STOREU, MSTORE, STREAM, MUL, FMADD, \
+                                   ADD, SHIFT, 1, 1);                                            \
+                    } else {                                                                     \
+                        m = (MASK)lanes(d, a, e, W);                                             \
+                        STAR_BLOCK(T, V, W, R, LOADU, MLOAD, STOREU, MSTORE, STREAM, MUL, FMADD, \
+                                   ADD, SHIFT, 1, 0);                                            \
+                    }                                                                            \
                 }                                                                                \
-                cb = cc, cc = ca;                                                                \
-                if (nf)                                                                          \
+                cv[0] = cv[n], cv[1] = cv[n + 1], d += n * W;                                    \
+                for (int j = 0; j < n && nf; j++)                                                \
                     _mm_prefetch(f, _MM_HINT_T1), f += 64, nf--;                                 \
             }                                                                                    \
         }                                                                                        \
@@ -249,17 +287,28 @@ static inline unsigned lanes(int d, int lo, int hi, int W)
     _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(hi), _mm512_castps_si512(lo), n))
 #define SHIFT_PD(hi, lo, n)                                                                      \
     _mm512_castsi512_pd(_mm512_alignr_epi64(_mm512_castpd_si512(hi), _mm512_castpd_si512(lo), n))
-#define STAR_SPANS(SUF, NT)                                                                      \
-    STAR_SPAN(star_f_##SUF, float, __m512, 16, __mmask16, _mm512_loadu_ps,                      \
+/* The spans of radius R, K vectors at once inside a span, with stores around the caches (NT)
+ * or not. */
+#define STAR_SPANS(R, K, SUF, NT)                                                                \
+    STAR_SPAN(star##R##_f_##SUF, float, __m512, 16, R, K, __mmask16, _mm512_loadu_ps,           \
               _mm512_maskz_loadu_ps, _mm512_storeu_ps, _mm512_mask_storeu_ps, _mm512_stream_ps, \
               _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps, _mm512_add_ps, SHIFT_PS, span_f,  \
               NT)                                                                                \
-    STAR_SPAN(star_d_##SUF, double, __m512d, 8, __mmask8, _mm512_loadu_pd,                      \
+    STAR_SPAN(star##R##_d_##SUF, double, __m512d, 8, R, K, __mmask8, _mm512_loadu_pd,           \
               _mm512_maskz_loadu_pd, _mm512_storeu_pd, _mm512_mask_storeu_pd, _mm512_stream_pd, \
               _mm512_set1_pd, _mm512_mul_pd, _mm512_fmadd_pd, _mm512_add_pd, SHIFT_PD, span_d,  \
               NT)
-STAR_SPANS(avx512, 0)
-STAR_SPANS(avx512_nt, 1)
+#define STAR_RADIUS(R, K) STAR_SPANS(R, K, avx512, 0) STAR_SPANS(R, K, avx512_nt, 1)
+/* One vector at a time for the 7-point star (its chain of 7 is short next to the loads, and so
+ * its span stays as measured in docs/performance.md); four for the longer stars, whose chains
+ * of 13 to 25 multiply-adds one vector alone leaves waiting on the FMA latency (one core, 40
+ * rows of 256 in L2, best of six rounds on the loaded machine: 1.25-1.5 times faster than one
+ * vector at a time for star:2 and star:4 float and double and star:3 double; two, six and eight
+ * vectors within the noise of four or slower). */
+STAR_RADIUS(1, 1)
+STAR_RADIUS(2, 4)
+STAR_RADIUS(3, 4)
+STAR_RADIUS(4, 4)
 
 /* ---- the class form's plane pass (stencil_span.h) ----------------------------------------- */
 
@@ -436,10 +485,19 @@ void tide_stencil_spans(int classes, tide_stencil_span_f **f, tide_stencil_span_
     }
 }
 
-void tide_stencil_star_spans(int stream, tide_stencil_star_f **f, tide_stencil_star_d **d)
+void tide_stencil_star_spans(int radius, int stream, tide_stencil_star_f **f,
+                             tide_stencil_star_d **d)
 {
+    static tide_stencil_star_f *const fs[4][2] = {{star1_f_avx512, star1_f_avx512_nt},
+                                                  {star2_f_avx512, star2_f_avx512_nt},
+                                                  {star3_f_avx512, star3_f_avx512_nt},
+                                                  {star4_f_avx512, star4_f_avx512_nt}};
+    static tide_stencil_star_d *const ds[4][2] = {{star1_d_avx512, star1_d_avx512_nt},
+                                                  {star2_d_avx512, star2_d_avx512_nt},
+                                                  {star3_d_avx512, star3_d_avx512_nt},
+                                                  {star4_d_avx512, star4_d_avx512_nt}};
     __builtin_cpu_init();
-    int avx512 = __builtin_cpu_supports("avx512f");
-    *f = !avx512 ? NULL : stream ? star_f_avx512_nt : star_f_avx512;
-    *d = !avx512 ? NULL : stream ? star_d_avx512_nt : star_d_avx512;
+    int ok = __builtin_cpu_supports("avx512f") && radius >= 1 && radius <= 4;
+    *f = ok ? fs[radius - 1][!!stream] : NULL;
+    *d = ok ? ds[radius - 1][!!stream] : NULL;
 }

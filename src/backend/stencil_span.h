@@ -23,21 +23,22 @@ typedef void tide_stencil_span_d(int nt, const double *const *p, const double *w
  * AVX2 and FMA, else point by point), the same results. */
 void tide_stencil_spans(int classes, tide_stencil_span_f **f, tide_stencil_span_d **d);
 
-/* The spans of the 7-point star where this CPU runs them faster than the tap form's (AVX-512),
- * else NULL: a span's arguments for 7 taps whose slots 1 .. 4 read rows at their own columns
- * (p[i] the row itself), slots 5 and 6 the columns c - 1 and c + 1 of slot 0's row (p[5] =
- * p[0] - 1, p[6] = p[0] + 1), and a region to prefetch into the L2 for a later span (pf, or
- * NULL: none), pfb bytes a row: row y's share from pf + y pfb on, so that memory traffic
- * overlaps the span's work. The same results as the tap form's spans; with stream, their
- * stores of whole aligned vectors go around the caches (non-temporal, for rows nothing reads
- * soon). */
+/* The spans of the star of radius R = 1 .. 4 where this CPU runs them faster than the tap
+ * form's (AVX-512), else NULL: a span's arguments for 6 R + 1 taps whose slots 6k - 5 .. 6k - 2
+ * (k = 1 .. R) read rows at their own columns (p[i] the row itself), slots 6k - 1 and 6k the
+ * columns c - k and c + k of slot 0's row (p[6k - 1] = p[0] - k, p[6k] = p[0] + k), and a
+ * region to prefetch into the L2 for a later span (pf, or NULL: none), pfb bytes a row: row y's
+ * share from pf + y pfb on, so that memory traffic overlaps the span's work. The same results
+ * as the tap form's spans; with stream, their stores of whole aligned vectors go around the
+ * caches (non-temporal, for rows nothing reads soon). */
 typedef void tide_stencil_star_f(const float *const *p, const float *w, const float *src,
                                  float *out, int a, int e, int rows, ptrdiff_t pin,
                                  ptrdiff_t psrc, ptrdiff_t pout, const char *pf, size_t pfb);
 typedef void tide_stencil_star_d(const double *const *p, const double *w, const double *src,
                                  double *out, int a, int e, int rows, ptrdiff_t pin,
                                  ptrdiff_t psrc, ptrdiff_t pout, const char *pf, size_t pfb);
-void tide_stencil_star_spans(int stream, tide_stencil_star_f **f, tide_stencil_star_d **d);
+void tide_stencil_star_spans(int radius, int stream, tide_stencil_star_f **f,
+                             tide_stencil_star_d **d);
 
 /* The class form's plane pass (backend.h) along one row, for the CPU sweep that shares each
  * plane's sums among the three planes that read them. r[0], r[1], r[2]: rows b - 1, b, b + 1 of
