@@ -1,5 +1,6 @@
 /* backend_cpu.c: the CPU backend table: FFTW local transforms, threaded permuting copies and
  * MPI exchanges in host memory (see backend.h). */
+#include <stdlib.h>
 #include <string.h>
 #include <fftw3.h>
 #include <omp.h>
@@ -240,13 +241,52 @@ static void cpu_lines(const tide_spectral *d, char *v)
     }
 }
 
+/* s_k = norm / (v[k] + s0) for k < m, 0 where that denominator is 0 (the singular mode; the
+ * division is then by 1, so that no lane traps); vectorized and cloned for the machine's widest
+ * vectors: the division a point is most of the line pass's scaling. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+factors(double *s, int m, const double *v, double s0, double norm)
+{
+    for (int k = 0; k < m; k++) {
+        double den = v[k] + s0, zero = den == 0.0; /* no branch: every clone vectorizes */
+        s[k] = norm / (den + zero) * (1.0 - zero);
+    }
+}
+
+/* n complex values x_k (float or double) times s_k = norm / (v[k] + s0) as factors gives it,
+ * 0 where s_k is 0, in double as elem_load and elem_store would: along a line (v its
+ * eigenvalues, s0 its l01) or across the lines of a buffer row (v the lines' l01, s0 the row's
+ * eigenvalue). */
+static void scale(int dbl, char *x, int n, const double *v, double s0, double norm)
+{
+    enum { B = 64 };
+    double s[B];
+    for (int k0 = 0; k0 < n; k0 += B) {
+        int m = n - k0 < B ? n - k0 : B;
+        factors(s, m, v + k0, s0, norm);
+        if (dbl) {
+            double *y = (double *)x + 2 * k0;
+            for (int k = 0; k < m; k++) {
+                y[2 * k] = s[k] != 0.0 ? y[2 * k] * s[k] : 0.0;
+                y[2 * k + 1] = s[k] != 0.0 ? y[2 * k + 1] * s[k] : 0.0;
+            }
+        } else {
+            float *y = (float *)x + 2 * k0;
+            for (int k = 0; k < m; k++) {
+                y[2 * k] = s[k] != 0.0 ? (float)(y[2 * k] * s[k]) : 0.0f;
+                y[2 * k + 1] = s[k] != 0.0 ? (float)(y[2 * k + 1] * s[k]) : 0.0f;
+            }
+        }
+    }
+}
+
 /* The periodic lines transformed inside the op (backend.h: tide_spectral with line_fft), a
  * plane of the slower other dimension a at a time, the planes shared out over `threads`
- * threads: the plane's lines gathered into the thread's buffer, each contiguous (the
- * permuting copy of comm/region.h, tiled where the line is not the fastest), transformed
- * forward by FFTW, scaled as the diagonal operator does (the mean's sum taken from their
- * modes 0), transformed back and scattered, so the data is read and written once. Returns 0,
- * TIDE_ERR_NOMEM or TIDE_ERR_BACKEND. */
+ * threads: the plane copied into the thread's buffer in the array's own order (no transpose:
+ * the lines contiguous, or side by side with FFTW's transforms strided across them),
+ * transformed forward by FFTW, scaled as the diagonal operator does (the mean's sum taken from
+ * their modes 0), transformed back and copied back, so the data is read and written once.
+ * Returns 0, TIDE_ERR_NOMEM or TIDE_ERR_BACKEND. */
 static int cpu_line_ffts(const tide_spectral *d, char *v, int threads)
 {
     const tide_box *bx = &d->box, *arr = tide_spectral_arr(d);
@@ -259,16 +299,23 @@ static int cpu_line_ffts(const tide_spectral *d, char *v, int threads)
     }
     int n = (int)tide_ext(bx, L), nq = (int)tide_ext(bx, c), na = (int)tide_ext(bx, a);
     int T = threads < 1 ? 1 : threads > na ? na : threads;
+    /* across: the line is the slower of L and c in the array, so a row of the buffer holds
+     * point k of every line of the plane (the scaling then vectorized across the lines); else
+     * the lines lie one after the other. Either way the copy is a copy of rows; lines made
+     * contiguous whatever the array's order would make it a transpose, which costs nearly what
+     * a transform does. */
+    int across = st[L] > st[c];
     size_t elem = tide_spectral_elem(d), pb = ((size_t)n * (size_t)nq * elem + 63) / 64 * 64;
     char *bufs = fftw_malloc(pb * (size_t)T); /* a buffer a thread, each as aligned as the first */
-    tide_box lines = {{0, 0, 0}, {1, nq, n}, {0, 1, 2}}; /* a buffer: nq lines of n */
+    double *l01s = malloc(sizeof(double) * (size_t)nq * (size_t)T); /* the lines' l01 */
+    tide_box lines = {{0, 0, 0}, {1, across ? n : nq, across ? nq : n}, {0, 1, 2}};
     int64_t count = tide_box_count(arr);
     tide_cpu_fft *fw = NULL, *bw = NULL;
     tide_cpu_fft_desc fd = {.precision = d->dbl ? TIDE_DOUBLE : TIDE_FLOAT,
                             .kind = TIDE_KIND_C2C, .sign = -1, .ibox = &lines, .obox = &lines,
-                            .dims = {2}, .ndims = 1, .batch = 1, .threads = 1, .in = bufs,
-                            .out = bufs};
-    int st0 = bufs ? tide_cpu_fft_create(&fd, &fw) : TIDE_ERR_NOMEM;
+                            .dims = {across ? 1 : 2}, .ndims = 1, .batch = 1, .threads = 1,
+                            .in = bufs, .out = bufs};
+    int st0 = bufs && l01s ? tide_cpu_fft_create(&fd, &fw) : TIDE_ERR_NOMEM;
     fd.sign = 1;
     if (!st0)
         st0 = tide_cpu_fft_create(&fd, &bw);
@@ -277,30 +324,31 @@ static int cpu_line_ffts(const tide_spectral *d, char *v, int threads)
         #pragma omp parallel for num_threads(T) reduction(+ : sr, si) schedule(static)
         for (int i = bx->lo[a]; i < bx->hi[a]; i++) {
             char *buf = bufs + pb * (size_t)omp_get_thread_num();
+            double *l01 = l01s + (size_t)nq * (size_t)omp_get_thread_num();
             char *field = v + (size_t)(f * count) * elem;
-            /* the plane, and the buffer: the same points with the line fastest */
+            /* the plane, and the buffer: the same points in the same order */
             tide_box plane = *bx;
             plane.lo[a] = i, plane.hi[a] = i + 1;
             tide_box dense = plane;
-            dense.order[0] = a, dense.order[1] = c, dense.order[2] = L;
+            dense.order[0] = a, dense.order[1] = across ? L : c, dense.order[2] = across ? c : L;
             double z[2];
             tide_copy_region(elem, 1, &plane, field, arr, buf, &dense, 1);
             tide_cpu_fft_execute(fw, buf, buf);
-            for (int j = 0; j < nq; j++) {
+            const double *lam = d->lam[L] + bx->lo[L];
+            for (int j = 0; j < nq; j++) { /* line j's l01, and its point 0 in the mean */
                 int p[3] = {0, 0, 0}, q = bx->lo[c] + j;
                 p[a] = i, p[c] = q;
                 double w = mean_weight(d, p, L) * dim_weight(d, L, bx->lo[L]);
-                double l01 = d->lam[a][i] + d->lam[c][q] - d->alpha;
-                char *line = buf + (size_t)j * n * elem;
-                for (int k = 0; k < n; k++) {
-                    elem_load(d->dbl, 2, line, 1, k, z);
-                    if (k == 0 && w != 0.0)
-                        sr += w * z[0], si += w * z[1];
-                    double den = l01 + d->lam[L][bx->lo[L] + k];
-                    double s = den != 0.0 ? d->norm / den : 0.0;
-                    z[0] = s != 0.0 ? z[0] * s : 0.0, z[1] = s != 0.0 ? z[1] * s : 0.0;
-                    elem_store(d->dbl, 2, line, 1, k, z);
-                }
+                l01[j] = d->lam[a][i] + d->lam[c][q] - d->alpha;
+                elem_load(d->dbl, 2, buf, 1, across ? j : (int64_t)j * n, z);
+                if (w != 0.0)
+                    sr += w * z[0], si += w * z[1];
+            }
+            /* across: row k (point k of every line); else line j */
+            for (int r = 0; r < (across ? n : nq); r++) {
+                char *x = buf + (size_t)r * (size_t)(across ? nq : n) * elem;
+                scale(d->dbl, x, across ? nq : n, across ? l01 : lam, across ? lam[r] : l01[r],
+                      d->norm);
             }
             tide_cpu_fft_execute(bw, buf, buf);
             tide_copy_region(elem, 1, &plane, buf, &dense, field, arr, 1);
@@ -310,6 +358,7 @@ static int cpu_line_ffts(const tide_spectral *d, char *v, int threads)
     tide_cpu_fft_destroy(fw);
     tide_cpu_fft_destroy(bw);
     fftw_free(bufs);
+    free(l01s);
     return st0;
 }
 
