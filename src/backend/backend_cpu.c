@@ -242,41 +242,50 @@ static void cpu_lines(const tide_spectral *d, char *v)
 }
 
 /* s_k = norm / (v[k] + s0) for k < m, 0 where that denominator is 0 (the singular mode; the
- * division is then by 1, so that no lane traps); vectorized and cloned for the machine's widest
- * vectors: the division a point is most of the line pass's scaling. */
+ * division is then by 1, so that no lane traps), stored twice (s[2 k] and s[2 k + 1]: the
+ * factor of both parts of complex value k); vectorized and cloned for the machine's widest
+ * vectors. */
 __attribute__((target_clones("avx512f", "avx2", "default"))) static void
 factors(double *s, int m, const double *v, double s0, double norm)
 {
     for (int k = 0; k < m; k++) {
         double den = v[k] + s0, zero = den == 0.0; /* no branch: every clone vectorizes */
-        s[k] = norm / (den + zero) * (1.0 - zero);
+        s[2 * k] = s[2 * k + 1] = norm / (den + zero) * (1.0 - zero);
     }
 }
 
-/* n complex values x_k (float or double) times s_k = norm / (v[k] + s0) as factors gives it,
- * 0 where s_k is 0, in double as elem_load and elem_store would: along a line (v its
- * eigenvalues, s0 its l01) or across the lines of a buffer row (v the lines' l01, s0 the row's
- * eigenvalue). */
+/* The m complex values x times the factors s (2 m of them: factors'; a factor 0 gives a zero,
+ * whose sign is the value's), in double as elem_load and elem_store would: one loop over the
+ * 2 m parts, cloned as factors. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+apply_f(float *x, int m, const double *s)
+{
+    for (int i = 0; i < 2 * m; i++)
+        x[i] = (float)(x[i] * s[i]);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+apply_d(double *x, int m, const double *s)
+{
+    for (int i = 0; i < 2 * m; i++)
+        x[i] *= s[i];
+}
+
+/* n complex values x_k (float or double) times s_k = norm / (v[k] + s0), 0 where s_k is 0:
+ * along a line (v its eigenvalues, s0 its l01) or across the lines of a buffer row (v the
+ * lines' l01, s0 the row's eigenvalue), in blocks of B. The division a point is most of the
+ * line pass's scaling. */
 static void scale(int dbl, char *x, int n, const double *v, double s0, double norm)
 {
-    enum { B = 64 };
-    double s[B];
+    enum { B = 128 };
+    double s[2 * B];
     for (int k0 = 0; k0 < n; k0 += B) {
         int m = n - k0 < B ? n - k0 : B;
         factors(s, m, v + k0, s0, norm);
-        if (dbl) {
-            double *y = (double *)x + 2 * k0;
-            for (int k = 0; k < m; k++) {
-                y[2 * k] = s[k] != 0.0 ? y[2 * k] * s[k] : 0.0;
-                y[2 * k + 1] = s[k] != 0.0 ? y[2 * k + 1] * s[k] : 0.0;
-            }
-        } else {
-            float *y = (float *)x + 2 * k0;
-            for (int k = 0; k < m; k++) {
-                y[2 * k] = s[k] != 0.0 ? (float)(y[2 * k] * s[k]) : 0.0f;
-                y[2 * k + 1] = s[k] != 0.0 ? (float)(y[2 * k + 1] * s[k]) : 0.0f;
-            }
-        }
+        if (dbl)
+            apply_d((double *)x + 2 * k0, m, s);
+        else
+            apply_f((float *)x + 2 * k0, m, s);
     }
 }
 
