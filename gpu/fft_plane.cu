@@ -45,8 +45,9 @@ constexpr int ITEM_POINTS = 4096;             // an item's points
 constexpr size_t MAX_PLANE_BYTES = 8u << 20;  // a plane must fit the L2 with room to spare
 
 // An item in shared memory, padded (see above): 36 KiB (float), 72 KiB (double); blocks an SM
-// holds: 4 (float, 64 registers a thread) or 2 (double, 128), half the threads it can hold
-// (measured on an H200: 4096 points an item beat 8192 for float, 2 blocks beat 4 for double).
+// holds: 4 (float, 64 registers a thread: half the threads it can hold) or 2 (double, 128: a
+// quarter) (measured on an H200: 4096 points an item beat 8192 for float, 2 blocks of 4096
+// beat 4 of 2048 for double).
 template <class T> constexpr size_t smem_bytes() { return ITEM_POINTS * sizeof(T) * 9 / 8; }
 template <class T> constexpr int blocks_per_sm() { return sizeof(T) == 8 ? 4 : 2; }
 
