@@ -1,6 +1,5 @@
 /* backend_cpu.c: the CPU backend table: FFTW local transforms, threaded permuting copies and
  * MPI exchanges in host memory (see backend.h). */
-#include <stdlib.h>
 #include <string.h>
 #include <fftw3.h>
 #include <omp.h>
@@ -314,9 +313,10 @@ static int cpu_line_ffts(const tide_spectral *d, char *v, int threads)
      * contiguous whatever the array's order would make it a transpose, which costs nearly what
      * a transform does. */
     int across = st[L] > st[c];
-    size_t elem = tide_spectral_elem(d), pb = ((size_t)n * (size_t)nq * elem + 63) / 64 * 64;
-    char *bufs = fftw_malloc(pb * (size_t)T); /* a buffer a thread, each as aligned as the first */
-    double *l01s = malloc(sizeof(double) * (size_t)nq * (size_t)T); /* the lines' l01 */
+    /* a buffer a thread, each as aligned as the first: the plane, then its lines' l01 */
+    size_t elem = tide_spectral_elem(d), plane_bytes = (size_t)n * (size_t)nq * elem;
+    size_t pb = (plane_bytes + sizeof(double) * (size_t)nq + 63) / 64 * 64;
+    char *bufs = fftw_malloc(pb * (size_t)T);
     tide_box lines = {{0, 0, 0}, {1, across ? n : nq, across ? nq : n}, {0, 1, 2}};
     int64_t count = tide_box_count(arr);
     tide_cpu_fft *fw = NULL, *bw = NULL;
@@ -324,7 +324,7 @@ static int cpu_line_ffts(const tide_spectral *d, char *v, int threads)
                             .kind = TIDE_KIND_C2C, .sign = -1, .ibox = &lines, .obox = &lines,
                             .dims = {across ? 1 : 2}, .ndims = 1, .batch = 1, .threads = 1,
                             .in = bufs, .out = bufs};
-    int st0 = bufs && l01s ? tide_cpu_fft_create(&fd, &fw) : TIDE_ERR_NOMEM;
+    int st0 = bufs ? tide_cpu_fft_create(&fd, &fw) : TIDE_ERR_NOMEM;
     fd.sign = 1;
     if (!st0)
         st0 = tide_cpu_fft_create(&fd, &bw);
@@ -333,7 +333,7 @@ static int cpu_line_ffts(const tide_spectral *d, char *v, int threads)
         #pragma omp parallel for num_threads(T) reduction(+ : sr, si) schedule(static)
         for (int i = bx->lo[a]; i < bx->hi[a]; i++) {
             char *buf = bufs + pb * (size_t)omp_get_thread_num();
-            double *l01 = l01s + (size_t)nq * (size_t)omp_get_thread_num();
+            double *l01 = (double *)(buf + (plane_bytes + 7) / 8 * 8);
             char *field = v + (size_t)(f * count) * elem;
             /* the plane, and the buffer: the same points in the same order */
             tide_box plane = *bx;
@@ -367,7 +367,6 @@ static int cpu_line_ffts(const tide_spectral *d, char *v, int threads)
     tide_cpu_fft_destroy(fw);
     tide_cpu_fft_destroy(bw);
     fftw_free(bufs);
-    free(l01s);
     return st0;
 }
 
