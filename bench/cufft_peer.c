@@ -23,9 +23,7 @@ static int bench(int dbl, int N, int runs)
 {
     size_t n3 = (size_t)N * N * N, bytes = n3 * (dbl ? 16 : 8);
     void *pristine = NULL, *d = NULL, *ref = NULL;
-    CK(peer_random_device(&pristine, 2 * n3, dbl)); /* never zeros */
-    CK(cudaMalloc(&d, bytes));
-    CK(cudaMalloc(&ref, bytes));
+    CK(peer_device_arrays(n3, dbl, &pristine, &d, &ref));
 
     cufftHandle cp;
     CK(cufftPlan3d(&cp, N, N, N, dbl ? CUFFT_Z2Z : CUFFT_C2C));

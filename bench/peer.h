@@ -102,6 +102,20 @@ static inline int peer_random_device(void **d, size_t count, int dbl)
     return st;
 }
 
+/* The three device arrays of a complex N^3 bench (n3 points): *pristine the random input
+ * (peer_random_device: never zeros), *d the one transformed, *ref an output kept to compare
+ * with. Returns 0 or 1 (with the reason on stderr). */
+static inline int peer_device_arrays(size_t n3, int dbl, void **pristine, void **d, void **ref)
+{
+    size_t bytes = n3 * (dbl ? 16 : 8);
+    if (peer_random_device(pristine, 2 * n3, dbl))
+        return 1;
+    if (cudaMalloc(d, bytes) || cudaMalloc(ref, bytes))
+        return fprintf(stderr, PEER_NAME ": cannot allocate 2 x %zu bytes on the device\n",
+                       bytes), 1;
+    return 0;
+}
+
 /* Relative L2 distance of two arrays of n scalars (float, or double when dbl) in device
  * memory, on the host (NAN when they cannot be copied). */
 static inline double peer_rel_l2(const void *da, const void *db, size_t n, int dbl)
