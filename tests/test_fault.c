@@ -23,11 +23,19 @@
  * and the last post of one rank failing: every rank's run returns TIDE_ERR_MPI within LIMIT_S
  * seconds, and the next run gives the bytes of the run before the fault.
  *
- * With TIDE_TEST_BACKEND=cuda (2 or more ranks): a forward of a plan on device arrays, over
- * NCCL where every rank has a GPU of its own, else by MPI on the device staging where the MPI
- * library is CUDA-aware, else through pinned host staging; then by direct stores; then, with a
- * CUDA-aware MPI, by MPI on the device staging whatever NCCL could do: its first, a middle and
- * its last post (an ncclSend or ncclRecv, or an MPI post) of one rank made to fail.
+ * With TIDE_TEST_BACKEND=cuda (2 or more ranks, a GPU each) every exchange a GPU context makes,
+ * the same faults in each: a forward of a plan on device arrays, over NCCL where every rank has
+ * a GPU of its own, else by MPI on the device staging where the MPI library is CUDA-aware, else
+ * through pinned host staging; then by direct stores; then, with a CUDA-aware MPI, by MPI on
+ * the device staging whatever NCCL could do: its first, a middle and its last post (an
+ * ncclSend or ncclRecv, or an MPI post) of one rank made to fail. Then the four transforms
+ * above on host arrays (uploaded whole: their reshapes run on the device copies, by MPI through
+ * pinned host staging), and the halos and panels above on host arrays (SUMMA's panels move in
+ * host memory, the halos from the device copies) and on device arrays. A failed ncclSend or
+ * ncclRecv shows as TIDE_ERR_BACKEND, which counts as the failure (the same on every rank)
+ * wherever the exchange may run over NCCL: device arrays, and a stencil's halos over NCCL.
+ * Splitting and counts run on the CPU only. A case whose options the GPU's backend refuses
+ * is skipped, the reason printed.
  *
  * A hang fails the test: alarm() ends the process after ALARM_S seconds.
  */
@@ -47,6 +55,7 @@ enum { ALARM_S = 240, LIMIT_S = 60, SPLIT = 7 };
 
 static MPI_Comm comm = MPI_COMM_WORLD;
 static int nranks, me;
+static int on_gpu; /* TIDE_TEST_BACKEND=cuda: the context is the GPU's */
 static tt_tally tally;
 
 static void *xmalloc(size_t bytes)
@@ -74,6 +83,19 @@ static int same_everywhere(int v)
     return lo == hi;
 }
 
+/* Collective, after a plan's creation returned st (agreed): 1 where the GPU's backend refused
+ * the plan's options on every rank (TIDE_ERR_UNSUPPORTED): the case is skipped there, the
+ * reason printed. Else 0: the caller checks st. */
+static int refused(tide_context *ctx, int st, const char *what)
+{
+    if (!on_gpu || !tt_all(comm, st == TIDE_ERR_UNSUPPORTED))
+        return 0;
+    if (me == 0)
+        printf("test_fault: %s skipped, the GPU's backend refuses it: %s\n", what,
+               tide_last_error(ctx));
+    return 1;
+}
+
 /* ---- faults in the middle of a transform ------------------------------------------------ */
 
 typedef struct {
@@ -92,7 +114,8 @@ static tide_fft_plan *make_plan(tide_context *ctx, const fft_case *c, const char
     o.exchange = c->exch;
     tide_fft_plan *plan = NULL;
     int st = tide_fft_plan_create(ctx, grid, NULL, NULL, &o, &plan);
-    if (!tt_check(&tally, comm, st == 0, "%s%s: plan_create: %s", c->name, what,
+    if (refused(ctx, st, c->name) ||
+        !tt_check(&tally, comm, st == 0, "%s%s: plan_create: %s", c->name, what,
                   tide_last_error(ctx))) {
         tide_fft_plan_destroy(plan);
         return NULL;
@@ -389,149 +412,220 @@ static void huge_counts(void)
     free(b);
 }
 
-/* SUMMA's panel moves with a failed post: a multiply of 37 x 29 x 41 on the most square
- * process grid, panels of 4, the first, a middle and the last post of the victim made to
- * fail: every rank's tide_gemm_execute returns TIDE_ERR_MPI within LIMIT_S seconds, and the
- * next multiply gives the bytes of the one before the fault. */
-static void summa_faults(tide_context *ctx)
+/* ---- runs of a plan with a failed post -------------------------------------------------- */
+
+/* What the faults are tried on: one run of a plan (SUMMA's multiply, a stencil's or a band
+ * matrix's steps) on this rank's array u, `bytes` of it. With dev set (a plan on device
+ * arrays) the run goes on dev: u copied up before it and back after it, so that results
+ * compare in host memory. a, b: SUMMA's operands where its plan reads them. backend: a failed
+ * post may also show as TIDE_ERR_BACKEND (an ncclSend or ncclRecv of an exchange of device
+ * memory), else only as TIDE_ERR_MPI. */
+typedef struct subject subject;
+struct subject {
+    const char *what;
+    int (*run)(const subject *s, void *u);
+    void *plan;
+    tide_context *ctx;
+    void *dev;
+    size_t bytes;
+    long long steps;
+    const void *a, *b;
+    int backend;
+};
+
+/* One run of s on u (through s->dev where set). Every rank runs the plan whatever its copy
+ * up returned: the run is collective. */
+static int subject_run(const subject *s, void *u)
 {
-    if (nranks == 1)
-        return; /* no panel moves */
-    enum { M = 37, N = 29, K = 41 };
-    tide_gemm_options o;
-    tide_gemm_options_init(&o);
-    o.panel = 4;
-    tide_gemm_plan *plan = NULL;
-    int st = tide_gemm_plan_create(ctx, M, N, K, &o, &plan);
-    if (!tt_check(&tally, comm, st == 0, "SUMMA plan: %s", tide_last_error(ctx)))
-        return;
-    /* each rank's blocks fit the whole matrices' sizes */
-    double *a = xmalloc(sizeof(double) * M * K), *b = xmalloc(sizeof(double) * K * N);
-    double *c = xmalloc(sizeof(double) * M * N), *ref = xmalloc(sizeof(double) * M * N);
-    for (int i = 0; i < M * K; i++)
-        a[i] = (i * 7 + me) % 13 - 6;
-    for (int i = 0; i < K * N; i++)
-        b[i] = (i * 5 + me) % 11 - 5;
-    long long p0 = tide_exchange_posts();
-    st = tide_gemm_execute(plan, 1.0, a, b, 0.0, ref);
-    long long posts = tide_exchange_posts() - p0;
-    tt_check(&tally, comm, st == 0, "SUMMA before the faults: %s", tide_last_error(ctx));
-    int victim = nranks - 1;
-    long long at[3] = {0, posts / 2, posts - 1};
-    for (int k = 0; k < 3 && posts > 0; k++) {
-        if (me == victim)
-            tide_exchange_inject_fault(at[k]);
-        double t0 = MPI_Wtime();
-        st = tide_gemm_execute(plan, 1.0, a, b, 0.0, c);
-        double dt = MPI_Wtime() - t0;
-        tide_exchange_inject_fault(-1);
-        tt_check(&tally, comm, st == TIDE_ERR_MPI && same_everywhere(st) && dt < LIMIT_S,
-                 "SUMMA with post %lld of rank %d failing: status %d (%s) after %.1f s, want "
-                 "%d on every rank", at[k], victim, st, tide_last_error(ctx), dt, TIDE_ERR_MPI);
-        st = tide_gemm_execute(plan, 1.0, a, b, 0.0, c);
-        tt_check(&tally, comm, st == 0 && !memcmp(c, ref, sizeof(double) * M * N),
-                 "SUMMA after the fault at post %lld: status %d, %s", at[k], st,
-                 st ? tide_last_error(ctx) : "product differs");
-    }
-    if (me == 0)
-        printf("test_fault: SUMMA, %lld posts on rank 0, faults at the first, a middle and the "
-               "last of rank %d\n", posts, victim);
-    free(a), free(b), free(c), free(ref);
-    tide_gemm_plan_destroy(plan);
+    int st = s->dev ? tide_copy(s->ctx, s->dev, u, s->bytes) : TIDE_SUCCESS;
+    int ran = s->run(s, s->dev ? s->dev : u);
+    st = st ? st : ran;
+    return st || !s->dev ? st : tide_copy(s->ctx, u, s->dev, s->bytes);
 }
 
-/* ---- halos ----------------------------------------------------------------------------- */
-
-/* Runs `run` (a stencil or band run of `steps` steps on u, bytes of it on this rank, from u0
- * each time) once to count the posts of rank victim, then with its first, a middle and its
- * last post failing: every rank returns TIDE_ERR_MPI within LIMIT_S seconds, and the run after
- * each fault gives the bytes of the run before. */
-typedef int (*halo_run)(void *plan, void *u, long long steps);
-
-static void halo_faults(const char *what, halo_run run, void *plan, const void *u0, void *u,
-                        size_t bytes, long long steps)
+/* Runs s from u0 once to count the posts of rank victim, then with its first, a middle and its
+ * last post failing: every rank returns the same failure within LIMIT_S seconds, and the run
+ * after each fault gives the bytes of the run before. */
+static void run_faults(const subject *s, const void *u0, void *u)
 {
     int victim = nranks - 1;
-    char *ref = xmalloc(bytes);
-    memcpy(ref, u0, bytes);
+    char *ref = xmalloc(s->bytes);
+    memcpy(ref, u0, s->bytes);
     long long p0 = tide_exchange_posts();
-    int st = run(plan, ref, steps);
+    int st = subject_run(s, ref);
     long long posts = tide_exchange_posts() - p0;
     MPI_Bcast(&posts, 1, MPI_LONG_LONG, victim, comm);
-    if (!tt_check(&tally, comm, st == 0 && posts > 0, "%s before the faults: status %d, %lld "
-                  "posts of rank %d", what, st, posts, victim)) {
+    if (!tt_check(&tally, comm, st == 0 && posts > 0, "%s before the faults: status %d (%s), "
+                  "%lld posts of rank %d", s->what, st, tide_last_error(s->ctx), posts, victim)) {
         free(ref);
         return;
     }
     const long long at[3] = {0, posts / 2, posts - 1};
     for (int k = 0; k < 3; k++) {
-        memcpy(u, u0, bytes);
+        memcpy(u, u0, s->bytes);
         if (me == victim)
             tide_exchange_inject_fault(at[k]);
         double t0 = MPI_Wtime();
-        st = run(plan, u, steps);
+        st = subject_run(s, u);
         double dt = MPI_Wtime() - t0;
         tide_exchange_inject_fault(-1);
-        tt_check(&tally, comm, st == TIDE_ERR_MPI && same_everywhere(st) && dt < LIMIT_S,
-                 "%s with post %lld of rank %d failing: status %d after %.1f s, want %d on "
-                 "every rank", what, at[k], victim, st, dt, TIDE_ERR_MPI);
-        memcpy(u, u0, bytes);
-        st = run(plan, u, steps);
-        tt_check(&tally, comm, st == 0 && !memcmp(u, ref, bytes),
-                 "%s after the fault at post %lld: status %d, %s", what, at[k], st,
-                 st ? "failed" : "differs from the run before");
+        int failed = st == TIDE_ERR_MPI || (s->backend && st == TIDE_ERR_BACKEND);
+        tt_check(&tally, comm, failed && same_everywhere(st) && dt < LIMIT_S,
+                 "%s with post %lld of rank %d failing: status %d (%s) after %.1f s, want %d%s "
+                 "on every rank", s->what, at[k], victim, st, tide_last_error(s->ctx), dt,
+                 TIDE_ERR_MPI, s->backend ? " or TIDE_ERR_BACKEND" : "");
+        memcpy(u, u0, s->bytes);
+        st = subject_run(s, u);
+        tt_check(&tally, comm, st == 0 && !memcmp(u, ref, s->bytes),
+                 "%s after the fault at post %lld: status %d, %s", s->what, at[k], st,
+                 st ? tide_last_error(s->ctx) : "differs from the run before");
     }
     if (me == 0)
         printf("test_fault: %s, %lld posts of rank %d a run, faults at the first, a middle "
-               "and the last\n", what, posts, victim);
+               "and the last\n", s->what, posts, victim);
     free(ref);
 }
 
-static int stencil_run(void *plan, void *u, long long steps)
+/* Where a subject's arrays live, for its name: nothing on the CPU. */
+static const char *located(tide_location loc)
 {
-    return tide_stencil_run(plan, u, steps);
+    return !on_gpu                        ? ""
+           : loc == TIDE_LOCATION_DEVICE ? " (device arrays)"
+                                         : " (host arrays on the GPU)";
 }
 
-static int band_run(void *plan, void *x, long long steps)
+/* Collective: for a plan on device arrays (loc DEVICE) n device arrays, dev[i] of bytes[i]
+ * holding a copy of host[i] (host or host[i] NULL: nothing copied); for host arrays every
+ * dev[i] NULL. Returns 1 when every rank has its arrays, else 0 with a failed check. */
+static int device_arrays(tide_context *ctx, tide_location loc, const char *what, int n,
+                         const void *const *host, const size_t *bytes, void **dev)
 {
-    return tide_band_run(plan, x, steps);
+    int st = TIDE_SUCCESS;
+    for (int i = 0; i < n; i++) {
+        dev[i] = NULL;
+        if (loc == TIDE_LOCATION_DEVICE && !st && /* one element more: never empty */
+            (st = tide_device_alloc(ctx, bytes[i] + 16, &dev[i])))
+            dev[i] = NULL; /* nothing to free */
+        if (!st && dev[i] && host && host[i])
+            st = tide_copy(ctx, dev[i], host[i], bytes[i]);
+    }
+    return loc != TIDE_LOCATION_DEVICE ||
+           tt_check(&tally, comm, st == 0, "%s: device arrays: %s", what, tide_last_error(ctx));
+}
+
+static void device_arrays_free(tide_context *ctx, int n, void **dev)
+{
+    for (int i = 0; i < n; i++)
+        tide_device_free(ctx, dev[i]);
+}
+
+static int summa_run(const subject *s, void *c)
+{
+    return tide_gemm_execute(s->plan, 1.0, s->a, s->b, 0.0, c);
+}
+
+static int stencil_run(const subject *s, void *u)
+{
+    return tide_stencil_run(s->plan, u, s->steps);
+}
+
+static int band_run(const subject *s, void *x)
+{
+    return tide_band_run(s->plan, x, s->steps);
+}
+
+/* SUMMA's panel moves: a multiply of 37 x 29 x 41 on the most square process grid, panels of
+ * 4, arrays where loc says (device arrays: A and B copied up once, C each run). On the GPU
+ * host arrays' panels move in host memory by MPI; device arrays' over NCCL where every rank
+ * has a GPU of its own, else through pinned host memory. */
+static void summa_faults(tide_context *ctx, tide_location loc)
+{
+    if (nranks == 1)
+        return; /* no panel moves */
+    enum { M = 37, N = 29, K = 41 };
+    char what[64];
+    snprintf(what, sizeof what, "SUMMA%s", located(loc));
+    tide_gemm_options o;
+    tide_gemm_options_init(&o);
+    o.panel = 4;
+    o.location = loc;
+    tide_gemm_plan *plan = NULL;
+    int st = tide_gemm_plan_create(ctx, M, N, K, &o, &plan);
+    if (refused(ctx, st, what) ||
+        !tt_check(&tally, comm, st == 0, "%s plan: %s", what, tide_last_error(ctx)))
+        return;
+    /* each rank's blocks fit the whole matrices' sizes */
+    const size_t bytes[3] = {sizeof(double) * M * K, sizeof(double) * K * N,
+                             sizeof(double) * M * N};
+    double *a = xmalloc(bytes[0]), *b = xmalloc(bytes[1]);
+    double *c0 = xmalloc(bytes[2]), *c = xmalloc(bytes[2]);
+    for (int i = 0; i < M * K; i++)
+        a[i] = (i * 7 + me) % 13 - 6;
+    for (int i = 0; i < K * N; i++)
+        b[i] = (i * 5 + me) % 11 - 5;
+    const void *host[3] = {a, b, NULL};
+    void *dev[3];
+    if (device_arrays(ctx, loc, what, 3, host, bytes, dev)) {
+        subject s = {what, summa_run, plan, ctx, dev[2], bytes[2], 0, dev[0] ? dev[0] : a,
+                     dev[1] ? dev[1] : b, loc == TIDE_LOCATION_DEVICE};
+        run_faults(&s, c0, c);
+    }
+    device_arrays_free(ctx, 3, dev);
+    free(a), free(b), free(c0), free(c);
+    tide_gemm_plan_destroy(plan);
 }
 
 /* A stencil's halo exchanges (the plan's blocks of a 23 x 19 x 17 grid, periodic along x, 7
- * steps in passes of 2), the halo travelling beside the sweep of the own points (split
- * passes) or before the sweep. */
-static void stencil_faults(tide_context *ctx, int overlap)
+ * steps in passes of 2), the halo travelling beside the sweep of the own points (split passes,
+ * overlap 1) or before the sweep (overlap -1: on the CPU as the default, which on the GPU
+ * would split), arrays where loc says. On the GPU the halos of host arrays move from their
+ * device copies, as device arrays' do: over NCCL where every rank has a GPU of its own. */
+static void stencil_faults(tide_context *ctx, int overlap, tide_location loc)
 {
     if (nranks == 1)
         return;
     const int n[3] = {23, 19, 17};
+    char what[96];
+    snprintf(what, sizeof what, "stencil halos%s%s", overlap > 0 ? " beside the sweep" : "",
+             located(loc));
     tide_stencil_options o;
     tide_stencil_options_init(&o);
     o.bc[0] = TIDE_BC_PERIODIC;
     o.fuse = 2;
     o.overlap = overlap;
+    o.location = loc;
     tide_stencil_plan *plan = NULL;
     tide_stencil_info info;
     int st = tide_stencil_plan_create(ctx, n, NULL, &o, &plan);
-    if (!tt_check(&tally, comm, st == 0 && tide_stencil_plan_info(plan, &info) == 0,
-                  "stencil plan: %s", tide_last_error(ctx)))
+    if (refused(ctx, st, what) ||
+        !tt_check(&tally, comm, st == 0 && tide_stencil_plan_info(plan, &info) == 0,
+                  "%s plan: %s", what, tide_last_error(ctx)))
         return;
     size_t bytes = (size_t)tt_box_count(&info.box) * sizeof(double);
     double *u0 = xmalloc(bytes), *u = xmalloc(bytes);
     tide_ref_fill(u0, &info.box, 1, 0, TIDE_DOUBLE, n, 23);
-    halo_faults(overlap ? "stencil halos beside the sweep" : "stencil halos", stencil_run, plan,
-                u0, u, bytes, 7);
+    void *du;
+    if (device_arrays(ctx, loc, what, 1, NULL, &bytes, &du)) {
+        subject s = {what, stencil_run, plan, ctx, du, bytes, 7, NULL, NULL,
+                     loc == TIDE_LOCATION_DEVICE || info.halo_exchange == TIDE_EXCHANGE_NCCL};
+        run_faults(&s, u0, u);
+    }
+    device_arrays_free(ctx, 1, &du);
     free(u0), free(u);
     tide_stencil_plan_destroy(plan);
 }
 
 /* A band matrix's halo exchanges: 301 rows, kl 2, ku 1, 9 steps in passes of 4, the rows
- * shared evenly. */
-static void band_faults(tide_context *ctx)
+ * shared evenly, x where loc says. On the GPU the halo moves from the device copy of host x
+ * as from device x: by MPI, on the device staging where the MPI library takes device pointers,
+ * else through pinned host memory (never NCCL). */
+static void band_faults(tide_context *ctx, tide_location loc)
 {
     if (nranks == 1)
         return;
     enum { N = 301, KL = 2, KU = 1 };
+    char what[64];
+    snprintf(what, sizeof what, "band halos%s", located(loc));
     int lo = (int)((long long)N * me / nranks), hi = (int)((long long)N * (me + 1) / nranks);
     int rows = hi - lo;
     double *diag = xmalloc(sizeof(double) * (size_t)(KL + KU + 1) * (size_t)rows);
@@ -542,14 +636,22 @@ static void band_faults(tide_context *ctx)
     o.kl = KL, o.ku = KU;
     o.diagonals = diag;
     o.steps_per_pass = 4;
+    o.location = loc;
     tide_band_plan *plan = NULL;
     int st = tide_band_plan_create(ctx, N, lo, hi, &o, &plan);
-    if (tt_check(&tally, comm, st == 0, "band plan: %s", tide_last_error(ctx))) {
+    if (!refused(ctx, st, what) &&
+        tt_check(&tally, comm, st == 0, "%s plan: %s", what, tide_last_error(ctx))) {
         size_t bytes = sizeof(double) * (size_t)rows;
         double *x0 = xmalloc(bytes), *x = xmalloc(bytes);
         for (int i = 0; i < rows; i++)
             x0[i] = ((lo + i) % 13 - 6) / 8.0;
-        halo_faults("band halos", band_run, plan, x0, x, bytes, 9);
+        void *dx;
+        if (device_arrays(ctx, loc, what, 1, NULL, &bytes, &dx)) {
+            subject s = {what, band_run, plan, ctx, dx, bytes, 9, NULL, NULL,
+                         loc == TIDE_LOCATION_DEVICE};
+            run_faults(&s, x0, x);
+        }
+        device_arrays_free(ctx, 1, &dx);
         free(x0), free(x);
     }
     free(diag);
@@ -574,7 +676,10 @@ static void device_faults(tide_context *ctx, tide_exchange x)
     tide_fft_plan *plan = NULL;
     int st = tide_fft_plan_create(ctx, grid, NULL, NULL, &o, &plan);
     tide_fft_info info;
-    if (!tt_check(&tally, comm, st == 0 && tide_fft_plan_info(plan, &info) == 0,
+    char what[64];
+    snprintf(what, sizeof what, "the device forward over %s", exchange_name(x));
+    if (refused(ctx, st, what) ||
+        !tt_check(&tally, comm, st == 0 && tide_fft_plan_info(plan, &info) == 0,
                   "device plan: %s", tide_last_error(ctx)))
         return;
     tide_box ib, ob;
@@ -629,6 +734,7 @@ int main(int argc, char **argv)
     alarm(ALARM_S); /* a hang ends the process, and mpiexec the test */
     const char *be = getenv("TIDE_TEST_BACKEND");
     int cuda = be && !strcmp(be, "cuda");
+    on_gpu = cuda;
     if (cuda && (nranks == 1 || !tt_all(comm, tt_gpus_or_skip() > 0))) {
         if (me == 0 && nranks == 1)
             printf("SKIP: one rank has no exchange to fail\n");
@@ -661,23 +767,26 @@ int main(int argc, char **argv)
             device_faults(ctx, TIDE_EXCHANGE_CUDA_MPI);
         else if (me == 0)
             printf("test_fault: no CUDA-aware MPI: the device exchange over it not tried\n");
-        tide_context_destroy(ctx);
-        int rc = tt_finish(&tally, comm, "test_fault (device arrays)", "checks");
-        MPI_Finalize();
-        return rc;
     }
+    /* on the GPU host arrays, their exchanges on the device copies */
     for (int i = 0; i < 4; i++)
         fault_case(ctx, &cases[i], (nranks - 1 + i) % nranks);
-    split_reshapes();
-    split_fft(ctx, &cases[0]);
-    split_fft(ctx, &cases[2]);
-    huge_counts();
-    summa_faults(ctx);
-    stencil_faults(ctx, 0);
-    stencil_faults(ctx, 1);
-    band_faults(ctx);
+    if (!cuda) {
+        split_reshapes();
+        split_fft(ctx, &cases[0]);
+        split_fft(ctx, &cases[2]);
+        huge_counts();
+    }
+    /* host arrays; on the GPU device arrays too */
+    static const tide_location locs[] = {TIDE_LOCATION_HOST, TIDE_LOCATION_DEVICE};
+    for (int l = 0; l < (cuda ? 2 : 1); l++) {
+        summa_faults(ctx, locs[l]);
+        stencil_faults(ctx, -1, locs[l]);
+        stencil_faults(ctx, 1, locs[l]);
+        band_faults(ctx, locs[l]);
+    }
     tide_context_destroy(ctx);
-    int rc = tt_finish(&tally, comm, "test_fault", "checks");
+    int rc = tt_finish(&tally, comm, cuda ? "test_fault (GPU)" : "test_fault", "checks");
     MPI_Finalize();
     return rc;
 }
