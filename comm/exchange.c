@@ -760,7 +760,7 @@ static int device_finish(tide_xchg *x, const tide_xchg_io *io, int status)
         mpi = exchange_mpi(x, io, st);
     }
     if (mpi != MPI_SUCCESS)
-        return TIDE_ERR_MPI;
+        return st ? st : TIDE_ERR_MPI; /* the first failure */
     size_t rb = tide_xchg_recv_bytes(x);
     if (!st && staged_host(x) && rb)
         st = tide_transport_copy(io->recv, io->hrecv, rb, io->stream);
