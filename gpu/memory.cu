@@ -57,6 +57,22 @@ extern "C" int tide_gpu_event_record(void *event, void *stream)
     return e == cudaSuccess ? 0 : tide_cuda_fail(e, "cudaEventRecord");
 }
 
+extern "C" int tide_gpu_timer_create(void **event)
+{
+    cudaEvent_t e;
+    cudaError_t r = cudaEventCreate(&e);
+    *event = r == cudaSuccess ? (void *)e : nullptr;
+    return r == cudaSuccess ? 0 : tide_cuda_fail(r, "cudaEventCreate");
+}
+
+extern "C" int tide_gpu_timer_ms(void *from, void *to, float *ms)
+{
+    cudaError_t e = cudaEventSynchronize((cudaEvent_t)to);
+    if (e == cudaSuccess)
+        e = cudaEventElapsedTime(ms, (cudaEvent_t)from, (cudaEvent_t)to);
+    return e == cudaSuccess ? 0 : tide_cuda_fail(e, "cudaEventElapsedTime");
+}
+
 extern "C" int tide_gpu_stream_wait(void *stream, void *event)
 {
     cudaError_t e = cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0);

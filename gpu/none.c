@@ -143,6 +143,19 @@ int tide_gpu_event_record(void *event, void *stream)
     return TIDE_ERR_UNSUPPORTED;
 }
 
+int tide_gpu_timer_create(void **event)
+{
+    *event = NULL;
+    return TIDE_ERR_UNSUPPORTED;
+}
+
+int tide_gpu_timer_ms(void *from, void *to, float *ms)
+{
+    (void)from, (void)to;
+    *ms = 0;
+    return TIDE_ERR_UNSUPPORTED;
+}
+
 int tide_gpu_stream_wait(void *stream, void *event)
 {
     (void)stream, (void)event;
@@ -223,6 +236,13 @@ int tide_gpu_copy_region_async(size_t elem, int batch, const tide_box *region, c
 {
     (void)stream;
     return tide_gpu_copy_region(elem, batch, region, src, sbox, dst, dbox);
+}
+
+int tide_gpu_store_region_async(size_t elem, int batch, const tide_box *region, const void *src,
+                                const tide_box *sbox, void *dst, const tide_box *dbox,
+                                void *stream)
+{
+    return tide_gpu_copy_region_async(elem, batch, region, src, sbox, dst, dbox, stream);
 }
 
 int tide_gpu_scale(int dbl, void *data, long long count, double s, void *stream)

@@ -45,6 +45,11 @@ int tide_gpu_after(void *caller, void *event, void *stream);
  * event may be another device's). */
 int tide_gpu_event_record(void *event, void *stream);
 int tide_gpu_stream_wait(void *stream, void *event);
+/* Events that keep their time, for the timelines of the debug log: timer_create makes one
+ * (recorded with tide_gpu_event_record, released by tide_gpu_event_destroy); timer_ms waits for
+ * `to` and gives the milliseconds from `from` to `to`. */
+int tide_gpu_timer_create(void **event);
+int tide_gpu_timer_ms(void *from, void *to, float *ms);
 
 /* Device memory and events another process of the node may use (CUDA IPC); a handle is
  * TIDE_GPU_IPC_BYTES bytes. ipc_mem_handle: the handle of the allocation that starts at base

@@ -5,9 +5,13 @@
 #include <string.h>
 #include "comm/region.h"
 #include "comm/reshape.h"
+#include "backend/memory.h"
 #include "plan/overlap.h"
 
 enum { OVERLAP_MAX_CHUNKS = 64 };
+/* The debug log's timeline (GPU, TIDE_LOG=debug): a mark at the op's start, and per chunk
+ * four, around its FFT on the plan's stream and its exchange on the side stream. */
+enum { MARK_FFT, MARK_FFT_END, MARK_MOVE, MARK_MOVE_END, MARKS_PER_CHUNK };
 
 typedef struct {
     int chunks, fft_first, mid;
@@ -20,6 +24,8 @@ typedef struct {
     void *side;                             /* GPU: the exchanges' stream (NULL: the CPU) */
     void *to_side, *to_main;                /* GPU: events ordering the two streams */
     tide_op_cost fft_cost, move_cost;
+    int marks;                              /* 1: the timeline below is kept */
+    void *mark[1 + MARKS_PER_CHUNK * OVERLAP_MAX_CHUNKS];
 } overlap_state;
 
 int tide_overlap_cut(const tide_cpu_fft_desc *fft, const int order[3], int gpu)
@@ -61,11 +67,20 @@ static void *mid_array(const overlap_state *s, int src_loc, int dst_loc, void *s
     return s->w[s->mid - TIDE_LOC_W0];
 }
 
+/* Mark k of chunk c (or the start, c < 0) on stream, where the timeline is kept. */
+static void mark(const overlap_state *s, int c, int k, void *stream)
+{
+    if (s->marks)
+        tide_gpu_event_record(s->mark[c < 0 ? 0 : 1 + MARKS_PER_CHUNK * c + k], stream);
+}
+
 static int run_fft(const overlap_state *s, const tide_env *e, int c, void *in, void *out)
 {
-    if (!s->fft[c] || e->failed)
-        return TIDE_SUCCESS;
-    return e->be->fft_execute(e, s->fft[c], at(in, s->fin[c]), at(out, s->fout[c]));
+    mark(s, c, MARK_FFT, e->stream);
+    int st = !s->fft[c] || e->failed ? TIDE_SUCCESS
+             : e->be->fft_execute(e, s->fft[c], at(in, s->fin[c]), at(out, s->fout[c]));
+    mark(s, c, MARK_FFT_END, e->stream);
+    return st;
 }
 
 /* Chunk c's exchange on the side stream (every rank takes part, whatever failed before). */
@@ -74,7 +89,35 @@ static int run_move(const overlap_state *s, const tide_env *e, int c, const void
 {
     tide_env side = *e;
     side.stream = s->side ? s->side : e->stream;
-    return e->be->reshape_execute(&side, s->move[c], src, dst);
+    mark(s, c, MARK_MOVE, side.stream);
+    int st = e->be->reshape_execute(&side, s->move[c], src, dst);
+    mark(s, c, MARK_MOVE_END, side.stream);
+    return st;
+}
+
+/* The timeline of the execution just queued, in the debug log: when each chunk's FFT and
+ * exchange ran, in ms from the op's start (waits for the op's end). */
+static void log_timeline(const tide_op *op, const tide_env *e)
+{
+    const overlap_state *s = op->state;
+    char line[2048] = "";
+    size_t at = 0;
+    float fft = 0, move = 0, end = 0;
+    for (int c = 0; c < s->chunks; c++) {
+        float t[MARKS_PER_CHUNK] = {0};
+        for (int k = 0; k < MARKS_PER_CHUNK; k++)
+            tide_gpu_timer_ms(s->mark[0], s->mark[1 + MARKS_PER_CHUNK * c + k], &t[k]);
+        fft += t[MARK_FFT_END] - t[MARK_FFT];
+        move += t[MARK_MOVE_END] - t[MARK_MOVE];
+        end = t[MARK_FFT_END] > end ? t[MARK_FFT_END] : end;
+        end = t[MARK_MOVE_END] > end ? t[MARK_MOVE_END] : end;
+        if (at < sizeof line)
+            at += (size_t)snprintf(line + at, sizeof line - at, " %d: fft %.2f-%.2f move "
+                                   "%.2f-%.2f;", c, t[MARK_FFT], t[MARK_FFT_END], t[MARK_MOVE],
+                                   t[MARK_MOVE_END]);
+    }
+    tide_log(e->ctx, TIDE_LOG_DEBUG, "%s: %.3f ms; FFTs %.3f ms, exchanges %.3f ms; chunk (ms "
+             "from the start):%s", op->what, end, fft, move, line);
 }
 
 /* FFT first: chunk c's FFT on the plan's stream, then its exchange on the side stream once
@@ -89,6 +132,7 @@ static int overlap_execute(const tide_op *op, const tide_env *e, void *src, void
     const overlap_state *s = op->state;
     void *mid = mid_array(s, op->src, op->dst, src, dst);
     int st = TIDE_SUCCESS, n = s->chunks, one_array = src == dst;
+    mark(s, -1, 0, e->stream);
     if (s->fft_first) {
         for (int c = 0; c < n && one_array; c++)
             st = st ? st : run_fft(s, e, c, src, mid);
@@ -114,6 +158,8 @@ static int overlap_execute(const tide_op *op, const tide_env *e, void *src, void
             st = st ? st : run_fft(s, e, c, mid, dst);
     }
     int o = tide_order_after(s->to_main, s->side, e->stream);
+    if (s->marks)
+        log_timeline(op, e);
     return st ? st : o;
 }
 
@@ -133,6 +179,8 @@ static void overlap_destroy(tide_op *op, const tide_env *e)
         tide_order_destroy(s->to_main);
     if (s->side)
         e->be->stream_destroy(s->side);
+    for (int k = 0; k < 1 + MARKS_PER_CHUNK * s->chunks; k++)
+        tide_gpu_event_destroy(s->mark[k]);
     free(s);
     op->state = NULL;
 }
@@ -217,6 +265,9 @@ int tide_op_overlap(tide_op *op, const tide_env *e, const tide_overlap_desc *d, 
         st = e->be->stream_create(&s->side, 1);
         st = st ? st : tide_order_create(e->ctx, &s->to_side);
         st = st ? st : tide_order_create(e->ctx, &s->to_main);
+        s->marks = e->ctx->log_level >= TIDE_LOG_DEBUG;
+        for (int k = 0; k < 1 + MARKS_PER_CHUNK * d->chunks && s->marks && !st; k++)
+            st = tide_gpu_timer_create(&s->mark[k]);
         if (st)
             snprintf(err, len, "overlap: cannot make a stream and events: %s",
                      e->be->last_error());
