@@ -141,8 +141,8 @@ static int direct_store(tide_xchg *x, const tide_xchg_io *io, int k, const direc
     size_t at = (size_t)n->at;
     for (int i = s->m[k].first; i < s->m[k].first + s->m[k].n && !st; i++) {
         const piece *p = &s->p[i];
-        st = tide_transport_pack(x->d.elem, x->d.fields, &p->region, io->src, io->src_box,
-                                 tide_xchg_at(x, q->base, at), &p->region, io->stream);
+        st = tide_transport_store(x->d.elem, x->d.fields, &p->region, io->src, io->src_box,
+                                  tide_xchg_at(x, q->base, at), &p->region, io->stream);
         at += p->count;
     }
     return st;

@@ -18,6 +18,12 @@ int tide_transport_pack(size_t elem, int batch, const tide_box *region, const vo
     return tide_gpu_copy_region_async(elem, batch, region, src, sbox, dst, dbox, stream);
 }
 
+int tide_transport_store(size_t elem, int batch, const tide_box *region, const void *src,
+                         const tide_box *sbox, void *dst, const tide_box *dbox, void *stream)
+{
+    return tide_gpu_store_region_async(elem, batch, region, src, sbox, dst, dbox, stream);
+}
+
 int tide_transport_copy(void *dst, const void *src, size_t bytes, void *stream)
 {
     return tide_gpu_memcpy_async(dst, src, bytes, stream);

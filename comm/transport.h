@@ -20,6 +20,10 @@
  * TIDE_ERR_ARGUMENT (element size other than 4, 8 or 16) or TIDE_ERR_BACKEND. */
 int tide_transport_pack(size_t elem, int batch, const tide_box *region, const void *src,
                         const tide_box *sbox, void *dst, const tide_box *dbox, void *stream);
+/* The same copy into another GPU's memory (the direct stores), on few of this GPU's SMs so
+ * that the kernels beside it keep the others (gpu/pack.h: TIDE_STORE_BLOCKS). */
+int tide_transport_store(size_t elem, int batch, const tide_box *region, const void *src,
+                         const tide_box *sbox, void *dst, const tide_box *dbox, void *stream);
 
 /* Copy bytes between any memories (device, pinned, pageable), enqueued on stream; wait for
  * everything enqueued on stream (and learn of any earlier asynchronous failure). */

@@ -2,6 +2,7 @@
 // comm/region.h, which packs and unpacks the exchanges on the device, and scaling.
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cuda_runtime.h>
 #include "backend/memory.h"
 #include "gpu/cuda_error.h"
@@ -41,22 +42,27 @@ unsigned blocks_for(int64_t total, int threads)
     return (unsigned)(blocks > 65535 * 8 ? 65535 * 8 : blocks);
 }
 
+// most > 0: the grid holds at most that many blocks (the loops stride over the rest).
 template <typename T>
-cudaError_t launch(const tide_copy_geom &g, const char *src, char *dst, cudaStream_t stream)
+cudaError_t launch(const tide_copy_geom &g, const char *src, char *dst, int64_t most,
+                   cudaStream_t stream)
 {
     const int threads = 256;
-    int64_t bx = (g.n[2] + threads - 1) / threads;
-    dim3 grid((unsigned)std::min<int64_t>(bx, 1024), (unsigned)std::min<int64_t>(g.n[1], 65535),
-              (unsigned)std::min<int64_t>(g.n[0], 65535));
-    copy_kernel<T><<<grid, threads, 0, stream>>>(g, (const T *)src, (T *)dst);
+    int64_t bx = std::min<int64_t>((g.n[2] + threads - 1) / threads, 1024);
+    int64_t by = std::min<int64_t>(g.n[1], 65535), bz = std::min<int64_t>(g.n[0], 65535);
+    if (most > 0) {
+        bx = std::min(bx, most);
+        by = std::min(by, std::max<int64_t>(1, most / bx));
+        bz = std::min(bz, std::max<int64_t>(1, most / (bx * by)));
+    }
+    copy_kernel<T><<<dim3((unsigned)bx, (unsigned)by, (unsigned)bz), threads, 0, stream>>>(
+        g, (const T *)src, (T *)dst);
     return cudaGetLastError();
 }
 
-} // namespace
-
-extern "C" int tide_gpu_copy_region_async(size_t elem, int batch, const tide_box *region,
-                                          const void *src, const tide_box *sbox, void *dst,
-                                          const tide_box *dbox, void *stream)
+int copy_region(size_t elem, int batch, const tide_box *region, const void *src,
+                const tide_box *sbox, void *dst, const tide_box *dbox, int64_t most,
+                void *stream)
 {
     tide_copy_geom g;
     int64_t total = tide_copy_geometry(region, sbox, dbox, &g);
@@ -68,15 +74,50 @@ extern "C" int tide_gpu_copy_region_async(size_t elem, int batch, const tide_box
         char *t = (char *)dst + (g.doff + f * g.dcount) * (int64_t)elem;
         cudaError_t e;
         switch (elem) {
-        case 4: e = launch<uint32_t>(g, s, t, st); break;
-        case 8: e = launch<uint64_t>(g, s, t, st); break;
-        case 16: e = launch<uint4>(g, s, t, st); break;
+        case 4: e = launch<uint32_t>(g, s, t, most, st); break;
+        case 8: e = launch<uint64_t>(g, s, t, most, st); break;
+        case 16: e = launch<uint4>(g, s, t, most, st); break;
         default: return TIDE_ERR_ARGUMENT;
         }
         if (e != cudaSuccess)
             return tide_cuda_fail(e, "permuting copy kernel");
     }
     return 0;
+}
+
+// The blocks of a store into another GPU's memory (gpu/pack.h): TIDE_STORE_BLOCKS, else 2 an
+// SM of the current GPU (read once: a process drives one GPU at a time here).
+int64_t store_blocks()
+{
+    static int64_t most = -1;
+    if (most < 0) {
+        const char *v = getenv("TIDE_STORE_BLOCKS");
+        int dev = 0, sms = 0;
+        if (v && *v)
+            most = std::max<long long>(atoll(v), 0);
+        else if (cudaGetDevice(&dev) == cudaSuccess &&
+                 cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess)
+            most = 2 * (int64_t)sms;
+        else
+            most = 0;
+    }
+    return most;
+}
+
+} // namespace
+
+extern "C" int tide_gpu_copy_region_async(size_t elem, int batch, const tide_box *region,
+                                          const void *src, const tide_box *sbox, void *dst,
+                                          const tide_box *dbox, void *stream)
+{
+    return copy_region(elem, batch, region, src, sbox, dst, dbox, 0, stream);
+}
+
+extern "C" int tide_gpu_store_region_async(size_t elem, int batch, const tide_box *region,
+                                           const void *src, const tide_box *sbox, void *dst,
+                                           const tide_box *dbox, void *stream)
+{
+    return copy_region(elem, batch, region, src, sbox, dst, dbox, store_blocks(), stream);
 }
 
 extern "C" int tide_gpu_copy_region(size_t elem, int batch, const tide_box *region,

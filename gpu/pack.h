@@ -21,6 +21,13 @@ int tide_gpu_copy_region(size_t elem, int batch, const tide_box *region, const v
 int tide_gpu_copy_region_async(size_t elem, int batch, const tide_box *region, const void *src,
                                const tide_box *sbox, void *dst, const tide_box *dbox,
                                void *stream);
+/* The _async copy storing into another GPU's memory (dst mapped from a peer's: the direct
+ * exchange's stores over NVLink), on at most TIDE_STORE_BLOCKS blocks (default 2 an SM of this
+ * GPU; 0: no limit): the link, not the SMs, sets its rate, and the kernels beside it on other
+ * streams keep the SMs it leaves. */
+int tide_gpu_store_region_async(size_t elem, int batch, const tide_box *region, const void *src,
+                                const tide_box *sbox, void *dst, const tide_box *dbox,
+                                void *stream);
 
 /* Multiply count scalars (double when dbl, else float) by s, on stream. */
 int tide_gpu_scale(int dbl, void *data, long long count, double s, void *stream);
