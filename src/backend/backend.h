@@ -42,9 +42,10 @@
  * after the line's forward transform); a NULL table weighs index 0 alone (a periodic
  * dimension, or Neumann faces). norm times the sum over the ranks is the mean of f. Tables,
  * origin and scratch live in the backend's memory; scratch (a tridiagonal line only) holds
- * one double per point of the box, and at least three per point of TIDE_LINE_BLOCK lines (the
- * GPU keeps the eliminated upper diagonal there, the CPU the elimination of a block of
- * neighbouring lines in double).
+ * tide_spectral_scratch doubles: one per point of the box, and at least three per point of
+ * TIDE_LINE_BLOCK lines (the GPU keeps the eliminated upper diagonal there, the CPU the
+ * elimination of a block of neighbouring lines in double, one such block a thread as far as
+ * the scratch holds them).
  *
  * The data lies in an array of layout arr (same order as box, box inside it), of which box is
  * the part processed: a streamed solve's chunk buffer is laid out for a fixed chunk thickness,
@@ -84,6 +85,15 @@ typedef struct tide_spectral {
 static inline const tide_box *tide_spectral_arr(const tide_spectral *d)
 {
     return tide_box_count(&d->arr) > 0 ? &d->arr : &d->box;
+}
+
+/* The doubles of a tridiagonal line's scratch (above) for lines of n points: a double per
+ * point of the box, and at least one block of lines' elimination (3 n TIDE_LINE_BLOCK). */
+static inline size_t tide_spectral_scratch(const tide_spectral *d, int n)
+{
+    size_t count = (size_t)tide_box_count(&d->box);
+    size_t row = 3 * (size_t)n * TIDE_LINE_BLOCK;
+    return count > row ? count : row;
 }
 
 /* Bytes of one element of d's data (real or complex, float or double). */

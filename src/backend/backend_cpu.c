@@ -206,8 +206,9 @@ static void solve_block(const tide_spectral *d, char *v, int64_t st, int64_t sc,
 
 /* The line solves (backend.h: tide_spectral with a line): every line along d->line of every
  * field, at (i, j) of the other two dimensions a and c, c the one stored faster, in blocks
- * of neighbours along c, on the box within d's array (v: the array). */
-static void cpu_lines(const tide_spectral *d, char *v)
+ * of neighbours along c, on the box within d's array (v: the array); the blocks shared out
+ * over up to `threads` threads, each eliminating in its own part of the scratch. */
+static void cpu_lines(const tide_spectral *d, char *v, int threads)
 {
     const tide_box *bx = &d->box, *arr = tide_spectral_arr(d);
     int L = d->line, a = L == 0 ? 1 : 0, c = L == 2 ? 1 : 2, n = tide_ext(bx, L);
@@ -217,26 +218,32 @@ static void cpu_lines(const tide_spectral *d, char *v)
         int t = a;
         a = c, c = t;
     }
-    double *cp = d->scratch, *u = cp + (size_t)n * TIDE_LINE_BLOCK;
-    size_t elem = tide_spectral_elem(d);
+    size_t elem = tide_spectral_elem(d), row = 3 * (size_t)n * TIDE_LINE_BLOCK;
     int64_t count = tide_box_count(arr), at = tide_box_offset(arr, bx);
+    int na = tide_ext(bx, a), nq = (tide_ext(bx, c) + TIDE_LINE_BLOCK - 1) / TIDE_LINE_BLOCK;
+    int fit = (int)(tide_spectral_scratch(d, n) / row), T = threads < fit ? threads : fit;
+    T = T < 1 ? 1 : T;
     for (int f = 0; f < d->batch; f++) {
-        double sum[2] = {0, 0};
-        for (int i = bx->lo[a]; i < bx->hi[a]; i++)
-            for (int j0 = bx->lo[c]; j0 < bx->hi[c]; j0 += TIDE_LINE_BLOCK) {
-                int nb = bx->hi[c] - j0 < TIDE_LINE_BLOCK ? bx->hi[c] - j0 : TIDE_LINE_BLOCK;
-                double s[TIDE_LINE_BLOCK], w[TIDE_LINE_BLOCK];
-                char *line = v + (size_t)(f * count + at + (i - bx->lo[a]) * st[a] +
-                                          (j0 - bx->lo[c]) * st[c]) * elem;
-                for (int b = 0; b < nb; b++) {
-                    int p[3] = {0, 0, 0};
-                    p[a] = i, p[c] = j0 + b;
-                    w[b] = mean_weight(d, p, L);
-                    s[b] = d->lam[a][i] + d->lam[c][j0 + b] - d->alpha;
-                }
-                solve_block(d, line, st[L], st[c], n, nb, s, w, sum, cp, u);
+        double sr = 0, si = 0;
+        #pragma omp parallel for num_threads(T) reduction(+ : sr, si) schedule(static)
+        for (int64_t q = 0; q < (int64_t)na * nq; q++) {
+            int i = bx->lo[a] + (int)(q / nq), j0 = bx->lo[c] + (int)(q % nq) * TIDE_LINE_BLOCK;
+            int nb = bx->hi[c] - j0 < TIDE_LINE_BLOCK ? bx->hi[c] - j0 : TIDE_LINE_BLOCK;
+            double s[TIDE_LINE_BLOCK], w[TIDE_LINE_BLOCK], sum[2] = {0, 0};
+            double *cp = d->scratch + row * (size_t)omp_get_thread_num();
+            char *line = v + (size_t)(f * count + at + (i - bx->lo[a]) * st[a] +
+                                      (j0 - bx->lo[c]) * st[c]) * elem;
+            for (int b = 0; b < nb; b++) {
+                int p[3] = {0, 0, 0};
+                p[a] = i, p[c] = j0 + b;
+                w[b] = mean_weight(d, p, L);
+                s[b] = d->lam[a][i] + d->lam[c][j0 + b] - d->alpha;
             }
-        origin_put(d, f, sum);
+            solve_block(d, line, st[L], st[c], n, nb, s, w, sum, cp,
+                        cp + (size_t)n * TIDE_LINE_BLOCK);
+            sr += sum[0], si += sum[1];
+        }
+        origin_put(d, f, (const double[2]){sr, si});
     }
 }
 
@@ -387,7 +394,7 @@ static int cpu_spectral(const tide_env *e, const tide_spectral *d, void *data)
     if (d->line_fft)
         return cpu_line_ffts(d, data, e->threads);
     if (d->line >= 0)
-        cpu_lines(d, data);
+        cpu_lines(d, data, e->threads);
     else
         cpu_diag(d, data);
     return TIDE_SUCCESS;

@@ -239,9 +239,7 @@ static int spectral_tables(const tide_env *e, const tide_spectral *src, tide_spe
     if (!st && src->line >= 0 && !src->line_fft) { /* a double per point (GPU), three per
                                                     * point of a block of lines (CPU) */
         void *s = NULL;
-        size_t count = (size_t)tide_box_count(&src->box);
-        size_t row = 3 * (size_t)n[src->line] * TIDE_LINE_BLOCK;
-        st = e->be->alloc((count > row ? count : row) * sizeof(double), &s);
+        st = e->be->alloc(tide_spectral_scratch(src, n[src->line]) * sizeof(double), &s);
         x->scratch = s;
     }
     return st ? st : e->be->sync(e); /* the host tables may go when this returns */
