@@ -352,7 +352,8 @@ static int create_only(const tide_box *src, const tide_box *dst, int batch, tide
     tide_reshape *r = NULL;
     int st = device ? tide_reshape_create_device(comm, src, dst, NULL, NULL, 16, batch, ex, NULL,
                                                  &r, err, len)
-                    : tide_reshape_create(comm, src, dst, NULL, NULL, 16, batch, ex, 1, &r, err, len);
+                    : tide_reshape_create(comm, src, dst, NULL, NULL, 16, batch, ex, 1, &r, err,
+                                          len);
     if (!st && ex == TIDE_EXCHANGE_P2P && !device) {
         /* The staging covers every element that leaves: no size_t overflow on the way. */
         tide_box x;
