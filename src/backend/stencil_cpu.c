@@ -79,14 +79,23 @@ static int kept_planes(const tide_sweep *s, int k)
     return shares_planes(s) ? 2 * k : (k - 1) * (2 * s->radius + 1);
 }
 
-/* Rows per tile for k steps: as many as keep the rings in the thread's cache, at least
- * 4 (k - 1) r so that the made-twice halos stay under half the rows made; all the rows when
- * the planes fit whole. */
+/* Planes of a tile that should stay in the thread's cache for k steps: the kept planes; for
+ * one step a pass (no rings) the 2 r + 1 planes of src a plane of dst reads, each of which the
+ * next 2 r planes read again (whole planes of a large grid and radius would leave the L2
+ * between those reads: star:4 in double reads 9 planes of 512 KiB at 256^3). */
+static int cached_planes(const tide_sweep *s, int k)
+{
+    return k == 1 && !shares_planes(s) ? 2 * s->radius + 1 : kept_planes(s, k);
+}
+
+/* Rows per tile for k steps: as many as keep the cached planes' rows in the thread's cache, at
+ * least 4 (k - 1) r so that the made-twice halos stay under half the rows made (and at least
+ * 8); all the rows when the planes fit whole. */
 static int tile_rows(const tide_sweep *s, int k, size_t row_bytes)
 {
     int r = s->radius, b0, b1;
     tide_sweep_out(s, 1, &b0, &b1);
-    double per_row = (double)kept_planes(s, k) * row_bytes;
+    double per_row = (double)cached_planes(s, k) * row_bytes;
     double fit = per_row > 0 ? thread_cache(s) / per_row - 2.0 * (k - 1) * r : 1e9;
     int least = 4 * (k - 1) * r > 8 ? 4 * (k - 1) * r : 8;
     int t = fit < least ? least : fit > 1e9 ? 1000000000 : (int)fit;
