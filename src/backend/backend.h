@@ -87,12 +87,17 @@ static inline const tide_box *tide_spectral_arr(const tide_spectral *d)
     return tide_box_count(&d->arr) > 0 ? &d->arr : &d->box;
 }
 
-/* The doubles of a tridiagonal line's scratch (above) for lines of n points: a double per
- * point of the box, and at least one block of lines' elimination (3 n TIDE_LINE_BLOCK). */
+/* The doubles of one block of TIDE_LINE_BLOCK lines of n points eliminated together (the
+ * CPU's), and of a tridiagonal line's scratch (above): a double per point of the box, and at
+ * least one such block. */
+static inline size_t tide_spectral_line_block(int n)
+{
+    return 3 * (size_t)n * TIDE_LINE_BLOCK;
+}
+
 static inline size_t tide_spectral_scratch(const tide_spectral *d, int n)
 {
-    size_t count = (size_t)tide_box_count(&d->box);
-    size_t row = 3 * (size_t)n * TIDE_LINE_BLOCK;
+    size_t count = (size_t)tide_box_count(&d->box), row = tide_spectral_line_block(n);
     return count > row ? count : row;
 }
 

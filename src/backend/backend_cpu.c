@@ -218,7 +218,7 @@ static void cpu_lines(const tide_spectral *d, char *v, int threads)
         int t = a;
         a = c, c = t;
     }
-    size_t elem = tide_spectral_elem(d), row = 3 * (size_t)n * TIDE_LINE_BLOCK;
+    size_t elem = tide_spectral_elem(d), row = tide_spectral_line_block(n);
     int64_t count = tide_box_count(arr), at = tide_box_offset(arr, bx);
     int na = tide_ext(bx, a), nq = (tide_ext(bx, c) + TIDE_LINE_BLOCK - 1) / TIDE_LINE_BLOCK;
     int fit = (int)(tide_spectral_scratch(d, n) / row), T = threads < fit ? threads : fit;
