@@ -8,7 +8,8 @@
  * event once its staging is free (the work before the exchange on its stream done) and tells
  * each sender (hello: the staging's handle, that event's, and where the message goes); each
  * sender's stream waits for that event, stores, records its own event and tells the receiver
- * (done); each receiver's stream waits for the senders' events, then unpacks. A peer that
+ * (done); each receiver's stream waits for the senders' events, then unpacks (deferred: a
+ * stream of the caller's choosing waits for them and unpacks, in tide_xchg_land). A peer that
  * failed says so in its note (ok 0): nothing is stored into or waited for from it (a sender
  * that failed waits for the stores it made on the host first), every note is still exchanged,
  * and the failure is returned.
@@ -22,9 +23,11 @@
 enum { TAG_HELLO = TAG + 1, TAG_DONE = TAG + 2 };
 
 typedef struct {
-    unsigned char mem[TIDE_TRANSPORT_IPC_BYTES];   /* hello: the receiver's staging */
+    unsigned char mem[TIDE_TRANSPORT_IPC_BYTES];   /* hello: the receiver's staging's
+                                                    * allocation */
     unsigned char event[TIDE_TRANSPORT_IPC_BYTES]; /* hello: its "staging free"; done: the
                                                     * sender's "stored" */
+    long long off;                                 /* hello: the staging's first byte there */
     long long at;                                  /* hello: the message's first element */
     int ok;                                        /* 0: the peer failed */
 } direct_note;
@@ -39,8 +42,9 @@ struct direct {
     unsigned char free_h[TIDE_TRANSPORT_IPC_BYTES], stored_h[TIDE_TRANSPORT_IPC_BYTES];
     direct_peer *to, *from;    /* per send message, per receive message */
     direct_note *out, *in;     /* the notes of one round, [receive messages + send messages] */
-    const void *recv;          /* the receive staging whose handle recv_h is */
+    const void *recv;          /* the receive staging whose allocation's handle recv_h is */
     unsigned char recv_h[TIDE_TRANSPORT_IPC_BYTES];
+    size_t recv_off;           /* ... and its first byte there */
     MPI_Request *req;
     MPI_Status *stats;
 };
@@ -110,8 +114,8 @@ static int direct_notes(tide_xchg *x, const side *to, const side *from, int tag)
     return rc ? rc : w;
 }
 
-/* Peer q's staging mapped and its event opened here, from its note (again only when they
- * changed). */
+/* Peer q's staging's allocation mapped and its event opened here, from its note (again only
+ * when they changed). */
 static int direct_reach(direct_peer *q, const direct_note *n, int mem)
 {
     int st = TIDE_SUCCESS;
@@ -139,10 +143,11 @@ static int direct_store(tide_xchg *x, const tide_xchg_io *io, int k, const direc
     int st = direct_reach(q, n, 1);
     st = st ? st : tide_transport_wait(io->stream, q->ev);
     size_t at = (size_t)n->at;
+    const char *staging = (const char *)q->base + n->off;
     for (int i = s->m[k].first; i < s->m[k].first + s->m[k].n && !st; i++) {
         const piece *p = &s->p[i];
         st = tide_transport_store(x->d.elem, x->d.fields, &p->region, io->src, io->src_box,
-                                  tide_xchg_at(x, q->base, at), &p->region, io->stream);
+                                  tide_xchg_at(x, staging, at), &p->region, io->stream);
         at += p->count;
     }
     return st;
@@ -162,13 +167,14 @@ int tide_xchg_direct_run(tide_xchg *x, const tide_xchg_io *io, int status)
         st = tide_transport_record(d->free_ev, io->stream);
     if (!st && r->nm && d->recv != io->recv) {
         d->recv = NULL;
-        st = tide_transport_ipc_mem_handle(io->recv, d->recv_h);
+        st = tide_transport_ipc_mem_handle(io->recv, d->recv_h, &d->recv_off);
         d->recv = st ? NULL : io->recv;
     }
     for (int k = 0; k < r->nm; k++) {
         direct_note *n = &d->out[k];
         memcpy(n->mem, d->recv_h, sizeof n->mem);
         memcpy(n->event, d->free_h, sizeof n->event);
+        n->off = (long long)d->recv_off;
         n->at = (long long)r->p[r->m[k].first].at;
         n->ok = !st;
     }
@@ -188,14 +194,22 @@ int tide_xchg_direct_run(tide_xchg *x, const tide_xchg_io *io, int status)
         n->ok = !st && !stored;
     }
     int mpi2 = direct_notes(x, s, r, TAG_DONE);
-    /* the senders' stores landed: then the unpacks */
+    mpi = mpi ? mpi : mpi2;
+    st = st ? st : mpi != MPI_SUCCESS ? TIDE_ERR_MPI : stored;
+    if (io->defer)
+        return st;
+    st = st ? st : tide_xchg_direct_wait(x, io);
+    return st ? st : tide_xchg_device_unpack(x, io);
+}
+
+int tide_xchg_direct_wait(const tide_xchg *x, const tide_xchg_io *io)
+{
+    struct direct *d = x->dx;
     int landed = TIDE_SUCCESS;
-    for (int k = 0; k < r->nm; k++) {
+    for (int k = 0; k < x->s[RECV].nm; k++) {
         int e = !d->in[k].ok ? TIDE_ERR_BACKEND : direct_reach(&d->from[k], &d->in[k], 0);
         e = e ? e : tide_transport_wait(io->stream, d->from[k].ev);
         landed = landed ? landed : e;
     }
-    mpi = mpi ? mpi : mpi2;
-    st = st ? st : mpi != MPI_SUCCESS ? TIDE_ERR_MPI : stored ? stored : landed;
-    return st ? st : tide_xchg_device_unpack(x, io);
+    return landed;
 }

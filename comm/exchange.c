@@ -333,6 +333,7 @@ void tide_xchg_destroy(tide_xchg *x)
     if (!x)
         return;
     tide_xchg_direct_free(x);
+    tide_transport_event_destroy(x->landed);
     side_free(&x->s[RECV]);
     side_free(&x->s[SEND]);
     if (x->type != MPI_DATATYPE_NULL)
@@ -725,6 +726,15 @@ static int nccl_group(const tide_xchg *x, const tide_xchg_io *io)
     return st ? st : end;
 }
 
+/* Everything has landed on the stream: the unpacks now, or (io->defer) an event that
+ * tide_xchg_land's stream waits for. */
+static int device_landed(tide_xchg *x, const tide_xchg_io *io)
+{
+    if (!io->defer)
+        return tide_xchg_device_unpack(x, io);
+    int st = x->landed ? TIDE_SUCCESS : tide_transport_event_create(&x->landed);
+    return st ? st : tide_transport_record(x->landed, io->stream);
+}
 
 static int device_start(tide_xchg *x, const tide_xchg_io *io, int status)
 {
@@ -734,7 +744,7 @@ static int device_start(tide_xchg *x, const tide_xchg_io *io, int status)
     if (x->d.how == TIDE_EXCHANGE_NCCL) {
         int moved = nccl_group(x, io);
         st = st ? st : moved;
-        return st ? st : tide_xchg_device_unpack(x, io);
+        return st ? st : device_landed(x, io);
     }
     size_t sb = tide_xchg_send_bytes(x);
     if (!st && staged_host(x) && sb)
@@ -764,6 +774,16 @@ static int device_finish(tide_xchg *x, const tide_xchg_io *io, int status)
     size_t rb = tide_xchg_recv_bytes(x);
     if (!st && staged_host(x) && rb)
         st = tide_transport_copy(io->recv, io->hrecv, rb, io->stream);
+    return st ? st : device_landed(x, io);
+}
+
+int tide_xchg_land(const tide_xchg *x, const tide_xchg_io *io, int status)
+{
+    if (status || !x->d.device)
+        return status;
+    int st = x->d.how == TIDE_EXCHANGE_DIRECT ? tide_xchg_direct_wait(x, io)
+             : x->landed                      ? tide_transport_wait(io->stream, x->landed)
+                                              : TIDE_ERR_BACKEND; /* no FINISH deferred */
     return st ? st : tide_xchg_device_unpack(x, io);
 }
 

@@ -101,6 +101,7 @@ typedef struct {
     void *nccl;            /* NCCL: the tide_nccl * over the exchange's communicator */
     void *stream;          /* device arrays: the cudaStream_t the packs, copies, unpacks and
                             * NCCL calls are enqueued on */
+    int defer;             /* device arrays: 1 leaves the unpacks to tide_xchg_land */
 } tide_xchg_io;
 
 /* Collective, in two halves so that other work can run between them: START packs and posts
@@ -114,6 +115,13 @@ typedef struct {
  * Return the first failure: the status given, TIDE_ERR_MPI or TIDE_ERR_BACKEND. */
 int tide_xchg_start(const tide_xchg *x, const tide_xchg_io *io, int status);
 int tide_xchg_finish(const tide_xchg *x, const tide_xchg_io *io, int status);
+
+/* Device arrays, after a FINISH with io->defer set (status: what it returned): the unpacks
+ * enqueued on io->stream, which may be another stream than the exchange's, once everything
+ * has landed (that stream waits for it on the device, never the host); io->recv is the receive
+ * staging the exchange used. In between the receive staging may not be reused nor the
+ * receiving regions read. Not collective. Returns status or the first failure. */
+int tide_xchg_land(const tide_xchg *x, const tide_xchg_io *io, int status);
 
 /* One MPI point-to-point post of every exchange: a send (send != 0) or a receive of count
  * elements of type at buf. A post that fails (type MPI_DATATYPE_NULL counts as failed: the

@@ -63,6 +63,8 @@ struct tide_xchg {
     int *counts;                /* Alltoallv: send counts and displacements, receive counts
                                  * and displacements (elements) */
     struct direct *dx;          /* DIRECT: the events and the peers' staging mapped here */
+    void *landed;               /* device, deferred unpacks: everything has landed (made at
+                                 * the first such exchange; DIRECT waits for the peers' own) */
 };
 
 /* Element e of a staging or array at base. */
@@ -76,8 +78,11 @@ static inline char *tide_xchg_at(const tide_xchg *x, const void *base, size_t e)
 int tide_xchg_device_unpack(const tide_xchg *x, const tide_xchg_io *io);
 
 /* DIRECT (direct.c): its state made at creation (the send side needs no staging), freed with
- * the exchange, and one exchange run whole (START's part; FINISH has nothing left). */
+ * the exchange, one exchange run whole (START's part; FINISH has nothing left; with io->defer
+ * it stops before the unpacks), and io->stream made to wait for every sender's stores of the
+ * last run (tide_xchg_land's part). */
 int tide_xchg_direct_setup(tide_xchg *x, char *err, size_t len);
+int tide_xchg_direct_wait(const tide_xchg *x, const tide_xchg_io *io);
 void tide_xchg_direct_free(tide_xchg *x);
 int tide_xchg_direct_run(tide_xchg *x, const tide_xchg_io *io, int status);
 

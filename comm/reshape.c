@@ -165,11 +165,12 @@ static int copy_self(const tide_reshape *r, const void *src, void *dst, void *st
     return TIDE_SUCCESS;
 }
 
-/* The exchange, the own points copied while the messages travel. */
+/* The exchange, the own points copied while the messages travel (deferred: they are copied
+ * when the rest lands). */
 static int run(const tide_reshape *r, const tide_xchg_io *io)
 {
     int st = tide_xchg_start(r->x, io, TIDE_SUCCESS);
-    int self = copy_self(r, io->src, io->dst->data[0], io->stream);
+    int self = io->defer ? TIDE_SUCCESS : copy_self(r, io->src, io->dst->data[0], io->stream);
     int fin = tide_xchg_finish(r->x, io, st ? st : self);
     return st ? st : fin ? fin : self;
 }
@@ -184,11 +185,21 @@ int tide_reshape_execute(const tide_reshape *r, const void *src, void *dst, void
 }
 
 int tide_reshape_execute_device(const tide_reshape *r, const void *src, void *dst, void *dsend,
-                                void *drecv, void *hsend, void *hrecv, void *stream)
+                                void *drecv, void *hsend, void *hrecv, void *stream, int defer)
 {
     const tide_parts to = {1, {r->dst}, {dst}};
     tide_xchg_io io = {.src = src, .src_box = &r->src, .dst = &to, .send = dsend,
                        .recv = drecv, .hsend = hsend, .hrecv = hrecv, .nccl = r->nccl,
-                       .stream = stream};
+                       .stream = stream, .defer = defer};
     return run(r, &io);
+}
+
+int tide_reshape_land_device(const tide_reshape *r, const void *src, void *dst, void *drecv,
+                             void *stream, int status)
+{
+    const tide_parts to = {1, {r->dst}, {dst}};
+    tide_xchg_io io = {.src = src, .src_box = &r->src, .dst = &to, .recv = drecv,
+                       .stream = stream};
+    int self = status ? status : copy_self(r, src, dst, stream);
+    return tide_xchg_land(r->x, &io, self);
 }

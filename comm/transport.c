@@ -63,9 +63,9 @@ typedef struct mapping {
 static mapping *mappings;
 static pthread_mutex_t mappings_lock = PTHREAD_MUTEX_INITIALIZER;
 
-int tide_transport_ipc_mem_handle(const void *base, void *handle)
+int tide_transport_ipc_mem_handle(const void *p, void *handle, size_t *offset)
 {
-    return tide_gpu_ipc_mem_handle(base, handle);
+    return tide_gpu_ipc_mem_handle(p, handle, offset);
 }
 
 int tide_transport_ipc_mem_open(const void *handle, void **base)
@@ -120,6 +120,7 @@ int tide_transport_ipc_event_open(const void *handle, void **event)
     return tide_gpu_ipc_event_open(handle, event);
 }
 
+int tide_transport_event_create(void **event) { return tide_gpu_event_create(event); }
 void tide_transport_event_destroy(void *event) { tide_gpu_event_destroy(event); }
 int tide_transport_record(void *event, void *stream)
 {

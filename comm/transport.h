@@ -52,19 +52,21 @@ int tide_transport_group_end(void);
 int tide_transport_nccl_check(void *nccl);
 
 /* Direct stores between the GPUs of a node (the exchange's DIRECT transport, CUDA IPC); a
- * handle is TIDE_TRANSPORT_IPC_BYTES bytes. mem_handle: the handle of device staging that
- * starts an allocation (tide_transport_stage_alloc's, a plan's work memory); mem_open: a
- * peer's staging mapped here, each handle mapped once per process however many exchanges open
- * it (the opens counted, mem_close undoes one). event_create: an event peers may wait for, and
- * its handle; event_open: a peer's such event; event_destroy releases either. record and wait:
- * an event recorded on a stream, a stream waiting for an event's last record (a peer's once
- * the peer has recorded it). Return 0 or TIDE_ERR_BACKEND (TIDE_ERR_UNSUPPORTED without CUDA). */
+ * handle is TIDE_TRANSPORT_IPC_BYTES bytes. mem_handle: the handle of the device allocation
+ * (staging) that p lies in, and p's byte offset there; mem_open: a peer's allocation mapped
+ * here (*base: its start), each handle mapped once per process however many exchanges open it
+ * (the opens counted, mem_close undoes one). ipc_event_create: an event peers may wait for,
+ * and its handle; ipc_event_open: a peer's such event; event_create: an event of this process
+ * alone; event_destroy releases any. record and wait: an event recorded on a stream, a stream
+ * waiting for an event's last record (a peer's once the peer has recorded it). Return 0 or
+ * TIDE_ERR_BACKEND (TIDE_ERR_UNSUPPORTED without CUDA). */
 enum { TIDE_TRANSPORT_IPC_BYTES = 64 };
-int tide_transport_ipc_mem_handle(const void *base, void *handle);
+int tide_transport_ipc_mem_handle(const void *p, void *handle, size_t *offset);
 int tide_transport_ipc_mem_open(const void *handle, void **base);
 void tide_transport_ipc_mem_close(void *base);
 int tide_transport_ipc_event_create(void **event, void *handle);
 int tide_transport_ipc_event_open(const void *handle, void **event);
+int tide_transport_event_create(void **event);
 void tide_transport_event_destroy(void *event);
 int tide_transport_record(void *event, void *stream);
 int tide_transport_wait(void *stream, void *event);

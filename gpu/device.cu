@@ -94,6 +94,20 @@ extern "C" int tide_gpu_properties(int device, tide_gpu_props *props)
     return 0;
 }
 
+extern "C" int tide_gpu_reaches(int device, const char *pci_bus_id)
+{
+    int other = -1, can = 0;
+    if (cudaDeviceGetByPCIBusId(&other, pci_bus_id) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    if (other == device)
+        return 1;
+    if (cudaDeviceCanAccessPeer(&can, device, other) != cudaSuccess)
+        cudaGetLastError(), can = 0;
+    return can;
+}
+
 // With bind, bind this process to the cores hwloc finds nearest the device (its PCI locality),
 // unless it is already bound to part of the machine (mpirun --bind-to ..., taskset, numactl):
 // that binding is the launcher's choice and is kept. cpuset receives the binding in force.

@@ -1,5 +1,6 @@
 // memory.cu: device and pinned host memory, streams, events and copies (backend/memory.h).
 #include <cstring>
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include "backend/memory.h"
 #include "gpu/cuda_error.h"
@@ -83,12 +84,42 @@ static_assert(sizeof(cudaIpcMemHandle_t) == TIDE_GPU_IPC_BYTES &&
                   sizeof(cudaIpcEventHandle_t) == TIDE_GPU_IPC_BYTES,
               "CUDA IPC handles of TIDE_GPU_IPC_BYTES");
 
-extern "C" int tide_gpu_ipc_mem_handle(const void *base, void *handle)
+/* The first byte of the allocation p lies in (the runtime has no call for it: the driver's
+ * cuMemGetAddressRange, reached through the runtime, so nothing links the driver library). */
+static cudaError_t allocation_start(const void *p, const char **base)
+{
+    typedef CUresult (*range_fn)(CUdeviceptr *, size_t *, CUdeviceptr);
+    static range_fn range;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+    cudaError_t e = cudaSuccess;
+    if (!range)
+#if CUDART_VERSION >= 12050
+        e = cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", (void **)&range, 12000,
+                                             cudaEnableDefault, &found);
+#else
+        e = cudaGetDriverEntryPoint("cuMemGetAddressRange", (void **)&range, cudaEnableDefault,
+                                    &found);
+#endif
+    if (e == cudaSuccess && !range)
+        e = cudaErrorSymbolNotFound;
+    CUdeviceptr start = 0;
+    size_t bytes = 0;
+    if (e == cudaSuccess && range(&start, &bytes, (CUdeviceptr)p) != CUDA_SUCCESS)
+        e = cudaErrorInvalidDevicePointer;
+    *base = (const char *)start;
+    return e;
+}
+
+extern "C" int tide_gpu_ipc_mem_handle(const void *p, void *handle, size_t *offset)
 {
     cudaIpcMemHandle_t h;
-    cudaError_t e = cudaIpcGetMemHandle(&h, const_cast<void *>(base));
+    const char *base = nullptr;
+    cudaError_t e = allocation_start(p, &base);
+    if (e == cudaSuccess)
+        e = cudaIpcGetMemHandle(&h, const_cast<char *>(base));
     if (e == cudaSuccess)
         memcpy(handle, &h, sizeof h);
+    *offset = e == cudaSuccess ? (size_t)((const char *)p - base) : 0;
     return e == cudaSuccess ? 0 : tide_cuda_fail(e, "cudaIpcGetMemHandle");
 }
 

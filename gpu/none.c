@@ -48,6 +48,12 @@ int tide_gpu_properties(int device, tide_gpu_props *props)
     return TIDE_ERR_UNSUPPORTED;
 }
 
+int tide_gpu_reaches(int device, const char *pci_bus_id)
+{
+    (void)device, (void)pci_bus_id;
+    return 0;
+}
+
 /* No usable GPU (not TIDE_ERR_ARGUMENT: the context falls back to the CPU, as on a machine
  * without one). */
 int tide_gpu_select(int local_rank, int device, int bind, tide_device_info *info, int *binding,
@@ -162,9 +168,9 @@ int tide_gpu_stream_wait(void *stream, void *event)
     return TIDE_ERR_UNSUPPORTED;
 }
 
-int tide_gpu_ipc_mem_handle(const void *base, void *handle)
+int tide_gpu_ipc_mem_handle(const void *p, void *handle, size_t *offset)
 {
-    (void)base, (void)handle;
+    (void)p, (void)handle, *offset = 0;
     return TIDE_ERR_UNSUPPORTED;
 }
 

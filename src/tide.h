@@ -144,11 +144,12 @@ typedef enum {
     TIDE_EXCHANGE_DIRECT = 5   /* GPU data, every rank on one node: each GPU stores its blocks
                                 * straight into the receiving GPU's memory (CUDA IPC) */
 } tide_exchange;
-/* On a plan whose data is on the GPU (TIDE_LOCATION_DEVICE), AUTO picks NCCL when this build
- * has it and every rank has a GPU of its own, else CUDA-aware MPI when the MPI library says
- * it takes device pointers, else DIRECT where every rank uses one and the same GPU, else A2AV
- * or P2P through pinned host buffers, which is also what A2AV and P2P mean there. Packing and
- * unpacking run on the GPU in every case. */
+/* On a plan whose data is on the GPU (TIDE_LOCATION_DEVICE), AUTO picks DIRECT where every
+ * rank runs on one node and every rank's GPU reaches every other's (peer access, or the same
+ * GPU), else NCCL when this build has it and every rank has a GPU of its own, else CUDA-aware
+ * MPI when the MPI library says it takes device pointers, else A2AV or P2P through pinned host
+ * buffers, which is also what A2AV and P2P mean there. Packing and unpacking run on the GPU in
+ * every case. */
 
 /* Transfer rates of this rank's machine, in GB/s (1e9 bytes per second), the ceilings that
  * performance figures are compared against. Copies count bytes read plus bytes written;

@@ -431,8 +431,9 @@ static int cpu_reshape_create(const tide_env *e, const tide_box *from, const tid
 }
 
 static int cpu_reshape_execute(const tide_env *e, const tide_reshape *r, const void *src,
-                               void *dst)
+                               void *dst, int defer)
 {
+    (void)defer; /* 0 on the CPU: nothing runs beside the exchange */
     return tide_reshape_execute(r, src, dst, e->sendbuf, e->recvbuf);
 }
 

@@ -146,10 +146,16 @@ static int cuda_reshape_create(const tide_env *e, const tide_box *from, const ti
 }
 
 static int cuda_reshape_execute(const tide_env *e, const tide_reshape *r, const void *src,
-                                void *dst)
+                                void *dst, int defer)
 {
     return tide_reshape_execute_device(r, src, dst, e->sendbuf, e->recvbuf, e->hsend,
-                                       e->hrecv, e->stream);
+                                       e->hrecv, e->stream, defer);
+}
+
+static int cuda_reshape_land(const tide_env *e, const tide_reshape *r, const void *src,
+                             void *dst, int status)
+{
+    return tide_reshape_land_device(r, src, dst, e->recvbuf, e->stream, status);
 }
 
 /* The plan's stream drained, and NCCL's asynchronous errors (a peer that failed) checked. */
@@ -190,6 +196,7 @@ static const tide_backend_ops cuda_ops = {
     .fft_destroy = cuda_fft_destroy,
     .reshape_create = cuda_reshape_create,
     .reshape_execute = cuda_reshape_execute,
+    .reshape_land = cuda_reshape_land,
     .sync = cuda_sync,
     .last_error = tide_gpu_last_error,
 };

@@ -32,6 +32,9 @@ int tide_gpu_count(char *why, size_t len);
  * free_bytes is filled only when device is the calling thread's current device (cudaMemGetInfo
  * needs it current, and opens its context), else 0. */
 int tide_gpu_properties(int device, tide_gpu_props *props);
+/* 1 when the GPU of that PCI bus id is device or device may read and write its memory (peer
+ * access: NVLink or PCIe), else 0, also when this process cannot see that GPU. */
+int tide_gpu_reaches(int device, const char *pci_bus_id);
 
 /* How tide_gpu_select left the process's CPU binding. */
 enum {

@@ -233,10 +233,14 @@ static int share_gpu(tide_context *ctx, int gpu, size_t budget)
                              ctx->node_comm) == 0;
     unsigned long long least = mine;
     ctx->dev_sharers = 0;
+    ctx->dev_reaches = ok && gpu;
     for (int r = 0; ok && gpu && r < L; r++)
         if (strncmp(ids + (size_t)r * ID, id, ID) == 0) {
             ctx->dev_sharers++;
             least = frees[r] < least ? frees[r] : least;
+        } else {
+            ctx->dev_reaches = ctx->dev_reaches &&
+                               tide_gpu_reaches(ctx->dev.device, ids + (size_t)r * ID);
         }
     free(ids);
     free(frees);
@@ -260,20 +264,21 @@ static int share_gpu(tide_context *ctx, int gpu, size_t budget)
 
 /* What the GPU exchanges may use, the same on every rank: NCCL needs a GPU per rank (two
  * ranks on one GPU cannot share an NCCL communicator); CUDA-aware MPI must be so everywhere;
- * ranks that all share one GPU may store into each other's memory on it. */
+ * ranks of one node whose GPUs all reach each other (or are one) may store into each other's
+ * memory. */
 static int exchange_caps(tide_context *ctx)
 {
     int mine[3] = {0, 0, 0}, all[3];
     if (ctx->backend == TIDE_BACKEND_CUDA) {
         mine[0] = tide_transport_nccl_version() > 0 && ctx->dev_sharers == 1;
         mine[1] = tide_transport_cuda_aware_mpi();
-        mine[2] = ctx->dev_sharers == ctx->nranks;
+        mine[2] = ctx->dev_reaches && ctx->local_size == ctx->nranks;
     }
     if (MPI_Allreduce(mine, all, 3, MPI_INT, MPI_MIN, ctx->comm) != MPI_SUCCESS)
         return tide_fail(ctx, TIDE_ERR_MPI, "MPI_Allreduce failed");
     ctx->nccl_usable = all[0];
     ctx->cuda_aware_mpi = all[1];
-    ctx->one_gpu = all[2];
+    ctx->gpus_reach = all[2];
     return TIDE_SUCCESS;
 }
 

@@ -25,7 +25,9 @@ struct tide_context {
     int bound_near;        /* the library bound the process near its GPU (not the launcher) */
     int nccl_usable;       /* CUDA, NCCL built in, and every rank has a GPU of its own */
     int cuda_aware_mpi;    /* every rank's MPI library takes device pointers */
-    int one_gpu;           /* CUDA, and every rank uses the same GPU (one node) */
+    int dev_reaches;       /* this rank's GPU reaches those of the others of its node (peer
+                            * access, or the same GPU) */
+    int gpus_reach;        /* CUDA, one node, and every rank's GPU reaches every other's */
     void *nccl[2];         /* tide_nccl *, made by the first plan that needs it: NCCL's
                             * choice of SMs, and the few of TIDE_NCCL_BESIDE_CTAS */
     tide_rates pcie;       /* this rank's GPU transfer rates, measured by the first plan that

@@ -379,9 +379,9 @@ static int make_plan(tide_context *ctx, const int n[3], const tide_args *all,
     if (p && cuda) {
         tide_exchange t = opts->exchange;
         if (t == TIDE_EXCHANGE_AUTO && ctx->nranks > 1)
-            t = ctx->nccl_usable      ? TIDE_EXCHANGE_NCCL
+            t = ctx->gpus_reach       ? TIDE_EXCHANGE_DIRECT
+                : ctx->nccl_usable    ? TIDE_EXCHANGE_NCCL
                 : ctx->cuda_aware_mpi ? TIDE_EXCHANGE_CUDA_MPI
-                : ctx->one_gpu        ? TIDE_EXCHANGE_DIRECT
                                       : TIDE_EXCHANGE_AUTO;
         p->env.transport = t;
     }

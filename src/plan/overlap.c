@@ -10,8 +10,10 @@
 
 enum { OVERLAP_MAX_CHUNKS = 64 };
 /* The debug log's timeline (GPU, TIDE_LOG=debug): a mark at the op's start, and per chunk
- * four, around its FFT on the plan's stream and its exchange on the side stream. */
-enum { MARK_FFT, MARK_FFT_END, MARK_MOVE, MARK_MOVE_END, MARKS_PER_CHUNK };
+ * six, around its FFT and its landing on the plan's stream and its exchange on the side
+ * stream. */
+enum { MARK_FFT, MARK_FFT_END, MARK_MOVE, MARK_MOVE_END, MARK_LAND, MARK_LAND_END,
+       MARKS_PER_CHUNK };
 
 typedef struct {
     int chunks, fft_first, mid;
@@ -23,6 +25,9 @@ typedef struct {
     tide_reshape *move[OVERLAP_MAX_CHUNKS]; /* chunk c's part of the reshape, on `side` */
     void *side;                             /* GPU: the exchanges' stream (NULL: the CPU) */
     void *to_side, *to_main;                /* GPU: events ordering the two streams */
+    size_t half;                            /* GPU: bytes of each half of the receive staging,
+                                             * which chunks c and c + 1 share out */
+    void *landed[2];                        /* GPU: half c % 2 free again: chunk c landed */
     tide_op_cost fft_cost, move_cost;
     int marks;                              /* 1: the timeline below is kept */
     void *mark[1 + MARKS_PER_CHUNK * OVERLAP_MAX_CHUNKS];
@@ -83,16 +88,46 @@ static int run_fft(const overlap_state *s, const tide_env *e, int c, void *in, v
     return st;
 }
 
-/* Chunk c's exchange on the side stream (every rank takes part, whatever failed before). */
+/* Chunk c's half of the receive staging (GPU). */
+static tide_env with_staging(const overlap_state *s, const tide_env *e, int c)
+{
+    tide_env h = *e;
+    h.recvbuf = at(e->recvbuf, (size_t)(c & 1) * s->half);
+    return h;
+}
+
+/* Chunk c's exchange on the side stream (every rank takes part, whatever failed before). On
+ * the GPU it stops once the data travels, its half of the staging free again (chunk c - 2
+ * landed), and run_land finishes it on the plan's stream: the side stream carries nothing
+ * but the transfers. */
 static int run_move(const overlap_state *s, const tide_env *e, int c, const void *src,
                     void *dst)
 {
-    tide_env side = *e;
-    side.stream = s->side ? s->side : e->stream;
+    if (!s->side)
+        return e->be->reshape_execute(e, s->move[c], src, dst, 0);
+    tide_env side = with_staging(s, e, c);
+    side.stream = s->side;
+    int st = c >= 2 ? tide_gpu_stream_wait(s->side, s->landed[c & 1]) : TIDE_SUCCESS;
     mark(s, c, MARK_MOVE, side.stream);
-    int st = e->be->reshape_execute(&side, s->move[c], src, dst);
+    int x = e->be->reshape_execute(&side, s->move[c], src, dst, 1);
     mark(s, c, MARK_MOVE_END, side.stream);
-    return st;
+    return st ? st : x;
+}
+
+/* Chunk c's landing on the plan's stream (GPU; status: its exchange's): the points kept
+ * copied and what arrived unpacked, once it has arrived; then its half of the staging is
+ * free. */
+static int run_land(const overlap_state *s, const tide_env *e, int c, const void *src,
+                    void *dst, int status)
+{
+    if (!s->side)
+        return status;
+    tide_env h = with_staging(s, e, c);
+    mark(s, c, MARK_LAND, e->stream);
+    int st = e->be->reshape_land(&h, s->move[c], src, dst, status);
+    mark(s, c, MARK_LAND_END, e->stream);
+    int r = tide_gpu_event_record(s->landed[c & 1], e->stream);
+    return st ? st : r;
 }
 
 /* The timeline of the execution just queued, in the debug log: when each chunk's FFT and
@@ -102,36 +137,39 @@ static void log_timeline(const tide_op *op, const tide_env *e)
     const overlap_state *s = op->state;
     char line[2048] = "";
     size_t at = 0;
-    float fft = 0, move = 0, end = 0;
+    float fft = 0, move = 0, land = 0, end = 0;
     for (int c = 0; c < s->chunks; c++) {
         float t[MARKS_PER_CHUNK] = {0};
         for (int k = 0; k < MARKS_PER_CHUNK; k++)
             tide_gpu_timer_ms(s->mark[0], s->mark[1 + MARKS_PER_CHUNK * c + k], &t[k]);
         fft += t[MARK_FFT_END] - t[MARK_FFT];
         move += t[MARK_MOVE_END] - t[MARK_MOVE];
-        end = t[MARK_FFT_END] > end ? t[MARK_FFT_END] : end;
-        end = t[MARK_MOVE_END] > end ? t[MARK_MOVE_END] : end;
+        land += t[MARK_LAND_END] - t[MARK_LAND];
+        for (int k = MARK_FFT_END; k < MARKS_PER_CHUNK; k += 2)
+            end = t[k] > end ? t[k] : end;
         if (at < sizeof line)
             at += (size_t)snprintf(line + at, sizeof line - at, " %d: fft %.2f-%.2f move "
-                                   "%.2f-%.2f;", c, t[MARK_FFT], t[MARK_FFT_END], t[MARK_MOVE],
-                                   t[MARK_MOVE_END]);
+                                   "%.2f-%.2f land %.2f-%.2f;", c, t[MARK_FFT], t[MARK_FFT_END],
+                                   t[MARK_MOVE], t[MARK_MOVE_END], t[MARK_LAND],
+                                   t[MARK_LAND_END]);
     }
-    tide_log(e->ctx, TIDE_LOG_DEBUG, "%s: %.3f ms; FFTs %.3f ms, exchanges %.3f ms; chunk (ms "
-             "from the start):%s", op->what, end, fft, move, line);
+    tide_log(e->ctx, TIDE_LOG_DEBUG, "%s: %.3f ms; FFTs %.3f ms, exchanges %.3f ms, landings "
+             "%.3f ms; chunk (ms from the start):%s", op->what, end, fft, move, land, line);
 }
 
 /* FFT first: chunk c's FFT on the plan's stream, then its exchange on the side stream once
- * that FFT is done, while the FFT of chunk c + 1 runs. Exchange first: chunk c travels on the
- * side stream, then its FFT runs on the plan's stream while chunk c + 1 travels. When the op's
- * source and destination are one array (a caller's in-place call, or a placement that returns
- * to the buffer the op started from), the second step may not write it before the first has
- * read all of it: every chunk's first step comes first. The plan's stream waits for the side
- * stream at the end, so the op ends as one op on it would. */
+ * that FFT is done, while the FFT of chunk c + 1 runs, and then (GPU) chunk c's landing on the
+ * plan's stream. Exchange first: chunk c travels on the side stream, lands, and its FFT runs
+ * on the plan's stream while chunk c + 1 travels. When the op's source and destination are
+ * one array (a caller's in-place call, or a placement that returns to the buffer the op
+ * started from), the second step may not write it before the first has read all of it: every
+ * chunk's first step comes first. The plan's stream waits for the side stream at the end, so
+ * the op ends as one op on it would. */
 static int overlap_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
 {
     const overlap_state *s = op->state;
     void *mid = mid_array(s, op->src, op->dst, src, dst);
-    int st = TIDE_SUCCESS, n = s->chunks, one_array = src == dst;
+    int st = TIDE_SUCCESS, n = s->chunks, one_array = src == dst, moved = TIDE_SUCCESS;
     mark(s, -1, 0, e->stream);
     if (s->fft_first) {
         for (int c = 0; c < n && one_array; c++)
@@ -141,14 +179,20 @@ static int overlap_execute(const tide_op *op, const tide_env *e, void *src, void
                 st = st ? st : run_fft(s, e, c, src, mid);
             int o = tide_order_after(s->to_side, e->stream, s->side);
             int x = run_move(s, e, c, mid, dst);
-            st = st ? st : o ? o : x;
+            int l = c ? run_land(s, e, c - 1, mid, dst, moved) : TIDE_SUCCESS;
+            moved = x;
+            st = st ? st : o ? o : x ? x : l;
         }
+        int l = run_land(s, e, n - 1, mid, dst, moved);
+        st = st ? st : l;
     } else {
         st = tide_order_after(s->to_side, e->stream, s->side);
         for (int c = 0; c < n; c++) {
             int x = run_move(s, e, c, src, mid);
-            int o = one_array ? TIDE_SUCCESS : tide_order_after(s->to_main, s->side, e->stream);
-            st = st ? st : x ? x : o;
+            int l = run_land(s, e, c, src, mid, x);
+            int o = one_array || s->side ? TIDE_SUCCESS
+                                         : tide_order_after(s->to_main, s->side, e->stream);
+            st = st ? st : x ? x : l ? l : o;
             if (!one_array)
                 st = st ? st : run_fft(s, e, c, mid, dst);
         }
@@ -179,6 +223,8 @@ static void overlap_destroy(tide_op *op, const tide_env *e)
         tide_order_destroy(s->to_main);
     if (s->side)
         e->be->stream_destroy(s->side);
+    for (int k = 0; k < 2; k++)
+        tide_gpu_event_destroy(s->landed[k]);
     for (int k = 0; k < 1 + MARKS_PER_CHUNK * s->chunks; k++)
         tide_gpu_event_destroy(s->mark[k]);
     free(s);
@@ -263,6 +309,8 @@ int tide_op_overlap(tide_op *op, const tide_env *e, const tide_overlap_desc *d, 
     int st = TIDE_SUCCESS;
     if (e->be->gpu) {
         st = e->be->stream_create(&s->side, 1);
+        for (int k = 0; k < 2 && !st; k++)
+            st = tide_gpu_event_create(&s->landed[k]);
         st = st ? st : tide_order_create(e->ctx, &s->to_side);
         st = st ? st : tide_order_create(e->ctx, &s->to_main);
         s->marks = e->ctx->log_level >= TIDE_LOG_DEBUG;
@@ -272,18 +320,23 @@ int tide_op_overlap(tide_op *op, const tide_env *e, const tide_overlap_desc *d, 
             snprintf(err, len, "overlap: cannot make a stream and events: %s",
                      e->be->last_error());
     }
+    size_t rb = 0;
     for (int c = 0; c < d->chunks && !st; c++) {
         st = make_fft(s, e, d, dim, c, work, err, len);
         st = st ? st : make_move(s, e, d, dim, c, err, len);
         if (!st) {
             size_t sb = tide_reshape_send_bytes(s->move[c]);
-            size_t rb = tide_reshape_recv_bytes(s->move[c]);
+            size_t r = tide_reshape_recv_bytes(s->move[c]);
             *sbytes = sb > *sbytes ? sb : *sbytes;
-            *rbytes = rb > *rbytes ? rb : *rbytes;
+            rb = r > rb ? r : rb;
         }
     }
     if (st)
         return st;
+    /* GPU: two halves, each of whole 256-byte lines (so each is aligned as the staging is) */
+    s->half = s->side ? (rb + 255) / 256 * 256 : 0;
+    rb = s->side ? 2 * s->half : rb;
+    *rbytes = rb > *rbytes ? rb : *rbytes;
     /* the transform's name and the reshape's (every chunk moves alike), in their order */
     char f[sizeof op->what], name[3 * sizeof op->what];
     tide_op_fft_name(&d->fft, f, sizeof f);
