@@ -3,7 +3,9 @@
  * GPUs of a node.
  *
  * Each sender packs its blocks straight into the receivers' receive staging, mapped into its
- * address space (CUDA IPC), so no send staging, send or receive pass runs. Two rounds of small
+ * address space (CUDA IPC), so no send staging, send or receive pass runs; where the receiver's
+ * destination stays allocated as long as the exchange (io->dst_kept: a plan's work buffer),
+ * straight into the destination itself, in its layout, and no unpack runs. Two rounds of small
  * MPI notes order it without synchronizing any GPU with its host: each receiver records an
  * event once its staging is free (the work before the exchange on its stream done) and tells
  * each sender (hello: the staging's handle, that event's, and where the message goes); each
@@ -18,17 +20,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include "comm/exchange_parts.h"
+#include "comm/region.h"
 #include "comm/transport.h"
 
 enum { TAG_HELLO = TAG + 1, TAG_DONE = TAG + 2 };
 
 typedef struct {
-    unsigned char mem[TIDE_TRANSPORT_IPC_BYTES];   /* hello: the receiver's staging's
-                                                    * allocation */
-    unsigned char event[TIDE_TRANSPORT_IPC_BYTES]; /* hello: its "staging free"; done: the
-                                                    * sender's "stored" */
-    long long off;                                 /* hello: the staging's first byte there */
-    long long at;                                  /* hello: the message's first element */
+    unsigned char mem[TIDE_TRANSPORT_IPC_BYTES];   /* hello: the allocation of the
+                                                    * receiver's staging (or destination) */
+    unsigned char event[TIDE_TRANSPORT_IPC_BYTES]; /* hello: its "free"; done: the sender's
+                                                    * "stored" */
+    long long off;                                 /* hello: the staging's (destination's)
+                                                    * first byte there */
+    long long at;                                  /* hello: the message's first element in
+                                                    * the staging */
+    tide_box box;                                  /* hello, into: the destination's layout */
+    int into;                                      /* hello: 1 stores into the destination */
     int ok;                                        /* 0: the peer failed */
 } direct_note;
 
@@ -42,9 +49,11 @@ struct direct {
     unsigned char free_h[TIDE_TRANSPORT_IPC_BYTES], stored_h[TIDE_TRANSPORT_IPC_BYTES];
     direct_peer *to, *from;    /* per send message, per receive message */
     direct_note *out, *in;     /* the notes of one round, [receive messages + send messages] */
-    const void *recv;          /* the receive staging whose allocation's handle recv_h is */
+    const void *recv;          /* the receive staging (or destination) whose allocation's
+                                * handle recv_h is */
     unsigned char recv_h[TIDE_TRANSPORT_IPC_BYTES];
     size_t recv_off;           /* ... and its first byte there */
+    int into;                  /* the last run's stores went into the destination */
     MPI_Request *req;
     MPI_Status *stats;
 };
@@ -143,14 +152,29 @@ static int direct_store(tide_xchg *x, const tide_xchg_io *io, int k, const direc
     int st = direct_reach(q, n, 1);
     st = st ? st : tide_transport_wait(io->stream, q->ev);
     size_t at = (size_t)n->at;
-    const char *staging = (const char *)q->base + n->off;
+    char *base = (char *)q->base + n->off;
     for (int i = s->m[k].first; i < s->m[k].first + s->m[k].n && !st; i++) {
         const piece *p = &s->p[i];
         st = tide_transport_store(x->d.elem, x->d.fields, &p->region, io->src, io->src_box,
-                                  tide_xchg_at(x, staging, at), &p->region, io->stream);
+                                  n->into ? base : tide_xchg_at(x, base, at),
+                                  n->into ? &n->box : &p->region, io->stream);
         at += p->count;
     }
     return st;
+}
+
+/* The senders may store into the destination itself: it stays allocated as long as the
+ * exchange and is one part that holds every piece this rank receives. */
+static int into_destination(const tide_xchg *x, const tide_xchg_io *io)
+{
+    const side *r = &x->s[RECV];
+    int into = io->dst_kept && io->dst && io->dst->n == 1;
+    for (int i = 0; i < r->np && into; i++) {
+        tide_box in;
+        into = tide_box_intersect(&r->p[i].region, &io->dst->box[0], &in) ==
+               tide_box_count(&r->p[i].region);
+    }
+    return into;
 }
 
 int tide_xchg_direct_run(tide_xchg *x, const tide_xchg_io *io, int status)
@@ -162,13 +186,16 @@ int tide_xchg_direct_run(tide_xchg *x, const tide_xchg_io *io, int status)
         st = tide_transport_ipc_event_create(&d->free_ev, d->free_h);
     if (!st && !d->stored_ev)
         st = tide_transport_ipc_event_create(&d->stored_ev, d->stored_h);
-    /* hello: this rank's staging is free once the work before on its stream is done */
+    /* hello: this rank's staging (destination) is free once the work before on its stream
+     * is done */
     if (!st && r->nm)
         st = tide_transport_record(d->free_ev, io->stream);
-    if (!st && r->nm && d->recv != io->recv) {
+    d->into = into_destination(x, io);
+    const void *to = d->into ? io->dst->data[0] : io->recv;
+    if (!st && r->nm && d->recv != to) {
         d->recv = NULL;
-        st = tide_transport_ipc_mem_handle(io->recv, d->recv_h, &d->recv_off);
-        d->recv = st ? NULL : io->recv;
+        st = tide_transport_ipc_mem_handle(to, d->recv_h, &d->recv_off);
+        d->recv = st ? NULL : to;
     }
     for (int k = 0; k < r->nm; k++) {
         direct_note *n = &d->out[k];
@@ -176,6 +203,9 @@ int tide_xchg_direct_run(tide_xchg *x, const tide_xchg_io *io, int status)
         memcpy(n->event, d->free_h, sizeof n->event);
         n->off = (long long)d->recv_off;
         n->at = (long long)r->p[r->m[k].first].at;
+        n->into = d->into;
+        if (d->into)
+            n->box = io->dst->box[0];
         n->ok = !st;
     }
     int mpi = direct_notes(x, r, s, TAG_HELLO);
@@ -196,13 +226,10 @@ int tide_xchg_direct_run(tide_xchg *x, const tide_xchg_io *io, int status)
     int mpi2 = direct_notes(x, s, r, TAG_DONE);
     mpi = mpi ? mpi : mpi2;
     st = st ? st : mpi != MPI_SUCCESS ? TIDE_ERR_MPI : stored;
-    if (io->defer)
-        return st;
-    st = st ? st : tide_xchg_direct_wait(x, io);
-    return st ? st : tide_xchg_device_unpack(x, io);
+    return st || io->defer ? st : tide_xchg_direct_land(x, io);
 }
 
-int tide_xchg_direct_wait(const tide_xchg *x, const tide_xchg_io *io)
+int tide_xchg_direct_land(const tide_xchg *x, const tide_xchg_io *io)
 {
     struct direct *d = x->dx;
     int landed = TIDE_SUCCESS;
@@ -211,5 +238,5 @@ int tide_xchg_direct_wait(const tide_xchg *x, const tide_xchg_io *io)
         e = e ? e : tide_transport_wait(io->stream, d->from[k].ev);
         landed = landed ? landed : e;
     }
-    return landed;
+    return landed || d->into ? landed : tide_xchg_device_unpack(x, io);
 }

@@ -781,9 +781,10 @@ int tide_xchg_land(const tide_xchg *x, const tide_xchg_io *io, int status)
 {
     if (status || !x->d.device)
         return status;
-    int st = x->d.how == TIDE_EXCHANGE_DIRECT ? tide_xchg_direct_wait(x, io)
-             : x->landed                      ? tide_transport_wait(io->stream, x->landed)
-                                              : TIDE_ERR_BACKEND; /* no FINISH deferred */
+    if (x->d.how == TIDE_EXCHANGE_DIRECT)
+        return tide_xchg_direct_land(x, io);
+    int st = x->landed ? tide_transport_wait(io->stream, x->landed)
+                       : TIDE_ERR_BACKEND; /* no FINISH deferred */
     return st ? st : tide_xchg_device_unpack(x, io);
 }
 

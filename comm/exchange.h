@@ -102,6 +102,9 @@ typedef struct {
     void *stream;          /* device arrays: the cudaStream_t the packs, copies, unpacks and
                             * NCCL calls are enqueued on */
     int defer;             /* device arrays: 1 leaves the unpacks to tide_xchg_land */
+    int dst_kept;          /* device arrays: 1 when dst's array stays allocated as long as
+                            * the exchange (a plan's work buffer): DIRECT's senders then store
+                            * into it, in its layout, with no staging nor unpack */
 } tide_xchg_io;
 
 /* Collective, in two halves so that other work can run between them: START packs and posts

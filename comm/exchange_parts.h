@@ -79,10 +79,10 @@ int tide_xchg_device_unpack(const tide_xchg *x, const tide_xchg_io *io);
 
 /* DIRECT (direct.c): its state made at creation (the send side needs no staging), freed with
  * the exchange, one exchange run whole (START's part; FINISH has nothing left; with io->defer
- * it stops before the unpacks), and io->stream made to wait for every sender's stores of the
- * last run (tide_xchg_land's part). */
+ * it stops before the landing), and the landing of the last run: io->stream waits for every
+ * sender's stores, then unpacks where they went into the staging (tide_xchg_land's part). */
 int tide_xchg_direct_setup(tide_xchg *x, char *err, size_t len);
-int tide_xchg_direct_wait(const tide_xchg *x, const tide_xchg_io *io);
+int tide_xchg_direct_land(const tide_xchg *x, const tide_xchg_io *io);
 void tide_xchg_direct_free(tide_xchg *x);
 int tide_xchg_direct_run(tide_xchg *x, const tide_xchg_io *io, int status);
 

@@ -185,12 +185,13 @@ int tide_reshape_execute(const tide_reshape *r, const void *src, void *dst, void
 }
 
 int tide_reshape_execute_device(const tide_reshape *r, const void *src, void *dst, void *dsend,
-                                void *drecv, void *hsend, void *hrecv, void *stream, int defer)
+                                void *drecv, void *hsend, void *hrecv, void *stream, int flags)
 {
     const tide_parts to = {1, {r->dst}, {dst}};
     tide_xchg_io io = {.src = src, .src_box = &r->src, .dst = &to, .send = dsend,
                        .recv = drecv, .hsend = hsend, .hrecv = hrecv, .nccl = r->nccl,
-                       .stream = stream, .defer = defer};
+                       .stream = stream, .defer = !!(flags & TIDE_RESHAPE_DEFER),
+                       .dst_kept = !!(flags & TIDE_RESHAPE_DST_KEPT)};
     return run(r, &io);
 }
 

@@ -70,12 +70,15 @@ int tide_reshape_execute(const tide_reshape *r, const void *src, void *dst, void
  * sizes (A2AV/P2P transports only, else NULL); the packs, copies and NCCL calls go on stream,
  * which may differ from call to call. With NCCL everything is only enqueued on the
  * stream; the MPI transports return once the data has left and arrived (unpacks enqueued).
- * A failed pack still takes part in the exchange. defer: 1 leaves the points this rank keeps
- * and the unpacks to tide_reshape_land_device, so that they may run on another stream while
- * the next exchange travels. Returns 0, TIDE_ERR_MPI or TIDE_ERR_BACKEND. */
+ * A failed pack still takes part in the exchange. flags: TIDE_RESHAPE_DEFER leaves the points
+ * this rank keeps and the unpacks to tide_reshape_land_device, so that they may run on another
+ * stream while the next exchange travels; TIDE_RESHAPE_DST_KEPT says dst stays allocated as
+ * long as the reshape (a plan's work buffer), so that direct stores may go into it (no
+ * unpack). Returns 0, TIDE_ERR_MPI or TIDE_ERR_BACKEND. */
+enum { TIDE_RESHAPE_DEFER = 1, TIDE_RESHAPE_DST_KEPT = 2 };
 int tide_reshape_execute_device(const tide_reshape *r, const void *src, void *dst, void *dsend,
-                                void *drecv, void *hsend, void *hrecv, void *stream, int defer);
-/* After tide_reshape_execute_device with defer (status: what it returned; the same src, dst
+                                void *drecv, void *hsend, void *hrecv, void *stream, int flags);
+/* After tide_reshape_execute_device with TIDE_RESHAPE_DEFER (status: what it returned; the same src, dst
  * and drecv): the points kept copied and the unpacks enqueued on stream, which waits on the
  * device for what the exchange brings. Until then drecv may not be reused nor dst read. Not
  * collective. Returns status or the first failure. */

@@ -329,15 +329,16 @@ typedef struct tide_backend_ops {
     int (*fft_execute)(const tide_env *e, const void *f, void *in, void *out);
     void (*fft_destroy)(void *f);
     /* Reshapes between layouts (comm/): create (part_from, part_to: the part of the points it
-     * moves, comm/reshape.h; NULL: all), run from src into dst on e's stream. GPU: with
-     * defer, the run stops once the data travels, and land (NULL on the CPU, where defer is
-     * 0) copies the points kept and unpacks what arrived on e's stream, which may be another
-     * one (comm/reshape.h's tide_reshape_land_device; e->recvbuf the run's). */
+     * moves, comm/reshape.h; NULL: all), run from src into dst on e's stream. GPU: flags are
+     * comm/reshape.h's TIDE_RESHAPE_* (0 on the CPU); with TIDE_RESHAPE_DEFER the run stops
+     * once the data travels, and land (NULL on the CPU) copies the points kept and unpacks
+     * what arrived on e's stream, which may be another one (tide_reshape_land_device;
+     * e->recvbuf the run's). */
     int (*reshape_create)(const tide_env *e, const tide_box *from, const tide_box *to,
                           const tide_box *part_from, const tide_box *part_to, size_t elem,
                           int batch, tide_reshape **r, char *err, size_t len);
     int (*reshape_execute)(const tide_env *e, const tide_reshape *r, const void *src,
-                           void *dst, int defer);
+                           void *dst, int flags);
     int (*reshape_land)(const tide_env *e, const tide_reshape *r, const void *src, void *dst,
                         int status);
     /* Wait until everything the plan enqueued is done (0 on the CPU). */

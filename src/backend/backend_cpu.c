@@ -431,9 +431,9 @@ static int cpu_reshape_create(const tide_env *e, const tide_box *from, const tid
 }
 
 static int cpu_reshape_execute(const tide_env *e, const tide_reshape *r, const void *src,
-                               void *dst, int defer)
+                               void *dst, int flags)
 {
-    (void)defer; /* 0 on the CPU: nothing runs beside the exchange */
+    (void)flags; /* 0 on the CPU: nothing runs beside the exchange, nothing stores directly */
     return tide_reshape_execute(r, src, dst, e->sendbuf, e->recvbuf);
 }
 

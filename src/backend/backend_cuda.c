@@ -146,10 +146,10 @@ static int cuda_reshape_create(const tide_env *e, const tide_box *from, const ti
 }
 
 static int cuda_reshape_execute(const tide_env *e, const tide_reshape *r, const void *src,
-                                void *dst, int defer)
+                                void *dst, int flags)
 {
     return tide_reshape_execute_device(r, src, dst, e->sendbuf, e->recvbuf, e->hsend,
-                                       e->hrecv, e->stream, defer);
+                                       e->hrecv, e->stream, flags);
 }
 
 static int cuda_reshape_land(const tide_env *e, const tide_reshape *r, const void *src,

@@ -12,7 +12,8 @@
 
 static int reshape_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
 {
-    return e->be->reshape_execute(e, op->reshape, src, dst, 0);
+    return e->be->reshape_execute(e, op->reshape, src, dst,
+                                  tide_reshape_flags(op->dst, e->be->gpu));
 }
 
 static void reshape_destroy(tide_op *op, const tide_env *e)

@@ -19,6 +19,14 @@
 
 enum { TIDE_LOC_IN, TIDE_LOC_OUT, TIDE_LOC_W0, TIDE_LOC_W1 };
 
+/* The flags of a GPU reshape into loc (backend.h's reshape_execute): a plan's work buffer
+ * lives as long as the plan, so the peers' direct stores may go straight into it; a caller's
+ * array may be freed between calls, so they go into the staging. */
+static inline int tide_reshape_flags(int loc, int gpu)
+{
+    return gpu && (loc == TIDE_LOC_W0 || loc == TIDE_LOC_W1) ? TIDE_RESHAPE_DST_KEPT : 0;
+}
+
 typedef enum {
     TIDE_OP_RESHAPE,
     TIDE_OP_FFT,
