@@ -94,6 +94,11 @@ const char *app_exchange_name(tide_exchange x)
     return (unsigned)x < sizeof names / sizeof names[0] ? names[x] : "?";
 }
 
+int app_exchange_gpu(tide_exchange x)
+{
+    return x == TIDE_EXCHANGE_NCCL || x == TIDE_EXCHANGE_CUDA_MPI || x == TIDE_EXCHANGE_DIRECT;
+}
+
 /* ---- the CPU's BLAS ------------------------------------------------------------------------- */
 
 void app_blas(char *what, size_t len, char *note, size_t nlen)

@@ -117,6 +117,9 @@ int app_context_create(const char *who, const app_args *a, tide_context **ctx);
 /* The name of an exchange backend: none (AUTO, no exchange), a2av, p2p, nccl, cuda-mpi,
  * direct. */
 const char *app_exchange_name(tide_exchange x);
+/* 1 for the exchanges of device arrays GPU to GPU whose all-to-all rate tide_measure_exchange
+ * measures on device memory (NCCL, CUDA-aware MPI, direct stores). */
+int app_exchange_gpu(tide_exchange x);
 
 /* What runs the CPU backend's matrix multiplies, into what: "OpenBLAS <its configuration>,
  * kernels <the kernels it picked>", "a CBLAS" or "none (built without a CBLAS)". When OpenBLAS

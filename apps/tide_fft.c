@@ -272,14 +272,14 @@ int tide_cmd_fft(int argc, char **argv)
         double up = (cf.h2d_bytes + cb.h2d_bytes) / 2, down = (cf.d2h_bytes + cb.d2h_bytes) / 2;
         double b = c->device ? app_bound_local((cf.fft_bytes + cb.fft_bytes) / 2, 1, &rt_)
                              : app_bound_pcie(up, down, c->batch, trips, &rt_);
-        /* Exchanges that do not overlap the local work: device arrays over NCCL or CUDA-aware
-         * MPI, and host arrays streamed over MPI in host memory (after each pass), each moving
-         * the (P-1)/P of the data that leaves the rank at the all-to-all rate measured now. */
+        /* Exchanges that do not overlap the local work: device arrays GPU to GPU (NCCL,
+         * CUDA-aware MPI, direct stores), and host arrays streamed over MPI in host memory
+         * (after each pass), each moving the (P-1)/P of the data that leaves the rank at the
+         * all-to-all rate measured now. */
         tide_exchange x = info.exchange;
         int streamed = !c->device && trips == 2;
         int counted = info.exchanges > 0 &&
-                      (c->device ? x == TIDE_EXCHANGE_NCCL || x == TIDE_EXCHANGE_CUDA_MPI
-                                : streamed && x == TIDE_EXCHANGE_P2P);
+                      (c->device ? app_exchange_gpu(x) : streamed && x == TIDE_EXCHANGE_P2P);
         char xpart[200] = "";
         if (counted) {
             double xs = 0;

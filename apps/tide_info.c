@@ -147,8 +147,9 @@ int tide_cmd_info(int argc, char **argv)
     } xs[] = {{TIDE_EXCHANGE_A2AV, "MPI_Alltoall in host memory"},
               {TIDE_EXCHANGE_P2P, "MPI_Isend/Irecv in host memory"},
               {TIDE_EXCHANGE_NCCL, "NCCL send/recv between the GPUs"},
-              {TIDE_EXCHANGE_CUDA_MPI, "MPI_Alltoall on device memory"}};
-    for (int i = 0; measure && !rc && P > 1 && i < 4; i++) {
+              {TIDE_EXCHANGE_CUDA_MPI, "MPI_Alltoall on device memory"},
+              {TIDE_EXCHANGE_DIRECT, "direct stores between the GPUs"}};
+    for (int i = 0; measure && !rc && P > 1 && i < (int)(sizeof xs / sizeof xs[0]); i++) {
         double xr = 0;
         if (i > 1 && b != TIDE_BACKEND_CUDA)
             break;

@@ -488,7 +488,7 @@ static int bound_of(tide_context *ctx, tide_poisson_plan *plan, const tide_poiss
     /* exchanges inside the streamed passes (NCCL) overlap them; over MPI they follow */
     int counted = info->exchanges > 0 &&
                   (streamed ? x == TIDE_EXCHANGE_P2P
-                            : !gpu || x == TIDE_EXCHANGE_NCCL || x == TIDE_EXCHANGE_CUDA_MPI);
+                            : !gpu || app_exchange_gpu(x));
     char xpart[200] = "";
     if (counted) {
         double xs = 0, xrate = 0;

@@ -176,7 +176,9 @@ TIDE_API int tide_measure_rates_together(tide_context *ctx, size_t bytes, tide_r
  * rank; 0: 64 MiB), `bytes / P` to each rank, median of 5 barrier-aligned repetitions after a
  * warm-up, the slowest rank counting. how: TIDE_EXCHANGE_AUTO or _A2AV (MPI_Alltoall) and _P2P
  * (MPI_Isend/Irecv with every peer at once) in host memory from tide_host_alloc; _NCCL
- * (grouped send/recv between the GPUs) and _CUDA_MPI (MPI_Alltoall) on device memory.
+ * (grouped send/recv between the GPUs), _CUDA_MPI (MPI_Alltoall) and _DIRECT (each GPU
+ * storing into the others' memory with the exchanges' store kernel, CUDA IPC; every rank on
+ * one node, each GPU reaching every other) on device memory.
  * Reported in GB/s leaving each rank (the bytes it sends to other ranks over the time); 0
  * with one rank. Every rank gets the same figure. */
 TIDE_API int tide_measure_exchange(tide_context *ctx, tide_exchange how, size_t bytes,

@@ -662,7 +662,11 @@ typedef struct {
     char *a, *b;
     void *nccl, *stream;
     MPI_Request *req;
+    char **peer_b;  /* DIRECT: each peer's b mapped here (CUDA IPC) */
 } xtest;
+
+/* DIRECT's element: the stores copy complex floats, as a c2c float FFT's exchange does. */
+enum { XTEST_ELEM = 8 };
 
 static int on_host(const xtest *x)
 {
@@ -687,6 +691,18 @@ static int xtest_once(const xtest *x)
         st = st ? st : end;
         return st ? st : tide_gpu_sync(x->stream);
     }
+    if (x->how == TIDE_EXCHANGE_DIRECT) { /* the exchange's own store kernel, every peer */
+        long long n = (long long)(x->block / XTEST_ELEM);
+        tide_box run = {{0, 0, 0}, {1, 1, (int)n}, {0, 1, 2}};
+        int st = 0;
+        for (int q = 0; q < P && !st; q++)
+            if (q != me)
+                st = tide_transport_store(XTEST_ELEM, 1, &run, x->a + (size_t)q * x->block,
+                                          &run, x->peer_b[q] + (size_t)me * x->block, &run,
+                                          x->stream);
+        int synced = tide_gpu_sync(x->stream);
+        return st ? st : synced;
+    }
     if (x->how == TIDE_EXCHANGE_P2P) { /* every peer at once, as the streamed exchange does */
         int n = 0, st = 0;
         for (int q = 0; q < P && !st; q++)
@@ -707,6 +723,9 @@ static int xtest_once(const xtest *x)
 static void xtest_free(xtest *x)
 {
     free(x->req);
+    for (int q = 0; x->peer_b && q < x->ctx->nranks; q++)
+        tide_transport_ipc_mem_close(x->peer_b[q]);
+    free(x->peer_b);
     if (on_host(x)) {
         tide_host_free(x->ctx, x->a);
         tide_host_free(x->ctx, x->b);
@@ -745,10 +764,43 @@ static int xtest_alloc(xtest *x)
     if (st)
         return tide_fail(x->ctx, st, "tide_measure_exchange: cannot allocate 2 x %zu bytes on "
                          "the device", bytes);
-    if (x->how == TIDE_EXCHANGE_NCCL && tide_gpu_stream_create(&x->stream, 0))
+    int stream = x->how == TIDE_EXCHANGE_NCCL || x->how == TIDE_EXCHANGE_DIRECT;
+    if (stream && tide_gpu_stream_create(&x->stream, 0))
         return tide_fail(x->ctx, TIDE_ERR_BACKEND, "tide_measure_exchange: cannot create a "
                          "stream: %s", tide_gpu_last_error());
     return TIDE_SUCCESS;
+}
+
+/* Collective, DIRECT: every peer's b mapped here; 0 or a code agreed. */
+static int xtest_map(xtest *x)
+{
+    enum { H = TIDE_TRANSPORT_IPC_BYTES };
+    int P = x->ctx->nranks;
+    unsigned char mine[H + sizeof(size_t)], *all = malloc((size_t)P * sizeof mine);
+    x->peer_b = calloc((size_t)P, sizeof *x->peer_b);
+    size_t off = 0;
+    int st = all && x->peer_b ? tide_transport_ipc_mem_handle(x->b, mine, &off) : TIDE_ERR_NOMEM;
+    memcpy(mine + H, &off, sizeof off);
+    if (st)
+        tide_fail(x->ctx, st, "tide_measure_exchange: cannot share the device buffer: %s",
+                  tide_gpu_last_error());
+    st = tide_agree(x->ctx, st);
+    if (!st && MPI_Allgather(mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE,
+                             x->ctx->comm))
+        st = tide_fail(x->ctx, TIDE_ERR_MPI, "tide_measure_exchange: MPI failed");
+    for (int q = 0; q < P && !st; q++) {
+        void *base = NULL;
+        if (q == x->ctx->rank)
+            continue;
+        st = tide_transport_ipc_mem_open(all + (size_t)q * sizeof mine, &base);
+        memcpy(&off, all + (size_t)q * sizeof mine + H, sizeof off);
+        x->peer_b[q] = st ? NULL : (char *)base + off;
+        if (st)
+            tide_fail(x->ctx, st, "tide_measure_exchange: cannot map rank %d's device buffer: "
+                      "%s", q, tide_gpu_last_error());
+    }
+    free(all);
+    return tide_agree(x->ctx, st);
 }
 
 int tide_measure_exchange(tide_context *ctx, tide_exchange how, size_t bytes, double *gbps)
@@ -757,7 +809,7 @@ int tide_measure_exchange(tide_context *ctx, tide_exchange how, size_t bytes, do
         return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_measure_exchange: ctx is NULL");
     int P = ctx->nranks;
     xtest x = {ctx, how == TIDE_EXCHANGE_AUTO ? TIDE_EXCHANGE_A2AV : how,
-               (bytes ? bytes : (size_t)64 << 20) / (size_t)P, NULL, NULL, NULL, NULL, NULL};
+               (bytes ? bytes : (size_t)64 << 20) / (size_t)P, NULL, NULL, NULL, NULL, NULL, NULL};
     /* every rank's bytes, largest and smallest (as the largest complement) */
     unsigned long long b[2] = {bytes, ~(unsigned long long)bytes}, most[2];
     int st = MPI_Allreduce(b, most, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, ctx->comm)
@@ -765,7 +817,7 @@ int tide_measure_exchange(tide_context *ctx, tide_exchange how, size_t bytes, do
                  : TIDE_SUCCESS;
     if (!st && !gbps)
         st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_measure_exchange: gbps is NULL");
-    if (!st && (x.how < TIDE_EXCHANGE_A2AV || x.how > TIDE_EXCHANGE_CUDA_MPI))
+    if (!st && (x.how < TIDE_EXCHANGE_A2AV || x.how > TIDE_EXCHANGE_DIRECT))
         st = tide_fail(ctx, TIDE_ERR_ARGUMENT, "tide_measure_exchange: no exchange %d",
                        (int)how);
     if (!st && x.how == TIDE_EXCHANGE_CUDA_MPI && !ctx->cuda_aware_mpi)
@@ -774,6 +826,10 @@ int tide_measure_exchange(tide_context *ctx, tide_exchange how, size_t bytes, do
     if (!st && !on_host(&x) && ctx->backend != TIDE_BACKEND_CUDA)
         st = tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_measure_exchange: %s needs a GPU",
                        tide_exchange_name(x.how));
+    if (!st && x.how == TIDE_EXCHANGE_DIRECT && !ctx->gpus_reach)
+        st = tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_measure_exchange: direct stores need "
+                       "every rank on one node, each GPU reaching every other");
+    x.block = x.how == TIDE_EXCHANGE_DIRECT ? x.block / XTEST_ELEM * XTEST_ELEM : x.block;
     if (!st && most[0] != ~most[1])
         st = tide_fail(ctx, TIDE_ERR_MISMATCH, "tide_measure_exchange: bytes differ between "
                        "ranks (%llu to %llu)", ~most[1], most[0]);
@@ -785,6 +841,8 @@ int tide_measure_exchange(tide_context *ctx, tide_exchange how, size_t bytes, do
         st = tide_context_nccl(ctx, 0, &x.nccl); /* collective, agreed */
     if (!st)
         st = tide_agree(ctx, xtest_alloc(&x));
+    if (!st && x.how == TIDE_EXCHANGE_DIRECT)
+        st = xtest_map(&x);
     double t[5];
     /* a warm-up (connections, NCCL channels), then five barrier-aligned repetitions */
     for (int i = -1; i < 5 && !st; i++) {
