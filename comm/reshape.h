@@ -78,10 +78,10 @@ int tide_reshape_execute(const tide_reshape *r, const void *src, void *dst, void
 enum { TIDE_RESHAPE_DEFER = 1, TIDE_RESHAPE_DST_KEPT = 2 };
 int tide_reshape_execute_device(const tide_reshape *r, const void *src, void *dst, void *dsend,
                                 void *drecv, void *hsend, void *hrecv, void *stream, int flags);
-/* After tide_reshape_execute_device with TIDE_RESHAPE_DEFER (status: what it returned; the same src, dst
- * and drecv): the points kept copied and the unpacks enqueued on stream, which waits on the
- * device for what the exchange brings. Until then drecv may not be reused nor dst read. Not
- * collective. Returns status or the first failure. */
+/* After tide_reshape_execute_device with TIDE_RESHAPE_DEFER (status: what it returned; the
+ * same src, dst and drecv): the points kept copied and the unpacks enqueued on stream, which
+ * waits on the device for what the exchange brings. Until then drecv may not be reused nor dst
+ * read. Not collective. Returns status or the first failure. */
 int tide_reshape_land_device(const tide_reshape *r, const void *src, void *dst, void *drecv,
                              void *stream, int status);
 
