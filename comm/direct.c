@@ -123,6 +123,14 @@ static int direct_notes(tide_xchg *x, const side *to, const side *from, int tag)
     return rc ? rc : w;
 }
 
+/* A peer that said it failed, as the reason of this rank's failure. */
+static int peer_failed(int peer)
+{
+    char why[64];
+    snprintf(why, sizeof why, "rank %d failed", peer);
+    return tide_transport_fail("direct stores", why);
+}
+
 /* Peer q's staging's allocation mapped and its event opened here, from its note (again only
  * when they changed). */
 static int direct_reach(direct_peer *q, const direct_note *n, int mem)
@@ -212,7 +220,9 @@ int tide_xchg_direct_run(tide_xchg *x, const tide_xchg_io *io, int status)
     /* the stores, into every receiver that can take them */
     int stored = TIDE_SUCCESS;
     for (int k = 0; k < s->nm; k++) {
-        int e = st || !d->in[k].ok ? TIDE_ERR_BACKEND : direct_store(x, io, k, &d->in[k]);
+        int e = st               ? TIDE_ERR_BACKEND
+                : !d->in[k].ok ? peer_failed(s->m[k].peer)
+                               : direct_store(x, io, k, &d->in[k]);
         stored = stored ? stored : e;
     }
     stored = stored ? stored : s->nm ? tide_transport_record(d->stored_ev, io->stream) : 0;
@@ -234,7 +244,8 @@ int tide_xchg_direct_land(const tide_xchg *x, const tide_xchg_io *io)
     struct direct *d = x->dx;
     int landed = TIDE_SUCCESS;
     for (int k = 0; k < x->s[RECV].nm; k++) {
-        int e = !d->in[k].ok ? TIDE_ERR_BACKEND : direct_reach(&d->from[k], &d->in[k], 0);
+        int e = !d->in[k].ok ? peer_failed(x->s[RECV].m[k].peer)
+                             : direct_reach(&d->from[k], &d->in[k], 0);
         e = e ? e : tide_transport_wait(io->stream, d->from[k].ev);
         landed = landed ? landed : e;
     }

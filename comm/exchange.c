@@ -703,6 +703,12 @@ static char *message_base(const tide_xchg *x, const side *s, const message *m, v
     return tide_xchg_at(x, staging, p->at);
 }
 
+/* An NCCL call failed by tide_exchange_inject_fault, with its reason. */
+static int injected(void)
+{
+    return tide_transport_fail("ncclSend/ncclRecv", "failed by tide_exchange_inject_fault");
+}
+
 /* Every message in one NCCL group on the stream. A failed call does not stop the others: the
  * peers' matching calls are in the same group. */
 static int nccl_group(const tide_xchg *x, const tide_xchg_io *io)
@@ -714,13 +720,13 @@ static int nccl_group(const tide_xchg *x, const tide_xchg_io *io)
         const message *m = &r->m[k];
         int e = tide_transport_recv(io->nccl, message_base(x, r, m, dst, io->recv),
                                     m->count * x->d.elem, m->peer, io->stream);
-        st = st ? st : e ? e : post_fails() ? TIDE_ERR_BACKEND : 0;
+        st = st ? st : e ? e : post_fails() ? injected() : 0;
     }
     for (int k = 0; k < s->nm; k++) {
         const message *m = &s->m[k];
         int e = tide_transport_send(io->nccl, message_base(x, s, m, (void *)io->src, io->send),
                                     m->count * x->d.elem, m->peer, io->stream);
-        st = st ? st : e ? e : post_fails() ? TIDE_ERR_BACKEND : 0;
+        st = st ? st : e ? e : post_fails() ? injected() : 0;
     }
     int end = tide_transport_group_end(); /* ends the group even after a failed call in it */
     return st ? st : end;

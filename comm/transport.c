@@ -5,6 +5,7 @@
 #include <string.h>
 #include "tide_config.h"
 #include "comm/transport.h"
+#include "backend/device.h"
 #include "backend/memory.h"
 #include "gpu/nccl.h"
 #include "gpu/pack.h"
@@ -118,6 +119,11 @@ int tide_transport_ipc_event_create(void **event, void *handle)
 int tide_transport_ipc_event_open(const void *handle, void **event)
 {
     return tide_gpu_ipc_event_open(handle, event);
+}
+
+int tide_transport_fail(const char *what, const char *why)
+{
+    return tide_gpu_note_error(what, why, TIDE_ERR_BACKEND);
 }
 
 int tide_transport_event_create(void **event) { return tide_gpu_event_create(event); }

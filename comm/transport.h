@@ -50,6 +50,10 @@ int tide_transport_recv(void *nccl, void *buf, size_t bytes, int peer, void *str
 int tide_transport_group_end(void);
 /* An error NCCL hit asynchronously on nccl (a peer gone): 0 or TIDE_ERR_BACKEND. 0 for NULL. */
 int tide_transport_nccl_check(void *nccl);
+/* A failure of a device exchange that no GPU call returned (a peer's, an injected one): its
+ * reason kept as the backend's last error, which the failure's message quotes. Returns
+ * TIDE_ERR_BACKEND. */
+int tide_transport_fail(const char *what, const char *why);
 
 /* Direct stores between the GPUs of a node (the exchange's DIRECT transport, CUDA IPC); a
  * handle is TIDE_TRANSPORT_IPC_BYTES bytes. mem_handle: the handle of the device allocation

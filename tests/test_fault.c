@@ -24,10 +24,9 @@
  * seconds, and the next run gives the bytes of the run before the fault.
  *
  * With TIDE_TEST_BACKEND=cuda (2 or more ranks, a GPU each) every exchange a GPU context makes,
- * the same faults in each: a forward of a plan on device arrays, over NCCL where every rank has
- * a GPU of its own, else by MPI on the device staging where the MPI library is CUDA-aware, else
- * through pinned host staging; then by direct stores; then, with a CUDA-aware MPI, by MPI on
- * the device staging whatever NCCL could do: its first, a middle and its last post (an
+ * the same faults in each: a forward of a plan on device arrays over NCCL (where every rank
+ * has a GPU of its own), by direct stores, by MPI through pinned host staging, and with a
+ * CUDA-aware MPI by MPI on the device staging: its first, a middle and its last post (an
  * ncclSend or ncclRecv, or an MPI post) of one rank made to fail. Then the four transforms
  * above on host arrays (uploaded whole: their reshapes run on the device copies, by MPI through
  * pinned host staging), and the halos and panels above on host arrays (SUMMA's panels move in
@@ -663,9 +662,10 @@ static void band_faults(tide_context *ctx, tide_location loc)
 
 /* One forward of a device plan with post k of rank victim failing (an ncclSend or ncclRecv,
  * or an MPI post: a message, or a note of the direct stores): the same error on every rank in
- * time, then a clean forward giving the bytes of the one before. Exchange x: auto (NCCL where
- * every rank has a GPU of its own, else MPI through pinned host staging) or direct. Arrays in
- * device memory, moved with tide_copy. */
+ * time, a TIDE_ERR_BACKEND naming its cause (the injected NCCL failure, or the peer that
+ * failed), then a clean forward giving the bytes of the one before. Exchange x: NCCL (where
+ * every rank has a GPU of its own, else refused and skipped), direct, P2P through pinned host
+ * staging, or CUDA-aware MPI. Arrays in device memory, moved with tide_copy. */
 static void device_faults(tide_context *ctx, tide_exchange x)
 {
     if (nranks == 1)
@@ -706,11 +706,16 @@ static void device_faults(tide_context *ctx, tide_exchange x)
         int x = tide_fft_forward(plan, din, dout);
         double dt = MPI_Wtime() - t0;
         tide_exchange_inject_fault(-1);
+        const char *msg = tide_last_error(ctx);
         tt_check(&tally, comm, (x == TIDE_ERR_MPI || x == TIDE_ERR_BACKEND) &&
                  same_everywhere(x) && dt < LIMIT_S,
                  "device %s exchange, post %lld of rank %d failing: status %d (%s) after %.1f "
                  "s, want one failure on every rank", exchange_name(info.exchange), at[i],
-                 nranks - 1, x, tide_last_error(ctx), dt);
+                 nranks - 1, x, msg, dt);
+        tt_check(&tally, comm, x != TIDE_ERR_BACKEND || strstr(msg, "inject_fault") ||
+                 strstr(msg, "direct stores: rank"), "device %s exchange, post %lld of rank %d "
+                 "failing: message \"%s\" does not name the cause", exchange_name(info.exchange),
+                 at[i], nranks - 1, msg);
         x = tide_fft_forward(plan, din, dout);
         x = x ? x : tide_copy(ctx, got, dout, obytes);
         tt_check(&tally, comm, x == 0 && !memcmp(got, base, obytes),
@@ -759,8 +764,9 @@ int main(int argc, char **argv)
         {TIDE_DECOMP_PENCILS, TIDE_EXCHANGE_A2AV, "pencils a2av"},
     };
     if (cuda) {
-        device_faults(ctx, TIDE_EXCHANGE_AUTO);
+        device_faults(ctx, TIDE_EXCHANGE_NCCL);
         device_faults(ctx, TIDE_EXCHANGE_DIRECT);
+        device_faults(ctx, TIDE_EXCHANGE_P2P);
         /* MPI on the device staging, where the MPI library takes device pointers on every
          * rank (auto takes NCCL where each rank has a GPU of its own) */
         tide_device_info dinfo;
