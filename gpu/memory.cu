@@ -84,8 +84,8 @@ static_assert(sizeof(cudaIpcMemHandle_t) == TIDE_GPU_IPC_BYTES &&
                   sizeof(cudaIpcEventHandle_t) == TIDE_GPU_IPC_BYTES,
               "CUDA IPC handles of TIDE_GPU_IPC_BYTES");
 
-/* The first byte of the allocation p lies in (the runtime has no call for it: the driver's
- * cuMemGetAddressRange, reached through the runtime, so nothing links the driver library). */
+// The first byte of the allocation p lies in (the runtime has no call for it: the driver's
+// cuMemGetAddressRange, reached through the runtime, so nothing links the driver library).
 static cudaError_t allocation_start(const void *p, const char **base)
 {
     typedef CUresult (*range_fn)(CUdeviceptr *, size_t *, CUdeviceptr);

@@ -662,7 +662,8 @@ typedef struct {
     char *a, *b;
     void *nccl, *stream;
     MPI_Request *req;
-    char **peer_b;  /* DIRECT: each peer's b mapped here (CUDA IPC) */
+    char **peer_b;  /* DIRECT: each peer's b mapped here (CUDA IPC), then the starts of
+                     * those mappings (where b lies in its allocation) */
 } xtest;
 
 /* DIRECT's element: the stores copy complex floats, as a c2c float FFT's exchange does. */
@@ -724,7 +725,7 @@ static void xtest_free(xtest *x)
 {
     free(x->req);
     for (int q = 0; x->peer_b && q < x->ctx->nranks; q++)
-        tide_transport_ipc_mem_close(x->peer_b[q]);
+        tide_transport_ipc_mem_close(x->peer_b[x->ctx->nranks + q]);
     free(x->peer_b);
     if (on_host(x)) {
         tide_host_free(x->ctx, x->a);
@@ -777,7 +778,7 @@ static int xtest_map(xtest *x)
     enum { H = TIDE_TRANSPORT_IPC_BYTES };
     int P = x->ctx->nranks;
     unsigned char mine[H + sizeof(size_t)], *all = malloc((size_t)P * sizeof mine);
-    x->peer_b = calloc((size_t)P, sizeof *x->peer_b);
+    x->peer_b = calloc(2 * (size_t)P, sizeof *x->peer_b);
     size_t off = 0;
     int st = all && x->peer_b ? tide_transport_ipc_mem_handle(x->b, mine, &off) : TIDE_ERR_NOMEM;
     memcpy(mine + H, &off, sizeof off);
@@ -794,6 +795,7 @@ static int xtest_map(xtest *x)
             continue;
         st = tide_transport_ipc_mem_open(all + (size_t)q * sizeof mine, &base);
         memcpy(&off, all + (size_t)q * sizeof mine + H, sizeof off);
+        x->peer_b[P + q] = base;
         x->peer_b[q] = st ? NULL : (char *)base + off;
         if (st)
             tide_fail(x->ctx, st, "tide_measure_exchange: cannot map rank %d's device buffer: "

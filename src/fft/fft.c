@@ -89,9 +89,10 @@ static int judge_backend(tide_context *ctx, const int *v)
     if (x == TIDE_EXCHANGE_CUDA_MPI && !ctx->cuda_aware_mpi)
         return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "exchange cuda-mpi: the MPI library does not "
                          "take device pointers (MPIX_Query_cuda_support)");
-    if (x == TIDE_EXCHANGE_DIRECT && ctx->local_size != ctx->nranks)
+    if (x == TIDE_EXCHANGE_DIRECT && !ctx->gpus_reach)
         return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "exchange direct: the GPUs store into each "
-                         "other's memory, so every rank must be on one node (%d of %d are)",
+                         "other's memory, so every rank must be on one node (%d of %d are) and "
+                         "every rank's GPU reach every other's (CUDA peer access)",
                          ctx->local_size, ctx->nranks);
     return TIDE_SUCCESS;
 }
