@@ -850,8 +850,8 @@ def predict(op, size, P, rates=None, system=None, latency_us=None, exchange_kind
     rates: measured rates (keys of DEFAULT_RATES; missing or None: the defaults); system: a
     key of SYSTEMS or a dict like them for runs beyond one node (None: one node, every peer
     reached at the measured exchange rate); exchange_kind: the exchange the run used ('nccl',
-    'cuda-mpi', 'a2av', 'p2p'; None: NCCL on the GPU), which decides the exchange rate of GPU
-    data; gcells: the in-card stencil rate (GCell/s). opts: the plan's options (plan()).
+    'cuda-mpi', 'direct', 'a2av', 'p2p'; None: NCCL on the GPU), which decides the exchange rate
+    of GPU data (an FFT's exchanges counted after its local passes, as if not overlapped); gcells: the in-card stencil rate (GCell/s). opts: the plan's options (plan()).
     Returns a dict: seconds, terms (seconds of each part and the bytes behind them), plan."""
     if isinstance(system, str):
         system = SYSTEMS[system]
