@@ -177,11 +177,8 @@ static int into_destination(const tide_xchg *x, const tide_xchg_io *io)
 {
     const side *r = &x->s[RECV];
     int into = io->dst_kept && io->dst && io->dst->n == 1;
-    for (int i = 0; i < r->np && into; i++) {
-        tide_box in;
-        into = tide_box_intersect(&r->p[i].region, &io->dst->box[0], &in) ==
-               tide_box_count(&r->p[i].region);
-    }
+    for (int i = 0; i < r->np && into; i++)
+        into = tide_box_within(&r->p[i].region, &io->dst->box[0]);
     return into;
 }
 

@@ -375,8 +375,7 @@ static const tide_box *dense(const piece *p) { return &p->region; }
 static int run_part(const tide_xchg *x, const piece *p, const tide_parts *to, long long *at)
 {
     for (int i = 0; to && i < to->n; i++) {
-        tide_box r;
-        if (tide_box_intersect(&p->region, &to->box[i], &r) == tide_box_count(&p->region) &&
+        if (tide_box_within(&p->region, &to->box[i]) &&
             tide_region_is_run(&p->region, &to->box[i], p->region.order, x->d.fields)) {
             *at = tide_box_offset(&to->box[i], &p->region);
             return i;
@@ -390,9 +389,8 @@ static int run_part(const tide_xchg *x, const piece *p, const tide_parts *to, lo
 static int typed_part(const tide_xchg *x, const piece *p, const tide_parts *to)
 {
     for (int i = 0; x->d.typed && x->d.fields == 1 && to && i < to->n; i++) {
-        tide_box r;
-        if (tide_box_intersect(&p->region, &to->box[i], &r) == tide_box_count(&p->region) &&
-            !memcmp(p->region.order, to->box[i].order, sizeof r.order))
+        if (tide_box_within(&p->region, &to->box[i]) &&
+            !memcmp(p->region.order, to->box[i].order, sizeof p->region.order))
             return i;
     }
     return -1;

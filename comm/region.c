@@ -35,6 +35,12 @@ int64_t tide_box_intersect(const tide_box *a, const tide_box *b, tide_box *out)
     return count;
 }
 
+int tide_box_within(const tide_box *r, const tide_box *b)
+{
+    tide_box in;
+    return tide_box_intersect(r, b, &in) == tide_box_count(r);
+}
+
 int tide_box_subtract(const tide_box *e, const tide_box *o, tide_box out[TIDE_PARTS_MAX])
 {
     tide_box rest = *e;

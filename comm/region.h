@@ -20,6 +20,9 @@ void tide_box_strides(const tide_box *b, int64_t stride[3]);
 /* Intersection of a and b (lo/hi), with a's order. Returns its point count (0: empty). */
 int64_t tide_box_intersect(const tide_box *a, const tide_box *b, tide_box *out);
 
+/* Nonzero when every point of region r lies inside box b. */
+int tide_box_within(const tide_box *r, const tide_box *b);
+
 /* The points of e outside o as disjoint boxes with e's order: along each dimension in turn, the
  * part of what is left below o, then above it (at most six). Returns their count (0: e lies
  * inside o). */
