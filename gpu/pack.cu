@@ -104,6 +104,57 @@ int64_t store_blocks()
     return most;
 }
 
+// The store's copy engine (gpu/pack.h): TIDE_STORE_ENGINE=0 keeps every store on the SMs.
+bool store_engine()
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("TIDE_STORE_ENGINE");
+        on = !(v && *v && atoi(v) == 0);
+    }
+    return on != 0;
+}
+
+// The region of every field copied by the copy engine, as one 3D copy a field: rows of n[2]
+// points contiguous on both sides, n[1] rows a slice, n[0] slices, the strides between them
+// whole multiples of the row strides. Rows that follow each other on both sides merge into one
+// (longer rows, fewer of them). Returns 1 when the geometry does not take that form (nothing
+// enqueued), else 0 or TIDE_ERR_BACKEND.
+int copy_by_engine(const tide_copy_geom &g0, size_t elem, int batch, const void *src,
+                   void *dst, cudaStream_t stream)
+{
+    tide_copy_geom g = g0;
+    if (g.s[2] != 1 || g.t[2] != 1)
+        return 1;
+    if (g.s[1] == g.n[2] && g.t[1] == g.n[2]) /* whole slices are runs: a slice a row */
+        g.n[2] *= g.n[1], g.n[1] = g.n[0], g.s[1] = g.s[0], g.t[1] = g.t[0], g.n[0] = 1;
+    if (g.n[0] > 1 && (g.s[0] % g.s[1] || g.t[0] % g.t[1]))
+        return 1;
+    if (g.s[1] < g.n[2] || g.t[1] < g.n[2])
+        return 1;
+    const int64_t e = (int64_t)elem;
+    cudaPointerAttributes sa, da;
+    cudaError_t err = cudaPointerGetAttributes(&sa, src);
+    err = err != cudaSuccess ? err : cudaPointerGetAttributes(&da, dst);
+    if (err != cudaSuccess)
+        return tide_cuda_fail(err, "store by the copy engine");
+    for (int f = 0; f < batch; f++) {
+        cudaMemcpy3DPeerParms m = {};
+        m.srcDevice = sa.device, m.dstDevice = da.device;
+        m.srcPtr = make_cudaPitchedPtr((char *)src + (g.soff + f * g.scount) * e,
+                                       (size_t)(g.s[1] * e), (size_t)(g.n[2] * e),
+                                       (size_t)(g.n[0] > 1 ? g.s[0] / g.s[1] : g.n[1]));
+        m.dstPtr = make_cudaPitchedPtr((char *)dst + (g.doff + f * g.dcount) * e,
+                                       (size_t)(g.t[1] * e), (size_t)(g.n[2] * e),
+                                       (size_t)(g.n[0] > 1 ? g.t[0] / g.t[1] : g.n[1]));
+        m.extent = make_cudaExtent((size_t)(g.n[2] * e), (size_t)g.n[1], (size_t)g.n[0]);
+        err = cudaMemcpy3DPeerAsync(&m, stream);
+        if (err != cudaSuccess)
+            return tide_cuda_fail(err, "store by the copy engine");
+    }
+    return 0;
+}
+
 } // namespace
 
 extern "C" int tide_gpu_copy_region_async(size_t elem, int batch, const tide_box *region,
@@ -117,6 +168,14 @@ extern "C" int tide_gpu_store_region_async(size_t elem, int batch, const tide_bo
                                            const void *src, const tide_box *sbox, void *dst,
                                            const tide_box *dbox, void *stream)
 {
+    if (store_engine()) {
+        tide_copy_geom g;
+        if (tide_copy_geometry(region, sbox, dbox, &g) == 0)
+            return 0;
+        int st = copy_by_engine(g, elem, batch, src, dst, (cudaStream_t)stream);
+        if (st != 1)
+            return st;
+    }
     return copy_region(elem, batch, region, src, sbox, dst, dbox, store_blocks(), stream);
 }
 
