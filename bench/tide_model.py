@@ -58,6 +58,7 @@ r // gpus_per_node.
 """
 
 import math
+import re
 import statistics
 
 # ---- rates and systems ------------------------------------------------------------------------
@@ -195,7 +196,7 @@ class _Chain:
     each stage runs in, and where reshapes (exchanges) go."""
 
     def __init__(self, n, P, mode, r2c, half, transform, mid_whole, gpu, transposed):
-        self.n, self.P, self.mode = tuple(n), P, mode
+        self.n, self.P, self.mode, self.gpu = tuple(n), P, mode, gpu
         self.transform = transform
         nout = list(n)
         if r2c:
@@ -351,12 +352,13 @@ class _Chain:
 
 
 class _Op:
-    """One op of a program: its kind, what it costs on each rank, and for an FFT the
-    dimensions it transforms."""
+    """One op of a program: its kind, what it costs on each rank; for an FFT the number of
+    dimensions it transforms, its size (the product of their lengths) and whether no
+    dimension is left to cut it along (uncut); mid: a solve's middle op."""
 
-    def __init__(self, kind, what, cost, reshape=None, dims=0):
+    def __init__(self, kind, what, cost, reshape=None, dims=0, size=0, uncut=False, mid=False):
         self.kind, self.what, self.cost, self.reshape = kind, what, cost, reshape
-        self.dims = dims
+        self.dims, self.size, self.uncut, self.mid = dims, size, uncut, mid
 
 
 def _program(ch, direction, r2c, scalar, batch, real_n, mid=None, scale=1.0, fuse_mid=False,
@@ -428,7 +430,9 @@ def _fft_op(ch, stage, frm, to, reverse, r2c, scalar, batch, real_n):
             flops = 2.5 * (cin if kind == "r2c" else cout) * lg
         mem = (cin * (1 if kind == "r2c" else 2) + cout * (1 if kind == "c2r" else 2)) * scalar
         return (flops, mem, 0.0)
-    return _Op("fft", "fft(%s)" % ",".join("xyz"[d] for d in dims), cost, dims=len(dims))
+    return _Op("fft", "fft(%s)" % ",".join("xyz"[d] for d in dims), cost, dims=len(dims),
+               size=math.prod(ch.n[d] for d in dims),
+               uncut=len(dims) == 3 or kind != "c2c" and ch.gpu and batch > 1)
 
 
 def _spectral_op(frm, batch, scalar, line, fused=False, fft_line=False):
@@ -448,7 +452,7 @@ def _spectral_op(frm, batch, scalar, line, fused=False, fft_line=False):
         return (6.0 * pts, 0.0 if fused else 2.0 * pts * e, 0.0)
     name = ("eigen(in fft)" if fused else "eigen" if line is None else
             "fft+eigen(%s)" % "xyz"[line] if fft_line else "tridiag(%s)" % "xyz"[line])
-    return _Op("pointwise" if line is None else "line", name, cost)
+    return _Op("pointwise" if line is None else "line", name, cost, mid=True)
 
 
 def _sum_costs(ops, r):
@@ -843,15 +847,77 @@ def _programs_exchange(p, rates, system, latency_us):
     return total, terms
 
 
+def overlap_chunks(chunks, gpu, P, counts, exchange_kind):
+    """The chunks in which a plan's exchanges overlap the FFTs beside them (src/fft/fft_build.c,
+    overlap_chunks): `chunks` where given (TIDE_FFT_CHUNKS; 0 or 1: none), else 8 on GPUs whose
+    device arrays go GPU to GPU (NCCL or direct stores) on several ranks, else none."""
+    if chunks is not None:
+        return chunks if chunks >= 2 else 0
+    gpu_to_gpu = exchange_kind in (None, "nccl", "direct")
+    return 8 if gpu and P > 1 and gpu_to_gpu and not counts["h2d_bytes"] else 0
+
+
+def overlap_pairs(ops):
+    """partner[j] = i and partner[i] = j where reshape j runs as one op with FFT i beside it
+    (src/fft/fft_build.c, overlap_pairs): each reshape in turn takes the larger of the free
+    FFTs before and after it (the earlier on a tie); not an FFT that transforms every dimension
+    (nothing left to cut), a real one of a batch, or the one right before a solve's middle op."""
+    partner = [-1] * len(ops)
+    for j, o in enumerate(ops):
+        if o.kind != "reshape":
+            continue
+        best = -1
+        for i in (j - 1, j + 1):
+            if not 0 <= i < len(ops) or partner[i] >= 0 or ops[i].kind != "fft" or \
+                    ops[i].uncut or i + 1 < len(ops) and ops[i + 1].mid:
+                continue
+            if best < 0 or ops[i].size > ops[best].size:
+                best = i
+        if best >= 0:
+            partner[j], partner[best] = best, j
+    return partner
+
+
+def _overlapped_seconds(p, rates, local_rate, gpu, chunks, system, latency_us):
+    """Seconds of one run whose exchanges overlap the FFTs beside them, on the slowest of the
+    sampled ranks (the mean of the programs): an overlapped op takes the longer of its FFT and
+    its exchange plus one chunk's FFT (the pipeline's fill: the first chunk's FFT before any
+    exchange, or the last chunk's after it); the other ops take their own time."""
+    G = system["gpus_per_node"] if system else p.P
+    worst = 0.0
+    for r in _sample_ranks(p.P, G):
+        total = 0.0
+        for prog in p.programs:
+            t = []
+            for o in prog:
+                if o.kind == "reshape":
+                    t.append(_exchange_seconds(o.reshape, p.P, [r], rates, system,
+                                               latency_us)[0])
+                else:
+                    mem = o.cost(r)[1] * (o.dims if o.kind == "fft" and gpu else 1)
+                    t.append(mem / (local_rate * 1e9))
+            partner = overlap_pairs(prog)
+            for j, o in enumerate(prog):
+                i = partner[j]
+                if o.kind != "reshape" or i < 0:
+                    total += t[j] / len(p.programs) if i < 0 else 0.0
+                else:
+                    total += (max(t[i], t[j]) + t[i] / chunks) / len(p.programs)
+        worst = max(worst, total)
+    return worst
+
+
 def predict(op, size, P, rates=None, system=None, latency_us=None, exchange_kind=None,
-            gcells=None, **opts):
+            gcells=None, chunks=None, **opts):
     """Predicted seconds of one run and its terms.
 
     rates: measured rates (keys of DEFAULT_RATES; missing or None: the defaults); system: a
     key of SYSTEMS or a dict like them for runs beyond one node (None: one node, every peer
     reached at the measured exchange rate); exchange_kind: the exchange the run used ('nccl',
     'cuda-mpi', 'direct', 'a2av', 'p2p'; None: NCCL on the GPU), which decides the exchange rate
-    of GPU data (an FFT's exchanges counted after its local passes, as if not overlapped); gcells: the in-card stencil rate (GCell/s). opts: the plan's options (plan()).
+    of GPU data and whether an FFT's exchanges overlap the FFTs beside them; chunks: their
+    chunks (TIDE_FFT_CHUNKS; None: the library's default, overlap_chunks); gcells: the in-card
+    stencil rate (GCell/s). opts: the plan's options (plan()).
     Returns a dict: seconds, terms (seconds of each part and the bytes behind them), plan."""
     if isinstance(system, str):
         system = SYSTEMS[system]
@@ -936,6 +1002,11 @@ def predict(op, size, P, rates=None, system=None, latency_us=None, exchange_kind
         t_pcie = c["h2d_bytes"] / (r["h2d"] * 1e9) + c["d2h_bytes"] / (r["d2h"] * 1e9)
     terms = {"local_s": t_local, "exchange_s": t_x, "pcie_s": t_pcie}
     terms.update(xt)
+    k = overlap_chunks(chunks, gpu, P, c, exchange_kind) if c["exchanges"] else 0
+    if k:
+        t_run = _overlapped_seconds(p, rx, local_rate, gpu, k, system, latency_us)
+        terms.update(chunks=k, overlapped_s=t_run)
+        return {"seconds": t_run + t_pcie, "plan": p, "terms": terms}
     return {"seconds": t_local + t_x + t_pcie, "plan": p, "terms": terms}
 
 
@@ -982,16 +1053,28 @@ def row_rates(row):
     return {k: float(v) for k, v in rates.items() if v not in (None, "") and float(v) > 0}
 
 
+def row_chunks(row):
+    """The chunks of a row's overlapped exchanges, read from its plan (an overlapped op is
+    named 'fft(y,z)+nccl x8'): 0 where the plan overlaps none, None where the row has no plan
+    (the library's default then)."""
+    plan = row.get("plan") or ""
+    if not plan:
+        return None
+    m = re.search(r"\S\+\S+ x(\d+)", plan)
+    return int(m.group(1)) if m else 0
+
+
 def predict_row(row, system=None, latency_us=None, gcells=None, local_rate=None):
     """The model's prediction for one measured row (its own measured rates, the defaults where
     it measured none; local_rate, GB/s: the local passes' rate instead of its d2d)."""
     rates = row_rates(row)
     if local_rate:
         rates["d2d"] = local_rate
+    chunks = row_chunks(row) if row["op"] in ("fft", "poisson") else None
     return predict(row["op"], row["size"], row_ranks(row), rates=rates,
                    system=system, latency_us=latency_us,
                    exchange_kind=row.get("exchange_kind") or None, gcells=gcells,
-                   **row_options(row))
+                   chunks=chunks, **row_options(row))
 
 
 def _case_key(row):

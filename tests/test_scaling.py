@@ -413,13 +413,33 @@ class GpuRows(unittest.TestCase):
         return r
 
     def test_device_nccl(self):
+        # exchanges after the passes (a plan without overlapped ops)
         r = self.row(op="fft", size=1024, ranks=4, gpus=4, arrays="device", variant="natural",
-                     time=0.01554, d2d=4100, exchange=329)
+                     time=0.01554, d2d=4100, exchange=329,
+                     plan="fft(y,z) > nccl > fft(x) > nccl (slabs, exchange nccl)")
         c = model.plan("fft", 1024, 4, variant="natural").counts
         self.assertEqual((c["exchanges"], c["fft_passes"]), (2, 2))
         # slabs: fft(y,z) then fft(x), the same bytes each; cuFFT passes once per dimension
         self.assertAlmostEqual(c["gpu_fft_bytes"] / c["fft_bytes"], (2 + 1) / 2, places=12)
         want = c["gpu_fft_bytes"] / 4100e9 + c["exchange_bytes"] / 329e9
+        self.assertAlmostEqual(model.predict_row(r)["seconds"] / want, 1.0, places=12)
+
+    def test_device_overlapped(self):
+        """Two GPUs, direct stores overlapped with the FFTs in 8 chunks: each op takes the
+        longer of its FFT and its exchange plus one chunk's FFT; within 20% of the run."""
+        plan = "fft(y,z)+direct x8 > fft(x)+direct x8 (slabs, exchange direct)"
+        r = self.row(op="fft", size=1024, ranks=2, gpus=2, arrays="device", variant="natural",
+                     time=0.01417, d2d=4080, exchange=303, exchange_kind="direct", plan=plan)
+        data = 1024 ** 3 * 8 / 2                     # bytes a rank holds
+        t_yz, t_x = 2 * (2 * data) / 4080e9, 2 * data / 4080e9  # cuFFT: a pass a dimension
+        t_ex = data / 2 / 303e9                      # half of it leaves the rank
+        want = max(t_yz, t_ex) + t_yz / 8 + max(t_x, t_ex) + t_x / 8  # either direction
+        p = model.predict_row(r)
+        self.assertEqual(p["terms"]["chunks"], 8)
+        self.assertAlmostEqual(p["seconds"] / want, 1.0, places=12)
+        self.assertLess(abs(p["seconds"] / 0.01417 - 1), 0.20)
+        # the same row without its plan: the library's default, 8 chunks on GPUs
+        r["plan"] = ""
         self.assertAlmostEqual(model.predict_row(r)["seconds"] / want, 1.0, places=12)
 
     def test_host_streamed(self):
