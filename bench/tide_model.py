@@ -847,14 +847,16 @@ def _programs_exchange(p, rates, system, latency_us):
     return total, terms
 
 
-def overlap_chunks(chunks, gpu, P, counts, exchange_kind):
-    """The chunks in which a plan's exchanges overlap the FFTs beside them (src/fft/fft_build.c,
-    overlap_chunks): `chunks` where given (TIDE_FFT_CHUNKS; 0 or 1: none), else 8 on GPUs whose
-    device arrays go GPU to GPU (NCCL or direct stores) on several ranks, else none."""
+def overlap_chunks(chunks, gpu, P, exchange_kind):
+    """The chunks in which a plan's exchanges overlap the FFTs beside them on GPUs
+    (src/fft/fft_build.c, overlap_chunks): `chunks` where given (TIDE_FFT_CHUNKS; 0 or 1: none),
+    else 8 where the GPUs exchange GPU to GPU (NCCL or direct stores) on several ranks. None on
+    the CPU, which runs a plan's chunks one after the other."""
+    if not gpu or P < 2:
+        return 0
     if chunks is not None:
         return chunks if chunks >= 2 else 0
-    gpu_to_gpu = exchange_kind in (None, "nccl", "direct")
-    return 8 if gpu and P > 1 and gpu_to_gpu and not counts["h2d_bytes"] else 0
+    return 8 if exchange_kind in (None, "nccl", "direct") else 0
 
 
 def overlap_pairs(ops):
@@ -1002,7 +1004,7 @@ def predict(op, size, P, rates=None, system=None, latency_us=None, exchange_kind
         t_pcie = c["h2d_bytes"] / (r["h2d"] * 1e9) + c["d2h_bytes"] / (r["d2h"] * 1e9)
     terms = {"local_s": t_local, "exchange_s": t_x, "pcie_s": t_pcie}
     terms.update(xt)
-    k = overlap_chunks(chunks, gpu, P, c, exchange_kind) if c["exchanges"] else 0
+    k = overlap_chunks(chunks, gpu, P, exchange_kind) if c["exchanges"] else 0
     if k:
         t_run = _overlapped_seconds(p, rx, local_rate, gpu, k, system, latency_us)
         terms.update(chunks=k, overlapped_s=t_run)
