@@ -901,11 +901,11 @@ def _overlapped_seconds(p, rates, local_rate, gpu, chunks, system, latency_us):
             partner = overlap_pairs(prog)
             for j, o in enumerate(prog):
                 i = partner[j]
-                if o.kind != "reshape" or i < 0:
-                    total += t[j] / len(p.programs) if i < 0 else 0.0
-                else:
-                    total += (max(t[i], t[j]) + t[i] / chunks) / len(p.programs)
-        worst = max(worst, total)
+                if i < 0:
+                    total += t[j]
+                elif o.kind == "reshape":  # the pair, counted once: at its reshape
+                    total += max(t[i], t[j]) + t[i] / chunks
+        worst = max(worst, total / len(p.programs))
     return worst
 
 

@@ -339,6 +339,8 @@ static int time_fuse_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_b
             p->ext = grown(p, &own[me], k * p->radius);
             make_sweep(p, off, w);
             *st = e->be->sweep_create(e, &p->sweep, k, err, len);
+            /* each k: its grown box lays a out anew, and its edges reach pages the smaller
+             * boxes before did not write */
             *st = *st ? *st : touch_source(e, &p->sweep, b, a);
             t = *st ? 0 : tide_stencil_time_sweep(e, &p->sweep, a, b, k, st);
             if (p->sweep.state)
