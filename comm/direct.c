@@ -42,6 +42,7 @@ typedef struct {
 typedef struct {
     unsigned char mem[TIDE_TRANSPORT_IPC_BYTES], event[TIDE_TRANSPORT_IPC_BYTES];
     void *base, *ev; /* the peer's staging and event as mapped and opened here */
+    int dev;         /* the GPU that holds base */
 } direct_peer;
 
 struct direct {
@@ -139,7 +140,7 @@ static int direct_reach(direct_peer *q, const direct_note *n, int mem)
     if (mem && (!q->base || memcmp(q->mem, n->mem, sizeof q->mem))) {
         tide_transport_ipc_mem_close(q->base);
         q->base = NULL;
-        st = tide_transport_ipc_mem_open(n->mem, &q->base);
+        st = tide_transport_ipc_mem_open(n->mem, &q->base, &q->dev);
         memcpy(q->mem, n->mem, sizeof q->mem);
     }
     if (!st && (!q->ev || memcmp(q->event, n->event, sizeof q->event))) {
@@ -165,7 +166,7 @@ static int direct_store(tide_xchg *x, const tide_xchg_io *io, int k, const direc
         const piece *p = &s->p[i];
         st = tide_transport_store(x->d.elem, x->d.fields, &p->region, io->src, io->src_box,
                                   n->into ? base : tide_xchg_at(x, base, at),
-                                  n->into ? &n->box : &p->region, io->stream);
+                                  n->into ? &n->box : &p->region, q->dev, io->stream);
         at += p->count;
     }
     return st;

@@ -20,9 +20,11 @@ int tide_transport_pack(size_t elem, int batch, const tide_box *region, const vo
 }
 
 int tide_transport_store(size_t elem, int batch, const tide_box *region, const void *src,
-                         const tide_box *sbox, void *dst, const tide_box *dbox, void *stream)
+                         const tide_box *sbox, void *dst, const tide_box *dbox, int dst_device,
+                         void *stream)
 {
-    return tide_gpu_store_region_async(elem, batch, region, src, sbox, dst, dbox, stream);
+    return tide_gpu_store_region_async(elem, batch, region, src, sbox, dst, dbox, dst_device,
+                                       stream);
 }
 
 int tide_transport_copy(void *dst, const void *src, size_t bytes, void *stream)
@@ -58,6 +60,7 @@ _Static_assert((int)TIDE_TRANSPORT_IPC_BYTES == (int)TIDE_GPU_IPC_BYTES, "one si
 typedef struct mapping {
     unsigned char handle[TIDE_TRANSPORT_IPC_BYTES];
     void *base;
+    int device; /* the GPU that holds it */
     int opens;
     struct mapping *next;
 } mapping;
@@ -69,7 +72,7 @@ int tide_transport_ipc_mem_handle(const void *p, void *handle, size_t *offset)
     return tide_gpu_ipc_mem_handle(p, handle, offset);
 }
 
-int tide_transport_ipc_mem_open(const void *handle, void **base)
+int tide_transport_ipc_mem_open(const void *handle, void **base, int *device)
 {
     pthread_mutex_lock(&mappings_lock);
     mapping *m = mappings;
@@ -78,7 +81,7 @@ int tide_transport_ipc_mem_open(const void *handle, void **base)
     int st = TIDE_SUCCESS;
     if (!m) {
         m = calloc(1, sizeof *m);
-        st = !m ? TIDE_ERR_NOMEM : tide_gpu_ipc_mem_open(handle, &m->base);
+        st = !m ? TIDE_ERR_NOMEM : tide_gpu_ipc_mem_open(handle, &m->base, &m->device);
         if (!st) {
             memcpy(m->handle, handle, sizeof m->handle);
             m->next = mappings, mappings = m;
@@ -90,6 +93,7 @@ int tide_transport_ipc_mem_open(const void *handle, void **base)
     if (m)
         m->opens++;
     *base = m ? m->base : NULL;
+    *device = m ? m->device : -1;
     pthread_mutex_unlock(&mappings_lock);
     return st;
 }

@@ -20,10 +20,12 @@
  * TIDE_ERR_ARGUMENT (element size other than 4, 8 or 16) or TIDE_ERR_BACKEND. */
 int tide_transport_pack(size_t elem, int batch, const tide_box *region, const void *src,
                         const tide_box *sbox, void *dst, const tide_box *dbox, void *stream);
-/* The same copy into another GPU's memory (the direct stores), on few of this GPU's SMs so
- * that the kernels beside it keep the others (gpu/pack.h: TIDE_STORE_BLOCKS). */
+/* The same copy into another GPU's memory (the direct stores; dst on GPU dst_device, src on
+ * this process's), by the copy engine or on few of this GPU's SMs so that the kernels beside
+ * it keep the others (gpu/pack.h). */
 int tide_transport_store(size_t elem, int batch, const tide_box *region, const void *src,
-                         const tide_box *sbox, void *dst, const tide_box *dbox, void *stream);
+                         const tide_box *sbox, void *dst, const tide_box *dbox, int dst_device,
+                         void *stream);
 
 /* Copy bytes between any memories (device, pinned, pageable), enqueued on stream; wait for
  * everything enqueued on stream (and learn of any earlier asynchronous failure). */
@@ -58,7 +60,7 @@ int tide_transport_fail(const char *what, const char *why);
 /* Direct stores between the GPUs of a node (the exchange's DIRECT transport, CUDA IPC); a
  * handle is TIDE_TRANSPORT_IPC_BYTES bytes. mem_handle: the handle of the device allocation
  * (staging) that p lies in, and p's byte offset there; mem_open: a peer's allocation mapped
- * here (*base: its start), each handle mapped once per process however many exchanges open it
+ * here (*base: its start; *device: the GPU holding it), each handle mapped once per process however many exchanges open it
  * (the opens counted, mem_close undoes one). ipc_event_create: an event peers may wait for,
  * and its handle; ipc_event_open: a peer's such event; event_create: an event of this process
  * alone; event_destroy releases any. record and wait: an event recorded on a stream, a stream
@@ -66,7 +68,7 @@ int tide_transport_fail(const char *what, const char *why);
  * TIDE_ERR_BACKEND (TIDE_ERR_UNSUPPORTED without CUDA). */
 enum { TIDE_TRANSPORT_IPC_BYTES = 64 };
 int tide_transport_ipc_mem_handle(const void *p, void *handle, size_t *offset);
-int tide_transport_ipc_mem_open(const void *handle, void **base);
+int tide_transport_ipc_mem_open(const void *handle, void **base, int *device);
 void tide_transport_ipc_mem_close(void *base);
 int tide_transport_ipc_event_create(void **event, void *handle);
 int tide_transport_ipc_event_open(const void *handle, void **event);

@@ -123,11 +123,17 @@ extern "C" int tide_gpu_ipc_mem_handle(const void *p, void *handle, size_t *offs
     return e == cudaSuccess ? 0 : tide_cuda_fail(e, "cudaIpcGetMemHandle");
 }
 
-extern "C" int tide_gpu_ipc_mem_open(const void *handle, void **base)
+extern "C" int tide_gpu_ipc_mem_open(const void *handle, void **base, int *device)
 {
     cudaIpcMemHandle_t h;
     memcpy(&h, handle, sizeof h);
     cudaError_t e = cudaIpcOpenMemHandle(base, h, cudaIpcMemLazyEnablePeerAccess);
+    cudaPointerAttributes a;
+    if (e == cudaSuccess && (e = cudaPointerGetAttributes(&a, *base)) != cudaSuccess)
+        cudaIpcCloseMemHandle(*base);
+    *device = e == cudaSuccess ? a.device : -1;
+    if (e != cudaSuccess)
+        *base = nullptr;
     return e == cudaSuccess ? 0 : tide_cuda_fail(e, "cudaIpcOpenMemHandle");
 }
 

@@ -174,10 +174,10 @@ int tide_gpu_ipc_mem_handle(const void *p, void *handle, size_t *offset)
     return TIDE_ERR_UNSUPPORTED;
 }
 
-int tide_gpu_ipc_mem_open(const void *handle, void **base)
+int tide_gpu_ipc_mem_open(const void *handle, void **base, int *device)
 {
     (void)handle;
-    *base = NULL;
+    *base = NULL, *device = -1;
     return TIDE_ERR_UNSUPPORTED;
 }
 
@@ -246,8 +246,9 @@ int tide_gpu_copy_region_async(size_t elem, int batch, const tide_box *region, c
 
 int tide_gpu_store_region_async(size_t elem, int batch, const tide_box *region, const void *src,
                                 const tide_box *sbox, void *dst, const tide_box *dbox,
-                                void *stream)
+                                int dst_device, void *stream)
 {
+    (void)dst_device;
     return tide_gpu_copy_region_async(elem, batch, region, src, sbox, dst, dbox, stream);
 }
 

@@ -60,15 +60,10 @@ cudaError_t launch(const tide_copy_geom &g, const char *src, char *dst, int64_t 
     return cudaGetLastError();
 }
 
-int copy_region(size_t elem, int batch, const tide_box *region, const void *src,
-                const tide_box *sbox, void *dst, const tide_box *dbox, int64_t most,
-                void *stream)
+// The copy of geometry g (tide_copy_geometry) of every field by the kernel.
+int copy_kernels(const tide_copy_geom &g, size_t elem, int batch, const void *src, void *dst,
+                 int64_t most, cudaStream_t st)
 {
-    tide_copy_geom g;
-    int64_t total = tide_copy_geometry(region, sbox, dbox, &g);
-    if (total == 0)
-        return 0;
-    cudaStream_t st = (cudaStream_t)stream;
     for (int f = 0; f < batch; f++) {
         const char *s = (const char *)src + (g.soff + f * g.scount) * (int64_t)elem;
         char *t = (char *)dst + (g.doff + f * g.dcount) * (int64_t)elem;
@@ -121,7 +116,7 @@ bool store_engine()
 // (longer rows, fewer of them). Returns 1 when the geometry does not take that form (nothing
 // enqueued), else 0 or TIDE_ERR_BACKEND.
 int copy_by_engine(const tide_copy_geom &g0, size_t elem, int batch, const void *src,
-                   void *dst, cudaStream_t stream)
+                   void *dst, int dst_device, cudaStream_t stream)
 {
     tide_copy_geom g = g0;
     if (g.s[2] != 1 || g.t[2] != 1)
@@ -133,14 +128,13 @@ int copy_by_engine(const tide_copy_geom &g0, size_t elem, int batch, const void 
     if (g.s[1] < g.n[2] || g.t[1] < g.n[2])
         return 1;
     const int64_t e = (int64_t)elem;
-    cudaPointerAttributes sa, da;
-    cudaError_t err = cudaPointerGetAttributes(&sa, src);
-    err = err != cudaSuccess ? err : cudaPointerGetAttributes(&da, dst);
+    int src_device = 0;
+    cudaError_t err = cudaGetDevice(&src_device);
     if (err != cudaSuccess)
         return tide_cuda_fail(err, "store by the copy engine");
     for (int f = 0; f < batch; f++) {
         cudaMemcpy3DPeerParms m = {};
-        m.srcDevice = sa.device, m.dstDevice = da.device;
+        m.srcDevice = src_device, m.dstDevice = dst_device;
         m.srcPtr = make_cudaPitchedPtr((char *)src + (g.soff + f * g.scount) * e,
                                        (size_t)(g.s[1] * e), (size_t)(g.n[2] * e),
                                        (size_t)(g.n[0] > 1 ? g.s[0] / g.s[1] : g.n[1]));
@@ -161,22 +155,24 @@ extern "C" int tide_gpu_copy_region_async(size_t elem, int batch, const tide_box
                                           const void *src, const tide_box *sbox, void *dst,
                                           const tide_box *dbox, void *stream)
 {
-    return copy_region(elem, batch, region, src, sbox, dst, dbox, 0, stream);
+    tide_copy_geom g;
+    if (tide_copy_geometry(region, sbox, dbox, &g) == 0)
+        return 0;
+    return copy_kernels(g, elem, batch, src, dst, 0, (cudaStream_t)stream);
 }
 
 extern "C" int tide_gpu_store_region_async(size_t elem, int batch, const tide_box *region,
                                            const void *src, const tide_box *sbox, void *dst,
-                                           const tide_box *dbox, void *stream)
+                                           const tide_box *dbox, int dst_device, void *stream)
 {
-    if (store_engine()) {
-        tide_copy_geom g;
-        if (tide_copy_geometry(region, sbox, dbox, &g) == 0)
-            return 0;
-        int st = copy_by_engine(g, elem, batch, src, dst, (cudaStream_t)stream);
-        if (st != 1)
-            return st;
-    }
-    return copy_region(elem, batch, region, src, sbox, dst, dbox, store_blocks(), stream);
+    tide_copy_geom g;
+    if (tide_copy_geometry(region, sbox, dbox, &g) == 0)
+        return 0;
+    int st = store_engine() ? copy_by_engine(g, elem, batch, src, dst, dst_device,
+                                             (cudaStream_t)stream)
+                            : 1;
+    return st != 1 ? st : copy_kernels(g, elem, batch, src, dst, store_blocks(),
+                                       (cudaStream_t)stream);
 }
 
 extern "C" int tide_gpu_copy_region(size_t elem, int batch, const tide_box *region,

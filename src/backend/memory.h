@@ -54,13 +54,14 @@ int tide_gpu_timer_ms(void *from, void *to, float *ms);
 /* Device memory and events another process of the node may use (CUDA IPC); a handle is
  * TIDE_GPU_IPC_BYTES bytes. ipc_mem_handle: the handle of the allocation p lies in, and p's
  * byte offset there; ipc_mem_open maps a peer's handle here (*base: its
- * start, reachable from this GPU where the GPUs reach each other), ipc_mem_close unmaps it.
+ * start, reachable from this GPU where the GPUs reach each other; *device: the GPU that holds
+ * it), ipc_mem_close unmaps it.
  * ipc_event_create: an event (without timing) other processes may wait for, and its handle;
  * ipc_event_open: a peer's such event here (released by tide_gpu_event_destroy). A stream may
  * wait for a peer's event once the peer has recorded it (tide_gpu_stream_wait). */
 enum { TIDE_GPU_IPC_BYTES = 64 };
 int tide_gpu_ipc_mem_handle(const void *p, void *handle, size_t *offset);
-int tide_gpu_ipc_mem_open(const void *handle, void **base);
+int tide_gpu_ipc_mem_open(const void *handle, void **base, int *device);
 void tide_gpu_ipc_mem_close(void *base);
 int tide_gpu_ipc_event_create(void **event, void *handle);
 int tide_gpu_ipc_event_open(const void *handle, void **event);

@@ -664,6 +664,7 @@ typedef struct {
     MPI_Request *req;
     char **peer_b;  /* DIRECT: each peer's b mapped here (CUDA IPC), then the starts of
                      * those mappings (where b lies in its allocation) */
+    int *peer_dev;  /* DIRECT: the GPU holding each peer's b */
 } xtest;
 
 /* DIRECT's element: the stores copy complex floats, as a c2c float FFT's exchange does. */
@@ -700,7 +701,7 @@ static int xtest_once(const xtest *x)
             if (q != me)
                 st = tide_transport_store(XTEST_ELEM, 1, &run, x->a + (size_t)q * x->block,
                                           &run, x->peer_b[q] + (size_t)me * x->block, &run,
-                                          x->stream);
+                                          x->peer_dev[q], x->stream);
         int synced = tide_gpu_sync(x->stream);
         return st ? st : synced;
     }
@@ -727,6 +728,7 @@ static void xtest_free(xtest *x)
     for (int q = 0; x->peer_b && q < x->ctx->nranks; q++)
         tide_transport_ipc_mem_close(x->peer_b[x->ctx->nranks + q]);
     free(x->peer_b);
+    free(x->peer_dev);
     if (on_host(x)) {
         tide_host_free(x->ctx, x->a);
         tide_host_free(x->ctx, x->b);
@@ -779,8 +781,10 @@ static int xtest_map(xtest *x)
     int P = x->ctx->nranks;
     unsigned char mine[H + sizeof(size_t)], *all = malloc((size_t)P * sizeof mine);
     x->peer_b = calloc(2 * (size_t)P, sizeof *x->peer_b);
+    x->peer_dev = calloc((size_t)P, sizeof *x->peer_dev);
     size_t off = 0;
-    int st = all && x->peer_b ? tide_transport_ipc_mem_handle(x->b, mine, &off) : TIDE_ERR_NOMEM;
+    int st = all && x->peer_b && x->peer_dev ? tide_transport_ipc_mem_handle(x->b, mine, &off)
+                                             : TIDE_ERR_NOMEM;
     memcpy(mine + H, &off, sizeof off);
     if (st)
         tide_fail(x->ctx, st, "tide_measure_exchange: cannot share the device buffer: %s",
@@ -793,7 +797,8 @@ static int xtest_map(xtest *x)
         void *base = NULL;
         if (q == x->ctx->rank)
             continue;
-        st = tide_transport_ipc_mem_open(all + (size_t)q * sizeof mine, &base);
+        st = tide_transport_ipc_mem_open(all + (size_t)q * sizeof mine, &base,
+                                         &x->peer_dev[q]);
         memcpy(&off, all + (size_t)q * sizeof mine + H, sizeof off);
         x->peer_b[P + q] = base;
         x->peer_b[q] = st ? NULL : (char *)base + off;
@@ -811,7 +816,8 @@ int tide_measure_exchange(tide_context *ctx, tide_exchange how, size_t bytes, do
         return tide_fail(NULL, TIDE_ERR_ARGUMENT, "tide_measure_exchange: ctx is NULL");
     int P = ctx->nranks;
     xtest x = {ctx, how == TIDE_EXCHANGE_AUTO ? TIDE_EXCHANGE_A2AV : how,
-               (bytes ? bytes : (size_t)64 << 20) / (size_t)P, NULL, NULL, NULL, NULL, NULL, NULL};
+               (bytes ? bytes : (size_t)64 << 20) / (size_t)P, NULL, NULL, NULL, NULL, NULL, NULL,
+               NULL};
     /* every rank's bytes, largest and smallest (as the largest complement) */
     unsigned long long b[2] = {bytes, ~(unsigned long long)bytes}, most[2];
     int st = MPI_Allreduce(b, most, 2, MPI_UNSIGNED_LONG_LONG, MPI_MAX, ctx->comm)
