@@ -60,12 +60,13 @@ int tide_transport_fail(const char *what, const char *why);
 /* Direct stores between the GPUs of a node (the exchange's DIRECT transport, CUDA IPC); a
  * handle is TIDE_TRANSPORT_IPC_BYTES bytes. mem_handle: the handle of the device allocation
  * (staging) that p lies in, and p's byte offset there; mem_open: a peer's allocation mapped
- * here (*base: its start; *device: the GPU holding it), each handle mapped once per process however many exchanges open it
- * (the opens counted, mem_close undoes one). ipc_event_create: an event peers may wait for,
- * and its handle; ipc_event_open: a peer's such event; event_create: an event of this process
- * alone; event_destroy releases any. record and wait: an event recorded on a stream, a stream
- * waiting for an event's last record (a peer's once the peer has recorded it). Return 0 or
- * TIDE_ERR_BACKEND (TIDE_ERR_UNSUPPORTED without CUDA). */
+ * here (*base: its start; *device: the GPU holding it), each handle mapped once per process
+ * however many exchanges open it (the opens counted, mem_close undoes one). ipc_event_create:
+ * an event peers may wait for, and its handle; ipc_event_open: a peer's such event;
+ * event_create: an event of this process alone; event_destroy releases any. record and wait:
+ * an event recorded on a stream, a stream waiting for an event's last record (a peer's once
+ * the peer has recorded it). Return 0 or TIDE_ERR_BACKEND (TIDE_ERR_UNSUPPORTED without
+ * CUDA). */
 enum { TIDE_TRANSPORT_IPC_BYTES = 64 };
 int tide_transport_ipc_mem_handle(const void *p, void *handle, size_t *offset);
 int tide_transport_ipc_mem_open(const void *handle, void **base, int *device);

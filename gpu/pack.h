@@ -22,11 +22,12 @@ int tide_gpu_copy_region_async(size_t elem, int batch, const tide_box *region, c
                                const tide_box *sbox, void *dst, const tide_box *dbox,
                                void *stream);
 /* The _async copy storing into another GPU's memory (dst mapped from a peer's, on GPU
- * dst_device; src on the current GPU: the direct exchange's stores over NVLink). Where the region's rows are contiguous on both sides (no
- * permutation of the fastest dimension) the copy engine moves it, one 3D copy a field, and no
- * SM is taken from the kernels beside it (TIDE_STORE_ENGINE=0: never); otherwise a kernel on
- * at most TIDE_STORE_BLOCKS blocks (default 2 an SM of this GPU; 0: no limit): the link, not
- * the SMs, sets its rate, and the kernels on other streams keep the SMs it leaves. */
+ * dst_device; src on the current GPU: the direct exchange's stores over NVLink). Where the
+ * region's rows are contiguous on both sides (no permutation of the fastest dimension) the
+ * copy engine moves it, one 3D copy a field, and no SM is taken from the kernels beside it
+ * (TIDE_STORE_ENGINE=0: never); otherwise a kernel on at most TIDE_STORE_BLOCKS blocks
+ * (default 2 an SM of this GPU; 0: no limit): the link, not the SMs, sets its rate, and the
+ * kernels on other streams keep the SMs it leaves. */
 int tide_gpu_store_region_async(size_t elem, int batch, const tide_box *region, const void *src,
                                 const tide_box *sbox, void *dst, const tide_box *dbox,
                                 int dst_device, void *stream);
