@@ -131,6 +131,11 @@ static int parse(int argc, char **argv, args *a)
         {"-overlap", "-1|0|1", APP_INT, &a->overlap, -1, 1,
          .help = "P > 1: sweep the points that need no halo while it travels: 1 always, -1 "
                  "never, 0 (default) the plan's choice (on the GPU)"},
+        {"-p2p", .kind = APP_FLAG, .dest = &c->exchange, .count = TIDE_EXCHANGE_P2P},
+        {"-nccl", .kind = APP_FLAG, .dest = &c->exchange, .count = TIDE_EXCHANGE_NCCL},
+        {"-cuda-mpi", .kind = APP_FLAG, .dest = &c->exchange, .count = TIDE_EXCHANGE_CUDA_MPI,
+         .help = "P > 1: the halos by MPI (GPU data through pinned host buffers), over NCCL, "
+                 "or by MPI on device pointers (default: the plan's choice)"},
         {"-source", .kind = APP_FLAG, .dest = &a->source, .count = 1,
          .help = "add a source term s (random values in [-1, 1)) at every step"},
         APP_OPT_DEVICE(c), APP_OPT_BUDGET(c), APP_OPT_RUNS(c), APP_OPT_SEED(c),
@@ -309,6 +314,7 @@ int tide_cmd_stencil(int argc, char **argv)
     o.fuse = a.fuse;
     o.level_steps = a.levels;
     o.overlap = a.overlap;
+    o.exchange = (tide_exchange)c->exchange;
     /* Several ranks: the blocks of -grid, or the plan's: a first plan (no source yet) says this
      * rank's box. The timed plan is then made on the same boxes, with the source sized to the
      * box. */

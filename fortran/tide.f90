@@ -107,7 +107,7 @@ module tide
     type(c_ptr) :: source = c_null_ptr
     integer(c_int) :: fuse = 0
     type(c_ptr) :: stream = c_null_ptr
-    integer(c_int) :: level_steps = 0, overlap = 0
+    integer(c_int) :: level_steps = 0, overlap = 0, exchange = TIDE_EXCHANGE_AUTO
   end type
 
   type, bind(c), public :: tide_stencil_info

@@ -101,6 +101,16 @@ typedef struct {
                                  * after on the CPU, in host memory); -1 never (each pass
                                  * exchanges, then sweeps the grown box); 0 (default): on the
                                  * GPU; not out of core. Either way the same results */
+    tide_exchange exchange;     /* several ranks: how the halos move. AUTO (default): in host
+                                 * memory by MPI; in device memory over NCCL where every rank
+                                 * has a GPU of its own, else by MPI on device pointers where
+                                 * the MPI library takes them, else by MPI through pinned host
+                                 * buffers. P2P (or A2AV: halos go pairwise): by MPI, through
+                                 * pinned host buffers for device memory. NCCL or CUDA_MPI:
+                                 * that transport, where the plan's halos lie in device memory
+                                 * (else TIDE_ERR_UNSUPPORTED: a CPU plan, or host arrays
+                                 * beyond the device budget) and the context has it. DIRECT:
+                                 * TIDE_ERR_UNSUPPORTED. tide_stencil_plan_info says which */
 } tide_stencil_options;
 
 TIDE_API void tide_stencil_options_init(tide_stencil_options *opts);

@@ -36,11 +36,14 @@
  *     the smallest fuse that is thick enough, so no case is skipped silently. The cases take
  *     the option overlap -1, 0 and 1 in turn: passes that sweep the points needing no halo
  *     while it travels (on the CPU with 1, on the GPU with 0 and 1) must give the same bits,
- *     and some case must split;
+ *     and some case must split; and the option exchange auto and p2p in turn (with
+ *     TIDE_TEST_EXCHANGE=nccl, cuda-mpi or p2p and device arrays, that exchange in every case);
  *  d) info: count and bytes of the rank's box, box, grid ({0,0,0} for user boxes), taps,
  *     radius, fuse (the one asked, the same on every rank, thick enough for every box),
  *     after each run exchanges (one per pass of fuse steps, one more for the source's halo; 0
  *     on one rank and after 0 steps) and halo_seconds (>= 0, 0 without exchanges);
+ *     halo_exchange: the one asked (p2p where the halos lie in host memory), else MPI in host
+ *     memory, NCCL or MPI on device pointers;
  *     overlapped exactly on the ranks the option asks it of whose box has a halo and at
  *     least 3 fuse r points along each dimension with one;
  *     halo_points (0 on one rank and on an empty box, at most the points the grown box adds,
@@ -50,8 +53,9 @@
  *     order that is not a permutation (tiling errors: TIDE_ERR_ARGUMENT or TIDE_ERR_BOX, the
  *     code tide.h gives them), box NULL on rank 0 only, a box one point wide along a split
  *     Dirichlet dimension (radius 2, fuse 1), fuse or the source given differently between
- *     ranks, location device on the CPU backend, backend cuda on the CPU context, a run of -1
- *     steps; then a plan still works;
+ *     ranks, location device on the CPU backend, backend cuda on the CPU context, option
+ *     exchange direct, out of range, nccl or cuda-mpi on the CPU, or differing between ranks,
+ *     a run of -1 steps; then a plan still works;
  *  f) on the GPU with host arrays, out of core: a context whose device budget is below what
  *     every rank's box needs in card (0.9 of u, the grown arrays and the source's copies), so
  *     each pass exchanges the halo in host memory and streams the grown box through the GPU
@@ -84,6 +88,8 @@ static int verbose;        /* TIDE_TEST_VERBOSE=1: name each case as it starts *
 static tide_context *ctx;  /* the context of every rank */
 static int ncases, nthin, nrefused; /* cases run; too thin refused; runnable with no fuse */
 static int overlap;        /* the cases' option overlap: -1, 0, 1 in turn */
+static tide_exchange exchange; /* the cases' option exchange: auto and p2p in turn */
+static int forced = -1;    /* TIDE_TEST_EXCHANGE's exchange for every case, or -1 */
 static int nsplit;         /* cases whose plans split some rank's passes (info.overlapped) */
 static int out_of_core;    /* f): the cases run on a context whose budget forces it */
 static int gpu;            /* TIDE_TEST_BACKEND=cuda: the context runs on the GPU */
@@ -355,6 +361,7 @@ static int create_plan(const stencil *s, const tide_box *mine, int fuse, const v
     o.source = source;
     o.fuse = fuse;
     o.overlap = overlap;
+    o.exchange = exchange;
     o.location = on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
     return tide_stencil_plan_create(ctx, s->n, mine, &o, plan);
 }
@@ -565,16 +572,22 @@ static void check_and_run(const char *name, const stencil *s, tide_stencil_plan 
     int split = 0;
     MPI_Allreduce(&info.overlapped, &split, 1, MPI_INT, MPI_MAX, world);
     nsplit += split;
-    /* halos over MPI, on GPUs of their own over NCCL, or by an MPI that takes device memory */
+    /* halos as asked (MPI where they lie in host memory), else over MPI, on GPUs of their own
+     * over NCCL, or by an MPI that takes device memory */
     tide_exchange hx = info.halo_exchange;
     tide_device_info di;
     int aware = tide_context_device(ctx, &di) == 0 && di.cuda_aware_mpi;
+    int host_halos = !gpu || out_of_core;
     tt_check(&tally, world,
-             nranks == 1 ? hx == TIDE_EXCHANGE_AUTO
-                         : hx == TIDE_EXCHANGE_P2P || (gpu && hx == TIDE_EXCHANGE_NCCL) ||
-                               (gpu && aware && hx == TIDE_EXCHANGE_CUDA_MPI),
-             "d) %s: info.halo_exchange %d on %d ranks (GPU %d, CUDA-aware MPI %d)", name,
-             (int)hx, nranks, gpu, aware);
+             nranks == 1                       ? hx == TIDE_EXCHANGE_AUTO
+             : host_halos || exchange == TIDE_EXCHANGE_P2P ? hx == TIDE_EXCHANGE_P2P
+             : exchange != TIDE_EXCHANGE_AUTO  ? hx == exchange
+                                               : hx == TIDE_EXCHANGE_P2P ||
+                                                     hx == TIDE_EXCHANGE_NCCL ||
+                                                     (aware && hx == TIDE_EXCHANGE_CUDA_MPI),
+             "d) %s: info.halo_exchange %d on %d ranks (asked %d, GPU %d, out of core %d, "
+             "CUDA-aware MPI %d)", name, (int)hx, nranks, (int)exchange, gpu, out_of_core,
+             aware);
     int need = count > 0 && !spans && s->shape <= S27;
     long long hp = info.halo_points;
     tt_check(&tally, world,
@@ -648,8 +661,12 @@ static void dist_case(const stencil *s, const tide_box *boxes, const char *layou
 {
     char name[320];
     static int turn;
-    overlap = turn++ % 3 - 1;
-    snprintf(name, sizeof name, "%s | %s | overlap %d", layout, s->name, overlap);
+    int t = turn++;
+    overlap = t % 3 - 1;
+    exchange = forced >= 0 ? (tide_exchange)forced
+                           : t % 2 ? TIDE_EXCHANGE_P2P : TIDE_EXCHANGE_AUTO;
+    snprintf(name, sizeof name, "%s | %s | overlap %d | exchange %d", layout, s->name, overlap,
+             (int)exchange);
     if (verbose && rank == 0) {
         printf("  case: %s\n", name);
         fflush(stdout);
@@ -881,6 +898,17 @@ static void bad_input(void)
     o.backend = TIDE_BACKEND_CUDA;
     if (!gpu)
         expect_create("backend cuda on the CPU context", &slabs[rank], &o, UNSUP | ARG, NULL);
+    base_options(&o);
+    o.exchange = TIDE_EXCHANGE_DIRECT;
+    expect_create("option exchange direct", &slabs[rank], &o, UNSUP, "direct stores");
+    o.exchange = (tide_exchange)9;
+    expect_create("option exchange 9", &slabs[rank], &o, ARG, "exchange");
+    o.backend = TIDE_BACKEND_CPU;
+    o.exchange = TIDE_EXCHANGE_NCCL;
+    expect_create("option exchange nccl on the CPU backend", &slabs[rank], &o, UNSUP, "nccl");
+    o.exchange = TIDE_EXCHANGE_CUDA_MPI;
+    expect_create("option exchange cuda-mpi on the CPU backend", &slabs[rank], &o, UNSUP,
+                  "cuda-mpi");
 
     if (nranks > 1) {
         base_options(&o);
@@ -908,6 +936,10 @@ static void bad_input(void)
         double src[1];
         o.source = rank == 0 ? src : NULL;
         expect_create("a source on rank 0 only", &slabs[rank], &o, MISM | ARG, NULL);
+        base_options(&o);
+        o.exchange = rank == 0 ? TIDE_EXCHANGE_P2P : TIDE_EXCHANGE_AUTO;
+        expect_create("exchange p2p on rank 0, auto on the others", &slabs[rank], &o,
+                      MISM | ARG, "exchange");
     } else if (rank == 0) {
         printf("  e) box NULL on rank 0 only, a box too thin for its halo, fuse or source "
                "differing between ranks: need 2 ranks (one rank's box is the whole grid)\n");
@@ -991,6 +1023,31 @@ int main(int argc, char **argv)
     gpu = backend == TIDE_BACKEND_CUDA;
     const char *loc = getenv("TIDE_TEST_LOCATION");
     on_device = gpu && loc && !strcmp(loc, "device");
+    /* TIDE_TEST_EXCHANGE (device arrays, never out of core): every case's halos that way */
+    const char *xe = getenv("TIDE_TEST_EXCHANGE");
+    if (xe && *xe) {
+        forced = !strcmp(xe, "nccl") ? TIDE_EXCHANGE_NCCL
+                 : !strcmp(xe, "cuda-mpi") ? TIDE_EXCHANGE_CUDA_MPI
+                 : !strcmp(xe, "p2p") ? TIDE_EXCHANGE_P2P : -1;
+        if (forced < 0 || (forced != TIDE_EXCHANGE_P2P && !on_device)) {
+            if (rank == 0)
+                printf("test_stencil_dist: TIDE_TEST_EXCHANGE=%s: want p2p, or nccl or "
+                       "cuda-mpi with TIDE_TEST_LOCATION=device on the GPU\n", xe);
+            tide_context_destroy(ctx);
+            MPI_Finalize();
+            return EXIT_FAILURE;
+        }
+        tide_device_info di;
+        int aware = tide_context_device(ctx, &di) == 0 && di.cuda_aware_mpi;
+        if (forced == TIDE_EXCHANGE_CUDA_MPI && !tt_all(world, aware)) {
+            if (rank == 0)
+                printf("SKIP: TIDE_TEST_EXCHANGE=cuda-mpi, but the MPI library does not take "
+                       "device pointers on every rank\n");
+            tide_context_destroy(ctx);
+            MPI_Finalize();
+            return 77;
+        }
+    }
     if (gpu && nranks == 1) {
         if (rank == 0)
             printf("SKIPPED: on one rank on the GPU there is nothing distributed to check "

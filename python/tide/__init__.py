@@ -816,13 +816,15 @@ class Stencil(_Plan):
     shape_ "7pt" | "27pt" | "star" | "box"; weights (None: the built-in diffusion weights);
     offsets (user shapes: one (dx, dy, dz) per weight); radius; bc per dimension "dirichlet" |
     "periodic"; source: an array like u, read at every run (the plan keeps it); fuse,
-    level_steps, overlap, precision, location, backend, stream as tide_stencil_options."""
+    level_steps, overlap, exchange, precision, location, backend, stream as
+    tide_stencil_options."""
     _destroy, _describe = _lib.tide_stencil_plan_destroy, _lib.tide_stencil_plan_describe
     _set_stream = _lib.tide_stencil_plan_set_stream
 
     def __init__(self, ctx, shape, box=None, *, shape_="7pt", weights=None, offsets=None,
                  radius=0, bc="dirichlet", source=None, fuse=0, precision="double",
-                 location="host", backend="auto", level_steps=0, overlap=0, stream=None):
+                 location="host", backend="auto", level_steps=0, overlap=0, exchange="auto",
+                 stream=None):
         o = C.StencilOptions()
         _lib.tide_stencil_options_init(ctypes.byref(o))
         o.precision, o.backend = _enum(C.PRECISION, precision, "precision"), _enum(
@@ -835,6 +837,7 @@ class Stencil(_Plan):
         o.offsets = None if off is None else off.ctypes.data
         o.npoints = 0 if w is None else w.size
         o.radius, o.fuse, o.level_steps, o.overlap = radius, fuse, level_steps, overlap
+        o.exchange = _enum(C.EXCHANGE, exchange, "exchange")
         for d, (b,) in enumerate(_bcs(bc, 1)):
             o.bc[d] = b
         o.stream = _stream(stream)

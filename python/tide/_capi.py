@@ -91,7 +91,7 @@ class StencilOptions(Structure):
                 ("location", c_int), ("shape", c_int), ("weights", c_void_p),
                 ("radius", c_int), ("npoints", c_int), ("offsets", c_void_p),
                 ("bc", c_int * 3), ("source", c_void_p), ("fuse", c_int), ("stream", c_void_p),
-                ("level_steps", c_int), ("overlap", c_int)]
+                ("level_steps", c_int), ("overlap", c_int), ("exchange", c_int)]
 
 
 class StencilInfo(Structure):

@@ -112,6 +112,12 @@ int tide_wants_cuda(const tide_context *ctx, int backend);
  * GPU). */
 int tide_args_backend(tide_context *ctx, int backend, int location);
 
+/* The same verdict on every rank (no communication): an agreed exchange option against what
+ * the plan runs on (cuda) and what the context has (UNSUPPORTED: a GPU-to-GPU exchange on the
+ * CPU, NCCL without NCCL usable, CUDA_MPI without a CUDA-aware MPI, DIRECT where the GPUs do
+ * not all reach each other). */
+int tide_args_exchange(tide_context *ctx, int exchange, int cuda);
+
 /* Local: "" when ptr (not NULL) lies where a plan's arrays live (device: device memory, else
  * host memory), or on a CPU context; else why not, e.g. "a host array to a plan whose arrays
  * are on the device" (a static, thread-local string). */

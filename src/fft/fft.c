@@ -75,26 +75,8 @@ static void make_request(const tide_context *ctx, const int n[3], const tide_box
 /* Backend, location and exchange against what the context has (agreed at its creation). */
 static int judge_backend(tide_context *ctx, const int *v)
 {
-    int cuda = tide_wants_cuda(ctx, v[F_BACKEND]), x = v[F_EXCHANGE];
     int st = tide_args_backend(ctx, v[F_BACKEND], v[F_LOCATION]);
-    if (st)
-        return st;
-    if ((x == TIDE_EXCHANGE_NCCL || x == TIDE_EXCHANGE_CUDA_MPI || x == TIDE_EXCHANGE_DIRECT) &&
-        !cuda)
-        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "exchange %s moves GPU data; this plan runs "
-                         "on the CPU", tide_exchange_name(x));
-    if (x == TIDE_EXCHANGE_NCCL && !ctx->nccl_usable)
-        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "exchange nccl: NCCL needs a build with NCCL "
-                         "and a GPU of its own for every rank");
-    if (x == TIDE_EXCHANGE_CUDA_MPI && !ctx->cuda_aware_mpi)
-        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "exchange cuda-mpi: the MPI library does not "
-                         "take device pointers (MPIX_Query_cuda_support)");
-    if (x == TIDE_EXCHANGE_DIRECT && !ctx->gpus_reach)
-        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "exchange direct: the GPUs store into each "
-                         "other's memory, so every rank must be on one node (%d of %d are) and "
-                         "every rank's GPU reach every other's (CUDA peer access)",
-                         ctx->local_size, ctx->nranks);
-    return TIDE_SUCCESS;
+    return st ? st : tide_args_exchange(ctx, v[F_EXCHANGE], tide_wants_cuda(ctx, v[F_BACKEND]));
 }
 
 /* The verdict on the agreed request, the same on every rank. */

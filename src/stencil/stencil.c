@@ -37,7 +37,7 @@ static const char *const shape_names[] = {"7pt", "27pt", "star", "box"};
 
 enum {
     F_N0, F_N1, F_N2, F_PRECISION, F_BACKEND, F_LOCATION, F_SHAPE, F_RADIUS, F_TAPS, F_BC,
-    F_FUSE = F_BC + 3, F_SOURCE, F_REACH, F_LEVELS, F_OVERLAP, NFIELDS
+    F_FUSE = F_BC + 3, F_SOURCE, F_REACH, F_LEVELS, F_OVERLAP, F_EXCHANGE, NFIELDS
 };
 static const tide_arg_field fields[NFIELDS] = {
     {"n[0]", 1, INT_MAX},
@@ -57,6 +57,7 @@ static const tide_arg_field fields[NFIELDS] = {
     {"the stencil's radius", 0, TIDE_STENCIL_MAX_RADIUS},
     {"option level_steps", 0, TIDE_STENCIL_MAX_FUSE},
     {"option overlap", -1, 1},
+    {"option exchange", TIDE_EXCHANGE_AUTO, TIDE_EXCHANGE_DIRECT},
 };
 static const char *const box_names[] = {"data"};
 static const tide_args_spec spec = {"tide_stencil_plan_create", fields, NFIELDS, NULL, 0,
@@ -132,6 +133,7 @@ static void make_request(const int n[3], const tide_box *box, const tide_stencil
     r->v[F_SOURCE] = o->source != NULL;
     r->v[F_LEVELS] = o->level_steps;
     r->v[F_OVERLAP] = o->overlap;
+    r->v[F_EXCHANGE] = o->exchange;
     tide_args_check_ranges(&spec, r);
     if (!r->status)
         r->v[F_TAPS] = request_taps(o, r->v[F_RADIUS], off, w, r);
@@ -162,7 +164,12 @@ static int judge(tide_context *ctx, const tide_args *all)
     if ((double)v[F_N0] * v[F_N1] * v[F_N2] > 1e18)
         return tide_fail(ctx, TIDE_ERR_TOO_LARGE, "tide_stencil_plan_create: %dx%dx%d is too "
                          "many points", v[F_N0], v[F_N1], v[F_N2]);
+    if (v[F_EXCHANGE] == TIDE_EXCHANGE_DIRECT)
+        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_stencil_plan_create: option exchange "
+                         "direct: the halos do not take direct stores (nccl, cuda-mpi or p2p)");
     int st = tide_args_backend(ctx, v[F_BACKEND], v[F_LOCATION]);
+    if (!st)
+        st = tide_args_exchange(ctx, v[F_EXCHANGE], tide_wants_cuda(ctx, v[F_BACKEND]));
     if (!st && all[0].has[0])
         st = tide_args_check_tiling(ctx, &spec, all, 0, v);
     return st;
@@ -287,8 +294,9 @@ static int make_plan(tide_context *ctx, const int n[3], const tide_args *all,
         if (!st)
             st = check_source(p, err, sizeof err);
     }
-    if (ctx->nranks > 1 && cuda && ctx->nccl_usable) { /* collective, agreed: the halos over
-                                                        * NCCL, GPU to GPU */
+    int by_nccl = o->exchange == TIDE_EXCHANGE_AUTO || o->exchange == TIDE_EXCHANGE_NCCL;
+    if (ctx->nranks > 1 && cuda && ctx->nccl_usable && by_nccl) { /* collective, agreed: the
+                                                                   * halos over NCCL */
         void *nccl = NULL;
         int x = tide_context_nccl(ctx, 1, &nccl);
         st = st ? st : x;

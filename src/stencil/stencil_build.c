@@ -253,13 +253,17 @@ static int halo_on_device(const tide_stencil_plan *p)
     return p->env.be->gpu && !p->out_of_core;
 }
 
-/* How they move: in host memory over MPI; on the GPU over NCCL where the context has it for
- * the plan (make_plan), else by MPI on the device staging where the MPI library takes device
- * pointers on every rank, else by MPI through pinned host staging. */
+/* How they move: in host memory over MPI; on the GPU as option exchange asks (judged at
+ * creation; A2AV goes pairwise), else over NCCL where the context has it for the plan
+ * (make_plan), else by MPI on the device staging where the MPI library takes device pointers
+ * on every rank, else by MPI through pinned host staging. */
 static tide_exchange halo_exchange(const tide_stencil_plan *p)
 {
-    if (!halo_on_device(p))
+    tide_exchange x = p->o.exchange;
+    if (!halo_on_device(p) || x == TIDE_EXCHANGE_P2P || x == TIDE_EXCHANGE_A2AV)
         return TIDE_EXCHANGE_P2P;
+    if (x == TIDE_EXCHANGE_NCCL || x == TIDE_EXCHANGE_CUDA_MPI)
+        return x;
     return p->env.nccl            ? TIDE_EXCHANGE_NCCL
            : p->ctx->cuda_aware_mpi ? TIDE_EXCHANGE_CUDA_MPI
                                     : TIDE_EXCHANGE_P2P;
@@ -455,6 +459,12 @@ int tide_stencil_plan_ranks(tide_context *ctx, tide_stencil_plan *p, const tide_
         st = TIDE_ERR_MPI, snprintf(err, len, "MPI_Allreduce failed");
     if (p)
         p->out_of_core = any_ooc;
+    tide_exchange asked = p ? p->o.exchange : TIDE_EXCHANGE_AUTO;
+    if (p && !st && any_ooc && (asked == TIDE_EXCHANGE_NCCL || asked == TIDE_EXCHANGE_CUDA_MPI))
+        st = TIDE_ERR_UNSUPPORTED,
+        snprintf(err, len, "option exchange %s moves device memory, and this plan's halos lie "
+                 "in host memory: its host arrays exceed the device budget, so it runs out of "
+                 "core", tide_exchange_name(asked));
     if (p && !st && tide_box_count(&p->box) > 0) { /* the backend's choice on this box */
         make_sweep(p, off, w);
         for (int k = 0; k < 3; k++) /* at least a stencil's width: the GPU's sweeps need it,

@@ -143,7 +143,8 @@ contains
     call check(so%precision == sc%precision .and. so%shape == sc%shape .and. &
       all(so%bc == sc%bc) .and. so%fuse == sc%fuse .and. so%radius == sc%radius .and. &
       so%npoints == sc%npoints .and. so%level_steps == sc%level_steps .and. &
-      so%overlap == sc%overlap, 'tide_stencil_options defaults')
+      so%overlap == sc%overlap .and. so%exchange == sc%exchange, &
+      'tide_stencil_options defaults')
     call tide_gemm_options_init(gc)
     call check(go%precision == gc%precision .and. go%order == gc%order .and. &
       go%transa == gc%transa .and. go%transb == gc%transb .and. go%lda == gc%lda .and. &
