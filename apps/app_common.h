@@ -72,7 +72,8 @@ extern const int app_backend_values[3], app_precision_values[2];
      .help = "the output overwrites the input"}
 #define APP_OPT_MEASURE(c)                                                                         \
     {"-measure", .kind = APP_FLAG, .dest = &(c)->measure, .count = 1,                              \
-     .help = "FFTW_MEASURE planning (default FFTW_ESTIMATE)"}
+     .help = "measured planning: FFTW_MEASURE, and on several ranks the decomposition and "    \
+     "exchange timed (default FFTW_ESTIMATE)"}
 #define APP_OPT_RUNS(c)                                                                            \
     {"-n", "RUNS", APP_INT, &(c)->runs, 1, APP_RUNS_MAX,                                           \
      .help = "timed runs after the check, 1 to 10^6 (default 5)"}

@@ -47,6 +47,23 @@ grep -q 'backend cuda' "$tmp/info1.out" && cuda=1
 run infomeasure 0 2 info --measure && has infomeasure 'rates \(GB/s\): host copy [0-9]' && \
     has infomeasure '^Aggregate rates' && has infomeasure '^Exchange rate .*: [0-9]+\.[0-9]+$'
 
+# -measure on several ranks with the exchange left to Tide: every exchange the plan can use is
+# timed, the info log lists them, and the one kept is the fastest and the one Plan: names.
+t='[0-9.e+-]+ ms'
+if TIDE_LOG=info run measurex 0 3 fft c2c cpu double 12 10 9 -measure -n 1 &&
+    has measurex "exchange auto $t, a2av $t, p2p $t \(a forward and backward pair, measured; "; then
+    line=$(grep -E 'info\] fft plan: exchange ' "$tmp/measurex.out")
+    best=$(echo "$line" | grep -Eo '(auto|a2av|p2p) [0-9.e+-]+ ms' | sort -g -k2 | head -1)
+    kept=$(echo "$line" | sed -E 's/.*; ([a-z0-9]+) kept\)$/\1/')
+    planx=$(sed -nE 's/^Plan: .*exchange ([a-z0-9-]+),.*/\1/p' "$tmp/measurex.out")
+    if echo "$line" | grep -Eq "[ (]$kept ${best#* }" && { [ "$kept" = auto ] ||
+        [ "$planx" = "$kept" ]; }; then
+        ok
+    else
+        bad "measurex: kept $kept (Plan: exchange $planx), the fastest was $best: $line"
+    fi
+fi
+
 # Threads within the rank's binding (Open MPI's --bind-to): bound to one core, one thread, and
 # where the node has more cores than that, rank 0 says so; unbound, no such warning.
 if timeout -k 10 60 "$mpiexec" --version 2>&1 | grep -q 'Open MPI'; then

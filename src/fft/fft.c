@@ -495,50 +495,106 @@ static double time_pair(tide_context *ctx, tide_fft_plan *p)
     return slowest;
 }
 
+enum { MEASURE_MAX = 5 }; /* the most plans one measured choice times */
+
+/* Collective: plan *p, made from v[0], against plans made from the variants v[1 .. nv - 1],
+ * each timed by time_pair on its own (one plan at a time: they need not fit the budget
+ * together); *p becomes the fastest (the earliest on a tie), NULL where that one could not be
+ * made again. A variant that cannot be made is left out. The times go to the info log, what
+ * naming the choice and name[k] variant k. */
+static void measure_variants(tide_context *ctx, const int n[3], const tide_args *all,
+                             const tide_fft_options *v, const char *const *name, int nv,
+                             const char *what, int cuda, const tide_fft_middle *mid,
+                             tide_fft_plan **p)
+{
+    double t[MEASURE_MAX] = {time_pair(ctx, *p)};
+    int best = 0, held = 0; /* the variant *p holds (-1: none) */
+    for (int k = 1; k < nv; k++) {
+        tide_fft_plan_destroy(*p);
+        held = make_plan(ctx, n, all, &v[k], cuda, mid, p) ? -1 : k;
+        t[k] = held == k ? time_pair(ctx, *p) : INFINITY;
+        best = t[k] < t[best] ? k : best;
+    }
+    char line[256] = "";
+    for (int k = 0, used = 0; k < nv && used < (int)sizeof line; k++)
+        used += snprintf(line + used, sizeof line - (size_t)used, "%s%s %.4g ms", k ? ", " : "",
+                         name[k], t[k] * 1e3);
+    if (ctx->rank == 0)
+        tide_log(ctx, TIDE_LOG_INFO, "%s: %s %s (%s, measured; %s kept)",
+                 mid ? mid->call : "fft plan", what, line,
+                 mid ? "a solve" : "a forward and backward pair", name[best]);
+    if (held == best)
+        return;
+    tide_fft_plan_destroy(*p); /* the fastest again: no two were ever held at once */
+    if (make_plan(ctx, n, all, &v[best], cuda, mid, p) != TIDE_SUCCESS)
+        *p = NULL;
+}
+
 /* Collective: with planning MEASURE on several ranks, decomposition AUTO and no boxes given,
- * where the rule takes slabs: plan p against pencils, each timed on its own (one plan at a
- * time: the two need not fit the budget together); *p becomes the faster. A pencil plan that
- * cannot be made leaves p. */
+ * where the rule takes slabs: slabs against pencils (the rule takes pencils only where slabs
+ * would leave ranks idle: nothing to measure there). */
 static void measure_decomposition(tide_context *ctx, const int n[3], const tide_args *all,
                                   const tide_fft_options *opts, int cuda,
                                   const tide_fft_middle *mid, tide_fft_plan **p)
 {
-    /* the rule takes pencils only where slabs would leave ranks idle: nothing to measure */
-    if (ctx->nranks == 1 || opts->planning != TIDE_PLAN_MEASURE ||
-        opts->decomposition != TIDE_DECOMP_AUTO || all[0].has[BOX_IN] ||
-        all[0].has[BOX_OUT] || (*p)->decomp != TIDE_DECOMP_SLABS)
+    if (opts->decomposition != TIDE_DECOMP_AUTO || all[0].has[BOX_IN] || all[0].has[BOX_OUT] ||
+        (*p)->decomp != TIDE_DECOMP_SLABS)
         return;
-    tide_fft_options o = *opts;
-    o.decomposition = TIDE_DECOMP_PENCILS;
-    double t[2] = {time_pair(ctx, *p), INFINITY};
-    tide_fft_plan_destroy(*p);
-    *p = NULL;
-    tide_fft_plan *q = NULL;
-    if (make_plan(ctx, n, all, &o, cuda, mid, &q) == TIDE_SUCCESS)
-        t[1] = time_pair(ctx, q);
-    if (ctx->rank == 0)
-        tide_log(ctx, TIDE_LOG_INFO, "%s: slabs %.4g ms, pencils %.4g ms (%s, measured)",
-                 mid ? mid->call : "fft plan", t[0] * 1e3, t[1] * 1e3,
-                 mid ? "a solve" : "a forward and backward pair");
-    if (q && t[1] < t[0]) {
-        *p = q;
-        return;
-    }
-    tide_fft_plan_destroy(q); /* the slab plan again: the two were never held at once */
-    o.decomposition = TIDE_DECOMP_SLABS;
-    if (make_plan(ctx, n, all, &o, cuda, mid, p) != TIDE_SUCCESS)
-        *p = NULL;
+    tide_fft_options v[2] = {*opts, *opts};
+    v[1].decomposition = TIDE_DECOMP_PENCILS;
+    static const char *const name[] = {"slabs", "pencils"};
+    measure_variants(ctx, n, all, v, name, 2, "decomposition", cuda, mid, p);
 }
 
-/* Collective: make_plan, then with planning MEASURE the measured decomposition. */
+/* Collective: with planning MEASURE on several ranks and exchange AUTO, the exchange AUTO
+ * took against each other one this plan can use: on the GPU direct stores, NCCL, MPI on device
+ * pointers and staging through host memory, on the CPU MPI_Alltoallv and point to point, on the
+ * decomposition plan p has. Every rank knows alike which are usable (the context agreed them),
+ * so every rank times the same variants. */
+static void measure_exchange(tide_context *ctx, const int n[3], const tide_args *all,
+                             const tide_fft_options *opts, int cuda, const tide_fft_middle *mid,
+                             tide_fft_plan **p)
+{
+    if (opts->exchange != TIDE_EXCHANGE_AUTO)
+        return;
+    tide_fft_options v[MEASURE_MAX];
+    const char *name[MEASURE_MAX];
+    v[0] = *opts;
+    if (opts->decomposition == TIDE_DECOMP_AUTO && !all[0].has[BOX_IN] && !all[0].has[BOX_OUT])
+        v[0].decomposition = (*p)->decomp; /* as measured, if it was */
+    v[0].exchange = cuda ? (*p)->env.transport : TIDE_EXCHANGE_AUTO;
+    name[0] = v[0].exchange == TIDE_EXCHANGE_AUTO ? "auto" : tide_exchange_name(v[0].exchange);
+    static const tide_exchange gpu[] = {TIDE_EXCHANGE_DIRECT, TIDE_EXCHANGE_NCCL,
+                                        TIDE_EXCHANGE_CUDA_MPI, TIDE_EXCHANGE_P2P};
+    static const tide_exchange cpu[] = {TIDE_EXCHANGE_A2AV, TIDE_EXCHANGE_P2P};
+    const tide_exchange *x = cuda ? gpu : cpu;
+    int nv = 1;
+    for (int k = 0; k < (cuda ? 4 : 2); k++) {
+        int usable = x[k] == TIDE_EXCHANGE_DIRECT     ? ctx->gpus_reach
+                     : x[k] == TIDE_EXCHANGE_NCCL     ? ctx->nccl_usable
+                     : x[k] == TIDE_EXCHANGE_CUDA_MPI ? ctx->cuda_aware_mpi
+                                                      : 1;
+        if (!usable || x[k] == v[0].exchange)
+            continue;
+        v[nv] = v[0];
+        v[nv].exchange = x[k];
+        name[nv++] = x[k] == TIDE_EXCHANGE_P2P && cuda ? "staged p2p" : tide_exchange_name(x[k]);
+    }
+    measure_variants(ctx, n, all, v, name, nv, "exchange", cuda, mid, p);
+}
+
+/* Collective: make_plan, then with planning MEASURE on several ranks the measured
+ * decomposition and exchange. */
 static int make_measured(tide_context *ctx, const int n[3], const tide_args *all,
                          const tide_fft_options *opts, int cuda, const tide_fft_middle *mid,
                          tide_fft_plan **p)
 {
     int st = make_plan(ctx, n, all, opts, cuda, mid, p);
-    if (st)
+    if (st || ctx->nranks == 1 || opts->planning != TIDE_PLAN_MEASURE)
         return st;
     measure_decomposition(ctx, n, all, opts, cuda, mid, p);
+    if (*p)
+        measure_exchange(ctx, n, all, opts, cuda, mid, p);
     return *p ? TIDE_SUCCESS : tide_fail(ctx, TIDE_ERR_NOMEM, "%s: the plan could not be made "
                                          "again after timing", mid ? mid->call
                                                                    : "tide_fft_plan_create");
