@@ -315,6 +315,12 @@ typedef struct {
         }                                                                                        \
         if (e < a)                                                                               \
             a = e = hi;                                                                          \
+        if (a < e && cs->STAR)                                                                   \
+            (u->last ? cs->LAST : cs->STAR)(p, cs->W, srow, out, a, e, u->rows, u->pin, u->psrc, \
+                                            u->pout, u->pf, u->pfb);                             \
+        else if (a < e)                                                                          \
+            cs->SPAN(nt, p, cs->W, srow, out, a, e, u->rows, u->pin, u->psrc, u->pout);          \
+        /* then each row's edge columns, whose lines of src and out the span has just touched */ \
         for (int y = 0; y < u->rows; y++) {                                                      \
             T *o = out + y * u->pout;                                                            \
             const T *sr = src + y * u->psrc, *so = srow ? srow + y * u->psrc : NULL;             \
@@ -335,11 +341,6 @@ typedef struct {
                 cs->SPAN(nt, q, cs->W, so, o, c, c + 1, 1, 0, 0, 0);                             \
             }                                                                                    \
         }                                                                                        \
-        if (a < e && cs->STAR)                                                                   \
-            (u->last ? cs->LAST : cs->STAR)(p, cs->W, srow, out, a, e, u->rows, u->pin, u->psrc, \
-                                            u->pout, u->pf, u->pfb);                             \
-        else if (a < e)                                                                          \
-            cs->SPAN(nt, p, cs->W, srow, out, a, e, u->rows, u->pin, u->psrc, u->pout);          \
     }
 SWEEP_ROWS(rows_f, float, span_f, star_f, last_f, wf)
 SWEEP_ROWS(rows_d, double, span_d, star_d, last_d, wd)
