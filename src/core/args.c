@@ -183,25 +183,32 @@ int tide_args_backend(tide_context *ctx, int backend, int location)
     return TIDE_SUCCESS;
 }
 
-int tide_args_exchange(tide_context *ctx, int exchange, int cuda)
+int tide_exchange_unusable(const tide_context *ctx, int x, int cuda, char *why, size_t len)
 {
-    int x = exchange;
     if ((x == TIDE_EXCHANGE_NCCL || x == TIDE_EXCHANGE_CUDA_MPI || x == TIDE_EXCHANGE_DIRECT) &&
         !cuda)
-        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "exchange %s moves GPU data; this plan runs "
-                         "on the CPU", tide_exchange_name(x));
+        return snprintf(why, len, "exchange %s moves GPU data; this plan runs on the CPU",
+                        tide_exchange_name(x)), 1;
     if (x == TIDE_EXCHANGE_NCCL && !ctx->nccl_usable)
-        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "exchange nccl: NCCL needs a build with NCCL "
-                         "and a GPU of its own for every rank");
+        return snprintf(why, len, "exchange nccl: NCCL needs a build with NCCL and a GPU of its "
+                        "own for every rank"), 1;
     if (x == TIDE_EXCHANGE_CUDA_MPI && !ctx->cuda_aware_mpi)
-        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "exchange cuda-mpi: the MPI library does not "
-                         "take device pointers (MPIX_Query_cuda_support)");
+        return snprintf(why, len, "exchange cuda-mpi: the MPI library does not take device "
+                        "pointers (MPIX_Query_cuda_support)"), 1;
     if (x == TIDE_EXCHANGE_DIRECT && !ctx->gpus_reach)
-        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "exchange direct: the GPUs store into each "
-                         "other's memory, so every rank must be on one node (%d of %d are) and "
-                         "every rank's GPU reach every other's (CUDA peer access)",
-                         ctx->local_size, ctx->nranks);
-    return TIDE_SUCCESS;
+        return snprintf(why, len, "exchange direct: the GPUs store into each other's memory, so "
+                        "every rank must be on one node (%d of %d are) and every rank's GPU "
+                        "reach every other's (CUDA peer access)", ctx->local_size,
+                        ctx->nranks), 1;
+    return 0;
+}
+
+int tide_args_exchange(tide_context *ctx, int exchange, int cuda)
+{
+    char why[TIDE_MSG_LEN];
+    return tide_exchange_unusable(ctx, exchange, cuda, why, sizeof why)
+               ? tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "%s", why)
+               : TIDE_SUCCESS;
 }
 
 const char *tide_array_location(const tide_context *ctx, int device, const void *ptr)

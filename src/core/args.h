@@ -112,10 +112,14 @@ int tide_wants_cuda(const tide_context *ctx, int backend);
  * GPU). */
 int tide_args_backend(tide_context *ctx, int backend, int location);
 
+/* Whether exchange x cannot serve a plan running on the GPU (cuda) or the CPU on this context
+ * (1, the reason in why) or can (0): a GPU-to-GPU exchange on the CPU, NCCL without NCCL
+ * usable, CUDA_MPI without a CUDA-aware MPI, DIRECT where the GPUs do not all reach each
+ * other. The same answer on every rank (the context agreed what it has). */
+int tide_exchange_unusable(const tide_context *ctx, int x, int cuda, char *why, size_t len);
+
 /* The same verdict on every rank (no communication): an agreed exchange option against what
- * the plan runs on (cuda) and what the context has (UNSUPPORTED: a GPU-to-GPU exchange on the
- * CPU, NCCL without NCCL usable, CUDA_MPI without a CUDA-aware MPI, DIRECT where the GPUs do
- * not all reach each other). */
+ * the plan runs on and what the context has (tide_exchange_unusable: UNSUPPORTED). */
 int tide_args_exchange(tide_context *ctx, int exchange, int cuda);
 
 /* Local: "" when ptr (not NULL) lies where a plan's arrays live (device: device memory, else

@@ -564,17 +564,15 @@ static void measure_exchange(tide_context *ctx, const int n[3], const tide_args 
         v[0].decomposition = (*p)->decomp; /* as measured, if it was */
     v[0].exchange = cuda ? (*p)->env.transport : TIDE_EXCHANGE_AUTO;
     name[0] = v[0].exchange == TIDE_EXCHANGE_AUTO ? "auto" : tide_exchange_name(v[0].exchange);
+    /* the candidates (on the GPU, P2P stages through host memory), those usable here */
     static const tide_exchange gpu[] = {TIDE_EXCHANGE_DIRECT, TIDE_EXCHANGE_NCCL,
                                         TIDE_EXCHANGE_CUDA_MPI, TIDE_EXCHANGE_P2P};
     static const tide_exchange cpu[] = {TIDE_EXCHANGE_A2AV, TIDE_EXCHANGE_P2P};
     const tide_exchange *x = cuda ? gpu : cpu;
-    int nv = 1;
-    for (int k = 0; k < (cuda ? 4 : 2); k++) {
-        int usable = x[k] == TIDE_EXCHANGE_DIRECT     ? ctx->gpus_reach
-                     : x[k] == TIDE_EXCHANGE_NCCL     ? ctx->nccl_usable
-                     : x[k] == TIDE_EXCHANGE_CUDA_MPI ? ctx->cuda_aware_mpi
-                                                      : 1;
-        if (!usable || x[k] == v[0].exchange)
+    int nx = cuda ? (int)(sizeof gpu / sizeof *gpu) : (int)(sizeof cpu / sizeof *cpu), nv = 1;
+    for (int k = 0; k < nx; k++) {
+        char why[TIDE_MSG_LEN];
+        if (tide_exchange_unusable(ctx, x[k], cuda, why, sizeof why) || x[k] == v[0].exchange)
             continue;
         v[nv] = v[0];
         v[nv].exchange = x[k];
