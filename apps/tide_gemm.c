@@ -176,6 +176,11 @@ static int parse(int argc, char **argv, args *a)
          .values = mode_values,
          .help = "on several GPUs, A uploaded once and copied between them: auto (default: "
                  "where the plan's model predicts it faster), on, off"},
+        {"-p2p", .kind = APP_FLAG, .dest = &c->exchange, .count = TIDE_EXCHANGE_P2P},
+        {"-nccl", .kind = APP_FLAG, .dest = &c->exchange, .count = TIDE_EXCHANGE_NCCL},
+        {"-cuda-mpi", .kind = APP_FLAG, .dest = &c->exchange, .count = TIDE_EXCHANGE_CUDA_MPI,
+         .help = "P > 1: the panels by MPI (device matrices' through pinned host buffers), over "
+                 "NCCL, or by MPI on device pointers (default: the plan's choice)"},
         {"-pageable", .kind = APP_FLAG, .dest = &a->pageable, .count = 1,
          .help = "host matrices from malloc (pageable) instead of tide_host_alloc (pinned), "
                  "which the plan stages through pinned buffers"},
@@ -955,6 +960,7 @@ static int plan_make(tide_context *ctx, const args *a, tide_gemm_plan **plan, do
     o.panel = a->panel;
     o.gpus = a->gpus;
     o.share_a = a->share_a;
+    o.exchange = (tide_exchange)a->c.exchange;
     o.grid[0] = a->grid[0];
     o.grid[1] = a->grid[1];
     MPI_Barrier(MPI_COMM_WORLD);

@@ -132,7 +132,7 @@ module tide
     integer(c_int) :: tile = 0, panel = 0, grid(2) = 0
     type(c_ptr) :: stream = c_null_ptr
     type(c_ptr) :: blocks(4) = c_null_ptr
-    integer(c_int) :: gpus = 0, share_a = 0, domain = TIDE_REAL
+    integer(c_int) :: gpus = 0, share_a = 0, domain = TIDE_REAL, exchange = TIDE_EXCHANGE_AUTO
   end type
 
   type, bind(c), public :: tide_gemm_info

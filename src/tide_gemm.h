@@ -39,7 +39,8 @@ extern "C" {
  * multiply of the broadcast panels through the rank's GPU or GPUs, while the next panels'
  * broadcasts travel); a transposed operand's blocks are those of op(X) stored transposed.
  * Blocks in device memory (TIDE_LOCATION_DEVICE) are multiplied in card by cuBLAS, the panels
- * broadcast through pinned host memory (MPI; device memory is not handed to MPI).
+ * broadcast GPU to GPU (NCCL, or MPI on device pointers) or through pinned host memory (option
+ * exchange).
  * ------------------------------------------------------------------------------------------- */
 typedef struct tide_gemm_plan tide_gemm_plan;
 
@@ -91,6 +92,16 @@ typedef struct {
                                  * reach each other and the plan keeps A whole on each, -1
                                  * never */
     tide_domain domain;         /* TIDE_REAL (default) or TIDE_COMPLEX elements */
+    tide_exchange exchange;     /* several ranks: how the panels move. AUTO (default): host
+                                 * matrices' by MPI in host memory; device matrices' over NCCL
+                                 * where every rank has a GPU of its own, else by MPI on device
+                                 * pointers where the MPI library takes them, else by MPI
+                                 * through pinned host buffers. P2P (or A2AV: panels go
+                                 * pairwise): by MPI, through pinned host buffers for device
+                                 * matrices. NCCL or CUDA_MPI: that transport, for device
+                                 * matrices on a context that has it (else
+                                 * TIDE_ERR_UNSUPPORTED). DIRECT: TIDE_ERR_UNSUPPORTED.
+                                 * tide_gemm_plan_describe names it */
 } tide_gemm_options;
 
 TIDE_API void tide_gemm_options_init(tide_gemm_options *opts);

@@ -36,14 +36,17 @@
  *     the cuda backend (the ranks sharing the GPU, each update streamed through it, tiles of 8
  *     in some cases; pinned blocks written by copies queued on the plan's stream behind a
  *     delay, or pageable ones), or with TIDE_TEST_LOCATION=device device blocks (cuBLAS
- *     updates, the panels through host memory, or over NCCL where every rank has a GPU of its
- *     own, which the plan's description must say; written by copies queued behind a delay,
- *     or by plain cudaMemcpy); the user's blocks (random boundaries, empty blocks among them,
- *     every third case complex) on every grid; bad input (a grid of the wrong size, a negative
- *     size, k or transb differing on one rank, complex on one rank alone, a leading dimension
- *     too small on one rank, blocks that do not tile the matrix, that differ between ranks or
- *     are given on one rank alone; a real plan given a complex alpha, or NULL for beta) the
- *     same error on every rank, C left alone; the test stops there;
+ *     updates, the panels over NCCL where every rank has a GPU of its own, else by MPI on
+ *     device pointers where it takes them, else through host memory, or every case the way
+ *     TIDE_TEST_EXCHANGE=nccl, cuda-mpi or p2p says, which the plan's description must say;
+ *     written by copies queued behind a delay, or by plain cudaMemcpy); the user's blocks
+ *     (random boundaries, empty blocks among them, every third case complex) on every grid;
+ *     bad input (a grid of the wrong size, a negative size, k or transb differing on one rank,
+ *     complex on one rank alone, a leading dimension too small on one rank, blocks that do not
+ *     tile the matrix, that differ between ranks or are given on one rank alone; a real plan
+ *     given a complex alpha, or NULL for beta; option exchange direct, out of range, nccl or
+ *     cuda-mpi on the CPU or on host matrices, or differing on one rank) the same error on
+ *     every rank, C left alone; the test stops there;
  *  c) one rank: odd, prime, tall-skinny and empty shapes (k = 0, m = 0, n = 0), every transa and
  *     transb (N, T, C), both orders, float and double, real (16 combinations per shape, a
  *     transposed operand's op T or C in turn) and complex (all 36 combinations of op, order
@@ -105,6 +108,9 @@ static int verbose;        /* TIDE_TEST_VERBOSE=1: name each case as it starts *
 static tide_context *ctx;  /* the context of the cases (every rank of MPI_COMM_WORLD) */
 static int nccl_panels;    /* device blocks on several ranks, each with a GPU of its own, in a
                             * build with NCCL: the plans must move their panels over NCCL */
+static int aware;          /* every rank's MPI takes device pointers */
+static int forced = -1;    /* TIDE_TEST_EXCHANGE: every distributed case's option exchange
+                            * (device blocks), or -1 (AUTO) */
 static int c_kept[2];      /* distributed plans on the GPU that keep C on the device across
                             * the updates (1) or stream it in each (0), by their description */
 static tide_backend backend;
@@ -1165,6 +1171,7 @@ static void dist_case(long long m, long long n, long long k, int combo, const in
     o.location = on_gpu && on_device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
     o.panel = 5; /* several panels per owner's block */
     o.tile = on_gpu && !on_device && seed % 3 == 0 ? 8 : 0;
+    o.exchange = on_gpu && on_device && forced >= 0 ? (tide_exchange)forced : TIDE_EXCHANGE_AUTO;
     tide_gemm_plan *plan = NULL;
     int st = tide_gemm_plan_create(ctx, m, n, k, &o, &plan);
     char desc[400] = "";
@@ -1192,10 +1199,17 @@ static void dist_case(long long m, long long n, long long k, int combo, const in
         err = bm > 0 && bn > 0 ? tide_ref_gemm_error(dbl, cplx, order, k, lc, lx[2].ld, 0, bm, 0,
                                                      bn, ref, scale)
                                : 0;
-    if (!st && on_gpu && on_device)
-        tt_check(&tally, world, (strstr(desc, " over nccl") != NULL) == nccl_panels, "b) %lldx"
-                 "%lldx%lld on %d ranks: the panels %s NCCL, but the plan is %s", m, n, k,
-                 nranks, nccl_panels ? "go over" : "do not go over", desc);
+    if (!st && on_gpu && on_device) { /* the transport AUTO takes, or the one forced */
+        int x = forced >= 0     ? forced
+                : nccl_panels   ? TIDE_EXCHANGE_NCCL
+                : aware         ? TIDE_EXCHANGE_CUDA_MPI
+                                : TIDE_EXCHANGE_P2P;
+        const char *want = x == TIDE_EXCHANGE_NCCL       ? " over nccl"
+                           : x == TIDE_EXCHANGE_CUDA_MPI ? " over cuda-mpi"
+                                                         : " through host memory";
+        tt_check(&tally, world, strstr(desc, want) != NULL, "b) %lldx%lldx%lld on %d ranks: "
+                 "the panels should go%s, but the plan is %s", m, n, k, nranks, want, desc);
+    }
     int pad_ok = 1; /* C's padding (NaN) untouched */
     size_t w = (size_t)gmat_vals(&lx[2]);
     for (size_t e = 0; e < gmat_count(&lx[2]) * w; e++)
@@ -1372,6 +1386,34 @@ static void many_ranks(void)
     rows[1] = keep;
     o.blocks[0] = rank == 0 ? rows : NULL;
     expect_create("b", "blocks[0] given on rank 0 alone", EM, EN, EK, &o, MISM);
+    /* option exchange: direct, out of range, GPU transports on the CPU or on host matrices,
+     * and one differing between ranks, refused on every rank */
+    base_options(&o);
+    o.exchange = TIDE_EXCHANGE_DIRECT;
+    expect_create("b", "exchange direct", EM, EN, EK, &o, UNSUP);
+    o.exchange = (tide_exchange)9;
+    expect_create("b", "exchange 9", EM, EN, EK, &o, ARG);
+    base_options(&o);
+    o.backend = TIDE_BACKEND_CPU;
+    o.location = TIDE_LOCATION_HOST;
+    o.exchange = TIDE_EXCHANGE_NCCL;
+    expect_create("b", "exchange nccl on the CPU", EM, EN, EK, &o, UNSUP);
+    o.exchange = TIDE_EXCHANGE_CUDA_MPI;
+    expect_create("b", "exchange cuda-mpi on the CPU", EM, EN, EK, &o, UNSUP);
+    if (gpu) {
+        base_options(&o);
+        o.location = TIDE_LOCATION_HOST;
+        o.exchange = TIDE_EXCHANGE_CUDA_MPI;
+        expect_create("b", "exchange cuda-mpi on host matrices", EM, EN, EK, &o, UNSUP);
+    }
+    base_options(&o);
+    o.backend = TIDE_BACKEND_CPU;
+    o.location = TIDE_LOCATION_HOST;
+    o.exchange = rank == nranks - 1 ? TIDE_EXCHANGE_P2P : TIDE_EXCHANGE_AUTO;
+    expect_create("b", "exchange p2p on the last rank alone", EM, EN, EK, &o, MISM);
+    o.exchange = TIDE_EXCHANGE_A2AV; /* the panels go pairwise whatever the MPI choice */
+    tide_gemm_plan *ok = error_plan(&o, "b) exchange a2av on host matrices");
+    tide_gemm_plan_destroy(ok);
     MPI_Barrier(world); /* every rank got here: no call hung */
 }
 
@@ -1743,6 +1785,35 @@ int main(int argc, char **argv)
     }
     on_device = gpu && loc && !strcmp(loc, "device");
     nccl_panels = on_device && nranks > 1 && own_gpus();
+    tide_device_info di;
+    aware = tt_all(world, gpu && tide_context_device(ctx, &di) == 0 && di.cuda_aware_mpi);
+    /* TIDE_TEST_EXCHANGE=nccl, cuda-mpi or p2p (device blocks): every distributed case's
+     * panels that way */
+    const char *xe = getenv("TIDE_TEST_EXCHANGE");
+    if (xe && *xe) {
+        forced = !strcmp(xe, "nccl")       ? TIDE_EXCHANGE_NCCL
+                 : !strcmp(xe, "cuda-mpi") ? TIDE_EXCHANGE_CUDA_MPI
+                 : !strcmp(xe, "p2p")      ? TIDE_EXCHANGE_P2P
+                                           : -1;
+        if (forced < 0 || !on_device) {
+            if (rank == 0)
+                printf("test_gemm: TIDE_TEST_EXCHANGE=%s: want nccl, cuda-mpi or p2p with "
+                       "TIDE_TEST_LOCATION=device on the GPU\n", xe);
+            tide_context_destroy(ctx);
+            MPI_Finalize();
+            return EXIT_FAILURE;
+        }
+        if ((forced == TIDE_EXCHANGE_CUDA_MPI && !aware) ||
+            (forced == TIDE_EXCHANGE_NCCL && !nccl_panels)) {
+            if (rank == 0)
+                printf("SKIP: TIDE_TEST_EXCHANGE=%s, but %s\n", xe, forced == TIDE_EXCHANGE_NCCL
+                       ? "NCCL is not usable (a GPU of its own for every rank)"
+                       : "the MPI library does not take device pointers on every rank");
+            tide_context_destroy(ctx);
+            MPI_Finalize();
+            return 77;
+        }
+    }
     if (rank == 0)
         printf("backend %s, matrices in %s memory\n", gpu ? "cuda" : "cpu",
                on_device ? "device" : "host");

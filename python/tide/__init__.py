@@ -961,7 +961,8 @@ class GEMM(_Plan):
     """C = alpha op(A) op(B) + beta C (tide_gemm_plan_create, collective) for m x k op(A) and
     k x n op(B). dtype float64 | float32 | complex128 | complex64; transa, transb "N" | "T" |
     "C"; order "F" (column major, the default: Fortran-ordered NumPy arrays) or "C"; lda, ldb,
-    ldc, tile, panel, grid, gpus, share_a, location, backend, stream as tide_gemm_options;
+    ldc, tile, panel, grid, gpus, share_a, exchange, location, backend, stream as
+    tide_gemm_options;
     blocks: the boundaries of the blocks on several ranks (C's rows, C's columns, A's columns,
     B's rows; each None for balanced blocks, or grid + 1 values from 0 to the extent). On
     several ranks each rank passes its blocks (a_shape, b_shape, c_shape tell)."""
@@ -970,7 +971,8 @@ class GEMM(_Plan):
 
     def __init__(self, ctx, m, n, k, *, dtype=np.float64, transa="N", transb="N", order="F",
                  lda=0, ldb=0, ldc=0, tile=0, panel=0, grid=(0, 0), gpus=0, share_a=0,
-                 location="host", backend="auto", stream=None, blocks=(None,) * 4):
+                 exchange="auto", location="host", backend="auto", stream=None,
+                 blocks=(None,) * 4):
         o = C.GEMMOptions()
         _lib.tide_gemm_options_init(ctypes.byref(o))
         self.dtype = np.dtype(dtype)
@@ -984,6 +986,7 @@ class GEMM(_Plan):
         o.lda, o.ldb, o.ldc, o.tile, o.panel, o.gpus, o.share_a = lda, ldb, ldc, tile, panel, \
             gpus, share_a
         o.grid[0], o.grid[1] = grid
+        o.exchange = _enum(C.EXCHANGE, exchange, "exchange")
         o.location, o.backend = _enum(C.LOCATION, location, "location"), _enum(
             C.BACKEND, backend, "backend")
         o.stream = _stream(stream)

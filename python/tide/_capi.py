@@ -125,7 +125,7 @@ class GEMMOptions(Structure):
                 ("lda", c_longlong), ("ldb", c_longlong), ("ldc", c_longlong), ("tile", c_int),
                 ("panel", c_int), ("grid", c_int * 2), ("stream", c_void_p),
                 ("blocks", c_void_p * 4), ("gpus", c_int), ("share_a", c_int),
-                ("domain", c_int)]
+                ("domain", c_int), ("exchange", c_int)]
 
 
 class GEMMInfo(Structure):

@@ -46,7 +46,8 @@ struct tide_gemm_plan {
 
 enum {
     F_M, F_N, F_K, F_PRECISION, F_BACKEND, F_LOCATION, F_ORDER, F_TRANSA, F_TRANSB, F_TILE,
-    F_PANEL, F_GRID0, F_GRID1, F_GPUS, F_SHARE, F_DOMAIN, F_BLOCKS, NFIELDS = F_BLOCKS + 4
+    F_PANEL, F_GRID0, F_GRID1, F_GPUS, F_SHARE, F_DOMAIN, F_EXCHANGE, F_BLOCKS,
+    NFIELDS = F_BLOCKS + 4
 };
 static const tide_arg_field fields[NFIELDS] = {
     {"m", 0, INT_MAX},
@@ -65,6 +66,7 @@ static const tide_arg_field fields[NFIELDS] = {
     {"option gpus", 0, TIDE_GEMM_MAX_GPUS},
     {"option share_a", -1, 1},
     {"option domain", TIDE_REAL, TIDE_COMPLEX},
+    {"option exchange", TIDE_EXCHANGE_AUTO, TIDE_EXCHANGE_DIRECT},
     {"option blocks[0] given", 0, 1},
     {"option blocks[1] given", 0, 1},
     {"option blocks[2] given", 0, 1},
@@ -171,7 +173,7 @@ static void make_request(tide_context *ctx, long long m, long long n, long long 
     r->v[F_N] = field(r, "n", n);
     r->v[F_K] = field(r, "k", k);
     int v[] = {o->precision, o->backend, o->location, o->order, o->transa, o->transb, o->tile,
-               o->panel, o->grid[0], o->grid[1], o->gpus, o->share_a, o->domain,
+               o->panel, o->grid[0], o->grid[1], o->gpus, o->share_a, o->domain, o->exchange,
                o->blocks[0] != NULL,
                o->blocks[1] != NULL, o->blocks[2] != NULL, o->blocks[3] != NULL};
     memcpy(r->v + F_PRECISION, v, sizeof v);
@@ -227,7 +229,17 @@ static int judge(tide_context *ctx, const tide_args *all, const tide_gemm_option
     st = tide_args_backend(ctx, v[F_BACKEND], v[F_LOCATION]);
     if (st || ctx->nranks == 1)
         return st;
-    return TIDE_SUCCESS;
+    int x = v[F_EXCHANGE], cuda = tide_wants_cuda(ctx, v[F_BACKEND]);
+    if (x == TIDE_EXCHANGE_DIRECT)
+        return tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_gemm_plan_create: option exchange "
+                         "direct: the panels do not take direct stores (nccl, cuda-mpi or p2p)");
+    st = tide_args_exchange(ctx, x, cuda);
+    if (!st && (x == TIDE_EXCHANGE_NCCL || x == TIDE_EXCHANGE_CUDA_MPI) &&
+        v[F_LOCATION] != TIDE_LOCATION_DEVICE)
+        st = tide_fail(ctx, TIDE_ERR_UNSUPPORTED, "tide_gemm_plan_create: option exchange %s "
+                       "moves device memory; host matrices' panels go by MPI in host memory",
+                       tide_exchange_name(x));
+    return st;
 }
 
 void tide_gemm_options_init(tide_gemm_options *o)
@@ -370,7 +382,8 @@ static int build_dist(tide_gemm_plan *p, char *err, size_t len)
                              {p->swap ? col : row, p->swap ? row : col}, p->g.lda, p->g.ldb,
                              p->g.ldc, p->o.panel ? p->o.panel : default_panel(p), &p->env,
                              device_gpu(p), p->blas, {NULL, NULL, NULL},
-                             device_gpu(p) ? p->env.nccl : NULL};
+                             device_gpu(p) ? p->env.nccl : NULL,
+                             device_gpu(p) && p->env.transport == TIDE_EXCHANGE_CUDA_MPI};
     if (host_gpu(p))
         d.update = (tide_gemm_update){stream_begin, stream_end, p};
     return tide_gemm_dist_create(&d, &p->dist, err, len);
@@ -421,11 +434,18 @@ static int make_plan(tide_context *ctx, const tide_args *all, const tide_gemm_op
 {
     char err[TIDE_MSG_LEN] = "";
     int st = TIDE_SUCCESS, cuda = tide_wants_cuda(ctx, o->backend);
-    /* device matrices over ranks with a GPU each: SUMMA's panels over NCCL (the context's
-     * communicator, made here by every rank alike: the request is agreed) */
+    /* device matrices on several ranks: SUMMA's panels over NCCL where every rank has a GPU
+     * of its own (the context's communicator, made here by every rank alike: the request is
+     * agreed), else by MPI on device pointers where the MPI library takes them, else through
+     * pinned host memory; option exchange forces one (judged usable) */
     void *nccl = NULL;
-    if (cuda && ctx->nranks > 1 && ctx->nccl_usable && o->location == TIDE_LOCATION_DEVICE &&
-        (st = tide_context_nccl(ctx, 0, &nccl)))
+    int dev = cuda && ctx->nranks > 1 && o->location == TIDE_LOCATION_DEVICE;
+    tide_exchange x = o->exchange;
+    if (dev && x == TIDE_EXCHANGE_AUTO)
+        x = ctx->nccl_usable      ? TIDE_EXCHANGE_NCCL
+            : ctx->cuda_aware_mpi ? TIDE_EXCHANGE_CUDA_MPI
+                                  : TIDE_EXCHANGE_P2P;
+    if (dev && x == TIDE_EXCHANGE_NCCL && (st = tide_context_nccl(ctx, 0, &nccl)))
         return st;
     tide_gemm_plan *p = calloc(1, sizeof *p);
     if (!p)
@@ -440,6 +460,7 @@ static int make_plan(tide_context *ctx, const tide_args *all, const tide_gemm_op
         p->env.be = cuda ? tide_backend_cuda() : &tide_backend_cpu;
         p->env.threads = ctx->threads;
         p->env.nccl = nccl;
+        p->env.transport = dev ? x : TIDE_EXCHANGE_P2P;
         if ((st = make_desc(p, v, ld, o)))
             snprintf(err, sizeof err, "out of memory creating the plan");
         else if (tide_order_create(ctx, &p->entry) ||
@@ -523,7 +544,7 @@ int tide_gemm_plan_describe(const tide_gemm_plan *p, char *buf, size_t len)
     if (!p || !buf || !len)
         return tide_fail(p ? p->ctx : NULL, TIDE_ERR_ARGUMENT,
                          "tide_gemm_plan_describe: %s", p ? "no buffer" : "plan is NULL");
-    char how[260], local[160] = "", summa[96] = "";
+    char how[280], local[160] = "", summa[120] = "";
     if (p->streamed)
         tide_gemm_streamed_describe(p->streamed, local, sizeof local);
     else
@@ -531,7 +552,10 @@ int tide_gemm_plan_describe(const tide_gemm_plan *p, char *buf, size_t len)
     if (p->dist)
         snprintf(summa, sizeof summa, "summa on %dx%d ranks, %d panels of up to %lld%s; "
                  "this rank's updates: ", p->grid[0], p->grid[1], p->panels, p->widest,
-                 device_gpu(p) && p->env.nccl ? " over nccl" : "");
+                 !device_gpu(p)                                   ? ""
+                 : p->env.transport == TIDE_EXCHANGE_NCCL     ? " over nccl"
+                 : p->env.transport == TIDE_EXCHANGE_CUDA_MPI ? " over cuda-mpi"
+                                                              : " through host memory");
     snprintf(how, sizeof how, "%s%s", summa, local);
     snprintf(buf, len, "gemm %lldx%lldx%lld %s%s %c%c %s %s %s: %s", p->m, p->n, p->k,
              p->g.cplx ? "complex " : "", p->o.precision == TIDE_DOUBLE ? "double" : "float",

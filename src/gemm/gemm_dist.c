@@ -26,12 +26,14 @@
  * the executor skips the updates and still runs every move (and the end of an update begun),
  * so every rank takes part in every move and returns the first failure.
  *
- * Blocks in device memory (desc's device): the moves go through the pinned host panels (MPI
- * here is not CUDA-aware): the owner's panel is packed on the device into the pair's device
- * panel, copied down and sent as the move starts; the others receive it in host memory and
- * copy it up into the pair's device panel when it completes, before the update, which the
- * backend runs on the plan's stream (cuBLAS). A pair's buffers are reused two panels later,
- * after the stream has finished with them (the move's start waits for it).
+ * Blocks in device memory (desc's device): the moves go through the pinned host panels (an
+ * MPI library not handed device memory): the owner's panel is packed on the device into the
+ * pair's device panel, copied down and sent as the move starts; the others receive it in host
+ * memory and copy it up into the pair's device panel when it completes, before the update,
+ * which the backend runs on the plan's stream (cuBLAS). With desc's cuda_mpi (the MPI library
+ * takes device pointers) the same moves send from and receive into the pair's device panels
+ * themselves: no host panels, no copies. A pair's buffers are reused two panels later, after
+ * the stream has finished with them (the move's start waits for it).
  *
  * Device blocks where every rank has a GPU of its own (desc's nccl): the panels move GPU to
  * GPU over NCCL instead, on a stream of their own (bstream) so that panel i + 1's move overlaps
@@ -238,7 +240,8 @@ static tide_gemm_desc panel_desc(const tide_gemm_dist *s, long long w)
 
 size_t tide_gemm_dist_panel_bytes(const tide_gemm_dist *s, int on_device)
 {
-    return on_device ? (s->d.device ? s->panel_bytes : 0) : s->d.nccl ? 0 : s->panel_bytes;
+    int no_host = s->d.device && (s->d.nccl || s->d.cuda_mpi);
+    return on_device ? (s->d.device ? s->panel_bytes : 0) : no_host ? 0 : s->panel_bytes;
 }
 
 tide_gemm_desc tide_gemm_dist_local(const tide_gemm_dist *s, int *panels)
@@ -301,7 +304,9 @@ static int make_move(const tide_gemm_dist *s, const panel_t *p, int x, tide_xchg
         return snprintf(err, len, "out of memory"), st;
     }
     tide_xchg_desc xd = {.comm = d->env->ctx->comm, .elem = s->elem, .fields = 1,
-                         .how = d->nccl ? TIDE_EXCHANGE_NCCL : TIDE_EXCHANGE_P2P,
+                         .how = d->nccl       ? TIDE_EXCHANGE_NCCL
+                                : d->cuda_mpi ? TIDE_EXCHANGE_CUDA_MPI
+                                              : TIDE_EXCHANGE_P2P,
                          .device = d->device, .threads = d->env->threads, .src_box = &box,
                          .dst_box = &dense, .eager = 1};
     return tide_xchg_create(&xd, &l, out, err, len);
@@ -415,8 +420,9 @@ static int moved(tide_gemm_dist *s, int failed, int st)
     if (st == TIDE_ERR_MPI)
         snprintf(s->err, s->len, "a panel's move between the ranks failed");
     else
-        snprintf(s->err, s->len, "a panel's %s failed: %s", s->d.nccl ? "move over NCCL" :
-                 "copy between device and host memory", s->d.env->be->last_error());
+        snprintf(s->err, s->len, "a panel's %s failed: %s", s->d.nccl ? "move over NCCL"
+                 : s->d.cuda_mpi ? "pack on the device" : "copy between device and host memory",
+                 s->d.env->be->last_error());
     return st;
 }
 
@@ -537,7 +543,7 @@ int tide_gemm_dist_create(const tide_gemm_dist_desc *d, tide_gemm_dist **out, ch
     size_t ab = s->elem * (size_t)(span(s->rows) * s->d.panel) + 1,
            bb = s->elem * (size_t)(span(s->cols) * s->d.panel) + 1;
     for (int i = 0; i < 2; i++) {
-        if (!d->nccl) {
+        if (!d->nccl && !d->cuda_mpi) {
             s->pa[i] = panel_alloc(d->env, ab);
             s->pb[i] = panel_alloc(d->env, bb);
             ok = ok && s->pa[i] && s->pb[i];

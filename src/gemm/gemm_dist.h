@@ -52,8 +52,9 @@ typedef struct {
     tide_gemm_update update;    /* begin NULL: the plan core's multiply op (env's gemm entry
                                  * on blas) on this thread */
     void *nccl;                 /* device blocks, every rank a GPU of its own: the context's
-                                 * tide_nccl, the panels then sent GPU to GPU; NULL: through
-                                 * pinned host memory by MPI */
+                                 * tide_nccl, the panels then sent GPU to GPU; NULL: by MPI, */
+    int cuda_mpi;               /* ... on device pointers (the MPI library takes them), else
+                                 * through pinned host memory */
 } tide_gemm_dist_desc;
 
 typedef struct tide_gemm_dist tide_gemm_dist;
@@ -64,8 +65,9 @@ int tide_gemm_dist_create(const tide_gemm_dist_desc *d, tide_gemm_dist **out, ch
                           size_t len);
 void tide_gemm_dist_destroy(tide_gemm_dist *s);
 
-/* Memory the panels hold: in host memory (pinned where the backend has it; none when they
- * move over NCCL), or with on_device in device memory (device blocks). */
+/* Memory the panels hold: in host memory (pinned where the backend has it; none when device
+ * blocks move over NCCL or by MPI on device pointers), or with on_device in device memory
+ * (device blocks). */
 size_t tide_gemm_dist_panel_bytes(const tide_gemm_dist *s, int on_device);
 
 /* The local update of this rank's widest panel (k its width; 0 when k = 0), and how many

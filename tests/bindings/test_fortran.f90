@@ -149,8 +149,8 @@ contains
     call check(go%precision == gc%precision .and. go%order == gc%order .and. &
       go%transa == gc%transa .and. go%transb == gc%transb .and. go%lda == gc%lda .and. &
       all(go%grid == gc%grid) .and. go%gpus == gc%gpus .and. go%share_a == gc%share_a .and. &
-      go%domain == gc%domain .and. go%tile == gc%tile .and. go%panel == gc%panel, &
-      'tide_gemm_options defaults')
+      go%domain == gc%domain .and. go%tile == gc%tile .and. go%panel == gc%panel .and. &
+      go%exchange == gc%exchange, 'tide_gemm_options defaults')
   end subroutine
 
   ! a deterministic value of point (x, y, z), the same on every rank
