@@ -80,16 +80,23 @@ int copy_kernels(const tide_copy_geom &g, size_t elem, int batch, const void *sr
     return 0;
 }
 
+// An integer environment variable read as atoll, or `unset` when it is absent or empty.
+static long long env_integer(const char *name, long long unset)
+{
+    const char *v = getenv(name);
+    return v && *v ? atoll(v) : unset;
+}
+
 // The blocks of a store into another GPU's memory (gpu/pack.h): TIDE_STORE_BLOCKS, else 2 an
 // SM of the current GPU (read once: a process drives one GPU at a time here).
 int64_t store_blocks()
 {
     static int64_t most = -1;
     if (most < 0) {
-        const char *v = getenv("TIDE_STORE_BLOCKS");
         int dev = 0, sms = 0;
-        if (v && *v)
-            most = std::max<long long>(atoll(v), 0);
+        long long v = env_integer("TIDE_STORE_BLOCKS", -1);
+        if (v >= 0)
+            most = v;
         else if (cudaGetDevice(&dev) == cudaSuccess &&
                  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess)
             most = 2 * (int64_t)sms;
@@ -103,10 +110,8 @@ int64_t store_blocks()
 bool store_engine()
 {
     static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("TIDE_STORE_ENGINE");
-        on = !(v && *v && atoi(v) == 0);
-    }
+    if (on < 0)
+        on = env_integer("TIDE_STORE_ENGINE", 1) != 0;
     return on != 0;
 }
 
