@@ -88,12 +88,6 @@ int app_context_create(const char *who, const app_args *a, tide_context **ctx)
     return st;
 }
 
-const char *app_exchange_name(tide_exchange x)
-{
-    static const char *names[] = {"none", "a2av", "p2p", "nccl", "cuda-mpi", "direct"};
-    return (unsigned)x < sizeof names / sizeof names[0] ? names[x] : "?";
-}
-
 int app_exchange_gpu(tide_exchange x)
 {
     return x == TIDE_EXCHANGE_NCCL || x == TIDE_EXCHANGE_CUDA_MPI || x == TIDE_EXCHANGE_DIRECT;

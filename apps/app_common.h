@@ -115,9 +115,6 @@ void app_say_failure(const char *who, int st, const tide_context *ctx);
  * not be made, prefixed by who. */
 int app_context_create(const char *who, const app_args *a, tide_context **ctx);
 
-/* The name of an exchange backend: none (AUTO, no exchange), a2av, p2p, nccl, cuda-mpi,
- * direct. */
-const char *app_exchange_name(tide_exchange x);
 /* 1 for the exchanges of device arrays GPU to GPU whose all-to-all rate tide_measure_exchange
  * measures on device memory (NCCL, CUDA-aware MPI, direct stores). */
 int app_exchange_gpu(tide_exchange x);

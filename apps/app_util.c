@@ -630,3 +630,9 @@ int app_memory_check(const char *name, double bytes)
     }
     return 1;
 }
+
+const char *app_exchange_name(int x)
+{
+    static const char *names[] = {"none", "a2av", "p2p", "nccl", "cuda-mpi", "direct"};
+    return (unsigned)x < sizeof names / sizeof names[0] ? names[x] : "?";
+}

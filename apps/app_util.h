@@ -201,4 +201,8 @@ double app_node_memory(void);
  * node counted: 0, else 1 with why printed by rank 0 ("NAME: needs ..."). */
 int app_memory_check(const char *name, double bytes);
 
+/* The name of an exchange backend (tide_exchange): none (AUTO, no exchange), a2av, p2p, nccl,
+ * cuda-mpi, direct. */
+const char *app_exchange_name(int x);
+
 #endif

@@ -115,6 +115,7 @@ typedef struct {
     char bc[4];                /* 'p' or 'd' per dimension */
     int mode[3];
     int fuse;
+    int exchange;              /* tide_exchange of the halos: AUTO, P2P, NCCL or CUDA_MPI */
     double budget_gb;
     long long ckpt_every;      /* 0: only at the end, when ckpt is set */
     const char *ckpt;          /* checkpoint prefix, NULL: none */
@@ -274,10 +275,13 @@ static int parse_slice(const char *name, char **v, void *dest, char *err, size_t
 static int parse(int argc, char **argv, options *o)
 {
     static const char *const shapes[] = {"7pt", "27pt"}, *const precs[] = {"float", "double"},
-                             *const backends[] = {"auto", "cpu", "cuda"};
+                             *const backends[] = {"auto", "cpu", "cuda"},
+                             *const exchanges[] = {"auto", "p2p", "nccl", "cuda-mpi"};
     static const int shape_v[] = {TIDE_STENCIL_7PT, TIDE_STENCIL_27PT},
                      prec_v[] = {TIDE_FLOAT, TIDE_DOUBLE},
-                     backend_v[] = {TIDE_BACKEND_AUTO, TIDE_BACKEND_CPU, TIDE_BACKEND_CUDA};
+                     backend_v[] = {TIDE_BACKEND_AUTO, TIDE_BACKEND_CPU, TIDE_BACKEND_CUDA},
+                     exchange_v[] = {TIDE_EXCHANGE_AUTO, TIDE_EXCHANGE_P2P, TIDE_EXCHANGE_NCCL,
+                                     TIDE_EXCHANGE_CUDA_MPI};
     *o = (options){.n = {64, 64, 64}, .steps = 100, .shape = TIDE_STENCIL_7PT,
                    .prec = TIDE_DOUBLE, .backend = TIDE_BACKEND_AUTO, .bc = "ppp",
                    .mode = {1, 1, 1}, .slice_axis = 2, .slice_at = -1,
@@ -304,6 +308,10 @@ static int parse(int argc, char **argv, options *o)
         {"-mode", "KX KY KZ", APP_INTS, o->mode, 0, APP_SIZE_MAX, .count = 3,
          .help = "the initial Fourier mode, 0 to 2^30 each, along a Dirichlet dimension not a "
                  "multiple of n - 1 (the mode would be 0 on every point; default 1 1 1)"},
+        {"-exchange", NULL, APP_NAME, &o->exchange, .count = 4, .names = exchanges,
+         .values = exchange_v,
+         .help = "several ranks: the halos by MPI (GPU data through pinned host buffers), over "
+                 "NCCL, or by MPI on device pointers (default auto: the plan's choice)"},
         {"-fuse", "K", APP_INT, &o->fuse, 0, APP_FUSE_MAX,
          .help = "steps per pass over memory, 0 to 1024 (default 0: the plan's choice)"},
         {"-budget", "GB", APP_REAL, &o->budget_gb, 0, APP_BUDGET_MAX,
@@ -1064,6 +1072,7 @@ int main(int argc, char **argv)
     so.precision = o->prec;
     so.shape = o->shape;
     so.fuse = o->fuse;
+    so.exchange = (tide_exchange)o->exchange;
     for (int d = 0; d < 3; d++)
         so.bc[d] = o->bc[d] == 'p' ? TIDE_BC_PERIODIC : TIDE_BC_DIRICHLET;
     if ((st = tide_stencil_plan_create(ctx, o->n, NULL, &so, &plan))) {
@@ -1216,9 +1225,9 @@ int main(int argc, char **argv)
             int hw = info.fuse * info.radius; /* the halo's width */
             if (s.P > 1)
                 printf("Ranks: the plan's %dx%dx%d process grid, a halo of %d point%s (fuse %d "
-                       "x radius %d), at most %lld points received per exchange\n", s.grid[0],
-                       s.grid[1], s.grid[2], hw, hw == 1 ? "" : "s", info.fuse, info.radius,
-                       halo);
+                       "x radius %d) over %s, at most %lld points received per exchange\n",
+                       s.grid[0], s.grid[1], s.grid[2], hw, hw == 1 ? "" : "s", info.fuse,
+                       info.radius, app_exchange_name(info.halo_exchange), halo);
             else
                 printf("Ranks: 1, the whole grid (no halo)\n");
             printf("Time: %.6g s for %lld steps (steps %lld to %lld, the slowest rank)\n",

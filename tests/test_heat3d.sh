@@ -48,7 +48,7 @@ case_modes() {
              "1 -stencil 27pt -precision float -bc ddd" \
              "1 -stencil 7pt -precision float -bc pdp -mode 2 1 1" \
              "2 -stencil 27pt -precision double -bc ppp -fuse 3" \
-             "2 -stencil 7pt -precision float -bc ppd" \
+             "2 -stencil 7pt -precision float -bc ppd -exchange p2p" \
              "2 -stencil 27pt -precision double -bc dpd -mode 1 0 2" \
              "3 -stencil 7pt -precision double -bc d" \
              "3 -stencil 27pt -precision float -bc dpp -mode 3 1 1" \
@@ -61,6 +61,7 @@ case_modes() {
     has mode1 '^Ranks: 1, the whole grid' && has mode1 '^Throughput: [0-9.e+-]+ GCell/s' && \
         has mode1 '^Plan: stencil 7pt' && has mode1 '^Mean: 0\.5 \(exact 0\.5\)'
     has mode9 "^Ranks: the plan's 3x1x1 process grid, a halo of 2 points \(fuse 2 x radius 1\)"
+    has mode5 "^Ranks: the plan's [0-9x]+ process grid, a halo of 1 point .* over p2p, "
 }
 
 # 2. Checkpoints and restarts: 40 steps on 2 ranks against 20 steps on 3 ranks, then 20 more
@@ -166,6 +167,9 @@ PY
     errs shape 3 2 '-stencil 9pt: expected 7pt or 27pt' -stencil 9pt
     errs bc 2 2 '-bc xyz: expected p \(periodic\) or d \(Dirichlet\)' -bc xyz
     errs unknown 2 2 "unknown option '-bogus'" -bogus
+    errs exchange 2 2 '-exchange mpi: expected auto, p2p, nccl or cuda-mpi' -exchange mpi
+    errs exchange_cpu 2 1 'exchange cuda-mpi moves GPU data; this plan runs on the CPU' \
+        -backend cpu -exchange cuda-mpi
     errs zeromode 2 2 '-mode: k = 0 along Dirichlet dimension y is zero on all 20 points' \
         "${grid[@]}" -bc pdp -mode 1 0 1
 }
