@@ -47,20 +47,45 @@ grep -q 'backend cuda' "$tmp/info1.out" && cuda=1
 run infomeasure 0 2 info --measure && has infomeasure 'rates \(GB/s\): host copy [0-9]' && \
     has infomeasure '^Aggregate rates' && has infomeasure '^Exchange rate .*: [0-9]+\.[0-9]+$'
 
-# -measure on several ranks with the exchange left to Tide: every exchange the plan can use is
-# timed, the info log lists them, and the one kept is the fastest and the one Plan: names.
+# -measure on several ranks with the exchange and the chunks left to Tide: every exchange the
+# plan can use is timed, then the chunk counts on it; the info log lists them, the one kept is
+# the rule's (the first) unless another is faster by more than 2%, then the fastest, and Plan:
+# names it.
 t='[0-9.e+-]+ ms'
+# kept_right WHAT LINE: the variant LINE keeps follows that rule (times printed to 4 digits).
+kept_right() {
+    echo "$2" | awk -v what="$1" '{
+        sub(/.*fft plan: /, ""); sub("^" what " ", "")
+        kept = $0; sub(/.*; /, "", kept); sub(/ kept\)$/, "", kept)
+        sub(/ \(a forward.*/, ""); n = split($0, v, ", ")
+        for (i = 1; i <= n; i++) { split(v[i], f, " "); name[i] = f[1]; time[i] = f[2] + 0 }
+        best = 1
+        for (i = 2; i <= n; i++) if (time[i] < time[best]) best = i
+        want = time[best] < 0.981 * time[1] ? name[best] : name[1]
+        alt = time[best] < 0.979 * time[1] ? name[best] : name[1]
+        exit !(kept == want || kept == alt)
+    }'
+}
 if TIDE_LOG=info run measurex 0 3 fft c2c cpu double 12 10 9 -measure -n 1 &&
-    has measurex "exchange auto $t, a2av $t, p2p $t \(a forward and backward pair, measured; "; then
-    line=$(grep -E 'info\] fft plan: exchange ' "$tmp/measurex.out")
-    best=$(echo "$line" | grep -Eo '(auto|a2av|p2p) [0-9.e+-]+ ms' | sort -g -k2 | head -1)
+    has measurex "exchange auto $t, a2av $t, p2p $t \(a forward and backward pair, measured; " &&
+    has measurex "exchange chunks none $t, x2 $t, x4 $t, x8 $t, x16 $t \(a forward and "; then
+    line=$(grep -E 'info\] fft plan: exchange (auto|a2av|p2p) ' "$tmp/measurex.out")
     kept=$(echo "$line" | sed -E 's/.*; ([a-z0-9]+) kept\)$/\1/')
     planx=$(sed -nE 's/^Plan: .*exchange ([a-z0-9-]+),.*/\1/p' "$tmp/measurex.out")
-    if echo "$line" | grep -Eq "[ (]$kept ${best#* }" && { [ "$kept" = auto ] ||
-        [ "$planx" = "$kept" ]; }; then
+    if kept_right exchange "$line" && { [ "$kept" = auto ] || [ "$planx" = "$kept" ]; }; then
         ok
     else
-        bad "measurex: kept $kept (Plan: exchange $planx), the fastest was $best: $line"
+        bad "measurex: kept $kept (Plan: exchange $planx) against the rule: $line"
+    fi
+    line=$(grep -E 'info\] fft plan: exchange chunks ' "$tmp/measurex.out")
+    kept=$(echo "$line" | sed -E 's/.*; ([a-z0-9]+) kept\)$/\1/')
+    plan=$(grep '^Plan: ' "$tmp/measurex.out")
+    if kept_right 'exchange chunks' "$line" &&
+        if [ "$kept" = none ]; then ! echo "$plan" | grep -Eq ' x[0-9]+ '; else
+            echo "$plan" | grep -Eq "\+[a-z0-9]+ $kept |[a-z0-9]+\+fft[^ ]* $kept "; fi; then
+        ok
+    else
+        bad "measurex: kept $kept chunks ($plan) against the rule: $line"
     fi
 fi
 

@@ -36,7 +36,8 @@ struct tide_context {
     int log_level;
     int fft_chunks;        /* TIDE_FFT_CHUNKS (agreed): the chunks of an FFT's exchange
                             * overlapped with its local transforms (plan/overlap.h); 0: none,
-                            * -1: unset, the plan's choice */
+                            * -1: unset, the plan's choice; while a measured plan times a
+                            * count, that count */
     double progress_every; /* seconds between progress lines of long calls; 0: none
                             * (tide_context_set_progress) */
     int plans;             /* plans made from the context and not destroyed yet (changed

@@ -17,6 +17,7 @@
 #include "fft/fft_plan.h"
 #include "fft/fft_streamed.h"
 #include "fft/solver_streamed.h"
+#include "plan/overlap.h"
 
 /* ---- the request ----------------------------------------------------------------------- */
 
@@ -496,24 +497,30 @@ static double time_pair(tide_context *ctx, tide_fft_plan *p)
 }
 
 enum { MEASURE_MAX = 5 }; /* the most plans one measured choice times */
+/* A variant replaces the rule's choice (variant 0) only when faster by more than this share:
+ * a difference within the timings' noise leaves the plan the rule makes. */
+static const double MEASURE_MARGIN = 0.02;
 
 /* Collective: plan *p, made from v[0], against plans made from the variants v[1 .. nv - 1],
  * each timed by time_pair on its own (one plan at a time: they need not fit the budget
- * together); *p becomes the fastest (the earliest on a tie), NULL where that one could not be
- * made again. A variant that cannot be made is left out. The times go to the info log, what
- * naming the choice and name[k] variant k. */
-static void measure_variants(tide_context *ctx, const int n[3], const tide_args *all,
-                             const tide_fft_options *v, const char *const *name, int nv,
-                             const char *what, int cuda, const tide_fft_middle *mid,
-                             tide_fft_plan **p)
+ * together); *p becomes the fastest (the earliest on a tie; v[0] unless another is faster by
+ * more than MEASURE_MARGIN), NULL where that one could not be
+ * made again. Variant k is made with the context's chunk count chunks[k] (chunks NULL: the
+ * context's own). A variant that cannot be made is left out. The times go to the info log, what
+ * naming the choice and name[k] variant k. Returns the variant kept. */
+static int measure_variants(tide_context *ctx, const int n[3], const tide_args *all,
+                            const tide_fft_options *v, const int *chunks,
+                            const char *const *name, int nv, const char *what, int cuda,
+                            const tide_fft_middle *mid, tide_fft_plan **p)
 {
     double t[MEASURE_MAX] = {time_pair(ctx, *p)};
-    int best = 0, held = 0; /* the variant *p holds (-1: none) */
+    int best = 0, held = 0, asked = ctx->fft_chunks; /* held: the variant *p holds (-1: none) */
     for (int k = 1; k < nv; k++) {
         tide_fft_plan_destroy(*p);
+        ctx->fft_chunks = chunks ? chunks[k] : asked;
         held = make_plan(ctx, n, all, &v[k], cuda, mid, p) ? -1 : k;
         t[k] = held == k ? time_pair(ctx, *p) : INFINITY;
-        best = t[k] < t[best] ? k : best;
+        best = t[k] < (best ? t[best] : (1 - MEASURE_MARGIN) * t[0]) ? k : best;
     }
     char line[256] = "";
     for (int k = 0, used = 0; k < nv && used < (int)sizeof line; k++)
@@ -523,45 +530,46 @@ static void measure_variants(tide_context *ctx, const int n[3], const tide_args 
         tide_log(ctx, TIDE_LOG_INFO, "%s: %s %s (%s, measured; %s kept)",
                  mid ? mid->call : "fft plan", what, line,
                  mid ? "a solve" : "a forward and backward pair", name[best]);
-    if (held == best)
-        return;
-    tide_fft_plan_destroy(*p); /* the fastest again: no two were ever held at once */
-    if (make_plan(ctx, n, all, &v[best], cuda, mid, p) != TIDE_SUCCESS)
-        *p = NULL;
+    if (held != best) {
+        tide_fft_plan_destroy(*p); /* the fastest again: no two were ever held at once */
+        ctx->fft_chunks = chunks ? chunks[best] : asked;
+        if (make_plan(ctx, n, all, &v[best], cuda, mid, p) != TIDE_SUCCESS)
+            *p = NULL;
+    }
+    ctx->fft_chunks = asked;
+    return best;
 }
 
 /* Collective: with planning MEASURE on several ranks, decomposition AUTO and no boxes given,
  * where the rule takes slabs: slabs against pencils (the rule takes pencils only where slabs
- * would leave ranks idle: nothing to measure there). */
+ * would leave ranks idle: nothing to measure there). *o: the options that make *p again. */
 static void measure_decomposition(tide_context *ctx, const int n[3], const tide_args *all,
-                                  const tide_fft_options *opts, int cuda,
-                                  const tide_fft_middle *mid, tide_fft_plan **p)
+                                  tide_fft_options *o, int cuda, const tide_fft_middle *mid,
+                                  tide_fft_plan **p)
 {
-    if (opts->decomposition != TIDE_DECOMP_AUTO || all[0].has[BOX_IN] || all[0].has[BOX_OUT] ||
+    if (o->decomposition != TIDE_DECOMP_AUTO || all[0].has[BOX_IN] || all[0].has[BOX_OUT] ||
         (*p)->decomp != TIDE_DECOMP_SLABS)
         return;
-    tide_fft_options v[2] = {*opts, *opts};
+    tide_fft_options v[2] = {*o, *o};
     v[1].decomposition = TIDE_DECOMP_PENCILS;
     static const char *const name[] = {"slabs", "pencils"};
-    measure_variants(ctx, n, all, v, name, 2, "decomposition", cuda, mid, p);
+    *o = v[measure_variants(ctx, n, all, v, NULL, name, 2, "decomposition", cuda, mid, p)];
 }
 
 /* Collective: with planning MEASURE on several ranks and exchange AUTO, the exchange AUTO
  * took against each other one this plan can use: on the GPU direct stores, NCCL, MPI on device
  * pointers and staging through host memory, on the CPU MPI_Alltoallv and point to point, on the
  * decomposition plan p has. Every rank knows alike which are usable (the context agreed them),
- * so every rank times the same variants. */
+ * so every rank times the same variants. *o: the options that make *p again. */
 static void measure_exchange(tide_context *ctx, const int n[3], const tide_args *all,
-                             const tide_fft_options *opts, int cuda, const tide_fft_middle *mid,
+                             tide_fft_options *o, int cuda, const tide_fft_middle *mid,
                              tide_fft_plan **p)
 {
-    if (opts->exchange != TIDE_EXCHANGE_AUTO)
+    if (o->exchange != TIDE_EXCHANGE_AUTO)
         return;
     tide_fft_options v[MEASURE_MAX];
     const char *name[MEASURE_MAX];
-    v[0] = *opts;
-    if (opts->decomposition == TIDE_DECOMP_AUTO && !all[0].has[BOX_IN] && !all[0].has[BOX_OUT])
-        v[0].decomposition = (*p)->decomp; /* as measured, if it was */
+    v[0] = *o;
     v[0].exchange = cuda ? (*p)->env.transport : TIDE_EXCHANGE_AUTO;
     name[0] = v[0].exchange == TIDE_EXCHANGE_AUTO ? "auto" : tide_exchange_name(v[0].exchange);
     /* the candidates (on the GPU, P2P stages through host memory), those usable here */
@@ -578,11 +586,50 @@ static void measure_exchange(tide_context *ctx, const int n[3], const tide_args 
         v[nv].exchange = x[k];
         name[nv++] = x[k] == TIDE_EXCHANGE_P2P && cuda ? "staged p2p" : tide_exchange_name(x[k]);
     }
-    measure_variants(ctx, n, all, v, name, nv, "exchange", cuda, mid, p);
+    *o = v[measure_variants(ctx, n, all, v, NULL, name, nv, "exchange", cuda, mid, p)];
+}
+
+/* The chunks of plan p's exchanges overlapped with the FFTs beside them (0: none is). */
+static int plan_chunks(const tide_fft_plan *p)
+{
+    const tide_program *prog[] = {&p->fwd, &p->bwd, &p->solve};
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < prog[k]->nops; i++)
+            if (prog[k]->ops[i].kind == TIDE_OP_OVERLAP)
+                return tide_op_overlap_chunks(&prog[k]->ops[i]);
+    return 0;
+}
+
+/* Collective: with planning MEASURE on several ranks and TIDE_FFT_CHUNKS unset, the chunks of
+ * the exchanges overlapped with the FFTs beside them: the rule's count against none and 2, 4,
+ * 8 and 16 chunks (the first four other than the rule's), on the decomposition and exchange of
+ * o. The best count depends on the sizes, the GPUs and their links (on two H200 at 512^3, 4
+ * chunks against 8 at 1024^3), so it is timed rather than modelled. */
+static void measure_chunks(tide_context *ctx, const int n[3], const tide_args *all,
+                           const tide_fft_options *o, int cuda, const tide_fft_middle *mid,
+                           tide_fft_plan **p)
+{
+    if (ctx->fft_chunks >= 0)
+        return;
+    static const int counts[] = {0, 2, 4, 8, 16};
+    tide_fft_options v[MEASURE_MAX];
+    const char *name[MEASURE_MAX];
+    char names[MEASURE_MAX][16];
+    int c[MEASURE_MAX] = {-1}, rule = plan_chunks(*p), nv = 1;
+    for (int k = 0; k < (int)(sizeof counts / sizeof *counts) && nv < MEASURE_MAX; k++)
+        if (counts[k] != rule)
+            c[nv++] = counts[k];
+    for (int k = 0; k < nv; k++) {
+        int count = k ? c[k] : rule;
+        v[k] = *o;
+        snprintf(names[k], sizeof names[k], count ? "x%d" : "none", count);
+        name[k] = names[k];
+    }
+    measure_variants(ctx, n, all, v, c, name, nv, "exchange chunks", cuda, mid, p);
 }
 
 /* Collective: make_plan, then with planning MEASURE on several ranks the measured
- * decomposition and exchange. */
+ * decomposition, exchange and chunks of the exchanges beside the FFTs. */
 static int make_measured(tide_context *ctx, const int n[3], const tide_args *all,
                          const tide_fft_options *opts, int cuda, const tide_fft_middle *mid,
                          tide_fft_plan **p)
@@ -590,9 +637,12 @@ static int make_measured(tide_context *ctx, const int n[3], const tide_args *all
     int st = make_plan(ctx, n, all, opts, cuda, mid, p);
     if (st || ctx->nranks == 1 || opts->planning != TIDE_PLAN_MEASURE)
         return st;
-    measure_decomposition(ctx, n, all, opts, cuda, mid, p);
+    tide_fft_options kept = *opts;
+    measure_decomposition(ctx, n, all, &kept, cuda, mid, p);
     if (*p)
-        measure_exchange(ctx, n, all, opts, cuda, mid, p);
+        measure_exchange(ctx, n, all, &kept, cuda, mid, p);
+    if (*p)
+        measure_chunks(ctx, n, all, &kept, cuda, mid, p);
     return *p ? TIDE_SUCCESS : tide_fail(ctx, TIDE_ERR_NOMEM, "%s: the plan could not be made "
                                          "again after timing", mid ? mid->call
                                                                    : "tide_fft_plan_create");

@@ -283,10 +283,11 @@ static int make_fft(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
     return st;
 }
 
-/* The chunks of an exchange overlapped with the FFT beside it: TIDE_FFT_CHUNKS where set, else
- * 8 on GPUs exchanging GPU to GPU, over NCCL or by direct stores (the chunks' messages stay
- * large enough to keep the links busy at 512^3 on 8 GPUs, and the pipeline's fill, an eighth of
- * one FFT, stays small), else none: the CPU would run the chunks one after the other. */
+/* The chunks of an exchange overlapped with the FFT beside it: TIDE_FFT_CHUNKS where set (or
+ * the count a measured plan is timing, fft.c), else 8 on GPUs exchanging GPU to GPU, over NCCL
+ * or by direct stores (the chunks' messages stay large enough to keep the links busy at 512^3
+ * on 8 GPUs, and the pipeline's fill, an eighth of one FFT, stays small), else none: the CPU
+ * would run the chunks one after the other. */
 static int overlap_chunks(const tide_fft_plan *p)
 {
     if (p->ctx->fft_chunks >= 0)

@@ -364,6 +364,12 @@ tide_exchange tide_op_overlap_exchange(const tide_op *op)
     return tide_reshape_exchange(s->move[0]);
 }
 
+int tide_op_overlap_chunks(const tide_op *op)
+{
+    const overlap_state *s = op->state;
+    return s->chunks;
+}
+
 void tide_op_overlap_costs(const tide_op *op, tide_op_cost *fft, tide_op_cost *move)
 {
     const overlap_state *s = op->state;

@@ -48,8 +48,10 @@ int tide_overlap_cut(const tide_cpu_fft_desc *fft, const int order[3], int gpu);
 int tide_op_overlap(tide_op *op, const tide_env *e, const tide_overlap_desc *d, size_t *work,
                     size_t *sbytes, size_t *rbytes, char *err, size_t len);
 int tide_op_overlap_bind(const tide_op *op, const tide_env *e);
-/* The exchange its chunks travel by, and the costs of its FFT and of its exchange. */
+/* The exchange its chunks travel by, their count, and the costs of its FFT and of its
+ * exchange. */
 tide_exchange tide_op_overlap_exchange(const tide_op *op);
+int tide_op_overlap_chunks(const tide_op *op);
 void tide_op_overlap_costs(const tide_op *op, tide_op_cost *fft, tide_op_cost *move);
 
 #endif
