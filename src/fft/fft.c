@@ -504,10 +504,10 @@ static const double MEASURE_MARGIN = 0.02;
 /* Collective: plan *p, made from v[0], against plans made from the variants v[1 .. nv - 1],
  * each timed by time_pair on its own (one plan at a time: they need not fit the budget
  * together); *p becomes the fastest (the earliest on a tie; v[0] unless another is faster by
- * more than MEASURE_MARGIN), NULL where that one could not be
- * made again. Variant k is made with the context's chunk count chunks[k] (chunks NULL: the
- * context's own). A variant that cannot be made is left out. The times go to the info log, what
- * naming the choice and name[k] variant k. Returns the variant kept. */
+ * more than MEASURE_MARGIN), NULL where that one could not be made again. Variant k is made
+ * with the context's chunk count chunks[k] (chunks NULL: the context's own). A variant that
+ * cannot be made is left out. The times go to the info log, what naming the choice and name[k]
+ * variant k. Returns the variant kept. */
 static int measure_variants(tide_context *ctx, const int n[3], const tide_args *all,
                             const tide_fft_options *v, const int *chunks,
                             const char *const *name, int nv, const char *what, int cuda,
@@ -603,8 +603,8 @@ static int plan_chunks(const tide_fft_plan *p)
 /* Collective: with planning MEASURE on several ranks and TIDE_FFT_CHUNKS unset, the chunks of
  * the exchanges overlapped with the FFTs beside them: the rule's count against none and 2, 4,
  * 8 and 16 chunks (the first four other than the rule's), on the decomposition and exchange of
- * o. The best count depends on the sizes, the GPUs and their links (on two H200 at 512^3, 4
- * chunks against 8 at 1024^3), so it is timed rather than modelled. */
+ * o. The best count depends on the sizes, the GPUs and their links (on two H200, 4 chunks at
+ * 512^3 and 8 at 1024^3), so it is timed rather than modelled. */
 static void measure_chunks(tide_context *ctx, const int n[3], const tide_args *all,
                            const tide_fft_options *o, int cuda, const tide_fft_middle *mid,
                            tide_fft_plan **p)
