@@ -61,7 +61,9 @@ case_modes() {
     has mode1 '^Ranks: 1, the whole grid' && has mode1 '^Throughput: [0-9.e+-]+ GCell/s' && \
         has mode1 '^Plan: stencil 7pt' && has mode1 '^Mean: 0\.5 \(exact 0\.5\)'
     has mode9 "^Ranks: the plan's 3x1x1 process grid, a halo of 2 points \(fuse 2 x radius 1\)"
-    has mode5 "^Ranks: the plan's [0-9x]+ process grid, a halo of 1 point .* over p2p, "
+    # the halo's width: the plan's choice of steps per pass, which it times
+    local halo="^Ranks: the plan's [0-9x]+ process grid, a halo of [0-9]+ points? "
+    has mode5 "$halo\(fuse [0-9]+ x radius 1\) over p2p, "
 }
 
 # 2. Checkpoints and restarts: 40 steps on 2 ranks against 20 steps on 3 ranks, then 20 more
