@@ -216,6 +216,42 @@ int tt_boxes_tile(const int n[3], int nboxes, const tide_box *boxes)
     return 1;
 }
 
+int tt_exchange_env(void)
+{
+    static const char *const names[] = {"nccl", "cuda-mpi", "p2p", "direct"};
+    static const int values[] = {TIDE_EXCHANGE_NCCL, TIDE_EXCHANGE_CUDA_MPI, TIDE_EXCHANGE_P2P,
+                                 TIDE_EXCHANGE_DIRECT};
+    const char *v = getenv("TIDE_TEST_EXCHANGE");
+    if (!v || !*v)
+        return -1;
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(v, names[i]))
+            return values[i];
+    return -2;
+}
+
+int tt_cuda_aware(MPI_Comm comm, tide_context *ctx)
+{
+    tide_device_info di;
+    return tt_all(comm, ctx && tide_context_device(ctx, &di) == 0 && di.cuda_aware_mpi);
+}
+
+int tt_stop_early(MPI_Comm comm, tide_context *ctx, int code, const char *fmt, ...)
+{
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    if (rank == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vprintf(fmt, ap);
+        va_end(ap);
+        fflush(stdout);
+    }
+    tide_context_destroy(ctx);
+    MPI_Finalize();
+    return code;
+}
+
 int tt_all(MPI_Comm comm, int ok)
 {
     int in = ok != 0, out = 0;

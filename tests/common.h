@@ -20,6 +20,16 @@ void *tt_xmalloc(size_t bytes);
 /* The GPUs this process can use; 0 after printing "SKIP: <why>" (the caller then exits 77, which
  * meson reports as skipped). */
 int tt_gpus_or_skip(void);
+/* TIDE_TEST_EXCHANGE, the exchange a GPU test forces in every case: -1 unset or empty, the
+ * tide_exchange its name says (nccl, cuda-mpi, p2p or direct), -2 another name. */
+int tt_exchange_env(void);
+/* Collective: whether every rank's MPI library takes device pointers (ctx's device info;
+ * 0 where ctx is NULL). */
+int tt_cuda_aware(MPI_Comm comm, tide_context *ctx);
+/* Ends a test before its cases: rank 0 prints the message, ctx (or NULL) is destroyed, MPI
+ * finalized; returns code, the exit status (77: SKIP). */
+int tt_stop_early(MPI_Comm comm, tide_context *ctx, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #include "tide_config.h"
 #if TIDE_HAVE_CUDA

@@ -617,16 +617,11 @@ int main(int argc, char **argv)
      * stores between the GPUs; =cuda-mpi: by MPI on the device staging (a CUDA-aware MPI,
      * else the test skips) */
     const char *xe = getenv("TIDE_TEST_EXCHANGE");
-    forced_exchange = !xe || !*xe              ? -1
-                      : !strcmp(xe, "direct")   ? TIDE_EXCHANGE_DIRECT
-                      : !strcmp(xe, "cuda-mpi") ? TIDE_EXCHANGE_CUDA_MPI
-                                                : -2;
-    if (forced_exchange == -2) {
-        if (rank == 0)
-            printf("test_fft: TIDE_TEST_EXCHANGE=%s: want direct or cuda-mpi\n", xe);
-        MPI_Finalize();
-        return EXIT_FAILURE;
-    }
+    forced_exchange = tt_exchange_env();
+    if (forced_exchange != -1 && forced_exchange != TIDE_EXCHANGE_DIRECT &&
+        forced_exchange != TIDE_EXCHANGE_CUDA_MPI)
+        return tt_stop_early(comm, NULL, EXIT_FAILURE, "test_fft: TIDE_TEST_EXCHANGE=%s: want "
+                             "direct or cuda-mpi\n", xe);
     tide_context_options copts;
     tide_context_options_init(&copts);
     copts.backend = cuda ? TIDE_BACKEND_AUTO : TIDE_BACKEND_CPU;
@@ -650,15 +645,11 @@ int main(int argc, char **argv)
     if (forced_exchange == TIDE_EXCHANGE_CUDA_MPI) {
         tide_device_info dinfo;
         int aware = st != 0 || (tide_context_device(ctx, &dinfo) == 0 && dinfo.cuda_aware_mpi);
-        if (!tt_all(comm, aware)) {
-            if (rank == 0)
-                printf("SKIP: TIDE_TEST_EXCHANGE=cuda-mpi, but the MPI library does not take "
-                       "device pointers on every rank (MPIX_Query_cuda_support; "
-                       "tools/build-cuda-mpi builds one that does)\n");
-            tide_context_destroy(ctx);
-            MPI_Finalize();
-            return 77;
-        }
+        if (!tt_all(comm, aware))
+            return tt_stop_early(comm, ctx, 77, "SKIP: TIDE_TEST_EXCHANGE=cuda-mpi, but the MPI "
+                                 "library does not take device pointers on every rank "
+                                 "(MPIX_Query_cuda_support; tools/build-cuda-mpi builds one "
+                                 "that does)\n");
     }
     if (rank == 0 && cuda)
         printf("backend cuda, arrays in %s memory%s%s\n", on_device ? "device" : "host",

@@ -1785,34 +1785,23 @@ int main(int argc, char **argv)
     }
     on_device = gpu && loc && !strcmp(loc, "device");
     nccl_panels = on_device && nranks > 1 && own_gpus();
-    tide_device_info di;
-    aware = tt_all(world, gpu && tide_context_device(ctx, &di) == 0 && di.cuda_aware_mpi);
+    aware = tt_cuda_aware(world, gpu ? ctx : NULL);
     /* TIDE_TEST_EXCHANGE=nccl, cuda-mpi or p2p (device blocks): every distributed case's
      * panels that way */
     const char *xe = getenv("TIDE_TEST_EXCHANGE");
-    if (xe && *xe) {
-        forced = !strcmp(xe, "nccl")       ? TIDE_EXCHANGE_NCCL
-                 : !strcmp(xe, "cuda-mpi") ? TIDE_EXCHANGE_CUDA_MPI
-                 : !strcmp(xe, "p2p")      ? TIDE_EXCHANGE_P2P
-                                           : -1;
-        if (forced < 0 || !on_device) {
-            if (rank == 0)
-                printf("test_gemm: TIDE_TEST_EXCHANGE=%s: want nccl, cuda-mpi or p2p with "
-                       "TIDE_TEST_LOCATION=device on the GPU\n", xe);
-            tide_context_destroy(ctx);
-            MPI_Finalize();
-            return EXIT_FAILURE;
-        }
+    forced = tt_exchange_env();
+    if (forced != -1) {
+        if (forced < 0 || forced == TIDE_EXCHANGE_DIRECT || !on_device)
+            return tt_stop_early(world, ctx, EXIT_FAILURE, "test_gemm: TIDE_TEST_EXCHANGE=%s: "
+                                 "want nccl, cuda-mpi or p2p with TIDE_TEST_LOCATION=device on "
+                                 "the GPU\n", xe);
         if ((forced == TIDE_EXCHANGE_CUDA_MPI && !aware) ||
-            (forced == TIDE_EXCHANGE_NCCL && !nccl_panels)) {
-            if (rank == 0)
-                printf("SKIP: TIDE_TEST_EXCHANGE=%s, but %s\n", xe, forced == TIDE_EXCHANGE_NCCL
-                       ? "NCCL is not usable (a GPU of its own for every rank)"
-                       : "the MPI library does not take device pointers on every rank");
-            tide_context_destroy(ctx);
-            MPI_Finalize();
-            return 77;
-        }
+            (forced == TIDE_EXCHANGE_NCCL && !nccl_panels))
+            return tt_stop_early(world, ctx, 77, "SKIP: TIDE_TEST_EXCHANGE=%s, but %s\n", xe,
+                                 forced == TIDE_EXCHANGE_NCCL
+                                     ? "NCCL is not usable (a GPU of its own for every rank)"
+                                     : "the MPI library does not take device pointers on "
+                                       "every rank");
     }
     if (rank == 0)
         printf("backend %s, matrices in %s memory\n", gpu ? "cuda" : "cpu",

@@ -71,7 +71,6 @@
  *     where that saves more (64^3, fuse 4: 36x36x64 against 24x64x64, 16% fewer).
  */
 #include <ctype.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -982,22 +981,6 @@ static void bad_input(void)
 
 /* ---- main ----------------------------------------------------------------------------------- */
 
-/* Ends the run before the cases: the context destroyed, MPI finalized, rank 0 saying why;
- * returns the exit status code (77: SKIP). */
-static int stop_early(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int stop_early(int code, const char *fmt, ...)
-{
-    if (rank == 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vprintf(fmt, ap);
-        va_end(ap);
-    }
-    tide_context_destroy(ctx);
-    MPI_Finalize();
-    return code;
-}
-
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -1029,31 +1012,28 @@ int main(int argc, char **argv)
         return EXIT_FAILURE;
     }
     if (cuda && !tt_all(world, backend == TIDE_BACKEND_CUDA))
-        return stop_early(77, "SKIP: no GPU for the CUDA backend: %s\n",
-                          tide_context_gpu_status(ctx));
+        return tt_stop_early(world, ctx, 77, "SKIP: no GPU for the CUDA backend: %s\n",
+                             tide_context_gpu_status(ctx));
     double t0 = MPI_Wtime();
     gpu = backend == TIDE_BACKEND_CUDA;
     const char *loc = getenv("TIDE_TEST_LOCATION");
     on_device = gpu && loc && !strcmp(loc, "device");
     /* TIDE_TEST_EXCHANGE (device arrays, never out of core): every case's halos that way */
-    const char *xe = getenv("TIDE_TEST_EXCHANGE");
-    if (xe && *xe) {
-        forced = !strcmp(xe, "nccl") ? TIDE_EXCHANGE_NCCL
-                 : !strcmp(xe, "cuda-mpi") ? TIDE_EXCHANGE_CUDA_MPI
-                 : !strcmp(xe, "p2p") ? TIDE_EXCHANGE_P2P : -1;
-        if (forced < 0 || (forced != TIDE_EXCHANGE_P2P && !on_device))
-            return stop_early(EXIT_FAILURE, "test_stencil_dist: TIDE_TEST_EXCHANGE=%s: "
-                              "want p2p, or nccl or cuda-mpi with TIDE_TEST_LOCATION=device "
-                              "on the GPU\n", xe);
-        tide_device_info di;
-        int aware = tide_context_device(ctx, &di) == 0 && di.cuda_aware_mpi;
-        if (forced == TIDE_EXCHANGE_CUDA_MPI && !tt_all(world, aware))
-            return stop_early(77, "SKIP: TIDE_TEST_EXCHANGE=cuda-mpi, but the MPI library "
-                              "does not take device pointers on every rank\n");
+    forced = tt_exchange_env();
+    if (forced != -1) {
+        if (forced < 0 || forced == TIDE_EXCHANGE_DIRECT ||
+            (forced != TIDE_EXCHANGE_P2P && !on_device))
+            return tt_stop_early(world, ctx, EXIT_FAILURE, "test_stencil_dist: "
+                                 "TIDE_TEST_EXCHANGE=%s: want p2p, or nccl or cuda-mpi with "
+                                 "TIDE_TEST_LOCATION=device on the GPU\n",
+                                 getenv("TIDE_TEST_EXCHANGE"));
+        if (forced == TIDE_EXCHANGE_CUDA_MPI && !tt_cuda_aware(world, ctx))
+            return tt_stop_early(world, ctx, 77, "SKIP: TIDE_TEST_EXCHANGE=cuda-mpi, but the MPI "
+                                 "library does not take device pointers on every rank\n");
     }
     if (gpu && nranks == 1)
-        return stop_early(77, "SKIPPED: on one rank on the GPU there is nothing distributed "
-                          "to check (test_stencil does it)\n");
+        return tt_stop_early(world, ctx, 77, "SKIPPED: on one rank on the GPU there is nothing "
+                             "distributed to check (test_stencil does it)\n");
     if (rank == 0 && gpu)
         printf("  on the GPU (%s arrays)\n", on_device ? "device" : "host");
     decompositions();

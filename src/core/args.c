@@ -203,6 +203,14 @@ int tide_exchange_unusable(const tide_context *ctx, int x, int cuda, char *why, 
     return 0;
 }
 
+tide_exchange tide_exchange_gpu_auto(const tide_context *ctx, int direct)
+{
+    return direct && ctx->gpus_reach ? TIDE_EXCHANGE_DIRECT
+           : ctx->nccl_usable        ? TIDE_EXCHANGE_NCCL
+           : ctx->cuda_aware_mpi     ? TIDE_EXCHANGE_CUDA_MPI
+                                     : TIDE_EXCHANGE_AUTO;
+}
+
 int tide_args_exchange(tide_context *ctx, int exchange, int cuda)
 {
     char why[TIDE_MSG_LEN];

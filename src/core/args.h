@@ -118,6 +118,12 @@ int tide_args_backend(tide_context *ctx, int backend, int location);
  * other. The same answer on every rank (the context agreed what it has). */
 int tide_exchange_unusable(const tide_context *ctx, int x, int cuda, char *why, size_t len);
 
+/* The GPU-to-GPU exchange option AUTO takes for a GPU plan's device data on several ranks,
+ * the same on every rank: DIRECT where direct (the plan takes direct stores) and every rank's
+ * GPU reaches every other's, else NCCL where usable, else CUDA_MPI where the MPI takes device
+ * pointers, else AUTO (staging through host memory, by the plan's own rule). */
+tide_exchange tide_exchange_gpu_auto(const tide_context *ctx, int direct);
+
 /* The same verdict on every rank (no communication): an agreed exchange option against what
  * the plan runs on and what the context has (tide_exchange_unusable: UNSUPPORTED). */
 int tide_args_exchange(tide_context *ctx, int exchange, int cuda);

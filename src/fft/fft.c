@@ -363,10 +363,7 @@ static int make_plan(tide_context *ctx, const int n[3], const tide_args *all,
     if (p && cuda) {
         tide_exchange t = opts->exchange;
         if (t == TIDE_EXCHANGE_AUTO && ctx->nranks > 1)
-            t = ctx->gpus_reach       ? TIDE_EXCHANGE_DIRECT
-                : ctx->nccl_usable    ? TIDE_EXCHANGE_NCCL
-                : ctx->cuda_aware_mpi ? TIDE_EXCHANGE_CUDA_MPI
-                                      : TIDE_EXCHANGE_AUTO;
+            t = tide_exchange_gpu_auto(ctx, 1);
         p->env.transport = t;
     }
     /* Collective steps first, on every rank alike. */

@@ -441,10 +441,10 @@ static int make_plan(tide_context *ctx, const tide_args *all, const tide_gemm_op
     void *nccl = NULL;
     int dev = cuda && ctx->nranks > 1 && o->location == TIDE_LOCATION_DEVICE;
     tide_exchange x = o->exchange;
-    if (dev && x == TIDE_EXCHANGE_AUTO)
-        x = ctx->nccl_usable      ? TIDE_EXCHANGE_NCCL
-            : ctx->cuda_aware_mpi ? TIDE_EXCHANGE_CUDA_MPI
-                                  : TIDE_EXCHANGE_P2P;
+    if (dev && x == TIDE_EXCHANGE_AUTO) /* the panels take no direct stores */
+        x = tide_exchange_gpu_auto(ctx, 0);
+    if (x == TIDE_EXCHANGE_AUTO) /* through pinned host memory: the panels go pairwise */
+        x = TIDE_EXCHANGE_P2P;
     if (dev && x == TIDE_EXCHANGE_NCCL && (st = tide_context_nccl(ctx, 0, &nccl)))
         return st;
     tide_gemm_plan *p = calloc(1, sizeof *p);
