@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 #include "backend/device.h"
 #include "gpu/fft.h"
+#include "gpu/fft_plane.h"
 #include "gpu/r2r.h"
 #include "tide_config.h"
 extern "C" {
@@ -62,6 +63,8 @@ struct tide_gpu_fft {
     int nr2r;
     void *stream;
     void *scale_info;     // the store callback's tide_fft_scale_info (device memory), or NULL
+    tide_gpu_plane *plane; // the two fastest dimensions by Tide's plane pass, before the DFT
+                           // (the third dimension, in place on the output; none: planned 0)
 };
 
 namespace {
@@ -96,6 +99,48 @@ int create_r2r(const tide_gpu_fft_desc *d, tide_gpu_fft *f, size_t *work, char *
     return 0;
 }
 
+// The plane pass for d's two fastest dimensions, where d->engine asks for it and it takes
+// them (fft.h); *rest: d's third transformed dimension, in place on the output, or ndims 0.
+// Returns 1 where it took them, 0 where not (nothing made), or an error code.
+int create_plane(const tide_gpu_fft_desc *d, tide_gpu_fft *f, tide_gpu_fft_desc *rest,
+                 char *why, size_t len)
+{
+    if (!d->engine || d->kind != 0 || d->batch != 1 || d->then || d->ndims < 2)
+        return 0;
+    const tide_box *ia = d->iarr ? d->iarr : d->ibox, *oa = d->oarr ? d->oarr : d->obox;
+    int o0 = d->ibox->order[0], o1 = d->ibox->order[1], o2 = d->ibox->order[2];
+    int64_t nx = tide_ext(d->ibox, o2), ny = tide_ext(d->ibox, o1), is[3], os[3];
+    tide_box_strides(ia, is);
+    tide_box_strides(oa, os);
+    int fast = 0, slow = 0; // the two fastest transformed, the slowest one transformed
+    for (int k = 0; k < d->ndims; k++) {
+        fast += d->dims[k] == o1 || d->dims[k] == o2;
+        slow += d->dims[k] == o0;
+        if (d->r2r[d->dims[k]])
+            return 0;
+    }
+    for (int k = 0; k < 3; k++)
+        if (d->ibox->order[k] != d->obox->order[k] || tide_ext(d->ibox, k) != tide_ext(d->obox, k))
+            return 0;
+    int dense = is[o2] == 1 && os[o2] == 1 && is[o1] == nx && os[o1] == nx &&
+                (tide_ext(d->ibox, o0) == 1 || (is[o0] == nx * ny && os[o0] == nx * ny));
+    char no[160];
+    if (fast != 2 || !dense || nx > INT32_MAX || ny > INT32_MAX ||
+        !tide_gpu_plane_supported(d->dbl, (int)nx, (int)ny, no, sizeof no))
+        return 0;
+    int st = tide_gpu_plane_create(d->dbl, (int)nx, (int)ny, (int)tide_ext(d->ibox, o0),
+                                   d->sign, 0, &f->plane, why, len);
+    if (st)
+        return st == TIDE_ERR_UNSUPPORTED ? 0 : st;
+    *rest = *d;
+    rest->ndims = slow;
+    rest->dims[0] = o0;
+    rest->ibox = d->obox, rest->iarr = d->oarr;
+    if (d->plane)
+        *d->plane = 1;
+    return 1;
+}
+
 } // namespace
 
 extern "C" int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **out,
@@ -112,7 +157,12 @@ extern "C" int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **ou
     f->dbl = d->dbl;
     f->sign = d->sign;
     size_t work = 0;
-    int st = d->kind == 3 ? 0 : create_dft(d, f, &work, why, len);
+    tide_gpu_fft_desc rest;
+    int st = create_plane(d, f, &rest, why, len);
+    if (st == 1) // the plane pass took the two fastest dimensions: cuFFT the third, if any
+        st = rest.ndims ? create_dft(&rest, f, &work, why, len) : 0;
+    else if (!st)
+        st = d->kind == 3 ? 0 : create_dft(d, f, &work, why, len);
     if (!st)
         st = create_r2r(d, f, &work, why, len);
     if (st) {
@@ -423,6 +473,10 @@ extern "C" int tide_gpu_fft_execute(const tide_gpu_fft *f, void *in, void *out)
     }
     for (int k = 0; k < f->nr2r && !st && f->kind == 2; k++) // c2r: on its complex input
         st = tide_gpu_r2r_execute(f->r2r[k], in, in, f->stream);
+    if (f->plane) { // the plane pass into the output, then its third dimension in place
+        st = tide_gpu_plane_execute(f->plane, in, out, f->stream);
+        return st || !f->planned ? st : execute_dft(f, out, out);
+    }
     st = st ? st : execute_dft(f, in, out);
     for (int k = 0; k < f->nr2r && !st && f->kind != 2; k++) // on the complex output
         st = tide_gpu_r2r_execute(f->r2r[k], out, out, f->stream);
@@ -436,6 +490,7 @@ extern "C" void tide_gpu_fft_destroy(tide_gpu_fft *f)
     if (f->planned)
         cufftDestroy(f->plan);
     cudaFree(f->scale_info);
+    tide_gpu_plane_destroy(f->plane);
     for (int k = 0; k < f->nr2r; k++)
         tide_gpu_r2r_destroy(f->r2r[k]);
     free(f);

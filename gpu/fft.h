@@ -38,6 +38,12 @@ typedef struct {
      * complex, without mean weights, and where cuFFT takes the callback. */
     const struct tide_spectral *then;
     int *fused;
+    /* 1: the transform of the two fastest dimensions by Tide's plane pass (fft_plane.h) where
+     * it takes it (c2c, one field, no real-to-real dimension, no then, planes dense in both
+     * arrays, sizes it supports), a third transformed dimension then by cuFFT in place on the
+     * output; *plane (where not NULL) is set to 1 where it does, left alone elsewhere. */
+    int engine;
+    int *plane;
 } tide_gpu_fft_desc;
 
 typedef struct tide_gpu_fft tide_gpu_fft;

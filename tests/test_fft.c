@@ -158,6 +158,8 @@ static int forced_exchange = -1; /* TIDE_TEST_EXCHANGE: every plan's exchange, o
 static int streamed, streamed_mpi, fewest_chunks, most_chunks;
 /* ... those that kept the data on the device between the passes, and their most chunks. */
 static int resident, resident_chunks;
+/* Plans that ran Tide's plane pass on this rank (tide_fft_plan_describe: "[plane pass]"). */
+static int plane_plans;
 
 /* bytes of host memory starting offset bytes past a 64-byte boundary; NULL for 0 bytes or
  * when out of memory. *base gets what to free. */
@@ -276,6 +278,9 @@ static int run_case(tide_context *ctx, MPI_Comm comm, const fft_case *c, tt_tall
         free(all);
     }
 
+    char steps[512];
+    plane_plans += tide_fft_plan_describe(plan, steps, sizeof steps) == 0 &&
+                   strstr(steps, "[plane pass]") != NULL;
     tide_box ib, ob;
     tide_fft_info info;
     int st_b = tide_fft_plan_boxes(plan, &ib, &ob), st_i = tide_fft_plan_info(plan, &info);
@@ -592,6 +597,32 @@ static fft_case make_misaligned_case(int i)
 }
 enum { NMISALIGNED = 10 };
 
+/* Complex transforms whose planes Tide's plane pass takes on the GPU (powers of two from 64 in
+ * the two fastest dimensions, one field), which it does with TIDE_FFT_ENGINE=plane (and a
+ * measured plan where it is the faster): one rank's 3D transform (planes, then x by cuFFT), the
+ * slabs' fft(y,z) on several; a batch of two and pencils, which it does not take; in place and
+ * not, natural and transposed, both precisions, planned with FFTW_MEASURE once. */
+static fft_case make_plane_case(int i)
+{
+    static const int n[][3] = {{64, 64, 64}, {5, 64, 128}, {12, 128, 64}, {7, 64, 64}};
+    fft_case c;
+    memset(&c, 0, sizeof c);
+    memcpy(c.n, n[i % 4], sizeof c.n);
+    c.type = TIDE_C2C;
+    c.prec = i % 2 ? TIDE_FLOAT : TIDE_DOUBLE;
+    c.inplace = (i / 2) % 2;
+    c.scaling = (tide_scaling)(i % 3);
+    c.decomp = i == 6 ? TIDE_DECOMP_PENCILS : i % 3 ? TIDE_DECOMP_SLABS : TIDE_DECOMP_AUTO;
+    c.transposed = i % 4 == 1;
+    c.exch = TIDE_EXCHANGE_AUTO;
+    c.batch = i == 5 ? 2 : 1;
+    c.planning = i == 7 ? TIDE_PLAN_MEASURE : TIDE_PLAN_ESTIMATE;
+    c.in = c.out = (lay){LAY_NULL, 0, 0};
+    c.seed = 9000u + (unsigned)i;
+    return c;
+}
+enum { NPLANE = 8 };
+
 enum { NFUZZ = 80 };
 
 int main(int argc, char **argv)
@@ -670,7 +701,7 @@ int main(int argc, char **argv)
     int verbose = verbose_env && verbose_env[0] && strcmp(verbose_env, "0") != 0;
     tt_tally checks = {0, 0}, cases = {0, 0};
     double t0 = MPI_Wtime();
-    int ncases = NSIZES * NCOMBOS + NFUZZ + NMISALIGNED + (budget ? NSTREAMED : 0);
+    int ncases = NSIZES * NCOMBOS + NFUZZ + NMISALIGNED + NPLANE + (budget ? NSTREAMED : 0);
     for (int k = 0; k < ncases; k++) {
         if (only >= 0 && k != only)
             continue;
@@ -678,7 +709,9 @@ int main(int argc, char **argv)
         fft_case c = table ? make_case(k / NCOMBOS, k % NCOMBOS)
                      : fuzz < NFUZZ               ? make_fuzz_case(fuzz)
                      : fuzz < NFUZZ + NMISALIGNED ? make_misaligned_case(fuzz - NFUZZ)
-                                                  : make_streamed_case(fuzz - NFUZZ - NMISALIGNED);
+                     : fuzz < NFUZZ + NMISALIGNED + NPLANE
+                         ? make_plane_case(fuzz - NFUZZ - NMISALIGNED)
+                         : make_streamed_case(fuzz - NFUZZ - NMISALIGNED - NPLANE);
         if (verbose && rank == 0) {
             char desc[256];
             case_str(&c, desc, sizeof desc);
@@ -702,6 +735,18 @@ int main(int argc, char **argv)
                "in host memory), %d to %d chunks per pass; %d kept the data on the device "
                "between the passes (up to %d chunks per pass)\n", streamed, streamed_mpi,
                fewest_chunks, most_chunks, resident, resident_chunks);
+    /* TIDE_FFT_ENGINE=plane on device arrays: the plane cases must have run the pass */
+    const char *engine = getenv("TIDE_FFT_ENGINE");
+    if (cuda && on_device && engine && !strcmp(engine, "plane") && only < 0) {
+        cases.checks++;
+        if (tt_all(comm, plane_plans == 0)) { /* on no rank */
+            cases.failed++;
+            if (rank == 0)
+                printf("FAIL: TIDE_FFT_ENGINE=plane, and no plan ran Tide's plane pass\n");
+        }
+    }
+    if (rank == 0 && cuda)
+        printf("%d plans ran Tide's plane pass on rank 0\n", plane_plans);
     tide_context_destroy(ctx);
     int rc = tt_finish(&cases, comm, "test_fft", "cases");
     MPI_Finalize();

@@ -114,7 +114,7 @@ static int cuda_fft_create(const tide_cpu_fft_desc *d, void **f, size_t *work, c
                            .iarr = d->iarr, .oarr = d->oarr, .ndims = d->ndims,
                            .half = d->half, .real_n = d->real_n, .batch = d->batch,
                            .complex_elems = d->complex_elems, .then = d->then,
-                           .fused = d->fused};
+                           .fused = d->fused, .engine = d->engine, .plane = d->plane};
     memcpy(g.dims, d->dims, sizeof g.dims);
     memcpy(g.r2r, d->r2r, sizeof g.r2r);
     size_t need = 0;

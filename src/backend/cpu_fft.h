@@ -70,6 +70,10 @@ typedef struct {
      * 1 (the GPU, through cuFFT's store callbacks; FFTW has none). */
     const struct tide_spectral *then;
     int *fused;
+    /* The GPU: 1 asks for Tide's plane pass where it takes the transform (gpu/fft.h), which
+     * then sets *plane to 1 (where not NULL); the CPU ignores both. */
+    int engine;
+    int *plane;
 } tide_cpu_fft_desc;
 
 /* Returns 0, TIDE_ERR_BACKEND (FFTW returned no plan) or TIDE_ERR_NOMEM. */

@@ -56,6 +56,21 @@ static int fft_chunks_from_env(tide_context *ctx, int *chunks)
     return TIDE_SUCCESS;
 }
 
+/* TIDE_FFT_ENGINE: -1 when unset, else 0 (cufft) or 1 (plane: Tide's plane pass where it
+ * takes a transform); TIDE_ERR_ARGUMENT for other values. */
+static int fft_engine_from_env(tide_context *ctx, int *engine)
+{
+    static const char *const names[] = {"cufft", "plane"};
+    const char *v = getenv("TIDE_FFT_ENGINE");
+    *engine = -1;
+    if (!v || !*v)
+        return TIDE_SUCCESS;
+    for (int i = 0; i < 2; i++)
+        if (!strcasecmp(v, names[i]))
+            return *engine = i, TIDE_SUCCESS;
+    return tide_fail(ctx, TIDE_ERR_ARGUMENT, "TIDE_FFT_ENGINE=%s: expected cufft or plane", v);
+}
+
 /* TIDE_LOG's level: warn (also when unset or empty), info or debug, in any case. Another value
  * is warned about once per process, by the first context's rank 0, and counts as warn. */
 static int log_level_from_env(const tide_context *ctx)
@@ -352,11 +367,15 @@ int tide_context_create(MPI_Comm comm, const tide_context_options *opts, tide_co
                        "TIDE_DEVICE_CURRENT (-2) or an index >= 0, got %d", opts->device);
     int env_st = fft_chunks_from_env(ctx, &ctx->fft_chunks);
     st = st ? st : env_st;
+    env_st = fft_engine_from_env(ctx, &ctx->fft_engine);
+    st = st ? st : env_st;
     /* the backend is the one option every rank must give alike (threads, device, budget and
-     * binding are each rank's own), and the environment's TIDE_FFT_CHUNKS */
+     * binding are each rank's own), and the environment's TIDE_FFT_CHUNKS and
+     * TIDE_FFT_ENGINE */
     tide_call_arg agreed[] = {tide_call_int("option backend", opts->backend),
-                              tide_call_int("TIDE_FFT_CHUNKS", ctx->fft_chunks)};
-    st = tide_agree_call(ctx, NULL, st, agreed, 2);
+                              tide_call_int("TIDE_FFT_CHUNKS", ctx->fft_chunks),
+                              tide_call_int("TIDE_FFT_ENGINE", ctx->fft_engine)};
+    st = tide_agree_call(ctx, NULL, st, agreed, 3);
     if (!st && MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL,
                                    &ctx->node_comm) != MPI_SUCCESS)
         st = tide_fail(ctx, TIDE_ERR_MPI, "MPI_Comm_split_type failed");

@@ -38,6 +38,10 @@ struct tide_context {
                             * overlapped with its local transforms (plan/overlap.h); 0: none,
                             * -1: unset, the plan's choice; while a measured plan times a
                             * count, that count */
+    int fft_engine;        /* TIDE_FFT_ENGINE (agreed): 1 the GPU's FFTs by Tide's plane pass
+                            * where it takes them (gpu/fft_plane.h), 0 cuFFT alone, -1 unset
+                            * (cuFFT; a measured plan times both); while a measured plan times
+                            * one, that one */
     double progress_every; /* seconds between progress lines of long calls; 0: none
                             * (tide_context_set_progress) */
     int plans;             /* plans made from the context and not destroyed yet (changed

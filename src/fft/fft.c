@@ -502,38 +502,48 @@ static const double MEASURE_MARGIN = 0.02;
  * each timed by time_pair on its own (one plan at a time: they need not fit the budget
  * together); *p becomes the fastest (the earliest on a tie; v[0] unless another is faster by
  * more than MEASURE_MARGIN), NULL where that one could not be made again. Variant k is made
- * with the context's chunk count chunks[k] (chunks NULL: the context's own). A variant that
- * cannot be made is left out. The times go to the info log, what naming the choice and name[k]
- * variant k. Returns the variant kept. */
+ * with the context's chunk count and engine knob[k][0] and knob[k][1] (knob NULL: the
+ * context's own). A variant that cannot be made, or whose plan `differs` (collective; NULL:
+ * every plan) says is variant 0's in effect, is left out. The times go to the info log, what
+ * naming the choice and name[k] variant k (no line where no variant but 0 was timed). Returns
+ * the variant kept. */
 static int measure_variants(tide_context *ctx, const int n[3], const tide_args *all,
-                            const tide_fft_options *v, const int *chunks,
+                            const tide_fft_options *v, const int (*knob)[2],
+                            int (*differs)(tide_context *, const tide_fft_plan *),
                             const char *const *name, int nv, const char *what, int cuda,
                             const tide_fft_middle *mid, tide_fft_plan **p)
 {
     double t[MEASURE_MAX] = {time_pair(ctx, *p)};
-    int best = 0, held = 0, asked = ctx->fft_chunks; /* held: the variant *p holds (-1: none) */
+    int best = 0, held = 0, timed = 0; /* held: the variant *p holds (-1: none) */
+    int asked[2] = {ctx->fft_chunks, ctx->fft_engine};
     for (int k = 1; k < nv; k++) {
         tide_fft_plan_destroy(*p);
-        ctx->fft_chunks = chunks ? chunks[k] : asked;
+        ctx->fft_chunks = knob ? knob[k][0] : asked[0];
+        ctx->fft_engine = knob ? knob[k][1] : asked[1];
         held = make_plan(ctx, n, all, &v[k], cuda, mid, p) ? -1 : k;
-        t[k] = held == k ? time_pair(ctx, *p) : INFINITY;
+        int other = held == k && (!differs || differs(ctx, *p));
+        t[k] = other ? time_pair(ctx, *p) : INFINITY;
+        timed += other;
         best = t[k] < (best ? t[best] : (1 - MEASURE_MARGIN) * t[0]) ? k : best;
     }
     char line[256] = "";
     for (int k = 0, used = 0; k < nv && used < (int)sizeof line; k++)
-        used += snprintf(line + used, sizeof line - (size_t)used, "%s%s %.4g ms", k ? ", " : "",
-                         name[k], t[k] * 1e3);
-    if (ctx->rank == 0)
+        if (t[k] < INFINITY || !differs)
+            used += snprintf(line + used, sizeof line - (size_t)used, "%s%s %.4g ms",
+                             k ? ", " : "", name[k], t[k] * 1e3);
+    if (ctx->rank == 0 && (timed || !differs))
         tide_log(ctx, TIDE_LOG_INFO, "%s: %s %s (%s, measured; %s kept)",
                  mid ? mid->call : "fft plan", what, line,
                  mid ? "a solve" : "a forward and backward pair", name[best]);
     if (held != best) {
         tide_fft_plan_destroy(*p); /* the fastest again: no two were ever held at once */
-        ctx->fft_chunks = chunks ? chunks[best] : asked;
+        ctx->fft_chunks = knob ? knob[best][0] : asked[0];
+        ctx->fft_engine = knob ? knob[best][1] : asked[1];
         if (make_plan(ctx, n, all, &v[best], cuda, mid, p) != TIDE_SUCCESS)
             *p = NULL;
     }
-    ctx->fft_chunks = asked;
+    ctx->fft_chunks = asked[0];
+    ctx->fft_engine = asked[1];
     return best;
 }
 
@@ -550,7 +560,8 @@ static void measure_decomposition(tide_context *ctx, const int n[3], const tide_
     tide_fft_options v[2] = {*o, *o};
     v[1].decomposition = TIDE_DECOMP_PENCILS;
     static const char *const name[] = {"slabs", "pencils"};
-    *o = v[measure_variants(ctx, n, all, v, NULL, name, 2, "decomposition", cuda, mid, p)];
+    *o = v[measure_variants(ctx, n, all, v, NULL, NULL, name, 2, "decomposition", cuda, mid,
+                            p)];
 }
 
 /* Collective: with planning MEASURE on several ranks and exchange AUTO, the exchange AUTO
@@ -583,7 +594,7 @@ static void measure_exchange(tide_context *ctx, const int n[3], const tide_args 
         v[nv].exchange = x[k];
         name[nv++] = x[k] == TIDE_EXCHANGE_P2P && cuda ? "staged p2p" : tide_exchange_name(x[k]);
     }
-    *o = v[measure_variants(ctx, n, all, v, NULL, name, nv, "exchange", cuda, mid, p)];
+    *o = v[measure_variants(ctx, n, all, v, NULL, NULL, name, nv, "exchange", cuda, mid, p)];
 }
 
 /* The chunks of plan p's exchanges overlapped with the FFTs beside them (0: none is). */
@@ -612,17 +623,43 @@ static void measure_chunks(tide_context *ctx, const int n[3], const tide_args *a
     tide_fft_options v[MEASURE_MAX];
     const char *name[MEASURE_MAX];
     char names[MEASURE_MAX][16];
-    int c[MEASURE_MAX] = {-1}, rule = plan_chunks(*p), nv = 1;
+    int c[MEASURE_MAX][2] = {{-1, ctx->fft_engine}}, rule = plan_chunks(*p), nv = 1;
     for (int k = 0; k < (int)(sizeof counts / sizeof *counts) && nv < MEASURE_MAX; k++)
         if (counts[k] != rule)
-            c[nv++] = counts[k];
+            c[nv][0] = counts[k], c[nv++][1] = ctx->fft_engine;
     for (int k = 0; k < nv; k++) {
-        int count = k ? c[k] : rule;
+        int count = k ? c[k][0] : rule;
         v[k] = *o;
         snprintf(names[k], sizeof names[k], count ? "x%d" : "none", count);
         name[k] = names[k];
     }
-    measure_variants(ctx, n, all, v, c, name, nv, "exchange chunks", cuda, mid, p);
+    int kept = measure_variants(ctx, n, all, v, c, NULL, name, nv, "exchange chunks", cuda, mid,
+                                p);
+    ctx->fft_chunks = kept ? c[kept][0] : -1; /* for the engine's variants, then unset again */
+}
+
+/* Collective: whether plan p runs Tide's plane pass on any rank. */
+static int runs_plane_pass(tide_context *ctx, const tide_fft_plan *p)
+{
+    int any = p->plane_pass;
+    MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, ctx->comm);
+    return any;
+}
+
+/* Collective: with planning MEASURE on the GPU and TIDE_FFT_ENGINE unset, cuFFT alone against
+ * Tide's plane pass for the FFTs it takes (gpu/fft_plane.h; the plan's other FFTs stay
+ * cuFFT's), where it takes any; on the decomposition and exchange of o and the chunk count
+ * kept (the context's while the measurement runs). */
+static void measure_engine(tide_context *ctx, const int n[3], const tide_args *all,
+                           const tide_fft_options *o, int cuda, const tide_fft_middle *mid,
+                           tide_fft_plan **p)
+{
+    if (ctx->fft_engine >= 0 || !cuda || (*p)->streamed)
+        return;
+    tide_fft_options v[2] = {*o, *o};
+    static const char *const name[] = {"cufft", "plane pass"};
+    const int knob[2][2] = {{ctx->fft_chunks, -1}, {ctx->fft_chunks, 1}};
+    measure_variants(ctx, n, all, v, knob, runs_plane_pass, name, 2, "engine", cuda, mid, p);
 }
 
 /* Collective: make_plan, then with planning MEASURE on several ranks the measured
@@ -632,14 +669,19 @@ static int make_measured(tide_context *ctx, const int n[3], const tide_args *all
                          tide_fft_plan **p)
 {
     int st = make_plan(ctx, n, all, opts, cuda, mid, p);
-    if (st || ctx->nranks == 1 || opts->planning != TIDE_PLAN_MEASURE)
+    if (st || opts->planning != TIDE_PLAN_MEASURE)
         return st;
     tide_fft_options kept = *opts;
-    measure_decomposition(ctx, n, all, &kept, cuda, mid, p);
-    if (*p)
+    int chunks = ctx->fft_chunks;
+    if (ctx->nranks > 1)
+        measure_decomposition(ctx, n, all, &kept, cuda, mid, p);
+    if (*p && ctx->nranks > 1)
         measure_exchange(ctx, n, all, &kept, cuda, mid, p);
-    if (*p)
+    if (*p && ctx->nranks > 1)
         measure_chunks(ctx, n, all, &kept, cuda, mid, p);
+    if (*p)
+        measure_engine(ctx, n, all, &kept, cuda, mid, p);
+    ctx->fft_chunks = chunks;
     return *p ? TIDE_SUCCESS : tide_fail(ctx, TIDE_ERR_NOMEM, "%s: the plan could not be made "
                                          "again after timing", mid ? mid->call
                                                                    : "tide_fft_plan_create");

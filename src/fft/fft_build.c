@@ -246,7 +246,8 @@ static tide_cpu_fft_desc fft_desc(const tide_fft_plan *p, const tide_chain *c,
         .real_n = p->half >= 0 ? p->n[p->half] : 0,
         .batch = p->o.batch, .measure = p->o.planning == TIDE_PLAN_MEASURE,
         .threads = p->env.threads,
-        .user_memory = o->src == TIDE_LOC_IN || o->dst == TIDE_LOC_OUT};
+        .user_memory = o->src == TIDE_LOC_IN || o->dst == TIDE_LOC_OUT,
+        .engine = p->ctx->fft_engine == 1};
     for (int k = 0; k < 3; k++)
         if (f->dims[s->stage] & (1 << k)) {
             d.dims[d.ndims++] = k;
@@ -269,6 +270,7 @@ static int make_fft(tide_fft_plan *p, const tide_chain *c, const fft_chain *f,
                     char *err, size_t len)
 {
     tide_cpu_fft_desc d = fft_desc(p, c, f, s, reverse, o);
+    d.plane = &p->plane_pass;
     int fused = 0;
     if (then) {
         d.then = then->spec;
@@ -355,6 +357,7 @@ static int make_overlap(tide_fft_plan *p, const tide_chain *c, const fft_chain *
         .from = rs->from, .to = rs->to, .batch = p->o.batch, .chunks = overlap_chunks(p),
         .fft = fft_desc(p, c, f, &steps[i], i >= back, fo), .fft_first = i < j, .w = p->w,
         .elem = grid_real(p, f, rs->from_grid) ? p->in_elem : p->out_elem};
+    d.fft.plane = &p->plane_pass;
     d.src = i < j ? fo->src : ro->src;
     d.mid = i < j ? fo->dst : ro->dst;
     d.dst = i < j ? ro->dst : fo->dst;

@@ -169,6 +169,8 @@ int tide_fft_plan_describe(const tide_fft_plan *p, char *buf, size_t len)
     for (int i = 0; i < prog->nops && used < len; i++)
         used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? " > " : "",
                                  prog->ops[i].what);
+    if (p->plane_pass && used < len)
+        snprintf(buf + used, len - used, " [plane pass]");
     return TIDE_SUCCESS;
 }
 
