@@ -19,7 +19,8 @@
  * then Tide's own plane pass (gpu/fft_plane.h: every plane's 2D transform in one kernel, each
  * plane read and written once) for a few lags (how many planes its row items run ahead of
  * its column items; 0: the plan's choice), alone against cuFFT's 2D transforms of all planes,
- * and followed by cuFFT's strided pass: the 3D transform.
+ * and followed by cuFFT's strided pass: the 3D transform; Tide's own strided pass alone
+ * against cuFFT's, and after the plane pass: the 3D transform by Tide's passes alone.
  * The floor is one read and one write of the array at the device copy rate measured in the
  * same run (cudaMemcpy device to device); each time is printed as passes = time / floor.
  * Every schedule's output is compared with the 3D plan's (relative L2 over the first 2^24
@@ -128,9 +129,11 @@ static int timed(call_fn f, const void *what, void *d, const void *pristine, siz
     return 0;
 }
 
-/* Tide's plane pass, then (line) cuFFT's strided pass of s. */
+/* Tide's plane pass (where pass is not NULL), then the strided pass of s: none (line 0),
+ * cuFFT's (1) or Tide's (2: strided). */
 typedef struct {
     tide_gpu_plane *pass;
+    tide_gpu_strided *strided;
     const sched *s;
     int line;
 } own;
@@ -138,8 +141,57 @@ typedef struct {
 static int call_own(const void *what, void *d)
 {
     const own *o = what;
-    CK(tide_gpu_plane_execute(o->pass, d, d, o->s->stream));
+    if (o->pass)
+        CK(tide_gpu_plane_execute(o->pass, d, d, o->s->stream));
+    if (o->line == 2)
+        return tide_gpu_strided_execute(o->strided, d, d, o->s->stream);
     return o->line ? exec(o->s->line, o->s, d) : 0;
+}
+
+/* Tide's strided pass alone against cuFFT's (its output ref1 from pristine), and after the
+ * plane pass of lag 0 against the 3D plan's output ref: blocks of the rule's size, then of
+ * each size forced. */
+static int bench_strided(const sched *s, void *d, const void *pristine, const void *ref,
+                         double floor, int runs, int *worst)
+{
+    int dbl = s->dbl, N = s->N;
+    size_t n3 = (size_t)N * N * N, bytes = n3 * (dbl ? 16 : 8);
+    size_t cmp = n3 < ((size_t)1 << 24) ? n3 : (size_t)1 << 24;
+    char why[256];
+    void *ref1 = NULL;
+    CK(cudaMalloc(&ref1, bytes));
+    CK(restore(d, pristine, bytes, s->stream));
+    CK(exec(s->line, s, d));
+    CK(cudaMemcpyAsync(ref1, d, bytes, cudaMemcpyDeviceToDevice, s->stream));
+    int points[] = {0, 4096, 8192, 16384};
+    for (int i = 0; i < (int)(sizeof points / sizeof *points); i++) {
+        own o = {.s = s, .line = 2};
+        if (tide_gpu_strided_create(dbl, N, (int64_t)N * N, -1, points[i], &o.strided, why,
+                                    sizeof why)) {
+            printf("own strided, %5d points a block: %s\n", points[i], why);
+            continue;
+        }
+        double t1, t3, e1, e3;
+        CK(restore(d, pristine, bytes, s->stream));
+        CK(call_own(&o, d));
+        CK(cudaStreamSynchronize(s->stream));
+        e1 = peer_rel_l2(d, ref1, 2 * cmp, dbl);
+        CK(timed(call_own, &o, d, pristine, bytes, s->stream, runs, &t1));
+        CK(tide_gpu_plane_create(dbl, N, N, N, -1, 0, &o.pass, why, sizeof why));
+        CK(restore(d, pristine, bytes, s->stream));
+        CK(call_own(&o, d));
+        CK(cudaStreamSynchronize(s->stream));
+        e3 = peer_rel_l2(d, ref, 2 * cmp, dbl);
+        CK(timed(call_own, &o, d, pristine, bytes, s->stream, runs, &t3));
+        *worst |= !(e1 < (dbl ? 1e-12 : 1e-5)) || !(e3 < (dbl ? 1e-12 : 1e-5));
+        printf("own strided, %5d pts %8.4f ms  %5.2f passes (rel L2 against cuFFT's strided "
+               "%.3g); own planes + own strided %8.4f ms  %5.2f passes (against 3d %.3g)\n",
+               points[i], t1 * 1e3, t1 / floor, e1, t3 * 1e3, t3 / floor, e3);
+        tide_gpu_plane_destroy(o.pass);
+        tide_gpu_strided_destroy(o.strided);
+    }
+    cudaFree(ref1);
+    return 0;
 }
 
 /* The plane pass against cuFFT's 2D transforms of all planes (s: B = N) and, with the strided
@@ -184,7 +236,7 @@ static int bench_own(const sched *s, void *d, const void *pristine, const void *
         tide_gpu_plane_destroy(o.pass);
     }
     cudaFree(ref2);
-    return 0;
+    return bench_strided(s, d, pristine, ref, floor, runs, worst);
 }
 
 static int bench(int dbl, int N, int runs)

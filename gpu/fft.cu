@@ -65,6 +65,7 @@ struct tide_gpu_fft {
     void *scale_info;     // the store callback's tide_fft_scale_info (device memory), or NULL
     tide_gpu_plane *plane; // the two fastest dimensions by Tide's plane pass, before the DFT
                            // (the third dimension, in place on the output; none: planned 0)
+    tide_gpu_strided *strided; // the third dimension by Tide's strided pass (no DFT then)
 };
 
 namespace {
@@ -100,7 +101,8 @@ int create_r2r(const tide_gpu_fft_desc *d, tide_gpu_fft *f, size_t *work, char *
 }
 
 // The plane pass for d's two fastest dimensions, where d->engine asks for it and it takes
-// them (fft.h); *rest: d's third transformed dimension, in place on the output, or ndims 0.
+// them (fft.h), and Tide's strided pass for the third where it takes that (none: *rest is
+// that dimension, in place on the output, for cuFFT; else rest->ndims is 0).
 // Returns 1 where it took them, 0 where not (nothing made), or an error code.
 int create_plane(const tide_gpu_fft_desc *d, tide_gpu_fft *f, tide_gpu_fft_desc *rest,
                  char *why, size_t len)
@@ -136,8 +138,17 @@ int create_plane(const tide_gpu_fft_desc *d, tide_gpu_fft *f, tide_gpu_fft_desc 
     rest->ndims = slow;
     rest->dims[0] = o0;
     rest->ibox = d->obox, rest->iarr = d->oarr;
-    if (d->plane)
-        *d->plane = 1;
+    int64_t nz = tide_ext(d->ibox, o0);
+    if (slow && tide_gpu_strided_supported(d->dbl, (int)nz, nx * ny, no, sizeof no)) {
+        st = tide_gpu_strided_create(d->dbl, (int)nz, nx * ny, d->sign, 0, &f->strided, why,
+                                     len);
+        if (st && st != TIDE_ERR_UNSUPPORTED)
+            return st;
+        rest->ndims = st ? 1 : 0; // unsupported here: cuFFT takes the third dimension
+    }
+    int runs = f->strided ? 2 : 1;
+    if (d->plane && *d->plane < runs)
+        *d->plane = runs;
     return 1;
 }
 
@@ -475,6 +486,8 @@ extern "C" int tide_gpu_fft_execute(const tide_gpu_fft *f, void *in, void *out)
         st = tide_gpu_r2r_execute(f->r2r[k], in, in, f->stream);
     if (f->plane) { // the plane pass into the output, then its third dimension in place
         st = tide_gpu_plane_execute(f->plane, in, out, f->stream);
+        if (!st && f->strided)
+            st = tide_gpu_strided_execute(f->strided, out, out, f->stream);
         return st || !f->planned ? st : execute_dft(f, out, out);
     }
     st = st ? st : execute_dft(f, in, out);
@@ -491,6 +504,7 @@ extern "C" void tide_gpu_fft_destroy(tide_gpu_fft *f)
         cufftDestroy(f->plan);
     cudaFree(f->scale_info);
     tide_gpu_plane_destroy(f->plane);
+    tide_gpu_strided_destroy(f->strided);
     for (int k = 0; k < f->nr2r; k++)
         tide_gpu_r2r_destroy(f->r2r[k]);
     free(f);

@@ -40,8 +40,10 @@ typedef struct {
     int *fused;
     /* 1: the transform of the two fastest dimensions by Tide's plane pass (fft_plane.h) where
      * it takes it (c2c, one field, no real-to-real dimension, no then, planes dense in both
-     * arrays, sizes it supports), a third transformed dimension then by cuFFT in place on the
-     * output; *plane (where not NULL) is set to 1 where it does, left alone elsewhere. */
+     * arrays, sizes it supports), a third transformed dimension then in place on the output
+     * by Tide's strided pass where it takes it (fft_plane.h), else by cuFFT; *plane (where not
+     * NULL) is raised to 1 where the plane pass runs, 2 where the strided pass too, left alone
+     * elsewhere. */
     int engine;
     int *plane;
 } tide_gpu_fft_desc;

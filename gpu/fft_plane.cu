@@ -27,6 +27,9 @@
 // Shared memory holds point a at a + a / 8: the first stage's stores, R points apart for
 // consecutive threads, then fall in distinct banks.
 //
+// The strided pass (the slowest dimension of a stack of planes: lines count points apart)
+// takes blocks of neighbouring lines as column items, one block each, with the same stages.
+//
 // Measured on an H200 (docs/performance.md): each plane read from and written to device
 // memory once (Nsight Compute's DRAM bytes), but the kernel is bound by latency (about half
 // its issue slots busy, the warps waiting on global loads and barriers), not by bandwidth.
@@ -41,7 +44,8 @@
 namespace {
 
 constexpr int THREADS = 256;
-constexpr int ITEM_POINTS = 4096;             // an item's points
+constexpr int ITEM_POINTS = 4096;             // a plane item's points
+constexpr int POINTS_PER_THREAD = ITEM_POINTS / THREADS; // also in the strided pass's blocks
 constexpr size_t MAX_PLANE_BYTES = 8u << 20;  // a plane must fit the L2 with room to spare
 
 // An item in shared memory, padded (see above): 36 KiB (float), 72 KiB (double); blocks an SM
@@ -166,11 +170,11 @@ template <class T, bool COL> struct at {
 // One stage of radix R (see the top of the file). Rows: consecutive threads take consecutive
 // butterflies j of one line; columns: consecutive lines m at the same j (the columns of a row
 // lie side by side).
-template <class T, int R, bool COL, int SRC>
+template <class T, int R, bool COL, int SRC, int TH>
 __device__ __forceinline__ void load(const lines<T> &L, int q, T *v, int &j, int &m)
 {
     const int NR = L.N / R, lgNR = L.lgN - (R == 8 ? 3 : R == 4 ? 2 : 1);
-    int b = threadIdx.x + q * THREADS;
+    int b = threadIdx.x + q * TH;
     j = COL ? b >> L.lgM : b & (NR - 1);
     m = COL ? b & (L.M - 1) : b >> lgNR;
     at<T, COL> x;
@@ -204,18 +208,18 @@ __device__ __forceinline__ void finish(const lines<T> &L, T *v, int j, int m, in
 
 // A stage between shared memory and shared memory, in place, holds all its points in
 // registers between its loads and its stores; the first and the last stage take one group of
-// butterflies at a time.
-template <class T, int R, bool COL, int SRC, int DST>
+// butterflies at a time. TH threads a block, each taking POINTS_PER_THREAD points.
+template <class T, int R, bool COL, int SRC, int DST, int TH>
 __device__ __forceinline__ void stage(const lines<T> &L, int Ns, const T *tw,
                                       typename real_of<T>::type s)
 {
-    constexpr int Q = ITEM_POINTS / (R * THREADS);
+    constexpr int Q = POINTS_PER_THREAD / R;
     if (SRC == SMEM && DST == SMEM) {
         T v[Q][R];
         int j[Q], m[Q];
 #pragma unroll
         for (int q = 0; q < Q; q++)
-            load<T, R, COL, SRC>(L, q, v[q], j[q], m[q]);
+            load<T, R, COL, SRC, TH>(L, q, v[q], j[q], m[q]);
         __syncthreads();
 #pragma unroll
         for (int q = 0; q < Q; q++)
@@ -228,7 +232,7 @@ __device__ __forceinline__ void stage(const lines<T> &L, int Ns, const T *tw,
             int j[U], m[U];
 #pragma unroll
             for (int u = 0; u < U; u++)
-                load<T, R, COL, SRC>(L, q0 + u, v[u], j[u], m[u]);
+                load<T, R, COL, SRC, TH>(L, q0 + u, v[u], j[u], m[u]);
 #pragma unroll
             for (int u = 0; u < U; u++)
                 finish<T, R, COL, DST>(L, v[u], j[u], m[u], Ns, tw, s);
@@ -240,19 +244,19 @@ __device__ __forceinline__ void stage(const lines<T> &L, int Ns, const T *tw,
 
 // All stages of an item's lines: the first from device memory into shared memory, the last
 // from shared memory into device memory (N >= 64: at least two stages).
-template <class T, bool COL>
+template <class T, bool COL, int TH = THREADS>
 __device__ void transform(const lines<T> &L, typename real_of<T>::type s)
 {
     int small = L.lgN % 3, Ns = 1;
     const T *tw = L.tw;
     switch (small) { // the first stage's twiddles are all 1
-    case 1: stage<T, 2, COL, GLOBAL, SMEM>(L, Ns, tw, s); Ns = 2; break;
-    case 2: stage<T, 4, COL, GLOBAL, SMEM>(L, Ns, tw, s); Ns = 4; break;
-    default: stage<T, 8, COL, GLOBAL, SMEM>(L, Ns, tw, s); Ns = 8; break;
+    case 1: stage<T, 2, COL, GLOBAL, SMEM, TH>(L, Ns, tw, s); Ns = 2; break;
+    case 2: stage<T, 4, COL, GLOBAL, SMEM, TH>(L, Ns, tw, s); Ns = 4; break;
+    default: stage<T, 8, COL, GLOBAL, SMEM, TH>(L, Ns, tw, s); Ns = 8; break;
     }
     for (; Ns * 8 < L.N; tw += 7 * Ns, Ns *= 8)
-        stage<T, 8, COL, SMEM, SMEM>(L, Ns, tw, s);
-    stage<T, 8, COL, SMEM, GLOBAL>(L, Ns, tw, s);
+        stage<T, 8, COL, SMEM, SMEM, TH>(L, Ns, tw, s);
+    stage<T, 8, COL, SMEM, GLOBAL, TH>(L, Ns, tw, s);
 }
 
 struct args {
@@ -306,6 +310,26 @@ __global__ void __launch_bounds__(THREADS, blocks_per_sm<T>()) plane_kernel(cons
             transform<T, true>(L, s);
         }
     }
+}
+
+// The strided pass: block b transforms the M = 2^lgm lines m = b M .. b M + M - 1 that lie
+// side by side (point pos of line m at pos * count + m), as a plane's column item does,
+// reading each point once and writing it once; TH threads, TH * POINTS_PER_THREAD points a
+// block. The registers a thread may take as in the plane pass: 64 (float), 128 (double).
+template <class T> constexpr size_t strided_smem(int th)
+{
+    return (size_t)th * POINTS_PER_THREAD * sizeof(T) * 9 / 8;
+}
+
+template <class T, int TH>
+__global__ void __launch_bounds__(TH, blocks_per_sm<T>() * THREADS / TH)
+    strided_kernel(const T *in, T *out, int lgn, int lgm, int count, const T *tw, double sign)
+{
+    extern __shared__ __align__(16) unsigned char raw[];
+    typedef typename real_of<T>::type real;
+    const long off = (long)blockIdx.x << lgm;
+    lines<T> L = {in + off, out + off, (T *)raw, tw, 1 << lgn, lgn, 1 << lgm, lgm, count};
+    transform<T, true, TH>(L, (real)sign);
 }
 
 int ilog2(int n)
@@ -471,5 +495,142 @@ extern "C" void tide_gpu_plane_destroy(tide_gpu_plane *p)
     if (!p)
         return;
     cudaFree(p->mem);
+    free(p);
+}
+
+// The strided pass (fft_plane.h): a plane pass's column items over lines count points apart,
+// in blocks of 4096, 8192 or 16384 points (float; double: up to 8192) with 256, 512 or 1024
+// threads.
+struct tide_gpu_strided {
+    int dbl, lgn, lgm, count, threads;
+    double sign;
+    void *tw;
+};
+
+// A block's points where the caller leaves them (0): enough lines that each of their rows is
+// at least 128 bytes, a whole cache line (measured on an H200 with 4096 points a block: 1.15
+// passes over the array at 256^3 float, 128-byte rows; 1.43 at 512^3, 64-byte rows; 2.85 at
+// 1024^3, 32-byte rows), and at least 4096 points.
+static int block_points(int dbl, int n, int points)
+{
+    if (points)
+        return points;
+    int rows = 128 / (dbl ? 16 : 8) * n, most = dbl ? 8192 : 16384;
+    return rows < ITEM_POINTS ? ITEM_POINTS : rows > most ? most : rows;
+}
+
+// Whether the pass takes count lines of n points in blocks of points points (0: the rule's).
+static int strided_takes(int dbl, int n, int64_t count, int points, char *why, size_t len)
+{
+    int lg = ilog2(n);
+    if (lg < 6 || lg > 10) {
+        snprintf(why, len, "the strided pass takes lines of 64 to 1024 points, a power of two "
+                 "(%d)", n);
+        return 0;
+    }
+    points = block_points(dbl, n, points);
+    if (points != 4096 && points != 8192 && (points != 16384 || dbl)) {
+        snprintf(why, len, "the strided pass takes blocks of 4096 or 8192 points%s (%d)",
+                 dbl ? "" : " or 16384", points);
+        return 0;
+    }
+    int64_t m = points / n;
+    if (count < m || count % m || count > INT32_MAX) {
+        snprintf(why, len, "the strided pass takes a multiple of %lld lines side by side, at "
+                 "most 2^31 - 1 (%lld)", (long long)m, (long long)count);
+        return 0;
+    }
+    return 1;
+}
+
+extern "C" int tide_gpu_strided_supported(int dbl, int n, int64_t count, char *why, size_t len)
+{
+    return strided_takes(dbl, n, count, 0, why, len);
+}
+
+template <class T, int TH> static cudaError_t strided_smem_limit()
+{
+    return cudaFuncSetAttribute(strided_kernel<T, TH>,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)strided_smem<T>(TH));
+}
+
+extern "C" int tide_gpu_strided_create(int dbl, int n, int64_t count, int sign, int points,
+                                       tide_gpu_strided **out, char *why, size_t len)
+{
+    *out = NULL;
+    if (!strided_takes(dbl, n, count, points, why, len))
+        return TIDE_ERR_UNSUPPORTED;
+    points = block_points(dbl, n, points);
+    int threads = points / POINTS_PER_THREAD;
+    cudaError_t e = dbl ? (threads == 256 ? strided_smem_limit<double2, 256>()
+                                          : strided_smem_limit<double2, 512>())
+                        : (threads == 256   ? strided_smem_limit<float2, 256>()
+                           : threads == 512 ? strided_smem_limit<float2, 512>()
+                                            : strided_smem_limit<float2, 1024>());
+    if (e) {
+        snprintf(why, len, "the strided pass's kernel cannot run here (%s)",
+                 cudaGetErrorString(e));
+        return tide_cuda_fail(e, "strided pass: shared memory");
+    }
+    tide_gpu_strided *p = (tide_gpu_strided *)calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(why, len, "out of memory");
+        return TIDE_ERR_NOMEM;
+    }
+    *p = {dbl, ilog2(n), ilog2(points / n), (int)count, threads, (double)sign, NULL};
+    size_t bytes = (size_t)n * (dbl ? 16 : 8);
+    e = cudaMalloc(&p->tw, bytes);
+    if (!e) {
+        if (dbl) {
+            std::vector<double2> t;
+            tables(p->lgn, sign, t);
+            e = cudaMemcpy(p->tw, t.data(), bytes, cudaMemcpyHostToDevice);
+        } else {
+            std::vector<float2> t;
+            tables(p->lgn, sign, t);
+            e = cudaMemcpy(p->tw, t.data(), bytes, cudaMemcpyHostToDevice);
+        }
+    }
+    if (e) {
+        snprintf(why, len, "could not make the strided pass's twiddles: %s",
+                 cudaGetErrorString(e));
+        tide_gpu_strided_destroy(p);
+        return tide_cuda_fail(e, "strided pass: twiddles", TIDE_ERR_NOMEM);
+    }
+    *out = p;
+    return 0;
+}
+
+template <class T, int TH>
+static void launch_strided(const tide_gpu_strided *p, const void *in, void *out, cudaStream_t st)
+{
+    strided_kernel<T, TH><<<(unsigned)(p->count >> p->lgm), TH, strided_smem<T>(TH), st>>>(
+        (const T *)in, (T *)out, p->lgn, p->lgm, p->count, (const T *)p->tw, p->sign);
+}
+
+extern "C" int tide_gpu_strided_execute(const tide_gpu_strided *p, const void *in, void *out,
+                                        void *stream)
+{
+    cudaStream_t st = (cudaStream_t)stream;
+    if (p->dbl && p->threads == 256)
+        launch_strided<double2, 256>(p, in, out, st);
+    else if (p->dbl)
+        launch_strided<double2, 512>(p, in, out, st);
+    else if (p->threads == 256)
+        launch_strided<float2, 256>(p, in, out, st);
+    else if (p->threads == 512)
+        launch_strided<float2, 512>(p, in, out, st);
+    else
+        launch_strided<float2, 1024>(p, in, out, st);
+    cudaError_t e = cudaGetLastError();
+    return e ? tide_cuda_fail(e, "strided pass: launch") : 0;
+}
+
+extern "C" void tide_gpu_strided_destroy(tide_gpu_strided *p)
+{
+    if (!p)
+        return;
+    cudaFree(p->tw);
     free(p);
 }

@@ -16,6 +16,7 @@
 #define TIDE_GPU_FFT_PLANE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "tide.h"
 
 #ifdef __cplusplus
@@ -36,6 +37,26 @@ int tide_gpu_plane_create(int dbl, int nx, int ny, int planes, int sign, int lag
  * Executions of one plan must not overlap (they share its counters). */
 int tide_gpu_plane_execute(const tide_gpu_plane *p, const void *in, void *out, void *stream);
 void tide_gpu_plane_destroy(tide_gpu_plane *p);
+
+/* The strided pass: 1D C2C transforms of count lines of n points that lie side by side, point
+ * pos of line m at pos * count + m (the slowest dimension of a dense array of count points a
+ * plane). Each block takes points / n neighbouring lines, as the plane pass's column items
+ * do: reads each point from device memory once, transforms the lines through shared memory
+ * with the same stages, writes each point once. No normalization. */
+typedef struct tide_gpu_strided tide_gpu_strided;
+
+/* Whether the pass takes such lines with the rule's block size (n a power of two from 64 to
+ * 1024, count a multiple of the lines a block takes); if not, why says which. */
+int tide_gpu_strided_supported(int dbl, int n, int64_t count, char *why, size_t len);
+/* A strided pass, sign -1 (forward) or +1, blocks of points points: 4096, 8192 or (float)
+ * 16384; 0: the rule's (lines enough for 128-byte rows, at least 4096 points). Returns 0,
+ * TIDE_ERR_UNSUPPORTED, TIDE_ERR_NOMEM or TIDE_ERR_BACKEND, with the reason in why. */
+int tide_gpu_strided_create(int dbl, int n, int64_t count, int sign, int points,
+                            tide_gpu_strided **out, char *why, size_t len);
+/* Enqueue the transforms of in into out (in == out: in place) on stream (a cudaStream_t). */
+int tide_gpu_strided_execute(const tide_gpu_strided *p, const void *in, void *out,
+                             void *stream);
+void tide_gpu_strided_destroy(tide_gpu_strided *p);
 
 #ifdef __cplusplus
 }

@@ -158,8 +158,9 @@ static int forced_exchange = -1; /* TIDE_TEST_EXCHANGE: every plan's exchange, o
 static int streamed, streamed_mpi, fewest_chunks, most_chunks;
 /* ... those that kept the data on the device between the passes, and their most chunks. */
 static int resident, resident_chunks;
-/* Plans that ran Tide's plane pass on this rank (tide_fft_plan_describe: "[plane pass]"). */
-static int plane_plans;
+/* Plans that ran Tide's plane pass on this rank (tide_fft_plan_describe: "[plane pass]", or
+ * "[plane and strided passes]": those also counted in strided_plans). */
+static int plane_plans, strided_plans;
 
 /* bytes of host memory starting offset bytes past a 64-byte boundary; NULL for 0 bytes or
  * when out of memory. *base gets what to free. */
@@ -279,8 +280,11 @@ static int run_case(tide_context *ctx, MPI_Comm comm, const fft_case *c, tt_tall
     }
 
     char steps[512];
-    plane_plans += tide_fft_plan_describe(plan, steps, sizeof steps) == 0 &&
-                   strstr(steps, "[plane pass]") != NULL;
+    if (tide_fft_plan_describe(plan, steps, sizeof steps) == 0) {
+        int strided = strstr(steps, "[plane and strided passes]") != NULL;
+        plane_plans += strided || strstr(steps, "[plane pass]") != NULL;
+        strided_plans += strided;
+    }
     tide_box ib, ob;
     tide_fft_info info;
     int st_b = tide_fft_plan_boxes(plan, &ib, &ob), st_i = tide_fft_plan_info(plan, &info);
@@ -599,7 +603,8 @@ enum { NMISALIGNED = 10 };
 
 /* Complex transforms whose planes Tide's plane pass takes on the GPU (powers of two from 64 in
  * the two fastest dimensions, one field), which it does with TIDE_FFT_ENGINE=plane (and a
- * measured plan where it is the faster): one rank's 3D transform (planes, then x by cuFFT), the
+ * measured plan where it is the faster): one rank's 3D transform (planes, then x by Tide's
+ * strided pass where x has 64 to 1024 points, a power of two, else by cuFFT), the
  * slabs' fft(y,z) on several; a batch of two and pencils, which it does not take; in place and
  * not, natural and transposed, both precisions, planned with FFTW_MEASURE once. */
 static fft_case make_plane_case(int i)
@@ -735,18 +740,25 @@ int main(int argc, char **argv)
                "in host memory), %d to %d chunks per pass; %d kept the data on the device "
                "between the passes (up to %d chunks per pass)\n", streamed, streamed_mpi,
                fewest_chunks, most_chunks, resident, resident_chunks);
-    /* TIDE_FFT_ENGINE=plane on device arrays: the plane cases must have run the pass */
+    /* TIDE_FFT_ENGINE=plane on device arrays: the plane cases must have run the plane pass,
+     * and on one rank (a 3D transform of one plan) the strided pass too */
     const char *engine = getenv("TIDE_FFT_ENGINE");
     if (cuda && on_device && engine && !strcmp(engine, "plane") && only < 0) {
-        cases.checks++;
+        cases.checks += 2;
         if (tt_all(comm, plane_plans == 0)) { /* on no rank */
             cases.failed++;
             if (rank == 0)
                 printf("FAIL: TIDE_FFT_ENGINE=plane, and no plan ran Tide's plane pass\n");
         }
+        if (nranks == 1 && strided_plans == 0) {
+            cases.failed++;
+            printf("FAIL: TIDE_FFT_ENGINE=plane on one rank, and no plan ran Tide's strided "
+                   "pass\n");
+        }
     }
     if (rank == 0 && cuda)
-        printf("%d plans ran Tide's plane pass on rank 0\n", plane_plans);
+        printf("%d plans ran Tide's plane pass on rank 0, %d of them its strided pass too\n",
+               plane_plans, strided_plans);
     tide_context_destroy(ctx);
     int rc = tt_finish(&cases, comm, "test_fft", "cases");
     MPI_Finalize();

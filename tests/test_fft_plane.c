@@ -1,10 +1,13 @@
 /*
- * test_fft_plane.c: Tide's own plane pass (gpu/fft_plane.h) against FFTW in double (the oracle)
- * and cuFFT on the same random planes: every size class it takes (64 to 1024 each way, square
- * and not), float and double, forward and backward, in place and out of place, plane counts
- * below and above the lag, forced lags; its relative L2 error must be at most cuFFT's on the
- * same input and below an absolute bound; and the sizes it refuses are refused with a reason. The data move with plain CUDA calls on the caller's
- * stream around the pass: a copy in still pending when it is enqueued, a copy out after it.
+ * test_fft_plane.c: Tide's own plane pass and strided pass (gpu/fft_plane.h) against FFTW in
+ * double (the oracle) and cuFFT on the same random data. The plane pass: every size class it
+ * takes (64 to 1024 each way, square and not), float and double, forward and backward, in place
+ * and out of place, plane counts below and above the lag, forced lags. The strided pass: the
+ * slowest dimension of planes x ny x nx arrays, every line length it takes (64 to 1024), a few
+ * planes' sizes. Each relative L2 error must be at most cuFFT's on the same input and below an
+ * absolute bound; and the sizes refused are refused with a reason. The data move with plain
+ * CUDA calls on the caller's stream around the pass: a copy in still pending when it is
+ * enqueued, a copy out after it.
  * Exit 77 (skipped) without a usable GPU.
  */
 #include <complex.h>
@@ -46,7 +49,11 @@ static int fetch(const void *d, size_t n, int dbl, cudaStream_t st, double *out)
     return 0;
 }
 
-static void one(int dbl, int nx, int ny, int planes, int sign, int in_place, int lag)
+/* A pass over planes dense planes of ny x nx points: the plane pass (2D transforms of the
+ * planes), or (strided) the strided pass (1D transforms of length planes across them) in
+ * blocks of points points (0: the rule's). */
+static void one(int dbl, int nx, int ny, int planes, int sign, int in_place, int lag,
+                int strided, int points)
 {
     size_t n = (size_t)nx * ny * planes, bytes = n * (dbl ? 16 : 8);
     char why[256] = "";
@@ -76,16 +83,22 @@ static void one(int dbl, int nx, int ny, int planes, int sign, int in_place, int
         }
         x[i] = re + I * im;
     }
-    int dims[2] = {ny, nx};
-    fftw_plan fp = fftw_plan_many_dft(2, dims, planes, x, NULL, 1, nx * ny, ref, NULL, 1,
-                                      nx * ny, sign, FFTW_ESTIMATE);
+    int dims[2] = {ny, nx}, area = nx * ny;
+    fftw_plan fp = strided ? fftw_plan_many_dft(1, &planes, area, x, NULL, area, 1, ref, NULL,
+                                                area, 1, sign, FFTW_ESTIMATE)
+                           : fftw_plan_many_dft(2, dims, planes, x, NULL, 1, area, ref, NULL, 1,
+                                                area, sign, FFTW_ESTIMATE);
     fftw_execute(fp);
     fftw_destroy_plan(fp);
 
     cudaStream_t st;
     cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
     tide_gpu_plane *pass = NULL;
-    int r = tide_gpu_plane_create(dbl, nx, ny, planes, sign, lag, &pass, why, sizeof why);
+    tide_gpu_strided *line = NULL;
+    int r = strided ? tide_gpu_strided_create(dbl, planes, area, sign, points, &line, why,
+                                              sizeof why)
+                    : tide_gpu_plane_create(dbl, nx, ny, planes, sign, lag, &pass, why,
+                                            sizeof why);
     double err = NAN, cerr = NAN;
     if (r) {
         printf("FAIL %s %dx%d x%d: create returned %d: %s\n", what, nx, ny, planes, r, why);
@@ -94,7 +107,9 @@ static void one(int dbl, int nx, int ny, int planes, int sign, int in_place, int
     }
     /* the copy in is still pending when the pass is enqueued behind it */
     if (cudaMemcpyAsync(din, h, bytes, cudaMemcpyHostToDevice, st) ||
-        tide_gpu_plane_execute(pass, din, dout, st) || fetch(dout, n, dbl, st, got)) {
+        (strided ? tide_gpu_strided_execute(line, din, dout, st)
+                 : tide_gpu_plane_execute(pass, din, dout, st)) ||
+        fetch(dout, n, dbl, st, got)) {
         printf("FAIL %s %dx%d x%d: the pass did not run\n", what, nx, ny, planes);
         failures++;
         goto done;
@@ -103,8 +118,9 @@ static void one(int dbl, int nx, int ny, int planes, int sign, int in_place, int
     /* cuFFT on the same input */
     cufftHandle cp;
     int cn[2] = {ny, nx};
-    if (cufftPlanMany(&cp, 2, cn, NULL, 1, nx * ny, NULL, 1, nx * ny,
-                      dbl ? CUFFT_Z2Z : CUFFT_C2C, planes) ||
+    cufftType ct = dbl ? CUFFT_Z2Z : CUFFT_C2C;
+    if ((strided ? cufftPlanMany(&cp, 1, &planes, &planes, area, 1, &planes, area, 1, ct, area)
+                 : cufftPlanMany(&cp, 2, cn, NULL, 1, area, NULL, 1, area, ct, planes)) ||
         cufftSetStream(cp, st) ||
         cudaMemcpyAsync(din, h, bytes, cudaMemcpyHostToDevice, st) ||
         (dbl ? cufftExecZ2Z(cp, din, din, sign) : cufftExecC2C(cp, din, din, sign)) ||
@@ -117,12 +133,14 @@ static void one(int dbl, int nx, int ny, int planes, int sign, int in_place, int
     cerr = rel_l2(got, ref, n);
     double bound = dbl ? 1e-14 : 1e-6;
     int ok = err <= cerr && err < bound;
-    printf("%s %s %4dx%-4d x%-3d %s %-12s lag %2d: rel L2 %.3g (cuFFT %.3g, ratio %.2f)\n",
-           ok ? "ok  " : "FAIL", what, nx, ny, planes, sign < 0 ? "fwd" : "bwd",
-           in_place ? "in place" : "out of place", lag, err, cerr, err / cerr);
+    printf("%s %s %-7s %4dx%-4d x%-4d %s %-12s lag %2d points %5d: rel L2 %.3g (cuFFT %.3g, "
+           "ratio %.2f)\n", ok ? "ok  " : "FAIL", what, strided ? "strided" : "planes", nx, ny,
+           planes, sign < 0 ? "fwd" : "bwd", in_place ? "in place" : "out of place", lag, points,
+           err, cerr, err / cerr);
     failures += !ok;
 done:
     tide_gpu_plane_destroy(pass);
+    tide_gpu_strided_destroy(line);
     cudaStreamDestroy(st);
 out:
     if (!in_place)
@@ -144,6 +162,18 @@ static void refused(int dbl, int nx, int ny, int planes)
            ny, planes, why);
     failures += !ok;
     tide_gpu_plane_destroy(pass);
+}
+
+static void refused_strided(int dbl, int n, int64_t count, int points)
+{
+    char why[256] = "";
+    tide_gpu_strided *pass = NULL;
+    int r = tide_gpu_strided_create(dbl, n, count, -1, points, &pass, why, sizeof why);
+    int ok = r == TIDE_ERR_UNSUPPORTED && !pass && why[0];
+    printf("%s %s strided %d points x %lld lines, blocks of %d refused: %s\n",
+           ok ? "ok  " : "FAIL", dbl ? "double" : "float", n, (long long)count, points, why);
+    failures += !ok;
+    tide_gpu_strided_destroy(pass);
 }
 
 int main(void)
@@ -168,18 +198,44 @@ int main(void)
                 continue;
             }
             for (int sign = -1; sign <= 1; sign += 2)
-                one(dbl, nx, ny, planes, sign, (int)(i + sign + 2) % 2, 0);
+                one(dbl, nx, ny, planes, sign, (int)(i + sign + 2) % 2, 0, 0, 0);
         }
     /* the lag forced: one plane ahead, and more planes ahead than there are */
-    one(0, 128, 128, 41, -1, 1, 1);
-    one(1, 128, 128, 41, 1, 0, 1);
-    one(0, 256, 128, 7, -1, 0, 64);
+    one(0, 128, 128, 41, -1, 1, 1, 0, 0);
+    one(1, 128, 128, 41, 1, 0, 1, 0, 0);
+    one(0, 256, 128, 7, -1, 0, 64, 0, 0);
+    /* the strided pass: lines of 64 to 1024 points across planes of 8 x 8 (the fewest lines
+     * at 64 points: one block) to 96 x 32 (not a power of two: the lines need only come in
+     * blocks), in blocks of the rule's size, then of every size forced */
+    static const int lines[][3] = {
+        {8, 8, 64},  {96, 32, 64},  {16, 8, 128},  {32, 40, 256}, {64, 64, 512},
+        {24, 16, 1024}, {512, 2, 64},
+    };
+    for (int dbl = 0; dbl < 2; dbl++)
+        for (size_t i = 0; i < sizeof lines / sizeof *lines; i++)
+            for (int sign = -1; sign <= 1; sign += 2)
+                one(dbl, lines[i][0], lines[i][1], lines[i][2], sign, (int)(i + sign + 2) % 2,
+                    0, 1, 0);
+    for (int points = 4096; points <= 16384; points *= 2) {
+        one(0, 32, 32, 512, -1, 1, 0, 1, points);
+        one(0, 16, 64, 1024, 1, 0, 0, 1, points);
+        if (points < 16384)
+            one(1, 32, 16, 1024, -1, 0, 0, 1, points);
+    }
     /* refused: not powers of two, too large, too many planes */
     refused(0, 96, 128, 1);
     refused(1, 1024, 1024, 1);
     refused(0, 2048, 128, 1);
     refused(0, 128, 128, 1 << 19);
     refused(0, 128, 128, 0);
+    refused_strided(0, 96, 64, 0);
+    refused_strided(1, 2048, 64, 0);
+    refused_strided(0, 32, 64, 0);
+    refused_strided(0, 64, 32, 0);
+    refused_strided(1, 64, 96, 0);
+    refused_strided(0, 512, 1024, 2048);
+    refused_strided(1, 512, 1024, 16384);
+    refused_strided(0, 1024, 8, 0);
     printf("%d failed\n", failures);
     return failures ? 1 : 0;
 }

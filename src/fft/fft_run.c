@@ -170,7 +170,8 @@ int tide_fft_plan_describe(const tide_fft_plan *p, char *buf, size_t len)
         used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? " > " : "",
                                  prog->ops[i].what);
     if (p->plane_pass && used < len)
-        snprintf(buf + used, len - used, " [plane pass]");
+        snprintf(buf + used, len - used, "%s",
+                 p->plane_pass > 1 ? " [plane and strided passes]" : " [plane pass]");
     return TIDE_SUCCESS;
 }
 
