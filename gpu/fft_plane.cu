@@ -508,15 +508,16 @@ struct tide_gpu_strided {
 };
 
 // A block's points where the caller leaves them (0): enough lines that each of their rows is
-// at least 128 bytes, a whole cache line (measured on an H200 with 4096 points a block: 1.15
-// passes over the array at 256^3 float, 128-byte rows; 1.43 at 512^3, 64-byte rows; 2.85 at
-// 1024^3, 32-byte rows), and at least 4096 points.
+// 128 bytes, a whole cache line, within 4096 to 8192 points. Measured on an H200, passes over
+// the array (docs/performance.md): blocks of 4096 points, 1.15 at 256^3 float (128-byte rows),
+// 1.41 at 512^3 (64-byte rows), 2.96 at 1024^3 (32-byte rows); 8192 points, 1.23 at 512^3
+// and 1.69 at 1024^3 (64-byte rows); 16384 (1024 threads, one block an SM), 1.32 and 1.82.
 static int block_points(int dbl, int n, int points)
 {
     if (points)
         return points;
-    int rows = 128 / (dbl ? 16 : 8) * n, most = dbl ? 8192 : 16384;
-    return rows < ITEM_POINTS ? ITEM_POINTS : rows > most ? most : rows;
+    int rows = 128 / (dbl ? 16 : 8) * n;
+    return rows < ITEM_POINTS ? ITEM_POINTS : rows > 2 * ITEM_POINTS ? 2 * ITEM_POINTS : rows;
 }
 
 // Whether the pass takes count lines of n points in blocks of points points (0: the rule's).

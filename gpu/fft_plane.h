@@ -49,7 +49,7 @@ typedef struct tide_gpu_strided tide_gpu_strided;
  * 1024, count a multiple of the lines a block takes); if not, why says which. */
 int tide_gpu_strided_supported(int dbl, int n, int64_t count, char *why, size_t len);
 /* A strided pass, sign -1 (forward) or +1, blocks of points points: 4096, 8192 or (float)
- * 16384; 0: the rule's (lines enough for 128-byte rows, at least 4096 points). Returns 0,
+ * 16384; 0: the rule's (lines enough for 128-byte rows, 4096 to 8192 points). Returns 0,
  * TIDE_ERR_UNSUPPORTED, TIDE_ERR_NOMEM or TIDE_ERR_BACKEND, with the reason in why. */
 int tide_gpu_strided_create(int dbl, int n, int64_t count, int sign, int points,
                             tide_gpu_strided **out, char *why, size_t len);

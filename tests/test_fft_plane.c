@@ -235,7 +235,7 @@ int main(void)
     refused_strided(1, 64, 96, 0);
     refused_strided(0, 512, 1024, 2048);
     refused_strided(1, 512, 1024, 16384);
-    refused_strided(0, 1024, 8, 0);
+    refused_strided(0, 1024, 4, 0);
     printf("%d failed\n", failures);
     return failures ? 1 : 0;
 }
