@@ -148,6 +148,30 @@ static int call_own(const void *what, void *d)
     return o->line ? exec(o->s->line, o->s, d) : 0;
 }
 
+/* o run once on d (from pristine, bytes), its output against ref over the first cmp points
+ * (*err), then timed (*t). */
+static int check_and_time(const own *o, void *d, const void *pristine, const void *ref,
+                          size_t bytes, size_t cmp, int runs, double *err, double *t)
+{
+    cudaStream_t st = o->s->stream;
+    CK(restore(d, pristine, bytes, st));
+    CK(call_own(o, d));
+    CK(cudaStreamSynchronize(st));
+    *err = peer_rel_l2(d, ref, 2 * cmp, o->s->dbl);
+    return timed(call_own, o, d, pristine, bytes, st, runs, t);
+}
+
+/* A copy of pristine transformed by cuFFT's plan h of s, in a new device array *out. */
+static int reference(const sched *s, cufftHandle h, void *d, const void *pristine,
+                     size_t bytes, void **out)
+{
+    CK(cudaMalloc(out, bytes));
+    CK(restore(d, pristine, bytes, s->stream));
+    CK(exec(h, s, d));
+    CK(cudaMemcpyAsync(*out, d, bytes, cudaMemcpyDeviceToDevice, s->stream));
+    return (int)cudaStreamSynchronize(s->stream);
+}
+
 /* Tide's strided pass alone against cuFFT's (its output ref1 from pristine), and after the
  * plane pass of lag 0 against the 3D plan's output ref: blocks of the rule's size, then of
  * each size forced. */
@@ -159,10 +183,7 @@ static int bench_strided(const sched *s, void *d, const void *pristine, const vo
     size_t cmp = n3 < ((size_t)1 << 24) ? n3 : (size_t)1 << 24;
     char why[256];
     void *ref1 = NULL;
-    CK(cudaMalloc(&ref1, bytes));
-    CK(restore(d, pristine, bytes, s->stream));
-    CK(exec(s->line, s, d));
-    CK(cudaMemcpyAsync(ref1, d, bytes, cudaMemcpyDeviceToDevice, s->stream));
+    CK(reference(s, s->line, d, pristine, bytes, &ref1));
     int points[] = {0, 4096, 8192, 16384};
     for (int i = 0; i < (int)(sizeof points / sizeof *points); i++) {
         own o = {.s = s, .line = 2};
@@ -172,17 +193,9 @@ static int bench_strided(const sched *s, void *d, const void *pristine, const vo
             continue;
         }
         double t1, t3, e1, e3;
-        CK(restore(d, pristine, bytes, s->stream));
-        CK(call_own(&o, d));
-        CK(cudaStreamSynchronize(s->stream));
-        e1 = peer_rel_l2(d, ref1, 2 * cmp, dbl);
-        CK(timed(call_own, &o, d, pristine, bytes, s->stream, runs, &t1));
+        CK(check_and_time(&o, d, pristine, ref1, bytes, cmp, runs, &e1, &t1));
         CK(tide_gpu_plane_create(dbl, N, N, N, -1, 0, &o.pass, why, sizeof why));
-        CK(restore(d, pristine, bytes, s->stream));
-        CK(call_own(&o, d));
-        CK(cudaStreamSynchronize(s->stream));
-        e3 = peer_rel_l2(d, ref, 2 * cmp, dbl);
-        CK(timed(call_own, &o, d, pristine, bytes, s->stream, runs, &t3));
+        CK(check_and_time(&o, d, pristine, ref, bytes, cmp, runs, &e3, &t3));
         *worst |= !(e1 < (dbl ? 1e-12 : 1e-5)) || !(e3 < (dbl ? 1e-12 : 1e-5));
         printf("own strided, %5d pts %8.4f ms  %5.2f passes (rel L2 against cuFFT's strided "
                "%.3g); own planes + own strided %8.4f ms  %5.2f passes (against 3d %.3g)\n",
@@ -208,27 +221,15 @@ static int bench_own(const sched *s, void *d, const void *pristine, const void *
         return 0;
     }
     void *ref2 = NULL;
-    CK(cudaMalloc(&ref2, bytes));
-    CK(restore(d, pristine, bytes, s->stream));
-    CK(exec(s->plane, s, d));
-    CK(cudaMemcpyAsync(ref2, d, bytes, cudaMemcpyDeviceToDevice, s->stream));
-    CK(cudaStreamSynchronize(s->stream));
+    CK(reference(s, s->plane, d, pristine, bytes, &ref2));
     int lags[] = {0, 2, 4, 8, 16};
     for (int i = 0; i < (int)(sizeof lags / sizeof *lags); i++) {
         own o = {.s = s};
         CK(tide_gpu_plane_create(dbl, N, N, N, -1, lags[i], &o.pass, why, sizeof why));
         double t2, t3, e2, e3;
-        CK(restore(d, pristine, bytes, s->stream));
-        CK(call_own(&o, d));
-        CK(cudaStreamSynchronize(s->stream));
-        e2 = peer_rel_l2(d, ref2, 2 * cmp, dbl);
-        CK(timed(call_own, &o, d, pristine, bytes, s->stream, runs, &t2));
+        CK(check_and_time(&o, d, pristine, ref2, bytes, cmp, runs, &e2, &t2));
         o.line = 1;
-        CK(restore(d, pristine, bytes, s->stream));
-        CK(call_own(&o, d));
-        CK(cudaStreamSynchronize(s->stream));
-        e3 = peer_rel_l2(d, ref, 2 * cmp, dbl);
-        CK(timed(call_own, &o, d, pristine, bytes, s->stream, runs, &t3));
+        CK(check_and_time(&o, d, pristine, ref, bytes, cmp, runs, &e3, &t3));
         *worst |= !(e2 < (dbl ? 1e-12 : 1e-5)) || !(e3 < (dbl ? 1e-12 : 1e-5));
         printf("own planes, lag %-2d     %8.4f ms  %5.2f passes (rel L2 against cuFFT's 2D "
                "%.3g); + strided 1D %8.4f ms  %5.2f passes (against 3d %.3g)\n", lags[i],
