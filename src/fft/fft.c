@@ -647,8 +647,8 @@ static int runs_plane_pass(tide_context *ctx, const tide_fft_plan *p)
 }
 
 /* Collective: with planning MEASURE on the GPU and TIDE_FFT_ENGINE unset, cuFFT alone against
- * Tide's plane pass for the FFTs it takes (gpu/fft_plane.h; the plan's other FFTs stay
- * cuFFT's), where it takes any; on the decomposition and exchange of o and the chunk count
+ * Tide's plane and strided passes for the FFTs they take (gpu/fft_plane.h; the plan's other
+ * FFTs stay cuFFT's), where they take any; on the decomposition and exchange of o and the chunk count
  * kept (the context's while the measurement runs). */
 static void measure_engine(tide_context *ctx, const int n[3], const tide_args *all,
                            const tide_fft_options *o, int cuda, const tide_fft_middle *mid,
