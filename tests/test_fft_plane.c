@@ -230,7 +230,7 @@ int main(void)
      * an overlapped exchange's chunk takes), in place: the rest of each plane untouched */
     one(0, 32, 16, 512, -1, 1, 0, 1, 0, 37);
     one(1, 24, 16, 256, 1, 1, 0, 1, 0, 4096);
-    one(0, 8, 8, 64, 1, 1, 0, 1, 8192, 100);
+    one(0, 8, 8, 64, 1, 1, 0, 1, 0, 100);
     /* refused: not powers of two, too large, too many planes */
     refused(0, 96, 128, 1);
     refused(1, 1024, 1024, 1);
