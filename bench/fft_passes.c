@@ -187,7 +187,8 @@ static int bench_strided(const sched *s, void *d, const void *pristine, const vo
     int points[] = {0, 4096, 8192, 16384};
     for (int i = 0; i < (int)(sizeof points / sizeof *points); i++) {
         own o = {.s = s, .line = 2};
-        if (tide_gpu_strided_create(dbl, N, (int64_t)N * N, -1, points[i], &o.strided, why,
+        int64_t area = (int64_t)N * N;
+        if (tide_gpu_strided_create(dbl, N, area, area, -1, points[i], &o.strided, why,
                                     sizeof why)) {
             printf("own strided, %5d points a block: %s\n", points[i], why);
             continue;

@@ -100,14 +100,81 @@ int create_r2r(const tide_gpu_fft_desc *d, tide_gpu_fft *f, size_t *work, char *
     return 0;
 }
 
+// Whether the box's points of a plane (along its slowest dimension o0) lie side by side in
+// arr, as count lines of the strided pass whose points lie pitch apart: the box takes whole
+// rows of arr (along o2), dense along o1.
+bool lines_of(const tide_box *box, const tide_box *arr, int64_t *count, int64_t *pitch)
+{
+    int o0 = box->order[0], o1 = box->order[1], o2 = box->order[2];
+    int64_t s[3];
+    tide_box_strides(arr, s);
+    *count = tide_ext(box, o1) * tide_ext(box, o2);
+    *pitch = s[o0];
+    return s[o2] == 1 && s[o1] == tide_ext(box, o2);
+}
+
+// Tide's strided pass for the slowest dimension of ibox in iarr into obox in oarr (the same
+// lines in both), where it takes them: *took says whether it did (f->strided). Returns 0 or an
+// error code.
+int create_strided(const tide_gpu_fft_desc *d, const tide_box *ibox, const tide_box *iarr,
+                   const tide_box *obox, const tide_box *oarr, tide_gpu_fft *f, bool *took,
+                   char *why, size_t len)
+{
+    *took = false;
+    int64_t count, pitch, ocount, opitch, n = tide_ext(ibox, ibox->order[0]);
+    char no[160];
+    if (!lines_of(ibox, iarr, &count, &pitch) || !lines_of(obox, oarr, &ocount, &opitch) ||
+        count != ocount || pitch != opitch || n > INT32_MAX ||
+        !tide_gpu_strided_supported(d->dbl, (int)n, count, no, sizeof no))
+        return 0;
+    int st = tide_gpu_strided_create(d->dbl, (int)n, count, pitch, d->sign, 0, &f->strided,
+                                     why, len);
+    if (st)
+        return st == TIDE_ERR_UNSUPPORTED ? 0 : st;
+    if (d->plane)
+        *d->plane |= 2;
+    *took = true;
+    return 0;
+}
+
+// Whether d (its boxes, where the arrays do not say) is a transform Tide's passes may take:
+// asked for (d->engine), complex to complex, one field, no spectral step, no real-to-real
+// dimension, the same dimensions and orders in and out.
+bool own_passes_take(const tide_gpu_fft_desc *d)
+{
+    if (!d->engine || d->kind != 0 || d->batch != 1 || d->then)
+        return false;
+    for (int k = 0; k < d->ndims; k++)
+        if (d->r2r[d->dims[k]])
+            return false;
+    for (int k = 0; k < 3; k++)
+        if (d->ibox->order[k] != d->obox->order[k] || tide_ext(d->ibox, k) != tide_ext(d->obox, k))
+            return false;
+    return true;
+}
+
+// A 1D transform of the boxes' slowest dimension by Tide's strided pass, where d asks for
+// Tide's passes and the pass takes the boxes' lines (a dense plane's, or a slice of its rows
+// that an overlapped exchange's chunk cuts); *took says whether it did. Returns 0 or an error.
+int create_lines(const tide_gpu_fft_desc *d, tide_gpu_fft *f, bool *took, char *why,
+                 size_t len)
+{
+    *took = false;
+    if (!own_passes_take(d) || d->ndims != 1 || d->dims[0] != d->ibox->order[0])
+        return 0;
+    return create_strided(d, d->ibox, d->iarr ? d->iarr : d->ibox, d->obox,
+                          d->oarr ? d->oarr : d->obox, f, took, why, len);
+}
+
 // The plane pass for d's two fastest dimensions, where d->engine asks for it and it takes
 // them (fft.h), and Tide's strided pass for the third where it takes that (none: *rest is
-// that dimension, in place on the output, for cuFFT; else rest->ndims is 0).
-// Returns 1 where it took them, 0 where not (nothing made), or an error code.
+// that dimension, in place on the output, for cuFFT; else rest->ndims is 0). *took says
+// whether the plane pass took the two. Returns 0 or an error code.
 int create_plane(const tide_gpu_fft_desc *d, tide_gpu_fft *f, tide_gpu_fft_desc *rest,
-                 char *why, size_t len)
+                 bool *took, char *why, size_t len)
 {
-    if (!d->engine || d->kind != 0 || d->batch != 1 || d->then || d->ndims < 2)
+    *took = false;
+    if (!own_passes_take(d) || d->ndims < 2)
         return 0;
     const tide_box *ia = d->iarr ? d->iarr : d->ibox, *oa = d->oarr ? d->oarr : d->obox;
     int o0 = d->ibox->order[0], o1 = d->ibox->order[1], o2 = d->ibox->order[2];
@@ -118,12 +185,7 @@ int create_plane(const tide_gpu_fft_desc *d, tide_gpu_fft *f, tide_gpu_fft_desc 
     for (int k = 0; k < d->ndims; k++) {
         fast += d->dims[k] == o1 || d->dims[k] == o2;
         slow += d->dims[k] == o0;
-        if (d->r2r[d->dims[k]])
-            return 0;
     }
-    for (int k = 0; k < 3; k++)
-        if (d->ibox->order[k] != d->obox->order[k] || tide_ext(d->ibox, k) != tide_ext(d->obox, k))
-            return 0;
     int dense = is[o2] == 1 && os[o2] == 1 && is[o1] == nx && os[o1] == nx &&
                 (tide_ext(d->ibox, o0) == 1 || (is[o0] == nx * ny && os[o0] == nx * ny));
     char no[160];
@@ -134,22 +196,18 @@ int create_plane(const tide_gpu_fft_desc *d, tide_gpu_fft *f, tide_gpu_fft_desc 
                                    d->sign, 0, &f->plane, why, len);
     if (st)
         return st == TIDE_ERR_UNSUPPORTED ? 0 : st;
+    if (d->plane)
+        *d->plane |= 1;
+    *took = true;
     *rest = *d;
     rest->ndims = slow;
     rest->dims[0] = o0;
     rest->ibox = d->obox, rest->iarr = d->oarr;
-    int64_t nz = tide_ext(d->ibox, o0);
-    if (slow && tide_gpu_strided_supported(d->dbl, (int)nz, nx * ny, no, sizeof no)) {
-        st = tide_gpu_strided_create(d->dbl, (int)nz, nx * ny, d->sign, 0, &f->strided, why,
-                                     len);
-        if (st && st != TIDE_ERR_UNSUPPORTED)
-            return st;
-        rest->ndims = st ? 1 : 0; // unsupported here: cuFFT takes the third dimension
-    }
-    int runs = f->strided ? 2 : 1;
-    if (d->plane && *d->plane < runs)
-        *d->plane = runs;
-    return 1;
+    bool third = false; // the third dimension in place on the output: strided pass, else cuFFT
+    if (slow && (st = create_strided(d, d->obox, oa, d->obox, oa, f, &third, why, len)))
+        return st;
+    rest->ndims = slow && !third;
+    return 0;
 }
 
 } // namespace
@@ -169,10 +227,11 @@ extern "C" int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **ou
     f->sign = d->sign;
     size_t work = 0;
     tide_gpu_fft_desc rest;
-    int st = create_plane(d, f, &rest, why, len);
-    if (st == 1) // the plane pass took the two fastest dimensions: cuFFT the third, if any
+    bool planes = false, lines = false;
+    int st = create_plane(d, f, &rest, &planes, why, len);
+    if (!st && planes) // the plane pass took the two fastest dimensions: cuFFT the third, if any
         st = rest.ndims ? create_dft(&rest, f, &work, why, len) : 0;
-    else if (!st)
+    else if (!st && !(st = create_lines(d, f, &lines, why, len)) && !lines)
         st = d->kind == 3 ? 0 : create_dft(d, f, &work, why, len);
     if (!st)
         st = create_r2r(d, f, &work, why, len);
@@ -490,6 +549,8 @@ extern "C" int tide_gpu_fft_execute(const tide_gpu_fft *f, void *in, void *out)
             st = tide_gpu_strided_execute(f->strided, out, out, f->stream);
         return st || !f->planned ? st : execute_dft(f, out, out);
     }
+    if (f->strided) // the strided pass alone
+        return tide_gpu_strided_execute(f->strided, in, out, f->stream);
     st = st ? st : execute_dft(f, in, out);
     for (int k = 0; k < f->nr2r && !st && f->kind != 2; k++) // on the complex output
         st = tide_gpu_r2r_execute(f->r2r[k], out, out, f->stream);

@@ -41,9 +41,10 @@ typedef struct {
     /* 1: the transform of the two fastest dimensions by Tide's plane pass (fft_plane.h) where
      * it takes it (c2c, one field, no real-to-real dimension, no then, planes dense in both
      * arrays, sizes it supports), a third transformed dimension then in place on the output
-     * by Tide's strided pass where it takes it (fft_plane.h), else by cuFFT; *plane (where not
-     * NULL) is raised to 1 where the plane pass runs, 2 where the strided pass too, left alone
-     * elsewhere. */
+     * by Tide's strided pass where it takes it (fft_plane.h), else by cuFFT; and a 1D transform
+     * of the boxes' slowest dimension by the strided pass where it takes the lines. *plane
+     * (where not NULL) gets bit 1 where the plane pass runs, bit 2 where the strided pass
+     * does, and is left alone elsewhere. */
     int engine;
     int *plane;
 } tide_gpu_fft_desc;

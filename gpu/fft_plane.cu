@@ -27,8 +27,9 @@
 // Shared memory holds point a at a + a / 8: the first stage's stores, R points apart for
 // consecutive threads, then fall in distinct banks.
 //
-// The strided pass (the slowest dimension of a stack of planes: lines count points apart)
-// takes blocks of neighbouring lines as column items, one block each, with the same stages.
+// The strided pass (the slowest dimension of a stack of planes: lines whose points lie pitch
+// apart) takes blocks of neighbouring lines as column items, one block each, with the same
+// stages.
 //
 // Measured on an H200 (docs/performance.md): each plane read from and written to device
 // memory once (Nsight Compute's DRAM bytes), but the kernel is bound by latency (about half
@@ -313,7 +314,7 @@ __global__ void __launch_bounds__(THREADS, blocks_per_sm<T>()) plane_kernel(cons
 }
 
 // The strided pass: block b transforms the M = 2^lgm lines m = b M .. b M + M - 1 that lie
-// side by side (point pos of line m at pos * count + m), as a plane's column item does,
+// side by side (point pos of line m at pos * pitch + m), as a plane's column item does,
 // reading each point once and writing it once; TH threads, TH * POINTS_PER_THREAD points a
 // block. The registers a thread may take as in the plane pass: 64 (float), 128 (double).
 template <class T> constexpr size_t strided_smem(int th)
@@ -323,12 +324,12 @@ template <class T> constexpr size_t strided_smem(int th)
 
 template <class T, int TH>
 __global__ void __launch_bounds__(TH, blocks_per_sm<T>() * THREADS / TH)
-    strided_kernel(const T *in, T *out, int lgn, int lgm, int count, const T *tw, double sign)
+    strided_kernel(const T *in, T *out, int lgn, int lgm, int pitch, const T *tw, double sign)
 {
     extern __shared__ __align__(16) unsigned char raw[];
     typedef typename real_of<T>::type real;
     const long off = (long)blockIdx.x << lgm;
-    lines<T> L = {in + off, out + off, (T *)raw, tw, 1 << lgn, lgn, 1 << lgm, lgm, count};
+    lines<T> L = {in + off, out + off, (T *)raw, tw, 1 << lgn, lgn, 1 << lgm, lgm, pitch};
     transform<T, true, TH>(L, (real)sign);
 }
 
@@ -498,11 +499,11 @@ extern "C" void tide_gpu_plane_destroy(tide_gpu_plane *p)
     free(p);
 }
 
-// The strided pass (fft_plane.h): a plane pass's column items over lines count points apart,
+// The strided pass (fft_plane.h): a plane pass's column items over lines pitch points apart,
 // in blocks of 4096, 8192 or 16384 points (float; double: up to 8192) with 256, 512 or 1024
 // threads.
 struct tide_gpu_strided {
-    int dbl, lgn, lgm, count, threads;
+    int dbl, lgn, lgm, count, pitch, threads;
     double sign;
     void *tw;
 };
@@ -556,12 +557,18 @@ template <class T, int TH> static cudaError_t strided_smem_limit()
                                 (int)strided_smem<T>(TH));
 }
 
-extern "C" int tide_gpu_strided_create(int dbl, int n, int64_t count, int sign, int points,
-                                       tide_gpu_strided **out, char *why, size_t len)
+extern "C" int tide_gpu_strided_create(int dbl, int n, int64_t count, int64_t pitch, int sign,
+                                       int points, tide_gpu_strided **out, char *why,
+                                       size_t len)
 {
     *out = NULL;
     if (!strided_takes(dbl, n, count, points, why, len))
         return TIDE_ERR_UNSUPPORTED;
+    if (pitch < count || pitch > INT32_MAX) {
+        snprintf(why, len, "the strided pass takes lines whose points lie %lld to 2^31 - 1 "
+                 "points apart (%lld)", (long long)count, (long long)pitch);
+        return TIDE_ERR_UNSUPPORTED;
+    }
     points = block_points(dbl, n, points);
     int threads = points / POINTS_PER_THREAD;
     cudaError_t e = dbl ? (threads == 256 ? strided_smem_limit<double2, 256>()
@@ -579,7 +586,7 @@ extern "C" int tide_gpu_strided_create(int dbl, int n, int64_t count, int sign, 
         snprintf(why, len, "out of memory");
         return TIDE_ERR_NOMEM;
     }
-    *p = {dbl, ilog2(n), ilog2(points / n), (int)count, threads, (double)sign, NULL};
+    *p = {dbl, ilog2(n), ilog2(points / n), (int)count, (int)pitch, threads, (double)sign, NULL};
     size_t bytes = (size_t)n * (dbl ? 16 : 8);
     e = cudaMalloc(&p->tw, bytes);
     if (!e) {
@@ -607,7 +614,7 @@ template <class T, int TH>
 static void launch_strided(const tide_gpu_strided *p, const void *in, void *out, cudaStream_t st)
 {
     strided_kernel<T, TH><<<(unsigned)(p->count >> p->lgm), TH, strided_smem<T>(TH), st>>>(
-        (const T *)in, (T *)out, p->lgn, p->lgm, p->count, (const T *)p->tw, p->sign);
+        (const T *)in, (T *)out, p->lgn, p->lgm, p->pitch, (const T *)p->tw, p->sign);
 }
 
 extern "C" int tide_gpu_strided_execute(const tide_gpu_strided *p, const void *in, void *out,

@@ -39,10 +39,11 @@ int tide_gpu_plane_execute(const tide_gpu_plane *p, const void *in, void *out, v
 void tide_gpu_plane_destroy(tide_gpu_plane *p);
 
 /* The strided pass: 1D C2C transforms of count lines of n points that lie side by side, point
- * pos of line m at pos * count + m (the slowest dimension of a dense array of count points a
- * plane). Each block takes points / n neighbouring lines, as the plane pass's column items
- * do: reads each point from device memory once, transforms the lines through shared memory
- * with the same stages, writes each point once. No normalization. */
+ * pos of line m at pos * pitch + m (pitch >= count: the slowest dimension of a dense array of
+ * count points a plane, or of a slice of its planes' rows). Each block takes points / n
+ * neighbouring lines, as the plane pass's column items do: reads each point from device
+ * memory once, transforms the lines through shared memory with the same stages, writes each
+ * point once. No normalization. */
 typedef struct tide_gpu_strided tide_gpu_strided;
 
 /* Whether the pass takes such lines with the rule's block size (n a power of two from 64 to
@@ -51,7 +52,7 @@ int tide_gpu_strided_supported(int dbl, int n, int64_t count, char *why, size_t 
 /* A strided pass, sign -1 (forward) or +1, blocks of points points: 4096, 8192 or (float)
  * 16384; 0: the rule's (lines enough for 128-byte rows, 4096 to 8192 points). Returns 0,
  * TIDE_ERR_UNSUPPORTED, TIDE_ERR_NOMEM or TIDE_ERR_BACKEND, with the reason in why. */
-int tide_gpu_strided_create(int dbl, int n, int64_t count, int sign, int points,
+int tide_gpu_strided_create(int dbl, int n, int64_t count, int64_t pitch, int sign, int points,
                             tide_gpu_strided **out, char *why, size_t len);
 /* Enqueue the transforms of in into out (in == out: in place) on stream (a cudaStream_t). */
 int tide_gpu_strided_execute(const tide_gpu_strided *p, const void *in, void *out,

@@ -49,13 +49,14 @@ static int fetch(const void *d, size_t n, int dbl, cudaStream_t st, double *out)
     return 0;
 }
 
-/* A pass over planes dense planes of ny x nx points: the plane pass (2D transforms of the
- * planes), or (strided) the strided pass (1D transforms of length planes across them) in
- * blocks of points points (0: the rule's). */
+/* A pass over planes planes of ny x nx points: the plane pass (2D transforms of the planes),
+ * or (strided) the strided pass (1D transforms of length planes across them) in blocks of
+ * points points (0: the rule's), each plane followed by pad points that no line takes (in
+ * place: the pass must leave them as they are). */
 static void one(int dbl, int nx, int ny, int planes, int sign, int in_place, int lag,
-                int strided, int points)
+                int strided, int points, int pad)
 {
-    size_t n = (size_t)nx * ny * planes, bytes = n * (dbl ? 16 : 8);
+    size_t n = ((size_t)nx * ny + (size_t)pad) * planes, bytes = n * (dbl ? 16 : 8);
     char why[256] = "";
     const char *what = dbl ? "double" : "float";
     fftw_complex *x = fftw_malloc(sizeof(fftw_complex) * n);
@@ -83,9 +84,10 @@ static void one(int dbl, int nx, int ny, int planes, int sign, int in_place, int
         }
         x[i] = re + I * im;
     }
-    int dims[2] = {ny, nx}, area = nx * ny;
-    fftw_plan fp = strided ? fftw_plan_many_dft(1, &planes, area, x, NULL, area, 1, ref, NULL,
-                                                area, 1, sign, FFTW_ESTIMATE)
+    memcpy(ref, x, sizeof(fftw_complex) * n); /* the points no line takes, as they are */
+    int dims[2] = {ny, nx}, area = nx * ny, pitch = area + pad;
+    fftw_plan fp = strided ? fftw_plan_many_dft(1, &planes, area, x, NULL, pitch, 1, ref, NULL,
+                                                pitch, 1, sign, FFTW_ESTIMATE)
                            : fftw_plan_many_dft(2, dims, planes, x, NULL, 1, area, ref, NULL, 1,
                                                 area, sign, FFTW_ESTIMATE);
     fftw_execute(fp);
@@ -95,8 +97,8 @@ static void one(int dbl, int nx, int ny, int planes, int sign, int in_place, int
     cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
     tide_gpu_plane *pass = NULL;
     tide_gpu_strided *line = NULL;
-    int r = strided ? tide_gpu_strided_create(dbl, planes, area, sign, points, &line, why,
-                                              sizeof why)
+    int r = strided ? tide_gpu_strided_create(dbl, planes, area, pitch, sign, points, &line,
+                                              why, sizeof why)
                     : tide_gpu_plane_create(dbl, nx, ny, planes, sign, lag, &pass, why,
                                             sizeof why);
     double err = NAN, cerr = NAN;
@@ -119,7 +121,8 @@ static void one(int dbl, int nx, int ny, int planes, int sign, int in_place, int
     cufftHandle cp;
     int cn[2] = {ny, nx};
     cufftType ct = dbl ? CUFFT_Z2Z : CUFFT_C2C;
-    if ((strided ? cufftPlanMany(&cp, 1, &planes, &planes, area, 1, &planes, area, 1, ct, area)
+    if ((strided ? cufftPlanMany(&cp, 1, &planes, &planes, pitch, 1, &planes, pitch, 1, ct,
+                                 area)
                  : cufftPlanMany(&cp, 2, cn, NULL, 1, area, NULL, 1, area, ct, planes)) ||
         cufftSetStream(cp, st) ||
         cudaMemcpyAsync(din, h, bytes, cudaMemcpyHostToDevice, st) ||
@@ -133,10 +136,10 @@ static void one(int dbl, int nx, int ny, int planes, int sign, int in_place, int
     cerr = rel_l2(got, ref, n);
     double bound = dbl ? 1e-14 : 1e-6;
     int ok = err <= cerr && err < bound;
-    printf("%s %s %-7s %4dx%-4d x%-4d %s %-12s lag %2d points %5d: rel L2 %.3g (cuFFT %.3g, "
-           "ratio %.2f)\n", ok ? "ok  " : "FAIL", what, strided ? "strided" : "planes", nx, ny,
-           planes, sign < 0 ? "fwd" : "bwd", in_place ? "in place" : "out of place", lag, points,
-           err, cerr, err / cerr);
+    printf("%s %s %-7s %4dx%-4d x%-4d %s %-12s lag %2d points %5d pad %4d: rel L2 %.3g (cuFFT "
+           "%.3g, ratio %.2f)\n", ok ? "ok  " : "FAIL", what, strided ? "strided" : "planes", nx,
+           ny, planes, sign < 0 ? "fwd" : "bwd", in_place ? "in place" : "out of place", lag,
+           points, pad, err, cerr, err / cerr);
     failures += !ok;
 done:
     tide_gpu_plane_destroy(pass);
@@ -164,14 +167,15 @@ static void refused(int dbl, int nx, int ny, int planes)
     tide_gpu_plane_destroy(pass);
 }
 
-static void refused_strided(int dbl, int n, int64_t count, int points)
+static void refused_strided(int dbl, int n, int64_t count, int64_t pitch, int points)
 {
     char why[256] = "";
     tide_gpu_strided *pass = NULL;
-    int r = tide_gpu_strided_create(dbl, n, count, -1, points, &pass, why, sizeof why);
+    int r = tide_gpu_strided_create(dbl, n, count, pitch, -1, points, &pass, why, sizeof why);
     int ok = r == TIDE_ERR_UNSUPPORTED && !pass && why[0];
-    printf("%s %s strided %d points x %lld lines, blocks of %d refused: %s\n",
-           ok ? "ok  " : "FAIL", dbl ? "double" : "float", n, (long long)count, points, why);
+    printf("%s %s strided %d points x %lld lines %lld apart, blocks of %d refused: %s\n",
+           ok ? "ok  " : "FAIL", dbl ? "double" : "float", n, (long long)count,
+           (long long)pitch, points, why);
     failures += !ok;
     tide_gpu_strided_destroy(pass);
 }
@@ -198,12 +202,12 @@ int main(void)
                 continue;
             }
             for (int sign = -1; sign <= 1; sign += 2)
-                one(dbl, nx, ny, planes, sign, (int)(i + sign + 2) % 2, 0, 0, 0);
+                one(dbl, nx, ny, planes, sign, (int)(i + sign + 2) % 2, 0, 0, 0, 0);
         }
     /* the lag forced: one plane ahead, and more planes ahead than there are */
-    one(0, 128, 128, 41, -1, 1, 1, 0, 0);
-    one(1, 128, 128, 41, 1, 0, 1, 0, 0);
-    one(0, 256, 128, 7, -1, 0, 64, 0, 0);
+    one(0, 128, 128, 41, -1, 1, 1, 0, 0, 0);
+    one(1, 128, 128, 41, 1, 0, 1, 0, 0, 0);
+    one(0, 256, 128, 7, -1, 0, 64, 0, 0, 0);
     /* the strided pass: lines of 64 to 1024 points across planes of 8 x 8 (the fewest lines
      * at 64 points: one block) to 96 x 32 (not a power of two: the lines need only come in
      * blocks), in blocks of the rule's size, then of every size forced */
@@ -215,27 +219,33 @@ int main(void)
         for (size_t i = 0; i < sizeof lines / sizeof *lines; i++)
             for (int sign = -1; sign <= 1; sign += 2)
                 one(dbl, lines[i][0], lines[i][1], lines[i][2], sign, (int)(i + sign + 2) % 2,
-                    0, 1, 0);
+                    0, 1, 0, 0);
     for (int points = 4096; points <= 16384; points *= 2) {
-        one(0, 32, 32, 512, -1, 1, 0, 1, points);
-        one(0, 16, 64, 1024, 1, 0, 0, 1, points);
+        one(0, 32, 32, 512, -1, 1, 0, 1, points, 0);
+        one(0, 16, 64, 1024, 1, 0, 0, 1, points, 0);
         if (points < 16384)
-            one(1, 32, 16, 1024, -1, 0, 0, 1, points);
+            one(1, 32, 16, 1024, -1, 0, 0, 1, points, 0);
     }
+    /* lines whose points lie further apart than their count (a slice of each plane's rows, as
+     * an overlapped exchange's chunk takes), in place: the rest of each plane untouched */
+    one(0, 32, 16, 512, -1, 1, 0, 1, 0, 37);
+    one(1, 24, 16, 256, 1, 1, 0, 1, 0, 4096);
+    one(0, 8, 8, 64, 1, 1, 0, 1, 0, 100);
     /* refused: not powers of two, too large, too many planes */
     refused(0, 96, 128, 1);
     refused(1, 1024, 1024, 1);
     refused(0, 2048, 128, 1);
     refused(0, 128, 128, 1 << 19);
     refused(0, 128, 128, 0);
-    refused_strided(0, 96, 64, 0);
-    refused_strided(1, 2048, 64, 0);
-    refused_strided(0, 32, 64, 0);
-    refused_strided(0, 64, 32, 0);
-    refused_strided(1, 64, 96, 0);
-    refused_strided(0, 512, 1024, 2048);
-    refused_strided(1, 512, 1024, 16384);
-    refused_strided(0, 1024, 4, 0);
+    refused_strided(0, 96, 64, 64, 0);
+    refused_strided(1, 2048, 64, 64, 0);
+    refused_strided(0, 32, 64, 64, 0);
+    refused_strided(0, 64, 32, 32, 0);
+    refused_strided(1, 64, 96, 96, 0);
+    refused_strided(0, 512, 1024, 1024, 2048);
+    refused_strided(1, 512, 1024, 1024, 16384);
+    refused_strided(0, 1024, 4, 4, 0);
+    refused_strided(0, 64, 128, 64, 0); /* points nearer than the lines' count */
     printf("%d failed\n", failures);
     return failures ? 1 : 0;
 }

@@ -638,7 +638,7 @@ static void measure_chunks(tide_context *ctx, const int n[3], const tide_args *a
     ctx->fft_chunks = kept ? c[kept][0] : -1; /* for the engine's variants, then unset again */
 }
 
-/* Collective: whether plan p runs Tide's plane pass on any rank. */
+/* Collective: whether plan p runs Tide's plane or strided pass on any rank. */
 static int runs_plane_pass(tide_context *ctx, const tide_fft_plan *p)
 {
     int any = p->plane_pass;

@@ -39,8 +39,8 @@ struct tide_fft_plan {
     int cpu_x;            /* a streamed solve: the CPU does the x transforms ... */
     double cpu_seconds;   /* ... in this time (tide_solver_streamed_cpu_seconds) */
     double fwd_scale, bwd_scale;
-    int plane_pass;       /* an FFT of the plan runs Tide's plane pass (gpu/fft_plane.h): 1,
-                           * and its strided pass too: 2 */
+    int plane_pass;       /* FFTs of the plan run Tide's plane pass (bit 1), its strided
+                           * pass (bit 2) (gpu/fft_plane.h) */
 };
 
 /* Bytes of every field of box b on this rank (real: the real side of an r2c plan). */

@@ -171,7 +171,9 @@ int tide_fft_plan_describe(const tide_fft_plan *p, char *buf, size_t len)
                                  prog->ops[i].what);
     if (p->plane_pass && used < len)
         snprintf(buf + used, len - used, "%s",
-                 p->plane_pass > 1 ? " [plane and strided passes]" : " [plane pass]");
+                 p->plane_pass == 3   ? " [plane and strided passes]"
+                 : p->plane_pass == 2 ? " [strided pass]"
+                                      : " [plane pass]");
     return TIDE_SUCCESS;
 }
 
