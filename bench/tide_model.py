@@ -1103,9 +1103,9 @@ def incard_local_rates(rows):
 def validate(rows, tolerance=0.20, local="d2d"):
     """Prediction against measured time_per_run for each row that ran: a list of dicts with
     the row, measured, predicted, ratio (predicted / measured) and flag (|ratio - 1| >
-    tolerance; the issue's 20%). Stencil rows on several ranks, and those of host arrays,
-    take the in-card rate of a one-rank device-array row of the same size and precision when
-    there is one.
+    tolerance; the issue's 20%). Stencil rows take the in-card rate of the one-rank
+    device-array row of the same size and precision when there is one; that row is then the
+    calibration itself (marked so, not flagged).
 
     local: 'd2d' (the model as documented: local passes at the device copy rate measured in
     the run), or 'incard': device-array fft and poisson rows take the local-pass rate of the
@@ -1125,8 +1125,9 @@ def validate(rows, tolerance=0.20, local="d2d"):
             continue
         measured = float(row["time"])
         g = None
-        if row["op"] == "stencil" and (str(row.get("ranks")) != "1" or
-                                       row.get("arrays") == "host"):
+        one_incard = row["op"] == "stencil" and str(row.get("ranks")) == "1" and \
+            row.get("arrays", "device") != "host"
+        if row["op"] == "stencil":
             g = incard.get((row["size"], row["precision"]))
         lr = local_rates.get(_case_key(row)) if row.get("arrays") == "device" else None
         try:
@@ -1137,7 +1138,7 @@ def validate(rows, tolerance=0.20, local="d2d"):
             continue
         pred = pr["seconds"]
         ratio = pred / measured if pred else None
-        calib = lr is not None and str(row.get("ranks")) == "1"
+        calib = (lr is not None and str(row.get("ranks")) == "1") or one_incard
         out.append({"row": row, "measured": measured, "predicted": pred, "ratio": ratio,
                     "flag": None if ratio is None or calib else abs(ratio - 1) > tolerance,
                     "calibration": calib, "terms": pr["terms"]})
