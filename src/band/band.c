@@ -99,7 +99,10 @@ int tide_band_plan_destroy(tide_band_plan *p)
     tide_order_destroy(p->entry);
     tide_halo_destroy(p->halo);
     tide_device_leave(prev);
-    free(p->host_matrix);
+    if (p->matrix_pinned)
+        p->env.be->host_free(p->host_matrix);
+    else
+        free(p->host_matrix);
     free(p->host_x);
     free(p);
     return TIDE_SUCCESS;
@@ -225,8 +228,9 @@ int tide_band_plan_info(const tide_band_plan *p, tide_band_info *info)
             tide_band_streamed_memory(p->streamed, &frames, &pinned);
         size_t matrix = grown * elem * (size_t)(p->o.kl + p->o.ku + 1);
         size_t x = p->host_x ? grown * elem : 0;
-        info->host_bytes = p->pass.state_bytes + matrix + x + staging + (gpu ? 0 : frames);
-        info->pinned_bytes = pinned;
+        info->host_bytes = p->pass.state_bytes + (p->matrix_pinned ? 0 : matrix) + x + staging +
+                           (gpu ? 0 : frames);
+        info->pinned_bytes = pinned + (p->matrix_pinned ? matrix : 0);
         info->device_bytes = gpu ? frames : 0;
         info->slabs = p->streamed ? tide_band_streamed_slabs(p->streamed) : 0;
         info->slab_rows = p->slab;
