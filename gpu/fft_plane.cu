@@ -357,6 +357,21 @@ template <class T> void tables(int lg, double sign, std::vector<T> &t)
     t.resize(end);
 }
 
+// The tables of lines of 2^lg[0] and 2^lg[1] points (lg[1] < 0: one line), one after the
+// other, copied to dst in device memory.
+template <class T> cudaError_t upload_tables(const int lg[2], double sign, void *dst)
+{
+    std::vector<T> t;
+    for (int k = 0; k < 2 && lg[k] >= 0; k++)
+        tables(lg[k], sign, t);
+    return cudaMemcpy(dst, t.data(), t.size() * sizeof(T), cudaMemcpyHostToDevice);
+}
+
+cudaError_t upload_tables(int dbl, const int lg[2], double sign, void *dst)
+{
+    return dbl ? upload_tables<double2>(lg, sign, dst) : upload_tables<float2>(lg, sign, dst);
+}
+
 } // namespace
 
 struct tide_gpu_plane {
@@ -449,17 +464,8 @@ extern "C" int tide_gpu_plane_create(int dbl, int nx, int ny, int planes, int si
         return tide_cuda_fail(e, "plane pass: cudaMalloc", TIDE_ERR_NOMEM);
     }
     char *mem = (char *)p->mem;
-    if (dbl) {
-        std::vector<double2> t;
-        tables(lx, sign, t);
-        tables(ly, sign, t);
-        e = cudaMemcpy(mem, t.data(), tw_bytes, cudaMemcpyHostToDevice);
-    } else {
-        std::vector<float2> t;
-        tables(lx, sign, t);
-        tables(ly, sign, t);
-        e = cudaMemcpy(mem, t.data(), tw_bytes, cudaMemcpyHostToDevice);
-    }
+    const int lg[2] = {lx, ly};
+    e = upload_tables(dbl, lg, sign, mem);
     if (!e)
         e = cudaMemcpy(mem + tw_bytes, order.data(), order_bytes, cudaMemcpyHostToDevice);
     if (e) {
@@ -589,17 +595,9 @@ extern "C" int tide_gpu_strided_create(int dbl, int n, int64_t count, int64_t pi
     *p = {dbl, ilog2(n), ilog2(points / n), (int)count, (int)pitch, threads, (double)sign, NULL};
     size_t bytes = (size_t)n * (dbl ? 16 : 8);
     e = cudaMalloc(&p->tw, bytes);
-    if (!e) {
-        if (dbl) {
-            std::vector<double2> t;
-            tables(p->lgn, sign, t);
-            e = cudaMemcpy(p->tw, t.data(), bytes, cudaMemcpyHostToDevice);
-        } else {
-            std::vector<float2> t;
-            tables(p->lgn, sign, t);
-            e = cudaMemcpy(p->tw, t.data(), bytes, cudaMemcpyHostToDevice);
-        }
-    }
+    const int lg[2] = {p->lgn, -1};
+    if (!e)
+        e = upload_tables(dbl, lg, sign, p->tw);
     if (e) {
         snprintf(why, len, "could not make the strided pass's twiddles: %s",
                  cudaGetErrorString(e));

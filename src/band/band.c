@@ -99,7 +99,10 @@ int tide_band_plan_destroy(tide_band_plan *p)
     tide_order_destroy(p->entry);
     tide_halo_destroy(p->halo);
     tide_device_leave(prev);
-    free(p->host_matrix);
+    if (p->matrix_pinned)
+        p->env.be->host_free(p->host_matrix);
+    else
+        free(p->host_matrix);
     free(p->host_x);
     free(p);
     return TIDE_SUCCESS;
@@ -220,13 +223,14 @@ int tide_band_plan_info(const tide_band_plan *p, tide_band_info *info)
     info->backend = p->o.backend;
     info->location = p->o.location;
     if (p->out_of_card) { /* the frames where the arrays were; A and x's halo in host memory */
-        size_t frames = p->streamed ? tide_band_streamed_bytes(&(tide_band_streamed_desc){
-            .kl = p->o.kl, .ku = p->o.ku, .k = p->steps_per_pass, .slab = p->slab,
-            .dbl = p->o.precision == TIDE_DOUBLE}) : 0;
+        size_t frames = 0, pinned = 0;
+        if (p->streamed)
+            tide_band_streamed_memory(p->streamed, &frames, &pinned);
         size_t matrix = grown * elem * (size_t)(p->o.kl + p->o.ku + 1);
         size_t x = p->host_x ? grown * elem : 0;
-        info->host_bytes = p->pass.state_bytes + matrix + x + staging + (gpu ? 0 : frames);
-        info->pinned_bytes = 0;
+        info->host_bytes = p->pass.state_bytes + (p->matrix_pinned ? 0 : matrix) + x + staging +
+                           (gpu ? 0 : frames);
+        info->pinned_bytes = pinned + (p->matrix_pinned ? matrix : 0);
         info->device_bytes = gpu ? frames : 0;
         info->slabs = p->streamed ? tide_band_streamed_slabs(p->streamed) : 0;
         info->slab_rows = p->slab;

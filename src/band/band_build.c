@@ -146,20 +146,27 @@ static int build_slabs(tide_band_plan *p, void **hd, char *err, size_t len)
                                  .dbl = p->o.precision == TIDE_DOUBLE, .matrix = *hd};
     if (p->o.slab_rows > 0) {
         d.slab = p->o.slab_rows < rows ? p->o.slab_rows : rows;
-    } else { /* a frame row of every level and of A, twice */
-        double per_row = 2.0 * (double)elem * (k + 1 + kl + ku + 1);
-        double r = floor((double)p->ctx->dev.budget_bytes / per_row) - (double)k * ku - kl;
-        if (r < 1)
-            return snprintf(err, len, "the device budget of %.3g GB holds no slab of %d steps "
-                            "per pass with kl %d and ku %d", p->ctx->dev.budget_bytes / 1e9, k,
-                            kl, ku), TIDE_ERR_NOMEM;
-        d.slab = r < rows ? (int)r : rows;
+    } else if (!(d.slab = tide_band_streamed_rows(&d, p->ctx->dev.budget_bytes))) {
+        return snprintf(err, len, "the device budget of %.3g GB holds no slab of %d steps "
+                        "per pass with kl %d and ku %d", p->ctx->dev.budget_bytes / 1e9, k,
+                        kl, ku), TIDE_ERR_NOMEM;
+    }
+    /* On a GPU the matrix is copied into pinned memory, so that its slabs go up as direct
+     * copies: a pageable array is packed into the runner's pinned staging by the CPU, at the
+     * host's copy rate, below PCIe's. Where pinned memory cannot be had the pageable one
+     * serves. */
+    size_t bytes = (size_t)rows * elem * (size_t)(kl + ku + 1);
+    if (p->env.be->gpu && !p->env.be->host_alloc(bytes, &p->host_matrix)) {
+        memcpy(p->host_matrix, *hd, bytes);
+        p->matrix_pinned = 1;
+        d.matrix = p->host_matrix;
+    } else {
+        p->host_matrix = *hd, *hd = NULL;
     }
     int st = tide_band_streamed_create(&p->env, &d, &p->pass, &p->streamed, err, len);
     if (st)
         return st;
     p->slab = d.slab;
-    p->host_matrix = *hd, *hd = NULL;
     return TIDE_SUCCESS;
 }
 

@@ -34,7 +34,9 @@ struct tide_band_plan {
     int out_of_card;       /* the passes stream in slabs (agreed: the same on every rank) */
     tide_band_streamed *streamed; /* ... the slabs (band_streamed.h); NULL on a rank without
                                    * rows */
-    void *host_matrix;     /* ... the grown rows of A they stream from (host memory) */
+    void *host_matrix;     /* ... the grown rows of A they stream from (host memory; on a
+                            * GPU pinned where it could be had: matrix_pinned) */
+    int matrix_pinned;
     void *host_x;          /* ... several ranks: x's grown rows between passes (host memory) */
     int slab;              /* ... the rows of a slab */
 };

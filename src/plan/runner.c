@@ -1,14 +1,28 @@
 /*
  * runner.c: the out-of-card runner (runner.h): the pipeline's work callback binds a chunk's
- * steps and runs them with the executor's failure rule.
+ * steps and runs them with the executor's failure rule. On the CPU backend the same passes
+ * run without a pipeline: one set of buffers in host memory, each chunk's uploads copied in,
+ * its steps run and its downloads copied out before the next chunk begins.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "plan/runner.h"
+#include "comm/region.h"
+
+/* The CPU's stand-in for the pipeline: its buffers, then the resident ones (host memory). */
+typedef struct {
+    int nbufs, nresident;
+    void **buf;
+    size_t *size;            /* of each buffer */
+    size_t bytes;
+    int status;              /* of a run started (tide_runner_start) and not waited for */
+    char why[160];           /* ... and its reason */
+} serial;
 
 struct tide_runner {
-    tide_pipeline *pipe;
+    tide_pipeline *pipe;     /* GPU; NULL on the CPU, which runs `cpu` */
+    serial cpu;
     int slots, max_steps;
     tide_env slot[TIDE_RUNNER_SLOTS];
     size_t fft_work;
@@ -21,6 +35,35 @@ struct tide_runner {
     int chunk;               /* ... the chunk it came in */
     char what[40];           /* ... and the op that failed ("" a binding) */
 };
+
+static void serial_destroy(serial *c)
+{
+    for (int b = 0; c->buf && b < c->nbufs + c->nresident; b++)
+        free(c->buf[b]);
+    free(c->buf);
+    free(c->size);
+}
+
+static int serial_create(serial *c, const tide_runner_desc *d, char *err, size_t len)
+{
+    c->nbufs = d->nbufs, c->nresident = d->nresident;
+    int nb = d->nbufs + d->nresident;
+    c->buf = calloc((size_t)nb + 1, sizeof *c->buf);
+    c->size = calloc((size_t)nb + 1, sizeof *c->size);
+    for (int b = 0; c->buf && c->size && b < nb; b++) {
+        size_t n = b < d->nbufs ? d->buf_bytes[b] : d->resident_bytes[b - d->nbufs];
+        c->bytes += n;
+        c->size[b] = n;
+        if (!(c->buf[b] = malloc(n ? n : 1)))
+            break;
+    }
+    if (!c->buf || !c->size || (nb && !c->buf[nb - 1])) {
+        serial_destroy(c);
+        c->buf = NULL;
+        return snprintf(err, len, "out of memory for the passes' buffers"), TIDE_ERR_NOMEM;
+    }
+    return TIDE_SUCCESS;
+}
 
 int tide_runner_create(const tide_runner_desc *d, tide_runner **out, char *err, size_t len)
 {
@@ -41,7 +84,8 @@ int tide_runner_create(const tide_runner_desc *d, tide_runner **out, char *err, 
     tide_pipeline_config pc = {.nslots = d->slots, .nbufs = d->nbufs, .buf_bytes = d->buf_bytes,
                                .nresident = d->nresident, .resident_bytes = d->resident_bytes,
                                .stage_bytes = d->stage_bytes};
-    int st = tide_pipeline_create_config(&pc, &r->pipe, err, len);
+    int st = d->env->be->gpu ? tide_pipeline_create_config(&pc, &r->pipe, err, len)
+                             : serial_create(&r->cpu, d, err, len);
     for (int sl = 0; sl < d->slots && !st; sl++) {
         tide_env *e = &r->slot[sl];
         *e = *d->env;
@@ -66,6 +110,7 @@ void tide_runner_destroy(tide_runner *r)
     if (!r)
         return;
     tide_pipeline_destroy(r->pipe); /* waits for a started run */
+    serial_destroy(&r->cpu);
     for (int sl = 0; sl < r->slots; sl++)
         if (r->slot[sl].fft_work)
             r->slot[sl].be->free(r->slot[sl].fft_work);
@@ -77,22 +122,23 @@ const tide_env *tide_runner_env(const tide_runner *r, int sl) { return &r->slot[
 
 void *tide_runner_resident(const tide_runner *r, int k)
 {
-    return tide_pipeline_resident(r->pipe, k);
+    return r->pipe ? tide_pipeline_resident(r->pipe, k) : r->cpu.buf[r->cpu.nbufs + k];
 }
 
 size_t tide_runner_device_bytes(const tide_runner *r)
 {
-    return tide_pipeline_device_bytes(r->pipe) + (size_t)r->slots * r->fft_work;
+    return (r->pipe ? tide_pipeline_device_bytes(r->pipe) : r->cpu.bytes) +
+           (size_t)r->slots * r->fft_work;
 }
 
 size_t tide_runner_pinned_bytes(const tide_runner *r)
 {
-    return tide_pipeline_pinned_bytes(r->pipe);
+    return r->pipe ? tide_pipeline_pinned_bytes(r->pipe) : 0;
 }
 
 int tide_runner_last_stats(const tide_runner *r, tide_pipeline_stats *s)
 {
-    return tide_pipeline_last_stats(r->pipe, s);
+    return r->pipe ? tide_pipeline_last_stats(r->pipe, s) : TIDE_ERR_UNSUPPORTED;
 }
 
 /* ---- a run ----------------------------------------------------------------------------- */
@@ -176,20 +222,85 @@ static int end(tide_runner *r, int rc, char *err, size_t len)
     return r->status;
 }
 
+/* Transfer x between the host and the CPU's buffers (up: into them); 0, or TIDE_ERR_ARGUMENT
+ * where the buffer it names cannot hold its layout. */
+static int serial_move(const tide_runner *r, const tide_xfer *x, int up)
+{
+    const serial *c = &r->cpu;
+    const tide_pipeline_job *j = &r->job;
+    size_t need = x->dbyte + (size_t)j->batch * (size_t)tide_box_count(&x->dbox) * j->elem;
+    if (x->buf < 0 || x->buf >= c->nbufs + c->nresident || need > c->size[x->buf])
+        return TIDE_ERR_ARGUMENT;
+    char *d = (char *)c->buf[x->buf] + x->dbyte;
+    int threads = r->slot[0].threads;
+    if (up)
+        tide_copy_region(j->elem, j->batch, &x->region, x->host, &x->hbox, d, &x->dbox, threads);
+    else
+        tide_copy_region(j->elem, j->batch, &x->region, d, &x->dbox, x->host, &x->hbox, threads);
+    return TIDE_SUCCESS;
+}
+
+/* The CPU's run of r->job: chunk after chunk, its uploads, its work, its downloads. A chunk
+ * whose work fails ends the run (the runner's work returns 0 for a chunk that still had a
+ * collective step to run). */
+static int serial_run(tide_runner *r, char *err, size_t len)
+{
+    const tide_pipeline_job *j = &r->job;
+    tide_xfer *up = malloc(sizeof *up * (size_t)(j->max_up + j->max_down + 1));
+    if (!up)
+        return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
+    tide_xfer *down = up + j->max_up;
+    int st = TIDE_SUCCESS;
+    for (int i = 0; i < j->nchunks && !st; i++) {
+        int nup = 0, ndown = 0;
+        st = j->describe(j->user, i, up, &nup, down, &ndown);
+        if (!st && (nup < 0 || nup > j->max_up || ndown < 0 || ndown > j->max_down))
+            st = TIDE_ERR_ARGUMENT;
+        for (int k = 0; k < nup && !st; k++)
+            st = serial_move(r, &up[k], 1);
+        if (st) {
+            snprintf(err, len, "chunk %d of %d: its transfers are not valid", i, j->nchunks);
+            break;
+        }
+        if (j->uploaded)
+            st = j->uploaded(j->user, i, r->cpu.buf, NULL);
+        if (!st && j->work)
+            st = j->work(j->user, i, r->cpu.buf, NULL);
+        for (int k = 0; k < ndown && !st; k++)
+            st = serial_move(r, &down[k], 0);
+        if (st && !err[0])
+            snprintf(err, len, "chunk %d of %d failed", i, j->nchunks);
+    }
+    free(up);
+    return st;
+}
+
 int tide_runner_run(tide_runner *r, const tide_runner_pass *p, char *err, size_t len)
 {
     if (r->busy)
         return snprintf(err, len, "a started run was not waited for"), TIDE_ERR_ARGUMENT;
     begin(r, p);
-    return end(r, tide_pipeline_run(r->pipe, &r->job, err, len), err, len);
+    if (len)
+        err[0] = '\0';
+    int rc = r->pipe ? tide_pipeline_run(r->pipe, &r->job, err, len) : serial_run(r, err, len);
+    return end(r, rc, err, len);
 }
 
+/* On the CPU the run happens here, its status kept for wait. */
 int tide_runner_start(tide_runner *r, const tide_runner_pass *p)
 {
     if (r->busy)
         return TIDE_ERR_ARGUMENT;
     begin(r, p);
-    int st = tide_pipeline_start(r->pipe, &r->job);
+    int st = TIDE_SUCCESS;
+    if (r->pipe) {
+        st = tide_pipeline_start(r->pipe, &r->job);
+    } else {
+        r->cpu.why[0] = '\0';
+        r->cpu.status = serial_run(r, r->cpu.why, sizeof r->cpu.why);
+        if (p->ended)
+            p->ended(p->user, r->cpu.status);
+    }
     r->busy = st == TIDE_SUCCESS;
     return st;
 }
@@ -199,5 +310,9 @@ int tide_runner_wait(tide_runner *r, char *err, size_t len)
     if (!r->busy)
         return snprintf(err, len, "no run was started"), TIDE_ERR_ARGUMENT;
     r->busy = 0;
+    if (!r->pipe) {
+        snprintf(err, len, "%s", r->cpu.why);
+        return end(r, r->cpu.status, err, len);
+    }
     return end(r, tide_pipeline_wait(r->pipe, err, len), err, len);
 }

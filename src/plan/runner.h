@@ -1,8 +1,8 @@
 /*
  * plan/runner.h: the out-of-card runner (private), the one engine every operation on host
  * arrays larger than the device runs its passes on: the streamed FFT and Poisson programs
- * (plan/streamed.h), the stencil's slabs (stencil/stencil_streamed.h) and the multiply's tiles
- * (gemm/gemm_streamed.h).
+ * (plan/streamed.h), the stencil's slabs (stencil/stencil_streamed.h), the band matrix's slabs
+ * (band/band_streamed.h) and the multiply's tiles (gemm/gemm_streamed.h).
  *
  * A runner is a pipeline (backend/pipeline.h) of `slots` slots, the operation's depth, and one
  * environment per slot: the plan's, on the slot's stream, with an FFT work area of its own. A
@@ -15,6 +15,10 @@
  * exchange, with e->failed set), so no peer waits for it; a chunk with a collective step keeps
  * the run going (its peers' chunks still exchange), a run without one ends at the failure. The
  * run returns the first failure.
+ *
+ * On the CPU backend there is no pipeline: the runner keeps one set of the buffers in host
+ * memory and runs the chunks one after another (each chunk's uploads copied in, its steps, its
+ * downloads copied out), so an operation's out-of-card passes run there too, as the tests do.
  */
 #ifndef TIDE_RUNNER_H
 #define TIDE_RUNNER_H
@@ -69,10 +73,11 @@ void tide_runner_destroy(tide_runner *r);
 const tide_env *tide_runner_env(const tide_runner *r, int sl);
 /* Device pointer of resident buffer k. */
 void *tide_runner_resident(const tide_runner *r, int k);
-/* Device bytes (slot, resident buffers and FFT work areas) and pinned bytes it holds. */
+/* Device bytes (slot, resident buffers and FFT work areas; on the CPU its buffers in host
+ * memory) and pinned bytes it holds. */
 size_t tide_runner_device_bytes(const tide_runner *r);
 size_t tide_runner_pinned_bytes(const tide_runner *r);
-/* What the last successful run took (pipeline.h). */
+/* What the last successful run took (pipeline.h; TIDE_ERR_UNSUPPORTED on the CPU). */
 int tide_runner_last_stats(const tide_runner *r, tide_pipeline_stats *s);
 
 /* Runs every chunk of pass p (which must stay valid until the run ends); returns when the
