@@ -95,8 +95,10 @@ typedef struct {
     int lo, hi;              /* this rank's rows */
     size_t bytes;            /* bytes of this rank's x */
     size_t host_bytes;       /* memory the plan holds in host memory (the matrix on the CPU) */
-    size_t pinned_bytes;     /* ... in pinned host memory (the halo's staging on the GPU) */
-    size_t device_bytes;     /* ... in device memory (the matrix and x's two arrays) */
+    size_t pinned_bytes;     /* ... in pinned host memory (on the GPU the halo's staging;
+                              * out of card the slabs' staging and the matrix) */
+    size_t device_bytes;     /* ... in device memory (the matrix and x's two arrays; out of
+                              * card the slabs' buffers) */
     int kl, ku;
     int steps_per_pass;      /* steps a pass fuses, the same on every rank */
     double flops;            /* per step on this rank: 2 per matrix entry of its rows */
