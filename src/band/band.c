@@ -222,16 +222,17 @@ int tide_band_plan_info(const tide_band_plan *p, tide_band_info *info)
     info->bytes_per_step = (double)elem * (2.0 * (p->hi - p->lo) + terms);
     info->backend = p->o.backend;
     info->location = p->o.location;
-    if (p->out_of_card) { /* the frames where the arrays were; A and x's halo in host memory */
-        size_t frames = 0, pinned = 0;
+    if (p->out_of_card) { /* the slabs' buffers where the arrays were; A and x's halo in host
+                           * memory */
+        size_t slabs = 0, pinned = 0;
         if (p->streamed)
-            tide_band_streamed_memory(p->streamed, &frames, &pinned);
+            tide_band_streamed_memory(p->streamed, &slabs, &pinned);
         size_t matrix = grown * elem * (size_t)(p->o.kl + p->o.ku + 1);
         size_t x = p->host_x ? grown * elem : 0;
         info->host_bytes = p->pass.state_bytes + (p->matrix_pinned ? 0 : matrix) + x + staging +
-                           (gpu ? 0 : frames);
+                           (gpu ? 0 : slabs);
         info->pinned_bytes = pinned + (p->matrix_pinned ? matrix : 0);
-        info->device_bytes = gpu ? frames : 0;
+        info->device_bytes = gpu ? slabs : 0;
         info->slabs = p->streamed ? tide_band_streamed_slabs(p->streamed) : 0;
         info->slab_rows = p->slab;
     }

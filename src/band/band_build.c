@@ -132,8 +132,9 @@ static int agree_out_of_card(tide_band_plan *p, char *err, size_t len)
 }
 
 /* The slabs over the grown rows: their rows (the option, or as many as the budget holds), their
- * frames; the plan keeps the host matrix *hd (set to NULL) for them to stream from, and on
- * several ranks an array of x's grown rows. A rank without rows holds no slabs. Local. */
+ * runner; the plan keeps the host matrix for them to stream from (*hd, set to NULL, or its
+ * pinned copy), and on several ranks an array of x's grown rows. A rank without rows holds no
+ * slabs. Local. */
 static int build_slabs(tide_band_plan *p, void **hd, char *err, size_t len)
 {
     size_t elem = tide_band_elem(p);
