@@ -42,6 +42,8 @@ static void serial_destroy(serial *c)
         free(c->buf[b]);
     free(c->buf);
     free(c->size);
+    c->buf = NULL;
+    c->size = NULL;
 }
 
 static int serial_create(serial *c, const tide_runner_desc *d, char *err, size_t len)
@@ -59,7 +61,6 @@ static int serial_create(serial *c, const tide_runner_desc *d, char *err, size_t
     }
     if (!c->buf || !c->size || (nb && !c->buf[nb - 1])) {
         serial_destroy(c);
-        c->buf = NULL;
         return snprintf(err, len, "out of memory for the passes' buffers"), TIDE_ERR_NOMEM;
     }
     return TIDE_SUCCESS;
@@ -246,6 +247,8 @@ static int serial_move(const tide_runner *r, const tide_xfer *x, int up)
 static int serial_run(tide_runner *r, char *err, size_t len)
 {
     const tide_pipeline_job *j = &r->job;
+    if (len)
+        err[0] = '\0';
     tide_xfer *up = malloc(sizeof *up * (size_t)(j->max_up + j->max_down + 1));
     if (!up)
         return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
@@ -268,7 +271,7 @@ static int serial_run(tide_runner *r, char *err, size_t len)
             st = j->work(j->user, i, r->cpu.buf, NULL);
         for (int k = 0; k < ndown && !st; k++)
             st = serial_move(r, &down[k], 0);
-        if (st && !err[0])
+        if (st && len && !err[0])
             snprintf(err, len, "chunk %d of %d failed", i, j->nchunks);
     }
     free(up);
@@ -280,10 +283,8 @@ int tide_runner_run(tide_runner *r, const tide_runner_pass *p, char *err, size_t
     if (r->busy)
         return snprintf(err, len, "a started run was not waited for"), TIDE_ERR_ARGUMENT;
     begin(r, p);
-    if (len)
-        err[0] = '\0';
-    int rc = r->pipe ? tide_pipeline_run(r->pipe, &r->job, err, len) : serial_run(r, err, len);
-    return end(r, rc, err, len);
+    return end(r, r->pipe ? tide_pipeline_run(r->pipe, &r->job, err, len)
+                          : serial_run(r, err, len), err, len);
 }
 
 /* On the CPU the run happens here, its status kept for wait. */
@@ -296,7 +297,6 @@ int tide_runner_start(tide_runner *r, const tide_runner_pass *p)
     if (r->pipe) {
         st = tide_pipeline_start(r->pipe, &r->job);
     } else {
-        r->cpu.why[0] = '\0';
         r->cpu.status = serial_run(r, r->cpu.why, sizeof r->cpu.why);
         if (p->ended)
             p->ended(p->user, r->cpu.status);
