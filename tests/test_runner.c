@@ -1,6 +1,8 @@
 /*
  * test_runner.c: the out-of-card runner (plan/runner.h) on the GPU, on 1 to 3 ranks sharing
- * it. Exits 77 (SKIP) where the build has no CUDA or no GPU is usable.
+ * it; exits 77 (SKIP) where the build has no CUDA or no GPU is usable. `test_runner cpu`: the
+ * same checks on the CPU backend, where the runner runs the chunks one after another in host
+ * memory without a pipeline.
  *
  * A pass of CHUNKS chunks moves a random host array through the device: chunk i is uploaded
  * into slot buffer 0, its steps copy it into buffer 1 (a copy op), run a probe (a local op that
@@ -128,13 +130,13 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    int gpus = tt_gpus_or_skip();
-    if (!tt_all(MPI_COMM_WORLD, gpus > 0)) {
+    int cpu = argc > 1 && !strcmp(argv[1], "cpu");
+    if (!cpu && !tt_all(MPI_COMM_WORLD, tt_gpus_or_skip() > 0)) {
         MPI_Finalize();
         return 77;
     }
     alarm(ALARM_S);
-    tide_env env = {.be = tide_backend_cuda(), .threads = 1};
+    tide_env env = {.be = cpu ? &tide_backend_cpu : tide_backend_cuda(), .threads = 1};
     size_t bufs[2] = {CH * sizeof(float), CH * sizeof(float)};
     tide_runner_desc rd = {.env = &env, .slots = 3, .nbufs = 2, .buf_bytes = bufs,
                            .max_steps = 3};
