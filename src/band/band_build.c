@@ -12,7 +12,6 @@
  * stream through the backend's memory in slabs instead (band_streamed.h), x's grown rows kept
  * in host memory between passes and their halo exchanged there.
  */
-#include <math.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
