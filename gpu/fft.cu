@@ -229,7 +229,7 @@ extern "C" int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **ou
     tide_gpu_fft_desc rest;
     bool planes = false, lines = false;
     int st = create_plane(d, f, &rest, &planes, why, len);
-    if (!st && planes) // the plane pass took the two fastest dimensions: cuFFT the third, if any
+    if (!st && planes) // the plane pass took the two fastest: cuFFT the third where left
         st = rest.ndims ? create_dft(&rest, f, &work, why, len) : 0;
     else if (!st && !(st = create_lines(d, f, &lines, why, len)) && !lines)
         st = d->kind == 3 ? 0 : create_dft(d, f, &work, why, len);

@@ -123,26 +123,36 @@ static int describe(void *user, int i, tide_xfer *up, int *nup, tide_xfer *down,
     return TIDE_SUCCESS;
 }
 
+/* Level l - 1's band below row e, [e - l ku - kl, e - (l - 1) ku) (rows below 0 left out),
+ * copied between the slab's level rows (row g at lv_row(g)) and BORDER: in, from BORDER
+ * (copy op l - 1), or out, into it (copy op k + l - 1). Appended to step at *k where it has
+ * rows. */
+static void band_copy(tide_band_streamed *s, int l, int e, int in, char *lv_row0, int base,
+                      char *border, tide_step *step, int *k)
+{
+    int b0 = e - l * s->d.ku - s->d.kl, b1 = e - (l - 1) * s->d.ku, c0 = imax(0, b0);
+    int c = in ? l - 1 : s->d.k + l - 1;
+    size_t es = s->elem;
+    char *row = lv_row0 + (size_t)(c0 - base) * es;
+    char *band = border + ((size_t)(l - 1) * band_rows(&s->d) + (size_t)(c0 - b0)) * es;
+    s->band_bytes[c] = (size_t)imax(0, b1 - c0) * es;
+    if (s->band_bytes[c])
+        step[(*k)++] = (tide_step){&s->copy[c], in ? band : row, in ? row : band};
+}
+
 /* Slab i's steps: level l - 1's band from the slab before, for l = 1 .. s; the levels; the
- * bands of its own top for the next slab. */
+ * same bands of its own top for the next slab. */
 static int slab_steps(void *user, int i, const tide_env *e, void *const *buf, tide_step *step,
                       int *n)
 {
     (void)e;
     tide_band_streamed *s = user;
-    int f, t, last = slab_rows(s, i, &f, &t), B = band_rows(&s->d), k = 0;
+    int f, t, last = slab_rows(s, i, &f, &t), k = 0;
     int base = f - s->D, lo = imax(0, base);
-    size_t es = s->elem;
-    char *lv = buf[LV], *border = buf[NBUFS + BORDER];
-#define ROW(l, g) (lv + ((size_t)(l) * s->C + (size_t)((g) - base)) * es) /* level l, row g */
-    for (int l = 1; l <= s->steps && i; l++) { /* the band [f - l ku - kl, f - (l - 1) ku) */
-        int b0 = f - l * s->d.ku - s->d.kl, b1 = f - (l - 1) * s->d.ku, c0 = imax(0, b0);
-        s->band_bytes[l - 1] = (size_t)imax(0, b1 - c0) * es;
-        if (s->band_bytes[l - 1])
-            step[k++] = (tide_step){&s->copy[l - 1],
-                                    border + ((size_t)(l - 1) * B + (size_t)(c0 - b0)) * es,
-                                    ROW(l - 1, c0)};
-    }
+    char *border = buf[NBUFS + BORDER];
+#define LEVEL(l) ((char *)buf[LV] + (size_t)(l) * s->C * s->elem) /* level l's row base */
+    for (int l = 1; l <= s->steps && i; l++)
+        band_copy(s, l, f, 1, LEVEL(l - 1), base, border, step, &k);
     for (int l = 1; l <= s->steps; l++) {
         int a, b;
         level_rows(s, i, l, &a, &b);
@@ -150,18 +160,13 @@ static int slab_steps(void *user, int i, const tide_env *e, void *const *buf, ti
         p->rows = t - lo;
         p->diag = buf[A];
         p->out_lo = a - lo, p->out_hi = b - lo;
+        size_t at = (size_t)(lo - base) * s->elem;
         if (b > a)
-            step[k++] = (tide_step){&s->band[l - 1], ROW(l - 1, lo), ROW(l, lo)};
+            step[k++] = (tide_step){&s->band[l - 1], LEVEL(l - 1) + at, LEVEL(l) + at};
     }
-    for (int l = 1; l <= s->steps && !last; l++) { /* the same band of the next slab */
-        int b0 = t - l * s->d.ku - s->d.kl, b1 = t - (l - 1) * s->d.ku, c0 = imax(0, b0);
-        size_t *bytes = &s->band_bytes[s->d.k + l - 1];
-        *bytes = (size_t)imax(0, b1 - c0) * es;
-        if (*bytes)
-            step[k++] = (tide_step){&s->copy[s->d.k + l - 1], ROW(l - 1, c0),
-                                    border + ((size_t)(l - 1) * B + (size_t)(c0 - b0)) * es};
-    }
-#undef ROW
+    for (int l = 1; l <= s->steps && !last; l++)
+        band_copy(s, l, t, 0, LEVEL(l - 1), base, border, step, &k);
+#undef LEVEL
     *n = k;
     return TIDE_SUCCESS;
 }
