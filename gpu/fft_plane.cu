@@ -45,7 +45,8 @@
 namespace {
 
 constexpr int THREADS = 256;
-constexpr int ITEM_POINTS = 4096;             // a plane item's points
+constexpr int LG_ITEM = 12;
+constexpr int ITEM_POINTS = 1 << LG_ITEM;     // a plane item's points
 constexpr int POINTS_PER_THREAD = ITEM_POINTS / THREADS; // also in the strided pass's blocks
 constexpr size_t MAX_PLANE_BYTES = 8u << 20;  // a plane must fit the L2 with room to spare
 
@@ -130,12 +131,20 @@ template <class T, bool COL> __device__ __forceinline__ void gstore(T *p, T v)
 
 // An item's lines: M lines of N points. Point pos of line m lies in device memory at
 // m * pitch + pos (rows) or pos * pitch + m (columns), and in shared memory at m N + pos (rows)
-// or pos M + m (columns), padded (pad).
-template <class T> struct lines {
+// or pos M + m (columns), padded (pad). LGN and LGM, where not 0, fix log2 N and log2 M at
+// compile time: every index of a stage then folds into a constant and threadIdx.x, and the
+// stages unroll (measured on an H200: about a third of the plane pass's instructions are
+// index arithmetic when the sizes are read at run time).
+template <class T, int LGN = 0, int LGM = 0> struct lines {
+    typedef T type;
     const T *gin;
     T *gout, *sm;
     const T *tw;            // the stages' twiddles, stage after stage (see the top)
-    int N, lgN, M, lgM, pitch;
+    int lgn, lgm, pitch;
+    __device__ __forceinline__ int lgN() const { return LGN ? LGN : lgn; }
+    __device__ __forceinline__ int lgM() const { return LGM ? LGM : lgm; }
+    __device__ __forceinline__ int N() const { return 1 << lgN(); }
+    __device__ __forceinline__ int M() const { return 1 << lgM(); }
 };
 
 __device__ __forceinline__ int pad(int a) { return a + (a >> 3); }
@@ -146,15 +155,15 @@ __device__ __forceinline__ int pad(int a) { return a + (a >> 3); }
 template <class T, bool COL> struct at {
     long g0, gc;
     int s[8];
-    template <int R> __device__ __forceinline__ void place(const lines<T> &L, int m, int pos0,
-                                                          int c, bool smem)
+    template <int R, class Ln>
+    __device__ __forceinline__ void place(const Ln &L, int m, int pos0, int c, bool smem)
     {
         if (!smem) {
             g0 = COL ? (long)pos0 * L.pitch + m : (long)m * L.pitch + pos0;
             gc = COL ? (long)c * L.pitch : c;
             return;
         }
-        int a0 = COL ? pos0 * L.M + m : m * L.N + pos0, ac = COL ? c * L.M : c;
+        int a0 = COL ? pos0 * L.M() + m : m * L.N() + pos0, ac = COL ? c * L.M() : c;
         if (!(ac & 7) || ((ac == 1) & !(a0 & 7))) { // a step: one padding for all R
             int p0 = pad(a0), pc = ac + (ac >> 3);
 #pragma unroll
@@ -171,13 +180,13 @@ template <class T, bool COL> struct at {
 // One stage of radix R (see the top of the file). Rows: consecutive threads take consecutive
 // butterflies j of one line; columns: consecutive lines m at the same j (the columns of a row
 // lie side by side).
-template <class T, int R, bool COL, int SRC, int TH>
-__device__ __forceinline__ void load(const lines<T> &L, int q, T *v, int &j, int &m)
+template <class T, int R, bool COL, int SRC, int TH, class Ln>
+__device__ __forceinline__ void load(const Ln &L, int q, T *v, int &j, int &m)
 {
-    const int NR = L.N / R, lgNR = L.lgN - (R == 8 ? 3 : R == 4 ? 2 : 1);
+    const int NR = L.N() / R, lgNR = L.lgN() - (R == 8 ? 3 : R == 4 ? 2 : 1);
     int b = threadIdx.x + q * TH;
-    j = COL ? b >> L.lgM : b & (NR - 1);
-    m = COL ? b & (L.M - 1) : b >> lgNR;
+    j = COL ? b >> L.lgM() : b & (NR - 1);
+    m = COL ? b & (L.M() - 1) : b >> lgNR;
     at<T, COL> x;
     x.template place<R>(L, m, j, NR, SRC == SMEM);
 #pragma unroll
@@ -185,8 +194,8 @@ __device__ __forceinline__ void load(const lines<T> &L, int q, T *v, int &j, int
         v[r] = SRC == GLOBAL ? gload<T, COL>(L.gin + x.g0 + r * x.gc) : L.sm[x.s[r]];
 }
 
-template <class T, int R, bool COL, int DST>
-__device__ __forceinline__ void finish(const lines<T> &L, T *v, int j, int m, int Ns,
+template <class T, int R, bool COL, int DST, class Ln>
+__device__ __forceinline__ void finish(const Ln &L, T *v, int j, int m, int Ns,
                                        const T *tw, typename real_of<T>::type s)
 {
     int k = j & (Ns - 1);
@@ -210,8 +219,8 @@ __device__ __forceinline__ void finish(const lines<T> &L, T *v, int j, int m, in
 // A stage between shared memory and shared memory, in place, holds all its points in
 // registers between its loads and its stores; the first and the last stage take one group of
 // butterflies at a time. TH threads a block, each taking POINTS_PER_THREAD points.
-template <class T, int R, bool COL, int SRC, int DST, int TH>
-__device__ __forceinline__ void stage(const lines<T> &L, int Ns, const T *tw,
+template <class T, int R, bool COL, int SRC, int DST, int TH, class Ln>
+__device__ __forceinline__ void stage(const Ln &L, int Ns, const T *tw,
                                       typename real_of<T>::type s)
 {
     constexpr int Q = POINTS_PER_THREAD / R;
@@ -245,17 +254,19 @@ __device__ __forceinline__ void stage(const lines<T> &L, int Ns, const T *tw,
 
 // All stages of an item's lines: the first from device memory into shared memory, the last
 // from shared memory into device memory (N >= 64: at least two stages).
-template <class T, bool COL, int TH = THREADS>
-__device__ void transform(const lines<T> &L, typename real_of<T>::type s)
+template <bool COL, int TH = THREADS, class Ln>
+__device__ __forceinline__ void transform(const Ln &L, typename real_of<typename Ln::type>::type s)
 {
-    int small = L.lgN % 3, Ns = 1;
+    typedef typename Ln::type T;
+    int small = L.lgN() % 3, Ns = 1;
     const T *tw = L.tw;
     switch (small) { // the first stage's twiddles are all 1
     case 1: stage<T, 2, COL, GLOBAL, SMEM, TH>(L, Ns, tw, s); Ns = 2; break;
     case 2: stage<T, 4, COL, GLOBAL, SMEM, TH>(L, Ns, tw, s); Ns = 4; break;
     default: stage<T, 8, COL, GLOBAL, SMEM, TH>(L, Ns, tw, s); Ns = 8; break;
     }
-    for (; Ns * 8 < L.N; tw += 7 * Ns, Ns *= 8)
+#pragma unroll
+    for (; Ns * 8 < L.N(); tw += 7 * Ns, Ns *= 8)
         stage<T, 8, COL, SMEM, SMEM, TH>(L, Ns, tw, s);
     stage<T, 8, COL, SMEM, GLOBAL, TH>(L, Ns, tw, s);
 }
@@ -269,7 +280,8 @@ struct args {
     double sign;
 };
 
-template <class T>
+// LGX and LGY, where not 0, fix the plane's size at compile time (see lines).
+template <class T, int LGX, int LGY>
 __global__ void __launch_bounds__(THREADS, blocks_per_sm<T>()) plane_kernel(const T *in, T *out,
                                                                          args a)
 {
@@ -278,6 +290,7 @@ __global__ void __launch_bounds__(THREADS, blocks_per_sm<T>()) plane_kernel(cons
     T *sm = (T *)raw;
     typedef typename real_of<T>::type real;
     const real s = (real)a.sign;
+    const int lgx = LGX ? LGX : a.lgx, lgy = LGY ? LGY : a.lgy, nx = 1 << lgx;
     for (;;) {
         if (threadIdx.x == 0)
             item = atomicAdd(a.next, 1);
@@ -286,29 +299,29 @@ __global__ void __launch_bounds__(THREADS, blocks_per_sm<T>()) plane_kernel(cons
         if (i >= a.items)
             return;
         int code = a.order[i], p = code >> 12, col = code >> 11 & 1, blk = code & 2047;
-        size_t plane = (size_t)p * a.nx * a.ny;
+        size_t plane = (size_t)p << (lgx + lgy);
         if (!col) {
-            int M = ITEM_POINTS >> a.lgx;
-            long off = (long)plane + (long)blk * M * a.nx;
-            lines<T> L = {in + off, out + off, sm, (const T *)a.twx, a.nx, a.lgx, M,
-                          __ffs(M) - 1, a.nx};
-            transform<T, false>(L, s);
+            long off = (long)plane + ((long)blk << LG_ITEM);
+            lines<T, LGX, LGX ? LG_ITEM - LGX : 0> L = {in + off, out + off, sm,
+                                                         (const T *)a.twx, lgx,
+                                                         LG_ITEM - lgx, nx};
+            transform<false>(L, s);
             __threadfence();
             __syncthreads();
             if (threadIdx.x == 0)
                 atomicAdd(a.done + p, 1);
         } else {
-            int M = ITEM_POINTS >> a.lgy;
             if (threadIdx.x == 0) {
                 while (*(volatile int *)(a.done + p) < a.row_items)
                     __nanosleep(100);
                 __threadfence();
             }
             __syncthreads();
-            long off = (long)plane + (long)blk * M;
-            lines<T> L = {out + off, out + off, sm, (const T *)a.twy, a.ny, a.lgy, M,
-                          __ffs(M) - 1, a.nx};
-            transform<T, true>(L, s);
+            long off = (long)plane + ((long)blk << (LG_ITEM - lgy));
+            lines<T, LGY, LGY ? LG_ITEM - LGY : 0> L = {out + off, out + off, sm,
+                                                         (const T *)a.twy, lgy,
+                                                         LG_ITEM - lgy, nx};
+            transform<true>(L, s);
         }
     }
 }
@@ -316,21 +329,19 @@ __global__ void __launch_bounds__(THREADS, blocks_per_sm<T>()) plane_kernel(cons
 // The strided pass: block b transforms the M = 2^lgm lines m = b M .. b M + M - 1 that lie
 // side by side (point pos of line m at pos * pitch + m), as a plane's column item does,
 // reading each point once and writing it once; TH threads, TH * POINTS_PER_THREAD points a
-// block. The registers a thread may take as in the plane pass: 64 (float), 128 (double).
-template <class T> constexpr size_t strided_smem(int th)
-{
-    return (size_t)th * POINTS_PER_THREAD * sizeof(T) * 9 / 8;
-}
-
-template <class T, int TH>
+// block, padded in shared memory as a plane item is. The registers a thread may take as in the
+// plane pass: 64 (float), 128 (double). LGN, where not 0, fixes the lines' length at compile
+// time (see lines).
+template <class T, int TH, int LGN>
 __global__ void __launch_bounds__(TH, blocks_per_sm<T>() * THREADS / TH)
     strided_kernel(const T *in, T *out, int lgn, int lgm, int pitch, const T *tw, double sign)
 {
     extern __shared__ __align__(16) unsigned char raw[];
     typedef typename real_of<T>::type real;
-    const long off = (long)blockIdx.x << lgm;
-    lines<T> L = {in + off, out + off, (T *)raw, tw, 1 << lgn, lgn, 1 << lgm, lgm, pitch};
-    transform<T, true, TH>(L, (real)sign);
+    constexpr int LGB = LG_ITEM + (TH == 1024 ? 2 : TH == 512 ? 1 : 0); // log2 points a block
+    const long off = (long)blockIdx.x << (LGN ? LGB - LGN : lgm);
+    lines<T, LGN, LGN ? LGB - LGN : 0> L = {in + off, out + off, (T *)raw, tw, lgn, lgm, pitch};
+    transform<true, TH>(L, (real)sign);
 }
 
 int ilog2(int n)
@@ -376,6 +387,8 @@ cudaError_t upload_tables(int dbl, const int lg[2], double sign, void *dst)
 
 struct tide_gpu_plane {
     int dbl, planes, grid;
+    const void *fn;     // the kernel (plane_fn)
+    size_t smem;
     args a;
     void *mem;      // twiddles, order, counters
     size_t counters_bytes;
@@ -396,15 +409,32 @@ extern "C" int tide_gpu_plane_supported(int dbl, int nx, int ny, char *why, size
     return 1;
 }
 
-template <class T> static int configure(tide_gpu_plane *p, char *why, size_t len)
+// The plane kernel for planes of 2^lx x 2^ly points: compiled for that size where the planes
+// are squares of 128 to 1024 points a side (double: to 512, a plane of at most 8 MiB), for any
+// size otherwise.
+template <class T> static const void *plane_fn(int lx, int ly)
 {
-    cudaError_t e = cudaFuncSetAttribute(plane_kernel<T>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)smem_bytes<T>());
+    if constexpr (sizeof(T) == sizeof(float2))
+        if (lx == 10 && ly == 10)
+            return (const void *)plane_kernel<T, 10, 10>;
+    if (lx == ly)
+        switch (lx) {
+        case 7: return (const void *)plane_kernel<T, 7, 7>;
+        case 8: return (const void *)plane_kernel<T, 8, 8>;
+        case 9: return (const void *)plane_kernel<T, 9, 9>;
+        }
+    return (const void *)plane_kernel<T, 0, 0>;
+}
+
+template <class T> static int configure(tide_gpu_plane *p, int lx, int ly, char *why, size_t len)
+{
+    p->fn = plane_fn<T>(lx, ly);
+    p->smem = smem_bytes<T>();
+    cudaError_t e = cudaFuncSetAttribute(p->fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)p->smem);
     int per_sm = 0, dev = 0, sms = 0;
     if (!e)
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, plane_kernel<T>, THREADS,
-                                                          smem_bytes<T>());
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, p->fn, THREADS, p->smem);
     if (!e)
         e = cudaGetDevice(&dev);
     if (!e)
@@ -435,13 +465,13 @@ extern "C" int tide_gpu_plane_create(int dbl, int nx, int ny, int planes, int si
     }
     p->dbl = dbl;
     p->planes = planes;
-    int r = dbl ? configure<double2>(p, why, len) : configure<float2>(p, why, len);
+    int lx = ilog2(nx), ly = ilog2(ny);
+    int r = dbl ? configure<double2>(p, lx, ly, why, len) : configure<float2>(p, lx, ly, why, len);
     if (r) {
         free(p);
         return r;
     }
     size_t elem = dbl ? 16 : 8, pts = ITEM_POINTS;
-    int lx = ilog2(nx), ly = ilog2(ny);
     int row_items = (int)((size_t)nx * ny / pts), col_items = row_items;
     if (lag < 1) // about a grid's worth of items between a plane's rows and its columns
         lag = p->grid / (row_items + col_items) + 1;
@@ -487,13 +517,9 @@ extern "C" int tide_gpu_plane_execute(const tide_gpu_plane *p, const void *in, v
     cudaError_t e = cudaMemsetAsync(p->a.next, 0, p->counters_bytes, st);
     if (e)
         return tide_cuda_fail(e, "plane pass: clearing the counters");
-    if (p->dbl)
-        plane_kernel<double2><<<p->grid, THREADS, smem_bytes<double2>(), st>>>((const double2 *)in,
-                                                                   (double2 *)out, p->a);
-    else
-        plane_kernel<float2><<<p->grid, THREADS, smem_bytes<float2>(), st>>>((const float2 *)in,
-                                                                 (float2 *)out, p->a);
-    e = cudaGetLastError();
+    args a = p->a;
+    void *params[] = {(void *)&in, (void *)&out, (void *)&a};
+    e = cudaLaunchKernel(p->fn, p->grid, THREADS, params, p->smem, st);
     return e ? tide_cuda_fail(e, "plane pass: launch") : 0;
 }
 
@@ -512,6 +538,8 @@ struct tide_gpu_strided {
     int dbl, lgn, lgm, count, pitch, threads;
     double sign;
     void *tw;
+    const void *fn;     // the kernel (strided_fn)
+    size_t smem;
 };
 
 // A block's points where the caller leaves them (0): enough lines that each of their rows is
@@ -556,11 +584,25 @@ extern "C" int tide_gpu_strided_supported(int dbl, int n, int64_t count, char *w
     return strided_takes(dbl, n, count, 0, why, len);
 }
 
-template <class T, int TH> static cudaError_t strided_smem_limit()
+// The strided kernel for lines of 2^lgn points: compiled for that length from 256 to 1024
+// points, for any length otherwise.
+template <class T, int TH> static const void *strided_fn(int lgn)
 {
-    return cudaFuncSetAttribute(strided_kernel<T, TH>,
-                                cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)strided_smem<T>(TH));
+    switch (lgn) {
+    case 8: return (const void *)strided_kernel<T, TH, 8>;
+    case 9: return (const void *)strided_kernel<T, TH, 9>;
+    case 10: return (const void *)strided_kernel<T, TH, 10>;
+    }
+    return (const void *)strided_kernel<T, TH, 0>;
+}
+
+static const void *strided_fn(int dbl, int threads, int lgn)
+{
+    if (dbl)
+        return threads == 256 ? strided_fn<double2, 256>(lgn) : strided_fn<double2, 512>(lgn);
+    return threads == 256   ? strided_fn<float2, 256>(lgn)
+           : threads == 512 ? strided_fn<float2, 512>(lgn)
+                            : strided_fn<float2, 1024>(lgn);
 }
 
 extern "C" int tide_gpu_strided_create(int dbl, int n, int64_t count, int64_t pitch, int sign,
@@ -577,11 +619,10 @@ extern "C" int tide_gpu_strided_create(int dbl, int n, int64_t count, int64_t pi
     }
     points = block_points(dbl, n, points);
     int threads = points / POINTS_PER_THREAD;
-    cudaError_t e = dbl ? (threads == 256 ? strided_smem_limit<double2, 256>()
-                                          : strided_smem_limit<double2, 512>())
-                        : (threads == 256   ? strided_smem_limit<float2, 256>()
-                           : threads == 512 ? strided_smem_limit<float2, 512>()
-                                            : strided_smem_limit<float2, 1024>());
+    const void *fn = strided_fn(dbl, threads, ilog2(n));
+    size_t smem = (size_t)points * (dbl ? 16 : 8) * 9 / 8;
+    cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)smem);
     if (e) {
         snprintf(why, len, "the strided pass's kernel cannot run here (%s)",
                  cudaGetErrorString(e));
@@ -592,7 +633,8 @@ extern "C" int tide_gpu_strided_create(int dbl, int n, int64_t count, int64_t pi
         snprintf(why, len, "out of memory");
         return TIDE_ERR_NOMEM;
     }
-    *p = {dbl, ilog2(n), ilog2(points / n), (int)count, (int)pitch, threads, (double)sign, NULL};
+    *p = {dbl, ilog2(n), ilog2(points / n), (int)count, (int)pitch, threads, (double)sign, NULL,
+          fn, smem};
     size_t bytes = (size_t)n * (dbl ? 16 : 8);
     e = cudaMalloc(&p->tw, bytes);
     const int lg[2] = {p->lgn, -1};
@@ -608,28 +650,15 @@ extern "C" int tide_gpu_strided_create(int dbl, int n, int64_t count, int64_t pi
     return 0;
 }
 
-template <class T, int TH>
-static void launch_strided(const tide_gpu_strided *p, const void *in, void *out, cudaStream_t st)
-{
-    strided_kernel<T, TH><<<(unsigned)(p->count >> p->lgm), TH, strided_smem<T>(TH), st>>>(
-        (const T *)in, (T *)out, p->lgn, p->lgm, p->pitch, (const T *)p->tw, p->sign);
-}
-
 extern "C" int tide_gpu_strided_execute(const tide_gpu_strided *p, const void *in, void *out,
                                         void *stream)
 {
-    cudaStream_t st = (cudaStream_t)stream;
-    if (p->dbl && p->threads == 256)
-        launch_strided<double2, 256>(p, in, out, st);
-    else if (p->dbl)
-        launch_strided<double2, 512>(p, in, out, st);
-    else if (p->threads == 256)
-        launch_strided<float2, 256>(p, in, out, st);
-    else if (p->threads == 512)
-        launch_strided<float2, 512>(p, in, out, st);
-    else
-        launch_strided<float2, 1024>(p, in, out, st);
-    cudaError_t e = cudaGetLastError();
+    const void *tw = p->tw;
+    int lgn = p->lgn, lgm = p->lgm, pitch = p->pitch;
+    double sign = p->sign;
+    void *params[] = {(void *)&in, (void *)&out, &lgn, &lgm, &pitch, (void *)&tw, &sign};
+    cudaError_t e = cudaLaunchKernel(p->fn, (unsigned)(p->count >> p->lgm), p->threads, params,
+                                     p->smem, (cudaStream_t)stream);
     return e ? tide_cuda_fail(e, "strided pass: launch") : 0;
 }
 
