@@ -44,18 +44,21 @@
 
 namespace {
 
-constexpr int THREADS = 256;
+constexpr int THREADS = 256;                 // the strided pass's unit of threads
 constexpr int LG_ITEM = 12;
 constexpr int ITEM_POINTS = 1 << LG_ITEM;     // a plane item's points
-constexpr int POINTS_PER_THREAD = ITEM_POINTS / THREADS; // also in the strided pass's blocks
+constexpr int POINTS_PER_THREAD = ITEM_POINTS / THREADS; // the strided pass's
 constexpr size_t MAX_PLANE_BYTES = 8u << 20;  // a plane must fit the L2 with room to spare
 
 // An item in shared memory, padded (see above): 36 KiB (float), 72 KiB (double); blocks an SM
-// holds: 4 (float, 64 registers a thread: half the threads it can hold) or 2 (double, 128: a
-// quarter) (measured on an H200: 4096 points an item beat 8192 for float, 2 blocks of 4096
-// beat 4 of 2048 for double).
+// holds: 4 (float, 64 registers a thread: half the threads it can hold) or 2 (double). The
+// plane pass's threads a block: 256 (float: 16 points a thread) or 512 (double: 8 points a
+// thread, 64 registers). Measured on an H200 at 512^3: 4096 points an item beat 8192 for
+// float, 2 blocks of 4096 beat 4 of 2048 for double; 512 threads beat 256 for double (1.93
+// against 2.00 ms) and lose for float (1.07 against 0.97: 3 blocks of 40 registers).
 template <class T> constexpr size_t smem_bytes() { return ITEM_POINTS * sizeof(T) * 9 / 8; }
 template <class T> constexpr int blocks_per_sm() { return sizeof(T) == 8 ? 4 : 2; }
+template <class T> constexpr int PLANE_THREADS = sizeof(T) == 8 ? 256 : 512;
 
 template <class T> struct real_of;
 template <> struct real_of<float2> { typedef float type; };
@@ -218,12 +221,12 @@ __device__ __forceinline__ void finish(const Ln &L, T *v, int j, int m, int Ns,
 
 // A stage between shared memory and shared memory, in place, holds all its points in
 // registers between its loads and its stores; the first and the last stage take one group of
-// butterflies at a time. TH threads a block, each taking POINTS_PER_THREAD points.
-template <class T, int R, bool COL, int SRC, int DST, int TH, class Ln>
+// butterflies at a time. TH threads a block, each taking PPT points.
+template <class T, int R, bool COL, int SRC, int DST, int TH, int PPT, class Ln>
 __device__ __forceinline__ void stage(const Ln &L, int Ns, const T *tw,
                                       typename real_of<T>::type s)
 {
-    constexpr int Q = POINTS_PER_THREAD / R;
+    constexpr int Q = PPT / R;
     if (SRC == SMEM && DST == SMEM) {
         T v[Q][R];
         int j[Q], m[Q];
@@ -254,21 +257,21 @@ __device__ __forceinline__ void stage(const Ln &L, int Ns, const T *tw,
 
 // All stages of an item's lines: the first from device memory into shared memory, the last
 // from shared memory into device memory (N >= 64: at least two stages).
-template <bool COL, int TH = THREADS, class Ln>
+template <bool COL, int TH, int PPT, class Ln>
 __device__ __forceinline__ void transform(const Ln &L, typename real_of<typename Ln::type>::type s)
 {
     typedef typename Ln::type T;
     int small = L.lgN() % 3, Ns = 1;
     const T *tw = L.tw;
     switch (small) { // the first stage's twiddles are all 1
-    case 1: stage<T, 2, COL, GLOBAL, SMEM, TH>(L, Ns, tw, s); Ns = 2; break;
-    case 2: stage<T, 4, COL, GLOBAL, SMEM, TH>(L, Ns, tw, s); Ns = 4; break;
-    default: stage<T, 8, COL, GLOBAL, SMEM, TH>(L, Ns, tw, s); Ns = 8; break;
+    case 1: stage<T, 2, COL, GLOBAL, SMEM, TH, PPT>(L, Ns, tw, s); Ns = 2; break;
+    case 2: stage<T, 4, COL, GLOBAL, SMEM, TH, PPT>(L, Ns, tw, s); Ns = 4; break;
+    default: stage<T, 8, COL, GLOBAL, SMEM, TH, PPT>(L, Ns, tw, s); Ns = 8; break;
     }
 #pragma unroll
     for (; Ns * 8 < L.N(); tw += 7 * Ns, Ns *= 8)
-        stage<T, 8, COL, SMEM, SMEM, TH>(L, Ns, tw, s);
-    stage<T, 8, COL, SMEM, GLOBAL, TH>(L, Ns, tw, s);
+        stage<T, 8, COL, SMEM, SMEM, TH, PPT>(L, Ns, tw, s);
+    stage<T, 8, COL, SMEM, GLOBAL, TH, PPT>(L, Ns, tw, s);
 }
 
 struct args {
@@ -282,8 +285,8 @@ struct args {
 
 // LGX and LGY, where not 0, fix the plane's size at compile time (see lines).
 template <class T, int LGX, int LGY>
-__global__ void __launch_bounds__(THREADS, blocks_per_sm<T>()) plane_kernel(const T *in, T *out,
-                                                                         args a)
+__global__ void __launch_bounds__(PLANE_THREADS<T>, blocks_per_sm<T>())
+    plane_kernel(const T *in, T *out, args a)
 {
     extern __shared__ __align__(16) unsigned char raw[];
     __shared__ int item;
@@ -305,7 +308,7 @@ __global__ void __launch_bounds__(THREADS, blocks_per_sm<T>()) plane_kernel(cons
             lines<T, LGX, LGX ? LG_ITEM - LGX : 0> L = {in + off, out + off, sm,
                                                          (const T *)a.twx, lgx,
                                                          LG_ITEM - lgx, nx};
-            transform<false>(L, s);
+            transform<false, PLANE_THREADS<T>, ITEM_POINTS / PLANE_THREADS<T>>(L, s);
             __threadfence();
             __syncthreads();
             if (threadIdx.x == 0)
@@ -321,7 +324,7 @@ __global__ void __launch_bounds__(THREADS, blocks_per_sm<T>()) plane_kernel(cons
             lines<T, LGY, LGY ? LG_ITEM - LGY : 0> L = {out + off, out + off, sm,
                                                          (const T *)a.twy, lgy,
                                                          LG_ITEM - lgy, nx};
-            transform<true>(L, s);
+            transform<true, PLANE_THREADS<T>, ITEM_POINTS / PLANE_THREADS<T>>(L, s);
         }
     }
 }
@@ -341,7 +344,7 @@ __global__ void __launch_bounds__(TH, blocks_per_sm<T>() * THREADS / TH)
     constexpr int LGB = LG_ITEM + (TH == 1024 ? 2 : TH == 512 ? 1 : 0); // log2 points a block
     const long off = (long)blockIdx.x << (LGN ? LGB - LGN : lgm);
     lines<T, LGN, LGN ? LGB - LGN : 0> L = {in + off, out + off, (T *)raw, tw, lgn, lgm, pitch};
-    transform<true, TH>(L, (real)sign);
+    transform<true, TH, POINTS_PER_THREAD>(L, (real)sign);
 }
 
 int ilog2(int n)
@@ -386,7 +389,7 @@ cudaError_t upload_tables(int dbl, const int lg[2], double sign, void *dst)
 } // namespace
 
 struct tide_gpu_plane {
-    int dbl, planes, grid;
+    int dbl, planes, grid, threads;
     const void *fn;     // the kernel (plane_fn)
     size_t smem;
     args a;
@@ -429,12 +432,14 @@ template <class T> static const void *plane_fn(int lx, int ly)
 template <class T> static int configure(tide_gpu_plane *p, int lx, int ly, char *why, size_t len)
 {
     p->fn = plane_fn<T>(lx, ly);
+    p->threads = PLANE_THREADS<T>;
     p->smem = smem_bytes<T>();
     cudaError_t e = cudaFuncSetAttribute(p->fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)p->smem);
     int per_sm = 0, dev = 0, sms = 0;
     if (!e)
-        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, p->fn, THREADS, p->smem);
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, p->fn, PLANE_THREADS<T>,
+                                                          p->smem);
     if (!e)
         e = cudaGetDevice(&dev);
     if (!e)
@@ -519,7 +524,7 @@ extern "C" int tide_gpu_plane_execute(const tide_gpu_plane *p, const void *in, v
         return tide_cuda_fail(e, "plane pass: clearing the counters");
     args a = p->a;
     void *params[] = {(void *)&in, (void *)&out, (void *)&a};
-    e = cudaLaunchKernel(p->fn, p->grid, THREADS, params, p->smem, st);
+    e = cudaLaunchKernel(p->fn, p->grid, p->threads, params, p->smem, st);
     return e ? tide_cuda_fail(e, "plane pass: launch") : 0;
 }
 
