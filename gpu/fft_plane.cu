@@ -32,8 +32,9 @@
 // stages.
 //
 // Measured on an H200 (docs/performance.md): each plane read from and written to device
-// memory once (Nsight Compute's DRAM bytes), but the kernel is bound by latency (about half
-// its issue slots busy, the warps waiting on global loads and barriers), not by bandwidth.
+// memory once (Nsight Compute's DRAM bytes), but the points go through the L2 four times
+// (filled, the rows stored, read back, the columns stored), and the L2's throughput, not
+// device memory's, bounds the plane pass.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
