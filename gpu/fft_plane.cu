@@ -57,7 +57,17 @@ constexpr size_t MAX_PLANE_BYTES = 8u << 20;  // a plane must fit the L2 with ro
 // thread, 64 registers). Measured on an H200 at 512^3: 4096 points an item beat 8192 for
 // float, 2 blocks of 4096 beat 4 of 2048 for double; 512 threads beat 256 for double (1.93
 // against 2.00 ms) and lose for float (1.07 against 0.97: 3 blocks of 40 registers).
-template <class T> constexpr size_t smem_bytes() { return ITEM_POINTS * sizeof(T) * 9 / 8; }
+// log2 of n, or -1 where n is not a power of two.
+__host__ __device__ constexpr int ilog2(int n)
+{
+    int l = 0;
+    while ((1 << l) < n)
+        l++;
+    return (1 << l) == n ? l : -1;
+}
+// Bytes of shared memory for points points of elem bytes, padded (see above).
+constexpr size_t padded_bytes(size_t points, size_t elem) { return points * elem * 9 / 8; }
+template <class T> constexpr size_t smem_bytes() { return padded_bytes(ITEM_POINTS, sizeof(T)); }
 template <class T> constexpr int blocks_per_sm() { return sizeof(T) == 8 ? 4 : 2; }
 template <class T> constexpr int PLANE_THREADS = sizeof(T) == 8 ? 256 : 512;
 
@@ -342,19 +352,12 @@ __global__ void __launch_bounds__(TH, blocks_per_sm<T>() * THREADS / TH)
 {
     extern __shared__ __align__(16) unsigned char raw[];
     typedef typename real_of<T>::type real;
-    constexpr int LGB = LG_ITEM + (TH == 1024 ? 2 : TH == 512 ? 1 : 0); // log2 points a block
+    constexpr int LGB = ilog2(TH * POINTS_PER_THREAD); // log2 points a block
     const long off = (long)blockIdx.x << (LGN ? LGB - LGN : lgm);
     lines<T, LGN, LGN ? LGB - LGN : 0> L = {in + off, out + off, (T *)raw, tw, lgn, lgm, pitch};
     transform<true, TH, POINTS_PER_THREAD>(L, (real)sign);
 }
 
-int ilog2(int n)
-{
-    int l = 0;
-    while ((1 << l) < n)
-        l++;
-    return (1 << l) == n ? l : -1;
-}
 
 // The twiddle tables of a line of n = 2^lg points, appended to t: n entries (the stages take
 // fewer; the rest unused).
@@ -626,7 +629,7 @@ extern "C" int tide_gpu_strided_create(int dbl, int n, int64_t count, int64_t pi
     points = block_points(dbl, n, points);
     int threads = points / POINTS_PER_THREAD;
     const void *fn = strided_fn(dbl, threads, ilog2(n));
-    size_t smem = (size_t)points * (dbl ? 16 : 8) * 9 / 8;
+    size_t smem = padded_bytes((size_t)points, dbl ? 16 : 8);
     cudaError_t e = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)smem);
     if (e) {
