@@ -166,6 +166,36 @@ int create_lines(const tide_gpu_fft_desc *d, tide_gpu_fft *f, bool *took, char *
                           d->oarr ? d->oarr : d->obox, f, took, why, len);
 }
 
+// A real transform of three dimensions (r2c or c2r, one field, no real-to-real dimension, no
+// spectral step) as cuFFT's 2D real transforms of the planes and Tide's strided pass along the
+// slowest dimension, in place on the complex side (after the planes' r2c, before their c2r),
+// where d->engine asks for Tide's passes and the strided pass takes the complex side's lines:
+// *rest is then the planes' transform, for cuFFT. *took says whether it did. Returns 0 or an
+// error code.
+int create_real_lines(const tide_gpu_fft_desc *d, tide_gpu_fft *f, tide_gpu_fft_desc *rest,
+                      bool *took, char *why, size_t len)
+{
+    *took = false;
+    if (!d->engine || (d->kind != 1 && d->kind != 2) || d->batch != 1 || d->then ||
+        d->ndims != 3)
+        return 0;
+    for (int k = 0; k < 3; k++)
+        if (d->r2r[k])
+            return 0;
+    const tide_box *c = d->kind == 1 ? d->obox : d->ibox; // the complex side
+    const tide_box *ca = d->kind == 1 ? (d->oarr ? d->oarr : d->obox)
+                                      : (d->iarr ? d->iarr : d->ibox);
+    int st = create_strided(d, c, ca, c, ca, f, took, why, len);
+    if (st || !*took)
+        return st;
+    *rest = *d;
+    rest->ndims = 0;
+    for (int k = 0; k < 3; k++)
+        if (k != c->order[0])
+            rest->dims[rest->ndims++] = k;
+    return 0;
+}
+
 // The plane pass for d's two fastest dimensions, where d->engine asks for it and it takes
 // them (fft.h), and Tide's strided pass for the third where it takes that (none: *rest is
 // that dimension, in place on the output, for cuFFT; else rest->ndims is 0). *took says
@@ -227,9 +257,11 @@ extern "C" int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **ou
     f->sign = d->sign;
     size_t work = 0;
     tide_gpu_fft_desc rest;
-    bool planes = false, lines = false;
+    bool planes = false, lines = false, real = false;
     int st = create_plane(d, f, &rest, &planes, why, len);
-    if (!st && planes) // the plane pass took the two fastest: cuFFT the third where left
+    if (!st && !planes)
+        st = create_real_lines(d, f, &rest, &real, why, len);
+    if (!st && (planes || real)) // Tide's passes took part: cuFFT the rest, where any is left
         st = rest.ndims ? create_dft(&rest, f, &work, why, len) : 0;
     else if (!st && !(st = create_lines(d, f, &lines, why, len)) && !lines)
         st = d->kind == 3 ? 0 : create_dft(d, f, &work, why, len);
@@ -549,9 +581,13 @@ extern "C" int tide_gpu_fft_execute(const tide_gpu_fft *f, void *in, void *out)
             st = tide_gpu_strided_execute(f->strided, out, out, f->stream);
         return st || !f->planned ? st : execute_dft(f, out, out);
     }
-    if (f->strided) // the strided pass alone
+    if (f->strided && f->kind == 0) // the strided pass alone
         return tide_gpu_strided_execute(f->strided, in, out, f->stream);
+    if (f->strided && f->kind == 2) // a c2r's slowest dimension, on its complex input
+        st = tide_gpu_strided_execute(f->strided, in, in, f->stream);
     st = st ? st : execute_dft(f, in, out);
+    if (!st && f->strided && f->kind == 1) // an r2c's slowest dimension, on its output
+        st = tide_gpu_strided_execute(f->strided, out, out, f->stream);
     for (int k = 0; k < f->nr2r && !st && f->kind != 2; k++) // on the complex output
         st = tide_gpu_r2r_execute(f->r2r[k], out, out, f->stream);
     return st;

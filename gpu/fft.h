@@ -41,8 +41,11 @@ typedef struct {
     /* 1: the transform of the two fastest dimensions by Tide's plane pass (fft_plane.h) where
      * it takes it (c2c, one field, no real-to-real dimension, no then, planes dense in both
      * arrays, sizes it supports), a third transformed dimension then in place on the output
-     * by Tide's strided pass where it takes it (fft_plane.h), else by cuFFT; and a 1D transform
-     * of the boxes' slowest dimension by the strided pass where it takes the lines. *plane
+     * by Tide's strided pass where it takes it (fft_plane.h), else by cuFFT; a 1D transform
+     * of the boxes' slowest dimension by the strided pass where it takes the lines; and of a
+     * 3D r2c or c2r (one field, no real-to-real dimension, no then) the slowest dimension by
+     * the strided pass in place on the complex side where it takes those lines, the planes'
+     * 2D real transforms by cuFFT (after it for c2r, before it for r2c). *plane
      * (where not NULL) gets bit 1 where the plane pass runs, bit 2 where the strided pass
      * does, and is left alone elsewhere. */
     int engine;
