@@ -21,7 +21,7 @@ static const char *about =
 
 typedef struct {
     app_args c; /* backend, precision, grid and the options every subcommand takes */
-    int type, transposed, scaling, roundtrip;
+    int type, transposed, scaling, roundtrip, unkept;
     int has_ingrid, ingrid[3], has_outgrid, outgrid[3];
 } args;
 
@@ -43,6 +43,9 @@ static int parse(int argc, char **argv, args *a)
         {"-roundtrip", .kind = APP_FLAG, .dest = &a->roundtrip, .count = 1,
          .help = "check by the round trip alone (the serial reference takes about a minute at "
                  "1024^3)"},
+        {"-unkept", .kind = APP_FLAG, .dest = &a->unkept, .count = 1,
+         .help = "device arrays: do not tell the plan that they stay allocated as long as it "
+                 "(arrays_kept 0), so no peer stores into the output"},
         {"-ingrid", "AxBxC", APP_GRID, a->ingrid, .count = 3, .given = &a->has_ingrid,
          .help = "input boxes from an A x B x C process grid, A B C = P (default: the plan's "
                  "slabs or pencils)"},
@@ -115,6 +118,7 @@ int tide_cmd_fft(int argc, char **argv)
     o.batch = c->batch;
     o.transposed_out = a.transposed;
     o.location = c->device ? TIDE_LOCATION_DEVICE : TIDE_LOCATION_HOST;
+    o.arrays_kept = !a.unkept; /* the arrays are freed after the plan is destroyed */
     tide_box ib, ob;
     if (a.has_ingrid)
         tide_box_in_grid(c->n, a.ingrid, rank, &ib);

@@ -198,10 +198,19 @@ int tide_xchg_direct_run(tide_xchg *x, const tide_xchg_io *io, int status)
         st = tide_transport_record(d->free_ev, io->stream);
     d->into = into_destination(x, io);
     const void *to = d->into ? io->dst->data[0] : io->recv;
-    if (!st && r->nm && d->recv != to) {
-        d->recv = NULL;
-        st = tide_transport_ipc_mem_handle(to, d->recv_h, &d->recv_off);
-        d->recv = st ? NULL : to;
+    unsigned char h[TIDE_TRANSPORT_IPC_BYTES] = {0};
+    size_t off = 0;
+    int hs = !st && r->nm && d->recv != to ? tide_transport_ipc_mem_handle(to, h, &off) : -1;
+    if (hs > 0 && d->into) { /* a caller's array CUDA IPC cannot export (a pool's, say) */
+        d->into = 0;
+        to = io->recv;
+        hs = d->recv != to ? tide_transport_ipc_mem_handle(to, h, &off) : -1;
+    }
+    if (hs >= 0) { /* a new handle (or none: a failure) */
+        memcpy(d->recv_h, h, sizeof h);
+        d->recv_off = off;
+        d->recv = hs ? NULL : to;
+        st = hs;
     }
     for (int k = 0; k < r->nm; k++) {
         direct_note *n = &d->out[k];

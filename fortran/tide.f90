@@ -59,7 +59,7 @@ module tide
       scaling = TIDE_SCALE_NONE, planning = TIDE_PLAN_ESTIMATE, batch = 1, &
       transposed_out = 0, location = TIDE_LOCATION_HOST
     type(c_ptr) :: stream = c_null_ptr
-    integer(c_int) :: async = 0
+    integer(c_int) :: async = 0, arrays_kept = 0
   end type
 
   type, bind(c), public :: tide_fft_info

@@ -80,6 +80,12 @@ typedef struct {
     int async;                          /* GPU: 0 (default) complete when a call returns; 1
                                          * stream-ordered: may return before the work is
                                          * done, later work on `stream` runs after it */
+    int arrays_kept;                    /* device arrays: 1 promises that every array passed
+                                         * to the plan's calls stays allocated until the plan
+                                         * is destroyed, so that where the ranks' GPUs store
+                                         * into each other's memory (direct stores) the peers
+                                         * store straight into the caller's output, with no
+                                         * unpack; default 0. Per rank */
 } tide_fft_options;
 
 TIDE_API void tide_fft_options_init(tide_fft_options *opts);

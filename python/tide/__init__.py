@@ -649,14 +649,14 @@ class FFT(_Plan):
     choice). Keywords are tide_fft_options' fields, enums by name: type "c2c" | "r2c",
     precision "double" | "float", scaling "none" | "full" | "symmetric", location "host" |
     "device", decomposition, exchange, planning, backend, batch, transposed_out, stream,
-    async_."""
+    async_, arrays_kept."""
     _destroy, _describe = _lib.tide_fft_plan_destroy, _lib.tide_fft_plan_describe
     _set_stream = _lib.tide_fft_plan_set_stream
 
     def __init__(self, ctx, shape, inbox=None, outbox=None, *, type="c2c", precision="double",
                  backend="auto", decomposition="auto", exchange="auto", scaling="none",
                  planning="estimate", batch=1, transposed_out=False, location="host",
-                 stream=None, async_=False):
+                 stream=None, async_=False, arrays_kept=False):
         o = C.FFTOptions()
         _lib.tide_fft_options_init(ctypes.byref(o))
         o.type, o.precision = _enum(C.FFT_TYPE, type, "type"), _enum(C.PRECISION, precision,
@@ -668,6 +668,7 @@ class FFT(_Plan):
         o.planning, o.location = _enum(C.PLANNING, planning, "planning"), _enum(
             C.LOCATION, location, "location")
         o.batch, o.transposed_out, o.async_ = batch, int(bool(transposed_out)), int(bool(async_))
+        o.arrays_kept = int(bool(arrays_kept))
         o.stream = _stream(stream)
         handle = ctypes.c_void_p()
         ib, ob = (b._c() if b is not None else None for b in (inbox, outbox))

@@ -51,7 +51,8 @@ class FFTOptions(Structure):
     _fields_ = [("size", c_size_t), ("type", c_int), ("precision", c_int), ("backend", c_int),
                 ("decomposition", c_int), ("exchange", c_int), ("scaling", c_int),
                 ("planning", c_int), ("batch", c_int), ("transposed_out", c_int),
-                ("location", c_int), ("stream", c_void_p), ("async_", c_int)]
+                ("location", c_int), ("stream", c_void_p), ("async_", c_int),
+                ("arrays_kept", c_int)]
 
 
 class FFTInfo(Structure):

@@ -243,6 +243,9 @@ typedef struct {
     size_t sbytes, rbytes;
     int failed;               /* a program's failure so far, for its collective ops (program.h);
                                * 0 otherwise */
+    int out_kept;             /* GPU: the caller's output array stays allocated as long as the
+                               * plan (tide_fft_options' arrays_kept), so reshapes into it may
+                               * take the peers' direct stores (program.h) */
 } tide_env;
 
 /* A band matrix's pass (src/band): `steps` steps y = A x (tide.h's arithmetic) on an array of

@@ -168,6 +168,7 @@ static tide_fft_plan *new_plan(tide_context *ctx, const int n[3], const tide_fft
     p->env.be = cuda ? tide_backend_cuda() : &tide_backend_cpu;
     p->env.threads = ctx->threads;
     p->env.exchange = opts->exchange;
+    p->env.out_kept = opts->location == TIDE_LOCATION_DEVICE && opts->arrays_kept;
     memcpy(p->n, n, sizeof p->n);
     memcpy(p->nout, n, sizeof p->nout);
     if (opts->type == TIDE_R2C && p->half >= 0)
@@ -466,8 +467,9 @@ static double time_pair(tide_context *ctx, tide_fft_plan *p)
             st = tide_copy(ctx, a[i], zero, bytes[i]);
     }
     double best = INFINITY;
-    int async = p->o.async;
-    p->o.async = 0; /* each timed call complete on return */
+    int async = p->o.async, out_kept = p->env.out_kept;
+    p->o.async = 0;        /* each timed call complete on return */
+    p->env.out_kept = 0;   /* arrays freed below: no peer stores into them */
     st = tide_agree(ctx, st);
     for (int rep = 0; rep < 4 && !st; rep++) {
         MPI_Barrier(ctx->comm);
@@ -483,6 +485,7 @@ static double time_pair(tide_context *ctx, tide_fft_plan *p)
             best = t;
     }
     p->o.async = async;
+    p->env.out_kept = out_kept;
     for (int i = 0; i < 2; i++)
         if (a[i])
             dev ? tide_device_free(ctx, a[i]) : tide_host_free(ctx, a[i]);

@@ -28,7 +28,7 @@ typedef struct {
     size_t half;                            /* GPU: bytes of each half of the receive staging,
                                              * which chunks c and c + 1 share out */
     void *landed[2];                        /* GPU: half c % 2 free again: chunk c landed */
-    int flags;                              /* GPU: the chunks' reshape flags */
+    int into;                               /* the location the chunks' reshapes land in */
     tide_op_cost fft_cost, move_cost;
     int marks;                              /* 1: the timeline below is kept */
     void *mark[1 + MARKS_PER_CHUNK * OVERLAP_MAX_CHUNKS];
@@ -110,7 +110,8 @@ static int run_move(const overlap_state *s, const tide_env *e, int c, const void
     side.stream = s->side;
     int st = c >= 2 ? tide_gpu_stream_wait(s->side, s->landed[c & 1]) : TIDE_SUCCESS;
     mark(s, c, MARK_MOVE, side.stream);
-    int x = e->be->reshape_execute(&side, s->move[c], src, dst, s->flags);
+    int x = e->be->reshape_execute(&side, s->move[c], src, dst,
+                                   TIDE_RESHAPE_DEFER | tide_reshape_flags(e, s->into));
     mark(s, c, MARK_MOVE_END, side.stream);
     return st ? st : x;
 }
@@ -299,7 +300,7 @@ int tide_op_overlap(tide_op *op, const tide_env *e, const tide_overlap_desc *d, 
     op->state = s;
     op->src = d->src, op->dst = d->dst;
     s->chunks = d->chunks, s->fft_first = d->fft_first, s->mid = d->mid, s->w = d->w;
-    s->flags = TIDE_RESHAPE_DEFER | tide_reshape_flags(d->fft_first ? d->dst : d->mid, 1);
+    s->into = d->fft_first ? d->dst : d->mid;
     /* A real array's slices start an even number of planes (rows, ...) in, so each slice is
      * aligned as its complex numbers are wherever the whole array is (cuFFT requires it) */
     s->align = d->fft.kind == TIDE_KIND_R2C || d->fft.kind == TIDE_KIND_C2R ? 2 : 1;

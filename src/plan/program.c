@@ -12,8 +12,7 @@
 
 static int reshape_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
 {
-    return e->be->reshape_execute(e, op->reshape, src, dst,
-                                  tide_reshape_flags(op->dst, e->be->gpu));
+    return e->be->reshape_execute(e, op->reshape, src, dst, tide_reshape_flags(e, op->dst));
 }
 
 static void reshape_destroy(tide_op *op, const tide_env *e)

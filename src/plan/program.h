@@ -19,12 +19,15 @@
 
 enum { TIDE_LOC_IN, TIDE_LOC_OUT, TIDE_LOC_W0, TIDE_LOC_W1 };
 
-/* The flags of a GPU reshape into loc (backend.h's reshape_execute): a plan's work buffer
- * lives as long as the plan, so the peers' direct stores may go straight into it; a caller's
- * array may be freed between calls, so they go into the staging. */
-static inline int tide_reshape_flags(int loc, int gpu)
+/* The flags of a reshape into loc on e's backend (backend.h's reshape_execute): on the GPU a
+ * plan's work buffer lives as long as the plan, so the peers' direct stores may go straight
+ * into it, and so does the caller's output where the caller said it stays allocated as long
+ * (e->out_kept); any other caller's array may be freed between calls, so they go into the
+ * staging. */
+static inline int tide_reshape_flags(const tide_env *e, int loc)
 {
-    return gpu && (loc == TIDE_LOC_W0 || loc == TIDE_LOC_W1) ? TIDE_RESHAPE_DST_KEPT : 0;
+    int kept = loc == TIDE_LOC_W0 || loc == TIDE_LOC_W1 || (loc == TIDE_LOC_OUT && e->out_kept);
+    return e->be->gpu && kept ? TIDE_RESHAPE_DST_KEPT : 0;
 }
 
 typedef enum {

@@ -20,6 +20,7 @@ int main(void)
     SIZE(tide_rates); AT(tide_rates, d2d);
     SIZE(tide_fft_options); AT(tide_fft_options, type); AT(tide_fft_options, batch);
     AT(tide_fft_options, location); AT(tide_fft_options, stream); AT(tide_fft_options, async);
+    AT(tide_fft_options, arrays_kept);
     SIZE(tide_fft_info); AT(tide_fft_info, inplace_bytes); AT(tide_fft_info, flops);
     AT(tide_fft_info, location); AT(tide_fft_info, round_trips);
     SIZE(tide_fft_cost); AT(tide_fft_cost, exchanges); AT(tide_fft_cost, cpu_seconds);

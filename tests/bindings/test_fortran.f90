@@ -132,7 +132,7 @@ contains
       fo%exchange == fc%exchange .and. fo%scaling == fc%scaling .and. &
       fo%planning == fc%planning .and. fo%batch == fc%batch .and. &
       fo%transposed_out == fc%transposed_out .and. fo%location == fc%location .and. &
-      fo%async == fc%async, 'tide_fft_options defaults')
+      fo%async == fc%async .and. fo%arrays_kept == fc%arrays_kept, 'tide_fft_options defaults')
     call tide_poisson_options_init(pc)
     call check(po%precision == pc%precision .and. po%batch == pc%batch .and. &
       all(po%bc == pc%bc) .and. maxval(abs(po%h - pc%h)) < tiny(1d0) .and. &
