@@ -358,7 +358,6 @@ __global__ void __launch_bounds__(TH, blocks_per_sm<T>() * THREADS / TH)
     transform<true, TH, POINTS_PER_THREAD>(L, (real)sign);
 }
 
-
 // The twiddle tables of a line of n = 2^lg points, appended to t: n entries (the stages take
 // fewer; the rest unused).
 template <class T> void tables(int lg, double sign, std::vector<T> &t)
