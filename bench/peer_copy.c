@@ -13,7 +13,6 @@
  * (rows of 8 KiB one in two). Rates are the bytes moved a direction over the wall time (both
  * GPUs synchronized on both sides), in GB/s. Every destination is compared with its source
  * after the last run; a difference fails the program. */
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -137,16 +137,24 @@ int create_strided(const tide_gpu_fft_desc *d, const tide_box *ibox, const tide_
     return 0;
 }
 
-// Whether d (its boxes, where the arrays do not say) is a transform Tide's passes may take:
-// asked for (d->engine), complex to complex, one field, no spectral step, no real-to-real
-// dimension, the same dimensions and orders in and out.
-bool own_passes_take(const tide_gpu_fft_desc *d)
+// Whether d asks for Tide's passes (d->engine) on one field with no spectral step and no
+// real-to-real dimension.
+bool own_passes_asked(const tide_gpu_fft_desc *d)
 {
-    if (!d->engine || d->kind != 0 || d->batch != 1 || d->then)
+    if (!d->engine || d->batch != 1 || d->then)
         return false;
     for (int k = 0; k < d->ndims; k++)
         if (d->r2r[d->dims[k]])
             return false;
+    return true;
+}
+
+// Whether d (its boxes, where the arrays do not say) is a transform Tide's passes may take:
+// asked for (own_passes_asked), complex to complex, the same dimensions and orders in and out.
+bool own_passes_take(const tide_gpu_fft_desc *d)
+{
+    if (!own_passes_asked(d) || d->kind != 0)
+        return false;
     for (int k = 0; k < 3; k++)
         if (d->ibox->order[k] != d->obox->order[k] || tide_ext(d->ibox, k) != tide_ext(d->obox, k))
             return false;
@@ -176,12 +184,8 @@ int create_real_lines(const tide_gpu_fft_desc *d, tide_gpu_fft *f, tide_gpu_fft_
                       bool *took, char *why, size_t len)
 {
     *took = false;
-    if (!d->engine || (d->kind != 1 && d->kind != 2) || d->batch != 1 || d->then ||
-        d->ndims != 3)
+    if (!own_passes_asked(d) || (d->kind != 1 && d->kind != 2) || d->ndims != 3)
         return 0;
-    for (int k = 0; k < 3; k++)
-        if (d->r2r[k])
-            return 0;
     const tide_box *c = d->kind == 1 ? d->obox : d->ibox; // the complex side
     const tide_box *ca = d->kind == 1 ? (d->oarr ? d->oarr : d->obox)
                                       : (d->iarr ? d->iarr : d->ibox);

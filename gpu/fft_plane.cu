@@ -51,12 +51,6 @@ constexpr int ITEM_POINTS = 1 << LG_ITEM;     // a plane item's points
 constexpr int POINTS_PER_THREAD = ITEM_POINTS / THREADS; // the strided pass's
 constexpr size_t MAX_PLANE_BYTES = 8u << 20;  // a plane must fit the L2 with room to spare
 
-// An item in shared memory, padded (see above): 36 KiB (float), 72 KiB (double); blocks an SM
-// holds: 4 (float, 64 registers a thread: half the threads it can hold) or 2 (double). The
-// plane pass's threads a block: 256 (float: 16 points a thread) or 512 (double: 8 points a
-// thread, 64 registers). Measured on an H200 at 512^3: 4096 points an item beat 8192 for
-// float, 2 blocks of 4096 beat 4 of 2048 for double; 512 threads beat 256 for double (1.93
-// against 2.00 ms) and lose for float (1.07 against 0.97: 3 blocks of 40 registers).
 // log2 of n, or -1 where n is not a power of two.
 __host__ __device__ constexpr int ilog2(int n)
 {
@@ -67,6 +61,13 @@ __host__ __device__ constexpr int ilog2(int n)
 }
 // Bytes of shared memory for points points of elem bytes, padded (see above).
 constexpr size_t padded_bytes(size_t points, size_t elem) { return points * elem * 9 / 8; }
+
+// An item in shared memory, padded (see above): 36 KiB (float), 72 KiB (double); blocks an SM
+// holds: 4 (float, 64 registers a thread: half the threads it can hold) or 2 (double). The
+// plane pass's threads a block: 256 (float: 16 points a thread) or 512 (double: 8 points a
+// thread, 64 registers). Measured on an H200 at 512^3: 4096 points an item beat 8192 for
+// float, 2 blocks of 4096 beat 4 of 2048 for double; 512 threads beat 256 for double (1.93
+// against 2.00 ms) and lose for float (1.07 against 0.97: 3 blocks of 40 registers).
 template <class T> constexpr size_t smem_bytes() { return padded_bytes(ITEM_POINTS, sizeof(T)); }
 template <class T> constexpr int blocks_per_sm() { return sizeof(T) == 8 ? 4 : 2; }
 template <class T> constexpr int PLANE_THREADS = sizeof(T) == 8 ? 256 : 512;
@@ -392,7 +393,7 @@ cudaError_t upload_tables(int dbl, const int lg[2], double sign, void *dst)
 } // namespace
 
 struct tide_gpu_plane {
-    int dbl, planes, grid, threads;
+    int grid, threads;
     const void *fn;     // the kernel (plane_fn)
     size_t smem;
     args a;
@@ -471,8 +472,6 @@ extern "C" int tide_gpu_plane_create(int dbl, int nx, int ny, int planes, int si
         snprintf(why, len, "out of memory");
         return TIDE_ERR_NOMEM;
     }
-    p->dbl = dbl;
-    p->planes = planes;
     int lx = ilog2(nx), ly = ilog2(ny);
     int r = dbl ? configure<double2>(p, lx, ly, why, len) : configure<float2>(p, lx, ly, why, len);
     if (r) {
@@ -543,7 +542,7 @@ extern "C" void tide_gpu_plane_destroy(tide_gpu_plane *p)
 // in blocks of 4096, 8192 or 16384 points (float; double: up to 8192) with 256, 512 or 1024
 // threads.
 struct tide_gpu_strided {
-    int dbl, lgn, lgm, count, pitch, threads;
+    int lgn, lgm, count, pitch, threads;
     double sign;
     void *tw;
     const void *fn;     // the kernel (strided_fn)
@@ -641,8 +640,8 @@ extern "C" int tide_gpu_strided_create(int dbl, int n, int64_t count, int64_t pi
         snprintf(why, len, "out of memory");
         return TIDE_ERR_NOMEM;
     }
-    *p = {dbl, ilog2(n), ilog2(points / n), (int)count, (int)pitch, threads, (double)sign, NULL,
-          fn, smem};
+    *p = {ilog2(n), ilog2(points / n), (int)count, (int)pitch, threads, (double)sign, NULL, fn,
+          smem};
     size_t bytes = (size_t)n * (dbl ? 16 : 8);
     e = cudaMalloc(&p->tw, bytes);
     const int lg[2] = {p->lgn, -1};

@@ -16,6 +16,9 @@ typedef struct {
     void **buf;
     size_t *size;            /* of each buffer */
     size_t bytes;
+    tide_xfer *xfer;         /* a chunk's transfers (up, then down), grown to the most a pass
+                              * has asked for */
+    int nxfer;
     int status;              /* of a run started (tide_runner_start) and not waited for */
     char why[160];           /* ... and its reason */
 } serial;
@@ -42,8 +45,11 @@ static void serial_destroy(serial *c)
         free(c->buf[b]);
     free(c->buf);
     free(c->size);
+    free(c->xfer);
     c->buf = NULL;
     c->size = NULL;
+    c->xfer = NULL;
+    c->nxfer = 0;
 }
 
 static int serial_create(serial *c, const tide_runner_desc *d, char *err, size_t len)
@@ -249,10 +255,14 @@ static int serial_run(tide_runner *r, char *err, size_t len)
     const tide_pipeline_job *j = &r->job;
     if (len)
         err[0] = '\0';
-    tide_xfer *up = malloc(sizeof *up * (size_t)(j->max_up + j->max_down + 1));
-    if (!up)
-        return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
-    tide_xfer *down = up + j->max_up;
+    int need = j->max_up + j->max_down + 1;
+    if (need > r->cpu.nxfer) { /* the first pass of its size: later ones allocate nothing */
+        tide_xfer *x = realloc(r->cpu.xfer, sizeof *x * (size_t)need);
+        if (!x)
+            return snprintf(err, len, "out of memory"), TIDE_ERR_NOMEM;
+        r->cpu.xfer = x, r->cpu.nxfer = need;
+    }
+    tide_xfer *up = r->cpu.xfer, *down = up + j->max_up;
     int st = TIDE_SUCCESS;
     for (int i = 0; i < j->nchunks && !st; i++) {
         int nup = 0, ndown = 0;
@@ -274,7 +284,6 @@ static int serial_run(tide_runner *r, char *err, size_t len)
         if (st && len && !err[0])
             snprintf(err, len, "chunk %d of %d failed", i, j->nchunks);
     }
-    free(up);
     return st;
 }
 
