@@ -69,48 +69,63 @@ static int primary_context_open(int dev)
     return ok ? active != 0 : -1;
 }
 
-/* The device permuting copy against the CPU one; returns the number of failures (local). */
+/* Whether the device's copy of region (batch fields of elem bytes) from layout sb to db writes
+ * what the CPU's does, every point of the destination compared. */
+static int copy_matches(size_t elem, int batch, const tide_box *sb, const tide_box *db,
+                        const tide_box *region)
+{
+    size_t sn = (size_t)tide_box_count(sb) * batch * elem;
+    size_t dn = (size_t)tide_box_count(db) * batch * elem;
+    unsigned char *hs = malloc(sn), *hd = malloc(dn), *hg = malloc(dn);
+    void *ds = NULL, *dd = NULL;
+    int ok = hs && hd && hg;
+    for (size_t i = 0; ok && i < sn; i++)
+        hs[i] = (unsigned char)(i * 2654435761u >> 13);
+    if (ok) {
+        memset(hd, 0xab, dn);
+        tide_copy_region(elem, batch, region, hs, sb, hd, db, 1);
+    }
+    ok = ok && cudaMalloc(&ds, sn) == cudaSuccess && cudaMalloc(&dd, dn) == cudaSuccess &&
+         cudaMemcpy(ds, hs, sn, cudaMemcpyHostToDevice) == cudaSuccess &&
+         cudaMemset(dd, 0xab, dn) == cudaSuccess &&
+         tide_gpu_copy_region(elem, batch, region, ds, sb, dd, db) == 0 &&
+         cudaMemcpy(hg, dd, dn, cudaMemcpyDeviceToHost) == cudaSuccess &&
+         memcmp(hg, hd, dn) == 0;
+    cudaFree(ds);
+    cudaFree(dd);
+    free(hs);
+    free(hd);
+    free(hg);
+    return ok;
+}
+
+/* The device permuting copy against the CPU one, every order of both layouts, elements of 4,
+ * 8 and 16 bytes, one and two fields; returns the number of failures (local). Geometries
+ * (source box, destination box, region: x, y, z ranges): a region inside both boxes, extents
+ * below one tile of the transposing form; one of several tiles with partial ones at every
+ * edge; and whole planes of both boxes (in one order, rows that merge into one). */
 static int check_copies(int *checks)
 {
     int failed = 0;
     const size_t elems[3] = {4, 8, 16};
-    for (int e = 0; e < 3; e++)
-        for (int batch = 1; batch <= 2; batch++)
-            for (int so = 0; so < 6; so++)
-                for (int dor = 0; dor < 6; dor++) {
-                    size_t elem = elems[e];
-                    tide_box sb = mk(0, 37, 3, 14, 1, 45, perms[so]);
-                    tide_box db = mk(5, 41, 2, 13, 0, 29, perms[dor]);
-                    tide_box region = mk(5, 37, 3, 13, 1, 29, perms[0]);
-                    size_t sn = (size_t)tide_box_count(&sb) * batch * elem;
-                    size_t dn = (size_t)tide_box_count(&db) * batch * elem;
-                    unsigned char *hs = malloc(sn), *hd = malloc(dn), *hg = malloc(dn);
-                    void *ds = NULL, *dd = NULL;
-                    for (size_t i = 0; i < sn; i++)
-                        hs[i] = (unsigned char)(i * 2654435761u >> 13);
-                    memset(hd, 0xab, dn);
-                    tide_copy_region(elem, batch, &region, hs, &sb, hd, &db, 1);
-                    int ok = cudaMalloc(&ds, sn) == cudaSuccess &&
-                             cudaMalloc(&dd, dn) == cudaSuccess &&
-                             cudaMemcpy(ds, hs, sn, cudaMemcpyHostToDevice) == cudaSuccess &&
-                             cudaMemset(dd, 0xab, dn) == cudaSuccess &&
-                             tide_gpu_copy_region(elem, batch, &region, ds, &sb, dd, &db) == 0 &&
-                             cudaMemcpy(hg, dd, dn, cudaMemcpyDeviceToHost) == cudaSuccess &&
-                             memcmp(hg, hd, dn) == 0;
-                    (*checks)++;
-                    if (!ok) {
-                        failed++;
-                        printf("FAIL: rank %d: device copy elem %zu batch %d src order %d%d%d "
-                               "dst order %d%d%d\n", rank, elem, batch, perms[so][0],
-                               perms[so][1], perms[so][2], perms[dor][0], perms[dor][1],
-                               perms[dor][2]);
-                    }
-                    cudaFree(ds);
-                    cudaFree(dd);
-                    free(hs);
-                    free(hd);
-                    free(hg);
-                }
+    const int geo[3][3][6] = {
+        {{0, 37, 3, 14, 1, 45}, {5, 41, 2, 13, 0, 29}, {5, 37, 3, 13, 1, 29}},
+        {{0, 70, 3, 40, 1, 45}, {5, 71, 2, 41, 0, 47}, {5, 70, 3, 40, 1, 45}},
+        {{0, 9, 0, 33, 0, 65}, {2, 7, 0, 33, 0, 65}, {2, 7, 0, 33, 0, 65}}};
+    for (int c = 0; c < 3 * 3 * 2 * 6 * 6; c++) {
+        int gi = c / 216, e = c / 72 % 3, batch = 1 + c / 36 % 2, so = c / 6 % 6, dor = c % 6;
+        const int *a = geo[gi][0], *b = geo[gi][1], *r = geo[gi][2];
+        tide_box sb = mk(a[0], a[1], a[2], a[3], a[4], a[5], perms[so]);
+        tide_box db = mk(b[0], b[1], b[2], b[3], b[4], b[5], perms[dor]);
+        tide_box region = mk(r[0], r[1], r[2], r[3], r[4], r[5], perms[0]);
+        (*checks)++;
+        if (!copy_matches(elems[e], batch, &sb, &db, &region)) {
+            failed++;
+            printf("FAIL: rank %d: device copy geometry %d elem %zu batch %d src order %d%d%d "
+                   "dst order %d%d%d\n", rank, gi, elems[e], batch, perms[so][0], perms[so][1],
+                   perms[so][2], perms[dor][0], perms[dor][1], perms[dor][2]);
+        }
+    }
     return failed;
 }
 
