@@ -273,12 +273,14 @@ static size_t row_at(const tide_sweep *s, const level_at *l, int b)
 }
 
 /* Rows of one plane of a level that a row function makes: tap i's input row for the first
- * (before its column shift), the first row of out, src (boundary values) and the source (or
- * NULL), and the elements from a row to the next in the inputs, out and src (and source). */
+ * (before its column shift), the first row of out, the level below's row at out's place (keep:
+ * the boundary points' values, src's at every level, and read from the cache, not from src)
+ * and the source (or NULL), and the elements from a row to the next in the inputs (and keep),
+ * out and the source. */
 typedef struct {
     const void *row[TIDE_SWEEP_MAX_TAPS];
     void *out;
-    const void *src, *srow;
+    const void *keep, *srow;
     int rows, last; /* last: out is dst's */
     const char *pf; /* the star's: pfb bytes a row from pf on to prefetch, or NULL */
     size_t pfb;
@@ -297,10 +299,10 @@ typedef struct {
         int r = s->radius, n2 = s->n[2], nt = s->ntaps;                                          \
         int ulo = s->periodic[2] ? 0 : r, uhi = s->periodic[2] ? n2 : n2 - r;                    \
         T *out = u->out;                                                                         \
-        const T *src = u->src, *srow = u->srow;                                                  \
+        const T *keep = u->keep, *srow = u->srow;                                                \
         if (boundary) {                                                                          \
             for (int y = 0; y < u->rows; y++)                                                    \
-                memcpy(out + y * u->pout + c0, src + y * u->psrc + c0,                           \
+                memcpy(out + y * u->pout + c0, keep + y * u->pin + c0,                           \
                        (size_t)(c1 - c0) * sizeof(T));                                           \
             return;                                                                              \
         }                                                                                        \
@@ -320,10 +322,10 @@ typedef struct {
                                             u->pout, u->pf, u->pfb);                             \
         else if (a < e)                                                                          \
             cs->SPAN(nt, p, cs->W, srow, out, a, e, u->rows, u->pin, u->psrc, u->pout);          \
-        /* then each row's edge columns, whose lines of src and out the span has just touched */ \
+        /* then each row's edge columns (keep's values and the wrapping columns' updates) */     \
         for (int y = 0; y < u->rows; y++) {                                                      \
             T *o = out + y * u->pout;                                                            \
-            const T *sr = src + y * u->psrc, *so = srow ? srow + y * u->psrc : NULL;             \
+            const T *sr = keep + y * u->pin, *so = srow ? srow + y * u->psrc : NULL;             \
             for (int c = c0; c < ulo && c < c1; c++)                                             \
                 o[c] = sr[c];                                                                    \
             for (int c = uhi > c0 ? uhi : c0; c < c1; c++)                                       \
@@ -351,9 +353,8 @@ SWEEP_ROWS(rows_d, double, span_d, star_d, last_d, wd)
  * rows are in the grid (or in a tile's ring), and the rows on either side one by one. The
  * star's span of a run of several rows also prefetches the pfn bytes from pf on into the L2,
  * spread over the rows (or none: pf NULL). */
-static void make_plane(const tide_sweep *s, const char *src, const level_at *below,
-                       const level_at *to, int last, int q, int b0, int b1, const char *pf,
-                       size_t pfn)
+static void make_plane(const tide_sweep *s, const level_at *below, const level_at *to, int last,
+                       int q, int b0, int b1, const char *pf, size_t pfn)
 {
     int r = s->radius, n0 = s->n[0], n1 = s->n[1], nt = s->ntaps;
     char *in[2 * TIDE_STENCIL_MAX_RADIUS + 1];
@@ -365,7 +366,6 @@ static void make_plane(const tide_sweep *s, const char *src, const level_at *bel
     tide_sweep_pitch(s, pitch);
     size_t elem = s->dbl ? sizeof(double) : sizeof(float);
     size_t pb = (size_t)pitch[0] * elem, rb = (size_t)pitch[1] * elem;
-    const char *src_plane = src + (size_t)qs * pb;
     const char *spl = s->source ? (const char *)s->source + (size_t)qs * pb : NULL;
     char *out = plane_at(s, to, q);
     int c0 = 0, c1 = s->n[2];
@@ -387,7 +387,7 @@ static void make_plane(const tide_sweep *s, const char *src, const level_at *bel
         for (int i = 0; i < nt && !edge; i++)
             u.row[i] = in[s->off[i][0] + r] + row_at(s, below, b + s->off[i][1]);
         u.out = out + row_at(s, to, b);
-        u.src = src_plane + at;
+        u.keep = in[r] + row_at(s, below, b);
         u.srow = spl ? spl + at : NULL;
         if (s->dbl)
             rows_d(s, &u, edge, c0, c1);
@@ -484,7 +484,7 @@ static void sweep_tile(const tide_sweep *s, const char *src, char *dst, int k, i
             size_t f1 = pfn * (size_t)(t - 1) / (size_t)(k - 2 > 0 ? k - 2 : 1) / 64 * 64;
             int mid = pf && t > 1 && t < k;
             if (q >= lo && q < hi)
-                make_plane(s, src, &lv[t - 1], &lv[t], t == k, q, rows[t][0], rows[t][1],
+                make_plane(s, &lv[t - 1], &lv[t], t == k, q, rows[t][0], rows[t][1],
                            mid ? pf + f0 : NULL, mid ? f1 - f0 : 0);
         }
     }
@@ -611,10 +611,10 @@ static void sweep_tile_shared(const tide_sweep *s, const char *src, char *dst, i
     size_t edge_plane = (size_t)c->ring_rows * 2 * g.elem;
     g.row0 = g.rlo[1];
     /* the last level's boundary planes: src's */
-    level_at none = {0}, last = {dst, 0, out0, g.gp, g.gr, 0, 0};
+    level_at first = {(char *)src, 0, 0, g.gp, g.gr, 0, 0}, last = {dst, 0, out0, g.gp, g.gr, 0, 0};
     for (int q = plo[k]; q < phi[k]; q++)
         if (boundary_plane(s, q))
-            make_plane(s, src, &none, &last, 1, q, g.rlo[k], g.rhi[k], NULL, 0);
+            make_plane(s, &first, &last, 1, q, g.rlo[k], g.rhi[k], NULL, 0);
     for (int w = plo[0]; w < phi[0] + k - 1; w++) {
         wave_level l[CPU_MAX_FUSE + 1];
         int imin = INT_MAX, imax = INT_MIN;

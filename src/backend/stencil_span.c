@@ -299,13 +299,13 @@ static inline unsigned lanes(int d, int lo, int hi, int W)
               _mm512_set1_pd, _mm512_mul_pd, _mm512_fmadd_pd, _mm512_add_pd, SHIFT_PD, span_d,  \
               NT)
 #define STAR_RADIUS(R, K) STAR_SPANS(R, K, avx512, 0) STAR_SPANS(R, K, avx512_nt, 1)
-/* One vector at a time for the 7-point star (its chain of 7 is short next to the loads, and so
- * its span stays as measured in docs/performance.md); four for the longer stars, whose chains
- * of 13 to 25 multiply-adds one vector alone leaves waiting on the FMA latency (one core, 40
- * rows of 256 in L2, best of six rounds on the loaded machine: 1.25-1.5 times faster than one
- * vector at a time for star:2 and star:4 float and double and star:3 double; two, six and eight
- * vectors within the noise of four or slower). */
-STAR_RADIUS(1, 1)
+/* Four vectors at once for every star: one vector's chain of 6 R + 1 multiply-adds alone
+ * leaves the FMA units waiting on their latency. For star:2 to star:4 (one core, 40 rows of
+ * 256 in L2, best of six rounds on the loaded machine) four were 1.25-1.5 times faster than
+ * one, two, six and eight within the noise of four or slower; for the 7-point star in the
+ * sweep (`tide stencil cpu float 256 256 256 -steps 32 -fuse 8`, two cores) four make 5.8
+ * GCell/s against 4.3 with one, two and eight within the noise of four (docs/performance.md). */
+STAR_RADIUS(1, 4)
 STAR_RADIUS(2, 4)
 STAR_RADIUS(3, 4)
 STAR_RADIUS(4, 4)
