@@ -611,7 +611,8 @@ static void sweep_tile_shared(const tide_sweep *s, const char *src, char *dst, i
     size_t edge_plane = (size_t)c->ring_rows * 2 * g.elem;
     g.row0 = g.rlo[1];
     /* the last level's boundary planes: src's */
-    level_at first = {(char *)src, 0, 0, g.gp, g.gr, 0, 0}, last = {dst, 0, out0, g.gp, g.gr, 0, 0};
+    level_at first = {(char *)src, 0, 0, g.gp, g.gr, 0, 0};
+    level_at last = {dst, 0, out0, g.gp, g.gr, 0, 0};
     for (int q = plo[k]; q < phi[k]; q++)
         if (boundary_plane(s, q))
             make_plane(s, &first, &last, 1, q, g.rlo[k], g.rhi[k], NULL, 0);
