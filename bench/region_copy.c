@@ -80,6 +80,7 @@ int main(int argc, char **argv)
     int n = argc > 1 ? atoi(argv[1]) : 1024, runs = argc > 2 ? atoi(argv[2]) : 9;
     if (n < 16 || runs < 1) {
         fprintf(stderr, "usage: region_copy [N >= 16 [RUNS >= 1]]\n");
+        MPI_Finalize();
         return 2;
     }
     int planes = n / 16, half = n / 2, bad = 0;
