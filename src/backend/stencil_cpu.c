@@ -325,11 +325,11 @@ typedef struct {
         /* then each row's edge columns (keep's values and the wrapping columns' updates) */     \
         for (int y = 0; y < u->rows; y++) {                                                      \
             T *o = out + y * u->pout;                                                            \
-            const T *sr = keep + y * u->pin, *so = srow ? srow + y * u->psrc : NULL;             \
+            const T *kr = keep + y * u->pin, *so = srow ? srow + y * u->psrc : NULL;             \
             for (int c = c0; c < ulo && c < c1; c++)                                             \
-                o[c] = sr[c];                                                                    \
+                o[c] = kr[c];                                                                    \
             for (int c = uhi > c0 ? uhi : c0; c < c1; c++)                                       \
-                o[c] = sr[c];                                                                    \
+                o[c] = kr[c];                                                                    \
             for (int c = lo; c < hi; c++) { /* the columns whose taps wrap: one by one */        \
                 if (c == a)                                                                      \
                     c = e;                                                                       \
