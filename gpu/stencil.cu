@@ -58,7 +58,11 @@
 // fits the registers without spilling) or generic_entry's (the most rows whose rings fit shared
 // memory). The slowest dimension is cut into chunks by plan_chunks (waves of blocks x planes a
 // block streams), and blocks run chunk-major so that neighbouring tiles, which share halos,
-// are resident together and find them in L2.
+// are resident together and find them in L2. sweep_relay's tiles are 128 columns wide, with a
+// strip of narrow tiles (half the columns, twice the rows) where the columns left fit one; for
+// the stars its blocks, one wave of them, each take an equal share of the tiles' planes, tile
+// after tile, so that no SM idles in a partial last wave (plan_chunks; the box keeps chunks:
+// docs/performance.md, "Stencils").
 //
 // Views and windows (backend.h): the arrays are indexed with the sweep's pitches, so a sweep
 // may run on a box of a larger array, and its tiles and chunks cover its out window alone
@@ -135,13 +139,34 @@ int plan_chunks(fused_cfg &f, const tide_sweep *s, int k, int sms)
     tide_sweep_out(s, 1, &ylo, &yhi);
     tide_sweep_out(s, 2, &xlo, &xhi);
     const int n0 = hi - lo, R = s->radius;
-    f.ntx = (xhi - (xlo & ~3) + f.tx - 1) / f.tx;  // from make_args's xb
+    const int width = xhi - (xlo & ~3); // from make_args's xb
+    f.ntx = (width + f.tx - 1) / f.tx;
     f.nty = (yhi - ylo + f.ty - 1) / f.ty;
-    const long long tiles = (long long)f.ntx * f.nty,
+    f.ntyn = 0;
+    if (f.txn > 0 && width % f.tx && width % f.tx <= f.txn) { // the rest in a narrow strip
+        f.ntx = width / f.tx;
+        f.ntyn = (yhi - ylo + f.tyn - 1) / f.tyn;
+    }
+    const long long tiles = (long long)f.ntx * f.nty + f.ntyn,
                     conc = imax(1, sms * f.bps / (1 + imax(0, s->beside)));
     if (tiles > INT_MAX)
         return TIDE_ERR_TOO_LARGE;
     long long best = LLONG_MAX;
+    f.share = 0;
+    if (f.shares) {
+        // Equal shares of the tiles' planes, one a block, tile after tile: the count of blocks
+        // (at most one wave) that minimises a share's planes and the halo planes of the tiles
+        // it takes part of.
+        const long long work = tiles * n0;
+        for (long long g = 1; g <= conc && g <= work; g++) {
+            const long long L = (work + g - 1) / g, cost = L + 2LL * k * R * ((L - 1) / n0 + 2);
+            if (cost < best)
+                best = cost, f.share = L;
+        }
+        f.zlen = n0;
+        f.blocks = (int)((work + f.share - 1) / f.share);
+        return 0;
+    }
     int zlen = n0;
     for (int nc = 1; nc <= n0; nc++) {
         const int z = (n0 + nc - 1) / nc;

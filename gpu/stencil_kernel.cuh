@@ -25,6 +25,7 @@ __device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, 
 __device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
 
 __host__ __device__ constexpr int imin(int a, int b) { return a < b ? a : b; }
+__host__ __device__ constexpr long long imin(long long a, long long b) { return a < b ? a : b; }
 __host__ __device__ constexpr int imax(int a, int b) { return a > b ? a : b; }
 // i modulo n in [0, n), for any sign of i (a halo may wrap more than once around a short
 // dimension).
@@ -87,8 +88,10 @@ struct sweep_args {
     int radius;
     int64_t plane, row;     // elements from a plane to the next, a row to the next
     // Fused kernels: steps, tile (TX along n2, TY along n1), tiles along n2 and n1, chunk
-    // length along n0.
-    int k, tx, ty, ntx, nty, zlen;
+    // length along n0; sweep_relay: the narrow tiles of a strip right of the wide ones (0:
+    // none; fused_cfg).
+    int k, tx, ty, ntx, nty, zlen, ntyn;
+    long long share; // sweep_relay: each block's pairs of a tile and a plane (fused_cfg)
     // The points written (tide_sweep's out window): [zlo, zhi) along n0 (the chunks cover
     // them), [ylo, yhi) along n1, [xlo, xhi) along n2. The tiles start at row ylo and column
     // xb, xlo rounded down to a multiple of 4 (sweep_relay's vectors stay aligned).
@@ -443,7 +446,14 @@ struct fused_cfg {
     int nt;
     size_t smem;
     int tx, ty, bps;
-    int ntx, nty, zlen, blocks;
+    // sweep_relay's narrow tile (0: none), for a strip of them right of the wide tiles where
+    // the columns left over fit one: ntyn tiles along n1 (0: no strip).
+    int txn, tyn;
+    // sweep_relay: blocks take equal shares of the tiles' planes (share pairs of a tile and a
+    // plane each, tile after tile) instead of one chunk of one tile each (share 0).
+    bool shares;
+    int ntx, nty, ntyn, zlen, blocks;
+    long long share;
 };
 
 struct sweep_state {
@@ -483,6 +493,7 @@ sweep_args<T> make_args(const tide_sweep *s, const sweep_state *st, const fused_
     a.per0 = s->periodic[0] != 0, a.per1 = s->periodic[1] != 0, a.per2 = s->periodic[2] != 0;
     a.radius = s->radius;
     a.k = k, a.tx = f.tx, a.ty = f.ty, a.ntx = f.ntx, a.nty = f.nty, a.zlen = f.zlen;
+    a.ntyn = f.ntyn, a.share = f.share;
     auto aligned = [](const void *p) { return ((uintptr_t)p & 15) == 0; };
     a.vec = a.n2 % 4 == 0 && pitch[0] % 4 == 0 && pitch[1] % 4 == 0 && a.xlo % 4 == 0 &&
             a.xhi % 4 == 0 && aligned(src) && aligned(dst) && aligned(s->source);

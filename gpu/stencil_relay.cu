@@ -35,6 +35,10 @@ namespace {
 //     the updates of planes q + 1, q and q - 1; the two values carried per point are the partial
 //     sum of plane q's update and plane q - 1's side part.
 //
+// A tile of a narrow strip (relay_cfg) is the same with 16 lanes a row, each warp on two rows
+// of lanes. A block runs one tile over one chunk of planes, or (the stars) a share of the
+// tiles' planes as consecutive runs of planes of one tile each (plan_chunks in stencil.cu).
+//
 // Points outside a level's valid part compute garbage from the pad rows and the shuffles' ends,
 // which no valid point reads. On rows of a multiple of V points in 16-byte aligned arrays a
 // lane's points move as vectors (wrapped along periodic dimensions), else element by element.
@@ -43,9 +47,9 @@ namespace {
 // src); the source term is read per level.
 
 // A lane's four consecutive elements, one 16-byte vector of floats or two of doubles: from
-// global memory (read-only path), to global memory, and from and to a shared row, where
-// doubles lie in two halves (elements 0, 1 at 2 l, 2 and 3 at 64 + 2 l) so that a warp's
-// 16-byte accesses are consecutive.
+// global memory (read-only path), to global memory, and from and to a shared row of W
+// elements, where doubles lie in two halves (elements 0, 1 at 2 l, 2 and 3 at W / 2 + 2 l) so
+// that a warp's 16-byte accesses are consecutive.
 __device__ __forceinline__ void ld4g(const float *p, float (&v)[4])
 {
     const float4 q = __ldg(reinterpret_cast<const float4 *>(p));
@@ -68,22 +72,25 @@ __device__ __forceinline__ void st4g(double *p, const double (&v)[4])
 }
 __device__ __forceinline__ int lane_at(const float *, int lane) { return 4 * lane; }
 __device__ __forceinline__ int lane_at(const double *, int lane) { return 2 * lane; }
-__device__ __forceinline__ void ld4s(const float *p, float (&v)[4])
+template <int W> __device__ __forceinline__ void ld4s(const float *p, float (&v)[4])
 {
     const float4 q = *reinterpret_cast<const float4 *>(p);
     v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
 }
-__device__ __forceinline__ void ld4s(const double *p, double (&v)[4])
+template <int W> __device__ __forceinline__ void ld4s(const double *p, double (&v)[4])
 {
     const double2 q = *reinterpret_cast<const double2 *>(p),
-                  r = *reinterpret_cast<const double2 *>(p + 64);
+                  r = *reinterpret_cast<const double2 *>(p + W / 2);
     v[0] = q.x, v[1] = q.y, v[2] = r.x, v[3] = r.y;
 }
-__device__ __forceinline__ void st4s(float *p, const float (&v)[4]) { st4g(p, v); }
-__device__ __forceinline__ void st4s(double *p, const double (&v)[4])
+template <int W> __device__ __forceinline__ void st4s(float *p, const float (&v)[4])
+{
+    st4g(p, v);
+}
+template <int W> __device__ __forceinline__ void st4s(double *p, const double (&v)[4])
 {
     *reinterpret_cast<double2 *>(p) = make_double2(v[0], v[1]);
-    *reinterpret_cast<double2 *>(p + 64) = make_double2(v[2], v[3]);
+    *reinterpret_cast<double2 *>(p + W / 2) = make_double2(v[2], v[3]);
 }
 
 // Which tap lists sweep_relay takes: a 7-point star of radius 1, or 27 taps of radius 1 whose
@@ -103,15 +110,22 @@ struct relay_taps {
 };
 
 // A region of W = 32 V columns (V = 4 a lane) by H0 = NW RY rows; KV: K rounded up to V, the
-// columns left of the tile, so that a lane's points are 16-byte aligned in the grid.
+// columns left of the tile, so that a lane's points are 16-byte aligned in the grid. The
+// narrow form (LW = 16 lanes a row, each warp's two halves on rows RY apart) takes regions of
+// WN = W / 2 columns by H0N = 2 H0 rows, the same points and threads: where the columns left
+// after the last whole tile fit a narrow tile (TXN), a strip of narrow tiles covers them at
+// about half the cost of a strip of wide ones (512 columns, 2 to 4 steps: 4 wide tiles and a
+// narrow one instead of 5 wide ones).
 template <typename T, int K, int RY, int NW>
 struct relay_cfg {
     static constexpr int V = 4, W = 32 * V, KV = (K + V - 1) / V * V;
     static constexpr int H0 = NW * RY, NT = 32 * NW;
     static constexpr int TX = W - 2 * KV, TY = H0 - 2 * K;
+    static constexpr int WN = W / 2, H0N = 2 * H0, TXN = WN - 2 * KV, TYN = H0N - 2 * K;
     static constexpr int PL = (H0 + 2) * W; // a shared plane: H0 rows and a pad row above and
                                             // below (zeros, read as the neighbours of the
-                                            // region's edge rows)
+                                            // region's edge rows); a narrow one takes less
+    static_assert((H0N + 2) * WN <= PL, "a narrow region's plane fits a wide one's");
     static constexpr size_t smem = (size_t)K * 2 * PL * sizeof(T); // K levels x 2 parities
 };
 
@@ -123,13 +137,19 @@ struct relay_cfg {
 // would spill 200-370 bytes (ptxas for sm_90).
 constexpr int OWN_KMAX = 3;
 
-template <typename T, class S, int K, int RY, int NW, bool VEC>
-__global__ void __launch_bounds__(32 * NW, 1)
-    sweep_relay(const sweep_args<T> a, const tap_weights<T, S::nw> w)
+// One tile of a block of sweep_relay: the region's lanes LW to a row (32: a wide region; 16: a
+// narrow one, see relay_cfg), the tile's first column tx0 and row ty0, the chunk's planes
+// [z0, z1).
+template <typename T, class S, int K, int RY, int NW, bool VEC, int LW>
+__device__ __forceinline__ void relay_tile(const sweep_args<T> &a,
+                                           const tap_weights<T, S::nw> &w, T *const sm,
+                                           const int tx0, const int ty0, const int z0,
+                                           const int z1)
 {
     using C = relay_cfg<T, K, RY, NW>;
     using Q = relay_taps<S>;
-    constexpr int V = C::V, W = C::W, KV = C::KV, PL = C::PL;
+    constexpr int V = C::V, W = LW * V, KV = C::KV, PL = C::PL;
+    constexpr int TX = W - 2 * KV, TY = NW * RY * (32 / LW) - 2 * K;
     constexpr int LAG = Q::star ? 1 : 2;     // planes level t lags behind level t - 1
     // The star in double keeps level t - 1's plane p in registers too (it was level t - 1's
     // output, or level 0's load, a step earlier), so a level reads only the two rows beside
@@ -139,19 +159,12 @@ __global__ void __launch_bounds__(32 * NW, 1)
     constexpr int CARRIED = Q::star ? (OWN ? 2 : 1) : S::x_fastest ? 4 : 2; // values a level
                                                                             // keeps a point
     static_assert(Q::star || Q::box, "sweep_relay takes 7-point stars and the 27-point box");
-    extern __shared__ __align__(16) unsigned char smem[];
-    T *const sm = (T *)smem; // [K][2][H0 + 2][W]: level t's planes by step parity
-    for (int i = threadIdx.x; i < K * 2 * PL; i += C::NT)
-        sm[i] = T(0); // the slots read before their first plane hold zeros, not garbage
-
-    const int tiles = a.ntx * a.nty, b = (int)blockIdx.x, chunk = b / tiles;
-    const int rest = b - chunk * tiles, by = rest / a.ntx, bx = rest - by * a.ntx;
-    const int tx0 = a.xb + bx * C::TX, ty0 = a.ylo + by * C::TY;
-    const int z0 = a.zlo + chunk * a.zlen, z1 = imin(a.zhi, z0 + a.zlen);
-    const int lane = (int)threadIdx.x & 31, row0 = ((int)threadIdx.x >> 5) * RY;
+    // Lane `lane` of the row of rows row0 .. row0 + RY - 1 (a warp holds 32 / LW such rows).
+    const int wl = (int)threadIdx.x & 31, lane = wl % LW;
+    const int row0 = (((int)threadIdx.x >> 5) * (32 / LW) + wl / LW) * RY;
     const int cx = tx0 - KV + V * lane, gy = ty0 - K + row0; // the thread's first point
     // The thread's shared row row0 + r - 1 (r = 0 .. RY + 1) at the lane's columns: srow +
-    // r W (the pad rows serve r = 0 in the first warp and RY + 1 in the last).
+    // r W (the pad rows serve r = 0 in the first row and RY + 1 in the last).
     const int srow = row0 * W + lane_at(sm, lane);
 
     // The thread's rows and columns, and bit masks of its points kept (at a non-periodic face)
@@ -226,7 +239,7 @@ __global__ void __launch_bounds__(32 * NW, 1)
 #pragma unroll
             for (int c = 0; c < V; c++)
                 nx[r][c] = pf[r][c];
-            st4s(sm + cur + srow + (r + 1) * W, pf[r]);
+            st4s<W>(sm + cur + srow + (r + 1) * W, pf[r]);
         }
         if (j + 1 < jf)
             fetch(a.src, j + 1, pf);
@@ -238,7 +251,7 @@ __global__ void __launch_bounds__(32 * NW, 1)
 #pragma unroll
             for (int r = 0; r < RY + 2; r++) {
                 if (!OWN || r == 0 || r == RY + 1) {
-                    ld4s(plane + srow + r * W, rw[r]);
+                    ld4s<W>(plane + srow + r * W, rw[r]);
                 } else {
 #pragma unroll
                     for (int c = 0; c < V; c++)
@@ -249,8 +262,8 @@ __global__ void __launch_bounds__(32 * NW, 1)
 #pragma unroll
                 for (int r = 0; r < RY; r++) {
                     const T *ce = rw[r + 1];
-                    const T xl = __shfl_up_sync(0xffffffffu, ce[V - 1], 1),
-                            xr = __shfl_down_sync(0xffffffffu, ce[0], 1);
+                    const T xl = __shfl_up_sync(0xffffffffu, ce[V - 1], 1, LW),
+                            xr = __shfl_down_sync(0xffffffffu, ce[0], 1, LW);
 #pragma unroll
                     for (int c = 0; c < V; c++) {
                         T acc = T(0);
@@ -296,8 +309,8 @@ __global__ void __launch_bounds__(32 * NW, 1)
                         mid[r][c] = box_middle(w.w, u1, f, k);
                         u2 = u1, v2 = v1, u1 = u, v1 = v;
                     }
-                    const T sl = __shfl_up_sync(0xffffffffu, side[r][V - 1], 1),
-                            sr = __shfl_down_sync(0xffffffffu, side[r][0], 1);
+                    const T sl = __shfl_up_sync(0xffffffffu, side[r][V - 1], 1, LW),
+                            sr = __shfl_down_sync(0xffffffffu, side[r][0], 1, LW);
 #pragma unroll
                     for (int c = 0; c < V; c++)
                         out[r][c] = add_rn(add_rn(c > 0 ? side[r][c - 1] : sl, mid[r][c]),
@@ -313,10 +326,10 @@ __global__ void __launch_bounds__(32 * NW, 1)
 #pragma unroll
                     for (int c = 0; c < V; c++)
                         v[r][c] = add_rn(rw[r][c], rw[r + 2][c]);
-                    ul[r] = __shfl_up_sync(0xffffffffu, rw[r + 1][V - 1], 1);
-                    ur[r] = __shfl_down_sync(0xffffffffu, rw[r + 1][0], 1);
-                    vl[r] = __shfl_up_sync(0xffffffffu, v[r][V - 1], 1);
-                    vr[r] = __shfl_down_sync(0xffffffffu, v[r][0], 1);
+                    ul[r] = __shfl_up_sync(0xffffffffu, rw[r + 1][V - 1], 1, LW);
+                    ur[r] = __shfl_down_sync(0xffffffffu, rw[r + 1][0], 1, LW);
+                    vl[r] = __shfl_up_sync(0xffffffffu, v[r][V - 1], 1, LW);
+                    vr[r] = __shfl_down_sync(0xffffffffu, v[r][0], 1, LW);
                 }
                 static_for<RY>([&](auto rc) {
                     constexpr int r = decltype(rc)::value;
@@ -338,8 +351,8 @@ __global__ void __launch_bounds__(32 * NW, 1)
                 T xl[RY + 2], xr[RY + 2]; // the x neighbours past the lane's columns
 #pragma unroll
                 for (int r = 0; r < RY + 2; r++) {
-                    xl[r] = __shfl_up_sync(0xffffffffu, rw[r][V - 1], 1);
-                    xr[r] = __shfl_down_sync(0xffffffffu, rw[r][0], 1);
+                    xl[r] = __shfl_up_sync(0xffffffffu, rw[r][V - 1], 1, LW);
+                    xr[r] = __shfl_down_sync(0xffffffffu, rw[r][0], 1, LW);
                 }
                 static_for<RY>([&](auto rc) {
                     constexpr int r = decltype(rc)::value;
@@ -408,25 +421,25 @@ __global__ void __launch_bounds__(32 * NW, 1)
 #pragma unroll
                     for (int c = 0; c < V; c++)
                         nx[r][c] = out[r][c];
-                    st4s(sm + t * 2 * PL + cur + srow + (r + 1) * W, out[r]);
+                    st4s<W>(sm + t * 2 * PL + cur + srow + (r + 1) * W, out[r]);
                 }
             } else if (p >= z0) { // level K: plane p of the chunk, the tile's points to dst
                 T *dp = a.dst + (int64_t)p * a.plane;
 #pragma unroll
                 for (int r = 0; r < RY; r++) {
                     const int oy = row0 + r - K;
-                    if (oy < 0 || oy >= C::TY || ty0 + oy >= a.yhi)
+                    if (oy < 0 || oy >= TY || ty0 + oy >= a.yhi)
                         continue;
                     // the tile's points lie in the grid: roff[r] and cx unwrapped
                     if constexpr (VEC) {
                         const int ox = V * lane - KV;
-                        if (ox >= 0 && ox < C::TX && tx0 + ox >= a.xlo && tx0 + ox < a.xhi)
+                        if (ox >= 0 && ox < TX && tx0 + ox >= a.xlo && tx0 + ox < a.xhi)
                             st4g(dp + roff[r] + cx, out[r]);
                     } else {
 #pragma unroll
                         for (int c = 0; c < V; c++) {
                             const int ox = V * lane + c - KV;
-                            if (ox >= 0 && ox < C::TX && tx0 + ox >= a.xlo && tx0 + ox < a.xhi)
+                            if (ox >= 0 && ox < TX && tx0 + ox >= a.xlo && tx0 + ox < a.xhi)
                                 dp[roff[r] + cx + c] = out[r][c];
                         }
                     }
@@ -434,6 +447,41 @@ __global__ void __launch_bounds__(32 * NW, 1)
             }
         });
         __syncthreads();
+    }
+}
+
+template <typename T, class S, int K, int RY, int NW, bool VEC>
+__global__ void __launch_bounds__(32 * NW, 1)
+    sweep_relay(const sweep_args<T> a, const tap_weights<T, S::nw> w)
+{
+    using C = relay_cfg<T, K, RY, NW>;
+    extern __shared__ __align__(16) unsigned char smem[];
+    T *const sm = (T *)smem; // [K][2][H0 + 2][W]: level t's planes by step parity
+    // The tiles: the wide ones row after row, then the narrow strip's.
+    const int wide = a.ntx * a.nty, tiles = wide + a.ntyn, n0 = a.zhi - a.zlo;
+    auto run = [&](int tile, int z0, int z1) {
+        for (int i = threadIdx.x; i < K * 2 * C::PL; i += C::NT)
+            sm[i] = T(0); // the slots read before their first plane hold zeros, not garbage
+        if (tile < wide) {
+            const int by = tile / a.ntx, bx = tile - by * a.ntx;
+            relay_tile<T, S, K, RY, NW, VEC, 32>(a, w, sm, a.xb + bx * C::TX,
+                                                 a.ylo + by * C::TY, z0, z1);
+        } else {
+            relay_tile<T, S, K, RY, NW, VEC, 16>(a, w, sm, a.xb + a.ntx * C::TX,
+                                                 a.ylo + (tile - wide) * C::TYN, z0, z1);
+        }
+    };
+    if (a.share) { // this block's share of the pairs (tile, plane), tile after tile
+        const long long w1 = imin((long long)tiles * n0, (blockIdx.x + 1LL) * a.share);
+        for (long long q = blockIdx.x * a.share; q < w1;) {
+            const int tile = (int)(q / n0), zs = (int)(q - (long long)tile * n0);
+            const int ze = (int)imin((long long)n0, w1 - (long long)tile * n0);
+            run(tile, a.zlo + zs, a.zlo + ze);
+            q = (long long)tile * n0 + ze;
+        }
+    } else { // chunk-major: tile blockIdx.x mod tiles of chunk blockIdx.x / tiles
+        const int b = (int)blockIdx.x, chunk = b / tiles, z0 = a.zlo + chunk * a.zlen;
+        run(b - chunk * tiles, z0, imin(a.zhi, z0 + a.zlen));
     }
 }
 
@@ -505,6 +553,11 @@ fused_cfg config_k()
         f.alt = (const void *)sweep_relay<T, S, K, sh.ry, sh.nw, false>;
         f.launch = launch_relay<T, S, K, sh.ry, sh.nw>;
         f.nt = C::NT, f.smem = C::smem, f.tx = C::TX, f.ty = C::TY;
+        // Shares for the stars only: one H200, 512^3, the plan's steps, against chunks (both
+        // with the narrow strip): 7-point float 912 GCell/s against 876, double 444-448
+        // against 440; the 27-point box lost, float 418 against 455, double 233-235 against
+        // 250 (docs/performance.md).
+        f.txn = C::TXN, f.tyn = C::TYN, f.shares = relay_taps<S>::star;
     }
     return f;
 }
