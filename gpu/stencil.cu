@@ -151,22 +151,18 @@ int plan_chunks(fused_cfg &f, const tide_sweep *s, int k, int sms)
                     conc = imax(1, sms * f.bps / (1 + imax(0, s->beside)));
     if (tiles > INT_MAX)
         return TIDE_ERR_TOO_LARGE;
-    long long best = LLONG_MAX;
     f.share = 0;
     if (f.shares) {
-        // Equal shares of the tiles' planes, one a block, tile after tile: the count of blocks
-        // (at most one wave) that minimises a share's planes and the halo planes of the tiles
-        // it takes part of.
-        const long long work = tiles * n0;
-        for (long long g = 1; g <= conc && g <= work; g++) {
-            const long long L = (work + g - 1) / g, cost = L + 2LL * k * R * ((L - 1) / n0 + 2);
-            if (cost < best)
-                best = cost, f.share = L;
-        }
+        // Equal shares of the tiles' planes, one a block, tile after tile, as many blocks as
+        // one wave holds: a block's time, its share's planes and the halo planes of the runs
+        // it cuts the share into (at most 2 + share / n0), only falls as the shares shrink.
+        const long long work = tiles * n0, g = conc < work ? conc : work;
+        f.share = (work + g - 1) / g;
         f.zlen = n0;
         f.blocks = (int)((work + f.share - 1) / f.share);
         return 0;
     }
+    long long best = LLONG_MAX;
     int zlen = n0;
     for (int nc = 1; nc <= n0; nc++) {
         const int z = (n0 + nc - 1) / nc;
