@@ -17,9 +17,9 @@
  * else with random weights, in the tap form; then more cases of the class form with x the
  * slowest dimension (the CPU's sweep that shares each plane's sums), grids up to 67 points
  * and up to 8 steps fused; then cases of star:R (R = 1 .. 4) in the documented tap order, the
- * user's z mostly the fastest dimension (the CPU's star spans), rows up to 131 points. Every
- * other point of dst's buffer (the rows and columns beside the window, the planes before and
- * after it) must keep its poison.
+ * user's z mostly the fastest dimension (the CPU's star spans), rows up to 131 points; then
+ * fixed cases of the GPU's fused tiling (relay_case). Every other point of dst's buffer (the
+ * rows and columns beside the window, the planes before and after it) must keep its poison.
  *
  * The CPU backend always; the CUDA backend when TIDE_TEST_BACKEND=cuda (exit 77, a visible
  * SKIP, without a GPU). On the GPU the test moves its data with plain CUDA calls on its own
@@ -336,6 +336,23 @@ static void run_case(const tide_backend_ops *be, int gpu, void *stream, int thre
     free(u), free(want), free(got), free(src), free(vsrc);
 }
 
+/* A fixed case for the GPU's fused kernels' tiling: the 7-point star or the 27-point box in
+ * its class form (kind 0 or 1), C order, the whole 37 x 131 x 132 grid written, k steps fused:
+ * 132 columns are a wide tile and a strip of narrow ones, and the star's equal shares of the
+ * tiles' planes (37 a tile, an odd count) run across tiles. */
+static void relay_case(tt_rng *rng, int gpu, int kind, int dbl, int k, scase *c)
+{
+    do
+        make_case(rng, gpu, kind, 0, c);
+    while (kind == 1 && !c->classes);
+    static const int n[3] = {37, 131, 132};
+    for (int d = 0; d < 3; d++) {
+        c->n[d] = c->big[d] = n[d], c->at[d] = 0, c->ord[d] = d;
+        c->out[d][0] = c->out[d][1] = 0;
+    }
+    c->dbl = dbl, c->k = k, c->beside = 0, c->source = 0, c->cache = 0;
+}
+
 int main(void)
 {
     const char *be_name = getenv("TIDE_TEST_BACKEND");
@@ -377,6 +394,12 @@ int main(void)
         make_case(&rng, gpu, cases + 150 + i, 2, &c);
         c.k = 1 + tt_rng_below(&rng, 6);
         run_case(be, gpu, stream, 1 + tt_rng_below(&rng, 3), &c, &rng, cases + 150 + i);
+    }
+    for (int i = 0; i < 8; i++) { /* the GPU's relay tiling, each shape and precision */
+        scase c;
+        const int kind = i / 4, dbl = i / 2 % 2, k = kind ? 2 + i % 2 : 3 + i % 2;
+        relay_case(&rng, gpu, kind, dbl, k, &c);
+        run_case(be, gpu, stream, 2, &c, &rng, cases + 270 + i);
     }
 #if TIDE_HAVE_CUDA
     if (stream)
