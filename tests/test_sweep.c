@@ -76,18 +76,21 @@ static void make_window(tt_rng *rng, int m, int align, int out[2])
 /* A random case; mode 1 (shared): the 27-point class form with the user's x the slowest
  * dimension (the CPU's sweep that shares each plane's sums), its grids up to 67 points; mode 2:
  * star:R, R = 1 .. 4, in the documented tap order with random weights, the user's z mostly the
- * fastest dimension (the CPU's star spans), rows up to 131 points. */
+ * fastest dimension (the CPU's star spans), rows up to 131 points; mode 3: box:R, R = 1 .. 4,
+ * in the documented tap order with random weights, the user's x mostly the slowest dimension and
+ * z the fastest (the CPU's box spans), rows up to 131 points. */
 static void make_case(tt_rng *rng, int gpu, int i, int mode, scase *c)
 {
     memset(c, 0, sizeof *c);
     c->dbl = tt_rng_below(rng, 2);
     int shared = mode == 1;
-    int kind = mode == 1 ? 1 : mode == 2 ? 4 : i % 4; /* 7-point, 27-point, star, box; star:R */
+    int kind = mode ? (int[]){0, 1, 4, 5}[mode] : i % 4; /* 7pt, 27pt, star, box; star:R, box:R */
     double bw[TIDE_SWEEP_MAX_TAPS]; /* star:R's own weights (the case's are random) */
-    if (kind == 4) {
+    if (kind >= 4) {
         c->radius = 1 + tt_rng_below(rng, 4);
-        c->ntaps = tide_ref_stencil_binomial_taps(TIDE_STENCIL_STAR, c->radius, c->off, bw);
-        snprintf(c->taps, sizeof c->taps, "star:%d", c->radius);
+        c->ntaps = tide_ref_stencil_binomial_taps(kind == 4 ? TIDE_STENCIL_STAR : TIDE_STENCIL_BOX,
+                                                  c->radius, c->off, bw);
+        snprintf(c->taps, sizeof c->taps, "%s:%d", kind == 4 ? "star" : "box", c->radius);
     } else if (kind < 2) {
         tide_stencil_shape sh = kind == 0 ? TIDE_STENCIL_7PT : TIDE_STENCIL_27PT;
         c->ntaps = tide_ref_stencil_taps(sh, NULL, c->off, c->w);
@@ -100,7 +103,7 @@ static void make_case(tt_rng *rng, int gpu, int i, int mode, scase *c)
         snprintf(c->taps, sizeof c->taps, "%s r%d", kind == 2 ? "star" : "box", c->radius);
     }
     c->shape = kind == 0 ? TIDE_STENCIL_7PT : kind == 1 ? TIDE_STENCIL_27PT
-             : kind == 3 ? TIDE_STENCIL_BOX : TIDE_STENCIL_STAR;
+             : kind == 3 || kind == 5 ? TIDE_STENCIL_BOX : TIDE_STENCIL_STAR;
     tt_stencil_weights(rng, c->ntaps, c->w);
     c->classes = kind == 1 && (shared || tt_rng_below(rng, 2));
     if (c->classes) { /* one random weight per class: the tap's count of nonzero offsets */
@@ -116,13 +119,15 @@ static void make_case(tt_rng *rng, int gpu, int i, int mode, scase *c)
         c->ord[0] = 0, c->ord[1] = 1 + tt_rng_below(rng, 2), c->ord[2] = 3 - c->ord[1];
     if (kind == 4 && tt_rng_below(rng, 4)) /* z fastest, x and y in either order */
         c->ord[2] = 2, c->ord[0] = tt_rng_below(rng, 2), c->ord[1] = 1 - c->ord[0];
+    if (kind == 5 && tt_rng_below(rng, 4)) /* x slowest, z fastest */
+        c->ord[0] = 0, c->ord[1] = 1, c->ord[2] = 2;
     /* small grids on the CPU; on the GPU some wider than a tile, the first dimension deep
      * enough for several chunks */
     int top = gpu ? 16 : shared ? 13 : 11;
     for (int d = 0; d < 3; d++) {
         int m;
         do
-            m = sizes[tt_rng_below(rng, kind == 4 && d == 2 ? 16 : top)];
+            m = sizes[tt_rng_below(rng, kind >= 4 && d == 2 ? 16 : kind == 5 ? 8 : top)];
         while (m < 2 * c->radius + 1);
         c->n[d] = m;
     }
@@ -395,11 +400,17 @@ int main(void)
         c.k = 1 + tt_rng_below(&rng, 6);
         run_case(be, gpu, stream, 1 + tt_rng_below(&rng, 3), &c, &rng, cases + 150 + i);
     }
+    for (int i = 0; i < 60; i++) { /* box:R, up to 4 steps fused */
+        scase c;
+        make_case(&rng, gpu, cases + 270 + i, 3, &c);
+        c.k = 1 + tt_rng_below(&rng, 4);
+        run_case(be, gpu, stream, 1 + tt_rng_below(&rng, 3), &c, &rng, cases + 270 + i);
+    }
     for (int i = 0; i < 8; i++) { /* the GPU's relay tiling, each shape and precision */
         scase c;
         const int kind = i / 4, dbl = i / 2 % 2, k = kind ? 2 + i % 2 : 3 + i % 2;
         relay_case(&rng, gpu, kind, dbl, k, &c);
-        run_case(be, gpu, stream, 2, &c, &rng, cases + 270 + i);
+        run_case(be, gpu, stream, 2, &c, &rng, cases + 330 + i);
     }
 #if TIDE_HAVE_CUDA
     if (stream)

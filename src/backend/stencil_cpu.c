@@ -126,6 +126,22 @@ static int star_radius(const tide_sweep *s)
     return R;
 }
 
+/* The radius R of s's taps where they are the whole box of radius R in lexicographic order of
+ * their plane, row and column offsets (stencil_span.h: the box's spans; box:R and the 27-point
+ * stencil with weights of their own, with the user's x the slowest dimension and z the
+ * fastest), else 0. */
+static int box_radius(const tide_sweep *s)
+{
+    int R = s->radius, D = 2 * R + 1;
+    if (s->classes || R < 1 || s->ntaps != D * D * D)
+        return 0;
+    for (int i = 0; i < s->ntaps; i++)
+        if (s->off[i][0] != i / (D * D) - R || s->off[i][1] != i / D % D - R ||
+            s->off[i][2] != i % D - R)
+            return 0;
+    return R;
+}
+
 /* The CPU's choice of steps per sweep: four (eight for the 7-point star, whose levels cost
  * little next to the memory traffic more steps save), fewer when the rings would take more
  * than a quarter of the grid: more steps per sweep save memory traffic only while the rings
@@ -214,6 +230,11 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
     for (int k = 0; k < 4 && s->classes; k++)
         c->wf[k] = (float)s->cw[k], c->wd[k] = s->cw[k];
     tide_stencil_spans(s->classes, &c->span_f, &c->span_d);
+    tide_stencil_span_f *box_f;
+    tide_stencil_span_d *box_d;
+    tide_stencil_box_spans(box_radius(s), &box_f, &box_d);
+    if (box_f)
+        c->span_f = box_f, c->span_d = box_d;
     if (star_radius(s)) {
         tide_stencil_star_spans(star_radius(s), 0, &c->star_f, &c->star_d);
         tide_stencil_star_spans(star_radius(s), streams_dst(s), &c->last_f, &c->last_d);

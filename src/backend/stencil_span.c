@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <immintrin.h>
 #include "backend/stencil_span.h"
 
@@ -452,6 +453,99 @@ PLANE_VEC(plane_f_avx2, "avx2,fma", float, __m256, 8, _mm256_loadu_ps, _mm256_st
           _mm256_set1_ps, _mm256_mul_ps, _mm256_fmadd_ps, _mm256_add_ps, plane_f, 0, NO_SHIFT)
 PLANE_VEC(plane_d_avx2, "avx2,fma", double, __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd,
           _mm256_set1_pd, _mm256_mul_pd, _mm256_fmadd_pd, _mm256_add_pd, plane_d, 0, NO_SHIFT)
+/* ---- the boxes across rows, AVX-512 (stencil_span.h) ------------------------------------- */
+
+/* Input row j (0 .. M + D - 2) of a block of M output rows, at the column shift dz of plane dx
+ * (b: the block's rows of tap (dx, 0, dz), at its first column): its K vectors feed each output
+ * row m of the block that reads the row, as the tap (dx, j - m, dz). FIRST: the taps of dx 0
+ * and dz 0, where the row's own tap (dx, dy, dz) = (0, 0, 0) of output row j is the first of
+ * its chain (a product). */
+#define BOX_GROUP(T, V, W, D, M, K, LOADU, SET1, MUL, FMADD, j, FIRST)                          \
+    do {                                                                                         \
+        const T *q_ = b + (j) * pin;                                                             \
+        V v_[K];                                                                                 \
+        _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) v_[k] = LOADU(q_ + k * W);           \
+        _Pragma("GCC unroll 8") for (int m = 0; m < M; m++) {                                    \
+            if ((j) - m < 0 || (j) - m >= D)                                                     \
+                continue;                                                                        \
+            V wv_ = SET1(wx[((j) - m) * D + dz]);                                                \
+            _Pragma("GCC unroll 8") for (int k = 0; k < K; k++) acc[m][k] =                      \
+                FIRST && (j) == m ? MUL(wv_, v_[k]) : FMADD(wv_, v_[k], acc[m][k]);              \
+        }                                                                                        \
+    } while (0)
+
+/* A span of the box of radius R in lexicographic tap order (stencil_span.h: tap (dx, dy, dz),
+ * each from 0 to D - 1 = 2 R, in slot (dx D + dy) D + dz, the plane, row and column offsets
+ * slowest to fastest). Each point's chain of D^3 multiply-adds takes its taps in slot order, as
+ * the tap form's span does; but M output rows go at once, so that a vector loaded from an input
+ * row feeds the up to D rows of the block that read it (M K independent chains in all, K
+ * vectors of columns a row): a tap's load serves D multiply-adds instead of one. That holds
+ * where the taps' rows of a plane and column shift are consecutive rows of one array (slot
+ * (dx, dy, dz)'s row dy pin on from slot (dx, 0, dz)'s, as in the sweep's rings and grids away
+ * from a periodic face); elsewhere, and for the rows and columns beyond whole blocks, the tap
+ * form's span (TAPS) makes them, the same results. */
+#define BOX_SPAN(NAME, T, V, W, R, M, K, LOADU, STOREU, SET1, MUL, FMADD, ADD, TAPS)            \
+    __attribute__((target("avx512f"))) static void NAME(                                        \
+        int nt, const T *const *p, const T *w, const T *src, T *out, int a, int e, int rows,    \
+        ptrdiff_t pin, ptrdiff_t psrc, ptrdiff_t pout)                                          \
+    {                                                                                            \
+        enum { D = 2 * R + 1 };                                                                  \
+        int whole = rows / M * M, cend = a + (e - a) / (K * W) * (K * W);                        \
+        for (int i = 0; i < D * D * D && whole; i++)                                             \
+            if (p[i] != p[i - i / D % D * D] + i / D % D * pin)                                  \
+                whole = 0;                                                                       \
+        if (!whole || cend == a) {                                                               \
+            TAPS(nt, p, w, src, out, a, e, rows, pin, psrc, pout);                               \
+            return;                                                                              \
+        }                                                                                        \
+        for (int y = 0; y < whole; y += M)                                                       \
+            for (int c = a; c < cend; c += K * W) {                                              \
+                V acc[M][K];                                                                     \
+                memset(acc, 0, sizeof acc); /* each chain's first tap sets it (FIRST) */        \
+                for (int dx = 0; dx < D; dx++) {                                                 \
+                    const T *wx = w + dx * D * D;                                                \
+                    _Pragma("GCC unroll 16") for (int j = 0; j < M + D - 1; j++) {               \
+                        int dz = 0;                                                              \
+                        const T *b = p[dx * D * D] + y * pin + c;                                \
+                        if (dx == 0)                                                             \
+                            BOX_GROUP(T, V, W, D, M, K, LOADU, SET1, MUL, FMADD, j, 1);          \
+                        else                                                                     \
+                            BOX_GROUP(T, V, W, D, M, K, LOADU, SET1, MUL, FMADD, j, 0);          \
+                        for (dz = 1; dz < D; dz++) {                                             \
+                            b = p[dx * D * D + dz] + y * pin + c;                                \
+                            BOX_GROUP(T, V, W, D, M, K, LOADU, SET1, MUL, FMADD, j, 0);          \
+                        }                                                                        \
+                    }                                                                            \
+                }                                                                                \
+                _Pragma("GCC unroll 8") for (int m = 0; m < M; m++) {                            \
+                    T *o = out + (y + m) * pout + c;                                             \
+                    const T *sr = src ? src + (y + m) * psrc + c : NULL;                         \
+                    _Pragma("GCC unroll 8") for (int k = 0; k < K; k++)                          \
+                        STOREU(o + k * W, sr ? ADD(acc[m][k], LOADU(sr + k * W)) : acc[m][k]);   \
+                }                                                                                \
+            }                                                                                    \
+        if (cend < e) /* the columns beyond whole blocks, a vector's worth at least if any */   \
+            TAPS(nt, p, w, src, out, e - cend >= W ? cend : e - W, e, whole, pin, psrc, pout);     \
+        if (whole < rows) { /* the rows beyond whole blocks */                                  \
+            const T *q[D * D * D];                                                               \
+            for (int i = 0; i < D * D * D; i++)                                                  \
+                q[i] = p[i] + whole * pin;                                                       \
+            TAPS(nt, q, w, src ? src + whole * psrc : NULL, out + whole * pout, a, e,            \
+                 rows - whole, pin, psrc, pout);                                                 \
+        }                                                                                        \
+    }
+
+#define BOX_SPANS(R, M, K)                                                                       \
+    BOX_SPAN(box##R##_f_avx512, float, __m512, 16, R, M, K, _mm512_loadu_ps, _mm512_storeu_ps,  \
+             _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps, _mm512_add_ps, span_f_avx512)       \
+    BOX_SPAN(box##R##_d_avx512, double, __m512d, 8, R, M, K, _mm512_loadu_pd,                   \
+             _mm512_storeu_pd, _mm512_set1_pd, _mm512_mul_pd, _mm512_fmadd_pd, _mm512_add_pd,   \
+             span_d_avx512)
+BOX_SPANS(1, 4, 2)
+BOX_SPANS(2, 4, 2)
+BOX_SPANS(3, 4, 2)
+BOX_SPANS(4, 4, 2)
+
 PLANE_VEC(plane_f_avx512, "avx512f", float, __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps,
           _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps, _mm512_add_ps, plane_f, 1, SHIFT_PS)
 PLANE_VEC(plane_d_avx512, "avx512f", double, __m512d, 8, _mm512_loadu_pd, _mm512_storeu_pd,
@@ -500,4 +594,16 @@ void tide_stencil_star_spans(int radius, int stream, tide_stencil_star_f **f,
     int ok = __builtin_cpu_supports("avx512f") && radius >= 1 && radius <= 4;
     *f = ok ? fs[radius - 1][!!stream] : NULL;
     *d = ok ? ds[radius - 1][!!stream] : NULL;
+}
+
+void tide_stencil_box_spans(int radius, tide_stencil_span_f **f, tide_stencil_span_d **d)
+{
+    static tide_stencil_span_f *const fs[4] = {box1_f_avx512, box2_f_avx512, box3_f_avx512,
+                                               box4_f_avx512};
+    static tide_stencil_span_d *const ds[4] = {box1_d_avx512, box2_d_avx512, box3_d_avx512,
+                                               box4_d_avx512};
+    __builtin_cpu_init();
+    int ok = __builtin_cpu_supports("avx512f") && radius >= 1 && radius <= 4;
+    *f = ok ? fs[radius - 1] : NULL;
+    *d = ok ? ds[radius - 1] : NULL;
 }
