@@ -169,13 +169,15 @@ cudaError_t launch_rows(tide_copy_geom g, size_t elem, const char *src, char *ds
 }
 
 // The widest vector (16, 8 or 4 bytes; 0: none) that the rows' starts and lengths are whole
-// multiples of, on both sides.
+// multiples of, on both sides: the strides of loops of one iteration (merged away) move
+// nothing, so they do not count.
 int row_vector(const tide_copy_geom &g, size_t elem, const char *src, const char *dst)
 {
     const int64_t e = (int64_t)elem;
-    uint64_t all = (uint64_t)(uintptr_t)src | (uint64_t)(uintptr_t)dst | (uint64_t)(g.n[2] * e) |
-                   (uint64_t)(g.s[0] * e) | (uint64_t)(g.s[1] * e) | (uint64_t)(g.t[0] * e) |
-                   (uint64_t)(g.t[1] * e);
+    uint64_t all = (uint64_t)(uintptr_t)src | (uint64_t)(uintptr_t)dst | (uint64_t)(g.n[2] * e);
+    for (int k = 0; k < 2; k++)
+        if (g.n[k] > 1)
+            all |= (uint64_t)(g.s[k] * e) | (uint64_t)(g.t[k] * e);
     return all % 16 == 0 ? 16 : all % 8 == 0 ? 8 : all % 4 == 0 ? 4 : 0;
 }
 

@@ -112,8 +112,10 @@ static int check_copies(int *checks)
         {{0, 37, 3, 14, 1, 45}, {5, 41, 2, 13, 0, 29}, {5, 37, 3, 13, 1, 29}},
         {{0, 70, 3, 40, 1, 45}, {5, 71, 2, 41, 0, 47}, {5, 70, 3, 40, 1, 45}},
         {{0, 9, 0, 33, 0, 65}, {2, 7, 0, 33, 0, 65}, {2, 7, 0, 33, 0, 65}}};
-    for (int c = 0; c < 3 * 3 * 2 * 6 * 6; c++) {
-        int gi = c / 216, e = c / 72 % 3, batch = 1 + c / 36 % 2, so = c / 6 % 6, dor = c % 6;
+    enum { NGEO = 3, NELEM = 3, NBATCH = 2, NORD = 6 }; /* the case index's digits, slowest first */
+    for (int c = 0; c < NGEO * NELEM * NBATCH * NORD * NORD; c++) {
+        int dor = c % NORD, so = c / NORD % NORD, batch = 1 + c / (NORD * NORD) % NBATCH,
+            e = c / (NORD * NORD * NBATCH) % NELEM, gi = c / (NORD * NORD * NBATCH * NELEM);
         const int *a = geo[gi][0], *b = geo[gi][1], *r = geo[gi][2];
         tide_box sb = mk(a[0], a[1], a[2], a[3], a[4], a[5], perms[so]);
         tide_box db = mk(b[0], b[1], b[2], b[3], b[4], b[5], perms[dor]);
