@@ -482,24 +482,27 @@ PLANE_VEC(plane_d_avx2, "avx2,fma", double, __m256d, 4, _mm256_loadu_pd, _mm256_
  * vectors of columns a row): a tap's load serves D multiply-adds instead of one. That holds
  * where the taps' rows of a plane and column shift are consecutive rows of one array (slot
  * (dx, dy, dz)'s row dy pin on from slot (dx, 0, dz)'s, as in the sweep's rings and grids away
- * from a periodic face); elsewhere, and for the rows and columns beyond whole blocks, the tap
- * form's span (TAPS) makes them, the same results. */
+ * from a periodic face), else the tap form's span (TAPS) makes the span, the same results, as
+ * it does spans of fewer than M rows or K W columns. The last block of rows and of columns ends
+ * at the span's end, making a few rows or columns again (the same values). */
 #define BOX_SPAN(NAME, T, V, W, R, M, K, LOADU, STOREU, SET1, MUL, FMADD, ADD, TAPS)            \
     __attribute__((target("avx512f"))) static void NAME(                                        \
         int nt, const T *const *p, const T *w, const T *src, T *out, int a, int e, int rows,    \
         ptrdiff_t pin, ptrdiff_t psrc, ptrdiff_t pout)                                          \
     {                                                                                            \
         enum { D = 2 * R + 1 };                                                                  \
-        int whole = rows / M * M, cend = a + (e - a) / (K * W) * (K * W);                        \
-        for (int i = 0; i < D * D * D && whole; i++)                                             \
+        int alike = rows >= M && e - a >= K * W;                                                 \
+        for (int i = 0; i < D * D * D && alike; i++)                                             \
             if (p[i] != p[i - i / D % D * D] + i / D % D * pin)                                  \
-                whole = 0;                                                                       \
-        if (!whole || cend == a) {                                                               \
+                alike = 0;                                                                       \
+        if (!alike) {                                                                            \
             TAPS(nt, p, w, src, out, a, e, rows, pin, psrc, pout);                               \
             return;                                                                              \
         }                                                                                        \
-        for (int y = 0; y < whole; y += M)                                                       \
-            for (int c = a; c < cend; c += K * W) {                                              \
+        for (int y0 = 0; y0 < rows; y0 += M)                                                     \
+            for (int c0 = a; c0 < e; c0 += K * W) {                                              \
+                const int y = y0 + M <= rows ? y0 : rows - M;                                    \
+                const int c = c0 + K * W <= e ? c0 : e - K * W;                                  \
                 V acc[M][K];                                                                     \
                 memset(acc, 0, sizeof acc); /* each chain's first tap sets it (FIRST) */        \
                 for (int dx = 0; dx < D; dx++) {                                                 \
@@ -524,15 +527,6 @@ PLANE_VEC(plane_d_avx2, "avx2,fma", double, __m256d, 4, _mm256_loadu_pd, _mm256_
                         STOREU(o + k * W, sr ? ADD(acc[m][k], LOADU(sr + k * W)) : acc[m][k]);   \
                 }                                                                                \
             }                                                                                    \
-        if (cend < e) /* the columns beyond whole blocks, a vector's worth at least if any */   \
-            TAPS(nt, p, w, src, out, e - cend >= W ? cend : e - W, e, whole, pin, psrc, pout);     \
-        if (whole < rows) { /* the rows beyond whole blocks */                                  \
-            const T *q[D * D * D];                                                               \
-            for (int i = 0; i < D * D * D; i++)                                                  \
-                q[i] = p[i] + whole * pin;                                                       \
-            TAPS(nt, q, w, src ? src + whole * psrc : NULL, out + whole * pout, a, e,            \
-                 rows - whole, pin, psrc, pout);                                                 \
-        }                                                                                        \
     }
 
 #define BOX_SPANS(R, M, K)                                                                       \
