@@ -42,7 +42,7 @@ void tide_stencil_star_spans(int radius, int stream, tide_stencil_star_f **f,
 
 /* The spans of the box of radius R = 1 .. 4 in lexicographic tap order where this CPU runs
  * them faster than the tap form's (AVX-512), else NULL: a span's arguments for (2 R + 1)^3
- * taps, tap (dx, dy, dz) (offsets + R, plane, row and column) in slot ((dx (2 R + 1) + dy)
+ * taps, tap (dx, dy, dz) (offsets + R, plane, row and column) in slot (dx (2 R + 1) + dy)
  * (2 R + 1) + dz; the same results as the tap form's. */
 void tide_stencil_box_spans(int radius, tide_stencil_span_f **f, tide_stencil_span_d **d);
 
