@@ -573,6 +573,14 @@ void tide_stencil_spans(int classes, tide_stencil_span_f **f, tide_stencil_span_
     }
 }
 
+/* Whether this CPU runs the spans of radius R of their own (the stars', the boxes'): AVX-512
+ * and R = 1 .. 4. */
+static int own_spans(int radius)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && radius >= 1 && radius <= 4;
+}
+
 void tide_stencil_star_spans(int radius, int stream, tide_stencil_star_f **f,
                              tide_stencil_star_d **d)
 {
@@ -584,8 +592,7 @@ void tide_stencil_star_spans(int radius, int stream, tide_stencil_star_f **f,
                                                   {star2_d_avx512, star2_d_avx512_nt},
                                                   {star3_d_avx512, star3_d_avx512_nt},
                                                   {star4_d_avx512, star4_d_avx512_nt}};
-    __builtin_cpu_init();
-    int ok = __builtin_cpu_supports("avx512f") && radius >= 1 && radius <= 4;
+    int ok = own_spans(radius);
     *f = ok ? fs[radius - 1][!!stream] : NULL;
     *d = ok ? ds[radius - 1][!!stream] : NULL;
 }
@@ -596,8 +603,7 @@ void tide_stencil_box_spans(int radius, tide_stencil_span_f **f, tide_stencil_sp
                                                box4_f_avx512};
     static tide_stencil_span_d *const ds[4] = {box1_d_avx512, box2_d_avx512, box3_d_avx512,
                                                box4_d_avx512};
-    __builtin_cpu_init();
-    int ok = __builtin_cpu_supports("avx512f") && radius >= 1 && radius <= 4;
+    int ok = own_spans(radius);
     *f = ok ? fs[radius - 1] : NULL;
     *d = ok ? ds[radius - 1] : NULL;
 }
