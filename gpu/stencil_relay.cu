@@ -149,7 +149,8 @@ __device__ __forceinline__ void relay_tile(const sweep_args<T> &a,
     using C = relay_cfg<T, K, RY, NW>;
     using Q = relay_taps<S>;
     constexpr int V = C::V, W = LW * V, KV = C::KV, PL = C::PL;
-    constexpr int TX = W - 2 * KV, TY = NW * RY * (32 / LW) - 2 * K;
+    static_assert(LW == 32 || LW == 16, "a region is wide (32 lanes a row) or narrow (16)");
+    constexpr int TX = LW == 32 ? C::TX : C::TXN, TY = LW == 32 ? C::TY : C::TYN;
     constexpr int LAG = Q::star ? 1 : 2;     // planes level t lags behind level t - 1
     // The star in double keeps level t - 1's plane p in registers too (it was level t - 1's
     // output, or level 0's load, a step earlier), so a level reads only the two rows beside
