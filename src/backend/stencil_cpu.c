@@ -1,7 +1,8 @@
 /*
- * stencil_cpu.c: stencil sweeps on the CPU (backend.h: tide_sweep). Each thread takes one
- * chunk of the slowest dimension, cuts its rows into tiles, and streams each tile's planes
- * through the levels of the sweep: level 0 is read from src where it lies, levels 1 .. k - 1
+ * stencil_cpu.c: stencil sweeps on the CPU (backend.h: tide_sweep). The rows of a plane are
+ * cut into tiles; the threads share out the tiles (or, where there are fewer tiles than
+ * threads, the planes: a chunk of the slowest dimension each), and each streams its tiles'
+ * planes through the levels of the sweep: level 0 is read from src where it lies, levels 1 .. k - 1
  * live in the thread's rings of 2 r + 1 tile planes, level k goes to dst. A plane of a level
  * is made once, from the 2 r + 1 planes around it one level down, while those are still in
  * the core's own cache, so k steps cost one read of src and one write of dst. A tile of rows
@@ -35,6 +36,8 @@
 typedef struct {
     int threads, fuse;
     int tile;          /* rows of dst per tile; n[1] or more: one tile of whole planes */
+    int by_tiles;      /* the threads share out the tiles, each streaming every plane (else
+                        * a chunk of the planes each, whose edge planes both neighbours make) */
     int ring_rows;     /* rows of a ring plane */
     size_t ring_row;   /* bytes of a ring's row, padded to a multiple of 64 (the work memory
                         * is aligned to 64, so are its rows) */
@@ -89,15 +92,18 @@ static int cached_planes(const tide_sweep *s, int k)
 }
 
 /* Rows per tile for k steps: as many as keep the cached planes' rows in the thread's cache, at
- * least 4 (k - 1) r so that the made-twice halos stay under half the rows made (and at least
- * 8); all the rows when the planes fit whole. */
+ * least 8 (k - 1) r so that the made-twice halos stay under a quarter of the rows made (and
+ * at least 8); all the rows when the planes fit whole. Where the rings of the least tile
+ * outgrow the L2 they sit in the L3 whether the tile is tall or not, and fewer halo rows win:
+ * on a 2-core machine with 1 MiB of L2 a core (two threads, 256^3, 8 steps a pass) tiles of
+ * 168 rows made star:3 float 1.1 times faster than tiles of 84 (docs/performance.md). */
 static int tile_rows(const tide_sweep *s, int k, size_t row_bytes)
 {
     int r = s->radius, b0, b1;
     tide_sweep_out(s, 1, &b0, &b1);
     double per_row = (double)cached_planes(s, k) * row_bytes;
     double fit = per_row > 0 ? thread_cache(s) / per_row - 2.0 * (k - 1) * r : 1e9;
-    int least = 4 * (k - 1) * r > 8 ? 4 * (k - 1) * r : 8;
+    int least = 8 * (k - 1) * r > 8 ? 8 * (k - 1) * r : 8;
     int t = fit < least ? least : fit > 1e9 ? 1000000000 : (int)fit;
     return t >= b1 - b0 ? s->n[1] : t;
 }
@@ -142,14 +148,16 @@ static int box_radius(const tide_sweep *s)
     return R;
 }
 
-/* The CPU's choice of steps per sweep: four (eight for the 7-point star, whose levels cost
- * little next to the memory traffic more steps save), fewer when the rings would take more
- * than a quarter of the grid: more steps per sweep save memory traffic only while the rings
- * stay small next to the grid. */
+/* The most steps per sweep the CPU offers (the plan times 1 to that many and keeps the
+ * fastest): eight for the stars (their levels cost little next to the memory traffic more
+ * steps save), four otherwise, fewer when the rings would take more than a quarter of the
+ * grid: more steps per sweep save memory traffic only while the rings stay small next to the
+ * grid. Measured on a 2-core machine (two threads, 256^3, docs/performance.md): eight steps
+ * against four made star:3 float 1.2 times faster; star:4 in double ran fastest at five. */
 static int cpu_fuse(const tide_sweep *s, int threads, size_t row_bytes)
 {
     double grid = (double)row_bytes * s->n[1] * s->n[0];
-    int k = star_radius(s) == 1 ? 8 : 4;
+    int k = star_radius(s) ? 8 : 4;
     while (k > 1) {
         int tile = tile_rows(s, k, row_bytes);
         int rows = tile >= s->n[1] ? s->n[1] : tile + 2 * (k - 1) * s->radius;
@@ -198,7 +206,13 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
         return snprintf(err, len, "the CPU backend fuses at most %d steps per sweep, not %d",
                         CPU_MAX_FUSE, fuse), TIDE_ERR_ARGUMENT;
     int k = fuse ? fuse : cpu_fuse(s, threads, row_bytes);
-    int tile = tile_rows(s, k, row_bytes);
+    int tile = tile_rows(s, k, row_bytes), b0, b1;
+    tide_sweep_out(s, 1, &b0, &b1);
+    int tiles = (b1 - b0 + tile - 1) / tile, by_tiles = tile < s->n[1] && tiles >= threads;
+    if (by_tiles) { /* as many tiles a thread, none taller than tile_rows's */
+        tiles = (tiles + threads - 1) / threads * threads;
+        tile = (b1 - b0 + tiles - 1) / tiles;
+    }
     int rows = tile >= s->n[1] ? s->n[1] : tile + 2 * (k - 1) * s->radius;
     if (shares_planes(s)) /* whole planes too carry the rows beyond a periodic face */
         rows = (tile < s->n[1] ? tile : s->n[1]) + 2 * (k - 1) * s->radius;
@@ -215,7 +229,7 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
         return snprintf(err, len, "out of memory for the sweep's work memory (%zu bytes)",
                         (size_t)threads * per_thread), TIDE_ERR_NOMEM;
     }
-    c->threads = threads, c->fuse = k, c->tile = tile, c->ring_rows = rows;
+    c->threads = threads, c->fuse = k, c->tile = tile, c->by_tiles = by_tiles, c->ring_rows = rows;
     c->per_thread = per_thread, c->mem = mem, c->ring_row = row_bytes, c->ring_plane = plane;
     for (int i = 0; i < s->ntaps; i++) {
         c->tap[i] = i;
@@ -683,12 +697,13 @@ int tide_cpu_sweep(const tide_env *e, const tide_sweep *s, const void *src, void
     int T = c->threads, lo, hi, b0, b1;
     tide_sweep_out(s, 0, &lo, &hi);
     tide_sweep_out(s, 1, &b0, &b1);
-    int tile = c->tile < s->n[1] ? c->tile : b1 - b0;
+    int tile = c->tile < s->n[1] ? c->tile : b1 - b0, by_tiles = c->by_tiles;
 #pragma omp parallel for num_threads(T) schedule(static, 1)
     for (int i = 0; i < T; i++) {
-        int z0 = lo + (int)((int64_t)i * (hi - lo) / T);
-        int z1 = lo + (int)((int64_t)(i + 1) * (hi - lo) / T);
-        for (int y = b0; y < b1 && z0 < z1; y += tile)
+        int z0 = by_tiles ? lo : lo + (int)((int64_t)i * (hi - lo) / T);
+        int z1 = by_tiles ? hi : lo + (int)((int64_t)(i + 1) * (hi - lo) / T);
+        int step = by_tiles ? T * tile : tile;
+        for (int y = b0 + (by_tiles ? i * tile : 0); y < b1 && z0 < z1; y += step)
             (c->shared ? sweep_tile_shared : sweep_tile)(
                 s, src, dst, steps, z0, z1, y, y + tile < b1 ? y + tile : b1,
                 c->mem + (size_t)i * c->per_thread);
