@@ -358,6 +358,15 @@ static void relay_case(tt_rng *rng, int gpu, int kind, int dbl, int k, scase *c)
     c->dbl = dbl, c->k = k, c->beside = 0, c->source = 0, c->cache = 0;
 }
 
+/* A fixed case for the CPU's tall tiles: the 7-point star, 8 steps fused, on rows of 1024
+ * points, whose rings outgrow any core's L2 at the least tile: with the machine's caches
+ * (cache 0) a tile is a thread's share of the 130 rows where the L3 holds their rings. */
+static void tall_case(tt_rng *rng, int gpu, scase *c)
+{
+    relay_case(rng, gpu, 0, 0, 8, c);
+    c->n[0] = c->big[0] = 12, c->n[1] = c->big[1] = 130, c->n[2] = c->big[2] = 1024;
+}
+
 int main(void)
 {
     const char *be_name = getenv("TIDE_TEST_BACKEND");
@@ -411,6 +420,11 @@ int main(void)
         const int kind = i / 4, dbl = i / 2 % 2, k = kind ? 2 + i % 2 : 3 + i % 2;
         relay_case(&rng, gpu, kind, dbl, k, &c);
         run_case(be, gpu, stream, 2, &c, &rng, cases + 330 + i);
+    }
+    for (int i = 0; i < 2; i++) { /* the CPU's tall tiles, on 2 and 3 threads */
+        scase c;
+        tall_case(&rng, gpu, &c);
+        run_case(be, gpu, stream, 2 + i, &c, &rng, cases + 338 + i);
     }
 #if TIDE_HAVE_CUDA
     if (stream)

@@ -91,19 +91,42 @@ static int cached_planes(const tide_sweep *s, int k)
     return k == 1 && !shares_planes(s) ? 2 * s->radius + 1 : kept_planes(s, k);
 }
 
-/* Rows per tile for k steps: as many as keep the cached planes' rows in the thread's cache, at
- * least 8 (k - 1) r so that the made-twice halos stay under a quarter of the rows made (and
- * at least 8); all the rows when the planes fit whole. Where the rings of the least tile
- * outgrow the L2 they sit in the L3 whether the tile is tall or not, and fewer halo rows win:
- * on a 2-core machine with 1 MiB of L2 a core (two threads, 256^3, 8 steps a pass) tiles of
- * 168 rows made star:3 float 1.1 times faster than tiles of 84 (docs/performance.md). */
-static int tile_rows(const tide_sweep *s, int k, size_t row_bytes)
+/* Bytes of L3 cache the threads share: the kernel's figure (sysfs), else the C library's (a
+ * KVM guest on an AMD EPYC host: the kernel 32 MiB, sysconf ten times that), else 32 MiB. */
+static double l3_cache(void)
+{
+    FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
+    long kib = 0;
+    if (f) {
+        if (fscanf(f, "%ldK", &kib) != 1)
+            kib = 0;
+        fclose(f);
+    }
+    long l3 = kib > 0 ? kib * 1024 : sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return l3 > 0 ? (double)l3 : 32.0 * 1024 * 1024;
+}
+
+/* Rows per tile for k steps on `threads` threads: as many as keep the cached planes' rows in
+ * the thread's cache, at least 8 (k - 1) r so that the made-twice halos stay under a quarter
+ * of the rows made (and at least 8); all the rows when the planes fit whole. Where the rings
+ * of the least tile outgrow the cache they sit in the L3 whether the tile is tall or not, and
+ * fewer halo rows win: then (unless `cache` is given) a tile is a thread's share of the rows,
+ * as long as the threads' rings take at most half the L3. Measured on a 2-core machine with 1
+ * MiB of L2 a core (two threads, 256^3, 8 steps a pass, docs/performance.md): tiles of 168
+ * rows made star:3 float 1.1 times faster than tiles of 84, and tiles of 127 rows made the
+ * 7-point float star 1.1-1.4 times faster than tiles of 43. */
+static int tile_rows(const tide_sweep *s, int k, size_t row_bytes, int threads)
 {
     int r = s->radius, b0, b1;
     tide_sweep_out(s, 1, &b0, &b1);
-    double per_row = (double)cached_planes(s, k) * row_bytes;
-    double fit = per_row > 0 ? thread_cache(s) / per_row - 2.0 * (k - 1) * r : 1e9;
+    double per_row = (double)cached_planes(s, k) * row_bytes, halo = 2.0 * (k - 1) * r;
+    double fit = per_row > 0 ? thread_cache(s) / per_row - halo : 1e9;
     int least = 8 * (k - 1) * r > 8 ? 8 * (k - 1) * r : 8;
+    if (fit < least && !s->cache) {
+        int share = (b1 - b0 + threads - 1) / threads;
+        double fit3 = l3_cache() / 2 / threads / per_row - halo;
+        fit = fit3 < share ? fit3 : share;
+    }
     int t = fit < least ? least : fit > 1e9 ? 1000000000 : (int)fit;
     return t >= b1 - b0 ? s->n[1] : t;
 }
@@ -159,7 +182,7 @@ static int cpu_fuse(const tide_sweep *s, int threads, size_t row_bytes)
     double grid = (double)row_bytes * s->n[1] * s->n[0];
     int k = star_radius(s) ? 8 : 4;
     while (k > 1) {
-        int tile = tile_rows(s, k, row_bytes);
+        int tile = tile_rows(s, k, row_bytes, threads);
         int rows = tile >= s->n[1] ? s->n[1] : tile + 2 * (k - 1) * s->radius;
         double rings = (double)threads * kept_planes(s, k) * rows * row_bytes;
         if (rings <= grid / 4)
@@ -206,7 +229,7 @@ int tide_cpu_sweep_create(const tide_env *e, tide_sweep *s, int fuse, char *err,
         return snprintf(err, len, "the CPU backend fuses at most %d steps per sweep, not %d",
                         CPU_MAX_FUSE, fuse), TIDE_ERR_ARGUMENT;
     int k = fuse ? fuse : cpu_fuse(s, threads, row_bytes);
-    int tile = tile_rows(s, k, row_bytes), b0, b1;
+    int tile = tile_rows(s, k, row_bytes, threads), b0, b1;
     tide_sweep_out(s, 1, &b0, &b1);
     int tiles = (b1 - b0 + tile - 1) / tile, by_tiles = tile < s->n[1] && tiles >= threads;
     if (by_tiles) { /* as many tiles a thread, none taller than tile_rows's */
