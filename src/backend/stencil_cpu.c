@@ -109,11 +109,11 @@ static double l3_cache(void)
 /* Rows per tile for k steps on `threads` threads: as many as keep the cached planes' rows in
  * the thread's cache, at least 8 (k - 1) r so that the made-twice halos stay under a quarter
  * of the rows made (and at least 8); all the rows when the planes fit whole. Where the rings
- * of the least tile outgrow the cache they sit in the L3 whether the tile is tall or not, and
- * fewer halo rows win: then (unless `cache` is given) a tile is a thread's share of the rows,
- * as long as the threads' rings take at most half the L3. Measured on a 2-core machine with 1
- * MiB of L2 a core (two threads, 256^3, 8 steps a pass, docs/performance.md): tiles of 168
- * rows made star:3 float 1.1 times faster than tiles of 84, and tiles of 127 rows made the
+ * of the least tile outgrow the whole L2 they sit in the L3 whether the tile is tall or not,
+ * and fewer halo rows win: then (unless `cache` is given) a tile is a thread's share of the
+ * rows, as long as the threads' rings take at most half the L3. Measured on a 2-core machine
+ * with 1 MiB of L2 a core (two threads, 256^3, 8 steps a pass, docs/performance.md): tiles of
+ * 168 rows made star:3 float 1.1 times faster than tiles of 84, and tiles of 127 rows made the
  * 7-point float star 1.1-1.4 times faster than tiles of 43. */
 static int tile_rows(const tide_sweep *s, int k, size_t row_bytes, int threads)
 {
@@ -122,7 +122,7 @@ static int tile_rows(const tide_sweep *s, int k, size_t row_bytes, int threads)
     double per_row = (double)cached_planes(s, k) * row_bytes, halo = 2.0 * (k - 1) * r;
     double fit = per_row > 0 ? thread_cache(s) / per_row - halo : 1e9;
     int least = 8 * (k - 1) * r > 8 ? 8 * (k - 1) * r : 8;
-    if (fit < least && !s->cache) {
+    if (!s->cache && (least + halo) * per_row > 2 * thread_cache(s)) { /* beyond the L2 */
         int share = (b1 - b0 + threads - 1) / threads;
         double fit3 = l3_cache() / 2 / threads / per_row - halo;
         fit = fit3 < share ? fit3 : share;
