@@ -360,7 +360,9 @@ static void relay_case(tt_rng *rng, int gpu, int kind, int dbl, int k, scase *c)
 
 /* A fixed case for the CPU's tall tiles: the 7-point star, 8 steps fused, on rows of 1024
  * points, whose rings outgrow any core's L2 at the least tile: with the machine's caches
- * (cache 0) a tile is a thread's share of the 130 rows where the L3 holds their rings. */
+ * (cache 0) a tile on 2 threads is a thread's share of the 130 rows, 65, where the L3 holds
+ * their rings (27 MiB or more; on 3 threads the share is under the least tile, 56 rows, which
+ * the sweep then balances to 44). */
 static void tall_case(tt_rng *rng, int gpu, scase *c)
 {
     relay_case(rng, gpu, 0, 0, 8, c);
