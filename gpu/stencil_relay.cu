@@ -157,6 +157,14 @@ __device__ __forceinline__ void relay_tile(const sweep_args<T> &a,
     // the thread's from shared memory: the kernel is bound by its shared-memory traffic, and
     // one block of 12 warps has registers to spare (K <= OWN_KMAX without spilling).
     constexpr bool OWN = Q::star && sizeof(T) == 8 && K <= OWN_KMAX;
+    // Where level t - 1's plane of a step goes to its shared slot of parity cur: at the end of
+    // level t - 1 (level 0's at the step's start), or (LOADS_FIRST) after level t has read its
+    // rows of parity prv. One H200, 512^3, 24 steps, the plan's steps a pass, both in one call
+    // (docs/performance.md): loads first, the float box ran 478-486 GCell/s against 453-459,
+    // the float star 882-903 against 907-921. The doubles ran 443-448 GCell/s (star) and 245-246
+    // (box) as they are, 219-348 in every other order tried (loads first; the next level's rows
+    // loaded ahead of a level's arithmetic; the store moved to the next level).
+    constexpr bool LOADS_FIRST = Q::box && sizeof(T) == 4;
     constexpr int CARRIED = Q::star ? (OWN ? 2 : 1) : S::x_fastest ? 4 : 2; // values a level
                                                                             // keeps a point
     static_assert(Q::star || Q::box, "sweep_relay takes 7-point stars and the 27-point box");
@@ -234,13 +242,14 @@ __device__ __forceinline__ void relay_tile(const sweep_args<T> &a,
 #pragma unroll 1
     for (int j = j0; j < j1; j++) {
         const int cur = (j & 1) * PL, prv = PL - cur;
-        T nx[RY][V]; // the star's level t - 1 plane p + 1, for level t
+        T nx[RY][V]; // level t - 1's plane of this step, for level t (the star's plane p + 1)
 #pragma unroll
         for (int r = 0; r < RY; r++) {
 #pragma unroll
             for (int c = 0; c < V; c++)
                 nx[r][c] = pf[r][c];
-            st4s<W>(sm + cur + srow + (r + 1) * W, pf[r]);
+            if constexpr (!LOADS_FIRST)
+                st4s<W>(sm + cur + srow + (r + 1) * W, pf[r]);
         }
         if (j + 1 < jf)
             fetch(a.src, j + 1, pf);
@@ -258,6 +267,11 @@ __device__ __forceinline__ void relay_tile(const sweep_args<T> &a,
                     for (int c = 0; c < V; c++)
                         rw[r][c] = car[t - 1][OWN][r - 1][c];
                 }
+            }
+            if constexpr (LOADS_FIRST) {
+#pragma unroll
+                for (int r = 0; r < RY; r++)
+                    st4s<W>(sm + (t - 1) * 2 * PL + cur + srow + (r + 1) * W, nx[r]);
             }
             if constexpr (Q::star) {
 #pragma unroll
@@ -422,7 +436,8 @@ __device__ __forceinline__ void relay_tile(const sweep_args<T> &a,
 #pragma unroll
                     for (int c = 0; c < V; c++)
                         nx[r][c] = out[r][c];
-                    st4s<W>(sm + t * 2 * PL + cur + srow + (r + 1) * W, out[r]);
+                    if constexpr (!LOADS_FIRST)
+                        st4s<W>(sm + t * 2 * PL + cur + srow + (r + 1) * W, out[r]);
                 }
             } else if (p >= z0) { // level K: plane p of the chunk, the tile's points to dst
                 T *dp = a.dst + (int64_t)p * a.plane;
