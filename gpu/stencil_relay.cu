@@ -162,7 +162,7 @@ __device__ __forceinline__ void relay_tile(const sweep_args<T> &a,
     // rows of parity prv. One H200, 512^3, 24 steps, the plan's steps a pass, both in one call
     // (docs/performance.md): loads first, the float box ran 478-486 GCell/s against 453-459,
     // the float star 882-903 against 907-921. The doubles ran 443-448 GCell/s (star) and 245-246
-    // (box) as they are, 219-348 in every other order tried (loads first; the next level's rows
+    // (box) as they are, 162-348 in every other order tried (loads first; the next level's rows
     // loaded ahead of a level's arithmetic; the store moved to the next level).
     constexpr bool LOADS_FIRST = Q::box && sizeof(T) == 4;
     constexpr int CARRIED = Q::star ? (OWN ? 2 : 1) : S::x_fastest ? 4 : 2; // values a level
