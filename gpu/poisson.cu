@@ -286,9 +286,11 @@ cudaError_t line_solves(const tide_spectral *d, void *data, double *origin,
 // the scaling's. N / 8 threads work on a column, each on one radix-8 butterfly of a stage; a
 // block of 512 threads holds 4096 / N columns. Neighbouring threads load
 // neighbouring columns (lines that are neighbours along the faster other dimension), so each
-// plane's loads coalesce, and each thread has its 8 loads in flight at once. A column is
-// padded by one slot every 8 points, which spreads the butterflies' strided reads and writes
-// over the banks.
+// plane's loads coalesce, and each thread has its 8 loads in flight at once. The kernel is
+// bound by shared memory, so the forward's first stage runs on the points as loaded and the
+// inverse's last stores its outputs to the line: a point is read and written there once per
+// other stage (6 times at N = 1024, not 9). A column is padded by one slot every 8 points,
+// which spreads the butterflies' strided reads and writes over the banks.
 
 constexpr int LF_THREADS = 512; // a block's, two blocks an SM (at most 64 registers a thread)
 
@@ -350,47 +352,55 @@ template <int S> struct dft<8, S> { // radix 2 x 2 x 2, decimation in frequency
     }
 };
 
-// A column's scaling: norm / (exy + lam[z]) (0 where that is 0), applied in double as the
-// diagonal operator does; exy: the other two eigenvalues less alpha.
-struct lf_scale {
-    const double *lam;
-    double exy, norm;
-};
-
-// One radix-R stage of a column of N points in shared memory (in place: read, barrier,
-// write, barrier); Ns: the product of the earlier stages' radices. This thread's butterflies
-// j = jt, jt + TPC, ...; SC: each point scaled by sc before its twiddle (the inverse's first
-// stage).
-template <int N, int R, int S, int TPC, bool SC>
-__device__ __forceinline__ void lf_stage(float2 *col, const float2 *tw, int jt, int Ns,
-                                         const lf_scale &sc)
+// Points j + r N / R (r < R) of a column, the input of butterfly j of a radix-R stage, into x;
+// SC: point z scaled by sc[z] (in double) on the way (the inverse's first stage).
+template <int N, int R, bool SC>
+__device__ __forceinline__ void lf_read(const float2 *col, int j, const double *sc, float2 *x)
 {
-    constexpr int NB = N / R, BF = NB / TPC;
-    float2 v[BF][R];
 #pragma unroll
-    for (int b = 0; b < BF; b++) {
-        int j = jt + b * TPC, k = j & (Ns - 1);
-        // point r's twiddle w^r, w = exp(S 2 pi i k / (Ns R)): one table read (the table
-        // padded as the columns are, so the reads of a stage's k = j mod 8 spread over the
-        // banks), its powers by products (at most four deep)
+    for (int r = 0; r < R; r++) {
+        int z = j + r * (N / R);
+        x[r] = col[lf_pad(z)];
+        if (SC)
+            x[r] = make_float2((float)(x[r].x * sc[z]), (float)(x[r].y * sc[z]));
+    }
+}
+
+// Butterfly j of a radix-R stage on its points x (lf_read's), in place; Ns: the product of
+// the earlier stages' radices. Output r belongs at point d + r Ns, d = (j - k) R + k,
+// k = j mod Ns. Point r's twiddle is w^r, w = exp(S 2 pi i k / (Ns R)): one table read (the
+// table padded as the columns are, so the reads of a stage's k = j mod 8 spread over the
+// banks), its powers by products (at most four deep); the first stage (Ns = 1) has none.
+template <int N, int R, int S>
+__device__ __forceinline__ void lf_butterfly(float2 *x, const float2 *tw, int j, int Ns)
+{
+    if (Ns > 1) {
         float2 w[R];
-        w[0] = make_float2(1.f, 0.f);
-        w[1] = tw[lf_pad(k * (N / (Ns * R)))];
+        w[1] = tw[lf_pad((j & (Ns - 1)) * (N / (Ns * R)))];
         w[1].y = S < 0 ? w[1].y : -w[1].y;
 #pragma unroll
         for (int r = 2; r < R; r++)
             w[r] = r % 2 ? cmul(w[r - 1], w[1]) : cmul(w[r / 2], w[r / 2]);
 #pragma unroll
-        for (int r = 0; r < R; r++) {
-            int z = j + r * NB;
-            float2 x = col[lf_pad(z)];
-            if (SC) {
-                double den = sc.exy + sc.lam[z], f = den == 0.0 ? 0.0 : sc.norm / den;
-                x = make_float2((float)(x.x * f), (float)(x.y * f));
-            }
-            v[b][r] = r ? cmul(x, w[r]) : x;
-        }
-        dft<R, S>::run(v[b]);
+        for (int r = 1; r < R; r++)
+            x[r] = cmul(x[r], w[r]);
+    }
+    dft<R, S>::run(x);
+}
+
+// One radix-R stage of a column of N points in shared memory (in place: read, barrier,
+// write, barrier); this thread's butterflies j = jt, jt + TPC, ...; SC: the points scaled by
+// sc (the inverse's first stage).
+template <int N, int R, int S, int TPC, bool SC>
+__device__ __forceinline__ void lf_stage(float2 *col, const float2 *tw, int jt, int Ns,
+                                         const double *sc)
+{
+    constexpr int BF = N / R / TPC;
+    float2 v[BF][R];
+#pragma unroll
+    for (int b = 0; b < BF; b++) {
+        lf_read<N, R, SC>(col, jt + b * TPC, sc, v[b]);
+        lf_butterfly<N, R, S>(v[b], tw, jt + b * TPC, Ns);
     }
     __syncthreads();
 #pragma unroll
@@ -405,20 +415,32 @@ __device__ __forceinline__ void lf_stage(float2 *col, const float2 *tw, int jt, 
 
 __host__ __device__ constexpr int lf_log2(int n) { return n > 1 ? 1 + lf_log2(n / 2) : 0; }
 
-// The FFT of a column of N points (S: the sign), the inverse scaling first (SC).
-template <int N, int S, bool SC>
-__device__ __forceinline__ void lf_fft(float2 *col, const float2 *tw, int jt, const lf_scale &sc)
-{
-    constexpr int TPC = N / 8, A = lf_log2(N) / 3, B = lf_log2(N) % 3;
-    lf_stage<N, 8, S, TPC, SC>(col, tw, jt, 1, sc);
-    int Ns = 8;
-    for (int s = 1; s < A; s++, Ns *= 8)
-        lf_stage<N, 8, S, TPC, false>(col, tw, jt, Ns, sc);
-    if (B == 1)
-        lf_stage<N, 2, S, TPC, false>(col, tw, jt, Ns, sc);
-    if (B == 2)
-        lf_stage<N, 4, S, TPC, false>(col, tw, jt, Ns, sc);
-}
+// The stages of a column's FFT of N points: A of radix 8 (stage s: Ns = 8^s), then one of
+// radix LAST_R = 2 or 4 where log2 N is not a multiple of 3. The forward's first stage and the
+// inverse's last run outside shared memory (line_fft_kernel); these are the rest.
+template <int N> struct lf_stages {
+    static constexpr int TPC = N / 8, A = lf_log2(N) / 3, B = lf_log2(N) % 3,
+                         STAGES = A + (B != 0), LAST_R = B == 0 ? 8 : B == 1 ? 2 : 4;
+    // the forward's stages after the first
+    static __device__ __forceinline__ void forward_rest(float2 *col, const float2 *tw, int jt)
+    {
+#pragma unroll
+        for (int s = 1, Ns = 8; s < A; s++, Ns *= 8)
+            lf_stage<N, 8, -1, TPC, false>(col, tw, jt, Ns, nullptr);
+        if (B)
+            lf_stage<N, LAST_R, -1, TPC, false>(col, tw, jt, N / LAST_R, nullptr);
+    }
+    // the inverse's stages but the last, the first scaling its points by sc
+    static __device__ __forceinline__ void inverse_but_last(float2 *col, const float2 *tw,
+                                                            int jt, const double *sc)
+    {
+        if (STAGES > 1)
+            lf_stage<N, 8, 1, TPC, true>(col, tw, jt, 1, sc);
+#pragma unroll
+        for (int s = 1, Ns = 8; s < STAGES - 1; s++, Ns *= 8)
+            lf_stage<N, 8, 1, TPC, false>(col, tw, jt, Ns, nullptr);
+    }
+};
 
 // A block: COLS columns of N points, TPC threads each; a column's padded points PADN, and
 // the distance between columns CS, which puts the 16 threads of a half warp that store or
@@ -429,48 +451,89 @@ template <int N> struct lf_shape { // N: 8 .. 1024 (tide_gpu_line_fft_ok)
                          CS = (PADN + 15) / 16 * 16 + (COLS >= 16 ? 1 : 16 / COLS);
     static size_t smem()
     {
-        return (size_t)(COLS * CS + PADN) * sizeof(float2) + N * sizeof(double);
+        return (size_t)(COLS * CS + PADN) * sizeof(float2) + (size_t)COLS * N * sizeof(double);
     }
 };
 
+// The inverse's last stage (radix R, Ns = N / R) in the load's thread map: butterflies
+// j = lz + b TPC of column col, whose outputs j + r Ns are its points lz + i TPC (i < 8),
+// stored straight into the line at `at` (where ok); SC: the points scaled by sc first (a
+// transform of one stage).
+template <int N, int R, bool SC>
+__device__ __forceinline__ void lf_last_store(const float2 *col, const float2 *tw, int lz,
+                                              const double *sc, float2 *at, int64_t sl, bool ok)
+{
+    constexpr int TPC = N / 8, Ns = N / R;
+    float2 v[Ns / TPC][R];
+#pragma unroll
+    for (int b = 0; b < Ns / TPC; b++) {
+        lf_read<N, R, SC>(col, lz + b * TPC, sc, v[b]);
+        lf_butterfly<N, R, 1>(v[b], tw, lz + b * TPC, Ns);
+    }
+#pragma unroll
+    for (int b = 0; b < Ns / TPC; b++)
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (ok)
+                at[(int64_t)(lz + b * TPC + r * Ns) * sl] = v[b][r];
+}
+
+// Point 0 of line c of field blockIdx.y of data (of line 0 where c is past the last).
+__device__ __forceinline__ float2 *line_start(float2 *data, const line_geom &g, int64_t c)
+{
+    c = c < g.lines ? c : 0;
+    return data + blockIdx.y * g.fs + (c / g.eq) * g.sp + (c % g.eq) * g.sq;
+}
+
 // Field blockIdx.y of data (its origin entry 2 blockIdx.y on), columns COLS blockIdx.x on.
+// The data passes through shared memory between the forward's first stage and the inverse's
+// last, which run on the points in registers: thread t loads points t / COLS + i TPC (i < 8)
+// of column t % COLS, the inputs of the first stage's butterfly t / COLS (neighbouring
+// threads on neighbouring columns: each plane's loads coalesce, all 8 in flight at once), and
+// the last stage's butterflies in the same map end with the same points, which it stores.
 template <int N>
 __global__ void __launch_bounds__(LF_THREADS, 2)
     line_fft_kernel(float2 *data, line_geom g, double alpha, double norm, double *origin)
 {
     using sh = lf_shape<N>;
-    constexpr int TPC = sh::TPC, COLS = sh::COLS, CS = sh::CS, LOADS = N / TPC;
+    using st = lf_stages<N>;
+    constexpr int TPC = sh::TPC, COLS = sh::COLS, CS = sh::CS;
     extern __shared__ double lf_dyn[];
-    double *lam = lf_dyn;
-    float2 *tw = (float2 *)(lam + N), *s = tw + sh::PADN;
+    double *scale = lf_dyn; // each column's scaling factors, N a column
+    float2 *tw = (float2 *)(scale + COLS * N), *s = tw + sh::PADN;
     int t = threadIdx.x;
     for (int i = t; i < N; i += blockDim.x) {
         float sn, cs;
         sincospif(-2.0f * i / N, &sn, &cs);
         tw[lf_pad(i)] = make_float2(cs, sn);
-        lam[i] = __ldg(&g.laml[i]);
     }
-    float2 *field = data + blockIdx.y * g.fs;
     int64_t c0 = (int64_t)blockIdx.x * COLS;
-    // load: thread t takes column c0 + t % COLS, points t / COLS + i TPC, all in flight at once
     int lc = t % COLS, lz = t / COLS;
-    int64_t c = c0 + lc;
-    bool ok = c < g.lines;
-    float2 *at = field + (ok ? (c / g.eq) * g.sp + (c % g.eq) * g.sq : 0);
-    float2 v[LOADS];
+    bool ok = c0 + lc < g.lines;
+    float2 *at = line_start(data, g, c0 + lc);
+    float2 v[8];
 #pragma unroll
-    for (int i = 0; i < LOADS; i++)
+    for (int i = 0; i < 8; i++)
         v[i] = ok ? at[(int64_t)(lz + i * TPC) * g.sl] : make_float2(0.f, 0.f);
+    lf_butterfly<N, 8, -1>(v, tw, lz, 1);
 #pragma unroll
-    for (int i = 0; i < LOADS; i++)
-        s[lc * CS + lf_pad(lz + i * TPC)] = v[i];
-    __syncthreads();
+    for (int r = 0; r < 8; r++)
+        s[lc * CS + lf_pad(8 * lz + r)] = v[r];
+    // the other stages: thread t on butterflies t % TPC, t % TPC + TPC, ... of column t / TPC
     int col = t / TPC, jt = t % TPC;
     int64_t cc = c0 + col, p = cc / g.eq, q = cc % g.eq;
     bool mine = cc < g.lines;
     float2 *cp = s + col * CS;
-    lf_scale sc = {lam, mine ? g.lamp[g.lop + p] + g.lamq[g.loq + q] - alpha : 1.0, norm};
-    lf_fft<N, -1, false>(cp, tw, jt, sc);
+    // the column's scaling: point z by norm / (exy + lam[z]) (0 where that is 0), in double as
+    // the diagonal operator does; exy: the other two eigenvalues less alpha. Computed here,
+    // where the thread holds no points (a division's slow path is a call, which would spill).
+    double exy = mine ? g.lamp[g.lop + p] + g.lamq[g.loq + q] - alpha : 1.0;
+    for (int z = jt; z < N; z += TPC) {
+        double den = exy + __ldg(&g.laml[z]);
+        scale[col * N + z] = den == 0.0 ? 0.0 : norm / den;
+    }
+    __syncthreads();
+    st::forward_rest(cp, tw, jt);
     if (jt == 0 && mine) { // the mean's sum: the column's mode 0 along the line
         double w = weight(g.wp, g.lop + (int)p) * weight(g.wq, g.loq + (int)q);
         if (w != 0.0) {
@@ -478,11 +541,9 @@ __global__ void __launch_bounds__(LF_THREADS, 2)
             atomicAdd(&origin[2 * blockIdx.y + 1], w * cp[0].y);
         }
     }
-    lf_fft<N, 1, true>(cp, tw, jt, sc);
-#pragma unroll
-    for (int i = 0; i < LOADS; i++)
-        if (ok)
-            at[(int64_t)(lz + i * TPC) * g.sl] = s[lc * CS + lf_pad(lz + i * TPC)];
+    st::inverse_but_last(cp, tw, jt, scale + col * N);
+    lf_last_store<N, st::LAST_R, st::STAGES == 1>(s + lc * CS, tw, lz, scale + lc * N,
+                                                   line_start(data, g, c0 + lc), g.sl, ok);
 }
 
 template <int N>
