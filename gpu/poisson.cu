@@ -287,10 +287,13 @@ cudaError_t line_solves(const tide_spectral *d, void *data, double *origin,
 // block of 512 threads holds 4096 / N columns. Neighbouring threads load
 // neighbouring columns (lines that are neighbours along the faster other dimension), so each
 // plane's loads coalesce, and each thread has its 8 loads in flight at once. The kernel is
-// bound by shared memory, so the forward's first stage runs on the points as loaded and the
-// inverse's last stores its outputs to the line: a point is read and written there once per
-// other stage (6 times at N = 1024, not 9). A column is padded by one slot every 8 points,
-// which spreads the butterflies' strided reads and writes over the banks.
+// bound by shared memory, so the forward's first stage runs on the points as loaded, the
+// inverse's last stores its outputs to the line, and the forward's last stage, the scaling and
+// the inverse's first run on one thread's points in registers (the turn: the outputs of the
+// forward's last butterflies j + b N / 8 are the inputs of the inverse's first butterfly j):
+// between these steps a point goes through shared memory (written, then read), 6 times at
+// N = 1024 and 4 at N = 512. A column is padded by one slot every 8 points, which spreads the
+// butterflies' strided reads and writes over the banks.
 
 constexpr int LF_THREADS = 512; // a block's, two blocks an SM (at most 64 registers a thread)
 
@@ -352,18 +355,18 @@ template <int S> struct dft<8, S> { // radix 2 x 2 x 2, decimation in frequency
     }
 };
 
-// Points j + r N / R (r < R) of a column, the input of butterfly j of a radix-R stage, into x;
-// SC: point z scaled by sc[z] (in double) on the way (the inverse's first stage).
-template <int N, int R, bool SC>
-__device__ __forceinline__ void lf_read(const float2 *col, int j, const double *sc, float2 *x)
+// a scaled by f in double, rounded back to float
+__device__ __forceinline__ float2 lf_scaled(float2 a, double f)
+{
+    return make_float2((float)(a.x * f), (float)(a.y * f));
+}
+
+// Points j + r N / R (r < R) of a column, the input of butterfly j of a radix-R stage, into x.
+template <int N, int R> __device__ __forceinline__ void lf_read(const float2 *col, int j, float2 *x)
 {
 #pragma unroll
-    for (int r = 0; r < R; r++) {
-        int z = j + r * (N / R);
-        x[r] = col[lf_pad(z)];
-        if (SC)
-            x[r] = make_float2((float)(x[r].x * sc[z]), (float)(x[r].y * sc[z]));
-    }
+    for (int r = 0; r < R; r++)
+        x[r] = col[lf_pad(j + r * (N / R))];
 }
 
 // Butterfly j of a radix-R stage on its points x (lf_read's), in place; Ns: the product of
@@ -388,20 +391,27 @@ __device__ __forceinline__ void lf_butterfly(float2 *x, const float2 *tw, int j,
     dft<R, S>::run(x);
 }
 
+// Butterflies j = jt + b TPC (b < BF = N / R / TPC) of a radix-R stage of a column of N points
+// in shared memory, read into v and run there.
+template <int N, int R, int S, int TPC>
+__device__ __forceinline__ void lf_butterflies(const float2 *col, const float2 *tw, int jt,
+                                               int Ns, float2 (*v)[R])
+{
+#pragma unroll
+    for (int b = 0; b < N / R / TPC; b++) {
+        lf_read<N, R>(col, jt + b * TPC, v[b]);
+        lf_butterfly<N, R, S>(v[b], tw, jt + b * TPC, Ns);
+    }
+}
+
 // One radix-R stage of a column of N points in shared memory (in place: read, barrier,
-// write, barrier); this thread's butterflies j = jt, jt + TPC, ...; SC: the points scaled by
-// sc (the inverse's first stage).
-template <int N, int R, int S, int TPC, bool SC>
-__device__ __forceinline__ void lf_stage(float2 *col, const float2 *tw, int jt, int Ns,
-                                         const double *sc)
+// write, barrier); this thread's butterflies j = jt, jt + TPC, ...
+template <int N, int R, int S, int TPC>
+__device__ __forceinline__ void lf_stage(float2 *col, const float2 *tw, int jt, int Ns)
 {
     constexpr int BF = N / R / TPC;
     float2 v[BF][R];
-#pragma unroll
-    for (int b = 0; b < BF; b++) {
-        lf_read<N, R, SC>(col, jt + b * TPC, sc, v[b]);
-        lf_butterfly<N, R, S>(v[b], tw, jt + b * TPC, Ns);
-    }
+    lf_butterflies<N, R, S, TPC>(col, tw, jt, Ns, v);
     __syncthreads();
 #pragma unroll
     for (int b = 0; b < BF; b++) {
@@ -416,29 +426,26 @@ __device__ __forceinline__ void lf_stage(float2 *col, const float2 *tw, int jt, 
 __host__ __device__ constexpr int lf_log2(int n) { return n > 1 ? 1 + lf_log2(n / 2) : 0; }
 
 // The stages of a column's FFT of N points: A of radix 8 (stage s: Ns = 8^s), then one of
-// radix LAST_R = 2 or 4 where log2 N is not a multiple of 3. The forward's first stage and the
-// inverse's last run outside shared memory (line_fft_kernel); these are the rest.
+// radix LAST_R = 2 or 4 where log2 N is not a multiple of 3 (STAGES in all). The forward's
+// first stage, the turn and the inverse's last run outside these (line_fft_kernel); these are
+// the stages between, all in shared memory.
 template <int N> struct lf_stages {
     static constexpr int TPC = N / 8, A = lf_log2(N) / 3, B = lf_log2(N) % 3,
                          STAGES = A + (B != 0), LAST_R = B == 0 ? 8 : B == 1 ? 2 : 4;
-    // the forward's stages after the first
-    static __device__ __forceinline__ void forward_rest(float2 *col, const float2 *tw, int jt)
+    // the forward's stages after the first, its last (the turn's) excepted: Ns = 8 .. N / 64
+    // (B = 0) or N / 8 / LAST_R
+    static __device__ __forceinline__ void forward_middle(float2 *col, const float2 *tw, int jt)
     {
-#pragma unroll
-        for (int s = 1, Ns = 8; s < A; s++, Ns *= 8)
-            lf_stage<N, 8, -1, TPC, false>(col, tw, jt, Ns, nullptr);
-        if (B)
-            lf_stage<N, LAST_R, -1, TPC, false>(col, tw, jt, N / LAST_R, nullptr);
-    }
-    // the inverse's stages but the last, the first scaling its points by sc
-    static __device__ __forceinline__ void inverse_but_last(float2 *col, const float2 *tw,
-                                                            int jt, const double *sc)
-    {
-        if (STAGES > 1)
-            lf_stage<N, 8, 1, TPC, true>(col, tw, jt, 1, sc);
 #pragma unroll
         for (int s = 1, Ns = 8; s < STAGES - 1; s++, Ns *= 8)
-            lf_stage<N, 8, 1, TPC, false>(col, tw, jt, Ns, nullptr);
+            lf_stage<N, 8, -1, TPC>(col, tw, jt, Ns);
+    }
+    // the inverse's stages after the first (the turn's), its last excepted: the same Ns
+    static __device__ __forceinline__ void inverse_middle(float2 *col, const float2 *tw, int jt)
+    {
+#pragma unroll
+        for (int s = 1, Ns = 8; s < STAGES - 1; s++, Ns *= 8)
+            lf_stage<N, 8, 1, TPC>(col, tw, jt, Ns);
     }
 };
 
@@ -455,21 +462,45 @@ template <int N> struct lf_shape { // N: 8 .. 1024 (tide_gpu_line_fft_ok)
     }
 };
 
+// The turn (STAGES > 1): the forward's last stage (radix R, Ns = N / R) on this thread's
+// butterflies j = jt + b TPC, whose outputs j + r Ns are the points jt + i TPC (i = b + r 8 / R
+// < 8), the inputs of the inverse's first butterfly jt (radix 8, Ns = 1); in between each
+// point z is scaled by sc[z] (in double, as the diagonal operator does). Point 0 of the
+// forward's output (thread jt = 0: the column's mode 0, for the mean's sum) into zero. In
+// place: read, barrier, write, barrier.
+template <int N, int R>
+__device__ __forceinline__ void lf_turn(float2 *col, const float2 *tw, int jt, const double *sc,
+                                        float2 &zero)
+{
+    constexpr int TPC = N / 8;
+    float2 v[8 / R][R], x[8];
+    lf_butterflies<N, R, -1, TPC>(col, tw, jt, N / R, v);
+    zero = v[0][0];
+#pragma unroll
+    for (int b = 0; b < 8 / R; b++)
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            int i = b + r * (8 / R);
+            x[i] = lf_scaled(v[b][r], sc[jt + i * TPC]);
+        }
+    lf_butterfly<N, 8, 1>(x, tw, jt, 1);
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < 8; r++)
+        col[lf_pad(8 * jt + r)] = x[r];
+    __syncthreads();
+}
+
 // The inverse's last stage (radix R, Ns = N / R) in the load's thread map: butterflies
 // j = lz + b TPC of column col, whose outputs j + r Ns are its points lz + i TPC (i < 8),
-// stored straight into the line at `at` (where ok); SC: the points scaled by sc first (a
-// transform of one stage).
-template <int N, int R, bool SC>
+// stored straight into the line at `at` (where ok).
+template <int N, int R>
 __device__ __forceinline__ void lf_last_store(const float2 *col, const float2 *tw, int lz,
-                                              const double *sc, float2 *at, int64_t sl, bool ok)
+                                              float2 *at, int64_t sl, bool ok)
 {
     constexpr int TPC = N / 8, Ns = N / R;
     float2 v[Ns / TPC][R];
-#pragma unroll
-    for (int b = 0; b < Ns / TPC; b++) {
-        lf_read<N, R, SC>(col, lz + b * TPC, sc, v[b]);
-        lf_butterfly<N, R, 1>(v[b], tw, lz + b * TPC, Ns);
-    }
+    lf_butterflies<N, R, 1, TPC>(col, tw, lz, Ns, v);
 #pragma unroll
     for (int b = 0; b < Ns / TPC; b++)
 #pragma unroll
@@ -483,6 +514,19 @@ __device__ __forceinline__ float2 *line_start(float2 *data, const line_geom &g, 
 {
     c = c < g.lines ? c : 0;
     return data + blockIdx.y * g.fs + (c / g.eq) * g.sp + (c % g.eq) * g.sq;
+}
+
+// Line c's mode 0 (point 0 of the forward's output) times its weight in the mean's sum, added
+// to origin (the field's entry).
+__device__ __forceinline__ void lf_mean(const line_geom &g, int64_t c, float2 zero,
+                                        double *origin)
+{
+    int64_t p = c / g.eq, q = c % g.eq;
+    double w = weight(g.wp, g.lop + (int)p) * weight(g.wq, g.loq + (int)q);
+    if (w != 0.0) {
+        atomicAdd(&origin[0], w * zero.x);
+        atomicAdd(&origin[1], w * zero.y);
+    }
 }
 
 // Field blockIdx.y of data (its origin entry 2 blockIdx.y on), columns COLS blockIdx.x on.
@@ -507,7 +551,12 @@ __global__ void __launch_bounds__(LF_THREADS, 2)
         sincospif(-2.0f * i / N, &sn, &cs);
         tw[lf_pad(i)] = make_float2(cs, sn);
     }
+    // the stages in shared memory and the turn: thread t on butterflies t % TPC,
+    // t % TPC + TPC, ... of column t / TPC
     int64_t c0 = (int64_t)blockIdx.x * COLS;
+    int col = t / TPC, jt = t % TPC;
+    int64_t cc = c0 + col;
+    bool mine = cc < g.lines;
     int lc = t % COLS, lz = t / COLS;
     bool ok = c0 + lc < g.lines;
     float2 *at = line_start(data, g, c0 + lc);
@@ -516,34 +565,43 @@ __global__ void __launch_bounds__(LF_THREADS, 2)
     for (int i = 0; i < 8; i++)
         v[i] = ok ? at[(int64_t)(lz + i * TPC) * g.sl] : make_float2(0.f, 0.f);
     lf_butterfly<N, 8, -1>(v, tw, lz, 1);
+    if constexpr (st::STAGES > 1) {
 #pragma unroll
-    for (int r = 0; r < 8; r++)
-        s[lc * CS + lf_pad(8 * lz + r)] = v[r];
-    // the other stages: thread t on butterflies t % TPC, t % TPC + TPC, ... of column t / TPC
-    int col = t / TPC, jt = t % TPC;
-    int64_t cc = c0 + col, p = cc / g.eq, q = cc % g.eq;
-    bool mine = cc < g.lines;
-    float2 *cp = s + col * CS;
+        for (int r = 0; r < 8; r++)
+            s[lc * CS + lf_pad(8 * lz + r)] = v[r];
+    }
     // the column's scaling: point z by norm / (exy + lam[z]) (0 where that is 0), in double as
     // the diagonal operator does; exy: the other two eigenvalues less alpha. Computed here,
-    // where the thread holds no points (a division's slow path is a call, which would spill).
-    double exy = mine ? g.lamp[g.lop + p] + g.lamq[g.loq + q] - alpha : 1.0;
+    // where the thread holds no points (N > 8: a division's slow path is a call, which would
+    // spill); the turn's thread jt reads the factors it computed (z = jt + i TPC).
+    double exy = mine ? g.lamp[g.lop + cc / g.eq] + g.lamq[g.loq + cc % g.eq] - alpha : 1.0;
+    double *sc = scale + col * N;
     for (int z = jt; z < N; z += TPC) {
         double den = exy + __ldg(&g.laml[z]);
-        scale[col * N + z] = den == 0.0 ? 0.0 : norm / den;
+        sc[z] = den == 0.0 ? 0.0 : norm / den;
     }
-    __syncthreads();
-    st::forward_rest(cp, tw, jt);
-    if (jt == 0 && mine) { // the mean's sum: the column's mode 0 along the line
-        double w = weight(g.wp, g.lop + (int)p) * weight(g.wq, g.loq + (int)q);
-        if (w != 0.0) {
-            atomicAdd(&origin[2 * blockIdx.y], w * cp[0].x);
-            atomicAdd(&origin[2 * blockIdx.y + 1], w * cp[0].y);
-        }
+    if constexpr (st::STAGES == 1) { // N = 8: a thread a column (lz = jt = 0, lc = col)
+        if (mine)
+            lf_mean(g, cc, v[0], origin + 2 * blockIdx.y);
+#pragma unroll
+        for (int z = 0; z < 8; z++)
+            v[z] = lf_scaled(v[z], sc[z]);
+        lf_butterfly<N, 8, 1>(v, tw, 0, 1);
+#pragma unroll
+        for (int z = 0; z < 8; z++)
+            if (ok)
+                at[z * g.sl] = v[z];
+    } else {
+        __syncthreads();
+        float2 *cp = s + col * CS, zero;
+        st::forward_middle(cp, tw, jt);
+        lf_turn<N, st::LAST_R>(cp, tw, jt, scale + col * N, zero);
+        if (jt == 0 && mine)
+            lf_mean(g, cc, zero, origin + 2 * blockIdx.y);
+        st::inverse_middle(cp, tw, jt);
+        lf_last_store<N, st::LAST_R>(s + lc * CS, tw, lz, line_start(data, g, c0 + lc), g.sl,
+                                     ok);
     }
-    st::inverse_but_last(cp, tw, jt, scale + col * N);
-    lf_last_store<N, st::LAST_R, st::STAGES == 1>(s + lc * CS, tw, lz, scale + lc * N,
-                                                   line_start(data, g, c0 + lc), g.sl, ok);
 }
 
 template <int N>
