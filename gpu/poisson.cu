@@ -430,22 +430,22 @@ __host__ __device__ constexpr int lf_log2(int n) { return n > 1 ? 1 + lf_log2(n 
 // first stage, the turn and the inverse's last run outside these (line_fft_kernel); these are
 // the stages between, all in shared memory.
 template <int N> struct lf_stages {
-    static constexpr int TPC = N / 8, A = lf_log2(N) / 3, B = lf_log2(N) % 3,
-                         STAGES = A + (B != 0), LAST_R = B == 0 ? 8 : B == 1 ? 2 : 4;
+    static constexpr int A = lf_log2(N) / 3, B = lf_log2(N) % 3, STAGES = A + (B != 0),
+                         LAST_R = B == 0 ? 8 : B == 1 ? 2 : 4;
     // the forward's stages after the first, its last (the turn's) excepted: Ns = 8 .. N / 64
     // (B = 0) or N / 8 / LAST_R
     static __device__ __forceinline__ void forward_middle(float2 *col, const float2 *tw, int jt)
     {
 #pragma unroll
         for (int s = 1, Ns = 8; s < STAGES - 1; s++, Ns *= 8)
-            lf_stage<N, 8, -1, TPC>(col, tw, jt, Ns);
+            lf_stage<N, 8, -1, N / 8>(col, tw, jt, Ns);
     }
     // the inverse's stages after the first (the turn's), its last excepted: the same Ns
     static __device__ __forceinline__ void inverse_middle(float2 *col, const float2 *tw, int jt)
     {
 #pragma unroll
         for (int s = 1, Ns = 8; s < STAGES - 1; s++, Ns *= 8)
-            lf_stage<N, 8, 1, TPC>(col, tw, jt, Ns);
+            lf_stage<N, 8, 1, N / 8>(col, tw, jt, Ns);
     }
 };
 
@@ -581,6 +581,7 @@ __global__ void __launch_bounds__(LF_THREADS, 2)
         sc[z] = den == 0.0 ? 0.0 : norm / den;
     }
     if constexpr (st::STAGES == 1) { // N = 8: a thread a column (lz = jt = 0, lc = col)
+        static_assert(st::LAST_R == 8, "one stage: the first is the last");
         if (mine)
             lf_mean(g, cc, v[0], origin + 2 * blockIdx.y);
 #pragma unroll
