@@ -39,18 +39,18 @@ static const char *about =
     "and the residual of the discrete equation (the 7-point operator, finite-volume along a\n"
     "stretched dimension, applied to u by a naive serial loop on the gathered array), then\n"
     "times RUNS solves. Time per run is the median solve, the slowest rank counting.\n"
-    "Verification passes when the residual's relative L2 is below 1e-8 (double) or 1e-3\n"
-    "(float) or, where larger, the rounding floor (1 + log2 N) u mu max|u| / max|f| (u the unit\n"
+    "Verification passes when the residual's relative L2 is below 1e-8 (double) or 1e-3 (float)\n"
+    "or, where larger, the rounding floor (1 + log2 N) u mu max|u| / max|f| (u the unit\n"
     "roundoff, N the grid's points, mu = sum_d 4 / w_d^2 + |alpha| the operator's norm, w_d the\n"
-    "narrowest cell along d), and the max error below the operator's truncation estimate plus 1e-9 (double)\n"
-    "or 1e-4 (float). Each mode is an eigenvector of the discrete operator on a uniform grid,\n"
-    "eigenvalue 2 (cos(t) - 1)/h^2 with t = kappa h the mode's wavenumber times the spacing:\n"
-    "t = 2 pi k/n periodic, pi m/n Neumann-Neumann or Dirichlet-Dirichlet, pi (m+1/2)/n mixed.\n"
-    "Against -kappa^2 that is a relative truncation of t^2/12 to leading order, so the\n"
-    "estimate is 2 x sum_d t_d^2/12 (safety factor 2). -spectral drops the terms whose\n"
-    "eigenvalues are then exact: the periodic dimensions and the bounded ones but the line\n"
-    "(the stretched one, else the last bounded); -stretch takes the stretched dimension's t\n"
-    "at its widest cell, kappa times the largest width.\n";
+    "narrowest cell along d), and the max error below the operator's truncation estimate plus\n"
+    "1e-9 (double) or 1e-4 (float). Each mode is an eigenvector of the discrete operator on a\n"
+    "uniform grid, eigenvalue 2 (cos(t) - 1)/h^2 with t = kappa h the mode's wavenumber times\n"
+    "the spacing: t = 2 pi k/n periodic, pi m/n Neumann-Neumann or Dirichlet-Dirichlet,\n"
+    "pi (m+1/2)/n mixed. Against -kappa^2 that is a relative truncation of t^2/12 to leading\n"
+    "order, so the estimate is 2 x sum_d t_d^2/12 (safety factor 2). -spectral drops the terms\n"
+    "whose eigenvalues are then exact: the periodic dimensions and the bounded ones but the\n"
+    "line (the stretched one, else the last bounded); -stretch takes the stretched dimension's\n"
+    "t at its widest cell, kappa times the largest width.\n";
 
 typedef struct {
     app_args c;      /* backend, precision, grid and the options every subcommand takes */
