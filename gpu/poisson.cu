@@ -292,12 +292,50 @@ cudaError_t line_solves(const tide_spectral *d, void *data, double *origin,
 // the inverse's first run on one thread's points in registers (the turn: the outputs of the
 // forward's last butterflies j + b N / 8 are the inputs of the inverse's first butterfly j):
 // between these steps a point goes through shared memory (written, then read), 6 times at
-// N = 1024 and 4 at N = 512. A column is padded by one slot every 8 points, which spreads the
-// butterflies' strided reads and writes over the banks.
+// N = 1024 and 4 at N = 512. Each time a column is written it is laid out afresh (lf_at), so
+// that both that write and the next read keep a half warp's points in different banks.
 
 constexpr int LF_THREADS = 512; // a block's, two blocks an SM (at most 64 registers a thread)
 
+// The twiddle table: padded by one slot every 8 entries, which spreads a stage's reads of
+// entries 8 or 16 apart over the banks.
 __device__ __forceinline__ int lf_pad(int i) { return i + (i >> 3); }
+
+// A layout of a column's points in shared memory: each aligned block of 16 points permuted
+// within itself (lf_at), so a column of N points takes N places (N >= 16), and columns lie N + 1
+// apart. A shared access of 8-byte points serves a half warp at a time, and it does so in one
+// pass where its 16 points fall into 16 different places modulo 16 (lf_at's value plus the
+// column's). The accesses of a column are: a stage's reads, 16 consecutive butterflies j (or
+// TPC < 16 of each of 16 / TPC columns) reading points j + r N / R; a stage's writes, points
+// d + r Ns of those butterflies, d = (j - j mod Ns) R + j mod Ns: for Ns = 1 (the turn's) the
+// points 8 j + r, for Ns = 8 two runs of 8 points 64 apart, for Ns >= 16 consecutive points;
+// and in the loads' thread map (line_fft_kernel: 16 / COLS rows of COLS columns a half warp
+// where COLS < 16) the first stage's writes, points 8 lz + r, and the last stage's reads,
+// consecutive points. lf_at: the 4 low bits of i rotated left by a, then exclusive-or'ed with
+// bits 4-6 (into bits 0-2, which spreads the 8 j + r of 16 consecutive j) and bit 6 (into bit
+// 3, which parts the two runs of Ns = 8), then rotated left by b (which, where TPC < 16 or in
+// the map of the loads, puts one column's consecutive points 16 / TPC or COLS places apart and
+// the other columns of the half warp between them). a and b by where the layout is written
+// and read (lf_stages): a model of the banks over these accesses finds every half warp's 16
+// points in 16 different places for every N (docs/performance.md has the counters).
+struct lf_layout {
+    int a, b;
+};
+__device__ __forceinline__ int lf_rot(int i, int k)
+{
+    int lo = i & 15;
+    return (i & ~15) | ((lo << k | lo >> (4 - k)) & 15);
+}
+__device__ __forceinline__ int lf_at(int i, lf_layout l)
+{
+    i = lf_rot(i, l.a);
+    i ^= ((i >> 4) & 7) ^ ((i >> 3) & 8);
+    return lf_rot(i, l.b);
+}
+// lf_at(i + o) where i and o have no bit in common and o is a constant: lf_at is linear in the
+// bits (rotations and exclusive-ors), so lf_at(i) (p, worked out once for all o) ^ lf_at(o)
+// (folded by the compiler).
+__device__ __forceinline__ int lf_at_plus(int p, int o, lf_layout l) { return p ^ lf_at(o, l); }
 __device__ __forceinline__ float2 cmul(float2 a, float2 b)
 {
     return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
@@ -361,19 +399,22 @@ __device__ __forceinline__ float2 lf_scaled(float2 a, double f)
     return make_float2((float)(a.x * f), (float)(a.y * f));
 }
 
-// Points j + r N / R (r < R) of a column, the input of butterfly j of a radix-R stage, into x.
-template <int N, int R> __device__ __forceinline__ void lf_read(const float2 *col, int j, float2 *x)
+// Points j + r N / R (r < R) of a column in layout l, the input of butterfly j of a radix-R
+// stage, into x.
+template <int N, int R>
+__device__ __forceinline__ void lf_read(const float2 *col, lf_layout l, int j, float2 *x)
 {
+    int p = lf_at(j, l); // j < N / R
 #pragma unroll
     for (int r = 0; r < R; r++)
-        x[r] = col[lf_pad(j + r * (N / R))];
+        x[r] = col[lf_at_plus(p, r * (N / R), l)];
 }
 
 // Butterfly j of a radix-R stage on its points x (lf_read's), in place; Ns: the product of
 // the earlier stages' radices. Output r belongs at point d + r Ns, d = (j - k) R + k,
 // k = j mod Ns. Point r's twiddle is w^r, w = exp(S 2 pi i k / (Ns R)): one table read (the
-// table padded as the columns are, so the reads of a stage's k = j mod 8 spread over the
-// banks), its powers by products (at most four deep); the first stage (Ns = 1) has none.
+// table padded, lf_pad), its powers by products (at most four deep); the first stage (Ns = 1)
+// has none.
 template <int N, int R, int S>
 __device__ __forceinline__ void lf_butterfly(float2 *x, const float2 *tw, int j, int Ns)
 {
@@ -392,33 +433,34 @@ __device__ __forceinline__ void lf_butterfly(float2 *x, const float2 *tw, int j,
 }
 
 // Butterflies j = jt + b TPC (b < BF = N / R / TPC) of a radix-R stage of a column of N points
-// in shared memory, read into v and run there.
+// in shared memory (in layout l), read into v and run there.
 template <int N, int R, int S, int TPC>
-__device__ __forceinline__ void lf_butterflies(const float2 *col, const float2 *tw, int jt,
-                                               int Ns, float2 (*v)[R])
+__device__ __forceinline__ void lf_butterflies(const float2 *col, lf_layout l, const float2 *tw,
+                                               int jt, int Ns, float2 (*v)[R])
 {
 #pragma unroll
     for (int b = 0; b < N / R / TPC; b++) {
-        lf_read<N, R>(col, jt + b * TPC, v[b]);
+        lf_read<N, R>(col, l, jt + b * TPC, v[b]);
         lf_butterfly<N, R, S>(v[b], tw, jt + b * TPC, Ns);
     }
 }
 
-// One radix-R stage of a column of N points in shared memory (in place: read, barrier,
-// write, barrier); this thread's butterflies j = jt, jt + TPC, ...
+// One radix-R stage of a column of N points in shared memory (in place: read in layout in,
+// barrier, write in layout out, barrier); this thread's butterflies j = jt, jt + TPC, ...
 template <int N, int R, int S, int TPC>
-__device__ __forceinline__ void lf_stage(float2 *col, const float2 *tw, int jt, int Ns)
+__device__ __forceinline__ void lf_stage(float2 *col, lf_layout in, lf_layout out,
+                                         const float2 *tw, int jt, int Ns)
 {
     constexpr int BF = N / R / TPC;
     float2 v[BF][R];
-    lf_butterflies<N, R, S, TPC>(col, tw, jt, Ns, v);
+    lf_butterflies<N, R, S, TPC>(col, in, tw, jt, Ns, v);
     __syncthreads();
 #pragma unroll
     for (int b = 0; b < BF; b++) {
-        int j = jt + b * TPC, k = j & (Ns - 1), d = (j - k) * R + k;
+        int j = jt + b * TPC, k = j & (Ns - 1), p = lf_at((j - k) * R + k, out);
 #pragma unroll
         for (int r = 0; r < R; r++)
-            col[lf_pad(d + r * Ns)] = v[b][r];
+            col[lf_at_plus(p, r * Ns, out)] = v[b][r];
     }
     __syncthreads();
 }
@@ -432,30 +474,44 @@ __host__ __device__ constexpr int lf_log2(int n) { return n > 1 ? 1 + lf_log2(n 
 template <int N> struct lf_stages {
     static constexpr int A = lf_log2(N) / 3, B = lf_log2(N) % 3, STAGES = A + (B != 0),
                          LAST_R = B == 0 ? 8 : B == 1 ? 2 : 4;
+    // The layouts (lf_at): first() written by the first stage in the loads' thread map and
+    // read by the next; last() written by the stage before the last and read by the last in
+    // the loads' map; inner() the others. rs: the rotation the stages' map needs where a half
+    // warp spans several columns (TPC < 16); lc: the one the loads' map needs (COLS < 16; any
+    // where COLS >= 16, the half warp's 16 columns being N + 1 apart).
+    static __device__ __forceinline__ constexpr int rs()
+    {
+        return N / 8 < 16 ? 4 - lf_log2(N / 8) : 0;
+    }
+    static __device__ __forceinline__ constexpr int lc() { return lf_log2(8 * LF_THREADS / N) % 4; }
+    static __device__ __forceinline__ constexpr lf_layout first()
+    {
+        return {lc(), (rs() - lc() + 4) % 4};
+    }
+    static __device__ __forceinline__ constexpr lf_layout inner() { return {0, rs()}; }
+    static __device__ __forceinline__ constexpr lf_layout last() { return {0, lc()}; }
     // the forward's stages after the first, its last (the turn's) excepted: Ns = 8 .. N / 64
     // (B = 0) or N / 8 / LAST_R
     static __device__ __forceinline__ void forward_middle(float2 *col, const float2 *tw, int jt)
     {
 #pragma unroll
         for (int s = 1, Ns = 8; s < STAGES - 1; s++, Ns *= 8)
-            lf_stage<N, 8, -1, N / 8>(col, tw, jt, Ns);
+            lf_stage<N, 8, -1, N / 8>(col, s == 1 ? first() : inner(), inner(), tw, jt, Ns);
     }
     // the inverse's stages after the first (the turn's), its last excepted: the same Ns
     static __device__ __forceinline__ void inverse_middle(float2 *col, const float2 *tw, int jt)
     {
 #pragma unroll
         for (int s = 1, Ns = 8; s < STAGES - 1; s++, Ns *= 8)
-            lf_stage<N, 8, 1, N / 8>(col, tw, jt, Ns);
+            lf_stage<N, 8, 1, N / 8>(col, inner(), s == STAGES - 2 ? last() : inner(), tw, jt,
+                                     Ns);
     }
 };
 
-// A block: COLS columns of N points, TPC threads each; a column's padded points PADN, and
-// the distance between columns CS, which puts the 16 threads of a half warp that store or
-// load one plane's points of COLS columns in 16 different banks (8-byte words: 16 banks of
-// two; COLS >= 16: 16 columns of one plane; 8: two planes of 8 columns; 4: four of 4).
+// A block: COLS columns of N points, TPC threads each, CS apart (lf_at); the twiddle table's
+// PADN entries.
 template <int N> struct lf_shape { // N: 8 .. 1024 (tide_gpu_line_fft_ok)
-    static constexpr int TPC = N / 8, COLS = LF_THREADS / TPC, PADN = N + N / 8,
-                         CS = (PADN + 15) / 16 * 16 + (COLS >= 16 ? 1 : 16 / COLS);
+    static constexpr int TPC = N / 8, COLS = LF_THREADS / TPC, PADN = N + N / 8, CS = N + 1;
     static size_t smem()
     {
         return (size_t)(COLS * CS + PADN) * sizeof(float2) + (size_t)COLS * N * sizeof(double);
@@ -467,14 +523,14 @@ template <int N> struct lf_shape { // N: 8 .. 1024 (tide_gpu_line_fft_ok)
 // < 8), the inputs of the inverse's first butterfly jt (radix 8, Ns = 1); in between each
 // point z is scaled by sc[z] (in double, as the diagonal operator does). Point 0 of the
 // forward's output (thread jt = 0: the column's mode 0, for the mean's sum) into zero. In
-// place: read, barrier, write, barrier.
+// place: read in layout in, barrier, write in layout out, barrier.
 template <int N, int R>
-__device__ __forceinline__ void lf_turn(float2 *col, const float2 *tw, int jt, const double *sc,
-                                        float2 &zero)
+__device__ __forceinline__ void lf_turn(float2 *col, lf_layout in, lf_layout out,
+                                        const float2 *tw, int jt, const double *sc, float2 &zero)
 {
     constexpr int TPC = N / 8;
     float2 v[8 / R][R], x[8];
-    lf_butterflies<N, R, -1, TPC>(col, tw, jt, N / R, v);
+    lf_butterflies<N, R, -1, TPC>(col, in, tw, jt, N / R, v);
     zero = v[0][0];
 #pragma unroll
     for (int b = 0; b < 8 / R; b++)
@@ -485,22 +541,23 @@ __device__ __forceinline__ void lf_turn(float2 *col, const float2 *tw, int jt, c
         }
     lf_butterfly<N, 8, 1>(x, tw, jt, 1);
     __syncthreads();
+    int p = lf_at(8 * jt, out);
 #pragma unroll
     for (int r = 0; r < 8; r++)
-        col[lf_pad(8 * jt + r)] = x[r];
+        col[lf_at_plus(p, r, out)] = x[r];
     __syncthreads();
 }
 
 // The inverse's last stage (radix R, Ns = N / R) in the load's thread map: butterflies
-// j = lz + b TPC of column col, whose outputs j + r Ns are its points lz + i TPC (i < 8),
-// stored straight into the line at `at` (where ok).
+// j = lz + b TPC of column col (in layout in), whose outputs j + r Ns are its points lz + i
+// TPC (i < 8), stored straight into the line at `at` (where ok).
 template <int N, int R>
-__device__ __forceinline__ void lf_last_store(const float2 *col, const float2 *tw, int lz,
-                                              float2 *at, int64_t sl, bool ok)
+__device__ __forceinline__ void lf_last_store(const float2 *col, lf_layout in, const float2 *tw,
+                                              int lz, float2 *at, int64_t sl, bool ok)
 {
     constexpr int TPC = N / 8, Ns = N / R;
     float2 v[Ns / TPC][R];
-    lf_butterflies<N, R, 1, TPC>(col, tw, lz, Ns, v);
+    lf_butterflies<N, R, 1, TPC>(col, in, tw, lz, Ns, v);
 #pragma unroll
     for (int b = 0; b < Ns / TPC; b++)
 #pragma unroll
@@ -566,9 +623,11 @@ __global__ void __launch_bounds__(LF_THREADS, 2)
         v[i] = ok ? at[(int64_t)(lz + i * TPC) * g.sl] : make_float2(0.f, 0.f);
     lf_butterfly<N, 8, -1>(v, tw, lz, 1);
     if constexpr (st::STAGES > 1) {
+        float2 *cl = s + lc * CS;
+        int p = lf_at(8 * lz, st::first());
 #pragma unroll
         for (int r = 0; r < 8; r++)
-            s[lc * CS + lf_pad(8 * lz + r)] = v[r];
+            cl[lf_at_plus(p, r, st::first())] = v[r];
     }
     // the column's scaling: point z by norm / (exy + lam[z]) (0 where that is 0), in double as
     // the diagonal operator does; exy: the other two eigenvalues less alpha. Computed here,
@@ -596,12 +655,14 @@ __global__ void __launch_bounds__(LF_THREADS, 2)
         __syncthreads();
         float2 *cp = s + col * CS, zero;
         st::forward_middle(cp, tw, jt);
-        lf_turn<N, st::LAST_R>(cp, tw, jt, scale + col * N, zero);
+        lf_turn<N, st::LAST_R>(cp, st::STAGES == 2 ? st::first() : st::inner(),
+                               st::STAGES == 2 ? st::last() : st::inner(), tw, jt,
+                               scale + col * N, zero);
         if (jt == 0 && mine)
             lf_mean(g, cc, zero, origin + 2 * blockIdx.y);
         st::inverse_middle(cp, tw, jt);
-        lf_last_store<N, st::LAST_R>(s + lc * CS, tw, lz, line_start(data, g, c0 + lc), g.sl,
-                                     ok);
+        lf_last_store<N, st::LAST_R>(s + lc * CS, st::last(), tw, lz,
+                                     line_start(data, g, c0 + lc), g.sl, ok);
     }
 }
 
