@@ -334,8 +334,12 @@ __device__ __forceinline__ int lf_at(int i, lf_layout l)
 }
 // lf_at(i + o) where i and o have no bit in common and o is a constant: lf_at is linear in the
 // bits (rotations and exclusive-ors), so lf_at(i) (p, worked out once for all o) ^ lf_at(o)
-// (folded by the compiler).
-__device__ __forceinline__ int lf_at_plus(int p, int o, lf_layout l) { return p ^ lf_at(o, l); }
+// (folded by the compiler). Where o has no bit below 7, lf_at(o) = o and p, whose bits above 3
+// are i's, has none of o's: p + o, which the compiler folds into the access's address.
+__device__ __forceinline__ int lf_at_plus(int p, int o, lf_layout l)
+{
+    return o % 128 == 0 ? p + o : p ^ lf_at(o, l);
+}
 __device__ __forceinline__ float2 cmul(float2 a, float2 b)
 {
     return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
