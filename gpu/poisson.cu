@@ -494,21 +494,27 @@ template <int N> struct lf_stages {
     }
     static __device__ __forceinline__ constexpr lf_layout inner() { return {0, rs()}; }
     static __device__ __forceinline__ constexpr lf_layout last() { return {0, lc()}; }
+    // the layout of the column's g-th writing: 0 the first stage's, STAGES - 1 the turn's,
+    // 2 STAGES - 3 the one the last stage reads
+    static __device__ __forceinline__ constexpr lf_layout written(int g)
+    {
+        return g == 0 ? first() : g == 2 * STAGES - 3 ? last() : inner();
+    }
     // the forward's stages after the first, its last (the turn's) excepted: Ns = 8 .. N / 64
     // (B = 0) or N / 8 / LAST_R
     static __device__ __forceinline__ void forward_middle(float2 *col, const float2 *tw, int jt)
     {
 #pragma unroll
         for (int s = 1, Ns = 8; s < STAGES - 1; s++, Ns *= 8)
-            lf_stage<N, 8, -1, N / 8>(col, s == 1 ? first() : inner(), inner(), tw, jt, Ns);
+            lf_stage<N, 8, -1, N / 8>(col, written(s - 1), written(s), tw, jt, Ns);
     }
     // the inverse's stages after the first (the turn's), its last excepted: the same Ns
     static __device__ __forceinline__ void inverse_middle(float2 *col, const float2 *tw, int jt)
     {
 #pragma unroll
         for (int s = 1, Ns = 8; s < STAGES - 1; s++, Ns *= 8)
-            lf_stage<N, 8, 1, N / 8>(col, inner(), s == STAGES - 2 ? last() : inner(), tw, jt,
-                                     Ns);
+            lf_stage<N, 8, 1, N / 8>(col, written(STAGES - 2 + s), written(STAGES - 1 + s), tw,
+                                     jt, Ns);
     }
 };
 
@@ -659,9 +665,8 @@ __global__ void __launch_bounds__(LF_THREADS, 2)
         __syncthreads();
         float2 *cp = s + col * CS, zero;
         st::forward_middle(cp, tw, jt);
-        lf_turn<N, st::LAST_R>(cp, st::STAGES == 2 ? st::first() : st::inner(),
-                               st::STAGES == 2 ? st::last() : st::inner(), tw, jt,
-                               scale + col * N, zero);
+        lf_turn<N, st::LAST_R>(cp, st::written(st::STAGES - 2), st::written(st::STAGES - 1), tw,
+                               jt, scale + col * N, zero);
         if (jt == 0 && mine)
             lf_mean(g, cc, zero, origin + 2 * blockIdx.y);
         st::inverse_middle(cp, tw, jt);
