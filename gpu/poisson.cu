@@ -280,22 +280,22 @@ cudaError_t line_solves(const tide_spectral *d, void *data, double *origin,
 // ---- a periodic line transformed inside the op (tide_spectral's line_fft) ----
 //
 // A block loads COLS whole lines (columns) of one field into shared memory, runs a Stockham
-// FFT along each (radix-8 stages, then one radix-2 or radix-4 stage where log2 n is not a
-// multiple of 3), scales each point as the diagonal operator does, runs the inverse FFT and
+// FFT along each (a radix-P stage, radix-8 stages, then one radix-2 or radix-4 stage where
+// log2 (n / P) is not a multiple of 3), scales each point as the diagonal operator does, runs the inverse FFT and
 // stores the columns back: one pass over the data in place of the line's two cuFFT passes and
-// the scaling's. N / 8 threads work on a column, each on one radix-8 butterfly of a stage; a
-// block of 512 threads holds 4096 / N columns. Neighbouring threads load
+// the scaling's. N / P threads work on a column (P points a thread: 8, or 16 at N = 1024,
+// whose stages are then 16 x 8 x 8), each on one butterfly of a radix-8 stage (P / 8 of
+// them); a block holds THREADS P / N columns (lf_shape). Neighbouring threads load
 // neighbouring columns (lines that are neighbours along the faster other dimension), so each
-// plane's loads coalesce, and each thread has its 8 loads in flight at once. The kernel is
-// bound by shared memory, so the forward's first stage runs on the points as loaded, the
+// plane's loads coalesce, and each thread has its P loads in flight at once. The kernel is
+// bound by the latency of its loads and of its trips through shared memory (each with two
+// barriers), so the forward's first stage (radix P) runs on the points as loaded, the
 // inverse's last stores its outputs to the line, and the forward's last stage, the scaling and
 // the inverse's first run on one thread's points in registers (the turn: the outputs of the
-// forward's last butterflies j + b N / 8 are the inputs of the inverse's first butterfly j):
-// between these steps a point goes through shared memory (written, then read), 6 times at
-// N = 1024 and 4 at N = 512. Each time a column is written it is laid out afresh (lf_at), so
+// forward's last butterflies j + b N / P are the inputs of the inverse's first butterfly j):
+// between these steps a point goes through shared memory (written, then read), 4 times at
+// N = 1024 and at N = 512. Each time a column is written it is laid out afresh (lf_at), so
 // that both that write and the next read keep a half warp's points in different banks.
-
-constexpr int LF_THREADS = 512; // a block's, two blocks an SM (at most 64 registers a thread)
 
 // The twiddle table: padded by one slot every 8 entries, which spreads a stage's reads of
 // entries 8 or 16 apart over the banks.
@@ -308,18 +308,20 @@ __device__ __forceinline__ int lf_pad(int i) { return i + (i >> 3); }
 // column's). The accesses of a column are: a stage's reads, 16 consecutive butterflies j (or
 // TPC < 16 of each of 16 / TPC columns) reading points j + r N / R; a stage's writes, points
 // d + r Ns of those butterflies, d = (j - j mod Ns) R + j mod Ns: for Ns = 1 (the turn's) the
-// points 8 j + r, for Ns = 8 two runs of 8 points 64 apart, for Ns >= 16 consecutive points;
+// points P j + r, for Ns = 8 two runs of 8 points 64 apart, for Ns >= 16 consecutive points;
 // and in the loads' thread map (line_fft_kernel: 16 / COLS rows of COLS columns a half warp
-// where COLS < 16) the first stage's writes, points 8 lz + r, and the last stage's reads,
+// where COLS < 16) the first stage's writes, points P lz + r, and the last stage's reads,
 // consecutive points. lf_at: the 4 low bits of i rotated left by a, then exclusive-or'ed with
 // bits 4-6 (into bits 0-2, which spreads the 8 j + r of 16 consecutive j) and bit 6 (into bit
-// 3, which parts the two runs of Ns = 8), then rotated left by b (which, where TPC < 16 or in
-// the map of the loads, puts one column's consecutive points 16 / TPC or COLS places apart and
-// the other columns of the half warp between them). a and b by where the layout is written
-// and read (lf_stages): a model of the banks over these accesses finds every half warp's 16
-// points in 16 different places for every N (docs/performance.md has the counters).
+// 3, which parts the two runs of Ns = 8), or where P = 16 (wide) with bits 4-7 (into bits 0-3:
+// the 16 j + r of 16 consecutive j), then rotated left by b (which, where TPC < 16 or in the
+// map of the loads, puts one column's consecutive points 16 / TPC or COLS places apart and the
+// other columns of the half warp between them). a and b by where the layout is written and
+// read (lf_stages): a model of the banks over these accesses finds every half warp's 16 points
+// in 16 different places for every N (docs/performance.md has the counters).
 struct lf_layout {
     int a, b;
+    bool wide;
 };
 __device__ __forceinline__ int lf_rot(int i, int k)
 {
@@ -329,16 +331,16 @@ __device__ __forceinline__ int lf_rot(int i, int k)
 __device__ __forceinline__ int lf_at(int i, lf_layout l)
 {
     i = lf_rot(i, l.a);
-    i ^= ((i >> 4) & 7) ^ ((i >> 3) & 8);
+    i ^= l.wide ? (i >> 4) & 15 : ((i >> 4) & 7) ^ ((i >> 3) & 8);
     return lf_rot(i, l.b);
 }
 // lf_at(i + o) where i and o have no bit in common and o is a constant: lf_at is linear in the
 // bits (rotations and exclusive-ors), so lf_at(i) (p, worked out once for all o) ^ lf_at(o)
-// (folded by the compiler). Where o has no bit below 7, lf_at(o) = o and p, whose bits above 3
-// are i's, has none of o's: p + o, which the compiler folds into the access's address.
+// (folded by the compiler). Where o has no bit below 7 (8 where wide), lf_at(o) = o and p, whose
+// bits above 3 are i's, has none of o's: p + o, which the compiler folds into the address.
 __device__ __forceinline__ int lf_at_plus(int p, int o, lf_layout l)
 {
-    return o % 128 == 0 ? p + o : p ^ lf_at(o, l);
+    return o % (l.wide ? 256 : 128) == 0 ? p + o : p ^ lf_at(o, l);
 }
 __device__ __forceinline__ float2 cmul(float2 a, float2 b)
 {
@@ -397,10 +399,51 @@ template <int S> struct dft<8, S> { // radix 2 x 2 x 2, decimation in frequency
     }
 };
 
+template <int S> struct dft<16, S> { // radix 4 x 4: x[4 a + b] -> X[c + 4 d]
+    static __device__ __forceinline__ void run(float2 *v)
+    {
+        const float c1 = 0.92387953251128674f, s1 = 0.38268343236508980f,
+                    h = 0.70710678118654752f;
+        // exp(S 2 pi i m / 16) for the products m = b c (b, c < 4) of the inner twiddles
+        const float2 w1 = make_float2(c1, S * s1), w2 = make_float2(h, S * h),
+                     w3 = make_float2(s1, S * c1), w6 = make_float2(-h, S * h),
+                     w9 = make_float2(-c1, -S * s1);
+        float2 y[4][4];
+#pragma unroll
+        for (int b = 0; b < 4; b++) {
+#pragma unroll
+            for (int a = 0; a < 4; a++)
+                y[b][a] = v[4 * a + b];
+            dft<4, S>::run(y[b]);
+        }
+        y[1][1] = cmul(y[1][1], w1), y[1][2] = cmul(y[1][2], w2), y[1][3] = cmul(y[1][3], w3);
+        y[2][1] = cmul(y[2][1], w2), y[2][2] = times_i<S>(y[2][2]), y[2][3] = cmul(y[2][3], w6);
+        y[3][1] = cmul(y[3][1], w3), y[3][2] = cmul(y[3][2], w6), y[3][3] = cmul(y[3][3], w9);
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            float2 z[4] = {y[0][c], y[1][c], y[2][c], y[3][c]};
+            dft<4, S>::run(z);
+#pragma unroll
+            for (int d = 0; d < 4; d++)
+                v[c + 4 * d] = z[d];
+        }
+    }
+};
+
 // a scaled by f in double, rounded back to float
 __device__ __forceinline__ float2 lf_scaled(float2 a, double f)
 {
     return make_float2((float)(a.x * f), (float)(a.y * f));
+}
+
+// Point z's scaling factor: norm / (exy + lam[z]) (0 where that is 0), in double as the
+// diagonal operator does, as norm times the reciprocal (within an ulp of the quotient: a
+// division's slow path is a call, which would spill the points the thread holds); exy: the
+// other two eigenvalues less alpha.
+__device__ __forceinline__ double lf_factor(double exy, const double *laml, int z, double norm)
+{
+    double den = exy + __ldg(&laml[z]);
+    return den == 0.0 ? 0.0 : norm * __drcp_rn(den);
 }
 
 // Points j + r N / R (r < R) of a column in layout l, the input of butterfly j of a radix-R
@@ -471,12 +514,24 @@ __device__ __forceinline__ void lf_stage(float2 *col, lf_layout in, lf_layout ou
 
 __host__ __device__ constexpr int lf_log2(int n) { return n > 1 ? 1 + lf_log2(n / 2) : 0; }
 
-// The stages of a column's FFT of N points: A of radix 8 (stage s: Ns = 8^s), then one of
-// radix LAST_R = 2 or 4 where log2 N is not a multiple of 3 (STAGES in all). The forward's
-// first stage, the turn and the inverse's last run outside these (line_fft_kernel); these are
-// the stages between, all in shared memory.
+// A block: COLS columns of N points, TPC threads each (P points a thread), CS apart (lf_at); the
+// twiddle table's PADN entries; THREADS a block, BLOCKS an SM, which the registers bound (64 a
+// thread at two blocks of 512, 80 at three of 256).
+template <int N> struct lf_shape { // N: 8 .. 1024 (tide_gpu_line_fft_ok)
+    static constexpr int P = N == 1024 ? 16 : 8, THREADS = P == 16 ? 256 : 512,
+                         BLOCKS = P == 16 ? 3 : 2, TPC = N / P, COLS = THREADS / TPC,
+                         PADN = N + N / 8, CS = N + 1;
+    static size_t smem() { return (size_t)(COLS * CS + PADN) * sizeof(float2); }
+};
+
+// The stages of a column's FFT of N points: the first of radix P, A of radix 8 (stage s: Ns =
+// P 8^(s - 1)), then one of radix LAST_R = 2 or 4 where log2 (N / P) is not a multiple of 3
+// (STAGES in all). The forward's first stage, the turn and the inverse's last run outside
+// these (line_fft_kernel); these are the stages between, all in shared memory.
 template <int N> struct lf_stages {
-    static constexpr int A = lf_log2(N) / 3, B = lf_log2(N) % 3, STAGES = A + (B != 0),
+    using sh = lf_shape<N>;
+    static constexpr int P = sh::P, A = (lf_log2(N) - lf_log2(P)) / 3,
+                         B = (lf_log2(N) - lf_log2(P)) % 3, STAGES = 1 + A + (B != 0),
                          LAST_R = B == 0 ? 8 : B == 1 ? 2 : 4;
     // The layouts (lf_at): first() written by the first stage in the loads' thread map and
     // read by the next; last() written by the stage before the last and read by the last in
@@ -485,87 +540,78 @@ template <int N> struct lf_stages {
     // where COLS >= 16, the half warp's 16 columns being N + 1 apart).
     static __device__ __forceinline__ constexpr int rs()
     {
-        return N / 8 < 16 ? 4 - lf_log2(N / 8) : 0;
+        return sh::TPC < 16 ? 4 - lf_log2(sh::TPC) : 0;
     }
-    static __device__ __forceinline__ constexpr int lc() { return lf_log2(8 * LF_THREADS / N) % 4; }
+    static __device__ __forceinline__ constexpr int lc() { return lf_log2(sh::COLS) % 4; }
     static __device__ __forceinline__ constexpr lf_layout first()
     {
-        return {lc(), (rs() - lc() + 4) % 4};
+        return {lc(), (rs() - lc() + 4) % 4, P == 16};
     }
-    static __device__ __forceinline__ constexpr lf_layout inner() { return {0, rs()}; }
-    static __device__ __forceinline__ constexpr lf_layout last() { return {0, lc()}; }
+    static __device__ __forceinline__ constexpr lf_layout inner() { return {0, rs(), P == 16}; }
+    static __device__ __forceinline__ constexpr lf_layout last() { return {0, lc(), P == 16}; }
     // the layout of the column's g-th writing: 0 the first stage's, STAGES - 1 the turn's,
     // 2 STAGES - 3 the one the last stage reads
     static __device__ __forceinline__ constexpr lf_layout written(int g)
     {
         return g == 0 ? first() : g == 2 * STAGES - 3 ? last() : inner();
     }
-    // the forward's stages after the first, its last (the turn's) excepted: Ns = 8 .. N / 64
+    // the forward's stages after the first, its last (the turn's) excepted: Ns = P .. N / 64
     // (B = 0) or N / 8 / LAST_R
     static __device__ __forceinline__ void forward_middle(float2 *col, const float2 *tw, int jt)
     {
 #pragma unroll
-        for (int s = 1, Ns = 8; s < STAGES - 1; s++, Ns *= 8)
-            lf_stage<N, 8, -1, N / 8>(col, written(s - 1), written(s), tw, jt, Ns);
+        for (int s = 1, Ns = P; s < STAGES - 1; s++, Ns *= 8)
+            lf_stage<N, 8, -1, sh::TPC>(col, written(s - 1), written(s), tw, jt, Ns);
     }
     // the inverse's stages after the first (the turn's), its last excepted: the same Ns
     static __device__ __forceinline__ void inverse_middle(float2 *col, const float2 *tw, int jt)
     {
 #pragma unroll
-        for (int s = 1, Ns = 8; s < STAGES - 1; s++, Ns *= 8)
-            lf_stage<N, 8, 1, N / 8>(col, written(STAGES - 2 + s), written(STAGES - 1 + s), tw,
-                                     jt, Ns);
-    }
-};
-
-// A block: COLS columns of N points, TPC threads each, CS apart (lf_at); the twiddle table's
-// PADN entries.
-template <int N> struct lf_shape { // N: 8 .. 1024 (tide_gpu_line_fft_ok)
-    static constexpr int TPC = N / 8, COLS = LF_THREADS / TPC, PADN = N + N / 8, CS = N + 1;
-    static size_t smem()
-    {
-        return (size_t)(COLS * CS + PADN) * sizeof(float2) + (size_t)COLS * N * sizeof(double);
+        for (int s = 1, Ns = P; s < STAGES - 1; s++, Ns *= 8)
+            lf_stage<N, 8, 1, sh::TPC>(col, written(STAGES - 2 + s), written(STAGES - 1 + s),
+                                       tw, jt, Ns);
     }
 };
 
 // The turn (STAGES > 1): the forward's last stage (radix R, Ns = N / R) on this thread's
-// butterflies j = jt + b TPC, whose outputs j + r Ns are the points jt + i TPC (i = b + r 8 / R
-// < 8), the inputs of the inverse's first butterfly jt (radix 8, Ns = 1); in between each
-// point z is scaled by sc[z] (in double, as the diagonal operator does). Point 0 of the
+// butterflies j = jt + b TPC, whose outputs j + r Ns are the points jt + i TPC (i = b + r P / R
+// < P), the inputs of the inverse's first butterfly jt (radix P, Ns = 1); in between each
+// point z is scaled (lf_factor, the column's exy). Point 0 of the
 // forward's output (thread jt = 0: the column's mode 0, for the mean's sum) into zero. In
 // place: read in layout in, barrier, write in layout out, barrier.
 template <int N, int R>
 __device__ __forceinline__ void lf_turn(float2 *col, lf_layout in, lf_layout out,
-                                        const float2 *tw, int jt, const double *sc, float2 &zero)
+                                        const float2 *tw, int jt, double exy, const double *laml,
+                                        double norm, float2 &zero)
 {
-    constexpr int TPC = N / 8;
-    float2 v[8 / R][R], x[8];
+    constexpr int P = lf_shape<N>::P, TPC = N / P;
+    float2 v[P / R][R], x[P];
     lf_butterflies<N, R, -1, TPC>(col, in, tw, jt, N / R, v);
     zero = v[0][0];
 #pragma unroll
-    for (int b = 0; b < 8 / R; b++)
+    for (int b = 0; b < P / R; b++)
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            int i = b + r * (8 / R);
-            x[i] = lf_scaled(v[b][r], sc[jt + i * TPC]);
+            int i = b + r * (P / R);
+            x[i] = lf_scaled(v[b][r], lf_factor(exy, laml, jt + i * TPC, norm));
         }
-    lf_butterfly<N, 8, 1>(x, tw, jt, 1);
+    lf_butterfly<N, P, 1>(x, tw, jt, 1);
     __syncthreads();
-    int p = lf_at(8 * jt, out);
+    int p = lf_at(P * jt, out);
 #pragma unroll
-    for (int r = 0; r < 8; r++)
+    for (int r = 0; r < P; r++)
         col[lf_at_plus(p, r, out)] = x[r];
     __syncthreads();
 }
 
 // The inverse's last stage (radix R, Ns = N / R) in the load's thread map: butterflies
 // j = lz + b TPC of column col (in layout in), whose outputs j + r Ns are its points lz + i
-// TPC (i < 8), stored straight into the line at `at` (where ok).
+// TPC (i < P), stored straight into the line at `at` (where ok).
 template <int N, int R>
 __device__ __forceinline__ void lf_last_store(const float2 *col, lf_layout in, const float2 *tw,
                                               int lz, float2 *at, int64_t sl, bool ok)
 {
-    constexpr int TPC = N / 8, Ns = N / R;
+    constexpr int TPC = lf_shape<N>::TPC, Ns = N / R;
     float2 v[Ns / TPC][R];
     lf_butterflies<N, R, 1, TPC>(col, in, tw, lz, Ns, v);
 #pragma unroll
@@ -598,20 +644,19 @@ __device__ __forceinline__ void lf_mean(const line_geom &g, int64_t c, float2 ze
 
 // Field blockIdx.y of data (its origin entry 2 blockIdx.y on), columns COLS blockIdx.x on.
 // The data passes through shared memory between the forward's first stage and the inverse's
-// last, which run on the points in registers: thread t loads points t / COLS + i TPC (i < 8)
+// last, which run on the points in registers: thread t loads points t / COLS + i TPC (i < P)
 // of column t % COLS, the inputs of the first stage's butterfly t / COLS (neighbouring
-// threads on neighbouring columns: each plane's loads coalesce, all 8 in flight at once), and
+// threads on neighbouring columns: each plane's loads coalesce, all P in flight at once), and
 // the last stage's butterflies in the same map end with the same points, which it stores.
 template <int N>
-__global__ void __launch_bounds__(LF_THREADS, 2)
+__global__ void __launch_bounds__(lf_shape<N>::THREADS, lf_shape<N>::BLOCKS)
     line_fft_kernel(float2 *data, line_geom g, double alpha, double norm, double *origin)
 {
     using sh = lf_shape<N>;
     using st = lf_stages<N>;
-    constexpr int TPC = sh::TPC, COLS = sh::COLS, CS = sh::CS;
-    extern __shared__ double lf_dyn[];
-    double *scale = lf_dyn; // each column's scaling factors, N a column
-    float2 *tw = (float2 *)(scale + COLS * N), *s = tw + sh::PADN;
+    constexpr int P = sh::P, TPC = sh::TPC, COLS = sh::COLS, CS = sh::CS;
+    extern __shared__ float2 lf_dyn[];
+    float2 *tw = lf_dyn, *s = tw + sh::PADN;
     int t = threadIdx.x;
     for (int i = t; i < N; i += blockDim.x) {
         float sn, cs;
@@ -627,35 +672,26 @@ __global__ void __launch_bounds__(LF_THREADS, 2)
     int lc = t % COLS, lz = t / COLS;
     bool ok = c0 + lc < g.lines;
     float2 *at = line_start(data, g, c0 + lc);
-    float2 v[8];
+    float2 v[P];
 #pragma unroll
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < P; i++)
         v[i] = ok ? at[(int64_t)(lz + i * TPC) * g.sl] : make_float2(0.f, 0.f);
-    lf_butterfly<N, 8, -1>(v, tw, lz, 1);
+    lf_butterfly<N, P, -1>(v, tw, lz, 1);
     if constexpr (st::STAGES > 1) {
         float2 *cl = s + lc * CS;
-        int p = lf_at(8 * lz, st::first());
+        int p = lf_at(P * lz, st::first());
 #pragma unroll
-        for (int r = 0; r < 8; r++)
+        for (int r = 0; r < P; r++)
             cl[lf_at_plus(p, r, st::first())] = v[r];
     }
-    // the column's scaling: point z by norm / (exy + lam[z]) (0 where that is 0), in double as
-    // the diagonal operator does; exy: the other two eigenvalues less alpha. Computed here,
-    // where the thread holds no points (N > 8: a division's slow path is a call, which would
-    // spill); the turn's thread jt reads the factors it computed (z = jt + i TPC).
     double exy = mine ? g.lamp[g.lop + cc / g.eq] + g.lamq[g.loq + cc % g.eq] - alpha : 1.0;
-    double *sc = scale + col * N;
-    for (int z = jt; z < N; z += TPC) {
-        double den = exy + __ldg(&g.laml[z]);
-        sc[z] = den == 0.0 ? 0.0 : norm / den;
-    }
     if constexpr (st::STAGES == 1) { // N = 8: a thread a column (lz = jt = 0, lc = col)
-        static_assert(st::LAST_R == 8, "one stage: the first is the last");
+        static_assert(P == 8 && st::LAST_R == 8, "one stage: the first is the last");
         if (mine)
             lf_mean(g, cc, v[0], origin + 2 * blockIdx.y);
 #pragma unroll
         for (int z = 0; z < 8; z++)
-            v[z] = lf_scaled(v[z], sc[z]);
+            v[z] = lf_scaled(v[z], lf_factor(exy, g.laml, z, norm));
         lf_butterfly<N, 8, 1>(v, tw, 0, 1);
 #pragma unroll
         for (int z = 0; z < 8; z++)
@@ -666,7 +702,7 @@ __global__ void __launch_bounds__(LF_THREADS, 2)
         float2 *cp = s + col * CS, zero;
         st::forward_middle(cp, tw, jt);
         lf_turn<N, st::LAST_R>(cp, st::written(st::STAGES - 2), st::written(st::STAGES - 1), tw,
-                               jt, scale + col * N, zero);
+                               jt, exy, g.laml, norm, zero);
         if (jt == 0 && mine)
             lf_mean(g, cc, zero, origin + 2 * blockIdx.y);
         st::inverse_middle(cp, tw, jt);
@@ -686,7 +722,7 @@ cudaError_t launch_line_fft(float2 *data, const line_geom &g, int batch, double 
     int64_t blocks = (g.lines + sh::COLS - 1) / sh::COLS;
     for (int f0 = 0; f0 < batch && e == cudaSuccess; f0 += 65535) {
         dim3 grid((unsigned)blocks, (unsigned)std::min(batch - f0, 65535));
-        line_fft_kernel<N><<<grid, sh::COLS * sh::TPC, sh::smem(), stream>>>(
+        line_fft_kernel<N><<<grid, sh::THREADS, sh::smem(), stream>>>(
             data + f0 * g.fs, g, alpha, norm, origin + 2 * (size_t)f0);
         e = cudaGetLastError();
     }
