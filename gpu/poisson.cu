@@ -279,23 +279,23 @@ cudaError_t line_solves(const tide_spectral *d, void *data, double *origin,
 
 // ---- a periodic line transformed inside the op (tide_spectral's line_fft) ----
 //
-// A block loads COLS whole lines (columns) of one field into shared memory, runs a Stockham
-// FFT along each (a radix-P stage, radix-8 stages, then one radix-2 or radix-4 stage where
-// log2 (n / P) is not a multiple of 3), scales each point as the diagonal operator does, runs the inverse FFT and
-// stores the columns back: one pass over the data in place of the line's two cuFFT passes and
-// the scaling's. N / P threads work on a column (P points a thread: 8, or 16 at N = 1024,
-// whose stages are then 16 x 8 x 8), each on one butterfly of a radix-8 stage (P / 8 of
-// them); a block holds THREADS P / N columns (lf_shape). Neighbouring threads load
-// neighbouring columns (lines that are neighbours along the faster other dimension), so each
-// plane's loads coalesce, and each thread has its P loads in flight at once. The kernel is
-// bound by the latency of its loads and of its trips through shared memory (each with two
-// barriers), so the forward's first stage (radix P) runs on the points as loaded, the
-// inverse's last stores its outputs to the line, and the forward's last stage, the scaling and
-// the inverse's first run on one thread's points in registers (the turn: the outputs of the
-// forward's last butterflies j + b N / P are the inputs of the inverse's first butterfly j):
-// between these steps a point goes through shared memory (written, then read), 4 times at
-// N = 1024 and at N = 512. Each time a column is written it is laid out afresh (lf_at), so
-// that both that write and the next read keep a half warp's points in different banks.
+// A block loads COLS whole lines (columns) of one field into shared memory, runs a Stockham FFT
+// along each (a radix-P stage, radix-8 stages, then one radix-2 or radix-4 stage where log2 (n / P)
+// is not a multiple of 3), scales each point as the diagonal operator does, runs the inverse FFT
+// and stores the columns back: one pass over the data in place of the line's two cuFFT passes and
+// the scaling's. N / P threads work on a column (P points a thread: 8, or 16 at N = 128 and 1024,
+// whose stages are then 16 x 8 and 16 x 8 x 8), each on one butterfly of a radix-8 stage (P / 8 of
+// them); a block holds THREADS P / N columns (lf_shape). Neighbouring threads load neighbouring
+// columns (lines that are neighbours along the faster other dimension), so each plane's loads
+// coalesce, and each thread has its P loads in flight at once. The kernel is bound by the latency
+// of its loads and of its trips through shared memory (each with two barriers), so the forward's
+// first stage (radix P) runs on the points as loaded, the inverse's last stores its outputs to the
+// line, and the forward's last stage, the scaling and the inverse's first run on one thread's
+// points in registers (the turn: the outputs of the forward's last butterflies j + b N / P are the
+// inputs of the inverse's first butterfly j): between these steps a point goes through shared
+// memory (written, then read), 4 times at N = 1024 and 512, twice at 128. Each time a column is
+// written it is laid out afresh (lf_at), so that both that write and the next read keep a half
+// warp's points in different banks.
 
 // The twiddle table: padded by one slot every 8 entries, which spreads a stage's reads of
 // entries 8 or 16 apart over the banks.
@@ -516,9 +516,9 @@ __host__ __device__ constexpr int lf_log2(int n) { return n > 1 ? 1 + lf_log2(n 
 
 // A block: COLS columns of N points, TPC threads each (P points a thread), CS apart (lf_at); the
 // twiddle table's PADN entries; THREADS a block, BLOCKS an SM, which the registers bound (64 a
-// thread at two blocks of 512, 80 at three of 256).
+// thread at two blocks of 512, 85 at three of 256).
 template <int N> struct lf_shape { // N: 8 .. 1024 (tide_gpu_line_fft_ok)
-    static constexpr int P = N == 1024 ? 16 : 8, THREADS = P == 16 ? 256 : 512,
+    static constexpr int P = N == 1024 || N == 128 ? 16 : 8, THREADS = P == 16 ? 256 : 512,
                          BLOCKS = P == 16 ? 3 : 2, TPC = N / P, COLS = THREADS / TPC,
                          PADN = N + N / 8, CS = N + 1;
     static size_t smem() { return (size_t)(COLS * CS + PADN) * sizeof(float2); }
