@@ -516,7 +516,9 @@ __host__ __device__ constexpr int lf_log2(int n) { return n > 1 ? 1 + lf_log2(n 
 
 // A block: COLS columns of N points, TPC threads each (P points a thread), CS apart (lf_at); the
 // twiddle table's PADN entries; THREADS a block, BLOCKS an SM, which the registers bound (64 a
-// thread at two blocks of 512, 85 at three of 256).
+// thread at two blocks of 512, 85 at three of 256). P is 16 where that takes a stage fewer,
+// two trips through shared memory fewer, than 8 (128: 16 x 8, 1024: 16 x 8 x 8); at 32 .. 512
+// the stages are as many either way (at 16, a column a thread, they would not be: not tried).
 template <int N> struct lf_shape { // N: 8 .. 1024 (tide_gpu_line_fft_ok)
     static constexpr int P = N == 1024 || N == 128 ? 16 : 8, THREADS = P == 16 ? 256 : 512,
                          BLOCKS = P == 16 ? 3 : 2, TPC = N / P, COLS = THREADS / TPC,
