@@ -545,12 +545,16 @@ template <int N> struct lf_stages {
         return sh::TPC < 16 ? 4 - lf_log2(sh::TPC) : 0;
     }
     static __device__ __forceinline__ constexpr int lc() { return lf_log2(sh::COLS) % 4; }
+    static __device__ __forceinline__ constexpr lf_layout rotated(int a, int b)
+    {
+        return {a, b, P == 16};
+    }
     static __device__ __forceinline__ constexpr lf_layout first()
     {
-        return {lc(), (rs() - lc() + 4) % 4, P == 16};
+        return rotated(lc(), (rs() - lc() + 4) % 4);
     }
-    static __device__ __forceinline__ constexpr lf_layout inner() { return {0, rs(), P == 16}; }
-    static __device__ __forceinline__ constexpr lf_layout last() { return {0, lc(), P == 16}; }
+    static __device__ __forceinline__ constexpr lf_layout inner() { return rotated(0, rs()); }
+    static __device__ __forceinline__ constexpr lf_layout last() { return rotated(0, lc()); }
     // the layout of the column's g-th writing: 0 the first stage's, STAGES - 1 the turn's,
     // 2 STAGES - 3 the one the last stage reads
     static __device__ __forceinline__ constexpr lf_layout written(int g)
@@ -578,15 +582,15 @@ template <int N> struct lf_stages {
 // The turn (STAGES > 1): the forward's last stage (radix R, Ns = N / R) on this thread's
 // butterflies j = jt + b TPC, whose outputs j + r Ns are the points jt + i TPC (i = b + r P / R
 // < P), the inputs of the inverse's first butterfly jt (radix P, Ns = 1); in between each
-// point z is scaled (lf_factor, the column's exy). Point 0 of the
-// forward's output (thread jt = 0: the column's mode 0, for the mean's sum) into zero. In
-// place: read in layout in, barrier, write in layout out, barrier.
+// point z is scaled (lf_factor, the column's exy). Point 0 of the forward's output (thread
+// jt = 0: the column's mode 0, for the mean's sum) into zero. In place: read in layout in,
+// barrier, write in layout out, barrier.
 template <int N, int R>
 __device__ __forceinline__ void lf_turn(float2 *col, lf_layout in, lf_layout out,
                                         const float2 *tw, int jt, double exy, const double *laml,
                                         double norm, float2 &zero)
 {
-    constexpr int P = lf_shape<N>::P, TPC = N / P;
+    constexpr int P = lf_shape<N>::P, TPC = lf_shape<N>::TPC;
     float2 v[P / R][R], x[P];
     lf_butterflies<N, R, -1, TPC>(col, in, tw, jt, N / R, v);
     zero = v[0][0];
