@@ -5,7 +5,7 @@
  * transforms and a tridiagonal solve per mode) against the periodic solve, all timed in
  * alternation in the same run.
  *
- *   poisson_peer <float|double> N [RUNS]    (N^3 grid, default 9 runs)
+ *   poisson_peer <float|double> N|NXxNYxNZ [RUNS]    (N^3 or NX x NY x NZ, default 9 runs)
  *
  * Each run restores the input from a pristine device copy (untimed), then times one pair / one
  * solve (f -> u, out of place) with a device synchronize on both sides; the figures are the
@@ -103,10 +103,15 @@ static int residual(const void *f, const void *u, const tide_box *b, const int n
     return 0;
 }
 
-static int bench(int dbl, int N, int runs)
+static int bench(int dbl, const int n[3], int runs)
 {
-    size_t n3 = (size_t)N * N * N, es = dbl ? 8 : 4;
-    size_t rbytes = n3 * es, cbytes = (size_t)N * N * (size_t)(N / 2 + 1) * 2 * es;
+    size_t n3 = (size_t)n[0] * n[1] * n[2], es = dbl ? 8 : 4;
+    size_t rbytes = n3 * es, cbytes = (size_t)n[0] * n[1] * (size_t)(n[2] / 2 + 1) * 2 * es;
+    char N[64]; /* the grid, as the figures name it */
+    if (n[0] == n[1] && n[1] == n[2])
+        snprintf(N, sizeof N, "%d^3", n[0]);
+    else
+        snprintf(N, sizeof N, "%dx%dx%d", n[0], n[1], n[2]);
     void *pristine = NULL, *d = NULL, *u = NULL, *c = NULL;
     CK(cudaMalloc(&pristine, rbytes));
     CK(cudaMalloc(&d, rbytes));
@@ -122,8 +127,8 @@ static int bench(int dbl, int N, int runs)
     free(h);
 
     cufftHandle fwd, inv;
-    CK(cufftPlan3d(&fwd, N, N, N, dbl ? CUFFT_D2Z : CUFFT_R2C));
-    CK(cufftPlan3d(&inv, N, N, N, dbl ? CUFFT_Z2D : CUFFT_C2R));
+    CK(cufftPlan3d(&fwd, n[0], n[1], n[2], dbl ? CUFFT_D2Z : CUFFT_R2C));
+    CK(cufftPlan3d(&inv, n[0], n[1], n[2], dbl ? CUFFT_Z2D : CUFFT_C2R));
     tide_context *ctx = NULL;
     tide_poisson_plan *tp = NULL, *tn = NULL;
     tide_context_options co;
@@ -135,7 +140,6 @@ static int bench(int dbl, int N, int runs)
     o.precision = dbl ? TIDE_DOUBLE : TIDE_FLOAT;
     o.backend = TIDE_BACKEND_CUDA;
     o.location = TIDE_LOCATION_DEVICE;
-    int n[3] = {N, N, N};
     TK(ctx, tide_poisson_plan_create(ctx, n, NULL, &o, &tp));
     tide_poisson_options on = o; /* the seeds' case: periodic x and y, Neumann z */
     on.bc[2][0] = on.bc[2][1] = TIDE_BC_NEUMANN;
@@ -196,24 +200,24 @@ static int bench(int dbl, int N, int runs)
     double tol = dbl ? 1e-9 : 1e-3;
     int ok = rel <= tol && nrel <= tol; /* false for NaN */
 
-    printf("poisson %s %d^3, one GPU, device arrays, out of place; Tide plan: %s "
+    printf("poisson %s %s, one GPU, device arrays, out of place; Tide plan: %s "
            "(work memory %.2f GiB on the device)\n", dbl ? "double" : "float", N, desc,
            (double)info.device_bytes / (1 << 30));
     printf("Tide poisson check: max relative 7-point residual %.3g at %d points (mean(f) %.3g, "
            "Tide's %.3g)%s\n", rel, SAMPLES, mean, tide_mean, rel <= tol ? "" : " FAILED");
-    printf("RESULT poisson %s %d^3: Tide %.4f ms, bound (bare cuFFT R2C+C2R pair) %.4f ms, "
+    printf("RESULT poisson %s %s: Tide %.4f ms, bound (bare cuFFT R2C+C2R pair) %.4f ms, "
            "ratio %.3f (goal <= 1.05)\n", dbl ? "double" : "float", N, mt * 1e3, mc * 1e3,
            mt / mc);
     printf("cuFFT R2C+C2R pair: %.4f ms (min %.4f)\n", mc * 1e3, tc[0] * 1e3);
     printf("Tide poisson solve: %.4f ms (min %.4f)\n", mt * 1e3, tt[0] * 1e3);
     printf("Bound: %.4f ms (the bare cuFFT R2C+C2R pair); bound / time %.3f\n", mc * 1e3,
            mc / mt);
-    printf("poisson %s %d^3 Neumann z: Tide plan: %s (work memory %.2f GiB on the device)\n",
+    printf("poisson %s %s Neumann z: Tide plan: %s (work memory %.2f GiB on the device)\n",
            dbl ? "double" : "float", N, ndesc, (double)ninfo.device_bytes / (1 << 30));
     printf("Tide poisson check: Neumann z: max relative 7-point residual %.3g at %d points "
            "(mean(f) %.3g, Tide's %.3g)%s\n", nrel, SAMPLES, mean, nmean,
            nrel <= tol ? "" : " FAILED");
-    printf("RESULT poisson-neumann-z %s %d^3: Tide %.4f ms, Tide periodic %.4f ms, ratio %.3f "
+    printf("RESULT poisson-neumann-z %s %s: Tide %.4f ms, Tide periodic %.4f ms, ratio %.3f "
            "(goal <= 1.3)\n", dbl ? "double" : "float", N, mn * 1e3, mt * 1e3, mn / mt);
     free(tc);
     tide_poisson_plan_destroy(tn);
@@ -228,16 +232,28 @@ static int bench(int dbl, int N, int runs)
     return ok ? 0 : 1;
 }
 
+/* The grid: N (a cube) or NXxNYxNZ, each at least 2; 0 if not. */
+static int grid(const char *s, int n[3])
+{
+    char x1, x2, end;
+    int k = sscanf(s, "%d%c%d%c%d%c", &n[0], &x1, &n[1], &x2, &n[2], &end);
+    if (k == 1)
+        n[1] = n[2] = n[0];
+    else if (k != 5 || x1 != 'x' || x2 != 'x')
+        return 0;
+    return n[0] >= 2 && n[1] >= 2 && n[2] >= 2;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    int rc = 2, size = 0;
+    int rc = 2, size = 0, n[3];
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size != 1 || argc < 3 || (strcmp(argv[1], "float") && strcmp(argv[1], "double")) ||
-        atoi(argv[2]) < 2 || (argc > 3 && atoi(argv[3]) < 1))
-        fprintf(stderr, "usage: poisson_peer <float|double> N [RUNS]   (one rank)\n");
+        !grid(argv[2], n) || (argc > 3 && atoi(argv[3]) < 1))
+        fprintf(stderr, "usage: poisson_peer <float|double> N|NXxNYxNZ [RUNS]   (one rank)\n");
     else
-        rc = bench(!strcmp(argv[1], "double"), atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 9);
+        rc = bench(!strcmp(argv[1], "double"), n, argc > 3 ? atoi(argv[3]) : 9);
     MPI_Finalize();
     return rc;
 }
