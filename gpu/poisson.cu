@@ -293,7 +293,7 @@ cudaError_t line_solves(const tide_spectral *d, void *data, double *origin,
 // line, and the forward's last stage, the scaling and the inverse's first run on one thread's
 // points in registers (the turn: the outputs of the forward's last butterflies j + b N / P are the
 // inputs of the inverse's first butterfly j): between these steps a point goes through shared
-// memory (written, then read), 4 times at N = 1024 and 512, twice at 128. Each time a column is
+// memory (written, then read), 6 times at N = 2048, 4 at 1024 and 512, twice at 128. Each time a column is
 // written it is laid out afresh (lf_at), so that both that write and the next read keep a half
 // warp's points in different banks.
 
@@ -516,13 +516,17 @@ __host__ __device__ constexpr int lf_log2(int n) { return n > 1 ? 1 + lf_log2(n 
 
 // A block: COLS columns of N points, TPC threads each (P points a thread), CS apart (lf_at); the
 // twiddle table's PADN entries; THREADS a block, BLOCKS an SM, which the registers bound (64 a
-// thread at two blocks of 512, 85 at three of 256). P is 16 where that takes a stage fewer,
-// two trips through shared memory fewer, than 8 (128: 16 x 8, 1024: 16 x 8 x 8); at 32 .. 512
-// the stages are as many either way (at 16, a column a thread, they would not be: not tried).
-template <int N> struct lf_shape { // N: 8 .. 1024 (tide_gpu_line_fft_ok)
-    static constexpr int P = N == 1024 || N == 128 ? 16 : 8, THREADS = P == 16 ? 256 : 512,
-                         BLOCKS = P == 16 ? 3 : 2, TPC = N / P, COLS = THREADS / TPC,
-                         PADN = N + N / 8, CS = N + 1;
+// thread at two blocks of 512 or one of 1024, 85 at three of 256). P is 16 where that takes a
+// stage fewer, two trips through shared memory fewer, than 8 (128: 16 x 8, 1024: 16 x 8 x 8);
+// at 32 .. 512 and 2048 the stages are as many either way (at 16, a column a thread, they
+// would not be: not tried). At 2048, blocks of 1024 threads: four columns, 32 bytes a plane,
+// as at 1024 (two columns, 16 bytes a plane, cost a fifth more there); 16 points a thread in
+// blocks of 512 (92 registers, stages 16 x 8 x 8 x 2) ran 2-4% slower on an H200.
+template <int N> struct lf_shape { // N: 8 .. 2048 (tide_gpu_line_fft_ok)
+    static constexpr int P = N == 1024 || N == 128 ? 16 : 8,
+                         THREADS = N == 2048 ? 1024 : P == 16 ? 256 : 512,
+                         BLOCKS = N == 2048 ? 1 : P == 16 ? 3 : 2, TPC = N / P,
+                         COLS = THREADS / TPC, PADN = N + N / 8, CS = N + 1;
     static size_t smem() { return (size_t)(COLS * CS + PADN) * sizeof(float2); }
 };
 
@@ -749,6 +753,7 @@ cudaError_t line_ffts(const tide_spectral *d, void *data, double *origin, cudaSt
     case 256: return launch_line_fft<256>(v, g, d->batch, d->alpha, d->norm, origin, stream);
     case 512: return launch_line_fft<512>(v, g, d->batch, d->alpha, d->norm, origin, stream);
     case 1024: return launch_line_fft<1024>(v, g, d->batch, d->alpha, d->norm, origin, stream);
+    case 2048: return launch_line_fft<2048>(v, g, d->batch, d->alpha, d->norm, origin, stream);
     }
     return cudaErrorInvalidValue; // tide_gpu_line_fft_ok said no
 }
@@ -779,5 +784,5 @@ extern "C" int tide_gpu_spectral(const tide_spectral *d, void *data, void *strea
 
 extern "C" int tide_gpu_line_fft_ok(int n, int dbl)
 {
-    return !dbl && n >= 8 && n <= 1024 && (n & (n - 1)) == 0;
+    return !dbl && n >= 8 && n <= 2048 && (n & (n - 1)) == 0;
 }

@@ -26,7 +26,7 @@
  *     checked too); two or three bounded dimensions: every face pair on each of them, sizes
  *     of 1, 2, odd and prime along them, one of them non-uniform in some cases, Neumann on
  *     every face (singular), and random ones; and periodic grids with x a power of two from 8
- *     to 1024, whose x transforms the GPU runs inside the spectral op with device arrays in
+ *     to 2048, whose x transforms the GPU runs inside the spectral op with device arrays in
  *     float, as the CPU does for every periodic grid (the plan checked to say so, and not to
  *     elsewhere);
  *  b) second-order convergence on analytic trigonometric solutions (error ratio ~4 from n to
@@ -590,14 +590,14 @@ static double residual_tol(const pcase *c, int singular)
 
 /* Whether the solve transforms x inside its spectral op, between the transforms of y and z,
  * on any ranks and boxes: every dimension periodic, and on the CPU always; on the GPU with
- * device arrays (gpu/poisson.cu) in float with n[0] a power of two from 8 to 1024. The plan
+ * device arrays (gpu/poisson.cu) in float with n[0] a power of two from 8 to 2048. The plan
  * says fft+eigen(x). */
 static int fused_line(const pcase *c)
 {
     int n = c->n[0];
     if (is_bounded(c->bc, 0) || is_bounded(c->bc, 1) || is_bounded(c->bc, 2))
         return 0;
-    return !gpu || (on_device && c->prec == TIDE_FLOAT && n >= 8 && n <= 1024 &&
+    return !gpu || (on_device && c->prec == TIDE_FLOAT && n >= 8 && n <= 2048 &&
                     (n & (n - 1)) == 0);
 }
 
@@ -1027,14 +1027,14 @@ static pcase make_multi_fuzz_case(int i)
     return c;
 }
 
-/* Periodic grids with x a power of two from 8 to 1024 beside odd, prime and unit extents,
+/* Periodic grids with x a power of two from 8 to 2048 beside odd, prime and unit extents,
  * two cases a size, float in three of four: on the GPU with device arrays the plan transforms
  * x inside its spectral op (fused_line), as on the CPU; with host arrays on the GPU they are
  * periodic cases like the others.
  * Layouts, batches, alpha, spacings and in or out of place as make_case's. */
 static const int line_sizes[][3] = {{8, 7, 5},    {16, 9, 13}, {32, 5, 1},  {64, 3, 7},
                                     {128, 6, 2},  {256, 1, 3}, {512, 2, 3}, {1024, 3, 1},
-                                    {8, 1, 1},    {16, 17, 4}};
+                                    {2048, 2, 5}, {8, 1, 1},   {16, 17, 4}};
 enum { NLINES = 2 * sizeof line_sizes / sizeof line_sizes[0] };
 
 static pcase line_case(int k)
