@@ -293,9 +293,9 @@ cudaError_t line_solves(const tide_spectral *d, void *data, double *origin,
 // line, and the forward's last stage, the scaling and the inverse's first run on one thread's
 // points in registers (the turn: the outputs of the forward's last butterflies j + b N / P are the
 // inputs of the inverse's first butterfly j): between these steps a point goes through shared
-// memory (written, then read), 6 times at N = 2048, 4 at 1024 and 512, twice at 128. Each time a column is
-// written it is laid out afresh (lf_at), so that both that write and the next read keep a half
-// warp's points in different banks.
+// memory (written, then read), 6 times at N = 2048, 4 at 1024 and 512, twice at 128. Each time
+// a column is written it is laid out afresh (lf_at), so that both that write and the next read
+// keep a half warp's points in different banks.
 
 // The twiddle table: padded by one slot every 8 entries, which spreads a stage's reads of
 // entries 8 or 16 apart over the banks.
