@@ -516,17 +516,18 @@ __host__ __device__ constexpr int lf_log2(int n) { return n > 1 ? 1 + lf_log2(n 
 
 // A block: COLS columns of N points, TPC threads each (P points a thread), CS apart (lf_at); the
 // twiddle table's PADN entries; THREADS a block, BLOCKS an SM, which the registers bound (64 a
-// thread at two blocks of 512 or one of 1024, 85 at three of 256). P is 16 where that takes a
-// stage fewer, two trips through shared memory fewer, than 8 (128: 16 x 8, 1024: 16 x 8 x 8);
-// at 32 .. 512 and 2048 the stages are as many either way (at 16, a column a thread, they
-// would not be: not tried). At 2048, blocks of 1024 threads: four columns, 32 bytes a plane,
-// as at 1024 (two columns, 16 bytes a plane, cost a fifth more there); 16 points a thread in
-// blocks of 512 (92 registers, stages 16 x 8 x 8 x 2) ran 2-4% slower on an H200.
+// thread at 1024 threads an SM, 85 at three blocks of 256). P is 16 where that takes a stage
+// fewer, two trips through shared memory fewer, than 8 (128: 16 x 8, 1024: 16 x 8 x 8); at
+// 32 .. 512 and 2048 the stages are as many either way (at 16, a column a thread, they would
+// not be: not tried). A block holds at least four columns, 32 bytes of each plane it reads
+// (two columns, 16 bytes, cost a fifth more at 1024), so at 2048 it has 1024 threads; 16
+// points a thread there, in blocks of 512 (92 registers, stages 16 x 8 x 8 x 2), ran 2-4%
+// slower on an H200.
 template <int N> struct lf_shape { // N: 8 .. 2048 (tide_gpu_line_fft_ok)
-    static constexpr int P = N == 1024 || N == 128 ? 16 : 8,
-                         THREADS = N == 2048 ? 1024 : P == 16 ? 256 : 512,
-                         BLOCKS = N == 2048 ? 1 : P == 16 ? 3 : 2, TPC = N / P,
-                         COLS = THREADS / TPC, PADN = N + N / 8, CS = N + 1;
+    static constexpr int P = N == 1024 || N == 128 ? 16 : 8, TPC = N / P,
+                         THREADS = std::max(P == 16 ? 256 : 512, 4 * TPC),
+                         BLOCKS = P == 16 ? 3 : 1024 / THREADS, COLS = THREADS / TPC,
+                         PADN = N + N / 8, CS = N + 1;
     static size_t smem() { return (size_t)(COLS * CS + PADN) * sizeof(float2); }
 };
 
