@@ -662,11 +662,11 @@ def poisson_plan(size, P, precision="float", bc="ppp", arrays="device", batch=1,
     L = bounded[-1] if bounded else -1
     gpu = backend != "cpu"
     # every dimension periodic: x transformed inside the spectral op (poisson.c's
-    # choose_fft_line) on the CPU, and on the GPU with device arrays in float where the
-    # backend's kernel takes the line (gpu/poisson.cu: a power of two from 8 to 1024)
+    # choose_fft_line) on the CPU, and on the GPU with device arrays where the backend's
+    # kernel takes the line (gpu/poisson.cu: a power of two from 8 to 2048)
     nx = n[0]
-    F = 0 if not bounded and (not gpu or (arrays == "device" and precision == "float" and
-                                          8 <= nx <= 1024 and nx & (nx - 1) == 0)) else -1
+    F = 0 if not bounded and (not gpu or (arrays == "device" and 8 <= nx <= 2048 and
+                                          nx & (nx - 1) == 0)) else -1
     bit = (1 << L) if L >= 0 else (1 << F) if F >= 0 else 0
     transform = 7 & ~bit
     half = max(d for d in range(3) if (transform >> d) & 1)

@@ -283,19 +283,20 @@ cudaError_t line_solves(const tide_spectral *d, void *data, double *origin,
 // along each (a radix-P stage, radix-8 stages, then one radix-2 or radix-4 stage where log2 (n / P)
 // is not a multiple of 3), scales each point as the diagonal operator does, runs the inverse FFT
 // and stores the columns back: one pass over the data in place of the line's two cuFFT passes and
-// the scaling's. N / P threads work on a column (P points a thread: 8, or 16 at N = 128 and 1024,
-// whose stages are then 16 x 8 and 16 x 8 x 8), each on one butterfly of a radix-8 stage (P / 8 of
-// them); a block holds THREADS P / N columns (lf_shape). Neighbouring threads load neighbouring
-// columns (lines that are neighbours along the faster other dimension), so each plane's loads
-// coalesce, and each thread has its P loads in flight at once. The kernel is bound by the latency
-// of its loads and of its trips through shared memory (each with two barriers), so the forward's
-// first stage (radix P) runs on the points as loaded, the inverse's last stores its outputs to the
-// line, and the forward's last stage, the scaling and the inverse's first run on one thread's
-// points in registers (the turn: the outputs of the forward's last butterflies j + b N / P are the
-// inputs of the inverse's first butterfly j): between these steps a point goes through shared
-// memory (written, then read), 6 times at N = 2048, 4 at 1024 and 512, twice at 128. Each time
-// a column is written it is laid out afresh (lf_at), so that both that write and the next read
-// keep a half warp's points in different banks.
+// the scaling's. N / P threads work on a column (P points a thread: 8, or 16 in float at N =
+// 128 and 1024, whose stages are then 16 x 8 and 16 x 8 x 8), each on one butterfly of a radix-8
+// stage (P / 8 of them); a block holds THREADS P / N columns (lf_shape). Neighbouring threads
+// load neighbouring columns (lines that are neighbours along the faster other dimension), so each
+// plane's loads coalesce, and each thread has its P loads in flight at once. The kernel is bound by
+// the latency of its loads and of its trips through shared memory (each with two barriers), so the
+// forward's first stage (radix P) runs on the points as loaded, the inverse's last stores its
+// outputs to the line, and the forward's last stage, the scaling and the inverse's first run on one
+// thread's points in registers (the turn: the outputs of the forward's last butterflies j + b N / P
+// are the inputs of the inverse's first butterfly j): between these steps a point goes through
+// shared memory (written, then read), in float 6 times at N = 2048, 4 at 1024 and 512, twice at 128
+// (in double 6 at 2048 and 1024, 4 at 512, 256 and 128). Each time a column is written it is laid
+// out afresh (lf_at), so that both that write and the next read keep a half warp's points in
+// different banks.
 
 // The twiddle table: padded by one slot every 8 entries, which spreads a stage's reads of
 // entries 8 or 16 apart over the banks.
@@ -342,47 +343,52 @@ __device__ __forceinline__ int lf_at_plus(int p, int o, lf_layout l)
 {
     return o % (l.wide ? 256 : 128) == 0 ? p + o : p ^ lf_at(o, l);
 }
-__device__ __forceinline__ float2 cmul(float2 a, float2 b)
+
+// The kernel's complex types: float2 for float data, double2 for double; cpx makes one.
+__device__ __forceinline__ float2 cpx(float re, float im) { return make_float2(re, im); }
+__device__ __forceinline__ double2 cpx(double re, double im) { return make_double2(re, im); }
+template <typename C> __device__ __forceinline__ C cmul(C a, C b)
 {
-    return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+    return cpx(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
 }
-__device__ __forceinline__ float2 cadd(float2 a, float2 b)
+template <typename C> __device__ __forceinline__ C cadd(C a, C b)
 {
-    return make_float2(a.x + b.x, a.y + b.y);
+    return cpx(a.x + b.x, a.y + b.y);
 }
-__device__ __forceinline__ float2 csub(float2 a, float2 b)
+template <typename C> __device__ __forceinline__ C csub(C a, C b)
 {
-    return make_float2(a.x - b.x, a.y - b.y);
+    return cpx(a.x - b.x, a.y - b.y);
 }
 // a times S i (S = -1: forward, +1: inverse)
-template <int S> __device__ __forceinline__ float2 times_i(float2 a)
+template <int S, typename C> __device__ __forceinline__ C times_i(C a)
 {
-    return make_float2(-S * a.y, S * a.x);
+    return cpx(-S * a.y, S * a.x);
 }
 
 // The DFT of R points in registers, natural order out, exp(S 2 pi i j k / R).
 template <int R, int S> struct dft;
 template <int S> struct dft<2, S> {
-    static __device__ __forceinline__ void run(float2 *v)
+    template <typename C> static __device__ __forceinline__ void run(C *v)
     {
-        float2 a = v[0];
+        C a = v[0];
         v[0] = cadd(a, v[1]), v[1] = csub(a, v[1]);
     }
 };
 template <int S> struct dft<4, S> {
-    static __device__ __forceinline__ void run(float2 *v)
+    template <typename C> static __device__ __forceinline__ void run(C *v)
     {
-        float2 a0 = cadd(v[0], v[2]), a1 = csub(v[0], v[2]), a2 = cadd(v[1], v[3]);
-        float2 b3 = times_i<S>(csub(v[1], v[3]));
+        C a0 = cadd(v[0], v[2]), a1 = csub(v[0], v[2]), a2 = cadd(v[1], v[3]);
+        C b3 = times_i<S>(csub(v[1], v[3]));
         v[0] = cadd(a0, a2), v[2] = csub(a0, a2), v[1] = cadd(a1, b3), v[3] = csub(a1, b3);
     }
 };
 template <int S> struct dft<8, S> { // radix 2 x 2 x 2, decimation in frequency
-    static __device__ __forceinline__ void run(float2 *v)
+    template <typename C> static __device__ __forceinline__ void run(C *v)
     {
-        const float h = 0.70710678118654752f;
-        const float2 w1 = make_float2(h, S * h), w3 = make_float2(-h, S * h);
-        float2 a[8], b[8];
+        using T = decltype(C::x);
+        const T h = (T)0.70710678118654752;
+        const C w1 = cpx(h, S * h), w3 = cpx(-h, S * h);
+        C a[8], b[8];
 #pragma unroll
         for (int r = 0; r < 4; r++)
             a[r] = cadd(v[r], v[r + 4]), a[r + 4] = csub(v[r], v[r + 4]);
@@ -400,15 +406,15 @@ template <int S> struct dft<8, S> { // radix 2 x 2 x 2, decimation in frequency
 };
 
 template <int S> struct dft<16, S> { // radix 4 x 4: x[4 a + b] -> X[c + 4 d]
-    static __device__ __forceinline__ void run(float2 *v)
+    template <typename C> static __device__ __forceinline__ void run(C *v)
     {
-        const float c1 = 0.92387953251128674f, s1 = 0.38268343236508980f,
-                    h = 0.70710678118654752f;
+        using T = decltype(C::x);
+        const T c1 = (T)0.92387953251128674, s1 = (T)0.38268343236508980,
+                h = (T)0.70710678118654752;
         // exp(S 2 pi i m / 16) for the products m = b c (b, c < 4) of the inner twiddles
-        const float2 w1 = make_float2(c1, S * s1), w2 = make_float2(h, S * h),
-                     w3 = make_float2(s1, S * c1), w6 = make_float2(-h, S * h),
-                     w9 = make_float2(-c1, -S * s1);
-        float2 y[4][4];
+        const C w1 = cpx(c1, S * s1), w2 = cpx(h, S * h), w3 = cpx(s1, S * c1),
+                w6 = cpx(-h, S * h), w9 = cpx(-c1, -S * s1);
+        C y[4][4];
 #pragma unroll
         for (int b = 0; b < 4; b++) {
 #pragma unroll
@@ -421,7 +427,7 @@ template <int S> struct dft<16, S> { // radix 4 x 4: x[4 a + b] -> X[c + 4 d]
         y[3][1] = cmul(y[3][1], w3), y[3][2] = cmul(y[3][2], w6), y[3][3] = cmul(y[3][3], w9);
 #pragma unroll
         for (int c = 0; c < 4; c++) {
-            float2 z[4] = {y[0][c], y[1][c], y[2][c], y[3][c]};
+            C z[4] = {y[0][c], y[1][c], y[2][c], y[3][c]};
             dft<4, S>::run(z);
 #pragma unroll
             for (int d = 0; d < 4; d++)
@@ -430,11 +436,50 @@ template <int S> struct dft<16, S> { // radix 4 x 4: x[4 a + b] -> X[c + 4 d]
     }
 };
 
-// a scaled by f in double, rounded back to float
-__device__ __forceinline__ float2 lf_scaled(float2 a, double f)
+// a scaled by f in double, rounded back to a's precision
+template <typename C> __device__ __forceinline__ C lf_scaled(C a, double f)
 {
-    return make_float2((float)(a.x * f), (float)(a.y * f));
+    using T = decltype(C::x);
+    return cpx((T)(a.x * f), (T)(a.y * f));
 }
+
+// exp(-2 pi i k / n) in C's precision
+__device__ __forceinline__ void lf_twiddle(int k, int n, float2 &w)
+{
+    sincospif(-2.0f * k / n, &w.y, &w.x);
+}
+__device__ __forceinline__ void lf_twiddle(int k, int n, double2 &w)
+{
+    sincospi(-2.0 * k / n, &w.y, &w.x);
+}
+
+// Columns of points (or the twiddle table) in shared memory: float2 points as they are;
+// double2 points as two arrays of doubles im apart (real parts, then imaginary), so that each
+// shared access moves 8 bytes a thread, the accesses the layouts' bank model (lf_at) is
+// built on. `at` (for both): count points, `first` points into the block's dynamic shared
+// memory base.
+template <typename C> struct lf_mem;
+template <> struct lf_mem<float2> {
+    float2 *p;
+    static __device__ __forceinline__ lf_mem at(float2 *base, int first, int count)
+    {
+        return {base + first};
+    }
+    __device__ __forceinline__ lf_mem plus(int o) const { return {p + o}; }
+    __device__ __forceinline__ float2 get(int i) const { return p[i]; }
+    __device__ __forceinline__ void put(int i, float2 v) const { p[i] = v; }
+};
+template <> struct lf_mem<double2> {
+    double *p;
+    int im;
+    static __device__ __forceinline__ lf_mem at(float2 *base, int first, int count)
+    {
+        return {(double *)base + 2 * first, count};
+    }
+    __device__ __forceinline__ lf_mem plus(int o) const { return {p + o, im}; }
+    __device__ __forceinline__ double2 get(int i) const { return make_double2(p[i], p[i + im]); }
+    __device__ __forceinline__ void put(int i, double2 v) const { p[i] = v.x, p[i + im] = v.y; }
+};
 
 // Point z's scaling factor: norm / (exy + lam[z]) (0 where that is 0), in double as the
 // diagonal operator does, as norm times the reciprocal (within an ulp of the quotient: a
@@ -448,13 +493,13 @@ __device__ __forceinline__ double lf_factor(double exy, const double *laml, int 
 
 // Points j + r N / R (r < R) of a column in layout l, the input of butterfly j of a radix-R
 // stage, into x.
-template <int N, int R>
-__device__ __forceinline__ void lf_read(const float2 *col, lf_layout l, int j, float2 *x)
+template <int N, int R, typename C>
+__device__ __forceinline__ void lf_read(lf_mem<C> col, lf_layout l, int j, C *x)
 {
     int p = lf_at(j, l); // j < N / R
 #pragma unroll
     for (int r = 0; r < R; r++)
-        x[r] = col[lf_at_plus(p, r * (N / R), l)];
+        x[r] = col.get(lf_at_plus(p, r * (N / R), l));
 }
 
 // Butterfly j of a radix-R stage on its points x (lf_read's), in place; Ns: the product of
@@ -462,12 +507,12 @@ __device__ __forceinline__ void lf_read(const float2 *col, lf_layout l, int j, f
 // k = j mod Ns. Point r's twiddle is w^r, w = exp(S 2 pi i k / (Ns R)): one table read (the
 // table padded, lf_pad), its powers by products (at most four deep); the first stage (Ns = 1)
 // has none.
-template <int N, int R, int S>
-__device__ __forceinline__ void lf_butterfly(float2 *x, const float2 *tw, int j, int Ns)
+template <int N, int R, int S, typename C>
+__device__ __forceinline__ void lf_butterfly(C *x, lf_mem<C> tw, int j, int Ns)
 {
     if (Ns > 1) {
-        float2 w[R];
-        w[1] = tw[lf_pad((j & (Ns - 1)) * (N / (Ns * R)))];
+        C w[R];
+        w[1] = tw.get(lf_pad((j & (Ns - 1)) * (N / (Ns * R))));
         w[1].y = S < 0 ? w[1].y : -w[1].y;
 #pragma unroll
         for (int r = 2; r < R; r++)
@@ -481,9 +526,9 @@ __device__ __forceinline__ void lf_butterfly(float2 *x, const float2 *tw, int j,
 
 // Butterflies j = jt + b TPC (b < BF = N / R / TPC) of a radix-R stage of a column of N points
 // in shared memory (in layout l), read into v and run there.
-template <int N, int R, int S, int TPC>
-__device__ __forceinline__ void lf_butterflies(const float2 *col, lf_layout l, const float2 *tw,
-                                               int jt, int Ns, float2 (*v)[R])
+template <int N, int R, int S, int TPC, typename C>
+__device__ __forceinline__ void lf_butterflies(lf_mem<C> col, lf_layout l, lf_mem<C> tw, int jt,
+                                               int Ns, C (*v)[R])
 {
 #pragma unroll
     for (int b = 0; b < N / R / TPC; b++) {
@@ -494,12 +539,12 @@ __device__ __forceinline__ void lf_butterflies(const float2 *col, lf_layout l, c
 
 // One radix-R stage of a column of N points in shared memory (in place: read in layout in,
 // barrier, write in layout out, barrier); this thread's butterflies j = jt, jt + TPC, ...
-template <int N, int R, int S, int TPC>
-__device__ __forceinline__ void lf_stage(float2 *col, lf_layout in, lf_layout out,
-                                         const float2 *tw, int jt, int Ns)
+template <int N, int R, int S, int TPC, typename C>
+__device__ __forceinline__ void lf_stage(lf_mem<C> col, lf_layout in, lf_layout out,
+                                         lf_mem<C> tw, int jt, int Ns)
 {
     constexpr int BF = N / R / TPC;
-    float2 v[BF][R];
+    C v[BF][R];
     lf_butterflies<N, R, S, TPC>(col, in, tw, jt, Ns, v);
     __syncthreads();
 #pragma unroll
@@ -507,7 +552,7 @@ __device__ __forceinline__ void lf_stage(float2 *col, lf_layout in, lf_layout ou
         int j = jt + b * TPC, k = j & (Ns - 1), p = lf_at((j - k) * R + k, out);
 #pragma unroll
         for (int r = 0; r < R; r++)
-            col[lf_at_plus(p, r * Ns, out)] = v[b][r];
+            col.put(lf_at_plus(p, r * Ns, out), v[b][r]);
     }
     __syncthreads();
 }
@@ -522,21 +567,25 @@ __host__ __device__ constexpr int lf_log2(int n) { return n > 1 ? 1 + lf_log2(n 
 // not be: not tried). A block holds at least four columns, 32 bytes of each plane it reads
 // (two columns, 16 bytes, cost a fifth more at 1024), so at 2048 it has 1024 threads; 16
 // points a thread there, in blocks of 512 (92 registers, stages 16 x 8 x 8 x 2), ran 2-4%
-// slower on an H200.
-template <int N> struct lf_shape { // N: 8 .. 2048 (tide_gpu_line_fft_ok)
-    static constexpr int P = N == 1024 || N == 128 ? 16 : 8, TPC = N / P,
-                         THREADS = std::max(P == 16 ? 256 : 512, 4 * TPC),
-                         BLOCKS = P == 16 ? 3 : 1024 / THREADS, COLS = THREADS / TPC,
-                         PADN = N + N / 8, CS = N + 1;
-    static size_t smem() { return (size_t)(COLS * CS + PADN) * sizeof(float2); }
+// slower on an H200. Double points (C = double2) take twice the registers: 8 points a thread
+// at every N, 512 threads an SM (at most 128 registers a thread; 80-96 used, no spills),
+// blocks of 256 threads, or of 512 at 2048 (two columns, again 32 bytes of each plane).
+template <typename C, int N> struct lf_shape { // N: 8 .. 2048 (tide_gpu_line_fft_ok)
+    static constexpr bool DBL = sizeof(C) == 16;
+    static constexpr int P = !DBL && (N == 1024 || N == 128) ? 16 : 8, TPC = N / P,
+                         WIDE = 32 / (int)sizeof(C), // the columns of 32 bytes a plane
+                         THREADS = std::max(P == 16 || DBL ? 256 : 512, WIDE * TPC),
+                         BLOCKS = P == 16 ? 3 : (DBL ? 512 : 1024) / THREADS,
+                         COLS = THREADS / TPC, PADN = N + N / 8, CS = N + 1;
+    static size_t smem() { return (size_t)(COLS * CS + PADN) * sizeof(C); }
 };
 
 // The stages of a column's FFT of N points: the first of radix P, A of radix 8 (stage s: Ns =
 // P 8^(s - 1)), then one of radix LAST_R = 2 or 4 where log2 (N / P) is not a multiple of 3
 // (STAGES in all). The forward's first stage, the turn and the inverse's last run outside
 // these (line_fft_kernel); these are the stages between, all in shared memory.
-template <int N> struct lf_stages {
-    using sh = lf_shape<N>;
+template <typename C, int N> struct lf_stages {
+    using sh = lf_shape<C, N>;
     static constexpr int P = sh::P, A = (lf_log2(N) - lf_log2(P)) / 3,
                          B = (lf_log2(N) - lf_log2(P)) % 3, STAGES = 1 + A + (B != 0),
                          LAST_R = B == 0 ? 8 : B == 1 ? 2 : 4;
@@ -568,14 +617,14 @@ template <int N> struct lf_stages {
     }
     // the forward's stages after the first, its last (the turn's) excepted: Ns = P .. N / 64
     // (B = 0) or N / 8 / LAST_R
-    static __device__ __forceinline__ void forward_middle(float2 *col, const float2 *tw, int jt)
+    static __device__ __forceinline__ void forward_middle(lf_mem<C> col, lf_mem<C> tw, int jt)
     {
 #pragma unroll
         for (int s = 1, Ns = P; s < STAGES - 1; s++, Ns *= 8)
             lf_stage<N, 8, -1, sh::TPC>(col, written(s - 1), written(s), tw, jt, Ns);
     }
     // the inverse's stages after the first (the turn's), its last excepted: the same Ns
-    static __device__ __forceinline__ void inverse_middle(float2 *col, const float2 *tw, int jt)
+    static __device__ __forceinline__ void inverse_middle(lf_mem<C> col, lf_mem<C> tw, int jt)
     {
 #pragma unroll
         for (int s = 1, Ns = P; s < STAGES - 1; s++, Ns *= 8)
@@ -590,13 +639,13 @@ template <int N> struct lf_stages {
 // point z is scaled (lf_factor, the column's exy). Point 0 of the forward's output (thread
 // jt = 0: the column's mode 0, for the mean's sum) into zero. In place: read in layout in,
 // barrier, write in layout out, barrier.
-template <int N, int R>
-__device__ __forceinline__ void lf_turn(float2 *col, lf_layout in, lf_layout out,
-                                        const float2 *tw, int jt, double exy, const double *laml,
-                                        double norm, float2 &zero)
+template <int N, int R, typename C>
+__device__ __forceinline__ void lf_turn(lf_mem<C> col, lf_layout in, lf_layout out,
+                                        lf_mem<C> tw, int jt, double exy, const double *laml,
+                                        double norm, C &zero)
 {
-    constexpr int P = lf_shape<N>::P, TPC = lf_shape<N>::TPC;
-    float2 v[P / R][R], x[P];
+    constexpr int P = lf_shape<C, N>::P, TPC = lf_shape<C, N>::TPC;
+    C v[P / R][R], x[P];
     lf_butterflies<N, R, -1, TPC>(col, in, tw, jt, N / R, v);
     zero = v[0][0];
 #pragma unroll
@@ -611,19 +660,19 @@ __device__ __forceinline__ void lf_turn(float2 *col, lf_layout in, lf_layout out
     int p = lf_at(P * jt, out);
 #pragma unroll
     for (int r = 0; r < P; r++)
-        col[lf_at_plus(p, r, out)] = x[r];
+        col.put(lf_at_plus(p, r, out), x[r]);
     __syncthreads();
 }
 
 // The inverse's last stage (radix R, Ns = N / R) in the load's thread map: butterflies
 // j = lz + b TPC of column col (in layout in), whose outputs j + r Ns are its points lz + i
 // TPC (i < P), stored straight into the line at `at` (where ok).
-template <int N, int R>
-__device__ __forceinline__ void lf_last_store(const float2 *col, lf_layout in, const float2 *tw,
-                                              int lz, float2 *at, int64_t sl, bool ok)
+template <int N, int R, typename C>
+__device__ __forceinline__ void lf_last_store(lf_mem<C> col, lf_layout in, lf_mem<C> tw, int lz,
+                                              C *at, int64_t sl, bool ok)
 {
-    constexpr int TPC = lf_shape<N>::TPC, Ns = N / R;
-    float2 v[Ns / TPC][R];
+    constexpr int TPC = lf_shape<C, N>::TPC, Ns = N / R;
+    C v[Ns / TPC][R];
     lf_butterflies<N, R, 1, TPC>(col, in, tw, lz, Ns, v);
 #pragma unroll
     for (int b = 0; b < Ns / TPC; b++)
@@ -634,7 +683,8 @@ __device__ __forceinline__ void lf_last_store(const float2 *col, lf_layout in, c
 }
 
 // Point 0 of line c of field blockIdx.y of data (of line 0 where c is past the last).
-__device__ __forceinline__ float2 *line_start(float2 *data, const line_geom &g, int64_t c)
+template <typename C>
+__device__ __forceinline__ C *line_start(C *data, const line_geom &g, int64_t c)
 {
     c = c < g.lines ? c : 0;
     return data + blockIdx.y * g.fs + (c / g.eq) * g.sp + (c % g.eq) * g.sq;
@@ -642,8 +692,8 @@ __device__ __forceinline__ float2 *line_start(float2 *data, const line_geom &g, 
 
 // Line c's mode 0 (point 0 of the forward's output) times its weight in the mean's sum, added
 // to origin (the field's entry).
-__device__ __forceinline__ void lf_mean(const line_geom &g, int64_t c, float2 zero,
-                                        double *origin)
+template <typename C>
+__device__ __forceinline__ void lf_mean(const line_geom &g, int64_t c, C zero, double *origin)
 {
     int64_t p = c / g.eq, q = c % g.eq;
     double w = weight(g.wp, g.lop + (int)p) * weight(g.wq, g.loq + (int)q);
@@ -659,20 +709,21 @@ __device__ __forceinline__ void lf_mean(const line_geom &g, int64_t c, float2 ze
 // of column t % COLS, the inputs of the first stage's butterfly t / COLS (neighbouring
 // threads on neighbouring columns: each plane's loads coalesce, all P in flight at once), and
 // the last stage's butterflies in the same map end with the same points, which it stores.
-template <int N>
-__global__ void __launch_bounds__(lf_shape<N>::THREADS, lf_shape<N>::BLOCKS)
-    line_fft_kernel(float2 *data, line_geom g, double alpha, double norm, double *origin)
+template <typename C, int N>
+__global__ void __launch_bounds__(lf_shape<C, N>::THREADS, lf_shape<C, N>::BLOCKS)
+    line_fft_kernel(C *data, line_geom g, double alpha, double norm, double *origin)
 {
-    using sh = lf_shape<N>;
-    using st = lf_stages<N>;
+    using sh = lf_shape<C, N>;
+    using st = lf_stages<C, N>;
     constexpr int P = sh::P, TPC = sh::TPC, COLS = sh::COLS, CS = sh::CS;
     extern __shared__ float2 lf_dyn[];
-    float2 *tw = lf_dyn, *s = tw + sh::PADN;
+    lf_mem<C> tw = lf_mem<C>::at(lf_dyn, 0, sh::PADN),
+              s = lf_mem<C>::at(lf_dyn, sh::PADN, COLS * CS);
     int t = threadIdx.x;
     for (int i = t; i < N; i += blockDim.x) {
-        float sn, cs;
-        sincospif(-2.0f * i / N, &sn, &cs);
-        tw[lf_pad(i)] = make_float2(cs, sn);
+        C w;
+        lf_twiddle(i, N, w);
+        tw.put(lf_pad(i), w);
     }
     // the stages in shared memory and the turn: thread t on butterflies t % TPC,
     // t % TPC + TPC, ... of column t / TPC
@@ -682,18 +733,18 @@ __global__ void __launch_bounds__(lf_shape<N>::THREADS, lf_shape<N>::BLOCKS)
     bool mine = cc < g.lines;
     int lc = t % COLS, lz = t / COLS;
     bool ok = c0 + lc < g.lines;
-    float2 *at = line_start(data, g, c0 + lc);
-    float2 v[P];
+    C *at = line_start(data, g, c0 + lc);
+    C v[P];
 #pragma unroll
     for (int i = 0; i < P; i++)
-        v[i] = ok ? at[(int64_t)(lz + i * TPC) * g.sl] : make_float2(0.f, 0.f);
+        v[i] = ok ? at[(int64_t)(lz + i * TPC) * g.sl] : C{};
     lf_butterfly<N, P, -1>(v, tw, lz, 1);
     if constexpr (st::STAGES > 1) {
-        float2 *cl = s + lc * CS;
+        lf_mem<C> cl = s.plus(lc * CS);
         int p = lf_at(P * lz, st::first());
 #pragma unroll
         for (int r = 0; r < P; r++)
-            cl[lf_at_plus(p, r, st::first())] = v[r];
+            cl.put(lf_at_plus(p, r, st::first()), v[r]);
     }
     double exy = mine ? g.lamp[g.lop + cc / g.eq] + g.lamq[g.loq + cc % g.eq] - alpha : 1.0;
     if constexpr (st::STAGES == 1) { // N = 8: a thread a column (lz = jt = 0, lc = col)
@@ -710,51 +761,56 @@ __global__ void __launch_bounds__(lf_shape<N>::THREADS, lf_shape<N>::BLOCKS)
                 at[z * g.sl] = v[z];
     } else {
         __syncthreads();
-        float2 *cp = s + col * CS, zero;
+        lf_mem<C> cp = s.plus(col * CS);
+        C zero;
         st::forward_middle(cp, tw, jt);
         lf_turn<N, st::LAST_R>(cp, st::written(st::STAGES - 2), st::written(st::STAGES - 1), tw,
                                jt, exy, g.laml, norm, zero);
         if (jt == 0 && mine)
             lf_mean(g, cc, zero, origin + 2 * blockIdx.y);
         st::inverse_middle(cp, tw, jt);
-        lf_last_store<N, st::LAST_R>(s + lc * CS, st::last(), tw, lz,
+        lf_last_store<N, st::LAST_R>(s.plus(lc * CS), st::last(), tw, lz,
                                      line_start(data, g, c0 + lc), g.sl, ok);
     }
 }
 
-template <int N>
-cudaError_t launch_line_fft(float2 *data, const line_geom &g, int batch, double alpha,
-                            double norm, double *origin, cudaStream_t stream)
+template <typename C, int N>
+cudaError_t launch_line_fft(C *data, const line_geom &g, int batch, double alpha, double norm,
+                            double *origin, cudaStream_t stream)
 {
-    using sh = lf_shape<N>;
-    cudaError_t e = cudaFuncSetAttribute(line_fft_kernel<N>,
+    using sh = lf_shape<C, N>;
+    cudaError_t e = cudaFuncSetAttribute(line_fft_kernel<C, N>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          (int)sh::smem());
     int64_t blocks = (g.lines + sh::COLS - 1) / sh::COLS;
     for (int f0 = 0; f0 < batch && e == cudaSuccess; f0 += 65535) {
         dim3 grid((unsigned)blocks, (unsigned)std::min(batch - f0, 65535));
-        line_fft_kernel<N><<<grid, sh::THREADS, sh::smem(), stream>>>(
+        line_fft_kernel<C, N><<<grid, sh::THREADS, sh::smem(), stream>>>(
             data + f0 * g.fs, g, alpha, norm, origin + 2 * (size_t)f0);
         e = cudaGetLastError();
     }
     return e;
 }
 
-// The line transforms on the box within d's array; origin: the entry of d's first field.
+// The line transforms of C points on the box within d's array; origin: the entry of d's
+// first field.
+template <typename C>
 cudaError_t line_ffts(const tide_spectral *d, void *data, double *origin, cudaStream_t stream)
 {
     line_geom g = line_geometry(d);
-    float2 *v = (float2 *)data + g.at;
+    C *v = (C *)data + g.at;
+    int b = d->batch;
+    double a = d->alpha, n = d->norm;
     switch (g.n) {
-    case 8: return launch_line_fft<8>(v, g, d->batch, d->alpha, d->norm, origin, stream);
-    case 16: return launch_line_fft<16>(v, g, d->batch, d->alpha, d->norm, origin, stream);
-    case 32: return launch_line_fft<32>(v, g, d->batch, d->alpha, d->norm, origin, stream);
-    case 64: return launch_line_fft<64>(v, g, d->batch, d->alpha, d->norm, origin, stream);
-    case 128: return launch_line_fft<128>(v, g, d->batch, d->alpha, d->norm, origin, stream);
-    case 256: return launch_line_fft<256>(v, g, d->batch, d->alpha, d->norm, origin, stream);
-    case 512: return launch_line_fft<512>(v, g, d->batch, d->alpha, d->norm, origin, stream);
-    case 1024: return launch_line_fft<1024>(v, g, d->batch, d->alpha, d->norm, origin, stream);
-    case 2048: return launch_line_fft<2048>(v, g, d->batch, d->alpha, d->norm, origin, stream);
+    case 8: return launch_line_fft<C, 8>(v, g, b, a, n, origin, stream);
+    case 16: return launch_line_fft<C, 16>(v, g, b, a, n, origin, stream);
+    case 32: return launch_line_fft<C, 32>(v, g, b, a, n, origin, stream);
+    case 64: return launch_line_fft<C, 64>(v, g, b, a, n, origin, stream);
+    case 128: return launch_line_fft<C, 128>(v, g, b, a, n, origin, stream);
+    case 256: return launch_line_fft<C, 256>(v, g, b, a, n, origin, stream);
+    case 512: return launch_line_fft<C, 512>(v, g, b, a, n, origin, stream);
+    case 1024: return launch_line_fft<C, 1024>(v, g, b, a, n, origin, stream);
+    case 2048: return launch_line_fft<C, 2048>(v, g, b, a, n, origin, stream);
     }
     return cudaErrorInvalidValue; // tide_gpu_line_fft_ok said no
 }
@@ -774,7 +830,8 @@ extern "C" int tide_gpu_spectral(const tide_spectral *d, void *data, void *strea
         return 0;
     if (e == cudaSuccess)
         e = d->line < 0  ? diag(d, data, origin, st)
-            : d->line_fft ? line_ffts(d, data, origin, st)
+            : d->line_fft ? (d->dbl ? line_ffts<double2>(d, data, origin, st)
+                                    : line_ffts<float2>(d, data, origin, st))
                           : line_solves(d, data, origin, st);
     return e == cudaSuccess ? 0
                             : tide_gpu_note_error(d->line < 0    ? "eigenvalue scaling kernel"
@@ -785,5 +842,6 @@ extern "C" int tide_gpu_spectral(const tide_spectral *d, void *data, void *strea
 
 extern "C" int tide_gpu_line_fft_ok(int n, int dbl)
 {
-    return !dbl && n >= 8 && n <= 2048 && (n & (n - 1)) == 0;
+    (void)dbl;
+    return n >= 8 && n <= 2048 && (n & (n - 1)) == 0;
 }

@@ -13,8 +13,8 @@ extern "C" {
  * d's tables, origin and scratch in device memory. */
 struct tide_spectral;
 int tide_gpu_spectral(const struct tide_spectral *d, void *data, void *stream);
-/* Whether tide_gpu_spectral transforms a periodic line of n points itself (line_fft): float
- * data, n a power of two from 8 to 2048 (the line's columns in shared memory). */
+/* Whether tide_gpu_spectral transforms a periodic line of n points itself (line_fft): n a
+ * power of two from 8 to 2048 (the line's columns in shared memory), float or double data. */
 int tide_gpu_line_fft_ok(int n, int dbl);
 
 #ifdef __cplusplus

@@ -341,15 +341,17 @@ class ModelProperties(unittest.TestCase):
         self.assertEqual(model.plan("fft", 64, 1).counts["exchanges"], 0)
 
     def test_double_gpu_solve_scales_inside_the_transform(self):
-        """The GPU's double periodic solve scales inside cuFFT's store (no bytes of its own);
-        the float one with device arrays and x a power of two, and the CPU's, transform x
-        inside the spectral op (a pass of its own); float with another x or host arrays keeps
-        the scaling pass; a bounded dimension the line solves."""
+        """The GPU's periodic solve with device arrays and x a power of two, and the CPU's,
+        transform x inside the spectral op (a pass of its own); with another x the GPU's double
+        solve scales inside cuFFT's store (no bytes of its own); float with another x or host
+        arrays keeps the scaling pass; a bounded dimension the line solves."""
         def mid(size=64, **kw):
             p = model.plan("poisson", size, 1, **kw)
             return [o.what for o in p.programs[0]][1], p.counts["move_bytes"]
-        self.assertEqual(mid(precision="double"), ("eigen(in fft)", 0.0))
-        for kw in ({"precision": "float"}, {"precision": "double", "backend": "cpu"}):
+        self.assertEqual(mid(size=60, precision="double"), ("eigen(in fft)", 0.0))
+        for kw in ({"precision": "float"}, {"precision": "double"},
+                   {"size": 2048, "precision": "double"},
+                   {"precision": "double", "backend": "cpu"}):
             what, moved = mid(**kw)
             self.assertEqual(what, "fft+eigen(x)")
             self.assertGreater(moved, 0)
