@@ -17,17 +17,17 @@
  * Montgomery's division by invariant integers), exact for dividends below 2^31, which the plan
  * checks for the elements of one field.
  *
- * Double data only, and used where the solve's spectral op does not transform x itself (with
- * device arrays and n[0] a power of two from 8 to 2048 it does: gpu/poisson.cu's line kernel,
- * one pass over the spectrum where the 3D transforms take more). Measured on one H200, the
- * forward R2C of 512^3 alone: in double the callback costs nothing measurable (1.893 against 1.888 ms bare), and the solve drops from
- * 4.22 to 3.76 ms. In float every variant tried made cuFFT's kernels slower than the separate
- * kernel pass they replace (0.47 ms): the offset decomposed and three table loads 1.87 ms against
- * 1.08 bare; a precomputed factor per point, one coalesced load, 1.63 ms; the eigenvalues
- * computed from the indices (sinpif, nothing loaded) 2.16 ms; the same in the inverse C2R's
- * load callback 1.61 ms (tables) and 1.97 ms (computed) against 1.08 bare. Only a constant
- * factor stays near bare (1.11 ms): any work per element slows cuFFT's float kernels by more
- * than the separate pass costs (docs/performance.md).
+ * Double data only, and used where the solve's spectral op does not transform x itself (with device
+ * arrays and n[0] a power of two from 8 to 2048 it does: gpu/poisson.cu's line kernel, one pass
+ * over the spectrum where the 3D transforms take more). Measured on one H200, the forward R2C of
+ * 512^3 alone: in double the callback costs nothing measurable (1.893 against 1.888 ms bare), and
+ * the solve drops from 4.22 to 3.76 ms. In float every variant tried made cuFFT's kernels slower
+ * than the separate kernel pass they replace (0.47 ms): the offset decomposed and three table loads
+ * 1.87 ms against 1.08 bare; a precomputed factor per point, one coalesced load, 1.63 ms; the
+ * eigenvalues computed from the indices (sinpif, nothing loaded) 2.16 ms; the same in the inverse
+ * C2R's load callback 1.61 ms (tables) and 1.97 ms (computed) against 1.08 bare. Only a constant
+ * factor stays near bare (1.11 ms): any work per element slows cuFFT's float kernels by more than
+ * the separate pass costs (docs/performance.md).
  */
 #ifndef TIDE_FFT_CALLBACKS_H
 #define TIDE_FFT_CALLBACKS_H
