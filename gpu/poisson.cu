@@ -456,8 +456,8 @@ __device__ __forceinline__ void lf_twiddle(int k, int n, double2 &w)
 // Columns of points (or the twiddle table) in shared memory: float2 points as they are;
 // double2 points as two arrays of doubles im apart (real parts, then imaginary), so that each
 // shared access moves 8 bytes a thread, the accesses the layouts' bank model (lf_at) is
-// built on. `at` (for both): count points, `first` points into the block's dynamic shared
-// memory base.
+// built on. at(base, first, count): count points from point `first` of the block's dynamic
+// shared memory on.
 template <typename C> struct lf_mem;
 template <> struct lf_mem<float2> {
     float2 *p;
@@ -564,16 +564,16 @@ __host__ __device__ constexpr int lf_log2(int n) { return n > 1 ? 1 + lf_log2(n 
 // thread at 1024 threads an SM, 85 at three blocks of 256). P is 16 where that takes a stage
 // fewer, two trips through shared memory fewer, than 8 (128: 16 x 8, 1024: 16 x 8 x 8); at
 // 32 .. 512 and 2048 the stages are as many either way (at 16, a column a thread, they would
-// not be: not tried). A block holds at least four columns, 32 bytes of each plane it reads
-// (two columns, 16 bytes, cost a fifth more at 1024), so at 2048 it has 1024 threads; 16
+// not be: not tried). A block holds at least WIDE columns, 32 bytes of each plane it reads
+// (in float four; two, 16 bytes, cost a fifth more at 1024), so at 2048 it has 1024 threads; 16
 // points a thread there, in blocks of 512 (92 registers, stages 16 x 8 x 8 x 2), ran 2-4%
 // slower on an H200. Double points (C = double2) take twice the registers: 8 points a thread
-// at every N, 512 threads an SM (at most 128 registers a thread; 80-96 used, no spills),
+// at every N, 512 threads an SM (at most 128 registers a thread; 56-96 used, no spills),
 // blocks of 256 threads, or of 512 at 2048 (two columns, again 32 bytes of each plane).
 template <typename C, int N> struct lf_shape { // N: 8 .. 2048 (tide_gpu_line_fft_ok)
     static constexpr bool DBL = sizeof(C) == 16;
     static constexpr int P = !DBL && (N == 1024 || N == 128) ? 16 : 8, TPC = N / P,
-                         WIDE = 32 / (int)sizeof(C), // the columns of 32 bytes a plane
+                         WIDE = 32 / (int)sizeof(C), // columns that make 32 bytes a plane
                          THREADS = std::max(P == 16 || DBL ? 256 : 512, WIDE * TPC),
                          BLOCKS = P == 16 ? 3 : (DBL ? 512 : 1024) / THREADS,
                          COLS = THREADS / TPC, PADN = N + N / 8, CS = N + 1;
