@@ -795,7 +795,7 @@ cudaError_t launch_line_fft(C *data, const line_geom &g, int batch, double alpha
 // The line transforms of C points on the box within d's array; origin: the entry of d's
 // first field.
 template <typename C>
-cudaError_t line_ffts(const tide_spectral *d, void *data, double *origin, cudaStream_t stream)
+cudaError_t line_ffts_of(const tide_spectral *d, void *data, double *origin, cudaStream_t stream)
 {
     line_geom g = line_geometry(d);
     C *v = (C *)data + g.at;
@@ -815,6 +815,12 @@ cudaError_t line_ffts(const tide_spectral *d, void *data, double *origin, cudaSt
     return cudaErrorInvalidValue; // tide_gpu_line_fft_ok said no
 }
 
+cudaError_t line_ffts(const tide_spectral *d, void *data, double *origin, cudaStream_t stream)
+{
+    return d->dbl ? line_ffts_of<double2>(d, data, origin, stream)
+                  : line_ffts_of<float2>(d, data, origin, stream);
+}
+
 } // namespace
 
 // The kernels add to the origin entries of the fields processed, cleared first unless keep
@@ -830,8 +836,7 @@ extern "C" int tide_gpu_spectral(const tide_spectral *d, void *data, void *strea
         return 0;
     if (e == cudaSuccess)
         e = d->line < 0  ? diag(d, data, origin, st)
-            : d->line_fft ? (d->dbl ? line_ffts<double2>(d, data, origin, st)
-                                    : line_ffts<float2>(d, data, origin, st))
+            : d->line_fft ? line_ffts(d, data, origin, st)
                           : line_solves(d, data, origin, st);
     return e == cudaSuccess ? 0
                             : tide_gpu_note_error(d->line < 0    ? "eigenvalue scaling kernel"
