@@ -449,10 +449,23 @@ static int or_on_cpu(tide_context *ctx, int st, const int n[3], const tide_args 
     return make_plan(ctx, n, all, o, 0, mid, p);
 }
 
+/* Timed pairs after a warm-up of t seconds: enough for MEASURE_SPAN seconds, at least
+ * MEASURE_REPS_MIN and at most MEASURE_REPS_MAX. The best of a few pairs of a few milliseconds
+ * moves with the machine's noise (ranks sharing cores are descheduled for whole slices) by more
+ * than the variants differ; more of them cost little next to one pair of a large grid. */
+enum { MEASURE_REPS_MIN = 3, MEASURE_REPS_MAX = 30 };
+static const double MEASURE_SPAN = 0.05;
+static int measure_reps(double t)
+{
+    double n = t > 0 ? MEASURE_SPAN / t : MEASURE_REPS_MAX;
+    return n < MEASURE_REPS_MIN ? MEASURE_REPS_MIN : n > MEASURE_REPS_MAX ? MEASURE_REPS_MAX
+                                                                            : (int)n;
+}
+
 /* Collective: the seconds of one forward and backward pair of plan p (a solver's: one solve),
- * the best of three after a warm-up, the slowest rank's (a failure: INFINITY on every rank),
- * on arrays made for it (zeros; device arrays copied from a zero host array), each call
- * complete on return. */
+ * the best of measure_reps(the warm-up's time) after a warm-up, the slowest rank's (a failure:
+ * INFINITY on every rank), on arrays made for it (zeros; device arrays copied from a zero host
+ * array), each call complete on return. */
 static double time_pair(tide_context *ctx, tide_fft_plan *p)
 {
     tide_fft_info info;
@@ -471,7 +484,7 @@ static double time_pair(tide_context *ctx, tide_fft_plan *p)
     p->o.async = 0;        /* each timed call complete on return */
     p->env.out_kept = 0;   /* arrays freed below: no peer stores into them */
     st = tide_agree(ctx, st);
-    for (int rep = 0; rep < 4 && !st; rep++) {
+    for (int rep = 0, reps = 1; rep < reps && !st; rep++) {
         MPI_Barrier(ctx->comm);
         double t0 = MPI_Wtime();
         if (p->mid) { /* a solver: one solve, in place */
@@ -483,6 +496,10 @@ static double time_pair(tide_context *ctx, tide_fft_plan *p)
         double t = MPI_Wtime() - t0;
         if (rep && t < best) /* rep 0 warms up */
             best = t;
+        if (!rep) { /* the same count on every rank: the slowest rank's warm-up sets it */
+            MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, ctx->comm);
+            reps = 1 + measure_reps(t);
+        }
     }
     p->o.async = async;
     p->env.out_kept = out_kept;
