@@ -318,8 +318,9 @@ __device__ __forceinline__ int lf_pad(int i) { return i + (i >> 3); }
 // the 16 j + r of 16 consecutive j), then rotated left by b (which, where TPC < 16 or in the
 // map of the loads, puts one column's consecutive points 16 / TPC or COLS places apart and the
 // other columns of the half warp between them). a and b by where the layout is written and
-// read (lf_stages): a model of the banks over these accesses finds every half warp's 16 points
-// in 16 different places for every N (docs/performance.md has the counters).
+// read (lf_stages): a model of the banks over these accesses (tools/line-fft-banks) finds every
+// half warp's 16 points in 16 different places for every N and precision (docs/performance.md
+// has the counters).
 struct lf_layout {
     int a, b;
     bool wide;
@@ -593,7 +594,14 @@ template <typename C, int N> struct lf_stages {
     // read by the next; last() written by the stage before the last and read by the last in
     // the loads' map; inner() the others. rs: the rotation the stages' map needs where a half
     // warp spans several columns (TPC < 16); lc: the one the loads' map needs (COLS < 16; any
-    // where COLS >= 16, the half warp's 16 columns being N + 1 apart).
+    // where COLS >= 16, the half warp's 16 columns being N + 1 apart). first() rotates by -lc
+    // before the exclusive-or and by rs + lc after it (the first stage's writes, 16 / COLS
+    // butterflies' P points in COLS columns a half warp, then spread over the 16 places; lc
+    // itself leaves two columns four ways in conflict). last(), where it is also the turn's
+    // (COLS >= 16, TPC < 16: the half warp 16 / TPC columns of TPC threads writing P
+    // consecutive points each), rotates by rs + 4 - log2 P. tools/line-fft-banks models every
+    // shared access of the kernel and finds these rules free of conflicts at every N and
+    // precision.
     static __device__ __forceinline__ constexpr int rs()
     {
         return sh::TPC < 16 ? 4 - lf_log2(sh::TPC) : 0;
@@ -605,10 +613,13 @@ template <typename C, int N> struct lf_stages {
     }
     static __device__ __forceinline__ constexpr lf_layout first()
     {
-        return rotated(lc(), (rs() - lc() + 4) % 4);
+        return rotated((4 - lc()) % 4, (rs() + lc()) % 4);
     }
     static __device__ __forceinline__ constexpr lf_layout inner() { return rotated(0, rs()); }
-    static __device__ __forceinline__ constexpr lf_layout last() { return rotated(0, lc()); }
+    static __device__ __forceinline__ constexpr lf_layout last()
+    {
+        return rotated(0, sh::COLS >= 16 && sh::TPC < 16 ? (rs() + 4 - lf_log2(P)) % 4 : lc());
+    }
     // the layout of the column's g-th writing: 0 the first stage's, STAGES - 1 the turn's,
     // 2 STAGES - 3 the one the last stage reads
     static __device__ __forceinline__ constexpr lf_layout written(int g)
