@@ -4,8 +4,10 @@
 # agreements are Allreduces, its reshapes an Alltoallv each) counted and timed.
 set -euo pipefail
 mpiexec=$1 lib=$(realpath "$2") tide=$3
-log=$("$mpiexec" -n 3 -x LD_PRELOAD="$lib" "$tide" fft c2c cpu double 12 10 9 -slabs -a2av \
-    -n 2 2>&1) || { echo "$log"; echo "test_mpi_waits: the run failed" >&2; exit 1; }
+# a build with AddressSanitizer wants its runtime first among the preloaded libraries
+asan=$(ldd "$tide" | awk '/libasan/ {print $3; exit}')
+log=$("$mpiexec" -n 3 -x LD_PRELOAD="${asan:+$asan:}$lib" "$tide" fft c2c cpu double 12 10 9 \
+    -slabs -a2av -n 2 2>&1) || { echo "$log"; echo "test_mpi_waits: the run failed" >&2; exit 1; }
 for r in 0 1 2; do
     line=$(grep "^mpi_waits rank $r:" <<<"$log") ||
         { echo "$log"; echo "test_mpi_waits: no line for rank $r" >&2; exit 1; }
