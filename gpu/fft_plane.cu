@@ -40,6 +40,7 @@
 #include <cstdlib>
 #include <vector>
 #include <cuda_runtime.h>
+#include "gpu/complex.cuh"
 #include "gpu/cuda_error.h"
 #include "gpu/fft_plane.h"
 
@@ -76,12 +77,9 @@ template <class T> struct real_of;
 template <> struct real_of<float2> { typedef float type; };
 template <> struct real_of<double2> { typedef double type; };
 
-template <class T> __device__ __forceinline__ T add(T a, T b) { return {a.x + b.x, a.y + b.y}; }
-template <class T> __device__ __forceinline__ T sub(T a, T b) { return {a.x - b.x, a.y - b.y}; }
-template <class T> __device__ __forceinline__ T mul(T a, T b)
-{
-    return {a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x};
-}
+using tide_complex::add;
+using tide_complex::mul;
+using tide_complex::sub;
 // a times s i (s = +-1: the transform's sign)
 template <class T, class S> __device__ __forceinline__ T rot(T a, S s)
 {

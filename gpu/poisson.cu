@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cuda_runtime.h>
 #include "backend/device.h"
+#include "gpu/complex.cuh"
 #include "gpu/poisson.h"
 extern "C" {
 #include "backend/backend.h"
@@ -348,18 +349,9 @@ __device__ __forceinline__ int lf_at_plus(int p, int o, lf_layout l)
 // The kernel's complex types: float2 for float data, double2 for double; cpx makes one.
 __device__ __forceinline__ float2 cpx(float re, float im) { return make_float2(re, im); }
 __device__ __forceinline__ double2 cpx(double re, double im) { return make_double2(re, im); }
-template <typename C> __device__ __forceinline__ C cmul(C a, C b)
-{
-    return cpx(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
-}
-template <typename C> __device__ __forceinline__ C cadd(C a, C b)
-{
-    return cpx(a.x + b.x, a.y + b.y);
-}
-template <typename C> __device__ __forceinline__ C csub(C a, C b)
-{
-    return cpx(a.x - b.x, a.y - b.y);
-}
+using tide_complex::add;
+using tide_complex::mul;
+using tide_complex::sub;
 // a times S i (S = -1: forward, +1: inverse)
 template <int S, typename C> __device__ __forceinline__ C times_i(C a)
 {
@@ -372,15 +364,15 @@ template <int S> struct dft<2, S> {
     template <typename C> static __device__ __forceinline__ void run(C *v)
     {
         C a = v[0];
-        v[0] = cadd(a, v[1]), v[1] = csub(a, v[1]);
+        v[0] = add(a, v[1]), v[1] = sub(a, v[1]);
     }
 };
 template <int S> struct dft<4, S> {
     template <typename C> static __device__ __forceinline__ void run(C *v)
     {
-        C a0 = cadd(v[0], v[2]), a1 = csub(v[0], v[2]), a2 = cadd(v[1], v[3]);
-        C b3 = times_i<S>(csub(v[1], v[3]));
-        v[0] = cadd(a0, a2), v[2] = csub(a0, a2), v[1] = cadd(a1, b3), v[3] = csub(a1, b3);
+        C a0 = add(v[0], v[2]), a1 = sub(v[0], v[2]), a2 = add(v[1], v[3]);
+        C b3 = times_i<S>(sub(v[1], v[3]));
+        v[0] = add(a0, a2), v[2] = sub(a0, a2), v[1] = add(a1, b3), v[3] = sub(a1, b3);
     }
 };
 template <int S> struct dft<8, S> { // radix 2 x 2 x 2, decimation in frequency
@@ -392,17 +384,17 @@ template <int S> struct dft<8, S> { // radix 2 x 2 x 2, decimation in frequency
         C a[8], b[8];
 #pragma unroll
         for (int r = 0; r < 4; r++)
-            a[r] = cadd(v[r], v[r + 4]), a[r + 4] = csub(v[r], v[r + 4]);
-        a[5] = cmul(a[5], w1), a[6] = times_i<S>(a[6]), a[7] = cmul(a[7], w3);
+            a[r] = add(v[r], v[r + 4]), a[r + 4] = sub(v[r], v[r + 4]);
+        a[5] = mul(a[5], w1), a[6] = times_i<S>(a[6]), a[7] = mul(a[7], w3);
 #pragma unroll
         for (int h4 = 0; h4 < 8; h4 += 4) {
-            b[h4] = cadd(a[h4], a[h4 + 2]), b[h4 + 1] = cadd(a[h4 + 1], a[h4 + 3]);
-            b[h4 + 2] = csub(a[h4], a[h4 + 2]);
-            b[h4 + 3] = times_i<S>(csub(a[h4 + 1], a[h4 + 3]));
+            b[h4] = add(a[h4], a[h4 + 2]), b[h4 + 1] = add(a[h4 + 1], a[h4 + 3]);
+            b[h4 + 2] = sub(a[h4], a[h4 + 2]);
+            b[h4 + 3] = times_i<S>(sub(a[h4 + 1], a[h4 + 3]));
         }
-        v[0] = cadd(b[0], b[1]), v[4] = csub(b[0], b[1]), v[2] = cadd(b[2], b[3]);
-        v[6] = csub(b[2], b[3]), v[1] = cadd(b[4], b[5]), v[5] = csub(b[4], b[5]);
-        v[3] = cadd(b[6], b[7]), v[7] = csub(b[6], b[7]);
+        v[0] = add(b[0], b[1]), v[4] = sub(b[0], b[1]), v[2] = add(b[2], b[3]);
+        v[6] = sub(b[2], b[3]), v[1] = add(b[4], b[5]), v[5] = sub(b[4], b[5]);
+        v[3] = add(b[6], b[7]), v[7] = sub(b[6], b[7]);
     }
 };
 
@@ -423,9 +415,9 @@ template <int S> struct dft<16, S> { // radix 4 x 4: x[4 a + b] -> X[c + 4 d]
                 y[b][a] = v[4 * a + b];
             dft<4, S>::run(y[b]);
         }
-        y[1][1] = cmul(y[1][1], w1), y[1][2] = cmul(y[1][2], w2), y[1][3] = cmul(y[1][3], w3);
-        y[2][1] = cmul(y[2][1], w2), y[2][2] = times_i<S>(y[2][2]), y[2][3] = cmul(y[2][3], w6);
-        y[3][1] = cmul(y[3][1], w3), y[3][2] = cmul(y[3][2], w6), y[3][3] = cmul(y[3][3], w9);
+        y[1][1] = mul(y[1][1], w1), y[1][2] = mul(y[1][2], w2), y[1][3] = mul(y[1][3], w3);
+        y[2][1] = mul(y[2][1], w2), y[2][2] = times_i<S>(y[2][2]), y[2][3] = mul(y[2][3], w6);
+        y[3][1] = mul(y[3][1], w3), y[3][2] = mul(y[3][2], w6), y[3][3] = mul(y[3][3], w9);
 #pragma unroll
         for (int c = 0; c < 4; c++) {
             C z[4] = {y[0][c], y[1][c], y[2][c], y[3][c]};
@@ -517,10 +509,10 @@ __device__ __forceinline__ void lf_butterfly(C *x, lf_mem<C> tw, int j, int Ns)
         w[1].y = S < 0 ? w[1].y : -w[1].y;
 #pragma unroll
         for (int r = 2; r < R; r++)
-            w[r] = r % 2 ? cmul(w[r - 1], w[1]) : cmul(w[r / 2], w[r / 2]);
+            w[r] = r % 2 ? mul(w[r - 1], w[1]) : mul(w[r / 2], w[r / 2]);
 #pragma unroll
         for (int r = 1; r < R; r++)
-            x[r] = cmul(x[r], w[r]);
+            x[r] = mul(x[r], w[r]);
     }
     dft<R, S>::run(x);
 }
