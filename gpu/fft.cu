@@ -54,6 +54,7 @@ struct tide_gpu_fft {
     cufftHandle plan;     // the DFT (none for kind 3)
     int planned;          // plan was created (a failure before cufftCreate leaves none)
     int kind, dbl, sign;
+    int dft_kind;         // the DFT's kind (kind, or c2c beside a real plane pass)
     size_t ielem, oelem;  // bytes per input / output element
     int nloops;
     axis loop[2];         // looped at execution, outermost first
@@ -244,6 +245,63 @@ int create_plane(const tide_gpu_fft_desc *d, tide_gpu_fft *f, tide_gpu_fft_desc 
     return 0;
 }
 
+// A real transform (r2c or c2r, one field, no real-to-real dimension, no spectral step) whose
+// two fastest dimensions are transformed, the halved one the fastest, by Tide's real plane
+// pass where it takes the planes (dense planes in both arrays), its slowest dimension where
+// transformed by Tide's strided pass in place on the complex side where it takes those lines,
+// else by cuFFT (*rest: a c2c of that dimension in place on the complex side; else
+// rest->ndims is 0): after the planes for r2c, before them for c2r. *took says whether the
+// plane pass took the planes. Returns 0 or an error code.
+int create_real_plane(const tide_gpu_fft_desc *d, tide_gpu_fft *f, tide_gpu_fft_desc *rest,
+                      bool *took, char *why, size_t len)
+{
+    *took = false;
+    if (!own_passes_asked(d) || (d->kind != 1 && d->kind != 2) || d->ndims < 2)
+        return 0;
+    const tide_box *ia = d->iarr ? d->iarr : d->ibox, *oa = d->oarr ? d->oarr : d->obox;
+    const tide_box *r = d->kind == 1 ? d->ibox : d->obox, *ra = d->kind == 1 ? ia : oa;
+    const tide_box *c = d->kind == 1 ? d->obox : d->ibox, *ca = d->kind == 1 ? oa : ia;
+    int o0 = r->order[0], o1 = r->order[1], o2 = r->order[2];
+    int64_t nx = tide_ext(r, o2), ny = tide_ext(r, o1), planes = tide_ext(r, o0), rs[3], cs[3];
+    tide_box_strides(ra, rs);
+    tide_box_strides(ca, cs);
+    int fast = 0, slow = 0;
+    for (int k = 0; k < d->ndims; k++) {
+        fast += d->dims[k] == o1 || d->dims[k] == o2;
+        slow += d->dims[k] == o0;
+    }
+    for (int k = 0; k < 3; k++)
+        if (c->order[k] != r->order[k] || (k != o2 && tide_ext(c, k) != tide_ext(r, k)))
+            return 0;
+    int dense = rs[o2] == 1 && cs[o2] == 1 && tide_ext(c, o2) == nx / 2 + 1 &&
+                (planes == 1 || (rs[o0] == rs[o1] * ny && cs[o0] == cs[o1] * ny));
+    // The column items' rows (4096 / ny points) must be 64 bytes or more: with 32-byte rows
+    // (float, ny = 1024) the pass loses to cuFFT's planes (docs/performance.md), which then
+    // take the planes beside the strided pass (create_real_lines).
+    char no[160];
+    if (fast != 2 || d->half != o2 || !dense || nx > INT32_MAX || ny > INT32_MAX ||
+        planes > INT32_MAX || 4096 / ny * (d->dbl ? 16 : 8) < 64 ||
+        !tide_gpu_plane_real_supported(d->dbl, (int)nx, (int)ny, no, sizeof no))
+        return 0;
+    int st = tide_gpu_plane_create_real(d->dbl, (int)nx, (int)ny, (int)planes, d->sign, rs[o1],
+                                        cs[o1], 0, &f->plane, why, len);
+    if (st)
+        return st == TIDE_ERR_UNSUPPORTED ? 0 : st;
+    if (d->plane)
+        *d->plane |= 1;
+    *took = true;
+    *rest = *d;
+    rest->kind = 0;
+    rest->ndims = slow;
+    rest->dims[0] = o0;
+    rest->ibox = rest->obox = c, rest->iarr = rest->oarr = ca;
+    bool third = false; // the slowest dimension in place on the complex side: strided pass
+    if (slow && (st = create_strided(d, c, ca, c, ca, f, &third, why, len)))
+        return st;
+    rest->ndims = slow && !third;
+    return 0;
+}
+
 } // namespace
 
 extern "C" int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **out,
@@ -263,6 +321,8 @@ extern "C" int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **ou
     tide_gpu_fft_desc rest;
     bool planes = false, lines = false, real = false;
     int st = create_plane(d, f, &rest, &planes, why, len);
+    if (!st && !planes)
+        st = create_real_plane(d, f, &rest, &planes, why, len);
     if (!st && !planes)
         st = create_real_lines(d, f, &rest, &real, why, len);
     if (!st && (planes || real)) // Tide's passes took part: cuFFT the rest, where any is left
@@ -465,6 +525,7 @@ int create_dft(const tide_gpu_fft_desc *d, tide_gpu_fft *f, size_t *work_bytes, 
             b = k;
     axis batch = ng ? g[b] : axis{1, 1, 1};
 
+    f->dft_kind = d->kind;
     f->ielem = d->kind == 1 ? scalar : 2 * scalar;
     f->oelem = d->kind == 2 ? scalar : 2 * scalar;
     for (int k = ng - 1; k >= 0; k--)
@@ -533,7 +594,7 @@ namespace {
 
 cufftResult exec_one(const tide_gpu_fft *f, char *in, char *out)
 {
-    switch (f->kind * 2 + f->dbl) {
+    switch (f->dft_kind * 2 + f->dbl) {
     case 0: return cufftExecC2C(f->plan, (cufftComplex *)in, (cufftComplex *)out, f->sign);
     case 1:
         return cufftExecZ2Z(f->plan, (cufftDoubleComplex *)in, (cufftDoubleComplex *)out,
@@ -579,6 +640,13 @@ extern "C" int tide_gpu_fft_execute(const tide_gpu_fft *f, void *in, void *out)
     }
     for (int k = 0; k < f->nr2r && !st && f->kind == 2; k++) // c2r: on its complex input
         st = tide_gpu_r2r_execute(f->r2r[k], in, in, f->stream);
+    if (f->plane && f->kind == 2) { // c2r: the slowest dimension in place on the input first
+        if (f->strided)
+            st = tide_gpu_strided_execute(f->strided, in, in, f->stream);
+        else if (f->planned)
+            st = execute_dft(f, in, in);
+        return st ? st : tide_gpu_plane_execute(f->plane, in, out, f->stream);
+    }
     if (f->plane) { // the plane pass into the output, then its third dimension in place
         st = tide_gpu_plane_execute(f->plane, in, out, f->stream);
         if (!st && f->strided)

@@ -41,9 +41,14 @@ typedef struct {
     /* 1: the transform of the two fastest dimensions by Tide's plane pass (fft_plane.h) where
      * it takes it (c2c, one field, no real-to-real dimension, no then, planes dense in both
      * arrays, sizes it supports), a third transformed dimension then in place on the output
-     * by Tide's strided pass where it takes it (fft_plane.h), else by cuFFT; a 1D transform
+     * by Tide's strided pass where it takes it (fft_plane.h), else by cuFFT; of an r2c or c2r
+     * (one field, no real-to-real dimension, no then) the two fastest dimensions by the real
+     * plane pass where it takes them (the halved dimension the fastest, planes dense in both
+     * arrays, at most 512 rows in float), a third then in place on the complex side (after
+     * the planes for r2c, before them for c2r) by the strided pass where it takes it, else by
+     * cuFFT; a 1D transform
      * of the boxes' slowest dimension by the strided pass where it takes the lines; and of a
-     * 3D r2c or c2r (one field, no real-to-real dimension, no then) the slowest dimension by
+     * 3D r2c or c2r whose planes the real plane pass does not take, the slowest dimension by
      * the strided pass in place on the complex side where it takes those lines, the planes'
      * 2D real transforms by cuFFT (after it for c2r, before it for r2c). *plane
      * (where not NULL) gets bit 1 where the plane pass runs, bit 2 where the strided pass

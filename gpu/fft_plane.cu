@@ -125,35 +125,37 @@ template <class T> struct dft<T, 8> {
     }
 };
 
-// Where a stage reads and writes: shared memory, or device memory (rows: the input read
-// streaming, the output stored through the L2; columns: both through the L2, the stores
-// streaming: nothing reads them again in this pass).
+// Where a stage reads and writes: shared memory, or device memory (the first phase's items,
+// rows unless REV: the input read streaming, the output stored through the L2; the second
+// phase's: both through the L2, the stores streaming: nothing reads them again in this pass).
 enum { SMEM, GLOBAL };
 
-template <class T, bool COL> __device__ __forceinline__ T gload(const T *p)
+template <class T, bool SECOND> __device__ __forceinline__ T gload(const T *p)
 {
-    return COL ? __ldcg(p) : __ldcs(p);
+    return SECOND ? __ldcg(p) : __ldcs(p);
 }
-template <class T, bool COL> __device__ __forceinline__ void gstore(T *p, T v)
+template <class T, bool SECOND> __device__ __forceinline__ void gstore(T *p, T v)
 {
-    if (COL)
+    if (SECOND)
         __stcs(p, v);
     else
         __stcg(p, v);
 }
 
 // An item's lines: M lines of N points. Point pos of line m lies in device memory at
-// m * pitch + pos (rows) or pos * pitch + m (columns), and in shared memory at m N + pos (rows)
-// or pos M + m (columns), padded (pad). LGN and LGM, where not 0, fix log2 N and log2 M at
-// compile time: every index of a stage then folds into a constant and threadIdx.x, and the
-// stages unroll (measured on an H200: about a third of the plane pass's instructions are
-// index arithmetic when the sizes are read at run time).
-template <class T, int LGN = 0, int LGM = 0> struct lines {
+// m * pitch + pos (rows) or pos * pitch + m (columns), read at the pitch ip and written at op,
+// and in shared memory at m N + pos (rows) or pos M + m (columns), padded (pad). LGN and LGM,
+// where not 0, fix log2 N and log2 M at compile time: every index of a stage then folds into a
+// constant and threadIdx.x, and the stages unroll (measured on an H200: about a third of the
+// plane pass's instructions are index arithmetic when the sizes are read at run time). REV:
+// the columns are the first phase and the rows the second (gload, gstore).
+template <class T, int LGN = 0, int LGM = 0, bool REV = false> struct lines {
     typedef T type;
+    static constexpr bool rev = REV;
     const T *gin;
     T *gout, *sm;
     const T *tw;            // the stages' twiddles, stage after stage (see the top)
-    int lgn, lgm, pitch;
+    int lgn, lgm, ip, op;
     __device__ __forceinline__ int lgN() const { return LGN ? LGN : lgn; }
     __device__ __forceinline__ int lgM() const { return LGM ? LGM : lgm; }
     __device__ __forceinline__ int N() const { return 1 << lgN(); }
@@ -169,11 +171,13 @@ template <class T, bool COL> struct at {
     long g0, gc;
     int s[8];
     template <int R, class Ln>
-    __device__ __forceinline__ void place(const Ln &L, int m, int pos0, int c, bool smem)
+    __device__ __forceinline__ void place(const Ln &L, int m, int pos0, int c, bool smem,
+                                          bool store)
     {
         if (!smem) {
-            g0 = COL ? (long)pos0 * L.pitch + m : (long)m * L.pitch + pos0;
-            gc = COL ? (long)c * L.pitch : c;
+            const int pitch = store ? L.op : L.ip;
+            g0 = COL ? (long)pos0 * pitch + m : (long)m * pitch + pos0;
+            gc = COL ? (long)c * pitch : c;
             return;
         }
         int a0 = COL ? pos0 * L.M() + m : m * L.N() + pos0, ac = COL ? c * L.M() : c;
@@ -201,10 +205,11 @@ __device__ __forceinline__ void load(const Ln &L, int q, T *v, int &j, int &m)
     j = COL ? b >> L.lgM() : b & (NR - 1);
     m = COL ? b & (L.M() - 1) : b >> lgNR;
     at<T, COL> x;
-    x.template place<R>(L, m, j, NR, SRC == SMEM);
+    x.template place<R>(L, m, j, NR, SRC == SMEM, false);
 #pragma unroll
     for (int r = 0; r < R; r++)
-        v[r] = SRC == GLOBAL ? gload<T, COL>(L.gin + x.g0 + r * x.gc) : L.sm[x.s[r]];
+        v[r] = SRC == GLOBAL ? gload<T, COL != Ln::rev>(L.gin + x.g0 + r * x.gc)
+                             : L.sm[x.s[r]];
 }
 
 template <class T, int R, bool COL, int DST, class Ln>
@@ -219,11 +224,11 @@ __device__ __forceinline__ void finish(const Ln &L, T *v, int j, int m, int Ns,
     }
     dft<T, R>::run(v, s);
     at<T, COL> x;
-    x.template place<R>(L, m, (j - k) * R + k, Ns, DST == SMEM);
+    x.template place<R>(L, m, (j - k) * R + k, Ns, DST == SMEM, true);
 #pragma unroll
     for (int r = 0; r < R; r++) {
         if (DST == GLOBAL)
-            gstore<T, COL>(L.gout + x.g0 + r * x.gc, v[r]);
+            gstore<T, COL != Ln::rev>(L.gout + x.g0 + r * x.gc, v[r]);
         else
             L.sm[x.s[r]] = v[r];
     }
@@ -265,36 +270,155 @@ __device__ __forceinline__ void stage(const Ln &L, int Ns, const T *tw,
         __syncthreads();
 }
 
-// All stages of an item's lines: the first from device memory into shared memory, the last
-// from shared memory into device memory (N >= 64: at least two stages).
-template <bool COL, int TH, int PPT, class Ln>
+// All stages of an item's lines: the first from device memory (or, FIRST == SMEM, shared
+// memory) into shared memory, the last from shared memory into device memory (or LAST ==
+// SMEM: shared memory), N >= 64: at least two stages.
+template <bool COL, int TH, int PPT, int FIRST = GLOBAL, int LAST = GLOBAL, class Ln>
 __device__ __forceinline__ void transform(const Ln &L, typename real_of<typename Ln::type>::type s)
 {
     typedef typename Ln::type T;
     int small = L.lgN() % 3, Ns = 1;
     const T *tw = L.tw;
     switch (small) { // the first stage's twiddles are all 1
-    case 1: stage<T, 2, COL, GLOBAL, SMEM, TH, PPT>(L, Ns, tw, s); Ns = 2; break;
-    case 2: stage<T, 4, COL, GLOBAL, SMEM, TH, PPT>(L, Ns, tw, s); Ns = 4; break;
-    default: stage<T, 8, COL, GLOBAL, SMEM, TH, PPT>(L, Ns, tw, s); Ns = 8; break;
+    case 1: stage<T, 2, COL, FIRST, SMEM, TH, PPT>(L, Ns, tw, s); Ns = 2; break;
+    case 2: stage<T, 4, COL, FIRST, SMEM, TH, PPT>(L, Ns, tw, s); Ns = 4; break;
+    default: stage<T, 8, COL, FIRST, SMEM, TH, PPT>(L, Ns, tw, s); Ns = 8; break;
     }
 #pragma unroll
     for (; Ns * 8 < L.N(); tw += 7 * Ns, Ns *= 8)
         stage<T, 8, COL, SMEM, SMEM, TH, PPT>(L, Ns, tw, s);
-    stage<T, 8, COL, SMEM, GLOBAL, TH, PPT>(L, Ns, tw, s);
+    stage<T, 8, COL, SMEM, LAST, TH, PPT>(L, Ns, tw, s);
+}
+
+// Real planes (plane_kernel's RK 1 and 2). A real row of 2 rz points goes as a complex row z
+// of rz points, z[m] = x[2m] + i x[2m + 1]; with Z its transform and a, b the points Z[k],
+// Z[rz - k] (k < rz, indices mod rz) and w = exp(s 2 pi i k / 2rz) (wr[k], k <= rz / 2), the
+// transform X of the real row is, for k and rz - k,
+//   p = (a + b*) / 2, t = i w (a - b*) / 2:  X[k] = p - t, X[rz - k] = (p + t)*
+// (Z = E + i O, E and O the transforms of the even and odd points, each of real data: E =
+// (a + b*) / 2, O = (a - b*) / 2i, X = E + w O at k and E - w O at k + rz), and back, with a, b
+// the points X[k], X[rz - k] and the sign of the inverse in w,
+//   p = a + b*, t = i w (a - b*):  Z[k] = p + t, Z[rz - k] = (p - t)*.
+// X[0] and X[rz] are real: a row stores them as one point, X[0] + i X[rz], in column 0, so the
+// spectrum's rows have rz points between the passes, and the columns' transforms are the
+// complex pass's; column 0 holds the transform along y of two real columns, C = F0 + i Fn,
+// which column item 0 parts as it stores (F0 = (C[ky] + C[-ky]*) / 2 in column 0, Fn = (C[ky] -
+// C[-ky]*) / 2i in column rz) and joins as it loads (C = F0 + i Fn) for a C2R.
+
+// A real plane's row item: TO_X, the rows' transforms in shared memory (line m's point k at
+// pad(m N + k)) into their spectra, stored to L.gout (pitch L.op); else the spectra's rows read
+// from L.gin (pitch L.ip; written by the column items in this pass: through the L2) into the
+// complex rows for the inverse transforms, in shared memory.
+template <bool TO_X, int TH, class Ln>
+__device__ __forceinline__ void real_rows(const Ln &L, const typename Ln::type *wr)
+{
+    typedef typename Ln::type T;
+    typedef decltype(T().x) real;
+    const int N = L.N(), half = N >> 1, lgh = L.lgN() - 1, units = L.M() << lgh;
+    const real f = TO_X ? (real)0.5 : (real)1;
+    for (int u = threadIdx.x; u < units; u += TH) {
+        const int m = u >> lgh, k0 = u & (half - 1);
+        for (int e = 0; e < 1 + (k0 == 0); e++) { // k 0, then the middle point, pairs itself
+            const int k = e ? half : k0, kp = (N - k) & (N - 1);
+            T a, b;
+            if (TO_X) {
+                a = L.sm[pad(m * N + k)];
+                b = L.sm[pad(m * N + kp)];
+            } else {
+                a = __ldcg(L.gin + (long)m * L.ip + k);
+                b = __ldcg(L.gin + (long)m * L.ip + kp);
+                if (k == 0) { // X[0] + i X[rz]
+                    b = {a.y, 0};
+                    a.y = 0;
+                }
+            }
+            const T w = __ldg(wr + k);
+            T p = {f * (a.x + b.x), f * (a.y - b.y)}, q = {f * (a.x - b.x), f * (a.y + b.y)};
+            T wq = mul(w, q), t = {-wq.y, wq.x};
+            if (TO_X) {
+                T x1 = sub(p, t), x2 = add(p, t);
+                T *o = L.gout + (long)m * L.op;
+                if (k == 0)
+                    __stcg(o, T{x1.x, x2.x});
+                else
+                    __stcg(o + k, x1);
+                if (k && !e)
+                    __stcg(o + kp, T{x2.x, -x2.y});
+            } else {
+                T z1 = add(p, t), z2 = sub(p, t);
+                L.sm[pad(m * N + k)] = z1;
+                if (k && !e)
+                    L.sm[pad(m * N + kp)] = T{z2.x, -z2.y};
+            }
+        }
+    }
+}
+
+// A real plane's column item 0 (columns 0 .. M - 1, N points each): TO_X, the transformed
+// columns in shared memory (pad(ky M + m)) stored to L.gout, column 0 parted into columns 0
+// and rz; else the columns read from L.gin, columns 0 and rz joined into column 0, into shared
+// memory.
+template <bool TO_X, int TH, class Ln>
+__device__ __forceinline__ void real_column0(const Ln &L, int rz)
+{
+    typedef typename Ln::type T;
+    typedef decltype(T().x) real;
+    const int M = L.M(), N = L.N(), units = M << L.lgN();
+    for (int u = threadIdx.x; u < units; u += TH) {
+        const int m = u & (M - 1), ky = u >> L.lgM();
+        if (TO_X) {
+            T c = L.sm[pad(ky * M + m)];
+            T *o = L.gout + (long)ky * L.op;
+            if (m) {
+                __stcs(o + m, c);
+                continue;
+            }
+            T cm = L.sm[pad(((N - ky) & (N - 1)) * M)];
+            const real h = (real)0.5;
+            __stcs(o, T{h * (c.x + cm.x), h * (c.y - cm.y)});
+            __stcs(o + rz, T{h * (c.y + cm.y), h * (cm.x - c.x)});
+        } else {
+            const T *g = L.gin + (long)ky * L.ip;
+            T c = __ldcs(g + m);
+            if (!m) {
+                T n = __ldcs(g + rz);
+                c = {c.x - n.y, c.y + n.x};
+            }
+            L.sm[pad(ky * M + m)] = c;
+        }
+    }
 }
 
 struct args {
-    int nx, ny, lgx, lgy;
-    int row_items, items;               // row items a plane; items in all
+    int nx, ny, lgx, lgy;               // complex points: nx a row (real planes: rz)
+    int first_items, items;             // a plane's items of the first phase; items in all
     const int *order;                   // item codes: plane << 12 | column << 11 | block
-    int *next, *done;                   // the item counter; row items done, per plane
-    const void *twx, *twy;
+    int *next, *done;                   // the item counter; first-phase items done, per plane
+    const void *twx, *twy, *twr;        // twr: real planes' w (real_columns)
     double sign;
+    int rp, cp;                         // real planes: the real side's rows and the complex
+                                        // side's, pitches in complex points
 };
 
-// LGX and LGY, where not 0, fix the plane's size at compile time (see lines).
-template <class T, int LGX, int LGY>
+// Until *done reaches count (thread 0 waits, the block with it), then the writes the count
+// stands for seen.
+__device__ __forceinline__ void wait_for(const int *done, int count)
+{
+    if (threadIdx.x == 0) {
+        while (*(volatile const int *)done < count)
+            __nanosleep(100);
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+// The plane kernel. RK: 0 complex planes (row items, then column items); 1 real planes to
+// their spectra (row items of the planes taken as complex rows of nx points (real_rows) read
+// at pitch rp and stored at pitch cp, then column items in place at cp); 2 spectra to real
+// planes (column items first, from the spectra at pitch cp into the output at rp, then the row
+// items in place at rp). LGX and LGY, where not 0, fix the plane's size at compile time
+// (complex points; see lines).
+template <class T, int LGX, int LGY, int RK>
 __global__ void __launch_bounds__(PLANE_THREADS<T>, blocks_per_sm<T>())
     plane_kernel(const T *in, T *out, args a)
 {
@@ -302,8 +426,13 @@ __global__ void __launch_bounds__(PLANE_THREADS<T>, blocks_per_sm<T>())
     __shared__ int item;
     T *sm = (T *)raw;
     typedef typename real_of<T>::type real;
+    constexpr int TH = PLANE_THREADS<T>, PPT = ITEM_POINTS / TH;
+    constexpr bool REV = RK == 2;
     const real s = (real)a.sign;
     const int lgx = LGX ? LGX : a.lgx, lgy = LGY ? LGY : a.lgy, nx = 1 << lgx;
+    // real planes: pitches of the rows read and written, and of the columns read and written
+    const int rip = a.rp, rop = RK == 1 ? a.cp : rip, cip = a.cp, cop = RK == 2 ? a.rp : cip;
+    const T *rin = REV ? out : in, *cin = REV ? in : out, *wr = (const T *)a.twr;
     for (;;) {
         if (threadIdx.x == 0)
             item = atomicAdd(a.next, 1);
@@ -312,29 +441,66 @@ __global__ void __launch_bounds__(PLANE_THREADS<T>, blocks_per_sm<T>())
         if (i >= a.items)
             return;
         int code = a.order[i], p = code >> 12, col = code >> 11 & 1, blk = code & 2047;
-        size_t plane = (size_t)p << (lgx + lgy);
+        if constexpr (RK == 0) { // complex planes: a plane's rows, then its columns
+            size_t plane = (size_t)p << (lgx + lgy);
+            if (!col) {
+                long off = (long)plane + ((long)blk << LG_ITEM);
+                lines<T, LGX, LGX ? LG_ITEM - LGX : 0> L = {in + off, out + off, sm,
+                                                             (const T *)a.twx, lgx,
+                                                             LG_ITEM - lgx, nx, nx};
+                transform<false, TH, PPT>(L, s);
+                __threadfence();
+                __syncthreads();
+                if (threadIdx.x == 0)
+                    atomicAdd(a.done + p, 1);
+            } else {
+                wait_for(a.done + p, a.first_items);
+                long off = (long)plane + ((long)blk << (LG_ITEM - lgy));
+                lines<T, LGY, LGY ? LG_ITEM - LGY : 0> L = {out + off, out + off, sm,
+                                                             (const T *)a.twy, lgy,
+                                                             LG_ITEM - lgy, nx, nx};
+                transform<true, TH, PPT>(L, s);
+            }
+            continue;
+        }
+        bool second = col != REV; // waits on the plane's first-phase items
+        if (second)
+            wait_for(a.done + p, a.first_items);
         if (!col) {
-            long off = (long)plane + ((long)blk << LG_ITEM);
-            lines<T, LGX, LGX ? LG_ITEM - LGX : 0> L = {in + off, out + off, sm,
-                                                         (const T *)a.twx, lgx,
-                                                         LG_ITEM - lgx, nx};
-            transform<false, PLANE_THREADS<T>, ITEM_POINTS / PLANE_THREADS<T>>(L, s);
+            long y0 = (long)blk << (LG_ITEM - lgx), ri = ((long)p << lgy) * rip + y0 * rip,
+                 ro = ((long)p << lgy) * rop + y0 * rop;
+            lines<T, LGX, LGX ? LG_ITEM - LGX : 0, REV> L = {rin + ri, out + ro, sm,
+                                                              (const T *)a.twx, lgx,
+                                                              LG_ITEM - lgx, rip, rop};
+            if (RK == 1) {
+                transform<false, TH, PPT, GLOBAL, SMEM>(L, s);
+                real_rows<true, TH>(L, wr);
+            } else {
+                real_rows<false, TH>(L, wr);
+                __syncthreads();
+                transform<false, TH, PPT, SMEM, GLOBAL>(L, s);
+            }
+        } else {
+            long x0 = (long)blk << (LG_ITEM - lgy);
+            lines<T, LGY, LGY ? LG_ITEM - LGY : 0, REV> L = {
+                cin + ((long)p << lgy) * cip + x0, out + ((long)p << lgy) * cop + x0, sm,
+                (const T *)a.twy, lgy, LG_ITEM - lgy, cip, cop};
+            if (blk) {
+                transform<true, TH, PPT>(L, s);
+            } else if (RK == 1) {
+                transform<true, TH, PPT, GLOBAL, SMEM>(L, s);
+                real_column0<true, TH>(L, nx);
+            } else {
+                real_column0<false, TH>(L, nx);
+                __syncthreads();
+                transform<true, TH, PPT, SMEM, GLOBAL>(L, s);
+            }
+        }
+        if (!second) {
             __threadfence();
             __syncthreads();
             if (threadIdx.x == 0)
                 atomicAdd(a.done + p, 1);
-        } else {
-            if (threadIdx.x == 0) {
-                while (*(volatile int *)(a.done + p) < a.row_items)
-                    __nanosleep(100);
-                __threadfence();
-            }
-            __syncthreads();
-            long off = (long)plane + ((long)blk << (LG_ITEM - lgy));
-            lines<T, LGY, LGY ? LG_ITEM - LGY : 0> L = {out + off, out + off, sm,
-                                                         (const T *)a.twy, lgy,
-                                                         LG_ITEM - lgy, nx};
-            transform<true, PLANE_THREADS<T>, ITEM_POINTS / PLANE_THREADS<T>>(L, s);
         }
     }
 }
@@ -353,7 +519,8 @@ __global__ void __launch_bounds__(TH, blocks_per_sm<T>() * THREADS / TH)
     typedef typename real_of<T>::type real;
     constexpr int LGB = ilog2(TH * POINTS_PER_THREAD); // log2 points a block
     const long off = (long)blockIdx.x << (LGN ? LGB - LGN : lgm);
-    lines<T, LGN, LGN ? LGB - LGN : 0> L = {in + off, out + off, (T *)raw, tw, lgn, lgm, pitch};
+    lines<T, LGN, LGN ? LGB - LGN : 0> L = {in + off, out + off, (T *)raw, tw, lgn, lgm, pitch,
+                                             pitch};
     transform<true, TH, POINTS_PER_THREAD>(L, (real)sign);
 }
 
@@ -374,18 +541,25 @@ template <class T> void tables(int lg, double sign, std::vector<T> &t)
 }
 
 // The tables of lines of 2^lg[0] and 2^lg[1] points (lg[1] < 0: one line), one after the
-// other, copied to dst in device memory.
-template <class T> cudaError_t upload_tables(const int lg[2], double sign, void *dst)
+// other, then, where real, a real plane's w (real_columns: exp(sign 2 pi i k / 2^(lg[0] + 1)),
+// k = 0 .. 2^(lg[0] - 1)), copied to dst in device memory.
+template <class T> cudaError_t upload_tables(const int lg[2], double sign, bool real, void *dst)
 {
+    typedef decltype(T().x) R;
     std::vector<T> t;
     for (int k = 0; k < 2 && lg[k] >= 0; k++)
         tables(lg[k], sign, t);
+    for (long k = 0; real && k <= 1L << (lg[0] - 1); k++) {
+        long double a = 2 * M_PIl * k / (long double)(2L << lg[0]);
+        t.push_back({(R)cosl(a), (R)(sign * sinl(a))});
+    }
     return cudaMemcpy(dst, t.data(), t.size() * sizeof(T), cudaMemcpyHostToDevice);
 }
 
-cudaError_t upload_tables(int dbl, const int lg[2], double sign, void *dst)
+cudaError_t upload_tables(int dbl, const int lg[2], double sign, bool real, void *dst)
 {
-    return dbl ? upload_tables<double2>(lg, sign, dst) : upload_tables<float2>(lg, sign, dst);
+    return dbl ? upload_tables<double2>(lg, sign, real, dst)
+               : upload_tables<float2>(lg, sign, real, dst);
 }
 
 } // namespace
@@ -399,41 +573,71 @@ struct tide_gpu_plane {
     size_t counters_bytes;
 };
 
-extern "C" int tide_gpu_plane_supported(int dbl, int nx, int ny, char *why, size_t len)
+// Whether the pass takes planes of nx x ny complex points (what is wrong in why where not);
+// real: the complex rows of real planes twice as long.
+static int supported(int dbl, int nx, int ny, bool real, char *why, size_t len)
 {
-    int lx = ilog2(nx), ly = ilog2(ny);
+    int lx = ilog2(nx), ly = ilog2(ny), f = real ? 2 : 1;
     if (lx < 6 || lx > 10 || ly < 6 || ly > 10) { // 64 x 64: one item, ITEM_POINTS
-        snprintf(why, len, "the plane pass takes powers of two from 64 to 1024 (%d x %d)", nx, ny);
+        snprintf(why, len, "the plane pass takes %splanes of powers of two from %d to %d "
+                 "(%d x %d)", real ? "real " : "", 64 * f, 1024 * f, nx * f, ny);
         return 0;
     }
     if ((size_t)nx * ny * (dbl ? 16 : 8) > MAX_PLANE_BYTES) {
-        snprintf(why, len, "the plane pass takes planes of up to %zu MiB (%d x %d %s)",
-                 MAX_PLANE_BYTES >> 20, nx, ny, dbl ? "double" : "float");
+        snprintf(why, len, "the plane pass takes %splanes of up to %zu MiB (%d x %d %s)",
+                 real ? "real " : "", MAX_PLANE_BYTES >> 20, nx * f, ny,
+                 dbl ? "double" : "float");
         return 0;
     }
     return 1;
 }
 
-// The plane kernel for planes of 2^lx x 2^ly points: compiled for that size where the planes
-// are squares of 128 to 1024 points a side (double: to 512, a plane of at most 8 MiB), for any
-// size otherwise.
-template <class T> static const void *plane_fn(int lx, int ly)
+extern "C" int tide_gpu_plane_supported(int dbl, int nx, int ny, char *why, size_t len)
 {
-    if constexpr (sizeof(T) == sizeof(float2))
-        if (lx == 10 && ly == 10)
-            return (const void *)plane_kernel<T, 10, 10>;
-    if (lx == ly)
-        switch (lx) {
-        case 7: return (const void *)plane_kernel<T, 7, 7>;
-        case 8: return (const void *)plane_kernel<T, 8, 8>;
-        case 9: return (const void *)plane_kernel<T, 9, 9>;
-        }
-    return (const void *)plane_kernel<T, 0, 0>;
+    return supported(dbl, nx, ny, false, why, len);
 }
 
-template <class T> static int configure(tide_gpu_plane *p, int lx, int ly, char *why, size_t len)
+extern "C" int tide_gpu_plane_real_supported(int dbl, int nx, int ny, char *why, size_t len)
 {
-    p->fn = plane_fn<T>(lx, ly);
+    if (nx & 1) {
+        snprintf(why, len, "the plane pass takes real planes of an even length (%d)", nx);
+        return 0;
+    }
+    return supported(dbl, nx / 2, ny, true, why, len);
+}
+
+// The plane kernel for planes of 2^lx x 2^ly complex points, RK as plane_kernel's: compiled
+// for that size where the planes are squares of 128 to 1024 points a side (double: to 512, a
+// plane of at most 8 MiB) or real squares of 256 to 1024 (double: to 512), for any size
+// otherwise.
+template <class T, int RK> static const void *plane_fn(int lx, int ly)
+{
+    constexpr int d = RK ? 1 : 0; // real squares: rows of half the points
+    if constexpr (sizeof(T) == sizeof(float2))
+        if (lx == 10 - d && ly == 10)
+            return (const void *)plane_kernel<T, 10 - d, 10, RK>;
+    if (lx + d == ly)
+        switch (ly) {
+        case 7:
+            if constexpr (!RK)
+                return (const void *)plane_kernel<T, 7, 7, RK>;
+            break;
+        case 8: return (const void *)plane_kernel<T, 8 - d, 8, RK>;
+        case 9: return (const void *)plane_kernel<T, 9 - d, 9, RK>;
+        }
+    return (const void *)plane_kernel<T, 0, 0, RK>;
+}
+
+template <class T> static const void *plane_fn(int rk, int lx, int ly)
+{
+    return rk == 0 ? plane_fn<T, 0>(lx, ly) : rk == 1 ? plane_fn<T, 1>(lx, ly)
+                                                     : plane_fn<T, 2>(lx, ly);
+}
+
+template <class T>
+static int configure(tide_gpu_plane *p, int rk, int lx, int ly, char *why, size_t len)
+{
+    p->fn = plane_fn<T>(rk, lx, ly);
     p->threads = PLANE_THREADS<T>;
     p->smem = smem_bytes<T>();
     cudaError_t e = cudaFuncSetAttribute(p->fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -455,11 +659,13 @@ template <class T> static int configure(tide_gpu_plane *p, int lx, int ly, char 
     return 0;
 }
 
-extern "C" int tide_gpu_plane_create(int dbl, int nx, int ny, int planes, int sign, int lag,
-                                     tide_gpu_plane **out, char *why, size_t len)
+// A plane pass over planes of nx x ny complex points, rk as plane_kernel's RK (real planes:
+// the complex rows of the real side at pitch rp, the spectrum's rows at pitch cp).
+static int create(int dbl, int rk, int nx, int ny, int planes, int sign, int lag, int rp,
+                  int cp, tide_gpu_plane **out, char *why, size_t len)
 {
     *out = NULL;
-    if (!tide_gpu_plane_supported(dbl, nx, ny, why, len))
+    if (!supported(dbl, nx, ny, rk != 0, why, len))
         return TIDE_ERR_UNSUPPORTED;
     if (planes < 1 || planes >= 1 << 19) { // the item codes' plane field
         snprintf(why, len, "the plane pass takes 1 to 2^19 - 1 planes (%d)", planes);
@@ -471,26 +677,29 @@ extern "C" int tide_gpu_plane_create(int dbl, int nx, int ny, int planes, int si
         return TIDE_ERR_NOMEM;
     }
     int lx = ilog2(nx), ly = ilog2(ny);
-    int r = dbl ? configure<double2>(p, lx, ly, why, len) : configure<float2>(p, lx, ly, why, len);
+    int r = dbl ? configure<double2>(p, rk, lx, ly, why, len)
+                : configure<float2>(p, rk, lx, ly, why, len);
     if (r) {
         free(p);
         return r;
     }
     size_t elem = dbl ? 16 : 8, pts = ITEM_POINTS;
-    int row_items = (int)((size_t)nx * ny / pts), col_items = row_items;
-    if (lag < 1) // about a grid's worth of items between a plane's rows and its columns
-        lag = p->grid / (row_items + col_items) + 1;
+    // a plane's items of each phase: rows first (c2r: columns first), as many of each
+    int items = (int)((size_t)nx * ny / pts), first = rk == 2 ? 1 << 11 : 0, then = first ^ 1 << 11;
+    if (lag < 1) // about a grid's worth of items between a plane's first phase and its second
+        lag = p->grid / (2 * items) + 1;
     std::vector<int> order;
     for (int q = 0; q < lag && q < planes; q++)
-        for (int b = 0; b < row_items; b++)
-            order.push_back(q << 12 | b);
+        for (int b = 0; b < items; b++)
+            order.push_back(q << 12 | first | b);
     for (int q = 0; q < planes; q++) {
-        for (int b = 0; q + lag < planes && b < row_items; b++)
-            order.push_back((q + lag) << 12 | b);
-        for (int b = 0; b < col_items; b++)
-            order.push_back(q << 12 | 1 << 11 | b);
+        for (int b = 0; q + lag < planes && b < items; b++)
+            order.push_back((q + lag) << 12 | first | b);
+        for (int b = 0; b < items; b++)
+            order.push_back(q << 12 | then | b);
     }
-    size_t tw_bytes = (size_t)(nx + ny) * elem, order_bytes = order.size() * sizeof(int);
+    size_t tw_bytes = (size_t)(nx + ny + (rk ? nx / 2 + 1 : 0)) * elem;
+    size_t order_bytes = order.size() * sizeof(int);
     p->counters_bytes = (size_t)(planes + 1) * sizeof(int);
     cudaError_t e = cudaMalloc(&p->mem, tw_bytes + order_bytes + p->counters_bytes);
     if (e) {
@@ -500,7 +709,7 @@ extern "C" int tide_gpu_plane_create(int dbl, int nx, int ny, int planes, int si
     }
     char *mem = (char *)p->mem;
     const int lg[2] = {lx, ly};
-    e = upload_tables(dbl, lg, sign, mem);
+    e = upload_tables(dbl, lg, sign, rk != 0, mem);
     if (!e)
         e = cudaMemcpy(mem + tw_bytes, order.data(), order_bytes, cudaMemcpyHostToDevice);
     if (e) {
@@ -508,11 +717,36 @@ extern "C" int tide_gpu_plane_create(int dbl, int nx, int ny, int planes, int si
         tide_gpu_plane_destroy(p);
         return tide_cuda_fail(e, "plane pass: tables");
     }
-    p->a = {nx, ny, lx, ly, row_items, (int)order.size(), (const int *)(mem + tw_bytes),
-            (int *)(mem + tw_bytes + order_bytes), (int *)(mem + tw_bytes + order_bytes) + 1,
-            mem, mem + (size_t)nx * elem, (double)sign};
+    int *counters = (int *)(mem + tw_bytes + order_bytes);
+    p->a = {nx, ny, lx, ly, items, (int)order.size(), (const int *)(mem + tw_bytes), counters,
+            counters + 1, mem, mem + (size_t)nx * elem, mem + (size_t)(nx + ny) * elem,
+            (double)sign, rp, cp};
     *out = p;
     return 0;
+}
+
+extern "C" int tide_gpu_plane_create(int dbl, int nx, int ny, int planes, int sign, int lag,
+                                     tide_gpu_plane **out, char *why, size_t len)
+{
+    return create(dbl, 0, nx, ny, planes, sign, lag, nx, nx, out, why, len);
+}
+
+extern "C" int tide_gpu_plane_create_real(int dbl, int nx, int ny, int planes, int sign,
+                                          int64_t rpitch, int64_t cpitch, int lag,
+                                          tide_gpu_plane **out, char *why, size_t len)
+{
+    *out = NULL;
+    if (!tide_gpu_plane_real_supported(dbl, nx, ny, why, len))
+        return TIDE_ERR_UNSUPPORTED;
+    if (rpitch < nx || rpitch % 2 || cpitch < nx / 2 + 1 || rpitch > INT32_MAX / 2 ||
+        cpitch > INT32_MAX) {
+        snprintf(why, len, "the plane pass takes real rows at an even pitch of at least %d "
+                 "reals and complex rows at a pitch of at least %d (%lld, %lld)", nx,
+                 nx / 2 + 1, (long long)rpitch, (long long)cpitch);
+        return TIDE_ERR_UNSUPPORTED;
+    }
+    return create(dbl, sign < 0 ? 1 : 2, nx / 2, ny, planes, sign, lag, (int)(rpitch / 2),
+                  (int)cpitch, out, why, len);
 }
 
 extern "C" int tide_gpu_plane_execute(const tide_gpu_plane *p, const void *in, void *out,
@@ -644,7 +878,7 @@ extern "C" int tide_gpu_strided_create(int dbl, int n, int64_t count, int64_t pi
     e = cudaMalloc(&p->tw, bytes);
     const int lg[2] = {p->lgn, -1};
     if (!e)
-        e = upload_tables(dbl, lg, sign, p->tw);
+        e = upload_tables(dbl, lg, sign, false, p->tw);
     if (e) {
         snprintf(why, len, "could not make the strided pass's twiddles: %s",
                  cudaGetErrorString(e));

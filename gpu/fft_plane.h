@@ -33,8 +33,23 @@ int tide_gpu_plane_supported(int dbl, int nx, int ny, char *why, size_t len);
  * TIDE_ERR_UNSUPPORTED or TIDE_ERR_BACKEND, with the reason in why. */
 int tide_gpu_plane_create(int dbl, int nx, int ny, int planes, int sign, int lag,
                           tide_gpu_plane **out, char *why, size_t len);
-/* Enqueue the transforms of in into out (in == out: in place) on stream (a cudaStream_t).
- * Executions of one plan must not overlap (they share its counters). */
+/* Real planes, nx reals a row (x fastest), ny rows, dense planes (each ny row pitches after the
+ * last): sign -1, the R2C transforms of real planes (rows rpitch reals apart) into their
+ * spectra (nx / 2 + 1 complex points a row, rows cpitch points apart); sign +1, the C2R
+ * transforms of such spectra into real planes, unnormalized (cuFFT's convention; of a spectrum
+ * that is not Hermitian, what its Hermitian part transforms to). The pass takes the real rows
+ * as complex rows of nx / 2 points (even and odd points), transforms them as the complex pass
+ * does and makes each row's spectrum from its points k and nx / 2 - k before it stores the row
+ * (R2C; after it loads it for C2R, whose columns go first, the rows after them in place in the
+ * output), the real points 0 and nx / 2 of a row's spectrum kept as one complex point between
+ * the rows and the columns, which column item 0 parts (joins). Out of place only: the input is
+ * left as it is. Supported: nx / 2 and ny as the complex pass takes them. */
+int tide_gpu_plane_real_supported(int dbl, int nx, int ny, char *why, size_t len);
+int tide_gpu_plane_create_real(int dbl, int nx, int ny, int planes, int sign, int64_t rpitch,
+                               int64_t cpitch, int lag, tide_gpu_plane **out, char *why,
+                               size_t len);
+/* Enqueue the transforms of in into out (in == out: in place; real planes: never) on stream
+ * (a cudaStream_t). Executions of one plan must not overlap (they share its counters). */
 int tide_gpu_plane_execute(const tide_gpu_plane *p, const void *in, void *out, void *stream);
 void tide_gpu_plane_destroy(tide_gpu_plane *p);
 

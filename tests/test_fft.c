@@ -159,9 +159,9 @@ static int streamed, streamed_mpi, fewest_chunks, most_chunks;
 /* ... those that kept the data on the device between the passes, and their most chunks. */
 static int resident, resident_chunks;
 /* Plans that ran Tide's own passes on this rank (tide_fft_plan_describe: "[plane pass]",
- * "[strided pass]" or "[plane and strided passes]"), and those of them that ran the strided
- * pass. */
-static int plane_plans, strided_plans, real_strided_plans;
+ * "[strided pass]" or "[plane and strided passes]"), those of them that ran the strided pass
+ * (and were real transforms), and the real transforms that ran the plane pass. */
+static int plane_plans, strided_plans, real_strided_plans, real_plane_plans;
 
 /* bytes of host memory starting offset bytes past a 64-byte boundary; NULL for 0 bytes or
  * when out of memory. *base gets what to free. */
@@ -290,6 +290,8 @@ static int run_case(tide_context *ctx, MPI_Comm comm, const fft_case *c, tt_tall
         plane_plans += strided || strstr(steps, "[plane pass]") != NULL;
         strided_plans += strided;
         real_strided_plans += strided && c->type == TIDE_R2C;
+        real_plane_plans += c->type == TIDE_R2C && (strstr(steps, "[plane pass]") != NULL ||
+                                                    strstr(steps, "[plane and strided") != NULL);
     }
     tide_box ib, ob;
     tide_fft_info info;
@@ -612,16 +614,19 @@ enum { NMISALIGNED = 10 };
  * measured plan where it is the faster): one rank's 3D transform (planes, then x by Tide's
  * strided pass where x has 64 to 1024 points, a power of two, else by cuFFT), the
  * slabs' fft(y,z) on several; a batch of two and pencils, which it does not take; in place and
- * not, natural and transposed, both precisions, planned with FFTW_MEASURE once. Cases 8 to 11:
- * real transforms whose x the strided pass takes on one rank (cuFFT's 2D real transforms of
- * the planes, x on the complex side by Tide's strided pass). */
+ * not, natural and transposed, both precisions, planned with FFTW_MEASURE once. Cases 8 to 13:
+ * real transforms; 8 to 11 those whose x the strided pass takes on one rank (x on the complex
+ * side by Tide's strided pass; the planes by cuFFT's 2D real transforms where the real plane
+ * pass does not take them), 9, 12 and 13 with planes the real plane pass takes (128 to 2048
+ * reals along z, a power of two; 13 with x by cuFFT beside it). */
 static fft_case make_plane_case(int i)
 {
-    static const int n[][3] = {{64, 64, 64}, {5, 64, 128}, {12, 128, 64}, {7, 64, 64},
-                               {64, 64, 64}, {128, 64, 128}, {256, 32, 16}, {64, 64, 30}};
+    static const int n[][3] = {{64, 64, 64},  {5, 64, 128},  {12, 128, 64}, {7, 64, 64},
+                               {64, 64, 64},  {128, 64, 128}, {256, 32, 16}, {64, 64, 30},
+                               {128, 64, 512}, {16, 128, 256}};
     fft_case c;
     memset(&c, 0, sizeof c);
-    memcpy(c.n, n[i % 4 + 4 * (i >= 8)], sizeof c.n);
+    memcpy(c.n, n[i >= 12 ? i - 4 : i % 4 + 4 * (i >= 8)], sizeof c.n);
     c.type = i >= 8 ? TIDE_R2C : TIDE_C2C;
     c.prec = i % 2 ? TIDE_FLOAT : TIDE_DOUBLE;
     c.inplace = (i / 2) % 2;
@@ -635,7 +640,7 @@ static fft_case make_plane_case(int i)
     c.seed = 9000u + (unsigned)i;
     return c;
 }
-enum { NPLANE = 12 };
+enum { NPLANE = 14 };
 
 enum { NFUZZ = 80 };
 
@@ -750,10 +755,11 @@ int main(int argc, char **argv)
                "between the passes (up to %d chunks per pass)\n", streamed, streamed_mpi,
                fewest_chunks, most_chunks, resident, resident_chunks);
     /* TIDE_FFT_ENGINE=plane on device arrays: the plane cases must have run the plane pass,
-     * and on one rank (a 3D transform of one plan) the strided pass too */
+     * and on one rank (a 3D transform of one plan) the strided pass too, and the real plane
+     * pass */
     const char *engine = getenv("TIDE_FFT_ENGINE");
     if (cuda && on_device && engine && !strcmp(engine, "plane") && only < 0) {
-        cases.checks += 3;
+        cases.checks += 4;
         if (tt_all(comm, plane_plans == 0)) { /* on no rank */
             cases.failed++;
             if (rank == 0)
@@ -769,10 +775,16 @@ int main(int argc, char **argv)
             printf("FAIL: TIDE_FFT_ENGINE=plane on one rank, and no real transform ran Tide's "
                    "strided pass\n");
         }
+        if (nranks == 1 && real_plane_plans == 0) {
+            cases.failed++;
+            printf("FAIL: TIDE_FFT_ENGINE=plane on one rank, and no real transform ran Tide's "
+                   "plane pass\n");
+        }
     }
     if (rank == 0 && cuda)
         printf("%d plans ran Tide's own passes on rank 0, %d of them its strided pass (%d real "
-               "transforms)\n", plane_plans, strided_plans, real_strided_plans);
+               "transforms), %d real transforms its plane pass\n", plane_plans, strided_plans,
+               real_strided_plans, real_plane_plans);
     tide_context_destroy(ctx);
     int rc = tt_finish(&cases, comm, "test_fft", "cases");
     MPI_Finalize();

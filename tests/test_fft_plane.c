@@ -5,7 +5,9 @@
  * and out of place, plane counts below and above the lag, forced lags. The strided pass: the
  * slowest dimension of planes x ny x nx arrays, every line length it takes (64 to 1024), a few
  * planes' sizes. Each relative L2 error must be at most cuFFT's on the same input and below an
- * absolute bound; and the sizes refused are refused with a reason. The data move with plain
+ * absolute bound; and the sizes refused are refused with a reason. The real plane pass: R2C
+ * and C2R of real planes of 128 to 2048 reals a row, padded rows and not, against FFTW's and
+ * cuFFT's real transforms. The data move with plain
  * CUDA calls on the caller's stream around the pass: a copy in still pending when it is
  * enqueued, a copy out after it.
  * Exit 77 (skipped) without a usable GPU.
@@ -155,6 +157,167 @@ out:
     free(h);
 }
 
+/* The real plane pass over planes planes of ny rows of nx reals, rows rpitch reals apart, and
+ * their spectra, rows of nx / 2 + 1 points cpitch apart: sign -1 the R2C transforms of random
+ * reals, +1 the C2R transforms of the spectra of random reals (Hermitian: the columns kx = 0 and
+ * nx / 2 made exactly so), against FFTW in double and cuFFT's on the same input. The output's
+ * row padding must keep what was there before (out of place: the input as it was). */
+static void one_real(int dbl, int nx, int ny, int planes, int sign, int64_t rpitch,
+                     int64_t cpitch, int lag)
+{
+    const int nc = nx / 2 + 1;
+    const size_t nr = (size_t)rpitch * ny * planes, ncx = (size_t)cpitch * ny * planes;
+    const size_t es = dbl ? 8 : 4, rbytes = nr * es, cbytes = ncx * 2 * es;
+    const char *what = dbl ? "double" : "float";
+    char why[256] = "";
+    double *xr = fftw_malloc(sizeof(double) * nr), *rr = fftw_malloc(sizeof(double) * nr);
+    fftw_complex *xc = fftw_malloc(sizeof(fftw_complex) * ncx);
+    fftw_complex *rc = fftw_malloc(sizeof(fftw_complex) * ncx);
+    double *got = malloc(sizeof(double) * 2 * ncx);
+    const size_t most = cbytes > rbytes ? cbytes : rbytes;
+    void *hin = malloc(most), *hout = malloc(2 * most); /* the pattern, then the output */
+    void *din = NULL, *dout = NULL;
+    tide_gpu_plane *pass = NULL;
+    cufftHandle cp = 0;
+    int planned = 0;
+    cudaStream_t st;
+    cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+    if (!xr || !rr || !xc || !rc || !got || !hin || !hout ||
+        cudaMalloc(&din, most) || cudaMalloc(&dout, most)) {
+        printf("FAIL real %s %dx%d x%d: out of memory\n", what, nx, ny, planes);
+        failures++;
+        goto out;
+    }
+    for (size_t i = 0; i < nr; i++) { /* the reals the GPU sees, padding included */
+        double v = 2.0 * rand() / RAND_MAX - 1;
+        xr[i] = dbl ? v : (float)v;
+    }
+    int dims[2] = {ny, nx}, rem[2] = {ny, (int)rpitch}, cem[2] = {ny, (int)cpitch};
+    int rdist = (int)rpitch * ny, cdist = (int)cpitch * ny;
+    for (size_t i = 0; i < ncx; i++)
+        xc[i] = 0;
+    fftw_plan f = fftw_plan_many_dft_r2c(2, dims, planes, xr, rem, 1, rdist, xc, cem, 1, cdist,
+                                         FFTW_ESTIMATE);
+    fftw_execute(f); /* the spectra (the input of C2R, the oracle of R2C) */
+    fftw_destroy_plan(f);
+    for (int q = 0; q < planes && sign > 0; q++)
+        for (int kx = 0; kx < nc; kx += nx / 2) /* columns 0 and nx / 2: exactly Hermitian */
+            for (int ky = 0; ky <= ny / 2; ky++) {
+                fftw_complex *a = xc + (size_t)q * cdist + (size_t)ky * cpitch + kx;
+                fftw_complex *b =
+                    xc + (size_t)q * cdist + (size_t)((ny - ky) % ny) * cpitch + kx;
+                double re = creal(*a), im = ky % (ny / 2) ? cimag(*a) : 0;
+                if (!dbl)
+                    re = (float)re, im = (float)im;
+                *a = re + I * im;
+                *b = re - I * im;
+            }
+    if (sign > 0) { /* the oracle: FFTW's C2R of the spectra (a copy: it destroys its input) */
+        for (size_t i = 0; i < ncx && !dbl; i++) /* the values the GPU sees */
+            xc[i] = (float)creal(xc[i]) + I * (float)cimag(xc[i]);
+        memcpy(rc, xc, sizeof(fftw_complex) * ncx);
+        for (size_t i = 0; i < nr; i++)
+            rr[i] = -1;
+        f = fftw_plan_many_dft_c2r(2, dims, planes, rc, cem, 1, cdist, rr, rem, 1, rdist,
+                                   FFTW_ESTIMATE);
+        fftw_execute(f);
+        fftw_destroy_plan(f);
+    }
+    /* host images of the input, and of the output's pattern: -1 everywhere */
+    for (size_t i = 0; i < (sign < 0 ? nr : 2 * ncx); i++) {
+        double v = sign < 0 ? xr[i] : ((double *)xc)[i];
+        if (dbl)
+            ((double *)hin)[i] = v;
+        else
+            ((float *)hin)[i] = (float)v;
+    }
+    for (size_t i = 0; i < (sign < 0 ? 2 * ncx : nr); i++) {
+        if (dbl)
+            ((double *)hout)[i] = -1;
+        else
+            ((float *)hout)[i] = -1;
+    }
+    size_t ibytes = sign < 0 ? rbytes : cbytes, obytes = sign < 0 ? cbytes : rbytes;
+    size_t on = sign < 0 ? 2 * ncx : nr; /* reals out */
+    int r = tide_gpu_plane_create_real(dbl, nx, ny, planes, sign, rpitch, cpitch, lag, &pass,
+                                       why, sizeof why);
+    if (r) {
+        printf("FAIL real %s %dx%d x%d: create returned %d: %s\n", what, nx, ny, planes, r, why);
+        failures++;
+        goto out;
+    }
+    double err[2] = {NAN, NAN}, pad_bad = 0;
+    char *back = (char *)hout + obytes; /* the output, fetched */
+    for (int k = 0; k < 2; k++) { /* Tide's pass, then cuFFT's plan on the same input */
+        if (k == 1) {
+            cufftType t = sign < 0 ? (dbl ? CUFFT_D2Z : CUFFT_R2C) : (dbl ? CUFFT_Z2D : CUFFT_C2R);
+            if (cufftPlanMany(&cp, 2, dims, sign < 0 ? rem : cem, 1, sign < 0 ? rdist : cdist,
+                              sign < 0 ? cem : rem, 1, sign < 0 ? cdist : rdist, t, planes) ||
+                cufftSetStream(cp, st)) {
+                printf("FAIL real %s %dx%d x%d: no cuFFT plan\n", what, nx, ny, planes);
+                failures++;
+                goto out;
+            }
+            planned = 1;
+        }
+        /* the copies in are still pending when the pass is enqueued behind them */
+        int bad = cudaMemcpyAsync(din, hin, ibytes, cudaMemcpyHostToDevice, st) ||
+                  cudaMemcpyAsync(dout, hout, obytes, cudaMemcpyHostToDevice, st);
+        if (!bad && k == 0)
+            bad = tide_gpu_plane_execute(pass, din, dout, st);
+        else if (!bad)
+            bad = sign < 0 ? (dbl ? cufftExecD2Z(cp, din, dout) : cufftExecR2C(cp, din, dout))
+                           : (dbl ? cufftExecZ2D(cp, din, dout) : cufftExecC2R(cp, din, dout));
+        if (bad || cudaMemcpyAsync(back, dout, obytes, cudaMemcpyDeviceToHost, st) ||
+            cudaStreamSynchronize(st)) {
+            printf("FAIL real %s %dx%d x%d: %s did not run\n", what, nx, ny, planes,
+                   k ? "cuFFT" : "the pass");
+            failures++;
+            goto out;
+        }
+        for (size_t i = 0; i < on; i++)
+            got[i] = dbl ? ((double *)back)[i] : ((float *)back)[i];
+        double num = 0, den = 0;
+        for (int q = 0; q < planes; q++)
+            for (int y = 0; y < ny; y++) {
+                int wid = sign < 0 ? 2 * (int)cpitch : (int)rpitch;
+                int used = sign < 0 ? 2 * nc : nx;
+                for (int x = 0; x < wid; x++) {
+                    size_t i = ((size_t)q * ny + y) * wid + x;
+                    if (x >= used) { /* the row's padding: as it was */
+                        pad_bad += k == 0 && got[i] != -1;
+                        continue;
+                    }
+                    double ref = sign < 0 ? ((double *)xc)[i] : rr[i];
+                    num += (got[i] - ref) * (got[i] - ref);
+                    den += ref * ref;
+                }
+            }
+        err[k] = sqrt(num / den);
+    }
+    double bound = dbl ? 1e-14 : 1e-6;
+    int ok = err[0] <= err[1] && err[0] < bound && !pad_bad;
+    printf("%s %s real    %4dx%-4d x%-4d %s pitches %lld %lld lag %2d: rel L2 %.3g (cuFFT %.3g, "
+           "ratio %.2f)%s\n", ok ? "ok  " : "FAIL", what, nx, ny, planes,
+           sign < 0 ? "r2c" : "c2r", (long long)rpitch, (long long)cpitch, lag, err[0], err[1],
+           err[0] / err[1], pad_bad ? ", padding overwritten" : "");
+    failures += !ok;
+out:
+    if (planned)
+        cufftDestroy(cp);
+    tide_gpu_plane_destroy(pass);
+    cudaStreamDestroy(st);
+    cudaFree(din);
+    cudaFree(dout);
+    fftw_free(xr);
+    fftw_free(rr);
+    fftw_free(xc);
+    fftw_free(rc);
+    free(got);
+    free(hin);
+    free(hout);
+}
+
 static void refused(int dbl, int nx, int ny, int planes)
 {
     char why[256] = "";
@@ -163,6 +326,19 @@ static void refused(int dbl, int nx, int ny, int planes)
     int ok = r == TIDE_ERR_UNSUPPORTED && !pass && why[0];
     printf("%s %s %dx%d x%d refused: %s\n", ok ? "ok  " : "FAIL", dbl ? "double" : "float", nx,
            ny, planes, why);
+    failures += !ok;
+    tide_gpu_plane_destroy(pass);
+}
+
+static void refused_real(int dbl, int nx, int ny, int64_t rpitch, int64_t cpitch)
+{
+    char why[256] = "";
+    tide_gpu_plane *pass = NULL;
+    int r = tide_gpu_plane_create_real(dbl, nx, ny, 2, 1, rpitch, cpitch, 0, &pass, why,
+                                       sizeof why);
+    int ok = r == TIDE_ERR_UNSUPPORTED && !pass && why[0];
+    printf("%s %s real %dx%d pitches %lld %lld refused: %s\n", ok ? "ok  " : "FAIL",
+           dbl ? "double" : "float", nx, ny, (long long)rpitch, (long long)cpitch, why);
     failures += !ok;
     tide_gpu_plane_destroy(pass);
 }
@@ -231,12 +407,32 @@ int main(void)
     one(0, 32, 16, 512, -1, 1, 0, 1, 0, 37);
     one(1, 24, 16, 256, 1, 1, 0, 1, 0, 4096);
     one(0, 8, 8, 64, 1, 1, 0, 1, 0, 100);
+    /* real planes: every sized kernel (squares of 256 and 512, float 1024) and the general
+     * one (double 1024, oblong, 128 x 64: rows of 64 complex points), padded rows, the lag */
+    static const int reals[][3] = {
+        {256, 256, 3}, {512, 512, 2}, {1024, 1024, 1}, {128, 64, 5}, {2048, 64, 2},
+        {128, 1024, 2}, {512, 128, 3}, {256, 128, 41},
+    };
+    for (int dbl = 0; dbl < 2; dbl++)
+        for (size_t i = 0; i < sizeof reals / sizeof *reals; i++)
+            for (int sign = -1; sign <= 1; sign += 2) {
+                int nx = reals[i][0], pad = (int)(i + sign + 2) % 2;
+                one_real(dbl, nx, reals[i][1], reals[i][2], sign, nx + 2 * pad,
+                         nx / 2 + 1 + 3 * pad, 0);
+            }
+    one_real(0, 256, 128, 41, -1, 256, 129, 1);
+    one_real(1, 256, 128, 41, 1, 258, 129, 64);
     /* refused: not powers of two, too large, too many planes */
     refused(0, 96, 128, 1);
     refused(1, 1024, 1024, 1);
     refused(0, 2048, 128, 1);
     refused(0, 128, 128, 1 << 19);
     refused(0, 128, 128, 0);
+    refused_real(0, 64, 64, 64, 33);   /* rows of 32 complex points */
+    refused_real(0, 192, 64, 192, 97); /* not a power of two */
+    refused_real(1, 2048, 1024, 2048, 1025); /* 16 MiB */
+    refused_real(0, 256, 64, 255, 129); /* odd pitch */
+    refused_real(0, 256, 64, 256, 128); /* complex rows too short */
     refused_strided(0, 96, 64, 64, 0);
     refused_strided(1, 2048, 64, 64, 0);
     refused_strided(0, 32, 64, 64, 0);
