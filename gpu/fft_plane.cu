@@ -1,6 +1,7 @@
 // fft_plane.cu: the plane pass, 2D C2C transforms of a stack of planes in one persistent
 // kernel that reads and writes each plane's points in device memory once (see gpu/fft_plane.h;
-// the fewer passes over device memory of Wu 2014's in-card 3D FFT).
+// the fewer passes over device memory of Wu 2014's in-card 3D FFT), and through them the R2C
+// and C2R transforms of real planes (real_rows, below).
 //
 // Work items, taken in the order of a table made at plan creation:
 //   row item    (plane p, rows y0 .. y0 + MR - 1): the rows' transforms along x, read from the
@@ -318,7 +319,7 @@ __device__ __forceinline__ void real_rows(const Ln &L, const typename Ln::type *
     const real f = TO_X ? (real)0.5 : (real)1;
     for (int u = threadIdx.x; u < units; u += TH) {
         const int m = u >> lgh, k0 = u & (half - 1);
-        for (int e = 0; e < 1 + (k0 == 0); e++) { // k 0, then the middle point, pairs itself
+        for (int e = 0; e < 1 + (k0 == 0); e++) { // k0; after k0 = 0, rz / 2, its own pair
             const int k = e ? half : k0, kp = (N - k) & (N - 1);
             T a, b;
             if (TO_X) {

@@ -1,7 +1,8 @@
 /*
  * fft_plane.h: Tide's own plane pass (gpu/fft_plane.cu; private, C linkage, no CUDA types):
- * the 2D C2C transforms of a stack of planes in one kernel that reads each plane from device
- * memory once and writes it once, its second dimension's lines read back from the L2 cache.
+ * the 2D C2C transforms of a stack of planes (and R2C and C2R of real planes, below) in one
+ * kernel that reads each plane from device memory once and writes it once, its second
+ * dimension's lines read back from the L2 cache.
  *
  * The planes are dense, ny rows of nx points each (x fastest), planes * nx * ny points in all.
  * One persistent kernel takes work items in a fixed order from a counter: the row items of a
