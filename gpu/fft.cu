@@ -201,6 +201,35 @@ int create_real_lines(const tide_gpu_fft_desc *d, tide_gpu_fft *f, tide_gpu_fft_
     return 0;
 }
 
+// How many of d's transformed dimensions are the two fastest of a box in storage order o
+// (*fast) and its slowest (*slow).
+void plane_dims(const tide_gpu_fft_desc *d, const int o[3], int *fast, int *slow)
+{
+    *fast = *slow = 0;
+    for (int k = 0; k < d->ndims; k++) {
+        *fast += d->dims[k] == o[1] || d->dims[k] == o[2];
+        *slow += d->dims[k] == o[0];
+    }
+}
+
+// Once the plane pass has taken d's two fastest dimensions: the slowest, o0, where slow says
+// it is transformed, as a c2c in place on box of arr, by Tide's strided pass where it takes
+// those lines, else *rest (d's, with that dimension alone) for cuFFT; rest->ndims is 0 where
+// nothing is left. Returns 0 or an error code.
+int slowest_after_planes(const tide_gpu_fft_desc *d, int slow, int o0, const tide_box *box,
+                         const tide_box *arr, tide_gpu_fft *f, tide_gpu_fft_desc *rest,
+                         char *why, size_t len)
+{
+    *rest = *d;
+    rest->kind = 0;
+    rest->dims[0] = o0;
+    rest->ibox = rest->obox = box, rest->iarr = rest->oarr = arr;
+    bool third = false;
+    int st = slow ? create_strided(d, box, arr, box, arr, f, &third, why, len) : 0;
+    rest->ndims = slow && !third;
+    return st;
+}
+
 // The plane pass for d's two fastest dimensions, where d->engine asks for it and it takes
 // them (fft.h), and Tide's strided pass for the third where it takes that (none: *rest is
 // that dimension, in place on the output, for cuFFT; else rest->ndims is 0). *took says
@@ -216,11 +245,8 @@ int create_plane(const tide_gpu_fft_desc *d, tide_gpu_fft *f, tide_gpu_fft_desc 
     int64_t nx = tide_ext(d->ibox, o2), ny = tide_ext(d->ibox, o1), is[3], os[3];
     tide_box_strides(ia, is);
     tide_box_strides(oa, os);
-    int fast = 0, slow = 0; // the two fastest transformed, the slowest one transformed
-    for (int k = 0; k < d->ndims; k++) {
-        fast += d->dims[k] == o1 || d->dims[k] == o2;
-        slow += d->dims[k] == o0;
-    }
+    int fast, slow;
+    plane_dims(d, d->ibox->order, &fast, &slow);
     int dense = is[o2] == 1 && os[o2] == 1 && is[o1] == nx && os[o1] == nx &&
                 (tide_ext(d->ibox, o0) == 1 || (is[o0] == nx * ny && os[o0] == nx * ny));
     char no[160];
@@ -234,15 +260,7 @@ int create_plane(const tide_gpu_fft_desc *d, tide_gpu_fft *f, tide_gpu_fft_desc 
     if (d->plane)
         *d->plane |= 1;
     *took = true;
-    *rest = *d;
-    rest->ndims = slow;
-    rest->dims[0] = o0;
-    rest->ibox = d->obox, rest->iarr = d->oarr;
-    bool third = false; // the third dimension in place on the output: strided pass, else cuFFT
-    if (slow && (st = create_strided(d, d->obox, oa, d->obox, oa, f, &third, why, len)))
-        return st;
-    rest->ndims = slow && !third;
-    return 0;
+    return slowest_after_planes(d, slow, o0, d->obox, oa, f, rest, why, len); // on the output
 }
 
 // A real transform (r2c or c2r, one field, no real-to-real dimension, no spectral step) whose
@@ -265,22 +283,19 @@ int create_real_plane(const tide_gpu_fft_desc *d, tide_gpu_fft *f, tide_gpu_fft_
     int64_t nx = tide_ext(r, o2), ny = tide_ext(r, o1), planes = tide_ext(r, o0), rs[3], cs[3];
     tide_box_strides(ra, rs);
     tide_box_strides(ca, cs);
-    int fast = 0, slow = 0;
-    for (int k = 0; k < d->ndims; k++) {
-        fast += d->dims[k] == o1 || d->dims[k] == o2;
-        slow += d->dims[k] == o0;
-    }
+    int fast, slow;
+    plane_dims(d, r->order, &fast, &slow);
     for (int k = 0; k < 3; k++)
         if (c->order[k] != r->order[k] || (k != o2 && tide_ext(c, k) != tide_ext(r, k)))
             return 0;
     int dense = rs[o2] == 1 && cs[o2] == 1 && tide_ext(c, o2) == nx / 2 + 1 &&
                 (planes == 1 || (rs[o0] == rs[o1] * ny && cs[o0] == cs[o1] * ny));
-    // The column items' rows (4096 / ny points) must be 64 bytes or more: with 32-byte rows
-    // (float, ny = 1024) the pass loses to cuFFT's planes (docs/performance.md), which then
-    // take the planes beside the strided pass (create_real_lines).
+    // The column items' rows (an item's points / ny) must be 64 bytes or more: with 32-byte
+    // rows (float, ny = 1024) the pass loses to cuFFT's planes (docs/performance.md), which
+    // then take the planes beside the strided pass (create_real_lines).
     char no[160];
     if (fast != 2 || d->half != o2 || !dense || nx > INT32_MAX || ny > INT32_MAX ||
-        planes > INT32_MAX || 4096 / ny * (d->dbl ? 16 : 8) < 64 ||
+        planes > INT32_MAX || TIDE_GPU_PLANE_ITEM_POINTS / ny * (d->dbl ? 16 : 8) < 64 ||
         !tide_gpu_plane_real_supported(d->dbl, (int)nx, (int)ny, no, sizeof no))
         return 0;
     int st = tide_gpu_plane_create_real(d->dbl, (int)nx, (int)ny, (int)planes, d->sign, rs[o1],
@@ -290,16 +305,7 @@ int create_real_plane(const tide_gpu_fft_desc *d, tide_gpu_fft *f, tide_gpu_fft_
     if (d->plane)
         *d->plane |= 1;
     *took = true;
-    *rest = *d;
-    rest->kind = 0;
-    rest->ndims = slow;
-    rest->dims[0] = o0;
-    rest->ibox = rest->obox = c, rest->iarr = rest->oarr = ca;
-    bool third = false; // the slowest dimension in place on the complex side: strided pass
-    if (slow && (st = create_strided(d, c, ca, c, ca, f, &third, why, len)))
-        return st;
-    rest->ndims = slow && !third;
-    return 0;
+    return slowest_after_planes(d, slow, o0, c, ca, f, rest, why, len); // on the complex side
 }
 
 } // namespace

@@ -39,6 +39,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <type_traits>
 #include <vector>
 #include <cuda_runtime.h>
 #include "gpu/complex.cuh"
@@ -50,6 +51,7 @@ namespace {
 constexpr int THREADS = 256;                 // the strided pass's unit of threads
 constexpr int LG_ITEM = 12;
 constexpr int ITEM_POINTS = 1 << LG_ITEM;     // a plane item's points
+static_assert(ITEM_POINTS == TIDE_GPU_PLANE_ITEM_POINTS, "fft_plane.h's item size");
 constexpr int POINTS_PER_THREAD = ITEM_POINTS / THREADS; // the strided pass's
 constexpr size_t MAX_PLANE_BYTES = 8u << 20;  // a plane must fit the L2 with room to spare
 
@@ -306,6 +308,22 @@ __device__ __forceinline__ void transform(const Ln &L, typename real_of<typename
 // which column item 0 parts as it stores (F0 = (C[ky] + C[-ky]*) / 2 in column 0, Fn = (C[ky] -
 // C[-ky]*) / 2i in column rz) and joins as it loads (C = F0 + i Fn) for a C2R.
 
+// A real plane's item: its lines' stages and fix, the spectrum's part of it, after them
+// into device memory (R2C: fix(true)) or before them from device memory (C2R: fix(false)).
+template <int RK, bool COL, int TH, int PPT, class Ln, class Fix>
+__device__ __forceinline__ void real_item(const Ln &L,
+                                          typename real_of<typename Ln::type>::type s, Fix fix)
+{
+    if (RK == 1) {
+        transform<COL, TH, PPT, GLOBAL, SMEM>(L, s);
+        fix(std::true_type());
+    } else {
+        fix(std::false_type());
+        __syncthreads();
+        transform<COL, TH, PPT, SMEM, GLOBAL>(L, s);
+    }
+}
+
 // A real plane's row item: TO_X, the rows' transforms in shared memory (line m's point k at
 // pad(m N + k)) into their spectra, stored to L.gout (pitch L.op); else the spectra's rows read
 // from L.gin (pitch L.ip; written by the column items in this pass: through the L2) into the
@@ -395,7 +413,7 @@ struct args {
     int first_items, items;             // a plane's items of the first phase; items in all
     const int *order;                   // item codes: plane << 12 | column << 11 | block
     int *next, *done;                   // the item counter; first-phase items done, per plane
-    const void *twx, *twy, *twr;        // twr: real planes' w (real_columns)
+    const void *twx, *twy, *twr;        // twr: real planes' w (real_rows)
     double sign;
     int rp, cp;                         // real planes: the real side's rows and the complex
                                         // side's, pitches in complex points
@@ -473,29 +491,18 @@ __global__ void __launch_bounds__(PLANE_THREADS<T>, blocks_per_sm<T>())
             lines<T, LGX, LGX ? LG_ITEM - LGX : 0, REV> L = {rin + ri, out + ro, sm,
                                                               (const T *)a.twx, lgx,
                                                               LG_ITEM - lgx, rip, rop};
-            if (RK == 1) {
-                transform<false, TH, PPT, GLOBAL, SMEM>(L, s);
-                real_rows<true, TH>(L, wr);
-            } else {
-                real_rows<false, TH>(L, wr);
-                __syncthreads();
-                transform<false, TH, PPT, SMEM, GLOBAL>(L, s);
-            }
+            real_item<RK, false, TH, PPT>(
+                L, s, [&](auto to_x) { real_rows<decltype(to_x)::value, TH>(L, wr); });
         } else {
             long x0 = (long)blk << (LG_ITEM - lgy);
             lines<T, LGY, LGY ? LG_ITEM - LGY : 0, REV> L = {
                 cin + ((long)p << lgy) * cip + x0, out + ((long)p << lgy) * cop + x0, sm,
                 (const T *)a.twy, lgy, LG_ITEM - lgy, cip, cop};
-            if (blk) {
+            if (blk)
                 transform<true, TH, PPT>(L, s);
-            } else if (RK == 1) {
-                transform<true, TH, PPT, GLOBAL, SMEM>(L, s);
-                real_column0<true, TH>(L, nx);
-            } else {
-                real_column0<false, TH>(L, nx);
-                __syncthreads();
-                transform<true, TH, PPT, SMEM, GLOBAL>(L, s);
-            }
+            else
+                real_item<RK, true, TH, PPT>(
+                    L, s, [&](auto to_x) { real_column0<decltype(to_x)::value, TH>(L, nx); });
         }
         if (!second) {
             __threadfence();
@@ -542,7 +549,7 @@ template <class T> void tables(int lg, double sign, std::vector<T> &t)
 }
 
 // The tables of lines of 2^lg[0] and 2^lg[1] points (lg[1] < 0: one line), one after the
-// other, then, where real, a real plane's w (real_columns: exp(sign 2 pi i k / 2^(lg[0] + 1)),
+// other, then, where real, a real plane's w (real_rows: exp(sign 2 pi i k / 2^(lg[0] + 1)),
 // k = 0 .. 2^(lg[0] - 1)), copied to dst in device memory.
 template <class T> cudaError_t upload_tables(const int lg[2], double sign, bool real, void *dst)
 {

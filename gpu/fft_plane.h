@@ -26,6 +26,10 @@ extern "C" {
 
 typedef struct tide_gpu_plane tide_gpu_plane;
 
+/* The points of a work item: a row item's rows, or a column item's block of columns, take
+ * this many points (a column item's rows: this / ny points). */
+#define TIDE_GPU_PLANE_ITEM_POINTS 4096
+
 /* Whether the pass takes planes of nx x ny points (powers of two from 64 to 1024, a plane of at
  * most 8 MiB); if not, why says which. */
 int tide_gpu_plane_supported(int dbl, int nx, int ny, char *why, size_t len);
