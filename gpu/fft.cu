@@ -671,6 +671,24 @@ extern "C" int tide_gpu_fft_execute(const tide_gpu_fft *f, void *in, void *out)
     return st;
 }
 
+extern "C" int tide_gpu_fft_execute_staged(const tide_gpu_fft *f, const void *in, void *stage,
+                                           void *out)
+{
+    // The strided pass writes stage, or the plane pass alone reads in (out of place)
+    if (f->kind != 2 || f->nr2r || !(f->strided || (f->plane && !f->planned)))
+        return TIDE_ERR_UNSUPPORTED;
+    const void *from = in;
+    int st = 0;
+    if (f->strided) {
+        st = tide_gpu_strided_execute(f->strided, in, stage, f->stream);
+        from = stage;
+    }
+    if (st)
+        return st;
+    return f->plane ? tide_gpu_plane_execute(f->plane, from, out, f->stream)
+                    : execute_dft(f, (void *)from, out);
+}
+
 extern "C" void tide_gpu_fft_destroy(tide_gpu_fft *f)
 {
     if (!f)

@@ -66,6 +66,11 @@ int tide_gpu_fft_create(const tide_gpu_fft_desc *d, tide_gpu_fft **out, size_t *
 int tide_gpu_fft_bind(tide_gpu_fft *f, void *work, void *stream);
 /* Enqueue the transform of in into out (in == out: in place). */
 int tide_gpu_fft_execute(const tide_gpu_fft *f, void *in, void *out);
+/* A c2r whose first pass can write elsewhere (the strided pass of its slowest dimension, or a
+ * real plane pass that has no slowest dimension to do) from in into out, that pass writing
+ * stage (in's size and layout), in left as it is; TIDE_ERR_UNSUPPORTED, nothing enqueued,
+ * for any other transform. */
+int tide_gpu_fft_execute_staged(const tide_gpu_fft *f, const void *in, void *stage, void *out);
 void tide_gpu_fft_destroy(tide_gpu_fft *f);
 
 /* cuFFT's status r in words. */

@@ -15,7 +15,10 @@
  *     copy op whose byte count is bound per run, updated twice (two panels, beta then 1),
  *     stored back, against a naive loop; the same failure rule as b) on steps, over one chunk
  *     and over a second chunk after the failure (only its collective and completing steps
- *     run), the first failing op named.
+ *     run), the first failing op named;
+ *  d) an op that overwrites its input, reading the caller's input: run by its execute_staged
+ *     with the stage as its work space where it has one that takes the run, else from a copy
+ *     of the input in the stage; either way the input is left as it was and the output right.
  */
 #include <complex.h>
 #include <math.h>
@@ -178,10 +181,10 @@ static int fail_execute(const tide_op *op, const tide_env *e, void *src, void *d
 
 static void none(tide_op *op, const tide_env *e) { (void)op, (void)e; }
 
-static const tide_op_class local_class = {ok_execute, none, 0, 0};
-static const tide_op_class failing_class = {fail_execute, none, 0, 0};
-static const tide_op_class collective_class = {ok_execute, none, 1, 0};
-static const tide_op_class completes_class = {ok_execute, none, 0, 1};
+static const tide_op_class local_class = {ok_execute, none, 0, 0, NULL};
+static const tide_op_class failing_class = {fail_execute, none, 0, 0, NULL};
+static const tide_op_class collective_class = {ok_execute, none, 1, 0, NULL};
+static const tide_op_class completes_class = {ok_execute, none, 0, 1, NULL};
 
 static void test_failure_rule(void)
 {
@@ -290,11 +293,82 @@ static void test_chunk(void)
     printf("test_program: c) a chunk's ops\n");
 }
 
+/* ---- d) an op that overwrites its input ---------------------------------------------- */
+
+enum { STAGED_N = 37 };
+static int staged_runs, plain_runs;
+
+/* dst = 2 src + 1 through src, which it overwrites (as a c2r does). */
+static int overwriting_execute(const tide_op *op, const tide_env *e, void *src, void *dst)
+{
+    (void)op, (void)e;
+    double *s = src, *d = dst;
+    for (int i = 0; i < STAGED_N; i++)
+        s[i] = 2 * s[i], d[i] = s[i] + 1;
+    plain_runs++;
+    return TIDE_SUCCESS;
+}
+
+/* The same with its first pass into the stage; where op->steps is 1 it cannot. */
+static int staging_execute(const tide_op *op, const tide_env *e, const void *src, void *stage,
+                           void *dst)
+{
+    (void)e;
+    if (op->steps == 1)
+        return TIDE_ERR_UNSUPPORTED;
+    const double *s = src;
+    double *w = stage, *d = dst;
+    for (int i = 0; i < STAGED_N; i++)
+        w[i] = 2 * s[i], d[i] = w[i] + 1;
+    staged_runs++;
+    return TIDE_SUCCESS;
+}
+
+static void test_staged(void)
+{
+    static const tide_op_class staging_class = {overwriting_execute, none, 0, 0,
+                                                 staging_execute};
+    static const tide_op_class plain_class = {overwriting_execute, none, 0, 0, NULL};
+    const tide_op_class *cls[3] = {&staging_class, &staging_class, &plain_class};
+    const char *how[3] = {"its execute_staged", "a refusing execute_staged", "no execute_staged"};
+    int want_staged[3] = {1, 0, 0};
+    tide_env e = {.be = &tide_backend_cpu, .threads = 1};
+    tt_rng rng;
+    tt_rng_seed(&rng, 43);
+    for (int c = 0; c < 3; c++) {
+        double in[STAGED_N], kept[STAGED_N], out[STAGED_N], w0[STAGED_N], w1[STAGED_N];
+        for (int i = 0; i < STAGED_N; i++)
+            in[i] = kept[i] = tt_rnd(&rng), out[i] = w0[i] = w1[i] = NAN;
+        tide_program prog = {.nops = 1};
+        tide_op *o = &prog.ops[0];
+        *o = (tide_op){.cls = cls[c], .kind = TIDE_OP_FFT, .overwrites_input = 1, .steps = c};
+        tide_program_place(&prog, 0);
+        o->stage_bytes = sizeof in;
+        void *w[2] = {w0, w1};
+        const char *failed_at = "";
+        staged_runs = plain_runs = 0;
+        int st = tide_program_run(&prog, &e, w, in, out, TIDE_SUCCESS, &failed_at, NULL, 0);
+        double worst = 0;
+        for (int i = 0; i < STAGED_N; i++)
+            worst = tt_max_nan(worst, fabs(out[i] - (2 * kept[i] + 1)));
+        tt_local(&tally, st == 0 && o->src == TIDE_LOC_IN && o->dst == TIDE_LOC_OUT &&
+                         o->stage_input && !memcmp(in, kept, sizeof in) && worst == 0 &&
+                         staged_runs == want_staged[c] && plain_runs == 1 - want_staged[c],
+                 "an op overwriting its input, by %s: status %d, placed %d -> %d (staged %d), "
+                 "input %s, output error %.3g, ran staged %d and plain %d times", how[c], st,
+                 o->src, o->dst, o->stage_input,
+                 memcmp(in, kept, sizeof in) ? "modified" : "kept", worst, staged_runs,
+                 plain_runs);
+    }
+    printf("test_program: d) an op that overwrites its input\n");
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     test_multiply();
     test_failure_rule();
     test_chunk();
+    test_staged();
     return tt_finish_local(&tally, "test_program", "checks");
 }

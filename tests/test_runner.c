@@ -79,8 +79,8 @@ static int exchange_execute(const tide_op *op, const tide_env *e, void *src, voi
 
 static void none(tide_op *op, const tide_env *e) { (void)op, (void)e; }
 
-static const tide_op_class probe_class = {probe_execute, none, 0, 0};
-static const tide_op_class exchange_class = {exchange_execute, none, 1, 0};
+static const tide_op_class probe_class = {probe_execute, none, 0, 0, NULL};
+static const tide_op_class exchange_class = {exchange_execute, none, 1, 0, NULL};
 
 static int steps(void *user, int i, const tide_env *e, void *const *buf, tide_step *step, int *n)
 {

@@ -330,6 +330,11 @@ typedef struct tide_backend_ops {
                       size_t len);
     int (*fft_bind)(const tide_env *e, void *f);
     int (*fft_execute)(const tide_env *e, const void *f, void *in, void *out);
+    /* A transform that overwrites its input (c2r) run from in into out with stage (as large as
+     * in) as work space, in left as it is: where its first pass can write stage in place of
+     * a copy of in. TIDE_ERR_UNSUPPORTED, nothing started, where it cannot; NULL: never. */
+    int (*fft_execute_staged)(const tide_env *e, const void *f, const void *in, void *stage,
+                              void *out);
     void (*fft_destroy)(void *f);
     /* Reshapes between layouts (comm/): create (part_from, part_to: the part of the points it
      * moves, comm/reshape.h; NULL: all), run from src into dst on e's stream. GPU: flags are

@@ -135,6 +135,13 @@ static int cuda_fft_execute(const tide_env *e, const void *f, void *in, void *ou
     return tide_gpu_fft_execute(f, in, out);
 }
 
+static int cuda_fft_execute_staged(const tide_env *e, const void *f, const void *in,
+                                   void *stage, void *out)
+{
+    (void)e;
+    return tide_gpu_fft_execute_staged(f, in, stage, out);
+}
+
 static void cuda_fft_destroy(void *f) { tide_gpu_fft_destroy(f); }
 
 static int cuda_reshape_create(const tide_env *e, const tide_box *from, const tide_box *to,
@@ -193,6 +200,7 @@ static const tide_backend_ops cuda_ops = {
     .fft_create = cuda_fft_create,
     .fft_bind = cuda_fft_bind,
     .fft_execute = cuda_fft_execute,
+    .fft_execute_staged = cuda_fft_execute_staged,
     .fft_destroy = cuda_fft_destroy,
     .reshape_create = cuda_reshape_create,
     .reshape_execute = cuda_reshape_execute,

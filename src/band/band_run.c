@@ -23,7 +23,7 @@ static int band_execute(const tide_op *op, const tide_env *e, void *src, void *d
 
 static void nothing(tide_op *op, const tide_env *e) { (void)op, (void)e; }
 
-static const tide_op_class band_class = {band_execute, nothing, 0, 0};
+static const tide_op_class band_class = {band_execute, nothing, 0, 0, NULL};
 
 void tide_band_op(tide_op *op, tide_band_pass *b, int steps)
 {

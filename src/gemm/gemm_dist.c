@@ -442,8 +442,8 @@ static int finish_execute(const tide_op *op, const tide_env *e, void *src, void 
     return i < 0 ? TIDE_SUCCESS : moved(s, e->failed, finish_panel(s, i));
 }
 
-static const tide_op_class start_class = {start_execute, nothing, 1, 0};
-static const tide_op_class finish_class = {finish_execute, nothing, 1, 0};
+static const tide_op_class start_class = {start_execute, nothing, 1, 0, NULL};
+static const tide_op_class finish_class = {finish_execute, nothing, 1, 0, NULL};
 
 /* An update on threads of its own (desc's update): begun with panel at's operands into C
  * (the destination), then waited for; the wait runs after a failure too where it began. */
@@ -471,8 +471,8 @@ static int end_execute(const tide_op *op, const tide_env *e, void *src, void *ds
                            e->failed ? sizeof why : s->len);
 }
 
-static const tide_op_class begin_class = {begin_execute, nothing, 0, 0};
-static const tide_op_class end_class = {end_execute, nothing, 0, 1};
+static const tide_op_class begin_class = {begin_execute, nothing, 0, 0, NULL};
+static const tide_op_class end_class = {end_execute, nothing, 0, 1, NULL};
 
 /* Adds an op of class cls on state to prog, in place in C (the program's output). */
 static void add(tide_program *prog, const tide_op_class *cls, tide_op_kind kind, void *state,

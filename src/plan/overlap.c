@@ -233,7 +233,7 @@ static void overlap_destroy(tide_op *op, const tide_env *e)
     op->state = NULL;
 }
 
-static const tide_op_class overlap_class = {overlap_execute, overlap_destroy, 1, 0};
+static const tide_op_class overlap_class = {overlap_execute, overlap_destroy, 1, 0, NULL};
 
 /* Bytes of one element of f's input (in) or output: real on the real side of R2C and C2R, and
  * in real-to-real transforms of real data. */

@@ -22,7 +22,7 @@ static void reshape_destroy(tide_op *op, const tide_env *e)
     op->reshape = NULL;
 }
 
-static const tide_op_class reshape_class = {reshape_execute, reshape_destroy, 1, 0};
+static const tide_op_class reshape_class = {reshape_execute, reshape_destroy, 1, 0, NULL};
 
 tide_op_cost tide_op_reshape_cost(int rank, const tide_box *from, const tide_box *to,
                                   size_t elem, int batch)
@@ -65,7 +65,15 @@ static void fft_destroy(tide_op *op, const tide_env *e)
     op->fft = NULL;
 }
 
-static const tide_op_class fft_class = {fft_execute, fft_destroy, 0, 0};
+static int fft_execute_staged(const tide_op *op, const tide_env *e, const void *src,
+                              void *stage, void *dst)
+{
+    if (!op->fft || !e->be->fft_execute_staged)
+        return TIDE_ERR_UNSUPPORTED;
+    return e->be->fft_execute_staged(e, op->fft, src, stage, dst);
+}
+
+static const tide_op_class fft_class = {fft_execute, fft_destroy, 0, 0, fft_execute_staged};
 
 /* d's name in what ("fft(y,z)", "r2r(x,y)" or both: the DFT's dimensions and the real-to-real
  * ones) and its cost. */
@@ -150,7 +158,7 @@ static int scale_execute(const tide_op *op, const tide_env *e, void *src, void *
 
 static void scale_destroy(tide_op *op, const tide_env *e) { (void)op, (void)e; }
 
-static const tide_op_class scale_class = {scale_execute, scale_destroy, 0, 0};
+static const tide_op_class scale_class = {scale_execute, scale_destroy, 0, 0, NULL};
 
 void tide_op_scale(tide_op *op, int dbl, long long count, double factor)
 {
@@ -213,7 +221,7 @@ static void spectral_destroy(tide_op *op, const tide_env *e)
     op->spec = NULL;
 }
 
-static const tide_op_class spectral_class = {spectral_execute, spectral_destroy, 0, 0};
+static const tide_op_class spectral_class = {spectral_execute, spectral_destroy, 0, 0, NULL};
 
 /* Copies d's tables (host memory, src) into the backend's memory (x), the lam tables of n[k]
  * doubles, with a tridiagonal line its four of n[line], and the mean weights given; zeroes
@@ -291,7 +299,7 @@ static int fused_execute(const tide_op *op, const tide_env *e, void *src, void *
     return TIDE_SUCCESS;
 }
 
-static const tide_op_class spectral_fused_class = {fused_execute, spectral_destroy, 0, 0};
+static const tide_op_class spectral_fused_class = {fused_execute, spectral_destroy, 0, 0, NULL};
 
 void tide_op_spectral_fused(tide_op *op)
 {
@@ -340,7 +348,7 @@ static int sweep_execute(const tide_op *op, const tide_env *e, void *src, void *
 
 static void sweep_destroy(tide_op *op, const tide_env *e) { (void)op, (void)e; }
 
-static const tide_op_class sweep_class = {sweep_execute, sweep_destroy, 0, 0};
+static const tide_op_class sweep_class = {sweep_execute, sweep_destroy, 0, 0, NULL};
 
 void tide_op_sweep(tide_op *op, tide_sweep *s, int fuse)
 {
@@ -371,7 +379,7 @@ static int halo_execute(const tide_op *op, const tide_env *e, void *src, void *d
 
 static void halo_destroy(tide_op *op, const tide_env *e) { (void)op, (void)e; }
 
-static const tide_op_class halo_class = {halo_execute, halo_destroy, 1, 0};
+static const tide_op_class halo_class = {halo_execute, halo_destroy, 1, 0, NULL};
 
 void tide_op_halo(tide_op *op, const tide_halo *h, tide_halo_tally *tally)
 {
@@ -395,7 +403,7 @@ static int gemm_execute(const tide_op *op, const tide_env *e, void *src, void *d
 
 static void gemm_destroy(tide_op *op, const tide_env *e) { (void)op, (void)e; }
 
-static const tide_op_class gemm_class = {gemm_execute, gemm_destroy, 0, 0};
+static const tide_op_class gemm_class = {gemm_execute, gemm_destroy, 0, 0, NULL};
 
 void tide_op_gemm(tide_op *op, void *h, const tide_gemm_desc *g, const tide_gemm_operands *x)
 {
@@ -421,7 +429,7 @@ static int copy_execute(const tide_op *op, const tide_env *e, void *src, void *d
 
 static void copy_destroy(tide_op *op, const tide_env *e) { (void)op, (void)e; }
 
-static const tide_op_class copy_class = {copy_execute, copy_destroy, 0, 0};
+static const tide_op_class copy_class = {copy_execute, copy_destroy, 0, 0, NULL};
 
 /* What every copy op is: its class, its kind, one read and one write of `most` bytes, and its
  * name with that count. */
@@ -445,7 +453,7 @@ static int region_execute(const tide_op *op, const tide_env *e, void *src, void 
     return e->be->copy_region(e, x->elem, &x->region, src, &x->from, dst, &x->to);
 }
 
-static const tide_op_class region_class = {region_execute, copy_destroy, 0, 0};
+static const tide_op_class region_class = {region_execute, copy_destroy, 0, 0, NULL};
 
 void tide_op_copy_region(tide_op *op, const tide_region_copy *x, size_t most)
 {
@@ -562,10 +570,16 @@ static int run_op(const tide_op *o, const tide_env *e, void *const w[2], const v
 {
     void *src = where(w, o->src, in, out), *dst = where(w, o->dst, in, out);
     /* The staged copy keeps an op from writing where it still reads (in == out, or c2r,
-     * which overwrites its input) and out-of-place inputs unmodified. */
+     * which overwrites its input) and out-of-place inputs unmodified; an op that overwrites
+     * its input may instead make its first pass write the stage (execute_staged). */
     if (o->stage_input && (src == dst || o->overwrites_input)) {
         void *stage = where(w, o->stage_loc, in, out);
-        int st = e->be->copy(e, stage, src, o->stage_bytes);
+        int st = o->overwrites_input && o->cls->execute_staged
+                     ? o->cls->execute_staged(o, e, src, stage, dst)
+                     : TIDE_ERR_UNSUPPORTED;
+        if (st != TIDE_ERR_UNSUPPORTED)
+            return st;
+        st = e->be->copy(e, stage, src, o->stage_bytes);
         if (st)
             return st;
         src = stage;

@@ -64,6 +64,12 @@ typedef struct {
                            * threads or a stream of its own): it runs after a failure too,
                            * with e->failed set, so that nothing is left running when the
                            * program returns */
+    /* Where not NULL: runs an op that overwrites its input (overwrites_input) from src into
+     * dst with stage (its stage_bytes, free) as work space, src left as it is, in place of
+     * the staged copy and execute; returns TIDE_ERR_UNSUPPORTED, having started nothing,
+     * where it cannot (run_op then stages src). */
+    int (*execute_staged)(const tide_op *op, const tide_env *e, const void *src, void *stage,
+                          void *dst);
 } tide_op_class;
 
 /* A region copy's geometry, bound by the plan that owns the op before each execution: the

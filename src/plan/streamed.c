@@ -161,7 +161,7 @@ static int exchange_execute(const tide_op *op, const tide_env *e, void *src, voi
 
 static void nothing(tide_op *op, const tide_env *e) { (void)op, (void)e; }
 
-static const tide_op_class exchange_class = {exchange_execute, nothing, 1, 0};
+static const tide_op_class exchange_class = {exchange_execute, nothing, 1, 0, NULL};
 
 /* The part's own ops on b (made once per run). */
 static void part_ops(const pass_run *pr, part_bind *b)

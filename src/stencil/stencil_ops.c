@@ -17,7 +17,7 @@ static int split_execute(const tide_op *op, const tide_env *e, void *src, void *
                                    op->steps, e->failed, &op->tally->seconds);
 }
 
-static const tide_op_class split_class = {split_execute, nothing, 1, 0};
+static const tide_op_class split_class = {split_execute, nothing, 1, 0, NULL};
 
 void tide_stencil_op_split(tide_op *op, tide_stencil_ops *s, const tide_halo *h,
                            tide_halo_tally *tally)
@@ -38,7 +38,7 @@ static int slabs_execute(const tide_op *op, const tide_env *e, void *src, void *
                                       op->steps, s->err, sizeof s->err);
 }
 
-static const tide_op_class slabs_class = {slabs_execute, nothing, 0, 0};
+static const tide_op_class slabs_class = {slabs_execute, nothing, 0, 0, NULL};
 
 void tide_stencil_op_slabs(tide_op *op, tide_stencil_ops *s)
 {
@@ -60,7 +60,7 @@ static int parts_execute(const tide_op *op, const tide_env *e, void *src, void *
     return st;
 }
 
-static const tide_op_class parts_class = {parts_execute, nothing, 1, 0};
+static const tide_op_class parts_class = {parts_execute, nothing, 1, 0, NULL};
 
 void tide_stencil_op_halo_parts(tide_op *op, const tide_stencil_parts *x, const tide_halo *h,
                                 tide_halo_tally *tally)
