@@ -28,7 +28,8 @@
  *     every face (singular), and random ones; and periodic grids with x a power of two from 8
  *     to 2048, whose x transforms the GPU runs inside the spectral op with device arrays in
  *     float, as the CPU does for every periodic grid (the plan checked to say so, and not to
- *     elsewhere);
+ *     elsewhere), some with planes that Tide's real plane pass takes (with
+ *     TIDE_FFT_ENGINE=plane on device arrays, some plan must have run it);
  *  b) second-order convergence on analytic trigonometric solutions (error ratio ~4 from n to
  *     2n): periodic, and along each bounded dimension a cosine or sine mode fitting its face
  *     pair, with one, two and three bounded dimensions, on uniform and tanh-stretched cells;
@@ -84,6 +85,7 @@ static int verbose;   /* TIDE_TEST_VERBOSE=1: name each case as it starts */
 /* a): the largest residual and mean errors seen, as fractions of their tolerances. */
 static double worst_residual, worst_mean;
 static int empty_cases; /* a) cases with a rank whose box is empty */
+static int plane_plans; /* plans whose description names Tide's plane pass */
 
 /* ---- moving the data: plain C on the CPU, plain CUDA calls on the GPU ----------------------- */
 
@@ -615,6 +617,7 @@ static int check_plan(const pcase *c, const char *desc, tide_poisson_plan *plan,
         return 0;
     if (verbose && rank == 0)
         printf("    rank 0: %s\n", steps);
+    plane_plans += strstr(steps, "plane pass") != NULL;
 
     /* The boxes: the ones given, or the solver's, which must tile the grid: x-slabs, or
      * pencils whole along z (tide.h), along y when z is the line (its transform is skipped,
@@ -1031,11 +1034,14 @@ static pcase make_multi_fuzz_case(int i)
 /* Periodic grids with x a power of two from 8 to 2048 beside odd, prime and unit extents,
  * two cases a size, one in float and one in double: on the GPU with device arrays the plan
  * transforms x inside its spectral op (fused_line), as on the CPU; with host arrays on the GPU
- * they are periodic cases like the others.
+ * they are periodic cases like the others. The last three have planes that Tide's real plane
+ * pass takes (64 to 256 rows of 128 or 256 reals), with x fused or not: with
+ * TIDE_FFT_ENGINE=plane on device arrays some plan must run that pass (plane_plans).
  * Layouts, batches, alpha, spacings and in or out of place as make_case's. */
 static const int line_sizes[][3] = {{8, 7, 5},    {16, 9, 13}, {32, 5, 1},  {64, 3, 7},
                                     {128, 6, 2},  {256, 1, 3}, {512, 2, 3}, {1024, 3, 1},
-                                    {2048, 2, 5}, {8, 1, 1},   {16, 17, 4}};
+                                    {2048, 2, 5}, {8, 1, 1},   {16, 17, 4}, {16, 64, 128},
+                                    {6, 128, 256}, {8, 256, 128}};
 enum { NLINES = 2 * sizeof line_sizes / sizeof line_sizes[0] };
 
 static pcase line_case(int k)
@@ -1046,6 +1052,11 @@ static pcase line_case(int k)
     c.seed = 7000u + (unsigned)k;
     if (c.decomp == TIDE_DECOMP_SLABS && (nranks > c.n[0] || nranks > c.n[1]))
         c.decomp = TIDE_DECOMP_AUTO;
+    if (c.n[1] >= 64 && c.prec == TIDE_FLOAT) { /* the plane pass's: dense planes, one field */
+        c.lay = LAY_NULL;
+        c.decomp = TIDE_DECOMP_AUTO;
+        c.batch = 1;
+    }
     return c;
 }
 
@@ -2109,6 +2120,11 @@ int main(int argc, char **argv)
     create_errors(ctx);
     face_errors(ctx);
     solve_errors(ctx);
+    const char *engine = getenv("TIDE_FFT_ENGINE");
+    if (on_device && engine && !strcmp(engine, "plane"))
+        tt_check(&tally, comm, tt_allmax_nan(comm, plane_plans) > 0,
+                 "TIDE_FFT_ENGINE=plane: no plan ran Tide's plane pass (%d on rank %d)",
+                 plane_plans, rank);
 streamed_only:
     if (gpu && !on_device)
         streamed(ctx);
