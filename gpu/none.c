@@ -314,6 +314,12 @@ int tide_gpu_fft_execute(const tide_gpu_fft *f, void *in, void *out)
     return TIDE_ERR_UNSUPPORTED;
 }
 
+int tide_gpu_fft_execute_staged(const tide_gpu_fft *f, const void *in, void *stage, void *out)
+{
+    (void)f, (void)in, (void)stage, (void)out;
+    return TIDE_ERR_UNSUPPORTED;
+}
+
 void tide_gpu_fft_destroy(tide_gpu_fft *f) { (void)f; }
 
 const char *tide_cufft_name(int r)
