@@ -68,7 +68,9 @@ static void fft_destroy(tide_op *op, const tide_env *e)
 static int fft_execute_staged(const tide_op *op, const tide_env *e, const void *src,
                               void *stage, void *dst)
 {
-    if (!op->fft || !e->be->fft_execute_staged)
+    if (!op->fft)
+        return TIDE_SUCCESS; /* empty box: nothing to read, nothing to stage */
+    if (!e->be->fft_execute_staged)
         return TIDE_ERR_UNSUPPORTED;
     return e->be->fft_execute_staged(e, op->fft, src, stage, dst);
 }
